@@ -1,0 +1,94 @@
+"""Well-known label, annotation, taint and finalizer names of the ``karpenter.sh/v1`` API.
+
+Source: kubernetes-sigs/karpenter ``pkg/apis/v1/labels.go`` and ``taints.go`` (v1.14), and the
+Kubernetes well-known labels (``k8s.io/api/core/v1/well_known_labels.go``).
+"""
+
+from __future__ import annotations
+
+GROUP = "karpenter.sh"
+
+# Kubernetes well-known labels
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_OS = "kubernetes.io/os"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_WINDOWS_BUILD = "node.kubernetes.io/windows-build"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_REGION = "topology.kubernetes.io/region"
+
+# karpenter.sh labels
+LABEL_NODEPOOL = "karpenter.sh/nodepool"
+LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+LABEL_REGISTERED = "karpenter.sh/registered"
+LABEL_INITIALIZED = "karpenter.sh/initialized"
+LABEL_DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
+
+CAPACITY_TYPE_SPOT = "spot"
+CAPACITY_TYPE_ON_DEMAND = "on-demand"
+CAPACITY_TYPE_RESERVED = "reserved"
+CAPACITY_TYPES = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
+
+# Annotations
+ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+ANNOTATION_NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
+ANNOTATION_NODEPOOL_HASH_VERSION = "karpenter.sh/nodepool-hash-version"
+ANNOTATION_TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
+ANNOTATION_MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
+
+# Taints and finalizer
+TAINT_DISRUPTED = "karpenter.sh/disrupted"
+TAINT_UNREGISTERED = "karpenter.sh/unregistered"
+FINALIZER_TERMINATION = "karpenter.sh/termination"
+
+WELL_KNOWN_LABELS = frozenset(
+    {
+        LABEL_NODEPOOL,
+        LABEL_CAPACITY_TYPE,
+        LABEL_ZONE,
+        LABEL_REGION,
+        LABEL_INSTANCE_TYPE,
+        LABEL_ARCH,
+        LABEL_OS,
+        LABEL_WINDOWS_BUILD,
+    }
+)
+"""Labels every provider resolves; a pod may require them even before a node exists.
+
+Providers extend this set through :func:`register_well_known_labels` (e.g. the
+``karpenter.k8s.aws/instance-*`` labels)."""
+
+_extra_well_known: set[str] = set()
+
+RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh")
+"""NodePool requirements and template labels may not use these domains except for the well-known
+labels and the exceptions below (Karpenter ``pkg/apis/v1/labels.go``)."""
+
+LABEL_DOMAIN_EXCEPTIONS = ("kops.k8s.io", "node.kubernetes.io/", "node-restriction.kubernetes.io")
+
+
+def register_well_known_labels(labels: set[str] | frozenset[str]) -> None:
+    """Add provider-defined labels (such as ``karpenter.k8s.aws/instance-family``) to the
+    well-known set, so pods may select on them before a node carrying them exists."""
+    _extra_well_known.update(labels)
+
+
+def is_well_known(key: str) -> bool:
+    """True for labels whose value a provider resolves for every instance type."""
+    return key in WELL_KNOWN_LABELS or key in _extra_well_known
+
+
+def is_restricted_label(key: str) -> bool:
+    """True when ``key`` may not be used in a NodePool's requirements or template labels.
+
+    ``kubernetes.io/hostname`` is always restricted; other keys in a restricted domain are allowed
+    only when well known or in an exception domain.
+    """
+    if key == LABEL_HOSTNAME:
+        return True
+    if is_well_known(key):
+        return False
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    if any(key.startswith(exc) or domain.endswith(exc.rstrip("/")) for exc in LABEL_DOMAIN_EXCEPTIONS):
+        return False
+    return any(domain == d or domain.endswith("." + d) for d in RESTRICTED_LABEL_DOMAINS)

@@ -1,0 +1,144 @@
+"""The CloudProvider contract: the hooks a cloud plugin implements.
+
+This module is the single source of truth for the contract; ``docs/cloudprovider.md`` explains it
+for provider authors. Every hook is an ``async def`` in the implementation, so calling a hook
+through pluggy **returns an awaitable**; karpy's :class:`~karpy_core.cloudprovider.provider.CloudProvider`
+facade awaits it. Exactly one plugin is active at a time, so no hook is ``firstresult`` and no
+fallback chain across plugins exists.
+
+Implementations mark their methods with :data:`karpy_core.cloudprovider.hookimpl` and may accept
+fewer parameters than the spec (pluggy's opt-in arguments), so new parameters are additive.
+
+Errors a hook may raise (all in :mod:`karpy_core.errors`): ``NodeClaimNotFoundError``,
+``InsufficientCapacityError``, ``NodeClassNotReadyError``, ``CreateError`` and the generic
+``CloudProviderError``; anything else is treated as a transient failure and retried.
+
+Modelled on Karpenter's ``pkg/cloudprovider/types.go`` (the ``CloudProvider`` interface).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.types import InstanceType
+
+PROJECT = "karpy"
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+# --------------------------------------------------------------------------------------------
+# Identity
+# --------------------------------------------------------------------------------------------
+
+
+@hookspec
+def karpy_name() -> str:  # type: ignore[empty-body]
+    """Return the provider's name (``"aws"``, ``"kakaocloud"``, ``"simulated"``), used in logs,
+    metrics labels and the ``--cloud-provider`` option. Not async: a plain ``str``.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_supported_node_classes() -> list[tuple[str, str]]:  # type: ignore[empty-body]
+    """Return the NodeClass kinds this provider accepts in ``nodeClassRef``, as
+    ``(group, kind)`` pairs such as ``("karpenter.k8s.aws", "EC2NodeClass")``. The first is the
+    default. Not async.
+
+    .. versionadded:: 0.1
+    """
+
+
+# --------------------------------------------------------------------------------------------
+# Launch and lifecycle (async)
+# --------------------------------------------------------------------------------------------
+
+
+@hookspec
+def karpy_create(nodeclaim: NodeClaim) -> Any:
+    """Launch **one** instance for ``nodeclaim`` and return (awaitable) the NodeClaim as launched.
+
+    ``nodeclaim.spec.requirements`` lists the allowed instance types, zones and capacity types
+    (ordered by price by the scheduler); the provider picks one offering (normally the cheapest
+    available one). The returned NodeClaim must carry:
+
+    * ``metadata.labels`` with the resolved ``node.kubernetes.io/instance-type``,
+      ``topology.kubernetes.io/zone``, ``karpenter.sh/capacity-type`` and every single-valued label
+      of the chosen instance type;
+    * ``status.providerID``, ``status.capacity``, ``status.allocatable`` (Kubernetes quantities),
+      and ``status.imageID`` when known.
+
+    Must be idempotent with respect to the NodeClaim's name where the cloud allows it.
+
+    Raises:
+        InsufficientCapacityError: nothing could be launched; mark the offerings unavailable.
+        NodeClassNotReadyError: the referenced NodeClass is not Ready.
+        CreateError: launch failed with a reason for the ``Launched`` condition.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_delete(nodeclaim: NodeClaim) -> Any:
+    """Terminate the instance behind ``nodeclaim`` (awaitable, returns None).
+
+    karpy calls this repeatedly until it raises ``NodeClaimNotFoundError``: raise it once the
+    instance is gone (or terminating), so deletion is idempotent. A provider must refuse to delete
+    an instance it cannot prove it owns.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_get(provider_id: str) -> Any:
+    """Return (awaitable) a NodeClaim describing the instance with ``provider_id``.
+
+    Raises:
+        NodeClaimNotFoundError: no such instance.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_list() -> Any:
+    """Return (awaitable) NodeClaims for every instance this provider launched for this cluster
+    (used by garbage collection to find leaked instances). Only owned instances.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_get_instance_types(nodepool: NodePool) -> Any:
+    """Return (awaitable) every :class:`~karpy_core.cloudprovider.types.InstanceType` the
+    NodePool's NodeClass could launch, **including** those with no available offering (they are
+    filtered later and reported as such).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_is_drifted(nodeclaim: NodeClaim) -> Any:
+    """Return (awaitable) a drift reason string, ``""`` when the instance still matches its
+    NodeClass (AMI, security groups, subnets, NodeClass hash, ...).
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_repair_policies() -> list[dict[str, Any]]:  # type: ignore[empty-body]
+    """Return node-repair policies: ``[{"conditionType": str, "conditionStatus": str,
+    "tolerationDuration": seconds}]``. Not async. Return ``[]`` for none.
+
+    .. versionadded:: 0.1
+    """

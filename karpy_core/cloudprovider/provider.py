@@ -1,0 +1,123 @@
+"""The typed facade controllers use to talk to the one active cloud plugin.
+
+Plugins are discovered through the ``karpy.cloudprovider`` entry-point group, exactly like a third
+party's: the entry point names a factory ``create_plugin(options: dict) -> object`` whose result
+carries ``@hookimpl`` methods. The facade registers that object in a pluggy ``PluginManager``,
+rejects unknown hooks (``check_pending``), demands exactly one implementation of every hook, and
+awaits the async hooks so callers get plain values.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from karpy_core.cloudprovider import hookspecs
+from karpy_core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.types import InstanceType
+
+__all__ = ["ENTRY_POINT_GROUP", "CloudProvider", "available_providers", "load_provider"]
+
+ENTRY_POINT_GROUP = "karpy.cloudprovider"
+
+_HOOKS = [name for name in dir(hookspecs) if name.startswith("karpy_")]
+
+
+def available_providers() -> list[str]:
+    """Names of installed cloud plugins, sorted."""
+    return sorted(ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class CloudProvider:
+    """Calls the hooks of exactly one plugin and awaits them.
+
+    Args:
+        plugin: an object whose methods are marked with ``karpy_core.cloudprovider.hookimpl``.
+
+    Raises:
+        ConfigurationError: the plugin misses a hook, implements an unknown one, or a hook has
+            more than one implementation.
+    """
+
+    def __init__(self, plugin: object):
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._pm.register(plugin)
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise ConfigurationError(f"cloud provider plugin {plugin!r} implements an unknown hook: {exc}") from exc
+        for name in _HOOKS:
+            impls = getattr(self._pm.hook, name).get_hookimpls()
+            if len(impls) != 1:
+                raise ConfigurationError(
+                    f"cloud provider plugin {plugin!r} must implement hook {name} exactly once (found {len(impls)})"
+                )
+        self.plugin = plugin
+        self.name: str = self._call_sync("karpy_name")
+
+    def _call_sync(self, hook: str, **kwargs: Any) -> Any:
+        return getattr(self._pm.hook, hook)(**kwargs)[0]
+
+    async def _call(self, hook: str, **kwargs: Any) -> Any:
+        return await _maybe_await(self._call_sync(hook, **kwargs))
+
+    def supported_node_classes(self) -> list[tuple[str, str]]:
+        """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""
+        return list(self._call_sync("karpy_supported_node_classes"))
+
+    def repair_policies(self) -> list[dict[str, Any]]:
+        return list(self._call_sync("karpy_repair_policies"))
+
+    async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_create`."""
+        return await self._call("karpy_create", nodeclaim=nodeclaim)
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_delete`."""
+        await self._call("karpy_delete", nodeclaim=nodeclaim)
+
+    async def get(self, provider_id: str) -> NodeClaim:
+        return await self._call("karpy_get", provider_id=provider_id)
+
+    async def list(self) -> list[NodeClaim]:
+        return list(await self._call("karpy_list"))
+
+    async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        return list(await self._call("karpy_get_instance_types", nodepool=nodepool))
+
+    async def is_drifted(self, nodeclaim: NodeClaim) -> str:
+        return str(await self._call("karpy_is_drifted", nodeclaim=nodeclaim) or "")
+
+
+def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProvider:
+    """Load the plugin registered as ``name`` in the ``karpy.cloudprovider`` group and wrap it.
+
+    Raises:
+        ConfigurationError: no such plugin, or its extra is not installed (the message says which
+            ``pip install 'karpy[...]'`` to run).
+    """
+    eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not eps:
+        raise ConfigurationError(
+            f"no cloud provider named {name!r}; installed: {', '.join(available_providers()) or 'none'}"
+        )
+    try:
+        factory: Callable[[dict[str, Any]], object] = eps[0].load()
+    except ImportError as exc:
+        raise ConfigurationError(str(exc)) from exc
+    return CloudProvider(factory(dict(options or {})))

@@ -1,0 +1,133 @@
+"""Instance types and offerings: what a cloud can launch, at what price, where.
+
+Shapes (all amounts in karpy's internal units, see :mod:`karpy_core.scheduling.resources`):
+
+* :class:`Offering` - one (zone, capacity type) place to buy an instance type, a price in
+  **USD/hour** and whether it is available right now.
+* :class:`InstanceType` - a name, :class:`~karpy_core.scheduling.requirements.Requirements`
+  describing every well-known label (single-valued for instance-type facts such as arch; the
+  zone/capacity-type requirements list every offering's value), its offerings, capacity, and the
+  overhead subtracted to get allocatable.
+
+Modelled on Karpenter's ``pkg/cloudprovider/types.go`` (``InstanceType.Allocatable``,
+``Offerings.Available/Compatible/Cheapest``, ``OrderByPrice``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_ZONE
+from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.resources import Resources, merge, subtract
+
+__all__ = ["Offering", "Overhead", "InstanceType", "cheapest_offering", "order_by_price"]
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One way to buy an instance type.
+
+    Attributes:
+        zone: ``topology.kubernetes.io/zone`` value, e.g. ``us-east-1a``.
+        capacity_type: ``on-demand``, ``spot`` or ``reserved``.
+        price: USD/hour.
+        available: False when the cloud has no capacity or no known price right now.
+    """
+
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+
+    def compatible(self, reqs: Requirements) -> bool:
+        """True when the zone and capacity type are allowed by ``reqs`` (absent keys allow all)."""
+        z = reqs.get(LABEL_ZONE)
+        if z is not None and not z.has(self.zone):
+            return False
+        c = reqs.get(LABEL_CAPACITY_TYPE)
+        return c is None or c.has(self.capacity_type)
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """Resources a node reserves before pods (kubelet ``kubeReserved``, ``systemReserved`` and the
+    hard eviction threshold), in internal units."""
+
+    kube_reserved: Resources = field(default_factory=dict)
+    system_reserved: Resources = field(default_factory=dict)
+    eviction_threshold: Resources = field(default_factory=dict)
+
+    def total(self) -> Resources:
+        return merge(self.kube_reserved, self.system_reserved, self.eviction_threshold)
+
+
+@dataclass(eq=False)
+class InstanceType:
+    """A launchable machine shape.
+
+    Attributes:
+        name: e.g. ``m5.large``.
+        requirements: labels of this type as requirements; must define every well-known label
+            the provider resolves (use ``DoesNotExist`` where one does not apply).
+        offerings: every (zone, capacity type) offering, available or not.
+        capacity: node capacity (``cpu`` millicores, ``memory`` bytes, ``pods``, ...).
+        overhead: what the kubelet reserves.
+    """
+
+    name: str
+    requirements: Requirements
+    offerings: list[Offering]
+    capacity: Resources
+    overhead: Overhead = field(default_factory=Overhead)
+
+    def __post_init__(self) -> None:
+        zones = sorted({o.zone for o in self.offerings})
+        cts = sorted({o.capacity_type for o in self.offerings})
+        if LABEL_ZONE not in self.requirements:
+            self.requirements.add(Requirement(LABEL_ZONE, False, frozenset(zones)))
+        if LABEL_CAPACITY_TYPE not in self.requirements:
+            self.requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(cts)))
+
+    @cached_property
+    def allocatable(self) -> Resources:
+        """``capacity - overhead`` (never below zero), in internal units."""
+        alloc = subtract(self.capacity, self.overhead.total())
+        return {k: max(0, v) for k, v in alloc.items()}
+
+    def available_offerings(self) -> list[Offering]:
+        return [o for o in self.offerings if o.available]
+
+    def compatible_offerings(self, reqs: Requirements, *, available_only: bool = True) -> list[Offering]:
+        """Offerings allowed by ``reqs`` (zone/capacity type), available ones only by default."""
+        return [o for o in self.offerings if (o.available or not available_only) and o.compatible(reqs)]
+
+    def cheapest(self, reqs: Requirements) -> Offering | None:
+        """The cheapest available offering compatible with ``reqs``; ties broken by zone then
+        capacity type, so the choice is deterministic."""
+        return cheapest_offering(self.compatible_offerings(reqs))
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"InstanceType({self.name})"
+
+
+def cheapest_offering(offerings: Iterable[Offering]) -> Offering | None:
+    """The lowest-priced offering (ties: zone, then capacity type), or None."""
+    best: Offering | None = None
+    for o in offerings:
+        if best is None or (o.price, o.zone, o.capacity_type) < (best.price, best.zone, best.capacity_type):
+            best = o
+    return best
+
+
+def order_by_price(types: Sequence[InstanceType], reqs: Requirements) -> list[InstanceType]:
+    """Sort instance types by their cheapest compatible available offering, then name; types with
+    none go last (Karpenter ``InstanceTypes.OrderByPrice``)."""
+
+    def key(it: InstanceType) -> tuple[float, str]:
+        o = it.cheapest(reqs)
+        return (o.price if o else float("inf"), it.name)
+
+    return sorted(types, key=key)
