@@ -1,0 +1,157 @@
+"""The ``karpy`` command line (typer).
+
+Commands:
+
+* ``karpy simulate [FILES|DIRS...]`` - run karpy's controllers on an in-memory cluster against the
+  ``simulated`` cloud and report what they launched, why, and what it costs (USD/hour).
+* ``karpy validate FILES...`` - load manifests and report every problem.
+* ``karpy providers`` - list installed cloud-provider plugins.
+
+Exit codes: 0 on success (even with pods left pending), 2 on invalid input or options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from importlib import resources
+from typing import Annotated, Any
+
+import typer
+
+from karpy_core.errors import ConfigurationError, KarpyError, ManifestError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
+
+DEFAULT_SCENARIO = "default-scenario.yaml"
+
+
+def _parse_sets(values: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        if "=" not in v:
+            raise ConfigurationError(f"--set expects VAR=value, got {v!r}")
+        k, val = v.split("=", 1)
+        out[k.strip()] = val
+    return out
+
+
+def _fail(exc: Exception) -> None:
+    if isinstance(exc, ManifestError):
+        typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
+        for p in exc.problems:
+            typer.echo(f"  - {p}", err=True)
+    else:
+        typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(code=2)
+
+
+async def run_simulation(
+    paths: list[str],
+    *,
+    variables: dict[str, str] | None = None,
+    region: str = "us-east-1",
+    instance_types: str | None = None,
+) -> Any:
+    """Load manifests (or the embedded default), simulate, and return the
+    :class:`~karpy_core.sim.report.SimulationReport`.
+
+    Raises:
+        ManifestError: invalid manifests.
+        ConfigurationError: bad options (unknown region, unreadable catalog).
+    """
+    from karpy_core.apis.base import to_kube_dict
+    from karpy_core.apis.loader import load_documents, load_text
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.report import build_report
+    from karpy_core.sim.simulator import Simulator
+
+    if paths:
+        loaded = load_documents(paths, variables or {})
+    else:
+        text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
+        loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {})
+    options: dict[str, Any] = {"region": region}
+    if instance_types:
+        options["instance_types_file"] = instance_types
+    provider = load_provider("simulated", options)
+    sim = Simulator(provider)
+    ignored = sim.apply([to_kube_dict(o) for o in loaded.objects()])
+    await sim.run()
+    pricing = getattr(provider.plugin, "pricing_note", None)
+    report = await build_report(
+        sim,
+        provider_info={"name": provider.name, "region": region if not instance_types else None, "pricing": pricing},
+    )
+    report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
+    report.warnings = list(loaded.warnings)
+    return report
+
+
+@app.command()
+def simulate(
+    paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders: --set VAR=value")] = None,
+    region: Annotated[str, typer.Option(help="region whose zones and offerings the default catalog uses")] = "us-east-1",
+    instance_types: Annotated[str | None, typer.Option("--instance-types", help="instance-type catalog in Karpenter's KWOK format")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+) -> None:
+    """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
+    try:
+        if output not in ("text", "json"):
+            raise ConfigurationError(f"--output must be text or json, not {output!r}")
+        report = asyncio.run(
+            run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types)
+        )
+    except KarpyError as exc:
+        _fail(exc)
+        return
+    if output == "json":
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        from karpy_core.sim.report import render_text
+
+        typer.echo(render_text(report))
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[str], typer.Argument(help="YAML files or directories")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
+) -> None:
+    """Load manifests and report every problem (exit 2) or what was found (exit 0)."""
+    from karpy_core.apis.loader import load_documents
+
+    try:
+        loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+    except KarpyError as exc:
+        _fail(exc)
+        return
+    counts: dict[str, int] = {}
+    for obj in loaded.objects():
+        counts[obj.KIND] = counts.get(obj.KIND, 0) + 1
+    typer.echo("valid: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    for line in loaded.ignored():
+        typer.echo(f"ignored (kind not modelled): {line}")
+    for w in loaded.warnings:
+        typer.echo(f"warning: {w}")
+
+
+@app.command()
+def providers() -> None:
+    """List installed cloud-provider plugins (entry-point group ``karpy.cloudprovider``)."""
+    from karpy_core.cloudprovider.provider import available_providers
+
+    for name in available_providers():
+        typer.echo(name)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,351 @@
+"""The built-in ``simulated`` cloud provider: catalog-driven, in memory, no network.
+
+Registered as the ``simulated`` entry point of the ``karpy.cloudprovider`` group
+(``create_plugin``). It is the simulator's default cloud and behaves like Karpenter's KWOK/fake
+providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
+
+* **Catalog**: the EC2 catalog of :mod:`karpy_core.cloudprovider.catalog.aws` for ``region``
+  (``us-east-1`` default, or ``ap-northeast-2``; us-east-1 list prices, synthetic spot prices), or
+  a KWOK-format file given as ``instance_types_file``.
+* **Create** launches the cheapest *available* offering compatible with the NodeClaim's
+  ``spec.requirements`` among the instance types whose requirements are compatible and whose
+  allocatable fits ``spec.resources.requests``; ties break on price, then instance-type name, then
+  zone, then capacity type. Provider IDs are ``simulated:///<zone>/i-<8+ hex digits>`` from a
+  per-provider counter, so runs are reproducible. Creating a NodeClaim name that already has an
+  instance returns that instance (idempotent by name).
+* **Delete** removes the instance; deleting again raises ``NodeClaimNotFoundError``, which ends
+  karpy's delete loop, as the contract requires.
+* **mark_unavailable** models an insufficient-capacity event (Karpenter's unavailable-offerings
+  cache): the offering turns ``available=False``, optionally for a TTL measured on ``clock``.
+* Never drifts; no repair policies.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.cloudprovider import hookimpl
+from karpy_core.cloudprovider.catalog.aws import (
+    DEFAULT_REGION,
+    PRICES_REGION,
+    SPOT_DISCOUNT_BASE,
+    SPOT_DISCOUNT_SPREAD,
+    SUPPORTED_REGIONS,
+    AWSCatalogOptions,
+    load_aws_catalog,
+)
+from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
+from karpy_core.cloudprovider.types import InstanceType, Offering
+from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
+from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.utils.quantity import QuantityError
+
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodepool import NodePool
+
+__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedProvider", "create_plugin"]
+
+PROVIDER_ID_SCHEME = "simulated"
+SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
+    ("karpenter.k8s.aws", "EC2NodeClass"),
+    ("karpenter.kakaocloud.com", "KCNodeClass"),
+    ("karpenter.kwok.sh", "KWOKNodeClass"),
+]
+"""Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
+
+_CATALOG_OPTION_NAMES = frozenset(f.name for f in fields(AWSCatalogOptions))
+_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock"}) | _CATALOG_OPTION_NAMES
+
+OfferingKey = tuple[str, str, str]
+"""(instance type, zone, capacity type)."""
+
+
+def _clock_fn(clock: Any) -> Callable[[], float]:
+    if clock is None:
+        return time.time
+    if callable(clock):
+        return clock
+    now = getattr(clock, "now", None)
+    if callable(now):
+        return now
+    raise ConfigurationError(f"simulated provider option clock must be a callable or have now(), got {clock!r}")
+
+
+class SimulatedProvider:
+    """An in-memory cloud over a static catalog. Use :func:`create_plugin` to build one.
+
+    Args:
+        region: ``us-east-1`` or ``ap-northeast-2`` (AWS catalog only).
+        instance_types_file: a KWOK-format catalog to use instead of the AWS catalog.
+        clock: returns now in seconds (``time.time`` by default); only unavailability TTLs read it.
+        catalog_options: AWS capacity/overhead settings (ignored with ``instance_types_file``).
+
+    Raises:
+        ConfigurationError: unsupported region or unreadable/malformed catalog file.
+    """
+
+    def __init__(
+        self,
+        *,
+        region: str = DEFAULT_REGION,
+        instance_types_file: str | None = None,
+        clock: Callable[[], float] | Any = None,
+        catalog_options: AWSCatalogOptions | None = None,
+    ):
+        if instance_types_file:
+            base = load_kwok_catalog(instance_types_file)
+        else:
+            if region not in SUPPORTED_REGIONS:
+                raise ConfigurationError(
+                    f"simulated provider: region {region!r} is not supported; use one of {', '.join(SUPPORTED_REGIONS)}"
+                )
+            base = load_aws_catalog(region, catalog_options)
+        self.region = region
+        self.instance_types_file = instance_types_file
+        self._now = _clock_fn(clock)
+        self._base: dict[str, InstanceType] = {it.name: it for it in base}
+        # Our own list (returned by get_instance_types, same object every call). Elements are the
+        # shared catalog objects until an offering of theirs changes (copy on write).
+        self._instance_types: list[InstanceType] = list(base)
+        self._position = {it.name: i for i, it in enumerate(self._instance_types)}
+        self._unavailable: dict[OfferingKey, float | None] = {}
+        self._instances: dict[str, NodeClaim] = {}
+        self._by_claim_name: dict[str, str] = {}
+        self._launched = 0
+
+    @property
+    def pricing_note(self) -> str:
+        """One line saying where prices come from, for reports."""
+        if self.instance_types_file:
+            return f"prices from the catalog file {self.instance_types_file} (USD/hour)"
+        return (
+            f"on-demand: {PRICES_REGION} Linux list prices (USD/hour) applied in {self.region}; "
+            f"spot: synthetic, on-demand x ({SPOT_DISCOUNT_BASE:.2f} + {SPOT_DISCOUNT_SPREAD:.2f} x h), "
+            'h from sha256("<type>/<zone>")'
+        )
+
+    # ------------------------------------------------------------------ simulation controls
+    @property
+    def instance_types(self) -> list[InstanceType]:
+        """The live catalog (with current availability); do not mutate."""
+        self._sweep()
+        return self._instance_types
+
+    def mark_unavailable(
+        self, instance_type: str, zone: str, capacity_type: str, ttl_seconds: float | None = None
+    ) -> None:
+        """Make one offering unavailable, as an insufficient-capacity error would (Karpenter keeps
+        such offerings out for ``UnavailableOfferingsTTL`` = 180 s; pass ``ttl_seconds=180`` to model
+        that, or None to keep it unavailable until :meth:`mark_available`).
+
+        Raises:
+            ValueError: the catalog has no such instance type or offering.
+        """
+        base = self._base.get(instance_type)
+        if base is None:
+            raise ValueError(f"simulated provider: no instance type {instance_type!r} in the catalog")
+        if not any(o.zone == zone and o.capacity_type == capacity_type for o in base.offerings):
+            raise ValueError(f"simulated provider: {instance_type} has no {capacity_type} offering in zone {zone!r}")
+        self._unavailable[(instance_type, zone, capacity_type)] = (
+            None if ttl_seconds is None else self._now() + ttl_seconds
+        )
+        self._refresh(instance_type)
+
+    def mark_available(self, instance_type: str, zone: str | None = None, capacity_type: str | None = None) -> None:
+        """Undo :meth:`mark_unavailable` for matching offerings (None matches any zone/capacity
+        type). Offerings the catalog itself lists as unavailable (no price) stay unavailable."""
+        keys = [
+            k
+            for k in self._unavailable
+            if k[0] == instance_type and zone in (None, k[1]) and capacity_type in (None, k[2])
+        ]
+        for k in keys:
+            del self._unavailable[k]
+        if keys:
+            self._refresh(instance_type)
+
+    def _sweep(self) -> None:
+        if not self._unavailable:
+            return
+        now = self._now()
+        expired = [k for k, until in self._unavailable.items() if until is not None and until <= now]
+        for k in expired:
+            del self._unavailable[k]
+        for name in sorted({k[0] for k in expired}):
+            self._refresh(name)
+
+    def _refresh(self, name: str) -> None:
+        base = self._base[name]
+        marked = {(z, ct) for (n, z, ct) in self._unavailable if n == name}
+        if not marked:
+            self._instance_types[self._position[name]] = base
+            return
+        it = copy.copy(base)
+        it.offerings = [
+            Offering(o.zone, o.capacity_type, o.price, False) if (o.zone, o.capacity_type) in marked else o
+            for o in base.offerings
+        ]
+        self._instance_types[self._position[name]] = it
+
+    # ------------------------------------------------------------------ launch decision
+    def _candidates(self, reqs: Requirements) -> list[InstanceType]:
+        it_req = reqs.get(LABEL_INSTANCE_TYPE)
+        if it_req is not None and not it_req.complement:
+            return [self._instance_types[self._position[n]] for n in sorted(it_req.values) if n in self._position]
+        return self._instance_types
+
+    def _choose(self, nodeclaim: NodeClaim) -> tuple[InstanceType, Offering]:
+        name = nodeclaim.metadata.name or "<unnamed>"
+        try:
+            reqs = Requirements.of(
+                *(Requirement.new(r.key, r.operator, r.values or (), r.min_values) for r in nodeclaim.spec.requirements)
+            )
+            requests = parse_resource_list(nodeclaim.spec.resources.requests)
+        except (ValueError, QuantityError) as exc:
+            raise CreateError(
+                f"NodeClaim {name}: {exc}", condition_reason="InvalidRequirements", condition_message=str(exc)
+            ) from exc
+        # Cheapest offering per type first (cheap), then the type-level checks in price order, so
+        # the first type that passes wins without checking the rest.
+        zone_req = reqs.get(LABEL_ZONE)
+        ct_req = reqs.get(LABEL_CAPACITY_TYPE)
+        ranked: list[tuple[tuple[float, str, str, str], InstanceType, Offering]] = []
+        for it in self._candidates(reqs):
+            best: tuple[float, str, str, str] | None = None
+            best_offering: Offering | None = None
+            for o in it.offerings:
+                if not o.available:
+                    continue
+                if zone_req is not None and not zone_req.has(o.zone):
+                    continue
+                if ct_req is not None and not ct_req.has(o.capacity_type):
+                    continue
+                key = (o.price, it.name, o.zone, o.capacity_type)
+                if best is None or key < best:
+                    best, best_offering = key, o
+            if best is not None and best_offering is not None:
+                ranked.append((best, it, best_offering))
+        ranked.sort(key=lambda entry: entry[0])
+        chosen: tuple[InstanceType, Offering] | None = None
+        for _, it, o in ranked:
+            if reqs.conflict(it.requirements) is None and fits(requests, it.allocatable):
+                chosen = (it, o)
+                break
+        if chosen is None:
+            raise InsufficientCapacityError(
+                f"NodeClaim {name}: no available offering satisfies requirements [{reqs.describe()}]"
+                f" and requests {format_resource_list(requests)}"
+            )
+        return chosen
+
+    # ------------------------------------------------------------------ hooks
+    @hookimpl
+    def karpy_name(self) -> str:
+        return "simulated"
+
+    @hookimpl
+    def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
+        return list(SUPPORTED_NODE_CLASSES)
+
+    @hookimpl
+    async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Launch the cheapest compatible available offering; see the module docstring.
+
+        Raises:
+            InsufficientCapacityError: nothing compatible is available.
+            CreateError: the NodeClaim's requirements or requests cannot be parsed.
+        """
+        self._sweep()
+        claim_name = nodeclaim.metadata.name
+        if claim_name and claim_name in self._by_claim_name:
+            return self._instances[self._by_claim_name[claim_name]].model_copy(deep=True)
+        it, offering = self._choose(nodeclaim)
+        self._launched += 1
+        provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/i-{self._launched:08x}"
+        launched = nodeclaim.model_copy(deep=True)
+        labels = dict(launched.metadata.labels)
+        labels.update(it.requirements.labels())
+        labels[LABEL_INSTANCE_TYPE] = it.name
+        labels[LABEL_ZONE] = offering.zone
+        labels[LABEL_CAPACITY_TYPE] = offering.capacity_type
+        launched.metadata.labels = labels
+        launched.status.provider_id = provider_id
+        launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
+        launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
+        self._instances[provider_id] = launched
+        if claim_name:
+            self._by_claim_name[claim_name] = provider_id
+        return launched.model_copy(deep=True)
+
+    @hookimpl
+    async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
+        """Terminate the instance; raises ``NodeClaimNotFoundError`` when it is already gone."""
+        provider_id = nodeclaim.status.provider_id
+        launched = self._instances.pop(provider_id, None) if provider_id else None
+        if launched is None:
+            who = nodeclaim.metadata.name or "<unnamed>"
+            raise NodeClaimNotFoundError(f"NodeClaim {who}: no simulated instance {provider_id or '(no providerID)'}")
+        claim_name = launched.metadata.name
+        if claim_name and self._by_claim_name.get(claim_name) == provider_id:
+            del self._by_claim_name[claim_name]
+
+    @hookimpl
+    async def karpy_get(self, provider_id: str) -> NodeClaim:
+        launched = self._instances.get(provider_id)
+        if launched is None:
+            raise NodeClaimNotFoundError(f"no simulated instance {provider_id}")
+        return launched.model_copy(deep=True)
+
+    @hookimpl
+    async def karpy_list(self) -> list[NodeClaim]:
+        return [self._instances[pid].model_copy(deep=True) for pid in sorted(self._instances)]
+
+    @hookimpl
+    async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        """Every catalog type, including unavailable ones; the same list object on every call."""
+        return self.instance_types
+
+    @hookimpl
+    async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
+        return ""
+
+    @hookimpl
+    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+        return []
+
+
+def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider:
+    """Entry-point factory (``karpy.cloudprovider`` group, name ``simulated``).
+
+    Options: ``region`` (``us-east-1`` | ``ap-northeast-2``), ``instance_types_file`` (KWOK-format
+    path; overrides the AWS catalog), ``clock`` (callable returning seconds, or an object with
+    ``now()``), and any :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field
+    (``ami_family``, ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...).
+
+    Raises:
+        ConfigurationError: unknown option, unsupported region, bad catalog settings or file.
+    """
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - _OPTION_NAMES)
+    if unknown:
+        raise ConfigurationError(
+            f"simulated provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_OPTION_NAMES))}"
+        )
+    catalog_kwargs = {k: opts[k] for k in _CATALOG_OPTION_NAMES if k in opts}
+    try:
+        catalog_options = AWSCatalogOptions(**catalog_kwargs)
+    except TypeError as exc:  # pragma: no cover - guarded by the name check above
+        raise ConfigurationError(f"simulated provider: {exc}") from exc
+    return SimulatedProvider(
+        region=str(opts.get("region") or DEFAULT_REGION),
+        instance_types_file=opts.get("instance_types_file"),
+        clock=opts.get("clock"),
+        catalog_options=catalog_options,
+    )

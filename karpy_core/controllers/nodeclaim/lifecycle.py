@@ -1,0 +1,262 @@
+"""NodeClaim lifecycle: launch, registration, initialization, liveness, and finalization.
+
+Phases (Karpenter ``pkg/controllers/nodeclaim/lifecycle/``):
+
+* **launch**: add the ``karpenter.sh/termination`` finalizer, call the provider's ``create``,
+  copy the resolved labels, provider ID, capacity and allocatable onto the NodeClaim, set
+  ``Launched``. Insufficient capacity or a NodeClass that is not Ready deletes the claim (its pods
+  provision again); a ``CreateError`` sets ``Launched=Unknown`` with its reason and is retried.
+* **registration**: the Node with the same ``spec.providerID`` gets the finalizer, the
+  NodeClaim's labels and taints, loses ``karpenter.sh/unregistered`` and is labelled
+  ``karpenter.sh/registered=true``; ``Registered`` and ``status.nodeName`` are set.
+* **initialization**: the Node is Ready, its startup taints and the ephemeral taints
+  (``node.kubernetes.io/not-ready``, ``unreachable``, ``node.cloudprovider.kubernetes.io/uninitialized``)
+  are gone and every requested extended resource is allocatable -> label
+  ``karpenter.sh/initialized=true``, ``Initialized`` and ``Ready``.
+* **liveness**: no launch within 5 minutes or no registration within 15 minutes deletes the claim.
+* **finalization** (claim being deleted): delete the Node, call the provider's ``delete`` until it
+  reports the instance gone, then remove the finalizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from karpy_core.apis.labels import (
+    FINALIZER_TERMINATION,
+    LABEL_HOSTNAME,
+    LABEL_INITIALIZED,
+    LABEL_REGISTERED,
+    TAINT_UNREGISTERED,
+)
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.errors import (
+    CreateError,
+    InsufficientCapacityError,
+    KubeAPIError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from karpy_core.kube.port import KubeClient
+from karpy_core.scheduling.resources import parse_resource_list
+from karpy_core.state.cluster import condition, is_true
+from karpy_core.utils.clock import Clock, iso
+
+__all__ = ["NodeClaimLifecycle", "LifecycleEvent", "LAUNCH_TTL", "REGISTRATION_TTL"]
+
+LAUNCH_TTL = 5 * 60.0
+"""Seconds a NodeClaim may stay un-launched before liveness deletes it (Karpenter ``liveness.go``)."""
+REGISTRATION_TTL = 15 * 60.0
+"""Seconds a launched NodeClaim may stay unregistered before liveness deletes it."""
+
+EPHEMERAL_TAINTS = (
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+)
+
+
+@dataclass
+class LifecycleEvent:
+    """Something the lifecycle controller did: ``kind`` is launch, register, initialize,
+    launch-failed, liveness-delete, delete or terminate."""
+
+    kind: str
+    nodeclaim: str
+    node: str = ""
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse_ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _set_condition(conds: list[dict[str, Any]], type_: str, status: str, reason: str, message: str, now: str) -> list[dict[str, Any]]:
+    out = [c for c in conds if c.get("type") != type_]
+    prev = next((c for c in conds if c.get("type") == type_), None)
+    ltt = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get("lastTransitionTime") else now
+    out.append({"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": ltt})
+    return sorted(out, key=lambda c: c["type"])
+
+
+class NodeClaimLifecycle:
+    """Drives every NodeClaim through launch -> registration -> initialization, and finalizes
+    deleted ones.
+
+    Args:
+        kube: the cluster.
+        provider: the active cloud provider.
+        clock: the clock (virtual in the simulator).
+    """
+
+    name = "nodeclaim.lifecycle"
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+        self.kube = kube
+        self.provider = provider
+        self.clock = clock
+
+    async def reconcile(self) -> list[LifecycleEvent]:
+        """One pass over every NodeClaim; returns what happened."""
+        events: list[LifecycleEvent] = []
+        nodes = await self.kube.list("Node")
+        by_pid = {(n.get("spec") or {}).get("providerID"): n for n in nodes if (n.get("spec") or {}).get("providerID")}
+        for nc in await self.kube.list("NodeClaim"):
+            ev = await self.reconcile_one(nc, by_pid)
+            events.extend(ev)
+        return events
+
+    async def reconcile_one(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
+        name = nc["metadata"]["name"]
+        if nc["metadata"].get("deletionTimestamp"):
+            return await self._finalize(nc, nodes_by_pid)
+        if FINALIZER_TERMINATION not in (nc["metadata"].get("finalizers") or []):
+            nc = await self.kube.patch(
+                "NodeClaim", name, {"metadata": {"finalizers": [*(nc["metadata"].get("finalizers") or []), FINALIZER_TERMINATION]}}
+            )
+        now = self.clock.now()
+        created = _parse_ts(nc["metadata"].get("creationTimestamp")) or now
+        if not is_true(nc, "Launched"):
+            if now - created > LAUNCH_TTL and condition(nc, "Launched") is not None:
+                await self.kube.delete("NodeClaim", name)
+                return [LifecycleEvent("liveness-delete", name, reason="not launched within 5m")]
+            return await self._launch(nc)
+        pid = (nc.get("status") or {}).get("providerID")
+        node = nodes_by_pid.get(pid)
+        if not is_true(nc, "Registered"):
+            if node is None:
+                launched_at = _parse_ts((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
+                if now - launched_at > REGISTRATION_TTL:
+                    await self.kube.delete("NodeClaim", name)
+                    return [LifecycleEvent("liveness-delete", name, reason="not registered within 15m")]
+                return []
+            return await self._register(nc, node)
+        if node is not None and not is_true(nc, "Initialized"):
+            return await self._initialize(nc, node)
+        return []
+
+    # ---- phases -----------------------------------------------------------------------------
+    async def _launch(self, nc: dict[str, Any]) -> list[LifecycleEvent]:
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        name = nc["metadata"]["name"]
+        now = iso(self.clock.now())
+        try:
+            launched = await self.provider.create(NodeClaim.model_validate(nc))
+        except (InsufficientCapacityError, NodeClassNotReadyError) as exc:
+            await self.kube.delete("NodeClaim", name)
+            return [LifecycleEvent("launch-failed", name, reason=type(exc).__name__, details={"message": str(exc)})]
+        except CreateError as exc:
+            conds = _set_condition(
+                (nc.get("status") or {}).get("conditions") or [], "Launched", "Unknown", exc.condition_reason, exc.condition_message, now
+            )
+            await self.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
+            return [LifecycleEvent("launch-failed", name, reason=exc.condition_reason, details={"message": exc.condition_message})]
+        out = launched.model_dump(by_alias=True, exclude_none=True, mode="json")
+        labels = dict(nc["metadata"].get("labels") or {})
+        labels.update((out.get("metadata") or {}).get("labels") or {})
+        annotations = dict(nc["metadata"].get("annotations") or {})
+        annotations.update((out.get("metadata") or {}).get("annotations") or {})
+        await self.kube.patch("NodeClaim", name, {"metadata": {"labels": labels, "annotations": annotations}})
+        status = dict(out.get("status") or {})
+        status["conditions"] = _set_condition(
+            (nc.get("status") or {}).get("conditions") or [], "Launched", "True", "Launched", "", now
+        )
+        for t in ("Registered", "Initialized", "Ready"):
+            if condition({"status": status}, t) is None:
+                status["conditions"] = _set_condition(status["conditions"], t, "Unknown", "AwaitingReconciliation", "", now)
+        await self.kube.patch("NodeClaim", name, {"status": status}, status=True)
+        return [
+            LifecycleEvent(
+                "launch",
+                name,
+                details={
+                    "providerID": status.get("providerID", ""),
+                    "instanceType": labels.get("node.kubernetes.io/instance-type", ""),
+                    "zone": labels.get("topology.kubernetes.io/zone", ""),
+                    "capacityType": labels.get("karpenter.sh/capacity-type", ""),
+                },
+            )
+        ]
+
+    async def _register(self, nc: dict[str, Any], node: dict[str, Any]) -> list[LifecycleEvent]:
+        name = nc["metadata"]["name"]
+        node_name = node["metadata"]["name"]
+        spec = nc.get("spec") or {}
+        labels = dict(node["metadata"].get("labels") or {})
+        labels.update(nc["metadata"].get("labels") or {})
+        labels[LABEL_REGISTERED] = "true"
+        labels.setdefault(LABEL_HOSTNAME, node_name)
+        taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != TAINT_UNREGISTERED]
+        have = {(t.get("key"), t.get("effect")) for t in taints}
+        for t in [*(spec.get("taints") or []), *(spec.get("startupTaints") or [])]:
+            if (t.get("key"), t.get("effect")) not in have:
+                taints.append(dict(t))
+        finalizers = list(node["metadata"].get("finalizers") or [])
+        if FINALIZER_TERMINATION not in finalizers:
+            finalizers.append(FINALIZER_TERMINATION)
+        owner = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": name, "uid": nc["metadata"].get("uid", "")}
+        await self.kube.patch(
+            "Node",
+            node_name,
+            {"metadata": {"labels": labels, "finalizers": finalizers, "ownerReferences": [owner]}, "spec": {"taints": taints}},
+        )
+        now = iso(self.clock.now())
+        conds = _set_condition((nc.get("status") or {}).get("conditions") or [], "Registered", "True", "Registered", "", now)
+        await self.kube.patch("NodeClaim", name, {"status": {"nodeName": node_name, "conditions": conds}}, status=True)
+        return [LifecycleEvent("register", name, node=node_name)]
+
+    async def _initialize(self, nc: dict[str, Any], node: dict[str, Any]) -> list[LifecycleEvent]:
+        name = nc["metadata"]["name"]
+        node_name = node["metadata"]["name"]
+        if not is_true(node, "Ready"):
+            return []
+        startup = {(t.get("key"), t.get("effect")) for t in (nc.get("spec") or {}).get("startupTaints") or []}
+        for t in (node.get("spec") or {}).get("taints") or []:
+            if (t.get("key"), t.get("effect")) in startup or t.get("key") in EPHEMERAL_TAINTS:
+                return []
+        requested = parse_resource_list(((nc.get("spec") or {}).get("resources") or {}).get("requests"))
+        alloc = parse_resource_list((node.get("status") or {}).get("allocatable"))
+        for r, v in requested.items():
+            if "/" in r and v > 0 and alloc.get(r, 0) == 0:
+                return []
+        await self.kube.patch("Node", node_name, {"metadata": {"labels": {LABEL_INITIALIZED: "true"}}})
+        now = iso(self.clock.now())
+        conds = (nc.get("status") or {}).get("conditions") or []
+        conds = _set_condition(conds, "Initialized", "True", "Initialized", "", now)
+        conds = _set_condition(conds, "Ready", "True", "Ready", "", now)
+        await self.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
+        return [LifecycleEvent("initialize", name, node=node_name)]
+
+    async def _finalize(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        name = nc["metadata"]["name"]
+        if FINALIZER_TERMINATION not in (nc["metadata"].get("finalizers") or []):
+            return []
+        events: list[LifecycleEvent] = []
+        pid = (nc.get("status") or {}).get("providerID")
+        node = nodes_by_pid.get(pid) if pid else None
+        if node is not None:
+            if not node["metadata"].get("deletionTimestamp"):
+                await self.kube.delete("Node", node["metadata"]["name"])
+                events.append(LifecycleEvent("delete", name, node=node["metadata"]["name"], reason="NodeClaim deleted"))
+            return events  # wait for the Node's own termination to finish
+        if pid:
+            try:
+                await self.provider.delete(NodeClaim.model_validate(nc))
+                return events  # retried until the provider says the instance is gone
+            except NodeClaimNotFoundError:
+                events.append(LifecycleEvent("terminate", name, reason="instance terminated"))
+        finalizers = [f for f in nc["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
+        try:
+            await self.kube.patch("NodeClaim", name, {"metadata": {"finalizers": finalizers}})
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+        return events

@@ -1,0 +1,165 @@
+"""The provisioner: pending pods -> scheduling decision -> NodeClaim objects.
+
+One :meth:`Provisioner.reconcile` pass (Karpenter ``pkg/controllers/provisioning/provisioner.go``
+``Schedule``): snapshot nodes and NodeClaims before pods; keep the provisionable pods; build one
+template per Ready NodePool with the provider's instance types; solve; create one NodeClaim per
+planned node (``generateName: <nodepool>-``, owner reference to the NodePool, template labels,
+taints, startup taints, the NodePool hash). Launching is the NodeClaim lifecycle controller's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.labels import (
+    ANNOTATION_NODEPOOL_HASH,
+    ANNOTATION_NODEPOOL_HASH_VERSION,
+    LABEL_NODEPOOL,
+)
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.kube.port import KubeClient
+from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.resources import format_resource_list
+from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler, SchedulingResults
+from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool
+from karpy_core.state.cluster import (
+    ClusterSnapshot,
+    collect_snapshot,
+    daemonset_pod_infos,
+    existing_nodes,
+    is_true,
+    nodepool_usage,
+)
+from karpy_core.utils.quantity import QuantityError
+
+__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler"]
+
+
+@dataclass
+class ProvisioningResult:
+    """What one pass decided and did."""
+
+    results: SchedulingResults | None = None
+    created: list[dict[str, Any]] = field(default_factory=list)
+    """NodeClaim objects created, in plan order."""
+    pending: int = 0
+
+
+def _nodepool_ready(nodepool: dict[str, Any]) -> bool:
+    # Without a status (simulator, freshly applied) a NodePool counts as Ready, as it would be
+    # once its NodeClass resolves; an explicit Ready=False excludes it.
+    conds = (nodepool.get("status") or {}).get("conditions")
+    if not conds:
+        return True
+    return is_true(nodepool, "Ready")
+
+
+async def build_scheduler(
+    snapshot: ClusterSnapshot,
+    provider: CloudProvider,
+    instance_types: dict[str, list[InstanceType]] | None = None,
+) -> tuple[Scheduler, list[NodePoolTemplate]]:
+    """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (weight order) with their
+    instance types, existing nodes and in-flight NodeClaims, DaemonSets, and NodePool usage."""
+    from karpy_core.apis.nodepool import NodePool  # local: keeps this module light to import
+
+    templates: list[NodePoolTemplate] = []
+    for np_obj in snapshot.nodepools:
+        if np_obj["metadata"].get("deletionTimestamp") or not _nodepool_ready(np_obj):
+            continue
+        name = np_obj["metadata"]["name"]
+        if instance_types is not None and name in instance_types:
+            types = instance_types[name]
+        else:
+            types = await provider.get_instance_types(NodePool.model_validate(np_obj))
+            if instance_types is not None:
+                instance_types[name] = types
+        templates.append(template_from_nodepool(np_obj, types))
+    startup = {t.name: t.startup_taints for t in templates}
+    scheduler = Scheduler(
+        templates,
+        existing_nodes(snapshot, startup),
+        daemonset_pod_infos(snapshot.daemonsets),
+        nodepool_usage(snapshot),
+    )
+    return scheduler, templates
+
+
+def nodeclaim_from_plan(plan: PlannedNodeClaim) -> dict[str, Any]:
+    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created)."""
+    np_obj = plan.template.raw
+    meta = np_obj.get("metadata") or {}
+    tmpl = (np_obj.get("spec") or {}).get("template") or {}
+    tmeta = tmpl.get("metadata") or {}
+    tspec = tmpl.get("spec") or {}
+    labels = dict(tmeta.get("labels") or {})
+    labels[LABEL_NODEPOOL] = plan.nodepool
+    annotations = dict(tmeta.get("annotations") or {})
+    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool_hash(np_obj)
+    annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
+    spec: dict[str, Any] = {
+        "requirements": plan.spec_requirements(),
+        "resources": {"requests": format_resource_list(plan.requests)},
+        "nodeClassRef": dict(tspec.get("nodeClassRef") or {}),
+    }
+    for key in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
+        if tspec.get(key) is not None:
+            spec[key] = tspec[key]
+    spec.setdefault("expireAfter", "720h")
+    owner = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": plan.nodepool, "blockOwnerDeletion": True}
+    if meta.get("uid"):
+        owner["uid"] = meta["uid"]
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "generateName": f"{plan.nodepool}-",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner],
+        },
+        "spec": spec,
+    }
+
+
+class Provisioner:
+    """Turns pending pods into NodeClaims.
+
+    Args:
+        kube: the cluster.
+        provider: the active cloud provider (for instance types).
+    """
+
+    name = "provisioner"
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider):
+        self.kube = kube
+        self.provider = provider
+        self.last: ProvisioningResult = ProvisioningResult()
+
+    async def reconcile(self) -> ProvisioningResult:
+        """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
+        snapshot = await collect_snapshot(self.kube)
+        pending_dicts = snapshot.pending_pods()
+        result = ProvisioningResult(pending=len(pending_dicts))
+        if not pending_dicts:
+            self.last = result
+            return result
+        pods: list[PodInfo] = []
+        bad: dict[str, str] = {}
+        for p in pending_dicts:
+            try:
+                pods.append(pod_info(p))
+            except (QuantityError, ValueError) as exc:
+                bad[f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"] = f"invalid pod: {exc}"
+        scheduler, _ = await build_scheduler(snapshot, self.provider)
+        results = scheduler.solve(pods)
+        results.errors.update(bad)
+        result.results = results
+        for plan in results.new_claims:
+            result.created.append(await self.kube.create("NodeClaim", nodeclaim_from_plan(plan)))
+        self.last = result
+        return result

@@ -1,0 +1,302 @@
+"""An in-memory Kubernetes API: the simulator's cluster and the core unit tests' fake.
+
+It keeps the API semantics controllers depend on: ``resourceVersion`` bumps, ``generateName``,
+``uid`` and ``creationTimestamp``, finalizers (delete sets ``deletionTimestamp``; the object goes
+once its finalizers are gone), JSON merge-patch, the status subresource, bindings, and the
+Eviction API refusing with 429 when a PodDisruptionBudget allows no more disruptions.
+Objects are deep-copied in and out, so callers never share state with the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.port import KINDS, WatchEvent
+from karpy_core.utils.clock import Clock, RealClock, iso
+from karpy_core.utils.selectors import selector_matches
+
+__all__ = ["InMemoryCluster", "merge_patch"]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge-patch: dicts merge recursively, ``None`` deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+class InMemoryCluster:
+    """Implements :class:`karpy_core.kube.port.KubeClient` in memory.
+
+    Args:
+        clock: source of ``creationTimestamp``/``deletionTimestamp`` (default wall time).
+    """
+
+    def __init__(self, clock: Clock | None = None):
+        self.clock = clock or RealClock()
+        self._store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {k: {} for k in KINDS}
+        self._rv = 0
+        self._uid = 0
+        self._names: dict[str, int] = {}
+        self._watchers: dict[str, list[asyncio.Queue[WatchEvent]]] = {}
+        self.evictions: list[str] = []
+        """``ns/name`` of every pod evicted, in order (for reports and tests)."""
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _key(self, kind: str, name: str, namespace: str | None) -> tuple[str, str]:
+        info = KINDS.get(kind)
+        if info is None:
+            raise KubeAPIError(f"kind {kind} is not served", status=404, reason="NotFound")
+        return ((namespace or "default") if info.namespaced else "", name)
+
+    def _bump(self, obj: dict[str, Any]) -> None:
+        self._rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
+
+    def _notify(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+        for q in self._watchers.get(kind, []):
+            q.put_nowait(WatchEvent(type_, copy.deepcopy(obj)))
+
+    def objects(self, kind: str) -> list[dict[str, Any]]:
+        """Synchronous snapshot of every ``kind`` object, sorted by namespace then name (copies)."""
+        store = self._store[kind]
+        return [copy.deepcopy(store[k]) for k in sorted(store)]
+
+    def peek(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """Synchronous read of one object (a copy), or None."""
+        obj = self._store[kind].get(self._key(kind, name, namespace))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    # ---- KubeClient -------------------------------------------------------------------------
+    async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+        out = []
+        for obj in self.objects(kind):
+            meta = obj.get("metadata") or {}
+            if namespace is not None and KINDS[kind].namespaced and meta.get("namespace") != namespace:
+                continue
+            if label_selector and not _label_selector_string_matches(label_selector, meta.get("labels") or {}):
+                continue
+            out.append(obj)
+        return out
+
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        obj = self._store[kind].get(self._key(kind, name, namespace))
+        if obj is None:
+            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+        return copy.deepcopy(obj)
+
+    def create_sync(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Synchronous :meth:`create` (the simulator seeds manifests with it)."""
+        obj = copy.deepcopy(obj)
+        info = KINDS.get(kind)
+        if info is None:
+            raise KubeAPIError(f"kind {kind} is not served", status=404, reason="NotFound")
+        meta = obj.setdefault("metadata", {})
+        obj.setdefault("apiVersion", info.api_version)
+        obj.setdefault("kind", kind)
+        if not meta.get("name"):
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise KubeAPIError("name or generateName is required", status=422, reason="Invalid")
+            while True:
+                self._names[prefix] = self._names.get(prefix, 0) + 1
+                candidate = f"{prefix}{_suffix(self._names[prefix])}"
+                if self._key(kind, candidate, meta.get("namespace")) not in self._store[kind]:
+                    meta["name"] = candidate
+                    break
+        if info.namespaced:
+            meta.setdefault("namespace", "default")
+        else:
+            meta.pop("namespace", None)
+        key = self._key(kind, meta["name"], meta.get("namespace"))
+        if key in self._store[kind]:
+            raise KubeAPIError(f'{kind} "{meta["name"]}" already exists', status=409, reason="AlreadyExists")
+        self._uid += 1
+        meta.setdefault("uid", f"00000000-0000-4000-8000-{self._uid:012d}")
+        meta.setdefault("creationTimestamp", iso(self.clock.now()))
+        meta["generation"] = 1
+        self._bump(obj)
+        self._store[kind][key] = obj
+        self._notify(kind, "ADDED", obj)
+        return copy.deepcopy(obj)
+
+    async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.create_sync(kind, obj)
+
+    def patch_sync(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+    ) -> dict[str, Any]:
+        """Synchronous :meth:`patch`."""
+        key = self._key(kind, name, namespace)
+        obj = self._store[kind].get(key)
+        if obj is None:
+            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+        if status:
+            patch = {"status": patch.get("status", {})}
+        elif "status" in patch and kind in ("NodePool", "NodeClaim", "EC2NodeClass", "KCNodeClass"):
+            patch = {k: v for k, v in patch.items() if k != "status"}
+        before_spec = copy.deepcopy(obj.get("spec"))
+        new = merge_patch(obj, patch)
+        if new.get("spec") != before_spec:
+            new["metadata"]["generation"] = int(obj["metadata"].get("generation", 1)) + 1
+        self._bump(new)
+        meta = new["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            del self._store[kind][key]
+            self._notify(kind, "DELETED", new)
+            return copy.deepcopy(new)
+        self._store[kind][key] = new
+        self._notify(kind, "MODIFIED", new)
+        return copy.deepcopy(new)
+
+    async def patch(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+    ) -> dict[str, Any]:
+        return self.patch_sync(kind, name, patch, namespace, status=status)
+
+    def delete_sync(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
+        """Synchronous :meth:`delete`."""
+        key = self._key(kind, name, namespace)
+        obj = self._store[kind].get(key)
+        if obj is None:
+            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+        meta = obj["metadata"]
+        if uid is not None and meta.get("uid") != uid:
+            raise KubeAPIError(f"precondition failed: uid {uid} != {meta.get('uid')}", status=409, reason="Conflict")
+        if meta.get("finalizers"):
+            if not meta.get("deletionTimestamp"):
+                meta["deletionTimestamp"] = iso(self.clock.now())
+                self._bump(obj)
+                self._notify(kind, "MODIFIED", obj)
+            return
+        del self._store[kind][key]
+        self._bump(obj)
+        self._notify(kind, "DELETED", obj)
+
+    async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
+        self.delete_sync(kind, name, namespace, uid=uid)
+
+    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+        meta = pod["metadata"]
+        current = await self.get("Pod", meta["name"], meta.get("namespace"))
+        if current["spec"].get("nodeName"):
+            raise KubeAPIError(f"pod {meta['name']} is already bound", status=409, reason="Conflict")
+        if self.peek("Node", node_name) is None:
+            raise KubeAPIError(f'node "{node_name}" not found', status=404, reason="NotFound")
+        self.patch_sync(
+            "Pod",
+            meta["name"],
+            {
+                "spec": {"nodeName": node_name},
+                "status": {
+                    "phase": "Running",
+                    "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+                },
+            },
+            meta.get("namespace"),
+        )
+
+    async def evict(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        ns = meta.get("namespace") or "default"
+        current = await self.get("Pod", meta["name"], ns)
+        for pdb in self.objects("PodDisruptionBudget"):
+            if (pdb["metadata"].get("namespace") or "default") != ns:
+                continue
+            selector = (pdb.get("spec") or {}).get("selector") or {}
+            if not selector_matches(selector, current["metadata"].get("labels") or {}):
+                continue
+            if disruptions_allowed(pdb, self.objects("Pod")) < 1:
+                raise KubeAPIError(
+                    f"Cannot evict pod as it would violate the pod's disruption budget {pdb['metadata']['name']}",
+                    status=429,
+                    reason="TooManyRequests",
+                )
+        self.evictions.append(f"{ns}/{meta['name']}")
+        self.delete_sync("Pod", meta["name"], ns)
+
+    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:  # type: ignore[override]
+        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        for obj in self.objects(kind):
+            queue.put_nowait(WatchEvent("ADDED", obj))
+        self._watchers.setdefault(kind, []).append(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._watchers[kind].remove(queue)
+
+
+def disruptions_allowed(pdb: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    """How many more pods a PDB lets go now: healthy matching pods minus the desired healthy count.
+
+    ``minAvailable``/``maxUnavailable`` may be an int or a percentage of the matching pods
+    (percentages round up, as the disruption controller does). Source: Kubernetes
+    ``pkg/controller/disruption``.
+    """
+    spec = pdb.get("spec") or {}
+    ns = pdb["metadata"].get("namespace") or "default"
+    selector = spec.get("selector") or {}
+    matching = [
+        p
+        for p in pods
+        if (p["metadata"].get("namespace") or "default") == ns
+        and selector_matches(selector, p["metadata"].get("labels") or {})
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    expected = len(matching)
+    healthy = sum(1 for p in matching if (p.get("status") or {}).get("phase") == "Running")
+
+    def resolve(v: Any) -> int:
+        if isinstance(v, str) and v.endswith("%"):
+            return -(-int(v[:-1]) * expected // 100)
+        return int(v)
+
+    if spec.get("minAvailable") is not None:
+        desired = resolve(spec["minAvailable"])
+    elif spec.get("maxUnavailable") is not None:
+        desired = expected - resolve(spec["maxUnavailable"])
+    else:
+        desired = expected
+    return max(0, healthy - desired)
+
+
+def _suffix(n: int) -> str:
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    out = ""
+    n = n * 7919 + 12345
+    for _ in range(5):
+        out += alphabet[n % len(alphabet)]
+        n //= len(alphabet)
+    return out
+
+
+def _label_selector_string_matches(selector: str, labels: dict[str, str]) -> bool:
+    for part in selector.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "!=" in part:
+            k, v = part.split("!=", 1)
+            if labels.get(k.strip()) == v.strip():
+                return False
+        elif "=" in part:
+            k, v = part.split("=", 1)
+            if labels.get(k.strip()) != v.strip().lstrip("="):
+                return False
+        elif part.startswith("!"):
+            if part[1:] in labels:
+                return False
+        elif part not in labels:
+            return False
+    return True

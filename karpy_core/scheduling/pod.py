@@ -1,0 +1,183 @@
+"""The scheduler's view of a pod, built once from a Kubernetes Pod dict.
+
+:func:`effective_requests` implements the kube-scheduler's resource rule (KEP-753, sidecar
+containers; ``k8s.io/component-helpers/resource`` ``PodRequests``): for each resource,
+
+* a container's request defaults to its limit when only the limit is set;
+* ``regular = sum(containers) + sum(restartable init containers)`` (sidecars run alongside);
+* each non-restartable init container ``i`` needs ``request_i + sum(sidecars started before i)``;
+  each sidecar start needs the running sum of sidecars so far;
+* the pod needs ``max(regular, every init-phase peak) + spec.overhead``, plus one ``pods`` slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy_core.scheduling.requirements import Requirements
+from karpy_core.scheduling.resources import Resources, parse_resource_list
+from karpy_core.scheduling.taints import Toleration, parse_tolerations
+
+__all__ = ["PodInfo", "effective_requests", "requirement_key", "pod_info"]
+
+
+def _container_requests(container: Mapping[str, Any]) -> Resources:
+    res = container.get("resources") or {}
+    requests = parse_resource_list(res.get("requests"))
+    for name, amount in parse_resource_list(res.get("limits")).items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def effective_requests(spec: Mapping[str, Any]) -> Resources:
+    """The resources a pod reserves on a node, in internal units (cpu millicores, memory bytes),
+    including one ``pods`` slot. See the module docstring for the rule and its source.
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a request or limit is not a quantity.
+    """
+    regular: Resources = {}
+    for c in spec.get("containers") or ():
+        for name, amount in _container_requests(c).items():
+            regular[name] = regular.get(name, 0) + amount
+    sidecars: Resources = {}
+    peak: Resources = {}
+    for c in spec.get("initContainers") or ():
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            for name, amount in req.items():
+                sidecars[name] = sidecars.get(name, 0) + amount
+            candidate = dict(sidecars)
+        else:
+            candidate = dict(req)
+            for name, amount in sidecars.items():
+                candidate[name] = candidate.get(name, 0) + amount
+        for name, amount in candidate.items():
+            peak[name] = max(peak.get(name, 0), amount)
+    for name, amount in sidecars.items():
+        regular[name] = regular.get(name, 0) + amount
+    out: Resources = dict(regular)
+    for name, amount in peak.items():
+        out[name] = max(out.get(name, 0), amount)
+    for name, amount in parse_resource_list(spec.get("overhead")).items():
+        out[name] = out.get(name, 0) + amount
+    out["pods"] = out.get("pods", 0) + 1
+    return {k: v for k, v in out.items() if v}
+
+
+def requirement_key(reqs: Requirements) -> tuple[Any, ...]:
+    """A hashable identity for a requirement set (used to cache compatibility checks)."""
+    return tuple((r.key, r.complement, tuple(sorted(r.values)), r.gte, r.lte, r.min_values) for r in reqs)
+
+
+@dataclass(eq=False, slots=True)
+class PodInfo:
+    """A pod as the scheduler sees it.
+
+    Attributes:
+        namespace, name, uid: identity.
+        labels, annotations: metadata.
+        node_name: the node it is bound to, or "" when pending.
+        owner_kind, owner_name: the controlling owner reference ("" when none).
+        created: ``metadata.creationTimestamp`` text (ISO 8601 sorts chronologically).
+        priority: ``spec.priority`` (0 when unset).
+        requests: :func:`effective_requests`.
+        requirement_terms: alternatives (required node-affinity terms, OR), each already
+            intersected with ``spec.nodeSelector``; one entry when there is no affinity.
+        tolerations: the pod's tolerations.
+        unsupported: why karpy cannot provision for this pod ("" when it can), e.g. matchFields.
+        raw: the original dict, for constraints handled elsewhere (topology, volumes, ports).
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_name: str
+    owner_kind: str
+    owner_name: str
+    created: str
+    priority: int
+    requests: Resources
+    requirement_terms: list[Requirements]
+    tolerations: tuple[Toleration, ...]
+    unsupported: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    _signature: tuple[Any, ...] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_daemonset_pod(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+    def signature(self) -> tuple[Any, ...]:
+        """Pods with equal signatures are interchangeable for placement decisions (same requests,
+        node requirements and tolerations); the scheduler caches work per signature."""
+        if self._signature is None:
+            self._signature = (
+                tuple(sorted(self.requests.items())),
+                tuple(requirement_key(t) for t in self.requirement_terms),
+                self.tolerations,
+            )
+        return self._signature
+
+
+def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
+    base = Requirements.from_labels(spec.get("nodeSelector") or {})
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms: Sequence[Mapping[str, Any]] = required.get("nodeSelectorTerms") or ()
+    if not terms:
+        return [base], ""
+    out: list[Requirements] = []
+    unsupported = ""
+    for term in terms:
+        if term.get("matchFields"):
+            unsupported = "node affinity uses matchFields, which karpy (like Karpenter) cannot provision for"
+        reqs = base.copy()
+        try:
+            reqs.add_all(Requirements.from_selector_terms(term.get("matchExpressions") or ()))
+        except ValueError as exc:
+            unsupported = f"invalid node affinity: {exc}"
+        out.append(reqs)
+    return out, unsupported
+
+
+def pod_info(pod: Mapping[str, Any]) -> PodInfo:
+    """Build a :class:`PodInfo` from a Kubernetes Pod dict (camelCase, as the API serves it).
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a resource quantity is malformed.
+    """
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    owner_kind = owner_name = ""
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller", True):
+            owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
+            break
+    terms, unsupported = _selector_terms(spec)
+    return PodInfo(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        node_name=str(spec.get("nodeName") or ""),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        created=str(meta.get("creationTimestamp") or ""),
+        priority=int(spec.get("priority") or 0),
+        requests=effective_requests(spec),
+        requirement_terms=terms,
+        tolerations=parse_tolerations(spec.get("tolerations")),
+        unsupported=unsupported,
+        raw=dict(pod),
+    )

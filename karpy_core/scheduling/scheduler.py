@@ -1,0 +1,425 @@
+"""The provisioning scheduler: pending pods in, a placement plan out. Pure and synchronous.
+
+Algorithm (Karpenter ``pkg/controllers/provisioning/scheduling/scheduler.go``, first-fit
+decreasing):
+
+1. Order pods by cpu, then memory (both descending), then creation time, then name.
+2. For each pod try, in order:
+   a. existing nodes (initialized first, then by name): taints, labels, free resources;
+   b. NodeClaims already planned in this run, oldest first: taints, requirements (the claim's
+      requirements narrow to the intersection), and at least one remaining instance type that
+      fits all its pods plus DaemonSet overhead and has an available offering;
+   c. a new NodeClaim from each NodePool, by weight (descending) then name, within the pool's
+      ``limits`` (each open claim reserves the largest capacity among its remaining types).
+3. Pods that fit nowhere get a reason naming, per NodePool, the first check that ruled it out.
+
+Determinism: every iteration is over sorted or insertion-ordered sequences, never over sets.
+
+Speed: a pod's placement-relevant identity (:meth:`PodInfo.signature`) is the cache key. Nodes
+and planned claims only fill up during a run, so once a signature fails on one it fails for good;
+each signature keeps a cursor and never retries them (amortised O(1) per pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.scheduling.pod import PodInfo
+from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.resources import Resources, fits, subtract
+from karpy_core.scheduling.taints import Taint, untolerated
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
+from karpy_core.utils.quantity import format_quantity
+
+__all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
+
+MAX_INSTANCE_TYPES = 600
+"""Instance types kept per NodeClaim, cheapest first (Karpenter ``MaxInstanceTypes``, #2430)."""
+
+
+@dataclass(eq=False)
+class ExistingNode:
+    """A node (or a launched NodeClaim whose node has not registered yet) that pods may use.
+
+    Attributes:
+        name: node name (or NodeClaim name while in flight).
+        labels: node labels.
+        taints: node taints.
+        allocatable: internal units.
+        requested: sum of the requests of pods bound to it, internal units.
+        nodepool: owning NodePool name, or None for nodes karpy does not manage.
+        initialized: False while in flight; startup taints and ``unregistered`` are ignored then.
+        startup_taints: taints expected to disappear once the node initialises.
+    """
+
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: Resources
+    requested: Resources = field(default_factory=dict)
+    nodepool: str | None = None
+    initialized: bool = True
+    startup_taints: tuple[Taint, ...] = ()
+
+    def effective_taints(self) -> tuple[Taint, ...]:
+        if self.initialized:
+            return self.taints
+        ignore = set(self.startup_taints)
+        return tuple(t for t in self.taints if t not in ignore and t.key != "karpenter.sh/unregistered")
+
+    def free(self) -> Resources:
+        return subtract(self.allocatable, self.requested)
+
+
+@dataclass(eq=False)
+class PlannedNodeClaim:
+    """A NodeClaim the plan wants created.
+
+    Attributes:
+        nodepool: the NodePool name.
+        template: its template.
+        pods: pods planned onto it.
+        requirements: template ∩ every pod's chosen node-affinity term, plus
+            ``node.kubernetes.io/instance-type In [...]`` and ``karpenter.sh/capacity-type In [...]``.
+        instance_types: remaining options, cheapest first, at most :data:`MAX_INSTANCE_TYPES`.
+        requests: pods' requests plus the smallest DaemonSet overhead among the options.
+        hostname: placeholder hostname used for hostname-keyed constraints during the run.
+    """
+
+    nodepool: str
+    template: NodePoolTemplate
+    pods: list[PodInfo]
+    requirements: Requirements
+    instance_types: list[InstanceType]
+    requests: Resources
+    hostname: str
+
+    def cheapest_offering_price(self) -> float:
+        """USD/hour of the cheapest available offering among the options."""
+        best = min((o.price for it in self.instance_types for o in it.compatible_offerings(self.requirements)), default=0.0)
+        return best
+
+    def spec_requirements(self) -> list[dict[str, object]]:
+        """``spec.requirements`` for the NodeClaim object (node-selector dicts)."""
+        return self.requirements.to_selectors()
+
+
+@dataclass
+class SchedulingResults:
+    """The plan: new claims, pods placed on existing nodes, and pods left pending with reasons."""
+
+    new_claims: list[PlannedNodeClaim]
+    existing: dict[str, str]
+    """pod key (``ns/name``) -> existing node name."""
+    errors: dict[str, str]
+    """pod key -> human reason it cannot be scheduled."""
+
+    def pods_placed(self) -> int:
+        return len(self.existing) + sum(len(c.pods) for c in self.new_claims)
+
+
+class _Claim:
+    """Mutable in-run state of a planned NodeClaim."""
+
+    __slots__ = ("table", "requirements", "pods", "requests", "mask", "reserved", "hostname", "index")
+
+    def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
+        self.table = table
+        self.requirements = requirements
+        self.pods: list[PodInfo] = []
+        self.requests = np.zeros(len(table.resources), dtype=np.int64)
+        self.mask = np.ones(len(table.types), dtype=bool)
+        self.reserved: Resources = {}
+        self.hostname = hostname
+        self.index = index
+
+
+class Scheduler:
+    """Solves pending pods against existing nodes and NodePool templates.
+
+    Args:
+        templates: NodePools that may launch (already filtered to Ready ones).
+        existing_nodes: nodes and in-flight NodeClaims.
+        daemonsets: one :class:`PodInfo` per DaemonSet (from its pod template).
+        nodepool_usage: per NodePool, resources already launched (capacity sums, ``nodes`` count),
+            counted against ``limits``.
+    """
+
+    def __init__(
+        self,
+        templates: Sequence[NodePoolTemplate],
+        existing_nodes: Sequence[ExistingNode] = (),
+        daemonsets: Sequence[PodInfo] = (),
+        nodepool_usage: Mapping[str, Resources] | None = None,
+        *,
+        max_instance_types: int = MAX_INSTANCE_TYPES,
+    ):
+        self.templates = sorted(templates, key=lambda t: (-t.weight, t.name))
+        self.tables = {t.name: TypeTable(t, daemonsets) for t in self.templates}
+        self.nodes = sorted(existing_nodes, key=lambda n: (not n.initialized, n.name))
+        self.max_instance_types = max_instance_types
+        usage = nodepool_usage or {}
+        self.remaining: dict[str, Resources | None] = {}
+        for t in self.templates:
+            if t.limits is None:
+                self.remaining[t.name] = None
+            else:
+                self.remaining[t.name] = subtract(t.limits, {k: v for k, v in usage.get(t.name, {}).items() if k in t.limits})
+        self._claims: list[_Claim] = []
+        self._node_cursor: dict[tuple[Any, ...], int] = {}
+        self._claim_cursor: dict[tuple[Any, ...], int] = {}
+        self._new_failed: dict[tuple[Any, ...], set[str]] = {}
+
+    # ------------------------------------------------------------------------------------
+    def solve(self, pods: Sequence[PodInfo]) -> SchedulingResults:
+        """Place ``pods``; returns the plan. Never raises for unschedulable pods: they get reasons."""
+        queue = sorted(
+            pods,
+            key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.created, p.namespace, p.name),
+        )
+        existing: dict[str, str] = {}
+        errors: dict[str, str] = {}
+        for pod in queue:
+            if pod.unsupported:
+                errors[pod.key] = pod.unsupported
+                continue
+            node = self._place_existing(pod)
+            if node is not None:
+                existing[pod.key] = node.name
+                continue
+            if self._place_planned(pod) or self._place_new(pod):
+                continue
+            errors[pod.key] = self.explain(pod)
+        return SchedulingResults([self._finalize(c) for c in self._claims], existing, errors)
+
+    # ---- existing nodes -----------------------------------------------------------------
+    def _place_existing(self, pod: PodInfo) -> ExistingNode | None:
+        sig = pod.signature()
+        start = self._node_cursor.get(sig, 0)
+        for i in range(start, len(self.nodes)):
+            node = self.nodes[i]
+            if self._node_rejects(node, pod) is None:
+                for r, v in pod.requests.items():
+                    node.requested[r] = node.requested.get(r, 0) + v
+                self._node_cursor[sig] = i
+                return node
+        self._node_cursor[sig] = len(self.nodes)
+        return None
+
+    @staticmethod
+    def _node_rejects(node: ExistingNode, pod: PodInfo) -> str | None:
+        taint = untolerated(node.effective_taints(), pod.tolerations)
+        if taint is not None:
+            return f"taint {taint} not tolerated"
+        problems = [t.matches_labels(node.labels) for t in pod.requirement_terms]
+        if all(problems):
+            return f"node affinity: {problems[0]}"
+        if not fits(pod.requests, node.free()):
+            return "not enough free " + ", ".join(r for r in sorted(pod.requests) if pod.requests[r] > node.free().get(r, 0))
+        return None
+
+    # ---- planned claims -----------------------------------------------------------------
+    def _place_planned(self, pod: PodInfo) -> bool:
+        sig = pod.signature()
+        start = self._claim_cursor.get(sig, 0)
+        for i in range(start, len(self._claims)):
+            claim = self._claims[i]
+            if self._try_add(claim, pod):
+                self._claim_cursor[sig] = i
+                return True
+        self._claim_cursor[sig] = len(self._claims)
+        return False
+
+    def _try_add(self, claim: _Claim, pod: PodInfo) -> bool:
+        table = claim.table
+        template = table.template
+        if untolerated(template.taints, pod.tolerations) is not None:
+            return False
+        vec = table.vector(pod.requests)
+        if vec is None:
+            return False
+        need = claim.requests + vec
+        for term in pod.requirement_terms:
+            if claim.requirements.conflict(term) is not None:
+                continue
+            reqs = claim.requirements.union_with(term)
+            mask = claim.mask & table.compat_mask(term) & table.offering_mask(reqs)
+            if not mask.any():
+                continue
+            mask &= (table.free >= need).all(axis=1)
+            if not mask.any():
+                continue
+            mask = self._limit_mask(template.name, table, mask, claim.reserved)
+            if not mask.any() or table.min_values_problem(mask) is not None:
+                continue
+            claim.requirements = reqs
+            claim.mask = mask
+            claim.requests = need
+            claim.pods.append(pod)
+            self._reserve(template.name, table, claim, mask)
+            return True
+        return False
+
+    # ---- new claims ---------------------------------------------------------------------
+    def _place_new(self, pod: PodInfo) -> bool:
+        sig = pod.signature()
+        failed = self._new_failed.setdefault(sig, set())
+        for template in self.templates:
+            if template.name in failed:
+                continue
+            rem = self.remaining[template.name]
+            if rem is not None and "nodes" in rem and rem["nodes"] < 1:
+                failed.add(template.name)
+                continue
+            table = self.tables[template.name]
+            claim = _Claim(table, template.requirements.copy(), f"hostname-placeholder-{len(self._claims):04d}", len(self._claims))
+            claim.requirements.add(Requirement(LABEL_HOSTNAME, False, frozenset((claim.hostname,))))
+            if self._try_add(claim, pod):
+                self._claims.append(claim)
+                if rem is not None and "nodes" in rem:
+                    rem["nodes"] -= 1
+                return True
+            failed.add(template.name)
+        return False
+
+    # ---- limits -------------------------------------------------------------------------
+    def _limit_mask(self, pool: str, table: TypeTable, mask: np.ndarray, reserved: Resources) -> np.ndarray:
+        rem = self.remaining[pool]
+        if rem is None:
+            return mask
+        out = mask.copy()
+        for r, left in rem.items():
+            if r == "nodes":
+                continue
+            i = table.index.get(r)
+            if i is None:
+                continue
+            out &= table.capacity[:, i] <= left + reserved.get(r, 0)
+        return out
+
+    def _reserve(self, pool: str, table: TypeTable, claim: _Claim, mask: np.ndarray) -> None:
+        rem = self.remaining[pool]
+        if rem is None:
+            return
+        new_reserved: Resources = {}
+        for r in rem:
+            i = table.index.get(r)
+            if r == "nodes" or i is None:
+                continue
+            new_reserved[r] = int(table.capacity[mask, i].max())
+        for r, v in new_reserved.items():
+            rem[r] = rem[r] + claim.reserved.get(r, 0) - v
+        claim.reserved = new_reserved
+
+    # ---- output -------------------------------------------------------------------------
+    def _finalize(self, claim: _Claim) -> PlannedNodeClaim:
+        table = claim.table
+        reqs = claim.requirements.copy()
+        reqs.by_key.pop(LABEL_HOSTNAME, None)
+        idx = np.flatnonzero(claim.mask)
+        priced: list[tuple[float, str, int]] = []
+        for i in idx:
+            it = table.types[i]
+            o = it.cheapest(reqs)
+            if o is not None:
+                priced.append((o.price, it.name, int(i)))
+        priced.sort()
+        chosen = [int(i) for _, _, i in priced[: self.max_instance_types]]
+        types = [table.types[i] for i in chosen]
+        cts = sorted({o.capacity_type for it in types for o in it.compatible_offerings(reqs)})
+        zones = sorted({o.zone for it in types for o in it.compatible_offerings(reqs)})
+        reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
+        reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(cts)))
+        reqs.add(Requirement(LABEL_ZONE, False, frozenset(zones)))
+        daemon_min = table.daemon[chosen].min(axis=0) if chosen else np.zeros(len(table.resources), dtype=np.int64)
+        total = claim.requests + daemon_min
+        requests = {r: int(total[i]) for i, r in enumerate(table.resources) if total[i]}
+        return PlannedNodeClaim(
+            nodepool=table.template.name,
+            template=table.template,
+            pods=claim.pods,
+            requirements=reqs,
+            instance_types=types,
+            requests=requests,
+            hostname=claim.hostname,
+        )
+
+    # ---- explanations -------------------------------------------------------------------
+    def explain(self, pod: PodInfo) -> str:
+        """Why ``pod`` fits no existing node, planned claim or NodePool: one clause per NodePool
+        naming the first check that failed (taint, requirement, resources, limits, offerings)."""
+        if pod.unsupported:
+            return pod.unsupported
+        if not self.templates:
+            return "no NodePool is available to launch capacity (none defined, or none Ready)"
+        parts = [f"NodePool {t.name}: {self._explain_template(t, pod)}" for t in self.templates]
+        return "; ".join(parts)
+
+    def _explain_template(self, template: NodePoolTemplate, pod: PodInfo) -> str:
+        taint = untolerated(template.taints, pod.tolerations)
+        if taint is not None:
+            return f"pod does not tolerate taint {taint}"
+        table = self.tables[template.name]
+        rem = self.remaining[template.name]
+        if rem is not None and "nodes" in rem and rem["nodes"] < 1:
+            return f"limits.nodes={format_quantity('nodes', template.limits.get('nodes', 0) if template.limits else 0)} reached"
+        vec = table.vector(pod.requests)
+        if vec is None:
+            missing = [r for r in sorted(pod.requests) if r not in table.index]
+            return f"no instance type offers resource {', '.join(missing)}"
+        reasons: list[str] = []
+        for term in pod.requirement_terms:
+            conflict = template.requirements.conflict(term)
+            if conflict is not None:
+                reasons.append(f"incompatible requirements: {conflict}")
+                continue
+            reqs = template.requirements.union_with(term)
+            mask = table.compat_mask(term)
+            if not mask.any():
+                reasons.append(f"no instance type matches {term.describe() or 'the NodePool requirements'}")
+                continue
+            mask = mask & table.offering_mask(reqs)
+            if not mask.any():
+                reasons.append(
+                    "no available offering for "
+                    + ", ".join(r.describe() for r in (reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)) if r)
+                )
+                continue
+            fit = mask & (table.free >= vec).all(axis=1)
+            if not fit.any():
+                need = ", ".join(f"{r} {format_quantity(r, v)}" for r, v in sorted(pod.requests.items()))
+                largest = table.types[int(np.flatnonzero(mask)[np.argmax(table.free[mask, table.index['cpu']])])]
+                reasons.append(
+                    f"no instance type has room for the pod's requests ({need}) plus DaemonSet overhead; "
+                    f"largest compatible type by cpu is {largest.name} with allocatable "
+                    + ", ".join(f"{r} {format_quantity(r, v)}" for r, v in sorted(largest.allocatable.items()) if r in pod.requests)
+                )
+                continue
+            limited = self._limit_mask(template.name, table, fit, {})
+            if not limited.any():
+                assert rem is not None and template.limits is not None
+                which = []
+                for r, left in sorted(rem.items()):
+                    i = table.index.get(r)
+                    if r == "nodes" or i is None:
+                        continue
+                    smallest = int(table.capacity[fit, i].min())
+                    if smallest > left:
+                        which.append(
+                            f"limits.{r}={format_quantity(r, template.limits[r])} would be exceeded "
+                            f"({format_quantity(r, max(left, 0))} left, the smallest fitting type adds {format_quantity(r, smallest)})"
+                        )
+                reasons.append("; ".join(which) or "limits exceeded")
+                continue
+            problem = table.min_values_problem(limited)
+            if problem is not None:
+                reasons.append(f"requirement {problem}")
+                continue
+            reasons.append("fits a new node, but a planned node took the capacity first")
+        return " | ".join(dict.fromkeys(reasons))

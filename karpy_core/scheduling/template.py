@@ -1,0 +1,219 @@
+"""NodePool templates and the per-template instance-type table the scheduler works on.
+
+A :class:`NodePoolTemplate` is what a NodePool contributes to a scheduling run: its requirements
+(``spec.template.spec.requirements`` + template labels + ``karpenter.sh/nodepool``), taints,
+startup taints, weight, limits and the instance types its NodeClass can launch.
+
+:class:`TypeTable` lays those instance types out as numpy arrays (one row per type, one column per
+resource, integer internal units) so that "which types can still hold these pods" is one
+vectorised comparison instead of a Python loop per type. Caches are keyed by requirement sets, so
+the same question for the thousand copies of one Deployment is answered once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.scheduling.pod import PodInfo, requirement_key
+from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.resources import Resources, parse_resource_list
+from karpy_core.scheduling.taints import Taint, parse_taints, untolerated
+
+__all__ = ["NodePoolTemplate", "TypeTable", "template_from_nodepool", "daemonset_fits_template"]
+
+BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
+
+
+@dataclass(eq=False)
+class NodePoolTemplate:
+    """What one NodePool offers to a scheduling run.
+
+    Attributes:
+        name: the NodePool name.
+        weight: ``spec.weight`` (higher is tried first; 0 when unset).
+        requirements: template requirements, template labels (as ``In``) and
+            ``karpenter.sh/nodepool In [name]``.
+        labels: labels every node of this pool gets (template labels + nodepool label).
+        taints: ``spec.template.spec.taints`` (pods must tolerate them).
+        startup_taints: ``startupTaints`` (pods need not tolerate them).
+        node_class_ref: ``{"group","kind","name"}``.
+        instance_types: every type the provider lists for this pool (available or not).
+        limits: ``spec.limits`` in internal units (``nodes`` is a count), or None for no limits.
+        raw: the NodePool dict.
+    """
+
+    name: str
+    weight: int
+    requirements: Requirements
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    node_class_ref: dict[str, str]
+    instance_types: list[InstanceType]
+    limits: Resources | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def template_from_nodepool(nodepool: Mapping[str, Any], instance_types: list[InstanceType]) -> NodePoolTemplate:
+    """Build a template from a ``karpenter.sh/v1`` NodePool dict (camelCase, defaults applied or not).
+
+    Raises:
+        ValueError: a requirement has an invalid operator/value combination.
+        karpy_core.utils.quantity.QuantityError: a limit is not a quantity.
+    """
+    meta = nodepool.get("metadata") or {}
+    spec = nodepool.get("spec") or {}
+    tmpl = spec.get("template") or {}
+    tmeta = tmpl.get("metadata") or {}
+    tspec = tmpl.get("spec") or {}
+    name = str(meta.get("name"))
+    labels = {str(k): str(v) for k, v in (tmeta.get("labels") or {}).items()}
+    labels[LABEL_NODEPOOL] = name
+    reqs = Requirements.from_selector_terms(tspec.get("requirements") or ())
+    for k, v in labels.items():
+        reqs.add(Requirement(k, False, frozenset((v,))))
+    limits_raw = spec.get("limits")
+    return NodePoolTemplate(
+        name=name,
+        weight=int(spec.get("weight") or 0),
+        requirements=reqs,
+        labels=labels,
+        taints=parse_taints(tspec.get("taints")),
+        startup_taints=parse_taints(tspec.get("startupTaints")),
+        node_class_ref=dict(tspec.get("nodeClassRef") or {}),
+        instance_types=instance_types,
+        limits=parse_resource_list(limits_raw) if limits_raw else None,
+        raw=dict(nodepool),
+    )
+
+
+def daemonset_fits_template(ds: PodInfo, template: NodePoolTemplate, it: InstanceType | None = None) -> bool:
+    """True when a DaemonSet's pod would run on nodes of ``template`` (and of type ``it``): it
+    tolerates the template's taints and one of its node-affinity terms is compatible with the
+    template's (and the type's) requirements. Startup taints are ignored: DaemonSets usually
+    tolerate them and they disappear once the node initialises."""
+    if untolerated(template.taints, ds.tolerations) is not None:
+        return False
+    for term in ds.requirement_terms:
+        if template.requirements.conflict(term) is not None:
+            continue
+        if it is not None and not it.requirements.intersects(term):
+            continue
+        return True
+    return False
+
+
+class TypeTable:
+    """Instance types of one template as arrays, with cached compatibility masks.
+
+    Attributes:
+        types: the types compatible with the template's requirements, in catalog order.
+        resources: column names; ``cpu`` millicores, ``memory`` bytes, ``pods`` count, ...
+        free: ``allocatable - DaemonSet overhead`` per type, shape ``(len(types), len(resources))``.
+        daemon: DaemonSet overhead per type, same shape.
+        capacity: capacity per type, same shape (for limits).
+        excluded: types dropped up front, with the reason (for explanations).
+    """
+
+    def __init__(self, template: NodePoolTemplate, daemonsets: Sequence[PodInfo]):
+        self.template = template
+        self.excluded: dict[str, str] = {}
+        types: list[InstanceType] = []
+        for it in template.instance_types:
+            if not it.requirements.intersects(template.requirements):
+                self.excluded[it.name] = "requirements"
+                continue
+            types.append(it)
+        self.types = types
+        names: set[str] = set(BASE_RESOURCES)
+        for it in types:
+            names.update(it.allocatable)
+        self.resources: list[str] = sorted(names)
+        self.index = {r: i for i, r in enumerate(self.resources)}
+        n, m = len(types), len(self.resources)
+        alloc = np.zeros((n, m), dtype=np.int64)
+        cap = np.zeros((n, m), dtype=np.int64)
+        daemon = np.zeros((n, m), dtype=np.int64)
+        ds_for_template = [ds for ds in daemonsets if daemonset_fits_template(ds, template)]
+        for i, it in enumerate(types):
+            for r, v in it.allocatable.items():
+                alloc[i, self.index[r]] = v
+            for r, v in it.capacity.items():
+                cap[i, self.index[r]] = v
+            for ds in ds_for_template:
+                if any(it.requirements.intersects(t) for t in ds.requirement_terms):
+                    for r, v in ds.requests.items():
+                        if r in self.index:
+                            daemon[i, self.index[r]] += v
+        self.capacity = cap
+        self.daemon = daemon
+        self.free = alloc - daemon
+        self.allocatable = alloc
+        self._compat: dict[tuple[Any, ...], np.ndarray] = {}
+        self._offer: dict[tuple[Any, ...], np.ndarray] = {}
+        self._minvalue_keys = [r for r in template.requirements if r.min_values]
+        self._label_ids: dict[str, np.ndarray] = {}
+        for r in self._minvalue_keys:
+            ids: dict[str, int] = {}
+            col = np.full(n, -1, dtype=np.int64)
+            for i, it in enumerate(types):
+                req = it.requirements.get(r.key)
+                if req is not None and not req.complement and len(req.values) == 1:
+                    col[i] = ids.setdefault(next(iter(req.values)), len(ids))
+            self._label_ids[r.key] = col
+
+    def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:
+        """``requests`` as a row over :attr:`resources`; None when a requested resource is one no
+        type in this table offers (nothing can fit)."""
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        for r, v in requests.items():
+            i = self.index.get(r)
+            if i is None:
+                if v > 0:
+                    return None
+                continue
+            vec[i] = v
+        return vec
+
+    def compat_mask(self, term: Requirements) -> np.ndarray:
+        """Types whose own requirements overlap ``term`` (cached per requirement set)."""
+        key = requirement_key(term)
+        mask = self._compat.get(key)
+        if mask is None:
+            mask = np.fromiter((it.requirements.intersects(term) for it in self.types), dtype=bool, count=len(self.types))
+            self._compat[key] = mask
+        return mask
+
+    def offering_mask(self, reqs: Requirements) -> np.ndarray:
+        """Types with at least one available offering in the zones and capacity types ``reqs``
+        allows (cached per zone/capacity-type requirement pair)."""
+        zone, ct = reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)
+        key = (
+            requirement_key(Requirements.of(zone)) if zone else None,
+            requirement_key(Requirements.of(ct)) if ct else None,
+        )
+        mask = self._offer.get(key)
+        if mask is None:
+            sub = Requirements.of(*(r for r in (zone, ct) if r is not None))
+            mask = np.fromiter(
+                (any(o.available and o.compatible(sub) for o in it.offerings) for it in self.types),
+                dtype=bool,
+                count=len(self.types),
+            )
+            self._offer[key] = mask
+        return mask
+
+    def min_values_problem(self, mask: np.ndarray) -> str | None:
+        """Which ``minValues`` requirement the types in ``mask`` fail, or None (Strict policy)."""
+        for r in self._minvalue_keys:
+            col = self._label_ids[r.key][mask]
+            distinct = len(np.unique(col[col >= 0]))
+            if distinct < (r.min_values or 0):
+                return f"minValues {r.min_values} on {r.key} (only {distinct} distinct values left)"
+        return None

@@ -1,0 +1,239 @@
+"""Simulated kubelets, DaemonSet controller and kube-scheduler for the in-memory cluster.
+
+These stand in for the parts of a real cluster karpy does not own:
+
+* :class:`KubeletSimulator` - an instance launched by the cloud boots after ``boot_seconds`` and
+  registers a Node (named after the NodeClaim, ``spec.providerID`` set, tainted
+  ``karpenter.sh/unregistered:NoExecute`` and with its startup taints, Ready). Startup taints are
+  removed ``startup_taint_seconds`` after registration, as a CNI agent would. Nodes whose
+  instance is gone are deleted.
+* DaemonSet pods are created on every node whose taints they tolerate and whose labels their
+  node affinity matches (the DaemonSet controller adds the standard ``not-ready``,
+  ``unreachable`` and ``unschedulable`` tolerations).
+* :class:`KubeSchedulerSimulator` - binds pending pods to nodes that fit them (first fit over
+  nodes by name, honouring taints, node affinity and free resources) and marks the rest
+  ``PodScheduled=False/Unschedulable``, which is what karpy's provisioner watches for.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.resources import fits, parse_resource_list, subtract
+from karpy_core.scheduling.taints import Toleration, parse_taints, untolerated
+from karpy_core.state.cluster import condition, daemonset_pod_infos
+from karpy_core.utils.clock import Clock
+
+__all__ = ["KubeletSimulator", "KubeSchedulerSimulator", "DAEMONSET_TOLERATIONS"]
+
+DAEMONSET_TOLERATIONS = (
+    Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
+    Toleration("node.kubernetes.io/unreachable", "Exists", "", "NoExecute"),
+    Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"),
+    Toleration("node.kubernetes.io/disk-pressure", "Exists", "", "NoSchedule"),
+    Toleration("node.kubernetes.io/memory-pressure", "Exists", "", "NoSchedule"),
+    Toleration("node.kubernetes.io/pid-pressure", "Exists", "", "NoSchedule"),
+)
+"""Tolerations the DaemonSet controller adds to every DaemonSet pod (Kubernetes
+``pkg/controller/daemon/util``)."""
+
+
+def _ts(text: str | None) -> float:
+    return datetime.fromisoformat((text or "1970-01-01T00:00:00Z").replace("Z", "+00:00")).timestamp()
+
+
+class KubeletSimulator:
+    """Registers Nodes for launched NodeClaims and runs DaemonSet pods on them.
+
+    Args:
+        cluster: the in-memory cluster.
+        clock: simulation clock.
+        boot_seconds: seconds from launch to Node registration (default 30).
+        startup_taint_seconds: seconds from registration until startup taints are removed (default 10).
+    """
+
+    def __init__(self, cluster: InMemoryCluster, clock: Clock, *, boot_seconds: float = 30.0, startup_taint_seconds: float = 10.0):
+        self.cluster = cluster
+        self.clock = clock
+        self.boot_seconds = boot_seconds
+        self.startup_taint_seconds = startup_taint_seconds
+
+    def next_due(self) -> float | None:
+        """The earliest future time at which this simulator has something to do, or None."""
+        now = self.clock.now()
+        due: list[float] = []
+        nodes = {(n.get("spec") or {}).get("providerID"): n for n in self.cluster.objects("Node")}
+        for nc in self.cluster.objects("NodeClaim"):
+            pid = (nc.get("status") or {}).get("providerID")
+            if pid and pid not in nodes:
+                launched = _ts((condition(nc, "Launched") or {}).get("lastTransitionTime"))
+                due.append(launched + self.boot_seconds)
+        for n in nodes.values():
+            if n["metadata"].get("annotations", {}).get("karpy.sh/startup-taints-pending") == "true":
+                due.append(_ts(n["metadata"].get("creationTimestamp")) + self.startup_taint_seconds)
+        future = [d for d in due if d > now]
+        return min(future) if future else None
+
+    def reconcile(self) -> int:
+        """Boot due instances, clear due startup taints, place DaemonSet pods. Returns changes."""
+        now = self.clock.now()
+        changes = 0
+        nodes = self.cluster.objects("Node")
+        by_pid = {(n.get("spec") or {}).get("providerID"): n for n in nodes}
+        for nc in self.cluster.objects("NodeClaim"):
+            status = nc.get("status") or {}
+            pid = status.get("providerID")
+            if not pid or pid in by_pid or nc["metadata"].get("deletionTimestamp"):
+                continue
+            launched = _ts((condition(nc, "Launched") or {}).get("lastTransitionTime"))
+            if now < launched + self.boot_seconds:
+                continue
+            spec = nc.get("spec") or {}
+            name = nc["metadata"]["name"]
+            labels = dict(nc["metadata"].get("labels") or {})
+            labels[LABEL_HOSTNAME] = name
+            taints = [{"key": TAINT_UNREGISTERED, "effect": "NoExecute"}, *[dict(t) for t in spec.get("startupTaints") or []]]
+            annotations = {"karpy.sh/startup-taints-pending": "true"} if spec.get("startupTaints") else {}
+            self.cluster.create_sync(
+                "Node",
+                {
+                    "metadata": {"name": name, "labels": labels, "annotations": annotations},
+                    "spec": {"providerID": pid, "taints": taints},
+                    "status": {
+                        "capacity": dict(status.get("capacity") or {}),
+                        "allocatable": dict(status.get("allocatable") or {}),
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                    },
+                },
+            )
+            changes += 1
+        for n in self.cluster.objects("Node"):
+            ann = n["metadata"].get("annotations") or {}
+            if ann.get("karpy.sh/startup-taints-pending") != "true":
+                continue
+            if now < _ts(n["metadata"].get("creationTimestamp")) + self.startup_taint_seconds:
+                continue
+            nc = self._claim_for(n)
+            startup = {(t.get("key"), t.get("effect")) for t in ((nc or {}).get("spec") or {}).get("startupTaints") or []}
+            taints = [t for t in (n.get("spec") or {}).get("taints") or [] if (t.get("key"), t.get("effect")) not in startup]
+            self.cluster.patch_sync(
+                "Node", n["metadata"]["name"],
+                {"metadata": {"annotations": {"karpy.sh/startup-taints-pending": None}}, "spec": {"taints": taints}},
+            )
+            changes += 1
+        changes += self._daemonsets()
+        return changes
+
+    def _claim_for(self, node: dict[str, Any]) -> dict[str, Any] | None:
+        pid = (node.get("spec") or {}).get("providerID")
+        for nc in self.cluster.objects("NodeClaim"):
+            if (nc.get("status") or {}).get("providerID") == pid:
+                return nc
+        return None
+
+    def _daemonsets(self) -> int:
+        daemonsets = self.cluster.objects("DaemonSet")
+        if not daemonsets:
+            return 0
+        infos = daemonset_pod_infos(daemonsets)
+        pods = self.cluster.objects("Pod")
+        have = {
+            ((p["spec"] or {}).get("nodeName"), ref.get("name"))
+            for p in pods
+            for ref in p["metadata"].get("ownerReferences") or ()
+            if ref.get("kind") == "DaemonSet"
+        }
+        changes = 0
+        for node in self.cluster.objects("Node"):
+            if node["metadata"].get("deletionTimestamp"):
+                continue
+            node_name = node["metadata"]["name"]
+            labels = node["metadata"].get("labels") or {}
+            taints = tuple(t for t in parse_taints((node.get("spec") or {}).get("taints")) if t.key != TAINT_UNREGISTERED)
+            if any(t.key == TAINT_UNREGISTERED for t in parse_taints((node.get("spec") or {}).get("taints"))):
+                continue
+            for ds, info in zip(daemonsets, infos, strict=True):
+                if (node_name, ds["metadata"]["name"]) in have:
+                    continue
+                if untolerated(taints, info.tolerations + DAEMONSET_TOLERATIONS) is not None:
+                    continue
+                if all(t.matches_labels(labels) for t in info.requirement_terms):
+                    continue
+                tmpl = (ds.get("spec") or {}).get("template") or {}
+                self.cluster.create_sync(
+                    "Pod",
+                    {
+                        "metadata": {
+                            "generateName": f"{ds['metadata']['name']}-",
+                            "namespace": ds["metadata"].get("namespace", "default"),
+                            "labels": dict((tmpl.get("metadata") or {}).get("labels") or {}),
+                            "ownerReferences": [
+                                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds["metadata"]["name"], "controller": True}
+                            ],
+                        },
+                        "spec": {**(tmpl.get("spec") or {}), "nodeName": node_name},
+                        "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]},
+                    },
+                )
+                changes += 1
+        return changes
+
+
+class KubeSchedulerSimulator:
+    """Binds pending pods to nodes; marks the rest Unschedulable (see module docstring)."""
+
+    def __init__(self, cluster: InMemoryCluster):
+        self.cluster = cluster
+
+    async def reconcile(self) -> int:
+        """One scheduling cycle over every pending pod (priority, then creation order)."""
+        nodes = [n for n in self.cluster.objects("Node") if not n["metadata"].get("deletionTimestamp")]
+        nodes = [n for n in nodes if not (n.get("spec") or {}).get("unschedulable")]
+        pods = self.cluster.objects("Pod")
+        free: dict[str, dict[str, int]] = {
+            n["metadata"]["name"]: parse_resource_list((n.get("status") or {}).get("allocatable")) for n in nodes
+        }
+        for p in pods:
+            node_name = (p.get("spec") or {}).get("nodeName")
+            if node_name in free and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                free[node_name] = subtract(free[node_name], pod_info(p).requests)
+        pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+        pending.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0), p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+        changes = 0
+        for p in pending:
+            info = pod_info(p)
+            chosen = None
+            for n in nodes:
+                name = n["metadata"]["name"]
+                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or ())
+                if not ready:
+                    continue
+                if untolerated(parse_taints((n.get("spec") or {}).get("taints")), info.tolerations) is not None:
+                    continue
+                labels = n["metadata"].get("labels") or {}
+                if all(t.matches_labels(labels) for t in info.requirement_terms):
+                    continue
+                if not fits(info.requests, free[name]):
+                    continue
+                chosen = name
+                break
+            if chosen is not None:
+                await self.cluster.bind(p, chosen)
+                free[chosen] = subtract(free[chosen], info.requests)
+                changes += 1
+                continue
+            cond = condition(p, "PodScheduled")
+            if cond is None or cond.get("reason") != "Unschedulable":
+                self.cluster.patch_sync(
+                    "Pod", p["metadata"]["name"],
+                    {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                                "message": "0/%d nodes are available" % len(nodes)}]}},
+                    p["metadata"].get("namespace"),
+                )
+                changes += 1
+        return changes
+

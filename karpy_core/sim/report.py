@@ -1,0 +1,228 @@
+"""What a simulation did, for people (text) and programs (JSON).
+
+JSON document shape (``karpy simulate -o json``)::
+
+    {
+      "provider": {"name", "region", "pricing"},
+      "nodes": [{"name", "nodepool", "instance_type", "zone", "capacity_type",
+                 "price_per_hour", "labels", "taints", "allocatable": {"cpu","memory","pods"},
+                 "requested": {"cpu","memory"}, "pods": ["ns/name", ...]}],
+      "pods": [{"namespace", "name", "node", "reason"}],
+      "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],
+      "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"}
+    }
+
+Quantities are in Kubernetes notation, prices in USD/hour; ``price_per_hour`` is null for nodes
+karpy did not launch (given as input). Pods owned by DaemonSets are listed under their node but
+not in ``pods[]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
+from karpy_core.sim.simulator import Simulator
+from karpy_core.utils.quantity import format_quantity
+
+__all__ = ["SimulationReport", "NodeReport", "PodReport", "build_report", "render_text"]
+
+HOURS_PER_MONTH = 730
+"""Hours in an average month (8760 / 12), for the monthly estimate."""
+
+
+@dataclass
+class NodeReport:
+    name: str
+    nodepool: str | None
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price_per_hour: float | None
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    allocatable: Resources
+    requested: Resources
+    pods: list[str] = field(default_factory=list)
+    daemon_pods: list[str] = field(default_factory=list)
+
+    def utilisation(self, resource: str) -> float:
+        alloc = self.allocatable.get(resource, 0)
+        return self.requested.get(resource, 0) / alloc if alloc else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodepool": self.nodepool,
+            "instance_type": self.instance_type,
+            "zone": self.zone,
+            "capacity_type": self.capacity_type,
+            "price_per_hour": self.price_per_hour,
+            "labels": dict(sorted(self.labels.items())),
+            "taints": self.taints,
+            "allocatable": {r: format_quantity(r, self.allocatable.get(r, 0)) for r in ("cpu", "memory", "pods")},
+            "requested": {r: format_quantity(r, self.requested.get(r, 0)) for r in ("cpu", "memory")},
+            "pods": sorted(self.pods + self.daemon_pods),
+        }
+
+
+@dataclass
+class PodReport:
+    namespace: str
+    name: str
+    node: str | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "name": self.name, "node": self.node, "reason": self.reason}
+
+
+@dataclass
+class SimulationReport:
+    provider: dict[str, Any]
+    nodes: list[NodeReport]
+    pods: list[PodReport]
+    events: list[dict[str, Any]]
+    ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def cost_per_hour(self) -> float:
+        return round(sum(n.price_per_hour or 0.0 for n in self.nodes), 6)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "nodes": len(self.nodes),
+            "nodes_launched": sum(1 for n in self.nodes if n.nodepool),
+            "pods_bound": sum(1 for p in self.pods if p.node),
+            "pods_pending": sum(1 for p in self.pods if not p.node),
+            "cost_per_hour": self.cost_per_hour,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "pods": [p.to_dict() for p in self.pods],
+            "events": self.events,
+            "warnings": self.warnings,
+            "ignored": self.ignored,
+            "summary": self.summary(),
+        }
+
+
+def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | None:
+    it = types.get(labels.get(LABEL_INSTANCE_TYPE, ""))
+    if it is None:
+        return None
+    for o in it.offerings:
+        if o.zone == labels.get(LABEL_ZONE) and o.capacity_type == labels.get(LABEL_CAPACITY_TYPE):
+            return o.price
+    return None
+
+
+async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None = None) -> SimulationReport:
+    """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
+    reason it is pending."""
+    types: dict[str, InstanceType] = {}
+    from karpy_core.apis.nodepool import NodePool
+
+    for np_obj in sim.cluster.objects("NodePool"):
+        for it in await sim.provider.get_instance_types(NodePool.model_validate(np_obj)):
+            types.setdefault(it.name, it)
+    pods = sim.cluster.objects("Pod")
+    nodes: list[NodeReport] = []
+    by_name: dict[str, NodeReport] = {}
+    for n in sim.cluster.objects("Node"):
+        labels = dict(n["metadata"].get("labels") or {})
+        pool = labels.get(LABEL_NODEPOOL)
+        rep = NodeReport(
+            name=n["metadata"]["name"],
+            nodepool=pool,
+            instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
+            zone=labels.get(LABEL_ZONE, ""),
+            capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
+            price_per_hour=_price(types, labels) if pool else None,
+            labels=labels,
+            taints=[dict(t) for t in (n.get("spec") or {}).get("taints") or []],
+            allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
+            requested={},
+        )
+        nodes.append(rep)
+        by_name[rep.name] = rep
+    pod_reports: list[PodReport] = []
+    for p in pods:
+        meta = p["metadata"]
+        key = f"{meta.get('namespace', 'default')}/{meta['name']}"
+        node = (p.get("spec") or {}).get("nodeName")
+        is_ds = any(r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or ())
+        if node in by_name:
+            try:
+                add_into(by_name[node].requested, pod_info(p).requests)
+            except ValueError:
+                pass
+            (by_name[node].daemon_pods if is_ds else by_name[node].pods).append(key)
+        if is_ds:
+            continue
+        reason = None
+        if not node:
+            reason = sim.pending_reasons.get(key) or "pending: no decision recorded (is a NodePool defined?)"
+        pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
+    return SimulationReport(
+        provider=provider_info or {"name": sim.provider.name},
+        nodes=nodes,
+        pods=pod_reports,
+        events=[e.to_dict() for e in sim.events],
+    )
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
+    """A human-readable report: nodes with price, utilisation and pods; totals; pending pods with
+    their reasons."""
+    lines: list[str] = []
+    prov = report.provider
+    head = f"karpy simulate: cloud provider {prov.get('name')}"
+    if prov.get("region"):
+        head += f", region {prov['region']}"
+    lines.append(head)
+    if prov.get("pricing"):
+        lines.append(f"prices: {prov['pricing']}")
+    for w in report.warnings:
+        lines.append(f"warning: {w}")
+    if report.ignored:
+        lines.append(f"ignored (not simulated): {len(report.ignored)} objects ({', '.join(sorted(set(i.split('/')[0] for i in report.ignored)))})")
+    lines.append("")
+    header = f"{'NODE':<28} {'NODEPOOL':<18} {'INSTANCE TYPE':<15} {'ZONE':<17} {'CAPACITY':<10} {'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
+    lines.append(header)
+    for n in report.nodes:
+        price = f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-"
+        lines.append(
+            f"{n.name:<28} {n.nodepool or '(not managed)':<18} {n.instance_type:<15} {n.zone:<17} {n.capacity_type:<10} "
+            f"{price:>9} {len(n.pods):>5} {_pct(n.utilisation('cpu')):>5} {_pct(n.utilisation('memory')):>7}"
+        )
+        shown = sorted(n.pods)[:max_pods_per_node]
+        more = len(n.pods) - len(shown)
+        if shown:
+            lines.append("    pods: " + ", ".join(shown) + (f", +{more} more" if more > 0 else ""))
+    s = report.summary()
+    lines.append("")
+    lines.append(
+        f"total: {s['nodes']} nodes ({s['nodes_launched']} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
+        f"(~{s['cost_per_hour'] * HOURS_PER_MONTH:.2f} USD/month at {HOURS_PER_MONTH} h)"
+    )
+    lines.append(f"pods: {s['pods_bound']} bound, {s['pods_pending']} pending")
+    pending = [p for p in report.pods if not p.node]
+    if pending:
+        lines.append("")
+        lines.append("pending pods:")
+        for p in pending:
+            lines.append(f"  {p.namespace}/{p.name}: {p.reason}")
+    return "\n".join(lines)

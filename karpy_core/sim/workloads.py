@@ -1,0 +1,143 @@
+"""Simulated workload controllers: Deployments, ReplicaSets, StatefulSets and Jobs become Pods.
+
+Only what placement needs is modelled: each controller keeps ``replicas`` (``parallelism`` for a
+Job) pods of its template, named as Kubernetes names them (``<deployment>-<template hash>-<5
+chars>``, ``<statefulset>-<ordinal>``, ``<job>-<5 chars>``), owned by the controlling object
+(Deployment pods are owned by a ReplicaSet, as in a real cluster). Scaling down deletes the
+newest pods first. Rolling updates are not modelled: a changed template replaces all pods.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from karpy_core.kube.memory import InMemoryCluster
+
+__all__ = ["WorkloadSimulator", "template_hash"]
+
+
+def template_hash(template: dict[str, Any]) -> str:
+    """A 10-character stable hash of a pod template (stands in for ``pod-template-hash``)."""
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True, default=str).encode()).hexdigest()
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    n = int(digest[:16], 16)
+    out = ""
+    for _ in range(10):
+        out += alphabet[n % len(alphabet)]
+        n //= len(alphabet)
+    return out
+
+
+def _suffix(seed: str) -> str:
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    n = int(hashlib.sha256(seed.encode()).hexdigest()[:12], 16)
+    out = ""
+    for _ in range(5):
+        out += alphabet[n % len(alphabet)]
+        n //= len(alphabet)
+    return out
+
+
+class WorkloadSimulator:
+    """Keeps each workload's pods in line with its spec, one :meth:`reconcile` at a time."""
+
+    def __init__(self, cluster: InMemoryCluster):
+        self.cluster = cluster
+
+    def reconcile(self) -> int:
+        """Create and delete pods as the workloads ask; returns the number of changes."""
+        changes = 0
+        pods = self.cluster.objects("Pod")
+        by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for p in pods:
+            for ref in p["metadata"].get("ownerReferences") or ():
+                by_owner.setdefault((p["metadata"]["namespace"], ref.get("kind", ""), ref.get("name", "")), []).append(p)
+        for d in self.cluster.objects("Deployment"):
+            changes += self._sync(d, "ReplicaSet", by_owner, stateful=False)
+        for rs in self.cluster.objects("ReplicaSet"):
+            changes += self._sync(rs, "ReplicaSet", by_owner, stateful=False, own_name=rs["metadata"]["name"])
+        for s in self.cluster.objects("StatefulSet"):
+            changes += self._sync(s, "StatefulSet", by_owner, stateful=True)
+        for j in self.cluster.objects("Job"):
+            changes += self._sync(j, "Job", by_owner, stateful=False)
+        return changes
+
+    def _sync(
+        self,
+        obj: dict[str, Any],
+        owner_kind: str,
+        by_owner: dict[tuple[str, str, str], list[dict[str, Any]]],
+        *,
+        stateful: bool,
+        own_name: str | None = None,
+    ) -> int:
+        meta = obj["metadata"]
+        spec = obj.get("spec") or {}
+        ns = meta.get("namespace", "default")
+        template = copy.deepcopy(spec.get("template") or {})
+        if obj["kind"] == "Job":
+            want = int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
+            if spec.get("completions") is not None:
+                want = min(want, int(spec["completions"]))
+        else:
+            want = int(spec.get("replicas") if spec.get("replicas") is not None else 1)
+        thash = template_hash(template)
+        if obj["kind"] == "Deployment":
+            owner_name = f"{meta['name']}-{thash}"
+        else:
+            owner_name = own_name or meta["name"]
+        # pods of this workload with an old template (different owner name for Deployments)
+        prefix_owner = [
+            (key, ps) for key, ps in by_owner.items() if key[0] == ns and key[1] == owner_kind and key[2] != owner_name
+            and obj["kind"] == "Deployment" and key[2].startswith(meta["name"] + "-") and len(key[2]) == len(owner_name)
+        ]
+        changes = 0
+        for _, stale in prefix_owner:
+            for p in stale:
+                self.cluster.delete_sync("Pod", p["metadata"]["name"], ns)
+                changes += 1
+        current = [p for p in by_owner.get((ns, owner_kind, owner_name), []) if not p["metadata"].get("deletionTimestamp")]
+        current.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+        if len(current) > want:
+            for p in current[want:][::-1]:
+                self.cluster.delete_sync("Pod", p["metadata"]["name"], ns)
+                changes += 1
+            return changes
+        names = {p["metadata"]["name"] for p in current}
+        i = 0
+        while len(current) < want:
+            if stateful:
+                name = f"{meta['name']}-{i}"
+            else:
+                name = f"{owner_name}-{_suffix(f'{ns}/{owner_name}/{i}')}"
+            i += 1
+            if name in names or self.cluster.peek("Pod", name, ns) is not None:
+                continue
+            tmeta = template.get("metadata") or {}
+            labels = dict(tmeta.get("labels") or {})
+            if obj["kind"] == "Deployment":
+                labels["pod-template-hash"] = thash
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "labels": labels,
+                    "annotations": dict(tmeta.get("annotations") or {}),
+                    "ownerReferences": [
+                        {"apiVersion": "apps/v1" if owner_kind != "Job" else "batch/v1", "kind": owner_kind,
+                         "name": owner_name, "controller": True}
+                    ],
+                },
+                "spec": copy.deepcopy(template.get("spec") or {}),
+                "status": {"phase": "Pending"},
+            }
+            created = self.cluster.create_sync("Pod", pod)
+            current.append(created)
+            names.add(name)
+            changes += 1
+        return changes

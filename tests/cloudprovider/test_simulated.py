@@ -1,0 +1,320 @@
+"""The built-in ``simulated`` provider, exercised through the pluggy contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_REGION, LABEL_ZONE
+from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
+from karpy_core.cloudprovider.provider import CloudProvider, load_provider
+from karpy_core.cloudprovider.simulated import SUPPORTED_NODE_CLASSES, SimulatedProvider, create_plugin
+from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
+from karpy_core.scheduling.requirements import Requirements
+
+FAKE400_FILE = Path("/work/shared/data/bench/karpenter-fake-400.json")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def claim(name: str | None, requirements: list[dict], requests: dict[str, str] | None = None) -> NodeClaim:
+    meta: dict = {"labels": {"karpenter.sh/nodepool": "default"}}
+    if name:
+        meta["name"] = name
+    return NodeClaim.model_validate(
+        {
+            "metadata": meta,
+            "spec": {
+                "requirements": requirements,
+                "resources": {"requests": requests or {}},
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            },
+        }
+    )
+
+
+def req(key: str, operator: str, *values: str) -> dict:
+    out: dict = {"key": key, "operator": operator}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+TYPES_OD = [
+    req(LABEL_INSTANCE_TYPE, "In", "m5.large", "c5.xlarge", "m6g.large"),
+    req(LABEL_CAPACITY_TYPE, "In", "on-demand"),
+]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def plugin(clock: FakeClock) -> SimulatedProvider:
+    return create_plugin({"clock": clock})
+
+
+@pytest.fixture
+def cloud(plugin: SimulatedProvider) -> CloudProvider:
+    return CloudProvider(plugin)
+
+
+def brute_force_cheapest(types, reqs_dicts, requests=None):
+    """Independent reference: the cheapest (price, name, zone, capacity type) over every offering."""
+    from karpy_core.scheduling.resources import fits, parse_resource_list
+
+    reqs = Requirements.from_selector_terms(reqs_dicts)
+    needs = parse_resource_list(requests or {})
+    best = None
+    for it in types:
+        if reqs.conflict(it.requirements) is not None or not fits(needs, it.allocatable):
+            continue
+        for o in it.offerings:
+            if o.available and o.compatible(reqs):
+                cand = (o.price, it.name, o.zone, o.capacity_type)
+                best = cand if best is None or cand < best else best
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Contract basics
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_identity_and_static_hooks(cloud: CloudProvider) -> None:
+    assert cloud.name == "simulated"
+    assert cloud.supported_node_classes() == SUPPORTED_NODE_CLASSES
+    assert cloud.supported_node_classes()[0] == ("karpenter.k8s.aws", "EC2NodeClass")
+    assert cloud.repair_policies() == []
+    assert await cloud.is_drifted(claim("a", [])) == ""
+
+
+async def test_instance_types_are_the_cached_catalog(cloud: CloudProvider, plugin: SimulatedProvider) -> None:
+    types = await cloud.get_instance_types(None)  # type: ignore[arg-type]
+    assert len(types) == 1345
+    raw1 = await plugin.karpy_get_instance_types(None)  # type: ignore[arg-type]
+    raw2 = await plugin.karpy_get_instance_types(None)  # type: ignore[arg-type]
+    assert raw1 is raw2
+    assert [t.name for t in raw1] == [t.name for t in load_aws_catalog()]
+
+
+async def test_load_provider_through_the_entry_point() -> None:
+    cloud = load_provider("simulated", {"region": "ap-northeast-2"})
+    assert cloud.name == "simulated"
+    types = await cloud.get_instance_types(None)  # type: ignore[arg-type]
+    assert len(types) == 749
+    out = await cloud.create(claim("ap", [req(LABEL_INSTANCE_TYPE, "In", "t2.small")]))
+    assert out.metadata.labels[LABEL_REGION] == "ap-northeast-2"
+    assert out.metadata.labels[LABEL_ZONE] in {"ap-northeast-2a", "ap-northeast-2c"}
+    assert out.status.provider_id.startswith("simulated:///ap-northeast-2")
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(ConfigurationError, match="unknown option"):
+        create_plugin({"regoin": "us-east-1"})
+    with pytest.raises(ConfigurationError, match="eu-west-1"):
+        create_plugin({"region": "eu-west-1"})
+    with pytest.raises(ConfigurationError, match="amiFamily"):
+        create_plugin({"ami_family": "Ubuntu"})
+    with pytest.raises(ConfigurationError, match="clock"):
+        create_plugin({"clock": 42})
+
+
+def test_catalog_options_pass_through() -> None:
+    plugin = create_plugin({"max_pods": 110, "ami_family": "Bottlerocket"})
+    m5 = next(t for t in plugin.instance_types if t.name == "m5.large")
+    assert m5.capacity["pods"] == 110
+
+
+# ---------------------------------------------------------------------------------------------
+# Create / get / list / delete
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_create_picks_the_cheapest_compatible_offering(cloud: CloudProvider) -> None:
+    out = await cloud.create(claim("a", TYPES_OD, {"cpu": "1", "memory": "1Gi"}))
+    # On-demand: m6g.large $0.077 < m5.large $0.096 < c5.xlarge $0.17; equal prices in every
+    # zone, so the first zone wins.
+    labels = out.metadata.labels
+    assert labels[LABEL_INSTANCE_TYPE] == "m6g.large"
+    assert labels[LABEL_ZONE] == "us-east-1a"
+    assert labels[LABEL_CAPACITY_TYPE] == "on-demand"
+    assert labels[LABEL_REGION] == "us-east-1"
+    assert labels["kubernetes.io/arch"] == "arm64"
+    assert labels["karpenter.k8s.aws/instance-family"] == "m6g"
+    assert labels["karpenter.sh/nodepool"] == "default"  # the claim's own labels are kept
+    assert "karpenter.k8s.aws/instance-gpu-name" not in labels
+    assert out.status.provider_id == "simulated:///us-east-1a/i-00000001"
+    assert out.status.capacity == {"cpu": "2", "ephemeral-storage": "20Gi", "memory": "7518Mi", "pods": "29"}
+    assert out.status.allocatable == {"cpu": "1930m", "ephemeral-storage": "17Gi", "memory": "6844Mi", "pods": "29"}
+
+
+async def test_create_matches_a_brute_force_reference(cloud: CloudProvider, plugin: SimulatedProvider) -> None:
+    cases = [
+        ([], {"cpu": "1", "memory": "2Gi"}),
+        ([req("kubernetes.io/arch", "In", "amd64"), req(LABEL_CAPACITY_TYPE, "In", "on-demand")], {"cpu": "3"}),
+        ([req("karpenter.k8s.aws/instance-family", "In", "m5", "c5"), req(LABEL_ZONE, "In", "us-east-1c")], {}),
+        ([req("karpenter.k8s.aws/instance-generation", "Gt", "6")], {"memory": "30Gi"}),
+        ([], {"nvidia.com/gpu": "1"}),
+    ]
+    for i, (reqs, requests) in enumerate(cases):
+        expected = brute_force_cheapest(plugin.instance_types, reqs, requests)
+        out = await cloud.create(claim(f"c{i}", reqs, requests))
+        labels = out.metadata.labels
+        assert (labels[LABEL_INSTANCE_TYPE], labels[LABEL_ZONE], labels[LABEL_CAPACITY_TYPE]) == expected[1:], i
+
+
+async def test_gpu_request_gets_a_gpu_node(cloud: CloudProvider) -> None:
+    out = await cloud.create(
+        claim("gpu", [req("karpenter.k8s.aws/instance-gpu-manufacturer", "In", "nvidia")], {"nvidia.com/gpu": "1"})
+    )
+    assert int(out.status.capacity["nvidia.com/gpu"]) >= 1
+    assert out.metadata.labels["karpenter.k8s.aws/instance-gpu-manufacturer"] == "nvidia"
+
+
+async def test_get_list_delete_round_trip(cloud: CloudProvider) -> None:
+    a = await cloud.create(claim("a", TYPES_OD))
+    b = await cloud.create(claim("b", TYPES_OD))
+    assert b.status.provider_id == "simulated:///us-east-1a/i-00000002"
+    got = await cloud.get(a.status.provider_id)
+    assert got == a
+    assert got is not a
+    listed = await cloud.list()
+    assert [n.status.provider_id for n in listed] == [a.status.provider_id, b.status.provider_id]
+
+    await cloud.delete(a)
+    with pytest.raises(NodeClaimNotFoundError):
+        await cloud.get(a.status.provider_id)
+    with pytest.raises(NodeClaimNotFoundError):
+        await cloud.delete(a)  # idempotent contract: the second delete reports "gone"
+    assert [n.metadata.name for n in await cloud.list()] == ["b"]
+    with pytest.raises(NodeClaimNotFoundError):
+        await cloud.delete(claim("never-launched", []))
+    with pytest.raises(NodeClaimNotFoundError):
+        await cloud.get("aws:///us-east-1a/i-0123")
+
+
+async def test_returned_claims_are_copies(cloud: CloudProvider) -> None:
+    out = await cloud.create(claim("a", TYPES_OD))
+    out.metadata.labels["mutated"] = "yes"
+    again = await cloud.get(out.status.provider_id)
+    assert "mutated" not in again.metadata.labels
+
+
+async def test_create_is_idempotent_by_claim_name(cloud: CloudProvider) -> None:
+    first = await cloud.create(claim("same", TYPES_OD))
+    second = await cloud.create(claim("same", TYPES_OD))
+    assert first.status.provider_id == second.status.provider_id
+    assert len(await cloud.list()) == 1
+    await cloud.delete(first)
+    third = await cloud.create(claim("same", TYPES_OD))
+    assert third.status.provider_id != first.status.provider_id
+
+
+async def test_insufficient_capacity(cloud: CloudProvider) -> None:
+    with pytest.raises(InsufficientCapacityError, match="impossible"):
+        await cloud.create(claim("impossible", [req("kubernetes.io/arch", "In", "s390x")]))
+    with pytest.raises(InsufficientCapacityError):
+        await cloud.create(claim("huge", [], {"cpu": "100000"}))
+    with pytest.raises(InsufficientCapacityError):
+        await cloud.create(claim("gpu-label", [req("karpenter.k8s.aws/instance-gpu-name", "In", "no-such-gpu")]))
+    with pytest.raises(InsufficientCapacityError):  # a type offered nowhere available (null price)
+        await load_provider("simulated", {"region": "ap-northeast-2"}).create(
+            claim("x", [req(LABEL_INSTANCE_TYPE, "In", "x8aedz.large")])
+        )
+    assert await cloud.list() == []
+
+
+async def test_unparseable_requests_are_a_create_error(cloud: CloudProvider) -> None:
+    nc = claim("bad", [])
+    nc.spec.resources.requests = {"cpu": "lots"}
+    with pytest.raises(CreateError):
+        await cloud.create(nc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Unavailable offerings (simulated ICE)
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_mark_unavailable_moves_to_the_next_offering(cloud: CloudProvider, plugin: SimulatedProvider) -> None:
+    first = await cloud.create(claim("a", TYPES_OD))
+    assert (first.metadata.labels[LABEL_INSTANCE_TYPE], first.metadata.labels[LABEL_ZONE]) == (
+        "m6g.large",
+        "us-east-1a",
+    )
+    plugin.mark_unavailable("m6g.large", "us-east-1a", "on-demand")
+    second = await cloud.create(claim("b", TYPES_OD))
+    assert (second.metadata.labels[LABEL_INSTANCE_TYPE], second.metadata.labels[LABEL_ZONE]) == (
+        "m6g.large",
+        "us-east-1b",
+    )
+    m6g_zones = {o.zone for o in next(t for t in plugin.instance_types if t.name == "m6g.large").offerings}
+    for zone in m6g_zones:
+        plugin.mark_unavailable("m6g.large", zone, "on-demand")
+    third = await cloud.create(claim("c", TYPES_OD))
+    assert third.metadata.labels[LABEL_INSTANCE_TYPE] == "m5.large"
+    # The shared catalog is untouched; the provider's list reports the change.
+    shared = next(t for t in load_aws_catalog() if t.name == "m6g.large")
+    assert all(o.available for o in shared.offerings)
+    mine = next(t for t in await cloud.get_instance_types(None) if t.name == "m6g.large")  # type: ignore[arg-type]
+    assert not any(o.available and o.capacity_type == "on-demand" for o in mine.offerings)
+    assert any(o.available and o.capacity_type == "spot" for o in mine.offerings)
+
+    plugin.mark_available("m6g.large")
+    fourth = await cloud.create(claim("d", TYPES_OD))
+    assert fourth.metadata.labels[LABEL_INSTANCE_TYPE] == "m6g.large"
+
+
+async def test_mark_unavailable_with_ttl_expires_on_the_clock(
+    cloud: CloudProvider, plugin: SimulatedProvider, clock: FakeClock
+) -> None:
+    plugin.mark_unavailable("m6g.large", "us-east-1a", "on-demand", ttl_seconds=180)
+    out = await cloud.create(claim("a", TYPES_OD))
+    assert out.metadata.labels[LABEL_ZONE] == "us-east-1b"
+    clock.t += 181
+    out = await cloud.create(claim("b", TYPES_OD))
+    assert out.metadata.labels[LABEL_ZONE] == "us-east-1a"
+
+
+def test_mark_unavailable_rejects_unknown_offerings(plugin: SimulatedProvider) -> None:
+    with pytest.raises(ValueError, match="no instance type"):
+        plugin.mark_unavailable("z9.huge", "us-east-1a", "on-demand")
+    with pytest.raises(ValueError, match="no spot offering"):
+        plugin.mark_unavailable("m5.large", "us-east-1e", "spot")
+
+
+# ---------------------------------------------------------------------------------------------
+# KWOK-format catalogs
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not FAKE400_FILE.is_file(), reason="shared data directory not available")
+async def test_kwok_catalog_file() -> None:
+    cloud = load_provider("simulated", {"instance_types_file": str(FAKE400_FILE)})
+    types = await cloud.get_instance_types(None)  # type: ignore[arg-type]
+    assert len(types) == 400
+    out = await cloud.create(claim("k", [], {"cpu": "1500m"}))
+    # Every offering of a type has the same price; fake-it-1 (2 vCPU) is the cheapest that fits;
+    # ties: zone test-zone-1, then "on-demand" < "spot".
+    assert out.metadata.labels[LABEL_INSTANCE_TYPE] == "fake-it-1"
+    assert out.metadata.labels[LABEL_ZONE] == "test-zone-1"
+    assert out.metadata.labels[LABEL_CAPACITY_TYPE] == "on-demand"
+    assert LABEL_REGION not in out.metadata.labels
+    assert out.status.allocatable == {"cpu": "1900m", "memory": "4086Mi", "pods": "20"}
+    assert out.status.provider_id == "simulated:///test-zone-1/i-00000001"
+
+
+def test_pricing_note_says_where_prices_come_from() -> None:
+    note = create_plugin({"region": "ap-northeast-2"}).pricing_note
+    assert "us-east-1" in note and "ap-northeast-2" in note and "spot" in note
