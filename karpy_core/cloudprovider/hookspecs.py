@@ -25,7 +25,6 @@ import pluggy
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
-    from karpy_core.cloudprovider.types import InstanceType
 
 PROJECT = "karpy"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -80,7 +80,9 @@ class KubeClient(Protocol):
         """Create; honours ``metadata.generateName``. Raises KubeAPIError(409) when it exists."""
         ...
 
-    async def patch(self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False) -> dict[str, Any]:
+    async def patch(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+    ) -> dict[str, Any]:
         """JSON merge-patch (RFC 7386) of the object, or of its status subresource."""
         ...
 

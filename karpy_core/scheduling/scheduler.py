@@ -127,7 +127,7 @@ class SchedulingResults:
 class _Claim:
     """Mutable in-run state of a planned NodeClaim."""
 
-    __slots__ = ("table", "requirements", "pods", "requests", "mask", "reserved", "hostname", "index")
+    __slots__ = ("hostname", "index", "mask", "pods", "requests", "requirements", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
         self.table = table

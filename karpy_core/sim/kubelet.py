@@ -183,6 +183,10 @@ class KubeletSimulator:
         return changes
 
 
+def _created(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"].get("creationTimestamp", ""))
+
+
 class KubeSchedulerSimulator:
     """Binds pending pods to nodes; marks the rest Unschedulable (see module docstring)."""
 
@@ -202,7 +206,7 @@ class KubeSchedulerSimulator:
             if node_name in free and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 free[node_name] = subtract(free[node_name], pod_info(p).requests)
         pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-        pending.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0), p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+        pending.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0), _created(p), p["metadata"]["name"]))
         changes = 0
         for p in pending:
             info = pod_info(p)
@@ -231,7 +235,7 @@ class KubeSchedulerSimulator:
                 self.cluster.patch_sync(
                     "Pod", p["metadata"]["name"],
                     {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                                "message": "0/%d nodes are available" % len(nodes)}]}},
+                                                "message": f"0/{len(nodes)} nodes are available"}]}},
                     p["metadata"].get("namespace"),
                 )
                 changes += 1

@@ -19,6 +19,7 @@ not in ``pods[]``.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,10 +162,8 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         node = (p.get("spec") or {}).get("nodeName")
         is_ds = any(r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or ())
         if node in by_name:
-            try:
+            with contextlib.suppress(ValueError):
                 add_into(by_name[node].requested, pod_info(p).requests)
-            except ValueError:
-                pass
             (by_name[node].daemon_pods if is_ds else by_name[node].pods).append(key)
         if is_ds:
             continue
@@ -198,9 +197,13 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     for w in report.warnings:
         lines.append(f"warning: {w}")
     if report.ignored:
-        lines.append(f"ignored (not simulated): {len(report.ignored)} objects ({', '.join(sorted(set(i.split('/')[0] for i in report.ignored)))})")
+        kinds = ", ".join(sorted({i.split("/")[0] for i in report.ignored}))
+        lines.append(f"ignored (not simulated): {len(report.ignored)} objects ({kinds})")
     lines.append("")
-    header = f"{'NODE':<28} {'NODEPOOL':<18} {'INSTANCE TYPE':<15} {'ZONE':<17} {'CAPACITY':<10} {'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
+    header = (
+        f"{'NODE':<28} {'NODEPOOL':<18} {'INSTANCE TYPE':<15} {'ZONE':<17} {'CAPACITY':<10} "
+        f"{'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
+    )
     lines.append(header)
     for n in report.nodes:
         price = f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-"

@@ -1,0 +1,275 @@
+"""Pydantic v2 building blocks shared by every API model karpy reads or writes.
+
+Two bases, one choice each model makes about unknown fields:
+
+* :class:`KubeModel` — ``extra="forbid"``. Used for karpy's own kinds (NodePool, NodeClaim,
+  EC2NodeClass, KCNodeClass): an unknown field is a user mistake, exactly as the CRD schemas of
+  Karpenter make the API server reject it.
+* :class:`LenientModel` — ``extra="allow"``. Used for core Kubernetes kinds (Pod, Node,
+  Deployment, ...) where karpy models only what the scheduler reads; real objects carry hundreds of
+  other fields, which are kept (and dumped back) but never interpreted.
+
+Both map Python ``snake_case`` attributes to the Kubernetes ``camelCase`` wire names
+(``alias_generator=to_camel``); fields whose wire name is not plain camelCase (``providerID``,
+``kmsKeyID``, ``hostIP``...) carry an explicit alias. Python code may construct models by either
+name; the manifest loader validates by alias only (``by_name=False``), so a YAML key spelt
+``expire_after`` is an unknown field, as it is for the API server.
+
+Scalars follow Kubernetes JSON decoding rather than pydantic's lax coercion: :data:`Int`,
+:data:`Bool` and :data:`Str` are strict, so ``weight: "10"`` or ``encrypted: "true"`` are errors.
+
+:class:`KubeObject` is the base of every top-level kind: ``apiVersion``/``kind`` checked against
+the class attributes ``API_VERSION``/``KIND``, ``metadata``, and a private :class:`Source`
+remembering where the loader found it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, field_validator
+from pydantic.alias_generators import to_camel
+
+from karpy_core.utils.quantity import QuantityError, parse_quantity
+
+__all__ = [
+    "Int",
+    "Bool",
+    "Str",
+    "Quantity",
+    "ResourceList",
+    "KubeModel",
+    "LenientModel",
+    "OwnerReference",
+    "ObjectMeta",
+    "Condition",
+    "Source",
+    "KubeObject",
+    "LenientObject",
+    "to_kube_dict",
+]
+
+Int = Annotated[int, Strict()]
+"""An integer; strings and floats are rejected, as Kubernetes' JSON decoder rejects them."""
+Bool = Annotated[bool, Strict()]
+"""``true``/``false`` only; ``"true"`` or ``1`` are rejected."""
+Str = Annotated[str, Strict()]
+"""A string; numbers and booleans are rejected (quote them in YAML)."""
+
+
+def _check_quantity(value: Any) -> str:
+    """Validate a Kubernetes quantity given as a YAML int/float/string; keep it as its string form."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"must be a quantity such as '500m', '2' or '4Gi'; got {value!r}")
+    try:
+        parse_quantity(value)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    return str(value)
+
+
+Quantity = Annotated[str, BeforeValidator(_check_quantity)]
+"""A Kubernetes resource quantity (``"250m"``, ``2``, ``"4Gi"``), validated with
+:func:`karpy_core.utils.quantity.parse_quantity` and stored as its string form (``2`` -> ``"2"``).
+Convert to integers with :func:`karpy_core.utils.quantity.to_internal` at the point of use."""
+
+ResourceList = dict[str, Quantity]
+"""``core/v1 ResourceList``: resource name -> quantity (``{"cpu": "2", "memory": "4Gi"}``)."""
+
+
+class KubeModel(BaseModel):
+    """Base for karpy's own API types: camelCase wire names, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_default=False,
+    )
+
+
+class LenientModel(KubeModel):
+    """Base for the parts of core Kubernetes kinds karpy reads: unknown fields are kept, not checked."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class OwnerReference(LenientModel):
+    """``metav1.OwnerReference``: the controller (ReplicaSet, Job, NodePool...) owning an object."""
+
+    api_version: Str = Field(alias="apiVersion")
+    kind: Str
+    name: Str
+    uid: Str = ""
+    controller: Bool | None = None
+    block_owner_deletion: Bool | None = None
+
+
+class ObjectMeta(LenientModel):
+    """``metav1.ObjectMeta``. Lenient: ``managedFields``, ``selfLink`` and future fields are kept.
+
+    Timestamps are timezone-aware :class:`~datetime.datetime` values (RFC 3339 on the wire).
+    """
+
+    name: Str | None = None
+    generate_name: Str | None = None
+    namespace: Str | None = None
+    labels: dict[Str, Str] = Field(default_factory=dict)
+    annotations: dict[Str, Str] = Field(default_factory=dict)
+    uid: Str | None = None
+    resource_version: Str | None = None
+    generation: Int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: Int | None = None
+    finalizers: list[Str] = Field(default_factory=list)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+class Condition(KubeModel):
+    """``metav1.Condition`` as used in karpenter.sh/v1 status (``Ready``, ``Launched``...).
+
+    ``status`` is the string ``"True"``, ``"False"`` or ``"Unknown"``.
+    """
+
+    type: Str
+    status: Literal["True", "False", "Unknown"]
+    reason: Str | None = None
+    message: Str | None = None
+    last_transition_time: datetime | None = None
+    observed_generation: Int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a loaded object came from: ``file`` as given to the loader, 1-based document ``index``,
+    the document's first ``line`` (1-based, 0 when unknown) and, for an item of a ``v1 List``
+    document, its 1-based ``item`` number."""
+
+    file: str
+    index: int
+    line: int = 0
+    item: int | None = None
+
+    def __str__(self) -> str:
+        item = f" item {self.item}" if self.item is not None else ""
+        return f"{self.file} doc {self.index}{item}"
+
+
+class KubeObject(KubeModel):
+    """A top-level kind: ``apiVersion``, ``kind``, ``metadata``.
+
+    Subclasses set the class attributes ``API_VERSION`` (``"karpenter.sh/v1"``) and ``KIND``
+    (``"NodePool"``). ``apiVersion``/``kind`` may be omitted when constructing in Python (they then
+    default to the class values) but, when given, must match: a mismatch raises a validation error.
+    ``NODE_CLASS`` is True for provider NodeClass kinds (EC2NodeClass, KCNodeClass...).
+    """
+
+    API_VERSION: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+    NODE_CLASS: ClassVar[bool] = False
+    NAMESPACED: ClassVar[bool] = False
+
+    api_version: Str | None = Field(default=None, alias="apiVersion")
+    kind: Str | None = None
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    _source: Source | None = PrivateAttr(default=None)
+
+    @field_validator("api_version")
+    @classmethod
+    def _check_api_version(cls, value: str | None) -> str:
+        if value is not None and cls.API_VERSION and value != cls.API_VERSION:
+            raise ValueError(f"must be {cls.API_VERSION!r} for {cls.KIND}; got {value!r}")
+        return cls.API_VERSION if value is None else value
+
+    @field_validator("kind")
+    @classmethod
+    def _check_kind(cls, value: str | None) -> str:
+        if value is not None and cls.KIND and value != cls.KIND:
+            raise ValueError(f"must be {cls.KIND!r}; got {value!r}")
+        return cls.KIND if value is None else value
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Defaults are not validated, so fill apiVersion/kind from the class when omitted.
+        if self.api_version is None:
+            self.api_version = self.API_VERSION
+        if self.kind is None:
+            self.kind = self.KIND
+
+    @classmethod
+    def group(cls) -> str:
+        """The API group (``"karpenter.sh"``; ``""`` for core/v1)."""
+        return cls.API_VERSION.rsplit("/", 1)[0] if "/" in cls.API_VERSION else ""
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` (``""`` when unset)."""
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str | None:
+        """``metadata.namespace`` or None."""
+        return self.metadata.namespace
+
+    @property
+    def source(self) -> Source | None:
+        """Where the loader read this object (None when built in code)."""
+        return self._source
+
+    def with_source(self, source: Source | None) -> KubeObject:
+        """Record where this object was read; returns ``self``."""
+        self._source = source
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when type, fields and extra fields are equal; where it was read (``source``) is ignored."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable models are not hashable
+
+    def ref(self) -> str:
+        """``Kind/name`` or ``Kind/namespace/name``, for messages."""
+        if self.NAMESPACED and self.metadata.namespace:
+            return f"{self.KIND}/{self.metadata.namespace}/{self.name}"
+        return f"{self.KIND}/{self.name}"
+
+
+class LenientObject(KubeObject):
+    """A top-level core Kubernetes kind: unknown fields are kept, not checked."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _prune_empty(model: BaseModel, data: dict[str, Any]) -> None:
+    """Drop optional fields whose value is an empty list/dict (Go's ``omitempty``), recursively."""
+    for name, info in type(model).model_fields.items():
+        key = info.alias or name
+        if key not in data:
+            continue
+        value = getattr(model, name)
+        if isinstance(value, (list, dict)) and not value and not info.is_required():
+            del data[key]
+        elif isinstance(value, BaseModel) and isinstance(data[key], dict):
+            _prune_empty(value, data[key])
+        elif isinstance(value, list) and isinstance(data[key], list):
+            for item, dumped in zip(value, data[key], strict=False):
+                if isinstance(item, BaseModel) and isinstance(dumped, dict):
+                    _prune_empty(item, dumped)
+
+
+def to_kube_dict(model: BaseModel) -> dict[str, Any]:
+    """Dump a model as a Kubernetes JSON-compatible dict: camelCase keys, ``None`` and empty
+    optional lists/maps omitted (like Go's ``omitempty``), datetimes as RFC 3339 strings, defaults
+    (``expireAfter: 720h``...) included, unknown (lenient) fields included as read."""
+    data = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    _prune_empty(model, data)
+    return data

@@ -1,0 +1,359 @@
+"""core/v1 ``Pod``, ``Node`` and ``PodTemplateSpec``: the fields karpy's scheduler reads.
+
+These are :class:`~karpy_core.apis.base.LenientModel` types: every field the scheduler needs is
+typed and checked (requests, selectors, affinity, tolerations, spread constraints, host ports...),
+while everything else a real object carries (probes, env, securityContext, status details) is kept
+as read and ignored. Source: ``k8s.io/api/core/v1/types.go``.
+
+:class:`Taint` is strict (its shape is fixed) and shared with karpenter.sh/v1 NodePool/NodeClaim.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from karpy_core.apis.base import (
+    Bool,
+    Int,
+    KubeModel,
+    LenientModel,
+    LenientObject,
+    ObjectMeta,
+    ResourceList,
+    Str,
+)
+
+__all__ = [
+    "QUALIFIED_NAME",
+    "LABEL_VALUE",
+    "check_label_key",
+    "check_label_value",
+    "Taint",
+    "Toleration",
+    "LabelSelectorRequirement",
+    "LabelSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSelector",
+    "PreferredSchedulingTerm",
+    "NodeAffinity",
+    "PodAffinityTerm",
+    "WeightedPodAffinityTerm",
+    "PodAffinity",
+    "PodAntiAffinity",
+    "Affinity",
+    "TopologySpreadConstraint",
+    "ResourceRequirements",
+    "ContainerPort",
+    "Container",
+    "PersistentVolumeClaimVolumeSource",
+    "Volume",
+    "PodSpec",
+    "PodCondition",
+    "PodStatus",
+    "Pod",
+    "PodTemplateSpec",
+    "NodeSpec",
+    "NodeCondition",
+    "NodeStatus",
+    "Node",
+]
+
+QUALIFIED_NAME = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+"""A label/taint key: optional DNS-subdomain prefix and ``/``, then a name of at most 63 characters."""
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+"""A label value: empty, or at most 63 alphanumerics, ``-``, ``_``, ``.``, alphanumeric at both ends."""
+
+
+def check_label_key(key: str) -> str:
+    """Validate a Kubernetes label key (``prefix/name``); returns it or raises ``ValueError``."""
+    prefix, _, name = key.rpartition("/")
+    if not QUALIFIED_NAME.match(key) or len(name) > 63 or len(prefix) > 253:
+        raise ValueError(
+            f"{key!r} is not a valid label key (an optional DNS prefix and '/', then at most 63 "
+            "characters: alphanumerics, '-', '_', '.', starting and ending alphanumeric)"
+        )
+    return key
+
+
+def check_label_value(value: str) -> str:
+    """Validate a Kubernetes label value; returns it or raises ``ValueError``."""
+    if len(value) > 63 or not LABEL_VALUE.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid label value (at most 63 characters: alphanumerics, '-', '_', '.', "
+            "starting and ending alphanumeric)"
+        )
+    return value
+
+
+class Taint(KubeModel):
+    """``core/v1 Taint``: ``key[=value]:effect`` on a node (or a NodePool template)."""
+
+    key: Str = Field(min_length=1)
+    value: Str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    time_added: datetime | None = None
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return check_label_key(value)
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, value: str | None) -> str | None:
+        return None if value is None else check_label_value(value)
+
+
+class Toleration(LenientModel):
+    """``core/v1 Toleration``. An empty ``key`` with ``operator: Exists`` tolerates everything;
+    an empty ``effect`` matches every effect. ``tolerationSeconds`` applies to ``NoExecute``."""
+
+    key: Str | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: Str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
+    toleration_seconds: Int | None = None
+
+
+class LabelSelectorRequirement(LenientModel):
+    """``metav1.LabelSelectorRequirement`` (pod selectors: no ``Gt``/``Lt``)."""
+
+    key: Str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[Str] = Field(default_factory=list)
+
+
+class LabelSelector(LenientModel):
+    """``metav1.LabelSelector``: ``matchLabels`` ANDed with ``matchExpressions``. An empty selector
+    matches everything; a missing (None) selector matches nothing."""
+
+    match_labels: dict[Str, Str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelectorRequirement(LenientModel):
+    """``core/v1 NodeSelectorRequirement`` (node affinity: ``Gt``/``Lt`` take one integer value)."""
+
+    key: Str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[Str] = Field(default_factory=list)
+
+
+class NodeSelectorTerm(LenientModel):
+    """One ORed term of node affinity: its expressions are ANDed."""
+
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(LenientModel):
+    """Required node affinity: a node must match at least one term."""
+
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class PreferredSchedulingTerm(LenientModel):
+    """Preferred node affinity term with its ``weight`` (1..100)."""
+
+    weight: Int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(LenientModel):
+    """``core/v1 NodeAffinity``."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(default_factory=list)
+
+
+class PodAffinityTerm(LenientModel):
+    """``core/v1 PodAffinityTerm``: pods matching ``labelSelector`` in ``namespaces`` (or matching
+    ``namespaceSelector``; both empty = the pod's own namespace), per ``topologyKey`` domain."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: list[Str] = Field(default_factory=list)
+    namespace_selector: LabelSelector | None = None
+    topology_key: Str
+    match_label_keys: list[Str] = Field(default_factory=list)
+    mismatch_label_keys: list[Str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(LenientModel):
+    """Preferred pod (anti-)affinity term with its ``weight`` (1..100)."""
+
+    weight: Int = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(LenientModel):
+    """``core/v1 PodAffinity``."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(default_factory=list)
+
+
+class PodAntiAffinity(PodAffinity):
+    """``core/v1 PodAntiAffinity`` (same shape as :class:`PodAffinity`)."""
+
+
+class Affinity(LenientModel):
+    """``core/v1 Affinity``."""
+
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
+
+
+class TopologySpreadConstraint(LenientModel):
+    """``core/v1 TopologySpreadConstraint``. ``nodeAffinityPolicy`` defaults to ``Honor`` and
+    ``nodeTaintsPolicy`` to ``Ignore`` (applied by the scheduler, not here)."""
+
+    max_skew: Int = Field(ge=1)
+    topology_key: Str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: Int | None = Field(default=None, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: list[Str] = Field(default_factory=list)
+
+
+class ResourceRequirements(LenientModel):
+    """Container ``resources``: ``requests`` and ``limits`` as quantities. When only a limit is
+    set for a resource, Kubernetes defaults the request to it (the scheduler applies that)."""
+
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
+
+
+class ContainerPort(LenientModel):
+    """``core/v1 ContainerPort``; ``hostPort`` (with ``hostIP``/``protocol``) limits one pod per node."""
+
+    container_port: Int = Field(ge=1, le=65535)
+    host_port: Int | None = Field(default=None, ge=0, le=65535)
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: Str | None = Field(default=None, alias="hostIP")
+    name: Str | None = None
+
+
+class Container(LenientModel):
+    """``core/v1 Container`` (only name, resources, ports and restartPolicy are read).
+
+    ``restartPolicy: Always`` on an init container makes it a sidecar (its requests add to the pod's)."""
+
+    name: Str
+    image: Str | None = None
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = Field(default_factory=list)
+    restart_policy: Literal["Always"] | None = None
+
+
+class PersistentVolumeClaimVolumeSource(LenientModel):
+    """A pod volume backed by a PVC."""
+
+    claim_name: Str
+    read_only: Bool | None = None
+
+
+class Volume(LenientModel):
+    """``core/v1 Volume``: ``persistentVolumeClaim`` is typed; other sources are kept as read
+    (``ephemeral`` too, since its claim template is only read by volume-topology code)."""
+
+    name: Str
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None
+
+
+class PodSpec(LenientModel):
+    """``core/v1 PodSpec``: the scheduling-relevant fields."""
+
+    node_name: Str | None = None
+    node_selector: dict[Str, Str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
+    containers: list[Container]
+    init_containers: list[Container] = Field(default_factory=list)
+    overhead: ResourceList = Field(default_factory=dict)
+    priority_class_name: Str | None = None
+    priority: Int | None = None
+    scheduler_name: Str | None = None
+    volumes: list[Volume] = Field(default_factory=list)
+    termination_grace_period_seconds: Int | None = None
+
+
+class PodCondition(LenientModel):
+    """``core/v1 PodCondition`` (``PodScheduled`` with reason ``Unschedulable`` marks a pending pod)."""
+
+    type: Str
+    status: Literal["True", "False", "Unknown"]
+    reason: Str | None = None
+    message: Str | None = None
+
+
+class PodStatus(LenientModel):
+    """``core/v1 PodStatus`` (``phase``: Pending, Running, Succeeded, Failed, Unknown)."""
+
+    phase: Str | None = None
+    conditions: list[PodCondition] = Field(default_factory=list)
+    nominated_node_name: Str | None = None
+
+
+class Pod(LenientObject):
+    """core/v1 ``Pod``."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Pod"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: PodSpec
+    status: PodStatus = Field(default_factory=PodStatus)
+
+
+class PodTemplateSpec(LenientModel):
+    """``core/v1 PodTemplateSpec``: the pod a workload controller stamps out."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec
+
+
+class NodeSpec(LenientModel):
+    """``core/v1 NodeSpec`` (``providerID`` links a node to its NodeClaim)."""
+
+    provider_id: Str | None = Field(default=None, alias="providerID")
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: Bool | None = None
+
+
+class NodeCondition(LenientModel):
+    """``core/v1 NodeCondition`` (``Ready``, ``MemoryPressure``...)."""
+
+    type: Str
+    status: Literal["True", "False", "Unknown"]
+    reason: Str | None = None
+    message: Str | None = None
+
+
+class NodeStatus(LenientModel):
+    """``core/v1 NodeStatus``: ``capacity``/``allocatable`` as quantities, and conditions."""
+
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    conditions: list[NodeCondition] = Field(default_factory=list)
+
+
+class Node(LenientObject):
+    """core/v1 ``Node``."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Node"
+
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)

@@ -1,0 +1,570 @@
+"""Read Kubernetes manifests (YAML files, directories, text) into typed karpy models.
+
+``load_documents(["nodepools/", "app.yaml"], {"CLUSTER_NAME": "demo"})`` returns a
+:class:`LoadedManifests` or raises one :class:`~karpy_core.errors.ManifestError` listing *every*
+problem found, each naming file, document, ``Kind/name`` and field path::
+
+    nodepool.yaml doc 1 NodePool/default: spec.template.spec.requirements[2].operator: must be one of ...
+
+Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
+
+1. ``${VAR}`` placeholders are replaced by ``variables[VAR]`` (text substitution, like
+   ``envsubst``); placeholders without a value stay as literal text.
+2. The text is parsed as multi-document YAML (PyYAML, safe) with a loader that **rejects repeated
+   mapping keys**: each repeat is a problem naming key, path and both lines. Parsing goes on
+   (repeated mappings are merged, other values: the last wins) so the document is still validated
+   and its other mistakes reported too. Empty documents are skipped; a ``v1 List`` is expanded.
+3. Each document is validated into the model registered for its ``(apiVersion, kind)``
+   (:func:`karpy_core.apis.registry.kind_registry`), by wire name only. Pre-v1 Karpenter kinds
+   (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
+   ``v1beta1`` kinds) are errors explaining the v1 replacement. Kinds karpy does not model are kept
+   as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored.
+4. Cross-object checks that are not errors (a NodePool naming a NodeClass that is not loaded, an
+   object defined twice) go to ``warnings``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from karpy_core.apis.base import KubeObject, Source
+from karpy_core.apis.core import Node, Pod
+from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.apis.nodepool import NodePool
+from karpy_core.apis.registry import kind_registry
+from karpy_core.apis.workloads import (
+    DaemonSet,
+    Deployment,
+    Job,
+    Passthrough,
+    PodDisruptionBudget,
+    ReplicaSet,
+    StatefulSet,
+)
+from karpy_core.errors import ManifestError
+
+__all__ = ["LoadedManifests", "load_documents", "load_text", "substitute", "format_path", "old_api_message"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_KARPY_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "karpenter.kakaocloud.com")
+_OLD_VERSIONS = {"karpenter.sh": ("v1alpha5", "v1beta1"), "karpenter.k8s.aws": ("v1alpha1", "v1beta1")}
+
+
+def substitute(text: str, variables: dict[str, str] | None) -> str:
+    """Replace ``${NAME}`` with ``variables[NAME]``; unknown names are left as written."""
+    if not variables:
+        return text
+    return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
+# --------------------------------------------------------------------------- YAML parsing
+
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, slots=True)
+class _Duplicate:
+    path: tuple[str | int, ...]
+    line: int
+    first_line: int
+
+
+def _merge(into: dict[Any, Any], extra: dict[Any, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(into.get(key), dict) and isinstance(value, dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+class _StrictKeysLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """Safe YAML loader that records repeated mapping keys (with their path and lines) instead of
+    silently keeping the last value. Nested nodes are built depth-first so paths are known."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[_Duplicate] = []
+        self._path: list[str | int] = []
+
+    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> list[Any]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a sequence node, but found {node.id}", node.start_mark
+            )
+        out = []
+        for i, child in enumerate(node.value):
+            self._path.append(i)
+            try:
+                out.append(self.construct_object(child, deep=True))
+            finally:
+                self._path.pop()
+        return out
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping node, but found {node.id}", node.start_mark
+            )
+        own = {id(k) for k, _ in node.value}
+        self.flatten_mapping(node)  # YAML merge keys (<<): merged entries come first, own ones override
+        mapping: dict[Any, Any] = {}
+        first_line: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
+                ) from None
+            self._path.append(str(key))
+            try:
+                value = self.construct_object(value_node, deep=True)
+            finally:
+                self._path.pop()
+            line = key_node.start_mark.line + 1
+            if key in mapping and id(key_node) in own and key in first_line:
+                self.duplicates.append(_Duplicate((*self._path, str(key)), line, first_line[key]))
+                if isinstance(mapping[key], dict) and isinstance(value, dict):
+                    _merge(mapping[key], value)
+                    continue
+            mapping[key] = value
+            if id(key_node) in own:
+                first_line.setdefault(key, line)
+        return mapping
+
+
+@dataclass(slots=True)
+class _RawDocument:
+    index: int
+    line: int
+    data: Any
+    duplicates: list[_Duplicate]
+
+
+def _parse(text: str) -> Iterator[_RawDocument]:
+    """Yield every document (empty ones too, as ``data=None``); YAML errors propagate."""
+    loader = _StrictKeysLoader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            index += 1
+            loader.duplicates = []
+            data = loader.construct_document(node) if node is not None else None
+            line = node.start_mark.line + 1 if node is not None else 0
+            yield _RawDocument(index, line, data, loader.duplicates)
+    finally:
+        loader.dispose()
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def format_path(loc: Sequence[str | int]) -> str:
+    """``("spec", "requirements", 2, "operator")`` -> ``spec.requirements[2].operator``; keys that
+    are not plain identifiers are quoted (``labels["kubernetes.io/arch"]``). pydantic's internal
+    location tags (``function-after[...]``, ``[key]``) are dropped."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith("[") or (part.endswith("]") and "[" in part):
+            continue
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f'["{part}"]'
+    return out
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        text = value if len(value) <= 60 else value[:57] + "..."
+        return repr(text)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "datetime_type": "an RFC 3339 timestamp",
+    "datetime_parsing": "an RFC 3339 timestamp",
+    "datetime_from_date_parsing": "an RFC 3339 timestamp",
+}
+
+
+def _describe(err: Any, what: str) -> str:
+    """One pydantic error -> plain words (``what`` is e.g. ``karpenter.sh/v1 NodePool``)."""
+    kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    loc = [p for p in err["loc"] if isinstance(p, str) and not p.startswith("[")]
+    if kind == "extra_forbidden":
+        return f'unknown field "{loc[-1] if loc else "?"}" (not part of {what})'
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}; got {_show(value)}"
+    if kind in _TYPE_WORDS:
+        text = f"must be {_TYPE_WORDS[kind]}; got {_show(value)}"
+        if kind == "string_type" and isinstance(value, (int, float, bool)):
+            text += " (quote it in YAML so it stays text)"
+        return text
+    if kind in ("value_error", "assertion_error"):
+        return str(ctx.get("error", err["msg"]))
+    if kind == "too_short":
+        return f"must have at least {ctx.get('min_length')} item(s)"
+    if kind == "too_long":
+        return f"must have at most {ctx.get('max_length')} item(s); got {ctx.get('actual_length')}"
+    if kind == "string_too_short":
+        return (
+            "must not be empty"
+            if ctx.get("min_length") == 1
+            else f"must be at least {ctx.get('min_length')} characters"
+        )
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters"
+    bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+    if kind in bounds:
+        limit = next(iter(ctx.values()), "?")
+        return f"must be {bounds[kind]} {limit}; got {_show(value)}"
+    return f"{err['msg']}; got {_show(value)}"
+
+
+def old_api_message(api_version: str, kind: str) -> str:
+    """Why a pre-v1 Karpenter kind is refused and what replaces it (field renames included)."""
+    head = f"{api_version} {kind} is the old API, removed in Karpenter v1"
+    if kind == "Provisioner":
+        return (
+            f"{head}; it is replaced by karpenter.sh/v1 NodePool (renames: ttlSecondsAfterEmpty -> "
+            "disruption.consolidateAfter with consolidationPolicy: WhenEmpty; ttlSecondsUntilExpired -> "
+            "template.spec.expireAfter; providerRef -> template.spec.nodeClassRef; requirements, taints "
+            "and labels move under template)"
+        )
+    if kind == "AWSNodeTemplate":
+        return (
+            f"{head}; it is replaced by karpenter.k8s.aws/v1 EC2NodeClass (renames: subnetSelector -> "
+            "subnetSelectorTerms; securityGroupSelector -> securityGroupSelectorTerms; amiSelector -> "
+            "amiSelectorTerms; instanceProfile -> role or instanceProfile), referenced from a "
+            "karpenter.sh/v1 NodePool's nodeClassRef (formerly the Provisioner's providerRef)"
+        )
+    if kind == "Machine":
+        return f"{head}; it is replaced by karpenter.sh/v1 NodeClaim"
+    if kind in ("NodePool", "NodeClaim"):
+        return (
+            f"{head}; use karpenter.sh/v1 {kind} (expireAfter moves from disruption to template.spec; "
+            "consolidationPolicy WhenUnderutilized -> WhenEmptyOrUnderutilized; kubelet moves to the "
+            "EC2NodeClass; nodeClassRef needs group, kind and name)"
+        )
+    if kind == "EC2NodeClass":
+        return (
+            f"{head}; use karpenter.k8s.aws/v1 EC2NodeClass "
+            "(amiSelectorTerms is required; prefer an alias such as al2023@latest)"
+        )
+    return f"{head}; use the karpenter.sh/v1 NodePool / NodeClaim and karpenter.k8s.aws/v1 EC2NodeClass kinds"
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass
+class LoadedManifests:
+    """Everything read, by kind. Every object remembers ``.source`` (file, document index).
+
+    ``nodeclasses`` is keyed by ``(group, kind, name)`` (``("karpenter.k8s.aws", "EC2NodeClass",
+    "default")``), the triple a NodePool's ``nodeClassRef`` names. ``other`` holds kinds karpy does
+    not model (ignored); ``custom`` holds provider kinds that are neither NodeClasses nor core kinds.
+    ``warnings`` lists non-fatal findings, one line each.
+    """
+
+    nodepools: list[NodePool] = field(default_factory=list)
+    nodeclaims: list[NodeClaim] = field(default_factory=list)
+    nodeclasses: dict[tuple[str, str, str], KubeObject] = field(default_factory=dict)
+    pods: list[Pod] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    deployments: list[Deployment] = field(default_factory=list)
+    replicasets: list[ReplicaSet] = field(default_factory=list)
+    statefulsets: list[StatefulSet] = field(default_factory=list)
+    daemonsets: list[DaemonSet] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    custom: list[KubeObject] = field(default_factory=list)
+    other: list[Passthrough] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def objects(self) -> list[KubeObject]:
+        """Every modelled object (``other`` excluded), in bucket order then load order."""
+        out: list[KubeObject] = [*self.nodepools, *self.nodeclaims, *self.nodeclasses.values()]
+        for bucket in (self.pods, self.nodes, self.deployments, self.replicasets, self.statefulsets):
+            out.extend(bucket)
+        for bucket in (self.daemonsets, self.jobs, self.pdbs, self.custom):
+            out.extend(bucket)
+        return out
+
+    def ignored(self) -> list[str]:
+        """``apiVersion Kind/name (file doc N)`` for each object in ``other``."""
+        return [f"{o.api_version} {o.ref()} ({o.source})" for o in self.other]
+
+    def nodeclass_for(self, nodepool: NodePool) -> KubeObject | None:
+        """The loaded NodeClass a NodePool's ``nodeClassRef`` names, or None."""
+        ref = nodepool.spec.template.spec.node_class_ref
+        return self.nodeclasses.get((ref.group, ref.kind, ref.name))
+
+
+_BUCKETS: dict[type, str] = {
+    NodePool: "nodepools",
+    NodeClaim: "nodeclaims",
+    Pod: "pods",
+    Node: "nodes",
+    Deployment: "deployments",
+    ReplicaSet: "replicasets",
+    StatefulSet: "statefulsets",
+    DaemonSet: "daemonsets",
+    Job: "jobs",
+    PodDisruptionBudget: "pdbs",
+}
+
+
+def _identity(obj: KubeObject) -> tuple[str, str, str, str]:
+    namespace = (obj.metadata.namespace or "default") if obj.NAMESPACED else ""
+    return (obj.group(), obj.KIND, namespace, obj.name)
+
+
+class _Builder:
+    """Accumulates objects, problems and warnings across files."""
+
+    def __init__(self, registry: dict[tuple[str, str], type[KubeObject]]) -> None:
+        self.registry = registry
+        self.result = LoadedManifests()
+        self.problems: list[str] = []
+        self._seen: dict[tuple[str, str, str, str], KubeObject] = {}
+
+    # one file ---------------------------------------------------------------------------
+    def add_text(self, text: str, source_name: str, variables: dict[str, str] | None) -> None:
+        text = substitute(text, variables)
+        try:
+            for raw in _parse(text):
+                self._add_document(raw, source_name)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            context = getattr(exc, "context", None)
+            detail = f"{context}, {problem}" if context else problem
+            self.problems.append(
+                f"{source_name}: {where}YAML syntax error: {detail} (documents after it were not read)"
+            )
+
+    def _add_document(self, raw: _RawDocument, file: str) -> None:
+        if raw.data is None:
+            return
+        where = f"{file} doc {raw.index}"
+        data = raw.data
+        if not isinstance(data, dict):
+            self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
+            return
+        label = _label(data)
+        for dup in raw.duplicates:
+            self.problems.append(
+                f"{where} {label}: {format_path(dup.path)}: repeated key {str(dup.path[-1])!r} at line {dup.line} "
+                f"(first at line {dup.first_line}); each key may appear once per mapping"
+            )
+        api_version = data.get("apiVersion")
+        if data.get("kind") == "List" and api_version == "v1" and isinstance(data.get("items"), list):
+            for item_no, item in enumerate(data["items"], start=1):
+                self._add_object(item, Source(file, raw.index, raw.line, item_no), f"{where} item {item_no}")
+            return
+        self._add_object(data, Source(file, raw.index, raw.line), where)
+
+    def _add_object(self, data: Any, source: Source, where: str) -> None:
+        if not isinstance(data, dict):
+            self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
+            return
+        label = _label(data)
+        api_version, kind = data.get("apiVersion"), data.get("kind")
+        if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
+            missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
+            self.problems.append(f"{where} {label}: {', '.join(missing)}: required field is missing (or not a string)")
+            return
+        group, _, version = api_version.rpartition("/")
+        cls = self.registry.get((api_version, kind))
+        if cls is None:
+            if version in _OLD_VERSIONS.get(group, ()):
+                self.problems.append(f"{where} {label}: {old_api_message(api_version, kind)}")
+                return
+            known = sorted(v for (v, k) in self.registry if k == kind and v.rpartition("/")[0] == group)
+            if known:
+                self.problems.append(
+                    f"{where} {label}: apiVersion: {api_version} is not supported for {kind}; use {' or '.join(known)}"
+                )
+                return
+            if group in _KARPY_GROUPS:
+                self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
+            self._add_passthrough(data, source, where, label)
+            return
+        try:
+            obj = cls.model_validate(data, by_alias=True, by_name=False)
+        except ValidationError as exc:
+            what = f"{api_version} {kind}"
+            for err in exc.errors():
+                path = format_path(err["loc"])
+                prefix = f"{path}: " if path else ""
+                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what)}")
+            return
+        if not obj.metadata.name and not obj.metadata.generate_name:
+            self.problems.append(f"{where} {label}: metadata.name: required field is missing")
+            return
+        obj.with_source(source)
+        group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
+        if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
+            self.result.warnings.append(
+                f"{where} {label}: spec.template.spec.nodeClassRef.group {group_as_written['group']!r} includes a version; "
+                f"read as {str(group_as_written['group']).partition('/')[0]!r} (Karpenter's CRD rejects this form)"
+            )
+        self._store(obj, where)
+
+    def _add_passthrough(self, data: dict[str, Any], source: Source, where: str, label: str) -> None:
+        try:
+            obj = Passthrough.model_validate(data, by_alias=True, by_name=False)
+        except ValidationError as exc:
+            for err in exc.errors():
+                path = format_path(err["loc"])
+                self.problems.append(
+                    f"{where} {label}: {path + ': ' if path else ''}{_describe(err, str(data.get('kind')))}"
+                )
+            return
+        obj.with_source(source)
+        self.result.other.append(obj)
+
+    def _store(self, obj: KubeObject, where: str) -> None:
+        identity = _identity(obj)
+        previous = self._seen.get(identity)
+        if previous is not None:
+            self.result.warnings.append(
+                f"{where} {obj.ref()}: redefines {obj.ref()} from {previous.source}; the later definition is used"
+            )
+            self._remove(previous)
+        self._seen[identity] = obj
+        if obj.NODE_CLASS:
+            self.result.nodeclasses[(obj.group(), obj.KIND, obj.name)] = obj
+            return
+        bucket = _BUCKETS.get(type(obj))
+        getattr(self.result, bucket).append(obj) if bucket else self.result.custom.append(obj)
+
+    def _remove(self, obj: KubeObject) -> None:
+        if obj.NODE_CLASS:
+            return  # the dict entry is simply overwritten
+        bucket = _BUCKETS.get(type(obj))
+        items = getattr(self.result, bucket) if bucket else self.result.custom
+        items[:] = [o for o in items if o is not obj]
+
+    # after all files ----------------------------------------------------------------------
+    def finish(self) -> LoadedManifests:
+        for nodepool in self.result.nodepools:
+            ref = nodepool.spec.template.spec.node_class_ref
+            if (ref.group, ref.kind, ref.name) not in self.result.nodeclasses:
+                self.result.warnings.append(
+                    f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
+                    f"{ref.group} {ref.kind}/{ref.name}, which is not among the loaded manifests"
+                )
+        if self.problems:
+            raise ManifestError(self.problems)
+        return self.result
+
+
+def _label(data: dict[str, Any]) -> str:
+    kind = data.get("kind") if isinstance(data.get("kind"), str) else "?"
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        generate = meta.get("generateName")
+        name = f"{generate}*" if isinstance(generate, str) and generate else "<no name>"
+    return f"{kind}/{name}"
+
+
+def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
+            if not found:
+                warnings.append(f"{path}: no *.yaml or *.yml files in this directory")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(f"{path}: no such file or directory")
+    return files
+
+
+def load_documents(
+    paths: Sequence[str | Path],
+    variables: dict[str, str] | None = None,
+    *,
+    registry: dict[tuple[str, str], type[KubeObject]] | None = None,
+) -> LoadedManifests:
+    """Load YAML files and directories (their ``*.yaml``/``*.yml``, sorted, not recursive).
+
+    Args:
+        paths: files or directories, in the order to read them (later objects with the same
+            identity replace earlier ones, with a warning).
+        variables: values for ``${NAME}`` placeholders (``--set NAME=value``).
+        registry: ``(apiVersion, kind)`` -> model; defaults to :func:`kind_registry`.
+
+    Raises:
+        ManifestError: with one line per problem across all files (unreadable file, YAML syntax,
+            repeated key, old API, unknown field, wrong type, rule violated...).
+    """
+    builder = _Builder(registry if registry is not None else kind_registry())
+    for path in _files(paths, builder.problems, builder.result.warnings):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            builder.problems.append(f"{path}: cannot read: {exc}")
+            continue
+        builder.add_text(text, str(path), variables)
+    return builder.finish()
+
+
+def load_text(
+    text: str,
+    source_name: str = "<text>",
+    variables: dict[str, str] | None = None,
+    *,
+    registry: dict[tuple[str, str], type[KubeObject]] | None = None,
+) -> LoadedManifests:
+    """Load manifests from a string; ``source_name`` stands in for the file name in messages.
+
+    Raises:
+        ManifestError: as :func:`load_documents`.
+    """
+    builder = _Builder(registry if registry is not None else kind_registry())
+    builder.add_text(text, source_name, variables)
+    return builder.finish()

@@ -1,0 +1,194 @@
+"""Workload kinds karpy expands into pods, PodDisruptionBudgets, and a passthrough for the rest.
+
+* apps/v1 ``Deployment``, ``ReplicaSet``, ``StatefulSet`` (``replicas`` defaults to 1, as the
+  API server defaults it), ``DaemonSet`` (one pod per eligible node);
+* batch/v1 ``Job`` (``parallelism`` defaults to 1; pods running at once = min(parallelism,
+  completions));
+* policy/v1 ``PodDisruptionBudget`` (``minAvailable`` or ``maxUnavailable``, int or percent);
+* :class:`Passthrough`: any other kind (Service, ConfigMap, Namespace...), kept but ignored.
+
+All are lenient (unknown fields kept). Source: ``k8s.io/api/{apps,batch,policy}/v1/types.go``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from karpy_core.apis.base import Int, LenientModel, LenientObject, Str
+from karpy_core.apis.core import LabelSelector, PodTemplateSpec
+
+__all__ = [
+    "IntOrPercent",
+    "DeploymentSpec",
+    "Deployment",
+    "ReplicaSetSpec",
+    "ReplicaSet",
+    "StatefulSetSpec",
+    "StatefulSet",
+    "DaemonSetSpec",
+    "DaemonSet",
+    "JobSpec",
+    "Job",
+    "PodDisruptionBudgetSpec",
+    "PodDisruptionBudget",
+    "Passthrough",
+]
+
+_PERCENT = re.compile(r"^[0-9]+%$")
+
+
+def _int_or_percent(value: Any) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"must be an integer or a percentage such as '25%'; got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"must not be negative; got {value}")
+        return value
+    if not _PERCENT.match(value):
+        raise ValueError(f"a string here must be a percentage such as '25%'; got {value!r}")
+    return value
+
+
+IntOrPercent = Annotated[Any, BeforeValidator(_int_or_percent)]
+"""``intstr.IntOrString`` as PDBs use it: a non-negative int, or a string ``"N%"``."""
+
+
+class DeploymentSpec(LenientModel):
+    """apps/v1 ``DeploymentSpec`` (strategy and the rest are kept, not read)."""
+
+    replicas: Int = Field(default=1, ge=0)
+    selector: LabelSelector
+    template: PodTemplateSpec
+
+
+class Deployment(LenientObject):
+    """apps/v1 ``Deployment``: ``replicas`` copies of ``template``."""
+
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "Deployment"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: DeploymentSpec
+
+
+class ReplicaSetSpec(LenientModel):
+    """apps/v1 ``ReplicaSetSpec``."""
+
+    replicas: Int = Field(default=1, ge=0)
+    selector: LabelSelector
+    template: PodTemplateSpec
+
+
+class ReplicaSet(LenientObject):
+    """apps/v1 ``ReplicaSet``."""
+
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "ReplicaSet"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: ReplicaSetSpec
+
+
+class StatefulSetSpec(LenientModel):
+    """apps/v1 ``StatefulSetSpec``; ``volumeClaimTemplates`` are kept as read (PVC manifests)."""
+
+    replicas: Int = Field(default=1, ge=0)
+    selector: LabelSelector
+    template: PodTemplateSpec
+    service_name: Str | None = None
+    volume_claim_templates: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class StatefulSet(LenientObject):
+    """apps/v1 ``StatefulSet``: pods ``<name>-0`` .. ``<name>-(replicas-1)``."""
+
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "StatefulSet"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: StatefulSetSpec
+
+
+class DaemonSetSpec(LenientModel):
+    """apps/v1 ``DaemonSetSpec``."""
+
+    selector: LabelSelector
+    template: PodTemplateSpec
+
+
+class DaemonSet(LenientObject):
+    """apps/v1 ``DaemonSet``: one pod on every node it tolerates and selects; Karpenter reserves
+    room for these pods on each node it launches."""
+
+    API_VERSION: ClassVar[str] = "apps/v1"
+    KIND: ClassVar[str] = "DaemonSet"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: DaemonSetSpec
+
+
+class JobSpec(LenientModel):
+    """batch/v1 ``JobSpec``: ``parallelism`` (default 1) pods run at once, ``completions``
+    (None = any one success completes the job)."""
+
+    parallelism: Int = Field(default=1, ge=0)
+    completions: Int | None = Field(default=None, ge=0)
+    template: PodTemplateSpec
+    selector: LabelSelector | None = None
+
+
+class Job(LenientObject):
+    """batch/v1 ``Job``."""
+
+    API_VERSION: ClassVar[str] = "batch/v1"
+    KIND: ClassVar[str] = "Job"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: JobSpec
+
+
+class PodDisruptionBudgetSpec(LenientModel):
+    """policy/v1 ``PodDisruptionBudgetSpec``. At most one of ``minAvailable``/``maxUnavailable``
+    (int or ``"N%"``); a null ``selector`` selects no pods, an empty one selects all pods in the
+    namespace."""
+
+    selector: LabelSelector | None = None
+    min_available: IntOrPercent | None = None
+    max_unavailable: IntOrPercent | None = None
+    unhealthy_pod_eviction_policy: Str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PodDisruptionBudgetSpec:
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise ValueError("minAvailable and maxUnavailable cannot both be set")
+        return self
+
+
+class PodDisruptionBudget(LenientObject):
+    """policy/v1 ``PodDisruptionBudget``."""
+
+    API_VERSION: ClassVar[str] = "policy/v1"
+    KIND: ClassVar[str] = "PodDisruptionBudget"
+    NAMESPACED: ClassVar[bool] = True
+
+    spec: PodDisruptionBudgetSpec = Field(default_factory=PodDisruptionBudgetSpec)
+
+
+class Passthrough(LenientObject):
+    """Any kind karpy does not model (Service, ConfigMap, ServiceAccount, Namespace,
+    StorageClass, PersistentVolume(Claim)...): ``apiVersion``/``kind``/``metadata`` are read and
+    everything else kept. The loader lists these as ignored; they never affect a decision.
+
+    Unlike modelled kinds, ``apiVersion`` and ``kind`` are whatever the document says."""
+
+    @classmethod
+    def group(cls) -> str:  # pragma: no cover - per-instance for passthroughs
+        return ""
+
+    def ref(self) -> str:
+        """``Kind/name`` (with namespace when set)."""
+        ns = f"{self.metadata.namespace}/" if self.metadata.namespace else ""
+        return f"{self.kind}/{ns}{self.name}"

@@ -1,0 +1,164 @@
+"""karpenter.kakaocloud.com/v1alpha1 ``KCNodeClass``: how karpy launches KakaoCloud BCS VMs.
+
+Shape from the KakaoCloud Karpenter provider install guide (karpy seed 004) and the OpenAPI limits
+in karpy's ``reference/kakaocloud-api.md``. Strict: unknown fields are rejected.
+
+* ``subnetSelectorTerms[{id}]`` (1..30) — worker subnets; the subnet's AZ decides the instance's.
+* ``securityGroupSelectorTerms[{id}]`` (1..30) — security groups (BCS create takes names; the
+  provider resolves ids to names).
+* ``keyName`` — optional SSH key pair, 4..250 characters (BCS ``key_name`` rule).
+* ``rootVolume{sizeGiB >= 30, deleteOnTermination = true}`` — optional; the provider picks the
+  size when omitted.
+* ``bootstrap{mode: Kubeadm, kubernetesVersion: "MAJOR.MINOR"}`` — the version must be the
+  control plane's minor or one below, without the patch number (checked by the provider, which
+  sets ``KubernetesVersionReady``).
+* ``tags`` — optional extra key/values recorded on the instance.
+
+Status conditions: ``KubernetesVersionReady``, ``ImagesReady``, ``SubnetsReady``,
+``SecurityGroupsReady``, ``KeyPairReady``, rolled up into ``Ready``. The ownership signing keyring
+(``activeKeyID``...) is provider configuration, not part of this kind.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import AfterValidator, Field
+
+from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Str
+
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "CONDITION_TYPES",
+    "SubnetSelectorTerm",
+    "SecurityGroupSelectorTerm",
+    "RootVolume",
+    "Bootstrap",
+    "KCNodeClassSpec",
+    "ResolvedSubnet",
+    "ResolvedSecurityGroup",
+    "ResolvedImage",
+    "KCNodeClassStatus",
+    "KCNodeClass",
+    "api_kinds",
+]
+
+GROUP = "karpenter.kakaocloud.com"
+API_VERSION = f"{GROUP}/v1alpha1"
+
+CONDITION_TYPES = (
+    "KubernetesVersionReady",
+    "ImagesReady",
+    "SubnetsReady",
+    "SecurityGroupsReady",
+    "KeyPairReady",
+    "Ready",
+)
+
+_KEY_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]*[a-zA-Z0-9]$")
+
+
+def _check_key_name(value: str) -> str:
+    if not 4 <= len(value) <= 250 or not _KEY_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not a key pair name (4..250 characters: letters, digits, '-', '_', "
+            "starting and ending with a letter or digit)"
+        )
+    return value
+
+
+def _check_version(value: str) -> str:
+    if not re.fullmatch(r"[0-9]+\.[0-9]+", value):
+        raise ValueError(f"must be a Kubernetes minor version 'MAJOR.MINOR' such as '1.34' (no patch); got {value!r}")
+    return value
+
+
+class SubnetSelectorTerm(KubeModel):
+    """A worker subnet, by ``id``."""
+
+    id: Str = Field(min_length=1)
+
+
+class SecurityGroupSelectorTerm(KubeModel):
+    """A security group, by ``id``."""
+
+    id: Str = Field(min_length=1)
+
+
+class RootVolume(KubeModel):
+    """The boot volume: ``sizeGiB`` (GiB, at least 30) and ``deleteOnTermination`` (default true;
+    false leaves the volume, and its bill, behind after the instance is deleted)."""
+
+    size_gib: Int = Field(alias="sizeGiB", ge=30)
+    delete_on_termination: Bool = True
+
+
+class Bootstrap(KubeModel):
+    """How a new VM joins the cluster: ``mode`` (only ``Kubeadm``) and ``kubernetesVersion``
+    (``"MAJOR.MINOR"``, a string: quote it in YAML)."""
+
+    mode: Literal["Kubeadm"] = "Kubeadm"
+    kubernetes_version: Annotated[Str, AfterValidator(_check_version)]
+
+
+class KCNodeClassSpec(KubeModel):
+    """``KCNodeClass.spec``."""
+
+    subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
+    security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(min_length=1, max_length=30)
+    key_name: Annotated[Str, AfterValidator(_check_key_name)] | None = None
+    root_volume: RootVolume | None = None
+    bootstrap: Bootstrap
+    tags: dict[Str, Str] | None = None
+
+
+class ResolvedSubnet(KubeModel):
+    """A subnet the provider resolved, with its availability zone."""
+
+    id: Str
+    zone: Str | None = None
+
+
+class ResolvedSecurityGroup(KubeModel):
+    """A security group the provider resolved, with its name (BCS create uses names)."""
+
+    id: Str
+    name: Str | None = None
+
+
+class ResolvedImage(KubeModel):
+    """A Kubernetes Engine worker image matching the version (one per architecture / GPU kind)."""
+
+    id: Str
+    name: Str | None = None
+    architecture: Str | None = None
+    is_gpu_type: Bool | None = None
+
+
+class KCNodeClassStatus(KubeModel):
+    """``KCNodeClass.status``: resolved subnets, security groups, images, the Kubernetes version
+    in use, and conditions (see :data:`CONDITION_TYPES`)."""
+
+    subnets: list[ResolvedSubnet] = Field(default_factory=list)
+    security_groups: list[ResolvedSecurityGroup] = Field(default_factory=list)
+    images: list[ResolvedImage] = Field(default_factory=list)
+    kubernetes_version: Str | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class KCNodeClass(KubeObject):
+    """karpenter.kakaocloud.com/v1alpha1 ``KCNodeClass`` (cluster-scoped)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "KCNodeClass"
+    NODE_CLASS: ClassVar[bool] = True
+
+    spec: KCNodeClassSpec
+    status: KCNodeClassStatus = Field(default_factory=KCNodeClassStatus)
+
+
+def api_kinds() -> list[type[KubeObject]]:
+    """Entry point ``karpy.apis: kakaocloud``: the kinds this provider defines."""
+    return [KCNodeClass]

@@ -1,0 +1,113 @@
+"""Simulations with DaemonSets, existing nodes and bound pods given as manifests."""
+
+from __future__ import annotations
+
+from karpy_core.cli import run_simulation
+
+POOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"""
+
+DAEMONSET = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers: [{name: a, image: x, resources: {requests: {cpu: 500m, memory: 512Mi}}}]
+"""
+
+
+def deployment(name: str, replicas: int, cpu: str, memory: str) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}}}]
+"""
+
+
+def write(tmp_path, **docs: str) -> list[str]:
+    paths = []
+    for name, text in docs.items():
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(text)
+        paths.append(str(p))
+    return paths
+
+
+async def test_daemonset_overhead_changes_the_instance_type(tmp_path):
+    # one pod of 1500m: m5.large (1930m allocatable) fits it alone, but not with the 500m agent
+    without = await run_simulation(write(tmp_path, pool=POOL, app=deployment("app", 1, "1500m", "1Gi")))
+    assert [n.instance_type for n in without.nodes] == ["m5.large"]
+    with_ds = await run_simulation(write(tmp_path, pool=POOL, ds=DAEMONSET, app=deployment("app", 1, "1500m", "1Gi")))
+    assert [n.instance_type for n in with_ds.nodes] == ["m5.xlarge"]
+    node = with_ds.nodes[0]
+    assert len(node.daemon_pods) == 1 and node.daemon_pods[0].startswith("kube-system/agent-")
+    assert node.requested["cpu"] == 2000  # 1500m app + 500m agent
+
+
+async def test_existing_node_and_bound_pods_are_used_first(tmp_path):
+    node = """
+apiVersion: v1
+kind: Node
+metadata: {name: static-1, labels: {kubernetes.io/arch: amd64, kubernetes.io/hostname: static-1}}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+"""
+    bound = """
+apiVersion: v1
+kind: Pod
+metadata: {name: already-there}
+spec:
+  nodeName: static-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, node=node, bound=bound, app=deployment("app", 2, "1", "1Gi")))
+    by_node = {n.name: sorted(n.pods) for n in report.nodes}
+    assert "default/already-there" in by_node["static-1"]
+    assert len(by_node["static-1"]) == 2  # 3 cpu used + one 1-cpu app pod
+    launched = [n for n in report.nodes if n.nodepool]
+    assert len(launched) == 1 and len(launched[0].pods) == 1
+    assert report.summary()["pods_pending"] == 0
+    static = next(n for n in report.nodes if n.name == "static-1")
+    assert static.price_per_hour is None
+
+
+async def test_sidecar_and_limit_only_pods_size_nodes(tmp_path):
+    pod = """
+apiVersion: v1
+kind: Pod
+metadata: {name: sidecar}
+spec:
+  initContainers:
+    - {name: proxy, image: x, restartPolicy: Always, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+  containers:
+    - {name: app, image: x, resources: {limits: {cpu: "1", memory: 1Gi}}}
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, pod=pod))
+    node = report.nodes[0]
+    # 1 (limit-only app) + 0.5 (sidecar) = 1500m: fits m5.large's 1930m
+    assert node.instance_type == "m5.large"
+    assert node.requested["cpu"] == 1500 and node.requested["memory"] == (1024 + 256) * 2**20
