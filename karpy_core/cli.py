@@ -138,6 +138,84 @@ def validate(
         typer.echo(f"warning: {w}")
 
 
+async def run_controller(
+    *,
+    cloud_provider: str,
+    kubeconfig: str | None,
+    settings: Any,
+    provider_options: dict[str, Any],
+    kwok: bool,
+) -> None:
+    """Connect to the cluster, load the provider and run the operator until stopped."""
+    import signal
+
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.kube.client import AsyncKubeClient
+    from karpy_core.operator import Operator
+
+    kube = await AsyncKubeClient.from_config(kubeconfig)
+    try:
+        if kwok:
+            if cloud_provider != "simulated":
+                raise ConfigurationError("--kwok works with --cloud-provider simulated only")
+            from karpy_core.sim.kwok_nodes import KwokNodeBackend
+
+            provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
+        provider = load_provider(cloud_provider, provider_options)
+        operator = Operator(kube=kube, provider=provider, settings=settings)
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if task is not None:
+                loop.add_signal_handler(sig, task.cancel)
+        try:
+            await operator.run()
+        except asyncio.CancelledError:
+            pass
+    finally:
+        await kube.close()
+
+
+@app.command()
+def controller(
+    cloud_provider: Annotated[str, typer.Option("--cloud-provider", envvar="KARPY_CLOUD_PROVIDER", help="installed provider plugin")],
+    kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
+    cluster_name: Annotated[str, typer.Option(envvar="CLUSTER_NAME", help="cluster name given to the provider")] = "",
+    leader_elect: Annotated[bool, typer.Option(help="campaign for the leader Lease before acting")] = True,
+    namespace: Annotated[str | None, typer.Option(envvar="SYSTEM_NAMESPACE", help="namespace of the leader Lease")] = None,
+    health_port: Annotated[int, typer.Option(help="port for /healthz, /readyz and /metrics")] = 8081,
+    batch_idle_seconds: Annotated[float, typer.Option(help="provisioning batch idle window, seconds")] = 1.0,
+    batch_max_seconds: Annotated[float, typer.Option(help="provisioning batch maximum, seconds")] = 10.0,
+    region: Annotated[str | None, typer.Option(help="region (simulated provider: us-east-1 or ap-northeast-2)")] = None,
+    instance_types: Annotated[str | None, typer.Option("--instance-types", help="simulated provider: KWOK-format catalog")] = None,
+    kwok: Annotated[bool, typer.Option(help="simulated provider: launch instances as kwok-managed Nodes in the cluster")] = False,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "INFO",
+) -> None:
+    """Run the controller against a cluster (one active replica via a Lease)."""
+    from karpy_core.observability import configure_logging
+    from karpy_core.operator import BatchSettings, ControllerSettings, LeaderSettings, default_namespace
+
+    configure_logging(log_level)
+    settings = ControllerSettings(
+        cluster_name=cluster_name,
+        batch=BatchSettings(idle_seconds=batch_idle_seconds, max_seconds=batch_max_seconds),
+        leader=LeaderSettings(enabled=leader_elect, namespace=namespace or default_namespace()),
+        health_port=health_port,
+    )
+    options: dict[str, Any] = {}
+    if region:
+        options["region"] = region
+    if instance_types:
+        options["instance_types_file"] = instance_types
+    if cluster_name and cloud_provider != "simulated":
+        options["cluster_name"] = cluster_name
+    try:
+        asyncio.run(run_controller(cloud_provider=cloud_provider, kubeconfig=kubeconfig, settings=settings,
+                                   provider_options=options, kwok=kwok))
+    except KarpyError as exc:
+        _fail(exc)
+
+
 @app.command()
 def providers() -> None:
     """List installed cloud-provider plugins (entry-point group ``karpy.cloudprovider``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -69,12 +70,24 @@ class CloudProvider:
                 )
         self.plugin = plugin
         self.name: str = self._call_sync("karpy_name")
+        self.observer: Callable[[str, float, str], None] | None = None
+        """Called after every async hook with (method, seconds, error class name or "")."""
 
     def _call_sync(self, hook: str, **kwargs: Any) -> Any:
         return getattr(self._pm.hook, hook)(**kwargs)[0]
 
     async def _call(self, hook: str, **kwargs: Any) -> Any:
-        return await _maybe_await(self._call_sync(hook, **kwargs))
+        start = time.perf_counter()
+        error = ""
+        try:
+            return await _maybe_await(self._call_sync(hook, **kwargs))
+        except Exception as exc:
+            error = type(exc).__name__
+            raise
+        finally:
+            if self.observer is not None:
+                method = "".join(part.capitalize() for part in hook.removeprefix("karpy_").split("_"))
+                self.observer(method, time.perf_counter() - start, error)
 
     def supported_node_classes(self) -> list[tuple[str, str]]:
         """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""

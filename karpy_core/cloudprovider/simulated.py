@@ -18,6 +18,11 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
 * **mark_unavailable** models an insufficient-capacity event (Karpenter's unavailable-offerings
   cache): the offering turns ``available=False``, optionally for a TTL measured on ``clock``.
 * Never drifts; no repair policies.
+* With a **node backend** (option ``node_backend``, e.g.
+  :class:`~karpy_core.sim.kwok_nodes.KwokNodeBackend`), every instance is also a Node
+  object in a real cluster that kwok runs as a fake kubelet; the backend then *is* the inventory:
+  provider IDs are ``simulated:///<zone>/<NodeClaim name>``, so a restarted controller finds the
+  instances it launched before and never launches a second one for the same NodeClaim.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import copy
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy_core.cloudprovider import hookimpl
@@ -61,10 +66,30 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
 
 _CATALOG_OPTION_NAMES = frozenset(f.name for f in fields(AWSCatalogOptions))
-_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock"}) | _CATALOG_OPTION_NAMES
+_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend"}) | _CATALOG_OPTION_NAMES
 
 OfferingKey = tuple[str, str, str]
 """(instance type, zone, capacity type)."""
+
+
+class NodeBackend(Protocol):
+    """Where simulated instances live besides memory (see the module docstring)."""
+
+    async def find(self, nodeclaim_name: str) -> NodeClaim | None:
+        """The launched NodeClaim for an instance already registered for this claim, or None."""
+        ...
+
+    async def register(self, launched: NodeClaim) -> None:
+        """Make the instance exist (create its Node)."""
+        ...
+
+    async def deregister(self, provider_id: str) -> bool:
+        """Terminate; False when it was already gone."""
+        ...
+
+    async def list(self) -> list[NodeClaim]:
+        """Every instance, as launched NodeClaims."""
+        ...
 
 
 def _clock_fn(clock: Any) -> Callable[[], float]:
@@ -98,6 +123,7 @@ class SimulatedProvider:
         instance_types_file: str | None = None,
         clock: Callable[[], float] | Any = None,
         catalog_options: AWSCatalogOptions | None = None,
+        node_backend: NodeBackend | None = None,
     ):
         if instance_types_file:
             base = load_kwok_catalog(instance_types_file)
@@ -119,6 +145,7 @@ class SimulatedProvider:
         self._instances: dict[str, NodeClaim] = {}
         self._by_claim_name: dict[str, str] = {}
         self._launched = 0
+        self.node_backend = node_backend
 
     @property
     def pricing_note(self) -> str:
@@ -235,7 +262,7 @@ class SimulatedProvider:
         ranked.sort(key=lambda entry: entry[0])
         chosen: tuple[InstanceType, Offering] | None = None
         for _, it, o in ranked:
-            if reqs.conflict(it.requirements) is None and fits(requests, it.allocatable):
+            if it.requirements.intersects(reqs) and fits(requests, it.allocatable):
                 chosen = (it, o)
                 break
         if chosen is None:
@@ -266,9 +293,16 @@ class SimulatedProvider:
         claim_name = nodeclaim.metadata.name
         if claim_name and claim_name in self._by_claim_name:
             return self._instances[self._by_claim_name[claim_name]].model_copy(deep=True)
+        if self.node_backend is not None and claim_name:
+            existing = await self.node_backend.find(claim_name)
+            if existing is not None:
+                return existing
         it, offering = self._choose(nodeclaim)
         self._launched += 1
-        provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/i-{self._launched:08x}"
+        if self.node_backend is not None and claim_name:
+            provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/{claim_name}"
+        else:
+            provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/i-{self._launched:08x}"
         launched = nodeclaim.model_copy(deep=True)
         labels = dict(launched.metadata.labels)
         labels.update(it.requirements.labels())
@@ -279,6 +313,9 @@ class SimulatedProvider:
         launched.status.provider_id = provider_id
         launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
         launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
+        if self.node_backend is not None:
+            await self.node_backend.register(launched)
+            return launched.model_copy(deep=True)
         self._instances[provider_id] = launched
         if claim_name:
             self._by_claim_name[claim_name] = provider_id
@@ -288,6 +325,10 @@ class SimulatedProvider:
     async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
         """Terminate the instance; raises ``NodeClaimNotFoundError`` when it is already gone."""
         provider_id = nodeclaim.status.provider_id
+        if self.node_backend is not None:
+            if not provider_id or not await self.node_backend.deregister(provider_id):
+                raise NodeClaimNotFoundError(f"NodeClaim {nodeclaim.metadata.name}: instance {provider_id or '(none)'} is gone")
+            return
         launched = self._instances.pop(provider_id, None) if provider_id else None
         if launched is None:
             who = nodeclaim.metadata.name or "<unnamed>"
@@ -298,6 +339,11 @@ class SimulatedProvider:
 
     @hookimpl
     async def karpy_get(self, provider_id: str) -> NodeClaim:
+        if self.node_backend is not None:
+            for claim in await self.node_backend.list():
+                if claim.status.provider_id == provider_id:
+                    return claim
+            raise NodeClaimNotFoundError(f"no simulated instance {provider_id}")
         launched = self._instances.get(provider_id)
         if launched is None:
             raise NodeClaimNotFoundError(f"no simulated instance {provider_id}")
@@ -305,6 +351,8 @@ class SimulatedProvider:
 
     @hookimpl
     async def karpy_list(self) -> list[NodeClaim]:
+        if self.node_backend is not None:
+            return await self.node_backend.list()
         return [self._instances[pid].model_copy(deep=True) for pid in sorted(self._instances)]
 
     @hookimpl
@@ -348,4 +396,5 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
         instance_types_file=opts.get("instance_types_file"),
         clock=opts.get("clock"),
         catalog_options=catalog_options,
+        node_backend=opts.get("node_backend"),
     )

@@ -164,6 +164,28 @@ class InMemoryCluster:
     ) -> dict[str, Any]:
         return self.patch_sync(kind, name, patch, namespace, status=status)
 
+    async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        key = self._key(kind, meta.get("name", ""), meta.get("namespace"))
+        current = self._store[kind].get(key)
+        if current is None:
+            raise KubeAPIError(f'{kind} "{meta.get("name")}" not found', status=404, reason="NotFound")
+        rv = meta.get("resourceVersion")
+        if rv and rv != current["metadata"].get("resourceVersion"):
+            raise KubeAPIError(
+                f"Operation cannot be fulfilled on {kind} {meta.get('name')}: the object has been modified", status=409, reason="Conflict"
+            )
+        new = copy.deepcopy(obj)
+        for field_name in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+            if field_name in current["metadata"]:
+                new["metadata"][field_name] = current["metadata"][field_name]
+        if new.get("spec") != current.get("spec"):
+            new["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
+        self._bump(new)
+        self._store[kind][key] = new
+        self._notify(kind, "MODIFIED", new)
+        return copy.deepcopy(new)
+
     def delete_sync(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         """Synchronous :meth:`delete`."""
         key = self._key(kind, name, namespace)
@@ -229,6 +251,7 @@ class InMemoryCluster:
         queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
         for obj in self.objects(kind):
             queue.put_nowait(WatchEvent("ADDED", obj))
+        queue.put_nowait(WatchEvent("SYNCED", {}))
         self._watchers.setdefault(kind, []).append(queue)
         try:
             while True:

@@ -59,7 +59,8 @@ KINDS: dict[str, KindInfo] = {
 
 @dataclass(frozen=True)
 class WatchEvent:
-    """One watch event: ``type`` is ADDED, MODIFIED or DELETED; ``object`` the object after it."""
+    """One watch event: ``type`` is ADDED, MODIFIED or DELETED with ``object`` the object after
+    it, or SYNCED (empty object) once, after the ADDED events of the initial list."""
 
     type: str
     object: dict[str, Any]
@@ -86,6 +87,10 @@ class KubeClient(Protocol):
         """JSON merge-patch (RFC 7386) of the object, or of its status subresource."""
         ...
 
+    async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; ``metadata.resourceVersion`` is a precondition (409 on mismatch)."""
+        ...
+
     async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         """Delete (sets ``deletionTimestamp`` while finalizers remain). ``uid`` is a precondition."""
         ...
@@ -99,5 +104,5 @@ class KubeClient(Protocol):
         ...
 
     def watch(self, kind: str) -> AsyncIterator[WatchEvent]:
-        """Events for ``kind`` from now on, starting with ADDED for every existing object."""
+        """Events for ``kind``: ADDED for every existing object, one SYNCED, then live events."""
         ...

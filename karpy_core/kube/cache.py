@@ -1,0 +1,190 @@
+"""Informer caches: watch each kind once, serve reads from memory, wake controllers on change.
+
+:class:`CachedKubeClient` wraps any :class:`~karpy_core.kube.port.KubeClient`. For the kinds it
+watches, ``list``/``get`` are answered from the cache (kept current by one watch stream per kind);
+writes go to the API server and their results are written into the cache at once, so a
+controller reads its own writes. Listeners registered with :meth:`CachedKubeClient.on_change` are
+called for every change, which is how controllers learn there is work (watch -> state -> decide).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+
+__all__ = ["CachedKubeClient"]
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[str, WatchEvent], None]
+
+
+def _key(obj: dict[str, Any], kind: str) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    ns = (meta.get("namespace") or "default") if KINDS[kind].namespaced else ""
+    return (ns, meta.get("name") or "")
+
+
+class CachedKubeClient:
+    """A read-through cache over ``kube`` for ``kinds``.
+
+    Args:
+        kube: the underlying client.
+        kinds: kinds to watch and cache (reads of other kinds go to ``kube``).
+    """
+
+    def __init__(self, kube: KubeClient, kinds: Iterable[str]):
+        self.kube = kube
+        self.kinds = list(dict.fromkeys(kinds))
+        self._store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {k: {} for k in self.kinds}
+        self._synced: dict[str, asyncio.Event] = {}
+        self._listeners: list[Listener] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._missing: set[str] = set()
+
+    def on_change(self, listener: Listener) -> None:
+        """Call ``listener(kind, event)`` for every cached change (from watches and own writes)."""
+        self._listeners.append(listener)
+
+    async def start(self) -> None:
+        """Start one watch task per kind and wait until every cache has its initial list."""
+        for kind in self.kinds:
+            self._synced[kind] = asyncio.Event()
+            self._tasks.append(asyncio.create_task(self._run(kind), name=f"watch:{kind}"))
+        await asyncio.gather(*(e.wait() for e in self._synced.values()))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks.clear()
+
+    def synced(self) -> bool:
+        return bool(self._synced) and all(e.is_set() for e in self._synced.values())
+
+    async def _run(self, kind: str) -> None:
+        while True:
+            try:
+                seen: set[tuple[str, str]] | None = set()
+                async for ev in self.kube.watch(kind):
+                    if ev.type == "SYNCED":
+                        if seen is not None:  # (re)start: forget objects the new list no longer has
+                            for key in [k for k in self._store[kind] if k not in seen]:
+                                self._apply(kind, WatchEvent("DELETED", self._store[kind][key]))
+                        seen = None
+                        self._synced[kind].set()
+                        continue
+                    self._missing.discard(kind)
+                    if seen is not None:
+                        seen.add(_key(ev.object, kind))
+                    self._apply(kind, ev)
+            except asyncio.CancelledError:
+                raise
+            except KubeAPIError as exc:
+                self._synced[kind].set()
+                if exc.status == 404:
+                    # The kind is not served (its CRD is not installed): nothing to cache; look again later.
+                    if kind not in self._missing:
+                        log.info("%s is not served by the API server (CRD not installed?); checking again every 30s", kind)
+                        self._missing.add(kind)
+                    await asyncio.sleep(30.0)
+                else:
+                    log.warning("watch of %s failed: %s; restarting in 1s", kind, exc)
+                    await asyncio.sleep(1.0)
+            except Exception as exc:  # keep watching whatever happens
+                log.warning("watch of %s failed: %s; restarting in 1s", kind, exc)
+                self._synced[kind].set()
+                await asyncio.sleep(1.0)
+
+    def _apply(self, kind: str, ev: WatchEvent) -> None:
+        key = _key(ev.object, kind)
+        store = self._store[kind]
+        if ev.type == "DELETED":
+            store.pop(key, None)
+        else:
+            old = store.get(key)
+            if old is not None and _rv(old) > _rv(ev.object) > 0:
+                return  # an older event than what an own write already stored
+            store[key] = ev.object
+        for listener in self._listeners:
+            try:
+                listener(kind, ev)
+            except Exception:
+                log.exception("listener failed for %s event", kind)
+
+    # ---- KubeClient -------------------------------------------------------------------------
+    async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+        if kind in self._missing:
+            return []
+        if kind not in self._store or label_selector:
+            return await self.kube.list(kind, namespace, label_selector)
+        store = self._store[kind]
+        out = []
+        for key in sorted(store):
+            if namespace is not None and KINDS[kind].namespaced and key[0] != namespace:
+                continue
+            out.append(copy.deepcopy(store[key]))
+        return out
+
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        if kind not in self._store:
+            return await self.kube.get(kind, name, namespace)
+        ns = (namespace or "default") if KINDS[kind].namespaced else ""
+        obj = self._store[kind].get((ns, name))
+        if obj is None:
+            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+        return copy.deepcopy(obj)
+
+    def _write_through(self, kind: str, obj: dict[str, Any] | None, type_: str = "MODIFIED") -> None:
+        if obj is not None and kind in self._store:
+            self._apply(kind, WatchEvent(type_, copy.deepcopy(obj)))
+
+    async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        out = await self.kube.create(kind, obj)
+        self._write_through(kind, out, "ADDED")
+        return out
+
+    async def patch(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+    ) -> dict[str, Any]:
+        out = await self.kube.patch(kind, name, patch, namespace, status=status)
+        meta = (out or {}).get("metadata") or {}
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._write_through(kind, out, "DELETED")
+        else:
+            self._write_through(kind, out)
+        return out
+
+    async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        out = await self.kube.replace(kind, obj)
+        self._write_through(kind, out)
+        return out
+
+    async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
+        await self.kube.delete(kind, name, namespace, uid=uid)
+
+    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+        await self.kube.bind(pod, node_name)
+
+    async def evict(self, pod: dict[str, Any]) -> None:
+        await self.kube.evict(pod)
+
+    def watch(self, kind: str):  # type: ignore[no-untyped-def]
+        return self.kube.watch(kind)
+
+
+def _rv(obj: dict[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0

@@ -1,0 +1,295 @@
+"""The ``KubeClient`` port on kubernetes-asyncio, for real clusters.
+
+Every call goes through ``ApiClient.call_api`` on the resource's REST path with raw JSON in and
+out, so core kinds and custom resources are handled the same way and objects stay plain dicts
+(the shape the in-memory adapter and every controller use). Patches are JSON merge-patches
+(``application/merge-patch+json``): the client's default patch content type for a dict body is
+``json-patch+json``, which the API server rejects for a merge document.
+
+Watches use ``?watch=true&allowWatchBookmarks=true`` from the list's ``resourceVersion``, follow
+bookmarks, reconnect after the server-side timeout, and relist (emitting a synthetic ADDED for each
+object, DELETED for objects gone meanwhile) when the server answers 410 Gone.
+
+Errors: non-2xx answers raise :class:`karpy_core.errors.KubeAPIError` with the status code and the
+Status object's reason and message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.port import KINDS, KindInfo, WatchEvent
+
+__all__ = ["AsyncKubeClient", "MERGE_PATCH"]
+
+log = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+REQUEST_TIMEOUT = 60.0
+"""Seconds for one ordinary request."""
+WATCH_TIMEOUT = 300
+"""Server-side watch timeout (``timeoutSeconds``); the watch reconnects afterwards."""
+
+
+class AsyncKubeClient:
+    """Implements :class:`karpy_core.kube.port.KubeClient` against a real API server.
+
+    Args:
+        api: a kubernetes-asyncio ``ApiClient`` (owned: :meth:`close` closes it).
+        field_manager: ``fieldManager`` sent on writes.
+    """
+
+    def __init__(self, api: k8s_client.ApiClient, *, field_manager: str = "karpy"):
+        self.api = api
+        self.field_manager = field_manager
+
+    @classmethod
+    async def from_config(cls, kubeconfig: str | None = None, context: str | None = None) -> AsyncKubeClient:
+        """Connect using a kubeconfig file (``kubeconfig`` or ``$KUBECONFIG`` / ``~/.kube/config``),
+        or the in-cluster service account when no kubeconfig exists."""
+        import os
+
+        path = str(kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
+        if os.path.exists(path):
+            api = await k8s_config.new_client_from_config(config_file=str(path), context=context)
+        else:
+            cfg = k8s_client.Configuration()
+            k8s_config.load_incluster_config(client_configuration=cfg)
+            api = k8s_client.ApiClient(cfg)
+        return cls(api)
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def __aenter__(self) -> AsyncKubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    @staticmethod
+    def _info(kind: str) -> KindInfo:
+        info = KINDS.get(kind)
+        if info is None:
+            raise KubeAPIError(f"kind {kind} is not known to karpy", status=404, reason="NotFound")
+        return info
+
+    def _path(self, kind: str, name: str | None = None, namespace: str | None = None, sub: str | None = None) -> str:
+        info = self._info(kind)
+        base = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+        if info.namespaced and namespace is not None:
+            base += f"/namespaces/{namespace}"
+        path = f"{base}/{info.plural}"
+        if name is not None:
+            path += f"/{name}"
+        if sub:
+            path += f"/{sub}"
+        return path
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = REQUEST_TIMEOUT,
+    ) -> Any:
+        resp = await self.api.call_api(
+            path,
+            method,
+            query_params=query or [],
+            header_params={"Content-Type": content_type, "Accept": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=timeout,
+        )
+        try:
+            data = await resp.read()
+        finally:
+            resp.release()
+        status = resp.status
+        try:
+            payload = json.loads(data) if data else None
+        except ValueError:
+            if 200 <= status <= 299:
+                raise KubeAPIError(f"unreadable response to {method} {path}: {data[:200]!r}", status=status) from None
+            payload = {"message": data.decode(errors="replace").strip(), "reason": "NotFound" if status == 404 else ""}
+        if not 200 <= status <= 299:
+            reason = (payload or {}).get("reason", "") if isinstance(payload, dict) else ""
+            message = (payload or {}).get("message", data.decode(errors="replace")) if isinstance(payload, dict) else str(data)
+            raise KubeAPIError(message, status=status, reason=reason)
+        return payload
+
+    # ---- KubeClient -------------------------------------------------------------------------
+    async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+        items, _ = await self.list_with_version(kind, namespace, label_selector)
+        return items
+
+    async def list_with_version(
+        self, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Objects of ``kind`` (sorted by namespace, name) and the list's ``resourceVersion``."""
+        info = self._info(kind)
+        query: list[tuple[str, Any]] = [("limit", 500)]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        items: list[dict[str, Any]] = []
+        rv = ""
+        cont = None
+        while True:
+            q = [*query, ("continue", cont)] if cont else query
+            page = await self._request("GET", self._path(kind, namespace=namespace), query=q)
+            for item in page.get("items") or ():
+                item.setdefault("apiVersion", info.api_version)
+                item.setdefault("kind", kind)
+                items.append(item)
+            rv = (page.get("metadata") or {}).get("resourceVersion", rv)
+            cont = (page.get("metadata") or {}).get("continue")
+            if not cont:
+                break
+        items.sort(key=lambda o: ((o["metadata"].get("namespace") or ""), o["metadata"]["name"]))
+        return items, rv
+
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return await self._request("GET", self._path(kind, name, self._ns(kind, namespace)))
+
+    def _ns(self, kind: str, namespace: str | None) -> str | None:
+        return (namespace or "default") if self._info(kind).namespaced else None
+
+    async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        info = self._info(kind)
+        body = dict(obj)
+        body.setdefault("apiVersion", info.api_version)
+        body.setdefault("kind", kind)
+        ns = self._ns(kind, (obj.get("metadata") or {}).get("namespace"))
+        return await self._request("POST", self._path(kind, namespace=ns), query=[("fieldManager", self.field_manager)], body=body)
+
+    async def patch(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+    ) -> dict[str, Any]:
+        path = self._path(kind, name, self._ns(kind, namespace), "status" if status else None)
+        return await self._request("PATCH", path, query=[("fieldManager", self.field_manager)], body=patch, content_type=MERGE_PATCH)
+
+    async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        path = self._path(kind, meta.get("name"), self._ns(kind, meta.get("namespace")))
+        return await self._request("PUT", path, query=[("fieldManager", self.field_manager)], body=obj)
+
+    async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        await self._request("DELETE", self._path(kind, name, self._ns(kind, namespace)), body=body)
+
+    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+        meta = pod["metadata"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": meta["name"], "namespace": meta.get("namespace", "default")},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        await self._request("POST", self._path("Pod", meta["name"], meta.get("namespace", "default"), "binding"), body=body)
+
+    async def evict(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": meta["name"], "namespace": meta.get("namespace", "default")},
+            "deleteOptions": {"preconditions": {"uid": meta.get("uid")}} if meta.get("uid") else {},
+        }
+        await self._request("POST", self._path("Pod", meta["name"], meta.get("namespace", "default"), "eviction"), body=body)
+
+    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:  # type: ignore[override]
+        """ADDED for every current object, then live events; survives timeouts and 410 Gone."""
+        known: dict[tuple[str, str], dict[str, Any]] = {}
+        items, rv = await self.list_with_version(kind)
+        for item in items:
+            known[_key(item)] = item
+            yield WatchEvent("ADDED", item)
+        yield WatchEvent("SYNCED", {})
+        info = self._info(kind)
+        while True:
+            try:
+                async for etype, obj in self._watch_once(kind, rv):
+                    if etype == "BOOKMARK":
+                        rv = obj["metadata"].get("resourceVersion", rv)
+                        continue
+                    if etype == "ERROR":
+                        if obj.get("code") == 410:
+                            raise _Gone()
+                        raise KubeAPIError(
+                            obj.get("message", "watch error"), status=int(obj.get("code") or 500), reason=obj.get("reason", "")
+                        )
+                    obj.setdefault("apiVersion", info.api_version)
+                    obj.setdefault("kind", kind)
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if etype == "DELETED":
+                        known.pop(_key(obj), None)
+                    else:
+                        known[_key(obj)] = obj
+                    yield WatchEvent(etype, obj)
+            except _Gone:
+                log.info("watch of %s expired (410 Gone); relisting", kind)
+                items, rv = await self.list_with_version(kind)
+                current = {_key(i): i for i in items}
+                for k in sorted(set(known) - set(current)):
+                    yield WatchEvent("DELETED", known[k])
+                for k, item in current.items():
+                    yield WatchEvent("ADDED" if k not in known else "MODIFIED", item)
+                known = current
+            except (TimeoutError, ConnectionError) as exc:
+                log.info("watch of %s interrupted (%s); reconnecting", kind, exc)
+                await asyncio.sleep(1.0)
+
+    async def _watch_once(self, kind: str, rv: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        query: list[tuple[str, Any]] = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", WATCH_TIMEOUT),
+            ("resourceVersion", rv),
+        ]
+        resp = await self.api.call_api(
+            self._path(kind),
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=WATCH_TIMEOUT + 30,
+        )
+        try:
+            if resp.status == 410:
+                raise _Gone()
+            if resp.status != 200:
+                raise KubeAPIError((await resp.read()).decode(errors="replace"), status=resp.status)
+            async for line in resp.content:
+                line = line.strip()
+                if not line:
+                    continue
+                event = json.loads(line)
+                yield event.get("type", ""), event.get("object") or {}
+        finally:
+            resp.release()
+
+
+class _Gone(Exception):
+    """The watch's resourceVersion is too old (HTTP 410)."""
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")

@@ -1,0 +1,313 @@
+"""The composition root of the real controller: builds every controller and runs them.
+
+Pipeline: informer caches (:class:`~karpy_core.kube.cache.CachedKubeClient`) watch pods, nodes,
+NodeClaims, NodePools, DaemonSets and PDBs -> change listeners wake the controllers -> each
+controller decides on a snapshot and acts through the Kubernetes API and the cloud provider.
+
+Only the replica holding the leader Lease runs controllers; every replica serves
+``/healthz``/``/readyz``/``/metrics``. Each controller runs as a named task; if one fails, the
+others are stopped and :meth:`Operator.run` raises, so the process exits and restarts cleanly
+(as kopf's ``run_tasks`` and controller-runtime's manager do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
+from karpy_core.controllers.nodepool_status import NodePoolStatus
+from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.kube.cache import CachedKubeClient
+from karpy_core.kube.events import EventRecorder
+from karpy_core.kube.leader import LeaderElector
+from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+from karpy_core.observability import HealthServer, Metrics
+from karpy_core.state.cluster import is_provisionable
+from karpy_core.utils.clock import Clock, RealClock
+
+__all__ = ["ControllerSettings", "Operator", "Batcher"]
+
+log = logging.getLogger("karpy.operator")
+
+
+class BatchSettings(BaseModel):
+    """Provisioning batch window (Karpenter ``BATCH_IDLE_DURATION``/``BATCH_MAX_DURATION``)."""
+
+    idle_seconds: float = Field(1.0, gt=0, description="Seconds without a new pending pod that close the batch (default 1).")
+    max_seconds: float = Field(10.0, gt=0, description="Longest batch, seconds from its first pod (default 10).")
+
+
+class LeaderSettings(BaseModel):
+    """Leader election on a coordination.k8s.io Lease (client-go defaults)."""
+
+    enabled: bool = Field(True, description="Campaign for the Lease; off runs the controllers at once (single replica).")
+    lease_name: str = Field("karpy-leader-election", description="Lease name.")
+    namespace: str = Field("default", description="Lease namespace (the controller's own; SYSTEM_NAMESPACE).")
+    lease_duration: float = Field(15.0, description="Seconds a lease lasts without renewal.")
+    renew_deadline: float = Field(10.0, description="Seconds the leader tries to renew before giving up.")
+    retry_period: float = Field(2.0, description="Seconds between attempts.")
+
+
+class ControllerSettings(BaseModel):
+    """Everything the controller is configured with, grouped."""
+
+    cluster_name: str = Field("", description="Cluster name, passed to the cloud provider (tags, ownership).")
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+    leader: LeaderSettings = Field(default_factory=LeaderSettings)
+    health_port: int = Field(8081, description="Port for /healthz, /readyz and /metrics (0 = pick a free one).")
+    health_host: str = Field("0.0.0.0", description="Interface for the health server.")
+    resync_seconds: float = Field(10.0, description="Each controller also runs this often without any change.")
+    identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                          description="This replica's leader-election identity.")
+
+
+class Batcher:
+    """Collects triggers into batches: a batch starts at the first trigger and closes after
+    ``idle`` seconds without another, or ``max`` seconds after it started."""
+
+    def __init__(self, clock: Clock, settings: BatchSettings):
+        self.clock = clock
+        self.settings = settings
+        self._event = asyncio.Event()
+
+    def trigger(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> None:
+        """Return when a batch closes."""
+        await self._event.wait()
+        self._event.clear()
+        start = self.clock.now()
+        while True:
+            remaining = start + self.settings.max_seconds - self.clock.now()
+            timeout = min(self.settings.idle_seconds, remaining)
+            if timeout <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._event.wait(), timeout)
+            except TimeoutError:
+                return
+            self._event.clear()
+
+
+class Operator:
+    """Builds and runs the controllers.
+
+    Args:
+        kube: the API client (the operator wraps it in informer caches).
+        provider: the cloud provider.
+        settings: controller settings.
+        clock: time source (real by default).
+        metrics: metrics registry (a new one by default).
+    """
+
+    CACHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "DaemonSet", "PodDisruptionBudget")
+
+    def __init__(
+        self,
+        *,
+        kube: KubeClient,
+        provider: CloudProvider,
+        settings: ControllerSettings | None = None,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+    ):
+        self.settings = settings or ControllerSettings()
+        self.clock = clock or RealClock()
+        self.metrics = metrics or Metrics()
+        self.provider = provider
+        provider.observer = self._observe_cloud_call
+        node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
+        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
+        self.raw_kube = kube
+        self.events = EventRecorder(kube, self.clock)
+        self.provisioner = Provisioner(kube=self.kube, provider=provider)
+        self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
+        self.termination = NodeTermination(kube=self.kube)
+        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
+        self.batcher = Batcher(self.clock, self.settings.batch)
+        self._wake: dict[str, asyncio.Event] = {}
+        self.health = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.health_port)
+        self.started = False
+        self.first_nodeclaim_at: float | None = None
+
+    def _observe_cloud_call(self, method: str, seconds: float, error: str) -> None:
+        labels = {"controller": "", "method": method, "provider": self.provider.name, "error": error}
+        self.metrics.cloudprovider_duration.labels(**labels).observe(seconds)
+        if error:
+            self.metrics.cloudprovider_errors.labels(**labels).inc()
+
+    def ready(self) -> bool:
+        return self.started
+
+    # ---- wiring -------------------------------------------------------------------------------
+    def _on_change(self, kind: str, ev: WatchEvent) -> None:
+        if kind == "Pod" and ev.type != "DELETED" and is_provisionable(ev.object):
+            self.batcher.trigger()
+        if kind in ("NodeClaim", "Node"):
+            self._poke("lifecycle")
+            self._poke("termination")
+            self._poke("nodepool")
+        if kind == "Pod" and ev.type == "DELETED":
+            self._poke("termination")
+        if kind == "NodePool":
+            self._poke("nodepool")
+
+    def _poke(self, name: str) -> None:
+        ev = self._wake.get(name)
+        if ev is not None:
+            ev.set()
+
+    async def _loop(self, name: str, step: Callable[[], Awaitable[Any]]) -> None:
+        wake = self._wake.setdefault(name, asyncio.Event())
+        while True:
+            wake.clear()
+            try:
+                await step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller %s failed a pass; retrying", name)
+                await asyncio.sleep(1.0)
+            try:
+                await asyncio.wait_for(wake.wait(), self.settings.resync_seconds)
+            except TimeoutError:
+                pass
+
+    async def _provisioning_loop(self) -> None:
+        while True:
+            await self.batcher.wait()
+            t0 = time.perf_counter()
+            try:
+                result = await self.provisioner.reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("provisioning pass failed; retrying at the next batch")
+                await asyncio.sleep(1.0)
+                self.batcher.trigger()
+                continue
+            self.metrics.scheduling_duration.labels(controller="provisioner").observe(time.perf_counter() - t0)
+            self.metrics.scheduling_queue_depth.labels(controller="provisioner").set(result.pending)
+            if result.results is None:
+                continue
+            self.metrics.pods_unschedulable.set(len(result.results.errors))
+            for claim, plan in zip(result.created, result.results.new_claims, strict=False):
+                if self.first_nodeclaim_at is None:
+                    self.first_nodeclaim_at = self.clock.now()
+                pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool", "")
+                self.metrics.nodeclaims_created.labels(reason="provisioning", nodepool=pool, min_values_relaxed="false").inc()
+                types = [it.name for it in plan.instance_types[:5]]
+                log.info(
+                    "created NodeClaim %s in NodePool %s for %d pods (%d instance types, cheapest: %s)",
+                    claim["metadata"]["name"], pool, len(plan.pods), len(plan.instance_types), ", ".join(types),
+                )
+                await self.events.publish(
+                    claim, "Normal", "Provisioned",
+                    f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
+                )
+                for pod in plan.pods[:50]:
+                    await self.events.publish(
+                        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
+                        "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}",
+                    )
+            for key, reason in sorted(result.results.errors.items())[:100]:
+                ns, _, name = key.partition("/")
+                await self.events.publish(
+                    {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}},
+                    "Warning", "FailedScheduling", f"karpy: {reason}",
+                )
+
+    async def _lifecycle_step(self) -> None:
+        for ev in await self.lifecycle.reconcile():
+            nc = {"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}}
+            if ev.kind == "launch":
+                await self.events.publish(nc, "Normal", "Launched", f"launched {ev.details}")
+            elif ev.kind == "register":
+                self.metrics.nodes_created.labels(nodepool="").inc()
+                await self.events.publish(nc, "Normal", "Registered", f"Node {ev.node} registered")
+            elif ev.kind == "initialize":
+                await self.events.publish(nc, "Normal", "Initialized", f"Node {ev.node} initialized")
+            elif ev.kind == "launch-failed":
+                self.metrics.cloudprovider_errors.labels(
+                    controller="nodeclaim.lifecycle", method="Create", provider=self.provider.name, error=ev.reason
+                ).inc()
+                await self.events.publish(nc, "Warning", "LaunchFailed", f"{ev.reason}: {ev.details.get('message', '')}")
+            elif ev.kind in ("liveness-delete", "terminate"):
+                self.metrics.nodeclaims_terminated.labels(reason=ev.kind, nodepool="").inc()
+                await self.events.publish(nc, "Normal", "Terminated" if ev.kind == "terminate" else "LivenessDeleted", ev.reason)
+
+    async def _termination_step(self) -> None:
+        await self.termination.reconcile()
+
+    async def _nodepool_step(self) -> None:
+        await self.nodepool_status.reconcile()
+
+    # ---- running ------------------------------------------------------------------------------
+    async def _lead(self) -> None:
+        self.metrics.leader.set(1)
+        self.kube.on_change(self._on_change)
+        await self.kube.start()
+        log.info("caches synced; starting controllers")
+        self.started = True
+        self.batcher.trigger()  # pending pods that existed before we started
+        tasks = [
+            asyncio.create_task(self._provisioning_loop(), name="provisioner"),
+            asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
+            asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
+            asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+        ]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                if t.exception() is not None:
+                    log.error("controller %s stopped: %r", t.get_name(), t.exception())
+                    raise t.exception()  # type: ignore[misc]
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.kube.stop()
+            self.metrics.leader.set(0)
+
+    async def run(self) -> None:
+        """Serve health endpoints and run the controllers while leading. Returns when leadership
+        is lost (the caller exits the process); raises when a controller fails."""
+        await self.health.start()
+        log.info("health server on %s:%d; cloud provider %s", self.settings.health_host, self.health.port, self.provider.name)
+        try:
+            if not self.settings.leader.enabled:
+                await self._lead()
+                return
+            ls = self.settings.leader
+            elector = LeaderElector(
+                self.raw_kube, name=ls.lease_name, namespace=ls.namespace, identity=self.settings.identity, clock=self.clock,
+                lease_duration=ls.lease_duration, renew_deadline=ls.renew_deadline, retry_period=ls.retry_period,
+            )
+            self.elector = elector
+            await elector.run(self._lead)
+        finally:
+            await self.health.stop()
+
+
+def default_namespace() -> str:
+    """The controller's namespace: ``$SYSTEM_NAMESPACE``, the service account's namespace file, or default."""
+    env = os.environ.get("SYSTEM_NAMESPACE")
+    if env:
+        return env
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    if os.path.exists(path):
+        with open(path) as fh:
+            return fh.read().strip()
+    return "default"
