@@ -1,0 +1,129 @@
+"""NodeClaim lifecycle on the in-memory cluster with a call-recording provider."""
+
+from __future__ import annotations
+
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
+from karpy_core.errors import CreateError, InsufficientCapacityError, KubeAPIError
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.state.cluster import condition
+from karpy_core.utils.clock import VirtualClock
+
+from tests.fakes import FakeProvider
+
+CLAIM = {
+    "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
+    "spec": {
+        "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}],
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        "startupTaints": [{"key": "cni-not-ready", "effect": "NoExecute"}],
+        "resources": {"requests": {"cpu": "1"}},
+    },
+}
+
+
+def setup():
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    fake = FakeProvider()
+    lc = NodeClaimLifecycle(kube=cluster, provider=CloudProvider(fake), clock=clock)
+    cluster.create_sync("NodeClaim", CLAIM)
+    return clock, cluster, fake, lc
+
+
+def kubelet_registers(cluster: InMemoryCluster, name: str, *, ready: bool = True) -> None:
+    nc = cluster.peek("NodeClaim", name)
+    cluster.create_sync("Node", {
+        "metadata": {"name": "ip-10-0-0-1", "labels": {}},
+        "spec": {"providerID": nc["status"]["providerID"], "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+                                                                      {"key": "cni-not-ready", "effect": "NoExecute"}]},
+        "status": {"allocatable": {"cpu": "2"}, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    })
+
+
+async def test_launch_register_initialize():
+    clock, cluster, fake, lc = setup()
+    events = await lc.reconcile()
+    assert [e.kind for e in events] == ["launch"]
+    nc = cluster.peek("NodeClaim", "default-abcde")
+    assert nc["metadata"]["finalizers"] == ["karpenter.sh/termination"]
+    assert nc["status"]["providerID"] == "fake:///zone-a/default-abcde"
+    assert nc["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "small"
+    assert condition(nc, "Launched")["status"] == "True" and condition(nc, "Registered")["status"] == "Unknown"
+
+    kubelet_registers(cluster, "default-abcde")
+    assert [e.kind for e in await lc.reconcile()] == ["register"]
+    node = cluster.peek("Node", "ip-10-0-0-1")
+    assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+    assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
+    assert [t["key"] for t in node["spec"]["taints"]] == ["cni-not-ready"]
+    assert cluster.peek("NodeClaim", "default-abcde")["status"]["nodeName"] == "ip-10-0-0-1"
+
+    # startup taint still there: not initialized
+    assert await lc.reconcile() == []
+    cluster.patch_sync("Node", "ip-10-0-0-1", {"spec": {"taints": []}})
+    assert [e.kind for e in await lc.reconcile()] == ["initialize"]
+    nc = cluster.peek("NodeClaim", "default-abcde")
+    assert condition(nc, "Initialized")["status"] == "True" and condition(nc, "Ready")["status"] == "True"
+    assert cluster.peek("Node", "ip-10-0-0-1")["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+    assert fake.calls == [("create", "default-abcde")]
+
+
+async def test_insufficient_capacity_deletes_the_claim():
+    clock, cluster, fake, lc = setup()
+    fake.next_create_error = InsufficientCapacityError("no capacity", code="InsufficientInstanceCapacity")
+    events = await lc.reconcile()
+    assert [(e.kind, e.reason) for e in events] == [("launch-failed", "InsufficientCapacityError")]
+    nc = cluster.peek("NodeClaim", "default-abcde")
+    assert nc["metadata"]["deletionTimestamp"]  # held by the finalizer until finalized
+    await lc.reconcile()  # no providerID: nothing to terminate, finalizer removed
+    assert cluster.peek("NodeClaim", "default-abcde") is None
+
+
+async def test_create_error_sets_launched_unknown_and_retries():
+    clock, cluster, fake, lc = setup()
+    fake.next_create_error = CreateError("throttled", condition_reason="RequestLimitExceeded")
+    await lc.reconcile()
+    cond = condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")
+    assert (cond["status"], cond["reason"]) == ("Unknown", "RequestLimitExceeded")
+    await lc.reconcile()
+    assert condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")["status"] == "True"
+    assert fake.calls == [("create", "default-abcde"), ("create", "default-abcde")]
+
+
+async def test_liveness_deletes_unregistered_claim_after_15_minutes():
+    clock, cluster, fake, lc = setup()
+    await lc.reconcile()
+    clock.advance(14 * 60)
+    assert await lc.reconcile() == []
+    clock.advance(2 * 60)
+    assert [e.kind for e in await lc.reconcile()] == ["liveness-delete"]
+    assert cluster.peek("NodeClaim", "default-abcde")["metadata"]["deletionTimestamp"]
+    events = await lc.reconcile()  # finalize: terminate the instance, drop the finalizer
+    assert [e.kind for e in events] == []  # first delete call succeeds; instance terminating
+    events = await lc.reconcile()
+    assert [e.kind for e in events] == ["terminate"]
+    assert cluster.peek("NodeClaim", "default-abcde") is None
+    assert fake.calls[-2:] == [("delete", "default-abcde"), ("delete", "default-abcde")]
+
+
+async def test_finalize_deletes_node_first_then_instance():
+    clock, cluster, fake, lc = setup()
+    await lc.reconcile()
+    kubelet_registers(cluster, "default-abcde")
+    await lc.reconcile()
+    await cluster.delete("NodeClaim", "default-abcde")
+    events = await lc.reconcile()
+    assert [e.kind for e in events] == ["delete"]
+    assert cluster.peek("Node", "ip-10-0-0-1")["metadata"]["deletionTimestamp"]
+    assert ("delete", "default-abcde") not in fake.calls  # the node must go first
+    cluster.patch_sync("Node", "ip-10-0-0-1", {"metadata": {"finalizers": []}})  # node termination done
+    await lc.reconcile()
+    await lc.reconcile()
+    assert cluster.peek("NodeClaim", "default-abcde") is None
+    try:
+        await cluster.get("Node", "ip-10-0-0-1")
+        raise AssertionError("node should be gone")
+    except KubeAPIError as exc:
+        assert exc.status == 404

@@ -1,0 +1,61 @@
+"""Leader election on a Lease: one leader at a time, hand-over on release and on expiry."""
+
+from __future__ import annotations
+
+import asyncio
+
+from karpy_core.kube.leader import LeaderElector
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.utils.clock import RealClock
+
+
+def elector(cluster: InMemoryCluster, identity: str) -> LeaderElector:
+    return LeaderElector(cluster, name="karpy", namespace="karpy", identity=identity, clock=RealClock(),
+                         lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+
+
+async def test_only_one_leader_and_release_hands_over_at_once():
+    cluster = InMemoryCluster()
+    leading: list[str] = []
+    stop_a = asyncio.Event()
+
+    async def work(name: str, stop: asyncio.Event | None) -> None:
+        leading.append(name)
+        assert len([n for n in leading if n is not None]) >= 1
+        if stop is not None:
+            await stop.wait()
+        else:
+            await asyncio.sleep(0.3)
+
+    a, b = elector(cluster, "a"), elector(cluster, "b")
+    ta = asyncio.create_task(a.run(lambda: work("a", stop_a)))
+    await asyncio.sleep(0.2)
+    tb = asyncio.create_task(b.run(lambda: work("b", None)))
+    await asyncio.sleep(0.5)
+    assert leading == ["a"] and a.is_leader and not b.is_leader
+    lease = await cluster.get("Lease", "karpy", "karpy")
+    assert lease["spec"]["holderIdentity"] == "a"
+    loop = asyncio.get_running_loop()
+    released_at = loop.time()
+    stop_a.set()
+    await ta
+    await asyncio.wait_for(tb, 3)
+    assert leading == ["a", "b"]
+    # b took over well before a's lease (1 s) would have expired: a released it
+    assert loop.time() - released_at < 1.0
+
+
+async def test_crashed_leader_is_replaced_after_lease_duration():
+    cluster = InMemoryCluster()
+    a, b = elector(cluster, "a"), elector(cluster, "b")
+    assert await a._try()  # a acquired, then "crashed" without renewing or releasing
+    started = asyncio.get_running_loop().time()
+    got: list[float] = []
+
+    async def work() -> None:
+        got.append(asyncio.get_running_loop().time() - started)
+
+    await asyncio.wait_for(b.run(work), 5)
+    assert got and 0.9 <= got[0] <= 2.5
+    lease = await cluster.get("Lease", "karpy", "karpy")
+    assert lease["spec"]["leaseTransitions"] == 1
