@@ -183,24 +183,36 @@ def controller(
     cluster_name: Annotated[str, typer.Option(envvar="CLUSTER_NAME", help="cluster name given to the provider")] = "",
     leader_elect: Annotated[bool, typer.Option(help="campaign for the leader Lease before acting")] = True,
     namespace: Annotated[str | None, typer.Option(envvar="SYSTEM_NAMESPACE", help="namespace of the leader Lease")] = None,
-    health_port: Annotated[int, typer.Option(help="port for /healthz, /readyz and /metrics")] = 8081,
-    batch_idle_seconds: Annotated[float, typer.Option(help="provisioning batch idle window, seconds")] = 1.0,
-    batch_max_seconds: Annotated[float, typer.Option(help="provisioning batch maximum, seconds")] = 10.0,
+    lease_name: Annotated[str, typer.Option(envvar="KARPY_LEASE_NAME", help="name of the leader Lease")] = "karpy-leader-election",
+    health_port: Annotated[int, typer.Option(help="port for /healthz and /readyz (and /metrics)")] = 8081,
+    metrics_port: Annotated[int | None, typer.Option(help="port for /metrics when it differs from --health-port")] = None,
+    batch_idle_duration: Annotated[str, typer.Option(envvar="BATCH_IDLE_DURATION", help="provisioning batch idle window (Go duration)")] = "1s",
+    batch_max_duration: Annotated[str, typer.Option(envvar="BATCH_MAX_DURATION", help="provisioning batch maximum (Go duration)")] = "10s",
     region: Annotated[str | None, typer.Option(help="region (simulated provider: us-east-1 or ap-northeast-2)")] = None,
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="simulated provider: KWOK-format catalog")] = None,
     kwok: Annotated[bool, typer.Option(help="simulated provider: launch instances as kwok-managed Nodes in the cluster")] = False,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR")] = "INFO",
+    log_level: Annotated[str, typer.Option(envvar="LOG_LEVEL", help="debug, info, warning or error")] = "info",
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease)."""
+    from karpy_core.apis.durations import parse_duration
     from karpy_core.observability import configure_logging
     from karpy_core.operator import BatchSettings, ControllerSettings, LeaderSettings, default_namespace
 
-    configure_logging(log_level)
+    configure_logging(log_level.upper())
+    try:
+        batch = BatchSettings(
+            idle_seconds=parse_duration(batch_idle_duration).total_seconds(),
+            max_seconds=parse_duration(batch_max_duration).total_seconds(),
+        )
+    except ValueError as exc:
+        _fail(ConfigurationError(f"invalid batch duration: {exc}"))
+        return
     settings = ControllerSettings(
         cluster_name=cluster_name,
-        batch=BatchSettings(idle_seconds=batch_idle_seconds, max_seconds=batch_max_seconds),
-        leader=LeaderSettings(enabled=leader_elect, namespace=namespace or default_namespace()),
+        batch=batch,
+        leader=LeaderSettings(enabled=leader_elect, namespace=namespace or default_namespace(), lease_name=lease_name),
         health_port=health_port,
+        metrics_port=metrics_port,
     )
     options: dict[str, Any] = {}
     if region:

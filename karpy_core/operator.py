@@ -67,6 +67,7 @@ class ControllerSettings(BaseModel):
     leader: LeaderSettings = Field(default_factory=LeaderSettings)
     health_port: int = Field(8081, description="Port for /healthz, /readyz and /metrics (0 = pick a free one).")
     health_host: str = Field("0.0.0.0", description="Interface for the health server.")
+    metrics_port: int | None = Field(None, description="A separate port for /metrics (None: served on health_port too).")
     resync_seconds: float = Field(10.0, description="Each controller also runs this often without any change.")
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
@@ -139,6 +140,9 @@ class Operator:
         self.batcher = Batcher(self.clock, self.settings.batch)
         self._wake: dict[str, asyncio.Event] = {}
         self.health = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.health_port)
+        self.metrics_server: HealthServer | None = None
+        if self.settings.metrics_port is not None and self.settings.metrics_port != self.settings.health_port:
+            self.metrics_server = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.metrics_port)
         self.started = False
         self.first_nodeclaim_at: float | None = None
 
@@ -285,6 +289,8 @@ class Operator:
         """Serve health endpoints and run the controllers while leading. Returns when leadership
         is lost (the caller exits the process); raises when a controller fails."""
         await self.health.start()
+        if self.metrics_server is not None:
+            await self.metrics_server.start()
         log.info("health server on %s:%d; cloud provider %s", self.settings.health_host, self.health.port, self.provider.name)
         try:
             if not self.settings.leader.enabled:
@@ -299,6 +305,8 @@ class Operator:
             await elector.run(self._lead)
         finally:
             await self.health.stop()
+            if self.metrics_server is not None:
+                await self.metrics_server.stop()
 
 
 def default_namespace() -> str:
