@@ -18,13 +18,16 @@ How a schema is made:
 3. What pydantic validators check in Python (label keys, restricted domains, durations, cron
    schedules, mutually exclusive selector fields...) cannot be read from the JSON Schema; it is
    restated here, per model class and field, as patterns and CEL ``x-kubernetes-validations``
-   (:data:`_overlays`). Every such rule mirrors the model's validator, so a manifest the loader
-   accepts is accepted by the API server and the other way round (the few known differences are
-   listed in :func:`generate`).
+   (an :class:`Overlay` per class, in the ``_<kind>_overlays()`` functions). Every such rule
+   mirrors the model's validator, so a manifest the loader accepts is accepted by the API server
+   and the other way round (the few known differences are listed in :func:`generate`).
+   ``tests/integration/test_crds.py`` checks that agreement against a real kube-apiserver.
 
 Behaviour reference (the YAML is not copied): kubernetes-sigs/karpenter
 ``pkg/apis/crds/karpenter.sh_nodepools.yaml``, ``karpenter.sh_nodeclaims.yaml`` and
 aws/karpenter-provider-aws ``pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml``.
+
+:func:`install` applies them to a cluster (tests, or a ``karpy`` install step).
 
 Command line::
 
@@ -57,7 +60,9 @@ __all__ = [
     "CRD_DIR",
     "CRDGenerationError",
     "CRDSpec",
+    "Overlay",
     "QUANTITY_PATTERN",
+    "CRON_PATTERN",
     "crd_specs",
     "openapi_schema",
     "build_crd",
@@ -65,6 +70,7 @@ __all__ = [
     "render",
     "write",
     "stale",
+    "install",
     "main",
 ]
 
@@ -100,20 +106,21 @@ def _cron_pattern() -> str:
     """Five cron fields with their value ranges (names, ``*``, ranges, steps, lists; ``?``, ``L``,
     ``W`` and ``#`` where croniter takes them), or one of the ``@daily``-style macros."""
 
-    def field_re(number: str, names: str = "", specials: str = "") -> str:
-        atom = f"({number}|(?i:{names}))" if names else f"({number})"
-        item = rf"(\*|{atom}(-{atom})?)(/[1-9][0-9]*)?"
+    def field_re(number: str, names: str = "", specials: str = "", alone: str = "") -> str:
+        atom = f"(0*({number})|(?i:{names}))" if names else f"0*({number})"
+        item = rf"(\*|{atom}(-{atom})?)(/0*[1-9][0-9]*)?"
         if specials:
             item = f"({specials}|{item})"
-        return f"{item}(,{item})*"
+        listed = f"{item}(,{item})*"
+        return f"({alone}|{listed})" if alone else listed
 
-    minute = field_re("[0-5]?[0-9]")
-    hour = field_re("[01]?[0-9]|2[0-3]")
-    dom_number = "0?[1-9]|[12][0-9]|3[01]"
-    dom = field_re(dom_number, specials=rf"\?|L|LW|({dom_number})W")
-    month = field_re("0?[1-9]|1[0-2]", "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
+    minute = field_re("[1-5]?[0-9]")
+    hour = field_re("1?[0-9]|2[0-3]")
+    dom_number = "[1-9]|[12][0-9]|3[01]"
+    dom = field_re(dom_number, specials=rf"L|0*({dom_number})-L(/0*[1-9][0-9]*)?", alone=rf"\?|0*({dom_number})W")
+    month = field_re("[1-9]|1[0-2]", "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
     dow_names = "sun|mon|tue|wed|thu|fri|sat"
-    dow = field_re("0?[0-7]", dow_names, specials=rf"\?|([0-7]|(?i:{dow_names}))#[1-5]")
+    dow = field_re("[0-7]", dow_names, alone=rf"\?|(0*[0-7]|(?i:{dow_names}))#[1-5]")
     macros = "@(annually|yearly|monthly|weekly|daily|midnight|hourly)"
     return rf"^({macros}|\s*{minute}\s+{hour}\s+{dom}\s+{month}\s+{dow}\s*)$"
 
@@ -139,22 +146,23 @@ def _rule(rule: str, message: str, field_path: str | None = None, reason: str | 
     return out
 
 
+def _re(text: str) -> str:
+    """``text`` as a literal in a regular expression (Go RE2 and Python ``re`` alike)."""
+    return text.replace(".", r"\.")
+
+
 def _label_key_checks(var: str) -> list[tuple[str, str]]:
-    """(CEL condition on the string ``var``, message) pairs: a valid label key (prefix at most 253
-    characters) that is not restricted, as :func:`karpy_core.apis.labels.is_restricted_label`."""
-    domain = f"({var}.contains('/') ? {var}.substring(0, {var}.indexOf('/')) : '')"
-    allowed = [f"{var} in {_cel_list(sorted(labels.WELL_KNOWN_LABELS))}"]
-    for exc in labels.LABEL_DOMAIN_EXCEPTIONS:
-        allowed.append(f"{var}.startsWith({_q(exc)})")
-        allowed.append(f"{domain}.endsWith({_q(exc.rstrip('/'))})")
-    exempt = " || ".join(allowed)
-    checks = [
-        (f"{var}.indexOf('/') <= 253", "the prefix of a label key (before '/') must be at most 253 characters"),
-        (f"{var} != {_q(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted'),
-    ]
+    """(CEL condition on the string ``var``, message) pairs: the label key is not restricted, as
+    :func:`karpy_core.apis.labels.is_restricted_label` decides (the domain is the part before the
+    first ``/``; keys without one have no domain)."""
+    exceptions = labels.LABEL_DOMAIN_EXCEPTIONS
+    starts = "|".join(_re(e) for e in exceptions)
+    ends = "|".join(_re(e.rstrip("/")) for e in exceptions)
+    exempt = f"{var} in {_cel_list(sorted(labels.WELL_KNOWN_LABELS))} || {var}.matches({_q(f'^({starts}|[^/]*({ends})/)')})"
+    checks = [(f"{var} != {_q(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted')]
     for restricted in labels.RESTRICTED_LABEL_DOMAINS:
-        in_domain = f"{domain} == {_q(restricted)} || {domain}.endsWith({_q('.' + restricted)})"
-        checks.append((f"{exempt} || !({in_domain})", f'label domain "{restricted}" is restricted'))
+        in_domain = f"{var}.matches({_q(f'^([^/]*[.])?{_re(restricted)}/')})"
+        checks.append((f"{exempt} || !{in_domain}", f'label domain "{restricted}" is restricted'))
     return checks
 
 
@@ -163,14 +171,27 @@ def _requirement_key_rules() -> list[dict[str, Any]]:
 
 
 def _template_label_rules() -> list[dict[str, Any]]:
-    rules = [_rule(f"self.all(k, k.matches({_q(_LABEL_NAME_PATTERN)}))", "label keys must be valid label keys")]
+    rules = [
+        _rule(
+            f"self.all(k, k.matches({_q(_LABEL_NAME_PATTERN)}) && k.matches({_q(_PREFIX_PATTERN)}))",
+            "label keys must be valid label keys: an optional DNS prefix of at most 253 characters and '/', "
+            "then at most 63 characters (alphanumerics, '-', '_', '.', starting and ending alphanumeric)",
+        )
+    ]
     rules += [_rule(f"self.all(k, {cond})", msg) for cond, msg in _label_key_checks("k")]
     rules.append(_rule(f"self.all(k, k != {_q(labels.LABEL_NODEPOOL)})", f'label "{labels.LABEL_NODEPOOL}" is restricted'))
     return rules
 
 
+_PREFIX_PATTERN = r"^([^/]{0,253}/)?[^/]*$"
+"""The prefix of a label key (before ``/``) has at most 253 characters."""
+_LABEL_KEY_SCHEMA = {"pattern": _LABEL_NAME_PATTERN, "allOf": [{"pattern": _PREFIX_PATTERN}]}
+"""A label or taint key, as :func:`karpy_core.apis.core.check_label_key`: two patterns (no CEL, so
+no cost even in unbounded lists)."""
 _LABEL_VALUE_SCHEMA = {"maxLength": 63, "pattern": LABEL_VALUE.pattern}
-_LABEL_KEY_SCHEMA = {"pattern": _LABEL_NAME_PATTERN}
+_TEMPLATE_LABELS_MAX = 100
+"""``maxProperties`` of ``spec.template.metadata.labels`` (as Karpenter's CRD): without a bound the
+API server refuses the CEL rules on the map's keys as too expensive."""
 
 
 def _quantity_schema() -> dict[str, Any]:
@@ -201,7 +222,7 @@ def _requirement_overlay() -> Overlay:
     integer_ops = _cel_list(["Gt", "Lt", "Gte", "Lte"])
     return Overlay(
         properties={
-            "key": {"pattern": _LABEL_NAME_PATTERN, "x-kubernetes-validations": _requirement_key_rules()},
+            "key": {**_LABEL_KEY_SCHEMA, "x-kubernetes-validations": _requirement_key_rules()},
             "values": {"items": dict(_LABEL_VALUE_SCHEMA)},
         },
         rules=[
@@ -211,14 +232,12 @@ def _requirement_overlay() -> Overlay:
                 ".values",
             ),
             _rule(
-                f"!(self.operator in {integer_ops}) || (has(self.values) && self.values.size() == 1 "
-                "&& self.values[0].matches('^[0-9]+$'))",
+                f"!(self.operator in {integer_ops}) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
                 "requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value",
                 ".values",
             ),
             _rule(
-                "!(self.operator == 'In' && has(self.minValues) && has(self.values)) "
-                "|| self.values.size() >= self.minValues",
+                "!(self.operator == 'In' && has(self.minValues) && has(self.values)) || self.values.size() >= self.minValues",
                 "requirements with 'minValues' must have at least that many values specified in the 'values' field",
                 ".minValues",
             ),
@@ -229,12 +248,7 @@ def _requirement_overlay() -> Overlay:
 def _taint_overlay() -> Overlay:
     return Overlay(
         properties={
-            "key": {
-                "pattern": _LABEL_NAME_PATTERN,
-                "x-kubernetes-validations": [
-                    _rule("self.indexOf('/') <= 253", "the prefix of a taint key (before '/') must be at most 253 characters")
-                ],
-            },
+            "key": dict(_LABEL_KEY_SCHEMA),
             "value": dict(_LABEL_VALUE_SCHEMA),
         }
     )
@@ -254,6 +268,7 @@ def _nodepool_overlays() -> dict[str, Overlay]:
         "NodeClaimTemplateMetadata": Overlay(
             properties={
                 "labels": {
+                    "maxProperties": _TEMPLATE_LABELS_MAX,
                     "additionalProperties": dict(_LABEL_VALUE_SCHEMA),
                     "x-kubernetes-validations": _template_label_rules(),
                 }
@@ -328,7 +343,7 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
             "x-kubernetes-validations": [
                 _rule(f"self.all(k, k in {_cel_list(reserved)})", f"valid keys are {reserved}"),
                 _rule(
-                    "self.all(k, !isQuantity(string(self[k])) || quantity(string(self[k])).sign() >= 0)",
+                    "self.all(k, !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",
                     "cannot be a negative resource quantity",
                 ),
             ],
@@ -346,10 +361,7 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
     eviction_value = {"pattern": rf"^({_PERCENT_PATTERN}|{QUANTITY_PATTERN[1:-1]})$"}
     families = ", ".join(repr(f) for f in aws.ALIAS_FAMILIES)
     tag_rules = [_rule("self.all(k, k != '')", "empty tag keys aren't supported")]
-    tag_rules += [
-        _rule(f"self.all(k, k != {_q(key)})", f"tag contains a restricted tag matching {key}")
-        for key in aws.RESTRICTED_TAG_KEYS
-    ]
+    tag_rules += [_rule(f"self.all(k, k != {_q(key)})", f"tag contains a restricted tag matching {key}") for key in aws.RESTRICTED_TAG_KEYS]
     tag_rules.append(
         _rule("self.all(k, !k.startsWith('kubernetes.io/cluster'))", "tag contains a restricted tag matching kubernetes.io/cluster/")
     )
@@ -403,8 +415,7 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
             },
             rules=[
                 _rule(
-                    "has(self.alias) || has(self.tags) || has(self.id) || has(self.name) || has(self.owner) "
-                    "|| has(self.ssmParameter)",
+                    "has(self.alias) || has(self.tags) || has(self.id) || has(self.name) || has(self.owner) || has(self.ssmParameter)",
                     "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",
                 ),
                 _rule(
@@ -434,12 +445,12 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
                 _rule(
                     "!has(self.evictionSoft) || self.evictionSoft.all(k, has(self.evictionSoftGracePeriod) "
                     "&& k in self.evictionSoftGracePeriod)",
-                    "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+                    "every evictionSoft key needs a matching evictionSoftGracePeriod",
                 ),
                 _rule(
                     "!has(self.evictionSoftGracePeriod) || self.evictionSoftGracePeriod.all(k, has(self.evictionSoft) "
                     "&& k in self.evictionSoft)",
-                    "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
+                    "every evictionSoftGracePeriod key needs a matching evictionSoft",
                 ),
             ],
         ),
@@ -447,10 +458,12 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
             replace={
                 "volumeSize": {
                     "type": "string",
+                    # "59604Gi" is the longest size at most 64T; the bound keeps the CEL rule cheap.
+                    "maxLength": 16,
                     "pattern": "^[1-9][0-9]*(Gi|G|Ti|T)$",
                     "x-kubernetes-validations": [
                         _rule(
-                            "!isQuantity(self) || quantity(self).compareTo(quantity('64T')) <= 0",
+                            "!isQuantity(self) || !quantity(self).isGreaterThan(quantity('64T'))",
                             "volumeSize must be at most 64T",
                         )
                     ],
@@ -483,8 +496,7 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
                 _rule(
                     "(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
                     " || (has(oldSelf.role) == has(oldSelf.instanceProfile))",
-                    "changing from 'role' to 'instanceProfile' (or back) is not supported; delete and recreate the "
-                    "node class to change it",
+                    "changing from 'role' to 'instanceProfile' (or back) is not supported; delete and recreate the node class to change it",
                 ),
                 _rule(
                     "has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",
@@ -504,9 +516,7 @@ def _kcnodeclass_overlays() -> dict[str, Overlay]:
     from karpy_kakaocloud import apis as kc
 
     return {
-        "KCNodeClassSpec": Overlay(
-            properties={"keyName": {"minLength": 4, "maxLength": 250, "pattern": kc._KEY_NAME.pattern}}
-        ),
+        "KCNodeClassSpec": Overlay(properties={"keyName": {"minLength": 4, "maxLength": 250, "pattern": kc._KEY_NAME.pattern}}),
         "Bootstrap": Overlay(properties={"kubernetesVersion": {"pattern": r"^[0-9]+\.[0-9]+$"}}),
     }
 
@@ -860,10 +870,12 @@ def generate() -> dict[str, dict[str, Any]]:
 
     * quantities given as YAML floats (``cpu: 0.5``) are accepted by the models but not by the API
       server (int-or-string); write ``"500m"``;
-    * cron schedules are checked by a per-field pattern, not by croniter: day-of-month/month
-      combinations that never occur (``0 0 30 2 *``) are accepted by both, but a few croniter
-      oddities may differ;
-    * label keys with a trailing newline pass Python's ``$``, not the API server.
+    * ``spec.template.metadata.labels`` holds at most 100 labels in the CRD (as upstream; the API
+      server refuses the key rules on an unbounded map as too expensive), none in the model;
+    * cron schedules are checked by :data:`CRON_PATTERN`, a per-field pattern, not by croniter
+      (they agree on a fuzzed corpus, croniter's ``L``/``W``/``#``/``?`` included);
+    * a value with a trailing newline passes Python's ``$`` in a few model patterns, not the API
+      server.
 
     Raises:
         CRDGenerationError: see :func:`openapi_schema`.
@@ -917,11 +929,67 @@ def stale(directory: str | Path = CRD_DIR) -> list[str]:
     return out
 
 
+async def install(api_client: Any, *, timeout: float = 60.0) -> list[str]:
+    """Create or update the generated CRDs through ``api_client`` (a ``kubernetes_asyncio``
+    ``ApiClient``) and wait until each is ``Established`` and its resource is served.
+
+    Idempotent: an existing CRD is replaced by the generated one (a write conflict with a
+    concurrent installer is retried). Returns the CRD names (``nodepools.karpenter.sh``...).
+
+    Raises:
+        KubeAPIError: the API server refused a CRD (status, reason and message kept), or a CRD was
+            not established within ``timeout`` seconds (status 504).
+    """
+    import asyncio
+    import json
+    import time
+
+    from kubernetes_asyncio import client
+
+    from karpy_core.errors import KubeAPIError
+
+    extensions = client.ApiextensionsV1Api(api_client)
+    objects = client.CustomObjectsApi(api_client)
+
+    async def call(coro: Any) -> tuple[int, dict[str, Any]]:
+        response = await coro
+        text = await response.text()
+        return response.status, (json.loads(text) if text else {})
+
+    def fail(status: int, body: dict[str, Any], what: str) -> KubeAPIError:
+        return KubeAPIError(f"{what}: {body.get('message', body)}", status=status, reason=body.get("reason", ""))
+
+    names = []
+    deadline = time.monotonic() + timeout
+    for spec in crd_specs():
+        crd = build_crd(spec)
+        name = crd["metadata"]["name"]
+        names.append(name)
+        status, body = await call(extensions.create_custom_resource_definition(crd, _preload_content=False))
+        while status == 409:
+            status, current = await call(extensions.read_custom_resource_definition(name, _preload_content=False))
+            if status >= 300:
+                raise fail(status, current, f"reading CRD {name}")
+            replacement = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+            status, body = await call(extensions.replace_custom_resource_definition(name, replacement, _preload_content=False))
+        if status >= 300:
+            raise fail(status, body, f"creating CRD {name}")
+        while True:
+            status, current = await call(extensions.read_custom_resource_definition(name, _preload_content=False))
+            conditions = {c["type"]: c["status"] for c in (current.get("status") or {}).get("conditions") or []}
+            if status < 300 and conditions.get("Established") == "True":
+                listed, _ = await call(objects.list_cluster_custom_object(spec.group, spec.version, spec.plural, _preload_content=False))
+                if listed < 300:
+                    break
+            if time.monotonic() > deadline:
+                raise KubeAPIError(f"CRD {name} not established after {timeout}s: {conditions}", status=504)
+            await asyncio.sleep(0.2)
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m karpy_core.apis.crds [--check] [DIR]``; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m karpy_core.apis.crds", description="Generate karpy's CRDs from the pydantic models."
-    )
+    parser = argparse.ArgumentParser(prog="python -m karpy_core.apis.crds", description="Generate karpy's CRDs from the pydantic models.")
     parser.add_argument("dir", nargs="?", default=str(CRD_DIR), help=f"output directory (default: {CRD_DIR})")
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 when a file is missing or stale")
     args = parser.parse_args(argv)
