@@ -228,6 +228,25 @@ def controller(
         _fail(exc)
 
 
+@app.command("install-crds")
+def install_crds(
+    kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
+) -> None:
+    """Create or update karpy's CRDs (NodePool, NodeClaim, EC2NodeClass, KCNodeClass) in a cluster."""
+    from karpy_core.apis.crds import install
+    from karpy_core.kube.client import AsyncKubeClient
+
+    async def go() -> list[str]:
+        async with await AsyncKubeClient.from_config(kubeconfig) as kube:
+            return await install(kube.api)
+
+    try:
+        for name in asyncio.run(go()):
+            typer.echo(f"established: {name}")
+    except KarpyError as exc:
+        _fail(exc)
+
+
 @app.command()
 def providers() -> None:
     """List installed cloud-provider plugins (entry-point group ``karpy.cloudprovider``)."""

@@ -6,7 +6,6 @@ from typing import Any
 
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.errors import NodeClaimNotFoundError
-
 from tests.scheduling.helpers import make_type
 
 

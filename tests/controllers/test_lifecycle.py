@@ -8,7 +8,6 @@ from karpy_core.errors import CreateError, InsufficientCapacityError, KubeAPIErr
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import condition
 from karpy_core.utils.clock import VirtualClock
-
 from tests.fakes import FakeProvider
 
 CLAIM = {

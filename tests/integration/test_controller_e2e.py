@@ -1,0 +1,251 @@
+"""The real controller against the real API server, kube-scheduler and kwok (issue: the real controller).
+
+Each test isolates itself with a unique NodePool whose template carries the label
+``karpy-e2e=<id>`` and workloads that select it, so NodePools other tests create never match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from karpy_core.cloudprovider.provider import load_provider
+from karpy_core.kube.client import AsyncKubeClient
+from karpy_core.operator import ControllerSettings, LeaderSettings, Operator
+from karpy_core.sim.kwok_nodes import KwokNodeBackend
+from karpy_core.state.cluster import condition
+
+from .karpy_env import ControllerProcess, install_crds, wait_for
+
+pytestmark = pytest.mark.devcluster
+
+
+def nodepool(name: str, label: str, types: list[str] | None = None) -> dict[str, Any]:
+    reqs: list[dict[str, Any]] = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+    ]
+    if types:
+        reqs.append({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types})
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {"template": {"metadata": {"labels": {"karpy-e2e": label}}, "spec": {
+            "requirements": reqs,
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
+        }}},
+    }
+
+
+def nodeclass(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": "KarpenterNodeRole-e2e",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "e2e"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "e2e"}}],
+        },
+    }
+
+
+def deployment(name: str, label: str, replicas: int, cpu: str = "1", memory: str = "256Mi") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"karpy-e2e": label},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
+                                    "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+                },
+            },
+        },
+    }
+
+
+@pytest.fixture
+async def kube(devcluster):
+    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
+    await install_crds(client)
+    yield client
+    await client.close()
+
+
+async def pods_of(kube: AsyncKubeClient, app: str) -> list[dict[str, Any]]:
+    return [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == app]
+
+
+async def claims_of(kube: AsyncKubeClient, pool: str) -> list[dict[str, Any]]:
+    return [c for c in await kube.list("NodeClaim") if (c["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool]
+
+
+async def nodes_of(kube: AsyncKubeClient, pool: str) -> list[dict[str, Any]]:
+    return [n for n in await kube.list("Node") if (n["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == pool]
+
+
+async def cleanup(kube: AsyncKubeClient, pool: str, app: str) -> None:
+    """Delete the workload, then the pool's NodeClaims; their finalizers need a controller running."""
+    try:
+        await kube.delete("Deployment", app, "default")
+    except Exception:
+        pass
+    for c in await claims_of(kube, pool):
+        try:
+            await kube.delete("NodeClaim", c["metadata"]["name"])
+        except Exception:
+            pass
+
+
+async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devcluster):
+    tag = uuid.uuid4().hex[:6]
+    pool, app = f"e2e-{tag}", f"inflate-{tag}"
+    await kube.create("EC2NodeClass", nodeclass(pool))
+    await kube.create("NodePool", nodepool(pool, tag))
+    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
+        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
+    task = asyncio.create_task(operator.run())
+    try:
+        await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
+        created = time.monotonic()
+        await kube.create("Deployment", deployment(app, tag, 20))
+
+        async def all_running() -> bool:
+            pods = await pods_of(kube, app)
+            return len(pods) == 20 and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
+
+        await wait_for(all_running, 120, "20 pods Running")
+        elapsed = time.monotonic() - created
+        claims = await claims_of(kube, pool)
+        nodes = await nodes_of(kube, pool)
+        assert claims and len(nodes) == len(claims)
+        for c in claims:
+            for cond in ("Launched", "Registered", "Initialized", "Ready"):
+                assert condition(c, cond)["status"] == "True", (c["metadata"]["name"], cond)
+            assert c["status"]["providerID"].startswith("simulated:///")
+        node_names = {n["metadata"]["name"] for n in nodes}
+        pods = await pods_of(kube, app)
+        assert {p["spec"]["nodeName"] for p in pods} <= node_names  # bound by the real kube-scheduler
+        for n in nodes:
+            assert n["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+            assert not any(t["key"] == "karpenter.sh/unregistered" for t in n["spec"].get("taints") or [])
+        status = (await kube.get("NodePool", pool))["status"]
+        assert status["nodes"] == len(claims)
+        assert condition({"status": status}, "Ready")["status"] == "True"
+
+        # one decision engine: the simulator decides the same instance types and zones
+        from karpy_core.cli import run_simulation
+
+        tmp = Path(devcluster.workdir) if hasattr(devcluster, "workdir") else Path("/tmp")
+        manifests = tmp / f"e2e-{tag}.yaml"
+        import yaml
+
+        manifests.write_text(yaml.safe_dump_all([nodeclass(pool), nodepool(pool, tag), deployment(app, tag, 20)]))
+        report = await run_simulation([str(manifests)])
+        simulated = Counter((n.instance_type, n.zone) for n in report.nodes)
+        real = Counter((c["metadata"]["labels"]["node.kubernetes.io/instance-type"],
+                        c["metadata"]["labels"]["topology.kubernetes.io/zone"]) for c in claims)
+        assert real == simulated
+
+        # deleting the Deployment leaves the nodes (consolidation is a later controller)
+        await kube.delete("Deployment", app, "default")
+        await asyncio.sleep(3)
+        assert len(await nodes_of(kube, pool)) == len(nodes)
+        print(f"20 pods Running {elapsed:.1f}s after the Deployment was created; {len(claims)} NodeClaims")
+    finally:
+        await cleanup(kube, pool, app)
+        await wait_for(lambda: _gone(kube, pool), 60, "NodeClaims and Nodes to be finalized")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _gone(kube: AsyncKubeClient, pool: str) -> bool:
+    return not await claims_of(kube, pool) and not await nodes_of(kube, pool)
+
+
+async def test_kill_mid_launch_then_restart_creates_no_duplicates(kube, devcluster, tmp_path):
+    tag = uuid.uuid4().hex[:6]
+    pool, app = f"e2e-{tag}", f"crash-{tag}"
+    await kube.create("EC2NodeClass", nodeclass(pool))
+    # small types only, so 16 one-cpu pods need several NodeClaims
+    await kube.create("NodePool", nodepool(pool, tag, types=["m5.large", "c5.large"]))
+    first = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "first.log", lease=f"lease-{tag}")
+    second = None
+    try:
+        await kube.create("Deployment", deployment(app, tag, 16))
+        await wait_for(lambda: claims_of(kube, pool), 60, "the first NodeClaim")
+        first.kill()  # mid-launch: claims exist, most are not launched or registered yet
+        second = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "second.log", lease=f"lease-{tag}")
+
+        async def settled() -> bool:
+            pods = await pods_of(kube, app)
+            return len(pods) == 16 and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
+
+        await wait_for(settled, 150, "16 pods Running after the restart")
+
+        async def all_initialized() -> bool:
+            cs = await claims_of(kube, pool)
+            return bool(cs) and all((condition(c, "Initialized") or {}).get("status") == "True" for c in cs)
+
+        await wait_for(all_initialized, 30, "every NodeClaim Initialized")
+        claims = await claims_of(kube, pool)
+        nodes = await nodes_of(kube, pool)
+        kwok_nodes = [n for n in await kube.list("Node") if n["metadata"]["name"].startswith(pool)]
+        by_pid = Counter((n.get("spec") or {}).get("providerID") for n in kwok_nodes)
+        assert all(v == 1 for v in by_pid.values()), by_pid  # one instance per provider ID
+        assert {c["status"]["providerID"] for c in claims} == set(by_pid)  # no orphan instance, no orphan claim
+        assert len(nodes) == len(claims) == len(kwok_nodes)
+    finally:
+        first.stop()
+        if second is None:
+            second = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "second.log", lease=f"lease-{tag}")
+        await cleanup(kube, pool, app)
+        await wait_for(lambda: _gone(kube, pool), 60, "NodeClaims and Nodes to be finalized")
+        second.stop()
+
+
+async def test_two_replicas_one_leader_and_handover(kube, devcluster, tmp_path):
+    tag = uuid.uuid4().hex[:6]
+    lease = f"lease-{tag}"
+    a = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "a.log", lease=lease)
+    await asyncio.sleep(1.0)
+    b = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "b.log", lease=lease)
+    try:
+        async def holder() -> str:
+            try:
+                return (await kube.get("Lease", lease, "default"))["spec"].get("holderIdentity") or ""
+            except Exception:
+                return ""
+
+        first_holder = await wait_for(holder, 30, "a leader")
+        await wait_for(lambda: asyncio.sleep(0, "starting controllers" in a.log() + b.log()), 30, "controllers to start")
+        await asyncio.sleep(3)
+        started = [p for p in (a, b) if "starting controllers" in p.log()]
+        assert len(started) == 1, "exactly one replica may run controllers"
+        leader, follower = (a, b) if started[0] is a else (b, a)
+        leader.kill()
+        killed_at = time.monotonic()
+        await wait_for(lambda: asyncio.sleep(0, "starting controllers" in follower.log()), 40, "the follower to take over")
+        took = time.monotonic() - killed_at
+        assert took <= 15 + 2 + 3, f"hand-over took {took:.1f}s (lease 15s, retry 2s)"
+        assert await holder() != first_holder
+    finally:
+        a.stop()
+        b.stop()
