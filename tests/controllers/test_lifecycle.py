@@ -41,7 +41,7 @@ def kubelet_registers(cluster: InMemoryCluster, name: str, *, ready: bool = True
 
 
 async def test_launch_register_initialize():
-    clock, cluster, fake, lc = setup()
+    _clock, cluster, fake, lc = setup()
     events = await lc.reconcile()
     assert [e.kind for e in events] == ["launch"]
     nc = cluster.peek("NodeClaim", "default-abcde")
@@ -70,7 +70,7 @@ async def test_launch_register_initialize():
 
 
 async def test_insufficient_capacity_deletes_the_claim():
-    clock, cluster, fake, lc = setup()
+    _clock, cluster, fake, lc = setup()
     fake.next_create_error = InsufficientCapacityError("no capacity", code="InsufficientInstanceCapacity")
     events = await lc.reconcile()
     assert [(e.kind, e.reason) for e in events] == [("launch-failed", "InsufficientCapacityError")]
@@ -81,7 +81,7 @@ async def test_insufficient_capacity_deletes_the_claim():
 
 
 async def test_create_error_sets_launched_unknown_and_retries():
-    clock, cluster, fake, lc = setup()
+    _clock, cluster, fake, lc = setup()
     fake.next_create_error = CreateError("throttled", condition_reason="RequestLimitExceeded")
     await lc.reconcile()
     cond = condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")
@@ -108,7 +108,7 @@ async def test_liveness_deletes_unregistered_claim_after_15_minutes():
 
 
 async def test_finalize_deletes_node_first_then_instance():
-    clock, cluster, fake, lc = setup()
+    _clock, cluster, fake, lc = setup()
     await lc.reconcile()
     kubelet_registers(cluster, "default-abcde")
     await lc.reconcile()
