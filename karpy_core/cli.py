@@ -53,6 +53,7 @@ async def run_simulation(
     variables: dict[str, str] | None = None,
     region: str = "us-east-1",
     instance_types: str | None = None,
+    preference_policy: str = "Respect",
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`.
@@ -76,7 +77,7 @@ async def run_simulation(
     if instance_types:
         options["instance_types_file"] = instance_types
     provider = load_provider("simulated", options)
-    sim = Simulator(provider)
+    sim = Simulator(provider, preference_policy=preference_policy)
     ignored = sim.apply([to_kube_dict(o) for o in loaded.objects()])
     await sim.run()
     pricing = getattr(provider.plugin, "pricing_note", None)
@@ -96,13 +97,17 @@ def simulate(
     region: Annotated[str, typer.Option(help="region whose zones and offerings the default catalog uses")] = "us-east-1",
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="instance-type catalog in Karpenter's KWOK format")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    preference_policy: Annotated[str, typer.Option(help="Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
         if output not in ("text", "json"):
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
+        if preference_policy not in ("Respect", "Ignore"):
+            raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
         report = asyncio.run(
-            run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types)
+            run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
+                           preference_policy=preference_policy)
         )
     except KarpyError as exc:
         _fail(exc)

@@ -19,6 +19,7 @@ from typing import Any
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Toleration, parse_tolerations
+from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint, parse_affinity_terms, parse_spread
 
 __all__ = ["PodInfo", "effective_requests", "requirement_key", "pod_info"]
 
@@ -105,6 +106,16 @@ class PodInfo:
     requirement_terms: list[Requirements]
     tolerations: tuple[Toleration, ...]
     unsupported: str = ""
+    spread: list[SpreadConstraint] = field(default_factory=list)
+    """Topology spread constraints (hard and ScheduleAnyway)."""
+    affinity: list[AffinityTerm] = field(default_factory=list)
+    """Required pod affinity and anti-affinity terms."""
+    preferred_affinity: list[AffinityTerm] = field(default_factory=list)
+    """Preferred pod (anti-)affinity terms, heaviest first."""
+    preferred_node_terms: list[Requirements] = field(default_factory=list)
+    """Preferred node-affinity terms, heaviest first."""
+    host_ports: frozenset[tuple[str, int, str]] = frozenset()
+    """(host IP, port, protocol) the pod binds on its node; host IP "0.0.0.0" means every address."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     _signature: tuple[Any, ...] | None = field(default=None, repr=False)
 
@@ -117,15 +128,27 @@ class PodInfo:
     def is_daemonset_pod(self) -> bool:
         return self.owner_kind == "DaemonSet"
 
+    @property
+    def has_topology(self) -> bool:
+        """True when placement depends on where other pods are (spread or pod affinity)."""
+        return bool(self.spread or self.affinity or self.preferred_affinity)
+
     def signature(self) -> tuple[Any, ...]:
         """Pods with equal signatures are interchangeable for placement decisions (same requests,
-        node requirements and tolerations); the scheduler caches work per signature."""
+        node requirements, tolerations, ports, and for constrained pods the same labels and
+        constraints); the scheduler caches work per signature."""
         if self._signature is None:
-            self._signature = (
+            sig: tuple[Any, ...] = (
                 tuple(sorted(self.requests.items())),
                 tuple(requirement_key(t) for t in self.requirement_terms),
                 self.tolerations,
+                self.host_ports,
+                tuple(requirement_key(t) for t in self.preferred_node_terms),
             )
+            if self.has_topology:
+                sig += (self.namespace, tuple(sorted(self.labels.items())), tuple(self.spread), tuple(self.affinity),
+                        tuple(self.preferred_affinity))
+            self._signature = sig
         return self._signature
 
 
@@ -150,6 +173,27 @@ def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
     return out, unsupported
 
 
+def _host_ports(spec: Mapping[str, Any]) -> frozenset[tuple[str, int, str]]:
+    ports = set()
+    for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
+        for p in c.get("ports") or ():
+            if p.get("hostPort"):
+                ports.add((str(p.get("hostIP") or "0.0.0.0"), int(p["hostPort"]), str(p.get("protocol") or "TCP")))
+    return frozenset(ports)
+
+
+def _preferred_node_terms(spec: Mapping[str, Any]) -> list[Requirements]:
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    weighted = []
+    for i, p in enumerate(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
+        try:
+            reqs = Requirements.from_selector_terms((p.get("preference") or {}).get("matchExpressions") or ())
+        except ValueError:
+            continue
+        weighted.append((-int(p.get("weight") or 1), i, reqs))
+    return [r for _, _, r in sorted(weighted, key=lambda w: (w[0], w[1]))]
+
+
 def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     """Build a :class:`PodInfo` from a Kubernetes Pod dict (camelCase, as the API serves it).
 
@@ -164,11 +208,14 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
             owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
             break
     terms, unsupported = _selector_terms(spec)
+    labels = dict(meta.get("labels") or {})
+    namespace = str(meta.get("namespace") or "default")
+    required, preferred = parse_affinity_terms(spec.get("affinity"), namespace)
     return PodInfo(
-        namespace=str(meta.get("namespace") or "default"),
+        namespace=namespace,
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
-        labels=dict(meta.get("labels") or {}),
+        labels=labels,
         annotations=dict(meta.get("annotations") or {}),
         node_name=str(spec.get("nodeName") or ""),
         owner_kind=owner_kind,
@@ -179,5 +226,10 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         requirement_terms=terms,
         tolerations=parse_tolerations(spec.get("tolerations")),
         unsupported=unsupported,
+        spread=parse_spread(spec.get("topologySpreadConstraints"), labels),
+        affinity=required,
+        preferred_affinity=preferred,
+        preferred_node_terms=_preferred_node_terms(spec),
+        host_ports=_host_ports(spec),
         raw=dict(pod),
     )

@@ -35,6 +35,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, fits, subtract
 from karpy_core.scheduling.taints import Taint, untolerated
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
+from karpy_core.scheduling.topology import AffinityTerm, Placement, SpreadConstraint, Topology
 from karpy_core.utils.quantity import format_quantity
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
@@ -66,6 +67,7 @@ class ExistingNode:
     nodepool: str | None = None
     initialized: bool = True
     startup_taints: tuple[Taint, ...] = ()
+    host_ports: set[tuple[str, int, str]] = field(default_factory=set)
 
     def effective_taints(self) -> tuple[Taint, ...]:
         if self.initialized:
@@ -127,7 +129,7 @@ class SchedulingResults:
 class _Claim:
     """Mutable in-run state of a planned NodeClaim."""
 
-    __slots__ = ("hostname", "index", "mask", "pods", "requests", "requirements", "reserved", "table")
+    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "requests", "requirements", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
         self.table = table
@@ -138,6 +140,32 @@ class _Claim:
         self.reserved: Resources = {}
         self.hostname = hostname
         self.index = index
+        self.host_ports: set[tuple[str, int, str]] = set(table.daemon_host_ports)
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """A pod's constraints at one preference-relaxation level."""
+
+    terms: tuple[Requirements, ...]
+    spread: tuple[SpreadConstraint, ...]
+    affinity: tuple[AffinityTerm, ...]
+    level: int
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.spread or self.affinity)
+
+
+HostPort = tuple[str, int, str]
+
+
+def _ports_conflict(a: set[HostPort] | frozenset[HostPort], b: frozenset[HostPort]) -> HostPort | None:
+    for ip, port, proto in b:
+        for ip2, port2, proto2 in a:
+            if port == port2 and proto == proto2 and (ip == ip2 or "0.0.0.0" in (ip, ip2)):
+                return (ip, port, proto)
+    return None
 
 
 class Scheduler:
@@ -149,6 +177,9 @@ class Scheduler:
         daemonsets: one :class:`PodInfo` per DaemonSet (from its pod template).
         nodepool_usage: per NodePool, resources already launched (capacity sums, ``nodes`` count),
             counted against ``limits``.
+        bound_pods: pods already running on ``existing_nodes`` (for topology and host ports; their
+            resources are already in ``ExistingNode.requested``).
+        preference_policy: ``Respect`` (try preferences, relax them one at a time) or ``Ignore``.
     """
 
     def __init__(
@@ -158,11 +189,15 @@ class Scheduler:
         daemonsets: Sequence[PodInfo] = (),
         nodepool_usage: Mapping[str, Resources] | None = None,
         *,
+        bound_pods: Sequence[PodInfo] = (),
+        preference_policy: str = "Respect",
         max_instance_types: int = MAX_INSTANCE_TYPES,
     ):
         self.templates = sorted(templates, key=lambda t: (-t.weight, t.name))
         self.tables = {t.name: TypeTable(t, daemonsets) for t in self.templates}
         self.nodes = sorted(existing_nodes, key=lambda n: (not n.initialized, n.name))
+        self.bound_pods = list(bound_pods)
+        self.preference_policy = preference_policy
         self.max_instance_types = max_instance_types
         usage = nodepool_usage or {}
         self.remaining: dict[str, Resources | None] = {}
@@ -175,10 +210,74 @@ class Scheduler:
         self._node_cursor: dict[tuple[Any, ...], int] = {}
         self._claim_cursor: dict[tuple[Any, ...], int] = {}
         self._new_failed: dict[tuple[Any, ...], set[str]] = {}
+        self.topology = Topology({})
+        self._anti_keys: set[str] = set()
 
     # ------------------------------------------------------------------------------------
+    def _domains(self, keys: set[str]) -> dict[str, set[str]]:
+        """Every domain a NodeClaim or existing node can be in, per topology key."""
+        out: dict[str, set[str]] = {k: set() for k in keys}
+        for key in keys:
+            if key == LABEL_HOSTNAME:
+                continue
+            for t in self.templates:
+                req = t.requirements.get(key)
+                table = self.tables[t.name]
+                if key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
+                    vals = {o.zone if key == LABEL_ZONE else o.capacity_type
+                            for it in table.types for o in it.offerings if o.available}
+                    out[key] |= {v for v in vals if req is None or req.has(v)}
+                elif req is not None and not req.complement:
+                    out[key] |= set(req.values)
+            for n in self.nodes:
+                if key in n.labels:
+                    out[key].add(n.labels[key])
+        return out
+
+    def _attempts(self, pod: PodInfo) -> list[_Attempt]:
+        """Constraint sets to try, strictest first (Karpenter's relaxation order: preferred pod
+        affinity, preferred anti-affinity, preferred node affinity, ScheduleAnyway spread)."""
+        hard_spread = tuple(c for c in pod.spread if c.hard)
+        soft: list[tuple[str, Any]] = []
+        soft += [("affinity", t) for t in pod.preferred_affinity if not t.anti]
+        soft += [("affinity", t) for t in pod.preferred_affinity if t.anti]
+        soft += [("node", r) for r in pod.preferred_node_terms]
+        soft += [("spread", c) for c in pod.spread if not c.hard]
+        first = len(soft) if self.preference_policy == "Ignore" else 0
+        out = []
+        for level in range(first, len(soft) + 1):
+            kept = soft[level:]
+            terms = tuple(pod.requirement_terms)
+            node_prefs = [r for kind, r in kept if kind == "node"]
+            if node_prefs:
+                merged = []
+                for t in terms:
+                    if t.conflict(node_prefs[0]) is None:
+                        merged.append(t.union_with(node_prefs[0]))
+                terms = tuple(merged) or terms
+            out.append(_Attempt(
+                terms=terms,
+                spread=hard_spread + tuple(c for kind, c in kept if kind == "spread"),
+                affinity=tuple(pod.affinity) + tuple(t for kind, t in kept if kind == "affinity"),
+                level=level,
+            ))
+        return out
+
     def solve(self, pods: Sequence[PodInfo]) -> SchedulingResults:
         """Place ``pods``; returns the plan. Never raises for unschedulable pods: they get reasons."""
+        keys: set[str] = set()
+        for p in [*pods, *self.bound_pods]:
+            keys |= {c.key for c in p.spread} | {t.key for t in p.affinity} | {t.key for t in p.preferred_affinity}
+        self.topology = Topology(self._domains(keys))
+        by_name = {n.name: n for n in self.nodes}
+        for bp in self.bound_pods:
+            node = by_name.get(bp.node_name)
+            if node is None:
+                continue
+            node.host_ports |= bp.host_ports
+            anti = [t for t in bp.affinity if t.anti]
+            self._anti_keys |= {t.key for t in anti}
+            self.topology.record(bp.namespace, bp.labels, Placement(node.labels, node.taints), anti)
         queue = sorted(
             pods,
             key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.created, p.namespace, p.name),
@@ -189,66 +288,147 @@ class Scheduler:
             if pod.unsupported:
                 errors[pod.key] = pod.unsupported
                 continue
-            node = self._place_existing(pod)
-            if node is not None:
-                existing[pod.key] = node.name
-                continue
-            if self._place_planned(pod) or self._place_new(pod):
-                continue
-            errors[pod.key] = self.explain(pod)
+            placed = False
+            for att in self._attempts(pod):
+                node = self._place_existing(pod, att)
+                if node is not None:
+                    existing[pod.key] = node.name
+                    placed = True
+                    break
+                if self._place_planned(pod, att) or self._place_new(pod, att):
+                    placed = True
+                    break
+            if not placed:
+                errors[pod.key] = self.explain(pod)
         return SchedulingResults([self._finalize(c) for c in self._claims], existing, errors)
 
+    def _uses_topology(self, att: _Attempt) -> bool:
+        return att.constrained or bool(self._anti_keys)
+
+    def _record(self, pod: PodInfo, att: _Attempt, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> None:
+        anti = [t for t in att.affinity if t.anti]
+        if anti:
+            self._anti_keys |= {t.key for t in anti}
+        if self._uses_topology(att) or self.topology._groups or anti:
+            self.topology.record(pod.namespace, pod.labels, Placement(dict(labels), taints), anti)
+
+    def _topology_choice(self, pod: PodInfo, att: _Attempt, candidate: dict[str, frozenset[str] | None]) -> dict[str, str] | str:
+        return self.topology.allowed(
+            namespace=pod.namespace,
+            labels=pod.labels,
+            spread=att.spread,
+            affinity=att.affinity,
+            candidate=candidate,
+            node_terms=list(pod.requirement_terms),
+            tolerations=pod.tolerations,
+        )
+
+    def _keys(self, att: _Attempt) -> set[str]:
+        return {c.key for c in att.spread} | {t.key for t in att.affinity} | self._anti_keys
+
     # ---- existing nodes -----------------------------------------------------------------
-    def _place_existing(self, pod: PodInfo) -> ExistingNode | None:
-        sig = pod.signature()
-        start = self._node_cursor.get(sig, 0)
+    def _place_existing(self, pod: PodInfo, att: _Attempt) -> ExistingNode | None:
+        topo = self._uses_topology(att)
+        sig = (pod.signature(), att.level)
+        start = 0 if topo else self._node_cursor.get(sig, 0)
         for i in range(start, len(self.nodes)):
             node = self.nodes[i]
-            if self._node_rejects(node, pod) is None:
-                for r, v in pod.requests.items():
-                    node.requested[r] = node.requested.get(r, 0) + v
+            if self._node_rejects(node, pod, att.terms) is not None:
+                continue
+            if topo:
+                candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in self._keys(att)}
+                if isinstance(self._topology_choice(pod, att, candidate), str):
+                    continue
+            for r, v in pod.requests.items():
+                node.requested[r] = node.requested.get(r, 0) + v
+            node.host_ports |= pod.host_ports
+            self._record(pod, att, node.labels, node.taints)
+            if not topo:
                 self._node_cursor[sig] = i
-                return node
-        self._node_cursor[sig] = len(self.nodes)
+            return node
+        if not topo:
+            self._node_cursor[sig] = len(self.nodes)
         return None
 
     @staticmethod
-    def _node_rejects(node: ExistingNode, pod: PodInfo) -> str | None:
+    def _node_rejects(node: ExistingNode, pod: PodInfo, terms: Sequence[Requirements] | None = None) -> str | None:
         taint = untolerated(node.effective_taints(), pod.tolerations)
         if taint is not None:
             return f"taint {taint} not tolerated"
-        problems = [t.matches_labels(node.labels) for t in pod.requirement_terms]
+        problems = [t.matches_labels(node.labels) for t in (terms or pod.requirement_terms)]
         if all(problems):
             return f"node affinity: {problems[0]}"
         if not fits(pod.requests, node.free()):
             return "not enough free " + ", ".join(r for r in sorted(pod.requests) if pod.requests[r] > node.free().get(r, 0))
+        clash = _ports_conflict(node.host_ports, pod.host_ports)
+        if clash is not None:
+            return f"host port {clash[1]}/{clash[2]} already in use"
         return None
 
     # ---- planned claims -----------------------------------------------------------------
-    def _place_planned(self, pod: PodInfo) -> bool:
-        sig = pod.signature()
-        start = self._claim_cursor.get(sig, 0)
+    def _place_planned(self, pod: PodInfo, att: _Attempt) -> bool:
+        topo = self._uses_topology(att)
+        sig = (pod.signature(), att.level)
+        start = 0 if topo else self._claim_cursor.get(sig, 0)
         for i in range(start, len(self._claims)):
             claim = self._claims[i]
-            if self._try_add(claim, pod):
-                self._claim_cursor[sig] = i
+            if self._try_add(claim, pod, att):
+                if not topo:
+                    self._claim_cursor[sig] = i
                 return True
-        self._claim_cursor[sig] = len(self._claims)
+        if not topo:
+            self._claim_cursor[sig] = len(self._claims)
         return False
 
-    def _try_add(self, claim: _Claim, pod: PodInfo) -> bool:
+    def _candidate(self, claim: _Claim, reqs: Requirements, keys: set[str]) -> dict[str, frozenset[str] | None]:
+        out: dict[str, frozenset[str] | None] = {}
+        for key in keys:
+            if key == LABEL_HOSTNAME:
+                out[key] = frozenset((claim.hostname,))
+                continue
+            req = reqs.get(key)
+            universe = self.topology.domains.get(key, set())
+            if req is None:
+                out[key] = frozenset(universe) or None
+            elif req.complement:
+                out[key] = frozenset(v for v in universe if req.has(v)) or None
+            else:
+                vals = frozenset(req.values)
+                out[key] = (vals & universe) or vals or None
+        return out
+
+    def _try_add(self, claim: _Claim, pod: PodInfo, att: _Attempt | None = None) -> bool:
         table = claim.table
         template = table.template
         if untolerated(template.taints, pod.tolerations) is not None:
             return False
+        if pod.host_ports and _ports_conflict(claim.host_ports, pod.host_ports) is not None:
+            return False
         vec = table.vector(pod.requests)
         if vec is None:
             return False
+        if att is None:
+            att = self._attempts(pod)[-1]
+        topo = self._uses_topology(att)
         need = claim.requests + vec
-        for term in pod.requirement_terms:
+        for term in att.terms:
             if claim.requirements.conflict(term) is not None:
                 continue
             reqs = claim.requirements.union_with(term)
+            if topo:
+                choice = self._topology_choice(pod, att, self._candidate(claim, reqs, self._keys(att)))
+                if isinstance(choice, str):
+                    continue
+                for key, domain in choice.items():
+                    if key != LABEL_HOSTNAME and (reqs.get(key) is None or reqs.get(key).size() != 1):  # type: ignore[union-attr]
+                        reqs.add(Requirement(key, False, frozenset((domain,))))
+                    elif key != LABEL_HOSTNAME:
+                        r = reqs.get(key)
+                        if r is not None and not r.has(domain):
+                            reqs = None  # type: ignore[assignment]
+                            break
+                if reqs is None:
+                    continue
             mask = claim.mask & table.compat_mask(term) & table.offering_mask(reqs)
             if not mask.any():
                 continue
@@ -262,14 +442,18 @@ class Scheduler:
             claim.mask = mask
             claim.requests = need
             claim.pods.append(pod)
+            claim.host_ports |= pod.host_ports
             self._reserve(template.name, table, claim, mask)
+            labels = {**reqs.labels(), LABEL_HOSTNAME: claim.hostname}
+            self._record(pod, att, labels, template.taints)
             return True
         return False
 
     # ---- new claims ---------------------------------------------------------------------
-    def _place_new(self, pod: PodInfo) -> bool:
-        sig = pod.signature()
-        failed = self._new_failed.setdefault(sig, set())
+    def _place_new(self, pod: PodInfo, att: _Attempt) -> bool:
+        topo = self._uses_topology(att)
+        sig = (pod.signature(), att.level)
+        failed = set() if topo else self._new_failed.setdefault(sig, set())
         for template in self.templates:
             if template.name in failed:
                 continue
@@ -280,7 +464,7 @@ class Scheduler:
             table = self.tables[template.name]
             claim = _Claim(table, template.requirements.copy(), f"hostname-placeholder-{len(self._claims):04d}", len(self._claims))
             claim.requirements.add(Requirement(LABEL_HOSTNAME, False, frozenset((claim.hostname,))))
-            if self._try_add(claim, pod):
+            if self._try_add(claim, pod, att):
                 self._claims.append(claim)
                 if rem is not None and "nodes" in rem:
                     rem["nodes"] -= 1
@@ -373,6 +557,9 @@ class Scheduler:
         if vec is None:
             missing = [r for r in sorted(pod.requests) if r not in table.index]
             return f"no instance type offers resource {', '.join(missing)}"
+        clash = _ports_conflict(set(table.daemon_host_ports), pod.host_ports)
+        if clash is not None:
+            return f"host port {clash[1]}/{clash[2]} is held by a DaemonSet on every node of this NodePool"
         reasons: list[str] = []
         for term in pod.requirement_terms:
             conflict = template.requirements.conflict(term)
@@ -421,5 +608,12 @@ class Scheduler:
             if problem is not None:
                 reasons.append(f"requirement {problem}")
                 continue
+            if pod.has_topology or self._anti_keys:
+                att = self._attempts(pod)[-1]
+                probe = _Claim(table, reqs.copy(), "hostname-placeholder-explain", -1)
+                choice = self._topology_choice(pod, att, self._candidate(probe, reqs, self._keys(att)))
+                if isinstance(choice, str):
+                    reasons.append(choice)
+                    continue
             reasons.append("fits a new node, but a planned node took the capacity first")
         return " | ".join(dict.fromkeys(reasons))

@@ -141,6 +141,10 @@ class TypeTable:
         cap = np.zeros((n, m), dtype=np.int64)
         daemon = np.zeros((n, m), dtype=np.int64)
         ds_for_template = [ds for ds in daemonsets if daemonset_fits_template(ds, template)]
+        self.daemon_host_ports: frozenset[tuple[str, int, str]] = frozenset(
+            port for ds in ds_for_template for port in ds.host_ports
+        )
+        """Host ports the pool's DaemonSets hold on every node (pods cannot use them)."""
         for i, it in enumerate(types):
             for r, v in it.allocatable.items():
                 alloc[i, self.index[r]] = v

@@ -23,7 +23,7 @@ from typing import Any
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.scheduling.pod import pod_info
-from karpy_core.scheduling.resources import fits, parse_resource_list, subtract
+from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.scheduling.taints import Toleration, parse_taints, untolerated
 from karpy_core.state.cluster import condition, daemonset_pod_infos
 from karpy_core.utils.clock import Clock
@@ -194,42 +194,46 @@ class KubeSchedulerSimulator:
         self.cluster = cluster
 
     async def reconcile(self) -> int:
-        """One scheduling cycle over every pending pod (priority, then creation order)."""
-        nodes = [n for n in self.cluster.objects("Node") if not n["metadata"].get("deletionTimestamp")]
-        nodes = [n for n in nodes if not (n.get("spec") or {}).get("unschedulable")]
+        """One scheduling cycle over every pending pod, with the same placement rules karpy's
+        scheduler applies to existing nodes (taints, node affinity, resources, host ports,
+        topology spread and pod affinity), honouring every taint as kube-scheduler does."""
+        from karpy_core.scheduling.scheduler import ExistingNode, Scheduler
+        from karpy_core.state.cluster import ClusterSnapshot, bound_pod_infos
+
+        nodes = [
+            n for n in self.cluster.objects("Node")
+            if not n["metadata"].get("deletionTimestamp") and not (n.get("spec") or {}).get("unschedulable")
+            and any(c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or ())
+        ]
         pods = self.cluster.objects("Pod")
-        free: dict[str, dict[str, int]] = {
-            n["metadata"]["name"]: parse_resource_list((n.get("status") or {}).get("allocatable")) for n in nodes
-        }
-        for p in pods:
-            node_name = (p.get("spec") or {}).get("nodeName")
-            if node_name in free and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                free[node_name] = subtract(free[node_name], pod_info(p).requests)
-        pending = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-        pending.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0), _created(p), p["metadata"]["name"]))
+        snapshot = ClusterSnapshot(nodes=nodes, pods=pods)
+        bound = bound_pod_infos(snapshot)
+        requested: dict[str, dict[str, int]] = {}
+        for bp in bound:
+            acc = requested.setdefault(bp.node_name, {})
+            for r, v in bp.requests.items():
+                acc[r] = acc.get(r, 0) + v
+        existing = [
+            ExistingNode(
+                name=n["metadata"]["name"],
+                labels=dict(n["metadata"].get("labels") or {}),
+                taints=parse_taints((n.get("spec") or {}).get("taints")),
+                allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
+                requested=requested.get(n["metadata"]["name"], {}),
+                initialized=True,
+            )
+            for n in nodes
+        ]
+        pending_dicts = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+        infos = [pod_info(p) for p in pending_dicts]
+        by_key = {i.key: d for i, d in zip(infos, pending_dicts, strict=True)}
+        results = Scheduler([], existing, bound_pods=bound).solve(infos)
         changes = 0
-        for p in pending:
-            info = pod_info(p)
-            chosen = None
-            for n in nodes:
-                name = n["metadata"]["name"]
-                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or ())
-                if not ready:
-                    continue
-                if untolerated(parse_taints((n.get("spec") or {}).get("taints")), info.tolerations) is not None:
-                    continue
-                labels = n["metadata"].get("labels") or {}
-                if all(t.matches_labels(labels) for t in info.requirement_terms):
-                    continue
-                if not fits(info.requests, free[name]):
-                    continue
-                chosen = name
-                break
-            if chosen is not None:
-                await self.cluster.bind(p, chosen)
-                free[chosen] = subtract(free[chosen], info.requests)
-                changes += 1
-                continue
+        for key, node_name in sorted(results.existing.items()):
+            await self.cluster.bind(by_key[key], node_name)
+            changes += 1
+        for key in sorted(results.errors):
+            p = by_key[key]
             cond = condition(p, "PodScheduled")
             if cond is None or cond.get("reason") != "Unschedulable":
                 self.cluster.patch_sync(
@@ -240,4 +244,3 @@ class KubeSchedulerSimulator:
                 )
                 changes += 1
         return changes
-

@@ -70,6 +70,7 @@ class Simulator:
         clock: VirtualClock | None = None,
         boot_seconds: float = 30.0,
         startup_taint_seconds: float = 10.0,
+        preference_policy: str = "Respect",
     ):
         self.clock = clock or VirtualClock()
         self.start = self.clock.now()
@@ -78,7 +79,7 @@ class Simulator:
         self.workloads = WorkloadSimulator(self.cluster)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
-        self.provisioner = Provisioner(kube=self.cluster, provider=provider)
+        self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy)
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}

@@ -27,6 +27,7 @@ __all__ = [
     "daemonset_pod_infos",
     "existing_nodes",
     "nodepool_usage",
+    "bound_pod_infos",
 ]
 
 
@@ -100,6 +101,20 @@ def daemonset_pod_infos(daemonsets: Iterable[dict[str, Any]]) -> list[PodInfo]:
             "spec": tmpl.get("spec") or {},
         }
         out.append(pod_info(pod))
+    return out
+
+
+def bound_pod_infos(snapshot: ClusterSnapshot) -> list[PodInfo]:
+    """Pods bound to a node and not finished (for topology counts and host ports)."""
+    out = []
+    for p in snapshot.pods:
+        if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            if p["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                out.append(pod_info(p))
+            except ValueError:
+                continue
     return out
 
 

@@ -27,6 +27,7 @@ from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler, Schedul
 from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool
 from karpy_core.state.cluster import (
     ClusterSnapshot,
+    bound_pod_infos,
     collect_snapshot,
     daemonset_pod_infos,
     existing_nodes,
@@ -61,6 +62,8 @@ async def build_scheduler(
     snapshot: ClusterSnapshot,
     provider: CloudProvider,
     instance_types: dict[str, list[InstanceType]] | None = None,
+    *,
+    preference_policy: str = "Respect",
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
     """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (weight order) with their
     instance types, existing nodes and in-flight NodeClaims, DaemonSets, and NodePool usage."""
@@ -84,6 +87,8 @@ async def build_scheduler(
         existing_nodes(snapshot, startup),
         daemonset_pod_infos(snapshot.daemonsets),
         nodepool_usage(snapshot),
+        bound_pods=bound_pod_infos(snapshot),
+        preference_policy=preference_policy,
     )
     return scheduler, templates
 
@@ -135,9 +140,10 @@ class Provisioner:
 
     name = "provisioner"
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect"):
         self.kube = kube
         self.provider = provider
+        self.preference_policy = preference_policy
         self.last: ProvisioningResult = ProvisioningResult()
 
     async def reconcile(self) -> ProvisioningResult:
@@ -155,7 +161,7 @@ class Provisioner:
                 pods.append(pod_info(p))
             except (QuantityError, ValueError) as exc:
                 bad[f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"] = f"invalid pod: {exc}"
-        scheduler, _ = await build_scheduler(snapshot, self.provider)
+        scheduler, _ = await build_scheduler(snapshot, self.provider, preference_policy=self.preference_policy)
         results = scheduler.solve(pods)
         results.errors.update(bad)
         result.results = results
