@@ -35,7 +35,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, fits, subtract
 from karpy_core.scheduling.taints import Taint, untolerated
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
-from karpy_core.scheduling.topology import AffinityTerm, Placement, SpreadConstraint, Topology
+from karpy_core.scheduling.topology import AffinityTerm, Placement, SpreadConstraint, Topology, Verdict
 from karpy_core.utils.quantity import format_quantity
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
@@ -103,9 +103,12 @@ class PlannedNodeClaim:
     hostname: str
 
     def cheapest_offering_price(self) -> float:
-        """USD/hour of the cheapest available offering among the options."""
-        best = min((o.price for it in self.instance_types for o in it.compatible_offerings(self.requirements)), default=0.0)
-        return best
+        """USD/hour of the cheapest available offering among the options (the first type is the
+        cheapest: options are ordered by price)."""
+        if not self.instance_types:
+            return 0.0
+        o = self.instance_types[0].cheapest(self.requirements)
+        return o.price if o is not None else 0.0
 
     def spec_requirements(self) -> list[dict[str, object]]:
         """``spec.requirements`` for the NodeClaim object (node-selector dicts)."""
@@ -192,6 +195,7 @@ class Scheduler:
         bound_pods: Sequence[PodInfo] = (),
         preference_policy: str = "Respect",
         max_instance_types: int = MAX_INSTANCE_TYPES,
+        use_caches: bool = True,
     ):
         self.templates = sorted(templates, key=lambda t: (-t.weight, t.name))
         self.tables = {t.name: TypeTable(t, daemonsets) for t in self.templates}
@@ -199,6 +203,8 @@ class Scheduler:
         self.bound_pods = list(bound_pods)
         self.preference_policy = preference_policy
         self.max_instance_types = max_instance_types
+        self.use_caches = use_caches
+        """False: try every node and claim for every pod (the pod-by-pod reference run)."""
         usage = nodepool_usage or {}
         self.remaining: dict[str, Resources | None] = {}
         for t in self.templates:
@@ -290,63 +296,69 @@ class Scheduler:
                 continue
             placed = False
             for att in self._attempts(pod):
-                node = self._place_existing(pod, att)
+                verdict = self._verdict(pod, att)
+                node = self._place_existing(pod, att, verdict)
                 if node is not None:
                     existing[pod.key] = node.name
                     placed = True
                     break
-                if self._place_planned(pod, att) or self._place_new(pod, att):
+                if self._place_planned(pod, att, verdict) or self._place_new(pod, att, verdict):
                     placed = True
                     break
             if not placed:
                 errors[pod.key] = self.explain(pod)
         return SchedulingResults([self._finalize(c) for c in self._claims], existing, errors)
 
-    def _uses_topology(self, att: _Attempt) -> bool:
-        return att.constrained or bool(self._anti_keys)
+    def _verdict(self, pod: PodInfo, att: _Attempt) -> Verdict | None:
+        """The pod's topology verdict for this attempt, or None when topology cannot matter."""
+        if not att.constrained and not (self.topology.has_anti and self.topology.anti_selects(pod.namespace, pod.labels)):
+            return None
+        return self.topology.prepare(
+            namespace=pod.namespace,
+            labels=pod.labels,
+            spread=att.spread,
+            affinity=att.affinity,
+            node_terms=list(pod.requirement_terms),
+            tolerations=pod.tolerations,
+        )
+
+    def _cached(self, att: _Attempt, verdict: Verdict | None) -> bool:
+        """Whether a signature's failures are final. Nodes and claims only fill up, so resource,
+        taint and requirement failures are; so are anti-affinity and hostname-spread failures
+        (counts only grow, the hostname minimum stays 0). Zonal spread and affinity are not."""
+        if not self.use_caches:
+            return False
+        if verdict is None:
+            return True
+        return all(c.key == LABEL_HOSTNAME for c in att.spread) and all(t.anti for t in att.affinity)
 
     def _record(self, pod: PodInfo, att: _Attempt, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> None:
         anti = [t for t in att.affinity if t.anti]
         if anti:
             self._anti_keys |= {t.key for t in anti}
-        if self._uses_topology(att) or self.topology._groups or anti:
-            self.topology.record(pod.namespace, pod.labels, Placement(dict(labels), taints), anti)
-
-    def _topology_choice(self, pod: PodInfo, att: _Attempt, candidate: dict[str, frozenset[str] | None]) -> dict[str, str] | str:
-        return self.topology.allowed(
-            namespace=pod.namespace,
-            labels=pod.labels,
-            spread=att.spread,
-            affinity=att.affinity,
-            candidate=candidate,
-            node_terms=list(pod.requirement_terms),
-            tolerations=pod.tolerations,
-        )
-
-    def _keys(self, att: _Attempt) -> set[str]:
-        return {c.key for c in att.spread} | {t.key for t in att.affinity} | self._anti_keys
+        self.topology.record(pod.namespace, pod.labels, Placement(dict(labels), taints), anti)
 
     # ---- existing nodes -----------------------------------------------------------------
-    def _place_existing(self, pod: PodInfo, att: _Attempt) -> ExistingNode | None:
-        topo = self._uses_topology(att)
+    def _place_existing(self, pod: PodInfo, att: _Attempt, verdict: Verdict | None) -> ExistingNode | None:
+        cached = self._cached(att, verdict)
         sig = (pod.signature(), att.level)
-        start = 0 if topo else self._node_cursor.get(sig, 0)
+        start = self._node_cursor.get(sig, 0) if cached else 0
         for i in range(start, len(self.nodes)):
             node = self.nodes[i]
             if self._node_rejects(node, pod, att.terms) is not None:
                 continue
-            if topo:
-                candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in self._keys(att)}
-                if isinstance(self._topology_choice(pod, att, candidate), str):
+            if verdict is not None:
+                candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in verdict.rules}
+                if isinstance(verdict.choose(candidate), str):
                     continue
             for r, v in pod.requests.items():
                 node.requested[r] = node.requested.get(r, 0) + v
             node.host_ports |= pod.host_ports
             self._record(pod, att, node.labels, node.taints)
-            if not topo:
+            if cached:
                 self._node_cursor[sig] = i
             return node
-        if not topo:
+        if cached:
             self._node_cursor[sig] = len(self.nodes)
         return None
 
@@ -366,17 +378,17 @@ class Scheduler:
         return None
 
     # ---- planned claims -----------------------------------------------------------------
-    def _place_planned(self, pod: PodInfo, att: _Attempt) -> bool:
-        topo = self._uses_topology(att)
+    def _place_planned(self, pod: PodInfo, att: _Attempt, verdict: Verdict | None) -> bool:
+        cached = self._cached(att, verdict)
         sig = (pod.signature(), att.level)
-        start = 0 if topo else self._claim_cursor.get(sig, 0)
+        start = self._claim_cursor.get(sig, 0) if cached else 0
         for i in range(start, len(self._claims)):
             claim = self._claims[i]
-            if self._try_add(claim, pod, att):
-                if not topo:
+            if self._try_add(claim, pod, att, verdict):
+                if cached:
                     self._claim_cursor[sig] = i
                 return True
-        if not topo:
+        if cached:
             self._claim_cursor[sig] = len(self._claims)
         return False
 
@@ -397,7 +409,7 @@ class Scheduler:
                 out[key] = (vals & universe) or vals or None
         return out
 
-    def _try_add(self, claim: _Claim, pod: PodInfo, att: _Attempt | None = None) -> bool:
+    def _try_add(self, claim: _Claim, pod: PodInfo, att: _Attempt | None = None, verdict: Verdict | None = None) -> bool:
         table = claim.table
         template = table.template
         if untolerated(template.taints, pod.tolerations) is not None:
@@ -409,14 +421,19 @@ class Scheduler:
             return False
         if att is None:
             att = self._attempts(pod)[-1]
-        topo = self._uses_topology(att)
+            verdict = self._verdict(pod, att)
+        if verdict is not None:
+            host_rule = verdict.rules.get(LABEL_HOSTNAME)
+            if host_rule is not None and (claim.hostname in host_rule.forbidden or (
+                    host_rule.allowed is not None and claim.hostname not in host_rule.allowed)):
+                return False
         need = claim.requests + vec
         for term in att.terms:
             if claim.requirements.conflict(term) is not None:
                 continue
             reqs = claim.requirements.union_with(term)
-            if topo:
-                choice = self._topology_choice(pod, att, self._candidate(claim, reqs, self._keys(att)))
+            if verdict is not None:
+                choice = verdict.choose(self._candidate(claim, reqs, set(verdict.rules)))
                 if isinstance(choice, str):
                     continue
                 for key, domain in choice.items():
@@ -450,10 +467,9 @@ class Scheduler:
         return False
 
     # ---- new claims ---------------------------------------------------------------------
-    def _place_new(self, pod: PodInfo, att: _Attempt) -> bool:
-        topo = self._uses_topology(att)
+    def _place_new(self, pod: PodInfo, att: _Attempt, verdict: Verdict | None) -> bool:
         sig = (pod.signature(), att.level)
-        failed = set() if topo else self._new_failed.setdefault(sig, set())
+        failed = self._new_failed.setdefault(sig, set()) if self._cached(att, verdict) else set()
         for template in self.templates:
             if template.name in failed:
                 continue
@@ -464,7 +480,7 @@ class Scheduler:
             table = self.tables[template.name]
             claim = _Claim(table, template.requirements.copy(), f"hostname-placeholder-{len(self._claims):04d}", len(self._claims))
             claim.requirements.add(Requirement(LABEL_HOSTNAME, False, frozenset((claim.hostname,))))
-            if self._try_add(claim, pod, att):
+            if self._try_add(claim, pod, att, verdict):
                 self._claims.append(claim)
                 if rem is not None and "nodes" in rem:
                     rem["nodes"] -= 1
@@ -506,18 +522,15 @@ class Scheduler:
         table = claim.table
         reqs = claim.requirements.copy()
         reqs.by_key.pop(LABEL_HOSTNAME, None)
-        idx = np.flatnonzero(claim.mask)
-        priced: list[tuple[float, str, int]] = []
-        for i in idx:
-            it = table.types[i]
-            o = it.cheapest(reqs)
-            if o is not None:
-                priced.append((o.price, it.name, int(i)))
-        priced.sort()
-        chosen = [int(i) for _, _, i in priced[: self.max_instance_types]]
+        prices = table.cheapest_prices(reqs)
+        idx = np.flatnonzero(claim.mask & np.isfinite(prices))
+        order = idx[np.lexsort((table.name_rank[idx], prices[idx]))]
+        chosen = [int(i) for i in order[: self.max_instance_types]]
         types = [table.types[i] for i in chosen]
-        cts = sorted({o.capacity_type for it in types for o in it.compatible_offerings(reqs)})
-        zones = sorted({o.zone for it in types for o in it.compatible_offerings(reqs)})
+        cols = table.column_mask(reqs) & np.isfinite(table.prices[chosen]).any(axis=0) if chosen else np.zeros(0, dtype=bool)
+        used = [table.offering_columns[j] for j in np.flatnonzero(cols)]
+        cts = sorted({c for _, c in used})
+        zones = sorted({z for z, _ in used})
         reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
         reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(cts)))
         reqs.add(Requirement(LABEL_ZONE, False, frozenset(zones)))
@@ -608,10 +621,11 @@ class Scheduler:
             if problem is not None:
                 reasons.append(f"requirement {problem}")
                 continue
-            if pod.has_topology or self._anti_keys:
-                att = self._attempts(pod)[-1]
+            att = self._attempts(pod)[-1]
+            verdict = self._verdict(pod, att)
+            if verdict is not None:
                 probe = _Claim(table, reqs.copy(), "hostname-placeholder-explain", -1)
-                choice = self._topology_choice(pod, att, self._candidate(probe, reqs, self._keys(att)))
+                choice = verdict.choose(self._candidate(probe, reqs, set(verdict.rules)))
                 if isinstance(choice, str):
                     reasons.append(choice)
                     continue

@@ -159,6 +159,22 @@ class TypeTable:
         self.daemon = daemon
         self.free = alloc - daemon
         self.allocatable = alloc
+        cols = sorted({(o.zone, o.capacity_type) for it in types for o in it.offerings})
+        self.offering_columns: list[tuple[str, str]] = cols
+        """(zone, capacity type) of each column of :attr:`prices`."""
+        col_index = {c: j for j, c in enumerate(cols)}
+        prices = np.full((n, len(cols)), np.inf)
+        for i, it in enumerate(types):
+            for o in it.offerings:
+                if o.available:
+                    j = col_index[(o.zone, o.capacity_type)]
+                    prices[i, j] = min(prices[i, j], o.price)
+        self.prices = prices
+        """USD/hour per type and (zone, capacity type); ``inf`` where unavailable."""
+        self._cheapest: dict[tuple[Any, ...], np.ndarray] = {}
+        ranks = {name: r for r, name in enumerate(sorted(it.name for it in types))}
+        self.name_rank = np.fromiter((ranks[it.name] for it in types), dtype=np.int64, count=n)
+        """Each type's position in name order (price ties are broken by name)."""
         self._compat: dict[tuple[Any, ...], np.ndarray] = {}
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
         self._minvalue_keys = [r for r in template.requirements if r.min_values]
@@ -212,6 +228,30 @@ class TypeTable:
             )
             self._offer[key] = mask
         return mask
+
+    def column_mask(self, reqs: Requirements) -> np.ndarray:
+        """Offering columns whose zone and capacity type ``reqs`` allows."""
+        zone, ct = reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)
+        return np.fromiter(
+            ((zone is None or zone.has(z)) and (ct is None or ct.has(c)) for z, c in self.offering_columns),
+            dtype=bool,
+            count=len(self.offering_columns),
+        )
+
+    def cheapest_prices(self, reqs: Requirements) -> np.ndarray:
+        """Per type, the cheapest available offering price (USD/hour) allowed by ``reqs``; ``inf``
+        where none (cached per zone/capacity-type requirement pair)."""
+        zone, ct = reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)
+        key = (
+            requirement_key(Requirements.of(zone)) if zone else None,
+            requirement_key(Requirements.of(ct)) if ct else None,
+        )
+        out = self._cheapest.get(key)
+        if out is None:
+            cols = self.column_mask(reqs)
+            out = self.prices[:, cols].min(axis=1) if cols.any() else np.full(len(self.types), np.inf)
+            self._cheapest[key] = out
+        return out
 
     def min_values_problem(self, mask: np.ndarray) -> str | None:
         """Which ``minValues`` requirement the types in ``mask`` fail, or None (Strict policy)."""

@@ -120,21 +120,6 @@ def _term(term: Mapping[str, Any], namespace: str, anti: bool, weight: int) -> A
     )
 
 
-@dataclass
-class _Group:
-    """Counts of matching pods per domain for one (selector, namespaces, key)."""
-
-    key: str
-    selector: dict[str, Any]
-    namespaces: tuple[str, ...] | None  # None = any namespace of the owner (spread uses the pod's)
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        if self.namespaces is not None and namespace not in self.namespaces:
-            return False
-        return selector_matches(self.selector, labels)
-
-
 @dataclass(frozen=True)
 class Placement:
     """Where a pod sits, for topology bookkeeping: its domain per label (node labels, or the single
@@ -142,6 +127,49 @@ class Placement:
 
     labels: Mapping[str, str]
     taints: tuple[Taint, ...] = ()
+
+
+@dataclass
+class _KeyRule:
+    """What one pod's constraints allow for one topology key."""
+
+    allowed: set[str] | None = None  # None: any value
+    forbidden: set[str] = field(default_factory=set)
+    counts: dict[str, int] | None = None  # spread counts, to pick the least-loaded domain
+    why: str = ""
+
+    def restrict(self, values: Iterable[str], why: str) -> None:
+        vals = set(values)
+        self.allowed = vals if self.allowed is None else self.allowed & vals
+        self.why = self.why or why
+
+
+@dataclass
+class Verdict:
+    """A pod's topology constraints evaluated against the current counts: per key, the domains it
+    may use. Computed once per pod (counts do not change while one pod looks for a place) and then
+    checked cheaply against every candidate node or NodeClaim."""
+
+    rules: dict[str, _KeyRule]
+    failure: str = ""
+
+    def choose(self, candidate: Mapping[str, frozenset[str] | None]) -> dict[str, str] | str:
+        """``{key: domain}`` to pin on the candidate, or why the candidate is ruled out."""
+        if self.failure:
+            return self.failure
+        out: dict[str, str] = {}
+        for key, rule in self.rules.items():
+            vals = candidate.get(key)
+            if vals is None:
+                return f"the node has no {key} label, needed by a topology constraint"
+            ok = [v for v in vals if v not in rule.forbidden and (rule.allowed is None or v in rule.allowed)]
+            if not ok:
+                return rule.why or f"topology constraint on {key}"
+            if rule.counts is not None:
+                out[key] = min(ok, key=lambda d: (rule.counts.get(d, 0), d))  # type: ignore[union-attr]
+            else:
+                out[key] = min(ok)
+        return out
 
 
 class Topology:
@@ -154,46 +182,125 @@ class Topology:
 
     def __init__(self, domains: Mapping[str, set[str]]):
         self.domains = {k: set(v) for k, v in domains.items()}
-        self._groups: dict[tuple[str, str, tuple[str, ...] | None], _Group] = {}
-        self._placed: list[tuple[str, Mapping[str, str], Placement]] = []  # (namespace, labels, where)
-        self._anti: list[tuple[AffinityTerm, str, str]] = []  # (term, owner namespace, domain) of placed pods
+        # (key, selector, namespaces or None) -> domain -> matching pods placed there
+        self._counts: dict[tuple[str, str, tuple[str, ...] | None], dict[str, int]] = {}
+        self._placed: list[tuple[str, Mapping[str, str], Placement]] = []
+        # anti-affinity terms of placed pods: (key, selector, namespaces) -> domains they occupy
+        self._anti: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
+        self._selectors: dict[str, dict[str, Any]] = {}
+        self._matches: dict[tuple[str, str, tuple[tuple[str, str], ...]], bool] = {}
 
-    def _group(self, key: str, selector: str, namespaces: tuple[str, ...] | None) -> _Group:
+    @property
+    def has_anti(self) -> bool:
+        return bool(self._anti)
+
+    def _sel(self, selector: str) -> dict[str, Any]:
+        parsed = self._selectors.get(selector)
+        if parsed is None:
+            parsed = self._selectors[selector] = json.loads(selector)
+        return parsed
+
+    def _match(self, selector: str, labels: Mapping[str, str], lkey: tuple[tuple[str, str], ...] | None = None) -> bool:
+        key = (selector, "", lkey if lkey is not None else tuple(sorted(labels.items())))
+        hit = self._matches.get(key)
+        if hit is None:
+            hit = self._matches[key] = selector_matches(self._sel(selector), labels)
+        return hit
+
+    def _group(self, key: str, selector: str, namespaces: tuple[str, ...] | None) -> dict[str, int]:
         gk = (key, selector, namespaces)
-        g = self._groups.get(gk)
-        if g is None:
-            g = _Group(key, json.loads(selector), namespaces)
+        counts = self._counts.get(gk)
+        if counts is None:
+            counts = self._counts[gk] = {}
             for ns, labels, where in self._placed:
-                self._count(g, ns, labels, where)
-            self._groups[gk] = g
-        return g
-
-    @staticmethod
-    def _count(g: _Group, namespace: str, labels: Mapping[str, str], where: Placement) -> None:
-        if g.matches(namespace, labels) and g.key in where.labels:
-            d = where.labels[g.key]
-            g.counts[d] = g.counts.get(d, 0) + 1
+                if (namespaces is None or ns in namespaces) and key in where.labels and self._match(selector, labels):
+                    d = where.labels[key]
+                    counts[d] = counts.get(d, 0) + 1
+        return counts
 
     def record(self, namespace: str, labels: Mapping[str, str], where: Placement, anti_terms: Iterable[AffinityTerm] = ()) -> None:
         """Count a pod placed at ``where`` (existing pods and each pod the scheduler places)."""
         self._placed.append((namespace, labels, where))
-        for g in self._groups.values():
-            self._count(g, namespace, labels, where)
+        lkey = tuple(sorted(labels.items()))
+        for (key, selector, namespaces), counts in self._counts.items():
+            if (namespaces is None or namespace in namespaces) and key in where.labels and self._match(selector, labels, lkey):
+                d = where.labels[key]
+                counts[d] = counts.get(d, 0) + 1
         for t in anti_terms:
             if t.key in where.labels:
-                self._anti.append((t, namespace, where.labels[t.key]))
+                self._anti.setdefault((t.key, t.selector, t.namespaces), set()).add(where.labels[t.key])
+
+    def anti_selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """True when some placed pod's anti-affinity term selects a pod with these labels."""
+        lkey = tuple(sorted(labels.items()))
+        return any(namespace in ns and self._match(sel, labels, lkey) for (_, sel, ns) in self._anti)
 
     def _spread_counts(self, c: SpreadConstraint, namespace: str, node_filter: Any) -> dict[str, int]:
-        # Spread counts only nodes admitted by the policies; recount from placements when filtered.
         if node_filter is None:
-            return self._group(c.key, c.selector, (namespace,)).counts
-        sel = json.loads(c.selector)
+            return self._group(c.key, c.selector, (namespace,))
         counts: dict[str, int] = {}
         for ns, labels, where in self._placed:
-            if ns == namespace and c.key in where.labels and node_filter(where) and selector_matches(sel, labels):
+            if ns == namespace and c.key in where.labels and node_filter(where) and self._match(c.selector, labels):
                 d = where.labels[c.key]
                 counts[d] = counts.get(d, 0) + 1
         return counts
+
+    def prepare(
+        self,
+        *,
+        namespace: str,
+        labels: Mapping[str, str],
+        spread: Iterable[SpreadConstraint],
+        affinity: Iterable[AffinityTerm],
+        node_terms: list[Requirements] | None = None,
+        tolerations: tuple[Toleration, ...] = (),
+    ) -> Verdict:
+        """Evaluate a pod's constraints (and placed pods' anti-affinity against it) once."""
+        rules: dict[str, _KeyRule] = {}
+        lkey = tuple(sorted(labels.items()))
+
+        def rule(key: str) -> _KeyRule:
+            return rules.setdefault(key, _KeyRule())
+
+        for (key, sel, nss), occupied in self._anti.items():
+            if namespace in nss and self._match(sel, labels, lkey):
+                r = rule(key)
+                r.forbidden |= occupied
+                r.why = r.why or f"a placed pod's anti-affinity on {key} excludes this pod from {', '.join(sorted(occupied)[:3])}"
+        for t in affinity:
+            counts = self._group(t.key, t.selector, t.namespaces)
+            occupied = {d for d, n in counts.items() if n > 0}
+            r = rule(t.key)
+            if t.anti:
+                r.forbidden |= occupied
+                r.why = r.why or f"pod anti-affinity on {t.key}: every reachable domain already has a matching pod"
+            elif occupied:
+                r.restrict(occupied, f"pod affinity on {t.key}: no matching pod in a domain this node can be in")
+            elif not (namespace in t.namespaces and self._match(t.selector, labels, lkey)):
+                return Verdict(rules, f"pod affinity on {t.key}: no pod matches the term anywhere yet")
+        terms_matter = bool(node_terms) and any(len(t) for t in node_terms or ())
+        for c in spread:
+            node_filter = None
+            if (c.honor_affinity and terms_matter) or c.honor_taints:
+                def node_filter(where: Placement, c: SpreadConstraint = c) -> bool:
+                    if c.honor_affinity and terms_matter and all(t.matches_labels(where.labels) for t in node_terms or ()):
+                        return False
+                    return not (c.honor_taints and untolerated(where.taints, tolerations) is not None)
+            counts = self._spread_counts(c, namespace, node_filter)
+            self_match = 1 if self._match(c.selector, labels, lkey) else 0
+            r = rule(c.key)
+            why = f"topology spread on {c.key} (maxSkew {c.max_skew}): every domain this node can be in would exceed the skew"
+            if c.key == LABEL_HOSTNAME:
+                r.forbidden |= {d for d, n in counts.items() if n + self_match > c.max_skew}
+                r.why = r.why or why
+            else:
+                universe = self.domains.get(c.key, set()) | set(counts)
+                global_min = min((counts.get(d, 0) for d in universe), default=0)
+                if len(universe) < c.min_domains:
+                    global_min = 0
+                r.restrict({d for d in universe if counts.get(d, 0) + self_match - global_min <= c.max_skew}, why)
+            r.counts = counts if r.counts is None else {d: r.counts.get(d, 0) + counts.get(d, 0) for d in set(r.counts) | set(counts)}
+        return Verdict(rules)
 
     def allowed(
         self,
@@ -206,80 +313,7 @@ class Topology:
         node_terms: list[Requirements] | None = None,
         tolerations: tuple[Toleration, ...] = (),
     ) -> dict[str, str] | str:
-        """Pick a domain per constrained key for a candidate node or NodeClaim.
-
-        Args:
-            candidate: per topology key, the values the candidate can still take (a single value for
-                an existing node, several for a NodeClaim not yet pinned; None = the candidate does
-                not have the key).
-
-        Returns:
-            ``{key: domain}`` to pin, or a string saying which constraint rules the candidate out.
-        """
-        choice: dict[str, str] = {}
-        spread = list(spread)
-        affinity = list(affinity)
-        keys = {c.key for c in spread} | {t.key for t in affinity}
-        options: dict[str, set[str]] = {}
-        for key in keys:
-            vals = candidate.get(key)
-            if vals is None:
-                return f"the node has no {key} label, needed by a topology constraint"
-            options[key] = set(vals)
-        # inverse anti-affinity: placed pods' anti-affinity terms that select this pod
-        for term, _owner_ns, domain in self._anti:
-            selects_pod = namespace in term.namespaces and selector_matches(json.loads(term.selector), labels)
-            if term.key in options and selects_pod:
-                options[term.key].discard(domain)
-                if not options[term.key]:
-                    return f"a placed pod's anti-affinity on {term.key} excludes this pod from {domain}"
-            elif term.key not in options and term.key in candidate and candidate[term.key] is not None:
-                vals = candidate[term.key] or frozenset()
-                if len(vals) == 1 and domain in vals and selects_pod:
-                    return f"a placed pod's anti-affinity on {term.key} excludes this pod from {domain}"
-        for t in affinity:
-            g = self._group(t.key, t.selector, t.namespaces)
-            occupied = {d for d, n in g.counts.items() if n > 0}
-            if t.anti:
-                options[t.key] -= occupied
-                if not options[t.key]:
-                    return f"pod anti-affinity on {t.key}: every reachable domain already has a matching pod"
-            else:
-                if occupied:
-                    options[t.key] &= occupied
-                    if not options[t.key]:
-                        return f"pod affinity on {t.key}: no matching pod in a domain this node can be in"
-                elif not (namespace in t.namespaces and g.matches(namespace, labels)):
-                    return f"pod affinity on {t.key}: no pod matches the term anywhere yet"
-        for c in spread:
-            node_filter = None
-            if (c.honor_affinity and node_terms) or (c.honor_taints):
-                def node_filter(where: Placement, c: SpreadConstraint = c) -> bool:
-                    if c.honor_affinity and node_terms and all(t.matches_labels(where.labels) for t in node_terms):
-                        return False
-                    return not (c.honor_taints and untolerated(where.taints, tolerations) is not None)
-            counts = self._spread_counts(c, namespace, node_filter)
-            self_match = 1 if selector_matches(json.loads(c.selector), labels) else 0
-            if c.key == LABEL_HOSTNAME:
-                global_min = 0
-            else:
-                universe = self.domains.get(c.key, set()) | set(counts)
-                global_min = min((counts.get(d, 0) for d in universe), default=0)
-                if len(universe) < c.min_domains:
-                    global_min = 0
-            ok = sorted(
-                (d for d in options[c.key] if counts.get(d, 0) + self_match - global_min <= c.max_skew),
-                key=lambda d: (counts.get(d, 0), d),
-            )
-            if not ok:
-                return (
-                    f"topology spread on {c.key} (maxSkew {c.max_skew}): every domain this node can be in "
-                    f"would exceed the skew"
-                )
-            options[c.key] = {ok[0]}
-        for key, vals in options.items():
-            if len(vals) == 1:
-                choice[key] = next(iter(vals))
-            else:
-                choice[key] = min(vals)
-        return choice
+        """One-shot :meth:`prepare` + :meth:`Verdict.choose` for a single candidate."""
+        verdict = self.prepare(namespace=namespace, labels=labels, spread=spread, affinity=affinity,
+                               node_terms=node_terms, tolerations=tolerations)
+        return verdict.choose(candidate)

@@ -1,0 +1,194 @@
+"""A reusable conformance suite for cloud-provider plugins.
+
+Usage, in a provider package's tests::
+
+    from karpy_core.testing import ProviderConformance
+
+    class TestMyCloudConformance(ProviderConformance):
+        async def make_provider(self):
+            return CloudProvider(create_plugin({...}))      # the facade, not the bare plugin
+
+        def node_class_ref(self):
+            return {"group": "mycloud.example", "kind": "MyNodeClass", "name": "default"}
+
+Hooks a subclass may override (all have defaults except :meth:`make_provider`):
+
+* ``async make_provider() -> CloudProvider`` (required) and ``async close_provider(provider)``;
+* ``node_class_ref() -> dict`` (``group``/``kind``/``name`` of a NodeClass that is Ready);
+* ``nodeclaim_requirements() -> list[dict]`` (extra requirements for launched claims, e.g. a
+  cheap instance type so tests stay fast);
+* ``make_nodeclaim(name) -> NodeClaim`` and ``make_nodepool() -> NodePool``;
+* ``unknown_provider_id() -> str``: a well-formed ID of an instance that does not exist;
+* ``async settle(provider)``: called between delete attempts (e.g. to advance a fake clock).
+
+What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karpenter
+``pkg/cloudprovider/types.go``):
+
+* instance types are well formed: requirements define the well-known labels they resolve
+  (arch, os, instance-type, zone, capacity-type), every offering has a zone and a capacity type,
+  ``allocatable <= capacity``, prices ``>= 0``;
+* create -> get -> list -> delete round trip, with the created NodeClaim's labels consistent
+  with an offering of the instance type it names, and capacity/allocatable set;
+* delete is idempotent: repeated deletes end with ``NodeClaimNotFoundError``, and get then raises
+  it too;
+* get of an unknown provider ID raises ``NodeClaimNotFoundError``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from karpy_core.apis.labels import LABEL_ARCH, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_OS, LABEL_ZONE
+from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.apis.nodepool import NodePool
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.errors import NodeClaimNotFoundError
+from karpy_core.scheduling.resources import parse_resource_list
+
+__all__ = ["ProviderConformance", "nodeclaim_for", "nodepool_for"]
+
+_MAX_DELETE_ATTEMPTS = 10
+
+
+def nodepool_for(node_class_ref: dict[str, str], requirements: list[dict[str, Any]] | None = None,
+                 name: str = "conformance") -> NodePool:
+    """A minimal NodePool using ``node_class_ref``."""
+    return NodePool.model_validate({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {"template": {"spec": {"requirements": requirements or [], "nodeClassRef": node_class_ref}}},
+    })
+
+
+def nodeclaim_for(name: str, node_class_ref: dict[str, str], requirements: list[dict[str, Any]] | None = None,
+                  nodepool: str = "conformance", requests: dict[str, str] | None = None) -> NodeClaim:
+    """A NodeClaim as the provisioner would create it (nodepool label, requirements, requests)."""
+    reqs = [{"key": LABEL_NODEPOOL, "operator": "In", "values": [nodepool]}, *(requirements or [])]
+    return NodeClaim.model_validate({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {LABEL_NODEPOOL: nodepool}},
+        "spec": {"requirements": reqs, "nodeClassRef": node_class_ref,
+                 "resources": {"requests": requests or {"cpu": "100m", "memory": "128Mi"}}},
+    })
+
+
+class ProviderConformance:
+    """Base class of a provider's conformance tests (not collected itself: no ``Test`` prefix)."""
+
+    # ------------------------------------------------------------------ hooks
+    async def make_provider(self) -> CloudProvider:  # pragma: no cover - must be overridden
+        raise NotImplementedError("subclass ProviderConformance and implement make_provider()")
+
+    async def close_provider(self, provider: CloudProvider) -> None:
+        close = getattr(provider.plugin, "aclose", None)
+        if close is not None:
+            await close()
+
+    def node_class_ref(self) -> dict[str, str]:
+        return {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+
+    def nodeclaim_requirements(self) -> list[dict[str, Any]]:
+        return [{"key": LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]
+
+    def make_nodepool(self) -> NodePool:
+        return nodepool_for(self.node_class_ref())
+
+    def make_nodeclaim(self, name: str) -> NodeClaim:
+        return nodeclaim_for(name, self.node_class_ref(), self.nodeclaim_requirements())
+
+    def unknown_provider_id(self, provider: CloudProvider) -> str:
+        return f"{provider.name}:///zone-x/i-00000000000000000"
+
+    async def settle(self, provider: CloudProvider) -> None:
+        return None
+
+    # ------------------------------------------------------------------ fixture
+    @pytest.fixture
+    async def provider(self) -> AsyncIterator[CloudProvider]:
+        p = await self.make_provider()
+        try:
+            yield p
+        finally:
+            await self.close_provider(p)
+
+    def _name(self) -> str:
+        return f"conformance-{uuid.uuid4().hex[:8]}"
+
+    # ------------------------------------------------------------------ tests
+    async def test_instance_types_well_formed(self, provider: CloudProvider) -> None:
+        types = await provider.get_instance_types(self.make_nodepool())
+        assert types, "get_instance_types returned nothing for a Ready NodeClass"
+        names = [t.name for t in types]
+        assert len(names) == len(set(names)), "instance type names repeat"
+        for it in types:
+            for key in (LABEL_ARCH, LABEL_OS, LABEL_INSTANCE_TYPE, LABEL_ZONE, LABEL_CAPACITY_TYPE):
+                assert key in it.requirements, f"{it.name}: requirements miss well-known label {key}"
+            assert it.requirements.get(LABEL_INSTANCE_TYPE).has(it.name)  # type: ignore[union-attr]
+            assert it.offerings, f"{it.name}: no offerings (list unavailable ones too, with available=False)"
+            for o in it.offerings:
+                assert o.zone and o.capacity_type, f"{it.name}: offering without zone/capacity type: {o}"
+                assert o.price >= 0, f"{it.name}: negative price {o}"
+                assert it.requirements.get(LABEL_ZONE).has(o.zone)  # type: ignore[union-attr]
+                assert it.requirements.get(LABEL_CAPACITY_TYPE).has(o.capacity_type)  # type: ignore[union-attr]
+            for res, amount in it.allocatable.items():
+                assert 0 <= amount <= it.capacity.get(res, 0), f"{it.name}: allocatable {res} exceeds capacity"
+            assert it.capacity.get("cpu", 0) > 0 and it.capacity.get("memory", 0) > 0 and it.capacity.get("pods", 0) > 0
+
+    async def test_create_get_list_delete_round_trip(self, provider: CloudProvider) -> None:
+        claim = self.make_nodeclaim(self._name())
+        launched = await provider.create(claim)
+        pid = launched.status.provider_id
+        assert pid, "create must set status.providerID"
+        assert launched.metadata.name == claim.metadata.name
+        assert launched.status.capacity and launched.status.allocatable
+        got = await provider.get(pid)
+        assert got.status.provider_id == pid
+        listed = {nc.status.provider_id for nc in await provider.list()}
+        assert pid in listed, "list must include the instance just created"
+        await self._delete_until_gone(provider, launched)
+        assert pid not in {nc.status.provider_id for nc in await provider.list()}
+
+    async def test_labels_consistent_with_offering(self, provider: CloudProvider) -> None:
+        launched = await provider.create(self.make_nodeclaim(self._name()))
+        try:
+            labels = launched.metadata.labels
+            for key in (LABEL_INSTANCE_TYPE, LABEL_ZONE, LABEL_CAPACITY_TYPE):
+                assert labels.get(key), f"created NodeClaim lacks label {key}"
+            types = {t.name: t for t in await provider.get_instance_types(self.make_nodepool())}
+            it = types.get(labels[LABEL_INSTANCE_TYPE])
+            assert it is not None, f"{labels[LABEL_INSTANCE_TYPE]} is not among get_instance_types()"
+            assert any(o.zone == labels[LABEL_ZONE] and o.capacity_type == labels[LABEL_CAPACITY_TYPE] for o in it.offerings), \
+                "the chosen zone/capacity type is not an offering of the chosen type"
+            for key, value in it.requirements.labels().items():
+                if key in labels:
+                    assert labels[key] == value, f"label {key}={labels[key]} but the instance type says {value}"
+            assert parse_resource_list(launched.status.capacity) == {k: v for k, v in it.capacity.items() if v}
+            for req in self.make_nodeclaim("x").spec.requirements:
+                if req.operator == "In" and req.key in labels:
+                    assert labels[req.key] in (req.values or []), f"label {req.key} violates the NodeClaim's requirements"
+        finally:
+            await self._delete_until_gone(provider, launched)
+
+    async def test_delete_is_idempotent(self, provider: CloudProvider) -> None:
+        launched = await provider.create(self.make_nodeclaim(self._name()))
+        await self._delete_until_gone(provider, launched)
+        with pytest.raises(NodeClaimNotFoundError):
+            await provider.delete(launched)
+        with pytest.raises(NodeClaimNotFoundError):
+            await provider.get(launched.status.provider_id or "")
+
+    async def test_get_unknown_is_not_found(self, provider: CloudProvider) -> None:
+        with pytest.raises(NodeClaimNotFoundError):
+            await provider.get(self.unknown_provider_id(provider))
+
+    async def _delete_until_gone(self, provider: CloudProvider, nodeclaim: NodeClaim) -> None:
+        for _ in range(_MAX_DELETE_ATTEMPTS):
+            try:
+                await provider.delete(nodeclaim)
+            except NodeClaimNotFoundError:
+                return
+            await self.settle(provider)
+        raise AssertionError(f"delete never reported NodeClaimNotFoundError for {nodeclaim.status.provider_id}")
