@@ -171,6 +171,14 @@ def _ports_conflict(a: set[HostPort] | frozenset[HostPort], b: frozenset[HostPor
     return None
 
 
+def _counts_that_fit(free: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """Per row of ``free`` (types x resources), how many copies of ``vec`` fit (negative when
+    even zero do not)."""
+    per = free // np.maximum(vec, 1)
+    per[:, vec == 0] = np.iinfo(np.int64).max
+    return per.min(axis=1)
+
+
 class Scheduler:
     """Solves pending pods against existing nodes and NodePool templates.
 
@@ -218,6 +226,7 @@ class Scheduler:
         self._new_failed: dict[tuple[Any, ...], set[str]] = {}
         self.topology = Topology({})
         self._anti_keys: set[str] = set()
+        self._attempt_cache: dict[tuple[Any, ...], list[_Attempt]] = {}
 
     # ------------------------------------------------------------------------------------
     def _domains(self, keys: set[str]) -> dict[str, set[str]]:
@@ -242,7 +251,15 @@ class Scheduler:
 
     def _attempts(self, pod: PodInfo) -> list[_Attempt]:
         """Constraint sets to try, strictest first (Karpenter's relaxation order: preferred pod
-        affinity, preferred anti-affinity, preferred node affinity, ScheduleAnyway spread)."""
+        affinity, preferred anti-affinity, preferred node affinity, ScheduleAnyway spread).
+        Cached per pod signature."""
+        sig = pod.signature()
+        cached = self._attempt_cache.get(sig)
+        if cached is None:
+            cached = self._attempt_cache[sig] = self._build_attempts(pod)
+        return cached
+
+    def _build_attempts(self, pod: PodInfo) -> list[_Attempt]:
         hard_spread = tuple(c for c in pod.spread if c.hard)
         soft: list[tuple[str, Any]] = []
         soft += [("affinity", t) for t in pod.preferred_affinity if not t.anti]
@@ -290,24 +307,140 @@ class Scheduler:
         )
         existing: dict[str, str] = {}
         errors: dict[str, str] = {}
-        for pod in queue:
-            if pod.unsupported:
-                errors[pod.key] = pod.unsupported
-                continue
-            placed = False
-            for att in self._attempts(pod):
-                verdict = self._verdict(pod, att)
-                node = self._place_existing(pod, att, verdict)
-                if node is not None:
-                    existing[pod.key] = node.name
-                    placed = True
-                    break
-                if self._place_planned(pod, att, verdict) or self._place_new(pod, att, verdict):
-                    placed = True
-                    break
-            if not placed:
-                errors[pod.key] = self.explain(pod)
+        # Phase 1: pods whose placement depends on other pods or on preferences, first-fit decreasing.
+        # Phase 2: the rest go to existing nodes and the claims phase 1 opened, first fit.
+        # Phase 3: what is left is packed into new claims one claim at a time, mixing shapes so that
+        #          no resource runs out long before the others (see _fill_balanced).
+        leftover: list[PodInfo] = []
+        for phase, pods_in_phase in ((1, [p for p in queue if not self._plain(p)]), (2, [p for p in queue if self._plain(p)])):
+            for pod in pods_in_phase:
+                if pod.unsupported:
+                    errors[pod.key] = pod.unsupported
+                    continue
+                placed = False
+                for att in self._attempts(pod):
+                    verdict = self._verdict(pod, att)
+                    node = self._place_existing(pod, att, verdict)
+                    if node is not None:
+                        existing[pod.key] = node.name
+                        placed = True
+                        break
+                    if self._place_planned(pod, att, verdict) or (phase == 1 and self._place_new(pod, att, verdict)):
+                        placed = True
+                        break
+                if not placed:
+                    if phase == 1:
+                        errors[pod.key] = self.explain(pod)
+                    else:
+                        leftover.append(pod)
+        for pod in self._fill_balanced(leftover):
+            errors[pod.key] = self.explain(pod)
         return SchedulingResults([self._finalize(c) for c in self._claims], existing, errors)
+
+    @staticmethod
+    def _plain(pod: PodInfo) -> bool:
+        """Pods with no topology, pod-affinity or preference constraints (interchangeable per shape)."""
+        return not (pod.unsupported or pod.has_topology or pod.preferred_node_terms)
+
+    def _fill_balanced(self, pods: list[PodInfo]) -> list[PodInfo]:
+        """Pack plain pods into new NodeClaims; returns the pods that fit nowhere.
+
+        One claim at a time: it is opened for the largest remaining pod, then repeatedly given a
+        chunk of the pod shape that keeps its dominant resource share lowest
+        (``max(cpu share, memory share)`` of the largest type it may still become) - memory-heavy
+        and cpu-heavy pods end up together, so the cheapest type that fits a claim is used evenly
+        instead of running out of cpu while memory sits idle (first-fit decreasing by cpu, which
+        Karpenter uses, packs cpu-heavy pods together first). Chunks are
+        ``ceil(room / shapes)`` pods, so shapes interleave finely while large groups of
+        identical pods cost few decisions.
+        """
+        buckets: dict[tuple[Any, ...], list[PodInfo]] = {}
+        for p in pods:  # pods arrive in first-fit-decreasing order; buckets keep it
+            buckets.setdefault(p.signature(), []).append(p)
+        failed: list[PodInfo] = []
+        while buckets:
+            first_sig = min(buckets, key=lambda k: self._ffd_key(buckets[k][0]))
+            seed = buckets[first_sig].pop(0)
+            att = self._attempts(seed)[-1]
+            if not self._place_new(seed, att, self._verdict(seed, att)):
+                failed.append(seed)
+                failed.extend(buckets.pop(first_sig))  # identical pods fail identically
+                continue
+            if not buckets[first_sig]:
+                del buckets[first_sig]
+            claim = self._claims[-1]
+            table = claim.table
+            cols = [table.index[r] for r in ("cpu", "memory") if r in table.index]
+            excluded: set[tuple[Any, ...]] = set()
+            while True:
+                best: tuple[float, tuple[Any, ...], Any] | None = None
+                room = table.free[claim.mask]
+                if room.size == 0:
+                    break
+                ref = room.max(axis=0)
+                for sig, bucket in buckets.items():
+                    if sig in excluded:
+                        continue
+                    vec = table.vector(bucket[0].requests)
+                    if vec is None:
+                        excluded.add(sig)
+                        continue
+                    need = claim.requests + vec
+                    if not (room >= need).all(axis=1).any():
+                        excluded.add(sig)
+                        continue
+                    share = max((need[c] / ref[c] if ref[c] else 0.0) for c in cols) if cols else 0.0
+                    key = (share, self._ffd_key(bucket[0]))
+                    if best is None or key < (best[0], self._ffd_key(buckets[best[1]][0])):
+                        best = (share, sig, vec)
+                if best is None:
+                    break
+                _, sig, vec = best
+                bucket = buckets[sig]
+                per_type = _counts_that_fit(room - claim.requests, vec)
+                fit = int(per_type.max()) if per_type.size else 0
+                live = sum(1 for k in buckets if k not in excluded)
+                chunk = max(1, min(len(bucket), -(-fit // max(1, live))))
+                added = 0
+                if self._try_add(claim, bucket[0], self._attempts(bucket[0])[-1], None):
+                    added = 1 + self._add_identical(claim, bucket[1:chunk], vec)
+                del bucket[:added]
+                if not bucket:
+                    del buckets[sig]
+                if added == 0:
+                    excluded.add(sig)
+        return failed
+
+    def _add_identical(self, claim: _Claim, pods: list[PodInfo], vec: np.ndarray) -> int:
+        """Add up to ``len(pods)`` pods identical to the one just added (same signature, no host
+        ports) in one step; returns how many were added."""
+        if not pods or pods[0].host_ports:
+            return 0
+        table = claim.table
+        per_type = _counts_that_fit(table.free - claim.requests, vec)
+        per_type = np.where(claim.mask, per_type, -1)
+        k = min(len(pods), int(per_type.max()) if per_type.size else 0)
+        pool = table.template.name
+        while k > 0:
+            mask = claim.mask & (per_type >= k)
+            mask = self._limit_mask(pool, table, mask, claim.reserved)
+            if mask.any() and table.min_values_problem(mask) is None:
+                break
+            k //= 2
+        if k <= 0:
+            return 0
+        claim.mask = mask
+        claim.requests = claim.requests + vec * k
+        claim.pods.extend(pods[:k])
+        self._reserve(pool, table, claim, mask)
+        where = Placement({**claim.requirements.labels(), LABEL_HOSTNAME: claim.hostname}, table.template.taints)
+        for pod in pods[:k]:  # plain pods carry no anti-affinity terms
+            self.topology.record(pod.namespace, pod.labels, where)
+        return k
+
+    @staticmethod
+    def _ffd_key(p: PodInfo) -> tuple[Any, ...]:
+        return (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.created, p.namespace, p.name)
 
     def _verdict(self, pod: PodInfo, att: _Attempt) -> Verdict | None:
         """The pod's topology verdict for this attempt, or None when topology cannot matter."""

@@ -176,6 +176,7 @@ class TypeTable:
         self.name_rank = np.fromiter((ranks[it.name] for it in types), dtype=np.int64, count=n)
         """Each type's position in name order (price ties are broken by name)."""
         self._compat: dict[tuple[Any, ...], np.ndarray] = {}
+        self._compat_by_id: dict[int, tuple[Requirements, np.ndarray]] = {}
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
         self._minvalue_keys = [r for r in template.requirements if r.min_values]
         self._label_ids: dict[str, np.ndarray] = {}
@@ -203,11 +204,15 @@ class TypeTable:
 
     def compat_mask(self, term: Requirements) -> np.ndarray:
         """Types whose own requirements overlap ``term`` (cached per requirement set)."""
+        by_id = self._compat_by_id.get(id(term))
+        if by_id is not None and by_id[0] is term:
+            return by_id[1]
         key = requirement_key(term)
         mask = self._compat.get(key)
         if mask is None:
             mask = np.fromiter((it.requirements.intersects(term) for it in self.types), dtype=bool, count=len(self.types))
             self._compat[key] = mask
+        self._compat_by_id[id(term)] = (term, mask)  # the term is kept alive, so its id stays unique
         return mask
 
     def offering_mask(self, reqs: Requirements) -> np.ndarray:
