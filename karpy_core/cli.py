@@ -78,7 +78,11 @@ async def run_simulation(
         options["instance_types_file"] = instance_types
     provider = load_provider("simulated", options)
     sim = Simulator(provider, preference_policy=preference_policy)
-    ignored = sim.apply([to_kube_dict(o) for o in loaded.objects()])
+    from karpy_core.kube.port import KINDS
+
+    served = [o for o in loaded.other if o.kind in KINDS]  # e.g. PVCs, PVs, StorageClasses
+    ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
+    loaded.other = [o for o in loaded.other if o.kind not in KINDS]
     await sim.run()
     pricing = getattr(provider.plugin, "pricing_note", None)
     report = await build_report(
@@ -90,6 +94,24 @@ async def run_simulation(
     return report
 
 
+def render_explain(report: Any, target: str) -> str:
+    """Text for ``--explain``: where the pod went, or why it is pending with per-NodePool detail."""
+    key = target if "/" in target else f"default/{target}"
+    matches = [p for p in report.pods if f"{p.namespace}/{p.name}" == key or f"{p.namespace}/{p.name}".startswith(key + "-")]
+    if not matches:
+        return f"no pod {key} in the simulation (pods are named as their controllers name them, e.g. web-<hash>-<id>)"
+    lines = []
+    for p in matches[:5]:
+        full = f"{p.namespace}/{p.name}"
+        if p.node:
+            node = next(n for n in report.nodes if n.name == p.node)
+            lines.append(f"{full}: bound to {p.node} ({node.instance_type}, {node.zone}, {node.capacity_type}, NodePool {node.nodepool})")
+        else:
+            lines.append(f"{full}: pending")
+            lines.extend(f"  {line}" for line in report.explanations.get(full, [p.reason or ""]))
+    return "\n".join(lines)
+
+
 @app.command()
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
@@ -98,6 +120,7 @@ def simulate(
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="instance-type catalog in Karpenter's KWOK format")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
     preference_policy: Annotated[str, typer.Option(help="Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
+    explain: Annotated[str | None, typer.Option(help="explain one pod's placement: NAMESPACE/NAME (or NAME in default)")] = None,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
@@ -111,6 +134,9 @@ def simulate(
         )
     except KarpyError as exc:
         _fail(exc)
+        return
+    if explain:
+        typer.echo(render_explain(report, explain))
         return
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, is_well_known
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Requirement, Requirements
@@ -690,6 +690,74 @@ class Scheduler:
             return "no NodePool is available to launch capacity (none defined, or none Ready)"
         parts = [f"NodePool {t.name}: {self._explain_template(t, pod)}" for t in self.templates]
         return "; ".join(parts)
+
+    def explain_detail(self, pod: PodInfo) -> list[str]:
+        """Lines for ``karpy simulate --explain``: per NodePool, the check that ruled the pod out
+        and the smallest change that would let it schedule there, where one exists."""
+        lines = []
+        for t in self.templates:
+            reason = self._explain_template(t, pod)
+            lines.append(f"NodePool {t.name} (weight {t.weight}): {reason}")
+            fix = self._suggest(t, pod, reason)
+            if fix:
+                lines.append(f"    smallest change: {fix}")
+        for node in self.nodes:
+            why = self._node_rejects(node, pod)
+            lines.append(f"node {node.name}: {why or 'fits'}")
+        return lines
+
+    def _suggest(self, template: NodePoolTemplate, pod: PodInfo, reason: str) -> str:
+        table = self.tables[template.name]
+        taint = untolerated(template.taints, pod.tolerations)
+        if taint is not None:
+            val = f", value: {taint.value}" if taint.value else ""
+            return (f"add the toleration {{key: {taint.key}, operator: {'Equal' if taint.value else 'Exists'}{val}, "
+                    f"effect: {taint.effect}}} to the pod, or drop that taint from the NodePool")
+        if reason.startswith("limits.nodes"):
+            return "raise the NodePool's limits.nodes"
+        if "limits." in reason and "would be exceeded" in reason:
+            rem = self.remaining[template.name] or {}
+            parts = []
+            for r, left in sorted(rem.items()):
+                i = table.index.get(r)
+                if r == "nodes" or i is None or not template.limits:
+                    continue
+                vec = table.vector(pod.requests)
+                fit = (table.free >= vec).all(axis=1) if vec is not None else np.zeros(len(table.types), dtype=bool)
+                if fit.any():
+                    need = int(table.capacity[fit, i].min()) - left
+                    if need > 0:
+                        parts.append(f"limits.{r} to at least {format_quantity(r, template.limits[r] + need)}")
+            return "raise " + " and ".join(parts) if parts else ""
+        if reason.startswith("incompatible requirements"):
+            for term in pod.requirement_terms:
+                for r in term:
+                    mine = template.requirements.get(r.key)
+                    if mine is not None and not mine.intersects(r):
+                        allowed = ", ".join(sorted(mine.values)) if not mine.complement else mine.describe()
+                        return (f"the NodePool allows {r.key} in [{allowed}]: select one of those, or add the pod's "
+                                f"value to the NodePool's {r.key} requirement")
+                    if mine is None and r.operator() not in ("NotIn", "DoesNotExist") and not is_well_known(r.key):
+                        return f"add the label {r.key} to the NodePool's template labels (or drop it from the pod)"
+        if reason.startswith("no instance type matches"):
+            for term in pod.requirement_terms:
+                for r in term:
+                    rest = Requirements({k: v for k, v in term.by_key.items() if k != r.key})
+                    if table.compat_mask(rest).any():
+                        return f"relax the pod's requirement {r.describe()}: no instance type of the NodePool has it"
+        if "no instance type has room" in reason:
+            return "lower the pod's requests below the largest type's allocatable, or allow larger instance types in the NodePool"
+        if "no instance type offers resource" in reason:
+            return "allow instance types that provide that resource (e.g. GPU types) in the NodePool's requirements"
+        if reason.startswith("requirement minValues"):
+            return "lower minValues, or widen the requirement so enough distinct values remain"
+        if "topology spread" in reason:
+            return "allow more zones/domains in the NodePool, or raise maxSkew / use whenUnsatisfiable: ScheduleAnyway"
+        if "anti-affinity" in reason:
+            return "allow more domains (zones) in the NodePool, or make the anti-affinity preferred"
+        if "pod affinity" in reason:
+            return "start the pods the affinity term selects first, or make the affinity preferred"
+        return ""
 
     def _explain_template(self, template: NodePoolTemplate, pod: PodInfo) -> str:
         taint = untolerated(template.taints, pod.tolerations)

@@ -225,7 +225,10 @@ class KubeSchedulerSimulator:
             for n in nodes
         ]
         pending_dicts = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-        infos = [pod_info(p) for p in pending_dicts]
+        from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
+
+        pvcs, pvs, scs = (self.cluster.objects(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))
+        infos = [apply_volume_requirements(pod_info(p), *volume_terms(p, pvcs, pvs, scs)) for p in pending_dicts]
         by_key = {i.key: d for i, d in zip(infos, pending_dicts, strict=True)}
         results = Scheduler([], existing, bound_pods=bound).solve(infos)
         changes = 0

@@ -90,6 +90,7 @@ class SimulationReport:
     events: list[dict[str, Any]]
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    explanations: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def cost_per_hour(self) -> float:
@@ -176,6 +177,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         nodes=nodes,
         pods=pod_reports,
         events=[e.to_dict() for e in sim.events],
+        explanations=dict(sim.explanations),
     )
 
 

@@ -83,6 +83,8 @@ class Simulator:
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
+        self.explanations: dict[str, list[str]] = {}
+        """Per pending pod (``ns/name``): the detailed explanation of the last provisioning pass."""
 
     def apply(self, objects: list[dict[str, Any]]) -> list[str]:
         """Create objects (Kubernetes dicts) in the cluster; returns ``kind/name`` of those ignored
@@ -113,6 +115,10 @@ class Simulator:
             result = await self.provisioner.reconcile()
             if result.results is not None:
                 self.pending_reasons = dict(result.results.errors)
+                if result.scheduler is not None:
+                    self.explanations = {
+                        key: result.scheduler.explain_detail(result.pods[key]) for key in result.results.errors if key in result.pods
+                    }
             t = self.clock.now() - self.start
             for nc in result.created:
                 self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL, TAINT_UNREGISTERED
+from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
@@ -69,6 +70,9 @@ class ClusterSnapshot:
     pods: list[dict[str, Any]] = field(default_factory=list)
     daemonsets: list[dict[str, Any]] = field(default_factory=list)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
+    pvcs: list[dict[str, Any]] = field(default_factory=list)
+    pvs: list[dict[str, Any]] = field(default_factory=list)
+    storage_classes: list[dict[str, Any]] = field(default_factory=list)
 
     def pending_pods(self) -> list[dict[str, Any]]:
         return [p for p in self.pods if is_provisionable(p)]
@@ -82,7 +86,14 @@ async def collect_snapshot(kube: KubeClient) -> ClusterSnapshot:
     pods = await kube.list("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")
-    return ClusterSnapshot(nodes, nodeclaims, nodepools, pods, daemonsets, pdbs)
+    volumes: dict[str, list[dict[str, Any]]] = {}
+    for kind in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"):
+        try:
+            volumes[kind] = await kube.list(kind)
+        except KubeAPIError:  # not permitted or not served: no volume topology
+            volumes[kind] = []
+    return ClusterSnapshot(nodes, nodeclaims, nodepools, pods, daemonsets, pdbs,
+                           volumes["PersistentVolumeClaim"], volumes["PersistentVolume"], volumes["StorageClass"])
 
 
 def daemonset_pod_infos(daemonsets: Iterable[dict[str, Any]]) -> list[PodInfo]:

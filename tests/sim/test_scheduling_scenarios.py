@@ -161,3 +161,44 @@ def test_upstream_workloads(tmp_path, shared_dir, workload, pool_file, check):
         return
     assert doc["summary"]["pods_pending"] == 0
     assert all(check(n) for n in doc["nodes"])
+
+
+def test_zonal_volume_pins_the_pod_and_wffc_storage_class_limits_zones(tmp_path):
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "data-0"},
+          "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                   "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                       {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1b"]}]}]}}}}
+    bound = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-bound"},
+             "spec": {"volumeName": "data-0", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "gp3"}, "provisioner": "ebs.csi.aws.com",
+          "volumeBindingMode": "WaitForFirstConsumer",
+          "allowedTopologies": [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": ["us-east-1c"]}]}]}
+    unbound = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-new"},
+               "spec": {"storageClassName": "gp3", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}
+
+    def with_claim(name: str, claim: str) -> dict:
+        return deployment(name, 1, {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]})
+
+    doc = simulate(tmp_path, POOL, pv, bound, sc, unbound, with_claim("pinned", "data-bound"), with_claim("fresh", "data-new"),
+                   with_claim("orphan", "missing"))
+    placed = node_of(doc)
+    zone = {p.split("-")[0]: n["zone"] for p, n in placed.items()}
+    assert zone == {"pinned": "us-east-1b", "fresh": "us-east-1c"}
+    orphan = next(p for p in doc["pods"] if p["name"].startswith("orphan-"))
+    assert orphan["node"] is None and orphan["reason"] == "PersistentVolumeClaim default/missing not found"
+
+
+def test_explain_names_the_constraint_and_the_smallest_change(tmp_path, shared_dir):
+    pool = (shared_dir / "inputs/nodepools/general-purpose.yaml").read_text().replace("${CLUSTER_NAME}", "x")
+    tainted = POOL.replace("name: default}", "name: tainted}").replace(
+        "      nodeClassRef:", "      taints: [{key: dedicated, value: batch, effect: NoSchedule}]\n      nodeClassRef:")
+    path = tmp_path / "in.yaml"
+    path.write_text("\n---\n".join([pool, tainted, yaml.safe_dump(deployment("arm", 1, {"nodeSelector": {"kubernetes.io/arch": "arm64"}}))]))
+    result = CliRunner().invoke(app, ["simulate", str(path), "--explain", "arm"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "default/arm-" in out and ": pending" in out
+    assert "NodePool general-purpose (weight 0): incompatible requirements: kubernetes.io/arch In [arm64] conflicts with" in out
+    assert "smallest change: the NodePool allows kubernetes.io/arch in [amd64]" in out
+    assert "NodePool tainted (weight 0): pod does not tolerate taint dedicated=batch:NoSchedule" in out
+    assert "smallest change: add the toleration {key: dedicated, operator: Equal, value: batch, effect: NoSchedule}" in out

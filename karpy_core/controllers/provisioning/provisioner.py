@@ -25,6 +25,7 @@ from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.resources import format_resource_list
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler, SchedulingResults
 from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool
+from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 from karpy_core.state.cluster import (
     ClusterSnapshot,
     bound_pod_infos,
@@ -44,9 +45,13 @@ class ProvisioningResult:
     """What one pass decided and did."""
 
     results: SchedulingResults | None = None
+    scheduler: Scheduler | None = None
+    """The scheduler of this pass (its explain methods describe the decision)."""
     created: list[dict[str, Any]] = field(default_factory=list)
     """NodeClaim objects created, in plan order."""
     pending: int = 0
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+    """The pending pods of this pass, by ``namespace/name``."""
 
 
 def _nodepool_ready(nodepool: dict[str, Any]) -> bool:
@@ -158,13 +163,17 @@ class Provisioner:
         bad: dict[str, str] = {}
         for p in pending_dicts:
             try:
-                pods.append(pod_info(p))
+                info = pod_info(p)
+                terms, why = volume_terms(p, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes)
+                pods.append(apply_volume_requirements(info, terms, why))
             except (QuantityError, ValueError) as exc:
                 bad[f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"] = f"invalid pod: {exc}"
         scheduler, _ = await build_scheduler(snapshot, self.provider, preference_policy=self.preference_policy)
         results = scheduler.solve(pods)
         results.errors.update(bad)
         result.results = results
+        result.scheduler = scheduler
+        result.pods = {p.key: p for p in pods}
         for plan in results.new_claims:
             result.created.append(await self.kube.create("NodeClaim", nodeclaim_from_plan(plan)))
         self.last = result
