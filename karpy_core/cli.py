@@ -192,6 +192,8 @@ async def run_controller(
             from karpy_core.sim.kwok_nodes import KwokNodeBackend
 
             provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
+        if cloud_provider != "simulated":
+            provider_options = {**provider_options, "kube": kube}  # NodeClasses, Secrets, events
         provider = load_provider(cloud_provider, provider_options)
         operator = Operator(kube=kube, provider=provider, settings=settings)
         task = asyncio.current_task()

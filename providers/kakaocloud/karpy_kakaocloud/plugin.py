@@ -1,13 +1,35 @@
-"""Entry point of the KakaoCloud cloud-provider plugin (``karpy.cloudprovider`` group, name
-``kakaocloud``).
+"""The KakaoCloud cloud provider (``karpy.cloudprovider`` entry point ``kakaocloud``).
 
-Importing this module needs the ``kakaocloud`` extra (httpx); without it the import fails with a
-message naming the extra to install.
+Launches BCS virtual machines that join a Kubernetes Engine cluster with kubeadm, following the
+KakaoCloud Karpenter provider guide (karpy seed 004) and ``reference/kakaocloud-api.md``:
+
+* **Instance types** - BCS flavors (:mod:`karpy_kakaocloud.instancetypes`), on-demand only, zones
+  from the KCNodeClass's subnets, prices from a table (:mod:`karpy_kakaocloud.pricing`).
+* **Create** - resolves the KCNodeClass (:mod:`karpy_kakaocloud.nodeclass`), picks the cheapest
+  available offering the NodeClaim allows, creates a bootstrap token through the KubeClient port,
+  ``POST /api/v1/instances`` with the worker image, flavor, subnet of the zone, security group
+  *names*, key pair, root volume and base64 user data (:mod:`karpy_kakaocloud.bootstrap`), then
+  signs the VM (:mod:`karpy_kakaocloud.ownership`) and waits for ``active``. VM names are
+  ``karpy-<cluster tag>-<NodeClaim name>`` (<= 57 characters), so a retried create finds the VM
+  of an earlier attempt (idempotent by NodeClaim name) instead of launching a second one.
+* **Provider IDs** - ``kakaocloud:///<zone>/<instance id>``.
+* **Ownership** - ``get``/``list``/``delete`` act only on VMs whose description verifies under a
+  keyring key for this cluster and NodeClaim. Any other VM that looks like karpy's (unsigned with a
+  karpy name, tampered, another cluster's, an unknown key) and any Kubernetes Engine VM
+  (``is_k8se``) is never deleted: it is reported with a Warning event (through the KubeClient
+  port), a log line and the counter :attr:`KakaoCloudProvider.unowned_instances`
+  (``karpy_kakaocloud_unowned_instances_total{reason, action}``), and ``delete``/``get`` answer
+  :class:`UnownedInstanceError` (a ``NodeClaimNotFoundError``: karpy's instance is gone as far as
+  karpy can tell, so the NodeClaim finalizes and the foreign VM stays).
+* **Delete** - ``DELETE /api/v1/instances/{id}`` then GET every ``delete_poll_interval`` until 404,
+  then ``NodeClaimNotFoundError`` (karpy's signal that termination is complete).
+
+Credentials, keyring and cluster CA come from options, the environment (the Helm chart's) or
+Secrets read through the KubeClient port; see :func:`create_plugin`. Secrets never appear in logs,
+events, reprs or exception messages.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 try:
     import httpx  # noqa: F401
@@ -16,19 +38,765 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
         "karpy's KakaoCloud cloud provider needs the 'kakaocloud' extra (httpx): pip install 'karpy[kakaocloud]'"
     ) from exc
 
-from karpy_core.errors import ConfigurationError
+import asyncio
+import logging
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["create_plugin"]
+from prometheus_client import CollectorRegistry, Counter
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.cloudprovider import hookimpl
+from karpy_core.cloudprovider.types import InstanceType, Offering
+from karpy_core.errors import (
+    CloudProviderError,
+    ConfigurationError,
+    CreateError,
+    InsufficientCapacityError,
+    KubeAPIError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.utils.quantity import QuantityError
+from karpy_kakaocloud import bootstrap, ownership
+from karpy_kakaocloud.apis import GROUP
+from karpy_kakaocloud.client import (
+    KakaoCloudAPIError,
+    KakaoCloudAuthError,
+    KakaoCloudClient,
+    KakaoCloudInvalidError,
+    KakaoCloudNotFoundError,
+    KakaoCloudRetryableError,
+)
+from karpy_kakaocloud.credentials import (
+    DEFAULT_KEYRING_FILE,
+    ENV_KEYRING_FILE,
+    Credentials,
+    Keyring,
+    credentials_from_env,
+    credentials_from_secret,
+    keyring_from_file,
+    keyring_from_secret,
+)
+from karpy_kakaocloud.instancetypes import arch_of, flavor_gpus, instance_types_from_flavors
+from karpy_kakaocloud.nodeclass import ResolvedNodeClass, resolve, write_status
+from karpy_kakaocloud.ownership import Ownership, Verdict
+from karpy_kakaocloud.pricing import PriceTable, load_price_table
+from karpy_kakaocloud.settings import KakaoCloudSettings
+
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodepool import NodePool
+    from karpy_core.kube.port import KubeClient
+
+__all__ = ["MAX_NODEPOOL_NAME", "KakaoCloudProvider", "UnownedInstanceError", "create_plugin"]
+
+log = logging.getLogger("karpy.kakaocloud")
+
+MAX_NODEPOOL_NAME = 38
+"""Seed 004: "NodePool 이름은 38자 이내" (VM names carry the cluster tag and the NodeClaim name)."""
+DEFAULT_CA_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [(GROUP, "KCNodeClass")]
 
 
-def create_plugin(options: dict[str, Any]) -> object:
-    """Build the KakaoCloud provider plugin.
+class UnownedInstanceError(NodeClaimNotFoundError):
+    """The instance behind a NodeClaim exists but karpy cannot prove it owns it (``code`` names why:
+    ``unsigned``, ``tampered``, ``foreign-cluster``, ``unknown-key``, ``k8se``, ``pending``,
+    ``other-nodeclaim``). It is left alone and reported."""
+
+
+def _vm_name(tag: str, nodeclaim: str) -> str:
+    """``karpy-<tag>-<nodeclaim>`` made to fit BCS's name rule (no ``.``, no ``--``)."""
+    base = re.sub(r"[^a-zA-Z0-9-]", "-", nodeclaim)
+    base = re.sub(r"-{2,}", "-", base).strip("-")
+    return f"karpy-{tag}-{base}"[:63].rstrip("-")
+
+
+class KakaoCloudProvider:
+    """The plugin object; build it with :func:`create_plugin`. See the module docstring.
+
+    Args:
+        cluster_name: Kubernetes Engine cluster name (the chart's ``clusterName``).
+        kube: the KubeClient (KCNodeClass, Secrets, Events, bootstrap tokens). May be given later
+            with :meth:`bind_kube`.
+        credentials / keyring: given directly, else read from the environment/files, else from
+            the Secrets ``credentials_secret`` / ``keyring_secret`` in ``namespace``.
+        settings: endpoints and delays.
+        price_table: USD/hour table (default: the linear rule).
+        cluster_ca_pem: the cluster CA (PEM); default read from ``cluster_ca_file``.
+        cluster_uid: the cluster identity signed into ownership records; default the KE cluster ``id``.
+        max_pods: pods per node (kubelet ``--max-pods``).
+        sleep: how to wait between polls (``asyncio.sleep``).
+        clock: seconds since the epoch (``time.time``).
+    """
+
+    def __init__(
+        self,
+        *,
+        cluster_name: str,
+        kube: KubeClient | None = None,
+        credentials: Credentials | None = None,
+        keyring: Keyring | None = None,
+        keyring_file: str | None = None,
+        namespace: str = "karpenter-kakaocloud",
+        credentials_secret: str = "kakaocloud-credentials",
+        keyring_secret: str = "karpenter-sigkey",
+        settings: KakaoCloudSettings | None = None,
+        price_table: PriceTable | None = None,
+        cluster_ca_pem: str | None = None,
+        cluster_ca_file: str = DEFAULT_CA_FILE,
+        cluster_uid: str | None = None,
+        max_pods: int = 110,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.time,
+        transport: Any = None,
+    ):
+        if not cluster_name:
+            raise ConfigurationError("kakaocloud provider: option cluster_name (the Kubernetes Engine cluster) is required")
+        self.cluster_name = cluster_name
+        self.kube = kube
+        self.namespace = namespace
+        self.settings = settings or KakaoCloudSettings()
+        self.prices = price_table or PriceTable()
+        self.max_pods = max_pods
+        self._credentials = credentials
+        self._keyring = keyring
+        self._keyring_file = keyring_file
+        self._credentials_secret = credentials_secret
+        self._keyring_secret = keyring_secret
+        self._ca_pem = cluster_ca_pem
+        self._ca_file = cluster_ca_file
+        self._cluster_uid = cluster_uid
+        self._sleep = sleep
+        self._clock = clock
+        self._transport = transport
+        self._client: KakaoCloudClient | None = None
+        self._init_lock = asyncio.Lock()
+        self._nodeclasses: dict[str, tuple[float, ResolvedNodeClass]] = {}
+        self._flavors: tuple[float, list[dict[str, Any]]] | None = None
+        self._reported: set[tuple[str, str]] = set()
+        self._recorder: Any = None
+        self.metrics_registry = CollectorRegistry()
+        self.unowned_instances = Counter(
+            "karpy_kakaocloud_unowned_instances_total",
+            "KakaoCloud VMs karpy refused to manage because their ownership record did not verify, by reason and action.",
+            ["reason", "action"],
+            registry=self.metrics_registry,
+        )
+        self.reported: dict[str, str] = {}
+        """instance id -> reason, for every VM reported as not owned (latest reason)."""
+
+    def __repr__(self) -> str:
+        return f"KakaoCloudProvider(cluster_name={self.cluster_name!r})"
+
+    # ------------------------------------------------------------------ wiring
+    def bind_kube(self, kube: KubeClient) -> None:
+        """Give the provider its KubeClient (the simulator builds its cluster after the provider)."""
+        self.kube = kube
+        self._recorder = None
+
+    @property
+    def client(self) -> KakaoCloudClient:
+        if self._client is None:
+            raise ConfigurationError("kakaocloud provider: not initialised yet (call a hook first)")
+        return self._client
+
+    @property
+    def keyring(self) -> Keyring:
+        if self._keyring is None:
+            raise ConfigurationError("kakaocloud provider: the keyring is not loaded yet")
+        return self._keyring
+
+    def _need_kube(self, what: str) -> KubeClient:
+        if self.kube is None:
+            raise ConfigurationError(f"kakaocloud provider: {what} needs a KubeClient (option kube, or bind_kube())")
+        return self.kube
+
+    async def _ensure(self) -> None:
+        """Load credentials, keyring and cluster identity once (retried on the next call after a failure)."""
+        if self._client is not None and self._keyring is not None and self._cluster_uid:
+            return
+        async with self._init_lock:
+            if self._keyring is None:
+                path = self._keyring_file or os.environ.get(ENV_KEYRING_FILE)
+                if path or (self.kube is None and Path(DEFAULT_KEYRING_FILE).exists()):
+                    self._keyring = keyring_from_file(path or DEFAULT_KEYRING_FILE)
+                else:
+                    self._keyring = await keyring_from_secret(
+                        self._need_kube("reading the keyring Secret"), namespace=self.namespace, name=self._keyring_secret
+                    )
+            if self._client is None:
+                creds = self._credentials or credentials_from_env()
+                if creds is None:
+                    creds = await credentials_from_secret(
+                        self._need_kube("reading the credentials Secret"), namespace=self.namespace, name=self._credentials_secret
+                    )
+                self._client = KakaoCloudClient(creds, settings=self.settings, clock=self._clock, sleep=self._sleep,
+                                                transport=self._transport)
+            if not self._cluster_uid:
+                cluster = await self._client.get_cluster(self.cluster_name)
+                if not cluster.get("id"):
+                    raise CloudProviderError(f"Kubernetes Engine cluster {self.cluster_name!r} has no id", code="ClusterNotFound")
+                self._cluster_uid = str(cluster["id"])
+
+    @property
+    def cluster_identity(self) -> str:
+        return self._cluster_uid or ""
+
+    @property
+    def cluster_tag(self) -> str:
+        return ownership.cluster_tag(self.cluster_identity)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    # ------------------------------------------------------------------ reporting
+    async def _report(self, instance: dict[str, Any], reason: str, action: str, nodeclaim: str | None = None) -> None:
+        iid = str(instance.get("id") or "")
+        self.unowned_instances.labels(reason=reason, action=action).inc()
+        self.reported[iid] = reason
+        if (iid, reason) in self._reported:
+            return
+        self._reported.add((iid, reason))
+        message = (
+            f"KakaoCloud VM {iid} ({instance.get('name') or 'unnamed'}) is not provably owned by this cluster "
+            f"({reason}); karpy will not {action} it"
+        )
+        log.warning(message, extra={"instance_id": iid, "reason": reason, "action": action})
+        if self.kube is not None:
+            from karpy_core.kube.events import EventRecorder
+            from karpy_core.utils.clock import RealClock
+
+            if self._recorder is None:
+                self._recorder = EventRecorder(self.kube, RealClock())
+            obj = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": nodeclaim or instance.get("name") or iid}}
+            try:
+                await self._recorder.publish(obj, "Warning", "UnownedInstance", message)
+            except Exception as exc:  # events are best effort
+                log.debug("could not publish event: %s", type(exc).__name__)
+
+    def _classify(self, instance: dict[str, Any]) -> Verdict:
+        return ownership.verify(instance.get("description"), self.keyring, self.cluster_identity, str(instance.get("id") or ""))
+
+    def _looks_like_ours(self, instance: dict[str, Any]) -> bool:
+        return str(instance.get("name") or "").startswith("karpy-") or str(instance.get("description") or "").startswith("karpy1:")
+
+    # ------------------------------------------------------------------ node classes
+    async def _nodeclass(self, name: str) -> ResolvedNodeClass:
+        """Resolve (cached ``nodeclass_ttl`` seconds, keyed by name and generation) and write status."""
+        kube = self._need_kube("reading KCNodeClass objects")
+        try:
+            obj = await kube.get("KCNodeClass", name)
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                raise NodeClassNotReadyError(f"KCNodeClass {name} does not exist", code="NodeClassNotFound") from None
+            raise
+        key = f"{name}/{obj['metadata'].get('generation', 1)}"
+        cached = self._nodeclasses.get(key)
+        now = self._clock()
+        if cached and now - cached[0] < self.settings.nodeclass_ttl:
+            return cached[1]
+        resolved = await resolve(self.client, obj, self.cluster_name)
+        self._nodeclasses = {k: v for k, v in self._nodeclasses.items() if not k.startswith(name + "/")}
+        self._nodeclasses[key] = (now, resolved)
+        try:
+            await write_status(kube, resolved, obj, now)
+        except KubeAPIError as exc:
+            log.warning("could not write KCNodeClass %s status: %s", name, exc)
+        return resolved
+
+    async def reconcile_nodeclass(self, name: str) -> ResolvedNodeClass:
+        """Resolve ``name`` now (ignoring the cache), write its status and return it."""
+        await self._ensure()
+        self._nodeclasses = {k: v for k, v in self._nodeclasses.items() if not k.startswith(name + "/")}
+        return await self._nodeclass(name)
+
+    async def _all_flavors(self) -> list[dict[str, Any]]:
+        now = self._clock()
+        if self._flavors is None or now - self._flavors[0] >= self.settings.catalog_ttl:
+            self._flavors = (now, await self.client.list_flavors())
+        return self._flavors[1]
+
+    async def _instance_types(self, nc: ResolvedNodeClass) -> list[InstanceType]:
+        flavors = await self._all_flavors()
+        return instance_types_from_flavors(
+            flavors, zones=nc.zones, prices=self.prices, root_volume_gib=nc.root_volume_gib, max_pods=self.max_pods
+        )
+
+    # ------------------------------------------------------------------ NodeClaim views
+    def _launched_claim(
+        self, nodeclaim: NodeClaim, it: InstanceType, zone: str, instance_id: str, image_id: str | None
+    ) -> NodeClaim:
+        launched = nodeclaim.model_copy(deep=True)
+        labels = dict(launched.metadata.labels)
+        labels.update(it.requirements.labels())
+        labels[LABEL_INSTANCE_TYPE] = it.name
+        labels[LABEL_ZONE] = zone
+        labels[LABEL_CAPACITY_TYPE] = "on-demand"
+        launched.metadata.labels = labels
+        launched.status.provider_id = bootstrap.provider_id(zone, instance_id)
+        launched.status.image_id = image_id
+        launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
+        launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
+        return launched
+
+    async def _claim_from_instance(self, instance: dict[str, Any], verdict: Verdict) -> NodeClaim:
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        zone = str(instance.get("availability_zone") or "")
+        flavor = instance.get("flavor") or {}
+        spec: dict[str, Any] = {"requirements": [], "nodeClassRef": {"group": GROUP, "kind": "KCNodeClass", "name": "unknown"}}
+        meta: dict[str, Any] = {"name": verdict.nodeclaim, "labels": {}}
+        if self.kube is not None and verdict.nodeclaim:
+            try:
+                existing = await self.kube.get("NodeClaim", verdict.nodeclaim)
+                spec = existing.get("spec") or spec
+                meta["labels"] = dict((existing.get("metadata") or {}).get("labels") or {})
+            except KubeAPIError:
+                pass
+        labels = meta["labels"]
+        labels.update({LABEL_ZONE: zone, LABEL_CAPACITY_TYPE: "on-demand"})
+        if flavor.get("name"):
+            labels[LABEL_INSTANCE_TYPE] = str(flavor["name"])
+            labels["kubernetes.io/arch"] = arch_of(flavor)
+        status: dict[str, Any] = {"providerID": bootstrap.provider_id(zone, str(instance["id"]))}
+        if flavor.get("vcpus") and flavor.get("memory_mb"):
+            cap = {"cpu": str(int(flavor["vcpus"])), "memory": f"{int(flavor['memory_mb'])}Mi", "pods": str(self.max_pods)}
+            if flavor_gpus(flavor):
+                cap["nvidia.com/gpu"] = str(flavor_gpus(flavor))
+            status["capacity"] = cap
+        if (instance.get("image") or {}).get("id"):
+            status["imageID"] = instance["image"]["id"]
+        return NodeClaim.model_validate({"metadata": meta, "spec": spec, "status": status})
+
+    # ------------------------------------------------------------------ hooks: identity
+    @hookimpl
+    def karpy_name(self) -> str:
+        return "kakaocloud"
+
+    @hookimpl
+    def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
+        return list(SUPPORTED_NODE_CLASSES)
+
+    @hookimpl
+    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+        """Karpenter's defaults: a Node ``Ready=False`` or ``Unknown`` for 30 minutes is repaired."""
+        return [
+            {"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800.0},
+            {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": 1800.0},
+        ]
+
+    # ------------------------------------------------------------------ hooks: instance types
+    @hookimpl
+    async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        """Every non-bare-metal flavor as an instance type, for the NodePool's KCNodeClass.
+
+        Returns ``[]`` (logged) when the NodePool name is longer than 38 characters, its NodeClass
+        is not a KCNodeClass, or the KCNodeClass is not Ready (see its status conditions).
+        """
+        name = nodepool.metadata.name or ""
+        if len(name) > MAX_NODEPOOL_NAME:
+            log.warning("NodePool %s: name is %d characters; KakaoCloud NodePools allow at most %d", name, len(name), MAX_NODEPOOL_NAME)
+            return []
+        ref = nodepool.spec.template.spec.node_class_ref
+        if (ref.group, ref.kind) != SUPPORTED_NODE_CLASSES[0]:
+            log.warning("NodePool %s: nodeClassRef %s/%s is not a KCNodeClass", name, ref.group, ref.kind)
+            return []
+        await self._ensure()
+        try:
+            nc = await self._nodeclass(ref.name)
+        except NodeClassNotReadyError as exc:
+            log.warning("NodePool %s: %s", name, exc)
+            return []
+        if not nc.ready:
+            log.warning("NodePool %s: KCNodeClass %s is not Ready: %s", name, ref.name, nc.not_ready_message())
+            return []
+        return await self._instance_types(nc)
+
+    # ------------------------------------------------------------------ hooks: create
+    def _choose(self, nodeclaim: NodeClaim, types: list[InstanceType]) -> tuple[InstanceType, Offering]:
+        name = nodeclaim.metadata.name or "<unnamed>"
+        try:
+            reqs = Requirements.of(
+                *(Requirement.new(r.key, r.operator, r.values or (), r.min_values) for r in nodeclaim.spec.requirements)
+            )
+            requests = parse_resource_list(nodeclaim.spec.resources.requests)
+        except (ValueError, QuantityError) as exc:
+            raise CreateError(f"NodeClaim {name}: {exc}", condition_reason="InvalidRequirements") from exc
+        best: tuple[tuple[float, str, str], InstanceType, Offering] | None = None
+        for it in types:
+            if not it.requirements.intersects(reqs) or not fits(requests, it.allocatable):
+                continue
+            o = it.cheapest(reqs)
+            if o is None:
+                continue
+            key = (o.price, it.name, o.zone)
+            if best is None or key < best[0]:
+                best = (key, it, o)
+        if best is None:
+            raise InsufficientCapacityError(
+                f"NodeClaim {name}: no available KakaoCloud flavor satisfies [{reqs.describe()}] and requests "
+                f"{format_resource_list(requests)}"
+            )
+        return best[1], best[2]
+
+    async def _find_by_name(self, vm_name: str) -> list[dict[str, Any]]:
+        return [i for i in await self.client.list_instances(name=vm_name) if i.get("name") == vm_name and not i.get("is_k8se")]
+
+    async def _adopt(self, vm_name: str, claim_name: str) -> tuple[dict[str, Any], bool] | None:
+        """An earlier attempt's VM for this NodeClaim: (instance, already signed) or None."""
+        for inst in sorted(await self._find_by_name(vm_name), key=lambda i: str(i.get("id"))):
+            v = self._classify(inst)
+            if v.nodeclaim != claim_name:
+                continue
+            if v.ownership is Ownership.OWNED:
+                return inst, True
+            if v.ownership is Ownership.PENDING:
+                return inst, False
+        return None
+
+    async def _sign(self, instance_id: str, claim_name: str) -> None:
+        desc = ownership.describe_owned(self.keyring, self.cluster_identity, instance_id, claim_name)
+        await self.client.update_instance_description(instance_id, desc)
+
+    async def _discard(self, instance_id: str) -> None:
+        """Delete a VM this very call created (no ownership proof needed: we hold its id)."""
+        try:
+            await self.client.delete_instance(instance_id)
+        except KakaoCloudAPIError as exc:
+            log.error("could not delete VM %s after a failed launch: %s; it stays and is reported unsigned by list", instance_id, exc)
+
+    async def _wait_active(self, instance_id: str) -> dict[str, Any]:
+        deadline = self._clock() + self.settings.build_timeout
+        misses = 0
+        while True:
+            try:
+                inst = await self.client.get_instance(instance_id)
+                misses = 0
+            except KakaoCloudNotFoundError:
+                misses += 1
+                if misses > self.settings.not_found_tolerance:
+                    raise CreateError(f"VM {instance_id} disappeared after create", condition_reason="InstanceVanished") from None
+                inst = {}
+            status = str(inst.get("status") or inst.get("vm_state") or "").lower()
+            if status == "active":
+                return inst
+            if status == "error":
+                raise CreateError(f"VM {instance_id} went to status error", condition_reason="InstanceFailed", code="error")
+            if self._clock() >= deadline:
+                raise CreateError(f"VM {instance_id} not active after {self.settings.build_timeout:.0f}s (status {status or 'unknown'})",
+                                  condition_reason="InstanceNotActive")
+            await self._sleep(self.settings.build_poll_interval)
+
+    async def _ca_hash(self) -> str:
+        pem = self._ca_pem
+        if pem is None:
+            try:
+                pem = Path(self._ca_file).read_text()
+            except OSError as exc:
+                raise CreateError(f"cannot read the cluster CA {self._ca_file}: {exc.strerror}",
+                                  condition_reason="ClusterCAUnavailable") from None
+        return bootstrap.ca_cert_hash(pem)
+
+    @hookimpl
+    async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Launch one VM for ``nodeclaim`` (see the module docstring).
+
+        Raises:
+            NodeClassNotReadyError: the KCNodeClass is missing or not Ready (``code`` = Ready reason).
+            InsufficientCapacityError: no flavor/offering fits, or the API reports a capacity/quota error.
+            CreateError: reasons ``NodePoolNameTooLong``, ``AuthenticationFailed``, ``InvalidRequest``,
+                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``...
+        """
+        claim = nodeclaim.metadata.name or ""
+        pool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
+        if len(pool) > MAX_NODEPOOL_NAME:
+            raise CreateError(f"NodePool {pool}: name longer than {MAX_NODEPOOL_NAME} characters",
+                              condition_reason="NodePoolNameTooLong")
+        try:
+            await self._ensure()
+        except KakaoCloudAuthError as exc:
+            raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
+        except KakaoCloudAPIError as exc:
+            raise CreateError(str(exc), condition_reason="APIUnavailable", code=exc.code) from None
+        if not claim or len(claim) > ownership.max_nodeclaim_name(self.keyring.active_key_id):
+            raise CreateError(f"NodeClaim {claim!r}: name must be 1..{ownership.max_nodeclaim_name(self.keyring.active_key_id)} characters",
+                              condition_reason="NodePoolNameTooLong")
+        ref = nodeclaim.spec.node_class_ref
+        if (ref.group, ref.kind) != SUPPORTED_NODE_CLASSES[0]:
+            raise NodeClassNotReadyError(f"NodeClaim {claim}: nodeClassRef {ref.group}/{ref.kind} is not a KCNodeClass")
+        nc = await self._nodeclass(ref.name)
+        if not nc.ready:
+            raise NodeClassNotReadyError(f"KCNodeClass {ref.name} is not Ready: {nc.not_ready_message()}",
+                                         code=nc.conditions["Ready"].reason)
+        try:
+            types = await self._instance_types(nc)
+            vm_name = _vm_name(self.cluster_tag, claim)
+            adopted = await self._adopt(vm_name, claim)
+        except KakaoCloudAuthError as exc:
+            raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
+        except KakaoCloudAPIError as exc:
+            raise CreateError(str(exc), condition_reason="APIUnavailable", code=exc.code) from None
+        by_name = {it.name: it for it in types}
+        if adopted is not None:
+            inst, signed = adopted
+            return await self._finish(nodeclaim, inst, signed, by_name, created_now=False)
+        it, offering = self._choose(nodeclaim, types)
+        flavor = next(f for f in await self._all_flavors() if f.get("name") == it.name)
+        image = nc.image_for(arch_of(flavor), gpu=flavor_gpus(flavor) > 0)
+        if image is None:
+            raise CreateError(f"no Kubernetes Engine {nc.kubernetes_version} worker image for {it.name}",
+                              condition_reason="NoWorkerImage")
+        subnet = sorted(sid for sid, z in nc.subnets if z == offering.zone)[0]
+        kube = self._need_kube("creating bootstrap tokens")
+        endpoint = nc.cluster.get("control_plane_endpoint") or {}
+        if not endpoint.get("host"):
+            raise CreateError(f"cluster {self.cluster_name} reports no control_plane_endpoint", condition_reason="NoAPIEndpoint")
+        ca_hash = await self._ca_hash()
+        try:
+            token = await bootstrap.create_bootstrap_token(
+                kube, now=self._clock(), ttl=self.settings.bootstrap_token_ttl, description=f"karpy NodeClaim {claim}"
+            )
+        except KubeAPIError as exc:
+            raise CreateError(f"cannot create a bootstrap token Secret: {exc.status} {exc.reason}",
+                              condition_reason="BootstrapTokenFailed") from None
+        user_data = bootstrap.render_user_data(
+            endpoint=f"{endpoint['host']}:{endpoint.get('port') or 6443}",
+            token=token,
+            ca_hash=ca_hash,
+            zone=offering.zone,
+            node_name=claim,
+            labels=nodeclaim.metadata.labels,
+            taints=[t.model_dump(by_alias=True, exclude_none=True) for t in nodeclaim.spec.taints],
+            startup_taints=[t.model_dump(by_alias=True, exclude_none=True) for t in nodeclaim.spec.startup_taints],
+            max_pods=self.max_pods,
+        )
+        body: dict[str, Any] = {
+            "name": vm_name,
+            "description": ownership.describe_pending(self.keyring, self.cluster_identity, claim),
+            "count": 1,
+            "image_id": image["id"],
+            "flavor_id": flavor["id"],
+            "availability_zone": offering.zone,
+            "subnets": [{"id": subnet}],
+            "volumes": [{"size": nc.root_volume_gib, "source_type": "image", "is_delete_on_termination": nc.delete_on_termination}],
+            "security_groups": [{"name": n} for _, n in nc.security_groups],
+            "user_data": user_data,
+        }
+        if nc.key_name:
+            body["key_name"] = nc.key_name
+        inst = await self._post_create(body, vm_name, claim)
+        return await self._finish(nodeclaim, inst, False, by_name, created_now=True, image_id=image["id"])
+
+    async def _post_create(self, body: dict[str, Any], vm_name: str, claim: str) -> dict[str, Any]:
+        """POST with recovery: on 5xx (the VM may exist) look it up by name before trying again."""
+        last: KakaoCloudAPIError | None = None
+        for attempt in range(max(1, self.settings.max_attempts)):
+            try:
+                return await self.client.create_instance(body)
+            except KakaoCloudRetryableError as exc:
+                last = exc
+                log.warning("kakaocloud: create of %s failed (%s %s), checking whether it exists", vm_name, exc.status, exc.code)
+            except KakaoCloudAuthError as exc:
+                raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
+            except KakaoCloudInvalidError as exc:
+                raise CreateError(str(exc), condition_reason="InvalidRequest", code=exc.code) from None
+            except KakaoCloudAPIError as exc:
+                if any(w in (exc.code or "").lower() for w in ("capacity", "quota")):
+                    raise InsufficientCapacityError(str(exc), code=exc.code) from None
+                raise CreateError(str(exc), condition_reason="CreateFailed", code=exc.code) from None
+            try:
+                adopted = await self._adopt(vm_name, claim)
+            except KakaoCloudAPIError:
+                adopted = None
+            if adopted is not None:
+                return adopted[0]
+            await self._sleep(min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt))
+        assert last is not None
+        raise CreateError(str(last), condition_reason="APIUnavailable", code=last.code)
+
+    async def _finish(
+        self, nodeclaim: NodeClaim, inst: dict[str, Any], signed: bool, types: Mapping[str, InstanceType], *,
+        created_now: bool, image_id: str | None = None,
+    ) -> NodeClaim:
+        claim = nodeclaim.metadata.name or ""
+        iid = str(inst["id"])
+        if not signed:
+            try:
+                await self._sign(iid, claim)
+            except KakaoCloudAPIError as exc:
+                await self._discard(iid)
+                raise CreateError(f"VM {iid}: could not write its ownership record: {exc}",
+                                  condition_reason="OwnershipRecordFailed", code=exc.code) from None
+        try:
+            active = await self._wait_active(iid)
+        except CreateError as exc:
+            if exc.condition_reason in ("InstanceFailed",):
+                await self._discard(iid)
+            raise
+        except KakaoCloudAPIError as exc:
+            raise CreateError(str(exc), condition_reason="APIUnavailable", code=exc.code) from None
+        flavor_name = (active.get("flavor") or {}).get("name") or ""
+        it = types.get(flavor_name)
+        zone = str(active.get("availability_zone") or "")
+        if it is None:
+            raise CreateError(f"VM {iid} has flavor {flavor_name!r}, which the KCNodeClass does not offer",
+                              condition_reason="UnknownFlavor")
+        log.info("kakaocloud: launched %s VM %s for NodeClaim %s in %s", it.name, iid, claim, zone)
+        return self._launched_claim(nodeclaim, it, zone, iid, image_id or (active.get("image") or {}).get("id"))
+
+    # ------------------------------------------------------------------ hooks: get / list / delete
+    async def _owned_instance(self, provider_id: str, action: str, claim_name: str | None) -> tuple[dict[str, Any], Verdict]:
+        parsed = bootstrap.parse_provider_id(provider_id)
+        if parsed is None:
+            raise NodeClaimNotFoundError(f"{provider_id!r} is not a KakaoCloud provider ID")
+        await self._ensure()
+        try:
+            inst = await self.client.get_instance(parsed[1])
+        except KakaoCloudNotFoundError:
+            raise NodeClaimNotFoundError(f"KakaoCloud VM {parsed[1]} does not exist") from None
+        if inst.get("is_k8se"):
+            await self._report(inst, "k8se", action, claim_name)
+            raise UnownedInstanceError(f"VM {parsed[1]} belongs to a Kubernetes Engine node pool", code="k8se")
+        v = self._classify(inst)
+        reason = None if v.owned else v.ownership.value
+        if reason is None and claim_name is not None and v.nodeclaim != claim_name:
+            reason = "other-nodeclaim"
+        if reason is not None:
+            await self._report(inst, reason, action, claim_name or v.nodeclaim)
+            raise UnownedInstanceError(f"VM {parsed[1]} is not provably owned by this cluster ({reason}); left alone", code=reason)
+        return inst, v
+
+    @hookimpl
+    async def karpy_get(self, provider_id: str) -> NodeClaim:
+        """The NodeClaim view of an owned VM.
+
+        Raises:
+            NodeClaimNotFoundError: no such VM; ``UnownedInstanceError`` when it is not provably ours.
+        """
+        inst, v = await self._owned_instance(provider_id, "get", None)
+        return await self._claim_from_instance(inst, v)
+
+    @hookimpl
+    async def karpy_list(self) -> list[NodeClaim]:
+        """Every VM whose ownership record verifies for this cluster (KE VMs skipped via
+        ``is_k8se``). VMs that look like karpy's but do not verify are reported, never returned."""
+        await self._ensure()
+        out = []
+        for inst in sorted(await self.client.list_instances(), key=lambda i: str(i.get("id"))):
+            if inst.get("is_k8se"):
+                continue
+            v = self._classify(inst)
+            if v.owned:
+                if str(inst.get("status") or "").lower() != "deleting":
+                    out.append(await self._claim_from_instance(inst, v))
+            elif v.ownership is not Ownership.PENDING and self._looks_like_ours(inst):
+                await self._report(inst, v.ownership.value, "garbage-collect", v.nodeclaim)
+        return out
+
+    @hookimpl
+    async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
+        """Delete the NodeClaim's VM after verifying ownership, wait for 404, then raise
+        ``NodeClaimNotFoundError`` (karpy's "done"). Returns None when the wait times out (karpy
+        calls again).
+
+        Raises:
+            NodeClaimNotFoundError: the VM is gone (or ``UnownedInstanceError``: not ours, left alone).
+        """
+        pid = nodeclaim.status.provider_id
+        claim = nodeclaim.metadata.name or ""
+        if not pid:
+            raise NodeClaimNotFoundError(f"NodeClaim {claim}: no providerID")
+        inst, _ = await self._owned_instance(pid, "delete", claim)
+        iid = str(inst["id"])
+        if str(inst.get("status") or "").lower() != "deleting" and not await self.client.delete_instance(iid):
+            raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} is gone")
+        log.info("kakaocloud: deleting VM %s of NodeClaim %s", iid, claim)
+        deadline = self._clock() + self.settings.delete_timeout
+        while self._clock() < deadline:
+            await self._sleep(self.settings.delete_poll_interval)
+            try:
+                await self.client.get_instance(iid)
+            except KakaoCloudNotFoundError:
+                raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} terminated") from None
+        return None
+
+    @hookimpl
+    async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
+        """``ImageDrift`` when the VM's image is no longer one of the KCNodeClass's worker images,
+        ``SubnetDrift`` when its zone has no KCNodeClass subnet; ``""`` otherwise or when unknown."""
+        image = nodeclaim.status.image_id
+        zone = nodeclaim.metadata.labels.get(LABEL_ZONE)
+        try:
+            await self._ensure()
+            nc = await self._nodeclass(nodeclaim.spec.node_class_ref.name)
+        except (CloudProviderError, KubeAPIError):
+            return ""
+        if not nc.ready:
+            return ""
+        if image and nc.images and image not in {i.get("id") for i in nc.images}:
+            return "ImageDrift"
+        if zone and zone not in nc.zones:
+            return "SubnetDrift"
+        return ""
+
+
+# --------------------------------------------------------------------------------------------
+# Factory
+# --------------------------------------------------------------------------------------------
+
+_SETTINGS_FIELDS = frozenset(f.name for f in fields(KakaoCloudSettings))
+_OPTIONS = frozenset({
+    "cluster_name", "kube", "credentials", "keyring", "keyring_file", "namespace", "credentials_secret", "keyring_secret",
+    "settings", "price_table", "price_table_file", "cluster_ca_pem", "cluster_ca_file", "cluster_uid", "max_pods",
+    "sleep", "clock", "transport", "region", "project_id",
+}) | _SETTINGS_FIELDS
+
+
+def create_plugin(options: Mapping[str, Any] | None = None) -> KakaoCloudProvider:
+    """Entry-point factory (``karpy.cloudprovider`` group, name ``kakaocloud``).
+
+    Options (all optional except ``cluster_name``, which defaults to env ``CLUSTER_NAME``):
+
+    * ``cluster_name`` - the Kubernetes Engine cluster; ``cluster_uid`` overrides the identity
+      signed into ownership records (default: the KE cluster ``id``).
+    * ``kube`` - a KubeClient (else call ``bind_kube``).
+    * ``credentials`` (:class:`Credentials`) - else env ``KAKAOCLOUD_APPLICATION_CREDENTIAL_ID``/
+      ``_SECRET``/``KAKAOCLOUD_REGION``/``KAKAOCLOUD_PROJECT_ID``, else the Secret
+      ``credentials_secret`` (``kakaocloud-credentials``) in ``namespace`` (``karpenter-kakaocloud``).
+    * ``keyring`` (:class:`Keyring`) - else ``keyring_file`` / env ``KAKAOCLOUD_KEYRING_FILE`` /
+      ``/etc/karpy/keyring/keyring.json``, else the Secret ``keyring_secret`` (``karpenter-sigkey``).
+    * ``price_table`` (:class:`PriceTable`) or ``price_table_file`` (CSV/YAML).
+    * ``cluster_ca_pem`` or ``cluster_ca_file`` (the service account ``ca.crt``).
+    * ``settings`` (:class:`KakaoCloudSettings`) or any of its fields (``endpoints``,
+      ``backoff_base``, ``delete_poll_interval``...).
+    * ``max_pods``, ``sleep``, ``clock``, ``transport`` (httpx transport, tests).
 
     Raises:
-        ConfigurationError: always in this release: the OpenAPI client and VM launch path are not
-            part of it yet; use ``--cloud-provider simulated`` meanwhile.
+        ConfigurationError: unknown option, no cluster name, unreadable price table.
     """
-    raise ConfigurationError(
-        "the KakaoCloud cloud provider's launch path is not in this release yet; KCNodeClass manifests load and "
-        "simulate with the 'simulated' provider"
-    )
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - _OPTIONS)
+    if unknown:
+        raise ConfigurationError(f"kakaocloud provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_OPTIONS))}")
+    settings = opts.pop("settings", None) or KakaoCloudSettings()
+    for name in _SETTINGS_FIELDS & set(opts):
+        setattr(settings, name, opts.pop(name))
+    price_table = opts.pop("price_table", None)
+    if opts.get("price_table_file"):
+        price_table = load_price_table(opts.pop("price_table_file"))
+    opts.pop("price_table_file", None)
+    opts.pop("region", None)
+    opts.pop("project_id", None)
+    cluster_name = opts.pop("cluster_name", None) or os.environ.get("CLUSTER_NAME", "")
+    return KakaoCloudProvider(cluster_name=cluster_name, settings=settings, price_table=price_table, **opts)
+
+
