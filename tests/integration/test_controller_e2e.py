@@ -249,3 +249,54 @@ async def test_two_replicas_one_leader_and_handover(kube, devcluster, tmp_path):
     finally:
         a.stop()
         b.stop()
+
+
+async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluster):
+    """Every pod karpy launched capacity for is bound by kube-scheduler: zone spread, hostname
+    anti-affinity and zonal self-affinity decided by karpy hold for the real scheduler too."""
+    tag = uuid.uuid4().hex[:6]
+    pool = f"e2e-{tag}"
+    np_obj = nodepool(pool, tag, types=["m5.large", "m5.xlarge", "c5.large", "c5.xlarge"])
+    np_obj["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a", "us-east-1b", "us-east-1c"]})
+    await kube.create("EC2NodeClass", nodeclass(pool))
+    await kube.create("NodePool", np_obj)
+    spread = deployment(f"spread-{tag}", tag, 6, cpu="500m")
+    spread["spec"]["template"]["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": f"spread-{tag}"}}}]
+    anti = deployment(f"anti-{tag}", tag, 3, cpu="250m")
+    anti["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": f"anti-{tag}"}}}]}}
+    together = deployment(f"together-{tag}", tag, 4, cpu="250m")
+    together["spec"]["template"]["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": f"together-{tag}"}}}]}}
+    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
+        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
+    task = asyncio.create_task(operator.run())
+    apps = [f"spread-{tag}", f"anti-{tag}", f"together-{tag}"]
+    try:
+        await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
+        for d in (spread, anti, together):
+            await kube.create("Deployment", d)
+
+        async def all_running() -> bool:
+            pods = [p for a in apps for p in await pods_of(kube, a)]
+            return len(pods) == 13 and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
+
+        await wait_for(all_running, 150, "13 pods Running")
+        nodes = {n["metadata"]["name"]: n for n in await nodes_of(kube, pool)}
+        zone_of = {name: n["metadata"]["labels"]["topology.kubernetes.io/zone"] for name, n in nodes.items()}
+        spread_zones = Counter(zone_of[p["spec"]["nodeName"]] for p in await pods_of(kube, apps[0]))
+        assert len(spread_zones) == 3 and max(spread_zones.values()) - min(spread_zones.values()) <= 1
+        anti_nodes = [p["spec"]["nodeName"] for p in await pods_of(kube, apps[1])]
+        assert len(set(anti_nodes)) == 3
+        together_zones = {zone_of[p["spec"]["nodeName"]] for p in await pods_of(kube, apps[2])}
+        assert len(together_zones) == 1
+    finally:
+        for a in apps:
+            await cleanup(kube, pool, a)
+        await wait_for(lambda: _gone(kube, pool), 90, "NodeClaims and Nodes to be finalized")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
