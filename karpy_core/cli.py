@@ -225,6 +225,8 @@ def controller(
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="simulated provider: KWOK-format catalog")] = None,
     kwok: Annotated[bool, typer.Option(help="simulated provider: launch instances as kwok-managed Nodes in the cluster")] = False,
     log_level: Annotated[str, typer.Option(envvar="LOG_LEVEL", help="debug, info, warning or error")] = "info",
+    preference_policy: Annotated[str, typer.Option(envvar="PREFERENCE_POLICY", help="Respect or Ignore")] = "Respect",
+    min_values_policy: Annotated[str, typer.Option(envvar="MIN_VALUES_POLICY", help="Strict or BestEffort")] = "Strict",
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease)."""
     from karpy_core.apis.durations import parse_duration
@@ -246,6 +248,8 @@ def controller(
         leader=LeaderSettings(enabled=leader_elect, namespace=namespace or default_namespace(), lease_name=lease_name),
         health_port=health_port,
         metrics_port=metrics_port,
+        preference_policy=preference_policy,
+        min_values_policy=min_values_policy,
     )
     options: dict[str, Any] = {}
     if region:

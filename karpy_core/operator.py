@@ -69,6 +69,8 @@ class ControllerSettings(BaseModel):
     health_host: str = Field("0.0.0.0", description="Interface for the health server.")
     metrics_port: int | None = Field(None, description="A separate port for /metrics (None: served on health_port too).")
     resync_seconds: float = Field(10.0, description="Each controller also runs this often without any change.")
+    preference_policy: str = Field("Respect", description="Respect (relax preferences one at a time) or Ignore.")
+    min_values_policy: str = Field("Strict", description="Strict or BestEffort (relax minValues and annotate the NodeClaim).")
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
 
@@ -133,7 +135,8 @@ class Operator:
         self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
-        self.provisioner = Provisioner(kube=self.kube, provider=provider)
+        self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
+                                       min_values_policy=self.settings.min_values_policy)
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.kube)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)

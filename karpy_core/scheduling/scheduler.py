@@ -101,6 +101,8 @@ class PlannedNodeClaim:
     instance_types: list[InstanceType]
     requests: Resources
     hostname: str
+    min_values_relaxed: bool = False
+    """True when minValues could not be met and the BestEffort policy relaxed it."""
 
     def cheapest_offering_price(self) -> float:
         """USD/hour of the cheapest available offering among the options (the first type is the
@@ -132,7 +134,7 @@ class SchedulingResults:
 class _Claim:
     """Mutable in-run state of a planned NodeClaim."""
 
-    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "requests", "requirements", "reserved", "table")
+    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests", "requirements", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
         self.table = table
@@ -144,6 +146,7 @@ class _Claim:
         self.hostname = hostname
         self.index = index
         self.host_ports: set[tuple[str, int, str]] = set(table.daemon_host_ports)
+        self.relaxed = False
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,7 @@ class Scheduler:
         preference_policy: str = "Respect",
         max_instance_types: int = MAX_INSTANCE_TYPES,
         use_caches: bool = True,
+        min_values_policy: str = "Strict",
     ):
         self.templates = sorted(templates, key=lambda t: (-t.weight, t.name))
         self.tables = {t.name: TypeTable(t, daemonsets) for t in self.templates}
@@ -212,6 +216,9 @@ class Scheduler:
         self.preference_policy = preference_policy
         self.max_instance_types = max_instance_types
         self.use_caches = use_caches
+        self.min_values_policy = min_values_policy
+        """``Strict`` rejects options that break a requirement's minValues; ``BestEffort`` keeps
+        them and marks the NodeClaim (Karpenter's ``MIN_VALUES_POLICY``)."""
         """False: try every node and claim for every pod (the pod-by-pod reference run)."""
         usage = nodepool_usage or {}
         self.remaining: dict[str, Resources | None] = {}
@@ -424,7 +431,7 @@ class Scheduler:
         while k > 0:
             mask = claim.mask & (per_type >= k)
             mask = self._limit_mask(pool, table, mask, claim.reserved)
-            if mask.any() and table.min_values_problem(mask) is None:
+            if mask.any() and (self.min_values_policy == "BestEffort" or table.min_values_problem(mask) is None):
                 break
             k //= 2
         if k <= 0:
@@ -586,8 +593,12 @@ class Scheduler:
             if not mask.any():
                 continue
             mask = self._limit_mask(template.name, table, mask, claim.reserved)
-            if not mask.any() or table.min_values_problem(mask) is not None:
+            if not mask.any():
                 continue
+            if table.min_values_problem(mask) is not None:
+                if self.min_values_policy != "BestEffort":
+                    continue
+                claim.relaxed = True
             claim.requirements = reqs
             claim.mask = mask
             claim.requests = need
@@ -678,6 +689,7 @@ class Scheduler:
             instance_types=types,
             requests=requests,
             hostname=claim.hostname,
+            min_values_relaxed=claim.relaxed,
         )
 
     # ---- explanations -------------------------------------------------------------------

@@ -167,3 +167,21 @@ def test_decisions_are_deterministic():
     b = solve([nodepool()], list(reversed(pods)))
     shape = lambda r: [(c.nodepool, c.instance_types[0].name, sorted(p.name for p in c.pods)) for c in r.new_claims]  # noqa: E731
     assert shape(a) == shape(b)
+
+
+def test_min_values_strict_rejects_and_best_effort_relaxes_and_marks():
+    catalog = [make_type(f"{fam}.large", 2, 4, labels={"family": fam}) for fam in ("a", "b", "c")] + [
+        make_type("d.8xlarge", 32, 64, labels={"family": "d"})]
+    pool = nodepool(requirements=[{"key": "family", "operator": "Exists", "minValues": 3}],
+                    labels={})
+    # family is a custom label carried by the types; the template must define it to allow pods
+    templates = [template_from_nodepool(pool, catalog)]
+    small = [pod_info(pod(f"s{i}", "1", "1Gi")) for i in range(1)]
+    strict = Scheduler(templates).solve(small)
+    assert len(strict.new_claims) == 1 and len({t.name for t in strict.new_claims[0].instance_types}) == 4
+    big = [pod_info(pod("big", "8", "8Gi"))]  # only d.8xlarge fits: one family left < minValues 3
+    res = Scheduler([template_from_nodepool(pool, catalog)]).solve(big)
+    assert res.new_claims == [] and "minValues 3 on family (only 1 distinct values left)" in res.errors["default/big"]
+    relaxed = Scheduler([template_from_nodepool(pool, catalog)], min_values_policy="BestEffort").solve(big)
+    assert [t.name for t in relaxed.new_claims[0].instance_types] == ["d.8xlarge"]
+    assert relaxed.new_claims[0].min_values_relaxed

@@ -15,6 +15,7 @@ from typing import Any
 from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
 from karpy_core.apis.labels import (
     ANNOTATION_NODEPOOL_HASH,
+    ANNOTATION_MIN_VALUES_RELAXED,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     LABEL_NODEPOOL,
 )
@@ -69,6 +70,7 @@ async def build_scheduler(
     instance_types: dict[str, list[InstanceType]] | None = None,
     *,
     preference_policy: str = "Respect",
+    min_values_policy: str = "Strict",
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
     """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (weight order) with their
     instance types, existing nodes and in-flight NodeClaims, DaemonSets, and NodePool usage."""
@@ -94,6 +96,7 @@ async def build_scheduler(
         nodepool_usage(snapshot),
         bound_pods=bound_pod_infos(snapshot),
         preference_policy=preference_policy,
+        min_values_policy=min_values_policy,
     )
     return scheduler, templates
 
@@ -110,6 +113,8 @@ def nodeclaim_from_plan(plan: PlannedNodeClaim) -> dict[str, Any]:
     annotations = dict(tmeta.get("annotations") or {})
     annotations[ANNOTATION_NODEPOOL_HASH] = nodepool_hash(np_obj)
     annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
+    if plan.min_values_relaxed:
+        annotations[ANNOTATION_MIN_VALUES_RELAXED] = "true"
     spec: dict[str, Any] = {
         "requirements": plan.spec_requirements(),
         "resources": {"requests": format_resource_list(plan.requests)},
@@ -145,10 +150,13 @@ class Provisioner:
 
     name = "provisioner"
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect"):
+    def __init__(
+        self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect", min_values_policy: str = "Strict"
+    ):
         self.kube = kube
         self.provider = provider
         self.preference_policy = preference_policy
+        self.min_values_policy = min_values_policy
         self.last: ProvisioningResult = ProvisioningResult()
 
     async def reconcile(self) -> ProvisioningResult:
@@ -168,7 +176,9 @@ class Provisioner:
                 pods.append(apply_volume_requirements(info, terms, why))
             except (QuantityError, ValueError) as exc:
                 bad[f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"] = f"invalid pod: {exc}"
-        scheduler, _ = await build_scheduler(snapshot, self.provider, preference_policy=self.preference_policy)
+        scheduler, _ = await build_scheduler(
+            snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy
+        )
         results = scheduler.solve(pods)
         results.errors.update(bad)
         result.results = results
