@@ -14,8 +14,8 @@ from typing import Any
 
 from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
 from karpy_core.apis.labels import (
-    ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_MIN_VALUES_RELAXED,
+    ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     LABEL_NODEPOOL,
 )
