@@ -148,6 +148,17 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
             assert not any(t["key"] == "karpenter.sh/unregistered" for t in n["spec"].get("taints") or [])
         status = (await kube.get("NodePool", pool))["status"]
         assert status["nodes"] == len(claims)
+        # decisions are explained as Kubernetes events, and counted with Karpenter's metric names
+        events = await kube.list("Event", "default")
+        nominated = [e for e in events if e.get("reason") == "Nominated" and e["involvedObject"]["name"] in {p["metadata"]["name"] for p in pods}]
+        assert nominated and all(e["message"].startswith("Pod should schedule on: nodeclaim/") for e in nominated)
+        assert any(e.get("reason") == "Launched" and e["involvedObject"]["kind"] == "NodeClaim" for e in events)
+        import urllib.request
+
+        url = f"http://127.0.0.1:{operator.health.port}/metrics"  # served by this event loop: fetch from a thread
+        metrics = (await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())).decode()
+        assert f'karpenter_nodeclaims_created_total{{min_values_relaxed="false",nodepool="{pool}",reason="provisioning"}} {len(claims)}.0' in metrics
+        assert "karpenter_provisioner_scheduling_duration_seconds_count" in metrics
         assert condition({"status": status}, "Ready")["status"] == "True"
 
         # one decision engine: the simulator decides the same instance types and zones

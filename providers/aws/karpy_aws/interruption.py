@@ -1,0 +1,161 @@
+"""Interruption handling: EventBridge messages from an SQS queue -> delete the affected NodeClaim.
+
+Message kinds, dispatched on ``source`` and ``detail-type`` (Karpenter
+``pkg/controllers/interruption/``; reference section 5):
+
+================================================ ===================== =============================================
+detail-type (source)                             kind                  action
+================================================ ===================== =============================================
+EC2 Spot Instance Interruption Warning (aws.ec2) ``spot_interrupted``  delete the NodeClaim; mark (spot, type, zone)
+                                                                       unavailable for 3 min
+EC2 Instance Rebalance Recommendation (aws.ec2)  ``rebalance``         event only
+AWS Health Event (aws.health), service EC2,      ``scheduled_change``  delete the NodeClaim(s)
+scheduledChange
+EC2 Instance State-change Notification           ``state_change``      delete when stopping/stopped/shutting-down/
+                                                                       terminated
+================================================ ===================== =============================================
+
+Deleting the NodeClaim is all the handler does: core karpy's termination cordons and drains the
+node, then calls the provider's delete. Every message is deleted from the queue after handling;
+unparseable or unknown ones are deleted and logged (never retried forever).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from karpy_aws.errors import call
+from karpy_core.apis.labels import CAPACITY_TYPE_SPOT, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.errors import KubeAPIError
+
+if TYPE_CHECKING:
+    from karpy_aws.cache import UnavailableOfferings
+    from karpy_aws.clients import AWSClients
+    from karpy_aws.events import EventRecorder
+    from karpy_core.kube.port import KubeClient
+
+__all__ = ["InterruptionMessage", "parse_message", "InterruptionHandler"]
+
+log = logging.getLogger("karpy.aws")
+
+_STOPPING = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
+
+
+@dataclass(frozen=True)
+class InterruptionMessage:
+    """A parsed message: ``kind`` (see the module table, or ``noop``) and the instance ids."""
+
+    kind: str
+    instance_ids: tuple[str, ...]
+    detail_type: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def parse_message(body: str) -> InterruptionMessage:
+    """Parse one SQS body (EventBridge JSON).
+
+    Raises:
+        ValueError: not JSON, or not an EventBridge event.
+    """
+    doc = json.loads(body)
+    if not isinstance(doc, dict) or "detail-type" not in doc or "source" not in doc:
+        raise ValueError("not an EventBridge event (no source/detail-type)")
+    source, dtype = doc["source"], doc["detail-type"]
+    detail = doc.get("detail") or {}
+    if source == "aws.ec2" and dtype == "EC2 Spot Instance Interruption Warning":
+        return InterruptionMessage("spot_interrupted", (detail["instance-id"],), dtype)
+    if source == "aws.ec2" and dtype == "EC2 Instance Rebalance Recommendation":
+        return InterruptionMessage("rebalance", (detail["instance-id"],), dtype)
+    if source == "aws.ec2" and dtype == "EC2 Instance State-change Notification":
+        state = detail.get("state", "")
+        kind = "state_change" if state in _STOPPING else "noop"
+        return InterruptionMessage(kind, (detail["instance-id"],), dtype, {"state": state})
+    if source == "aws.health" and dtype == "AWS Health Event":
+        if detail.get("service") == "EC2" and detail.get("eventTypeCategory") == "scheduledChange":
+            ids = tuple(e["entityValue"] for e in detail.get("affectedEntities") or [] if e.get("entityValue"))
+            return InterruptionMessage("scheduled_change", ids, dtype)
+        return InterruptionMessage("noop", (), dtype)
+    return InterruptionMessage("noop", (), dtype)
+
+
+class InterruptionHandler:
+    """Polls the interruption queue and acts on each message.
+
+    Args:
+        clients: AWS clients (sqs).
+        queue: the queue name (``--interruption-queue``).
+        kube: the cluster, to find and delete NodeClaims.
+        unavailable: marks spot offerings of interrupted instances.
+        events: records what was done.
+    """
+
+    def __init__(self, *, clients: AWSClients, queue: str, kube: KubeClient, unavailable: UnavailableOfferings,
+                 events: EventRecorder):
+        self.clients = clients
+        self.queue = queue
+        self.kube = kube
+        self.unavailable = unavailable
+        self.events = events
+        self._url: str | None = None
+
+    async def queue_url(self) -> str:
+        if self._url is None:
+            sqs = await self.clients.get("sqs")
+            resp = await call(sqs.get_queue_url, "GetQueueUrl", QueueName=self.queue)
+            self._url = str(resp["QueueUrl"])
+        return self._url
+
+    async def poll_once(self, *, wait_seconds: int = 20) -> list[InterruptionMessage]:
+        """Receive up to 10 messages (long poll ``wait_seconds``), handle and delete each;
+        returns the parsed ones (unparseable ones are deleted and skipped)."""
+        sqs = await self.clients.get("sqs")
+        url = await self.queue_url()
+        resp = await call(sqs.receive_message, "ReceiveMessage", QueueUrl=url, MaxNumberOfMessages=10,
+                          VisibilityTimeout=20, WaitTimeSeconds=wait_seconds, AttributeNames=["SentTimestamp"],
+                          MessageAttributeNames=["All"])
+        handled = []
+        for msg in resp.get("Messages") or []:
+            try:
+                parsed = parse_message(msg.get("Body") or "")
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("interruption queue %s: dropping unparseable message %s: %s", self.queue, msg.get("MessageId"), exc)
+                parsed = None
+            if parsed is not None:
+                await self.handle(parsed)
+                handled.append(parsed)
+            await call(sqs.delete_message, "DeleteMessage", QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+        return handled
+
+    async def handle(self, msg: InterruptionMessage) -> list[str]:
+        """Act on one message; returns the names of the NodeClaims deleted."""
+        if msg.kind == "noop" or not msg.instance_ids:
+            return []
+        wanted = set(msg.instance_ids)
+        deleted = []
+        for nc in await self.kube.list("NodeClaim"):
+            pid = (nc.get("status") or {}).get("providerID") or ""
+            instance_id = pid.rsplit("/", 1)[-1]
+            if instance_id not in wanted:
+                continue
+            name = nc["metadata"]["name"]
+            labels = nc["metadata"].get("labels") or {}
+            if msg.kind == "rebalance":
+                await self.events.record("Normal", "RebalanceRecommendation", f"NodeClaim/{name}",
+                                         f"EC2 recommends rebalancing {instance_id}; no action taken")
+                continue
+            if msg.kind == "spot_interrupted" and labels.get(LABEL_INSTANCE_TYPE) and labels.get(LABEL_ZONE):
+                self.unavailable.mark(CAPACITY_TYPE_SPOT, labels[LABEL_INSTANCE_TYPE], labels[LABEL_ZONE], reason=msg.kind)
+            await self.events.record("Warning", "Interrupted", f"NodeClaim/{name}",
+                                     f"{msg.detail_type} for {instance_id}: deleting the NodeClaim (the node is drained)")
+            if nc["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                await self.kube.delete("NodeClaim", name)
+                deleted.append(name)
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
+        return deleted

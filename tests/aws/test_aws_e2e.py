@@ -1,0 +1,354 @@
+"""The AWS provider against moto: seeds and examples driven by the simulator, ICE and spot-role
+fallbacks, garbage collection, interruption, drift."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from karpy_aws.apis import EC2NodeClass
+from karpy_aws.gc import garbage_collect
+from karpy_aws.nodeclass import COND_SG_CLUSTER_TAG, condition
+
+from karpy_core.apis.base import to_kube_dict
+from karpy_core.apis.loader import load_documents
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.errors import InsufficientCapacityError
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.sim.simulator import Simulator
+from karpy_core.testing import nodeclaim_for
+from karpy_core.utils.clock import VirtualClock
+
+from .conftest import CLUSTER, FAULTS, session
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+
+
+def deployment(name: str, replicas: int, cpu: str = "500m") -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "pause",
+                                                           "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]}}}}
+
+
+async def simulate(plugin: Any, paths: list[Path], extra: list[dict[str, Any]]) -> Simulator:
+    loaded = load_documents([str(p) for p in paths], {"CLUSTER_NAME": CLUSTER})
+    sim = Simulator(CloudProvider(plugin))
+    plugin.kube = sim.cluster
+    plugin.events.kube = sim.cluster
+    sim.apply([to_kube_dict(o) for o in loaded.objects()] + extra)
+    await sim.run(max_seconds=600)
+    return sim
+
+
+async def describe(url: str, instance_ids: list[str]) -> list[dict[str, Any]]:
+    async with session().client("ec2", endpoint_url=url) as ec2:
+        resp = await ec2.describe_instances(InstanceIds=instance_ids)
+    return [i for r in resp["Reservations"] for i in r["Instances"]]
+
+
+async def launch_template_data(url: str, name: str) -> dict[str, Any]:
+    async with session().client("ec2", endpoint_url=url) as ec2:
+        resp = await ec2.describe_launch_template_versions(LaunchTemplateName=name)
+    return resp["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+
+
+def instance_ids(sim: Simulator) -> list[str]:
+    return [nc["status"]["providerID"].rsplit("/", 1)[-1] for nc in sim.cluster.objects("NodeClaim")
+            if (nc.get("status") or {}).get("providerID")]
+
+
+def tags(inst: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
+
+
+async def test_seed_000_runs_t2_instances_and_delete_terminates(plugin_factory, seeded):
+    plugin = plugin_factory()
+    sim = await simulate(plugin, [DATA / "seeds/000-repaired.yaml", DATA / "sim/000-inflate.yaml"], [])
+    ids = instance_ids(sim)
+    assert ids, sim.pending_reasons
+    instances = await describe(seeded.url, ids)
+    total_cpu = 0
+    for inst in instances:
+        assert inst["State"]["Name"] == "running"
+        assert inst["InstanceType"] in ("t2.small", "t2.medium")
+        assert inst["Placement"]["AvailabilityZone"] in ("ap-northeast-2a", "ap-northeast-2b")
+        assert inst["ImageId"] == "ami-0123456789abcdef0"
+        t = tags(inst)
+        assert t[f"kubernetes.io/cluster/{CLUSTER}"] == "owned" and t["eks:eks-cluster-name"] == CLUSTER
+        assert t["karpenter.sh/nodepool"] == "nodepool" and t["karpenter.k8s.aws/ec2nodeclass"] == "ec2nodeclass"
+        assert t["nodegroup"] == "karpenter"  # NodeClass tags propagate
+        total_cpu += {"t2.small": 1, "t2.medium": 2}[inst["InstanceType"]]
+    assert total_cpu <= 5  # the NodePool's cpu limit
+    # AL2 user data bootstraps with bootstrap.sh
+    req = plugin.launcher.fleet_requests[-1]
+    assert req["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+    lt = await launch_template_data(seeded.url, req["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    assert "/etc/eks/bootstrap.sh 'eks'" in base64.b64decode(lt["UserData"]).decode()
+    # deleting a NodeClaim terminates its instance
+    nc = sim.cluster.objects("NodeClaim")[0]
+    await sim.cluster.delete("NodeClaim", nc["metadata"]["name"])
+    termination = NodeTermination(kube=sim.cluster)  # core's drain + Node finalizer
+    for _ in range(6):
+        await sim.lifecycle.reconcile()
+        await termination.reconcile()
+    gone = nc["status"]["providerID"].rsplit("/", 1)[-1]
+    (inst,) = await describe(seeded.url, [gone])
+    assert inst["State"]["Name"] in ("shutting-down", "terminated")
+    assert sim.cluster.peek("NodeClaim", nc["metadata"]["name"]) is None
+
+
+async def test_seed_002_gp3_volumes_imds_and_spot_fleet(plugin_factory, seeded):
+    plugin = plugin_factory()
+    sim = await simulate(plugin, [DATA / "seeds/002-gp3-block-devices.yaml"], [deployment("web", 3)])
+    ids = instance_ids(sim)
+    assert ids, sim.pending_reasons
+    for inst in await describe(seeded.url, ids):
+        assert inst["InstanceLifecycle"] == "spot"  # spot allowed and available: spot first
+        assert tags(inst)["karpenter.sh/nodepool"] == "default"
+    req = plugin.launcher.fleet_requests[-1]
+    assert req["Type"] == "instant" and req["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
+    assert req["TargetCapacitySpecification"] == {"DefaultTargetCapacityType": "spot", "TotalTargetCapacity": 1}
+    assert {t["ResourceType"] for t in req["TagSpecifications"]} == {"instance", "volume", "fleet"}
+    overrides = [o for c in req["LaunchTemplateConfigs"] for o in c["Overrides"]]
+    assert len(overrides) > 3 and all(o["SubnetId"] in seeded.subnets.values() for o in overrides)
+    assert len({(o["InstanceType"], o["AvailabilityZone"]) for o in overrides}) == len(overrides)
+    name = req["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"]
+    assert name.startswith("karpenter.k8s.aws/")
+    lt = await launch_template_data(seeded.url, name)
+    assert lt["BlockDeviceMappings"] == [
+        {"DeviceName": "/dev/xvda", "Ebs": {"Encrypted": True, "DeleteOnTermination": True, "Iops": 3000, "VolumeSize": 100,
+                                            "VolumeType": "gp3", "Throughput": 125}},
+        {"DeviceName": "/dev/xvdb", "Ebs": {"Encrypted": True, "DeleteOnTermination": True, "Iops": 3000, "VolumeSize": 20,
+                                            "VolumeType": "gp3", "Throughput": 125}},
+    ]
+    assert lt["MetadataOptions"]["HttpTokens"] == "required" and lt["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
+    assert lt["NetworkInterfaces"][0]["Groups"] == [seeded.security_group]
+    assert lt["IamInstanceProfile"]["Name"].startswith(f"{CLUSTER}_")
+    user_data = base64.b64decode(lt["UserData"]).decode()
+    assert "application/node.eks.aws" in user_data and '"kind": "NodeConfig"' in user_data
+    # ephemeral storage follows the 100Gi root volume
+    nc = sim.cluster.objects("NodeClaim")[0]
+    assert nc["status"]["capacity"]["ephemeral-storage"] == "100Gi"
+
+
+async def test_general_purpose_example_on_demand_cmr(plugin_factory, seeded, shared_dir):
+    plugin = plugin_factory()
+    sim = await simulate(plugin, [shared_dir / "inputs/nodepools/general-purpose.yaml"], [deployment("app", 4)])
+    ids = instance_ids(sim)
+    assert ids, sim.pending_reasons
+    for inst in await describe(seeded.url, ids):
+        family = inst["InstanceType"].split(".")[0]
+        assert family[0] in "cmr" and int(family[1]) > 2
+        assert inst.get("InstanceLifecycle") != "spot"
+        assert inst["ImageId"] == "ami-0a1023x86standard"
+
+
+async def test_ice_on_cheapest_type_moves_to_next_offering(plugin_factory, seeded):
+    from .test_conformance_aws import NODECLASS
+
+    plugin = plugin_factory(nodeclasses={"default": NODECLASS})
+    reqs = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large", "m5.xlarge", "c5.large"]}]
+    first = await plugin.karpy_create(nodeclaim_for("a", REF, reqs))
+    cheapest = first.metadata.labels["node.kubernetes.io/instance-type"]
+    FAULTS.ice_types = {cheapest}
+    with pytest.raises(InsufficientCapacityError) as err:
+        await plugin.karpy_create(nodeclaim_for("b", REF, [*reqs[:1], {"key": "node.kubernetes.io/instance-type",
+                                                                         "operator": "In", "values": [cheapest]}]))
+    assert err.value.code == "InsufficientInstanceCapacity"
+    assert all(plugin.unavailable.is_unavailable("on-demand", cheapest, z) for z in seeded.subnets)
+    nxt = await plugin.karpy_create(nodeclaim_for("c", REF, reqs))
+    assert nxt.metadata.labels["node.kubernetes.io/instance-type"] != cheapest
+    assert cheapest not in FAULTS.calls[-1]["types"]  # the unavailable type is no longer offered
+    types = {t.name: t for t in await plugin.karpy_get_instance_types(nodepool_default())}
+    assert not any(o.available for o in types[cheapest].offerings if o.capacity_type == "on-demand")
+    plugin.now = lambda: 10**11  # 3 minutes later the offerings come back
+    plugin.unavailable._now = plugin.now
+    assert not plugin.unavailable.is_unavailable("on-demand", cheapest, "ap-northeast-2a")
+
+
+def nodepool_default():
+    from karpy_core.testing import nodepool_for
+
+    return nodepool_for(REF)
+
+
+async def test_missing_spot_role_falls_back_to_on_demand_with_event(plugin_factory, seeded):
+    plugin = plugin_factory()
+    FAULTS.spot_slr = True
+    sim = await simulate(plugin, [DATA / "seeds/002-gp3-block-devices.yaml"], [deployment("web", 2)])
+    events = plugin.events.find("SpotServiceLinkedRoleMissing")
+    assert events and "aws iam create-service-linked-role --aws-service-name spot.amazonaws.com" in events[0].message
+    assert any(c["lifecycle"] == "spot" for c in FAULTS.calls)
+    assert FAULTS.calls[-1]["lifecycle"] == "on-demand"
+    ids = instance_ids(sim)
+    assert ids
+    for inst in await describe(seeded.url, ids):
+        assert inst.get("InstanceLifecycle") != "spot"
+    assert any(e["reason"] == "SpotServiceLinkedRoleMissing" for e in sim.cluster.objects("Event"))
+
+
+async def test_gc_terminates_leaked_tagged_instance_never_untagged(plugin_factory, seeded):
+    from .test_conformance_aws import NODECLASS
+
+    plugin = plugin_factory(nodeclasses={"default": NODECLASS})
+    leaked = await plugin.karpy_create(nodeclaim_for("leak", REF, [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t3.small"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]))
+    async with session().client("ec2", endpoint_url=seeded.url) as ec2:
+        other = await ec2.run_instances(ImageId="ami-0a1023x86standard", InstanceType="t3.small", MinCount=1, MaxCount=1,
+                                        TagSpecifications=[{"ResourceType": "instance", "Tags": [
+                                            {"Key": "karpenter.sh/nodepool", "Value": "someone-elses"}]}])
+    untagged = other["Instances"][0]["InstanceId"]
+    kube = InMemoryCluster()
+    provider = CloudProvider(plugin)
+    leaked_id = leaked.status.provider_id.rsplit("/", 1)[-1]
+    # younger than 30 s: kept
+    assert await garbage_collect(kube, provider, VirtualClock(start=__import__("time").time())) == []
+    done = await garbage_collect(kube, provider, VirtualClock(start=__import__("time").time() + 60))
+    assert done == [leaked.status.provider_id]
+    states = {i["InstanceId"]: i["State"]["Name"] for i in await describe(seeded.url, [leaked_id, untagged])}
+    assert states[leaked_id] in ("shutting-down", "terminated") and states[untagged] == "running"
+    with pytest.raises(Exception, match="refusing to terminate"):
+        await plugin.karpy_delete(leaked.model_copy(update={"status": leaked.status.model_copy(
+            update={"provider_id": f"aws:///ap-northeast-2a/{untagged}"})}))
+
+
+async def test_interruption_deletes_nodeclaim_and_marks_spot(plugin_factory, seeded):
+    from .test_conformance_aws import NODECLASS
+
+    kube = InMemoryCluster()
+    plugin = plugin_factory(nodeclasses={"default": NODECLASS}, kube=kube, interruption_queue="karpy-interruption")
+    launched = await plugin.karpy_create(nodeclaim_for("spotty", REF, [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}]))
+    kube.create_sync("NodeClaim", to_kube_dict(launched))
+    instance_id = launched.status.provider_id.rsplit("/", 1)[-1]
+    async with session().client("sqs", endpoint_url=seeded.url) as sqs:
+        url = (await sqs.create_queue(QueueName="karpy-interruption"))["QueueUrl"]
+        await sqs.send_message(QueueUrl=url, MessageBody="not json")
+        await sqs.send_message(QueueUrl=url, MessageBody=json.dumps({
+            "version": "0", "source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning",
+            "detail": {"instance-id": instance_id, "instance-action": "terminate"}}))
+        handler = plugin.interruption_handler()
+        handled = []
+        for _ in range(3):
+            handled += await handler.poll_once(wait_seconds=1)
+        left = await sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+    assert [m.kind for m in handled] == ["spot_interrupted"]
+    assert not left.get("Messages")  # both messages, the unparseable one too, were deleted
+    nc = kube.peek("NodeClaim", "spotty")
+    assert nc is None or nc["metadata"].get("deletionTimestamp")
+    zone = launched.metadata.labels["topology.kubernetes.io/zone"]
+    assert plugin.unavailable.is_unavailable("spot", "m5.large", zone)
+
+
+async def test_drift_nodeclass_hash_and_ami(plugin_factory, seeded):
+    from .test_conformance_aws import NODECLASS
+
+    plugin = plugin_factory(nodeclasses={"default": NODECLASS})
+    launched = await plugin.karpy_create(nodeclaim_for("d", REF, [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t3.small"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]))
+    assert await plugin.karpy_is_drifted(launched) == ""
+    changed = NODECLASS.model_copy(deep=True)
+    changed.spec.tags = {"team": "x"}
+    plugin.nodeclasses["default"] = changed
+    assert await plugin.karpy_is_drifted(launched) == "NodeClassDrift"
+    plugin.nodeclasses["default"] = NODECLASS
+    old = launched.model_copy(deep=True)
+    old.status.image_id = "ami-00000000000000old"
+    assert await plugin.karpy_is_drifted(old) == "AMIDrift"
+
+
+def _as_model(obj: Any) -> EC2NodeClass:
+    return obj if isinstance(obj, EC2NodeClass) else EC2NodeClass.model_validate(to_kube_dict(obj))
+
+
+EXPECTED = {
+    "al2-custom-ami.yaml": "AMINotFound",
+    "custom-family.yaml": "AMINotFound",
+}
+
+
+async def test_every_nodepool_example_resolves_ready_or_explains(plugin_factory, shared_dir):
+    plugin = plugin_factory()
+    results = {}
+    for path in sorted((shared_dir / "inputs/nodepools").glob("*.yaml")):
+        loaded = load_documents([str(path)], {"CLUSTER_NAME": CLUSTER})
+        for obj in loaded.objects():
+            if obj.KIND != "EC2NodeClass":
+                continue
+            res = await plugin.resolver.resolve(_as_model(obj), use_cache=False)
+            ready = condition(res.nodeclass, "Ready")
+            assert ready is not None and ready.status in ("True", "False")
+            if ready.status == "False":
+                assert ready.reason and ready.message, path.name
+            results[path.name] = "Ready" if res.ready else ready.reason
+    for name, reason in results.items():
+        assert reason == EXPECTED.get(name, "Ready"), (name, reason, results)
+    assert len(results) == 17
+
+
+async def test_sg_cluster_tag_conflict_and_subnet_not_found_messages(moto_url, instance_type_data):
+    from .conftest import make_plugin, seed
+
+    seeded = await seed(moto_url, cluster_tagged_sgs=2)
+    plugin = make_plugin(moto_url, instance_type_data)
+    try:
+        from .test_conformance_aws import NODECLASS
+
+        res = await plugin.resolver.resolve(NODECLASS)
+        assert res.ready
+        warn = condition(res.nodeclass, COND_SG_CLUSTER_TAG)
+        assert warn is not None and warn.status == "True"
+        for g in seeded.extra["cluster_sgs"]:
+            assert g in warn.message
+        assert plugin.events.find("MultipleClusterTaggedSecurityGroups")
+        bad = NODECLASS.model_copy(deep=True)
+        bad.spec.subnet_selector_terms[0].tags = {"karpenter.sh/discovery": "nope"}
+        res = await plugin.resolver.resolve(bad)
+        sub = condition(res.nodeclass, "SubnetsReady")
+        assert not res.ready and sub.reason == "SubnetsNotFound" and "tag:karpenter.sh/discovery=nope" in sub.message
+        # restricted tags slipped past admission (model_construct) are refused at runtime too
+        tagged = NODECLASS.model_copy(deep=True)
+        tagged.spec.tags = {"karpenter.sh/nodepool": "x"}
+        res = await plugin.resolver.resolve(tagged)
+        assert condition(res.nodeclass, "ValidationSucceeded").reason == "TagValidationFailed"
+    finally:
+        await plugin.aclose()
+
+
+async def test_nodeclass_controller_writes_status(plugin_factory):
+    from .test_conformance_aws import NODECLASS
+
+    kube = InMemoryCluster()
+    kube.create_sync("EC2NodeClass", to_kube_dict(NODECLASS))
+    bad = to_kube_dict(NODECLASS)
+    bad["metadata"] = {"name": "bad"}
+    bad["spec"]["tags"] = {"kubernetes.io/cluster/eks": "owned"}
+    kube.create_sync("EC2NodeClass", bad)
+    plugin = plugin_factory(kube=kube)
+    assert await plugin.nodeclass_controller().reconcile() == {"bad": False, "default": True}
+    status = kube.peek("EC2NodeClass", "default")["status"]
+    assert status["subnets"] and status["securityGroups"] and status["amis"] and status["instanceProfile"]
+    conds = {c["type"]: c for c in kube.peek("EC2NodeClass", "bad")["status"]["conditions"]}
+    assert conds["ValidationSucceeded"]["reason"] == "TagValidationFailed"
+
+
+async def test_spot_prices_from_moto_are_bogus_and_replaced(plugin_factory):
+    from karpy_core.cloudprovider.catalog.aws import spot_price
+
+    plugin = plugin_factory()
+    await plugin.pricing.refresh()
+    assert plugin.pricing.spot_data_seen and plugin.pricing.bogus_spot_rows > 0
+    od = plugin.pricing.on_demand_price("m5.large")
+    assert plugin.pricing.spot_price("m5.large", "ap-northeast-2a") == spot_price(od, "m5.large", "ap-northeast-2a")
+    assert "static" in plugin.pricing_note
