@@ -275,6 +275,8 @@ class Operator:
             asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
         ]
+        for name, loop in self.provider.controllers():
+            tasks.append(asyncio.create_task(loop(), name=name))
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:

@@ -135,6 +135,17 @@ def karpy_is_drifted(nodeclaim: NodeClaim) -> Any:
 
 
 @hookspec
+def karpy_controllers() -> list[tuple[str, Any]]:  # type: ignore[empty-body]
+    """**Optional.** Return the provider's own background loops as ``(name, coroutine function)``
+    pairs, e.g. ``("aws.interruption", poll_forever)``. The operator runs each (called with no
+    arguments) as a named task while this replica leads, and restarts the process if one fails.
+    Not async itself. Providers without loops need not implement it.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def karpy_repair_policies() -> list[dict[str, Any]]:  # type: ignore[empty-body]
     """Return node-repair policies: ``[{"conditionType": str, "conditionStatus": str,
     "tolerationDuration": seconds}]``. Not async. Return ``[]`` for none.

@@ -30,6 +30,8 @@ __all__ = ["ENTRY_POINT_GROUP", "CloudProvider", "available_providers", "load_pr
 ENTRY_POINT_GROUP = "karpy.cloudprovider"
 
 _HOOKS = [name for name in dir(hookspecs) if name.startswith("karpy_")]
+OPTIONAL_HOOKS = frozenset({"karpy_controllers"})
+"""Hooks a plugin may leave out (at most one implementation each)."""
 
 
 def available_providers() -> list[str]:
@@ -64,6 +66,8 @@ class CloudProvider:
             raise ConfigurationError(f"cloud provider plugin {plugin!r} implements an unknown hook: {exc}") from exc
         for name in _HOOKS:
             impls = getattr(self._pm.hook, name).get_hookimpls()
+            if name in OPTIONAL_HOOKS and len(impls) <= 1:
+                continue
             if len(impls) != 1:
                 raise ConfigurationError(
                     f"cloud provider plugin {plugin!r} must implement hook {name} exactly once (found {len(impls)})"
@@ -92,6 +96,13 @@ class CloudProvider:
     def supported_node_classes(self) -> list[tuple[str, str]]:
         """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""
         return list(self._call_sync("karpy_supported_node_classes"))
+
+    def controllers(self) -> list[tuple[str, Any]]:
+        """The provider's background loops (see the optional ``karpy_controllers`` hook)."""
+        hook = self._pm.hook.karpy_controllers
+        if not hook.get_hookimpls():
+            return []
+        return list(hook()[0] or [])
 
     def repair_policies(self) -> list[dict[str, Any]]:
         return list(self._call_sync("karpy_repair_policies"))

@@ -250,6 +250,51 @@ class AWSProvider:
         return list(SUPPORTED_NODE_CLASSES)
 
     @hookimpl
+    def karpy_controllers(self) -> list[tuple[str, Any]]:
+        """Background loops while leading: EC2NodeClass status (every 60 s), garbage collection of
+        leaked tagged instances (every 2 min, Karpenter's cadence after start-up) and, when an
+        ``interruption_queue`` is configured, the SQS interruption poller (20 s long polls)."""
+        if self.kube is None:
+            return []
+        import asyncio
+        import logging
+
+        from karpy_aws.gc import garbage_collect
+        from karpy_core.cloudprovider.provider import CloudProvider
+        from karpy_core.utils.clock import RealClock
+
+        log = logging.getLogger("karpy_aws")
+        kube = self.kube
+
+        async def every(seconds: float, name: str, step: Any) -> None:
+            while True:
+                try:
+                    await step()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("%s failed; retrying", name)
+                await asyncio.sleep(seconds)
+
+        async def nodeclasses() -> None:
+            ctl = self.nodeclass_controller()
+            await every(60.0, "aws.nodeclass", ctl.reconcile)
+
+        async def gc() -> None:
+            facade = CloudProvider(self)
+            await every(120.0, "aws.gc", lambda: garbage_collect(kube, facade, RealClock()))
+
+        loops: list[tuple[str, Any]] = [("aws.nodeclass", nodeclasses), ("aws.gc", gc)]
+        if self.interruption_queue:
+            handler = self.interruption_handler()
+
+            async def interruption() -> None:
+                await every(0.0, "aws.interruption", handler.poll_once)
+
+            loops.append(("aws.interruption", interruption))
+        return loops
+
+    @hookimpl
     def karpy_repair_policies(self) -> list[dict[str, Any]]:
         """Karpenter AWS: a node whose Ready condition is False or Unknown for 30 min is repaired."""
         return [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800},
