@@ -340,7 +340,7 @@ class Scheduler:
                         errors[pod.key] = self.explain(pod)
                     else:
                         leftover.append(pod)
-        for pod in self._fill_balanced(leftover):
+        for pod in self._fill_best(leftover):
             errors[pod.key] = self.explain(pod)
         return SchedulingResults([self._finalize(c) for c in self._claims], existing, errors)
 
@@ -349,7 +349,48 @@ class Scheduler:
         """Pods with no topology, pod-affinity or preference constraints (interchangeable per shape)."""
         return not (pod.unsupported or pod.has_topology or pod.preferred_node_terms)
 
-    def _fill_balanced(self, pods: list[PodInfo]) -> list[PodInfo]:
+    def _fill_best(self, pods: list[PodInfo]) -> list[PodInfo]:
+        """Pack plain pods with both packers (balanced mix, and first-fit decreasing as Karpenter
+        does) and keep the cheaper plan (fewer unplaced pods first, then USD/hour). Balanced wins on
+        catalogs priced per resource; FFD can win where specialised families (compute- or
+        memory-optimised) are cheaper per unit. Both are deterministic."""
+        if not pods:
+            return []
+        mark = self._checkpoint()
+        failed_ffd = self._fill_balanced(pods, balanced=False)
+        cost_ffd = self._new_claims_cost(mark[0])
+        self._restore(mark)
+        failed_bal = self._fill_balanced(pods, balanced=True)
+        cost_bal = self._new_claims_cost(mark[0])
+        if (len(failed_bal), cost_bal) <= (len(failed_ffd), cost_ffd):
+            return failed_bal
+        self._restore(mark)
+        return self._fill_balanced(pods, balanced=False)
+
+    def _checkpoint(self) -> tuple[Any, ...]:
+        import copy
+
+        return (len(self._claims), copy.deepcopy(self.remaining), self.topology.checkpoint(), copy.deepcopy(self._new_failed))
+
+    def _restore(self, mark: tuple[Any, ...]) -> None:
+        n, remaining, topo, new_failed = mark
+        del self._claims[n:]
+        import copy
+
+        self.remaining = copy.deepcopy(remaining)
+        self.topology.restore(topo)
+        self._new_failed = copy.deepcopy(new_failed)
+
+    def _new_claims_cost(self, start: int) -> float:
+        """USD/hour of the cheapest option of every claim opened since ``start``."""
+        total = 0.0
+        for claim in self._claims[start:]:
+            prices = claim.table.cheapest_prices(claim.requirements)[claim.mask]
+            finite = prices[np.isfinite(prices)]
+            total += float(finite.min()) if finite.size else 0.0
+        return total
+
+    def _fill_balanced(self, pods: list[PodInfo], *, balanced: bool = True) -> list[PodInfo]:
         """Pack plain pods into new NodeClaims; returns the pods that fit nowhere.
 
         One claim at a time: it is opened for the largest remaining pod, then repeatedly given a
@@ -397,9 +438,9 @@ class Scheduler:
                         excluded.add(sig)
                         continue
                     share = max((need[c] / ref[c] if ref[c] else 0.0) for c in cols) if cols else 0.0
-                    key = (share, self._ffd_key(bucket[0]))
+                    key = (share if balanced else 0.0, self._ffd_key(bucket[0]))
                     if best is None or key < (best[0], self._ffd_key(buckets[best[1]][0])):
-                        best = (share, sig, vec)
+                        best = (key[0], sig, vec)
                 if best is None:
                     break
                 _, sig, vec = best
@@ -407,7 +448,7 @@ class Scheduler:
                 per_type = _counts_that_fit(room - claim.requests, vec)
                 fit = int(per_type.max()) if per_type.size else 0
                 live = sum(1 for k in buckets if k not in excluded)
-                chunk = max(1, min(len(bucket), -(-fit // max(1, live))))
+                chunk = max(1, min(len(bucket), -(-fit // max(1, live)) if balanced else fit))
                 added = 0
                 if self._try_add(claim, bucket[0], self._attempts(bucket[0])[-1], None):
                     added = 1 + self._add_identical(claim, bucket[1:chunk], vec)

@@ -190,6 +190,16 @@ class Topology:
         self._selectors: dict[str, dict[str, Any]] = {}
         self._matches: dict[tuple[str, str, tuple[tuple[str, str], ...]], bool] = {}
 
+    def checkpoint(self) -> tuple[Any, ...]:
+        """State to :meth:`restore` later (the scheduler tries alternative packings)."""
+        return (len(self._placed), {k: dict(v) for k, v in self._counts.items()}, {k: set(v) for k, v in self._anti.items()})
+
+    def restore(self, mark: tuple[Any, ...]) -> None:
+        n, counts, anti = mark
+        del self._placed[n:]
+        self._counts = {k: dict(v) for k, v in counts.items()}
+        self._anti = {k: set(v) for k, v in anti.items()}
+
     @property
     def has_anti(self) -> bool:
         return bool(self._anti)

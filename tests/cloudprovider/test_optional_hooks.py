@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.kube.memory import InMemoryCluster
-
 from tests.fakes import FakeProvider
 
 
