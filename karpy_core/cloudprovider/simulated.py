@@ -28,7 +28,6 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,6 +48,7 @@ from karpy_core.cloudprovider.types import InstanceType, Offering
 from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.utils.clock import now_function
 from karpy_core.utils.quantity import QuantityError
 
 if TYPE_CHECKING:
@@ -92,17 +92,6 @@ class NodeBackend(Protocol):
         ...
 
 
-def _clock_fn(clock: Any) -> Callable[[], float]:
-    if clock is None:
-        return time.time
-    if callable(clock):
-        return clock
-    now = getattr(clock, "now", None)
-    if callable(now):
-        return now
-    raise ConfigurationError(f"simulated provider option clock must be a callable or have now(), got {clock!r}")
-
-
 class SimulatedProvider:
     """An in-memory cloud over a static catalog. Use :func:`create_plugin` to build one.
 
@@ -135,7 +124,7 @@ class SimulatedProvider:
             base = load_aws_catalog(region, catalog_options)
         self.region = region
         self.instance_types_file = instance_types_file
-        self._now = _clock_fn(clock)
+        self._now = now_function(clock, "simulated provider")
         self._base: dict[str, InstanceType] = {it.name: it for it in base}
         # Our own list (returned by get_instance_types, same object every call). Elements are the
         # shared catalog objects until an offering of theirs changes (copy on write).

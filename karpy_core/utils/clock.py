@@ -11,10 +11,11 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["Clock", "RealClock", "VirtualClock", "iso"]
+__all__ = ["Clock", "RealClock", "VirtualClock", "iso", "now_function"]
 
 
 class Clock(Protocol):
@@ -25,6 +26,25 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of this clock's time."""
         ...
+
+
+def now_function(clock: object, owner: str) -> Callable[[], float]:
+    """Turn a provider's ``clock`` option into a "seconds now" function: None -> wall time, a
+    callable -> itself, a :class:`Clock` -> its ``now``.
+
+    Raises:
+        karpy_core.errors.ConfigurationError: anything else (``owner`` names the option's owner).
+    """
+    if clock is None:
+        return time.time
+    now = getattr(clock, "now", None)
+    if callable(now):
+        return now  # type: ignore[no-any-return]
+    if callable(clock):
+        return clock  # type: ignore[return-value]
+    from karpy_core.errors import ConfigurationError
+
+    raise ConfigurationError(f"{owner} option clock must be a callable or have now(), got {clock!r}")
 
 
 def iso(ts: float) -> str:

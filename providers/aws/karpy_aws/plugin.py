@@ -21,8 +21,7 @@ Importing this module needs the ``aws`` extra (aioboto3).
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +74,7 @@ from karpy_core.errors import (
 )
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.utils.clock import now_function
 from karpy_core.utils.quantity import QuantityError
 
 if TYPE_CHECKING:
@@ -108,17 +108,6 @@ def parse_provider_id(provider_id: str) -> tuple[str, str]:
     return m.group(2), m.group(3)
 
 
-def _now_fn(clock: Any) -> Callable[[], float]:
-    if clock is None:
-        return time.time
-    if callable(clock):
-        return clock
-    now = getattr(clock, "now", None)
-    if callable(now):
-        return now
-    raise ConfigurationError(f"aws provider option clock must be a callable or have now(), got {clock!r}")
-
-
 def _tags(instance: Mapping[str, Any]) -> dict[str, str]:
     return {t["Key"]: t.get("Value", "") for t in instance.get("Tags") or []}
 
@@ -145,7 +134,7 @@ class AWSProvider:
         self.interruption_queue = interruption_queue
         self.kube = kube
         self.nodeclasses: dict[str, EC2NodeClass] = dict(nodeclasses or {})
-        self.now = _now_fn(clock)
+        self.now = now_function(clock, "aws provider")
         self.security_group_drift = security_group_drift
         self.clients = AWSClients(region=region, endpoint_url=endpoint_url, session=session)
         self.events = EventRecorder(kube=kube, now=self.now)
