@@ -234,8 +234,19 @@ class Scheduler:
         self.topology = Topology({})
         self._anti_keys: set[str] = set()
         self._attempt_cache: dict[tuple[Any, ...], list[_Attempt]] = {}
+        self._pod_domain_cache: dict[tuple[Any, ...], dict[str, set[str]]] = {}
 
     # ------------------------------------------------------------------------------------
+    def _template_domains(self, t: NodePoolTemplate, key: str) -> set[str]:
+        req = t.requirements.get(key)
+        if key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
+            table = self.tables[t.name]
+            vals = {o.zone if key == LABEL_ZONE else o.capacity_type for it in table.types for o in it.offerings if o.available}
+            return {v for v in vals if req is None or req.has(v)}
+        if req is not None and not req.complement:
+            return set(req.values)
+        return set()
+
     def _domains(self, keys: set[str]) -> dict[str, set[str]]:
         """Every domain a NodeClaim or existing node can be in, per topology key."""
         out: dict[str, set[str]] = {k: set() for k in keys}
@@ -243,17 +254,32 @@ class Scheduler:
             if key == LABEL_HOSTNAME:
                 continue
             for t in self.templates:
-                req = t.requirements.get(key)
-                table = self.tables[t.name]
-                if key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
-                    vals = {o.zone if key == LABEL_ZONE else o.capacity_type
-                            for it in table.types for o in it.offerings if o.available}
-                    out[key] |= {v for v in vals if req is None or req.has(v)}
-                elif req is not None and not req.complement:
-                    out[key] |= set(req.values)
+                out[key] |= self._template_domains(t, key)
             for n in self.nodes:
                 if key in n.labels:
                     out[key].add(n.labels[key])
+        return out
+
+    def _pod_domains(self, pod: PodInfo, keys: set[str]) -> dict[str, set[str]]:
+        """The domains this pod could ever reach, per key: those of NodePools its node affinity is
+        compatible with (narrowed by that affinity) and of existing nodes it matches. Spread counts
+        its skew over these only, as kube-scheduler does with ``nodeAffinityPolicy: Honor``."""
+        cache_key = (pod.signature(), tuple(sorted(keys)))
+        hit = self._pod_domain_cache.get(cache_key)
+        if hit is not None:
+            return hit
+        out: dict[str, set[str]] = {k: set() for k in keys if k != LABEL_HOSTNAME}
+        for key in out:
+            for term in pod.requirement_terms:
+                allowed = term.get(key)
+                for t in self.templates:
+                    if t.requirements.conflict(term) is not None:
+                        continue
+                    out[key] |= {v for v in self._template_domains(t, key) if allowed is None or allowed.has(v)}
+            for n in self.nodes:
+                if key in n.labels and any(t.matches_labels(n.labels) is None for t in pod.requirement_terms):
+                    out[key].add(n.labels[key])
+        self._pod_domain_cache[cache_key] = out
         return out
 
     def _attempts(self, pod: PodInfo) -> list[_Attempt]:
@@ -494,6 +520,7 @@ class Scheduler:
         """The pod's topology verdict for this attempt, or None when topology cannot matter."""
         if not att.constrained and not (self.topology.has_anti and self.topology.anti_selects(pod.namespace, pod.labels)):
             return None
+        spread_keys = {c.key for c in att.spread if c.honor_affinity}
         return self.topology.prepare(
             namespace=pod.namespace,
             labels=pod.labels,
@@ -501,6 +528,7 @@ class Scheduler:
             affinity=att.affinity,
             node_terms=list(pod.requirement_terms),
             tolerations=pod.tolerations,
+            universe=self._pod_domains(pod, spread_keys) if spread_keys else None,
         )
 
     def _cached(self, att: _Attempt, verdict: Verdict | None) -> bool:

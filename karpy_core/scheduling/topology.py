@@ -264,6 +264,7 @@ class Topology:
         affinity: Iterable[AffinityTerm],
         node_terms: list[Requirements] | None = None,
         tolerations: tuple[Toleration, ...] = (),
+        universe: Mapping[str, set[str]] | None = None,
     ) -> Verdict:
         """Evaluate a pod's constraints (and placed pods' anti-affinity against it) once."""
         rules: dict[str, _KeyRule] = {}
@@ -304,11 +305,13 @@ class Topology:
                 r.forbidden |= {d for d, n in counts.items() if n + self_match > c.max_skew}
                 r.why = r.why or why
             else:
-                universe = self.domains.get(c.key, set()) | set(counts)
-                global_min = min((counts.get(d, 0) for d in universe), default=0)
-                if len(universe) < c.min_domains:
+                reach = universe.get(c.key) if universe is not None and c.honor_affinity else None
+                domains = reach if reach is not None else self.domains.get(c.key, set())
+                universe_c = domains | {d for d in counts if reach is None or d in reach}
+                global_min = min((counts.get(d, 0) for d in universe_c), default=0)
+                if len(universe_c) < c.min_domains:
                     global_min = 0
-                r.restrict({d for d in universe if counts.get(d, 0) + self_match - global_min <= c.max_skew}, why)
+                r.restrict({d for d in universe_c if counts.get(d, 0) + self_match - global_min <= c.max_skew}, why)
             r.counts = counts if r.counts is None else {d: r.counts.get(d, 0) + counts.get(d, 0) for d in set(r.counts) | set(counts)}
         return Verdict(rules)
 

@@ -202,3 +202,17 @@ def test_explain_names_the_constraint_and_the_smallest_change(tmp_path, shared_d
     assert "smallest change: the NodePool allows kubernetes.io/arch in [amd64]" in out
     assert "NodePool tainted (weight 0): pod does not tolerate taint dedicated=batch:NoSchedule" in out
     assert "smallest change: add the toleration {key: dedicated, operator: Equal, value: batch, effect: NoSchedule}" in out
+
+
+def test_spread_counts_only_domains_the_pod_can_reach(tmp_path):
+    other = POOL.replace("name: default}", "name: other}").replace(
+        "values: [us-east-1a, us-east-1b, us-east-1c]", "values: [us-east-1d, us-east-1e, us-east-1f]")
+    mine = POOL.replace("name: default}", "name: mine}").replace(
+        "    spec:\n      requirements:", "    metadata: {labels: {team: web}}\n    spec:\n      requirements:")
+    spread = {"nodeSelector": {"team": "web"},
+              "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                             "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]}
+    doc = simulate(tmp_path, other, mine, deployment("web", 6, spread))
+    assert doc["summary"]["pods_pending"] == 0
+    zones = Counter(n["zone"] for n in node_of(doc).values())
+    assert zones == Counter({"us-east-1a": 2, "us-east-1b": 2, "us-east-1c": 2})
