@@ -54,9 +54,12 @@ async def run_simulation(
     region: str = "us-east-1",
     instance_types: str | None = None,
     preference_policy: str = "Respect",
+    until: str | None = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
-    :class:`~karpy_core.sim.report.SimulationReport`.
+    :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
+    simulated time with disruption, until ``until`` (a Go duration; default the scenario's
+    ``until`` or 24h) - see ``docs/scenarios.md``.
 
     Raises:
         ManifestError: invalid manifests.
@@ -66,8 +69,12 @@ async def run_simulation(
     from karpy_core.apis.loader import load_documents, load_text
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.sim.report import build_report
+    from karpy_core.sim.scenario import is_scenario_file
     from karpy_core.sim.simulator import Simulator
 
+    if len(paths) == 1 and is_scenario_file(paths[0]):
+        return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
+                                        preference_policy=preference_policy, until=until)
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -92,6 +99,41 @@ async def run_simulation(
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
     report.warnings = list(loaded.warnings)
     return report
+
+
+async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str, instance_types: str | None,
+                             preference_policy: str, until: str | None) -> Any:
+    from karpy_core.apis.durations import parse_duration
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.report import build_report
+    from karpy_core.sim.scenario import load_scenario, run_scenario
+    from karpy_core.sim.simulator import Simulator
+
+    scenario = load_scenario(path, variables)
+    try:
+        end = parse_duration(until).total_seconds() if until else (scenario.until or 24 * 3600.0)
+    except ValueError as exc:
+        raise ConfigurationError(f"--until: {exc}") from exc
+    options: dict[str, Any] = {"region": region}
+    if instance_types:
+        options["instance_types_file"] = instance_types
+    provider = load_provider("simulated", options)
+    sim = Simulator(provider, preference_policy=preference_policy, disruption=True)
+    await run_scenario(sim, scenario, end)
+    pricing = getattr(provider.plugin, "pricing_note", None)
+    return await build_report(
+        sim, provider_info={"name": provider.name, "region": region if not instance_types else None, "pricing": pricing,
+                            "scenario": scenario.name, "until_seconds": end},
+    )
+
+
+def render_explain_node(report: Any, node: str) -> str:
+    """Text for ``--explain-node``: the disruption decision log of one node."""
+    lines = report.decisions.get(node)
+    if not lines:
+        known = ", ".join(sorted(report.decisions)[:10])
+        return f"no disruption decisions recorded for node {node}" + (f" (nodes with decisions: {known})" if known else "")
+    return "\n".join([f"disruption decisions for {node}:", *(f"  {line}" for line in lines)])
 
 
 def render_explain(report: Any, target: str) -> str:
@@ -121,6 +163,9 @@ def simulate(
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
     preference_policy: Annotated[str, typer.Option(help="Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
     explain: Annotated[str | None, typer.Option(help="explain one pod's placement: NAMESPACE/NAME (or NAME in default)")] = None,
+    until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
+    explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
+    timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
@@ -130,20 +175,29 @@ def simulate(
             raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=preference_policy)
+                           preference_policy=preference_policy, until=until)
         )
     except KarpyError as exc:
         _fail(exc)
         return
     if explain:
-        typer.echo(render_explain(report, explain))
+        text = render_explain(report, explain)
+        typer.echo(text)
+        if text.startswith("no pod "):
+            raise typer.Exit(code=2)
+        return
+    if explain_node:
+        typer.echo(render_explain_node(report, explain_node))
         return
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        from karpy_core.sim.report import render_text
+        from karpy_core.sim.report import render_text, write_timeline_png
 
         typer.echo(render_text(report))
+        if report.cost_over_time:
+            png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+            typer.echo(f"timeline: {png}")
 
 
 @app.command()

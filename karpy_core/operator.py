@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus
@@ -138,7 +139,9 @@ class Operator:
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
                                        min_values_policy=self.settings.min_values_policy)
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
-        self.termination = NodeTermination(kube=self.kube)
+        self.termination = NodeTermination(kube=self.kube, clock=self.clock)
+        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock)
+        self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
         self.batcher = Batcher(self.clock, self.settings.batch)
         self._wake: dict[str, asyncio.Event] = {}
@@ -217,7 +220,7 @@ class Operator:
                 self.metrics.nodeclaims_created.labels(reason="provisioning", nodepool=pool, min_values_relaxed="false").inc()
                 types = [it.name for it in plan.instance_types[:5]]
                 log.info(
-                    "created NodeClaim %s in NodePool %s for %d pods (%d instance types, cheapest: %s)",
+                    "created NodeClaim %s in NodePool %s for %d pod(s) (%d instance types, cheapest: %s)",
                     claim["metadata"]["name"], pool, len(plan.pods), len(plan.instance_types), ", ".join(types),
                 )
                 await self.events.publish(
@@ -242,7 +245,7 @@ class Operator:
             if ev.kind == "launch":
                 await self.events.publish(nc, "Normal", "Launched", f"launched {ev.details}")
             elif ev.kind == "register":
-                self.metrics.nodes_created.labels(nodepool="").inc()
+                self.metrics.nodes_created.labels(nodepool=ev.details.get("nodepool", "")).inc()
                 await self.events.publish(nc, "Normal", "Registered", f"Node {ev.node} registered")
             elif ev.kind == "initialize":
                 await self.events.publish(nc, "Normal", "Initialized", f"Node {ev.node} initialized")
@@ -257,6 +260,11 @@ class Operator:
 
     async def _termination_step(self) -> None:
         await self.termination.reconcile()
+
+    async def _disruption_step(self) -> None:
+        """Expiration, then one disruption pass (polled every ``resync_seconds``, 10 s by default)."""
+        await self.expiration.reconcile()
+        await self.disruption.reconcile()
 
     async def _nodepool_step(self) -> None:
         await self.nodepool_status.reconcile()
@@ -274,6 +282,7 @@ class Operator:
             asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            asyncio.create_task(self._loop("disruption", self._disruption_step), name="disruption"),
         ]
         for name, loop in self.provider.controllers():
             tasks.append(asyncio.create_task(loop(), name=name))

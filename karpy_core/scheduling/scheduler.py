@@ -819,7 +819,8 @@ class Scheduler:
                         return (f"the NodePool allows {r.key} in [{allowed}]: select one of those, or add the pod's "
                                 f"value to the NodePool's {r.key} requirement")
                     if mine is None and r.operator() not in ("NotIn", "DoesNotExist") and not is_well_known(r.key):
-                        return f"add the label {r.key} to the NodePool's template labels (or drop it from the pod)"
+                        label = f"{r.key}={next(iter(r.values))}" if r.operator() == "In" and len(r.values) == 1 else r.key
+                        return f"add the label {label} to the NodePool's template labels (or drop it from the pod)"
         if reason.startswith("no instance type matches"):
             for term in pod.requirement_terms:
                 for r in term:

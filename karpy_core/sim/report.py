@@ -9,8 +9,15 @@ JSON document shape (``karpy simulate -o json``)::
                  "requested": {"cpu","memory"}, "pods": ["ns/name", ...]}],
       "pods": [{"namespace", "name", "node", "reason"}],
       "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],
-      "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"}
+      "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},
+      "cost_over_time": [{"t", "nodes", "cost_per_hour"}]     # scenarios only (karpy simulate SCENARIO)
     }
+
+Event kinds include provisioning and lifecycle (``nodeclaim-create``, ``launch``, ``register``,
+``initialize``, ``terminate``), drain (``drain``, ``evict``, ``evict-blocked``, ``drain-wait``,
+``force-delete``, ``node-finalized``), disruption (``disrupt-decided``, ``disrupt``,
+``replacement-create``, ``delete``, ``disrupt-invalidated``, ``disrupt-failed``, ``untaint``),
+``expire`` and ``scenario`` (a scenario step); ``t`` is seconds since the start.
 
 Quantities are in Kubernetes notation, prices in USD/hour; ``price_per_hour`` is null for nodes
 karpy did not launch (given as input). Pods owned by DaemonSets are listed under their node but
@@ -30,7 +37,7 @@ from karpy_core.scheduling.resources import Resources, add_into, parse_resource_
 from karpy_core.sim.simulator import Simulator
 from karpy_core.utils.quantity import format_quantity
 
-__all__ = ["SimulationReport", "NodeReport", "PodReport", "build_report", "render_text"]
+__all__ = ["SimulationReport", "NodeReport", "PodReport", "build_report", "render_text", "write_timeline_png"]
 
 HOURS_PER_MONTH = 730
 """Hours in an average month (8760 / 12), for the monthly estimate."""
@@ -91,6 +98,10 @@ class SimulationReport:
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     explanations: dict[str, list[str]] = field(default_factory=dict)
+    cost_over_time: list[dict[str, Any]] | None = None
+    """``[{t, nodes, cost_per_hour}]`` for scenario runs, None otherwise."""
+    decisions: dict[str, list[str]] = field(default_factory=dict)
+    """Node name -> the disruption decision log lines (``--explain-node``)."""
 
     @property
     def cost_per_hour(self) -> float:
@@ -114,6 +125,7 @@ class SimulationReport:
             "warnings": self.warnings,
             "ignored": self.ignored,
             "summary": self.summary(),
+            **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
         }
 
 
@@ -178,6 +190,8 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         pods=pod_reports,
         events=[e.to_dict() for e in sim.events],
         explanations=dict(sim.explanations),
+        cost_over_time=list(sim.cost_over_time) if sim.disruption_enabled else None,
+        decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
     )
 
 
@@ -202,15 +216,19 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         kinds = ", ".join(sorted({i.split("/")[0] for i in report.ignored}))
         lines.append(f"ignored (not simulated): {len(report.ignored)} objects ({kinds})")
     lines.append("")
+    wn = max([28, *(len(n.name) for n in report.nodes)])
+    wp = max([18, *(len(n.nodepool or "(not managed)") for n in report.nodes)])
+    wt = max([15, *(len(n.instance_type) for n in report.nodes)])
+    wz = max([17, *(len(n.zone) for n in report.nodes)])
     header = (
-        f"{'NODE':<28} {'NODEPOOL':<18} {'INSTANCE TYPE':<15} {'ZONE':<17} {'CAPACITY':<10} "
+        f"{'NODE':<{wn}} {'NODEPOOL':<{wp}} {'INSTANCE TYPE':<{wt}} {'ZONE':<{wz}} {'CAPACITY':<10} "
         f"{'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
     )
     lines.append(header)
     for n in report.nodes:
         price = f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-"
         lines.append(
-            f"{n.name:<28} {n.nodepool or '(not managed)':<18} {n.instance_type:<15} {n.zone:<17} {n.capacity_type:<10} "
+            f"{n.name:<{wn}} {n.nodepool or '(not managed)':<{wp}} {n.instance_type:<{wt}} {n.zone:<{wz}} {n.capacity_type:<10} "
             f"{price:>9} {len(n.pods):>5} {_pct(n.utilisation('cpu')):>5} {_pct(n.utilisation('memory')):>7}"
         )
         shown = sorted(n.pods)[:max_pods_per_node]
@@ -231,3 +249,39 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         for p in pending:
             lines.append(f"  {p.namespace}/{p.name}: {p.reason}")
     return "\n".join(lines)
+
+
+def write_timeline_png(report: SimulationReport, path: str) -> str:
+    """Draw nodes and USD/hour over time (step plots, hours on the x axis) into a PNG at ``path``;
+    returns ``path``. Needs matplotlib (imported here only, with the non-interactive Agg backend).
+
+    Raises:
+        ValueError: the report has no ``cost_over_time`` (not a scenario run).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = report.cost_over_time
+    if not series:
+        raise ValueError("no cost_over_time series: run a scenario (karpy simulate SCENARIO --until ...)")
+    end = max(series[-1]["t"], max((e["t"] for e in report.events), default=0.0))
+    ts = [s["t"] / 3600 for s in series] + [end / 3600]
+    nodes = [s["nodes"] for s in series] + [series[-1]["nodes"]]
+    cost = [s["cost_per_hour"] for s in series] + [series[-1]["cost_per_hour"]]
+    fig, ax1 = plt.subplots(figsize=(10, 4))
+    ax1.step(ts, nodes, where="post", color="tab:blue", label="nodes")
+    ax1.set_xlabel("simulated time (hours)")
+    ax1.set_ylabel("nodes", color="tab:blue")
+    ax2 = ax1.twinx()
+    ax2.step(ts, cost, where="post", color="tab:red", label="USD/hour")
+    ax2.set_ylabel("USD/hour", color="tab:red")
+    for e in report.events:
+        if e["kind"] == "disrupt":
+            ax1.axvline(e["t"] / 3600, color="grey", alpha=0.3, linewidth=0.8)
+    ax1.set_title("karpy simulate: nodes and cost over time (grey: disruption commands)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -9,8 +9,15 @@ Pipeline per step (the same decisions the real controller makes, only the cluste
 4. karpy's :class:`~karpy_core.controllers.nodeclaim.lifecycle.NodeClaimLifecycle` launches them
    through the cloud provider, registers and initialises the Nodes the simulated kubelets create.
 
+5. karpy's :class:`~karpy_core.controllers.node.termination.NodeTermination` drains deleted Nodes;
+6. with ``disruption=True``: expiration and karpy's
+   :class:`~karpy_core.controllers.disruption.Disruption` controller, polled every 10 s of
+   simulated time, but only when the cluster changed since its last pass or when it asked to be
+   woken (validation delay over, a node turning consolidatable, a budget window edge, an expiry).
+
 When nothing changes, the clock jumps to the next scheduled thing (a node finishing its boot, a
-startup taint clearing); with nothing scheduled the run is over.
+startup taint clearing, a disruption wake-up); with nothing scheduled the run is over.
+``cost_over_time`` samples ``{t, nodes, cost_per_hour}`` whenever the node set changes.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.disruption import Disruption, Expiration
+from karpy_core.controllers.disruption.controller import poll_tick
+from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
@@ -35,6 +45,8 @@ SIMULATED_KINDS = frozenset(KINDS)
 
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
+DISRUPTION_POLL_SECONDS = 10.0
+"""Disruption controller poll period (Karpenter: 10 s)."""
 
 
 @dataclass
@@ -71,6 +83,7 @@ class Simulator:
         boot_seconds: float = 30.0,
         startup_taint_seconds: float = 10.0,
         preference_policy: str = "Respect",
+        disruption: bool = False,
     ):
         self.clock = clock or VirtualClock()
         self.start = self.clock.now()
@@ -81,6 +94,17 @@ class Simulator:
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy)
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
+        self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
+        self.disruption_enabled = disruption
+        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock)
+        self.expiration = Expiration(kube=self.cluster, clock=self.clock)
+        self._disruption_rv: int | None = None
+        self._next_poll = self.start
+        self._seen: set[tuple[str, str, str]] = set()
+        self._draining: set[str] = set()
+        self.cost_over_time: list[dict[str, Any]] = []
+        self._prices: dict[tuple[str, str, str], float] = {}
+        self._priced_pools: set[tuple[str, Any]] = set()
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
         self.explanations: dict[str, list[str]] = {}
@@ -104,6 +128,84 @@ class Simulator:
         t = self.clock.now() - self.start
         for e in events:
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))
+
+    def _t(self) -> float:
+        return self.clock.now() - self.start
+
+    def _record_termination(self, events: list[Any]) -> int:
+        t = self._t()
+        n = 0
+        for e in events:
+            if e.node not in self._draining and e.kind != "node-finalized":
+                self._draining.add(e.node)
+                self.events.append(SimEvent(t, "drain", node=e.node, reason="node deleted"))
+            if e.kind in ("drain-wait", "evict-blocked"):
+                if (e.kind, e.node, e.pod) in self._seen:
+                    continue
+                self._seen.add((e.kind, e.node, e.pod))
+            else:
+                n += 1
+            if e.kind == "node-finalized":
+                self._draining.discard(e.node)
+            self.events.append(SimEvent(t, e.kind, node=e.node, reason=e.reason, details={"pod": e.pod} if e.pod else {}))
+        return n
+
+    def _disruption_due(self) -> float | None:
+        """When the disruption controller should run next, on its 10 s poll grid, or None."""
+        if not self.disruption_enabled:
+            return None
+        now = self.clock.now()
+        if self._disruption_rv != getattr(self.cluster, "_rv", None):
+            return max(self._next_poll, poll_tick(self.start, now, DISRUPTION_POLL_SECONDS))
+        due = self.disruption.next_due()
+        if due is None:
+            return None
+        return max(self._next_poll, poll_tick(self.start, due, DISRUPTION_POLL_SECONDS))
+
+    async def _run_disruption(self) -> int:
+        due = self._disruption_due()
+        if due is None or self.clock.now() < due:
+            return 0
+        t = self._t()
+        changes = 0
+        for e in await self.expiration.reconcile():
+            self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason))
+            changes += 1
+        for e in await self.disruption.reconcile():
+            self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))
+            changes += 1
+        self._disruption_rv = getattr(self.cluster, "_rv", None)
+        self._next_poll = poll_tick(self.start, self.clock.now() + DISRUPTION_POLL_SECONDS, DISRUPTION_POLL_SECONDS)
+        return changes
+
+    async def _sample_cost(self) -> None:
+        """Append ``{t, nodes, cost_per_hour}`` to :attr:`cost_over_time` when it changed."""
+        from karpy_core.apis.nodepool import NodePool
+
+        for np_obj in self.cluster.objects("NodePool"):
+            key = (np_obj["metadata"]["name"], np_obj["metadata"].get("generation"))
+            if key in self._priced_pools:
+                continue
+            self._priced_pools.add(key)
+            for it in await self.provider.get_instance_types(NodePool.model_validate(np_obj)):
+                for o in it.offerings:
+                    self._prices.setdefault((it.name, o.zone, o.capacity_type), o.price)
+        nodes = 0
+        cost = 0.0
+        for nc in self.cluster.objects("NodeClaim"):
+            labels = nc["metadata"].get("labels") or {}
+            if not (nc.get("status") or {}).get("providerID"):
+                continue
+            nodes += 1
+            cost += self._prices.get((labels.get("node.kubernetes.io/instance-type", ""), labels.get("topology.kubernetes.io/zone", ""),
+                                      labels.get("karpenter.sh/capacity-type", "")), 0.0)
+        sample = {"t": round(self._t(), 3), "nodes": nodes, "cost_per_hour": round(cost, 6)}
+        last = self.cost_over_time[-1] if self.cost_over_time else None
+        if last is None or (last["nodes"], last["cost_per_hour"]) != (nodes, sample["cost_per_hour"]):
+            if last is not None and last["t"] == sample["t"]:
+                self.cost_over_time[-1] = sample
+            else:
+                self.cost_over_time.append(sample)
 
     async def step(self) -> int:
         """One pass of every simulated and real controller; returns how many things changed."""
@@ -133,6 +235,10 @@ class Simulator:
         ev = await self.lifecycle.reconcile()
         self._record(ev)
         changes += len(ev)
+        changes += self._record_termination(await self.termination.reconcile())
+        changes += await self._run_disruption()
+        if self.disruption_enabled:
+            await self._sample_cost()
         return changes
 
     async def run(self, *, max_seconds: float = 24 * 3600.0, max_steps: int = 10_000) -> None:
@@ -142,7 +248,31 @@ class Simulator:
             changes = await self.step()
             if changes:
                 continue
-            due = self.kubelet.next_due()
+            dues = [d for d in (self.kubelet.next_due(), self._disruption_due(), self.termination.wake)
+                    if d is not None and d > self.clock.now()]
+            due = min(dues) if dues else None
             if due is None or due - self.start > max_seconds:
+                return
+            self.clock.advance_to(due)
+
+    async def run_until(self, end: float, *, max_steps: int = 1_000_000) -> None:
+        """Step, jumping the clock to each next due event, until ``end`` (epoch seconds); the clock
+        then stands at ``end``. Raises ``RuntimeError`` when the controllers keep changing the
+        cluster without time passing (a bug: 2,000 steps at one instant)."""
+        same_instant = 0
+        last_now = self.clock.now()
+        for _ in range(max_steps):
+            changes = await self.step()
+            now = self.clock.now()
+            same_instant = same_instant + 1 if now == last_now else 0
+            last_now = now
+            if same_instant > 2000:
+                raise RuntimeError(f"simulation makes no progress at t={now - self.start:.0f}s")
+            if changes:
+                continue
+            dues = [d for d in (self.kubelet.next_due(), self._disruption_due(), self.termination.wake) if d is not None and d > now]
+            due = min(dues) if dues else None
+            if due is None or due > end:
+                self.clock.advance_to(end)
                 return
             self.clock.advance_to(due)

@@ -26,7 +26,7 @@ from .karpy_env import ControllerProcess, install_crds, wait_for
 pytestmark = pytest.mark.devcluster
 
 
-def nodepool(name: str, label: str, types: list[str] | None = None) -> dict[str, Any]:
+def nodepool(name: str, label: str, types: list[str] | None = None, consolidate_after: str = "Never") -> dict[str, Any]:
     reqs: list[dict[str, Any]] = [
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
@@ -41,7 +41,7 @@ def nodepool(name: str, label: str, types: list[str] | None = None) -> dict[str,
         "spec": {"template": {"metadata": {"labels": {"karpy-e2e": label}}, "spec": {
             "requirements": reqs,
             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
-        }}},
+        }}, "disruption": {"consolidateAfter": consolidate_after}},
     }
 
 
@@ -309,5 +309,64 @@ async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluste
         for a in apps:
             await cleanup(kube, pool, a)
         await wait_for(lambda: _gone(kube, pool), 90, "NodeClaims and Nodes to be finalized")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube, devcluster):
+    """20 -> 2 replicas: empty nodes go; a PDB with no disruption left keeps its pods' nodes; once
+    the PDB is gone, consolidation moves the pods (Eviction API) onto fewer nodes."""
+    tag = uuid.uuid4().hex[:6]
+    pool, app = f"e2e-{tag}", f"web-{tag}"
+    await kube.create("EC2NodeClass", nodeclass(pool))
+    await kube.create("NodePool", nodepool(pool, tag, types=["m5.xlarge"], consolidate_after="0s"))
+    await kube.create("PodDisruptionBudget", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                              "metadata": {"name": app, "namespace": "default"},
+                                              "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}})
+    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
+        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
+    task = asyncio.create_task(operator.run())
+    try:
+        await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
+        await kube.create("Deployment", deployment(app, tag, 20))
+
+        async def running(n: int) -> list[dict[str, Any]] | None:
+            pods = [p for p in await pods_of(kube, app) if not p["metadata"].get("deletionTimestamp")]
+            ok = len(pods) == n and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
+            return pods if ok else None
+
+        await wait_for(lambda: running(20), 150, "20 pods Running")
+        peak = len(await nodes_of(kube, pool))
+        assert peak >= 7  # m5.xlarge holds 3 one-cpu pods
+        await kube.patch("Deployment", app, {"spec": {"replicas": 2}}, "default")
+        survivors = await wait_for(lambda: running(2), 60, "2 pods left")
+        uids = {p["metadata"]["uid"] for p in survivors}
+        hosts = {p["spec"]["nodeName"] for p in survivors}
+
+        async def only_hosts_left() -> bool:
+            return {n["metadata"]["name"] for n in await nodes_of(kube, pool)} == hosts
+
+        await wait_for(only_hosts_left, 180, "empty nodes to be consolidated away")
+        await asyncio.sleep(30)  # two more disruption passes: the PDB must still hold them
+        now = await running(2)
+        assert now is not None and {p["metadata"]["uid"] for p in now} == uids, "a PDB-protected pod was evicted"
+        assert {n["metadata"]["name"] for n in await nodes_of(kube, pool)} == hosts
+
+        if len(hosts) == 2:  # without the PDB the two pods fit one node: consolidation moves one
+            await kube.delete("PodDisruptionBudget", app, "default")
+
+            async def one_node() -> bool:
+                pods = await running(2)
+                return bool(pods) and len(await nodes_of(kube, pool)) == 1 and len({p["spec"]["nodeName"] for p in pods}) == 1
+
+            await wait_for(one_node, 180, "consolidation onto one node")
+    finally:
+        try:
+            await kube.delete("PodDisruptionBudget", app, "default")
+        except Exception:
+            pass
+        await cleanup(kube, pool, app)
+        await wait_for(lambda: _gone(kube, pool), 120, "NodeClaims and Nodes to be finalized")
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -2,14 +2,20 @@
 
 A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. When it is deleted
 (by the NodeClaim finalizer, or by a user), this controller (Karpenter
-``pkg/controllers/node/termination``):
+``pkg/controllers/node/termination``, ``terminator/terminator.go``, ``eviction.go``):
 
 1. deletes its NodeClaim, if that still exists, so the instance is terminated afterwards;
 2. taints it ``karpenter.sh/disrupted:NoSchedule`` so nothing new lands on it;
-3. evicts its pods through the Eviction API (so PodDisruptionBudgets are enforced by the API
-   server; a 429 leaves the pod for the next pass), DaemonSet pods last and not at all when the
-   only ones left;
-4. removes the finalizer once no evictable pod remains. The NodeClaim finalizer then terminates
+3. drains it in tiers, each tier gone before the next starts: non-critical non-DaemonSet pods,
+   non-critical DaemonSet pods, critical (``priorityClassName`` ``system-cluster-critical`` or
+   ``system-node-critical``) non-DaemonSet pods, critical DaemonSet pods. Pods are evicted through
+   the Eviction API (PodDisruptionBudgets are enforced by the API server; a 429 leaves the pod
+   for the next pass); ``karpenter.sh/do-not-disrupt`` pods are left alone;
+4. with a ``terminationGracePeriod`` on the NodeClaim, the drain deadline is the NodeClaim's
+   deletion time + that period (written to the ``karpenter.sh/nodeclaim-termination-timestamp``
+   annotation); from ``deadline - pod.terminationGracePeriodSeconds`` (default 30 s) on, a pod is
+   deleted instead of evicted, PDBs and do-not-disrupt notwithstanding;
+5. removes the finalizer once no drainable pod remains. The NodeClaim finalizer then terminates
    the instance through the cloud provider.
 """
 
@@ -19,18 +25,31 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from karpy_core.apis.labels import FINALIZER_TERMINATION, TAINT_DISRUPTED
+from karpy_core.apis.durations import duration_seconds
+from karpy_core.apis.labels import (
+    ANNOTATION_DO_NOT_DISRUPT,
+    ANNOTATION_TERMINATION_TIMESTAMP,
+    FINALIZER_TERMINATION,
+    TAINT_DISRUPTED,
+)
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
+from karpy_core.utils.clock import Clock, RealClock, iso
 
-__all__ = ["NodeTermination", "TerminationEvent"]
+__all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "CRITICAL_PRIORITY_CLASSES"]
+
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+"""Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
+DEFAULT_POD_GRACE_SECONDS = 30
+"""``terminationGracePeriodSeconds`` of a pod that sets none (Kubernetes default)."""
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class TerminationEvent:
-    """``kind`` is evict, evict-blocked or node-finalized."""
+    """``kind`` is evict, evict-blocked, drain-wait (do-not-disrupt pod waiting), force-delete
+    (past the terminationGracePeriod deadline) or node-finalized."""
 
     kind: str
     node: str
@@ -46,16 +65,36 @@ def _is_mirror(pod: dict[str, Any]) -> bool:
     return "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
 
 
+def drain_tier(pod: dict[str, Any]) -> int:
+    """Drain order of ``pod``: 0 non-critical non-DaemonSet, 1 non-critical DaemonSet, 2 critical
+    non-DaemonSet, 3 critical DaemonSet."""
+    critical = (pod.get("spec") or {}).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+    return 2 * int(critical) + int(_owned_by_daemonset(pod))
+
+
+def _parse_ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 class NodeTermination:
     """Drains deleted Nodes that carry karpy's finalizer (see the module docstring)."""
 
     name = "node.termination"
 
-    def __init__(self, *, kube: KubeClient):
+    def __init__(self, *, kube: KubeClient, clock: Clock | None = None):
         self.kube = kube
+        self.clock = clock or RealClock()
+        self.wake: float | None = None
+        """The earliest future forced-deletion time seen by the last pass (the simulator jumps
+        its clock there), or None."""
 
     async def reconcile(self) -> list[TerminationEvent]:
         events: list[TerminationEvent] = []
+        self.wake = None
         nodes = [
             n for n in await self.kube.list("Node")
             if n["metadata"].get("deletionTimestamp") and FINALIZER_TERMINATION in (n["metadata"].get("finalizers") or [])
@@ -89,11 +128,27 @@ class NodeTermination:
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and not _is_mirror(p)
         ]
-        regular = [p for p in on_node if not _owned_by_daemonset(p) and not p["metadata"].get("deletionTimestamp")]
-        remaining = [p for p in on_node if not _owned_by_daemonset(p)]
-        for pod in regular:
+        deadline = await self._deadline(node, claims)
+        now = self.clock.now()
+        remaining = list(on_node)
+        tiers = sorted({drain_tier(p) for p in on_node})
+        current = [p for p in on_node if tiers and drain_tier(p) == tiers[0]]
+        for pod in sorted(current, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
             key = f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+            grace = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
+            if deadline is not None and now < deadline - grace:
+                self.wake = deadline - grace if self.wake is None else min(self.wake, deadline - grace)
             try:
+                if deadline is not None and now >= deadline - grace:
+                    await self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+                    events.append(TerminationEvent("force-delete", name, key, reason="terminationGracePeriod deadline"))
+                    continue
+                if pod["metadata"].get("deletionTimestamp"):
+                    continue
+                if (pod["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT) == "true":
+                    events.append(TerminationEvent("drain-wait", name, key, reason="karpenter.sh/do-not-disrupt"))
+                    continue
                 await self.kube.evict(pod)
                 events.append(TerminationEvent("evict", name, key))
             except KubeAPIError as exc:
@@ -104,7 +159,11 @@ class NodeTermination:
                     continue
                 raise
         if remaining:
-            return events
+            left = await self.kube.list("Pod")
+            still = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in left
+                     if (p.get("spec") or {}).get("nodeName") == name}
+            if any((p["metadata"].get("namespace"), p["metadata"]["name"]) in still for p in remaining):
+                return events
         finalizers = [f for f in node["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
         try:
             await self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}})
@@ -113,3 +172,29 @@ class NodeTermination:
                 raise
         events.append(TerminationEvent("node-finalized", name))
         return events
+
+    async def _deadline(self, node: dict[str, Any], claims: list[dict[str, Any]]) -> float | None:
+        """The drain deadline from the NodeClaim's ``terminationGracePeriod`` (epoch seconds), or
+        None; recorded once as the ``karpenter.sh/nodeclaim-termination-timestamp`` annotation."""
+        pid = (node.get("spec") or {}).get("providerID")
+        claim = next((c for c in claims if pid and (c.get("status") or {}).get("providerID") == pid), None)
+        if claim is None:
+            return None
+        ann = claim["metadata"].get("annotations") or {}
+        if ann.get(ANNOTATION_TERMINATION_TIMESTAMP):
+            return _parse_ts(ann[ANNOTATION_TERMINATION_TIMESTAMP])
+        try:
+            tgp = duration_seconds((claim.get("spec") or {}).get("terminationGracePeriod"))
+        except ValueError:
+            return None
+        if tgp is None:
+            return None
+        start = _parse_ts(claim["metadata"].get("deletionTimestamp") or node["metadata"].get("deletionTimestamp")) or self.clock.now()
+        deadline = start + tgp
+        try:
+            await self.kube.patch("NodeClaim", claim["metadata"]["name"],
+                                  {"metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: iso(deadline)}}})
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+        return deadline

@@ -209,7 +209,8 @@ class NodeClaimLifecycle:
         now = iso(self.clock.now())
         conds = _set_condition((nc.get("status") or {}).get("conditions") or [], "Registered", "True", "Registered", "", now)
         await self.kube.patch("NodeClaim", name, {"status": {"nodeName": node_name, "conditions": conds}}, status=True)
-        return [LifecycleEvent("register", name, node=node_name)]
+        pool = (nc["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
+        return [LifecycleEvent("register", name, node=node_name, details={"nodepool": pool})]
 
     async def _initialize(self, nc: dict[str, Any], node: dict[str, Any]) -> list[LifecycleEvent]:
         name = nc["metadata"]["name"]

@@ -1,0 +1,128 @@
+"""Disruption budgets: how many nodes of a NodePool may be disrupted right now, per reason.
+
+Source: Karpenter ``pkg/apis/v1/nodepool.go`` (``GetAllowedDisruptionsByReason``,
+``Budget.IsActive``) and ``pkg/controllers/disruption/helpers.go``
+(``BuildDisruptionBudgetMapping``). Pure functions: ``now`` is a value, never read from a clock.
+
+* A budget without ``schedule`` is always active. With ``schedule`` (cron, UTC) and
+  ``duration``, it is active for ``duration`` after each tick of the schedule.
+* ``nodes`` is ``"N"`` or ``"N%"`` of the pool's nodes, percentages rounded **up**.
+* The allowed count is the minimum over the active budgets whose ``reasons`` list the reason (or
+  list none), minus the nodes already being disrupted (deleting, tainted
+  ``karpenter.sh/disrupted`` or NotReady), never below zero.
+* A NodePool without ``disruption.budgets`` gets Karpenter's default ``[{nodes: "10%"}]``.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from croniter import croniter
+
+from karpy_core.apis.durations import duration_seconds
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "REASON_EMPTY",
+    "REASON_DRIFTED",
+    "REASON_UNDERUTILIZED",
+    "budget_active",
+    "budget_nodes",
+    "allowed_disruptions",
+    "next_budget_change",
+]
+
+REASON_EMPTY = "Empty"
+REASON_DRIFTED = "Drifted"
+REASON_UNDERUTILIZED = "Underutilized"
+
+DEFAULT_BUDGETS: tuple[dict[str, Any], ...] = ({"nodes": "10%"},)
+"""``spec.disruption.budgets`` when the NodePool sets none (Karpenter's CRD default)."""
+
+_MACROS = {
+    "@annually": "0 0 1 1 *",
+    "@yearly": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+def _cron(schedule: str) -> str:
+    return _MACROS.get(schedule.strip(), schedule)
+
+
+def budgets_of(nodepool: dict[str, Any]) -> list[dict[str, Any]]:
+    """The NodePool's budgets, or the default ``[{nodes: "10%"}]``."""
+    budgets = ((nodepool.get("spec") or {}).get("disruption") or {}).get("budgets")
+    return list(budgets) if budgets else [dict(b) for b in DEFAULT_BUDGETS]
+
+
+def budget_active(budget: dict[str, Any], now: float) -> bool:
+    """True when ``budget`` applies at ``now`` (seconds since the epoch, UTC).
+
+    Karpenter's rule: the first schedule tick after ``now - duration`` is not after ``now``.
+    Raises ``ValueError`` for a malformed schedule or duration (the API validation rejects them).
+    """
+    schedule = budget.get("schedule")
+    if not schedule:
+        return True
+    duration = duration_seconds(budget.get("duration") or "0s") or 0.0
+    start = datetime.fromtimestamp(now - duration, UTC)
+    nxt = croniter(_cron(schedule), start).get_next(float)
+    return nxt <= now
+
+
+def budget_nodes(budget: dict[str, Any], total: int) -> int:
+    """``nodes`` of ``budget`` resolved against ``total`` nodes: ``"3"`` -> 3, ``"10%"`` of 15 -> 2
+    (rounded up)."""
+    raw = str(budget.get("nodes", "10%")).strip()
+    if raw.endswith("%"):
+        return math.ceil(int(raw[:-1]) * total / 100)
+    return int(raw)
+
+
+def allowed_disruptions(nodepool: dict[str, Any], reason: str, now: float, *, total: int, disrupting: int) -> int:
+    """Nodes of ``nodepool`` that may start being disrupted for ``reason`` at ``now``.
+
+    Args:
+        nodepool: the NodePool dict.
+        reason: ``Empty``, ``Drifted`` or ``Underutilized``.
+        now: seconds since the epoch.
+        total: the pool's managed, initialized, not-deleting nodes (the base of percentages).
+        disrupting: nodes of the pool already being disrupted (they count against the budget).
+    """
+    allowed: int | None = None
+    for b in budgets_of(nodepool):
+        reasons = b.get("reasons") or []
+        if reasons and reason not in reasons:
+            continue
+        if not budget_active(b, now):
+            continue
+        n = budget_nodes(b, total)
+        allowed = n if allowed is None else min(allowed, n)
+    if allowed is None:  # no active budget for this reason: unlimited (Karpenter: MaxInt)
+        allowed = total
+    return max(0, allowed - disrupting)
+
+
+def next_budget_change(nodepool: dict[str, Any], now: float) -> float | None:
+    """The earliest time after ``now`` at which a scheduled budget of ``nodepool`` starts or stops
+    applying (for the simulator's clock jumps), or None when no budget has a schedule."""
+    best: float | None = None
+    for b in budgets_of(nodepool):
+        schedule = b.get("schedule")
+        if not schedule:
+            continue
+        duration = duration_seconds(b.get("duration") or "0s") or 0.0
+        it = croniter(_cron(schedule), datetime.fromtimestamp(now - duration, UTC))
+        for _ in range(3):
+            tick = it.get_next(float)
+            for edge in (tick, tick + duration):
+                if edge > now and (best is None or edge < best):
+                    best = edge
+    return best

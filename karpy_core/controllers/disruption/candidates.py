@@ -1,0 +1,389 @@
+"""Disruption candidates: which nodes may be disrupted, and what each one costs and carries.
+
+Source: Karpenter ``pkg/controllers/disruption/types.go`` (``NewCandidate``),
+``pkg/controllers/state/statenode.go`` (``ValidateNodeDisruptable``, ``ValidatePodsDisruptable``),
+``pkg/controllers/nodeclaim/disruption/{consolidation,drift}.go`` (the ``Consolidatable`` and
+``Drifted`` conditions, computed here in memory from the snapshot) and
+``pkg/utils/disruption/disruption.go`` (``EvictionCost``, ``LifetimeRemaining``).
+
+Everything here is pure: a snapshot and ``now`` (seconds since the epoch) in, values out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from karpy_core.apis.durations import duration_seconds
+from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.labels import (
+    ANNOTATION_DO_NOT_DISRUPT,
+    ANNOTATION_NODEPOOL_HASH,
+    ANNOTATION_NODEPOOL_HASH_VERSION,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INITIALIZED,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+    TAINT_DISRUPTED,
+)
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.scheduling.requirements import Requirements
+from karpy_core.state.cluster import ClusterSnapshot, condition
+from karpy_core.utils.selectors import selector_matches
+
+__all__ = [
+    "Candidate",
+    "NodeDecision",
+    "parse_ts",
+    "is_reschedulable",
+    "do_not_disrupt_blocks",
+    "pdb_allowed",
+    "pdb_blocker",
+    "drift_reason",
+    "consolidatable_at",
+    "build_candidates",
+    "disrupting_counts",
+]
+
+
+def parse_ts(text: Any) -> float | None:
+    """RFC 3339 text (or a datetime) -> seconds since the epoch; None when absent."""
+    if not text:
+        return None
+    if isinstance(text, datetime):
+        return text.timestamp()
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+@dataclass
+class NodeDecision:
+    """One line of the decision log: why ``node`` was (``disrupt``) or was not (``keep``)
+    disrupted by ``method`` at this pass.
+
+    ``method`` is ``candidate`` (the eligibility check), ``emptiness``, ``drift``,
+    ``multi-node-consolidation``, ``single-node-consolidation``, ``validation`` or ``expiration``;
+    ``details`` may hold ``pod``, ``pdb``, ``budget``, ``price``, ``replacement_price``...
+    """
+
+    node: str
+    method: str
+    verdict: str
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        extra = ", ".join(f"{k}={v}" for k, v in sorted(self.details.items()))
+        return f"[{self.method}] {self.verdict}: {self.reason}" + (f" ({extra})" if extra else "")
+
+
+@dataclass(eq=False)
+class Candidate:
+    """A node that passed the eligibility checks.
+
+    Attributes:
+        name: Node name.
+        nodeclaim: the NodeClaim dict; ``nodeclaim_name`` its name.
+        nodepool: NodePool name; ``pool``: the NodePool dict.
+        instance_type, zone, capacity_type: from the node labels.
+        price: USD/hour of the matching offering, or None when the type or offering is unknown.
+        pods: reschedulable pods (not DaemonSet, not mirror, not finished or terminating).
+        consolidatable_at: epoch seconds from which ``Consolidatable`` holds; None for
+            ``consolidateAfter: Never``.
+        drifted: why the node is drifted, "" when it is not.
+        disruption_cost: sum of pod eviction costs x lifetime remaining (Karpenter's ordering key).
+        created: NodeClaim creation time, epoch seconds.
+    """
+
+    name: str
+    nodeclaim: dict[str, Any]
+    nodeclaim_name: str
+    nodepool: str
+    pool: dict[str, Any]
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float | None
+    pods: list[dict[str, Any]]
+    consolidatable_at: float | None
+    drifted: str
+    disruption_cost: float
+    created: float
+    blocked: str = ""
+    """Set when do-not-disrupt or a PDB would block a voluntary disruption (kept for drift with a
+    terminationGracePeriod, which Karpenter lets through)."""
+
+    @property
+    def empty(self) -> bool:
+        return not self.pods
+
+    def consolidatable(self, now: float) -> bool:
+        return self.consolidatable_at is not None and now >= self.consolidatable_at
+
+
+def _owned_by(pod: dict[str, Any], kind: str) -> bool:
+    return any(r.get("kind") == kind for r in pod["metadata"].get("ownerReferences") or ())
+
+
+def is_reschedulable(pod: dict[str, Any]) -> bool:
+    """A pod that must go somewhere else if its node goes: active, not a DaemonSet or mirror pod
+    (Karpenter ``pod.IsReschedulable``)."""
+    meta = pod["metadata"]
+    if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    if _owned_by(pod, "DaemonSet") or _owned_by(pod, "Node"):
+        return False
+    return "kubernetes.io/config.mirror" not in (meta.get("annotations") or {})
+
+
+def do_not_disrupt_blocks(obj: dict[str, Any], now: float) -> bool:
+    """True when ``karpenter.sh/do-not-disrupt`` on ``obj`` (pod or node) protects it at ``now``:
+    ``"true"``, or a duration counted from the object's creation (#2874)."""
+    value = (obj["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT)
+    if value is None:
+        return False
+    if value == "true":
+        return True
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        return False  # Karpenter ignores values it cannot parse
+    if seconds is None:
+        return True
+    created = parse_ts(obj["metadata"].get("creationTimestamp")) or now
+    return now < created + seconds
+
+
+def pdb_allowed(pdb: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    """Disruptions a PodDisruptionBudget allows now: healthy (Running) matching pods minus the
+    desired healthy count; ``minAvailable``/``maxUnavailable`` as int or percentage (rounded up).
+    The same rule as the in-memory API's Eviction check (Kubernetes ``pkg/controller/disruption``);
+    a ``status.disruptionsAllowed`` written by a real controller wins when present."""
+    status = pdb.get("status") or {}
+    if "disruptionsAllowed" in status and "observedGeneration" in status:
+        return int(status["disruptionsAllowed"])
+    spec = pdb.get("spec") or {}
+    ns = pdb["metadata"].get("namespace") or "default"
+    selector = spec.get("selector") or {}
+    matching = [
+        p for p in pods
+        if (p["metadata"].get("namespace") or "default") == ns and not p["metadata"].get("deletionTimestamp")
+        and selector_matches(selector, p["metadata"].get("labels") or {})
+    ]
+    expected = len(matching)
+    healthy = sum(1 for p in matching if (p.get("status") or {}).get("phase") == "Running")
+
+    def resolve(v: Any) -> int:
+        if isinstance(v, str) and v.endswith("%"):
+            return -(-int(v[:-1]) * expected // 100)
+        return int(v)
+
+    if spec.get("minAvailable") is not None:
+        desired = resolve(spec["minAvailable"])
+    elif spec.get("maxUnavailable") is not None:
+        desired = expected - resolve(spec["maxUnavailable"])
+    else:
+        desired = expected
+    return max(0, healthy - desired)
+
+
+def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], int]]) -> tuple[str, str] | None:
+    """``(pod key, pdb name)`` of the first pod whose PDB allows no disruption, or None.
+    ``pdbs`` pairs each PDB with its :func:`pdb_allowed` value."""
+    for pod in pods:
+        ns = pod["metadata"].get("namespace") or "default"
+        labels = pod["metadata"].get("labels") or {}
+        for pdb, allowed in pdbs:
+            if allowed >= 1 or (pdb["metadata"].get("namespace") or "default") != ns:
+                continue
+            if selector_matches((pdb.get("spec") or {}).get("selector") or {}, labels):
+                return f"{ns}/{pod['metadata']['name']}", pdb["metadata"]["name"]
+    return None
+
+
+def drift_reason(nodeclaim: dict[str, Any], node: dict[str, Any], nodepool: dict[str, Any],
+                 current_hash: str | None = None) -> str:
+    """Why the node is ``Drifted`` from its NodePool, or "".
+
+    * hash drift: the NodeClaim's ``karpenter.sh/nodepool-hash`` (same hash version) differs from
+      :func:`~karpy_core.apis.hashing.nodepool_hash` of the NodePool now;
+    * requirements drift: the node's labels no longer satisfy the NodePool's requirements.
+    """
+    ann = nodeclaim["metadata"].get("annotations") or {}
+    have = ann.get(ANNOTATION_NODEPOOL_HASH)
+    if have and ann.get(ANNOTATION_NODEPOOL_HASH_VERSION, HASH_VERSION) == HASH_VERSION:
+        want = current_hash if current_hash is not None else nodepool_hash(nodepool)
+        if have != want:
+            return f"NodePool template changed (hash {have} -> {want})"
+    tspec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    try:
+        reqs = Requirements.from_selector_terms(tspec.get("requirements") or ())
+    except ValueError:
+        return ""
+    why = reqs.matches_labels(node["metadata"].get("labels") or {})
+    return f"requirements no longer satisfied: {why}" if why else ""
+
+
+def consolidatable_at(nodeclaim: dict[str, Any], nodepool: dict[str, Any]) -> float | None:
+    """Epoch seconds from which the NodeClaim is ``Consolidatable``: (``status.lastPodEventTime``
+    or the ``Initialized`` transition) + ``consolidateAfter``; None for ``Never`` or when the
+    claim is not initialized."""
+    after = ((nodepool.get("spec") or {}).get("disruption") or {}).get("consolidateAfter", "0s")
+    seconds = duration_seconds(after)
+    if seconds is None:
+        return None
+    base = parse_ts((nodeclaim.get("status") or {}).get("lastPodEventTime"))
+    if base is None:
+        base = parse_ts((condition(nodeclaim, "Initialized") or {}).get("lastTransitionTime"))
+    if base is None:
+        return None
+    return base + seconds
+
+
+def offering_price(types: list[InstanceType], labels: dict[str, str]) -> float | None:
+    """USD/hour of the offering matching the node's type, zone and capacity type."""
+    for it in types:
+        if it.name != labels.get(LABEL_INSTANCE_TYPE):
+            continue
+        for o in it.offerings:
+            if o.zone == labels.get(LABEL_ZONE) and o.capacity_type == labels.get(LABEL_CAPACITY_TYPE):
+                return o.price
+    return None
+
+
+def _eviction_cost(pod: dict[str, Any]) -> float:
+    ann = pod["metadata"].get("annotations") or {}
+    cost = 1.0
+    try:
+        cost += float(ann.get("controller.kubernetes.io/pod-deletion-cost", 0)) / 2**27
+    except ValueError:
+        pass
+    cost += float((pod.get("spec") or {}).get("priority") or 0) / 2**25
+    return max(-10.0, min(10.0, cost))
+
+
+def _is_tainted_disrupted(node: dict[str, Any]) -> bool:
+    return any(t.get("key") == TAINT_DISRUPTED for t in (node.get("spec") or {}).get("taints") or ())
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    c = condition(node, "Ready")
+    return c is not None and c.get("status") == "True"
+
+
+def disrupting_counts(snapshot: ClusterSnapshot) -> tuple[dict[str, int], dict[str, int]]:
+    """Per NodePool: ``(total, disrupting)`` node counts for budgets. ``total`` counts managed,
+    initialized nodes not being deleted; ``disrupting`` the pool's nodes deleting, tainted
+    ``karpenter.sh/disrupted`` or NotReady."""
+    total: dict[str, int] = {}
+    disrupting: dict[str, int] = {}
+    for n in snapshot.nodes:
+        labels = n["metadata"].get("labels") or {}
+        pool = labels.get(LABEL_NODEPOOL)
+        if not pool:
+            continue
+        deleting = bool(n["metadata"].get("deletionTimestamp"))
+        if labels.get(LABEL_INITIALIZED) == "true" and not deleting:
+            total[pool] = total.get(pool, 0) + 1
+        if deleting or _is_tainted_disrupted(n) or not _ready(n):
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return total, disrupting
+
+
+def build_candidates(
+    snapshot: ClusterSnapshot,
+    instance_types: dict[str, list[InstanceType]],
+    now: float,
+    *,
+    log: list[NodeDecision] | None = None,
+) -> list[Candidate]:
+    """Every node eligible for disruption, sorted by name; the rest get a ``keep`` line in ``log``.
+
+    Eligible: managed (``karpenter.sh/nodepool`` label, NodePool exists), initialized, not deleting,
+    not tainted ``karpenter.sh/disrupted``, with a NodeClaim. Nodes with a do-not-disrupt node or
+    pod, or a pod whose PDB allows no disruption, are returned with ``blocked`` set (only drift
+    with a ``terminationGracePeriod`` may proceed then); ``instance_types`` maps NodePool name ->
+    its types (for prices).
+    """
+    pools = {p["metadata"]["name"]: p for p in snapshot.nodepools if not p["metadata"].get("deletionTimestamp")}
+    hashes = {name: nodepool_hash(p) for name, p in pools.items()}
+    claims_by_pid = {(c.get("status") or {}).get("providerID"): c for c in snapshot.nodeclaims
+                     if (c.get("status") or {}).get("providerID")}
+    pods_by_node: dict[str, list[dict[str, Any]]] = {}
+    for p in snapshot.pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node:
+            pods_by_node.setdefault(node, []).append(p)
+    pdbs = [(pdb, pdb_allowed(pdb, snapshot.pods)) for pdb in snapshot.pdbs]
+
+    def keep(node: str, reason: str, **details: Any) -> None:
+        if log is not None:
+            log.append(NodeDecision(node, "candidate", "keep", reason, details))
+
+    out: list[Candidate] = []
+    for n in snapshot.nodes:
+        meta = n["metadata"]
+        name = meta["name"]
+        labels = meta.get("labels") or {}
+        pool_name = labels.get(LABEL_NODEPOOL)
+        if not pool_name:
+            continue  # not managed: not ours to disrupt, not worth a log line
+        if pool_name not in pools:
+            keep(name, f"NodePool {pool_name} not found")
+            continue
+        if meta.get("deletionTimestamp"):
+            keep(name, "already deleting")
+            continue
+        if labels.get(LABEL_INITIALIZED) != "true":
+            keep(name, "not initialized")
+            continue
+        if _is_tainted_disrupted(n):
+            keep(name, "already being disrupted (tainted karpenter.sh/disrupted)")
+            continue
+        nc = claims_by_pid.get((n.get("spec") or {}).get("providerID"))
+        if nc is None:
+            keep(name, "no NodeClaim")
+            continue
+        if nc["metadata"].get("deletionTimestamp"):
+            keep(name, "NodeClaim already deleting")
+            continue
+        pool = pools[pool_name]
+        on_node = pods_by_node.get(name, [])
+        pods = [p for p in on_node if is_reschedulable(p)]
+        blocked = ""
+        if do_not_disrupt_blocks(n, now):
+            blocked = "node has karpenter.sh/do-not-disrupt"
+        else:
+            for p in pods:
+                if do_not_disrupt_blocks(p, now):
+                    blocked = f"pod {p['metadata'].get('namespace', 'default')}/{p['metadata']['name']} has karpenter.sh/do-not-disrupt"
+                    break
+        if not blocked:
+            hit = pdb_blocker(pods, pdbs)
+            if hit is not None:
+                blocked = f"pod {hit[0]} cannot be evicted: PodDisruptionBudget {hit[1]} allows 0 disruptions"
+        created = parse_ts(nc["metadata"].get("creationTimestamp")) or now
+        expire = duration_seconds(((nc.get("spec") or {}).get("expireAfter")) or "720h")
+        remaining = 1.0 if expire is None or expire <= 0 else max(0.0, min(1.0, (created + expire - now) / expire))
+        cost = sum(_eviction_cost(p) for p in pods) * remaining
+        out.append(
+            Candidate(
+                name=name,
+                nodeclaim=nc,
+                nodeclaim_name=nc["metadata"]["name"],
+                nodepool=pool_name,
+                pool=pool,
+                instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
+                zone=labels.get(LABEL_ZONE, ""),
+                capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
+                price=offering_price(instance_types.get(pool_name, []), labels),
+                pods=pods,
+                consolidatable_at=consolidatable_at(nc, pool),
+                drifted=drift_reason(nc, n, pool, hashes[pool_name]),
+                disruption_cost=cost,
+                created=created,
+                blocked=blocked,
+            )
+        )
+    return out

@@ -1,0 +1,377 @@
+"""The disruption controller: acts on :func:`~karpy_core.controllers.disruption.planner.plan_disruption`.
+
+One :meth:`Disruption.reconcile` pass (Karpenter ``pkg/controllers/disruption/controller.go``,
+``queue.go``, ``validation.go``; the real controller polls every 10 s):
+
+1. records pod events: when the set of reschedulable pods on a node changes, the NodeClaim's
+   ``status.lastPodEventTime`` is set to now (``Consolidatable`` counts from it);
+2. moves queued commands on: a command whose replacements are all ``Initialized`` deletes its
+   candidates' NodeClaims; one whose replacement failed (deleted) or timed out (10 min) is
+   dropped and its candidates are un-tainted;
+3. strips stale ``karpenter.sh/disrupted`` taints (not deleting, not in a queued command);
+4. a command decided by an earlier pass is executed once the 15 s validation delay has passed
+   and :func:`~karpy_core.controllers.disruption.planner.validate_plan` accepts it on a fresh
+   snapshot: taint the candidates ``karpenter.sh/disrupted:NoSchedule``, set their
+   ``DisruptionReason`` condition, create the replacements (``nodeclaim_from_plan``), and delete
+   the candidates at once when there are none;
+5. otherwise, a new command is planned and held for validation.
+
+Every pass appends the planner's per-node decision lines to :attr:`Disruption.decisions`, the
+log ``karpy simulate --explain-node`` prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy_core.apis.labels import TAINT_DISRUPTED
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.controllers.disruption.budgets import next_budget_change
+from karpy_core.controllers.disruption.candidates import (
+    NodeDecision,
+    build_candidates,
+    is_reschedulable,
+)
+from karpy_core.controllers.disruption.expiration import next_expiry
+from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
+from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.port import KubeClient
+from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
+from karpy_core.utils.clock import Clock, iso
+
+__all__ = ["Disruption", "DisruptionEvent", "DisruptionSettings"]
+
+VALIDATION_DELAY = 15.0
+"""Seconds between deciding a command and executing it (Karpenter ``commandValidationDelay``)."""
+REPLACEMENT_TIMEOUT = 600.0
+"""Seconds a command waits for its replacements to initialize (Karpenter's minimum, 10 min)."""
+
+
+@dataclass
+class DisruptionSettings:
+    """Tunables of the disruption controller.
+
+    Attributes:
+        validation_delay: seconds from decision to execution (default 15).
+        replacement_timeout: seconds to wait for replacements to be Initialized (default 600).
+        max_single_simulations: cap on single-node simulations per pass (None: no cap); stands in
+            for Karpenter's 3-minute single-node timeout deterministically.
+    """
+
+    validation_delay: float = VALIDATION_DELAY
+    replacement_timeout: float = REPLACEMENT_TIMEOUT
+    max_single_simulations: int | None = None
+
+
+@dataclass
+class DisruptionEvent:
+    """Something the controller did. ``kind``: ``disrupt-decided``, ``disrupt-invalidated``,
+    ``disrupt`` (candidates tainted, replacements created), ``replacement-create``, ``delete``
+    (a candidate's NodeClaim deleted), ``disrupt-failed``, ``untaint``."""
+
+    kind: str
+    node: str = ""
+    nodeclaim: str = ""
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Command:
+    plan: DisruptionPlan
+    decided_at: float
+    started_at: float = 0.0
+    replacements: list[str] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[str]:
+        return [c.name for c in self.plan.candidates]
+
+
+def _taints(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((node.get("spec") or {}).get("taints") or [])
+
+
+class Disruption:
+    """Consolidation, emptiness and drift (see the module docstring).
+
+    Args:
+        kube: the cluster.
+        provider: the cloud provider (instance types and prices).
+        clock: the clock; ``now`` is read once per pass and handed to the pure planner.
+        settings: :class:`DisruptionSettings`.
+    """
+
+    name = "disruption"
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None):
+        self.kube = kube
+        self.provider = provider
+        self.clock = clock
+        self.settings = settings or DisruptionSettings()
+        self.pending: _Command | None = None
+        self.queued: list[_Command] = []
+        self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
+        """Node name -> (time, decision) lines, consecutive duplicates collapsed."""
+        self._pods_seen: dict[str, frozenset[str]] = {}
+        self._types: dict[tuple[str, Any], list[InstanceType]] = {}
+        self._idle: tuple[str, float | None] | None = None
+        self._wake: float | None = None
+
+    # ---- helpers ------------------------------------------------------------------------------
+    async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
+        """NodePool name -> instance types, cached per NodePool generation."""
+        from karpy_core.apis.nodepool import NodePool
+
+        out: dict[str, list[InstanceType]] = {}
+        for np_obj in snapshot.nodepools:
+            meta = np_obj["metadata"]
+            key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None)
+            if key not in self._types:
+                self._types[key] = await self.provider.get_instance_types(NodePool.model_validate(np_obj))
+            out[meta["name"]] = self._types[key]
+        return out
+
+    def _log(self, now: float, lines: list[NodeDecision]) -> None:
+        for d in lines:
+            hist = self.decisions.setdefault(d.node, [])
+            if hist and hist[-1][1].text() == d.text():
+                continue
+            hist.append((now, d))
+            if len(hist) > 200:
+                del hist[: len(hist) - 200]
+
+    def explain(self, node: str) -> list[str]:
+        """The decision log of ``node`` as text lines ``t=<epoch> [method] verdict: reason``."""
+        return [f"{iso(t)} {d.text()}" for t, d in self.decisions.get(node, [])]
+
+    def next_due(self) -> float | None:
+        """The earliest time a pass could decide differently with no cluster change (validation
+        delay over, a node turning consolidatable, a budget window edge, an expiry, a command
+        timing out), or None."""
+        return self._wake
+
+    def _busy(self) -> set[str]:
+        out = {n for cmd in self.queued for n in cmd.nodes}
+        if self.pending is not None:
+            out |= set(self.pending.nodes)
+        return out
+
+    async def _set_taint(self, node: str, on: bool) -> None:
+        try:
+            obj = await self.kube.get("Node", node)
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return
+            raise
+        taints = [t for t in _taints(obj) if t.get("key") != TAINT_DISRUPTED]
+        if on:
+            taints.append({"key": TAINT_DISRUPTED, "effect": "NoSchedule"})
+        if taints != _taints(obj):
+            await self.kube.patch("Node", node, {"spec": {"taints": taints}})
+
+    async def _set_reason(self, nodeclaim: str, reason: str | None) -> None:
+        try:
+            nc = await self.kube.get("NodeClaim", nodeclaim)
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return
+            raise
+        conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionReason"]
+        if reason:
+            conds.append({"type": "DisruptionReason", "status": "True", "reason": reason, "message": "",
+                          "lastTransitionTime": iso(self.clock.now())})
+        await self.kube.patch("NodeClaim", nodeclaim, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}},
+                              status=True)
+
+    async def _delete_claim(self, name: str) -> bool:
+        try:
+            await self.kube.delete("NodeClaim", name)
+            return True
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+            return False
+
+    # ---- the pass ------------------------------------------------------------------------------
+    async def reconcile(self) -> list[DisruptionEvent]:
+        """One pass (see the module docstring); returns what was done."""
+        now = self.clock.now()
+        events: list[DisruptionEvent] = []
+        snapshot = await collect_snapshot(self.kube)
+        if await self._pod_events(snapshot, now):
+            snapshot = await collect_snapshot(self.kube)
+        events += await self._progress(snapshot, now)
+        events += await self._strip_stale(snapshot)
+        if events:
+            snapshot = await collect_snapshot(self.kube)
+        types = await self.instance_types(snapshot)
+        wake: list[float] = []
+        if self.pending is not None:
+            due = self.pending.decided_at + self.settings.validation_delay
+            if now < due:
+                self._wake = due
+                return events
+            cmd, self.pending = self.pending, None
+            why = validate_plan(snapshot, types, now, cmd.plan)
+            if why is not None:
+                for c in cmd.plan.candidates:
+                    self._log(now, [NodeDecision(c.name, "validation", "keep", f"command dropped: {why}")])
+                events.append(DisruptionEvent("disrupt-invalidated", ",".join(cmd.nodes), reason=why,
+                                              details={"method": cmd.plan.method}))
+                self._idle = None
+            else:
+                events += await self._execute(cmd, now)
+                snapshot = await collect_snapshot(self.kube)
+        if self.pending is None:
+            fp = self._fingerprint(snapshot)
+            if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
+                wake.extend(w for w in (self._idle[1],) if w is not None)
+            else:
+                lines: list[NodeDecision] = []
+                plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
+                                       max_single_simulations=self.settings.max_single_simulations)
+                self._log(now, lines)
+                if plan is not None:
+                    self.pending = _Command(plan, now)
+                    self._idle = None
+                    wake.append(now + self.settings.validation_delay)
+                    events.append(DisruptionEvent("disrupt-decided", ",".join(c.name for c in plan.candidates),
+                                                  reason=plan.reason, details={"method": plan.method, "decision": plan.decision,
+                                                                               "summary": plan.describe()}))
+                else:
+                    threshold = self._threshold(snapshot, types, now)
+                    self._idle = (fp, threshold)
+                    if threshold is not None:
+                        wake.append(threshold)
+        for cmd in self.queued:
+            wake.append(cmd.started_at + self.settings.replacement_timeout)
+        exp = next_expiry(snapshot.nodeclaims, now)
+        if exp is not None:
+            wake.append(exp)
+        self._wake = min(wake) if wake else None
+        return events
+
+    def _fingerprint(self, snapshot: ClusterSnapshot) -> str:
+        h = hashlib.sha256()
+        for kind, objs in (("n", snapshot.nodes), ("c", snapshot.nodeclaims), ("p", snapshot.nodepools),
+                           ("b", snapshot.pdbs), ("d", snapshot.daemonsets)):
+            for o in objs:
+                h.update(f"{kind}:{o['metadata'].get('name')}:{o['metadata'].get('resourceVersion')};".encode())
+        for p in snapshot.pods:
+            m = p["metadata"]
+            h.update(f"{m.get('namespace')}/{m['name']}@{(p.get('spec') or {}).get('nodeName')}:"
+                     f"{(p.get('status') or {}).get('phase')}:{bool(m.get('deletionTimestamp'))};".encode())
+        return h.hexdigest()
+
+    def _threshold(self, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float) -> float | None:
+        """When time alone could change the plan: a node turning consolidatable, a budget window
+        edge, a do-not-disrupt duration ending."""
+        times: list[float] = []
+        for c in build_candidates(snapshot, types, now):
+            if c.consolidatable_at is not None and c.consolidatable_at > now:
+                times.append(c.consolidatable_at)
+        for p in snapshot.nodepools:
+            t = next_budget_change(p, now)
+            if t is not None:
+                times.append(t)
+        return min(times) if times else None
+
+    async def _pod_events(self, snapshot: ClusterSnapshot, now: float) -> bool:
+        """Set ``status.lastPodEventTime`` on NodeClaims whose node gained or lost a pod since
+        the last pass (Karpenter ``nodeclaim/podevents``). Returns True when something was written."""
+        by_node: dict[str, set[str]] = {}
+        for p in snapshot.pods:
+            node = (p.get("spec") or {}).get("nodeName")
+            if node and is_reschedulable(p):
+                by_node.setdefault(node, set()).add(f"{p['metadata'].get('namespace')}/{p['metadata']['name']}")
+        claims = {(c.get("status") or {}).get("nodeName"): c for c in snapshot.nodeclaims if (c.get("status") or {}).get("nodeName")}
+        wrote = False
+        seen: dict[str, frozenset[str]] = {}
+        for n in snapshot.nodes:
+            name = n["metadata"]["name"]
+            pods = frozenset(by_node.get(name, ()))
+            seen[name] = pods
+            prev = self._pods_seen.get(name)
+            nc = claims.get(name)
+            if prev is not None and prev != pods and nc is not None and not nc["metadata"].get("deletionTimestamp"):
+                await self.kube.patch("NodeClaim", nc["metadata"]["name"], {"status": {"lastPodEventTime": iso(now)}}, status=True)
+                wrote = True
+        self._pods_seen = seen
+        return wrote
+
+    async def _progress(self, snapshot: ClusterSnapshot, now: float) -> list[DisruptionEvent]:
+        events: list[DisruptionEvent] = []
+        claims = {c["metadata"]["name"]: c for c in snapshot.nodeclaims}
+        keep: list[_Command] = []
+        for cmd in self.queued:
+            failed = [r for r in cmd.replacements if r not in claims or claims[r]["metadata"].get("deletionTimestamp")]
+            timed_out = now - cmd.started_at >= self.settings.replacement_timeout
+            if failed or timed_out:
+                why = f"replacement {failed[0]} failed to launch" if failed else "replacements not initialized in time"
+                for c in cmd.plan.candidates:
+                    await self._set_taint(c.name, False)
+                    await self._set_reason(c.nodeclaim_name, None)
+                    self._log(now, [NodeDecision(c.name, cmd.plan.method, "keep", f"command abandoned: {why}")])
+                events.append(DisruptionEvent("disrupt-failed", ",".join(cmd.nodes), reason=why))
+                continue
+            if all(is_true(claims[r], "Initialized") for r in cmd.replacements):
+                for c in cmd.plan.candidates:
+                    if await self._delete_claim(c.nodeclaim_name):
+                        events.append(DisruptionEvent("delete", c.name, c.nodeclaim_name, reason=cmd.plan.reason,
+                                                      details={"method": cmd.plan.method}))
+                continue
+            keep.append(cmd)
+        self.queued = keep
+        return events
+
+    async def _strip_stale(self, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
+        busy = self._busy()
+        events = []
+        deleting = {(c.get("status") or {}).get("providerID") for c in await self.kube.list("NodeClaim")
+                    if c["metadata"].get("deletionTimestamp")}
+        for n in snapshot.nodes:
+            if n["metadata"].get("deletionTimestamp") or n["metadata"]["name"] in busy:
+                continue
+            if (n.get("spec") or {}).get("providerID") in deleting:
+                continue
+            if any(t.get("key") == TAINT_DISRUPTED for t in _taints(n)):
+                await self._set_taint(n["metadata"]["name"], False)
+                events.append(DisruptionEvent("untaint", n["metadata"]["name"], reason="stale karpenter.sh/disrupted taint"))
+        return events
+
+    async def _execute(self, cmd: _Command, now: float) -> list[DisruptionEvent]:
+        plan = cmd.plan
+        events: list[DisruptionEvent] = []
+        for c in plan.candidates:
+            await self._set_taint(c.name, True)
+            await self._set_reason(c.nodeclaim_name, plan.reason)
+        events.append(DisruptionEvent("disrupt", ",".join(cmd.nodes), reason=plan.reason,
+                                      details={"method": plan.method, "decision": plan.decision, "price": round(plan.price, 6),
+                                               "replacement_price": round(plan.replacement_price, 6),
+                                               "savings_per_hour": plan.savings_per_hour}))
+        cmd.started_at = now
+        for r in plan.replacements:
+            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(r))
+            cmd.replacements.append(created["metadata"]["name"])
+            events.append(DisruptionEvent("replacement-create", nodeclaim=created["metadata"]["name"], reason=plan.reason,
+                                          details={"nodepool": r.nodepool, "for": cmd.nodes,
+                                                   "cheapest_price": round(r.cheapest_offering_price(), 6)}))
+        if not plan.replacements:
+            for c in plan.candidates:
+                if await self._delete_claim(c.nodeclaim_name):
+                    events.append(DisruptionEvent("delete", c.name, c.nodeclaim_name, reason=plan.reason,
+                                                  details={"method": plan.method}))
+        else:
+            self.queued.append(cmd)
+        return events
+
+
+def poll_tick(start: float, t: float, period: float = 10.0) -> float:
+    """The first poll time at or after ``t`` on a ``period`` grid starting at ``start``."""
+    return start + math.ceil(round((t - start) / period, 9)) * period

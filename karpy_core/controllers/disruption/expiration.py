@@ -1,0 +1,98 @@
+"""Expiration: NodeClaims older than ``spec.expireAfter`` are deleted.
+
+Source: Karpenter ``pkg/controllers/nodeclaim/expiration/controller.go``. Forceful: not gated by
+disruption budgets, do-not-disrupt or PDBs; the drain that follows honours PDBs and
+do-not-disrupt until the NodeClaim's ``terminationGracePeriod`` runs out
+(:mod:`karpy_core.controllers.node.termination`). ``expireAfter: Never`` never expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from karpy_core.apis.durations import duration_seconds
+from karpy_core.controllers.disruption.candidates import parse_ts
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.port import KubeClient
+from karpy_core.utils.clock import Clock
+
+__all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent"]
+
+
+def expires_at(nodeclaim: dict[str, Any]) -> float | None:
+    """Epoch seconds at which the NodeClaim expires (creation + ``expireAfter``, default 720h), or
+    None for ``Never``. Raises ``ValueError`` for a malformed duration."""
+    after = duration_seconds((nodeclaim.get("spec") or {}).get("expireAfter") or "720h")
+    created = parse_ts(nodeclaim["metadata"].get("creationTimestamp"))
+    if after is None or created is None:
+        return None
+    return created + after
+
+
+def expired_nodeclaims(nodeclaims: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
+    """``(name, expired at)`` of the NodeClaims past ``expireAfter`` at ``now`` and not deleting,
+    sorted by name."""
+    out = []
+    for nc in nodeclaims:
+        if nc["metadata"].get("deletionTimestamp"):
+            continue
+        try:
+            at = expires_at(nc)
+        except ValueError:
+            continue
+        if at is not None and now >= at:
+            out.append((nc["metadata"]["name"], at))
+    return sorted(out)
+
+
+def next_expiry(nodeclaims: list[dict[str, Any]], now: float) -> float | None:
+    """The earliest expiry after ``now`` (for the simulator's clock jumps), or None."""
+    times = []
+    for nc in nodeclaims:
+        if nc["metadata"].get("deletionTimestamp"):
+            continue
+        try:
+            at = expires_at(nc)
+        except ValueError:
+            continue
+        if at is not None and at > now:
+            times.append(at)
+    return min(times) if times else None
+
+
+@dataclass
+class ExpirationEvent:
+    """``kind`` is ``expire``."""
+
+    kind: str
+    nodeclaim: str
+    reason: str = ""
+
+
+class Expiration:
+    """Deletes expired NodeClaims (see the module docstring).
+
+    Args:
+        kube: the cluster.
+        clock: the clock.
+    """
+
+    name = "nodeclaim.expiration"
+
+    def __init__(self, *, kube: KubeClient, clock: Clock):
+        self.kube = kube
+        self.clock = clock
+
+    async def reconcile(self) -> list[ExpirationEvent]:
+        now = self.clock.now()
+        events = []
+        for name, at in expired_nodeclaims(await self.kube.list("NodeClaim"), now):
+            try:
+                await self.kube.delete("NodeClaim", name)
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            events.append(ExpirationEvent("expire", name, f"expireAfter elapsed {now - at:.0f}s ago"))
+        return events

@@ -1,0 +1,213 @@
+"""Scenarios: karpy's own file kind for simulations over time (``karpy simulate SCENARIO --until 24h``).
+
+Shape (documented with examples in ``docs/scenarios.md``)::
+
+    apiVersion: karpy.sh/v1alpha1
+    kind: Scenario
+    metadata: {name: scale-down}
+    until: 24h                       # optional default for --until
+    steps:
+      - at: 0s
+        apply: manifests.yaml        # a file or directory (relative to the scenario), a list of them,
+                                     # or inline manifests (a list of objects)
+      - at: 2h
+        scale: {deployment: web, replicas: 2}          # or statefulset: / replicaset:, namespace:
+      - at: 4h
+        delete: {kind: Deployment, name: web}           # namespace: optional
+      - at: 6h
+        patch: {kind: NodePool, name: default, patch: {spec: {...}}}   # JSON merge patch
+
+``at`` is a Go duration from the start of the simulation. Steps run in ``at`` order (file order
+for equal times). Manifests go through the same loader as ``karpy simulate FILES`` (validation,
+defaults, ``${VAR}`` substitution).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from karpy_core.apis.durations import parse_duration
+from karpy_core.errors import KubeAPIError, ManifestError
+
+__all__ = ["Scenario", "ScenarioStep", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
+
+SCENARIO_API_VERSION = "karpy.sh/v1alpha1"
+_ACTIONS = ("apply", "scale", "delete", "patch")
+
+
+@dataclass
+class ScenarioStep:
+    """One timed action: ``at`` seconds from the start; ``action`` one of apply, scale, delete,
+    patch; ``body`` its argument as written."""
+
+    at: float
+    action: str
+    body: Any
+    index: int
+
+
+@dataclass
+class Scenario:
+    """A parsed scenario file; ``base`` is its directory (relative ``apply`` paths)."""
+
+    name: str
+    steps: list[ScenarioStep]
+    base: Path
+    until: float | None = None
+    source: str = ""
+    variables: dict[str, str] = field(default_factory=dict)
+
+
+def is_scenario_file(path: str | Path) -> bool:
+    """True when ``path`` is a YAML file whose first document is ``kind: Scenario``."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    try:
+        doc = next(iter(yaml.safe_load_all(p.read_text(encoding="utf-8"))), None)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "Scenario"
+
+
+def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> Scenario:
+    """Parse a scenario file.
+
+    Raises:
+        ManifestError: unreadable file, wrong apiVersion/kind, a step without ``at`` or with no
+            or several actions, a bad duration; each problem names the step (``steps[2].at``).
+    """
+    p = Path(path)
+    problems: list[str] = []
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ManifestError([f"{p}: cannot read scenario: {exc}"]) from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "Scenario":
+        raise ManifestError([f"{p}: not a Scenario (kind: Scenario, apiVersion: {SCENARIO_API_VERSION})"])
+    if doc.get("apiVersion") != SCENARIO_API_VERSION:
+        problems.append(f"{p}: apiVersion must be {SCENARIO_API_VERSION!r}, got {doc.get('apiVersion')!r}")
+    raw_steps = doc.get("steps") or (doc.get("spec") or {}).get("steps") or []
+    until = doc.get("until") or (doc.get("spec") or {}).get("until")
+    steps: list[ScenarioStep] = []
+    if not isinstance(raw_steps, list):
+        problems.append(f"{p}: steps must be a list")
+        raw_steps = []
+    for i, raw in enumerate(raw_steps):
+        where = f"{p}: steps[{i}]"
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: must be a mapping with 'at' and one action")
+            continue
+        try:
+            at = parse_duration(str(raw.get("at", ""))).total_seconds()
+        except ValueError as exc:
+            problems.append(f"{where}.at: {exc}")
+            continue
+        actions = [a for a in _ACTIONS if a in raw]
+        unknown = sorted(set(raw) - set(_ACTIONS) - {"at"})
+        if unknown:
+            problems.append(f"{where}: unknown field(s) {', '.join(unknown)} (actions: {', '.join(_ACTIONS)})")
+        if len(actions) != 1:
+            problems.append(f"{where}: needs exactly one of {', '.join(_ACTIONS)}, got {actions or 'none'}")
+            continue
+        steps.append(ScenarioStep(at, actions[0], raw[actions[0]], i))
+    until_s = None
+    if until is not None:
+        try:
+            until_s = parse_duration(str(until)).total_seconds()
+        except ValueError as exc:
+            problems.append(f"{p}: until: {exc}")
+    if problems:
+        raise ManifestError(problems)
+    steps.sort(key=lambda s: (s.at, s.index))
+    name = str((doc.get("metadata") or {}).get("name") or p.stem)
+    return Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))
+
+
+def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:
+    from karpy_core.apis.base import to_kube_dict
+    from karpy_core.apis.loader import load_documents, load_text
+    from karpy_core.kube.port import KINDS
+
+    body = step.body
+    if isinstance(body, str) or (isinstance(body, list) and body and all(isinstance(b, str) for b in body)):
+        paths = [body] if isinstance(body, str) else body
+        loaded = load_documents([str((scenario.base / b).resolve()) for b in paths], scenario.variables)
+    elif isinstance(body, list | dict):
+        docs = body if isinstance(body, list) else [body]
+        loaded = load_text(yaml.safe_dump_all(docs, sort_keys=False), f"{scenario.source} steps[{step.index}].apply",
+                           scenario.variables)
+    else:
+        raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
+    served = [o for o in loaded.other if o.kind in KINDS]
+    return [to_kube_dict(o) for o in [*loaded.objects(), *served]]
+
+
+async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
+    """Carry out one step on the simulator's cluster; returns a one-line description.
+
+    Raises:
+        ManifestError: the step names an object that does not exist or a malformed body.
+    """
+    from karpy_core.kube.port import KINDS
+
+    cluster = sim.cluster
+    where = f"{scenario.source}: steps[{step.index}].{step.action}"
+    body = step.body
+    if step.action == "apply":
+        objs = _load_objects(scenario, step)
+        created, updated = 0, 0
+        for obj in objs:
+            kind = obj.get("kind", "")
+            meta = obj.get("metadata") or {}
+            if kind not in KINDS:
+                continue
+            if meta.get("name") and cluster.peek(kind, meta["name"], meta.get("namespace")) is not None:
+                cluster.patch_sync(kind, meta["name"], {"metadata": {"labels": meta.get("labels"), "annotations": meta.get("annotations")},
+                                                        "spec": obj.get("spec")}, meta.get("namespace"))
+                updated += 1
+            else:
+                sim.apply([obj])
+                created += 1
+        return f"apply: {created} created, {updated} updated"
+    if not isinstance(body, dict):
+        raise ManifestError([f"{where}: must be a mapping"])
+    ns = body.get("namespace", "default")
+    try:
+        if step.action == "scale":
+            kinds = [k for k in ("deployment", "statefulset", "replicaset") if k in body]
+            if len(kinds) != 1 or "replicas" not in body:
+                raise ManifestError([f"{where}: needs one of deployment/statefulset/replicaset and replicas"])
+            kind = {"deployment": "Deployment", "statefulset": "StatefulSet", "replicaset": "ReplicaSet"}[kinds[0]]
+            cluster.patch_sync(kind, str(body[kinds[0]]), {"spec": {"replicas": int(body["replicas"])}}, ns)
+            return f"scale {kind}/{body[kinds[0]]} to {body['replicas']}"
+        if step.action == "delete":
+            cluster.delete_sync(str(body["kind"]), str(body["name"]), ns)
+            return f"delete {body['kind']}/{body['name']}"
+        if step.action == "patch":
+            cluster.patch_sync(str(body["kind"]), str(body["name"]), dict(body.get("patch") or {}), ns)
+            return f"patch {body['kind']}/{body['name']}"
+    except KeyError as exc:
+        raise ManifestError([f"{where}: missing field {exc}"]) from exc
+    except KubeAPIError as exc:
+        raise ManifestError([f"{where}: {exc}"]) from exc
+    raise ManifestError([f"{where}: unknown action"])
+
+
+async def run_scenario(sim: Any, scenario: Scenario, until: float) -> None:
+    """Run ``scenario`` on ``sim`` (a :class:`~karpy_core.sim.simulator.Simulator` built with
+    ``disruption=True``) until ``until`` seconds of simulated time; each step is recorded as a
+    ``scenario`` event."""
+    from karpy_core.sim.simulator import SimEvent
+
+    for step in scenario.steps:
+        if step.at > until:
+            break
+        await sim.run_until(sim.start + step.at)
+        what = await apply_step(sim, scenario, step)
+        sim.events.append(SimEvent(step.at, "scenario", reason=what))
+    await sim.run_until(sim.start + until)

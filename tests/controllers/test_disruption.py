@@ -1,0 +1,163 @@
+"""Disruption planner, budgets, expiration and the tiered drain, on hand-built snapshots."""
+
+from __future__ import annotations
+
+from karpy_core.apis.hashing import nodepool_hash
+from karpy_core.controllers.disruption.budgets import allowed_disruptions, budget_active, budget_nodes
+from karpy_core.controllers.disruption.expiration import expired_nodeclaims
+from karpy_core.controllers.disruption.planner import plan_disruption
+from karpy_core.controllers.node.termination import NodeTermination, drain_tier
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.state.cluster import ClusterSnapshot
+from karpy_core.utils.clock import VirtualClock, iso
+from tests.scheduling.helpers import make_type, nodepool
+
+NOW = 1767225600.0 + 3 * 3600  # 2026-01-01T03:00:00Z
+TYPES = {"default": [make_type("small", 2, 4), make_type("large", 8, 16)]}
+
+
+def node_and_claim(name, itype="large", cpu=8, pool=None):
+    pool = pool or nodepool()
+    labels = {"karpenter.sh/nodepool": "default", "karpenter.sh/initialized": "true", "node.kubernetes.io/instance-type": itype,
+              "topology.kubernetes.io/zone": "zone-a", "karpenter.sh/capacity-type": "on-demand", "kubernetes.io/hostname": name,
+              "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}
+    node = {"metadata": {"name": name, "labels": labels, "resourceVersion": "1"},
+            "spec": {"providerID": f"fake:///{name}"},
+            "status": {"allocatable": {"cpu": str(cpu), "memory": f"{2 * cpu}Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    claim = {"metadata": {"name": name, "labels": dict(labels), "creationTimestamp": iso(NOW - 7200),
+                          "annotations": {"karpenter.sh/nodepool-hash": nodepool_hash(pool), "karpenter.sh/nodepool-hash-version": "karpy-v1"}},
+             "spec": {"expireAfter": "720h"},
+             "status": {"providerID": f"fake:///{name}", "nodeName": name, "capacity": {"cpu": str(cpu)},
+                        "conditions": [{"type": "Initialized", "status": "True", "lastTransitionTime": iso(NOW - 3600)}]}}
+    return node, claim
+
+
+def pod(name, node, cpu="500m", annotations=None, labels=None):
+    return {"metadata": {"name": name, "namespace": "default", "labels": labels or {"app": "web"}, "annotations": annotations or {},
+                         "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1", "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]},
+            "status": {"phase": "Running"}}
+
+
+def snapshot(nodes, pods, pool=None, pdbs=()):
+    pool = pool or nodepool()
+    pool.setdefault("spec", {}).setdefault("disruption", {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]})
+    pairs = [node_and_claim(*n, pool=pool) if isinstance(n, tuple) else node_and_claim(n, pool=pool) for n in nodes]
+    return ClusterSnapshot(nodes=[p[0] for p in pairs], nodeclaims=[p[1] for p in pairs], nodepools=[pool], pods=pods, pdbs=list(pdbs))
+
+
+def test_budget_rounding_and_windows():
+    assert budget_nodes({"nodes": "10%"}, 15) == 2 and budget_nodes({"nodes": "3"}, 15) == 3
+    window = {"nodes": "0", "schedule": "0 1 * * *", "duration": "2h"}
+    assert budget_active(window, 1767225600.0 + 3600 + 60)
+    assert not budget_active(window, 1767225600.0 + 3 * 3600 + 1)
+    pool = {"spec": {"disruption": {"budgets": [window, {"nodes": "50%"}]}}}
+    assert allowed_disruptions(pool, "Empty", 1767225600.0 + 2 * 3600, total=4, disrupting=0) == 0
+    assert allowed_disruptions(pool, "Empty", 1767225600.0 + 4 * 3600, total=4, disrupting=1) == 1
+    reasons = {"spec": {"disruption": {"budgets": [{"nodes": "0", "reasons": ["Drifted"]}]}}}
+    assert allowed_disruptions(reasons, "Drifted", NOW, total=4, disrupting=0) == 0
+    assert allowed_disruptions(reasons, "Empty", NOW, total=4, disrupting=0) == 4
+
+
+def test_empty_node_is_deleted_and_the_log_says_why():
+    log = []
+    snap = snapshot(["a", "b"], [pod("p1", "a")])
+    plan = plan_disruption(snap, TYPES, NOW, log=log)
+    assert plan.method == "emptiness" and [c.name for c in plan.candidates] == ["b"] and plan.decision == "delete"
+    assert any(d.node == "b" and d.verdict == "disrupt" for d in log)
+
+
+def test_consolidate_after_not_elapsed_keeps_empty_node():
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "2h", "budgets": [{"nodes": "100%"}]}
+    log = []
+    assert plan_disruption(snapshot(["a"], [], pool), TYPES, NOW, log=log) is None
+    assert any("consolidatable in 3600s" in d.reason for d in log)
+
+
+def test_underutilized_large_node_is_replaced_by_a_cheaper_one():
+    plan = plan_disruption(snapshot(["a"], [pod("p1", "a")]), TYPES, NOW)
+    assert plan.method == "single-node-consolidation" and plan.decision == "replace"
+    assert [it.name for it in plan.replacements[0].instance_types] == ["small"]
+    assert plan.savings_per_hour > 0
+
+
+def test_pods_fit_elsewhere_multi_node_delete():
+    plan = plan_disruption(snapshot(["a", "b", "c"], [pod("p1", "a"), pod("p2", "b"), pod("p3", "c")]), TYPES, NOW)
+    # the largest valid prefix wins: all three large nodes go, replaced by one small node
+    assert plan.method == "multi-node-consolidation" and len(plan.candidates) == 3
+    assert plan.decision == "replace" and plan.replacements[0].instance_types[0].name == "small"
+
+
+def test_do_not_disrupt_and_pdb_block_voluntary_disruption():
+    log = []
+    snap = snapshot(["a"], [pod("p1", "a", annotations={"karpenter.sh/do-not-disrupt": "true"})])
+    assert plan_disruption(snap, TYPES, NOW, log=log) is None
+    assert any("do-not-disrupt" in d.reason for d in log)
+    pdb = {"metadata": {"name": "web", "namespace": "default"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
+    log = []
+    assert plan_disruption(snapshot(["a"], [pod("p1", "a")], pdbs=[pdb]), TYPES, NOW, log=log) is None
+    assert any("PodDisruptionBudget web allows 0" in d.reason for d in log)
+
+
+def test_drift_by_hash_and_by_requirements():
+    pool = nodepool()
+    snap = snapshot(["a"], [pod("p1", "a", cpu="7")], pool)
+    pool["spec"]["template"]["metadata"]["labels"] = {"team": "blue"}  # template changed after launch
+    plan = plan_disruption(snap, TYPES, NOW, methods=("drift",))
+    assert plan.method == "drift" and len(plan.replacements) == 1
+    pool2 = nodepool(requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}])
+    snap2 = snapshot(["a"], [pod("p1", "a")], pool2)
+    assert "requirements no longer satisfied" in plan_disruption(snap2, TYPES, NOW, methods=("drift",)).candidates[0].drifted
+
+
+def test_expiration_lists_old_claims_only():
+    old = {"metadata": {"name": "old", "creationTimestamp": iso(NOW - 3 * 3600)}, "spec": {"expireAfter": "2h"}}
+    new = {"metadata": {"name": "new", "creationTimestamp": iso(NOW - 3600)}, "spec": {"expireAfter": "2h"}}
+    never = {"metadata": {"name": "never", "creationTimestamp": iso(NOW - 9e6)}, "spec": {"expireAfter": "Never"}}
+    assert [n for n, _ in expired_nodeclaims([old, new, never], NOW)] == ["old"]
+
+
+def test_drain_tiers_in_order():
+    ds = {"kind": "DaemonSet", "name": "ds"}
+    plain = {"metadata": {"ownerReferences": []}, "spec": {}}
+    crit = {"metadata": {"ownerReferences": []}, "spec": {"priorityClassName": "system-node-critical"}}
+    assert drain_tier(plain) == 0
+    assert drain_tier({"metadata": {"ownerReferences": [ds]}, "spec": {}}) == 1
+    assert drain_tier(crit) == 2
+    assert drain_tier({"metadata": {"ownerReferences": [ds]}, "spec": {"priorityClassName": "system-cluster-critical"}}) == 3
+
+
+async def test_termination_drains_tier_by_tier_and_forces_after_tgp():
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, claim = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    claim["spec"]["terminationGracePeriod"] = "10m"
+    claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    cluster.create_sync("Pod", pod("web", "a"))
+    cluster.create_sync("Pod", pod("dnd", "a", annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    dsp = pod("ds", "a")
+    dsp["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+    cluster.create_sync("Pod", dsp)
+    crit = pod("crit", "a")
+    crit["spec"]["priorityClassName"] = "system-node-critical"
+    cluster.create_sync("Pod", crit)
+    cluster.delete_sync("Node", "a")
+    term = NodeTermination(kube=cluster, clock=clock)
+    ev = await term.reconcile()
+    assert [(e.kind, e.pod) for e in ev if e.kind in ("evict", "drain-wait")] == [("drain-wait", "default/dnd"), ("evict", "default/web")]
+    assert cluster.peek("Pod", "ds") is not None and cluster.peek("Pod", "crit") is not None
+    assert term.wake == NOW + 600 - 30
+    clock.advance(600 - 30)
+    ev = await term.reconcile()
+    assert ("force-delete", "default/dnd") in [(e.kind, e.pod) for e in ev]
+    kinds = [(e.kind, e.pod) for e in ev]
+    for _ in range(4):
+        kinds += [(e.kind, e.pod) for e in await term.reconcile()]
+    gone = [pod for kind, pod in kinds if kind in ("evict", "force-delete")]
+    assert gone == ["default/dnd", "default/ds", "default/crit"]  # past the deadline: forced, still tier by tier
+    assert ("node-finalized", "") in kinds and cluster.peek("Node", "a") is None

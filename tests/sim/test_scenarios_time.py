@@ -1,0 +1,196 @@
+"""Scenarios over simulated time: consolidation, emptiness, budgets, PDBs, do-not-disrupt,
+expiration with terminationGracePeriod, drift, and no consolidation loop (simulated provider,
+AWS us-east-1 catalog)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from karpy_core.cli import app, run_simulation
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+
+NODECLASS = {
+    "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+    "spec": {"role": "r", "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
+             "amiSelectorTerms": [{"alias": "al2023@latest"}]},
+}
+
+
+def nodepool(disruption=None, tspec=None, labels=None):
+    spec = {
+        "requirements": [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+            {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["4"]},
+        ],
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+        **(tspec or {}),
+    }
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+            "spec": {"template": {"metadata": {"labels": labels or {}}, "spec": spec},
+                     "disruption": disruption or {"consolidateAfter": "1m", "budgets": [{"nodes": "100%"}]}}}
+
+
+def deployment(name="web", replicas=10, cpu="1", annotations=None, anti=False):
+    spec = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+    if anti:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}, "annotations": annotations or {}}, "spec": spec}}}
+
+
+def scenario(tmp_path, steps, until="6h"):
+    doc = {"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "t"}, "until": until, "steps": steps}
+    p = tmp_path / "scenario.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(p)
+
+
+async def run(path, until=None):
+    return (await run_simulation([path], until=until)).to_dict()
+
+
+def kinds(doc, kind):
+    return [e for e in doc["events"] if e["kind"] == kind]
+
+
+async def test_scale_down_consolidates_onto_cheaper_nodes(tmp_path):
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=10, cpu="1", anti=False)]},
+        {"at": "2h", "scale": {"deployment": "web", "replicas": 2}},
+    ])
+    doc = await run(path)
+    series = doc["cost_over_time"]
+    peak = max(s["cost_per_hour"] for s in series if s["t"] < 7200)
+    assert series[-1]["cost_per_hour"] < peak
+    assert kinds(doc, "disrupt") and all(e["t"] >= 7200 for e in kinds(doc, "disrupt"))
+    assert doc["summary"]["pods_pending"] == 0 and doc["summary"]["pods_bound"] == 2
+    # the replacement was created before the candidate was deleted
+    create = kinds(doc, "replacement-create")
+    delete = [e for e in doc["events"] if e["kind"] == "delete" and e["details"].get("method")]
+    if create:
+        assert create[0]["t"] < delete[0]["t"]
+
+
+async def test_empty_node_goes_after_consolidate_after_and_not_before(tmp_path):
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool({"consolidateAfter": "10m"}), NODECLASS, deployment(replicas=2)]},
+        {"at": "1h", "scale": {"deployment": "web", "replicas": 0}},
+    ], until="3h")
+    doc = await run(path)
+    deletes = [e for e in doc["events"] if e["kind"] == "delete" and e["details"].get("method") == "emptiness"]
+    assert deletes, [e["kind"] for e in doc["events"]]
+    # pods gone at 1h -> consolidatable at 1h10m; validation delay 15 s on the 10 s poll grid
+    assert 3600 + 600 <= deletes[0]["t"] <= 3600 + 600 + 40
+    assert doc["summary"]["nodes"] == 0
+
+
+async def test_budget_window_blocks_then_releases(tmp_path):
+    disruption = {"consolidateAfter": "0s", "budgets": [{"nodes": "0", "schedule": "0 1 * * *", "duration": "2h"},
+                                                         {"nodes": "100%"}]}
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(disruption), NODECLASS, deployment(replicas=2)]},
+        {"at": "1h30m", "scale": {"deployment": "web", "replicas": 0}},
+    ], until="5h")
+    doc = await run(path)
+    deletes = [e for e in doc["events"] if e["kind"] == "delete" and e["details"].get("method")]
+    assert deletes
+    assert 3 * 3600 <= deletes[0]["t"] <= 3 * 3600 + 40  # window 01:00-03:00 UTC; released at its end
+
+
+async def test_pdb_with_zero_disruptions_keeps_the_node(tmp_path):
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+           "spec": {"minAvailable": "100%", "selector": {"matchLabels": {"app": "web"}}}}
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=10), pdb]},
+        {"at": "2h", "scale": {"deployment": "web", "replicas": 2}},
+    ], until="4h")
+    report = await run_simulation([path])
+    doc = report.to_dict()
+    assert not kinds(doc, "disrupt")
+    node = doc["nodes"][0]["name"]
+    assert any("PodDisruptionBudget web allows 0 disruptions" in line for line in report.decisions[node])
+
+
+async def test_do_not_disrupt_blocks_consolidation_but_not_expiration(tmp_path):
+    tspec = {"expireAfter": "3h", "terminationGracePeriod": "30m"}
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(tspec=tspec), NODECLASS,
+                               deployment(replicas=10, annotations={"karpenter.sh/do-not-disrupt": "true"})]},
+        {"at": "1h", "scale": {"deployment": "web", "replicas": 2}},
+    ], until="5h")
+    doc = await run(path)
+    assert not [e for e in kinds(doc, "disrupt") if e["t"] < 3 * 3600]
+    expire = kinds(doc, "expire")
+    assert expire and 3 * 3600 <= expire[0]["t"] <= 3 * 3600 + 10
+    forced = kinds(doc, "force-delete")
+    assert forced and all(e["t"] >= expire[0]["t"] + 1800 - 30 - 1 for e in forced)
+    assert kinds(doc, "drain-wait")
+    assert doc["summary"]["pods_pending"] == 0  # the pods came back on a new node
+
+
+async def test_drift_rolls_nodes_one_budget_at_a_time(tmp_path):
+    disruption = {"consolidateAfter": "Never", "budgets": [{"nodes": "1"}]}
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(disruption), NODECLASS, deployment(replicas=3, anti=True)]},
+        {"at": "2h", "patch": {"kind": "NodePool", "name": "default",
+                               "patch": {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}}},
+    ], until="6h")
+    report = await run_simulation([path])
+    doc = report.to_dict()
+    disrupts = kinds(doc, "disrupt")
+    assert len(disrupts) == 3 and all(e["details"]["method"] == "drift" for e in disrupts)
+    # one at a time: each drifted node is gone (node-finalized) before the next command starts
+    finals = sorted(e["t"] for e in kinds(doc, "node-finalized"))
+    for i in range(1, len(disrupts)):
+        assert any(disrupts[i - 1]["t"] <= f <= disrupts[i]["t"] for f in finals)
+    assert len(doc["nodes"]) == 3 and all(n["labels"].get("team") == "blue" for n in doc["nodes"])
+
+
+async def test_no_consolidation_loop_over_a_steady_day(tmp_path):
+    workloads = [deployment("a", 7, "500m"), deployment("b", 5, "1500m"), deployment("c", 3, "3")]
+    path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, *workloads]}], until="24h")
+    doc = await run(path)
+    late = [e for e in doc["events"] if e["t"] > 3600 and e["kind"] in ("nodeclaim-create", "replacement-create", "disrupt")]
+    assert late == []
+    assert doc["summary"]["pods_pending"] == 0
+
+
+@pytest.mark.timeout(120)
+async def test_thousand_pods_for_a_day_is_fast(tmp_path):
+    workloads = [deployment(f"w{i}", 100, ["250m", "500m", "1"][i % 3]) for i in range(10)]
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, *workloads]},
+        {"at": "4h", "scale": {"deployment": "w0", "replicas": 20}},
+        {"at": "8h", "scale": {"deployment": "w1", "replicas": 10}},
+    ], until="24h")
+    t0 = time.perf_counter()
+    doc = await run(path)
+    elapsed = time.perf_counter() - t0
+    assert doc["summary"]["pods_bound"] == 830 and doc["summary"]["pods_pending"] == 0
+    assert elapsed < 60, elapsed
+
+
+def test_cli_scenario_json_explain_node_and_png(tmp_path):
+    result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["cost_over_time"][0] == {"t": 0.0, "nodes": 0, "cost_per_hour": 0.0}
+    assert {"scenario", "disrupt", "drain", "evict", "delete"} <= {e["kind"] for e in doc["events"]}
+    node = next(e["node"] for e in doc["events"] if e["kind"] == "disrupt")
+    result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "--explain-node", node])
+    assert "single-node-consolidation" in result.stdout
+    png = tmp_path / "t.png"
+    result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "--timeline", str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
