@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
@@ -143,6 +144,7 @@ class Operator:
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock)
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
+        self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self.batcher = Batcher(self.clock, self.settings.batch)
         self._wake: dict[str, asyncio.Event] = {}
         self.health = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.health_port)
@@ -266,6 +268,24 @@ class Operator:
         await self.expiration.reconcile()
         await self.disruption.reconcile()
 
+    async def _gc_loop(self) -> None:
+        """Garbage collection every 2 minutes (Karpenter's steady cadence), first after 10 s."""
+        await self.clock.sleep(10.0)
+        while True:
+            try:
+                leaked, orphaned = await self.gc.reconcile()
+                for name in orphaned:
+                    self.metrics.nodeclaims_terminated.labels(reason="garbage_collected", nodepool="").inc()
+                    await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": name}},
+                                              "Normal", "GarbageCollected", "the instance no longer exists")
+                if leaked:
+                    log.info("terminated %d leaked instance(s): %s", len(leaked), ", ".join(leaked))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("garbage collection failed; retrying")
+            await self.clock.sleep(120.0)
+
     async def _nodepool_step(self) -> None:
         await self.nodepool_status.reconcile()
 
@@ -283,6 +303,7 @@ class Operator:
             asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
             asyncio.create_task(self._loop("disruption", self._disruption_step), name="disruption"),
+            asyncio.create_task(self._gc_loop(), name="nodeclaim.garbagecollection"),
         ]
         for name, loop in self.provider.controllers():
             tasks.append(asyncio.create_task(loop(), name=name))

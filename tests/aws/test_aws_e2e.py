@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from karpy_aws.apis import EC2NodeClass
-from karpy_aws.gc import garbage_collect
 from karpy_aws.nodeclass import COND_SG_CLUSTER_TAG, condition
 
 from karpy_core.apis.base import to_kube_dict
 from karpy_core.apis.loader import load_documents
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.garbagecollection import garbage_collect
 from karpy_core.errors import InsufficientCapacityError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.sim.simulator import Simulator

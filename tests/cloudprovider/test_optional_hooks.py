@@ -12,10 +12,10 @@ def test_plugins_without_the_optional_hook_load_and_report_no_loops():
     assert load_provider("simulated").controllers() == []
 
 
-def test_aws_plugin_runs_nodeclass_status_and_gc_loops_when_given_a_cluster():
+def test_aws_plugin_runs_nodeclass_status_and_interruption_loops_when_given_a_cluster():
     provider = load_provider("aws", {"region": "us-east-1", "cluster_name": "demo", "kube": InMemoryCluster()})
     names = [name for name, _ in provider.controllers()]
-    assert names == ["aws.nodeclass", "aws.gc"]
+    assert names == ["aws.nodeclass"]
     with_queue = load_provider("aws", {"region": "us-east-1", "cluster_name": "demo", "kube": InMemoryCluster(),
                                        "interruption_queue": "karpy-demo"})
-    assert [name for name, _ in with_queue.controllers()] == ["aws.nodeclass", "aws.gc", "aws.interruption"]
+    assert [name for name, _ in with_queue.controllers()] == ["aws.nodeclass", "aws.interruption"]

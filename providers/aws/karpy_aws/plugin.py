@@ -240,20 +240,15 @@ class AWSProvider:
 
     @hookimpl
     def karpy_controllers(self) -> list[tuple[str, Any]]:
-        """Background loops while leading: EC2NodeClass status (every 60 s), garbage collection of
-        leaked tagged instances (every 2 min, Karpenter's cadence after start-up) and, when an
-        ``interruption_queue`` is configured, the SQS interruption poller (20 s long polls)."""
+        """Background loops while leading: EC2NodeClass status (every 60 s) and, when an
+        ``interruption_queue`` is configured, the SQS interruption poller (20 s long polls).
+        Garbage collection of leaked instances is core's (it runs for every provider)."""
         if self.kube is None:
             return []
         import asyncio
         import logging
 
-        from karpy_aws.gc import garbage_collect
-        from karpy_core.cloudprovider.provider import CloudProvider
-        from karpy_core.utils.clock import RealClock
-
         log = logging.getLogger("karpy_aws")
-        kube = self.kube
 
         async def every(seconds: float, name: str, step: Any) -> None:
             while True:
@@ -269,11 +264,7 @@ class AWSProvider:
             ctl = self.nodeclass_controller()
             await every(60.0, "aws.nodeclass", ctl.reconcile)
 
-        async def gc() -> None:
-            facade = CloudProvider(self)
-            await every(120.0, "aws.gc", lambda: garbage_collect(kube, facade, RealClock()))
-
-        loops: list[tuple[str, Any]] = [("aws.nodeclass", nodeclasses), ("aws.gc", gc)]
+        loops: list[tuple[str, Any]] = [("aws.nodeclass", nodeclasses)]
         if self.interruption_queue:
             handler = self.interruption_handler()
 

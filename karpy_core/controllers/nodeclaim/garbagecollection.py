@@ -1,0 +1,107 @@
+"""Garbage collection both ways (Karpenter ``pkg/controllers/nodeclaim/garbagecollection``):
+
+* **leaked instances** (:func:`garbage_collect`): an instance the provider lists (so: owned by
+  karpy for this cluster - untagged or unsigned instances are never listed and never touched)
+  whose providerID is on no NodeClaim, launched more than ``min_age`` seconds ago (30 s: a launch
+  may not have been recorded yet), is terminated through the provider and its Node deleted;
+* **orphaned NodeClaims** (:func:`collect_orphaned_nodeclaims`): a registered NodeClaim whose
+  instance the provider no longer lists, and whose Node is missing or not Ready, is deleted (its
+  finalizer then cleans up), so pods move to capacity that exists.
+
+Generic over :class:`~karpy_core.cloudprovider.provider.CloudProvider`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from karpy_core.errors import KubeAPIError, NodeClaimNotFoundError
+
+if TYPE_CHECKING:
+    from karpy_core.cloudprovider.provider import CloudProvider
+    from karpy_core.kube.port import KubeClient
+    from karpy_core.utils.clock import Clock
+
+__all__ = ["GC_MIN_AGE_SECONDS", "garbage_collect", "collect_orphaned_nodeclaims", "GarbageCollection"]
+
+log = logging.getLogger("karpy.gc")
+
+GC_MIN_AGE_SECONDS = 30.0
+
+
+async def garbage_collect(kube: KubeClient, provider: CloudProvider, clock: Clock, *, min_age: float = GC_MIN_AGE_SECONDS) -> list[str]:
+    """One GC pass; returns the providerIDs terminated.
+
+    Raises: whatever the provider raises other than NodeClaimNotFoundError.
+    """
+    claimed = {(nc.get("status") or {}).get("providerID") for nc in await kube.list("NodeClaim")}
+    now = clock.now()
+    done = []
+    for cloud in await provider.list():
+        pid = cloud.status.provider_id
+        if not pid or pid in claimed:
+            continue
+        created = cloud.metadata.creation_timestamp
+        if created is None or now - created.timestamp() < min_age:
+            continue
+        try:
+            await provider.delete(cloud)
+        except NodeClaimNotFoundError:
+            pass
+        log.info("garbage collected leaked instance %s", pid)
+        done.append(pid)
+        for node in await kube.list("Node"):
+            if (node.get("spec") or {}).get("providerID") == pid:
+                try:
+                    await kube.delete("Node", node["metadata"]["name"])
+                except KubeAPIError as exc:
+                    if exc.status != 404:
+                        raise
+    return done
+
+
+async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider) -> list[str]:
+    """Delete registered NodeClaims whose instance is gone and whose Node is missing or not Ready;
+    returns their names."""
+    listed = {c.status.provider_id for c in await provider.list()}
+    nodes = {(n.get("spec") or {}).get("providerID"): n for n in await kube.list("Node")}
+    done = []
+    for nc in await kube.list("NodeClaim"):
+        meta = nc["metadata"]
+        pid = (nc.get("status") or {}).get("providerID")
+        if meta.get("deletionTimestamp") or not pid or pid in listed:
+            continue
+        conditions = (nc.get("status") or {}).get("conditions") or ()
+        registered = any(c.get("type") == "Registered" and c.get("status") == "True" for c in conditions)
+        if not registered:
+            continue
+        node = nodes.get(pid)
+        ready = node is not None and any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or ()
+        )
+        if ready:
+            continue
+        try:
+            await kube.delete("NodeClaim", meta["name"])
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+        log.info("garbage collected NodeClaim %s: its instance %s is gone", meta["name"], pid)
+        done.append(meta["name"])
+    return done
+
+
+class GarbageCollection:
+    """Both collections, one pass per :meth:`reconcile` (the operator runs it every 2 minutes)."""
+
+    name = "nodeclaim.garbagecollection"
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+        self.kube = kube
+        self.provider = provider
+        self.clock = clock
+
+    async def reconcile(self) -> tuple[list[str], list[str]]:
+        """Returns (instances terminated, NodeClaims deleted)."""
+        return await garbage_collect(self.kube, self.provider, self.clock), await collect_orphaned_nodeclaims(self.kube, self.provider)
