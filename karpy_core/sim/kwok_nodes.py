@@ -55,7 +55,7 @@ class KwokNodeBackend:
                 "apiVersion": "karpenter.sh/v1",
                 "kind": "NodeClaim",
                 "metadata": {"name": node["metadata"]["name"], "labels": data.get("labels") or {}},
-                "spec": {"nodeClassRef": data.get("nodeClassRef") or _DEFAULT_REF},
+                "spec": {"requirements": [], "nodeClassRef": data.get("nodeClassRef") or _DEFAULT_REF},
                 "status": {
                     "providerID": data.get("providerID"),
                     "capacity": data.get("capacity") or {},

@@ -126,3 +126,26 @@ async def test_finalize_deletes_node_first_then_instance():
         raise AssertionError("node should be gone")
     except KubeAPIError as exc:
         assert exc.status == 404
+
+
+async def test_kwok_backend_finds_an_instance_launched_before_a_crash():
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.kwok_nodes import KwokNodeBackend
+
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(cluster)})
+    claim = {**CLAIM, "spec": {**CLAIM["spec"], "requirements": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}]}}
+    cluster.create_sync("NodeClaim", claim)
+    first = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock)
+    await first.reconcile()
+    pid = cluster.peek("NodeClaim", "default-abcde")["status"]["providerID"]
+    # the controller crashed after the Node was made but before it recorded the launch
+    cluster.patch_sync("NodeClaim", "default-abcde", {"status": {"providerID": None, "conditions": []}}, status=True)
+    restarted = load_provider("simulated", {"node_backend": KwokNodeBackend(cluster)})
+    events = await NodeClaimLifecycle(kube=cluster, provider=restarted, clock=clock).reconcile()
+    assert [e.kind for e in events] == ["launch"]
+    assert cluster.peek("NodeClaim", "default-abcde")["status"]["providerID"] == pid
+    assert len(cluster.objects("Node")) == 1
+    assert [c.status.provider_id for c in await restarted.list()] == [pid]

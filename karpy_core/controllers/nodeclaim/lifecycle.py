@@ -20,6 +20,7 @@ Phases (Karpenter ``pkg/controllers/nodeclaim/lifecycle/``):
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,6 +34,7 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.errors import (
+    CloudProviderError,
     CreateError,
     InsufficientCapacityError,
     KubeAPIError,
@@ -45,6 +47,8 @@ from karpy_core.state.cluster import condition, is_true
 from karpy_core.utils.clock import Clock, iso
 
 __all__ = ["NodeClaimLifecycle", "LifecycleEvent", "LAUNCH_TTL", "REGISTRATION_TTL"]
+
+log = logging.getLogger(__name__)
 
 LAUNCH_TTL = 5 * 60.0
 """Seconds a NodeClaim may stay un-launched before liveness deletes it (Karpenter ``liveness.go``)."""
@@ -106,9 +110,16 @@ class NodeClaimLifecycle:
         events: list[LifecycleEvent] = []
         nodes = await self.kube.list("Node")
         by_pid = {(n.get("spec") or {}).get("providerID"): n for n in nodes if (n.get("spec") or {}).get("providerID")}
+        failures = 0
         for nc in await self.kube.list("NodeClaim"):
-            ev = await self.reconcile_one(nc, by_pid)
-            events.extend(ev)
+            try:
+                events.extend(await self.reconcile_one(nc, by_pid))
+            except (KubeAPIError, CloudProviderError, ValueError) as exc:
+                # one NodeClaim's failure must not stall the others; it is retried next pass
+                failures += 1
+                log.warning("NodeClaim %s: %s: %s", nc["metadata"]["name"], type(exc).__name__, exc)
+        if failures:
+            events.append(LifecycleEvent("reconcile-failed", "", reason=f"{failures} NodeClaim(s) failed; retrying"))
         return events
 
     async def reconcile_one(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
