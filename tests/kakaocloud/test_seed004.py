@@ -115,3 +115,31 @@ async def test_seed_004_cilium_startup_taint(fake, make_provider):
         assert {c["type"]: c["status"] for c in nc["status"]["conditions"]}["Initialized"] == "True"
     for node in sim.cluster.objects("Node"):
         assert not any(t["key"] == "node.cilium.io/agent-not-ready" for t in node["spec"].get("taints") or [])
+
+
+async def test_seed_004_vms_are_deleted_after_consolidate_after(fake, make_provider):
+    """Seed 004's last step: delete the demo workload and the empty nodes' VMs go once the
+    NodePool's consolidateAfter (10m) has passed - through karpy's emptiness disruption, the drain
+    and the provider's signed-ownership delete."""
+    plugin = make_provider(with_credentials=False, with_keyring=False)
+    sim = Simulator(CloudProvider(plugin), disruption=True)
+    plugin.bind_kube(sim.cluster)
+    sim.apply([
+        secret_obj(NS, "kakaocloud-credentials", {
+            "applicationCredentialId": fake.credential_id, "applicationCredentialSecret": fake.credential_secret, "region": "kr-central-2",
+        }),
+        secret_obj(NS, "karpenter-sigkey", {"keyring.json": keyring_json()}),
+    ])
+    sim.apply(seed_objects())
+    await sim.run_until(sim.clock.now() + 600)
+    assert fake.instances and all(p["spec"].get("nodeName") for p in sim.cluster.objects("Pod"))
+    vms = len(fake.instances)
+    # the simulated cluster has no garbage collector for Deployments: scaling to 0 deletes the pods
+    sim.cluster.patch_sync("Deployment", "karpenter-demo", {"spec": {"replicas": 0}}, "default")
+    emptied = sim.clock.now()
+    await sim.run_until(emptied + 9 * 60)
+    assert len(fake.instances) == vms, "deleted before consolidateAfter (10m)"
+    await sim.run_until(emptied + 13 * 60)
+    assert fake.instances == {}
+    assert not sim.cluster.objects("Node") and not sim.cluster.objects("NodeClaim")
+    assert plugin.reported == {}
