@@ -266,7 +266,8 @@ def write_timeline_png(report: SimulationReport, path: str) -> str:
     series = report.cost_over_time
     if not series:
         raise ValueError("no cost_over_time series: run a scenario (karpy simulate SCENARIO --until ...)")
-    end = max(series[-1]["t"], max((e["t"] for e in report.events), default=0.0))
+    end = max(series[-1]["t"], max((e["t"] for e in report.events), default=0.0),
+              float(report.provider.get("until_seconds") or 0.0))
     ts = [s["t"] / 3600 for s in series] + [end / 3600]
     nodes = [s["nodes"] for s in series] + [series[-1]["nodes"]]
     cost = [s["cost_per_hour"] for s in series] + [series[-1]["cost_per_hour"]]
