@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.memory import InMemoryCluster, disruptions_allowed, merge_patch
+from karpy_core.kube.memory import InMemoryCluster, merge_patch
+from karpy_core.utils.pdb import disruptions_allowed
 
 
 def pod(name: str, labels: dict[str, str], phase: str = "Running") -> dict:

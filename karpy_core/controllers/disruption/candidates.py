@@ -31,6 +31,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.state.cluster import ClusterSnapshot, condition
+from karpy_core.utils.pdb import disruptions_allowed
 from karpy_core.utils.selectors import selector_matches
 
 __all__ = [
@@ -163,29 +164,7 @@ def pdb_allowed(pdb: dict[str, Any], pods: list[dict[str, Any]]) -> int:
     status = pdb.get("status") or {}
     if "disruptionsAllowed" in status and "observedGeneration" in status:
         return int(status["disruptionsAllowed"])
-    spec = pdb.get("spec") or {}
-    ns = pdb["metadata"].get("namespace") or "default"
-    selector = spec.get("selector") or {}
-    matching = [
-        p for p in pods
-        if (p["metadata"].get("namespace") or "default") == ns and not p["metadata"].get("deletionTimestamp")
-        and selector_matches(selector, p["metadata"].get("labels") or {})
-    ]
-    expected = len(matching)
-    healthy = sum(1 for p in matching if (p.get("status") or {}).get("phase") == "Running")
-
-    def resolve(v: Any) -> int:
-        if isinstance(v, str) and v.endswith("%"):
-            return -(-int(v[:-1]) * expected // 100)
-        return int(v)
-
-    if spec.get("minAvailable") is not None:
-        desired = resolve(spec["minAvailable"])
-    elif spec.get("maxUnavailable") is not None:
-        desired = expected - resolve(spec["maxUnavailable"])
-    else:
-        desired = expected
-    return max(0, healthy - desired)
+    return disruptions_allowed(pdb, pods)
 
 
 def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], int]]) -> tuple[str, str] | None:
