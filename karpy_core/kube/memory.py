@@ -53,6 +53,11 @@ class InMemoryCluster:
         self.evictions: list[str] = []
         """``ns/name`` of every pod evicted, in order (for reports and tests)."""
 
+    @property
+    def revision(self) -> int:
+        """The latest resourceVersion handed out: it changes whenever any object changes."""
+        return self._rv
+
     # ---- helpers ----------------------------------------------------------------------------
     def _key(self, kind: str, name: str, namespace: str | None) -> tuple[str, str]:
         info = KINDS.get(kind)

@@ -155,7 +155,7 @@ class Simulator:
         if not self.disruption_enabled:
             return None
         now = self.clock.now()
-        if self._disruption_rv != getattr(self.cluster, "_rv", None):
+        if self._disruption_rv != self.cluster.revision:
             return max(self._next_poll, poll_tick(self.start, now, DISRUPTION_POLL_SECONDS))
         due = self.disruption.next_due()
         if due is None:
@@ -174,7 +174,7 @@ class Simulator:
         for e in await self.disruption.reconcile():
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))
             changes += 1
-        self._disruption_rv = getattr(self.cluster, "_rv", None)
+        self._disruption_rv = self.cluster.revision
         self._next_poll = poll_tick(self.start, self.clock.now() + DISRUPTION_POLL_SECONDS, DISRUPTION_POLL_SECONDS)
         return changes
 
