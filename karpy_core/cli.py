@@ -216,7 +216,9 @@ def validate(
     counts: dict[str, int] = {}
     for obj in loaded.objects():
         counts[obj.KIND] = counts.get(obj.KIND, 0) + 1
-    typer.echo("valid: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
+    warned = f" ({len(loaded.warnings)} warning{'s' if len(loaded.warnings) != 1 else ''} below)" if loaded.warnings else ""
+    typer.echo(f"valid{warned}: {found}")
     for line in loaded.ignored():
         typer.echo(f"ignored (kind not modelled): {line}")
     for w in loaded.warnings:

@@ -549,6 +549,9 @@ def load_documents(
         except (OSError, UnicodeDecodeError) as exc:
             builder.problems.append(f"{path}: cannot read: {exc}")
             continue
+        if not text.strip():
+            builder.result.warnings.append(f"{path}: empty file, no objects loaded")
+            continue
         builder.add_text(text, str(path), variables)
     return builder.finish()
 

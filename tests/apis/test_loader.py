@@ -466,3 +466,10 @@ def test_kcnodeclass_small_root_volume() -> None:
     assert problems_of(text, "k.yaml", KC_VARS) == [
         "k.yaml doc 1 KCNodeClass/karpenter-default: spec.rootVolume.sizeGiB: must be >= 30; got the number 20"
     ]
+
+
+def test_empty_file_loads_nothing_with_a_warning(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("\n  \n")
+    result = load_documents([str(empty)], {})
+    assert result.objects() == [] and result.warnings == [f"{empty}: empty file, no objects loaded"]
