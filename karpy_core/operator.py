@@ -42,6 +42,9 @@ __all__ = ["ControllerSettings", "Operator", "Batcher"]
 
 log = logging.getLogger("karpy.operator")
 
+MIN_PASS_INTERVAL = 0.2
+"""Seconds between two passes of one controller, however often it is woken."""
+
 
 class BatchSettings(BaseModel):
     """Provisioning batch window (Karpenter ``BATCH_IDLE_DURATION``/``BATCH_MAX_DURATION``)."""
@@ -184,6 +187,7 @@ class Operator:
     async def _loop(self, name: str, step: Callable[[], Awaitable[Any]]) -> None:
         wake = self._wake.setdefault(name, asyncio.Event())
         while True:
+            await asyncio.sleep(MIN_PASS_INTERVAL)  # a pass that wakes itself cannot spin the API server
             wake.clear()
             try:
                 await step()

@@ -69,8 +69,11 @@ class NodePoolStatus:
                 "conditions": conds,
             }
             current = np_obj.get("status") or {}
-            if {k: current.get(k) for k in status} != status:
-                await self.kube.patch("NodePool", name, {"status": status}, status=True)
+            if {k: current.get(k) or ({} if k == "resources" else current.get(k)) for k in status} != status:
+                # a JSON merge patch only removes a key that is set to null: drop resources no longer in use
+                patch = dict(status)
+                patch["resources"] = {**dict.fromkeys(current.get("resources") or {}), **status["resources"]}
+                await self.kube.patch("NodePool", name, {"status": patch}, status=True)
                 patched += 1
             if self.metrics is not None:
                 for r, v in u.items():

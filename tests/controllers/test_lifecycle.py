@@ -149,3 +149,22 @@ async def test_kwok_backend_finds_an_instance_launched_before_a_crash():
     assert cluster.peek("NodeClaim", "default-abcde")["status"]["providerID"] == pid
     assert len(cluster.objects("Node")) == 1
     assert [c.status.provider_id for c in await restarted.list()] == [pid]
+
+
+async def test_nodepool_status_drops_resources_of_deleted_nodeclaims_and_settles():
+    from karpy_core.controllers.nodepool_status import NodePoolStatus
+
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cluster.create_sync("NodePool", {"metadata": {"name": "default"}, "spec": {"template": {"spec": {
+        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"}}}}})
+    cluster.create_sync("NodeClaim", {"metadata": {"name": "a", "labels": {"karpenter.sh/nodepool": "default"}}, "spec": {},
+                                      "status": {"capacity": {"cpu": "2", "memory": "4Gi"}}})
+    status = NodePoolStatus(kube=cluster, clock=clock)
+    assert await status.reconcile() == 1
+    assert cluster.peek("NodePool", "default")["status"]["resources"] == {"cpu": "2", "memory": "4Gi", "nodes": "1"}
+    cluster.delete_sync("NodeClaim", "a")
+    assert await status.reconcile() == 1
+    assert cluster.peek("NodePool", "default")["status"]["resources"] == {}
+    assert cluster.peek("NodePool", "default")["status"]["nodes"] == 0
+    assert await status.reconcile() == 0  # settled: no patch loop
