@@ -80,6 +80,23 @@ class ControllerSettings(BaseModel):
                           description="This replica's leader-election identity.")
 
 
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until ``event`` is set or ``timeout`` seconds pass; True when it was set.
+
+    Uses ``asyncio.wait`` rather than ``asyncio.wait_for``: on Python 3.11 ``wait_for`` can swallow
+    a cancellation that arrives as the event fires (CPython gh-86296), which left a controller loop
+    running after shutdown.
+    """
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        waiter.cancel()
+    return bool(done)
+
+
 class Batcher:
     """Collects triggers into batches: a batch starts at the first trigger and closes after
     ``idle`` seconds without another, or ``max`` seconds after it started."""
@@ -102,9 +119,7 @@ class Batcher:
             timeout = min(self.settings.idle_seconds, remaining)
             if timeout <= 0:
                 return
-            try:
-                await asyncio.wait_for(self._event.wait(), timeout)
-            except TimeoutError:
+            if not await wait_event(self._event, timeout):
                 return
             self._event.clear()
 
@@ -196,10 +211,7 @@ class Operator:
             except Exception:
                 log.exception("controller %s failed a pass; retrying", name)
                 await asyncio.sleep(1.0)
-            try:
-                await asyncio.wait_for(wake.wait(), self.settings.resync_seconds)
-            except TimeoutError:
-                pass
+            await wait_event(wake, self.settings.resync_seconds)
 
     async def _provisioning_loop(self) -> None:
         while True:

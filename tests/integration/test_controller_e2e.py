@@ -184,7 +184,8 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
         await cleanup(kube, pool, app)
         await wait_for(lambda: _gone(kube, pool), 60, "NodeClaims and Nodes to be finalized")
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        done, _ = await asyncio.wait({task}, timeout=30)
+        assert done, "the operator did not stop within 30 s of cancellation"
 
 
 async def _gone(kube: AsyncKubeClient, pool: str) -> bool:
@@ -310,7 +311,8 @@ async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluste
             await cleanup(kube, pool, a)
         await wait_for(lambda: _gone(kube, pool), 90, "NodeClaims and Nodes to be finalized")
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        done, _ = await asyncio.wait({task}, timeout=30)
+        assert done, "the operator did not stop within 30 s of cancellation"
 
 
 async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube, devcluster):
@@ -369,4 +371,5 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
         await cleanup(kube, pool, app)
         await wait_for(lambda: _gone(kube, pool), 120, "NodeClaims and Nodes to be finalized")
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        done, _ = await asyncio.wait({task}, timeout=30)
+        assert done, "the operator did not stop within 30 s of cancellation"
