@@ -30,9 +30,8 @@ def expires_at(nodeclaim: dict[str, Any]) -> float | None:
     return created + after
 
 
-def expired_nodeclaims(nodeclaims: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
-    """``(name, expired at)`` of the NodeClaims past ``expireAfter`` at ``now`` and not deleting,
-    sorted by name."""
+def _expiries(nodeclaims: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """``(name, expiry time)`` of every NodeClaim not deleting that has a readable ``expireAfter``."""
     out = []
     for nc in nodeclaims:
         if nc["metadata"].get("deletionTimestamp"):
@@ -41,24 +40,20 @@ def expired_nodeclaims(nodeclaims: list[dict[str, Any]], now: float) -> list[tup
             at = expires_at(nc)
         except ValueError:
             continue
-        if at is not None and now >= at:
+        if at is not None:
             out.append((nc["metadata"]["name"], at))
-    return sorted(out)
+    return out
+
+
+def expired_nodeclaims(nodeclaims: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
+    """``(name, expired at)`` of the NodeClaims past ``expireAfter`` at ``now`` and not deleting,
+    sorted by name."""
+    return sorted((name, at) for name, at in _expiries(nodeclaims) if now >= at)
 
 
 def next_expiry(nodeclaims: list[dict[str, Any]], now: float) -> float | None:
     """The earliest expiry after ``now`` (for the simulator's clock jumps), or None."""
-    times = []
-    for nc in nodeclaims:
-        if nc["metadata"].get("deletionTimestamp"):
-            continue
-        try:
-            at = expires_at(nc)
-        except ValueError:
-            continue
-        if at is not None and at > now:
-            times.append(at)
-    return min(times) if times else None
+    return min((at for _, at in _expiries(nodeclaims) if at > now), default=None)
 
 
 @dataclass
