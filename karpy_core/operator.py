@@ -193,13 +193,18 @@ class Operator:
             self._poke("termination")
         if kind == "NodePool":
             self._poke("nodepool")
+        if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
+            self._poke("disruption")  # a finished disruption frees its budget for the next command
 
     def _poke(self, name: str) -> None:
         ev = self._wake.get(name)
         if ev is not None:
             ev.set()
 
-    async def _loop(self, name: str, step: Callable[[], Awaitable[Any]]) -> None:
+    async def _loop(self, name: str, step: Callable[[], Awaitable[Any]], due: Callable[[], float | None] | None = None) -> None:
+        """Run ``step`` whenever the controller is poked, at the time ``due()`` names (epoch
+        seconds on the operator's clock, e.g. the end of a disruption command's validation
+        delay) and at least every ``resync_seconds``."""
         wake = self._wake.setdefault(name, asyncio.Event())
         while True:
             await asyncio.sleep(MIN_PASS_INTERVAL)  # a pass that wakes itself cannot spin the API server
@@ -211,7 +216,11 @@ class Operator:
             except Exception:
                 log.exception("controller %s failed a pass; retrying", name)
                 await asyncio.sleep(1.0)
-            await wait_event(wake, self.settings.resync_seconds)
+            timeout = self.settings.resync_seconds
+            at = due() if due is not None else None
+            if at is not None:
+                timeout = max(0.0, min(timeout, at - self.clock.now()))
+            await wait_event(wake, timeout)
 
     async def _provisioning_loop(self) -> None:
         while True:
@@ -318,7 +327,7 @@ class Operator:
             asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
-            asyncio.create_task(self._loop("disruption", self._disruption_step), name="disruption"),
+            asyncio.create_task(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),
             asyncio.create_task(self._gc_loop(), name="nodeclaim.garbagecollection"),
         ]
         for name, loop in self.provider.controllers():

@@ -55,11 +55,13 @@ async def install_crds(kube: AsyncKubeClient) -> None:
 
 async def wait_for(predicate: Callable[[], Awaitable[Any]], timeout: float, what: str, interval: float = 0.5) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     last: Any = None
     while time.monotonic() < deadline:
         last = await predicate()
         if last:
+            print(f"waited {time.monotonic() - start:.1f}s for {what}")  # shown by pytest when a test fails
             return last
         await asyncio.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
