@@ -40,6 +40,9 @@ class Metrics:
         self.nodeclaims_disrupted = Counter(
             "karpenter_nodeclaims_disrupted_total", "NodeClaims disrupted, by reason and NodePool.", ["reason", "nodepool"], registry=r
         )
+        self.nodeclaims_drifted = Counter(
+            "karpenter_nodeclaims_drifted_total", "NodeClaims found drifted, by drift type and NodePool.", ["type", "nodepool"], registry=r
+        )
         self.nodes_created = Counter("karpenter_nodes_created_total", "Nodes registered, by NodePool.", ["nodepool"], registry=r)
         self.nodes_terminated = Counter("karpenter_nodes_terminated_total", "Nodes deleted, by NodePool.", ["nodepool"], registry=r)
         self.scheduling_duration = Histogram(

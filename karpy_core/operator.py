@@ -23,13 +23,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.errors import KubeAPIError
 from karpy_core.kube.cache import CachedKubeClient
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.leader import LeaderElector
@@ -161,6 +164,7 @@ class Operator:
         self.termination = NodeTermination(kube=self.kube, clock=self.clock)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock)
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
+        self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self.batcher = Batcher(self.clock, self.settings.batch)
@@ -193,6 +197,8 @@ class Operator:
             self._poke("termination")
         if kind == "NodePool":
             self._poke("nodepool")
+        if kind == "NodePool" or kind.endswith("NodeClass"):
+            self._poke("drift")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
             self._poke("disruption")  # a finished disruption frees its budget for the next command
 
@@ -288,10 +294,43 @@ class Operator:
     async def _termination_step(self) -> None:
         await self.termination.reconcile()
 
+    async def _pool_of(self, nodeclaim: str) -> str:
+        try:
+            nc = await self.kube.get("NodeClaim", nodeclaim)
+        except KubeAPIError:
+            return ""
+        return (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")
+
+    async def _drift_step(self) -> None:
+        """One drift pass: ``Drifted`` conditions, a ``karpenter_nodeclaims_drifted_total`` count
+        and an event per newly drifted NodeClaim."""
+        for ev in await self.drift.reconcile():
+            if ev.kind != "drifted":
+                continue
+            self.metrics.nodeclaims_drifted.labels(type=ev.reason, nodepool=await self._pool_of(ev.nodeclaim)).inc()
+            await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
+                                      "Normal", "Drifted", ev.message or ev.reason)
+
     async def _disruption_step(self) -> None:
-        """Expiration, then one disruption pass (polled every ``resync_seconds``, 10 s by default)."""
-        await self.expiration.reconcile()
-        await self.disruption.reconcile()
+        """Expiration, then one disruption pass (polled every ``resync_seconds``, 10 s by default,
+        and at the disruption controller's own next-due time). Deleted NodeClaims count in
+        ``karpenter_nodeclaims_disrupted_total`` (reason ``expired``, ``empty``, ``drifted``,
+        ``underutilized``) and get a ``DisruptionTerminating`` event."""
+        for ev in await self.expiration.reconcile():
+            self.metrics.nodeclaims_disrupted.labels(reason="expired", nodepool=await self._pool_of(ev.nodeclaim)).inc()
+            await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
+                                      "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({ev.reason})")
+        for ev in await self.disruption.reconcile():
+            if ev.kind == "delete":
+                self.metrics.nodeclaims_disrupted.labels(reason=ev.reason.lower(), nodepool=await self._pool_of(ev.nodeclaim)).inc()
+                await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
+                                          "Normal", "DisruptionTerminating",
+                                          f"Disrupting NodeClaim: {ev.reason} ({ev.details.get('method', '')})")
+            elif ev.kind == "replacement-create":
+                await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
+                                          "Normal", "DisruptionLaunching", f"Launching NodeClaim: {ev.reason}")
+            elif ev.kind == "disrupt-failed":
+                log.warning("disruption of %s abandoned: %s", ev.node, ev.reason)
 
     async def _gc_loop(self) -> None:
         """Garbage collection every 2 minutes (Karpenter's steady cadence), first after 10 s."""
@@ -327,6 +366,7 @@ class Operator:
             asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            asyncio.create_task(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             asyncio.create_task(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),
             asyncio.create_task(self._gc_loop(), name="nodeclaim.garbagecollection"),
         ]

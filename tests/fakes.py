@@ -17,6 +17,9 @@ class FakeProvider:
         self.instances: dict[str, Any] = {}
         self.next_create_error: Exception | None = None
         self.types = [make_type("small", 2, 4), make_type("large", 8, 16)]
+        self.drift: dict[str, str] = {}
+        """NodeClaim name -> the drift reason ``is_drifted`` reports."""
+        self.next_drift_error: Exception | None = None
 
     @hookimpl
     def karpy_name(self) -> str:
@@ -64,7 +67,11 @@ class FakeProvider:
 
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim):
-        return ""
+        self.calls.append(("is_drifted", nodeclaim.metadata.name))
+        if self.next_drift_error is not None:
+            err, self.next_drift_error = self.next_drift_error, None
+            raise err
+        return self.drift.get(nodeclaim.metadata.name, "")
 
     @hookimpl
     def karpy_repair_policies(self):

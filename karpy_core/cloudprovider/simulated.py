@@ -17,7 +17,11 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
   karpy's delete loop, as the contract requires.
 * **mark_unavailable** models an insufficient-capacity event (Karpenter's unavailable-offerings
   cache): the offering turns ``available=False``, optionally for a TTL measured on ``clock``.
-* Never drifts; no repair policies.
+* **Drift**: with a cluster to read NodeClasses from (option ``kube``, a
+  :class:`~karpy_core.kube.port.KubeClient`; the simulator passes its in-memory cluster), create
+  annotates the instance with ``karpy.sh/nodeclass-hash`` (sha256 of the NodeClass's ``spec``,
+  16 hex digits) and ``is_drifted`` reports ``NodeClassDrift`` once the NodeClass's spec hashes
+  differently; without it, never drifts. No repair policies.
 * With a **node backend** (option ``node_backend``, e.g.
   :class:`~karpy_core.sim.kwok_nodes.KwokNodeBackend`), every instance is also a Node
   object in a real cluster that kwok runs as a fake kubelet; the backend then *is* the inventory:
@@ -28,6 +32,8 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Protocol
@@ -66,7 +72,10 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
 
 _CATALOG_OPTION_NAMES = frozenset(f.name for f in fields(AWSCatalogOptions))
-_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend"}) | _CATALOG_OPTION_NAMES
+_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend", "kube"}) | _CATALOG_OPTION_NAMES
+ANNOTATION_NODECLASS_HASH = "karpy.sh/nodeclass-hash"
+"""The simulated provider's record of the NodeClass spec an instance was launched with."""
+DRIFT_NODECLASS = "NodeClassDrift"
 
 OfferingKey = tuple[str, str, str]
 """(instance type, zone, capacity type)."""
@@ -113,6 +122,7 @@ class SimulatedProvider:
         clock: Callable[[], float] | Any = None,
         catalog_options: AWSCatalogOptions | None = None,
         node_backend: NodeBackend | None = None,
+        kube: Any = None,
     ):
         if instance_types_file:
             base = load_kwok_catalog(instance_types_file)
@@ -135,6 +145,7 @@ class SimulatedProvider:
         self._by_claim_name: dict[str, str] = {}
         self._launched = 0
         self.node_backend = node_backend
+        self.kube = kube
 
     @property
     def pricing_note(self) -> str:
@@ -300,6 +311,9 @@ class SimulatedProvider:
         labels[LABEL_CAPACITY_TYPE] = offering.capacity_type
         launched.metadata.labels = labels
         launched.status.provider_id = provider_id
+        nodeclass_hash = await self._nodeclass_hash(nodeclaim)
+        if nodeclass_hash is not None:
+            launched.metadata.annotations = {**launched.metadata.annotations, ANNOTATION_NODECLASS_HASH: nodeclass_hash}
         launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
         launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
         if self.node_backend is not None:
@@ -349,9 +363,28 @@ class SimulatedProvider:
         """Every catalog type, including unavailable ones; the same list object on every call."""
         return self.instance_types
 
+    async def _nodeclass_hash(self, nodeclaim: NodeClaim) -> str | None:
+        """sha256 (16 hex digits) of the claim's NodeClass ``spec``, or None without a ``kube``
+        or when the NodeClass cannot be read."""
+        if self.kube is None:
+            return None
+        ref = nodeclaim.spec.node_class_ref
+        try:
+            obj = await self.kube.get(ref.kind, ref.name)
+        except Exception:  # missing NodeClass or a kind the cluster does not serve: no drift signal
+            return None
+        text = json.dumps(obj.get("spec") or {}, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
-        return ""
+        """``NodeClassDrift`` when the instance's ``karpy.sh/nodeclass-hash`` differs from its
+        NodeClass's spec now (needs option ``kube``); ``""`` otherwise."""
+        have = nodeclaim.metadata.annotations.get(ANNOTATION_NODECLASS_HASH)
+        if not have:
+            return ""
+        want = await self._nodeclass_hash(nodeclaim)
+        return DRIFT_NODECLASS if want is not None and want != have else ""
 
     @hookimpl
     def karpy_repair_policies(self) -> list[dict[str, Any]]:
@@ -364,7 +397,9 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
     Options: ``region`` (``us-east-1`` | ``ap-northeast-2``), ``instance_types_file`` (KWOK-format
     path; overrides the AWS catalog), ``clock`` (callable returning seconds, or an object with
     ``now()``), and any :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field
-    (``ami_family``, ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...).
+    (``ami_family``, ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...),
+    ``node_backend`` (see the module docstring) and ``kube`` (a KubeClient to read NodeClasses
+    from, for NodeClass drift; the simulator fills it in with its in-memory cluster).
 
     Raises:
         ConfigurationError: unknown option, unsupported region, bad catalog settings or file.
@@ -386,4 +421,5 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
         clock=opts.get("clock"),
         catalog_options=catalog_options,
         node_backend=opts.get("node_backend"),
+        kube=opts.get("kube"),
     )

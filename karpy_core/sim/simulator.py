@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.cloudprovider.simulated import SimulatedProvider
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.controller import poll_tick
 from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
@@ -89,6 +91,9 @@ class Simulator:
         self.start = self.clock.now()
         self.provider = provider
         self.cluster = InMemoryCluster(self.clock)
+        plugin = getattr(provider, "plugin", None)
+        if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
+            plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
         self.workloads = WorkloadSimulator(self.cluster)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
@@ -98,6 +103,7 @@ class Simulator:
         self.disruption_enabled = disruption
         self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock)
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
+        self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
         self._disruption_rv: int | None = None
         self._next_poll = self.start
         self._seen: set[tuple[str, str, str]] = set()
@@ -168,6 +174,9 @@ class Simulator:
             return 0
         t = self._t()
         changes = 0
+        for e in await self.drift.reconcile():
+            self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason, details={"message": e.message} if e.message else {}))
+            changes += 1
         for e in await self.expiration.reconcile():
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason))
             changes += 1

@@ -352,3 +352,33 @@ async def test_spot_prices_from_moto_are_bogus_and_replaced(plugin_factory):
     od = plugin.pricing.on_demand_price("m5.large")
     assert plugin.pricing.spot_price("m5.large", "ap-northeast-2a") == spot_price(od, "m5.large", "ap-northeast-2a")
     assert "static" in plugin.pricing_note
+
+
+async def test_nodeclass_change_drifts_and_rolls_instances(plugin_factory, seeded, shared_dir):
+    """Drift end to end on the AWS provider: an EC2NodeClass edit changes its hash, the drift
+    controller marks every NodeClaim ``Drifted=NodeClassDrift``, and the disruption controller rolls
+    them (replacement launched and initialized first); the old instances are terminated in EC2 and
+    the new ones carry the new tag."""
+    plugin = plugin_factory()
+    loaded = load_documents([str(shared_dir / "inputs/nodepools/general-purpose.yaml")], {"CLUSTER_NAME": CLUSTER})
+    sim = Simulator(CloudProvider(plugin), disruption=True)
+    plugin.kube = sim.cluster
+    plugin.events.kube = sim.cluster
+    sim.apply([to_kube_dict(o) for o in loaded.objects()] + [deployment("app", 4)])
+    start = sim.clock.now()
+    await sim.run_until(start + 600)
+    before = set(instance_ids(sim))
+    assert before, sim.pending_reasons
+    (nodeclass,) = sim.cluster.objects("EC2NodeClass")
+    await sim.cluster.patch("EC2NodeClass", nodeclass["metadata"]["name"], {"spec": {"tags": {"patch-wave": "2026-11"}}})
+    await sim.run_until(start + 3 * 3600)
+    drifted = [e for e in sim.events if e.kind == "drifted"]
+    assert drifted and {e.reason for e in drifted} == {"NodeClassDrift"}
+    assert any(e.kind == "disrupt" and e.details.get("method") == "drift" for e in sim.events)
+    after = set(instance_ids(sim))
+    assert after and after.isdisjoint(before)
+    for inst in await describe(seeded.url, sorted(before)):
+        assert inst["State"]["Name"] in ("shutting-down", "terminated")
+    for inst in await describe(seeded.url, sorted(after)):
+        assert inst["State"]["Name"] == "running" and tags(inst)["patch-wave"] == "2026-11"
+    assert not [p for p in sim.cluster.objects("Pod") if not (p.get("spec") or {}).get("nodeName")]

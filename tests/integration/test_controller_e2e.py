@@ -350,6 +350,8 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
             return {n["metadata"]["name"] for n in await nodes_of(kube, pool)} == hosts
 
         await wait_for(only_hosts_left, 300, "empty nodes to be consolidated away")  # default budget 10%: one node per ~16 s command
+        emptied = operator.metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total", {"reason": "empty", "nodepool": pool})
+        assert emptied is not None and emptied >= peak - len(hosts)
         await asyncio.sleep(30)  # two more disruption passes: the PDB must still hold them
         now = await running(2)
         assert now is not None and {p["metadata"]["uid"] for p in now} == uids, "a PDB-protected pod was evicted"

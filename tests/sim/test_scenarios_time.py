@@ -157,6 +157,25 @@ async def test_drift_rolls_nodes_one_budget_at_a_time(tmp_path):
     assert len(doc["nodes"]) == 3 and all(n["labels"].get("team") == "blue" for n in doc["nodes"])
 
 
+async def test_nodeclass_change_drifts_through_the_provider(tmp_path):
+    """A NodeClass edit is drift the provider reports (NodeClassDrift), not a NodePool change: the
+    drift controller sets Drifted on each claim and the drift method rolls them under the budget."""
+    disruption = {"consolidateAfter": "Never", "budgets": [{"nodes": "1"}]}
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(disruption), NODECLASS, deployment(replicas=2, anti=True)]},
+        {"at": "1h", "patch": {"kind": "EC2NodeClass", "name": "default", "patch": {"spec": {"tags": {"patch": "2026-11"}}}}},
+    ], until="4h")
+    doc = await run(path)
+    before = {e["nodeclaim"] for e in kinds(doc, "launch") if e["t"] < 3600}
+    drifted = kinds(doc, "drifted")
+    assert {e["nodeclaim"] for e in drifted} == before and len(before) == 2
+    assert all(e["reason"] == "NodeClassDrift" and e["t"] >= 3600 for e in drifted)
+    disrupts = kinds(doc, "disrupt")
+    assert len(disrupts) == 2 and all(e["details"]["method"] == "drift" for e in disrupts)
+    assert {n["name"] for n in doc["nodes"]}.isdisjoint(before) and len(doc["nodes"]) == 2
+    assert doc["summary"]["pods_pending"] == 0
+
+
 async def test_no_consolidation_loop_over_a_steady_day(tmp_path):
     workloads = [deployment("a", 7, "500m"), deployment("b", 5, "1500m"), deployment("c", 3, "3")]
     path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, *workloads]}], until="24h")

@@ -16,11 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
-from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.hashing import nodepool_hash
 from karpy_core.apis.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
-    ANNOTATION_NODEPOOL_HASH,
-    ANNOTATION_NODEPOOL_HASH_VERSION,
     LABEL_CAPACITY_TYPE,
     LABEL_INITIALIZED,
     LABEL_INSTANCE_TYPE,
@@ -29,7 +27,7 @@ from karpy_core.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy_core.cloudprovider.types import InstanceType
-from karpy_core.scheduling.requirements import Requirements
+from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_drift
 from karpy_core.state.cluster import ClusterSnapshot, condition
 from karpy_core.utils.pdb import disruptions_allowed
 from karpy_core.utils.selectors import selector_matches
@@ -183,25 +181,17 @@ def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], int
 
 def drift_reason(nodeclaim: dict[str, Any], node: dict[str, Any], nodepool: dict[str, Any],
                  current_hash: str | None = None) -> str:
-    """Why the node is ``Drifted`` from its NodePool, or "".
-
-    * hash drift: the NodeClaim's ``karpenter.sh/nodepool-hash`` (same hash version) differs from
-      :func:`~karpy_core.apis.hashing.nodepool_hash` of the NodePool now;
-    * requirements drift: the node's labels no longer satisfy the NodePool's requirements.
-    """
-    ann = nodeclaim["metadata"].get("annotations") or {}
-    have = ann.get(ANNOTATION_NODEPOOL_HASH)
-    if have and ann.get(ANNOTATION_NODEPOOL_HASH_VERSION, HASH_VERSION) == HASH_VERSION:
-        want = current_hash if current_hash is not None else nodepool_hash(nodepool)
-        if have != want:
-            return f"NodePool template changed (hash {have} -> {want})"
-    tspec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
-    try:
-        reqs = Requirements.from_selector_terms(tspec.get("requirements") or ())
-    except ValueError:
-        return ""
-    why = reqs.matches_labels(node["metadata"].get("labels") or {})
-    return f"requirements no longer satisfied: {why}" if why else ""
+    """Why the node is ``Drifted``, or "": the static checks of
+    :func:`~karpy_core.controllers.nodeclaim.drift.static_drift` (NodePool hash, requirements),
+    computed now from the snapshot, else the NodeClaim's ``Drifted`` condition, which the drift
+    controller sets from those checks and the cloud provider's ``is_drifted``."""
+    reason, message = static_drift(nodeclaim, node, nodepool, current_hash)
+    if reason:
+        return message
+    cond = condition(nodeclaim, CONDITION_DRIFTED)
+    if cond is not None and cond.get("status") == "True":
+        return cond.get("message") or cond.get("reason") or "Drifted"
+    return ""
 
 
 def consolidatable_at(nodeclaim: dict[str, Any], nodepool: dict[str, Any]) -> float | None:

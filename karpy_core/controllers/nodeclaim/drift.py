@@ -1,0 +1,194 @@
+"""NodeClaim drift: the ``Drifted`` condition (Karpenter ``pkg/controllers/nodeclaim/disruption/drift.go``).
+
+A launched NodeClaim is drifted when, checked in this order:
+
+1. ``NodePoolDrifted``: its ``karpenter.sh/nodepool-hash`` annotation (same hash version) differs
+   from the hash of its NodePool's template now;
+2. ``RequirementsDrifted``: its Node's labels no longer satisfy the NodePool's requirements;
+3. the cloud provider's ``is_drifted`` names a reason (AWS: ``AMIDrift``, ``SubnetDrift``,
+   ``SecurityGroupDrift``, ``NodeClassDrift``; KakaoCloud: its own).
+
+The controller sets ``Drifted=True`` with that reason (and clears it when the cause goes away);
+the disruption controller's drift method replaces drifted nodes one budget at a time.
+
+The provider is asked again for a claim every :data:`PROVIDER_RECHECK` seconds (Karpenter requeues
+drift checks after 5 minutes), and at once when the claim's NodeClass changes (its
+``resourceVersion``: a new AMI resolved into the status counts) or the claim is new to us. The
+static checks are cheap and run every pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.errors import CloudProviderError, KubeAPIError
+from karpy_core.kube.port import KubeClient
+from karpy_core.scheduling.requirements import Requirements
+from karpy_core.state.cluster import condition, is_true
+from karpy_core.utils.clock import Clock, iso
+
+__all__ = ["NodeClaimDrift", "DriftEvent", "static_drift", "PROVIDER_RECHECK", "REASON_NODEPOOL_DRIFTED",
+           "REASON_REQUIREMENTS_DRIFTED", "CONDITION_DRIFTED"]
+
+log = logging.getLogger(__name__)
+
+CONDITION_DRIFTED = "Drifted"
+REASON_NODEPOOL_DRIFTED = "NodePoolDrifted"
+REASON_REQUIREMENTS_DRIFTED = "RequirementsDrifted"
+PROVIDER_RECHECK = 300.0
+"""Seconds between two provider drift checks of one NodeClaim (Karpenter ``drift.go``: 5 minutes)."""
+
+
+def static_drift(nodeclaim: dict[str, Any], node: dict[str, Any] | None, nodepool: dict[str, Any],
+                 current_hash: str | None = None) -> tuple[str, str]:
+    """``(reason, message)`` of the NodeClaim's drift from its NodePool, ``("", "")`` when none.
+
+    ``reason`` is ``NodePoolDrifted`` (template hash changed, same hash version) or
+    ``RequirementsDrifted`` (the Node's labels, or the NodeClaim's when there is no Node yet, no
+    longer satisfy the NodePool's requirements). ``current_hash`` saves recomputing the NodePool's
+    hash for each claim.
+    """
+    ann = nodeclaim["metadata"].get("annotations") or {}
+    have = ann.get(ANNOTATION_NODEPOOL_HASH)
+    if have and ann.get(ANNOTATION_NODEPOOL_HASH_VERSION, HASH_VERSION) == HASH_VERSION:
+        want = current_hash if current_hash is not None else nodepool_hash(nodepool)
+        if have != want:
+            return REASON_NODEPOOL_DRIFTED, f"NodePool template changed (hash {have} -> {want})"
+    tspec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    try:
+        reqs = Requirements.from_selector_terms(tspec.get("requirements") or ())
+    except ValueError:
+        return "", ""
+    labels = ((node or nodeclaim)["metadata"].get("labels")) or {}
+    why = reqs.matches_labels(labels)
+    return (REASON_REQUIREMENTS_DRIFTED, f"requirements no longer satisfied: {why}") if why else ("", "")
+
+
+@dataclass
+class DriftEvent:
+    """``kind`` is ``drifted`` (condition set, ``reason`` the drift reason) or ``undrifted``
+    (condition cleared)."""
+
+    kind: str
+    nodeclaim: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass
+class _ProviderCheck:
+    at: float
+    nodeclass_version: str | None
+    reason: str
+
+
+class NodeClaimDrift:
+    """Keeps each launched NodeClaim's ``Drifted`` condition true to its NodePool and its cloud.
+
+    Args:
+        kube: the cluster.
+        provider: the cloud provider (``is_drifted``).
+        clock: the clock (virtual in the simulator).
+        recheck_seconds: seconds between provider checks of one claim (default 300).
+    """
+
+    name = "nodeclaim.disruption.drift"
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, recheck_seconds: float = PROVIDER_RECHECK):
+        self.kube = kube
+        self.provider = provider
+        self.clock = clock
+        self.recheck_seconds = recheck_seconds
+        self._checks: dict[str, _ProviderCheck] = {}
+
+    def next_due(self) -> float | None:
+        """Epoch seconds of the next provider re-check, or None when nothing is tracked."""
+        return min((c.at + self.recheck_seconds for c in self._checks.values()), default=None)
+
+    async def _nodeclass_version(self, ref: dict[str, Any], memo: dict[tuple[str, str], str | None]) -> str | None:
+        key = (ref.get("kind", ""), ref.get("name", ""))
+        if key not in memo:
+            try:
+                obj = await self.kube.get(key[0], key[1])
+                memo[key] = str(obj["metadata"].get("resourceVersion"))
+            except (KubeAPIError, KeyError, ValueError):
+                memo[key] = None  # missing or a kind this cluster does not serve: the timer still re-checks
+        return memo[key]
+
+    async def _provider_reason(self, nc: dict[str, Any], now: float, memo: dict[tuple[str, str], str | None]) -> str:
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        name = nc["metadata"]["name"]
+        version = await self._nodeclass_version((nc.get("spec") or {}).get("nodeClassRef") or {}, memo)
+        last = self._checks.get(name)
+        if last is not None and last.nodeclass_version == version and now < last.at + self.recheck_seconds:
+            return last.reason
+        try:
+            reason = await self.provider.is_drifted(NodeClaim.model_validate(nc))
+        except CloudProviderError as exc:
+            log.warning("NodeClaim %s: drift check failed (%s); keeping the last answer", name, exc)
+            return last.reason if last is not None else ""
+        self._checks[name] = _ProviderCheck(now, version, reason)
+        return reason
+
+    async def reconcile(self) -> list[DriftEvent]:
+        """One pass over every NodeClaim; returns the conditions it changed."""
+        now = self.clock.now()
+        pools = {p["metadata"]["name"]: p for p in await self.kube.list("NodePool")}
+        hashes: dict[str, str] = {}
+        nodes = {(n.get("spec") or {}).get("providerID"): n for n in await self.kube.list("Node")
+                 if (n.get("spec") or {}).get("providerID")}
+        memo: dict[tuple[str, str], str | None] = {}
+        events: list[DriftEvent] = []
+        live: set[str] = set()
+        for nc in await self.kube.list("NodeClaim"):
+            name = nc["metadata"]["name"]
+            if nc["metadata"].get("deletionTimestamp") or not is_true(nc, "Launched"):
+                continue
+            live.add(name)
+            pool = pools.get((nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, ""))
+            reason, message = "", ""
+            if pool is not None:
+                pool_name = pool["metadata"]["name"]
+                if pool_name not in hashes:
+                    hashes[pool_name] = nodepool_hash(pool)
+                reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, hashes[pool_name])
+            if not reason:
+                reason = await self._provider_reason(nc, now, memo)
+                message = f"the cloud provider reports {reason}" if reason else ""
+            ev = await self._write(nc, reason, message, now)
+            if ev is not None:
+                events.append(ev)
+        for gone in set(self._checks) - live:
+            del self._checks[gone]
+        return events
+
+    async def _write(self, nc: dict[str, Any], reason: str, message: str, now: float) -> DriftEvent | None:
+        name = nc["metadata"]["name"]
+        cur = condition(nc, CONDITION_DRIFTED)
+        if reason:
+            if cur is not None and cur.get("status") == "True" and cur.get("reason") == reason:
+                return None
+            new = {"type": CONDITION_DRIFTED, "status": "True", "reason": reason, "message": message,
+                   "lastTransitionTime": cur["lastTransitionTime"] if cur is not None and cur.get("status") == "True"
+                   and cur.get("lastTransitionTime") else iso(now)}
+            conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != CONDITION_DRIFTED] + [new]
+            kind = "drifted"
+        else:
+            if cur is None:
+                return None
+            conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != CONDITION_DRIFTED]
+            kind = "undrifted"
+        try:
+            await self.kube.patch("NodeClaim", name, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}}, status=True)
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        log.info("NodeClaim %s: %s", name, f"drifted ({reason}): {message}" if reason else "no longer drifted")
+        return DriftEvent(kind, name, reason, message)

@@ -1,0 +1,118 @@
+"""The NodeClaim drift controller on the in-memory cluster: static drift first, then the
+provider's ``is_drifted``, re-asked on its cadence or when the NodeClass changes."""
+
+from __future__ import annotations
+
+from karpy_core.apis.hashing import nodepool_hash
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.disruption.planner import plan_disruption
+from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
+from karpy_core.errors import CloudProviderError
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.state.cluster import collect_snapshot, condition
+from karpy_core.utils.clock import VirtualClock, iso
+from tests.fakes import FakeProvider
+from tests.scheduling.helpers import make_type, nodepool
+
+NODECLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+             "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                      "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}]}}
+
+
+def launched_claim(name: str, pool: dict, now: float) -> tuple[dict, dict]:
+    labels = {"karpenter.sh/nodepool": "default", "karpenter.sh/initialized": "true", "node.kubernetes.io/instance-type": "large",
+              "topology.kubernetes.io/zone": "zone-a", "karpenter.sh/capacity-type": "on-demand", "kubernetes.io/arch": "amd64",
+              "kubernetes.io/os": "linux", "kubernetes.io/hostname": name}
+    conds = [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": iso(now - 3600)}
+             for t in ("Initialized", "Launched", "Ready", "Registered")]
+    claim = {"metadata": {"name": name, "labels": dict(labels), "creationTimestamp": iso(now - 7200),
+                          "annotations": {"karpenter.sh/nodepool-hash": nodepool_hash(pool), "karpenter.sh/nodepool-hash-version": "karpy-v1"}},
+             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+             "status": {"providerID": f"fake:///zone-a/{name}", "nodeName": name, "conditions": conds}}
+    node = {"metadata": {"name": name, "labels": labels}, "spec": {"providerID": f"fake:///zone-a/{name}"},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+    return claim, node
+
+
+def setup(names=("a", "b")):
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "Never", "budgets": [{"nodes": "100%"}]}
+    cluster.create_sync("NodePool", pool)
+    cluster.create_sync("EC2NodeClass", NODECLASS)
+    for n in names:
+        claim, node = launched_claim(n, pool, clock.now())
+        cluster.create_sync("NodeClaim", claim)
+        cluster.create_sync("Node", node)
+    fake = FakeProvider()
+    return clock, cluster, fake, NodeClaimDrift(kube=cluster, provider=CloudProvider(fake), clock=clock)
+
+
+def asked(fake: FakeProvider) -> list[str]:
+    return [name for call, name in fake.calls if call == "is_drifted"]
+
+
+async def test_provider_drift_sets_the_condition_and_the_planner_rolls_the_node():
+    clock, cluster, fake, drift = setup()
+    assert await drift.reconcile() == [] and sorted(asked(fake)) == ["a", "b"]
+    assert condition(cluster.peek("NodeClaim", "a"), "Drifted") is None
+
+    fake.drift["a"] = "AMIDrift"
+    clock.advance(299)
+    await drift.reconcile()
+    assert len(asked(fake)) == 2, "re-asked before the 5 minute re-check with no NodeClass change"
+    clock.advance(1)
+    events = await drift.reconcile()
+    assert [(e.kind, e.nodeclaim, e.reason) for e in events] == [("drifted", "a", "AMIDrift")]
+    cond = condition(cluster.peek("NodeClaim", "a"), "Drifted")
+    assert cond["status"] == "True" and cond["reason"] == "AMIDrift"
+    assert condition(cluster.peek("NodeClaim", "b"), "Drifted") is None
+
+    snap = await collect_snapshot(cluster)
+    plan = plan_disruption(snap, {"default": [make_type("small", 2, 4), make_type("large", 8, 16)]}, clock.now(), methods=("drift",))
+    assert plan is not None and [c.name for c in plan.candidates] == ["a"] and "AMIDrift" in plan.candidates[0].drifted
+
+    # the cause goes away (e.g. the AMI selector is reverted): the condition is cleared
+    fake.drift.clear()
+    clock.advance(300)
+    assert [(e.kind, e.nodeclaim) for e in await drift.reconcile()] == [("undrifted", "a")]
+    assert condition(cluster.peek("NodeClaim", "a"), "Drifted") is None
+
+
+async def test_nodeclass_change_re_asks_at_once_and_errors_keep_the_last_answer():
+    clock, cluster, fake, drift = setup(["a"])
+    fake.drift["a"] = "SubnetDrift"
+    await drift.reconcile()
+    fake.drift.clear()
+    await cluster.patch("EC2NodeClass", "default", {"spec": {"tags": {"team": "x"}}})
+    assert [e.kind for e in await drift.reconcile()] == ["undrifted"]
+    assert asked(fake) == ["a", "a"]
+
+    fake.drift["a"] = "SubnetDrift"
+    clock.advance(300)
+    fake.next_drift_error = CloudProviderError("DescribeInstances: RequestLimitExceeded", code="RequestLimitExceeded")
+    assert await drift.reconcile() == []  # no flapping on a failed check
+    assert condition(cluster.peek("NodeClaim", "a"), "Drifted") is None
+    assert [e.reason for e in await drift.reconcile()] == ["SubnetDrift"]  # failed checks are retried next pass
+
+
+async def test_static_drift_wins_and_skips_the_provider():
+    _clock, cluster, fake, drift = setup(["a"])
+    await cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}})
+    fake.drift["a"] = "AMIDrift"
+    events = await drift.reconcile()
+    assert [(e.kind, e.reason) for e in events] == [("drifted", "NodePoolDrifted")]
+    assert asked(fake) == []
+    assert condition(cluster.peek("NodeClaim", "a"), "Drifted")["message"].startswith("NodePool template changed")
+
+
+async def test_unlaunched_and_deleting_claims_are_not_checked():
+    _clock, cluster, fake, drift = setup(["a"])
+    cluster.create_sync("NodeClaim", {"metadata": {"name": "fresh", "labels": {"karpenter.sh/nodepool": "default"}},
+                                      "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                                               "requirements": []}})
+    await cluster.patch("NodeClaim", "a", {"metadata": {"finalizers": ["karpenter.sh/termination"]}})
+    await cluster.delete("NodeClaim", "a")
+    fake.drift.update(a="AMIDrift", fresh="AMIDrift")
+    assert await drift.reconcile() == [] and asked(fake) == []
