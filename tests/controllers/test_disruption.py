@@ -90,6 +90,27 @@ def test_pods_fit_elsewhere_multi_node_delete():
     assert plan.decision == "replace" and plan.replacements[0].instance_types[0].name == "small"
 
 
+def pending_pod(name, cpu="500m", node_selector=None):
+    p = pod(name, None, cpu=cpu)
+    p["spec"].pop("nodeName")
+    if node_selector:
+        p["spec"]["nodeSelector"] = node_selector
+    p["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    return p
+
+
+def test_pending_pods_hold_consolidation_only_when_they_can_be_placed():
+    bound = [pod("p1", "a")]
+    log = []
+    waiting = snapshot(["a"], [*bound, pending_pod("new")])
+    assert plan_disruption(waiting, TYPES, NOW, log=log) is None
+    assert any("default/new" in d.reason and "waits for provisioning" in d.reason for d in log)
+    # a pod no NodePool can ever run (typo'd selector) must not stop consolidation for good
+    stuck = snapshot(["a"], [*bound, pending_pod("typo", node_selector={"node.kubernetes.io/instance-type": "m9.huge"})])
+    plan = plan_disruption(stuck, TYPES, NOW)
+    assert plan is not None and plan.method == "single-node-consolidation" and plan.decision == "replace"
+
+
 def test_do_not_disrupt_and_pdb_block_voluntary_disruption():
     log = []
     snap = snapshot(["a"], [pod("p1", "a", annotations={"karpenter.sh/do-not-disrupt": "true"})])

@@ -20,8 +20,11 @@ node (consolidation). A replacement keeps only the instance types whose worst co
 costs less than the candidates together (``WorstLaunchPrice`` < Σ price); spot candidates are
 never replaced by spot (``SpotToSpotConsolidation`` is off by default).
 
-Consolidation is skipped while provisionable pods are pending (their capacity is still being
-decided; karpy's simplification of Karpenter's inclusion of pending pods in the simulation).
+Consolidation waits while pending pods could be placed (on a node or a new NodeClaim): their
+capacity is still being decided. Karpenter adds pending pods to the consolidation simulation, and
+any new NodeClaim they need then rules out a delete; karpy reaches the same outcome by checking
+once per pass. Pending pods that cannot schedule anywhere (an impossible selector, a NodePool
+limit) do not hold consolidation back, as in Karpenter.
 
 Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan.
 """
@@ -149,6 +152,26 @@ class _Context:
         self.usage = nodepool_usage(snapshot)
         self._tables: dict[str, Any] | None = None
         self._pod_infos: dict[str, PodInfo] = {}
+        self._schedulable_pending: list[str] | None = None
+
+    def schedulable_pending(self) -> list[str]:
+        """``ns/name`` of the pending pods a scheduler over the whole cluster would place (on a
+        node or a new NodeClaim); computed once per pass. Pods that cannot be parsed or placed are
+        left out: they do not wait on consolidation."""
+        if self._schedulable_pending is None:
+            infos = []
+            for p in self.snapshot.pending_pods():
+                try:
+                    infos.append(pod_info(p))
+                except ValueError:
+                    continue
+            if not infos:
+                self._schedulable_pending = []
+            else:
+                sched, _ = self.scheduler(set(), {})
+                results = sched.solve(infos)
+                self._schedulable_pending = sorted(i.key for i in infos if i.key not in results.errors)
+        return self._schedulable_pending
 
     def pod_infos(self, cand: Candidate) -> list[PodInfo] | str:
         out = []
@@ -345,10 +368,12 @@ def plan_disruption(
         elif method == METHOD_DRIFT:
             drift_cands = [c for c in cands if not c.blocked or _has_tgp(c)]
             plan = _drift(ctx, drift_cands, budgets, note)
-        elif snapshot.pending_pods():
+        elif ctx.schedulable_pending():
+            waiting = ctx.schedulable_pending()
             for c in voluntary:
                 if not c.empty:
-                    note(c, method, "keep", "provisionable pods are pending: consolidation waits for provisioning")
+                    note(c, method, "keep", f"{len(waiting)} pending pod(s) (e.g. {waiting[0]}) can be placed: "
+                                            "consolidation waits for provisioning")
             return None
         elif method == METHOD_MULTI:
             plan = _multi(ctx, _consolidation_candidates(voluntary, now, note, method), budgets, note)
@@ -520,9 +545,10 @@ def validate_plan(
         return None
     if plan.method == METHOD_DRIFT and all(c.empty for c in fresh):
         return None
-    if plan.method in (METHOD_MULTI, METHOD_SINGLE) and snapshot.pending_pods():
-        return "provisionable pods are pending"
-    ev = _evaluate(_Context(snapshot, instance_types), fresh, consolidation=plan.method != METHOD_DRIFT)
+    ctx = _Context(snapshot, instance_types)
+    if plan.method in (METHOD_MULTI, METHOD_SINGLE) and ctx.schedulable_pending():
+        return "pending pods can be placed: consolidation waits for provisioning"
+    ev = _evaluate(ctx, fresh, consolidation=plan.method != METHOD_DRIFT)
     if not ev.ok:
         return f"re-simulation failed: {ev.why}"
     if len(ev.replacements) != len(plan.replacements):
