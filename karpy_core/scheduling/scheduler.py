@@ -217,6 +217,8 @@ class Scheduler:
         self.max_instance_types = max_instance_types
         self.use_caches = use_caches
         self.min_values_policy = min_values_policy
+        self.unready: dict[str, str] = {}
+        """NodePools left out because they are not Ready: name -> why (for explanations)."""
         """``Strict`` rejects options that break a requirement's minValues; ``BestEffort`` keeps
         them and marks the NodeClaim (Karpenter's ``MIN_VALUES_POLICY``)."""
         """False: try every node and claim for every pod (the pod-by-pod reference run)."""
@@ -767,9 +769,10 @@ class Scheduler:
         naming the first check that failed (taint, requirement, resources, limits, offerings)."""
         if pod.unsupported:
             return pod.unsupported
-        if not self.templates:
-            return "no NodePool is available to launch capacity (none defined, or none Ready)"
         parts = [f"NodePool {t.name}: {self._explain_template(t, pod)}" for t in self.templates]
+        parts += [f"NodePool {name}: not Ready ({why})" for name, why in sorted(self.unready.items())]
+        if not parts:
+            return "no NodePool is available to launch capacity (none defined, or none Ready)"
         return "; ".join(parts)
 
     def explain_detail(self, pod: PodInfo) -> list[str]:
@@ -782,6 +785,8 @@ class Scheduler:
             fix = self._suggest(t, pod, reason)
             if fix:
                 lines.append(f"    smallest change: {fix}")
+        for name, why in sorted(self.unready.items()):
+            lines.append(f"NodePool {name}: not Ready ({why}); it launches nothing until it is")
         for node in self.nodes:
             why = self._node_rejects(node, pod)
             lines.append(f"node {node.name}: {why or 'fits'}")

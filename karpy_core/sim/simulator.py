@@ -32,6 +32,7 @@ from karpy_core.controllers.disruption.controller import poll_tick
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
+from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS
@@ -104,6 +105,7 @@ class Simulator:
         self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock)
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
+        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock)
         self._disruption_rv: int | None = None
         self._next_poll = self.start
         self._seen: set[tuple[str, str, str]] = set()
@@ -220,6 +222,7 @@ class Simulator:
         """One pass of every simulated and real controller; returns how many things changed."""
         changes = self.workloads.reconcile()
         changes += await self.kube_scheduler.reconcile()
+        await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
         pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
         if pending:
             self.clock.advance(BATCH_IDLE_SECONDS)

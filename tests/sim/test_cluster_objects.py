@@ -16,6 +16,15 @@ spec:
         - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
         - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge]}
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-test
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
 """
 
 DAEMONSET = """

@@ -105,3 +105,11 @@ def test_regions_choose_their_zones(shared_dir, region):
     doc = simulate_json(str(shared_dir / "inputs/nodepools/general-purpose.yaml"), str(shared_dir / "inputs/workloads/inflate.yaml"),
                         "--set", "CLUSTER_NAME=x", "--region", region)
     assert doc["nodes"] and all(n["zone"].startswith(region) for n in doc["nodes"])
+
+
+def test_nodepool_without_its_nodeclass_launches_nothing_and_says_why():
+    """As in the controller: NodeClassReady=False makes the NodePool not Ready."""
+    doc = simulate_json(str(DATA / "sim/missing-nodeclass.yaml"))
+    assert doc["summary"]["nodes_launched"] == 0 and doc["summary"]["pods_pending"] == 2
+    reasons = {p["reason"] for p in doc["pods"]}
+    assert reasons == {"NodePool orphan: not Ready (NodeClassReady=False: EC2NodeClass 'nope' not found)"}

@@ -77,8 +77,13 @@ async def build_scheduler(
     from karpy_core.apis.nodepool import NodePool  # local: keeps this module light to import
 
     templates: list[NodePoolTemplate] = []
+    unready: dict[str, str] = {}
     for np_obj in snapshot.nodepools:
-        if np_obj["metadata"].get("deletionTimestamp") or not _nodepool_ready(np_obj):
+        if np_obj["metadata"].get("deletionTimestamp"):
+            continue
+        if not _nodepool_ready(np_obj):
+            cond = next((c for c in (np_obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
+            unready[np_obj["metadata"]["name"]] = cond.get("message") or cond.get("reason") or "Ready is not True"
             continue
         name = np_obj["metadata"]["name"]
         if instance_types is not None and name in instance_types:
@@ -98,6 +103,7 @@ async def build_scheduler(
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
     )
+    scheduler.unready = unready
     return scheduler, templates
 
 
