@@ -382,3 +382,27 @@ async def test_nodeclass_change_drifts_and_rolls_instances(plugin_factory, seede
     for inst in await describe(seeded.url, sorted(after)):
         assert inst["State"]["Name"] == "running" and tags(inst)["patch-wave"] == "2026-11"
     assert not [p for p in sim.cluster.objects("Pod") if not (p.get("spec") or {}).get("nodeName")]
+
+
+async def test_create_after_a_restart_adopts_the_instance_instead_of_launching_another(plugin_factory, seeded):
+    """The controller died after CreateFleet but before writing the NodeClaim's providerID: the
+    next controller's create finds the instance by its ``karpenter.sh/nodeclaim`` tag."""
+    from .test_conformance_aws import NODECLASS
+
+    reqs = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t3.small"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+    first = plugin_factory(nodeclasses={"default": NODECLASS})
+    launched = await first.karpy_create(nodeclaim_for("restart-1", REF, reqs))
+    (inst,) = await describe(seeded.url, [launched.status.provider_id.rsplit("/", 1)[-1]])
+    assert tags(inst)["karpenter.sh/nodeclaim"] == "restart-1"
+
+    second = plugin_factory(nodeclasses={"default": NODECLASS})  # a new process: no memory of the launch
+    again = await second.karpy_create(nodeclaim_for("restart-1", REF, reqs))
+    assert again.status.provider_id == launched.status.provider_id
+    assert second.launcher.fleet_requests == []
+    assert again.metadata.labels["node.kubernetes.io/instance-type"] == "t3.small"
+    assert again.status.capacity == launched.status.capacity and again.status.image_id == launched.status.image_id
+    other = await second.karpy_create(nodeclaim_for("restart-2", REF, reqs))  # a different claim still launches
+    assert other.status.provider_id != launched.status.provider_id and len(second.launcher.fleet_requests) == 1
+    for p in (launched, other):
+        await second.karpy_delete(p)

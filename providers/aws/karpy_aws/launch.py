@@ -273,7 +273,8 @@ class Launcher:
         for _, template, ov in overrides:
             configs.setdefault(template, []).append(ov)
         nodepool = req.nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
-        tags = _tag_list(launch_tags(self.cluster_name, nodepool, req.nodeclass))
+        # the NodeClaim's name too, so a restarted controller finds this instance instead of launching another
+        tags = _tag_list({**launch_tags(self.cluster_name, nodepool, req.nodeclass), TAG_NODECLAIM: name})
         request: dict[str, Any] = {
             "Type": "instant",
             "TargetCapacitySpecification": {"DefaultTargetCapacityType": req.capacity_type, "TotalTargetCapacity": 1},

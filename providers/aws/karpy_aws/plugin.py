@@ -8,7 +8,9 @@
   (:mod:`karpy_aws.instancetypes`) restricted to types some resolved AMI can run. A NodeClass that
   is missing or not Ready yields ``[]`` (nothing can launch; the reason is in its conditions).
 * ``karpy_create``: cheapest compatible offerings -> one CreateFleet (:mod:`karpy_aws.launch`);
-  providerID ``aws:///<zone>/<instance-id>``.
+  providerID ``aws:///<zone>/<instance-id>``. Instances are tagged ``karpenter.sh/nodeclaim``;
+  create first looks for a pending/running instance with the claim's tag and adopts it, so a
+  controller killed between CreateFleet and the status write never launches a second instance.
 * ``karpy_get``/``karpy_list``/``karpy_delete``: DescribeInstances/TerminateInstances, only on
   instances tagged for this cluster; ``list`` uses distinct filter names (moto keeps only the last
   of repeated names): ``tag-key=karpenter.sh/nodepool``,
@@ -41,7 +43,7 @@ from karpy_aws.errors import NOT_FOUND_CODES, call
 from karpy_aws.events import EventRecorder
 from karpy_aws.instancetypes import LABEL_ZONE_ID, InstanceTypeData, InstanceTypeProvider
 from karpy_aws.interruption import InterruptionHandler
-from karpy_aws.launch import TAG_CLUSTER_NAME, TAG_NODECLAIM, TAG_NODECLASS, Launcher, LaunchRequest
+from karpy_aws.launch import TAG_CLUSTER_NAME, TAG_NODECLAIM, TAG_NODECLASS, Launched, Launcher, LaunchRequest
 from karpy_aws.nodeclass import (
     INSTANCE_PROFILE_ANNOTATION,
     NODECLASS_HASH_ANNOTATION,
@@ -310,6 +312,9 @@ class AWSProvider:
         except (ValueError, QuantityError) as exc:
             raise CreateError(f"NodeClaim {claim}: {exc}", condition_reason="InvalidRequirements") from exc
         types, amis = await self._types_for(nc)
+        earlier = await self._launched_for(claim, {it.name for it in types})
+        if earlier is not None:  # a controller restarted mid-launch: adopt the instance, never launch a second
+            return self._launched_claim(nodeclaim, nc, next(t for t in types if t.name == earlier.instance_type), earlier, amis)
         candidates = [it for it in types if it.requirements.intersects(reqs) and fits(requests, it.allocatable)
                       and it.compatible_offerings(reqs)]
         if not candidates:
@@ -327,6 +332,31 @@ class AWSProvider:
         launched = await self.launcher.launch(LaunchRequest(nodeclaim=nodeclaim, nodeclass=nc, instance_types=candidates,
                                                             capacity_type=capacity_type, zones=zones, amis=amis))
         it = next(t for t in candidates if t.name == launched.instance_type)
+        return self._launched_claim(nodeclaim, nc, it, launched, amis)
+
+    async def _launched_for(self, claim: str, known_types: set[str]) -> Launched | None:
+        """The pending/running instance already tagged ``karpenter.sh/nodeclaim=<claim>`` for this
+        cluster (one DescribeInstances), or None; instances of a type no longer offered are ignored."""
+        ec2 = await self.clients.ec2()
+        resp = await call(ec2.describe_instances, "DescribeInstances", subject=f"NodeClaim {claim}", Filters=[
+            {"Name": f"tag:{TAG_NODECLAIM}", "Values": [claim]},
+            {"Name": f"tag:{TAG_CLUSTER_NAME}", "Values": [self.cluster_name]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ])
+        for r in resp.get("Reservations") or []:
+            for inst in r.get("Instances") or []:
+                if inst.get("InstanceType") not in known_types or not self._owned(inst):
+                    continue
+                return Launched(instance_id=inst["InstanceId"], instance_type=inst["InstanceType"],
+                                zone=(inst.get("Placement") or {}).get("AvailabilityZone", ""), subnet_id=inst.get("SubnetId", ""),
+                                image_id=inst.get("ImageId", ""),
+                                capacity_type=CAPACITY_TYPE_SPOT if inst.get("InstanceLifecycle") == "spot" else CAPACITY_TYPE_ON_DEMAND,
+                                fleet_id="")
+        return None
+
+    def _launched_claim(self, nodeclaim: NodeClaim, nc: EC2NodeClass, it: InstanceType, launched: Launched,
+                        amis: dict[str, AMI]) -> NodeClaim:
+        """``nodeclaim`` with the launched instance's labels, annotations, provider ID, image and capacity."""
         out = nodeclaim.model_copy(deep=True)
         labels = dict(out.metadata.labels)
         labels.update(it.requirements.labels())
@@ -342,7 +372,7 @@ class AWSProvider:
         if nc.status.instance_profile:
             out.metadata.annotations[INSTANCE_PROFILE_ANNOTATION] = nc.status.instance_profile
         out.status.provider_id = f"aws:///{launched.zone}/{launched.instance_id}"
-        out.status.image_id = launched.image_id or amis[it.name].id
+        out.status.image_id = launched.image_id or (amis[it.name].id if it.name in amis else None)
         out.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
         out.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
         return out
