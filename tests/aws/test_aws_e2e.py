@@ -406,3 +406,21 @@ async def test_create_after_a_restart_adopts_the_instance_instead_of_launching_a
     assert other.status.provider_id != launched.status.provider_id and len(second.launcher.fleet_requests) == 1
     for p in (launched, other):
         await second.karpy_delete(p)
+
+
+async def test_registered_instances_get_name_and_nodeclaim_tags(plugin_factory, seeded, shared_dir):
+    from karpy_aws.tagging import InstanceTagging
+
+    plugin = plugin_factory()
+    sim = await simulate(plugin, [shared_dir / "inputs/nodepools/general-purpose.yaml"], [deployment("tagged", 3)])
+    claims = [nc for nc in sim.cluster.objects("NodeClaim") if (nc.get("status") or {}).get("nodeName")]
+    assert claims
+    tagging = InstanceTagging(plugin)
+    assert sorted(await tagging.reconcile()) == sorted(nc["metadata"]["name"] for nc in claims)
+    assert await tagging.reconcile() == []  # annotated: never tagged twice
+    for nc in claims:
+        (inst,) = await describe(seeded.url, [nc["status"]["providerID"].rsplit("/", 1)[-1]])
+        t = tags(inst)
+        assert t["Name"] == nc["status"]["nodeName"] and t["karpenter.sh/nodeclaim"] == nc["metadata"]["name"]
+        assert t["eks:eks-cluster-name"] == CLUSTER
+        assert sim.cluster.peek("NodeClaim", nc["metadata"]["name"])["metadata"]["annotations"]["karpenter.k8s.aws/tagged"] == "true"

@@ -54,6 +54,7 @@ from karpy_aws.nodeclass import (
     nodeclass_hash,
 )
 from karpy_aws.pricing import PricingProvider
+from karpy_aws.tagging import InstanceTagging
 from karpy_core.apis.labels import (
     CAPACITY_TYPE_ON_DEMAND,
     CAPACITY_TYPE_SPOT,
@@ -242,8 +243,9 @@ class AWSProvider:
 
     @hookimpl
     def karpy_controllers(self) -> list[tuple[str, Any]]:
-        """Background loops while leading: EC2NodeClass status (every 60 s) and, when an
-        ``interruption_queue`` is configured, the SQS interruption poller (20 s long polls).
+        """Background loops while leading: EC2NodeClass status (every 60 s), instance tagging after
+        registration (:mod:`karpy_aws.tagging`, every 5 s) and, when an ``interruption_queue`` is
+        configured, the SQS interruption poller (20 s long polls).
         Garbage collection of leaked instances is core's (it runs for every provider)."""
         if self.kube is None:
             return []
@@ -266,7 +268,11 @@ class AWSProvider:
             ctl = self.nodeclass_controller()
             await every(60.0, "aws.nodeclass", ctl.reconcile)
 
-        loops: list[tuple[str, Any]] = [("aws.nodeclass", nodeclasses)]
+        async def tagging() -> None:
+            ctl = InstanceTagging(self)
+            await every(5.0, "aws.nodeclaim.tagging", ctl.reconcile)
+
+        loops: list[tuple[str, Any]] = [("aws.nodeclass", nodeclasses), ("aws.nodeclaim.tagging", tagging)]
         if self.interruption_queue:
             handler = self.interruption_handler()
 
