@@ -283,6 +283,8 @@ def controller(
     log_level: Annotated[str, typer.Option(envvar="LOG_LEVEL", help="debug, info, warning or error")] = "info",
     preference_policy: Annotated[str, typer.Option(envvar="PREFERENCE_POLICY", help="Respect or Ignore")] = "Respect",
     min_values_policy: Annotated[str, typer.Option(envvar="MIN_VALUES_POLICY", help="Strict or BestEffort")] = "Strict",
+    node_repair: Annotated[bool, typer.Option(envvar="NODE_REPAIR",
+                                              help="replace nodes that fail the provider's repair policies")] = True,
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease)."""
     from karpy_core.apis.durations import parse_duration
@@ -306,6 +308,7 @@ def controller(
         metrics_port=metrics_port,
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
+        node_repair=node_repair,
     )
     options: dict[str, Any] = {}
     if region:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.disruption import Disruption, Expiration
+from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
@@ -79,6 +80,7 @@ class ControllerSettings(BaseModel):
     resync_seconds: float = Field(10.0, description="Each controller also runs this often without any change.")
     preference_policy: str = Field("Respect", description="Respect (relax preferences one at a time) or Ignore.")
     min_values_policy: str = Field("Strict", description="Strict or BestEffort (relax minValues and annotate the NodeClaim).")
+    node_repair: bool = Field(True, description="Replace nodes failing the provider's repair policies (Karpenter's NodeRepair gate).")
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
 
@@ -165,6 +167,7 @@ class Operator:
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock)
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
+        self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self.batcher = Batcher(self.clock, self.settings.batch)
@@ -311,6 +314,18 @@ class Operator:
             await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                       "Normal", "Drifted", ev.message or ev.reason)
 
+    async def _repair_step(self) -> None:
+        """One node-repair pass: ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}`` and a
+        ``NodeRepair`` event per repaired node, ``NodeRepairBlocked`` on a NodePool past its 20% valve."""
+        for ev in await self.repair.reconcile():
+            if ev.kind == "repair":
+                self.metrics.nodeclaims_disrupted.labels(reason="unhealthy", nodepool=ev.nodepool).inc()
+                await self.events.publish({"kind": "Node", "apiVersion": "v1", "metadata": {"name": ev.node}},
+                                          "Warning", "NodeRepair", f"deleting NodeClaim {ev.nodeclaim}: {ev.reason}")
+            else:
+                await self.events.publish({"kind": "NodePool", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodepool}},
+                                          "Warning", "NodeRepairBlocked", ev.reason)
+
     async def _disruption_step(self) -> None:
         """Expiration, then one disruption pass (polled every ``resync_seconds``, 10 s by default,
         and at the disruption controller's own next-due time). Deleted NodeClaims count in
@@ -366,6 +381,7 @@ class Operator:
             asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            *([asyncio.create_task(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             asyncio.create_task(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             asyncio.create_task(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),
             asyncio.create_task(self._gc_loop(), name="nodeclaim.garbagecollection"),

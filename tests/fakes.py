@@ -20,6 +20,8 @@ class FakeProvider:
         self.drift: dict[str, str] = {}
         """NodeClaim name -> the drift reason ``is_drifted`` reports."""
         self.next_drift_error: Exception | None = None
+        self.repair: list[dict] = []
+        """What ``repair_policies`` returns."""
 
     @hookimpl
     def karpy_name(self) -> str:
@@ -75,4 +77,4 @@ class FakeProvider:
 
     @hookimpl
     def karpy_repair_policies(self):
-        return []
+        return self.repair

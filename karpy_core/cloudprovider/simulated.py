@@ -21,7 +21,8 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
   :class:`~karpy_core.kube.port.KubeClient`; the simulator passes its in-memory cluster), create
   annotates the instance with ``karpy.sh/nodeclass-hash`` (sha256 of the NodeClass's ``spec``,
   16 hex digits) and ``is_drifted`` reports ``NodeClassDrift`` once the NodeClass's spec hashes
-  differently; without it, never drifts. No repair policies.
+  differently; without it, never drifts. Repair policies are Karpenter KWOK's: Ready False or
+  Unknown for 10 minutes.
 * With a **node backend** (option ``node_backend``, e.g.
   :class:`~karpy_core.sim.kwok_nodes.KwokNodeBackend`), every instance is also a Node
   object in a real cluster that kwok runs as a fake kubelet; the backend then *is* the inventory:
@@ -388,7 +389,9 @@ class SimulatedProvider:
 
     @hookimpl
     def karpy_repair_policies(self) -> list[dict[str, Any]]:
-        return []
+        """Karpenter's KWOK provider's policies: Ready False or Unknown for 10 minutes."""
+        return [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 600},
+                {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": 600}]
 
 
 def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider:

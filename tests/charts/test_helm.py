@@ -227,6 +227,7 @@ def test_aws_deployment(render: Render) -> None:
     assert env["AWS_REGION"]["value"] == "ap-northeast-2"
     assert env["INTERRUPTION_QUEUE"]["value"] == "dev-cluster"
     assert (env["BATCH_IDLE_DURATION"]["value"], env["BATCH_MAX_DURATION"]["value"]) == ("1s", "10s")
+    assert env["NODE_REPAIR"]["value"] == "true"
     assert not [name for name in env if name.startswith("KAKAOCLOUD_")]
 
     # Non-root, read-only root filesystem with a writable /tmp.
@@ -441,6 +442,7 @@ def test_kakaocloud_deployment(render: Render) -> None:
         "LOG_LEVEL",
         "BATCH_IDLE_DURATION",
         "BATCH_MAX_DURATION",
+        "NODE_REPAIR",
         "KAKAOCLOUD_PROJECT_ID",
         "KAKAOCLOUD_KEYRING_FILE",
     }

@@ -15,7 +15,7 @@ def test_plugins_without_the_optional_hook_load_and_report_no_loops():
 def test_aws_plugin_runs_nodeclass_status_and_interruption_loops_when_given_a_cluster():
     provider = load_provider("aws", {"region": "us-east-1", "cluster_name": "demo", "kube": InMemoryCluster()})
     names = [name for name, _ in provider.controllers()]
-    assert names == ["aws.nodeclass"]
+    assert names == ["aws.nodeclass", "aws.nodeclaim.tagging"]
     with_queue = load_provider("aws", {"region": "us-east-1", "cluster_name": "demo", "kube": InMemoryCluster(),
                                        "interruption_queue": "karpy-demo"})
-    assert [name for name, _ in with_queue.controllers()] == ["aws.nodeclass", "aws.interruption"]
+    assert [name for name, _ in with_queue.controllers()] == ["aws.nodeclass", "aws.nodeclaim.tagging", "aws.interruption"]

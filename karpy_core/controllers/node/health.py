@@ -1,0 +1,143 @@
+"""Node repair: replace nodes that stay unhealthy (Karpenter ``pkg/controllers/node/health``).
+
+The cloud provider names its repair policies (``repair_policies()``: ``[{conditionType,
+conditionStatus, tolerationDuration}]``, tolerationDuration in seconds or a Go duration). A managed
+Node is **unhealthy** when one of its conditions has a policy's type and status and has had it for
+at least the policy's toleration, counted from the condition's ``lastTransitionTime``.
+
+An unhealthy node's NodeClaim gets ``karpenter.sh/nodeclaim-termination-timestamp`` = now (so
+termination deletes its pods at once instead of waiting on evictions a dead kubelet cannot
+honour) and is deleted; the provisioner then launches capacity for the pods. Repair is forceful and
+outside disruption budgets, as in Karpenter.
+
+Safety valve (Karpenter's): when more of a NodePool's nodes are unhealthy than 20% of them,
+rounded up, nothing in that pool is repaired - a zone or network outage must not turn into a mass
+deletion - and a ``repair-blocked`` event says so. Karpenter keeps repair behind the ``NodeRepair``
+feature gate (off); karpy runs it by default (``ControllerSettings.node_repair``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from karpy_core.apis.durations import duration_seconds
+from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEPOOL
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.port import KubeClient
+from karpy_core.utils.clock import Clock, iso
+
+__all__ = ["NodeRepair", "RepairEvent", "UNHEALTHY_THRESHOLD_PERCENT", "unhealthy_reason"]
+
+log = logging.getLogger(__name__)
+
+UNHEALTHY_THRESHOLD_PERCENT = 20
+"""Above this share of a NodePool's nodes unhealthy (rounded up), repair stops (Karpenter ``health``)."""
+
+
+@dataclass
+class RepairEvent:
+    """``kind`` is ``repair`` (NodeClaim deleted) or ``repair-blocked`` (the pool's 20% valve)."""
+
+    kind: str
+    node: str
+    nodeclaim: str = ""
+    nodepool: str = ""
+    reason: str = ""
+
+
+def _ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _toleration(policy: dict[str, Any]) -> float:
+    raw = policy.get("tolerationDuration", 0)
+    if isinstance(raw, int | float):
+        return float(raw)
+    seconds = duration_seconds(str(raw))
+    return float(seconds) if seconds is not None else math.inf
+
+
+def unhealthy_reason(node: dict[str, Any], policies: list[dict[str, Any]], now: float) -> str:
+    """Why ``node`` is unhealthy at ``now`` (epoch seconds) under ``policies``, or ""."""
+    conds = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+    for p in policies:
+        c = conds.get(p.get("conditionType"))
+        if c is None or c.get("status") != p.get("conditionStatus"):
+            continue
+        since = _ts(c.get("lastTransitionTime"))
+        tolerate = _toleration(p)
+        if since is not None and now - since >= tolerate:
+            return (f"condition {c['type']}={c['status']} for {now - since:.0f}s "
+                    f"(repair policy tolerates {tolerate:.0f}s)")
+    return ""
+
+
+class NodeRepair:
+    """Deletes the NodeClaims of nodes that stay unhealthy (see the module docstring).
+
+    Args:
+        kube: the cluster.
+        provider: the cloud provider (its repair policies).
+        clock: the clock.
+    """
+
+    name = "node.health"
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+        self.kube = kube
+        self.provider = provider
+        self.clock = clock
+        self._blocked: set[str] = set()
+
+    async def reconcile(self) -> list[RepairEvent]:
+        """One pass; returns the repairs made and the pools newly blocked by the 20% valve."""
+        policies = self.provider.repair_policies()
+        if not policies:
+            return []
+        now = self.clock.now()
+        claims = {(c.get("status") or {}).get("providerID"): c for c in await self.kube.list("NodeClaim")
+                  if (c.get("status") or {}).get("providerID")}
+        by_pool: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
+        totals: dict[str, int] = {}
+        for n in await self.kube.list("Node"):
+            pool = (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
+            claim = claims.get((n.get("spec") or {}).get("providerID"))
+            if not pool or claim is None:
+                continue  # not ours: never repaired
+            totals[pool] = totals.get(pool, 0) + 1
+            if n["metadata"].get("deletionTimestamp") or claim["metadata"].get("deletionTimestamp"):
+                continue
+            why = unhealthy_reason(n, policies, now)
+            if why:
+                by_pool.setdefault(pool, []).append((n, claim, why))
+        events: list[RepairEvent] = []
+        blocked_now: set[str] = set()
+        for pool, sick in sorted(by_pool.items()):
+            allowed = math.ceil(UNHEALTHY_THRESHOLD_PERCENT * totals[pool] / 100)
+            if len(sick) > allowed:
+                blocked_now.add(pool)
+                if pool not in self._blocked:
+                    events.append(RepairEvent("repair-blocked", ",".join(n["metadata"]["name"] for n, _, _ in sick), nodepool=pool,
+                                              reason=f"{len(sick)} of {totals[pool]} nodes unhealthy, more than "
+                                                     f"{UNHEALTHY_THRESHOLD_PERCENT}% ({allowed}): not repairing any"))
+                continue
+            for node, claim, why in sick:
+                name = claim["metadata"]["name"]
+                try:
+                    await self.kube.patch("NodeClaim", name, {"metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: iso(now)}}})
+                    await self.kube.delete("NodeClaim", name)
+                except KubeAPIError as exc:
+                    if exc.status == 404:
+                        continue
+                    raise
+                log.info("repairing node %s: deleting NodeClaim %s (%s)", node["metadata"]["name"], name, why)
+                events.append(RepairEvent("repair", node["metadata"]["name"], name, pool, why))
+        self._blocked = blocked_now
+        return events
