@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from karpy_core.cli import run_simulation
+from tests.sim.manifests import EC2NODECLASS
 
 POOL = """
 apiVersion: karpenter.sh/v1
@@ -17,15 +18,7 @@ spec:
         - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge]}
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-test
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
-"""
+""" + EC2NODECLASS
 
 DAEMONSET = """
 apiVersion: apps/v1

@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from karpy_core.cli import app
+from tests.sim.manifests import EC2NODECLASS
 
 POOL = """
 apiVersion: karpenter.sh/v1
@@ -26,15 +27,7 @@ spec:
         - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a, us-east-1b, us-east-1c]}
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 ---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  role: KarpenterNodeRole-test
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: test}}]
-"""
+""" + EC2NODECLASS
 
 
 def deployment(name: str, replicas: int, spec_extra: dict, cpu: str = "500m", labels: dict | None = None) -> dict:
