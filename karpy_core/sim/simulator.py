@@ -107,6 +107,8 @@ class Simulator:
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock)
         self._disruption_rv: int | None = None
+        self._pending_keys: frozenset[str] = frozenset()
+        self._provisioned: tuple[frozenset[str], int] | None = None
         self._next_poll = self.start
         self._seen: set[tuple[str, str, str]] = set()
         self._draining: set[str] = set()
@@ -224,8 +226,15 @@ class Simulator:
         changes += await self.kube_scheduler.reconcile()
         await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
         pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
-        if pending:
-            self.clock.advance(BATCH_IDLE_SECONDS)
+        keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)
+        # Provision when the pending set or the cluster changed since the last pass; only pods new
+        # to the set wait out the batch window. A pod that can never schedule is then tried once
+        # per cluster change, and neither burns a second per step nor pushes the disruption poll
+        # off its 10 s grid (which froze consolidation, drift and expiration behind it).
+        if pending and (keys, self.cluster.revision) != self._provisioned:
+            if keys - self._pending_keys:
+                self.clock.advance(BATCH_IDLE_SECONDS)
+            self._pending_keys = keys
             result = await self.provisioner.reconcile()
             if result.results is not None:
                 self.pending_reasons = dict(result.results.errors)
@@ -238,8 +247,10 @@ class Simulator:
                 self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning",
                                             details={"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}))
             changes += len(result.created)
-        else:
+            self._provisioned = (keys, self.cluster.revision)
+        elif not pending:
             self.pending_reasons = {}
+            self._pending_keys = frozenset()
         ev = await self.lifecycle.reconcile()
         self._record(ev)
         changes += len(ev)

@@ -176,6 +176,27 @@ async def test_nodeclass_change_drifts_through_the_provider(tmp_path):
     assert doc["summary"]["pods_pending"] == 0
 
 
+async def test_a_pod_that_can_never_schedule_does_not_freeze_disruption(tmp_path):
+    """One pending pod no NodePool can run (a typo'd selector) sits next to a workload that scales
+    down: consolidation and drift go on (Karpenter needs only the non-pending pods to reschedule)."""
+    never = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "never"},
+             "spec": {"nodeSelector": {"does-not-exist": "x"},
+                      "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]}}
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=10, cpu="1"), never]},
+        {"at": "2h", "scale": {"deployment": "web", "replicas": 1}},
+        {"at": "4h", "patch": {"kind": "NodePool", "name": "default",
+                               "patch": {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}}}},
+    ], until="8h")
+    t0 = time.perf_counter()
+    doc = await run(path)
+    assert time.perf_counter() - t0 < 20
+    assert doc["summary"]["pods_pending"] == 1 and doc["summary"]["pods_bound"] == 1
+    assert [e for e in kinds(doc, "disrupt") if 7200 <= e["t"] < 4 * 3600], "no consolidation after the scale-down"
+    assert [e for e in kinds(doc, "drifted") if e["t"] >= 4 * 3600], "no drift after the NodePool change"
+    assert len(doc["nodes"]) == 1 and doc["nodes"][0]["labels"].get("team") == "blue"
+
+
 async def test_no_consolidation_loop_over_a_steady_day(tmp_path):
     workloads = [deployment("a", 7, "500m"), deployment("b", 5, "1500m"), deployment("c", 3, "3")]
     path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, *workloads]}], until="24h")
