@@ -24,6 +24,7 @@ defaults, ``${VAR}`` substitution).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ import yaml
 
 from karpy_core.apis.durations import parse_duration
 from karpy_core.errors import KubeAPIError, ManifestError
+from karpy_core.kube.memory import merge_patch
 
 __all__ = ["Scenario", "ScenarioStep", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
 
@@ -107,12 +109,19 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
         except ValueError as exc:
             problems.append(f"{where}.at: {exc}")
             continue
+        if at < 0:
+            problems.append(f"{where}.at: {raw.get('at')!r} is before the start; steps run at 0s or later")
+            continue
         actions = [a for a in _ACTIONS if a in raw]
         unknown = sorted(set(raw) - set(_ACTIONS) - {"at"})
         if unknown:
             problems.append(f"{where}: unknown field(s) {', '.join(unknown)} (actions: {', '.join(_ACTIONS)})")
         if len(actions) != 1:
             problems.append(f"{where}: needs exactly one of {', '.join(_ACTIONS)}, got {actions or 'none'}")
+            continue
+        why = _check_body(actions[0], raw[actions[0]])
+        if why:
+            problems.append(f"{where}.{actions[0]}: {why}")
             continue
         steps.append(ScenarioStep(at, actions[0], raw[actions[0]], i))
     until_s = None
@@ -121,11 +130,45 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
             until_s = parse_duration(str(until)).total_seconds()
         except ValueError as exc:
             problems.append(f"{p}: until: {exc}")
+        else:
+            if until_s <= 0:
+                problems.append(f"{p}: until: {until!r} must be a positive duration")
     if problems:
         raise ManifestError(problems)
     steps.sort(key=lambda s: (s.at, s.index))
     name = str((doc.get("metadata") or {}).get("name") or p.stem)
-    return Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))
+    scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))
+    for step in steps:  # manifests a step applies are loaded (and validated) now, not hours into the run
+        if step.action == "apply":
+            try:
+                _load_objects(scenario, step)
+            except ManifestError as exc:
+                problems.extend(f"{p}: steps[{step.index}].apply: {q}" for q in exc.problems)
+    if problems:
+        raise ManifestError(problems)
+    return scenario
+
+
+def _check_body(action: str, body: Any) -> str:
+    """Why a scale/delete/patch step body is malformed, or "" (apply bodies are loaded later)."""
+    if action == "apply":
+        return ""
+    if not isinstance(body, dict):
+        return "must be a mapping"
+    if action == "scale":
+        kinds = [k for k in ("deployment", "statefulset", "replicaset") if k in body]
+        if len(kinds) != 1 or "replicas" not in body:
+            return "needs one of deployment/statefulset/replicaset and replicas"
+        replicas = body["replicas"]
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            return f"replicas must be a whole number >= 0, got {replicas!r}"
+        return ""
+    missing = [f for f in ("kind", "name") if not isinstance(body.get(f), str) or not body.get(f)]
+    if missing:
+        return f"needs {' and '.join(missing)} (strings)"
+    if action == "patch" and not isinstance(body.get("patch"), dict):
+        return "patch must be a mapping (a JSON merge patch of the object)"
+    return ""
 
 
 def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:
@@ -189,13 +232,41 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
             cluster.delete_sync(str(body["kind"]), str(body["name"]), ns)
             return f"delete {body['kind']}/{body['name']}"
         if step.action == "patch":
-            cluster.patch_sync(str(body["kind"]), str(body["name"]), dict(body.get("patch") or {}), ns)
-            return f"patch {body['kind']}/{body['name']}"
+            kind, name = str(body["kind"]), str(body["name"])
+            patch = dict(body.get("patch") or {})
+            current = cluster.peek(kind, name, ns) if kind in KINDS else None
+            if current is not None:
+                _validate_patched(kind, merge_patch(copy.deepcopy(current), copy.deepcopy(patch)), where)
+            cluster.patch_sync(kind, name, patch, ns)
+            return f"patch {kind}/{name}"
     except KeyError as exc:
         raise ManifestError([f"{where}: missing field {exc}"]) from exc
     except KubeAPIError as exc:
         raise ManifestError([f"{where}: {exc}"]) from exc
     raise ManifestError([f"{where}: unknown action"])
+
+
+def _validate_patched(kind: str, obj: dict[str, Any], where: str) -> None:
+    """Load the object a patch would leave through the same validation as ``apply``.
+
+    Raises:
+        ManifestError: the patched object is invalid (each problem prefixed with ``where``).
+    """
+    from karpy_core.apis.loader import load_text
+    from karpy_core.apis.registry import kind_registry
+
+    registry = kind_registry()
+    if not any(k == kind for _, k in registry):
+        return  # a kind karpy reads leniently (core objects): the cluster's own checks apply
+    meta = obj.get("metadata") or {}
+    doc = {"apiVersion": obj.get("apiVersion"), "kind": kind,
+           "metadata": {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k) is not None},
+           "spec": obj.get("spec")}
+    try:
+        load_text(yaml.safe_dump(doc, sort_keys=False), where)
+    except ManifestError as exc:
+        raise ManifestError([f"{where}: the patched {kind} would be invalid: {q.removeprefix(f'{where} doc 1 ')}"
+                             for q in exc.problems]) from exc
 
 
 async def run_scenario(sim: Any, scenario: Scenario, until: float) -> None:

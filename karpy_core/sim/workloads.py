@@ -46,6 +46,9 @@ class WorkloadSimulator:
 
     def __init__(self, cluster: InMemoryCluster):
         self.cluster = cluster
+        self._next: dict[tuple[str, str], int] = {}
+        """(namespace, owner) -> the next pod-name index: a replacement pod never reuses the name of
+        an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
 
     def reconcile(self) -> int:
         """Create and delete pods as the workloads ask; returns the number of changes."""
@@ -107,7 +110,7 @@ class WorkloadSimulator:
                 changes += 1
             return changes
         names = {p["metadata"]["name"] for p in current}
-        i = 0
+        i = 0 if stateful else self._next.get((ns, owner_name), 0)
         while len(current) < want:
             if stateful:
                 name = f"{meta['name']}-{i}"
@@ -140,4 +143,6 @@ class WorkloadSimulator:
             current.append(created)
             names.add(name)
             changes += 1
+        if not stateful:
+            self._next[(ns, owner_name)] = i
         return changes

@@ -80,6 +80,9 @@ async def test_scale_down_consolidates_onto_cheaper_nodes(tmp_path):
     delete = [e for e in doc["events"] if e["kind"] == "delete" and e["details"].get("method")]
     if create:
         assert create[0]["t"] < delete[0]["t"]
+    # an evicted pod is replaced by a pod with a new name, as a ReplicaSet does
+    evicted = {e["details"]["pod"].rsplit("/", 1)[-1] for e in kinds(doc, "evict")}
+    assert evicted and evicted.isdisjoint(p["name"] for p in doc["pods"])
 
 
 async def test_empty_node_goes_after_consolidate_after_and_not_before(tmp_path):
@@ -234,3 +237,23 @@ def test_cli_scenario_json_explain_node_and_png(tmp_path):
     result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "--timeline", str(png)])
     assert result.exit_code == 0, result.output
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bad_scenarios_fail_before_running_and_name_the_step(tmp_path):
+    base = [nodepool(), NODECLASS, deployment(replicas=2)]
+
+    def problems(steps, *args):
+        result = CliRunner().invoke(app, ["simulate", scenario(tmp_path, steps), *args])
+        assert result.exit_code == 2, result.output
+        return result.stderr
+
+    assert "steps[1].at: '-5m' is before the start" in problems([{"at": "0s", "apply": base}, {"at": "-5m", "apply": base}])
+    assert "steps[1].scale: replicas must be a whole number >= 0, got -3" in problems(
+        [{"at": "0s", "apply": base}, {"at": "1h", "scale": {"deployment": "web", "replicas": -3}}])
+    assert "steps[1].apply:" in problems([{"at": "0s", "apply": base}, {"at": "5h", "apply": "missing.yaml"}])
+    assert "steps[0].patch: needs kind and name" in problems([{"at": "0s", "patch": {"patch": {}}}])
+    err = problems([{"at": "0s", "apply": base},
+                    {"at": "1h", "patch": {"kind": "NodePool", "name": "default", "patch": {"spec": {"disruption": {"consolidateAfter": "soon"}}}}},
+                    {"at": "2h", "patch": {"kind": "EC2NodeClass", "name": "default", "patch": {"spec": {"role": 5}}}}])
+    assert "steps[1].patch: the patched NodePool would be invalid" in err and "consolidateAfter" in err
+    assert "--until" in problems([{"at": "0s", "apply": base}], "--until", "-1h")
