@@ -114,6 +114,8 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
         end = parse_duration(until).total_seconds() if until else (scenario.until or 24 * 3600.0)
     except ValueError as exc:
         raise ConfigurationError(f"--until: {exc}") from exc
+    if end <= 0:
+        raise ConfigurationError(f"--until: {until!r} must be a positive duration")
     options: dict[str, Any] = {"region": region}
     if instance_types:
         options["instance_types_file"] = instance_types
@@ -173,6 +175,13 @@ def simulate(
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
         if preference_policy not in ("Respect", "Ignore"):
             raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
+        from karpy_core.sim.scenario import is_scenario_file
+
+        scenario = len(paths or []) == 1 and is_scenario_file((paths or [""])[0])
+        used = [flag for flag, value in (("--until", until), ("--explain-node", explain_node), ("--timeline", timeline)) if value]
+        if used and not scenario:
+            raise ConfigurationError(f"{', '.join(used)} need(s) a single Scenario file (kind: Scenario, see docs/scenarios.md); "
+                                     "plain manifests are simulated until nothing changes, without disruption")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
                            preference_policy=preference_policy, until=until)
@@ -182,11 +191,15 @@ def simulate(
         return
     if explain:
         text = render_explain(report, explain)
-        typer.echo(text)
         if text.startswith("no pod "):
-            raise typer.Exit(code=2)
+            _fail(ConfigurationError(text))
+        typer.echo(text)
         return
     if explain_node:
+        seen = {n.name for n in report.nodes} | {e.get("node") for e in report.events} | set(report.decisions)
+        if explain_node not in seen:
+            _fail(ConfigurationError(f"no node {explain_node} in the simulation (nodes with decisions: "
+                                     f"{', '.join(sorted(report.decisions)[:10]) or 'none'})"))
         typer.echo(render_explain_node(report, explain_node))
         return
     if output == "json":
@@ -248,8 +261,7 @@ async def run_controller(
             from karpy_core.sim.kwok_nodes import KwokNodeBackend
 
             provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
-        if cloud_provider != "simulated":
-            provider_options = {**provider_options, "kube": kube}  # NodeClasses, Secrets, events
+        provider_options = {**provider_options, "kube": kube}  # NodeClasses (status, drift), Secrets, events
         provider = load_provider(cloud_provider, provider_options)
         operator = Operator(kube=kube, provider=provider, settings=settings)
         task = asyncio.current_task()
@@ -274,6 +286,7 @@ def controller(
     namespace: Annotated[str | None, typer.Option(envvar="SYSTEM_NAMESPACE", help="namespace of the leader Lease")] = None,
     lease_name: Annotated[str, typer.Option(envvar="KARPY_LEASE_NAME", help="name of the leader Lease")] = "karpy-leader-election",
     health_port: Annotated[int, typer.Option(help="port for /healthz and /readyz (and /metrics)")] = 8081,
+    health_host: Annotated[str, typer.Option(help="address the health/metrics server binds (127.0.0.1 for local use)")] = "0.0.0.0",
     metrics_port: Annotated[int | None, typer.Option(help="port for /metrics when it differs from --health-port")] = None,
     batch_idle_duration: Annotated[str, typer.Option(envvar="BATCH_IDLE_DURATION", help="batch idle window (Go duration)")] = "1s",
     batch_max_duration: Annotated[str, typer.Option(envvar="BATCH_MAX_DURATION", help="batch maximum (Go duration)")] = "10s",
@@ -305,6 +318,7 @@ def controller(
         batch=batch,
         leader=LeaderSettings(enabled=leader_elect, namespace=namespace or default_namespace(), lease_name=lease_name),
         health_port=health_port,
+        health_host=health_host,
         metrics_port=metrics_port,
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,

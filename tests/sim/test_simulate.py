@@ -113,3 +113,16 @@ def test_nodepool_without_its_nodeclass_launches_nothing_and_says_why():
     assert doc["summary"]["nodes_launched"] == 0 and doc["summary"]["pods_pending"] == 2
     reasons = {p["reason"] for p in doc["pods"]}
     assert reasons == {"NodePool orphan: not Ready (NodeClassReady=False: EC2NodeClass 'nope' not found)"}
+
+
+def test_scenario_only_options_and_unknown_names_fail_clearly(tmp_path, shared_dir):
+    plain = str(shared_dir / "inputs/nodepools/general-purpose.yaml")
+    for args in (["--until", "2h"], ["--timeline", str(tmp_path / "t.png")], ["--explain-node", "x"]):
+        result = CliRunner().invoke(app, ["simulate", plain, *args, "--set", "CLUSTER_NAME=demo"])
+        assert result.exit_code == 2 and "need(s) a single Scenario file" in result.stderr, (args, result.output)
+    assert not (tmp_path / "t.png").exists()
+    result = CliRunner().invoke(app, ["simulate", "--explain", "default/nope"])
+    assert result.exit_code == 2 and "no pod default/nope" in result.stderr and result.stdout == ""
+    result = CliRunner().invoke(app, ["simulate", str(DATA / "scenarios/scale-down.yaml"), "--until", "10m",
+                                      "--explain-node", "no-such-node"])
+    assert result.exit_code == 2 and "no node no-such-node" in result.stderr
