@@ -23,6 +23,8 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
   16 hex digits) and ``is_drifted`` reports ``NodeClassDrift`` once the NodeClass's spec hashes
   differently; without it, never drifts. Repair policies are Karpenter KWOK's: Ready False or
   Unknown for 10 minutes.
+* **NodeClass status**: with ``kube``, the ``simulated.nodeclass`` loop (``karpy_controllers``)
+  marks every served NodeClass of a supported kind ``Ready=True``.
 * With a **node backend** (option ``node_backend``, e.g.
   :class:`~karpy_core.sim.kwok_nodes.KwokNodeBackend`), every instance is also a Node
   object in a real cluster that kwok runs as a fake kubelet; the backend then *is* the inventory:
@@ -376,6 +378,54 @@ class SimulatedProvider:
             return None
         text = json.dumps(obj.get("spec") or {}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    async def reconcile_nodeclasses(self) -> int:
+        """Give every NodeClass of a supported kind the cluster serves a ``Ready=True`` condition
+        (a simulated cloud has nothing to resolve), so ``kubectl get ec2nodeclass`` reads as it
+        would on AWS. Needs ``kube``; returns how many NodeClasses were patched."""
+        from karpy_core.kube.port import KINDS
+        from karpy_core.utils.clock import iso
+
+        if self.kube is None:
+            return 0
+        patched = 0
+        for _, kind in SUPPORTED_NODE_CLASSES:
+            if kind not in KINDS:
+                continue
+            for obj in await self.kube.list(kind):
+                meta = obj["metadata"]
+                conds = (obj.get("status") or {}).get("conditions") or []
+                ready = next((c for c in conds if c.get("type") == "Ready"), None)
+                if ready is not None and ready.get("status") == "True" and ready.get("observedGeneration") == meta.get("generation"):
+                    continue
+                cond = {"type": "Ready", "status": "True", "reason": "Ready", "message": "simulated cloud: nothing to resolve",
+                        "lastTransitionTime": iso(self._now())}
+                if meta.get("generation") is not None:
+                    cond["observedGeneration"] = meta["generation"]
+                others = [c for c in conds if c.get("type") != "Ready"]
+                await self.kube.patch(kind, meta["name"], {"status": {"conditions": [*others, cond]}}, status=True)
+                patched += 1
+        return patched
+
+    @hookimpl
+    def karpy_controllers(self) -> list[tuple[str, Any]]:
+        """With ``kube``: one loop that keeps NodeClasses Ready (:meth:`reconcile_nodeclasses`, every 10 s)."""
+        if self.kube is None:
+            return []
+        import asyncio
+        import logging
+
+        async def nodeclasses() -> None:
+            while True:
+                try:
+                    await self.reconcile_nodeclasses()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    logging.getLogger(__name__).exception("simulated NodeClass status failed; retrying")
+                await asyncio.sleep(10.0)
+
+        return [("simulated.nodeclass", nodeclasses)]
 
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:

@@ -375,3 +375,24 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
         task.cancel()
         done, _ = await asyncio.wait({task}, timeout=30)
         assert done, "the operator did not stop within 30 s of cancellation"
+
+
+async def test_simulated_provider_marks_nodeclasses_ready_through_the_status_subresource(kube, devcluster):
+    """``kubectl get ec2nodeclass`` shows READY True with the simulated provider, as on AWS; the
+    patch passes the real CRD's status schema."""
+    name = f"sim-{uuid.uuid4().hex[:6]}"
+    await kube.create("EC2NodeClass", nodeclass(name))
+    provider = load_provider("simulated", {"kube": kube})
+    assert [n for n, _ in provider.controllers()] == ["simulated.nodeclass"]
+    try:
+        assert await provider.plugin.reconcile_nodeclasses() >= 1
+        ready = condition(await kube.get("EC2NodeClass", name), "Ready")
+        assert ready["status"] == "True" and ready["observedGeneration"] == 1
+        await kube.patch("EC2NodeClass", name, {"spec": {"tags": {"team": "x"}}})  # a new generation is re-marked
+        await provider.plugin.reconcile_nodeclasses()
+        assert condition(await kube.get("EC2NodeClass", name), "Ready")["observedGeneration"] == 2
+        before = (await kube.get("EC2NodeClass", name))["metadata"]["resourceVersion"]
+        await provider.plugin.reconcile_nodeclasses()
+        assert (await kube.get("EC2NodeClass", name))["metadata"]["resourceVersion"] == before  # nothing to write
+    finally:
+        await kube.delete("EC2NodeClass", name)
