@@ -291,7 +291,7 @@ class Operator:
                 ).inc()
                 await self.events.publish(nc, "Warning", "LaunchFailed", f"{ev.reason}: {ev.details.get('message', '')}")
             elif ev.kind in ("liveness-delete", "terminate"):
-                self.metrics.nodeclaims_terminated.labels(reason=ev.kind, nodepool="").inc()
+                self.metrics.nodeclaims_terminated.labels(reason=ev.kind, nodepool=ev.details.get("nodepool", "")).inc()
                 await self.events.publish(nc, "Normal", "Terminated" if ev.kind == "terminate" else "LivenessDeleted", ev.reason)
 
     async def _termination_step(self) -> None:
@@ -336,12 +336,17 @@ class Operator:
             await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                       "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({ev.reason})")
         for ev in await self.disruption.reconcile():
+            if ev.kind in ("disrupt-decided", "disrupt", "disrupt-invalidated"):
+                log.info("disruption %s of %s (%s): %s", ev.kind.removeprefix("disrupt").lstrip("-") or "started", ev.node,
+                         ev.details.get("method", ""), ev.details.get("summary") or ev.reason)
             if ev.kind == "delete":
                 self.metrics.nodeclaims_disrupted.labels(reason=ev.reason.lower(), nodepool=await self._pool_of(ev.nodeclaim)).inc()
                 await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                           "Normal", "DisruptionTerminating",
                                           f"Disrupting NodeClaim: {ev.reason} ({ev.details.get('method', '')})")
             elif ev.kind == "replacement-create":
+                self.metrics.nodeclaims_created.labels(reason=ev.reason.lower(), nodepool=ev.details.get("nodepool", ""),
+                                                       min_values_relaxed="false").inc()
                 await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                           "Normal", "DisruptionLaunching", f"Launching NodeClaim: {ev.reason}")
             elif ev.kind == "disrupt-failed":

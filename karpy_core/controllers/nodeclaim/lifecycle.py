@@ -29,6 +29,7 @@ from karpy_core.apis.labels import (
     FINALIZER_TERMINATION,
     LABEL_HOSTNAME,
     LABEL_INITIALIZED,
+    LABEL_NODEPOOL,
     LABEL_REGISTERED,
     TAINT_UNREGISTERED,
 )
@@ -135,7 +136,8 @@ class NodeClaimLifecycle:
         if not is_true(nc, "Launched"):
             if now - created > LAUNCH_TTL and condition(nc, "Launched") is not None:
                 await self.kube.delete("NodeClaim", name)
-                return [LifecycleEvent("liveness-delete", name, reason="not launched within 5m")]
+                return [LifecycleEvent("liveness-delete", name, reason="not launched within 5m",
+                                       details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
             return await self._launch(nc)
         pid = (nc.get("status") or {}).get("providerID")
         node = nodes_by_pid.get(pid)
@@ -144,7 +146,8 @@ class NodeClaimLifecycle:
                 launched_at = _parse_ts((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
                 if now - launched_at > REGISTRATION_TTL:
                     await self.kube.delete("NodeClaim", name)
-                    return [LifecycleEvent("liveness-delete", name, reason="not registered within 15m")]
+                    return [LifecycleEvent("liveness-delete", name, reason="not registered within 15m",
+                                           details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
                 return []
             return await self._register(nc, node)
         if node is not None and not is_true(nc, "Initialized"):
@@ -264,7 +267,8 @@ class NodeClaimLifecycle:
                 await self.provider.delete(NodeClaim.model_validate(nc))
                 return events  # retried until the provider says the instance is gone
             except NodeClaimNotFoundError:
-                events.append(LifecycleEvent("terminate", name, reason="instance terminated"))
+                events.append(LifecycleEvent("terminate", name, reason="instance terminated",
+                                             details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")}))
         finalizers = [f for f in nc["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
         try:
             await self.kube.patch("NodeClaim", name, {"metadata": {"finalizers": finalizers}})
