@@ -25,6 +25,7 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -370,6 +371,7 @@ class _Builder:
         text = substitute(text, variables)
         try:
             for raw in _parse(text):
+                self._warn_placeholders(raw, source_name)
                 self._add_document(raw, source_name)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
@@ -379,6 +381,21 @@ class _Builder:
             detail = f"{context}, {problem}" if context else problem
             self.problems.append(
                 f"{source_name}: {where}YAML syntax error: {detail} (documents after it were not read)"
+            )
+
+    def _warn_placeholders(self, raw: _RawDocument, file: str) -> None:
+        """Warn about ``${NAME}`` left in a NodePool, NodeClaim or NodeClass (in pod specs such
+        text is usually the container's own environment syntax, so those are left alone)."""
+        data = raw.data
+        if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+            return
+        if data["kind"] not in ("NodePool", "NodeClaim") and not data["kind"].endswith("NodeClass"):
+            return
+        left = sorted(set(_VAR.findall(json.dumps(data))))
+        if left:
+            self.result.warnings.append(
+                f"{file} doc {raw.index} {_label(data)}: placeholder(s) {', '.join('${' + v + '}' for v in left)} left as "
+                f"written; fill them with {' '.join(f'--set {v}=...' for v in left)}"
             )
 
     def _add_document(self, raw: _RawDocument, file: str) -> None:
@@ -486,9 +503,19 @@ class _Builder:
 
     # after all files ----------------------------------------------------------------------
     def finish(self) -> LoadedManifests:
+        class_kinds: dict[str, set[str]] = {}
+        for (api_version, kind), cls in self.registry.items():
+            if getattr(cls, "NODE_CLASS", False):
+                class_kinds.setdefault(api_version.rpartition("/")[0], set()).add(kind)
         for nodepool in self.result.nodepools:
             ref = nodepool.spec.template.spec.node_class_ref
-            if (ref.group, ref.kind, ref.name) not in self.result.nodeclasses:
+            kinds = class_kinds.get(ref.group)
+            if kinds and ref.kind not in kinds:
+                self.result.warnings.append(
+                    f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef: kind {ref.kind} is not a "
+                    f"NodeClass of group {ref.group} (that group has {', '.join(sorted(kinds))})"
+                )
+            elif (ref.group, ref.kind, ref.name) not in self.result.nodeclasses:
                 self.result.warnings.append(
                     f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
                     f"{ref.group} {ref.kind}/{ref.name}, which is not among the loaded manifests"
@@ -515,10 +542,14 @@ def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
             if not found:
-                warnings.append(f"{path}: no *.yaml or *.yml files in this directory")
+                subdirs = sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("*.y*ml")))
+                hint = f" (subdirectories are not read; name them: {', '.join(str(path / d) for d in subdirs[:5])})" if subdirs else ""
+                warnings.append(f"{path}: no *.yaml or *.yml files in this directory{hint}")
             files.extend(found)
         elif path.is_file():
             files.append(path)
+        elif path.exists():
+            problems.append(f"{path}: not a regular file or directory (manifests are read from files; stdin is not supported)")
         else:
             problems.append(f"{path}: no such file or directory")
     return files
@@ -549,8 +580,9 @@ def load_documents(
         except (OSError, UnicodeDecodeError) as exc:
             builder.problems.append(f"{path}: cannot read: {exc}")
             continue
-        if not text.strip():
-            builder.result.warnings.append(f"{path}: empty file, no objects loaded")
+        if not text.strip() or all(not line.strip() or line.lstrip().startswith("#") or line.strip() in ("---", "...")
+                                   for line in text.splitlines()):
+            builder.result.warnings.append(f"{path}: {'empty file' if not text.strip() else 'only comments'}, no objects loaded")
             continue
         builder.add_text(text, str(path), variables)
     return builder.finish()

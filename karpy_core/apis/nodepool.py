@@ -148,13 +148,18 @@ class NodeClassReference(KubeModel):
 
 
 def _check_template_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Every bad key or value at once, each named by its key."""
+    problems = []
     for key, value in labels.items():
-        check_label_key(key)
-        check_label_value(value)
-        if key == LABEL_NODEPOOL or is_restricted_label(key):
-            raise ValueError(
-                f"label key {key!r} is restricted: Karpenter sets it itself or it belongs to a reserved domain"
-            )
+        try:
+            check_label_key(key)
+            check_label_value(value)
+            if key == LABEL_NODEPOOL or is_restricted_label(key):
+                raise ValueError(f"label key {key!r} is restricted: Karpenter sets it itself or it belongs to a reserved domain")
+        except ValueError as exc:
+            problems.append(f"[{key!r}]: {exc}")
+    if problems:
+        raise ValueError("; ".join(problems))
     return labels
 
 

@@ -138,12 +138,24 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     steps.sort(key=lambda s: (s.at, s.index))
     name = str((doc.get("metadata") or {}).get("name") or p.stem)
     scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))
-    for step in steps:  # manifests a step applies are loaded (and validated) now, not hours into the run
-        if step.action == "apply":
-            try:
-                _load_objects(scenario, step)
-            except ManifestError as exc:
-                problems.extend(f"{p}: steps[{step.index}].apply: {q}" for q in exc.problems)
+    # Manifests a step applies are loaded (and validated) now, not hours into the run, and a patch
+    # of an object the scenario itself applied is checked against what the patch would leave.
+    known: dict[tuple[str, str], dict[str, Any]] = {}
+    for step in steps:
+        try:
+            if step.action == "apply":
+                for obj in _load_objects(scenario, step):
+                    known[(obj.get("kind", ""), (obj.get("metadata") or {}).get("name", ""))] = obj
+            elif step.action == "patch":
+                key = (str(step.body["kind"]), str(step.body["name"]))
+                if key in known:
+                    known[key] = merge_patch(copy.deepcopy(known[key]), copy.deepcopy(step.body["patch"]))
+                    _validate_patched(key[0], known[key], f"{p}: steps[{step.index}].patch")
+            elif step.action == "delete":
+                known.pop((str(step.body["kind"]), str(step.body["name"])), None)
+        except ManifestError as exc:
+            problems.extend(q if q.startswith(f"{p}: steps[{step.index}]") else f"{p}: steps[{step.index}].{step.action}: {q}"
+                            for q in exc.problems)
     if problems:
         raise ManifestError(problems)
     return scenario

@@ -126,3 +126,29 @@ def test_scenario_only_options_and_unknown_names_fail_clearly(tmp_path, shared_d
     result = CliRunner().invoke(app, ["simulate", str(DATA / "scenarios/scale-down.yaml"), "--until", "10m",
                                       "--explain-node", "no-such-node"])
     assert result.exit_code == 2 and "no node no-such-node" in result.stderr
+
+
+def test_validate_reports_every_label_checks_scenarios_and_hints(tmp_path, shared_dir):
+    bad = tmp_path / "labels.yaml"
+    bad.write_text("""apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: labels}
+spec:
+  template:
+    metadata:
+      labels: {good: "bad value", "bad key!": x, karpenter.sh/nodepool: y}
+    spec:
+      requirements: []
+      nodeClassRef: {group: karpenter.k8s.aws, kind: KCNodeClass, name: d}
+""")
+    result = CliRunner().invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 2
+    for key in ("['good']", "['bad key!']", "['karpenter.sh/nodepool']"):
+        assert key in result.stderr
+    bad.write_text(bad.read_text().replace('{good: "bad value", "bad key!": x, karpenter.sh/nodepool: y}', "{team: web}"))
+    result = CliRunner().invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 0 and "kind KCNodeClass is not a NodeClass of group karpenter.k8s.aws" in result.stdout
+    result = CliRunner().invoke(app, ["validate", str(shared_dir / "inputs")])
+    assert "subdirectories are not read" in result.stdout and "nodepools" in result.stdout
+    result = CliRunner().invoke(app, ["validate", str(DATA / "scenarios/scale-down.yaml")])
+    assert result.exit_code == 0 and result.stdout.startswith("valid: Scenario scale-down: 2 step(s)")
