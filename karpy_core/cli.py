@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from importlib import resources
 from typing import Annotated, Any
@@ -33,6 +34,8 @@ def _parse_sets(values: list[str]) -> dict[str, str]:
         if "=" not in v:
             raise ConfigurationError(f"--set expects VAR=value, got {v!r}")
         k, val = v.split("=", 1)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k.strip()):
+            raise ConfigurationError(f"--set {v!r}: {k.strip()!r} is not a placeholder name (letters, digits, '_'; as in ${{NAME}})")
         out[k.strip()] = val
     return out
 
@@ -178,6 +181,9 @@ def simulate(
         from karpy_core.sim.scenario import is_scenario_file
 
         scenario = len(paths or []) == 1 and is_scenario_file((paths or [""])[0])
+        if len(paths or []) > 1 and any(is_scenario_file(p) for p in paths or []):
+            raise ConfigurationError("a Scenario file is simulated on its own (its steps apply the other manifests); "
+                                     "give it as the only path")
         used = [flag for flag, value in (("--until", until), ("--explain-node", explain_node), ("--timeline", timeline)) if value]
         if used and not scenario:
             raise ConfigurationError(f"{', '.join(used)} need(s) a single Scenario file (kind: Scenario, see docs/scenarios.md); "
