@@ -186,7 +186,8 @@ def simulate(
                                      "give it as the only path")
         used = [flag for flag, value in (("--until", until), ("--explain-node", explain_node), ("--timeline", timeline)) if value]
         if used and not scenario:
-            raise ConfigurationError(f"{', '.join(used)} need(s) a single Scenario file (kind: Scenario, see docs/scenarios.md); "
+            raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
+                                     "(kind: Scenario, see docs/scenarios.md); "
                                      "plain manifests are simulated until nothing changes, without disruption")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,

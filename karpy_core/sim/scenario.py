@@ -133,9 +133,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
         else:
             if until_s <= 0:
                 problems.append(f"{p}: until: {until!r} must be a positive duration")
-    if problems:
-        raise ManifestError(problems)
-    steps.sort(key=lambda s: (s.at, s.index))
+    steps.sort(key=lambda s: (s.at, s.index))  # the well-formed steps are checked further, so every problem is reported at once
     name = str((doc.get("metadata") or {}).get("name") or p.stem)
     scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))
     # Manifests a step applies are loaded (and validated) now, not hours into the run, and a patch
