@@ -97,7 +97,12 @@ class NodeRepair:
         self._blocked: set[str] = set()
 
     async def reconcile(self) -> list[RepairEvent]:
-        """One pass; returns the repairs made and the pools newly blocked by the 20% valve."""
+        """One pass; returns the repairs made and the pools newly blocked by the 20% valve.
+
+        Raises:
+            KubeAPIError: a read, annotation or delete failed (other than the claim being gone);
+                the operator logs it and retries on its next pass.
+        """
         policies = self.provider.repair_policies()
         if not policies:
             return []

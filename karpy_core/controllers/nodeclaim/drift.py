@@ -137,7 +137,12 @@ class NodeClaimDrift:
         return reason
 
     async def reconcile(self) -> list[DriftEvent]:
-        """One pass over every NodeClaim; returns the conditions it changed."""
+        """One pass over every NodeClaim; returns the conditions it changed.
+
+        Raises:
+            KubeAPIError: a read or status patch failed (other than the claim being gone); the
+                operator logs it and retries on its next pass. Provider errors do not raise.
+        """
         now = self.clock.now()
         pools = {p["metadata"]["name"]: p for p in await self.kube.list("NodePool")}
         hashes: dict[str, str] = {}

@@ -45,7 +45,8 @@ class InstanceTagging:
         self.provider = provider
 
     async def reconcile(self) -> list[str]:
-        """One pass; returns the names of the NodeClaims tagged."""
+        """One pass; returns the names of the NodeClaims tagged. AWS and API errors on one claim
+        are logged and retried next pass; a failed NodeClaim list raises ``KubeAPIError``."""
         from karpy_aws.plugin import parse_provider_id
 
         kube = self.provider.kube
