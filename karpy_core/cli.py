@@ -200,14 +200,15 @@ def simulate(
         text = render_explain(report, explain)
         if text.startswith("no pod "):
             _fail(ConfigurationError(text))
-        typer.echo(text)
+        typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)
         return
     if explain_node:
         seen = {n.name for n in report.nodes} | {e.get("node") for e in report.events} | set(report.decisions)
         if explain_node not in seen:
             _fail(ConfigurationError(f"no node {explain_node} in the simulation (nodes with decisions: "
                                      f"{', '.join(sorted(report.decisions)[:10]) or 'none'})"))
-        typer.echo(render_explain_node(report, explain_node))
+        text = render_explain_node(report, explain_node)
+        typer.echo(json.dumps({"explain_node": explain_node, "lines": text.splitlines()}, indent=2) if output == "json" else text)
         return
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))

@@ -152,3 +152,8 @@ spec:
     assert "subdirectories are not read" in result.stdout and "nodepools" in result.stdout
     result = CliRunner().invoke(app, ["validate", str(DATA / "scenarios/scale-down.yaml")])
     assert result.exit_code == 0 and result.stdout.startswith("valid: Scenario scale-down: 2 step(s)")
+
+
+def test_explain_honours_json_output():
+    doc = simulate_json("--explain", "default/frontend")
+    assert doc["explain"] == "default/frontend" and any("bound to" in line for line in doc["lines"])
