@@ -53,7 +53,7 @@ from karpy_core.cloudprovider.catalog.aws import (
     load_aws_catalog,
 )
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
-from karpy_core.cloudprovider.types import InstanceType, Offering
+from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
 from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
@@ -412,18 +412,10 @@ class SimulatedProvider:
         """With ``kube``: one loop that keeps NodeClasses Ready (:meth:`reconcile_nodeclasses`, every 10 s)."""
         if self.kube is None:
             return []
-        import asyncio
-        import logging
+        from karpy_core.utils.loops import every
 
         async def nodeclasses() -> None:
-            while True:
-                try:
-                    await self.reconcile_nodeclasses()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    logging.getLogger(__name__).exception("simulated NodeClass status failed; retrying")
-                await asyncio.sleep(10.0)
+            await every(10.0, "simulated.nodeclass", self.reconcile_nodeclasses)
 
         return [("simulated.nodeclass", nodeclasses)]
 
@@ -440,8 +432,7 @@ class SimulatedProvider:
     @hookimpl
     def karpy_repair_policies(self) -> list[dict[str, Any]]:
         """Karpenter's KWOK provider's policies: Ready False or Unknown for 10 minutes."""
-        return [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 600},
-                {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": 600}]
+        return ready_repair_policies(600)
 
 
 def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider:

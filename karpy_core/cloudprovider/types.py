@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_ZONE
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, merge, subtract
 
-__all__ = ["Offering", "Overhead", "InstanceType", "cheapest_offering", "order_by_price"]
+__all__ = ["Offering", "Overhead", "InstanceType", "cheapest_offering", "order_by_price", "ready_repair_policies"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +132,11 @@ def order_by_price(types: Sequence[InstanceType], reqs: Requirements) -> list[In
         return (o.price if o else float("inf"), it.name)
 
     return sorted(types, key=key)
+
+
+def ready_repair_policies(toleration_seconds: float) -> list[dict[str, Any]]:
+    """Repair policies (the ``karpy_repair_policies`` shape) for a Node whose ``Ready`` condition
+    is ``False`` or ``Unknown`` for ``toleration_seconds``: Karpenter's AWS provider uses 1800 s,
+    its KWOK provider 600 s."""
+    return [{"conditionType": "Ready", "conditionStatus": status, "tolerationDuration": toleration_seconds}
+            for status in ("False", "Unknown")]

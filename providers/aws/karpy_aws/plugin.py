@@ -65,7 +65,7 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import AWSCatalogOptions, build_instance_type
-from karpy_core.cloudprovider.types import InstanceType, order_by_price
+from karpy_core.cloudprovider.types import InstanceType, order_by_price, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
@@ -78,6 +78,7 @@ from karpy_core.errors import (
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
 from karpy_core.utils.clock import now_function
+from karpy_core.utils.loops import every
 from karpy_core.utils.quantity import QuantityError
 
 if TYPE_CHECKING:
@@ -249,20 +250,6 @@ class AWSProvider:
         Garbage collection of leaked instances is core's (it runs for every provider)."""
         if self.kube is None:
             return []
-        import asyncio
-        import logging
-
-        log = logging.getLogger("karpy_aws")
-
-        async def every(seconds: float, name: str, step: Any) -> None:
-            while True:
-                try:
-                    await step()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("%s failed; retrying", name)
-                await asyncio.sleep(seconds)
 
         async def nodeclasses() -> None:
             ctl = self.nodeclass_controller()
@@ -285,8 +272,7 @@ class AWSProvider:
     @hookimpl
     def karpy_repair_policies(self) -> list[dict[str, Any]]:
         """Karpenter AWS: a node whose Ready condition is False or Unknown for 30 min is repaired."""
-        return [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800},
-                {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": 1800}]
+        return ready_repair_policies(1800)
 
     @hookimpl
     async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:

@@ -52,7 +52,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider import hookimpl
-from karpy_core.cloudprovider.types import InstanceType, Offering
+from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
@@ -389,10 +389,7 @@ class KakaoCloudProvider:
     @hookimpl
     def karpy_repair_policies(self) -> list[dict[str, Any]]:
         """Karpenter's defaults: a Node ``Ready=False`` or ``Unknown`` for 30 minutes is repaired."""
-        return [
-            {"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800.0},
-            {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": 1800.0},
-        ]
+        return ready_repair_policies(1800.0)
 
     # ------------------------------------------------------------------ hooks: instance types
     @hookimpl
