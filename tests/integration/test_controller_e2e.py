@@ -88,6 +88,21 @@ async def kube(devcluster):
     await client.close()
 
 
+def start_operator(kube: AsyncKubeClient, tag: str) -> tuple[Operator, asyncio.Task[None]]:
+    """An in-process operator (simulated provider, kwok Nodes) on its own Lease, running as a task."""
+    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
+        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
+    return operator, asyncio.create_task(operator.run())
+
+
+async def stop_operator(task: asyncio.Task[None]) -> None:
+    """Cancel the operator; fail if it does not stop within 30 s."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=30)
+    assert done, "the operator did not stop within 30 s of cancellation"
+
+
 async def pods_of(kube: AsyncKubeClient, app: str) -> list[dict[str, Any]]:
     return [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == app]
 
@@ -118,10 +133,7 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
     pool, app = f"e2e-{tag}", f"inflate-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
     await kube.create("NodePool", nodepool(pool, tag))
-    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
-    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
-        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
-    task = asyncio.create_task(operator.run())
+    operator, task = start_operator(kube, tag)
     try:
         await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
         created = time.monotonic()
@@ -183,9 +195,7 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
     finally:
         await cleanup(kube, pool, app)
         await wait_for(lambda: _gone(kube, pool), 60, "NodeClaims and Nodes to be finalized")
-        task.cancel()
-        done, _ = await asyncio.wait({task}, timeout=30)
-        assert done, "the operator did not stop within 30 s of cancellation"
+        await stop_operator(task)
 
 
 async def _gone(kube: AsyncKubeClient, pool: str) -> bool:
@@ -283,10 +293,7 @@ async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluste
     together = deployment(f"together-{tag}", tag, 4, cpu="250m")
     together["spec"]["template"]["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": f"together-{tag}"}}}]}}
-    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
-    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
-        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
-    task = asyncio.create_task(operator.run())
+    operator, task = start_operator(kube, tag)
     apps = [f"spread-{tag}", f"anti-{tag}", f"together-{tag}"]
     try:
         await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
@@ -310,9 +317,7 @@ async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluste
         for a in apps:
             await cleanup(kube, pool, a)
         await wait_for(lambda: _gone(kube, pool), 90, "NodeClaims and Nodes to be finalized")
-        task.cancel()
-        done, _ = await asyncio.wait({task}, timeout=30)
-        assert done, "the operator did not stop within 30 s of cancellation"
+        await stop_operator(task)
 
 
 async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube, devcluster):
@@ -325,10 +330,7 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
     await kube.create("PodDisruptionBudget", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                                               "metadata": {"name": app, "namespace": "default"},
                                               "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}})
-    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
-    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
-        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
-    task = asyncio.create_task(operator.run())
+    operator, task = start_operator(kube, tag)
     try:
         await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
         await kube.create("Deployment", deployment(app, tag, 20))
@@ -372,9 +374,7 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
             pass
         await cleanup(kube, pool, app)
         await wait_for(lambda: _gone(kube, pool), 120, "NodeClaims and Nodes to be finalized")
-        task.cancel()
-        done, _ = await asyncio.wait({task}, timeout=30)
-        assert done, "the operator did not stop within 30 s of cancellation"
+        await stop_operator(task)
 
 
 async def test_simulated_provider_marks_nodeclasses_ready_through_the_status_subresource(kube, devcluster):
