@@ -218,3 +218,26 @@ async def test_drain_retries_an_eviction_refused_by_a_pdb_after_karpenters_backo
     clock.advance_to(term.wake)
     assert [(e.kind, e.pod) for e in await term.reconcile()] == [("evict", "default/web-1"), ("node-finalized", "")]
     assert cluster.evictions == ["default/web-0", "default/web-1"]
+
+
+def test_planner_judges_pdbs_as_the_eviction_api_does():
+    """pdb_blocker uses kube-apiserver's verdict (eviction.go): an unready pod under an
+    ``AlwaysAllow`` PDB does not block even at 0 disruptions allowed; a pod two PDBs select does
+    block (the Eviction API answers 500) even when both allow disruptions."""
+    spent = {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 2}
+    unready = pod("p1", "a")
+    unready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    always = {"metadata": {"name": "web", "namespace": "default", "generation": 1}, "status": spent,
+              "spec": {"maxUnavailable": 0, "unhealthyPodEvictionPolicy": "AlwaysAllow", "selector": {"matchLabels": {"app": "web"}}}}
+    log: list = []
+    plan = plan_disruption(snapshot(["a"], [unready], pdbs=[always]), TYPES, NOW, log=log)
+    assert plan is not None and [c.name for c in plan.candidates] == ["a"]
+    assert not any("PodDisruptionBudget" in d.reason for d in log)
+    ready = pod("p1", "a")
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    roomy = {**spent, "disruptionsAllowed": 1, "currentHealthy": 2}
+    two = [{"metadata": {"name": n, "namespace": "default", "generation": 1}, "status": roomy,
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}} for n in ("a-pdb", "b-pdb")]
+    log = []
+    assert plan_disruption(snapshot(["a"], [ready], pdbs=two), TYPES, NOW, log=log) is None
+    assert any("more than one PodDisruptionBudget selects it" in d.reason for d in log)

@@ -37,7 +37,7 @@ __all__ = [
     "parse_ts",
     "is_reschedulable",
     "do_not_disrupt_blocks",
-    "pdb_allowed",
+    "pdb_status",
     "pdb_blocker",
     "drift_reason",
     "consolidatable_at",
@@ -153,7 +153,7 @@ def do_not_disrupt_blocks(obj: dict[str, Any], now: float) -> bool:
     return now < created + seconds
 
 
-def pdb_allowed(pdb: dict[str, Any], pods: list[dict[str, Any]], now: float | None = None) -> dict[str, Any]:
+def pdb_status(pdb: dict[str, Any], pods: list[dict[str, Any]], now: float | None = None) -> dict[str, Any]:
     """The PDB's status to judge evictions by: the ``status`` its disruption controller wrote
     (kube-controller-manager's, or the in-memory cluster's) when it is current, else the status
     :func:`karpy_core.utils.pdb.compute_status` derives from ``pods`` (no controllers known, so
@@ -167,7 +167,7 @@ def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], dic
     """``(pod key, pdb name, why)`` of the first pod the Eviction API would refuse now, or None:
     the same verdict as kube-apiserver's (:func:`karpy_core.utils.pdb.eviction_verdict`), so an
     unready pod the PDB's ``unhealthyPodEvictionPolicy`` lets go does not block, and a pod two
-    PDBs select does. ``pdbs`` pairs each PDB with its :func:`pdb_allowed` status."""
+    PDBs select does. ``pdbs`` pairs each PDB with its :func:`pdb_status` status."""
     statuses = {(b["metadata"].get("namespace") or "default", b["metadata"]["name"]): st for b, st in pdbs}
     budgets = [b for b, _ in pdbs]
 
@@ -292,7 +292,7 @@ def build_candidates(
         node = (p.get("spec") or {}).get("nodeName")
         if node:
             pods_by_node.setdefault(node, []).append(p)
-    pdbs = [(pdb, pdb_allowed(pdb, snapshot.pods, now)) for pdb in snapshot.pdbs]
+    pdbs = [(pdb, pdb_status(pdb, snapshot.pods, now)) for pdb in snapshot.pdbs]
 
     def keep(node: str, reason: str, **details: Any) -> None:
         if log is not None:
