@@ -175,11 +175,15 @@ class PDBStatus:
     disrupted_pods: dict[str, str] = field(default_factory=dict)
     error: str = ""
     recheck_at: float | None = None
+    failed_generation: int = 0
+    """With ``error``: the ``observedGeneration`` the PDB had, which ``failSafe`` keeps."""
 
     def to_status(self, generation: int) -> dict[str, Any]:
-        """The ``status`` object of a policy/v1 PodDisruptionBudget with ``observedGeneration``."""
+        """The ``status`` object of a policy/v1 PodDisruptionBudget with ``observedGeneration``
+        ``generation`` (the previous one when the sync failed, as ``failSafe`` leaves it)."""
         allowed = self.disruptions_allowed > 0
         if self.error:
+            generation = self.failed_generation
             cond = {"type": "DisruptionAllowed", "status": "False", "reason": "SyncFailed", "message": self.error}
         else:
             cond = {"type": "DisruptionAllowed", "status": "True" if allowed else "False",
@@ -226,7 +230,8 @@ def compute_status(pdb: dict[str, Any], pods: Iterable[dict[str, Any]], lookup: 
     except ValueError as exc:
         old = pdb.get("status") or {}
         return PDBStatus(int(old.get("expectedPods") or 0), int(old.get("desiredHealthy") or 0),
-                         int(old.get("currentHealthy") or 0), 0, dict(old.get("disruptedPods") or {}), error=str(exc))
+                         int(old.get("currentHealthy") or 0), 0, dict(old.get("disruptedPods") or {}), error=str(exc),
+                         failed_generation=int(old.get("observedGeneration") or 0))
     previous = (pdb.get("status") or {}).get("disruptedPods") or {}
     disrupted: dict[str, str] = {}
     recheck: float | None = None

@@ -91,7 +91,9 @@ def test_a_pod_whose_controller_is_missing_fails_safe():
     # getExpectedScale: "found no controllers for pod"; sync -> failSafe: disruptionsAllowed = 0.
     st = compute_status(pdb(maxUnavailable=1), [pod("p0"), pod("p1")], lookup_in({}), NOW)
     assert st.disruptions_allowed == 0 and st.error == 'found no controllers for pod "p0"'
-    assert st.to_status(1)["conditions"][0]["reason"] == "SyncFailed"
+    status = st.to_status(1)
+    assert status["conditions"][0]["reason"] == "SyncFailed"
+    assert status["observedGeneration"] == 0  # failSafe leaves observedGeneration as it was
 
 
 def test_only_ready_pods_not_deleting_and_not_recently_disrupted_are_healthy():
