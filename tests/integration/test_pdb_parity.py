@@ -3,8 +3,10 @@ controller keeping PDB status) and against the in-memory cluster give the same a
 
 Procedure, identical on both sides: a Deployment of 4 pods on one node and a PDB; then rounds, each
 trying to evict every original pod still there (by name order) and recording the HTTP status of
-each answer (201 allowed, 429 refused); between rounds the Deployment replaces the evicted pods,
-the replacements become Ready and the PDB status settles (Kubernetes
+each answer (201 allowed, 429 refused). The node is cordoned during a round, so no replacement can
+become Ready in the middle of one (kwok readies a pod within milliseconds, which made the real
+sequence depend on timing); between rounds it is uncordoned, the Deployment's replacements become
+Ready and the PDB status settles (Kubernetes
 ``pkg/registry/core/pod/storage/eviction.go``, ``pkg/controller/disruption/disruption.go``).
 """
 
@@ -71,13 +73,14 @@ async def settled(kube: KubeClient, app: str, allowed: int) -> bool:
             and st.get("expectedPods") == REPLICAS and st.get("disruptionsAllowed") == allowed and not st.get("disruptedPods"))
 
 
-async def eviction_rounds(kube: KubeClient, app: str, allowed: int, settle: Callable[[], Awaitable[None]]) -> list[list[int]]:
+async def eviction_rounds(kube: KubeClient, app: str, node_name: str, settle: Callable[[], Awaitable[None]]) -> list[list[int]]:
     """Evict the original pods round by round; returns the status codes per round."""
     await settle()
     originals = sorted(p["metadata"]["name"] for p in await app_pods(kube, app))
     assert len(originals) == REPLICAS
     rounds: list[list[int]] = []
     while originals and len(rounds) < REPLICAS + 1:
+        await kube.patch("Node", node_name, {"spec": {"unschedulable": True}})
         codes = []
         for name in list(originals):
             try:
@@ -88,6 +91,7 @@ async def eviction_rounds(kube: KubeClient, app: str, allowed: int, settle: Call
                 assert (exc.status, str(exc)) == (429, f"429 TooManyRequests: {EVICTION_DENIED_MESSAGE}"), exc
                 codes.append(exc.status)
         rounds.append(codes)
+        await kube.patch("Node", node_name, {"spec": {"unschedulable": None}})
         await settle()
     return rounds
 
@@ -109,7 +113,7 @@ async def in_memory_rounds(spec: dict[str, Any], allowed: int) -> list[list[int]
             await scheduler.reconcile()
         assert await settled(cluster, app, allowed)
 
-    return await eviction_rounds(cluster, app, allowed, settle)
+    return await eviction_rounds(cluster, app, "kwok-mem", settle)
 
 
 @pytest.mark.parametrize(("spec", "allowed"), CASES)
@@ -125,7 +129,7 @@ async def test_evictions_match_kube_apiserver(devcluster, spec, allowed):
         async def settle() -> None:
             await wait_for(lambda: settled(kube, app, allowed), 90, f"{app}: {REPLICAS} Ready pods and a settled PDB status")
 
-        real = await eviction_rounds(kube, app, allowed, settle)
+        real = await eviction_rounds(kube, app, node_name, settle)
     finally:
         for kind, name, ns in (("PodDisruptionBudget", app, "default"), ("Deployment", app, "default"), ("Node", node_name, None)):
             try:
