@@ -204,3 +204,14 @@ async def test_in_memory_eviction_api_refuses_a_pod_under_two_pdbs_with_500():
 def test_disruptions_allowed_helper_matches_compute_status():
     pods = [pod(f"p{i}", owner=None) for i in range(5)]
     assert disruptions_allowed(pdb(minAvailable=3), pods, now=NOW) == 2
+
+
+async def test_eviction_uid_precondition_refuses_a_pod_replaced_under_the_same_name():
+    # karpy's Eviction requests carry deleteOptions.preconditions.uid; kube-apiserver answers 409.
+    c = InMemoryCluster(VirtualClock(NOW))
+    stale = c.create_sync("Pod", pod("web-0", owner=None))
+    c.delete_sync("Pod", "web-0", "default")
+    c.create_sync("Pod", pod("web-0", owner=None))  # a StatefulSet pod comes back under its name
+    with pytest.raises(KubeAPIError) as exc:
+        await c.evict(stale)
+    assert (exc.value.status, exc.value.reason) == (409, "Conflict") and c.evictions == []

@@ -174,7 +174,7 @@ class NodeTermination:
                 self._backoff.pop(bkey, None)
                 events.append(TerminationEvent("evict", name, key))
             except KubeAPIError as exc:
-                if exc.status == 404:
+                if exc.status in (404, 409):  # gone, or replaced under the same name (UID precondition)
                     continue
                 if exc.status in (429, 500):  # a PDB refused it (or several PDBs select the pod)
                     failures += 1
