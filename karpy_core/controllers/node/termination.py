@@ -45,8 +45,10 @@ DEFAULT_POD_GRACE_SECONDS = 30
 """``terminationGracePeriodSeconds`` of a pod that sets none (Kubernetes default)."""
 EVICTION_BACKOFF_BASE_SECONDS = 0.1
 EVICTION_BACKOFF_MAX_SECONDS = 10.0
-"""A refused eviction is retried after ``min(0.1 * 2**(failures - 1), 10)`` seconds (Karpenter
-``terminator/eviction.go``: ``workqueue.NewTypedItemExponentialFailureRateLimiter(100ms, 10s)``)."""
+"""A refused eviction is retried after ``min(0.1 * 2**(failures - 1), 10)`` seconds: Karpenter's
+rate-limited eviction queue (``terminator/eviction.go``), "429 (PDB) means backoff from 100 ms to
+10 s" in the project's Karpenter notes (reference/karpenter-core-behaviour.md). As there, a 404
+(pod gone) or 409 (UID precondition: a new pod under the name) counts as done."""
 
 log = logging.getLogger(__name__)
 
