@@ -302,7 +302,7 @@ class EvictionVerdict:
     ``action``: ``delete`` (no PDB check needed, or an unhealthy pod the policy lets go: the PDB is
     not charged), ``decrement`` (allowed: charge the PDB, i.e. ``disruptionsAllowed - 1`` and the
     pod in ``disruptedPods``, then delete) or ``deny``. For ``deny``: ``status`` (429, 403 or 500),
-    ``reason`` (``TooManyRequests``, ``Forbidden``, ``InternalError``), ``message`` and ``cause``
+    ``reason`` (``TooManyRequests``, ``Forbidden``, "" with 500), ``message`` and ``cause``
     as kube-apiserver words them; ``pdb`` names the PDB involved, if one.
     """
 
@@ -340,7 +340,8 @@ def eviction_verdict(
         return EvictionVerdict("delete")
     matching = [b for b in pdbs if pdb_selects_for_eviction(b, pod)]
     if len(matching) > 1:
-        return EvictionVerdict("deny", matching[0]["metadata"]["name"], 500, "InternalError", MULTIPLE_PDBS_MESSAGE)
+        # a Status with code 500 and no reason (kube-apiserver returns it as the response object)
+        return EvictionVerdict("deny", matching[0]["metadata"]["name"], 500, "", MULTIPLE_PDBS_MESSAGE)
     if not matching:
         return EvictionVerdict("delete")
     pdb = matching[0]

@@ -145,3 +145,51 @@ async def test_evictions_match_kube_apiserver(devcluster, spec, allowed):
         expected.append([201] * min(allowed, left) + [429] * max(0, left - allowed))
         left -= min(allowed, left)
     assert real == expected
+
+
+async def test_two_pdbs_on_a_pod_answer_the_same(devcluster):
+    """eviction.go: a pod selected by more than one PDB cannot be evicted (500)."""
+    tag = uuid.uuid4().hex[:6]
+    app, node_name = f"pdb2-{tag}", f"kwok-pdb2-{tag}"
+
+    async def refusal(kube: KubeClient, settle: Callable[[], Awaitable[None]]) -> tuple[int, str, str]:
+        await kube.create("PodDisruptionBudget", pdb(app, {"maxUnavailable": 1}))
+        second = pdb(app, {"minAvailable": 1})
+        second["metadata"]["name"] = f"{app}-second"
+        await kube.create("PodDisruptionBudget", second)
+        await settle()
+        victim = sorted(p["metadata"]["name"] for p in await app_pods(kube, app))[0]
+        with pytest.raises(KubeAPIError) as exc:
+            await kube.evict(await kube.get("Pod", victim, "default"))
+        return exc.value.status, exc.value.reason, str(exc.value)
+
+    kube = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
+    try:
+        await kube.create("Node", node(node_name))
+        await kube.create("Deployment", deployment(app, node_name))
+
+        async def settle_real() -> None:
+            await wait_for(lambda: settled(kube, app, 1), 90, f"{app}: {REPLICAS} Ready pods")
+
+        real = await refusal(kube, settle_real)
+    finally:
+        for kind, name, ns in (("PodDisruptionBudget", app, "default"), ("PodDisruptionBudget", f"{app}-second", "default"),
+                               ("Deployment", app, "default"), ("Node", node_name, None)):
+            try:
+                await kube.delete(kind, name, ns)
+            except KubeAPIError:
+                pass
+        await kube.close()
+    cluster = InMemoryCluster()
+    workloads, scheduler = WorkloadSimulator(cluster), KubeSchedulerSimulator(cluster)
+    cluster.create_sync("Node", node(node_name))
+    cluster.create_sync("Deployment", deployment(app, node_name))
+
+    async def settle_memory() -> None:
+        for _ in range(5):
+            workloads.reconcile()
+            await scheduler.reconcile()
+
+    memory = await refusal(cluster, settle_memory)
+    assert memory == real
+    assert real[0] == 500
