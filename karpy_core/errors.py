@@ -95,9 +95,12 @@ class KubeAPIError(KarpyError):
     Attributes:
         status: HTTP status (404, 409, 422, 429, ...).
         reason: the Status object's ``reason`` (``NotFound``, ``Conflict``, ``TooManyRequests``...).
+        causes: the messages of the Status object's ``details.causes`` (e.g. which
+            PodDisruptionBudget refused an eviction), possibly empty.
     """
 
-    def __init__(self, message: str, *, status: int, reason: str = ""):
+    def __init__(self, message: str, *, status: int, reason: str = "", causes: tuple[str, ...] = ()):
         self.status = status
         self.reason = reason
+        self.causes = tuple(causes)
         super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")

@@ -384,7 +384,7 @@ class Operator:
         tasks = [
             asyncio.create_task(self._provisioning_loop(), name="provisioner"),
             asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
-            asyncio.create_task(self._loop("termination", self._termination_step), name="node.termination"),
+            asyncio.create_task(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
             asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
             *([asyncio.create_task(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             asyncio.create_task(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),

@@ -129,7 +129,9 @@ class AsyncKubeClient:
         if not 200 <= status <= 299:
             reason = (payload or {}).get("reason", "") if isinstance(payload, dict) else ""
             message = (payload or {}).get("message", data.decode(errors="replace")) if isinstance(payload, dict) else str(data)
-            raise KubeAPIError(message, status=status, reason=reason)
+            causes = ((payload.get("details") or {}).get("causes") or []) if isinstance(payload, dict) else []
+            raise KubeAPIError(message, status=status, reason=reason,
+                               causes=tuple(str(c.get("message", "")) for c in causes if isinstance(c, dict)))
         return payload
 
     # ---- KubeClient -------------------------------------------------------------------------

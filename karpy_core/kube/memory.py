@@ -3,7 +3,11 @@
 It keeps the API semantics controllers depend on: ``resourceVersion`` bumps, ``generateName``,
 ``uid`` and ``creationTimestamp``, finalizers (delete sets ``deletionTimestamp``; the object goes
 once its finalizers are gone), JSON merge-patch, the status subresource, bindings, and the
-Eviction API refusing with 429 when a PodDisruptionBudget allows no more disruptions.
+Eviction API with kube-apiserver's PodDisruptionBudget checks. It also plays kube-controller-manager's
+disruption controller: every PDB's ``status`` (``expectedPods``, ``desiredHealthy``,
+``currentHealthy``, ``disruptionsAllowed``, ``disruptedPods``, ``observedGeneration``) is kept up
+to date from the pods and their controllers (:mod:`karpy_core.utils.pdb`), as if that controller
+reacted instantly.
 Objects are deep-copied in and out, so callers never share state with the store.
 """
 
@@ -17,8 +21,7 @@ from typing import Any
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, WatchEvent
 from karpy_core.utils.clock import Clock, RealClock, iso
-from karpy_core.utils.pdb import disruptions_allowed
-from karpy_core.utils.selectors import selector_matches
+from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
 
 __all__ = ["InMemoryCluster", "merge_patch"]
 
@@ -52,6 +55,9 @@ class InMemoryCluster:
         self._watchers: dict[str, list[asyncio.Queue[WatchEvent]]] = {}
         self.evictions: list[str] = []
         """``ns/name`` of every pod evicted, in order (for reports and tests)."""
+        self._pdb_dirty = True
+        self._pdb_recheck: float | None = None
+        self._pdb_syncing = False
 
     @property
     def revision(self) -> int:
@@ -72,14 +78,56 @@ class InMemoryCluster:
     def _notify(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
         for q in self._watchers.get(kind, []):
             q.put_nowait(WatchEvent(type_, copy.deepcopy(obj)))
+        if kind in _PDB_INPUTS and not self._pdb_syncing:
+            self._pdb_dirty = True
+            if self._watchers.get("PodDisruptionBudget"):
+                self.sync_disruption_budgets()
+
+    # ---- the disruption controller ------------------------------------------------------------
+    def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if kind not in self._store:
+            return None
+        return self._store[kind].get(self._key(kind, name, namespace))
+
+    def sync_disruption_budgets(self) -> None:
+        """Recompute every PodDisruptionBudget's status as kube-controller-manager's disruption
+        controller does (:func:`karpy_core.utils.pdb.compute_status`), writing only what changed.
+        Runs by itself before PDBs are read or a pod evicted, after pods, PDBs or workloads
+        changed or when a ``disruptedPods`` entry times out."""
+        now = self.clock.now()
+        if not self._pdb_dirty and (self._pdb_recheck is None or now < self._pdb_recheck):
+            return
+        self._pdb_syncing = True
+        try:
+            pods = list(self._store["Pod"].values())
+            recheck: float | None = None
+            for key in sorted(self._store["PodDisruptionBudget"]):
+                pdb = self._store["PodDisruptionBudget"][key]
+                computed = compute_status(pdb, pods, self._lookup, now)
+                if computed.recheck_at is not None:
+                    recheck = computed.recheck_at if recheck is None else min(recheck, computed.recheck_at)
+                status = computed.to_status(int(pdb["metadata"].get("generation") or 1))
+                status = {k: v for k, v in status.items() if v is not None}
+                if pdb.get("status") != status:
+                    pdb["status"] = status
+                    self._bump(pdb)
+                    self._notify("PodDisruptionBudget", "MODIFIED", pdb)
+            self._pdb_recheck = recheck
+            self._pdb_dirty = False
+        finally:
+            self._pdb_syncing = False
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
         """Synchronous snapshot of every ``kind`` object, sorted by namespace then name (copies)."""
+        if kind == "PodDisruptionBudget":
+            self.sync_disruption_budgets()
         store = self._store[kind]
         return [copy.deepcopy(store[k]) for k in sorted(store)]
 
     def peek(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """Synchronous read of one object (a copy), or None."""
+        if kind == "PodDisruptionBudget":
+            self.sync_disruption_budgets()
         obj = self._store[kind].get(self._key(kind, name, namespace))
         return copy.deepcopy(obj) if obj is not None else None
 
@@ -96,6 +144,8 @@ class InMemoryCluster:
         return out
 
     async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        if kind == "PodDisruptionBudget":
+            self.sync_disruption_budgets()
         obj = self._store[kind].get(self._key(kind, name, namespace))
         if obj is None:
             raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
@@ -235,21 +285,31 @@ class InMemoryCluster:
         )
 
     async def evict(self, pod: dict[str, Any]) -> None:
+        """``POST pods/<name>/eviction`` as kube-apiserver answers it
+        (:func:`karpy_core.utils.pdb.eviction_verdict`): 429 ``TooManyRequests`` past the budget
+        or while a PDB's status is stale, 500 when several PDBs select the pod, 403 on a negative
+        allowance; an allowed eviction of a healthy pod charges its PDB (``disruptionsAllowed``
+        - 1, the pod recorded in ``disruptedPods``) before the pod is deleted. ``metadata.uid``
+        of ``pod``, when set, is a precondition (409)."""
         meta = pod["metadata"]
         ns = meta.get("namespace") or "default"
         current = await self.get("Pod", meta["name"], ns)
-        for pdb in self.objects("PodDisruptionBudget"):
-            if (pdb["metadata"].get("namespace") or "default") != ns:
-                continue
-            selector = (pdb.get("spec") or {}).get("selector") or {}
-            if not selector_matches(selector, current["metadata"].get("labels") or {}):
-                continue
-            if disruptions_allowed(pdb, self.objects("Pod")) < 1:
-                raise KubeAPIError(
-                    f"Cannot evict pod as it would violate the pod's disruption budget {pdb['metadata']['name']}",
-                    status=429,
-                    reason="TooManyRequests",
-                )
+        if meta.get("uid") and meta["uid"] != current["metadata"].get("uid"):
+            raise KubeAPIError(
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {current['metadata'].get('uid')}",
+                status=409, reason="Conflict",
+            )
+        self.sync_disruption_budgets()
+        pdbs = [b for (bns, _), b in sorted(self._store["PodDisruptionBudget"].items()) if bns == ns]
+        verdict = eviction_verdict(current, pdbs)
+        if verdict.action == "deny":
+            raise KubeAPIError(verdict.message, status=verdict.status, reason=verdict.reason,
+                               causes=(verdict.cause,) if verdict.cause else ())
+        if verdict.action == "decrement":
+            pdb = self._store["PodDisruptionBudget"][(ns, verdict.pdb)]
+            pdb["status"] = charge(pdb.get("status") or {}, meta["name"], self.clock.now())
+            self._bump(pdb)
+            self._notify("PodDisruptionBudget", "MODIFIED", pdb)
         self.evictions.append(f"{ns}/{meta['name']}")
         self.delete_sync("Pod", meta["name"], ns)
 
@@ -264,6 +324,10 @@ class InMemoryCluster:
                 yield await queue.get()
         finally:
             self._watchers[kind].remove(queue)
+
+
+_PDB_INPUTS = frozenset({"Pod", "PodDisruptionBudget", "ReplicaSet", "Deployment", "StatefulSet"})
+"""Kinds whose changes the disruption controller recomputes PDB status for."""
 
 
 def _suffix(n: int) -> str:

@@ -176,7 +176,8 @@ class KubeletSimulator:
                             ],
                         },
                         "spec": {**(tmpl.get("spec") or {}), "nodeName": node_name},
-                        "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]},
+                        "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
+                                                                  {"type": "Ready", "status": "True"}]},
                     },
                 )
                 changes += 1

@@ -131,6 +131,9 @@ class Simulator:
                 continue
             if kind == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
                 obj = {**obj, "status": {"phase": "Pending"}}
+            elif kind == "Pod" and not obj.get("status"):  # bound, and its kubelet runs it: Ready
+                obj = {**obj, "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
+                                                                            {"type": "Ready", "status": "True"}]}}
             self.cluster.create_sync(kind, obj)
         return ignored
 

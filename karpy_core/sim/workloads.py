@@ -2,9 +2,11 @@
 
 Only what placement needs is modelled: each controller keeps ``replicas`` (``parallelism`` for a
 Job) pods of its template, named as Kubernetes names them (``<deployment>-<template hash>-<5
-chars>``, ``<statefulset>-<ordinal>``, ``<job>-<5 chars>``), owned by the controlling object
-(Deployment pods are owned by a ReplicaSet, as in a real cluster). Scaling down deletes the
-newest pods first. Rolling updates are not modelled: a changed template replaces all pods.
+chars>``, ``<statefulset>-<ordinal>``, ``<job>-<5 chars>``), owned by the controlling object.
+A Deployment owns a ReplicaSet object ``<deployment>-<template hash>`` (``spec.replicas`` kept equal
+to the Deployment's) that owns its pods, as in a real cluster, so the disruption controller finds
+the Deployment's scale through it. Scaling down deletes the newest pods first. Rolling updates
+are not modelled: a changed template replaces all pods (and the ReplicaSet).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class WorkloadSimulator:
         for d in self.cluster.objects("Deployment"):
             changes += self._sync(d, "ReplicaSet", by_owner, stateful=False)
         for rs in self.cluster.objects("ReplicaSet"):
+            if any(r.get("controller") and r.get("kind") == "Deployment" for r in rs["metadata"].get("ownerReferences") or ()):
+                continue  # kept by its Deployment
             changes += self._sync(rs, "ReplicaSet", by_owner, stateful=False, own_name=rs["metadata"]["name"])
         for s in self.cluster.objects("StatefulSet"):
             changes += self._sync(s, "StatefulSet", by_owner, stateful=True)
@@ -102,6 +106,13 @@ class WorkloadSimulator:
             for p in stale:
                 self.cluster.delete_sync("Pod", p["metadata"]["name"], ns)
                 changes += 1
+        owner_uid = ""
+        if obj["kind"] == "Deployment":
+            rs, rs_changes = self._replicaset(obj, owner_name, thash, want)
+            owner_uid = rs["metadata"]["uid"]
+            changes += rs_changes
+        else:
+            owner_uid = meta.get("uid", "")
         current = [p for p in by_owner.get((ns, owner_kind, owner_name), []) if not p["metadata"].get("deletionTimestamp")]
         current.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
         if len(current) > want:
@@ -133,7 +144,7 @@ class WorkloadSimulator:
                     "annotations": dict(tmeta.get("annotations") or {}),
                     "ownerReferences": [
                         {"apiVersion": "apps/v1" if owner_kind != "Job" else "batch/v1", "kind": owner_kind,
-                         "name": owner_name, "controller": True}
+                         "name": owner_name, "controller": True, **({"uid": owner_uid} if owner_uid else {})}
                     ],
                 },
                 "spec": copy.deepcopy(template.get("spec") or {}),
@@ -146,3 +157,39 @@ class WorkloadSimulator:
         if not stateful:
             self._next[(ns, owner_name)] = i
         return changes
+
+    def _replicaset(self, dep: dict[str, Any], name: str, thash: str, replicas: int) -> tuple[dict[str, Any], int]:
+        """The Deployment's current ReplicaSet ``name`` (created, or its ``spec.replicas`` set to
+        ``replicas``); ReplicaSets of its older templates are deleted. Returns it and the number
+        of changes made."""
+        meta = dep["metadata"]
+        ns = meta.get("namespace", "default")
+        changes = 0
+        for rs in self.cluster.objects("ReplicaSet"):
+            rmeta = rs["metadata"]
+            if rmeta.get("namespace") != ns or rmeta["name"] == name:
+                continue
+            if any(r.get("kind") == "Deployment" and r.get("name") == meta["name"] and r.get("controller")
+                   for r in rmeta.get("ownerReferences") or ()):
+                self.cluster.delete_sync("ReplicaSet", rmeta["name"], ns)
+                changes += 1
+        current = self.cluster.peek("ReplicaSet", name, ns)
+        if current is None:
+            spec = dep.get("spec") or {}
+            template = copy.deepcopy(spec.get("template") or {})
+            tmeta = template.setdefault("metadata", {})
+            tmeta["labels"] = {**(tmeta.get("labels") or {}), "pod-template-hash": thash}
+            selector = copy.deepcopy(spec.get("selector") or {})
+            selector["matchLabels"] = {**(selector.get("matchLabels") or {}), "pod-template-hash": thash}
+            current = self.cluster.create_sync("ReplicaSet", {
+                "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": name, "namespace": ns, "labels": dict(tmeta["labels"]),
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
+                                                  "controller": True, **({"uid": meta["uid"]} if meta.get("uid") else {})}]},
+                "spec": {"replicas": replicas, "selector": selector, "template": template},
+            })
+            changes += 1
+        elif (current.get("spec") or {}).get("replicas") != replicas:
+            current = self.cluster.patch_sync("ReplicaSet", name, {"spec": {"replicas": replicas}}, ns)
+            changes += 1
+        return current, changes

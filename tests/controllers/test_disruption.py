@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from karpy_core.apis.hashing import nodepool_hash
 from karpy_core.controllers.disruption.budgets import allowed_disruptions, budget_active, budget_nodes
 from karpy_core.controllers.disruption.expiration import expired_nodeclaims
@@ -182,3 +184,60 @@ async def test_termination_drains_tier_by_tier_and_forces_after_tgp():
     gone = [pod for kind, pod in kinds if kind in ("evict", "force-delete")]
     assert gone == ["default/dnd", "default/ds", "default/crit"]  # past the deadline: forced, still tier by tier
     assert ("node-finalized", "") in kinds and cluster.peek("Node", "a") is None
+
+
+async def test_drain_retries_an_eviction_refused_by_a_pdb_after_karpenters_backoff():
+    """A 429 leaves the pod for a retry 100 ms later, then 200 ms, ... (Karpenter
+    ``terminator/eviction.go`` rate limiter, 100 ms to 10 s); ``wake`` names the retry."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, _ = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    for name in ("web-0", "web-1"):
+        p = pod(name, "a")
+        p["metadata"]["ownerReferences"] = []
+        p["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        cluster.create_sync("Pod", p)
+    cluster.create_sync("PodDisruptionBudget", {"metadata": {"name": "web", "namespace": "default"},
+                                                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    cluster.delete_sync("Node", "a")
+    term = NodeTermination(kube=cluster, clock=clock)
+    ev = [(e.kind, e.pod) for e in await term.reconcile()]
+    assert ev == [("evict", "default/web-0"), ("evict-blocked", "default/web-1")]
+    assert term.wake == NOW + 0.1
+    assert [e.kind for e in await term.reconcile()] == []  # before the backoff ends: no new attempt
+    clock.advance(0.1)
+    assert [(e.kind, e.reason.split("; ")[-1]) for e in await term.reconcile()] == [
+        ("evict-blocked", "The disruption budget web needs 1 healthy pods and has 1 currently")]
+    assert term.wake == pytest.approx(NOW + 0.1 + 0.2)
+    p = pod("web-2", "b")  # the replacement, Ready elsewhere
+    p["metadata"]["ownerReferences"] = []
+    p["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    cluster.create_sync("Pod", p)
+    clock.advance_to(term.wake)
+    assert [(e.kind, e.pod) for e in await term.reconcile()] == [("evict", "default/web-1"), ("node-finalized", "")]
+    assert cluster.evictions == ["default/web-0", "default/web-1"]
+
+
+def test_planner_judges_pdbs_as_the_eviction_api_does():
+    """pdb_blocker uses kube-apiserver's verdict (eviction.go): an unready pod under an
+    ``AlwaysAllow`` PDB does not block even at 0 disruptions allowed; a pod two PDBs select does
+    block (the Eviction API answers 500) even when both allow disruptions."""
+    spent = {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 2}
+    unready = pod("p1", "a")
+    unready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    always = {"metadata": {"name": "web", "namespace": "default", "generation": 1}, "status": spent,
+              "spec": {"maxUnavailable": 0, "unhealthyPodEvictionPolicy": "AlwaysAllow", "selector": {"matchLabels": {"app": "web"}}}}
+    log: list = []
+    plan = plan_disruption(snapshot(["a"], [unready], pdbs=[always]), TYPES, NOW, log=log)
+    assert plan is not None and [c.name for c in plan.candidates] == ["a"]
+    assert not any("PodDisruptionBudget" in d.reason for d in log)
+    ready = pod("p1", "a")
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    roomy = {**spent, "disruptionsAllowed": 1, "currentHealthy": 2}
+    two = [{"metadata": {"name": n, "namespace": "default", "generation": 1}, "status": roomy,
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}} for n in ("a-pdb", "b-pdb")]
+    log = []
+    assert plan_disruption(snapshot(["a"], [ready], pdbs=two), TYPES, NOW, log=log) is None
+    assert any("more than one PodDisruptionBudget selects it" in d.reason for d in log)

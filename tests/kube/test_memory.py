@@ -6,11 +6,12 @@ import pytest
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster, merge_patch
-from karpy_core.utils.pdb import disruptions_allowed
 
 
 def pod(name: str, labels: dict[str, str], phase: str = "Running") -> dict:
-    return {"metadata": {"name": name, "namespace": "default", "labels": labels}, "spec": {"nodeName": "n1"}, "status": {"phase": phase}}
+    ready = [{"type": "Ready", "status": "True"}] if phase == "Running" else []
+    return {"metadata": {"name": name, "namespace": "default", "labels": labels}, "spec": {"nodeName": "n1"},
+            "status": {"phase": phase, "conditions": ready}}
 
 
 async def test_generate_name_uid_and_resource_versions():
@@ -66,16 +67,9 @@ async def test_eviction_respects_pdb():
     await c.evict(await c.get("Pod", "web-0", "default"))
     with pytest.raises(KubeAPIError) as exc:
         await c.evict(await c.get("Pod", "web-1", "default"))
-    assert exc.value.status == 429 and "disruption budget web" in str(exc.value)
+    assert exc.value.status == 429 and "disruption budget" in str(exc.value)
+    assert exc.value.causes == ("The disruption budget web needs 2 healthy pods and has 2 currently",)
     assert c.evictions == ["default/web-0"]
-
-
-def test_pdb_percentages_round_up():
-    pods = [pod(f"p{i}", {"a": "b"}) for i in range(5)]
-    pdb = {"metadata": {"name": "x", "namespace": "default"}, "spec": {"maxUnavailable": "30%", "selector": {"matchLabels": {"a": "b"}}}}
-    assert disruptions_allowed(pdb, pods) == 2  # ceil(1.5) = 2 may be unavailable
-    pdb["spec"] = {"minAvailable": "50%", "selector": {"matchLabels": {"a": "b"}}}
-    assert disruptions_allowed(pdb, pods) == 2  # 5 healthy - ceil(2.5)=3
 
 
 def test_merge_patch_rfc7386():

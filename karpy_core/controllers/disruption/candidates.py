@@ -29,8 +29,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_drift
 from karpy_core.state.cluster import ClusterSnapshot, condition
-from karpy_core.utils.pdb import disruptions_allowed
-from karpy_core.utils.selectors import selector_matches
+from karpy_core.utils.pdb import effective_status, eviction_verdict
 
 __all__ = [
     "Candidate",
@@ -38,7 +37,7 @@ __all__ = [
     "parse_ts",
     "is_reschedulable",
     "do_not_disrupt_blocks",
-    "pdb_allowed",
+    "pdb_status",
     "pdb_blocker",
     "drift_reason",
     "consolidatable_at",
@@ -154,28 +153,37 @@ def do_not_disrupt_blocks(obj: dict[str, Any], now: float) -> bool:
     return now < created + seconds
 
 
-def pdb_allowed(pdb: dict[str, Any], pods: list[dict[str, Any]]) -> int:
-    """Disruptions a PodDisruptionBudget allows now: healthy (Running) matching pods minus the
-    desired healthy count; ``minAvailable``/``maxUnavailable`` as int or percentage (rounded up).
-    The same rule as the in-memory API's Eviction check (Kubernetes ``pkg/controller/disruption``);
-    a ``status.disruptionsAllowed`` written by a real controller wins when present."""
-    status = pdb.get("status") or {}
-    if "disruptionsAllowed" in status and "observedGeneration" in status:
-        return int(status["disruptionsAllowed"])
-    return disruptions_allowed(pdb, pods)
+def pdb_status(pdb: dict[str, Any], pods: list[dict[str, Any]], now: float | None = None) -> dict[str, Any]:
+    """The PDB's status to judge evictions by: the ``status`` its disruption controller wrote
+    (kube-controller-manager's, or the in-memory cluster's) when it is current, else the status
+    :func:`karpy_core.utils.pdb.compute_status` derives from ``pods`` (no controllers known, so
+    only an integer ``minAvailable`` allows anything then). ``now``: epoch seconds."""
+    import time
+
+    return effective_status(pdb, pods, None, time.time() if now is None else now)
 
 
-def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], int]]) -> tuple[str, str] | None:
-    """``(pod key, pdb name)`` of the first pod whose PDB allows no disruption, or None.
-    ``pdbs`` pairs each PDB with its :func:`pdb_allowed` value."""
+def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[str, str, str] | None:
+    """``(pod key, pdb name, why)`` of the first pod the Eviction API would refuse now, or None:
+    the same verdict as kube-apiserver's (:func:`karpy_core.utils.pdb.eviction_verdict`), so an
+    unready pod the PDB's ``unhealthyPodEvictionPolicy`` lets go does not block, and a pod two
+    PDBs select does. ``pdbs`` pairs each PDB with its :func:`pdb_status` status."""
+    statuses = {(b["metadata"].get("namespace") or "default", b["metadata"]["name"]): st for b, st in pdbs}
+    budgets = [b for b, _ in pdbs]
+
+    def status_of(b: dict[str, Any]) -> dict[str, Any]:
+        return statuses[(b["metadata"].get("namespace") or "default", b["metadata"]["name"])]
+
     for pod in pods:
+        verdict = eviction_verdict(pod, budgets, status_of)
+        if verdict.action != "deny":
+            continue
         ns = pod["metadata"].get("namespace") or "default"
-        labels = pod["metadata"].get("labels") or {}
-        for pdb, allowed in pdbs:
-            if allowed >= 1 or (pdb["metadata"].get("namespace") or "default") != ns:
-                continue
-            if selector_matches((pdb.get("spec") or {}).get("selector") or {}, labels):
-                return f"{ns}/{pod['metadata']['name']}", pdb["metadata"]["name"]
+        key = f"{ns}/{pod['metadata']['name']}"
+        if verdict.status == 500:
+            return key, verdict.pdb, "more than one PodDisruptionBudget selects it"
+        allowed = int(statuses[(ns, verdict.pdb)].get("disruptionsAllowed") or 0)
+        return key, verdict.pdb, f"PodDisruptionBudget {verdict.pdb} allows {max(0, allowed)} disruptions"
     return None
 
 
@@ -284,7 +292,7 @@ def build_candidates(
         node = (p.get("spec") or {}).get("nodeName")
         if node:
             pods_by_node.setdefault(node, []).append(p)
-    pdbs = [(pdb, pdb_allowed(pdb, snapshot.pods)) for pdb in snapshot.pdbs]
+    pdbs = [(pdb, pdb_status(pdb, snapshot.pods, now)) for pdb in snapshot.pdbs]
 
     def keep(node: str, reason: str, **details: Any) -> None:
         if log is not None:
@@ -331,7 +339,7 @@ def build_candidates(
         if not blocked:
             hit = pdb_blocker(pods, pdbs)
             if hit is not None:
-                blocked = f"pod {hit[0]} cannot be evicted: PodDisruptionBudget {hit[1]} allows 0 disruptions"
+                blocked = f"pod {hit[0]} cannot be evicted: {hit[2]}"
         created = parse_ts(nc["metadata"].get("creationTimestamp")) or now
         expire = duration_seconds(((nc.get("spec") or {}).get("expireAfter")) or "720h")
         remaining = 1.0 if expire is None or expire <= 0 else max(0.0, min(1.0, (created + expire - now) / expire))

@@ -9,8 +9,9 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
 3. drains it in tiers, each tier gone before the next starts: non-critical non-DaemonSet pods,
    non-critical DaemonSet pods, critical (``priorityClassName`` ``system-cluster-critical`` or
    ``system-node-critical``) non-DaemonSet pods, critical DaemonSet pods. Pods are evicted through
-   the Eviction API (PodDisruptionBudgets are enforced by the API server; a 429 leaves the pod
-   for the next pass); ``karpenter.sh/do-not-disrupt`` pods are left alone;
+   the Eviction API (PodDisruptionBudgets are enforced by the API server, whose 429 or 500
+   leaves the pod to be retried after a per-pod exponential backoff of 100 ms doubling up to
+   10 s, as Karpenter's eviction queue does); ``karpenter.sh/do-not-disrupt`` pods are left alone;
 4. with a ``terminationGracePeriod`` on the NodeClaim, the drain deadline is the NodeClaim's
    deletion time + that period (written to the ``karpenter.sh/nodeclaim-termination-timestamp``
    annotation); from ``deadline - pod.terminationGracePeriodSeconds`` (default 30 s) on, a pod is
@@ -42,6 +43,12 @@ CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-c
 """Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
 DEFAULT_POD_GRACE_SECONDS = 30
 """``terminationGracePeriodSeconds`` of a pod that sets none (Kubernetes default)."""
+EVICTION_BACKOFF_BASE_SECONDS = 0.1
+EVICTION_BACKOFF_MAX_SECONDS = 10.0
+"""A refused eviction is retried after ``min(0.1 * 2**(failures - 1), 10)`` seconds: Karpenter's
+rate-limited eviction queue (``terminator/eviction.go``), "429 (PDB) means backoff from 100 ms to
+10 s" in the project's Karpenter notes (reference/karpenter-core-behaviour.md). As there, a 404
+(pod gone) or 409 (UID precondition: a new pod under the name) counts as done."""
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,10 @@ def drain_tier(pod: dict[str, Any]) -> int:
     return 2 * int(critical) + int(_owned_by_daemonset(pod))
 
 
+def _key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+
+
 def _parse_ts(text: str | None) -> float | None:
     if not text:
         return None
@@ -89,8 +100,13 @@ class NodeTermination:
         self.kube = kube
         self.clock = clock or RealClock()
         self.wake: float | None = None
-        """The earliest future forced-deletion time seen by the last pass (the simulator jumps
-        its clock there), or None."""
+        """The earliest future forced-deletion or eviction-retry time seen by the last pass (the
+        simulator jumps its clock there; the operator wakes the controller then), or None."""
+        self._backoff: dict[str, tuple[int, float]] = {}
+        """Pod uid (or ``ns/name``) -> (refused evictions so far, epoch seconds of the next try)."""
+
+    def _wake_at(self, t: float) -> None:
+        self.wake = t if self.wake is None else min(self.wake, t)
 
     async def reconcile(self) -> list[TerminationEvent]:
         events: list[TerminationEvent] = []
@@ -102,6 +118,8 @@ class NodeTermination:
         if not nodes:
             return events
         pods = await self.kube.list("Pod")
+        live = {p["metadata"].get("uid") or _key(p) for p in pods}
+        self._backoff = {k: v for k, v in self._backoff.items() if k in live}
         claims = await self.kube.list("NodeClaim")
         for node in nodes:
             events.extend(await self._terminate(node, pods, claims))
@@ -138,7 +156,9 @@ class NodeTermination:
             grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
             grace = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
             if deadline is not None and now < deadline - grace:
-                self.wake = deadline - grace if self.wake is None else min(self.wake, deadline - grace)
+                self._wake_at(deadline - grace)
+            bkey = pod["metadata"].get("uid") or key
+            failures, retry_at = self._backoff.get(bkey, (0, now))
             try:
                 if deadline is not None and now >= deadline - grace:
                     await self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
@@ -149,13 +169,22 @@ class NodeTermination:
                 if (pod["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT) == "true":
                     events.append(TerminationEvent("drain-wait", name, key, reason="karpenter.sh/do-not-disrupt"))
                     continue
+                if now < retry_at:
+                    self._wake_at(retry_at)
+                    continue
                 await self.kube.evict(pod)
+                self._backoff.pop(bkey, None)
                 events.append(TerminationEvent("evict", name, key))
             except KubeAPIError as exc:
-                if exc.status == 404:
+                if exc.status in (404, 409):  # gone, or replaced under the same name (UID precondition)
                     continue
-                if exc.status == 429:
-                    events.append(TerminationEvent("evict-blocked", name, key, reason=str(exc)))
+                if exc.status in (429, 500):  # a PDB refused it (or several PDBs select the pod)
+                    failures += 1
+                    retry_at = now + min(EVICTION_BACKOFF_BASE_SECONDS * 2 ** (failures - 1), EVICTION_BACKOFF_MAX_SECONDS)
+                    self._backoff[bkey] = (failures, retry_at)
+                    self._wake_at(retry_at)
+                    reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
+                    events.append(TerminationEvent("evict-blocked", name, key, reason=reason))
                     continue
                 raise
         if remaining:
