@@ -182,3 +182,35 @@ async def test_termination_drains_tier_by_tier_and_forces_after_tgp():
     gone = [pod for kind, pod in kinds if kind in ("evict", "force-delete")]
     assert gone == ["default/dnd", "default/ds", "default/crit"]  # past the deadline: forced, still tier by tier
     assert ("node-finalized", "") in kinds and cluster.peek("Node", "a") is None
+
+
+async def test_drain_leaves_pods_that_tolerate_the_disrupted_taint():
+    """Karpenter's IsDrainable (pkg/utils/pod/scheduling.go) skips pods tolerating
+    karpenter.sh/disrupted:NoSchedule: they would reschedule onto the node, so they are neither
+    evicted nor waited for."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, claim = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    cluster.create_sync("Pod", pod("web", "a"))
+    keyed = pod("keyed", "a")
+    keyed["spec"]["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoSchedule"}]
+    cluster.create_sync("Pod", keyed)
+    everything = pod("everything", "a")
+    everything["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+    everything["spec"]["tolerations"] = [{"operator": "Exists"}]
+    cluster.create_sync("Pod", everything)
+    other_effect = pod("noexec-only", "a")
+    other_effect["spec"]["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoExecute"}]
+    cluster.create_sync("Pod", other_effect)
+    cluster.delete_sync("Node", "a")
+    term = NodeTermination(kube=cluster, clock=clock)
+    kinds = []
+    for _ in range(4):
+        kinds += [(e.kind, e.pod) for e in await term.reconcile()]
+    evicted = sorted(p for k, p in kinds if k == "evict")
+    assert evicted == ["default/noexec-only", "default/web"]
+    assert ("node-finalized", "") in kinds and cluster.peek("Node", "a") is None
+    assert cluster.peek("Pod", "keyed") is not None and cluster.peek("Pod", "everything") is not None
