@@ -3,7 +3,9 @@
 It keeps the API semantics controllers depend on: ``resourceVersion`` bumps, ``generateName``,
 ``uid`` and ``creationTimestamp``, finalizers (delete sets ``deletionTimestamp``; the object goes
 once its finalizers are gone), JSON merge-patch, the status subresource, bindings, and the
-Eviction API refusing with 429 when a PodDisruptionBudget allows no more disruptions.
+Eviction API refusing with 429 when a PodDisruptionBudget allows no more disruptions, and pod
+admission by RuntimeClass (:mod:`karpy_core.kube.admission`: overhead, node selector and
+tolerations set from ``spec.runtimeClassName``, 403 on a missing class or a conflict).
 Objects are deep-copied in and out, so callers never share state with the store.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
+from karpy_core.kube.admission import admit_pod
 from karpy_core.kube.port import KINDS, WatchEvent
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.pdb import disruptions_allowed
@@ -107,6 +110,9 @@ class InMemoryCluster:
         info = KINDS.get(kind)
         if info is None:
             raise KubeAPIError(f"kind {kind} is not served", status=404, reason="NotFound")
+        if kind == "Pod":
+            classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
+            obj = admit_pod(obj, classes)
         meta = obj.setdefault("metadata", {})
         obj.setdefault("apiVersion", info.api_version)
         obj.setdefault("kind", kind)

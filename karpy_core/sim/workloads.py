@@ -5,6 +5,9 @@ Job) pods of its template, named as Kubernetes names them (``<deployment>-<templ
 chars>``, ``<statefulset>-<ordinal>``, ``<job>-<5 chars>``), owned by the controlling object
 (Deployment pods are owned by a ReplicaSet, as in a real cluster). Scaling down deletes the
 newest pods first. Rolling updates are not modelled: a changed template replaces all pods.
+A pod the API refuses (RuntimeClass admission: a missing class, a conflicting node selector) is
+not created; the workload keeps trying on every pass and :attr:`WorkloadSimulator.failed_creates`
+says why, as the controllers' ``FailedCreate`` events do.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import hashlib
 import json
 from typing import Any
 
+from karpy_core.errors import KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster
 
 __all__ = ["WorkloadSimulator", "template_hash"]
@@ -49,6 +53,8 @@ class WorkloadSimulator:
         self._next: dict[tuple[str, str], int] = {}
         """(namespace, owner) -> the next pod-name index: a replacement pod never reuses the name of
         an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
+        self.failed_creates: dict[str, str] = {}
+        """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod."""
 
     def reconcile(self) -> int:
         """Create and delete pods as the workloads ask; returns the number of changes."""
@@ -139,7 +145,13 @@ class WorkloadSimulator:
                 "spec": copy.deepcopy(template.get("spec") or {}),
                 "status": {"phase": "Pending"},
             }
-            created = self.cluster.create_sync("Pod", pod)
+            try:
+                created = self.cluster.create_sync("Pod", pod)
+            except KubeAPIError as exc:
+                if exc.status not in (403, 422):
+                    raise
+                self.failed_creates[f"{obj['kind']}/{ns}/{meta['name']}"] = str(exc)
+                break
             current.append(created)
             names.add(name)
             changes += 1
