@@ -214,3 +214,19 @@ async def test_drain_leaves_pods_that_tolerate_the_disrupted_taint():
     assert evicted == ["default/noexec-only", "default/web"]
     assert ("node-finalized", "") in kinds and cluster.peek("Node", "a") is None
     assert cluster.peek("Pod", "keyed") is not None and cluster.peek("Pod", "everything") is not None
+
+
+def test_nodepool_usage_frees_deleting_claims_and_counts_unlaunched_ones():
+    """Karpenter's NodePool usage (pkg/controllers/state/cluster.go updateNodePoolResources, and
+    its test "should update nodepool resources when node is terminating") drops a NodeClaim once
+    it is deleting, and the provisioner schedules against nodes.Active() only: limits do not count
+    a draining node. A NodeClaim not launched yet counts with its requests."""
+    from karpy_core.state.cluster import nodepool_usage
+
+    _, live = node_and_claim("live", cpu=8)
+    _, deleting = node_and_claim("deleting", cpu=8)
+    deleting["metadata"]["deletionTimestamp"] = iso(NOW)
+    unlaunched = {"metadata": {"name": "new", "labels": {"karpenter.sh/nodepool": "default"}},
+                  "spec": {"resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}}}}
+    usage = nodepool_usage(ClusterSnapshot(nodes=[], nodeclaims=[live, deleting, unlaunched], nodepools=[nodepool()], pods=[]))
+    assert usage == {"default": {"cpu": 9500, "memory": 1024**3, "nodes": 2}}
