@@ -40,6 +40,7 @@ from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.observability import HealthServer, Metrics
 from karpy_core.state.cluster import is_provisionable
+from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.utils.clock import Clock, RealClock
 
 __all__ = ["ControllerSettings", "Operator", "Batcher"]
@@ -160,11 +161,14 @@ class Operator:
         self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
+        self.nominations = Nominations(nomination_window(self.settings.batch.max_seconds))
+        """Nodes the provisioner chose for pending pods; disruption leaves them alone meanwhile."""
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
-                                       min_values_policy=self.settings.min_values_policy)
+                                       min_values_policy=self.settings.min_values_policy, nominations=self.nominations,
+                                       clock=self.clock)
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock)
-        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock)
+        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations)
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)

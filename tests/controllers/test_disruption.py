@@ -230,3 +230,49 @@ def test_nodepool_usage_frees_deleting_claims_and_counts_unlaunched_ones():
                   "spec": {"resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}}}}
     usage = nodepool_usage(ClusterSnapshot(nodes=[], nodeclaims=[live, deleting, unlaunched], nodepools=[nodepool()], pods=[]))
     assert usage == {"default": {"cpu": 9500, "memory": 1024**3, "nodes": 2}}
+
+
+def test_nominated_node_is_not_a_candidate_until_the_nomination_ends():
+    """Karpenter ValidateNodeDisruptable: "node is nominated for a pending pod" (statenode.go)."""
+    log = []
+    snap = snapshot(["a", "b"], [])
+    plan = plan_disruption(snap, TYPES, NOW, log=log, nominated={"a": NOW + 20, "b-claim": NOW + 5})
+    assert plan is not None and [c.name for c in plan.candidates] == ["b"]
+    assert any(d.node == "a" and d.verdict == "keep" and "nominated for a pending pod" in d.reason for d in log)
+    # nominated by NodeClaim name (a claim that had no node when the pods were placed on it)
+    snap = snapshot(["a"], [])
+    assert plan_disruption(snap, TYPES, NOW, nominated={snap.nodeclaims[0]["metadata"]["name"]: NOW + 1}) is None
+    assert plan_disruption(snap, TYPES, NOW, nominated={"a": NOW}).candidates[0].name == "a"  # ended
+
+
+async def test_node_chosen_for_a_pending_pod_is_not_disrupted_as_empty():
+    """The provisioner places a pending pod on an initialized, still empty node (kube-scheduler has
+    not bound it yet); the disruption pass right after must not call that node empty."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.controllers.disruption import Disruption
+    from karpy_core.controllers.provisioning.provisioner import Provisioner
+    from karpy_core.state.nominations import Nominations
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}
+    cluster.create_sync("NodePool", pool)
+    node, claim = node_and_claim("a", pool=pool)
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    waiting = pod("web", None)
+    waiting["spec"].pop("nodeName")
+    waiting["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    cluster.create_sync("Pod", waiting)
+    provider = load_provider("simulated", {})
+    nominations = Nominations()
+    result = await Provisioner(kube=cluster, provider=provider, nominations=nominations, clock=clock).reconcile()
+    assert result.results.existing == {"default/web": "a"} and not result.created
+    disruption = Disruption(kube=cluster, provider=provider, clock=clock, nominations=nominations)
+    events = await disruption.reconcile()
+    assert not [e for e in events if e.kind == "disrupt-decided"]
+    assert any("nominated for a pending pod" in line for line in disruption.explain("a"))
+    clock.advance(21)  # the pod never came: the nomination ends and the node is empty again
+    events = await disruption.reconcile()
+    assert [e.kind for e in events if e.kind == "disrupt-decided"] == ["disrupt-decided"]
