@@ -100,7 +100,7 @@ async def run_simulation(
         provider_info={"name": provider.name, "region": region if not instance_types else None, "pricing": pricing},
     )
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
-    report.warnings = list(loaded.warnings)
+    report.warnings = list(loaded.warnings) + report.warnings
     return report
 
 

@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -40,14 +40,18 @@ from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.observability import HealthServer, Metrics
 from karpy_core.state.cluster import is_provisionable
+from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.utils.clock import Clock, RealClock
 
-__all__ = ["ControllerSettings", "Operator", "Batcher"]
+__all__ = ["ControllerSettings", "Operator", "Batcher", "awaiting_scheduler", "PENDING_REQUEUE_SECONDS"]
 
 log = logging.getLogger("karpy.operator")
 
 MIN_PASS_INTERVAL = 0.2
 """Seconds between two passes of one controller, however often it is woken."""
+PENDING_REQUEUE_SECONDS = 10.0
+"""While provisionable pods remain, provisioning runs again after this long without any event
+(Karpenter's pod trigger controller requeues each provisionable pod after 10 s)."""
 
 
 class BatchSettings(BaseModel):
@@ -103,30 +107,80 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
 
 
 class Batcher:
-    """Collects triggers into batches: a batch starts at the first trigger and closes after
-    ``idle`` seconds without another, or ``max`` seconds after it started."""
+    """Collects triggers into batches (Karpenter ``pkg/controllers/provisioning/batcher.go``): a
+    batch starts at the first trigger and closes after ``idle`` seconds without a new one, or
+    ``max`` seconds after it started. A trigger with a ``key`` (a pod UID and its state) extends
+    the window once per batch; repeats of the same key do not (Karpenter's per-element
+    de-duplication), so status churn on one pod cannot hold a batch open. While ``hold()`` is
+    true (pods kube-scheduler has not marked yet) an idle window does not close the batch; only
+    ``max`` does. Timers read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests)."""
 
-    def __init__(self, clock: Clock, settings: BatchSettings):
+    def __init__(self, clock: Clock, settings: BatchSettings, hold: Callable[[], bool] | None = None):
         self.clock = clock
         self.settings = settings
+        self.hold = hold or (lambda: False)
         self._event = asyncio.Event()
+        self._seen: set[Hashable] = set()
 
-    def trigger(self) -> None:
+    def trigger(self, key: Hashable | None = None) -> None:
+        """Start a batch, or extend the open one if ``key`` is new to it (or not given)."""
+        if key is not None:
+            if key in self._seen:
+                return
+            self._seen.add(key)
         self._event.set()
+
+    async def _event_within(self, timeout: float) -> bool:
+        """True when a trigger arrives within ``timeout`` seconds of the clock."""
+        if self._event.is_set():
+            return True
+        waiter = asyncio.ensure_future(self._event.wait())
+        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
+        try:
+            done, _ = await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            sleeper.cancel()
+        return waiter in done
 
     async def wait(self) -> None:
         """Return when a batch closes."""
-        await self._event.wait()
-        self._event.clear()
-        start = self.clock.now()
-        while True:
-            remaining = start + self.settings.max_seconds - self.clock.now()
-            timeout = min(self.settings.idle_seconds, remaining)
-            if timeout <= 0:
-                return
-            if not await wait_event(self._event, timeout):
-                return
+        try:
+            await self._event.wait()
             self._event.clear()
+            start = self.clock.now()
+            while True:
+                remaining = start + self.settings.max_seconds - self.clock.now()
+                timeout = min(self.settings.idle_seconds, remaining)
+                if timeout <= 0:
+                    return
+                if not await self._event_within(timeout) and not self.hold():
+                    return
+                self._event.clear()
+        finally:
+            self._seen.clear()
+
+
+def _pod_key(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+
+
+def awaiting_scheduler(pod: dict[str, Any]) -> bool:
+    """A pod kube-scheduler has not looked at yet: no ``nodeName``, no ``PodScheduled``
+    condition, not terminating or finished, not a DaemonSet or static pod, and for the default
+    scheduler. Such pods are about to be marked Unschedulable or bound; their arrival keeps the
+    provisioning batch open so one pass sees the whole burst."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    if spec.get("nodeName") or meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
+        return False
+    if spec.get("schedulerName") not in (None, "", "default-scheduler"):
+        return False
+    if any(r.get("kind") in ("DaemonSet", "Node") for r in meta.get("ownerReferences") or ()):
+        return False
+    return not any(c.get("type") == "PodScheduled" for c in status.get("conditions") or ())
 
 
 class Operator:
@@ -160,17 +214,22 @@ class Operator:
         self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
+        self.nominations = Nominations(nomination_window(self.settings.batch.max_seconds))
+        """Nodes the provisioner chose for pending pods; disruption leaves them alone meanwhile."""
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
-                                       min_values_policy=self.settings.min_values_policy)
+                                       min_values_policy=self.settings.min_values_policy, nominations=self.nominations,
+                                       clock=self.clock)
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock)
-        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock)
+        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations)
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
-        self.batcher = Batcher(self.clock, self.settings.batch)
+        self._unmarked: set[str] = set()
+        """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
+        self.batcher = Batcher(self.clock, self.settings.batch, hold=lambda: bool(self._unmarked))
         self._wake: dict[str, asyncio.Event] = {}
         self.health = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.health_port)
         self.metrics_server: HealthServer | None = None
@@ -190,8 +249,15 @@ class Operator:
 
     # ---- wiring -------------------------------------------------------------------------------
     def _on_change(self, kind: str, ev: WatchEvent) -> None:
-        if kind == "Pod" and ev.type != "DELETED" and is_provisionable(ev.object):
-            self.batcher.trigger()
+        if kind == "Pod":
+            uid = (ev.object.get("metadata") or {}).get("uid") or _pod_key(ev.object)
+            if ev.type != "DELETED" and awaiting_scheduler(ev.object):
+                self._unmarked.add(uid)
+                self.batcher.trigger((uid, "arrived"))
+            else:
+                self._unmarked.discard(uid)
+                if ev.type != "DELETED" and is_provisionable(ev.object):
+                    self.batcher.trigger((uid, "unschedulable"))
         if kind in ("NodeClaim", "Node"):
             self._poke("lifecycle")
             self._poke("termination")
@@ -231,49 +297,71 @@ class Operator:
                 timeout = max(0.0, min(timeout, at - self.clock.now()))
             await wait_event(wake, timeout)
 
+    async def _requeue_pending(self) -> None:
+        await self.clock.sleep(PENDING_REQUEUE_SECONDS)
+        self.batcher.trigger()
+
     async def _provisioning_loop(self) -> None:
-        while True:
-            await self.batcher.wait()
-            t0 = time.perf_counter()
-            try:
-                result = await self.provisioner.reconcile()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("provisioning pass failed; retrying at the next batch")
-                await asyncio.sleep(1.0)
-                self.batcher.trigger()
-                continue
-            self.metrics.scheduling_duration.labels(controller="provisioner").observe(time.perf_counter() - t0)
-            self.metrics.scheduling_queue_depth.labels(controller="provisioner").set(result.pending)
-            if result.results is None:
-                continue
-            self.metrics.pods_unschedulable.set(len(result.results.errors))
-            for claim, plan in zip(result.created, result.results.new_claims, strict=False):
-                if self.first_nodeclaim_at is None:
-                    self.first_nodeclaim_at = self.clock.now()
-                pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool", "")
-                self.metrics.nodeclaims_created.labels(reason="provisioning", nodepool=pool, min_values_relaxed="false").inc()
-                types = [it.name for it in plan.instance_types[:5]]
-                log.info(
-                    "created NodeClaim %s in NodePool %s for %d pod(s) (%d instance types, cheapest: %s)",
-                    claim["metadata"]["name"], pool, len(plan.pods), len(plan.instance_types), ", ".join(types),
-                )
+        """Batches, then one provisioning pass each; while pods stay pending, another pass follows
+        :data:`PENDING_REQUEUE_SECONDS` after the last (it re-nominates the nodes they wait for)."""
+        requeue: asyncio.Task[None] | None = None
+        try:
+            while True:
+                await self.batcher.wait()
+                if requeue is not None:
+                    requeue.cancel()
+                    requeue = None
+                pending = await self._provision_once()
+                if pending:
+                    requeue = asyncio.create_task(self._requeue_pending())
+        finally:
+            if requeue is not None:
+                requeue.cancel()
+
+    async def _provision_once(self) -> int:
+        """One provisioning pass with its metrics, logs and events; returns the number of
+        provisionable pods it saw."""
+        t0 = time.perf_counter()
+        try:
+            result = await self.provisioner.reconcile()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("provisioning pass failed; retrying at the next batch")
+            await asyncio.sleep(1.0)
+            self.batcher.trigger()
+            return 0
+        self.metrics.scheduling_duration.labels(controller="provisioner").observe(time.perf_counter() - t0)
+        self.metrics.scheduling_queue_depth.labels(controller="provisioner").set(result.pending)
+        if result.results is None:
+            return result.pending
+        self.metrics.pods_unschedulable.set(len(result.results.errors))
+        for claim, plan in zip(result.created, result.results.new_claims, strict=False):
+            if self.first_nodeclaim_at is None:
+                self.first_nodeclaim_at = self.clock.now()
+            pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool", "")
+            self.metrics.nodeclaims_created.labels(reason="provisioning", nodepool=pool, min_values_relaxed="false").inc()
+            types = [it.name for it in plan.instance_types[:5]]
+            log.info(
+                "created NodeClaim %s in NodePool %s for %d pod(s) (%d instance types, cheapest: %s)",
+                claim["metadata"]["name"], pool, len(plan.pods), len(plan.instance_types), ", ".join(types),
+            )
+            await self.events.publish(
+                claim, "Normal", "Provisioned",
+                f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
+            )
+            for pod in plan.pods[:50]:
                 await self.events.publish(
-                    claim, "Normal", "Provisioned",
-                    f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
+                    {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
+                    "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}",
                 )
-                for pod in plan.pods[:50]:
-                    await self.events.publish(
-                        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
-                        "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}",
-                    )
-            for key, reason in sorted(result.results.errors.items())[:100]:
-                ns, _, name = key.partition("/")
-                await self.events.publish(
-                    {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}},
-                    "Warning", "FailedScheduling", f"karpy: {reason}",
-                )
+        for key, reason in sorted(result.results.errors.items())[:100]:
+            ns, _, name = key.partition("/")
+            await self.events.publish(
+                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}},
+                "Warning", "FailedScheduling", f"karpy: {reason}",
+            )
+        return result.pending
 
     async def _lifecycle_step(self) -> None:
         for ev in await self.lifecycle.reconcile():

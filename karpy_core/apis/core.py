@@ -285,6 +285,7 @@ class PodSpec(LenientModel):
     priority_class_name: Str | None = None
     priority: Int | None = None
     scheduler_name: Str | None = None
+    runtime_class_name: Str | None = None
     volumes: list[Volume] = Field(default_factory=list)
     termination_grace_period_seconds: Int | None = None
 

@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.core import Node, Pod
+from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.apis.registry import kind_registry
@@ -307,6 +308,7 @@ class LoadedManifests:
     nodepools: list[NodePool] = field(default_factory=list)
     nodeclaims: list[NodeClaim] = field(default_factory=list)
     nodeclasses: dict[tuple[str, str, str], KubeObject] = field(default_factory=dict)
+    runtimeclasses: list[RuntimeClass] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
     deployments: list[Deployment] = field(default_factory=list)
@@ -320,8 +322,10 @@ class LoadedManifests:
     warnings: list[str] = field(default_factory=list)
 
     def objects(self) -> list[KubeObject]:
-        """Every modelled object (``other`` excluded), in bucket order then load order."""
-        out: list[KubeObject] = [*self.nodepools, *self.nodeclaims, *self.nodeclasses.values()]
+        """Every modelled object (``other`` excluded), in bucket order then load order.
+        RuntimeClasses come before Pods: the API server admits a pod only once its
+        ``runtimeClassName`` exists."""
+        out: list[KubeObject] = [*self.nodepools, *self.nodeclaims, *self.nodeclasses.values(), *self.runtimeclasses]
         for bucket in (self.pods, self.nodes, self.deployments, self.replicasets, self.statefulsets):
             out.extend(bucket)
         for bucket in (self.daemonsets, self.jobs, self.pdbs, self.custom):
@@ -349,6 +353,7 @@ _BUCKETS: dict[type, str] = {
     DaemonSet: "daemonsets",
     Job: "jobs",
     PodDisruptionBudget: "pdbs",
+    RuntimeClass: "runtimeclasses",
 }
 
 

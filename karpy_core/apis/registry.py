@@ -25,8 +25,10 @@ log = logging.getLogger(__name__)
 
 def core_kinds() -> list[type[KubeObject]]:
     """The kinds karpy core models: karpenter.sh/v1 NodePool and NodeClaim, core/v1 Pod and Node,
-    apps/v1 Deployment/ReplicaSet/StatefulSet/DaemonSet, batch/v1 Job, policy/v1 PodDisruptionBudget."""
+    apps/v1 Deployment/ReplicaSet/StatefulSet/DaemonSet, batch/v1 Job, policy/v1 PodDisruptionBudget,
+    node.k8s.io/v1 RuntimeClass."""
     from karpy_core.apis.core import Node, Pod
+    from karpy_core.apis.node import RuntimeClass
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
     from karpy_core.apis.workloads import (
@@ -38,7 +40,8 @@ def core_kinds() -> list[type[KubeObject]]:
         StatefulSet,
     )
 
-    return [NodePool, NodeClaim, Pod, Node, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, PodDisruptionBudget]
+    return [NodePool, NodeClaim, Pod, Node, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, PodDisruptionBudget,
+            RuntimeClass]
 
 
 def _add(registry: dict[tuple[str, str], type[KubeObject]], source: str, kinds: object) -> None:

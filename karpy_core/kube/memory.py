@@ -7,7 +7,9 @@ Eviction API with kube-apiserver's PodDisruptionBudget checks. It also plays kub
 disruption controller: every PDB's ``status`` (``expectedPods``, ``desiredHealthy``,
 ``currentHealthy``, ``disruptionsAllowed``, ``disruptedPods``, ``observedGeneration``) is kept up
 to date from the pods and their controllers (:mod:`karpy_core.utils.pdb`), as if that controller
-reacted instantly.
+reacted instantly. Pods are admitted by
+RuntimeClass (:mod:`karpy_core.kube.admission`: overhead, node selector and tolerations set from
+``spec.runtimeClassName``, 403 on a missing class or a conflict).
 Objects are deep-copied in and out, so callers never share state with the store.
 """
 
@@ -19,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
+from karpy_core.kube.admission import admit_pod
 from karpy_core.kube.port import KINDS, WatchEvent
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
@@ -157,6 +160,9 @@ class InMemoryCluster:
         info = KINDS.get(kind)
         if info is None:
             raise KubeAPIError(f"kind {kind} is not served", status=404, reason="NotFound")
+        if kind == "Pod":
+            classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
+            obj = admit_pod(obj, classes)
         meta = obj.setdefault("metadata", {})
         obj.setdefault("apiVersion", info.api_version)
         obj.setdefault("kind", kind)

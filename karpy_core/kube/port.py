@@ -50,6 +50,7 @@ KINDS: dict[str, KindInfo] = {
     "PodDisruptionBudget": KindInfo("policy", "v1", "poddisruptionbudgets", True),
     "StorageClass": KindInfo("storage.k8s.io", "v1", "storageclasses", False),
     "Lease": KindInfo("coordination.k8s.io", "v1", "leases", True),
+    "RuntimeClass": KindInfo("node.k8s.io", "v1", "runtimeclasses", False),
     "NodePool": KindInfo("karpenter.sh", "v1", "nodepools", False),
     "NodeClaim": KindInfo("karpenter.sh", "v1", "nodeclaims", False),
     "EC2NodeClass": KindInfo("karpenter.k8s.aws", "v1", "ec2nodeclasses", False),

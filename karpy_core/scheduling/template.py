@@ -18,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.apis.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INITIALIZED,
+    LABEL_NODEPOOL,
+    LABEL_REGISTERED,
+    LABEL_ZONE,
+)
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo, requirement_key
 from karpy_core.scheduling.requirements import Requirement, Requirements
@@ -93,15 +99,32 @@ def template_from_nodepool(nodepool: Mapping[str, Any], instance_types: list[Ins
     )
 
 
+def _daemon_requirements(template: NodePoolTemplate) -> Requirements:
+    """``template.requirements`` plus the labels Karpenter assumes on its running nodes."""
+    reqs = template.requirements.copy()
+    for key in (LABEL_REGISTERED, LABEL_INITIALIZED):
+        reqs.add(Requirement(key, False, frozenset(("true",))))
+    return reqs
+
+
 def daemonset_fits_template(ds: PodInfo, template: NodePoolTemplate, it: InstanceType | None = None) -> bool:
     """True when a DaemonSet's pod would run on nodes of ``template`` (and of type ``it``): it
     tolerates the template's taints and one of its node-affinity terms is compatible with the
     template's (and the type's) requirements. Startup taints are ignored: DaemonSets usually
-    tolerate them and they disappear once the node initialises."""
+    tolerate them and they disappear once the node initialises.
+
+    The template's requirements are taken with ``karpenter.sh/registered`` and
+    ``karpenter.sh/initialized`` ``In ["true"]`` added, because every node karpy launches carries
+    both labels once it is up: a DaemonSet selecting them lands on the node and is part of its
+    overhead, one selecting ``"false"`` (or ``DoesNotExist``) never does. The labels are added
+    here only, never to the NodeClaim's requirements or labels (Karpenter
+    ``pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go``, ``NewNodeClaimTemplate``
+    and ``schedulingSimulationKeys``)."""
     if untolerated(template.taints, ds.tolerations) is not None:
         return False
+    reqs = _daemon_requirements(template)
     for term in ds.requirement_terms:
-        if template.requirements.conflict(term) is not None:
+        if reqs.conflict(term) is not None:
             continue
         if it is not None and not it.requirements.intersects(term):
             continue

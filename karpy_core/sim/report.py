@@ -192,6 +192,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         explanations=dict(sim.explanations),
         cost_over_time=list(sim.cost_over_time) if sim.disruption_enabled else None,
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
+        warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())],
     )
 
 

@@ -39,6 +39,7 @@ from karpy_core.kube.port import KINDS
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
+from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import VirtualClock
 
 __all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS"]
@@ -98,11 +99,13 @@ class Simulator:
         self.workloads = WorkloadSimulator(self.cluster)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
-        self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy)
+        self.nominations = Nominations()
+        self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy,
+                                       nominations=self.nominations, clock=self.clock)
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
         self.disruption_enabled = disruption
-        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock)
+        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock)

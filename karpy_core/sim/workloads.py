@@ -7,6 +7,9 @@ A Deployment owns a ReplicaSet object ``<deployment>-<template hash>`` (``spec.r
 to the Deployment's) that owns its pods, as in a real cluster, so the disruption controller finds
 the Deployment's scale through it. Scaling down deletes the newest pods first. Rolling updates
 are not modelled: a changed template replaces all pods (and the ReplicaSet).
+A pod the API refuses (RuntimeClass admission: a missing class, a conflicting node selector) is
+not created; the workload keeps trying on every pass and :attr:`WorkloadSimulator.failed_creates`
+says why, as the controllers' ``FailedCreate`` events do.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import hashlib
 import json
 from typing import Any
 
+from karpy_core.errors import KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster
 
 __all__ = ["WorkloadSimulator", "template_hash"]
@@ -51,6 +55,8 @@ class WorkloadSimulator:
         self._next: dict[tuple[str, str], int] = {}
         """(namespace, owner) -> the next pod-name index: a replacement pod never reuses the name of
         an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
+        self.failed_creates: dict[str, str] = {}
+        """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod."""
 
     def reconcile(self) -> int:
         """Create and delete pods as the workloads ask; returns the number of changes."""
@@ -150,7 +156,13 @@ class WorkloadSimulator:
                 "spec": copy.deepcopy(template.get("spec") or {}),
                 "status": {"phase": "Pending"},
             }
-            created = self.cluster.create_sync("Pod", pod)
+            try:
+                created = self.cluster.create_sync("Pod", pod)
+            except KubeAPIError as exc:
+                if exc.status not in (403, 422):
+                    raise
+                self.failed_creates[f"{obj['kind']}/{ns}/{meta['name']}"] = str(exc)
+                break
             current.append(created)
             names.add(name)
             changes += 1

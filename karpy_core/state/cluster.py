@@ -205,7 +205,12 @@ def existing_nodes(snapshot: ClusterSnapshot, startup_taints: dict[str, tuple[An
 
 def nodepool_usage(snapshot: ClusterSnapshot) -> dict[str, Resources]:
     """Per NodePool: summed capacity of its live NodeClaims (requests for un-launched ones) and a
-    ``nodes`` count, which ``limits`` are checked against."""
+    ``nodes`` count, which ``limits`` are checked against.
+
+    A deleting NodeClaim (``deletionTimestamp`` set, its node draining) is not counted, as in
+    Karpenter: ``pkg/controllers/state/cluster.go`` ``updateNodePoolResources`` gives a
+    ``MarkedForDeletion`` node no resources, and the provisioner schedules against
+    ``nodes.Active()`` only, so a NodePool at its limit may launch while a node drains."""
     usage: dict[str, Resources] = {}
     for nc in snapshot.nodeclaims:
         meta = nc["metadata"]

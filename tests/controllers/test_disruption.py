@@ -241,3 +241,97 @@ def test_planner_judges_pdbs_as_the_eviction_api_does():
     log = []
     assert plan_disruption(snapshot(["a"], [ready], pdbs=two), TYPES, NOW, log=log) is None
     assert any("more than one PodDisruptionBudget selects it" in d.reason for d in log)
+
+
+async def test_drain_leaves_pods_that_tolerate_the_disrupted_taint():
+    """Karpenter's IsDrainable (pkg/utils/pod/scheduling.go) skips pods tolerating
+    karpenter.sh/disrupted:NoSchedule: they would reschedule onto the node, so they are neither
+    evicted nor waited for."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, claim = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    cluster.create_sync("Pod", pod("web", "a"))
+    keyed = pod("keyed", "a")
+    keyed["spec"]["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoSchedule"}]
+    cluster.create_sync("Pod", keyed)
+    everything = pod("everything", "a")
+    everything["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+    everything["spec"]["tolerations"] = [{"operator": "Exists"}]
+    cluster.create_sync("Pod", everything)
+    other_effect = pod("noexec-only", "a")
+    other_effect["spec"]["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists", "effect": "NoExecute"}]
+    cluster.create_sync("Pod", other_effect)
+    cluster.delete_sync("Node", "a")
+    term = NodeTermination(kube=cluster, clock=clock)
+    kinds = []
+    for _ in range(4):
+        kinds += [(e.kind, e.pod) for e in await term.reconcile()]
+    evicted = sorted(p for k, p in kinds if k == "evict")
+    assert evicted == ["default/noexec-only", "default/web"]
+    assert ("node-finalized", "") in kinds and cluster.peek("Node", "a") is None
+    assert cluster.peek("Pod", "keyed") is not None and cluster.peek("Pod", "everything") is not None
+
+
+def test_nodepool_usage_frees_deleting_claims_and_counts_unlaunched_ones():
+    """Karpenter's NodePool usage (pkg/controllers/state/cluster.go updateNodePoolResources, and
+    its test "should update nodepool resources when node is terminating") drops a NodeClaim once
+    it is deleting, and the provisioner schedules against nodes.Active() only: limits do not count
+    a draining node. A NodeClaim not launched yet counts with its requests."""
+    from karpy_core.state.cluster import nodepool_usage
+
+    _, live = node_and_claim("live", cpu=8)
+    _, deleting = node_and_claim("deleting", cpu=8)
+    deleting["metadata"]["deletionTimestamp"] = iso(NOW)
+    unlaunched = {"metadata": {"name": "new", "labels": {"karpenter.sh/nodepool": "default"}},
+                  "spec": {"resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}}}}
+    usage = nodepool_usage(ClusterSnapshot(nodes=[], nodeclaims=[live, deleting, unlaunched], nodepools=[nodepool()], pods=[]))
+    assert usage == {"default": {"cpu": 9500, "memory": 1024**3, "nodes": 2}}
+
+
+def test_nominated_node_is_not_a_candidate_until_the_nomination_ends():
+    """Karpenter ValidateNodeDisruptable: "node is nominated for a pending pod" (statenode.go)."""
+    log = []
+    snap = snapshot(["a", "b"], [])
+    plan = plan_disruption(snap, TYPES, NOW, log=log, nominated={"a": NOW + 20, "b-claim": NOW + 5})
+    assert plan is not None and [c.name for c in plan.candidates] == ["b"]
+    assert any(d.node == "a" and d.verdict == "keep" and "nominated for a pending pod" in d.reason for d in log)
+    # nominated by NodeClaim name (a claim that had no node when the pods were placed on it)
+    snap = snapshot(["a"], [])
+    assert plan_disruption(snap, TYPES, NOW, nominated={snap.nodeclaims[0]["metadata"]["name"]: NOW + 1}) is None
+    assert plan_disruption(snap, TYPES, NOW, nominated={"a": NOW}).candidates[0].name == "a"  # ended
+
+
+async def test_node_chosen_for_a_pending_pod_is_not_disrupted_as_empty():
+    """The provisioner places a pending pod on an initialized, still empty node (kube-scheduler has
+    not bound it yet); the disruption pass right after must not call that node empty."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.controllers.disruption import Disruption
+    from karpy_core.controllers.provisioning.provisioner import Provisioner
+    from karpy_core.state.nominations import Nominations
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}
+    cluster.create_sync("NodePool", pool)
+    node, claim = node_and_claim("a", pool=pool)
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    waiting = pod("web", None)
+    waiting["spec"].pop("nodeName")
+    waiting["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    cluster.create_sync("Pod", waiting)
+    provider = load_provider("simulated", {})
+    nominations = Nominations()
+    result = await Provisioner(kube=cluster, provider=provider, nominations=nominations, clock=clock).reconcile()
+    assert result.results.existing == {"default/web": "a"} and not result.created
+    disruption = Disruption(kube=cluster, provider=provider, clock=clock, nominations=nominations)
+    events = await disruption.reconcile()
+    assert not [e for e in events if e.kind == "disrupt-decided"]
+    assert any("nominated for a pending pod" in line for line in disruption.explain("a"))
+    clock.advance(21)  # the pod never came: the nomination ends and the node is empty again
+    events = await disruption.reconcile()
+    assert [e.kind for e in events if e.kind == "disrupt-decided"] == ["disrupt-decided"]

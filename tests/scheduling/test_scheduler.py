@@ -137,6 +137,34 @@ def test_daemonset_selecting_other_arch_adds_no_overhead():
     assert chosen_type(res.new_claims[0]) == "small"
 
 
+def test_daemonset_selecting_karpenter_lifecycle_labels_counts_as_overhead():
+    """Karpenter's NodeClaimTemplate assumes karpenter.sh/registered and karpenter.sh/initialized
+    are "true" on its nodes (pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), so a
+    DaemonSet selecting them lands on the new node and must be in its overhead."""
+    pool = nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}])
+    registered = {"metadata": {"name": "reg-agent"},
+                  "spec": {"nodeSelector": {"karpenter.sh/registered": "true"},
+                           "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}
+    initialized = {"metadata": {"name": "init-agent"},
+                   "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                       "nodeSelectorTerms": [{"matchExpressions": [
+                           {"key": "karpenter.sh/initialized", "operator": "In", "values": ["true"]}]}]}}},
+                            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}
+    for ds in (registered, initialized):
+        res = solve([pool], [pod("a", "2", "1Gi")], daemonsets=[ds])
+        assert chosen_type(res.new_claims[0]) == "medium", ds["metadata"]["name"]
+        assert res.new_claims[0].requests["cpu"] == 3000
+    both = solve([pool], [pod("a", "1", "1Gi")], daemonsets=[registered, initialized])
+    assert chosen_type(both.new_claims[0]) == "medium"
+    assert both.new_claims[0].requests["cpu"] == 3000
+    # a DaemonSet that only runs on nodes *not yet* initialised never lands on a ready node
+    not_init = {"metadata": {"name": "bootstrap"},
+                "spec": {"nodeSelector": {"karpenter.sh/initialized": "false"},
+                         "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}
+    res = solve([pool], [pod("a", "2", "1Gi")], daemonsets=[not_init])
+    assert chosen_type(res.new_claims[0]) == "small"
+
+
 def test_limits_stop_growth_and_name_the_limit():
     pool = nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
                                   {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from karpy_core.cli import run_simulation
 from tests.sim.manifests import EC2NODECLASS
 
@@ -113,3 +115,39 @@ spec:
     # 1 (limit-only app) + 0.5 (sidecar) = 1500m: fits m5.large's 1930m
     assert node.instance_type == "m5.large"
     assert node.requested["cpu"] == 1500 and node.requested["memory"] == (1024 + 256) * 2**20
+
+
+RUNTIMECLASS = """
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+overhead: {podFixed: {cpu: 250m, memory: 160Mi}}
+scheduling:
+  tolerations: [{key: kata, operator: Exists, effect: NoSchedule}]
+"""
+
+
+def with_runtime_class(doc: str, name: str) -> str:
+    return doc.replace("    spec:\n      containers:", f"    spec:\n      runtimeClassName: {name}\n      containers:")
+
+
+async def test_runtimeclass_overhead_is_admitted_into_workload_pods(tmp_path):
+    # 1700m fits m5.large (1930m) alone; with the RuntimeClass's 250m pod overhead it does not
+    app = deployment("app", 1, "1700m", "1Gi")
+    plain = await run_simulation(write(tmp_path, pool=POOL, app=app))
+    assert [n.instance_type for n in plain.nodes] == ["m5.large"]
+    report = await run_simulation(write(tmp_path, pool=POOL, rc=RUNTIMECLASS, app=with_runtime_class(app, "kata")))
+    assert not report.ignored
+    assert [n.instance_type for n in report.nodes] == ["m5.xlarge"]
+    assert report.nodes[0].requested["cpu"] == 1950
+    assert report.nodes[0].requested["memory"] == (1024 + 160) * 2**20
+    assert report.summary()["pods_pending"] == 0
+
+
+async def test_pods_of_a_missing_runtimeclass_are_refused_and_reported(tmp_path):
+    report = await run_simulation(write(tmp_path, pool=POOL, app=with_runtime_class(deployment("app", 2, "1", "1Gi"), "gvisor")))
+    assert report.nodes == [] and report.pods == []
+    assert len(report.warnings) == 1
+    assert re.fullmatch(r'Deployment/default/app: pods not created: 403 Forbidden: pods "app-[a-z0-9]+-[a-z0-9]{5}" '
+                        r'is forbidden: pod rejected: RuntimeClass "gvisor" not found', report.warnings[0])

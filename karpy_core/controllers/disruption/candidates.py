@@ -11,6 +11,7 @@ Everything here is pure: a snapshot and ``now`` (seconds since the epoch) in, va
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_drift
 from karpy_core.state.cluster import ClusterSnapshot, condition
+from karpy_core.utils.clock import iso
 from karpy_core.utils.pdb import effective_status, eviction_verdict
 
 __all__ = [
@@ -274,11 +276,15 @@ def build_candidates(
     now: float,
     *,
     log: list[NodeDecision] | None = None,
+    nominated: Mapping[str, float] | None = None,
 ) -> list[Candidate]:
     """Every node eligible for disruption, sorted by name; the rest get a ``keep`` line in ``log``.
 
     Eligible: managed (``karpenter.sh/nodepool`` label, NodePool exists), initialized, not deleting,
-    not tainted ``karpenter.sh/disrupted``, with a NodeClaim. Nodes with a do-not-disrupt node or
+    not tainted ``karpenter.sh/disrupted``, with a NodeClaim, and not nominated: ``nominated`` maps
+    node or NodeClaim names to the epoch seconds until which a provisioning pass chose them for
+    pending pods (:mod:`karpy_core.state.nominations`; Karpenter ``statenode.go``
+    ``ValidateNodeDisruptable``: "node is nominated for a pending pod"). Nodes with a do-not-disrupt node or
     pod, or a pod whose PDB allows no disruption, are returned with ``blocked`` set (only drift
     with a ``terminationGracePeriod`` may proceed then); ``instance_types`` maps NodePool name ->
     its types (for prices).
@@ -324,6 +330,10 @@ def build_candidates(
             continue
         if nc["metadata"].get("deletionTimestamp"):
             keep(name, "NodeClaim already deleting")
+            continue
+        until = max((nominated or {}).get(name, 0.0), (nominated or {}).get(nc["metadata"]["name"], 0.0))
+        if until > now:
+            keep(name, "nominated for a pending pod by a recent provisioning pass", until=iso(until))
             continue
         pool = pools[pool_name]
         on_node = pods_by_node.get(name, [])

@@ -42,6 +42,7 @@ from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
+from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
 
 __all__ = ["Disruption", "DisruptionEvent", "DisruptionSettings"]
@@ -105,15 +106,19 @@ class Disruption:
         provider: the cloud provider (instance types and prices).
         clock: the clock; ``now`` is read once per pass and handed to the pure planner.
         settings: :class:`DisruptionSettings`.
+        nominations: the provisioner's nominations (nodes chosen for pending pods are not
+            disrupted); none when not given.
     """
 
     name = "disruption"
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None,
+                 nominations: Nominations | None = None):
         self.kube = kube
         self.provider = provider
         self.clock = clock
         self.settings = settings or DisruptionSettings()
+        self.nominations = nominations
         self.pending: _Command | None = None
         self.queued: list[_Command] = []
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
@@ -211,6 +216,7 @@ class Disruption:
         if events:
             snapshot = await collect_snapshot(self.kube)
         types = await self.instance_types(snapshot)
+        nominated = self.nominations.active(now) if self.nominations is not None else {}
         wake: list[float] = []
         if self.pending is not None:
             due = self.pending.decided_at + self.settings.validation_delay
@@ -218,7 +224,7 @@ class Disruption:
                 self._wake = due
                 return events
             cmd, self.pending = self.pending, None
-            why = validate_plan(snapshot, types, now, cmd.plan)
+            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated)
             if why is not None:
                 for c in cmd.plan.candidates:
                     self._log(now, [NodeDecision(c.name, "validation", "keep", f"command dropped: {why}")])
@@ -229,13 +235,13 @@ class Disruption:
                 events += await self._execute(cmd, now)
                 snapshot = await collect_snapshot(self.kube)
         if self.pending is None:
-            fp = self._fingerprint(snapshot)
+            fp = self._fingerprint(snapshot) + ",".join(sorted(nominated))
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
                 wake.extend(w for w in (self._idle[1],) if w is not None)
             else:
                 lines: list[NodeDecision] = []
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
-                                       max_single_simulations=self.settings.max_single_simulations)
+                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated)
                 self._log(now, lines)
                 if plan is not None:
                     self.pending = _Command(plan, now)

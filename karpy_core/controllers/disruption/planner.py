@@ -32,7 +32,7 @@ Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -330,6 +330,7 @@ def plan_disruption(
     methods: Sequence[str] = (METHOD_EMPTINESS, METHOD_DRIFT, METHOD_MULTI, METHOD_SINGLE),
     exclude: frozenset[str] = frozenset(),
     max_single_simulations: int | None = None,
+    nominated: Mapping[str, float] | None = None,
 ) -> DisruptionPlan | None:
     """Decide one disruption command for ``snapshot`` at ``now``.
 
@@ -342,13 +343,15 @@ def plan_disruption(
         exclude: node names not to consider (already queued in another command).
         max_single_simulations: stop single-node consolidation after this many simulations
             (a deterministic stand-in for Karpenter's 3-minute timeout); None for no limit.
+        nominated: node/NodeClaim name -> epoch seconds until which it is nominated for pending
+            pods; nominated nodes are not candidates (see :func:`build_candidates`).
 
     Returns:
         The first command found, or None. Never raises for cluster content; a NodePool with a
         malformed budget schedule raises ``ValueError`` (the API validation rejects those).
     """
     _log = log if log is not None else []
-    cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log) if c.name not in exclude]
+    cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log, nominated=nominated) if c.name not in exclude]
     budgets = _Budgets(snapshot, now)
     ctx = _Context(snapshot, instance_types)
 
@@ -517,12 +520,14 @@ def validate_plan(
     instance_types: dict[str, list[InstanceType]],
     now: float,
     plan: DisruptionPlan,
+    nominated: Mapping[str, float] | None = None,
 ) -> str | None:
     """Re-check ``plan`` on a fresh snapshot after the validation delay (Karpenter
-    ``validation.go``): every candidate must still be a candidate for the same method, within
+    ``validation.go``): every candidate must still be a candidate (not nominated for pending pods
+    meanwhile: ``nominated`` as in :func:`plan_disruption`) for the same method, within
     budget, and a new simulation must give the same shape (delete, or one replacement whose
     instance types are a subset of the new simulation's). Returns None when valid, else why not."""
-    cands = {c.name: c for c in build_candidates(snapshot, instance_types, now)}
+    cands = {c.name: c for c in build_candidates(snapshot, instance_types, now, nominated=nominated)}
     budgets = _Budgets(snapshot, now)
     fresh: list[Candidate] = []
     for old in plan.candidates:

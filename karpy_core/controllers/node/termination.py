@@ -12,6 +12,10 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
    the Eviction API (PodDisruptionBudgets are enforced by the API server, whose 429 or 500
    leaves the pod to be retried after a per-pod exponential backoff of 100 ms doubling up to
    10 s, as Karpenter's eviction queue does); ``karpenter.sh/do-not-disrupt`` pods are left alone;
+   pods that tolerate
+   ``karpenter.sh/disrupted:NoSchedule`` are not drained at all (neither evicted nor waited for:
+   they would reschedule onto the node; Karpenter ``pkg/utils/pod/scheduling.go``,
+   ``IsDrainable``);
 4. with a ``terminationGracePeriod`` on the NodeClaim, the drain deadline is the NodeClaim's
    deletion time + that period (written to the ``karpenter.sh/nodeclaim-termination-timestamp``
    annotation); from ``deadline - pod.terminationGracePeriodSeconds`` (default 30 s) on, a pod is
@@ -35,9 +39,10 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
+from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.utils.clock import Clock, RealClock, iso
 
-__all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "CRITICAL_PRIORITY_CLASSES"]
+__all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "tolerates_disrupted_taint", "CRITICAL_PRIORITY_CLASSES"]
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 """Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
@@ -70,6 +75,17 @@ def _owned_by_daemonset(pod: dict[str, Any]) -> bool:
 
 def _is_mirror(pod: dict[str, Any]) -> bool:
     return "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
+
+
+_DISRUPTED_NO_SCHEDULE = (Taint(TAINT_DISRUPTED, "", "NoSchedule"),)
+
+
+def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
+    """True when ``pod`` tolerates ``karpenter.sh/disrupted:NoSchedule`` (a keyed toleration, or
+    an ``operator: Exists`` one without key); such pods are not drained (Karpenter
+    ``pkg/utils/pod/scheduling.go``, ``ToleratesDisruptedNoScheduleTaint``)."""
+    tolerations = parse_tolerations((pod.get("spec") or {}).get("tolerations"))
+    return untolerated(_DISRUPTED_NO_SCHEDULE, tolerations) is None
 
 
 def drain_tier(pod: dict[str, Any]) -> int:
@@ -145,6 +161,7 @@ class NodeTermination:
             if (p.get("spec") or {}).get("nodeName") == name
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and not _is_mirror(p)
+            and not tolerates_disrupted_taint(p)
         ]
         deadline = await self._deadline(node, claims)
         now = self.clock.now()

@@ -5,6 +5,9 @@ One :meth:`Provisioner.reconcile` pass (Karpenter ``pkg/controllers/provisioning
 template per Ready NodePool with the provider's instance types; solve; create one NodeClaim per
 planned node (``generateName: <nodepool>-``, owner reference to the NodePool, template labels,
 taints, startup taints, the NodePool hash). Launching is the NodeClaim lifecycle controller's job.
+Every node and in-flight NodeClaim the pass places pending pods on, and every NodeClaim it
+creates, is nominated (:mod:`karpy_core.state.nominations`) so disruption leaves it alone while
+kube-scheduler binds the pods.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from karpy_core.state.cluster import (
     is_true,
     nodepool_usage,
 )
+from karpy_core.state.nominations import Nominations
+from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
 __all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler"]
@@ -152,17 +157,23 @@ class Provisioner:
     Args:
         kube: the cluster.
         provider: the active cloud provider (for instance types).
+        nominations: where to record the nodes chosen for pending pods (shared with the
+            disruption controller); a private one when not given.
+        clock: time source for the nominations (real by default).
     """
 
     name = "provisioner"
 
     def __init__(
-        self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect", min_values_policy: str = "Strict"
+        self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect", min_values_policy: str = "Strict",
+        nominations: Nominations | None = None, clock: Clock | None = None,
     ):
         self.kube = kube
         self.provider = provider
         self.preference_policy = preference_policy
         self.min_values_policy = min_values_policy
+        self.nominations = nominations if nominations is not None else Nominations()
+        self.clock = clock or RealClock()
         self.last: ProvisioningResult = ProvisioningResult()
 
     async def reconcile(self) -> ProvisioningResult:
@@ -190,7 +201,10 @@ class Provisioner:
         result.results = results
         result.scheduler = scheduler
         result.pods = {p.key: p for p in pods}
+        self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
         for plan in results.new_claims:
-            result.created.append(await self.kube.create("NodeClaim", nodeclaim_from_plan(plan)))
+            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan))
+            result.created.append(created)
+            self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
         self.last = result
         return result

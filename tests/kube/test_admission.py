@@ -1,0 +1,87 @@
+"""RuntimeClass admission in the in-memory cluster, as kube-apiserver's RuntimeClass plugin does
+it (plugin/pkg/admission/runtimeclass/admission.go); tests/integration/test_runtimeclass.py
+checks the same cases against the real API server."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy_core.errors import KubeAPIError
+from karpy_core.kube.admission import merge_tolerations
+from karpy_core.kube.memory import InMemoryCluster
+
+KATA = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"}, "handler": "kata",
+        "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}},
+        "scheduling": {"nodeSelector": {"runtime": "kata"},
+                       "tolerations": [{"key": "kata", "operator": "Exists", "effect": "NoSchedule"}]}}
+PLAIN = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "runc"}, "handler": "runc"}
+
+
+def pod(name: str, **spec) -> dict:
+    return {"metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}], **spec}}
+
+
+@pytest.fixture
+def cluster() -> InMemoryCluster:
+    c = InMemoryCluster()
+    c.create_sync("RuntimeClass", KATA)
+    c.create_sync("RuntimeClass", PLAIN)
+    return c
+
+
+def test_runtimeclass_sets_overhead_selector_and_tolerations(cluster):
+    created = cluster.create_sync("Pod", pod("a", runtimeClassName="kata", nodeSelector={"zone": "a"},
+                                             tolerations=[{"key": "other", "operator": "Exists"}]))
+    spec = created["spec"]
+    assert spec["overhead"] == {"cpu": "250m", "memory": "160Mi"}
+    assert spec["nodeSelector"] == {"zone": "a", "runtime": "kata"}
+    assert spec["tolerations"] == [{"key": "other", "operator": "Exists"},
+                                   {"key": "kata", "operator": "Exists", "effect": "NoSchedule"}]
+    assert cluster.peek("Pod", "a")["spec"]["overhead"] == {"cpu": "250m", "memory": "160Mi"}
+
+
+def test_runtimeclass_without_overhead_or_scheduling_changes_nothing(cluster):
+    spec = cluster.create_sync("Pod", pod("b", runtimeClassName="runc"))["spec"]
+    assert "overhead" not in spec and "nodeSelector" not in spec and "tolerations" not in spec
+
+
+def test_same_overhead_written_differently_is_accepted(cluster):
+    spec = cluster.create_sync("Pod", pod("c", runtimeClassName="kata", overhead={"cpu": "0.25", "memory": "160Mi"}))["spec"]
+    assert spec["overhead"] == {"cpu": "250m", "memory": "160Mi"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"runtimeClassName": "gvisor"}, 'pods "x" is forbidden: pod rejected: RuntimeClass "gvisor" not found'),
+        ({"runtimeClassName": "kata", "overhead": {"cpu": "1"}},
+         "pods \"x\" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"),
+        ({"overhead": {"cpu": "1"}},
+         'pods "x" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead'),
+        ({"runtimeClassName": "runc", "overhead": {"cpu": "1"}},
+         'pods "x" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead'),
+        ({"runtimeClassName": "kata", "nodeSelector": {"runtime": "runc"}},
+         'pods "x" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[runtime] = kata; '
+         "pod.spec.nodeSelector[runtime] = runc"),
+    ],
+)
+def test_rejections_are_403_with_the_api_servers_message(cluster, spec, message):
+    with pytest.raises(KubeAPIError) as err:
+        cluster.create_sync("Pod", pod("x", **spec))
+    assert err.value.status == 403 and err.value.reason == "Forbidden"
+    assert str(err.value) == f"403 Forbidden: {message}"
+    assert cluster.peek("Pod", "x") is None
+
+
+def test_merge_tolerations_keeps_only_supersets():
+    exists_all = {"operator": "Exists"}
+    keyed = {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}
+    key_exists = {"key": "k", "operator": "Exists"}
+    assert merge_tolerations([keyed], [key_exists]) == [key_exists]
+    assert merge_tolerations([key_exists], [keyed]) == [key_exists]
+    assert merge_tolerations([keyed, key_exists], [exists_all]) == [exists_all]
+    assert merge_tolerations([keyed], [dict(keyed)]) == [keyed]
+    short = {"key": "n", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    long = {"key": "n", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    assert merge_tolerations([short], [long]) == [long]
