@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import UTC, datetime, timedelta
 
 import aioboto3
+from aiobotocore.credentials import AioRefreshableCredentials
+from aiobotocore.session import AioSession
+from botocore.credentials import CredentialProvider
+from karpy_aws.clients import AWSClients
 
 from karpy_core.apis.base import to_kube_dict
 from karpy_core.apis.loader import load_documents
@@ -23,6 +28,7 @@ from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.observability import Metrics
 from karpy_core.operator import Operator
+from karpy_core.redaction import MASK, redact
 from karpy_core.sim.simulator import Simulator
 from tests.secret_scan import capture_logs, find_leaks
 
@@ -85,4 +91,54 @@ async def test_no_aws_credential_in_logs_events_or_metrics_at_debug(plugin_facto
         {"logs": logs, "events": json.dumps(events), "metrics": exposition},
         {"access key": ACCESS_KEY, "secret key": SECRET_KEY, "session token": SESSION_TOKEN},
     )
+    assert not leaks, "\n".join(leaks[:10])
+
+
+class _RotatingRoleProvider(CredentialProvider):
+    """Role credentials valid for an hour on a clock the test moves: each :meth:`expire` makes the
+    next signing refresh them into a new access key, secret key and session token."""
+
+    METHOD = "karpy-test-rotating-role"
+
+    def __init__(self) -> None:
+        self.issued: list[dict[str, str]] = []
+        self.now = datetime.now(UTC)
+
+    def expire(self) -> None:
+        self.now += timedelta(hours=2)
+
+    async def _refresh(self) -> dict[str, str]:
+        n = len(self.issued)
+        creds = {"access_key": f"ASIAROTATING{n:08d}", "secret_key": f"rotating-secret-key-{n:04d}-{'x' * 20}",
+                 "token": f"rotating-session-token-{n:04d}-{'y' * 40}",
+                 "expiry_time": (self.now + timedelta(hours=1)).isoformat()}
+        self.issued.append(creds)
+        return creds
+
+    async def load(self) -> AioRefreshableCredentials:
+        first = await self._refresh()
+        return AioRefreshableCredentials(first["access_key"], first["secret_key"], first["token"],
+                                         datetime.fromisoformat(first["expiry_time"]), self._refresh, self.METHOD,
+                                         time_fetcher=lambda: self.now)
+
+
+async def test_refreshed_role_credentials_are_registered_before_signing(moto_url):
+    provider = _RotatingRoleProvider()
+    core = AioSession()
+    core.get_component("credential_provider").insert_before("env", provider)
+    clients = AWSClients(region=REGION, endpoint_url=moto_url, session=aioboto3.Session(botocore_session=core, region_name=REGION))
+    try:
+        with capture_logs() as buf:
+            ec2 = await clients.ec2()
+            for _ in range(3):
+                await ec2.describe_vpcs()
+                provider.expire()
+    finally:
+        await clients.close()
+    assert len(provider.issued) == 3  # the first set, then one refresh per expiry before the next signing
+    for creds in provider.issued:  # each set was registered, not just caught by a header pattern
+        for value in (creds["access_key"], creds["secret_key"], creds["token"]):
+            assert redact(value) == MASK
+    leaks = find_leaks({"logs": buf.getvalue()}, {f"{k} {i}": c[k] for i, c in enumerate(provider.issued)
+                                                   for k in ("access_key", "secret_key", "token")})
     assert not leaks, "\n".join(leaks[:10])
