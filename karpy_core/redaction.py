@@ -22,7 +22,7 @@ Two mechanisms, applied together by :meth:`Redactor.scrub`:
 
 Everything found is replaced by ``[REDACTED]``. The registry keeps the newest
 :data:`MAX_SECRETS` values (bootstrap and IAM tokens are short-lived and re-issued; a long-running
-controller must not grow without bound); older ones are still caught by the patterns.
+controller must not grow without bound); older ones are only caught by the patterns.
 
 :class:`RedactingFilter` (a ``logging.Filter``) and :func:`redact_processor` (a structlog
 processor) apply the default redactor to stdlib records and structlog event dicts;
@@ -39,6 +39,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+import ahocorasick
+
 __all__ = [
     "MASK",
     "MAX_SECRETS",
@@ -52,8 +54,10 @@ __all__ = [
 ]
 
 MASK = "[REDACTED]"
-MAX_SECRETS = 4096
-"""How many registered values are kept (oldest forgotten first)."""
+MAX_SECRETS = 512
+"""How many registered values are kept (oldest forgotten first). The automaton of 512 values
+(a few thousand forms) rebuilds in about 0.1 s; values older than that (expired bootstrap and IAM
+tokens) are only caught by the patterns."""
 MIN_SECRET_LENGTH = 6
 """Shorter values are not registered: they would blank ordinary words and numbers."""
 _MIN_B64_CORE = 12
@@ -118,15 +122,21 @@ def _forms(value: str | bytes) -> set[str]:
 class Redactor:
     """A thread-safe registry of secret values and the scrubber built from it.
 
+    Registered values (every form, see the module docstring) are searched for with an
+    Aho-Corasick automaton (pyahocorasick), so scrubbing costs time linear in the text whatever
+    the number of secrets; the automaton is rebuilt lazily, at the first scrub after a
+    registration.
+
     Use the process-wide :data:`REDACTOR` through :func:`register_secret` and :func:`redact`;
     separate instances exist for tests.
     """
 
     def __init__(self, *, max_secrets: int = MAX_SECRETS):
         self._max = max_secrets
-        self._secrets: OrderedDict[str | bytes, None] = OrderedDict()
+        self._secrets: OrderedDict[str | bytes, frozenset[str]] = OrderedDict()
         self._lock = threading.Lock()
-        self._literal: re.Pattern[str] | None = None
+        self._automaton: ahocorasick.Automaton | None = None
+        self._dirty = False
 
     def register(self, value: str | bytes | None) -> None:
         """Remember ``value`` (and its encodings) as secret. None, empty and values shorter than
@@ -137,27 +147,52 @@ class Redactor:
             if value in self._secrets:
                 self._secrets.move_to_end(value)
                 return
-            self._secrets[value] = None
+            self._secrets[value] = frozenset(_forms(value))
             while len(self._secrets) > self._max:
                 self._secrets.popitem(last=False)
-            forms: set[str] = set()
-            for secret in self._secrets:
-                forms |= _forms(secret)
-            # longest first, so a value is never cut by a shorter one it contains
-            alternation = "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
-            self._literal = re.compile(alternation) if alternation else None
+            self._dirty = True
 
     def __len__(self) -> int:
         return len(self._secrets)
+
+    def _matcher(self) -> ahocorasick.Automaton | None:
+        if not self._dirty:
+            return self._automaton
+        with self._lock:
+            if self._dirty:
+                automaton = ahocorasick.Automaton()
+                for forms in self._secrets.values():
+                    for form in forms:
+                        automaton.add_word(form, len(form))
+                if len(automaton):
+                    automaton.make_automaton()
+                    self._automaton = automaton
+                else:
+                    self._automaton = None
+                self._dirty = False
+            return self._automaton
 
     def scrub(self, text: str) -> str:
         """``text`` with every registered value (any form) and every pattern match replaced by
         ``[REDACTED]`` (see the module docstring)."""
         if not text:
             return text
-        literal = self._literal
-        if literal is not None:
-            text = literal.sub(MASK, text)
+        automaton = self._matcher()
+        if automaton is not None:
+            spans: list[list[int]] = []
+            for end, length in sorted(automaton.iter(text), key=lambda m: m[0] - m[1]):
+                start, stop = end - length + 1, end + 1
+                if spans and start <= spans[-1][1]:
+                    spans[-1][1] = max(spans[-1][1], stop)
+                else:
+                    spans.append([start, stop])
+            if spans:
+                parts, last = [], 0
+                for start, stop in spans:
+                    parts += [text[last:start], MASK]
+                    last = stop
+                parts.append(text[last:])
+                text = "".join(parts)
         for pattern, repl in _PATTERNS:
             text = pattern.sub(repl, text)
         return text
