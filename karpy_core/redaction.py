@@ -18,7 +18,8 @@ Two mechanisms, applied together by :meth:`Redactor.scrub`:
   elements (``<SessionToken>``, ``<SecretAccessKey>`` in STS answers), AWS access key ids
   (``AKIA``/``ASIA`` + 16, the formats in AWS IAM's "Understanding unique ID prefixes") and
   kubeadm bootstrap tokens (``[a-z0-9]{6}.[a-z0-9]{16}``, kubeadm's
-  ``cmd/kubeadm/app/apis/bootstraptoken`` ``BootstrapTokenPattern``).
+  ``cmd/kubeadm/app/apis/bootstraptoken`` ``BootstrapTokenPattern``) and JSON Web Tokens
+  (``eyJ….eyJ….sig``: service-account and web-identity tokens, RFC 7519 §3).
 
 Everything found is replaced by ``[REDACTED]``. The registry keeps the newest
 :data:`MAX_SECRETS` values (bootstrap and IAM tokens are short-lived and re-issued; a long-running
@@ -81,6 +82,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), MASK),
     # kubeadm bootstrap tokens
     (re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"), MASK),
+    # JSON Web Tokens (service-account tokens, OIDC web-identity tokens): header.payload.signature
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), MASK),
 )
 
 

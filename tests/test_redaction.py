@@ -80,6 +80,11 @@ def test_the_registry_is_bounded():
     ("https://b.s3.amazonaws.com/k?X-Amz-Security-Token=FwoGZXIvYXdz&X-Amz-Signature=abc123", ("FwoGZXIvYXdz", "abc123")),
     ("aws_session_token = FwoGZXIvYXdz", ("FwoGZXIvYXdz",)),
     ("{'application_credential': {'id': 'x', 'secret': 's3cr3t-app'}}", ("s3cr3t-app",)),
+    # a service-account token (JWT) in a header and in prose
+    ("Authorization: Bearer eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJpc3MiOiJrdWJlcm5ldGVzIn0.c2lnbmF0dXJl",
+     ("eyJpc3MiOiJrdWJlcm5ldGVzIn0", "c2lnbmF0dXJl")),
+    ("web identity token eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJpc3MiOiJrdWJlcm5ldGVzIn0.c2lnbmF0dXJl refused",
+     ("eyJpc3MiOiJrdWJlcm5ldGVzIn0", "c2lnbmF0dXJl")),
     # kubeadm bootstrap token
     ("kubeadm join 10.0.0.10:6443 --token 07401b.f395accd246ae52d --discovery-token-ca-cert-hash sha256:00",
      ("07401b.f395accd246ae52d", "f395accd246ae52d")),
