@@ -310,6 +310,10 @@ def controller(
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="simulated provider: KWOK-format catalog")] = None,
     kwok: Annotated[bool, typer.Option(help="simulated provider: launch instances as kwok-managed Nodes in the cluster")] = False,
     log_level: Annotated[str, typer.Option(envvar="LOG_LEVEL", help="debug, info, warning or error")] = "info",
+    log_debug_loggers: Annotated[str, typer.Option(
+        envvar="KARPY_LOG_DEBUG_LOGGERS",
+        help="third-party loggers to show, comma-separated NAME (DEBUG) or NAME=LEVEL, e.g. botocore,httpx=INFO; "
+             "all others stay at WARNING")] = "",
     preference_policy: Annotated[str, typer.Option(envvar="PREFERENCE_POLICY", help="Respect or Ignore")] = "Respect",
     min_values_policy: Annotated[str, typer.Option(envvar="MIN_VALUES_POLICY", help="Strict or BestEffort")] = "Strict",
     node_repair: Annotated[bool, typer.Option(envvar="NODE_REPAIR",
@@ -320,7 +324,10 @@ def controller(
     from karpy_core.observability import configure_logging
     from karpy_core.operator import BatchSettings, ControllerSettings, LeaderSettings, default_namespace
 
-    configure_logging(log_level.upper())
+    try:
+        configure_logging(log_level.upper(), debug_loggers=log_debug_loggers)
+    except ValueError as exc:
+        _fail(ConfigurationError(str(exc)))
     try:
         batch = BatchSettings(
             idle_seconds=parse_duration(batch_idle_duration).total_seconds(),

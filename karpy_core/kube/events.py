@@ -13,6 +13,7 @@ from typing import Any
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, KubeClient
+from karpy_core.redaction import redact
 from karpy_core.utils.clock import Clock, iso
 
 __all__ = ["EventRecorder"]
@@ -39,7 +40,10 @@ class EventRecorder:
         self.published: list[dict[str, Any]] = []
 
     async def publish(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
-        """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``obj``; never raises."""
+        """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``obj``; never raises.
+        ``message`` is scrubbed of credentials first (:func:`karpy_core.redaction.redact`): an
+        error text may quote one, and Events are readable by anyone allowed to list them."""
+        message = redact(message)
         meta = obj.get("metadata") or {}
         kind = obj.get("kind") or ""
         info = KINDS.get(kind)

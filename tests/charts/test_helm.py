@@ -557,3 +557,10 @@ def test_chart_ships_the_crds(render: Render) -> None:
     for crd in crds:
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
         assert crd["spec"]["scope"] == "Cluster", crd["metadata"]["name"]
+
+
+def test_log_debug_loggers_env_only_when_set(render: Render) -> None:
+    env = {e["name"]: e for e in _container(render(AWS_VALUES))["env"]}
+    assert "KARPY_LOG_DEBUG_LOGGERS" not in env
+    env = {e["name"]: e for e in _container(render({**AWS_VALUES, "logDebugLoggers": "botocore,httpx=INFO"}))["env"]}
+    assert env["KARPY_LOG_DEBUG_LOGGERS"] == {"name": "KARPY_LOG_DEBUG_LOGGERS", "value": "botocore,httpx=INFO"}

@@ -1,9 +1,12 @@
 """aioboto3 clients for the plugin, opened lazily and closed together.
 
 Credentials come from the default botocore chain (environment, shared config, IMDS/IRSA); karpy
-never reads, stores or logs them. ``endpoint_url`` exists for tests against moto's server mode and
-is refused unless it points at a loopback address, so a typo cannot send real credentials to a
-stranger.
+never stores or logs them. Before every request is signed, the values the signer is about to use
+(access key id, secret key, session token; refreshed role credentials included) are registered
+with :mod:`karpy_core.redaction`, so no log line, botocore's DEBUG output included, shows them.
+
+``endpoint_url`` exists for tests against moto's server mode and is refused unless it points at a
+loopback address, so a typo cannot send real credentials to a stranger.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import aioboto3
 from botocore.config import Config
 
 from karpy_core.errors import ConfigurationError
+from karpy_core.redaction import register_secret
 
 __all__ = ["AWSClients", "check_endpoint_url", "pricing_region"]
 
@@ -91,8 +95,21 @@ class AWSClients:
                 kwargs: dict[str, Any] = {"region_name": region, "config": self._config}
                 if self.endpoint_url:
                     kwargs["endpoint_url"] = self.endpoint_url
-                self._clients[service] = await self._stack.enter_async_context(self._session.client(service, **kwargs))
+                client = await self._stack.enter_async_context(self._session.client(service, **kwargs))
+                await self._register_credentials()
+                client.meta.events.register("before-sign", self._register_credentials)
+                self._clients[service] = client
         return self._clients[service]
+
+    async def _register_credentials(self, **_: Any) -> None:
+        """Register the session's current credentials as secrets (botocore ``before-sign`` hook:
+        runs before botocore logs the canonical request and the signed headers)."""
+        credentials = await self._session.get_credentials()
+        if credentials is None:
+            return
+        frozen = await credentials.get_frozen_credentials()
+        for value in (frozen.access_key, frozen.secret_key, frozen.token):
+            register_secret(value)
 
     async def ec2(self) -> Any:
         return await self.get("ec2")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from karpy_core.errors import KubeAPIError
+from karpy_core.redaction import redact
 from karpy_core.utils.clock import iso
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ class AWSEvent:
 
 
 class EventRecorder:
-    """Collects :class:`AWSEvent`s (at most ``limit``, oldest dropped)."""
+    """Collects :class:`AWSEvent`s (at most ``limit``, oldest dropped); messages are scrubbed of
+    credentials (:func:`karpy_core.redaction.redact`) before they are kept, logged or written."""
 
     def __init__(self, *, kube: KubeClient | None = None, now: Any = None, namespace: str = "default", limit: int = 1000):
         self.kube = kube
@@ -47,6 +49,7 @@ class EventRecorder:
         self._seq = 0
 
     async def record(self, type_: str, reason: str, involved: str, message: str, **details: Any) -> AWSEvent:
+        message = redact(message)
         event = AWSEvent(type_, reason, involved, message, details)
         self.events.append(event)
         del self.events[: max(0, len(self.events) - self._limit)]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import TAINT_UNREGISTERED
 from karpy_core.errors import ConfigurationError
+from karpy_core.redaction import register_secret
 from karpy_core.utils.clock import iso
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ def ca_cert_hash(pem: str) -> str:
 
 class BootstrapToken:
     """A kubeadm bootstrap token ``<id>.<secret>`` (6 + 16 characters of ``[a-z0-9]``). ``repr``
-    hides the secret part."""
+    hides the secret part; the token and its secret are registered with :mod:`karpy_core.redaction`
+    (so neither they nor user data carrying them show in a log line)."""
 
     __slots__ = ("_secret", "expires", "token_id")
 
@@ -134,6 +136,8 @@ class BootstrapToken:
         self.token_id = token_id
         self._secret = secret
         self.expires = expires
+        register_secret(secret)
+        register_secret(self.reveal())
 
     def reveal(self) -> str:
         return f"{self.token_id}.{self._secret}"

@@ -16,8 +16,9 @@ Behaviour:
   retried on 5xx (the VM may exist); the provider recovers by name instead.
 * **Errors** map onto :mod:`karpy_core.errors` through :class:`KakaoCloudAPIError` (a
   ``CloudProviderError`` keeping the API's ``code``), with the HTTP ``status`` and ``service``.
-  Messages never carry the credential secret, the token or request bodies, and a logging filter
-  blanks token headers in httpcore's DEBUG logs.
+  Messages never carry the credential secret, the token or request bodies; every token issued is
+  registered with :mod:`karpy_core.redaction`, and its logging filter blanks token headers in
+  httpcore's DEBUG logs.
 
 Error tree::
 
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -44,6 +44,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from karpy_core.errors import CloudProviderError
+from karpy_core.redaction import RedactingFilter, register_secret
 from karpy_kakaocloud.credentials import Credentials
 from karpy_kakaocloud.settings import KakaoCloudSettings
 
@@ -61,27 +62,11 @@ log = logging.getLogger(__name__)
 
 USER_AGENT = "karpy-kakaocloud/0.1"
 
-_TOKEN_HEADER = re.compile(r"((?:b')?(?:X-Subject-Token|X-Auth-Token)'?\s*[,:]\s*(?:b')?)[^'\s,)]+", re.IGNORECASE)
-
-
-class _RedactTokens(logging.Filter):
-    """httpcore logs response headers at DEBUG, ``X-Subject-Token`` included; blank the value."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            text = record.getMessage()
-        except Exception:
-            return True
-        if "token" in text.lower():
-            redacted = _TOKEN_HEADER.sub(r"\1[REDACTED]", text)
-            if redacted != text:
-                record.msg, record.args = redacted, ()
-        return True
-
-
-_REDACT = _RedactTokens()
+# httpcore logs request and response headers at DEBUG (X-Auth-Token, X-Subject-Token): scrub them
+# where they are logged, so they are blank even under logging set up by someone else than karpy.
+_REDACT = RedactingFilter()
 for _name in ("httpcore.http11", "httpcore.http2", "httpcore.connection", "httpx"):
-    if not any(isinstance(f, _RedactTokens) for f in logging.getLogger(_name).filters):
+    if not any(isinstance(f, RedactingFilter) for f in logging.getLogger(_name).filters):
         logging.getLogger(_name).addFilter(_REDACT)
 
 
@@ -267,6 +252,7 @@ class KakaoCloudClient:
                 if r.status_code >= 300:
                     raise _parse_error(r, "iam")
         token = r.headers.get("X-Subject-Token")
+        register_secret(token)
         if not token:
             raise KakaoCloudAuthError("token response has no X-Subject-Token header", status=r.status_code,
                                       code="NoToken", service="iam")

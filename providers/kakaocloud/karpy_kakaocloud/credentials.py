@@ -15,7 +15,8 @@ Both are **read only**: karpy never writes, creates or rotates them. Rotation is
 job: add a key, make it ``activeKeyID``, keep the old one while VMs signed with it exist.
 
 Secret values live in :class:`Secret` wrappers whose ``repr``/``str`` never show the value, and no
-error message built here includes one.
+error message built here includes one; every secret value and signing key is registered with
+:mod:`karpy_core.redaction` as soon as it is loaded.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from karpy_core.errors import ConfigurationError, KubeAPIError
+from karpy_core.redaction import register_secret
 
 if TYPE_CHECKING:
     from karpy_core.kube.port import KubeClient
@@ -72,12 +74,14 @@ _KEY_ID = re.compile(r"^[A-Za-z0-9._-]{1,7}$")
 
 
 class Secret:
-    """A string that never shows itself in ``repr``, ``str`` or f-strings; :meth:`reveal` returns it."""
+    """A string that never shows itself in ``repr``, ``str`` or f-strings; :meth:`reveal` returns it.
+    The value is registered with :mod:`karpy_core.redaction`, so no log line shows it either."""
 
     __slots__ = ("_value",)
 
     def __init__(self, value: str):
         self._value = value
+        register_secret(value)
 
     def reveal(self) -> str:
         return self._value
@@ -120,10 +124,14 @@ class Credentials:
 
 @dataclass(frozen=True)
 class SigningKey:
-    """One keyring entry: ``id`` (1..7 characters) and 32 secret bytes (never shown)."""
+    """One keyring entry: ``id`` (1..7 characters) and 32 secret bytes (never shown; registered
+    with :mod:`karpy_core.redaction`)."""
 
     id: str
     key: bytes = field(repr=False)
+
+    def __post_init__(self) -> None:
+        register_secret(self.key)
 
     def __repr__(self) -> str:
         return f"SigningKey(id={self.id!r})"

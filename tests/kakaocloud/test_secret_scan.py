@@ -1,0 +1,92 @@
+"""Issue 10 §3: no KakaoCloud secret in any log line, Event or metric, at DEBUG, even with
+httpx/httpcore asked for by name.
+
+Seed 004 end to end against the fake OpenAPI (credentials and keyring read from Secrets, IAM token
+issuance and a forced re-issue, signed VMs with kubeadm user data, get/list, a foreign VM that
+draws a Warning, deletes) plus a refused credential, with karpy's logging at DEBUG. Every captured
+line, every Event and the ``/metrics`` exposition are searched for the application credential
+secret, every IAM token issued, the signing keys, every bootstrap token and every user-data blob,
+in raw, base64 (std/urlsafe, with/without padding) and hex forms.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from karpy_kakaocloud.credentials import Credentials, Secret
+
+from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.errors import CreateError
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.observability import Metrics
+from karpy_core.operator import Operator
+from karpy_core.sim.simulator import Simulator
+from tests.kakaocloud.conftest import KEY1, KEY2, keyring_json, secret_obj
+from tests.kakaocloud.test_seed004 import NS, drain_all, seed_objects
+from tests.secret_scan import capture_logs, find_leaks
+
+WRONG_SECRET = "WRONG-app-credential-secret-0042"
+
+
+async def test_no_kakaocloud_secret_in_logs_events_or_metrics_at_debug(fake, make_provider):
+    metrics = Metrics()
+    with capture_logs() as buf:
+        plugin = make_provider(with_credentials=False, with_keyring=False)
+        provider = CloudProvider(plugin)
+        Operator(kube=InMemoryCluster(), provider=provider, metrics=metrics)  # wires the cloud-call metrics
+        sim = Simulator(provider)
+        plugin.bind_kube(sim.cluster)
+        sim.apply([
+            secret_obj(NS, "kakaocloud-credentials", {
+                "applicationCredentialId": fake.credential_id, "applicationCredentialSecret": fake.credential_secret,
+                "region": "kr-central-2"}),
+            secret_obj(NS, "karpenter-sigkey", {"keyring.json": keyring_json("k2", {"k1": KEY1, "k2": KEY2})}),
+        ])
+        sim.apply(seed_objects())
+        await sim.run(max_seconds=3600)
+        assert fake.instances and sim.cluster.objects("Node")
+        fake.expire_tokens()  # the next call is refused once and re-issues the token
+        launched = sim.cluster.objects("NodeClaim")
+        await provider.get(launched[0]["status"]["providerID"])
+        fake.add_instance(name="karpy-abcdef-intruder", description="karpy1:000000:k1:x:" + "A" * 32)
+        await provider.list()
+        user_data = [inst["_user_data"] for inst in fake.instances.values() if inst.get("_user_data")]
+
+        bad = make_provider(credentials=Credentials(fake.credential_id, Secret(WRONG_SECRET)), with_keyring=False,
+                            keyring=plugin.keyring)
+        bad.bind_kube(sim.cluster)
+        with pytest.raises(CreateError):
+            try:
+                await CloudProvider(bad).create(NodeClaim.model_validate(launched[0]))
+            except CreateError:
+                logging.getLogger("karpy.operator").exception("provisioning pass failed; retrying at the next batch")
+                raise
+        await drain_all(sim)
+        await plugin.aclose()
+    logs = buf.getvalue()
+
+    assert fake.tokens_issued >= 2
+    assert '"logger": "httpcore.http11"' in logs and '"logger": "httpx"' in logs
+    assert "Traceback" in logs
+    events = sim.cluster.objects("Event")
+    assert any(e.get("type") == "Warning" for e in events)
+    exposition = metrics.render().decode()
+    assert 'provider="kakaocloud"' in exposition
+
+    boot = [s for s in sim.cluster.objects("Secret") if s.get("type") == "bootstrap.kubernetes.io/token"]
+    assert boot and user_data
+    secrets: dict[str, str | bytes] = {
+        "credential secret": fake.credential_secret, "wrong credential secret": WRONG_SECRET,
+        "signing key k1": KEY1, "signing key k2": KEY2,
+    }
+    secrets.update({f"IAM token {i}": t for i, t in enumerate(fake.tokens)})
+    for s in boot:
+        data = s["stringData"]
+        secrets[f"bootstrap token {data['token-id']}"] = f"{data['token-id']}.{data['token-secret']}"
+        secrets[f"bootstrap token secret {data['token-id']}"] = data["token-secret"]
+    secrets.update({f"user data {i}": u for i, u in enumerate(user_data)})
+    leaks = find_leaks({"logs": logs, "events": json.dumps(events), "metrics": exposition}, secrets)
+    assert not leaks, "\n".join(leaks[:10])
