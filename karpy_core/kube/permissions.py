@@ -81,7 +81,7 @@ class Permission:
 
 PERMISSIONS: tuple[Permission, ...] = (
     # ---- karpy's own API ------------------------------------------------------------------
-    Permission("karpenter.sh", "nodepools", ("get", "list", "watch"),
+    Permission("karpenter.sh", "nodepools", ("list", "watch"),
                "informer cache; provisioner, disruption, drift, nodepool.status",
                "NodePools are the templates every decision starts from"),
     Permission("karpenter.sh", "nodepools/status", ("patch",), "nodepool.status",

@@ -32,7 +32,7 @@ import pytest
 
 from karpy_core.cloudprovider.provider import load_provider
 from karpy_core.kube.client import AsyncKubeClient
-from karpy_core.kube.permissions import RecordingKubeClient, permitted, unique
+from karpy_core.kube.permissions import RecordingKubeClient, permitted, rules_for, unique
 from karpy_core.operator import ControllerSettings, LeaderSettings, Operator
 from karpy_core.sim.kwok_nodes import KWOK_ANNOTATION, KwokNodeBackend
 from karpy_core.state.cluster import condition
@@ -259,7 +259,9 @@ async def test_controller_runs_under_the_chart_rbac_without_a_403(
                  ("delete", "karpenter.sh", "nodeclaims"), ("patch", "", "nodes"), ("create", "", "events"),
                  ("patch", "karpenter.k8s.aws", "ec2nodeclasses/status")]:
         assert need in seen, f"the scenario never exercised {need}"
+    unused = sorted({(r.verb, r.group, r.resource) for r in rules_for("aws")} - seen)
     print(f"launch {launched_at - started:.1f}s, drift+deadline {drifted_at - launched_at:.1f}s, "
           f"repair {repaired_at - drifted_at:.1f}s; {len(recorder.requests)} requests, "
-          f"{len(unique(recorder.requests))} distinct (verb, group, resource, namespace)")
+          f"{len(unique(recorder.requests))} distinct (verb, group, resource, namespace); "
+          f"grants not exercised here: {unused}")
 

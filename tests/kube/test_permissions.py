@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.permissions import (
+    CLOUDS,
     PERMISSIONS,
     SCOPE_CLUSTER,
     SCOPE_KUBE_SYSTEM,
@@ -149,3 +152,92 @@ async def test_recorder_records_a_watch_as_list_then_watch() -> None:
     await asyncio.wait_for(consume(), 5)
     assert seen == ["ADDED", "SYNCED"]
     assert [(r.verb, r.resource) for r in rec.requests] == [("list", "nodes"), ("watch", "nodes")]
+
+
+# --- the list against the code ----------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+_VERB_OF = {"list": "list", "get": "get", "create": "create", "patch": "patch", "replace": "update", "delete": "delete"}
+CLOUD_OF_TREE = {"karpy_core": set(CLOUDS), "providers/aws": {"aws"}, "providers/kakaocloud": {"kakaocloud"}}
+NOT_THE_CONTROLLER = ("karpy_core/sim/", "karpy_core/kube/memory.py", "karpy_core/kube/cache.py", "karpy_core/apis/crds.py")
+"""The simulator and the in-memory cluster (never against a real cluster), the informer cache
+(forwards calls with variable kinds; its watches are checked from Operator.CACHED_KINDS), and
+``karpy install-crds`` (an admin command, not the controller)."""
+
+
+def _code_calls() -> set[tuple[str, str, str, str]]:
+    """``(cloud, group, resource, verb)`` of every KubeClient call in the controller's code whose
+    kind is a literal (``kube.patch("NodeClaim", ..., status=True)`` -> nodeclaims/status patch)."""
+    found: set[tuple[str, str, str, str]] = set()
+    for tree, clouds in CLOUD_OF_TREE.items():
+        for path in sorted((REPO / tree).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if rel.startswith(NOT_THE_CONTROLLER):
+                continue
+            module = ast.parse(path.read_text())
+            loop_kinds: dict[str, list[str]] = {}  # `for kind in ("PersistentVolume", ...)`: the names a loop variable takes
+            for node in ast.walk(module):
+                if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Tuple | ast.List):
+                    values = [e.value for e in node.iter.elts if isinstance(e, ast.Constant) and e.value in KINDS]
+                    loop_kinds.setdefault(node.target.id, []).extend(values)
+            for node in ast.walk(module):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                if "kube" not in ast.unparse(node.func.value):
+                    continue
+                method = node.func.attr
+                if method == "evict":
+                    calls = [("", "pods/eviction", "create")]
+                elif method == "bind":
+                    calls = [("", "pods/binding", "create")]
+                elif method in _VERB_OF and node.args:
+                    arg = node.args[0]
+                    if isinstance(arg, ast.Constant) and arg.value in KINDS:
+                        kinds = [arg.value]
+                    elif isinstance(arg, ast.Name):
+                        kinds = loop_kinds.get(arg.id, [])
+                    else:
+                        continue
+                    status = any(k.arg == "status" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords)
+                    calls = [(KINDS[k].group, f"{KINDS[k].plural}/status" if status else KINDS[k].plural, _VERB_OF[method])
+                             for k in kinds]
+                else:
+                    continue
+                for cloud in clouds:
+                    found.update((cloud, *c) for c in calls)
+    return found
+
+
+def _watched() -> set[tuple[str, str, str, str]]:
+    """The informer cache's list+watch of Operator.CACHED_KINDS and of each cloud's NodeClass."""
+    from karpy_core.operator import Operator
+
+    node_class = {"aws": "EC2NodeClass", "kakaocloud": "KCNodeClass"}
+    out = set()
+    for cloud in CLOUDS:
+        for kind in (*Operator.CACHED_KINDS, node_class[cloud]):
+            info = KINDS[kind]
+            out |= {(cloud, info.group, info.plural, "list"), (cloud, info.group, info.plural, "watch")}
+    return out
+
+
+IMPLIED = {(cloud, "karpenter.sh", "nodepools/finalizers", "update") for cloud in CLOUDS}
+"""Admission (OwnerReferencesPermissionEnforcement): NodeClaims are created with a blockOwnerDeletion
+owner reference to their NodePool (provisioner.nodeclaim_from_plan), checked below."""
+
+
+def _listed() -> set[tuple[str, str, str, str]]:
+    return {(cloud, p.group, p.resource, verb) for p in PERMISSIONS for cloud in p.clouds for verb in p.verbs}
+
+
+def test_every_call_in_the_code_is_in_the_list() -> None:
+    missing = sorted((_code_calls() | _watched()) - _listed())
+    assert not missing, "KubeClient calls without a grant in karpy_core/kube/permissions.py:\n" + "\n".join(map(str, missing))
+
+
+def test_every_grant_in_the_list_is_used_by_the_code() -> None:
+    from karpy_core.controllers.provisioning import provisioner
+
+    assert '"blockOwnerDeletion": True' in Path(provisioner.__file__).read_text()  # what IMPLIED stands for
+    unused = sorted(_listed() - _code_calls() - _watched() - IMPLIED)
+    assert not unused, "grants in karpy_core/kube/permissions.py no code calls:\n" + "\n".join(map(str, unused))
