@@ -24,7 +24,9 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
   differently; without it, never drifts. Repair policies are Karpenter KWOK's: Ready False or
   Unknown for 10 minutes.
 * **NodeClass status**: with ``kube``, the ``simulated.nodeclass`` loop (``karpy_controllers``)
-  marks every served NodeClass of a supported kind ``Ready=True``.
+  marks every served NodeClass of a supported kind ``Ready=True``. Option ``node_classes`` (kind
+  names, e.g. ``["EC2NodeClass"]``) narrows the supported kinds, so the simulated cloud touches
+  only the NodeClass kind a real one would (and its chart's RBAC grants).
 * With a **node backend** (option ``node_backend``, e.g.
   :class:`~karpy_core.sim.kwok_nodes.KwokNodeBackend`), every instance is also a Node
   object in a real cluster that kwok runs as a fake kubelet; the backend then *is* the inventory:
@@ -75,7 +77,7 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
 
 _CATALOG_OPTION_NAMES = frozenset(f.name for f in fields(AWSCatalogOptions))
-_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend", "kube"}) | _CATALOG_OPTION_NAMES
+_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend", "kube", "node_classes"}) | _CATALOG_OPTION_NAMES
 ANNOTATION_NODECLASS_HASH = "karpy.sh/nodeclass-hash"
 """The simulated provider's record of the NodeClass spec an instance was launched with."""
 DRIFT_NODECLASS = "NodeClassDrift"
@@ -126,6 +128,7 @@ class SimulatedProvider:
         catalog_options: AWSCatalogOptions | None = None,
         node_backend: NodeBackend | None = None,
         kube: Any = None,
+        node_classes: list[str] | None = None,
     ):
         if instance_types_file:
             base = load_kwok_catalog(instance_types_file)
@@ -149,6 +152,14 @@ class SimulatedProvider:
         self._launched = 0
         self.node_backend = node_backend
         self.kube = kube
+        if node_classes is not None:
+            unknown = sorted(set(node_classes) - {kind for _, kind in SUPPORTED_NODE_CLASSES})
+            if unknown or not node_classes:
+                raise ConfigurationError(
+                    f"simulated provider: node_classes must name some of "
+                    f"{', '.join(kind for _, kind in SUPPORTED_NODE_CLASSES)}, not {node_classes!r}"
+                )
+        self.node_classes = [(g, k) for g, k in SUPPORTED_NODE_CLASSES if node_classes is None or k in node_classes]
 
     @property
     def pricing_note(self) -> str:
@@ -282,7 +293,7 @@ class SimulatedProvider:
 
     @hookimpl
     def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
-        return list(SUPPORTED_NODE_CLASSES)
+        return list(self.node_classes)
 
     @hookimpl
     async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
@@ -389,7 +400,7 @@ class SimulatedProvider:
         if self.kube is None:
             return 0
         patched = 0
-        for _, kind in SUPPORTED_NODE_CLASSES:
+        for _, kind in self.node_classes:
             if kind not in KINDS:
                 continue
             for obj in await self.kube.list(kind):
@@ -442,8 +453,9 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
     path; overrides the AWS catalog), ``clock`` (callable returning seconds, or an object with
     ``now()``), and any :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field
     (``ami_family``, ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...),
-    ``node_backend`` (see the module docstring) and ``kube`` (a KubeClient to read NodeClasses
-    from, for NodeClass drift; the simulator fills it in with its in-memory cluster).
+    ``node_backend`` (see the module docstring), ``kube`` (a KubeClient to read NodeClasses
+    from, for NodeClass drift; the simulator fills it in with its in-memory cluster) and
+    ``node_classes`` (the NodeClass kinds accepted; default all of :data:`SUPPORTED_NODE_CLASSES`).
 
     Raises:
         ConfigurationError: unknown option, unsupported region, bad catalog settings or file.
@@ -466,4 +478,5 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
         catalog_options=catalog_options,
         node_backend=opts.get("node_backend"),
         kube=opts.get("kube"),
+        node_classes=opts.get("node_classes"),
     )

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from karpy_core.kube.permissions import SCOPE_CLUSTER, SCOPE_KUBE_SYSTEM, SCOPE_RELEASE, Rule, rules_for
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "karpy"
 HELM_SH = REPO / "hack" / "helm.sh"
@@ -352,6 +354,41 @@ def test_exclusion_can_be_switched_off(render: Render) -> None:
 # --- RBAC -------------------------------------------------------------------------------------
 
 
+def _rendered_rules(objects: list[dict[str, Any]]) -> set[Rule]:
+    """Flatten the rendered ClusterRole and Roles into :class:`Rule` grants (scope from where they apply)."""
+    out: set[Rule] = set()
+    for role in objects:
+        if role["kind"] == "ClusterRole":
+            scope = SCOPE_CLUSTER
+        elif role["kind"] == "Role":
+            scope = SCOPE_KUBE_SYSTEM if role["metadata"]["namespace"] == "kube-system" else SCOPE_RELEASE
+            assert role["metadata"]["namespace"] in (NAMESPACE, "kube-system"), role["metadata"]
+        else:
+            continue
+        for rule in _rules(role):
+            assert not rule.get("nonResourceURLs"), rule
+            names = tuple(sorted(rule.get("resourceNames") or ()))
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        out.add(Rule(scope, group, resource, verb, names))
+    return out
+
+
+@pytest.mark.parametrize(("cloud", "values"), [("aws", AWS_VALUES), ("kakaocloud", KAKAOCLOUD_VALUES)], ids=["aws", "kakaocloud"])
+def test_rbac_equals_the_permission_list(render: Render, cloud: str, values: dict[str, Any]) -> None:
+    """The chart grants exactly karpy_core.kube.permissions.PERMISSIONS: nothing missing, nothing extra."""
+    rendered = _rendered_rules(render(values))
+    wanted = rules_for(cloud, values)
+    missing = sorted(wanted - rendered)
+    extra = sorted(rendered - wanted)
+    assert not missing and not extra, (
+        "chart RBAC and karpy_core/kube/permissions.py differ:\n"
+        + "".join(f"  missing from the chart: {r}\n" for r in missing)
+        + "".join(f"  granted but not in the list: {r}\n" for r in extra)
+    )
+
+
 @pytest.mark.parametrize(("values", "group", "resource"), [(AWS_VALUES, "karpenter.k8s.aws", "ec2nodeclasses"), (KAKAOCLOUD_VALUES, "karpenter.kakaocloud.com", "kcnodeclasses")])
 def test_cluster_role_is_scoped(render: Render, values: dict[str, Any], group: str, resource: str) -> None:
     objects = render(values)
@@ -361,27 +398,30 @@ def test_cluster_role_is_scoped(render: Render, values: dict[str, Any], group: s
             assert "*" not in rule.get(field, []), f"wildcard in {field}: {rule}"
         assert not rule.get("nonResourceURLs"), rule
     assert _allows(role, "", "pods/eviction", "create")
-    assert not _allows(role, "", "pods", "delete") and not _allows(role, "", "pods/binding", "create")
+    # terminationGracePeriod deadline and node repair delete pods; binding is kube-scheduler's job
+    assert _allows(role, "", "pods", "delete") and not _allows(role, "", "pods/binding", "create")
     assert _allows(role, "", "nodes", "delete") and not _allows(role, "", "nodes", "create")
-    for verb in ("create", "delete", "patch", "update", "watch"):
+    for verb in ("create", "delete", "patch", "watch"):
         assert _allows(role, "karpenter.sh", "nodeclaims", verb)
     assert _allows(role, "karpenter.sh", "nodepools/status", "patch")
+    assert _allows(role, "karpenter.sh", "nodepools/finalizers", "update")  # blockOwnerDeletion on NodeClaims
     assert not _allows(role, "karpenter.sh", "nodepools", "create") and not _allows(role, "karpenter.sh", "nodepools", "delete")
     assert _allows(role, group, resource, "watch") and _allows(role, group, f"{resource}/status", "patch")
     other_group = {"karpenter.k8s.aws", "karpenter.kakaocloud.com"} - {group}
     assert not [r for r in _rules(role) if set(r["apiGroups"]) & other_group], "the other cloud's NodeClass must not be granted"
     for resource_name in ("persistentvolumeclaims", "persistentvolumes"):
         assert _allows(role, "", resource_name, "list")
-    for resource_name in ("storageclasses", "csinodes", "volumeattachments"):
-        assert _allows(role, "storage.k8s.io", resource_name, "watch")
-    for resource_name in ("daemonsets", "replicasets", "statefulsets", "deployments"):
-        assert _allows(role, "apps", resource_name, "list")
+    assert _allows(role, "storage.k8s.io", "storageclasses", "list")
+    assert _allows(role, "apps", "daemonsets", "watch")
     assert _allows(role, "policy", "poddisruptionbudgets", "watch")
     assert _allows(role, "", "events", "create")
-    # Read-only kinds stay read-only; no Secret or ConfigMap access cluster-wide.
+    # Read-only kinds stay read-only (pods: delete only, no create/update/patch); no Secret or
+    # ConfigMap access cluster-wide.
     for rule in _rules(role):
-        if set(rule["resources"]) & {"pods", "persistentvolumes", "persistentvolumeclaims", "storageclasses", "daemonsets", "poddisruptionbudgets"}:
+        if set(rule["resources"]) & {"persistentvolumes", "persistentvolumeclaims", "storageclasses", "daemonsets", "poddisruptionbudgets"}:
             assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
+        if "pods" in rule["resources"]:
+            assert set(rule["verbs"]) <= {"get", "list", "watch", "delete"}, rule
         assert not set(rule["resources"]) & {"secrets", "configmaps", "namespaces", "serviceaccounts"}, rule
 
     binding = _one(objects, "ClusterRoleBinding")
@@ -394,7 +434,7 @@ def test_cluster_role_is_scoped(render: Render, values: dict[str, Any], group: s
 def test_lease_role_in_release_namespace(render: Render, values: dict[str, Any]) -> None:
     objects = render(values)
     role = _one(objects, "Role", namespace=NAMESPACE)
-    for verb in ("get", "create", "update", "patch"):
+    for verb in ("get", "create", "update"):
         assert _allows(role, "coordination.k8s.io", "leases", verb)
     binding = _one(objects, "RoleBinding", namespace=NAMESPACE)
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
@@ -456,7 +496,7 @@ def test_kakaocloud_secret_rbac(render: Render) -> None:
     role = _one(objects, "Role", namespace=NAMESPACE)
     secret_rules = [r for r in _rules(role) if "secrets" in r["resources"]]
     assert secret_rules == [
-        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kakaocloud-credentials", "karpenter-sigkey"], "verbs": ["get", "list", "watch"]}
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kakaocloud-credentials", "karpenter-sigkey"], "verbs": ["get"]}
     ]
     bootstrap = _one(objects, "Role", namespace="kube-system")
     assert _rules(bootstrap) == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}]

@@ -131,6 +131,27 @@ def test_options_are_validated() -> None:
         create_plugin({"clock": 42})
 
 
+async def test_node_classes_option_narrows_the_nodeclass_kinds() -> None:
+    """With node_classes=[EC2NodeClass] the simulated cloud reads and marks only EC2NodeClasses, as
+    the AWS chart's RBAC allows (it grants no KCNodeClass access)."""
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.kube.permissions import RecordingKubeClient
+
+    rec = RecordingKubeClient(InMemoryCluster())
+    await rec.create("EC2NodeClass", {"metadata": {"name": "a"}, "spec": {}})
+    await rec.create("KCNodeClass", {"metadata": {"name": "k"}, "spec": {}})
+    rec.requests.clear()
+    cloud = load_provider("simulated", {"kube": rec, "node_classes": ["EC2NodeClass"]})
+    assert cloud.supported_node_classes() == [("karpenter.k8s.aws", "EC2NodeClass")]
+    assert await cloud.plugin.reconcile_nodeclasses() == 1
+    assert {r.resource for r in rec.requests} == {"ec2nodeclasses", "ec2nodeclasses/status"}
+    assert load_provider("simulated", {}).supported_node_classes() == SUPPORTED_NODE_CLASSES  # default: all
+    with pytest.raises(ConfigurationError, match="node_classes"):
+        create_plugin({"node_classes": ["NodeClassOfNoOne"]})
+    with pytest.raises(ConfigurationError, match="node_classes"):
+        create_plugin({"node_classes": []})
+
+
 def test_catalog_options_pass_through() -> None:
     plugin = create_plugin({"max_pods": 110, "ami_family": "Bottlerocket"})
     m5 = next(t for t in plugin.instance_types if t.name == "m5.large")

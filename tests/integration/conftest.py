@@ -62,8 +62,13 @@ def devcluster(devcluster_module: ModuleType) -> Iterator[object]:
     problem = None
     try:
         # PodDisruptionBudgets bypass the API server's watch cache, so a test can expire a watch
-        # (410 Gone) by compacting etcd, as the API server's own 5-minute compaction does
-        cluster = dc.DevCluster(dc.build(), extra_apiserver_args=["--watch-cache-sizes=poddisruptionbudgets.policy#0"])
+        # (410 Gone) by compacting etcd, as the API server's own 5-minute compaction does.
+        # OwnerReferencesPermissionEnforcement (on in OpenShift and other hardened clusters)
+        # authorizes blockOwnerDeletion owner references: the RBAC e2e test needs it.
+        cluster = dc.DevCluster(dc.build(), extra_apiserver_args=[
+            "--watch-cache-sizes=poddisruptionbudgets.policy#0",
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+        ])
         cluster.start()
     except dc.GoNotFound as exc:
         problem = f"no Go toolchain to build the control plane ({exc}); install Go >= 1.26 and put `go` on PATH"

@@ -257,13 +257,15 @@ def test_rbac_grants_exactly_what_the_controller_needs(devcluster: Any, render: 
             ("watch", "pods", {}),
             ("delete", "nodes", {"name": "some-node"}),
             ("patch", "nodes", {}),
+            ("delete", "pods", {"namespace": "default", "name": "some-pod"}),  # terminationGracePeriod deadline, repair
             ("create", "nodeclaims", {"group": "karpenter.sh"}),
             ("delete", "nodeclaims", {"group": "karpenter.sh"}),
             ("patch", "nodeclaims", {"group": "karpenter.sh", "subresource": "status"}),
             ("watch", "nodepools", {"group": "karpenter.sh"}),
-            ("update", "nodepools", {"group": "karpenter.sh", "subresource": "status"}),
+            ("patch", "nodepools", {"group": "karpenter.sh", "subresource": "status"}),
+            ("update", "nodepools", {"group": "karpenter.sh", "subresource": "finalizers"}),
             ("list", "poddisruptionbudgets", {"group": "policy"}),
-            ("watch", "csinodes", {"group": "storage.k8s.io"}),
+            ("list", "storageclasses", {"group": "storage.k8s.io"}),
             ("list", "daemonsets", {"group": "apps"}),
             ("create", "events", {"namespace": "default"}),
             ("create", "leases", {"group": "coordination.k8s.io", "namespace": namespace}),
@@ -271,7 +273,8 @@ def test_rbac_grants_exactly_what_the_controller_needs(devcluster: Any, render: 
         ]
         denied = [
             ("create", "nodes", {}),
-            ("delete", "pods", {"namespace": "default"}),
+            ("create", "pods", {"namespace": "default"}),
+            ("update", "nodepools", {"group": "karpenter.sh"}),
             ("create", "pods", {"subresource": "binding", "namespace": "default"}),
             ("delete", "nodepools", {"group": "karpenter.sh"}),
             ("create", "leases", {"group": "coordination.k8s.io", "namespace": "default"}),
@@ -297,9 +300,9 @@ def test_rbac_grants_exactly_what_the_controller_needs(devcluster: Any, render: 
         else:
             allowed += [
                 ("watch", "kcnodeclasses", {"group": "karpenter.kakaocloud.com"}),
-                ("update", "kcnodeclasses", {"group": "karpenter.kakaocloud.com", "subresource": "status"}),
+                ("patch", "kcnodeclasses", {"group": "karpenter.kakaocloud.com", "subresource": "status"}),
                 ("get", "secrets", {"namespace": namespace, "name": "karpenter-sigkey"}),
-                ("watch", "secrets", {"namespace": namespace, "name": "kakaocloud-credentials"}),
+                ("get", "secrets", {"namespace": namespace, "name": "kakaocloud-credentials"}),
                 ("create", "secrets", {"namespace": "kube-system"}),
             ]
             denied += [
@@ -308,6 +311,7 @@ def test_rbac_grants_exactly_what_the_controller_needs(devcluster: Any, render: 
                 ("list", "secrets", {"namespace": "kube-system"}),
                 ("delete", "secrets", {"namespace": "kube-system", "name": "bootstrap-token-abcdef"}),
                 ("list", "secrets", {"namespace": namespace}),
+                ("watch", "secrets", {"namespace": namespace, "name": "kakaocloud-credentials"}),
             ]
         wrong = [f"should be allowed: {v} {r} {kw}" for v, r, kw in allowed if not can(v, r, **kw)]
         wrong += [f"should be denied: {v} {r} {kw}" for v, r, kw in denied if can(v, r, **kw)]
