@@ -335,3 +335,27 @@ async def test_node_chosen_for_a_pending_pod_is_not_disrupted_as_empty():
     clock.advance(21)  # the pod never came: the nomination ends and the node is empty again
     events = await disruption.reconcile()
     assert [e.kind for e in events if e.kind == "disrupt-decided"] == ["disrupt-decided"]
+
+
+async def test_drain_stops_waiting_for_a_pod_stuck_terminating():
+    """Karpenter's IsDrainable skips pods stuck terminating (pkg/utils/pod/scheduling.go
+    IsStuckTerminating: deletionTimestamp more than a minute past): a pod whose kubelet is gone
+    never leaves, and must not hold the Node (node repair deletes such nodes)."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, _ = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    stuck = pod("stuck", "a")
+    stuck["metadata"]["finalizers"] = ["example.com/kubelet-gone"]  # nothing will ever remove it
+    cluster.create_sync("Pod", stuck)
+    cluster.delete_sync("Pod", "stuck", "default")
+    assert cluster.peek("Pod", "stuck", "default")["metadata"]["deletionTimestamp"]
+    cluster.delete_sync("Node", "a")
+    term = NodeTermination(kube=cluster, clock=clock)
+    assert [e.kind for e in await term.reconcile()] == []  # still terminating: the drain waits
+    clock.advance(60)
+    assert [e.kind for e in await term.reconcile()] == []  # not past the minute yet
+    clock.advance(1)
+    assert [e.kind for e in await term.reconcile()] == ["node-finalized"]
+    assert cluster.peek("Node", "a") is None and cluster.peek("Pod", "stuck", "default") is not None

@@ -15,7 +15,8 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
    pods that tolerate
    ``karpenter.sh/disrupted:NoSchedule`` are not drained at all (neither evicted nor waited for:
    they would reschedule onto the node; Karpenter ``pkg/utils/pod/scheduling.go``,
-   ``IsDrainable``);
+   ``IsDrainable``), nor are pods stuck terminating (deleted more than a minute past their grace
+   period: their kubelet is gone, ``IsStuckTerminating``);
 4. with a ``terminationGracePeriod`` on the NodeClaim, the drain deadline is the NodeClaim's
    deletion time + that period (written to the ``karpenter.sh/nodeclaim-termination-timestamp``
    annotation); from ``deadline - pod.terminationGracePeriodSeconds`` (default 30 s) on, a pod is
@@ -42,7 +43,8 @@ from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.utils.clock import Clock, RealClock, iso
 
-__all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "tolerates_disrupted_taint", "CRITICAL_PRIORITY_CLASSES"]
+__all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "tolerates_disrupted_taint", "is_stuck_terminating",
+           "CRITICAL_PRIORITY_CLASSES"]
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 """Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
@@ -86,6 +88,19 @@ def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
     ``pkg/utils/pod/scheduling.go``, ``ToleratesDisruptedNoScheduleTaint``)."""
     tolerations = parse_tolerations((pod.get("spec") or {}).get("tolerations"))
     return untolerated(_DISRUPTED_NO_SCHEDULE, tolerations) is None
+
+
+STUCK_TERMINATING_SECONDS = 60.0
+"""A pod whose ``deletionTimestamp`` (deletion time + its grace period, as the API server sets it)
+is more than this many seconds past is stuck terminating (its kubelet is gone) and no longer holds
+the drain: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsStuckTerminating`` (one minute)."""
+
+
+def is_stuck_terminating(pod: dict[str, Any], now: float) -> bool:
+    """True when ``pod`` is being deleted and its ``deletionTimestamp`` lies more than
+    :data:`STUCK_TERMINATING_SECONDS` before ``now`` (epoch seconds)."""
+    deleted = _parse_ts(pod["metadata"].get("deletionTimestamp"))
+    return deleted is not None and now - deleted > STUCK_TERMINATING_SECONDS
 
 
 def drain_tier(pod: dict[str, Any]) -> int:
@@ -144,6 +159,7 @@ class NodeTermination:
     async def _terminate(self, node: dict[str, Any], pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[TerminationEvent]:
         name = node["metadata"]["name"]
         events: list[TerminationEvent] = []
+        now = self.clock.now()
         pid = (node.get("spec") or {}).get("providerID")
         for claim in claims:
             if pid and (claim.get("status") or {}).get("providerID") == pid and not claim["metadata"].get("deletionTimestamp"):
@@ -162,9 +178,9 @@ class NodeTermination:
             and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and not _is_mirror(p)
             and not tolerates_disrupted_taint(p)
+            and not is_stuck_terminating(p, now)
         ]
         deadline = await self._deadline(node, claims)
-        now = self.clock.now()
         remaining = list(on_node)
         tiers = sorted({drain_tier(p) for p in on_node})
         current = [p for p in on_node if tiers and drain_tier(p) == tiers[0]]
