@@ -176,3 +176,23 @@ def test_controller_refuses_a_bad_logger_spec():
 def test_redact_uses_the_process_registry():
     register_secret("process-wide-secret-value")
     assert redact("x process-wide-secret-value y") == f"x {MASK} y"
+
+
+def test_a_loaded_provider_plugin_logs_at_karpys_level():
+    """A third-party provider's package is part of karpy: it follows LOG_LEVEL, not the WARNING
+    floor of libraries, unless a level was set for it by name."""
+    from karpy_core.cloudprovider.provider import _plugin_logs_like_karpy
+
+    for name in ("karpy_mycloud", "karpy_named"):
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    try:
+        with capture_logs(["karpy_named=ERROR"]) as buf:
+            _plugin_logs_like_karpy("karpy_mycloud.plugin")
+            _plugin_logs_like_karpy("karpy_named.plugin")
+            logging.getLogger("karpy_mycloud.launch").debug("plugin debug")
+            logging.getLogger("karpy_named.launch").warning("named warning")
+        text = buf.getvalue()
+        assert "plugin debug" in text and "named warning" not in text
+    finally:
+        for name in ("karpy_mycloud", "karpy_named"):
+            logging.getLogger(name).setLevel(logging.NOTSET)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -144,4 +145,14 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
         factory: Callable[[dict[str, Any]], object] = eps[0].load()
     except ImportError as exc:
         raise ConfigurationError(str(exc)) from exc
+    _plugin_logs_like_karpy(eps[0].module)
     return CloudProvider(factory(dict(options or {})))
+
+
+def _plugin_logs_like_karpy(module: str) -> None:
+    """Give the plugin's top-level package logger karpy's level (``LOG_LEVEL``), unless a level
+    was already set for it (by name through ``--log-debug-loggers``): a provider plugin is part
+    of karpy, not a third-party library kept at WARNING (:func:`karpy_core.observability.configure_logging`)."""
+    plugin_logger = logging.getLogger(module.split(".")[0])
+    if plugin_logger.level == logging.NOTSET:
+        plugin_logger.setLevel(logging.getLogger("karpy").getEffectiveLevel())
