@@ -134,9 +134,24 @@ class FaultProxy:
         status, body, ctype = self.error(kind, request)
         return web.Response(status=status, body=body, content_type=ctype)
 
+    @staticmethod
+    async def operation(request: web.Request) -> str:
+        """``METHOD path`` for REST calls; the AWS operation name (query ``Action`` or JSON
+        ``X-Amz-Target``) for AWS calls, which all ``POST /``."""
+        target = request.headers.get("X-Amz-Target")
+        if target:
+            return target.rsplit(".", 1)[-1]
+        if request.path == "/" and request.method == "POST":
+            body = await request.read()
+            for part in body.split(b"&"):
+                if part.startswith(b"Action="):
+                    return part[7:].decode()
+        return f"{request.method} {request.path}"
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.seen += 1
         n, f = self.seen, self.fault
+        op = await self.operation(request)
         kind = f.kind if f is not None and f.at <= n < f.at + f.times else None
         status = 0
         try:
@@ -165,7 +180,7 @@ class FaultProxy:
                 return resp
             return web.Response(status=status, body=body, headers=headers)
         finally:
-            self.calls.append((n, request.method, request.path, status))
+            self.calls.append((n, request.method, op, status))
 
 
 # ------------------------------------------------------------------------------------------ worlds
@@ -268,6 +283,16 @@ class AWSWorld(World):
 
         await seed(self.moto_url)
         self.data = self.data or InstanceTypeData()
+        # fetch the (static, shared) instance type catalog once, straight from moto: its
+        # DescribeInstanceTypes answer takes seconds and would outlast the trials' read timeout
+        from tests.aws.conftest import make_plugin
+
+        warm = make_plugin(self.moto_url, self.data, use_pricing_api=False)
+        try:
+            await warm.instance_types.infos()
+            await warm.instance_types.zones()
+        finally:
+            await warm.aclose()
 
         def error(kind: str, request: web.Request) -> tuple[int, bytes, str]:
             code, status = {"5xx": ("InternalError", 500), "throttle": ("RequestLimitExceeded", 503)}.get(kind, ("ExpiredToken", 400))
@@ -285,7 +310,7 @@ class AWSWorld(World):
                                                         f"<Message>injected</Message></Error><RequestId>faults</RequestId>"
                                                         f"</ErrorResponse>").encode(), "text/xml")
 
-        self.proxy = FaultProxy(self.moto_url, error, on_expire=None, delay=5.5)
+        self.proxy = FaultProxy(self.moto_url, error, on_expire=None, delay=2.5)
         await self.proxy.start()
         return self
 
@@ -310,7 +335,7 @@ class AWSWorld(World):
         plugin = make_plugin(self.proxy.url, self.data, nodeclasses={"default": NODECLASS}, use_pricing_api=False,
                              session=self._session)
         # a read timeout the proxy's held answers exceed; botocore's own retries as configured by karpy
-        plugin.clients._config = plugin.clients._config.merge(Config(read_timeout=5.0, connect_timeout=2))
+        plugin.clients._config = plugin.clients._config.merge(Config(read_timeout=2.0, connect_timeout=2))
         return plugin
 
     def _trim_catalog(self) -> None:
@@ -439,9 +464,12 @@ def plan(boundaries: int, minimum: int) -> list[Fault]:
     raise AssertionError("unreachable")
 
 
-async def run_suite(world: World, *, trials: int, sample: bool = False) -> Tally:
+async def run_suite(world: World, *, trials: int, sample: bool = False,
+                    focus: Callable[[str], bool] | None = None) -> Tally:
     """Count a clean run's requests, then run every fault of :func:`plan` (or, with ``sample``,
-    ``trials`` of them spread evenly over kinds and boundaries)."""
+    ``trials`` of them: every kind at the boundaries whose operation ``focus`` selects (e.g. the
+    create and delete calls), the task cancelled before and after every request when that fits
+    in ``trials``, the other faults spread evenly over kinds and boundaries)."""
     tally = Tally(world.name)
     started = time.monotonic()
     leaked, dups, _ = await run_trial(world, f"faults-{world.name[0]}0000", None)
@@ -450,8 +478,15 @@ async def run_suite(world: World, *, trials: int, sample: bool = False) -> Tally
         tally.failures.append(f"clean run: leaked={leaked} duplicates={dups}")
     faults = plan(boundaries, trials)
     if sample and len(faults) > trials:
-        step = len(faults) / trials
-        faults = [faults[int(i * step)] for i in range(trials)]
+        # every cancellation boundary when they fit, the other faults spread evenly over the rest
+        ops = {n: op for n, _, op, _ in world.proxy.armed_calls}
+        keep = [f for f in faults if focus is not None and focus(ops.get(f.at, ""))][:trials]
+        cancels = [f for f in faults if f.kind.startswith("cancel") and f not in keep]
+        if len(keep) + len(cancels) <= trials:
+            keep += cancels
+        rest = [f for f in faults if f not in keep]
+        step = len(rest) / (trials - len(keep))
+        faults = keep + [rest[int(i * step)] for i in range(trials - len(keep))]
     for i, fault in enumerate(faults, 1):
         claim = f"faults-{world.name[0]}{i:04d}"
         leaked, dups, note = await run_trial(world, claim, fault)
