@@ -123,8 +123,7 @@ class UnownedInstanceError(NodeClaimNotFoundError):
     """The instance behind a NodeClaim exists but karpy cannot prove it owns it (``code`` names why:
     ``unsigned``, ``tampered``, ``foreign-cluster``, ``unknown-key``, ``k8se``, ``pending``,
     ``other-nodeclaim``, ``duplicate-record``, ``copied-record``, ``predates-nodeclaim``,
-    ``outside-launch-window``). It is
-    left alone and reported."""
+    ``outside-launch-window``). It is left alone and reported."""
 
 
 def _created_at(instance: Mapping[str, Any]) -> float | None:
@@ -603,7 +602,8 @@ class KakaoCloudProvider:
             NodeClassNotReadyError: the KCNodeClass is missing or not Ready (``code`` = Ready reason).
             InsufficientCapacityError: no flavor/offering fits, or the API reports a capacity/quota error.
             CreateError: reasons ``NodePoolNameTooLong``, ``AuthenticationFailed``, ``InvalidRequest``,
-                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``...
+                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``,
+                ``NonceNotRecorded`` (the launch nonce could not be written on the NodeClaim; nothing POSTed)...
         """
         claim = nodeclaim.metadata.name or ""
         pool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
