@@ -46,3 +46,31 @@ async def test_leaked_instance_is_terminated_after_30s_and_orphaned_claim_is_del
     assert leaked == ["fake:///zone-a/leaked"]
     assert ("delete", "leaked") in fake.calls and ("delete", "healthy") not in fake.calls
     assert cluster.peek("NodeClaim", "healthy") is not None
+
+
+async def test_gc_reports_each_unclaimed_instance_it_leaves_alone(caplog):
+    """An instance without a creation time used to be skipped silently (and, for KakaoCloud, that
+    was every VM); a NodeClaim whose launch is still running must keep its instance."""
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    fake = FakeProvider()
+    gc = GarbageCollection(kube=cluster, provider=CloudProvider(fake), clock=clock)
+    await launched(fake, "old", clock.now() - 60)
+    await launched(fake, "young", clock.now() - 5)
+    await launched(fake, "launching", clock.now() - 60)
+    no_time = await launched(fake, "no-time", clock.now() - 60)
+    no_time.metadata.creation_timestamp = None
+    cluster.create_sync("NodeClaim", {"metadata": {"name": "launching"}, "spec": {}})  # no providerID yet
+    with caplog.at_level("INFO", logger="karpy.gc"):
+        leaked, _ = await gc.reconcile()
+    assert leaked == ["fake:///zone-a/old"]
+    assert gc.skipped == {"fake:///zone-a/young": "too-young", "fake:///zone-a/launching": "launch-in-progress",
+                          "fake:///zone-a/no-time": "no-creation-time"}
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in warned] == [
+        "garbage collection leaves unclaimed instance fake:///zone-a/no-time (NodeClaim no-time) alone: no-creation-time"]
+    assert ("delete", "launching") not in fake.calls and ("delete", "young") not in fake.calls
+    # once the launch recorded another providerID, the instance it named is a leak
+    await cluster.patch("NodeClaim", "launching", {"status": {"providerID": "fake:///zone-a/other"}}, status=True)
+    leaked, _ = await gc.reconcile()
+    assert leaked == ["fake:///zone-a/launching"]

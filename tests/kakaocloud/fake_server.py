@@ -15,12 +15,14 @@ provider's base URLs.
   times, then 404. Name, description (<= 100 characters, §2.6 characters), user data (base64,
   <= 16 KB), image/flavor/subnet/security-group-name/key-pair references are validated (400).
 * Injection: :meth:`inject` makes matching calls answer a status (429, 5xx, 401...) a number of
-  times; ``create_anyway`` makes an injected create error happen *after* the VM was created.
+  times; ``create_anyway`` makes an injected error happen *after* the call was carried out (e.g.
+  the VM created); ``delay`` carries the call out and holds its answer (a read timeout).
 * :meth:`expire_tokens` expires every issued token.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import itertools
@@ -56,6 +58,7 @@ class Injection:
     times: int
     code: str
     create_anyway: bool = False
+    delay: float = 0.0
     hits: int = 0
 
 
@@ -138,11 +141,15 @@ class FakeKakaoCloud:
 
     # ------------------------------------------------------------------ control
     def inject(self, status: int, *, method: str | None = None, path: str | None = None, times: int = 1,
-               code: str | None = None, create_anyway: bool = False) -> Injection:
+               code: str | None = None, create_anyway: bool = False, delay: float = 0.0) -> Injection:
         """Make the next ``times`` calls matching ``method`` and ``path`` (a regex searched in the
-        full path, prefix included) answer ``status``."""
+        full path, prefix included) answer ``status``. With ``create_anyway`` the call is carried
+        out first and its answer replaced by the error; with ``delay`` (seconds) the call is
+        carried out and its own answer held that long (a read timeout for a shorter client
+        timeout; ``status`` is then ignored)."""
         inj = Injection(status, method, re.compile(path) if path else None, times,
-                        code or {429: "TooManyRequests", 401: "Unauthorized"}.get(status, f"Error{status}"), create_anyway)
+                        code or {429: "TooManyRequests", 401: "Unauthorized"}.get(status, f"Error{status}"), create_anyway,
+                        delay)
         self.injections.append(inj)
         return inj
 
@@ -205,10 +212,14 @@ class FakeKakaoCloud:
         path = request.path
         method = request.method
         inj = self._injected(method, path)
-        if inj is not None and not inj.create_anyway:
+        if inj is not None and not inj.create_anyway and not inj.delay:
             self.calls.append((method, path, inj.status))
             return _err(inj.status, inj.code, f"injected {inj.status}")
         resp = await self._dispatch(request, method, path)
+        if inj is not None and inj.delay:  # the work happened; the answer comes too late
+            self.calls.append((method, path, resp.status))
+            await asyncio.sleep(inj.delay)
+            return resp
         if inj is not None:  # create_anyway: the work happened, the answer is an error
             resp = _err(inj.status, inj.code, f"injected {inj.status} after the work was done")
         self.calls.append((method, path, resp.status))

@@ -27,8 +27,13 @@ def test_record_fits_and_verifies():
     assert ownership.verify(d, ring, CLUSTER_ID, "inst-1").owned
     assert ownership.verify(d, ring, CLUSTER_ID, "inst-2").ownership is ownership.Ownership.TAMPERED
     assert ownership.verify(d, ring, "other-cluster", "inst-1").ownership is ownership.Ownership.FOREIGN_CLUSTER
-    pending = ownership.describe_pending(ring, CLUSTER_ID, name)
-    assert len(pending) == 100 and ownership.verify(pending, ring, CLUSTER_ID, "x").ownership is ownership.Ownership.PENDING
+    pending = ownership.describe_pending(ring, CLUSTER_ID, name, "AbCd-_01")
+    assert len(pending) == 100 and ownership.DESCRIPTION_PATTERN.match(pending)
+    verdict = ownership.verify(pending, ring, CLUSTER_ID, "x")
+    assert verdict.ownership is ownership.Ownership.PENDING and verdict.nonce == "AbCd-_01"
+    # the nonce is under the MAC: changing it breaks the record
+    forged = pending.replace(":pAbCd-_01", ":pAbCd-_02")
+    assert ownership.verify(forged, ring, CLUSTER_ID, "x").ownership is ownership.Ownership.TAMPERED
     with pytest.raises(ValueError, match="38 characters"):
         ownership.describe_owned(ring, CLUSTER_ID, "i", name + "x")
 

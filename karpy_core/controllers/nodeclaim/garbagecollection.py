@@ -2,8 +2,12 @@
 
 * **leaked instances** (:func:`garbage_collect`): an instance the provider lists (so: owned by
   karpy for this cluster - untagged or unsigned instances are never listed and never touched)
-  whose providerID is on no NodeClaim, launched more than ``min_age`` seconds ago (30 s: a launch
-  may not have been recorded yet), is terminated through the provider and its Node deleted;
+  whose providerID is on no NodeClaim, launched more than ``min_age`` seconds ago (30 s, Karpenter
+  AWS ``garbagecollection/controller.go``: a launch may not have been recorded yet), is terminated
+  through the provider and its Node deleted. An unclaimed instance GC leaves alone is reported
+  with the reason (log line and the ``skipped`` map): ``no-creation-time`` (the provider gave
+  none, so its age is unknown), ``too-young`` (within ``min_age``) or ``launch-in-progress`` (the
+  NodeClaim it names exists and has no providerID yet: its create may still adopt it);
 * **orphaned NodeClaims** (:func:`collect_orphaned_nodeclaims`): a registered NodeClaim whose
   instance the provider no longer lists, and whose Node is missing or not Ready, is deleted (its
   finalizer then cleans up), so pods move to capacity that exists.
@@ -23,19 +27,33 @@ if TYPE_CHECKING:
     from karpy_core.kube.port import KubeClient
     from karpy_core.utils.clock import Clock
 
-__all__ = ["GC_MIN_AGE_SECONDS", "garbage_collect", "collect_orphaned_nodeclaims", "GarbageCollection"]
+__all__ = ["GC_MIN_AGE_SECONDS", "SKIP_REASONS", "garbage_collect", "collect_orphaned_nodeclaims", "GarbageCollection"]
 
 log = logging.getLogger("karpy.gc")
 
 GC_MIN_AGE_SECONDS = 30.0
+"""Seconds an unclaimed instance must have lived before GC terminates it (Karpenter AWS
+``pkg/controllers/nodeclaim/garbagecollection/controller.go``: ``time.Second*30``)."""
+SKIP_REASONS = ("no-creation-time", "too-young", "launch-in-progress")
+"""Why :func:`garbage_collect` leaves an unclaimed instance alone (see the module docstring)."""
 
 
-async def garbage_collect(kube: KubeClient, provider: CloudProvider, clock: Clock, *, min_age: float = GC_MIN_AGE_SECONDS) -> list[str]:
+async def garbage_collect(
+    kube: KubeClient, provider: CloudProvider, clock: Clock, *, min_age: float = GC_MIN_AGE_SECONDS,
+    skipped: dict[str, str] | None = None,
+) -> list[str]:
     """One GC pass; returns the providerIDs terminated.
+
+    Args:
+        min_age: seconds (see :data:`GC_MIN_AGE_SECONDS`).
+        skipped: filled with providerID -> reason (:data:`SKIP_REASONS`) for every unclaimed
+            instance left alone, each also logged (warning for ``no-creation-time``, else info).
 
     Raises: whatever the provider raises other than NodeClaimNotFoundError.
     """
-    claimed = {(nc.get("status") or {}).get("providerID") for nc in await kube.list("NodeClaim")}
+    claims = await kube.list("NodeClaim")
+    claimed = {(nc.get("status") or {}).get("providerID") for nc in claims}
+    launching = {nc["metadata"]["name"] for nc in claims if not (nc.get("status") or {}).get("providerID")}
     now = clock.now()
     done = []
     for cloud in await provider.list():
@@ -43,12 +61,24 @@ async def garbage_collect(kube: KubeClient, provider: CloudProvider, clock: Cloc
         if not pid or pid in claimed:
             continue
         created = cloud.metadata.creation_timestamp
-        if created is None or now - created.timestamp() < min_age:
+        reason = None
+        if created is None:
+            reason = "no-creation-time"
+        elif now - created.timestamp() < min_age:
+            reason = "too-young"
+        elif cloud.metadata.name and cloud.metadata.name in launching:
+            reason = "launch-in-progress"
+        if reason is not None:
+            if skipped is not None:
+                skipped[pid] = reason
+            (log.warning if reason == "no-creation-time" else log.info)(
+                "garbage collection leaves unclaimed instance %s (NodeClaim %s) alone: %s",
+                pid, cloud.metadata.name or "?", reason, extra={"providerID": pid, "reason": reason})
             continue
         try:
             await provider.delete(cloud)
         except NodeClaimNotFoundError:
-            pass
+            pass  # terminated (or, for a provider that refuses, reported by the provider)
         log.info("garbage collected leaked instance %s", pid)
         done.append(pid)
         for node in await kube.list("Node"):
@@ -101,7 +131,12 @@ class GarbageCollection:
         self.kube = kube
         self.provider = provider
         self.clock = clock
+        self.skipped: dict[str, str] = {}
+        """providerID -> reason for each unclaimed instance the last pass left alone."""
 
     async def reconcile(self) -> tuple[list[str], list[str]]:
-        """Returns (instances terminated, NodeClaims deleted)."""
-        return await garbage_collect(self.kube, self.provider, self.clock), await collect_orphaned_nodeclaims(self.kube, self.provider)
+        """Returns (instances terminated, NodeClaims deleted); :attr:`skipped` says what was left and why."""
+        skipped: dict[str, str] = {}
+        leaked = await garbage_collect(self.kube, self.provider, self.clock, skipped=skipped)
+        self.skipped = skipped
+        return leaked, await collect_orphaned_nodeclaims(self.kube, self.provider)

@@ -12,8 +12,11 @@ Behaviour:
   ``token_refresh_margin`` seconds before ``expires_at``, and re-issued once when a call answers
   401 (then the call is repeated once).
 * **Retries** (tenacity): 429, 5xx and transport errors, exponential backoff from
-  ``backoff_base`` to ``backoff_max`` seconds, ``max_attempts`` in all. Instance creation is not
-  retried on 5xx (the VM may exist); the provider recovers by name instead.
+  ``backoff_base`` to ``backoff_max`` seconds, ``max_attempts`` in all. Instance creation is sent
+  once and never retried here: the provider repeats it (with a new launch nonce) only when the
+  server cannot have acted - 429, or a transport failure before the request left (``ConnectError``,
+  ``ConnectTimeout``, ``PoolTimeout``: code ``NotSent``) - and looks the VM up after a 5xx, a read
+  timeout or a dropped connection (code ``TransportError``), which may follow a VM the server made.
 * **Errors** map onto :mod:`karpy_core.errors` through :class:`KakaoCloudAPIError` (a
   ``CloudProviderError`` keeping the API's ``code``), with the HTTP ``status`` and ``service``.
   Messages never carry the credential secret, the token or request bodies; every token issued is
@@ -61,6 +64,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 USER_AGENT = "karpy-kakaocloud/0.1"
+NOT_SENT = "NotSent"
+"""``code`` of a :class:`KakaoCloudRetryableError` raised before the request left (connect
+failure, connect or pool timeout): safe to repeat even for a create."""
 
 # httpcore logs request and response headers at DEBUG (X-Auth-Token, X-Subject-Token): scrub them
 # where they are logged, so they are blank even under logging set up by someone else than karpy.
@@ -209,15 +215,15 @@ class KakaoCloudClient:
         return self.settings.endpoint(service, self._credentials.region) + path
 
     # ------------------------------------------------------------------ retries
-    def _retrying(self, *, server_errors: bool = True) -> AsyncRetrying:
+    def _retrying(self, *, server_errors: bool = True, attempts: int | None = None) -> AsyncRetrying:
         def retryable(exc: BaseException) -> bool:
             if not isinstance(exc, KakaoCloudRetryableError):
                 return False
-            return server_errors or exc.status in (0, 429)
+            return server_errors or exc.status == 429 or exc.code == NOT_SENT
 
         s = self.settings
         return AsyncRetrying(
-            stop=stop_after_attempt(max(1, s.max_attempts)),
+            stop=stop_after_attempt(max(1, s.max_attempts if attempts is None else attempts)),
             wait=wait_exponential(multiplier=s.backoff_base, min=s.backoff_base, max=s.backoff_max),
             retry=retry_if_exception(retryable),
             sleep=self._sleep,
@@ -227,7 +233,13 @@ class KakaoCloudClient:
     async def _send(self, service: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             return await self._http.request(method, self.url(service, path), **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            # no connection, so no request: the server cannot have acted
+            raise KakaoCloudRetryableError(
+                f"{method} {path}: {type(exc).__name__}", status=0, code=NOT_SENT, service=service
+            ) from None
         except httpx.TransportError as exc:
+            # sent (maybe in part): the server may have acted (read timeout, dropped connection)
             raise KakaoCloudRetryableError(
                 f"{method} {path}: {type(exc).__name__}", status=0, code="TransportError", service=service
             ) from None
@@ -300,15 +312,18 @@ class KakaoCloudClient:
         params: dict[str, Any] | None = None,
         json: Any = None,
         retry_server_errors: bool = True,
+        attempts: int | None = None,
     ) -> Any:
-        """One authenticated call; returns the decoded JSON body (None when empty).
+        """One authenticated call; returns the decoded JSON body (None when empty). ``attempts``
+        overrides ``max_attempts`` (1: no retry); ``retry_server_errors=False`` retries only what
+        cannot have acted (429, ``NotSent``).
 
         Raises:
             KakaoCloudAPIError: a subclass per status (see the module docstring).
         """
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         reauthed = False
-        async for attempt in self._retrying(server_errors=retry_server_errors):
+        async for attempt in self._retrying(server_errors=retry_server_errors, attempts=attempts):
             with attempt:
                 while True:
                     token = await self.token()
@@ -349,8 +364,17 @@ class KakaoCloudClient:
     # ------------------------------------------------------------------ BCS instances
     async def create_instance(self, instance: dict[str, Any]) -> dict[str, Any]:
         """``POST /api/v1/instances`` with ``{"instance": ...}``; returns ``{id, security_groups, ...}``.
-        Retried on 429/transport only, never on 5xx (the VM may have been created)."""
-        body = await self.request("bcs", "POST", "/api/v1/instances", json={"instance": instance}, retry_server_errors=False)
+
+        Sent once: never retried here. The provider repeats a POST that was refused before acting
+        (429, code ``NotSent``) with a new launch nonce, and looks the VM up after anything else.
+
+        Raises:
+            KakaoCloudRetryableError: ``status`` 5xx or 0 with code ``TransportError`` (the server may
+                have acted), or 429 / code ``NotSent`` (it did not).
+            KakaoCloudAPIError: other refusals (subclass per status).
+        """
+        body = await self.request("bcs", "POST", "/api/v1/instances", json={"instance": instance}, retry_server_errors=False,
+                                  attempts=1)
         return (body or {}).get("instance") or {}
 
     async def list_instances(self, **filters: Any) -> list[dict[str, Any]]:

@@ -10,11 +10,21 @@ KakaoCloud Karpenter provider guide (karpy seed 004) and ``reference/kakaocloud-
   ``POST /api/v1/instances`` with the worker image, flavor, subnet of the zone, security group
   *names*, key pair, root volume and base64 user data (:mod:`karpy_kakaocloud.bootstrap`), then
   signs the VM (:mod:`karpy_kakaocloud.ownership`) and waits for ``active``. VM names are
-  ``karpy-<cluster tag>-<NodeClaim name>`` (<= 57 characters), so a retried create finds the VM
-  of an earlier attempt (idempotent by NodeClaim name) instead of launching a second one.
+  ``karpy-<cluster tag>-<NodeClaim name>`` (<= 57 characters).
+* **Idempotent create** - before each POST a fresh launch nonce is written on the NodeClaim
+  (annotation ``karpenter.kakaocloud.com/launch-nonce``) and signed into the pending record, and a
+  POST is never repeated while it may have acted: after a 5xx, a read timeout or a dropped
+  connection the VM is looked up by name and nonce (``create_lookups`` times); a retried create
+  (restart, cancelled task) looks it up the same way first. Only a VM whose pending record carries
+  the NodeClaim's current nonce, or whose signed record names the NodeClaim, created no earlier than
+  the NodeClaim (``clock_skew``), is adopted; a record found on two VMs (a copy) is adopted by
+  neither and both are reported.
 * **Provider IDs** - ``kakaocloud:///<zone>/<instance id>``.
 * **Ownership** - ``get``/``list``/``delete`` act only on VMs whose description verifies under a
-  keyring key for this cluster and NodeClaim. Any other VM that looks like karpy's (unsigned with a
+  keyring key for this cluster and NodeClaim. ``list`` also returns VMs left with a unique pending
+  record (a crash between create and signing, or a POST whose answer was lost) with their real
+  ``created_at`` as creation time, so core garbage collection terminates them after its grace
+  period like any other leaked VM. Any other VM that looks like karpy's (unsigned with a
   karpy name, tampered, another cluster's, an unknown key) and any Kubernetes Engine VM
   (``is_k8se``) is never deleted: it is reported with a Warning event (through the KubeClient
   port), a log line and the counter :attr:`KakaoCloudProvider.unowned_instances`
@@ -43,8 +53,10 @@ import logging
 import os
 import re
 import time
+from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +80,7 @@ from karpy_core.utils.quantity import QuantityError
 from karpy_kakaocloud import bootstrap, ownership
 from karpy_kakaocloud.apis import GROUP
 from karpy_kakaocloud.client import (
+    NOT_SENT,
     KakaoCloudAPIError,
     KakaoCloudAuthError,
     KakaoCloudClient,
@@ -87,7 +100,7 @@ from karpy_kakaocloud.credentials import (
 )
 from karpy_kakaocloud.instancetypes import arch_of, flavor_gpus, instance_types_from_flavors
 from karpy_kakaocloud.nodeclass import ResolvedNodeClass, resolve, write_status
-from karpy_kakaocloud.ownership import Ownership, Verdict
+from karpy_kakaocloud.ownership import NONCE_ANNOTATION, Ownership, Verdict
 from karpy_kakaocloud.pricing import PriceTable, load_price_table
 from karpy_kakaocloud.settings import KakaoCloudSettings
 
@@ -109,7 +122,22 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [(GROUP, "KCNodeClass")]
 class UnownedInstanceError(NodeClaimNotFoundError):
     """The instance behind a NodeClaim exists but karpy cannot prove it owns it (``code`` names why:
     ``unsigned``, ``tampered``, ``foreign-cluster``, ``unknown-key``, ``k8se``, ``pending``,
-    ``other-nodeclaim``). It is left alone and reported."""
+    ``other-nodeclaim``, ``duplicate-record``, ``copied-record``, ``predates-nodeclaim``,
+    ``outside-launch-window``). It is left alone and reported."""
+
+
+def _created_at(instance: Mapping[str, Any]) -> float | None:
+    """The VM's ``created_at`` (ISO-8601 UTC, reference §2) as seconds since the epoch, or None."""
+    text = instance.get("created_at")
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return ts.timestamp()
 
 
 def _vm_name(tag: str, nodeclaim: str) -> str:
@@ -355,6 +383,9 @@ class KakaoCloudProvider:
         flavor = instance.get("flavor") or {}
         spec: dict[str, Any] = {"requirements": [], "nodeClassRef": {"group": GROUP, "kind": "KCNodeClass", "name": "unknown"}}
         meta: dict[str, Any] = {"name": verdict.nodeclaim, "labels": {}}
+        created = _created_at(instance)
+        if created is not None:
+            meta["creationTimestamp"] = datetime.fromtimestamp(created, UTC).isoformat()
         if self.kube is not None and verdict.nodeclaim:
             try:
                 existing = await self.kube.get("NodeClaim", verdict.nodeclaim)
@@ -448,17 +479,77 @@ class KakaoCloudProvider:
     async def _find_by_name(self, vm_name: str) -> list[dict[str, Any]]:
         return [i for i in await self.client.list_instances(name=vm_name) if i.get("name") == vm_name and not i.get("is_k8se")]
 
-    async def _adopt(self, vm_name: str, claim_name: str) -> tuple[dict[str, Any], bool] | None:
-        """An earlier attempt's VM for this NodeClaim: (instance, already signed) or None."""
+    async def _adopt(
+        self, vm_name: str, claim_name: str, nonce: str | None, claim_created: float | None
+    ) -> tuple[dict[str, Any], bool] | None:
+        """An earlier attempt's VM for this NodeClaim: (instance, already signed) or None.
+
+        Adopted: a VM signed for ``claim_name`` (the earliest if several), else the one VM whose
+        pending record carries ``nonce`` (the NodeClaim's current launch nonce) and that was
+        created within the nonce's launch window (:meth:`_in_launch_window`). Either must have
+        been created no earlier than ``claim_created - clock_skew`` (seconds since the epoch; None
+        skips the check). Records that fail these rules are reported (``predates-nodeclaim``;
+        ``duplicate-record`` when one pending record sits on several VMs) and never adopted;
+        pending records of other nonces (earlier POSTs) are left to garbage collection."""
+        signed: list[tuple[float, str, dict[str, Any]]] = []
+        pending: list[dict[str, Any]] = []
         for inst in sorted(await self._find_by_name(vm_name), key=lambda i: str(i.get("id"))):
+            if str(inst.get("status") or "").lower() == "deleting":
+                continue
             v = self._classify(inst)
-            if v.nodeclaim != claim_name:
+            if v.nodeclaim != claim_name or v.ownership not in (Ownership.OWNED, Ownership.PENDING):
+                continue
+            if v.ownership is Ownership.PENDING and (nonce is None or v.nonce != nonce):
+                continue
+            if v.ownership is Ownership.PENDING and not self._in_launch_window(inst, v):
+                await self._report(inst, "outside-launch-window", "adopt", claim_name)
+                continue
+            created = _created_at(inst)
+            if claim_created is not None and (created is None or created < claim_created - self.settings.clock_skew):
+                await self._report(inst, "predates-nodeclaim", "adopt", claim_name)
                 continue
             if v.ownership is Ownership.OWNED:
-                return inst, True
-            if v.ownership is Ownership.PENDING:
-                return inst, False
+                signed.append((created or 0.0, str(inst.get("id")), inst))
+            else:
+                pending.append(inst)
+        if signed:
+            return min(signed, key=lambda t: (t[0], t[1]))[2], True
+        if len(pending) == 1:
+            return pending[0], False
+        for inst in pending:
+            await self._report(inst, "duplicate-record", "adopt", claim_name)
         return None
+
+    def _in_launch_window(self, inst: Mapping[str, Any], v: Verdict) -> bool:
+        """Whether a pending VM's ``created_at`` lies in ``[t - clock_skew, t + request_timeout +
+        clock_skew]``, ``t`` the POST time its nonce carries: the only time karpy's POST can have
+        made it. An older VM renamed and given a copied record falls before the window."""
+        t = ownership.nonce_time(v.nonce or "")
+        created = _created_at(inst)
+        if t is None or created is None:
+            return False
+        skew = self.settings.clock_skew
+        return t - skew <= created <= t + self.settings.request_timeout + skew
+
+    async def _record_nonce(self, nodeclaim: NodeClaim, nonce: str) -> None:
+        """Write the launch nonce on the stored NodeClaim before a POST (merge patch).
+
+        A NodeClaim that is not stored (404: the conformance kit calls create directly) keeps the
+        nonce only in this call and in the returned NodeClaim.
+
+        Raises:
+            CreateError: ``NonceNotRecorded`` when the API server refuses the patch (no POST then).
+        """
+        nodeclaim.metadata.annotations = {**nodeclaim.metadata.annotations, NONCE_ANNOTATION: nonce}
+        if self.kube is None:
+            return
+        try:
+            await self.kube.patch("NodeClaim", nodeclaim.metadata.name or "", {"metadata": {"annotations": {NONCE_ANNOTATION: nonce}}})
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return
+            raise CreateError(f"NodeClaim {nodeclaim.metadata.name}: cannot record the launch nonce: {exc.status} {exc.reason}",
+                              condition_reason="NonceNotRecorded") from None
 
     async def _sign(self, instance_id: str, claim_name: str) -> None:
         desc = ownership.describe_owned(self.keyring, self.cluster_identity, instance_id, claim_name)
@@ -511,7 +602,8 @@ class KakaoCloudProvider:
             NodeClassNotReadyError: the KCNodeClass is missing or not Ready (``code`` = Ready reason).
             InsufficientCapacityError: no flavor/offering fits, or the API reports a capacity/quota error.
             CreateError: reasons ``NodePoolNameTooLong``, ``AuthenticationFailed``, ``InvalidRequest``,
-                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``...
+                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``,
+                ``NonceNotRecorded`` (the launch nonce could not be written on the NodeClaim; nothing POSTed)...
         """
         claim = nodeclaim.metadata.name or ""
         pool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
@@ -534,10 +626,12 @@ class KakaoCloudProvider:
         if not nc.ready:
             raise NodeClassNotReadyError(f"KCNodeClass {ref.name} is not Ready: {nc.not_ready_message()}",
                                          code=nc.conditions["Ready"].reason)
+        created = nodeclaim.metadata.creation_timestamp
+        claim_created = created.timestamp() if created is not None else None
         try:
             types = await self._instance_types(nc)
             vm_name = _vm_name(self.cluster_tag, claim)
-            adopted = await self._adopt(vm_name, claim)
+            adopted = await self._adopt(vm_name, claim, nodeclaim.metadata.annotations.get(NONCE_ANNOTATION), claim_created)
         except KakaoCloudAuthError as exc:
             raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
         except KakaoCloudAPIError as exc:
@@ -578,7 +672,6 @@ class KakaoCloudProvider:
         )
         body: dict[str, Any] = {
             "name": vm_name,
-            "description": ownership.describe_pending(self.keyring, self.cluster_identity, claim),
             "count": 1,
             "image_id": image["id"],
             "flavor_id": flavor["id"],
@@ -590,18 +683,41 @@ class KakaoCloudProvider:
         }
         if nc.key_name:
             body["key_name"] = nc.key_name
-        inst = await self._post_create(body, vm_name, claim)
+        inst = await self._post_create(nodeclaim, body, vm_name, claim_created)
         return await self._finish(nodeclaim, inst, False, by_name, created_now=True, image_id=image["id"])
 
-    async def _post_create(self, body: dict[str, Any], vm_name: str, claim: str) -> dict[str, Any]:
-        """POST with recovery: on 5xx (the VM may exist) look it up by name before trying again."""
+    async def _post_create(
+        self, nodeclaim: NodeClaim, body: dict[str, Any], vm_name: str, claim_created: float | None
+    ) -> dict[str, Any]:
+        """POST once per launch nonce; never again while that POST may have acted.
+
+        Before each POST a fresh nonce goes on the NodeClaim and into the pending record. A POST
+        refused before acting (429, ``NotSent``) is repeated with a new nonce after a backoff. After an
+        answer that leaves the outcome open (5xx, read timeout, dropped connection) the VM is
+        looked up by name and nonce up to ``create_lookups`` times; found, it is adopted. Only
+        when every lookup answered and none found it is the POST repeated (new nonce): a VM of the
+        earlier POST that shows up later carries a stale nonce, is never adopted and is garbage
+        collected. A lookup that fails ends the call (``APIUnavailable``); the next reconcile
+        looks the nonce up again before any POST.
+
+        Raises:
+            CreateError / InsufficientCapacityError: as :meth:`karpy_create`.
+        """
+        claim = nodeclaim.metadata.name or ""
         last: KakaoCloudAPIError | None = None
         for attempt in range(max(1, self.settings.max_attempts)):
+            nonce = ownership.new_nonce(self._clock())
+            await self._record_nonce(nodeclaim, nonce)
+            body["description"] = ownership.describe_pending(self.keyring, self.cluster_identity, claim, nonce)
             try:
                 return await self.client.create_instance(body)
             except KakaoCloudRetryableError as exc:
                 last = exc
-                log.warning("kakaocloud: create of %s failed (%s %s), checking whether it exists", vm_name, exc.status, exc.code)
+                if exc.status == 429 or exc.code == NOT_SENT:  # refused before acting: POST again, new nonce
+                    await self._sleep(min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt))
+                    continue
+                log.warning("kakaocloud: create of %s failed (%s %s), looking it up before anything else",
+                            vm_name, exc.status, exc.code)
             except KakaoCloudAuthError as exc:
                 raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
             except KakaoCloudInvalidError as exc:
@@ -610,13 +726,15 @@ class KakaoCloudProvider:
                 if any(w in (exc.code or "").lower() for w in ("capacity", "quota")):
                     raise InsufficientCapacityError(str(exc), code=exc.code) from None
                 raise CreateError(str(exc), condition_reason="CreateFailed", code=exc.code) from None
-            try:
-                adopted = await self._adopt(vm_name, claim)
-            except KakaoCloudAPIError:
-                adopted = None
-            if adopted is not None:
-                return adopted[0]
-            await self._sleep(min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt))
+            for look in range(max(1, self.settings.create_lookups)):
+                try:
+                    adopted = await self._adopt(vm_name, claim, nonce, claim_created)
+                except KakaoCloudAPIError as exc:
+                    raise CreateError(f"create of {vm_name} failed ({last}) and the lookup failed too ({exc}); "
+                                      f"retried later", condition_reason="APIUnavailable", code=last.code) from None
+                if adopted is not None:
+                    return adopted[0]
+                await self._sleep(min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempt + look)))
         assert last is not None
         raise CreateError(str(last), condition_reason="APIUnavailable", code=last.code)
 
@@ -665,6 +783,11 @@ class KakaoCloudProvider:
             raise UnownedInstanceError(f"VM {parsed[1]} belongs to a Kubernetes Engine node pool", code="k8se")
         v = self._classify(inst)
         reason = None if v.owned else v.ownership.value
+        if v.ownership is Ownership.PENDING and action == "delete":
+            # a VM left before signing (garbage collection): karpy's when its record is unique
+            same = [i for i in await self.client.list_instances(name=str(inst.get("name") or ""))
+                    if not i.get("is_k8se") and i.get("description") == inst.get("description")]
+            reason = await self._pending_problem(inst, v, {str(inst.get("description")): max(1, len(same))})
         if reason is None and claim_name is not None and v.nodeclaim != claim_name:
             reason = "other-nodeclaim"
         if reason is not None:
@@ -688,16 +811,46 @@ class KakaoCloudProvider:
         ``is_k8se``). VMs that look like karpy's but do not verify are reported, never returned."""
         await self._ensure()
         out = []
-        for inst in sorted(await self.client.list_instances(), key=lambda i: str(i.get("id"))):
+        instances = sorted(await self.client.list_instances(), key=lambda i: str(i.get("id")))
+        records = Tally(str(i.get("description")) for i in instances if not i.get("is_k8se"))
+        for inst in instances:
             if inst.get("is_k8se"):
                 continue
             v = self._classify(inst)
-            if v.owned:
+            if v.ownership is Ownership.PENDING:
+                reason = await self._pending_problem(inst, v, records)
+                if reason is not None:
+                    await self._report(inst, reason, "garbage-collect", v.nodeclaim)
+                    continue
+            if v.ownership in (Ownership.OWNED, Ownership.PENDING):
                 if str(inst.get("status") or "").lower() != "deleting":
                     out.append(await self._claim_from_instance(inst, v))
-            elif v.ownership is not Ownership.PENDING and self._looks_like_ours(inst):
+            elif self._looks_like_ours(inst):
                 await self._report(inst, v.ownership.value, "garbage-collect", v.nodeclaim)
         return out
+
+    async def _pending_problem(self, inst: dict[str, Any], v: Verdict, records: Mapping[str, int]) -> str | None:
+        """Why a VM with a verifying pending record is not karpy's to terminate, or None.
+
+        ``duplicate-record``: the same record sits on another live VM (one of them is a copy and
+        karpy cannot tell which). ``outside-launch-window``: created outside the window of the
+        nonce's POST time (:meth:`_in_launch_window`). ``copied-record``: the NodeClaim it names launched another VM
+        from the POST of this very nonce (karpy POSTs once per nonce, so this one is a copy).
+        """
+        if records.get(str(inst.get("description")), 0) > 1:
+            return "duplicate-record"
+        if not self._in_launch_window(inst, v):
+            return "outside-launch-window"
+        if self.kube is not None and v.nodeclaim:
+            try:
+                claim = await self.kube.get("NodeClaim", v.nodeclaim)
+            except KubeAPIError:
+                return None
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            pid = (claim.get("status") or {}).get("providerID") or ""
+            if annotations.get(NONCE_ANNOTATION) == v.nonce and pid and not pid.endswith("/" + str(inst.get("id"))):
+                return "copied-record"
+        return None
 
     @hookimpl
     async def karpy_delete(self, nodeclaim: NodeClaim) -> None:

@@ -46,6 +46,12 @@ class KakaoCloudSettings:
         nodeclass_ttl: seconds a resolved KCNodeClass (and its status) is reused. Default 60.
         catalog_ttl: seconds flavors are cached. Default 300.
         bootstrap_token_ttl: seconds a kubeadm bootstrap token lives. Default 3600.
+        create_lookups: after a create POST whose outcome is unknown (5xx, read timeout, dropped
+            connection), how many times the VM is looked up by name and launch nonce (with backoff)
+            before the POST counts as not acted on. Default 3.
+        clock_skew: seconds a VM's ``created_at`` may precede its NodeClaim's
+            ``creationTimestamp`` and still be adopted (``created_at`` has 1 s resolution; the
+            API server and KakaoCloud clocks differ). Default 5.
     """
 
     endpoints: dict[str, str] = field(default_factory=dict)
@@ -63,6 +69,8 @@ class KakaoCloudSettings:
     nodeclass_ttl: float = 60.0
     catalog_ttl: float = 300.0
     bootstrap_token_ttl: float = 3600.0
+    create_lookups: int = 3
+    clock_skew: float = 5.0
 
     def endpoint(self, service: str, region: str) -> str:
         """Base URL of ``service`` without a trailing slash."""
