@@ -10,8 +10,12 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
 
 1. ``${VAR}`` placeholders are replaced by ``variables[VAR]`` (text substitution, like
    ``envsubst``); placeholders without a value stay as literal text.
-2. The text is parsed as multi-document YAML (PyYAML, safe) with a loader that **rejects repeated
-   mapping keys**: each repeat is a problem naming key, path and both lines. Parsing goes on
+2. The text is parsed as multi-document YAML (PyYAML, safe). Before a document is built, its
+   node graph is checked against two bounds (:func:`check_yaml_limits`): **alias expansion**
+   (go-yaml's "excessive aliasing" rule, which kubectl and the API server apply, plus an absolute
+   cap of :data:`MAX_ALIAS_NODES`) and **nesting depth** (:data:`MAX_NESTING_DEPTH`); a document
+   over either is refused with its file and line, so a 1 KB alias bomb costs milliseconds, not
+   gigabytes. The loader also **rejects repeated mapping keys**: each repeat is a problem naming key, path and both lines. Parsing goes on
    (repeated mappings are merged, other values: the last wins) so the document is still validated
    and its other mistakes reported too. Empty documents are skipped; a ``v1 List`` is expanded.
 3. Each document is validated into the model registered for its ``(apiVersion, kind)``
@@ -51,7 +55,19 @@ from karpy_core.apis.workloads import (
 )
 from karpy_core.errors import ManifestError
 
-__all__ = ["LoadedManifests", "load_documents", "load_text", "substitute", "format_path", "old_api_message"]
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_NESTING_DEPTH",
+    "YAMLLimitError",
+    "LoadedManifests",
+    "check_yaml_limits",
+    "load_documents",
+    "load_text",
+    "safe_load_all",
+    "substitute",
+    "format_path",
+    "old_api_message",
+]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KARPY_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "karpenter.kakaocloud.com")
@@ -68,6 +84,119 @@ def substitute(text: str, variables: dict[str, str] | None) -> str:
 # --------------------------------------------------------------------------- YAML parsing
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+MAX_NESTING_DEPTH = 100
+"""Deepest nesting (mappings and sequences inside each other) a document may have. Kubernetes'
+JSON decoder allows 10,000 (``maxDepth`` in ``k8s.io/apimachinery/pkg/util/json/json.go``) and
+libyaml 1,000, but karpy's Python code (PyYAML's constructor, deep copies, JSON dumps) recurses
+once or more per level and Python's default recursion limit is 1,000; real manifests nest about 20
+levels (a Deployment's pod template in a ``v1 List``), CRD schemas about 50."""
+
+MAX_ALIAS_NODES = 100_000
+"""Most YAML nodes one document may reach through aliases (``*name``), counted with expansion.
+go-yaml (used by kubectl and the API server) refuses a document once more than 99% of up to
+400,000 decoded nodes come from aliases, tightening to 10% at 4,000,000
+(``allowedAliasRatio`` in ``go.yaml.in/yaml/v2/decode.go``); karpy applies that rule and, since
+the simulator copies every pod's template, this absolute cap as well."""
+
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    """go-yaml's ``allowedAliasRatio``: 0.99 up to 400,000 decoded nodes, 0.10 from 4,000,000,
+    linear in between (``go.yaml.in/yaml/v2/decode.go``)."""
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+class YAMLLimitError(yaml.MarkedYAMLError):
+    """A YAML document refused before it is built: excessive alias expansion, a recursive alias or
+    nesting deeper than :data:`MAX_NESTING_DEPTH`. ``problem_mark`` is where (line, column)."""
+
+
+def check_yaml_limits(node: yaml.Node | None) -> None:
+    """Check one composed YAML document (PyYAML's node graph, aliases not yet expanded) against the
+    alias and nesting bounds, in O(nodes in the file + nodes reached through aliases) steps, the
+    latter stopped by the bounds.
+
+    Aliases are counted as go-yaml counts them: every node decoded is one step, and a step inside
+    an alias's target is an alias step; the document is refused when alias steps exceed 100 and
+    steps exceed 1,000 and alias/steps > :func:`_allowed_alias_ratio` (steps), or when alias steps
+    exceed :data:`MAX_ALIAS_NODES`.
+
+    Raises:
+        YAMLLimitError: excessive aliasing, an alias inside its own anchor (a recursive
+            document), or nesting deeper than :data:`MAX_NESTING_DEPTH`; the mark names the line.
+    """
+    if node is None:
+        return
+    defined: set[int] = set()
+    open_nodes: set[int] = set()
+    decoded = aliased = 0
+    # (node, depth, inside an alias, leaving?) - iterative, so deep documents cannot blow the stack
+    stack: list[tuple[yaml.Node, int, bool, bool]] = [(node, 1, False, False)]
+    while stack:
+        current, depth, in_alias, leaving = stack.pop()
+        if leaving:
+            open_nodes.discard(id(current))
+            continue
+        key = id(current)
+        if key in open_nodes:
+            raise YAMLLimitError("while composing a document", node.start_mark,
+                                 "an alias refers to a node that contains it (a recursive document)", current.start_mark)
+        if key in defined:
+            in_alias = True  # a second visit of a node is an alias of it
+        defined.add(key)
+        decoded += 1
+        if in_alias:
+            aliased += 1
+            if aliased > MAX_ALIAS_NODES or (
+                aliased > 100 and decoded > 1000 and aliased / decoded > _allowed_alias_ratio(decoded)
+            ):
+                raise YAMLLimitError(
+                    "while composing a document", node.start_mark,
+                    f"excessive aliasing: aliases expand to {aliased:,} of the first {decoded:,} nodes "
+                    f"(anchors and aliases '&name'/'*name'; at most {MAX_ALIAS_NODES:,} and, as kubectl's YAML decoder "
+                    "allows, at most 99% of a document)", current.start_mark)
+        if isinstance(current, yaml.ScalarNode):
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            raise YAMLLimitError("while composing a document", node.start_mark,
+                                 f"nested more than {MAX_NESTING_DEPTH} levels deep", current.start_mark)
+        open_nodes.add(key)
+        stack.append((current, depth, in_alias, True))
+        children: list[yaml.Node] = []
+        if isinstance(current, yaml.SequenceNode):
+            children = list(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            for k, v in current.value:
+                children.extend((k, v))
+        for child in reversed(children):  # document order, as go-yaml decodes
+            stack.append((child, depth + 1, in_alias, False))
+
+
+def safe_load_all(text: str) -> list[Any]:
+    """``yaml.safe_load_all`` with the alias and nesting bounds of :func:`check_yaml_limits`
+    (for YAML karpy reads outside manifests, e.g. Scenario files).
+
+    Raises:
+        yaml.YAMLError: syntax errors, and :class:`YAMLLimitError` for a refused document.
+    """
+    loader = _BaseLoader(text)
+    try:
+        out = []
+        while loader.check_node():
+            node = loader.get_node()
+            check_yaml_limits(node)
+            out.append(loader.construct_document(node) if node is not None else None)
+        return out
+    finally:
+        loader.dispose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +287,7 @@ def _parse(text: str) -> Iterator[_RawDocument]:
         while loader.check_node():
             node = loader.get_node()
             index += 1
+            check_yaml_limits(node)
             loader.duplicates = []
             data = loader.construct_document(node) if node is not None else None
             line = node.start_mark.line + 1 if node is not None else 0
@@ -379,8 +509,9 @@ class _Builder:
             problem = getattr(exc, "problem", None) or str(exc)
             context = getattr(exc, "context", None)
             detail = f"{context}, {problem}" if context else problem
+            what = "document refused" if isinstance(exc, YAMLLimitError) else "YAML syntax error"
             self.problems.append(
-                f"{source_name}: {where}YAML syntax error: {detail} (documents after it were not read)"
+                f"{source_name}: {where}{what}: {detail} (documents after it were not read)"
             )
 
     def _warn_placeholders(self, raw: _RawDocument, file: str) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from karpy_core.apis.durations import parse_duration
+from karpy_core.apis.loader import safe_load_all
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import merge_patch
 
@@ -70,7 +71,7 @@ def is_scenario_file(path: str | Path) -> bool:
     if not p.is_file():
         return False
     try:
-        doc = next(iter(yaml.safe_load_all(p.read_text(encoding="utf-8"))), None)
+        doc = next(iter(safe_load_all(p.read_text(encoding="utf-8"))), None)
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return False
     return isinstance(doc, dict) and doc.get("kind") == "Scenario"
@@ -86,9 +87,12 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     p = Path(path)
     problems: list[str] = []
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        docs = safe_load_all(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ManifestError([f"{p}: cannot read scenario: {exc}"]) from exc
+    if len(docs) > 1:
+        raise ManifestError([f"{p}: cannot read scenario: expected a single document, found {len(docs)}"])
+    doc = docs[0] if docs else None
     if not isinstance(doc, dict) or doc.get("kind") != "Scenario":
         raise ManifestError([f"{p}: not a Scenario (kind: Scenario, apiVersion: {SCENARIO_API_VERSION})"])
     if doc.get("apiVersion") != SCENARIO_API_VERSION:

@@ -1,0 +1,112 @@
+"""Hostile manifests get a clear error in bounded time and memory (issue 10, section 4).
+
+Each test here failed before the fix it covers (see the commit that added it).
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import pytest
+
+from karpy_core.apis.loader import MAX_ALIAS_NODES, MAX_NESTING_DEPTH, YAMLLimitError, load_text, safe_load_all
+from karpy_core.errors import ManifestError
+
+NODEPOOL_HEAD = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: bomb}
+spec:
+  template:
+    spec:
+      requirements: []
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"""
+
+
+def alias_bomb(levels: int = 9, fan: int = 9) -> str:
+    """A NodePool whose unknown field ``spec.junk`` expands to fan**levels strings (~0.7 KB)."""
+    lines = [NODEPOOL_HEAD + "  junk:", '    a0: &a0 [' + ",".join(['"lol"'] * fan) + "]"]
+    for i in range(1, levels + 1):
+        lines.append(f"    a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * fan) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def problems_of(text: str) -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        load_text(text, "bomb.yaml")
+    return info.value.problems
+
+
+@pytest.mark.timeout(30)
+def test_alias_bomb_in_unknown_field_is_refused_fast_and_small():
+    text = alias_bomb()
+    assert len(text) < 1024
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        problems = problems_of(text)
+    finally:
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("bomb.yaml: line 10 column ")  # the anchor whose copies broke the bound
+    assert "document refused" in problems[0] and "excessive aliasing" in problems[0]
+    assert elapsed < 2.0
+    assert peak < 20 * 2**20
+
+
+def test_ordinary_anchors_still_load():
+    text = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: &labels {app: web}}
+  template:
+    metadata: {labels: *labels}
+    spec:
+      containers:
+      - name: a
+        resources: &res {requests: {cpu: 250m, memory: 64Mi}}
+      - name: b
+        resources: *res
+"""
+    loaded = load_text(text)
+    spec = loaded.deployments[0].spec.template.spec
+    assert [c.resources.requests for c in spec.containers] == [{"cpu": "250m", "memory": "64Mi"}] * 2
+
+
+def test_alias_expansion_has_an_absolute_cap():
+    # 1% aliases would pass go-yaml's ratio rule, but not karpy's cap on expanded nodes
+    anchor = "[" + ",".join(["x"] * 999) + "]"
+    text = "a: &a " + anchor + "\nb: [" + ",".join(["*a"] * (MAX_ALIAS_NODES // 1000 + 2)) + "]\n"
+    with pytest.raises(YAMLLimitError, match="excessive aliasing"):
+        safe_load_all(text)
+
+
+def test_recursive_alias_is_refused():
+    with pytest.raises(YAMLLimitError, match="recursive document"):
+        safe_load_all("a: &a [1, *a]\n")
+
+
+def nested(depth: int) -> str:
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
+        f"  junk: {'[' * depth}{']' * depth}\n"
+    )
+
+
+def test_deep_nesting_in_unmodelled_field_is_refused_with_line():
+    problems = problems_of(nested(300))
+    assert len(problems) == 1
+    assert problems[0].startswith("bomb.yaml: line 6 column ")
+    assert f"nested more than {MAX_NESTING_DEPTH} levels deep" in problems[0]
+
+
+def test_nesting_within_the_bound_loads():
+    loaded = load_text(nested(MAX_NESTING_DEPTH - 10))
+    assert loaded.pods[0].name == "p"
