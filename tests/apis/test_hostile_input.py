@@ -110,3 +110,97 @@ def test_deep_nesting_in_unmodelled_field_is_refused_with_line():
 def test_nesting_within_the_bound_loads():
     loaded = load_text(nested(MAX_NESTING_DEPTH - 10))
     assert loaded.pods[0].name == "p"
+
+
+# --------------------------------------------------------------------------- quantities, replicas
+
+
+def deployment(replicas: object = 1, requests: dict | None = None, limits: dict | None = None, name: str = "web") -> str:
+    import json
+
+    resources = {"requests": requests or {"cpu": "1"}}
+    if limits is not None:
+        resources["limits"] = limits
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: {json.dumps(replicas)}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - name: c
+        resources: {json.dumps(resources)}
+"""
+
+
+CONTAINER = "doc 1 Deployment/web: spec.template.spec.containers[0].resources"
+
+
+def test_quantity_beyond_int64_is_refused_naming_the_field():
+    problems = problems_of(deployment(requests={"cpu": "9223372036854775808"}))
+    assert problems == [
+        f"bomb.yaml {CONTAINER}.requests.cpu: '9223372036854775808' is larger than a Kubernetes quantity can hold (2^63-1 in base units)"
+    ]
+
+
+@pytest.mark.parametrize("field", ["requests", "limits"])
+def test_negative_container_quantity_is_refused(field):
+    problems = problems_of(deployment(requests={"cpu": "100m"} if field == "limits" else {"cpu": "-1"},
+                                      limits={"memory": "-1Gi"} if field == "limits" else None))
+    bad = "'-1Gi'" if field == "limits" else "'-1'"
+    resource = "memory" if field == "limits" else "cpu"
+    assert problems == [f"bomb.yaml {CONTAINER}.{field}.{resource}: must not be negative; got {bad}"]
+
+
+def test_request_above_limit_is_refused():
+    problems = problems_of(deployment(requests={"cpu": "2"}, limits={"cpu": "1500m"}))
+    assert problems == [f"bomb.yaml {CONTAINER}: requests.cpu '2' must be less than or equal to cpu limit of '1500m'"]
+
+
+def test_request_equal_to_limit_and_limit_only_are_fine():
+    loaded = load_text(deployment(requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1000m", "memory": "2Gi"}))
+    assert loaded.deployments[0].spec.replicas == 1
+
+
+def test_negative_pod_overhead_and_node_capacity_are_refused():
+    text = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c}]
+  overhead: {cpu: "-250m"}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n}
+status:
+  capacity: {cpu: "4", memory: "-1"}
+"""
+    assert problems_of(text) == [
+        "bomb.yaml doc 1 Pod/p: spec.overhead.cpu: must not be negative; got '-250m'",
+        "bomb.yaml doc 2 Node/n: status.capacity.memory: must not be negative; got '-1'",
+    ]
+
+
+@pytest.mark.parametrize("replicas", [-1, 2**31])
+def test_replicas_outside_int32_are_refused(replicas):
+    problems = problems_of(deployment(replicas=replicas))
+    bound = ">= 0" if replicas < 0 else "<= 2147483647"
+    assert problems == [f"bomb.yaml doc 1 Deployment/web: spec.replicas: must be {bound}; got the number {replicas}"]
+
+
+def test_job_parallelism_beyond_int32_is_refused():
+    text = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  parallelism: 4294967296
+  template: {spec: {containers: [{name: c}]}}
+"""
+    assert problems_of(text) == ["bomb.yaml doc 1 Job/j: spec.parallelism: must be <= 2147483647; got the number 4294967296"]
