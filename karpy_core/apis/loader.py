@@ -23,7 +23,11 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
    (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
    ``v1beta1`` kinds) are errors explaining the v1 replacement. Kinds karpy does not model are kept
    as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored.
-4. Cross-object checks that are not errors (a NodePool naming a NodeClass that is not loaded, an
+4. Object names are checked as kube-apiserver checks them (:mod:`karpy_core.apis.names`: DNS-1123
+   subdomain for most kinds, label for Namespaces, StatefulSets and namespaces, DNS-1035 for
+   Services; NodePool names at most 63 characters, and at most ``MAX_NODEPOOL_NAME`` when the
+   NodeClass kind they name declares one, e.g. KakaoCloud's KCNodeClass: 38).
+5. Cross-object checks that are not errors (a NodePool naming a NodeClass that is not loaded, an
    object defined twice) go to ``warnings``.
 """
 
@@ -41,6 +45,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.core import Node, Pod
+from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.apis.registry import kind_registry
@@ -588,6 +593,8 @@ class _Builder:
         if not obj.metadata.name and not obj.metadata.generate_name:
             self.problems.append(f"{where} {label}: metadata.name: required field is missing")
             return
+        if not self._names_ok(obj, api_version, kind, where, label):
+            return
         obj.with_source(source)
         group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
         if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
@@ -607,8 +614,28 @@ class _Builder:
                     f"{where} {label}: {path + ': ' if path else ''}{_describe(err, str(data.get('kind')))}"
                 )
             return
+        if not self._names_ok(obj, str(data.get("apiVersion")), str(data.get("kind")), where, label):
+            return
         obj.with_source(source)
         self.result.other.append(obj)
+
+    def _names_ok(self, obj: KubeObject, api_version: str, kind: str, where: str, label: str) -> bool:
+        """Check ``metadata.name``/``generateName``/``namespace`` as kube-apiserver does
+        (:mod:`karpy_core.apis.names`); problems are recorded and False returned."""
+        rule = name_rule(api_version, kind)
+        longest = NODEPOOL_NAME_MAX if (api_version, kind) == (NodePool.API_VERSION, NodePool.KIND) else None
+        meta = obj.metadata
+        found = []
+        if meta.name:
+            found += [f"metadata.name: {p}" for p in name_problems(meta.name, rule, max_length=longest)]
+        if meta.generate_name:
+            found += [f"metadata.generateName: {p}" for p in name_problems(meta.generate_name, rule, prefix=True)]
+        if meta.namespace:
+            found += [f"metadata.namespace: {p}" for p in name_problems(meta.namespace, "label")]
+        if longest is not None and meta.name and len(meta.name) > longest and found:
+            found[0] += " (it is the karpenter.sh/nodepool label value of every NodeClaim and Node it launches)"
+        self.problems.extend(f"{where} {label}: {p}" for p in found)
+        return not found
 
     def _store(self, obj: KubeObject, where: str) -> None:
         identity = _identity(obj)
@@ -638,8 +665,19 @@ class _Builder:
         for (api_version, kind), cls in self.registry.items():
             if getattr(cls, "NODE_CLASS", False):
                 class_kinds.setdefault(api_version.rpartition("/")[0], set()).add(kind)
+        name_limits = {
+            (api_version.rpartition("/")[0], kind): limit
+            for (api_version, kind), cls in self.registry.items()
+            if (limit := getattr(cls, "MAX_NODEPOOL_NAME", None)) is not None
+        }
         for nodepool in self.result.nodepools:
             ref = nodepool.spec.template.spec.node_class_ref
+            limit = name_limits.get((ref.group, ref.kind))
+            if limit is not None and len(nodepool.name) > limit:
+                self.problems.append(
+                    f"{nodepool.source} {nodepool.ref()}: metadata.name: must be no more than {limit} characters "
+                    f"(got {len(nodepool.name)}) for a NodePool whose nodeClassRef is a {ref.kind}"
+                )
             kinds = class_kinds.get(ref.group)
             if kinds and ref.kind not in kinds:
                 self.result.warnings.append(

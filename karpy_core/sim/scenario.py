@@ -175,8 +175,10 @@ def _check_body(action: str, body: Any) -> str:
         if len(kinds) != 1 or "replicas" not in body:
             return "needs one of deployment/statefulset/replicaset and replicas"
         replicas = body["replicas"]
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= INT32_MAX:
-            return f"replicas must be a whole number from 0 to {INT32_MAX} (int32), got {replicas!r}"
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            return f"replicas must be a whole number >= 0, got {replicas!r}"
+        if replicas > INT32_MAX:
+            return f"replicas must be at most {INT32_MAX} (an int32, as in Kubernetes), got {replicas!r}"
         return ""
     missing = [f for f in ("kind", "name") if not isinstance(body.get(f), str) or not body.get(f)]
     if missing:

@@ -204,3 +204,66 @@ spec:
   template: {spec: {containers: [{name: c}]}}
 """
     assert problems_of(text) == ["bomb.yaml doc 1 Job/j: spec.parallelism: must be <= 2147483647; got the number 4294967296"]
+
+
+# --------------------------------------------------------------------------- names
+
+SEEDS = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "seeds"
+SUBDOMAIN = ("must be a lowercase RFC 1123 subdomain: lower case alphanumerics, '-' or '.', starting and ending "
+             "with an alphanumeric (e.g. 'example.com')")
+
+
+def test_nodepool_named_dash_x_is_refused_as_the_api_server_refuses_it():
+    problems = problems_of(NODEPOOL_HEAD.replace("name: bomb", 'name: "-x"'))
+    assert problems == [f"bomb.yaml doc 1 NodePool/-x: metadata.name: {SUBDOMAIN}"]
+
+
+def test_nodepool_name_must_fit_the_nodepool_label():
+    name = "a" * 64
+    problems = problems_of(NODEPOOL_HEAD.replace("name: bomb", f"name: {name}"))
+    assert problems == [f"bomb.yaml doc 1 NodePool/{name}: metadata.name: must be no more than 63 characters (got 64) "
+                        "(it is the karpenter.sh/nodepool label value of every NodeClaim and Node it launches)"]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "name", "expected"),
+    [
+        ("v1", "Pod", "Web_1", [SUBDOMAIN]),
+        ("v1", "Pod", "a" * 254, ["must be no more than 253 characters (got 254)"]),
+        ("v1", "Pod", "web.example.com", []),
+        ("apps/v1", "StatefulSet", "db.primary", ["must be a lowercase RFC 1123 label: lower case alphanumerics or '-', "
+                                                  "starting and ending with an alphanumeric (e.g. 'my-name')"]),
+        ("v1", "Namespace", "x" * 64, ["must be no more than 63 characters (got 64)"]),
+        ("v1", "Service", "1web", ["must be a DNS-1035 label: lower case alphanumerics or '-', starting with a letter "
+                                   "and ending with an alphanumeric (e.g. 'my-name')"]),
+        ("v1", "ConfigMap", "settings.v2", []),
+        ("example.com/v1", "Widget", "-w", [SUBDOMAIN]),
+    ],
+)
+def test_names_follow_the_api_server_rule_of_each_kind(api_version, kind, name, expected):
+    spec = {"Pod": "spec: {containers: [{name: c}]}\n",
+            "StatefulSet": "spec: {selector: {}, template: {spec: {containers: [{name: c}]}}}\n"}.get(kind, "")
+    text = f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: '{name}'}}\n{spec}"
+    if not expected:
+        load_text(text)
+        return
+    assert problems_of(text) == [f"bomb.yaml doc 1 {kind}/{name}: metadata.name: {e}" for e in expected]
+
+
+def test_generate_name_may_end_with_a_dash_and_namespace_is_a_label():
+    text = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: web-, namespace: Team_A}\nspec: {containers: [{name: c}]}\n"
+    assert problems_of(text) == [
+        "bomb.yaml doc 1 Pod/web-*: metadata.namespace: must be a lowercase RFC 1123 label: lower case alphanumerics or "
+        "'-', starting and ending with an alphanumeric (e.g. 'my-name')"
+    ]
+
+
+def test_kakaocloud_nodepool_name_is_at_most_38_characters():
+    text = (SEEDS / "004-nodepool.yaml").read_text().replace("name: karpenter-default\nspec:", f"name: {'k' * 39}\nspec:", 1)
+    problems = problems_of(text)
+    assert problems == [f"bomb.yaml doc 1 NodePool/{'k' * 39}: metadata.name: must be no more than 38 characters (got 39) "
+                        "for a NodePool whose nodeClassRef is a KCNodeClass"]
+    # 38 is fine, and the same name on an EC2NodeClass is fine
+    load_text(text.replace("k" * 39, "k" * 38))
+    aws = text.replace("karpenter.kakaocloud.com", "karpenter.k8s.aws").replace("KCNodeClass", "EC2NodeClass")
+    assert load_text(aws).nodepools[0].name == "k" * 39

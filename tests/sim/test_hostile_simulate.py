@@ -79,3 +79,13 @@ def test_containers_summing_beyond_int64_leave_the_pod_pending(tmp_path):
     doc = json.loads(result.stdout)
     assert doc["summary"]["pods_pending"] == 1 and doc["summary"]["nodes_launched"] == 0
     assert "no instance type has room" in doc["pods"][0]["reason"]
+
+
+def test_nodepool_named_dash_x_fails_fast_with_one_message(tmp_path):
+    np_file = write(tmp_path, "np.yaml", NODEPOOL.format(name='"-x"'))
+    app_file = write(tmp_path, "app.yaml", deployment())
+    for command in ("validate", "simulate"):
+        result = invoke(command, np_file, app_file)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.count("\n") == 2, result.stderr  # the header and one problem
+        assert "NodePool/-x: metadata.name: must be a lowercase RFC 1123 subdomain" in result.stderr
