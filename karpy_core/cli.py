@@ -88,11 +88,11 @@ async def run_simulation(
         options["instance_types_file"] = instance_types
     provider = load_provider("simulated", options)
     sim = Simulator(provider, preference_policy=preference_policy)
-    from karpy_core.kube.port import KINDS
+    from karpy_core.sim.simulator import is_simulated
 
-    served = [o for o in loaded.other if o.kind in KINDS]  # e.g. PVCs, PVs, StorageClasses
+    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
     ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
-    loaded.other = [o for o in loaded.other if o.kind not in KINDS]
+    loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
     await sim.run()
     pricing = getattr(provider.plugin, "pricing_note", None)
     report = await build_report(
@@ -248,8 +248,11 @@ def validate(
     found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
     warned = f" ({len(loaded.warnings)} warning{'s' if len(loaded.warnings) != 1 else ''} below)" if loaded.warnings else ""
     typer.echo(f"valid{warned}: {found}")
-    for line in loaded.ignored():
-        typer.echo(f"ignored (kind not modelled): {line}")
+    from karpy_core.sim.simulator import is_simulated
+
+    for obj in loaded.other:  # what simulate stores as read (PVCs, StorageClasses...) or ignores
+        what = "stored as read by simulate" if is_simulated(obj.api_version, obj.kind) else "ignored (kind not modelled)"
+        typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in loaded.warnings:
         typer.echo(f"warning: {w}")
 

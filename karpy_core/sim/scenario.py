@@ -191,7 +191,7 @@ def _check_body(action: str, body: Any) -> str:
 def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text
-    from karpy_core.kube.port import KINDS
+    from karpy_core.sim.simulator import is_simulated
 
     body = step.body
     if isinstance(body, str) or (isinstance(body, list) and body and all(isinstance(b, str) for b in body)):
@@ -203,7 +203,7 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
                            scenario.variables)
     else:
         raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
-    served = [o for o in loaded.other if o.kind in KINDS]
+    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
     return [to_kube_dict(o) for o in [*loaded.objects(), *served]]
 
 

@@ -41,10 +41,19 @@ from karpy_core.sim.workloads import WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
 from karpy_core.utils.clock import VirtualClock
 
-__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS"]
+__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
 
 SIMULATED_KINDS = frozenset(KINDS)
 """Kinds the in-memory cluster stores; other kinds in the input are ignored (and reported)."""
+
+
+def is_simulated(api_version: Any, kind: Any) -> bool:
+    """True when the in-memory cluster stores objects of this ``apiVersion``/``kind``: the kind is
+    in :data:`SIMULATED_KINDS` *and* the apiVersion is the one it is served at. A
+    ``example.com/v1 NodePool`` is someone else's kind: ignored (and reported), as ``karpy
+    validate`` lists it, never stored as a karpenter.sh NodePool."""
+    info = KINDS.get(kind) if isinstance(kind, str) else None
+    return info is not None and api_version == info.api_version
 
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
@@ -122,11 +131,12 @@ class Simulator:
 
     def apply(self, objects: list[dict[str, Any]]) -> list[str]:
         """Create objects (Kubernetes dicts) in the cluster; returns ``kind/name`` of those ignored
-        because the simulator does not model their kind."""
+        because the simulator does not model their ``apiVersion``/``kind`` (:func:`is_simulated`;
+        an object without ``apiVersion`` is taken to be at its kind's served version)."""
         ignored = []
         for obj in objects:
             kind = obj.get("kind", "")
-            if kind not in SIMULATED_KINDS:
+            if not is_simulated(obj.get("apiVersion", KINDS[kind].api_version if kind in KINDS else None), kind):
                 ignored.append(f"{kind}/{(obj.get('metadata') or {}).get('name', '')}")
                 continue
             if kind == "Pod" and not (obj.get("spec") or {}).get("nodeName"):

@@ -89,3 +89,36 @@ def test_nodepool_named_dash_x_fails_fast_with_one_message(tmp_path):
         assert result.exit_code == 2, result.output
         assert result.stderr.count("\n") == 2, result.stderr  # the header and one problem
         assert "NodePool/-x: metadata.name: must be a lowercase RFC 1123 subdomain" in result.stderr
+
+
+def test_foreign_apiversion_nodepool_is_ignored_by_validate_and_simulate_alike(tmp_path):
+    np_file = write(tmp_path, "np.yaml", NODEPOOL.format(name="np").replace("karpenter.sh/v1", "example.com/v1", 1))
+    app_file = write(tmp_path, "app.yaml", deployment())
+    result = invoke("validate", np_file, app_file)
+    assert result.exit_code == 0, result.output
+    assert f"ignored (kind not modelled): example.com/v1 NodePool/np ({np_file} doc 1)" in result.stdout
+    result = invoke("simulate", np_file, app_file, "-o", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["ignored"] == ["NodePool/np"]
+    assert doc["summary"]["nodes_launched"] == 0 and doc["summary"]["pods_pending"] == 1
+
+
+def test_validate_says_which_unmodelled_objects_simulate_stores(tmp_path):
+    pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n"
+    path = write(tmp_path, "objs.yaml", pvc)
+    result = invoke("validate", path)
+    assert result.exit_code == 0, result.output
+    assert f"stored as read by simulate: v1 PersistentVolumeClaim/data ({path} doc 1)" in result.stdout
+    assert f"ignored (kind not modelled): v1 ConfigMap/cfg ({path} doc 2)" in result.stdout
+
+
+def test_deep_nesting_in_an_unmodelled_pod_field_is_refused_by_both(tmp_path):
+    np_file = write(tmp_path, "np.yaml", NODEPOOL.format(name="np"))
+    depth = 300  # validate accepted it; simulate's serialiser raised "Maximum serialization depth exceeded"
+    pod = f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: c}}]\n  junk: {'[' * depth}{']' * depth}\n"
+    pod_file = write(tmp_path, "pod.yaml", pod)
+    for command in ("validate", "simulate"):
+        result = invoke(command, np_file, pod_file)
+        assert result.exit_code == 2, result.output
+        assert "document refused: while composing a document, nested more than 100 levels deep" in result.stderr
