@@ -58,14 +58,16 @@ async def run_simulation(
     instance_types: str | None = None,
     preference_policy: str = "Respect",
     until: str | None = None,
+    max_pods: int | None = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
     simulated time with disruption, until ``until`` (a Go duration; default the scenario's
-    ``until`` or 24h) - see ``docs/scenarios.md``.
+    ``until`` or 24h) - see ``docs/scenarios.md``. ``max_pods`` caps the pods the workloads may
+    ask for in all (default :data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`).
 
     Raises:
-        ManifestError: invalid manifests.
+        ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
         ConfigurationError: bad options (unknown region, unreadable catalog).
     """
     from karpy_core.apis.base import to_kube_dict
@@ -74,10 +76,12 @@ async def run_simulation(
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
     from karpy_core.sim.simulator import Simulator
+    from karpy_core.sim.workloads import DEFAULT_MAX_PODS
 
+    cap = DEFAULT_MAX_PODS if max_pods is None else max_pods
     if len(paths) == 1 and is_scenario_file(paths[0]):
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
-                                        preference_policy=preference_policy, until=until)
+                                        preference_policy=preference_policy, until=until, max_pods=cap)
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -86,8 +90,9 @@ async def run_simulation(
     options: dict[str, Any] = {"region": region}
     if instance_types:
         options["instance_types_file"] = instance_types
+    _check_pod_cap(loaded, cap)
     provider = load_provider("simulated", options)
-    sim = Simulator(provider, preference_policy=preference_policy)
+    sim = Simulator(provider, preference_policy=preference_policy, max_pods=cap)
     from karpy_core.sim.simulator import is_simulated
 
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
@@ -104,8 +109,29 @@ async def run_simulation(
     return report
 
 
+def _check_pod_cap(loaded: Any, cap: int) -> None:
+    """Refuse manifests whose workloads ask for more than ``cap`` pods in all, before simulating.
+
+    Raises:
+        ManifestError: naming the file, object and field asking for the most pods.
+    """
+    asks: list[tuple[int, str, Any]] = [(1, "metadata.name", p) for p in loaded.pods]
+    for obj in [*loaded.deployments, *loaded.replicasets, *loaded.statefulsets]:
+        asks.append((obj.spec.replicas, "spec.replicas", obj))
+    for job in loaded.jobs:
+        parallelism = job.spec.parallelism
+        asks.append((min(parallelism, job.spec.completions) if job.spec.completions is not None else parallelism,
+                     "spec.parallelism", job))
+    total = sum(n for n, _, _ in asks)
+    if total <= cap:
+        return
+    count, path, obj = max(asks, key=lambda a: a[0])
+    raise ManifestError([f"{obj.source} {obj.ref()}: {path}: {count:,} pods; the simulation would hold {total:,} pods, "
+                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"])
+
+
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str, instance_types: str | None,
-                             preference_policy: str, until: str | None) -> Any:
+                             preference_policy: str, until: str | None, max_pods: int) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.sim.report import build_report
@@ -123,7 +149,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     if instance_types:
         options["instance_types_file"] = instance_types
     provider = load_provider("simulated", options)
-    sim = Simulator(provider, preference_policy=preference_policy, disruption=True)
+    sim = Simulator(provider, preference_policy=preference_policy, disruption=True, max_pods=max_pods)
     await run_scenario(sim, scenario, end)
     pricing = getattr(provider.plugin, "pricing_note", None)
     return await build_report(
@@ -171,11 +197,15 @@ def simulate(
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
     timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
+    max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
+    = 100_000,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
         if output not in ("text", "json"):
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
+        if max_pods < 1:
+            raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
         if preference_policy not in ("Respect", "Ignore"):
             raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
         from karpy_core.sim.scenario import is_scenario_file
@@ -191,7 +221,7 @@ def simulate(
                                      "plain manifests are simulated until nothing changes, without disruption")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=preference_policy, until=until)
+                           preference_policy=preference_policy, until=until, max_pods=max_pods)
         )
     except KarpyError as exc:
         _fail(exc)

@@ -37,7 +37,7 @@ from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
-from karpy_core.sim.workloads import WorkloadSimulator
+from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
 from karpy_core.utils.clock import VirtualClock
 
@@ -85,6 +85,9 @@ class Simulator:
         clock: virtual clock (a fresh one by default).
         boot_seconds: launch -> Node registration delay, seconds.
         startup_taint_seconds: registration -> startup taints removed, seconds.
+        max_pods: most pods the workloads may ask for in all
+            (:data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`); :meth:`step` raises
+            :class:`~karpy_core.errors.ManifestError` naming the workload beyond it.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class Simulator:
         startup_taint_seconds: float = 10.0,
         preference_policy: str = "Respect",
         disruption: bool = False,
+        max_pods: int = DEFAULT_MAX_PODS,
     ):
         self.clock = clock or VirtualClock()
         self.start = self.clock.now()
@@ -104,7 +108,7 @@ class Simulator:
         plugin = getattr(provider, "plugin", None)
         if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
             plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
-        self.workloads = WorkloadSimulator(self.cluster)
+        self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy)

@@ -122,3 +122,48 @@ def test_deep_nesting_in_an_unmodelled_pod_field_is_refused_by_both(tmp_path):
         result = invoke(command, np_file, pod_file)
         assert result.exit_code == 2, result.output
         assert "document refused: while composing a document, nested more than 100 levels deep" in result.stderr
+
+
+def test_replicas_beyond_the_pod_cap_fail_before_simulating(tmp_path):
+    np_file = write(tmp_path, "np.yaml", NODEPOOL.format(name="np"))
+    app_file = write(tmp_path, "app.yaml", deployment(replicas=2**31 - 1))  # int32: valid for the API server
+    result = invoke("simulate", np_file, app_file)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[1] == (
+        f"  - {app_file} doc 1 Deployment/web: spec.replicas: 2,147,483,647 pods; the simulation would hold "
+        "2,147,483,647 pods, more than its cap of 100,000 (karpy simulate --max-pods)"
+    )
+
+
+def test_max_pods_flag_moves_the_cap(tmp_path):
+    np_file = write(tmp_path, "np.yaml", NODEPOOL.format(name="np"))
+    app_file = write(tmp_path, "app.yaml", deployment(replicas=30) + "---\n" + deployment(name="db", replicas=5))
+    result = invoke("simulate", np_file, app_file, "--max-pods", "34")
+    assert result.exit_code == 2 and "the simulation would hold 35 pods, more than its cap of 34" in result.stderr
+    result = invoke("simulate", np_file, app_file, "--max-pods", "35", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["summary"]["pods_bound"] == 35
+    result = invoke("simulate", np_file, app_file, "--max-pods", "0")
+    assert result.exit_code == 2 and result.stderr == "error: --max-pods must be at least 1, not 0\n"
+
+
+def test_max_pods_default_is_the_documented_constant():
+    import inspect
+
+    from karpy_core.cli import simulate
+    from karpy_core.sim.workloads import DEFAULT_MAX_PODS
+
+    assert inspect.signature(simulate).parameters["max_pods"].default == DEFAULT_MAX_PODS
+
+
+def test_scenario_scaling_beyond_the_cap_stops_with_the_workload_named(tmp_path):
+    import yaml
+
+    manifests = [yaml.safe_load(d) for d in (NODEPOOL.format(name="np") + "---\n" + deployment(replicas=2)).split("---\n")]
+    doc = {"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "t"}, "until": "2h",
+           "steps": [{"at": "0s", "apply": manifests}, {"at": "1h", "scale": {"deployment": "web", "replicas": 2**31 - 1}}]}
+    path = write(tmp_path, "scenario.yaml", yaml.safe_dump(doc))
+    result = invoke("simulate", path, "--max-pods", "1000", "-o", "json")
+    assert result.exit_code == 2, result.output
+    assert ("Deployment/default/web: spec.replicas: 2,147,483,647 pods; the simulation would hold 2,147,483,647 pods, "
+            "more than its cap of 1,000 (karpy simulate --max-pods)") in result.stderr
