@@ -7,7 +7,10 @@ Commands:
 * ``karpy validate FILES...`` - load manifests and report every problem.
 * ``karpy providers`` - list installed cloud-provider plugins.
 
-Exit codes: 0 on success (even with pods left pending), 2 on invalid input or options.
+Exit codes: 0 on success (even with pods left pending); 2 on invalid input or options (bad
+manifests, unknown cloud provider, missing kubeconfig or ``--timeline`` directory), checked before
+anything runs; 1 on a runtime failure (the API server cannot be reached, a file cannot be
+written). Either way one ``error: ...`` line (or a list of problems) on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Annotated, Any
 
 import typer
 
-from karpy_core.errors import ConfigurationError, KarpyError, ManifestError
+from karpy_core.errors import ConfigurationError, KarpyError, KubeUnreachableError, ManifestError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
 
@@ -40,14 +43,47 @@ def _parse_sets(values: list[str]) -> dict[str, str]:
     return out
 
 
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception, code: int | None = None) -> None:
+    """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
+    1 for :class:`KubeUnreachableError` and ``OSError`` (runtime failures), else 2."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
             typer.echo(f"  - {p}", err=True)
     else:
         typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(code=2)
+    if code is None:
+        code = 1 if isinstance(exc, KubeUnreachableError | OSError) else 2
+    raise typer.Exit(code=code)
+
+
+def _check_output_file(option: str, value: str) -> None:
+    """Refuse, before a run, an output path whose directory does not exist or that is a directory.
+
+    Raises:
+        ConfigurationError: naming the option and the path.
+    """
+    from pathlib import Path
+
+    path = Path(value)
+    if path.is_dir():
+        raise ConfigurationError(f"{option} {value}: is a directory; give a file name such as {path / 'timeline.png'}")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ConfigurationError(f"{option} {value}: directory {parent} does not exist")
+
+
+def _check_provider_name(name: str) -> None:
+    """Refuse an unknown ``--cloud-provider`` before connecting to anything.
+
+    Raises:
+        ConfigurationError: listing the installed providers.
+    """
+    from karpy_core.cloudprovider.provider import available_providers
+
+    installed = available_providers()
+    if name not in installed:
+        raise ConfigurationError(f"--cloud-provider {name!r} is not installed; installed: {', '.join(installed) or 'none'}")
 
 
 async def run_simulation(
@@ -214,6 +250,8 @@ def simulate(
         if len(paths or []) > 1 and any(is_scenario_file(p) for p in paths or []):
             raise ConfigurationError("a Scenario file is simulated on its own (its steps apply the other manifests); "
                                      "give it as the only path")
+        if timeline:
+            _check_output_file("--timeline", timeline)
         used = [flag for flag, value in (("--until", until), ("--explain-node", explain_node), ("--timeline", timeline)) if value]
         if used and not scenario:
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
@@ -247,7 +285,11 @@ def simulate(
 
         typer.echo(render_text(report))
         if report.cost_over_time:
-            png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+            try:
+                png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+            except OSError as exc:
+                _fail(OSError(f"cannot write the timeline: {exc}"))
+                return
             typer.echo(f"timeline: {png}")
 
 
@@ -295,7 +337,13 @@ async def run_controller(
     provider_options: dict[str, Any],
     kwok: bool,
 ) -> None:
-    """Connect to the cluster, load the provider and run the operator until stopped."""
+    """Connect to the cluster (one ``GET /version`` first), load the provider and run the
+    operator until stopped.
+
+    Raises:
+        ConfigurationError: no usable kubeconfig, bad provider options.
+        KubeUnreachableError: the API server does not answer.
+    """
     import signal
 
     from karpy_core.cloudprovider.provider import load_provider
@@ -304,6 +352,7 @@ async def run_controller(
 
     kube = await AsyncKubeClient.from_config(kubeconfig)
     try:
+        await kube.probe()
         if kwok:
             if cloud_provider != "simulated":
                 raise ConfigurationError("--kwok works with --cloud-provider simulated only")
@@ -355,6 +404,13 @@ def controller(
 
     configure_logging(log_level.upper())
     try:
+        _check_provider_name(cloud_provider)
+        if kwok and cloud_provider != "simulated":
+            raise ConfigurationError("--kwok works with --cloud-provider simulated only")
+    except ConfigurationError as exc:
+        _fail(exc)
+        return
+    try:
         batch = BatchSettings(
             idle_seconds=parse_duration(batch_idle_duration).total_seconds(),
             max_seconds=parse_duration(batch_max_duration).total_seconds(),
@@ -392,11 +448,14 @@ def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
     """Create or update karpy's CRDs (NodePool, NodeClaim, EC2NodeClass, KCNodeClass) in a cluster."""
+    import aiohttp
+
     from karpy_core.apis.crds import install
     from karpy_core.kube.client import AsyncKubeClient
 
     async def go() -> list[str]:
         async with await AsyncKubeClient.from_config(kubeconfig) as kube:
+            await kube.probe()
             return await install(kube.api)
 
     try:
@@ -404,6 +463,8 @@ def install_crds(
             typer.echo(f"established: {name}")
     except KarpyError as exc:
         _fail(exc)
+    except (OSError, TimeoutError, aiohttp.ClientError) as exc:  # the server went away after the probe
+        _fail(KubeUnreachableError(f"lost the Kubernetes API server: {exc}"))
 
 
 @app.command()
