@@ -188,21 +188,20 @@ def check_yaml_limits(node: yaml.Node | None) -> None:
             stack.append((child, depth + 1, in_alias, False))
 
 
-def safe_load_all(text: str) -> list[Any]:
+def safe_load_all(text: str) -> Iterator[Any]:
     """``yaml.safe_load_all`` with the alias and nesting bounds of :func:`check_yaml_limits`
-    (for YAML karpy reads outside manifests, e.g. Scenario files).
+    (for YAML karpy reads outside manifests, e.g. Scenario files). Lazy, like PyYAML's: a
+    document is parsed when the iteration reaches it.
 
     Raises:
         yaml.YAMLError: syntax errors, and :class:`YAMLLimitError` for a refused document.
     """
     loader = _BaseLoader(text)
     try:
-        out = []
         while loader.check_node():
             node = loader.get_node()
             check_yaml_limits(node)
-            out.append(loader.construct_document(node) if node is not None else None)
-        return out
+            yield loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
 

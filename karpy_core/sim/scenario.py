@@ -88,7 +88,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     p = Path(path)
     problems: list[str] = []
     try:
-        docs = safe_load_all(p.read_text(encoding="utf-8"))
+        docs = list(safe_load_all(p.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ManifestError([f"{p}: cannot read scenario: {exc}"]) from exc
     if len(docs) > 1:

@@ -167,3 +167,25 @@ def test_scenario_scaling_beyond_the_cap_stops_with_the_workload_named(tmp_path)
     assert result.exit_code == 2, result.output
     assert ("Deployment/default/web: spec.replicas: 2,147,483,647 pods; the simulation would hold 2,147,483,647 pods, "
             "more than its cap of 1,000 (karpy simulate --max-pods)") in result.stderr
+
+
+def test_scenario_scale_beyond_int32_is_refused_before_running(tmp_path):
+    import yaml
+
+    manifests = [yaml.safe_load(d) for d in (NODEPOOL.format(name="np") + "---\n" + deployment(replicas=2)).split("---\n")]
+    doc = {"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "t"}, "until": "2h",
+           "steps": [{"at": "0s", "apply": manifests}, {"at": "1h", "scale": {"deployment": "web", "replicas": 2**31}}]}
+    path = write(tmp_path, "scenario.yaml", yaml.safe_dump(doc))
+    for command in ("validate", "simulate"):
+        result = invoke(command, path)
+        assert result.exit_code == 2, result.output
+        assert f"{path}: steps[1].scale: replicas must be at most 2147483647 (an int32, as in Kubernetes), got 2147483648" in result.stderr
+
+
+def test_scenario_alias_bomb_is_refused(tmp_path):
+    bomb = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+        f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    path = write(tmp_path, "scenario.yaml", "apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nsteps: []\n" + bomb)
+    result = invoke("validate", path)
+    assert result.exit_code == 2, result.output
+    assert "excessive aliasing" in result.stderr
