@@ -7,7 +7,10 @@ Commands:
 * ``karpy validate FILES...`` - load manifests and report every problem.
 * ``karpy providers`` - list installed cloud-provider plugins.
 
-Exit codes: 0 on success (even with pods left pending), 2 on invalid input or options.
+Exit codes: 0 on success (even with pods left pending); 2 on invalid input or options (bad
+manifests, unknown cloud provider, missing kubeconfig or ``--timeline`` directory), checked before
+anything runs; 1 on a runtime failure (the API server cannot be reached, a file cannot be
+written). Either way one ``error: ...`` line (or a list of problems) on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Annotated, Any
 
 import typer
 
-from karpy_core.errors import ConfigurationError, KarpyError, ManifestError
+from karpy_core.errors import ConfigurationError, KarpyError, KubeUnreachableError, ManifestError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
 
@@ -40,14 +43,47 @@ def _parse_sets(values: list[str]) -> dict[str, str]:
     return out
 
 
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception, code: int | None = None) -> None:
+    """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
+    1 for :class:`KubeUnreachableError` and ``OSError`` (runtime failures), else 2."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
             typer.echo(f"  - {p}", err=True)
     else:
         typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(code=2)
+    if code is None:
+        code = 1 if isinstance(exc, KubeUnreachableError | OSError) else 2
+    raise typer.Exit(code=code)
+
+
+def _check_output_file(option: str, value: str) -> None:
+    """Refuse, before a run, an output path whose directory does not exist or that is a directory.
+
+    Raises:
+        ConfigurationError: naming the option and the path.
+    """
+    from pathlib import Path
+
+    path = Path(value)
+    if path.is_dir():
+        raise ConfigurationError(f"{option} {value}: is a directory; give a file name such as {path / 'timeline.png'}")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ConfigurationError(f"{option} {value}: directory {parent} does not exist")
+
+
+def _check_provider_name(name: str) -> None:
+    """Refuse an unknown ``--cloud-provider`` before connecting to anything.
+
+    Raises:
+        ConfigurationError: listing the installed providers.
+    """
+    from karpy_core.cloudprovider.provider import available_providers
+
+    installed = available_providers()
+    if name not in installed:
+        raise ConfigurationError(f"--cloud-provider {name!r} is not installed; installed: {', '.join(installed) or 'none'}")
 
 
 async def run_simulation(
@@ -58,14 +94,16 @@ async def run_simulation(
     instance_types: str | None = None,
     preference_policy: str = "Respect",
     until: str | None = None,
+    max_pods: int | None = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
     simulated time with disruption, until ``until`` (a Go duration; default the scenario's
-    ``until`` or 24h) - see ``docs/scenarios.md``.
+    ``until`` or 24h) - see ``docs/scenarios.md``. ``max_pods`` caps the pods the workloads may
+    ask for in all (default :data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`).
 
     Raises:
-        ManifestError: invalid manifests.
+        ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
         ConfigurationError: bad options (unknown region, unreadable catalog).
     """
     from karpy_core.apis.base import to_kube_dict
@@ -74,10 +112,12 @@ async def run_simulation(
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
     from karpy_core.sim.simulator import Simulator
+    from karpy_core.sim.workloads import DEFAULT_MAX_PODS
 
+    cap = DEFAULT_MAX_PODS if max_pods is None else max_pods
     if len(paths) == 1 and is_scenario_file(paths[0]):
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
-                                        preference_policy=preference_policy, until=until)
+                                        preference_policy=preference_policy, until=until, max_pods=cap)
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -86,13 +126,14 @@ async def run_simulation(
     options: dict[str, Any] = {"region": region}
     if instance_types:
         options["instance_types_file"] = instance_types
+    _check_pod_cap(loaded, cap)
     provider = load_provider("simulated", options)
-    sim = Simulator(provider, preference_policy=preference_policy)
-    from karpy_core.kube.port import KINDS
+    sim = Simulator(provider, preference_policy=preference_policy, max_pods=cap)
+    from karpy_core.sim.simulator import is_simulated
 
-    served = [o for o in loaded.other if o.kind in KINDS]  # e.g. PVCs, PVs, StorageClasses
+    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
     ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
-    loaded.other = [o for o in loaded.other if o.kind not in KINDS]
+    loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
     await sim.run()
     pricing = getattr(provider.plugin, "pricing_note", None)
     report = await build_report(
@@ -104,8 +145,29 @@ async def run_simulation(
     return report
 
 
+def _check_pod_cap(loaded: Any, cap: int) -> None:
+    """Refuse manifests whose workloads ask for more than ``cap`` pods in all, before simulating.
+
+    Raises:
+        ManifestError: naming the file, object and field asking for the most pods.
+    """
+    asks: list[tuple[int, str, Any]] = [(1, "metadata.name", p) for p in loaded.pods]
+    for obj in [*loaded.deployments, *loaded.replicasets, *loaded.statefulsets]:
+        asks.append((obj.spec.replicas, "spec.replicas", obj))
+    for job in loaded.jobs:
+        parallelism = job.spec.parallelism
+        asks.append((min(parallelism, job.spec.completions) if job.spec.completions is not None else parallelism,
+                     "spec.parallelism", job))
+    total = sum(n for n, _, _ in asks)
+    if total <= cap:
+        return
+    count, path, obj = max(asks, key=lambda a: a[0])
+    raise ManifestError([f"{obj.source} {obj.ref()}: {path}: {count:,} pods; the simulation would hold {total:,} pods, "
+                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"])
+
+
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str, instance_types: str | None,
-                             preference_policy: str, until: str | None) -> Any:
+                             preference_policy: str, until: str | None, max_pods: int) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.sim.report import build_report
@@ -123,7 +185,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     if instance_types:
         options["instance_types_file"] = instance_types
     provider = load_provider("simulated", options)
-    sim = Simulator(provider, preference_policy=preference_policy, disruption=True)
+    sim = Simulator(provider, preference_policy=preference_policy, disruption=True, max_pods=max_pods)
     await run_scenario(sim, scenario, end)
     pricing = getattr(provider.plugin, "pricing_note", None)
     return await build_report(
@@ -171,11 +233,15 @@ def simulate(
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
     timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
+    max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
+    = 100_000,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
         if output not in ("text", "json"):
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
+        if max_pods < 1:
+            raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
         if preference_policy not in ("Respect", "Ignore"):
             raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
         from karpy_core.sim.scenario import is_scenario_file
@@ -184,6 +250,8 @@ def simulate(
         if len(paths or []) > 1 and any(is_scenario_file(p) for p in paths or []):
             raise ConfigurationError("a Scenario file is simulated on its own (its steps apply the other manifests); "
                                      "give it as the only path")
+        if timeline:
+            _check_output_file("--timeline", timeline)
         used = [flag for flag, value in (("--until", until), ("--explain-node", explain_node), ("--timeline", timeline)) if value]
         if used and not scenario:
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
@@ -191,7 +259,7 @@ def simulate(
                                      "plain manifests are simulated until nothing changes, without disruption")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=preference_policy, until=until)
+                           preference_policy=preference_policy, until=until, max_pods=max_pods)
         )
     except KarpyError as exc:
         _fail(exc)
@@ -217,7 +285,11 @@ def simulate(
 
         typer.echo(render_text(report))
         if report.cost_over_time:
-            png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+            try:
+                png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+            except OSError as exc:
+                _fail(OSError(f"cannot write the timeline: {exc}"))
+                return
             typer.echo(f"timeline: {png}")
 
 
@@ -248,8 +320,11 @@ def validate(
     found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
     warned = f" ({len(loaded.warnings)} warning{'s' if len(loaded.warnings) != 1 else ''} below)" if loaded.warnings else ""
     typer.echo(f"valid{warned}: {found}")
-    for line in loaded.ignored():
-        typer.echo(f"ignored (kind not modelled): {line}")
+    from karpy_core.sim.simulator import is_simulated
+
+    for obj in loaded.other:  # what simulate stores as read (PVCs, StorageClasses...) or ignores
+        what = "stored as read by simulate" if is_simulated(obj.api_version, obj.kind) else "ignored (kind not modelled)"
+        typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in loaded.warnings:
         typer.echo(f"warning: {w}")
 
@@ -262,7 +337,13 @@ async def run_controller(
     provider_options: dict[str, Any],
     kwok: bool,
 ) -> None:
-    """Connect to the cluster, load the provider and run the operator until stopped."""
+    """Connect to the cluster (one ``GET /version`` first), load the provider and run the
+    operator until stopped.
+
+    Raises:
+        ConfigurationError: no usable kubeconfig, bad provider options.
+        KubeUnreachableError: the API server does not answer.
+    """
     import signal
 
     from karpy_core.cloudprovider.provider import load_provider
@@ -271,6 +352,7 @@ async def run_controller(
 
     kube = await AsyncKubeClient.from_config(kubeconfig)
     try:
+        await kube.probe()
         if kwok:
             if cloud_provider != "simulated":
                 raise ConfigurationError("--kwok works with --cloud-provider simulated only")
@@ -329,6 +411,13 @@ def controller(
     except ValueError as exc:
         _fail(ConfigurationError(str(exc)))
     try:
+        _check_provider_name(cloud_provider)
+        if kwok and cloud_provider != "simulated":
+            raise ConfigurationError("--kwok works with --cloud-provider simulated only")
+    except ConfigurationError as exc:
+        _fail(exc)
+        return
+    try:
         batch = BatchSettings(
             idle_seconds=parse_duration(batch_idle_duration).total_seconds(),
             max_seconds=parse_duration(batch_max_duration).total_seconds(),
@@ -366,11 +455,14 @@ def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
     """Create or update karpy's CRDs (NodePool, NodeClaim, EC2NodeClass, KCNodeClass) in a cluster."""
+    import aiohttp
+
     from karpy_core.apis.crds import install
     from karpy_core.kube.client import AsyncKubeClient
 
     async def go() -> list[str]:
         async with await AsyncKubeClient.from_config(kubeconfig) as kube:
+            await kube.probe()
             return await install(kube.api)
 
     try:
@@ -378,6 +470,8 @@ def install_crds(
             typer.echo(f"established: {name}")
     except KarpyError as exc:
         _fail(exc)
+    except (OSError, TimeoutError, aiohttp.ClientError) as exc:  # the server went away after the probe
+        _fail(KubeUnreachableError(f"lost the Kubernetes API server: {exc}"))
 
 
 @app.command()

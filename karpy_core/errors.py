@@ -8,7 +8,8 @@
     │   ├── InsufficientCapacityError  no offering could be launched (ICE and friends)
     │   ├── NodeClassNotReadyError     the NodeClass is not Ready; nothing was launched
     │   └── CreateError                launch failed; carries a condition reason and message
-    └── KubeAPIError               the Kubernetes API refused a call (status code, reason)
+    ├── KubeAPIError               the Kubernetes API refused a call (status code, reason)
+    └── KubeUnreachableError       the Kubernetes API server could not be reached at all
 
 The cloud-provider classes mirror Karpenter's ``pkg/cloudprovider/types.go`` errors and the
 reactions the NodeClaim lifecycle controller has to each.
@@ -26,6 +27,7 @@ __all__ = [
     "NodeClassNotReadyError",
     "CreateError",
     "KubeAPIError",
+    "KubeUnreachableError",
 ]
 
 
@@ -104,3 +106,8 @@ class KubeAPIError(KarpyError):
         self.reason = reason
         self.causes = tuple(causes)
         super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+
+
+class KubeUnreachableError(KarpyError):
+    """No answer from the Kubernetes API server (connection refused, timeout, TLS or DNS failure):
+    a runtime failure, not a mistake in the input (``karpy`` exits 1 on it, 2 on bad input)."""

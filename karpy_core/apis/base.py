@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, field_validator
 from pydantic.alias_generators import to_camel
 
 from karpy_core.utils.quantity import QuantityError, parse_quantity
@@ -40,6 +40,9 @@ __all__ = [
     "Str",
     "Quantity",
     "ResourceList",
+    "MAX_QUANTITY",
+    "NonNegativeQuantity",
+    "ComputeResourceList",
     "KubeModel",
     "LenientModel",
     "OwnerReference",
@@ -59,15 +62,32 @@ Str = Annotated[str, Strict()]
 """A string; numbers and booleans are rejected (quote them in YAML)."""
 
 
+MAX_QUANTITY = 2**63 - 1
+"""Largest magnitude a Kubernetes quantity holds, in base units: "no quantity may represent a number
+greater than 2^63-1 in magnitude" (``k8s.io/apimachinery/pkg/api/resource/quantity.go``)."""
+
+
 def _check_quantity(value: Any) -> str:
-    """Validate a Kubernetes quantity given as a YAML int/float/string; keep it as its string form."""
+    """Validate a Kubernetes quantity given as a YAML int/float/string; keep it as its string form.
+
+    Raises:
+        ValueError: not a quantity, or larger in magnitude than :data:`MAX_QUANTITY` base units.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"must be a quantity such as '500m', '2' or '4Gi'; got {value!r}")
     try:
-        parse_quantity(value)
+        amount = parse_quantity(value)
     except QuantityError as exc:
         raise ValueError(str(exc)) from None
+    if not amount.is_finite() or abs(amount) > MAX_QUANTITY:
+        raise ValueError(f"{value!r} is larger than a Kubernetes quantity can hold (2^63-1 in base units)")
     return str(value)
+
+
+def _check_non_negative(value: str) -> str:
+    if parse_quantity(value) < 0:
+        raise ValueError(f"must not be negative; got {value!r}")
+    return value
 
 
 Quantity = Annotated[str, BeforeValidator(_check_quantity)]
@@ -77,6 +97,14 @@ Convert to integers with :func:`karpy_core.utils.quantity.to_internal` at the po
 
 ResourceList = dict[str, Quantity]
 """``core/v1 ResourceList``: resource name -> quantity (``{"cpu": "2", "memory": "4Gi"}``)."""
+
+NonNegativeQuantity = Annotated[str, BeforeValidator(_check_quantity), AfterValidator(_check_non_negative)]
+"""A :data:`Quantity` that must be >= 0, as the API server requires of container requests and
+limits, pod overhead and node capacity (``ValidateNonnegativeQuantity`` in
+``k8s.io/kubernetes/pkg/apis/core/validation/validation.go``)."""
+
+ComputeResourceList = dict[str, NonNegativeQuantity]
+"""A :data:`ResourceList` of non-negative quantities (container resources, overhead, node capacity)."""
 
 
 class KubeModel(BaseModel):

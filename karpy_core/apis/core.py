@@ -14,18 +14,19 @@ import re
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from karpy_core.apis.base import (
     Bool,
+    ComputeResourceList,
     Int,
     KubeModel,
     LenientModel,
     LenientObject,
     ObjectMeta,
-    ResourceList,
     Str,
 )
+from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
     "QUALIFIED_NAME",
@@ -227,10 +228,29 @@ class TopologySpreadConstraint(LenientModel):
 
 class ResourceRequirements(LenientModel):
     """Container ``resources``: ``requests`` and ``limits`` as quantities. When only a limit is
-    set for a resource, Kubernetes defaults the request to it (the scheduler applies that)."""
+    set for a resource, Kubernetes defaults the request to it (the scheduler applies that).
 
-    requests: ResourceList = Field(default_factory=dict)
-    limits: ResourceList = Field(default_factory=dict)
+    As the API server checks (``validateResourceRequirements`` in
+    ``k8s.io/kubernetes/pkg/apis/core/validation/validation.go``): every quantity is >= 0 and a
+    request is at most the limit of the same resource.
+
+    Raises (as a validation error):
+        ValueError: a negative quantity, or a request above its limit.
+    """
+
+    requests: ComputeResourceList = Field(default_factory=dict)
+    limits: ComputeResourceList = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> ResourceRequirements:
+        over = [
+            f"requests.{name} {self.requests[name]!r} must be less than or equal to {name} limit of {limit!r}"
+            for name, limit in sorted(self.limits.items())
+            if name in self.requests and parse_quantity(self.requests[name]) > parse_quantity(limit)
+        ]
+        if over:
+            raise ValueError("; ".join(over))
+        return self
 
 
 class ContainerPort(LenientModel):
@@ -281,7 +301,7 @@ class PodSpec(LenientModel):
     topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
     containers: list[Container]
     init_containers: list[Container] = Field(default_factory=list)
-    overhead: ResourceList = Field(default_factory=dict)
+    overhead: ComputeResourceList = Field(default_factory=dict)
     priority_class_name: Str | None = None
     priority: Int | None = None
     scheduler_name: Str | None = None
@@ -345,8 +365,8 @@ class NodeCondition(LenientModel):
 class NodeStatus(LenientModel):
     """``core/v1 NodeStatus``: ``capacity``/``allocatable`` as quantities, and conditions."""
 
-    capacity: ResourceList = Field(default_factory=dict)
-    allocatable: ResourceList = Field(default_factory=dict)
+    capacity: ComputeResourceList = Field(default_factory=dict)
+    allocatable: ComputeResourceList = Field(default_factory=dict)
     conditions: list[NodeCondition] = Field(default_factory=list)
 
 

@@ -10,8 +10,12 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
 
 1. ``${VAR}`` placeholders are replaced by ``variables[VAR]`` (text substitution, like
    ``envsubst``); placeholders without a value stay as literal text.
-2. The text is parsed as multi-document YAML (PyYAML, safe) with a loader that **rejects repeated
-   mapping keys**: each repeat is a problem naming key, path and both lines. Parsing goes on
+2. The text is parsed as multi-document YAML (PyYAML, safe). Before a document is built, its
+   node graph is checked against two bounds (:func:`check_yaml_limits`): **alias expansion**
+   (go-yaml's "excessive aliasing" rule, which kubectl and the API server apply, plus an absolute
+   cap of :data:`MAX_ALIAS_NODES`, 10,000) and **nesting depth** (:data:`MAX_NESTING_DEPTH`); a document
+   over either is refused with its file and line, so a 1 KB alias bomb costs milliseconds, not
+   gigabytes. The loader also **rejects repeated mapping keys**: each repeat is a problem naming key, path and both lines. Parsing goes on
    (repeated mappings are merged, other values: the last wins) so the document is still validated
    and its other mistakes reported too. Empty documents are skipped; a ``v1 List`` is expanded.
 3. Each document is validated into the model registered for its ``(apiVersion, kind)``
@@ -19,7 +23,11 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
    (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
    ``v1beta1`` kinds) are errors explaining the v1 replacement. Kinds karpy does not model are kept
    as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored.
-4. Cross-object checks that are not errors (a NodePool naming a NodeClass that is not loaded, an
+4. Object names are checked as kube-apiserver checks them (:mod:`karpy_core.apis.names`: DNS-1123
+   subdomain for most kinds, label for Namespaces, StatefulSets and namespaces, DNS-1035 for
+   Services; NodePool names at most 63 characters, and at most ``MAX_NODEPOOL_NAME`` when the
+   NodeClass kind they name declares one, e.g. KakaoCloud's KCNodeClass: 38).
+5. Cross-object checks that are not errors (a NodePool naming a NodeClass that is not loaded, an
    object defined twice) go to ``warnings``.
 """
 
@@ -37,6 +45,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.core import Node, Pod
+from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
@@ -52,7 +61,19 @@ from karpy_core.apis.workloads import (
 )
 from karpy_core.errors import ManifestError
 
-__all__ = ["LoadedManifests", "load_documents", "load_text", "substitute", "format_path", "old_api_message"]
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_NESTING_DEPTH",
+    "YAMLLimitError",
+    "LoadedManifests",
+    "check_yaml_limits",
+    "load_documents",
+    "load_text",
+    "safe_load_all",
+    "substitute",
+    "format_path",
+    "old_api_message",
+]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KARPY_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "karpenter.kakaocloud.com")
@@ -69,6 +90,121 @@ def substitute(text: str, variables: dict[str, str] | None) -> str:
 # --------------------------------------------------------------------------- YAML parsing
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+MAX_NESTING_DEPTH = 100
+"""Deepest nesting (mappings and sequences inside each other) a document may have. Kubernetes'
+JSON decoder allows 10,000 (``maxDepth`` in ``k8s.io/apimachinery/pkg/util/json/json.go``) and
+libyaml 1,000, but karpy's Python code (PyYAML's constructor, deep copies, JSON dumps) recurses
+once or more per level and Python's default recursion limit is 1,000; real manifests nest about 20
+levels (a Deployment's pod template in a ``v1 List``), CRD schemas about 50."""
+
+MAX_ALIAS_NODES = 10_000
+"""Most YAML nodes one document may reach through aliases (``*name``), counted with expansion.
+go-yaml (used by kubectl and the API server) refuses a document once more than 99% of up to
+400,000 decoded nodes come from aliases, tightening to 10% at 4,000,000
+(``allowedAliasRatio`` in ``go.yaml.in/yaml/v2/decode.go``); karpy applies that rule and this
+absolute cap as well, because the simulator copies a workload's template into every pod: a 19 KB
+Deployment whose template aliases expand to 100,000 nodes ran for over 5 minutes at 200 replicas,
+one expanding to 10,000 nodes takes as long as the same template written out (170 KB, 40 s).
+Real manifests use anchors for a few shared lists or maps (tens to hundreds of nodes)."""
+
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    """go-yaml's ``allowedAliasRatio``: 0.99 up to 400,000 decoded nodes, 0.10 from 4,000,000,
+    linear in between (``go.yaml.in/yaml/v2/decode.go``)."""
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+class YAMLLimitError(yaml.MarkedYAMLError):
+    """A YAML document refused before it is built: excessive alias expansion, a recursive alias or
+    nesting deeper than :data:`MAX_NESTING_DEPTH`. ``problem_mark`` is where (line, column)."""
+
+
+def check_yaml_limits(node: yaml.Node | None) -> None:
+    """Check one composed YAML document (PyYAML's node graph, aliases not yet expanded) against the
+    alias and nesting bounds, in O(nodes in the file + nodes reached through aliases) steps, the
+    latter stopped by the bounds.
+
+    Aliases are counted as go-yaml counts them: every node decoded is one step, and a step inside
+    an alias's target is an alias step; the document is refused when alias steps exceed 100 and
+    steps exceed 1,000 and alias/steps > :func:`_allowed_alias_ratio` (steps), or when alias steps
+    exceed :data:`MAX_ALIAS_NODES`.
+
+    Raises:
+        YAMLLimitError: excessive aliasing, an alias inside its own anchor (a recursive
+            document), or nesting deeper than :data:`MAX_NESTING_DEPTH`; the mark names the line.
+    """
+    if node is None:
+        return
+    defined: set[int] = set()
+    open_nodes: set[int] = set()
+    decoded = aliased = 0
+    # (node, depth, inside an alias, leaving?) - iterative, so deep documents cannot blow the stack
+    stack: list[tuple[yaml.Node, int, bool, bool]] = [(node, 1, False, False)]
+    while stack:
+        current, depth, in_alias, leaving = stack.pop()
+        if leaving:
+            open_nodes.discard(id(current))
+            continue
+        key = id(current)
+        if key in open_nodes:
+            raise YAMLLimitError("while composing a document", node.start_mark,
+                                 "an alias refers to a node that contains it (a recursive document)", current.start_mark)
+        if key in defined:
+            in_alias = True  # a second visit of a node is an alias of it
+        defined.add(key)
+        decoded += 1
+        if in_alias:
+            aliased += 1
+            if aliased > MAX_ALIAS_NODES or (
+                aliased > 100 and decoded > 1000 and aliased / decoded > _allowed_alias_ratio(decoded)
+            ):
+                raise YAMLLimitError(
+                    "while composing a document", node.start_mark,
+                    f"excessive aliasing: aliases expand to {aliased:,} of the first {decoded:,} nodes "
+                    f"(anchors and aliases '&name'/'*name'; at most {MAX_ALIAS_NODES:,} and, as kubectl's YAML decoder "
+                    "allows, at most 99% of a document)", current.start_mark)
+        if isinstance(current, yaml.ScalarNode):
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            raise YAMLLimitError("while composing a document", node.start_mark,
+                                 f"nested more than {MAX_NESTING_DEPTH} levels deep", current.start_mark)
+        open_nodes.add(key)
+        stack.append((current, depth, in_alias, True))
+        children: list[yaml.Node] = []
+        if isinstance(current, yaml.SequenceNode):
+            children = list(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            for k, v in current.value:
+                children.extend((k, v))
+        for child in reversed(children):  # document order, as go-yaml decodes
+            stack.append((child, depth + 1, in_alias, False))
+
+
+def safe_load_all(text: str) -> Iterator[Any]:
+    """``yaml.safe_load_all`` with the alias and nesting bounds of :func:`check_yaml_limits`
+    (for YAML karpy reads outside manifests, e.g. Scenario files). Lazy, like PyYAML's: a
+    document is parsed when the iteration reaches it.
+
+    Raises:
+        yaml.YAMLError: syntax errors, and :class:`YAMLLimitError` for a refused document.
+    """
+    loader = _BaseLoader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            check_yaml_limits(node)
+            yield loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +295,7 @@ def _parse(text: str) -> Iterator[_RawDocument]:
         while loader.check_node():
             node = loader.get_node()
             index += 1
+            check_yaml_limits(node)
             loader.duplicates = []
             data = loader.construct_document(node) if node is not None else None
             line = node.start_mark.line + 1 if node is not None else 0
@@ -384,8 +521,9 @@ class _Builder:
             problem = getattr(exc, "problem", None) or str(exc)
             context = getattr(exc, "context", None)
             detail = f"{context}, {problem}" if context else problem
+            what = "document refused" if isinstance(exc, YAMLLimitError) else "YAML syntax error"
             self.problems.append(
-                f"{source_name}: {where}YAML syntax error: {detail} (documents after it were not read)"
+                f"{source_name}: {where}{what}: {detail} (documents after it were not read)"
             )
 
     def _warn_placeholders(self, raw: _RawDocument, file: str) -> None:
@@ -462,6 +600,8 @@ class _Builder:
         if not obj.metadata.name and not obj.metadata.generate_name:
             self.problems.append(f"{where} {label}: metadata.name: required field is missing")
             return
+        if not self._names_ok(obj, api_version, kind, where, label):
+            return
         obj.with_source(source)
         group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
         if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
@@ -481,8 +621,28 @@ class _Builder:
                     f"{where} {label}: {path + ': ' if path else ''}{_describe(err, str(data.get('kind')))}"
                 )
             return
+        if not self._names_ok(obj, str(data.get("apiVersion")), str(data.get("kind")), where, label):
+            return
         obj.with_source(source)
         self.result.other.append(obj)
+
+    def _names_ok(self, obj: KubeObject, api_version: str, kind: str, where: str, label: str) -> bool:
+        """Check ``metadata.name``/``generateName``/``namespace`` as kube-apiserver does
+        (:mod:`karpy_core.apis.names`); problems are recorded and False returned."""
+        rule = name_rule(api_version, kind)
+        longest = NODEPOOL_NAME_MAX if (api_version, kind) == (NodePool.API_VERSION, NodePool.KIND) else None
+        meta = obj.metadata
+        found = []
+        if meta.name:
+            found += [f"metadata.name: {p}" for p in name_problems(meta.name, rule, max_length=longest)]
+        if meta.generate_name:
+            found += [f"metadata.generateName: {p}" for p in name_problems(meta.generate_name, rule, prefix=True)]
+        if meta.namespace:
+            found += [f"metadata.namespace: {p}" for p in name_problems(meta.namespace, "label")]
+        if longest is not None and meta.name and len(meta.name) > longest and found:
+            found[0] += " (it is the karpenter.sh/nodepool label value of every NodeClaim and Node it launches)"
+        self.problems.extend(f"{where} {label}: {p}" for p in found)
+        return not found
 
     def _store(self, obj: KubeObject, where: str) -> None:
         identity = _identity(obj)
@@ -512,8 +672,19 @@ class _Builder:
         for (api_version, kind), cls in self.registry.items():
             if getattr(cls, "NODE_CLASS", False):
                 class_kinds.setdefault(api_version.rpartition("/")[0], set()).add(kind)
+        name_limits = {
+            (api_version.rpartition("/")[0], kind): limit
+            for (api_version, kind), cls in self.registry.items()
+            if (limit := getattr(cls, "MAX_NODEPOOL_NAME", None)) is not None
+        }
         for nodepool in self.result.nodepools:
             ref = nodepool.spec.template.spec.node_class_ref
+            limit = name_limits.get((ref.group, ref.kind))
+            if limit is not None and len(nodepool.name) > limit:
+                self.problems.append(
+                    f"{nodepool.source} {nodepool.ref()}: metadata.name: must be no more than {limit} characters "
+                    f"(got {len(nodepool.name)}) for a NodePool whose nodeClassRef is a {ref.kind}"
+                )
             kinds = class_kinds.get(ref.group)
             if kinds and ref.kind not in kinds:
                 self.result.warnings.append(

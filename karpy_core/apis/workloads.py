@@ -15,12 +15,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, Strict, model_validator
 
-from karpy_core.apis.base import Int, LenientModel, LenientObject, Str
+from karpy_core.apis.base import LenientModel, LenientObject, Str
 from karpy_core.apis.core import LabelSelector, PodTemplateSpec
 
 __all__ = [
+    "INT32_MAX",
+    "Replicas",
     "IntOrPercent",
     "DeploymentSpec",
     "Deployment",
@@ -38,6 +40,14 @@ __all__ = [
 ]
 
 _PERCENT = re.compile(r"^[0-9]+%$")
+
+INT32_MAX = 2**31 - 1
+"""``replicas``, ``parallelism`` and ``completions`` are ``int32`` in ``k8s.io/api/{apps,batch}/v1/types.go``;
+the API server's JSON decoder rejects larger numbers, and validation rejects negative ones
+(``ValidateNonnegativeField``)."""
+
+Replicas = Annotated[int, Strict(), Field(ge=0, le=INT32_MAX)]
+"""A non-negative ``int32`` count (0 .. 2,147,483,647)."""
 
 
 def _int_or_percent(value: Any) -> int | str:
@@ -59,7 +69,7 @@ IntOrPercent = Annotated[Any, BeforeValidator(_int_or_percent)]
 class DeploymentSpec(LenientModel):
     """apps/v1 ``DeploymentSpec`` (strategy and the rest are kept, not read)."""
 
-    replicas: Int = Field(default=1, ge=0)
+    replicas: Replicas = 1
     selector: LabelSelector
     template: PodTemplateSpec
 
@@ -77,7 +87,7 @@ class Deployment(LenientObject):
 class ReplicaSetSpec(LenientModel):
     """apps/v1 ``ReplicaSetSpec``."""
 
-    replicas: Int = Field(default=1, ge=0)
+    replicas: Replicas = 1
     selector: LabelSelector
     template: PodTemplateSpec
 
@@ -95,7 +105,7 @@ class ReplicaSet(LenientObject):
 class StatefulSetSpec(LenientModel):
     """apps/v1 ``StatefulSetSpec``; ``volumeClaimTemplates`` are kept as read (PVC manifests)."""
 
-    replicas: Int = Field(default=1, ge=0)
+    replicas: Replicas = 1
     selector: LabelSelector
     template: PodTemplateSpec
     service_name: Str | None = None
@@ -134,8 +144,8 @@ class JobSpec(LenientModel):
     """batch/v1 ``JobSpec``: ``parallelism`` (default 1) pods run at once, ``completions``
     (None = any one success completes the job)."""
 
-    parallelism: Int = Field(default=1, ge=0)
-    completions: Int | None = Field(default=None, ge=0)
+    parallelism: Replicas = 1
+    completions: Replicas | None = None
     template: PodTemplateSpec
     selector: LabelSelector | None = None
 

@@ -53,18 +53,62 @@ class AsyncKubeClient:
 
     @classmethod
     async def from_config(cls, kubeconfig: str | None = None, context: str | None = None) -> AsyncKubeClient:
-        """Connect using a kubeconfig file (``kubeconfig`` or ``$KUBECONFIG`` / ``~/.kube/config``),
-        or the in-cluster service account when no kubeconfig exists."""
+        """Connect using a kubeconfig file (``kubeconfig``, else ``$KUBECONFIG``, else
+        ``~/.kube/config``), or the in-cluster service account when none of them is given or
+        exists and ``$KUBERNETES_SERVICE_HOST`` is set (inside a pod). Nothing is sent yet; see
+        :meth:`probe`.
+
+        Raises:
+            ConfigurationError: the kubeconfig given (argument or ``$KUBECONFIG``) does not exist
+                or cannot be read, or there is no kubeconfig and karpy is not in a pod.
+        """
         import os
 
-        path = str(kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"))
-        if os.path.exists(path):
-            api = await k8s_config.new_client_from_config(config_file=str(path), context=context)
-        else:
-            cfg = k8s_client.Configuration()
-            k8s_config.load_incluster_config(client_configuration=cfg)
-            api = k8s_client.ApiClient(cfg)
+        import yaml
+
+        from karpy_core.errors import ConfigurationError
+
+        given = kubeconfig or os.environ.get("KUBECONFIG")
+        what = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
+        path = str(given or os.path.expanduser("~/.kube/config"))
+        try:
+            if given and not os.path.isfile(path):
+                raise ConfigurationError(f"{what} {path}: no such file")
+            if os.path.isfile(path):
+                api = await k8s_config.new_client_from_config(config_file=str(path), context=context)
+            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+                cfg = k8s_client.Configuration()
+                k8s_config.load_incluster_config(client_configuration=cfg)
+                api = k8s_client.ApiClient(cfg)
+            else:
+                raise ConfigurationError(
+                    f"no kubeconfig: give --kubeconfig FILE or set $KUBECONFIG ({path} does not exist), "
+                    "or run inside a pod (in-cluster service account)"
+                )
+        except (k8s_config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            where = path if os.path.isfile(path) else "in-cluster configuration"
+            raise ConfigurationError(f"cannot use {where}: {' '.join(str(exc).split())}") from exc
         return cls(api)
+
+    async def probe(self, timeout: float = 10.0) -> str:
+        """``GET /version`` once: the server's ``gitVersion``. Called by the CLI before anything
+        else, as controller-runtime's manager does at start, so an unreachable server is one line.
+
+        Raises:
+            KubeUnreachableError: no answer within ``timeout`` seconds (refused, TLS, DNS...).
+            KubeAPIError: the server answered with an error status (e.g. 401 Unauthorized).
+        """
+        import aiohttp
+
+        from karpy_core.errors import KubeUnreachableError
+
+        host = getattr(self.api.configuration, "host", "?")
+        try:
+            payload = await asyncio.wait_for(self._request("GET", "/version", timeout=timeout), timeout + 1.0)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            detail = str(exc) or type(exc).__name__
+            raise KubeUnreachableError(f"cannot reach the Kubernetes API server at {host}: {detail}") from exc
+        return str((payload or {}).get("gitVersion", "")) if isinstance(payload, dict) else ""
 
     async def close(self) -> None:
         await self.api.close()

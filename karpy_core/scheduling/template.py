@@ -31,7 +31,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints, untolerated
 
-__all__ = ["NodePoolTemplate", "TypeTable", "template_from_nodepool", "daemonset_fits_template"]
+__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "template_from_nodepool", "daemonset_fits_template"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 
@@ -132,6 +132,11 @@ def daemonset_fits_template(ds: PodInfo, template: NodePoolTemplate, it: Instanc
     return False
 
 
+VECTOR_CAP = 2**62
+"""Largest amount a request vector holds (internal units): half of int64, far above any instance's
+allocatable (2**62 millicores is 4.6e15 cores; 2**62 bytes is 4 EiB)."""
+
+
 class TypeTable:
     """Instance types of one template as arrays, with cached compatibility masks.
 
@@ -214,7 +219,10 @@ class TypeTable:
 
     def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:
         """``requests`` as a row over :attr:`resources`; None when a requested resource is one no
-        type in this table offers (nothing can fit)."""
+        type in this table offers (nothing can fit). Amounts above :data:`VECTOR_CAP` (a pod
+        summing several huge containers can exceed int64) are stored as the cap: larger than any
+        allocatable, so the pod still fits nowhere, and small enough that adding a claim's
+        requests cannot overflow int64."""
         vec = np.zeros(len(self.resources), dtype=np.int64)
         for r, v in requests.items():
             i = self.index.get(r)
@@ -222,7 +230,7 @@ class TypeTable:
                 if v > 0:
                     return None
                 continue
-            vec[i] = v
+            vec[i] = min(v, VECTOR_CAP)
         return vec
 
     def compat_mask(self, term: Requirements) -> np.ndarray:

@@ -32,6 +32,8 @@ from typing import Any
 import yaml
 
 from karpy_core.apis.durations import parse_duration
+from karpy_core.apis.loader import safe_load_all
+from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import merge_patch
 
@@ -70,7 +72,7 @@ def is_scenario_file(path: str | Path) -> bool:
     if not p.is_file():
         return False
     try:
-        doc = next(iter(yaml.safe_load_all(p.read_text(encoding="utf-8"))), None)
+        doc = next(iter(safe_load_all(p.read_text(encoding="utf-8"))), None)
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return False
     return isinstance(doc, dict) and doc.get("kind") == "Scenario"
@@ -86,9 +88,12 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     p = Path(path)
     problems: list[str] = []
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        docs = list(safe_load_all(p.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ManifestError([f"{p}: cannot read scenario: {exc}"]) from exc
+    if len(docs) > 1:
+        raise ManifestError([f"{p}: cannot read scenario: expected a single document, found {len(docs)}"])
+    doc = docs[0] if docs else None
     if not isinstance(doc, dict) or doc.get("kind") != "Scenario":
         raise ManifestError([f"{p}: not a Scenario (kind: Scenario, apiVersion: {SCENARIO_API_VERSION})"])
     if doc.get("apiVersion") != SCENARIO_API_VERSION:
@@ -172,6 +177,8 @@ def _check_body(action: str, body: Any) -> str:
         replicas = body["replicas"]
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             return f"replicas must be a whole number >= 0, got {replicas!r}"
+        if replicas > INT32_MAX:
+            return f"replicas must be at most {INT32_MAX} (an int32, as in Kubernetes), got {replicas!r}"
         return ""
     missing = [f for f in ("kind", "name") if not isinstance(body.get(f), str) or not body.get(f)]
     if missing:
@@ -184,7 +191,7 @@ def _check_body(action: str, body: Any) -> str:
 def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text
-    from karpy_core.kube.port import KINDS
+    from karpy_core.sim.simulator import is_simulated
 
     body = step.body
     if isinstance(body, str) or (isinstance(body, list) and body and all(isinstance(b, str) for b in body)):
@@ -196,7 +203,7 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
                            scenario.variables)
     else:
         raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
-    served = [o for o in loaded.other if o.kind in KINDS]
+    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
     return [to_kube_dict(o) for o in [*loaded.objects(), *served]]
 
 

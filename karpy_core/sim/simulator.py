@@ -37,15 +37,24 @@ from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
-from karpy_core.sim.workloads import WorkloadSimulator
+from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import VirtualClock
 
-__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS"]
+__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
 
 SIMULATED_KINDS = frozenset(KINDS)
 """Kinds the in-memory cluster stores; other kinds in the input are ignored (and reported)."""
+
+
+def is_simulated(api_version: Any, kind: Any) -> bool:
+    """True when the in-memory cluster stores objects of this ``apiVersion``/``kind``: the kind is
+    in :data:`SIMULATED_KINDS` *and* the apiVersion is the one it is served at. A
+    ``example.com/v1 NodePool`` is someone else's kind: ignored (and reported), as ``karpy
+    validate`` lists it, never stored as a karpenter.sh NodePool."""
+    info = KINDS.get(kind) if isinstance(kind, str) else None
+    return info is not None and api_version == info.api_version
 
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
@@ -77,6 +86,9 @@ class Simulator:
         clock: virtual clock (a fresh one by default).
         boot_seconds: launch -> Node registration delay, seconds.
         startup_taint_seconds: registration -> startup taints removed, seconds.
+        max_pods: most pods the workloads may ask for in all
+            (:data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`); :meth:`step` raises
+            :class:`~karpy_core.errors.ManifestError` naming the workload beyond it.
     """
 
     def __init__(
@@ -88,6 +100,7 @@ class Simulator:
         startup_taint_seconds: float = 10.0,
         preference_policy: str = "Respect",
         disruption: bool = False,
+        max_pods: int = DEFAULT_MAX_PODS,
     ):
         self.clock = clock or VirtualClock()
         self.start = self.clock.now()
@@ -96,7 +109,7 @@ class Simulator:
         plugin = getattr(provider, "plugin", None)
         if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
             plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
-        self.workloads = WorkloadSimulator(self.cluster)
+        self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.nominations = Nominations()
@@ -125,11 +138,12 @@ class Simulator:
 
     def apply(self, objects: list[dict[str, Any]]) -> list[str]:
         """Create objects (Kubernetes dicts) in the cluster; returns ``kind/name`` of those ignored
-        because the simulator does not model their kind."""
+        because the simulator does not model their ``apiVersion``/``kind`` (:func:`is_simulated`;
+        an object without ``apiVersion`` is taken to be at its kind's served version)."""
         ignored = []
         for obj in objects:
             kind = obj.get("kind", "")
-            if kind not in SIMULATED_KINDS:
+            if not is_simulated(obj.get("apiVersion", KINDS[kind].api_version if kind in KINDS else None), kind):
                 ignored.append(f"{kind}/{(obj.get('metadata') or {}).get('name', '')}")
                 continue
             if kind == "Pod" and not (obj.get("spec") or {}).get("nodeName"):

@@ -19,10 +19,42 @@ import hashlib
 import json
 from typing import Any
 
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
 
-__all__ = ["WorkloadSimulator", "template_hash"]
+__all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "template_hash", "wanted_pods"]
+
+DEFAULT_MAX_PODS = 100_000
+"""Most pods one simulation may hold at once (``karpy simulate --max-pods``). Karpenter's own
+scheduling benchmark tops out at 10,000 pods and the largest Kubernetes clusters tested upstream
+hold 150,000; a simulation needs about 5 KB of memory and a few milliseconds of CPU per pod, so
+100,000 pods is roughly 0.5 GB and minutes, while ``replicas: 2147483647`` would never finish."""
+
+
+def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
+    """How many pods a workload object keeps running, and the field that says so.
+
+    Deployment/ReplicaSet/StatefulSet: ``spec.replicas`` (default 1); Job: ``min(parallelism,
+    completions)`` (parallelism defaults to 1); a Pod: 1; anything else (DaemonSets: one pod per
+    node, bounded by the nodes) 0. Returns ``(count, field path)``.
+    """
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if kind == "Pod":
+        return 1, "metadata.name"
+    if kind == "Job":
+        want = int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
+        if spec.get("completions") is not None:
+            return min(want, int(spec["completions"])), "spec.parallelism"
+        return want, "spec.parallelism"
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        return int(spec.get("replicas") if spec.get("replicas") is not None else 1), "spec.replicas"
+    return 0, ""
+
+
+def _deployment_owned(obj: dict[str, Any]) -> bool:
+    """True for a ReplicaSet whose controller is a Deployment."""
+    return any(r.get("controller") and r.get("kind") == "Deployment" for r in obj["metadata"].get("ownerReferences") or ())
 
 
 def template_hash(template: dict[str, Any]) -> str:
@@ -50,8 +82,10 @@ def _suffix(seed: str) -> str:
 class WorkloadSimulator:
     """Keeps each workload's pods in line with its spec, one :meth:`reconcile` at a time."""
 
-    def __init__(self, cluster: InMemoryCluster):
+    def __init__(self, cluster: InMemoryCluster, *, max_pods: int = DEFAULT_MAX_PODS):
         self.cluster = cluster
+        self.max_pods = max_pods
+        """Most pods the cluster may hold; creating more raises :class:`ManifestError`."""
         self._next: dict[tuple[str, str], int] = {}
         """(namespace, owner) -> the next pod-name index: a replacement pod never reuses the name of
         an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
@@ -59,24 +93,43 @@ class WorkloadSimulator:
         """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod."""
 
     def reconcile(self) -> int:
-        """Create and delete pods as the workloads ask; returns the number of changes."""
+        """Create and delete pods as the workloads ask; returns the number of changes.
+
+        Raises:
+            ManifestError: the workloads ask for more than :attr:`max_pods` pods in all (named
+                by the workload and field that asks for the most); nothing is created then.
+        """
         changes = 0
         pods = self.cluster.objects("Pod")
+        # ReplicaSets a Deployment controls are kept by (and counted as) that Deployment
+        workloads = {kind: [o for o in self.cluster.objects(kind) if not _deployment_owned(o)]
+                     for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
+        self._check_cap(len([p for p in pods if not p["metadata"].get("ownerReferences")]), workloads)
         by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         for p in pods:
             for ref in p["metadata"].get("ownerReferences") or ():
                 by_owner.setdefault((p["metadata"]["namespace"], ref.get("kind", ""), ref.get("name", "")), []).append(p)
-        for d in self.cluster.objects("Deployment"):
+        for d in workloads["Deployment"]:
             changes += self._sync(d, "ReplicaSet", by_owner, stateful=False)
-        for rs in self.cluster.objects("ReplicaSet"):
-            if any(r.get("controller") and r.get("kind") == "Deployment" for r in rs["metadata"].get("ownerReferences") or ()):
-                continue  # kept by its Deployment
+        for rs in workloads["ReplicaSet"]:
             changes += self._sync(rs, "ReplicaSet", by_owner, stateful=False, own_name=rs["metadata"]["name"])
-        for s in self.cluster.objects("StatefulSet"):
+        for s in workloads["StatefulSet"]:
             changes += self._sync(s, "StatefulSet", by_owner, stateful=True)
-        for j in self.cluster.objects("Job"):
+        for j in workloads["Job"]:
             changes += self._sync(j, "Job", by_owner, stateful=False)
         return changes
+
+    def _check_cap(self, bare_pods: int, workloads: dict[str, list[dict[str, Any]]]) -> None:
+        wanted = [(wanted_pods(o), o) for objs in workloads.values() for o in objs]
+        total = bare_pods + sum(n for (n, _), _ in wanted)
+        if total <= self.max_pods:
+            return
+        (count, path), obj = max(wanted, key=lambda w: w[0][0])
+        meta = obj["metadata"]
+        raise ManifestError([
+            f"{obj['kind']}/{meta.get('namespace', 'default')}/{meta['name']}: {path}: {count:,} pods; the simulation would "
+            f"hold {total:,} pods, more than its cap of {self.max_pods:,} (karpy simulate --max-pods)"
+        ])
 
     def _sync(
         self,

@@ -29,6 +29,7 @@ from pydantic import AfterValidator, Field
 from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Str
 
 __all__ = [
+    "MAX_NODEPOOL_NAME",
     "API_VERSION",
     "GROUP",
     "CONDITION_TYPES",
@@ -47,6 +48,11 @@ __all__ = [
 
 GROUP = "karpenter.kakaocloud.com"
 API_VERSION = f"{GROUP}/v1alpha1"
+MAX_NODEPOOL_NAME = 38
+"""Longest name of a NodePool using a KCNodeClass. Seed 004 (KakaoCloud's Karpenter guide):
+"NodePool 이름은 38자 이내" - VM names carry the cluster identifier and the NodeClaim name, and
+the signed ownership record in the 100-character instance description holds a NodeClaim name of
+at most 44 characters (38 + ``-`` + 5 random characters; see ``karpy_kakaocloud.ownership``)."""
 
 CONDITION_TYPES = (
     "KubernetesVersionReady",
@@ -154,6 +160,8 @@ class KCNodeClass(KubeObject):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "KCNodeClass"
     NODE_CLASS: ClassVar[bool] = True
+    MAX_NODEPOOL_NAME: ClassVar[int] = MAX_NODEPOOL_NAME
+    """NodePools naming this kind are refused by the loader past this many characters."""
 
     spec: KCNodeClassSpec
     status: KCNodeClassStatus = Field(default_factory=KCNodeClassStatus)

@@ -78,7 +78,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
 from karpy_core.utils.quantity import QuantityError
 from karpy_kakaocloud import bootstrap, ownership
-from karpy_kakaocloud.apis import GROUP
+from karpy_kakaocloud.apis import GROUP, MAX_NODEPOOL_NAME
 from karpy_kakaocloud.client import (
     NOT_SENT,
     KakaoCloudAPIError,
@@ -113,8 +113,6 @@ __all__ = ["MAX_NODEPOOL_NAME", "KakaoCloudProvider", "UnownedInstanceError", "c
 
 log = logging.getLogger("karpy.kakaocloud")
 
-MAX_NODEPOOL_NAME = 38
-"""Seed 004: "NodePool 이름은 38자 이내" (VM names carry the cluster tag and the NodeClaim name)."""
 DEFAULT_CA_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [(GROUP, "KCNodeClass")]
 

@@ -1,0 +1,129 @@
+"""CLI paths that printed a traceback: now one ``error:`` line on stderr and exit 2 (bad input or
+options, checked before anything runs) or 1 (runtime failure: the API server does not answer).
+Each test failed before the fix (issue 10, section 4)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from karpy_core.cli import app
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def no_kube_env(monkeypatch, tmp_path):
+    """No $KUBECONFIG, an empty home, not in a pod."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return tmp_path
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def unreachable_kubeconfig(tmp_path: Path) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(f"""\
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{closed_port()}", insecure-skip-tls-verify: true}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+current-context: c
+users: [{{name: u, user: {{token: not-a-secret}}}}]
+""")
+    return str(path)
+
+
+def run(*args: str):
+    result = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def one_line_error(result) -> str:
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", [["install-crds"], ["controller", "--cloud-provider", "simulated"]])
+def test_no_kubeconfig_at_all(no_kube_env, command):
+    result = run(*command)
+    assert result.exit_code == 2
+    assert one_line_error(result).startswith("error: no kubeconfig: give --kubeconfig FILE or set $KUBECONFIG")
+
+
+@pytest.mark.parametrize("command", [["install-crds"], ["controller", "--cloud-provider", "simulated"]])
+def test_missing_kubeconfig_file(no_kube_env, command):
+    missing = no_kube_env / "nope.yaml"
+    result = run(*command, "--kubeconfig", str(missing))
+    assert result.exit_code == 2
+    assert one_line_error(result) == f"error: --kubeconfig {missing}: no such file"
+
+
+def test_missing_kubeconfig_from_the_environment(no_kube_env, monkeypatch):
+    missing = no_kube_env / "env.yaml"
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    result = run("install-crds")
+    assert result.exit_code == 2 and one_line_error(result) == f"error: $KUBECONFIG {missing}: no such file"
+
+
+def test_malformed_kubeconfig(no_kube_env):
+    bad = no_kube_env / "bad.yaml"
+    bad.write_text("{bad\n")
+    result = run("install-crds", "--kubeconfig", str(bad))
+    assert result.exit_code == 2 and one_line_error(result).startswith(f"error: cannot use {bad}: while parsing a flow mapping")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", [["install-crds"],
+                                     ["controller", "--cloud-provider", "simulated", "--no-leader-elect",
+                                      "--health-host", "127.0.0.1", "--health-port", "0"]])
+def test_unreachable_api_server_is_exit_1_at_once(no_kube_env, command):
+    kubeconfig = unreachable_kubeconfig(no_kube_env)
+    started = time.monotonic()
+    result = run(*command, "--kubeconfig", kubeconfig)
+    assert result.exit_code == 1
+    assert one_line_error(result).startswith("error: cannot reach the Kubernetes API server at https://127.0.0.1:")
+    assert time.monotonic() - started < 30  # the controller used to retry its watches forever
+
+
+def test_unknown_cloud_provider_is_refused_before_connecting(no_kube_env):
+    # with an unreachable server, connecting first would have answered about the server
+    result = run("controller", "--cloud-provider", "nosuch", "--kubeconfig", unreachable_kubeconfig(no_kube_env))
+    assert result.exit_code == 2
+    assert one_line_error(result).startswith("error: --cloud-provider 'nosuch' is not installed; installed: ")
+    assert "simulated" in result.stderr
+
+
+def test_kwok_with_another_provider_is_refused_before_connecting(no_kube_env):
+    result = run("controller", "--cloud-provider", "aws", "--kwok", "--kubeconfig", unreachable_kubeconfig(no_kube_env))
+    assert result.exit_code == 2 and one_line_error(result) == "error: --kwok works with --cloud-provider simulated only"
+
+
+@pytest.mark.timeout(60)
+def test_timeline_into_a_missing_directory_is_refused_before_the_run(tmp_path):
+    target = tmp_path / "missing" / "timeline.png"
+    started = time.monotonic()
+    result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--timeline", str(target))
+    assert result.exit_code == 2
+    assert one_line_error(result) == f"error: --timeline {target}: directory {target.parent} does not exist"
+    assert result.stdout == ""  # refused before the run: no report printed
+    assert time.monotonic() - started < 10
+
+
+def test_timeline_that_is_a_directory_is_refused(tmp_path):
+    result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--timeline", str(tmp_path))
+    assert result.exit_code == 2 and "is a directory" in one_line_error(result)
