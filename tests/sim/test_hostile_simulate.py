@@ -189,3 +189,21 @@ def test_scenario_alias_bomb_is_refused(tmp_path):
     result = invoke("validate", path)
     assert result.exit_code == 2, result.output
     assert "excessive aliasing" in result.stderr
+
+
+def test_pod_cap_counts_a_deployment_once_not_again_through_its_replicaset():
+    """A Deployment's pods are counted once: its ReplicaSet (which the simulator keeps, as a real
+    cluster does) asks for the same pods, not more."""
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.sim.workloads import WorkloadSimulator
+
+    cluster = InMemoryCluster()
+    cluster.create_sync("Deployment", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 8, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    workloads = WorkloadSimulator(cluster, max_pods=10)
+    workloads.reconcile()
+    assert len(cluster.objects("ReplicaSet")) == 1 and len(cluster.objects("Pod")) == 8
+    workloads.reconcile()  # the second pass sees the ReplicaSet too
+    assert len(cluster.objects("Pod")) == 8
