@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from karpy_core.cli import app
+from tests.cli import invoke_cli
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -45,11 +44,7 @@ users: [{{name: u, user: {{token: not-a-secret}}}}]
     return str(path)
 
 
-def run(*args: str):
-    result = CliRunner().invoke(app, list(args))
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+run = invoke_cli
 
 
 def one_line_error(result) -> str:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from karpy_core.cli import app
+from tests.cli import invoke_cli
 
 NODEPOOL = """\
 apiVersion: karpenter.sh/v1
@@ -53,11 +51,7 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def invoke(*args: str):
-    result = CliRunner().invoke(app, list(args))
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+invoke = invoke_cli
 
 
 def test_negative_cpu_is_refused_by_validate_and_simulate(tmp_path):
