@@ -371,12 +371,10 @@ def eviction_verdict(
 
 
 def disruptions_allowed(pdb: dict[str, Any], pods: Iterable[dict[str, Any]], lookup: ScaleLookup | None = None,
-                        now: float | None = None) -> int:
-    """``status.disruptionsAllowed`` as the disruption controller would write it now (see
-    :func:`compute_status`); ``now`` defaults to the wall clock."""
-    import time
-
-    return compute_status(pdb, pods, lookup, time.time() if now is None else now).disruptions_allowed
+                        *, now: float) -> int:
+    """``status.disruptionsAllowed`` as the disruption controller would write it at ``now``
+    (epoch seconds; see :func:`compute_status`)."""
+    return compute_status(pdb, pods, lookup, now).disruptions_allowed
 
 
 def charge(status: dict[str, Any], pod_name: str, now: float) -> dict[str, Any]:

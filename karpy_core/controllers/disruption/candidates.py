@@ -155,14 +155,12 @@ def do_not_disrupt_blocks(obj: dict[str, Any], now: float) -> bool:
     return now < created + seconds
 
 
-def pdb_status(pdb: dict[str, Any], pods: list[dict[str, Any]], now: float | None = None) -> dict[str, Any]:
+def pdb_status(pdb: dict[str, Any], pods: list[dict[str, Any]], now: float) -> dict[str, Any]:
     """The PDB's status to judge evictions by: the ``status`` its disruption controller wrote
     (kube-controller-manager's, or the in-memory cluster's) when it is current, else the status
     :func:`karpy_core.utils.pdb.compute_status` derives from ``pods`` (no controllers known, so
     only an integer ``minAvailable`` allows anything then). ``now``: epoch seconds."""
-    import time
-
-    return effective_status(pdb, pods, None, time.time() if now is None else now)
+    return effective_status(pdb, pods, None, now)
 
 
 def pdb_blocker(pods: list[dict[str, Any]], pdbs: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[str, str, str] | None:
