@@ -24,7 +24,7 @@ from typing import Annotated, Any
 
 import typer
 
-from karpy_core.errors import ConfigurationError, KarpyError, KubeUnreachableError, ManifestError
+from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
 
@@ -57,6 +57,11 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     raise typer.Exit(code=code)
 
 
+TIMELINE_FORMATS = ("png", "svg", "pdf")
+"""Image formats ``--timeline`` writes, chosen by the file's extension (matplotlib's Agg, SVG and
+PDF backends); a path without an extension gets PNG, written at exactly that path."""
+
+
 def _check_output_file(option: str, value: str) -> None:
     """Refuse, before a run, an output path whose directory does not exist or that is a directory.
 
@@ -71,6 +76,10 @@ def _check_output_file(option: str, value: str) -> None:
     parent = path.parent
     if not parent.is_dir():
         raise ConfigurationError(f"{option} {value}: directory {parent} does not exist")
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix and suffix not in TIMELINE_FORMATS:
+        raise ConfigurationError(f"{option} {value}: cannot write a .{suffix} image; use one of "
+                                 f"{', '.join('.' + f for f in TIMELINE_FORMATS)} (no extension: PNG)")
 
 
 def _check_provider_name(name: str) -> None:
@@ -171,7 +180,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     from karpy_core.apis.durations import parse_duration
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.sim.report import build_report
-    from karpy_core.sim.scenario import load_scenario, run_scenario
+    from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
     from karpy_core.sim.simulator import Simulator
 
     scenario = load_scenario(path, variables)
@@ -179,8 +188,9 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
         end = parse_duration(until).total_seconds() if until else (scenario.until or 24 * 3600.0)
     except ValueError as exc:
         raise ConfigurationError(f"--until: {exc}") from exc
-    if end <= 0:
-        raise ConfigurationError(f"--until: {until!r} must be a positive duration")
+    why = until_problem(end, until)
+    if why:
+        raise ConfigurationError(f"--until: {why}")
     options: dict[str, Any] = {"region": region}
     if instance_types:
         options["instance_types_file"] = instance_types
@@ -314,6 +324,13 @@ def validate(
     except KarpyError as exc:
         _fail(exc)
         return
+    from karpy_core.sim.workloads import DEFAULT_MAX_PODS, pod_cap_problem
+
+    problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()],
+                              DEFAULT_MAX_PODS)
+    if problem:
+        _fail(ManifestError([problem]))
+        return
     counts: dict[str, int] = {}
     for obj in loaded.objects():
         counts[obj.KIND] = counts.get(obj.KIND, 0) + 1
@@ -446,6 +463,8 @@ def controller(
     try:
         asyncio.run(run_controller(cloud_provider=cloud_provider, kubeconfig=kubeconfig, settings=settings,
                                    provider_options=options, kwok=kwok))
+    except KubeAPIError as exc:
+        _fail(KarpyError(f"the Kubernetes API server answered {exc}"), code=1)
     except KarpyError as exc:
         _fail(exc)
 
@@ -468,6 +487,8 @@ def install_crds(
     try:
         for name in asyncio.run(go()):
             typer.echo(f"established: {name}")
+    except KubeAPIError as exc:
+        _fail(KarpyError(f"the Kubernetes API server answered {exc}"), code=1)
     except KarpyError as exc:
         _fail(exc)
     except (OSError, TimeoutError, aiohttp.ClientError) as exc:  # the server went away after the probe

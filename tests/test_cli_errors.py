@@ -122,3 +122,99 @@ def test_timeline_into_a_missing_directory_is_refused_before_the_run(tmp_path):
 def test_timeline_that_is_a_directory_is_refused(tmp_path):
     result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--timeline", str(tmp_path))
     assert result.exit_code == 2 and "is a directory" in one_line_error(result)
+
+
+def test_timeline_in_an_unknown_image_format_is_refused_before_the_run(tmp_path):
+    target = tmp_path / "out.txt"
+    result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--timeline", str(target))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert one_line_error(result) == (f"error: --timeline {target}: cannot write a .txt image; use one of .png, .svg, .pdf "
+                                      "(no extension: PNG)")
+
+
+def test_timeline_without_an_extension_is_a_png_at_exactly_that_path(tmp_path):
+    target = tmp_path / "out"
+    result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--until", "3h", "--timeline", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"timeline: {target}"
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (tmp_path / "out.png").exists()
+
+
+@pytest.mark.parametrize("until", ["999999999h", "8785h"])
+def test_until_beyond_a_year_is_refused(until, tmp_path):
+    result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--until", until)
+    assert result.exit_code == 2
+    assert one_line_error(result) == f"error: --until: {until!r} is more than the 8784h (366 days) a simulation may run"
+    (tmp_path / "base.yaml").write_text((DATA / "scenarios" / "base.yaml").read_text())
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text((DATA / "scenarios" / "scale-down.yaml").read_text().replace("until: 6h", f"until: {until}", 1))
+    result = run("validate", str(scenario))
+    assert result.exit_code == 2 and "is more than the 8784h (366 days)" in result.stderr
+
+
+def test_validate_refuses_what_the_simulation_cap_refuses(tmp_path):
+    app = tmp_path / "app.yaml"
+    app.write_text("""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: huge}
+spec:
+  replicas: 200000
+  selector: {matchLabels: {app: huge}}
+  template:
+    metadata: {labels: {app: huge}}
+    spec: {containers: [{name: c, image: x}]}
+""")
+    for command in ("validate", "simulate"):
+        result = run(command, str(app))
+        assert result.exit_code == 2, command
+        assert "huge" in result.stderr, command
+        assert ("spec.replicas: 200,000 pods; the simulation would hold 200,000 pods, "
+                "more than its cap of 100,000") in result.stderr, command
+
+
+@pytest.fixture
+def failing_api_server(no_kube_env):
+    """A loopback HTTP server answering every request with 500, and a kubeconfig pointing at it."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = b"<html>oops</html>"
+            self.send_response(500)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = no_kube_env / "kubeconfig"
+    path.write_text(f"""\
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+current-context: c
+users: [{{name: u, user: {{token: not-a-secret}}}}]
+""")
+    try:
+        yield str(path)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("command", [["install-crds"],
+                                     ["controller", "--cloud-provider", "simulated", "--no-leader-elect",
+                                      "--health-host", "127.0.0.1", "--health-port", "0"]])
+def test_an_api_server_answering_errors_is_a_runtime_failure(failing_api_server, command):
+    result = run(*command, "--kubeconfig", failing_api_server)
+    assert result.exit_code == 1
+    assert one_line_error(result).startswith("error: the Kubernetes API server answered 500")

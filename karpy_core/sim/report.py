@@ -253,8 +253,9 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
 
 
 def write_timeline_png(report: SimulationReport, path: str) -> str:
-    """Draw nodes and USD/hour over time (step plots, hours on the x axis) into a PNG at ``path``;
-    returns ``path``. Needs matplotlib (imported here only, with the non-interactive Agg backend).
+    """Draw nodes and USD/hour over time (step plots, hours on the x axis) into an image at
+    ``path`` (format from its extension, PNG without one; written at exactly ``path``); returns
+    ``path``. Needs matplotlib (imported here only, with the non-interactive Agg backend).
 
     Raises:
         ValueError: the report has no ``cost_over_time`` (not a scenario run).
@@ -284,6 +285,8 @@ def write_timeline_png(report: SimulationReport, path: str) -> str:
             ax1.axvline(e["t"] / 3600, color="grey", alpha=0.3, linewidth=0.8)
     ax1.set_title("karpy simulate: nodes and cost over time (grey: disruption commands)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    from pathlib import Path
+
+    fig.savefig(path, dpi=100, format=Path(path).suffix.lower().lstrip(".") or "png")
     plt.close(fig)
     return path

@@ -22,7 +22,7 @@ from typing import Any
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
 
-__all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "template_hash", "wanted_pods"]
+__all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "pod_cap_problem", "template_hash", "wanted_pods"]
 
 DEFAULT_MAX_PODS = 100_000
 """Most pods one simulation may hold at once (``karpy simulate --max-pods``). Karpenter's own
@@ -50,6 +50,30 @@ def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         return int(spec.get("replicas") if spec.get("replicas") is not None else 1), "spec.replicas"
     return 0, ""
+
+
+def pod_cap_problem(objects: list[dict[str, Any]], cap: int, *, bare_pods: int = 0) -> str | None:
+    """The problem (naming the workload and field that ask for the most pods) when ``objects``
+    (manifests as dicts, any kinds) plus ``bare_pods`` would make the simulation hold more than
+    ``cap`` pods, else None. Pods without owner references count one each; ReplicaSets a Deployment
+    controls count with their Deployment (:func:`wanted_pods`). Shared by ``karpy validate`` and
+    the simulator, so both refuse the same input."""
+    wanted: list[tuple[tuple[int, str], dict[str, Any]]] = []
+    for obj in objects:
+        if obj.get("kind") == "Pod" and (obj.get("metadata") or {}).get("ownerReferences"):
+            continue
+        if obj.get("kind") == "ReplicaSet" and _deployment_owned(obj):
+            continue
+        n = wanted_pods(obj)
+        if n[0]:
+            wanted.append((n, obj))
+    total = bare_pods + sum(n for (n, _), _ in wanted)
+    if total <= cap or not wanted:
+        return None
+    (count, path), obj = max(wanted, key=lambda w: w[0][0])
+    meta = obj["metadata"]
+    return (f"{obj['kind']}/{meta.get('namespace', 'default')}/{meta['name']}: {path}: {count:,} pods; the simulation would "
+            f"hold {total:,} pods, more than its cap of {cap:,} (karpy simulate --max-pods)")
 
 
 def _deployment_owned(obj: dict[str, Any]) -> bool:
@@ -120,16 +144,9 @@ class WorkloadSimulator:
         return changes
 
     def _check_cap(self, bare_pods: int, workloads: dict[str, list[dict[str, Any]]]) -> None:
-        wanted = [(wanted_pods(o), o) for objs in workloads.values() for o in objs]
-        total = bare_pods + sum(n for (n, _), _ in wanted)
-        if total <= self.max_pods:
-            return
-        (count, path), obj = max(wanted, key=lambda w: w[0][0])
-        meta = obj["metadata"]
-        raise ManifestError([
-            f"{obj['kind']}/{meta.get('namespace', 'default')}/{meta['name']}: {path}: {count:,} pods; the simulation would "
-            f"hold {total:,} pods, more than its cap of {self.max_pods:,} (karpy simulate --max-pods)"
-        ])
+        problem = pod_cap_problem([o for objs in workloads.values() for o in objs], self.max_pods, bare_pods=bare_pods)
+        if problem:
+            raise ManifestError([problem])
 
     def _sync(
         self,
