@@ -145,6 +145,18 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
 
         await wait_for(all_running, 120, "20 pods Running")
         elapsed = time.monotonic() - created
+
+        async def all_initialized() -> bool:
+            # kwok marks the Node Ready (and kube-scheduler binds) before karpy's next lifecycle
+            # pass stamps Initialized: wait for that pass instead of racing it.
+            cs = await claims_of(kube, pool)
+            return bool(cs) and all(
+                (condition(c, cond) or {}).get("status") == "True"
+                for c in cs
+                for cond in ("Launched", "Registered", "Initialized", "Ready")
+            )
+
+        await wait_for(all_initialized, 60, "NodeClaims Initialized and Ready")
         claims = await claims_of(kube, pool)
         nodes = await nodes_of(kube, pool)
         assert claims and len(nodes) == len(claims)
