@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 from importlib import resources
 from typing import Annotated, Any
 
@@ -510,5 +509,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()
 

@@ -25,6 +25,7 @@ from typing import TextIO
 import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from structlog.typing import Processor
 
 from karpy_core.redaction import RedactingFilter, redact_processor
 
@@ -182,7 +183,7 @@ def configure_logging(
     if not isinstance(karpy_level, int):
         raise ValueError(f"unknown log level {level!r}: want debug, info, warning or error")
     named = parse_debug_loggers(debug_loggers)
-    shared = [
+    shared: list[Processor] = [
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.stdlib.ExtraAdder(),

@@ -419,10 +419,10 @@ class Operator:
         and at the disruption controller's own next-due time). Deleted NodeClaims count in
         ``karpenter_nodeclaims_disrupted_total`` (reason ``expired``, ``empty``, ``drifted``,
         ``underutilized``) and get a ``DisruptionTerminating`` event."""
-        for ev in await self.expiration.reconcile():
-            self.metrics.nodeclaims_disrupted.labels(reason="expired", nodepool=await self._pool_of(ev.nodeclaim)).inc()
-            await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
-                                      "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({ev.reason})")
+        for expired in await self.expiration.reconcile():
+            self.metrics.nodeclaims_disrupted.labels(reason="expired", nodepool=await self._pool_of(expired.nodeclaim)).inc()
+            await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": expired.nodeclaim}},
+                                      "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({expired.reason})")
         for ev in await self.disruption.reconcile():
             if ev.kind in ("disrupt-decided", "disrupt", "disrupt-invalidated"):
                 log.info("disruption %s of %s (%s): %s", ev.kind.removeprefix("disrupt").lstrip("-") or "started", ev.node,

@@ -965,13 +965,16 @@ async def install(api_client: Any, *, timeout: float = 60.0) -> list[str]:
         crd = build_crd(spec)
         name = crd["metadata"]["name"]
         names.append(name)
-        status, body = await call(extensions.create_custom_resource_definition(crd, _preload_content=False))
+        # the generated client serialises a plain dict body as it is (its annotations name only the model class)
+        status, body = await call(extensions.create_custom_resource_definition(crd, _preload_content=False))  # type: ignore[arg-type]
         while status == 409:
             status, current = await call(extensions.read_custom_resource_definition(name, _preload_content=False))
             if status >= 300:
                 raise fail(status, current, f"reading CRD {name}")
             replacement = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
-            status, body = await call(extensions.replace_custom_resource_definition(name, replacement, _preload_content=False))
+            status, body = await call(
+                extensions.replace_custom_resource_definition(name, replacement, _preload_content=False)  # type: ignore[arg-type]
+            )
         if status >= 300:
             raise fail(status, body, f"creating CRD {name}")
         while True:

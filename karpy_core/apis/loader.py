@@ -222,7 +222,7 @@ def _merge(into: dict[Any, Any], extra: dict[Any, Any]) -> None:
             into[key] = value
 
 
-class _StrictKeysLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+class _StrictKeysLoader(_BaseLoader):
     """Safe YAML loader that records repeated mapping keys (with their path and lines) instead of
     silently keeping the last value. Nested nodes are built depth-first so paths are known."""
 
@@ -463,9 +463,9 @@ class LoadedManifests:
         RuntimeClasses come before Pods: the API server admits a pod only once its
         ``runtimeClassName`` exists."""
         out: list[KubeObject] = [*self.nodepools, *self.nodeclaims, *self.nodeclasses.values(), *self.runtimeclasses]
-        for bucket in (self.pods, self.nodes, self.deployments, self.replicasets, self.statefulsets):
-            out.extend(bucket)
-        for bucket in (self.daemonsets, self.jobs, self.pdbs, self.custom):
+        buckets: tuple[Sequence[KubeObject], ...] = (self.pods, self.nodes, self.deployments, self.replicasets, self.statefulsets,
+                                                     self.daemonsets, self.jobs, self.pdbs, self.custom)
+        for bucket in buckets:
             out.extend(bucket)
         return out
 
@@ -703,7 +703,8 @@ class _Builder:
 
 def _label(data: dict[str, Any]) -> str:
     kind = data.get("kind") if isinstance(data.get("kind"), str) else "?"
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    found = data.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         generate = meta.get("generateName")

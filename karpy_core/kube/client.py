@@ -272,7 +272,7 @@ class AsyncKubeClient:
         }
         await self._request("POST", self._path("Pod", meta["name"], meta.get("namespace", "default"), "eviction"), body=body)
 
-    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:  # type: ignore[override]
+    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:
         """ADDED for every current object, then live events; survives timeouts and 410 Gone."""
         known: dict[tuple[str, str], dict[str, Any]] = {}
         items, rv = await self.list_with_version(kind)

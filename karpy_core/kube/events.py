@@ -58,17 +58,18 @@ class EventRecorder:
             cutoff = now - self.dedupe_seconds
             self._recent = {k: t for k, t in self._recent.items() if t >= cutoff}
         digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-        event = {
+        involved = {
+            "apiVersion": obj.get("apiVersion", info.api_version if info else ""),
+            "kind": kind,
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace") if info and info.namespaced else None,
+            "uid": meta.get("uid"),
+        }
+        event: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": f"{meta.get('name', 'object')}.{digest}{int(now)}", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", info.api_version if info else ""),
-                "kind": kind,
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace") if info and info.namespaced else None,
-                "uid": meta.get("uid"),
-            },
+            "involvedObject": {k: v for k, v in involved.items() if v is not None},
             "reason": reason,
             "message": message[:1024],
             "type": type_,
@@ -79,7 +80,6 @@ class EventRecorder:
             "lastTimestamp": iso(now),
             "count": 1,
         }
-        event["involvedObject"] = {k: v for k, v in event["involvedObject"].items() if v is not None}
         self.published.append(event)
         if len(self.published) > 1000:
             del self.published[:500]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -134,7 +134,7 @@ class LeaderElector:
             log.warning("leader election: lease %s/%s update failed: %s", self.namespace, self.name, exc)
             return False
 
-    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+    async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Wait to become leader, then run ``lead()`` until it returns or leadership is lost.
 
         Returns when ``lead`` finishes (the lease is released) or leadership is lost (``lead`` is

@@ -319,7 +319,7 @@ class InMemoryCluster:
         self.evictions.append(f"{ns}/{meta['name']}")
         self.delete_sync("Pod", meta["name"], ns)
 
-    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:  # type: ignore[override]
+    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:
         queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
         for obj in self.objects(kind):
             queue.put_nowait(WatchEvent("ADDED", obj))

@@ -338,7 +338,7 @@ class RecordingKubeClient:
         req = RecordedRequest("create", "", "pods/eviction", meta.get("namespace") or "default", meta.get("name", ""))
         await self._call([req], self.inner.evict(pod))
 
-    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:  # type: ignore[override]
+    async def watch(self, kind: str) -> AsyncIterator[WatchEvent]:
         """The inner watch; records its initial ``list`` once the first event (or error) arrives
         and the ``watch`` once the initial list is done (SYNCED)."""
         group, plural, _ = self._target(kind, None, collection=True)

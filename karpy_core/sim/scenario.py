@@ -149,9 +149,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
         except ValueError as exc:
             problems.append(f"{p}: until: {exc}")
         else:
-            why = until_problem(until_s, until)
-            if why:
-                problems.append(f"{p}: until: {why}")
+            until_why = until_problem(until_s, until)
+            if until_why:
+                problems.append(f"{p}: until: {until_why}")
     steps.sort(key=lambda s: (s.at, s.index))  # the well-formed steps are checked further, so every problem is reported at once
     name = str((doc.get("metadata") or {}).get("name") or p.stem)
     scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))

@@ -198,11 +198,12 @@ class Simulator:
             return 0
         t = self._t()
         changes = 0
-        for e in await self.drift.reconcile():
-            self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason, details={"message": e.message} if e.message else {}))
+        for drifted in await self.drift.reconcile():
+            self.events.append(SimEvent(t, drifted.kind, drifted.nodeclaim, reason=drifted.reason,
+                                        details={"message": drifted.message} if drifted.message else {}))
             changes += 1
-        for e in await self.expiration.reconcile():
-            self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason))
+        for expired in await self.expiration.reconcile():
+            self.events.append(SimEvent(t, expired.kind, expired.nodeclaim, reason=expired.reason))
             changes += 1
         for e in await self.disruption.reconcile():
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))

@@ -31,6 +31,12 @@ hold 150,000; a simulation needs about 5 KB of memory and a few milliseconds of 
 100,000 pods is roughly 0.5 GB and minutes, while ``replicas: 2147483647`` would never finish."""
 
 
+def _count(spec: dict[str, Any], key: str) -> int:
+    """``spec[key]`` as a whole number (replicas, parallelism), 1 when absent or null."""
+    value = spec.get(key)
+    return 1 if value is None else int(value)
+
+
 def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
     """How many pods a workload object keeps running, and the field that says so.
 
@@ -43,12 +49,12 @@ def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
     if kind == "Pod":
         return 1, "metadata.name"
     if kind == "Job":
-        want = int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
+        want = _count(spec, "parallelism")
         if spec.get("completions") is not None:
             return min(want, int(spec["completions"])), "spec.parallelism"
         return want, "spec.parallelism"
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
-        return int(spec.get("replicas") if spec.get("replicas") is not None else 1), "spec.replicas"
+        return _count(spec, "replicas"), "spec.replicas"
     return 0, ""
 
 
@@ -162,11 +168,11 @@ class WorkloadSimulator:
         ns = meta.get("namespace", "default")
         template = copy.deepcopy(spec.get("template") or {})
         if obj["kind"] == "Job":
-            want = int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
+            want = _count(spec, "parallelism")
             if spec.get("completions") is not None:
                 want = min(want, int(spec["completions"]))
         else:
-            want = int(spec.get("replicas") if spec.get("replicas") is not None else 1)
+            want = _count(spec, "replicas")
         thash = template_hash(template)
         if obj["kind"] == "Deployment":
             owner_name = f"{meta['name']}-{thash}"

@@ -126,13 +126,14 @@ class ProviderConformance:
         for it in types:
             for key in (LABEL_ARCH, LABEL_OS, LABEL_INSTANCE_TYPE, LABEL_ZONE, LABEL_CAPACITY_TYPE):
                 assert key in it.requirements, f"{it.name}: requirements miss well-known label {key}"
-            assert it.requirements.get(LABEL_INSTANCE_TYPE).has(it.name)  # type: ignore[union-attr]
+            names_req, zones, capacity_types = (it.requirements.get(k) for k in (LABEL_INSTANCE_TYPE, LABEL_ZONE, LABEL_CAPACITY_TYPE))
+            assert names_req is not None and names_req.has(it.name)
             assert it.offerings, f"{it.name}: no offerings (list unavailable ones too, with available=False)"
             for o in it.offerings:
                 assert o.zone and o.capacity_type, f"{it.name}: offering without zone/capacity type: {o}"
                 assert o.price >= 0, f"{it.name}: negative price {o}"
-                assert it.requirements.get(LABEL_ZONE).has(o.zone)  # type: ignore[union-attr]
-                assert it.requirements.get(LABEL_CAPACITY_TYPE).has(o.capacity_type)  # type: ignore[union-attr]
+                assert zones is not None and zones.has(o.zone)
+                assert capacity_types is not None and capacity_types.has(o.capacity_type)
             for res, amount in it.allocatable.items():
                 assert 0 <= amount <= it.capacity.get(res, 0), f"{it.name}: allocatable {res} exceeds capacity"
             assert it.capacity.get("cpu", 0) > 0 and it.capacity.get("memory", 0) > 0 and it.capacity.get("pods", 0) > 0

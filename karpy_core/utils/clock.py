@@ -39,9 +39,9 @@ def now_function(clock: object, owner: str) -> Callable[[], float]:
         return time.time
     now = getattr(clock, "now", None)
     if callable(now):
-        return now  # type: ignore[no-any-return]
+        return now
     if callable(clock):
-        return clock  # type: ignore[return-value]
+        return clock
     from karpy_core.errors import ConfigurationError
 
     raise ConfigurationError(f"{owner} option clock must be a callable or have now(), got {clock!r}")

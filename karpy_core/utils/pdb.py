@@ -184,7 +184,7 @@ class PDBStatus:
         allowed = self.disruptions_allowed > 0
         if self.error:
             generation = self.failed_generation
-            cond = {"type": "DisruptionAllowed", "status": "False", "reason": "SyncFailed", "message": self.error}
+            cond: dict[str, Any] = {"type": "DisruptionAllowed", "status": "False", "reason": "SyncFailed", "message": self.error}
         else:
             cond = {"type": "DisruptionAllowed", "status": "True" if allowed else "False",
                     "reason": "SufficientPods" if allowed else "InsufficientPods", "message": ""}
@@ -248,8 +248,8 @@ def compute_status(pdb: dict[str, Any], pods: Iterable[dict[str, Any]], lookup: 
     for p in selected:
         if p["metadata"].get("deletionTimestamp"):
             continue
-        at = _ts(disrupted.get(p["metadata"]["name"]))
-        if at is not None and at + DELETION_TIMEOUT_SECONDS > now:
+        since = _ts(disrupted.get(p["metadata"]["name"]))
+        if since is not None and since + DELETION_TIMEOUT_SECONDS > now:
             continue
         if pod_ready(p):
             healthy += 1
