@@ -290,12 +290,15 @@ def simulate(
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        from karpy_core.sim.report import render_text, write_timeline_png
+        from karpy_core.sim.report import TimelineUnavailableError, render_text, write_timeline_png
 
         typer.echo(render_text(report))
         if report.cost_over_time:
             try:
                 png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+            except TimelineUnavailableError as exc:
+                typer.echo(f"timeline: not drawn: {exc}", err=True)
+                return
             except OSError as exc:
                 _fail(OSError(f"cannot write the timeline: {exc}"))
                 return

@@ -252,15 +252,31 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     return "\n".join(lines)
 
 
+PLOT_EXTRA = "pip install 'karpy[sim]'"
+"""How to get the timeline plot: matplotlib comes with the ``sim`` extra only (the controller image
+does not carry it); in a checkout, ``.venv/bin/pip install -e '.[sim]'``."""
+
+
+class TimelineUnavailableError(RuntimeError):
+    """The timeline cannot be drawn because matplotlib (the ``sim`` extra) is not installed; the
+    message says how to install it. The simulation itself is unaffected."""
+
+
 def write_timeline_png(report: SimulationReport, path: str) -> str:
     """Draw nodes and USD/hour over time (step plots, hours on the x axis) into an image at
     ``path`` (format from its extension, PNG without one; written at exactly ``path``); returns
-    ``path``. Needs matplotlib (imported here only, with the non-interactive Agg backend).
+    ``path``. Needs matplotlib (the ``sim`` extra; imported here only, with the non-interactive Agg
+    backend).
 
     Raises:
+        TimelineUnavailableError: matplotlib is not installed.
         ValueError: the report has no ``cost_over_time`` (not a scenario run).
+        OSError: the image cannot be written.
     """
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise TimelineUnavailableError(f"matplotlib is not installed; {PLOT_EXTRA} to draw it") from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
