@@ -179,17 +179,6 @@ class AsyncKubeClient:
                                causes=tuple(str(c.get("message", "")) for c in causes if isinstance(c, dict)))
         return payload
 
-    async def _request_object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        """``_request`` for calls whose answer is one Kubernetes object (a JSON object).
-
-        Raises:
-            KubeAPIError: as ``_request``, or the server answered 2xx with something other than an object.
-        """
-        payload = await self._request(method, path, **kwargs)
-        if not isinstance(payload, dict):
-            raise KubeAPIError(f"unexpected response to {method} {path}: not a JSON object", status=500)
-        return payload
-
     # ---- KubeClient -------------------------------------------------------------------------
     async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
         items, _ = await self.list_with_version(kind, namespace, label_selector)
@@ -200,10 +189,10 @@ class AsyncKubeClient:
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """Objects of ``kind`` (sorted by namespace, name) and the list's ``resourceVersion``."""
         info = self._info(kind)
-        query: builtins.list[tuple[str, Any]] = [("limit", 500)]
+        query: list[tuple[str, Any]] = [("limit", 500)]
         if label_selector:
             query.append(("labelSelector", label_selector))
-        items: builtins.list[dict[str, Any]] = []
+        items: list[dict[str, Any]] = []
         rv = ""
         cont = None
         while True:
@@ -221,7 +210,7 @@ class AsyncKubeClient:
         return items, rv
 
     async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        return await self._request_object("GET", self._path(kind, name, self._ns(kind, namespace)))
+        return await self._request("GET", self._path(kind, name, self._ns(kind, namespace)))
 
     def _ns(self, kind: str, namespace: str | None) -> str | None:
         return (namespace or "default") if self._info(kind).namespaced else None
@@ -232,19 +221,18 @@ class AsyncKubeClient:
         body.setdefault("apiVersion", info.api_version)
         body.setdefault("kind", kind)
         ns = self._ns(kind, (obj.get("metadata") or {}).get("namespace"))
-        return await self._request_object("POST", self._path(kind, namespace=ns), query=[("fieldManager", self.field_manager)], body=body)
+        return await self._request("POST", self._path(kind, namespace=ns), query=[("fieldManager", self.field_manager)], body=body)
 
     async def patch(
         self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
     ) -> dict[str, Any]:
         path = self._path(kind, name, self._ns(kind, namespace), "status" if status else None)
-        return await self._request_object("PATCH", path, query=[("fieldManager", self.field_manager)], body=patch,
-                                          content_type=MERGE_PATCH)
+        return await self._request("PATCH", path, query=[("fieldManager", self.field_manager)], body=patch, content_type=MERGE_PATCH)
 
     async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
         path = self._path(kind, meta.get("name"), self._ns(kind, meta.get("namespace")))
-        return await self._request_object("PUT", path, query=[("fieldManager", self.field_manager)], body=obj)
+        return await self._request("PUT", path, query=[("fieldManager", self.field_manager)], body=obj)
 
     async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
