@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Protocol
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import (
     DEFAULT_REGION,
@@ -55,12 +55,11 @@ from karpy_core.cloudprovider.catalog.aws import (
     load_aws_catalog,
 )
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
+from karpy_core.cloudprovider.launch import LaunchChoice, ProviderID, cheapest_launchable, launch_constraints, stamp_launched
 from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
-from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
-from karpy_core.scheduling.requirements import Requirement, Requirements
-from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.errors import ConfigurationError, NodeClaimNotFoundError
+from karpy_core.scheduling.requirements import Requirements
 from karpy_core.utils.clock import now_function
-from karpy_core.utils.quantity import QuantityError
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -242,49 +241,9 @@ class SimulatedProvider:
             return [self._instance_types[self._position[n]] for n in sorted(it_req.values) if n in self._position]
         return self._instance_types
 
-    def _choose(self, nodeclaim: NodeClaim) -> tuple[InstanceType, Offering]:
-        name = nodeclaim.metadata.name or "<unnamed>"
-        try:
-            reqs = Requirements.of(
-                *(Requirement.new(r.key, r.operator, r.values or (), r.min_values) for r in nodeclaim.spec.requirements)
-            )
-            requests = parse_resource_list(nodeclaim.spec.resources.requests)
-        except (ValueError, QuantityError) as exc:
-            raise CreateError(
-                f"NodeClaim {name}: {exc}", condition_reason="InvalidRequirements", condition_message=str(exc)
-            ) from exc
-        # Cheapest offering per type first (cheap), then the type-level checks in price order, so
-        # the first type that passes wins without checking the rest.
-        zone_req = reqs.get(LABEL_ZONE)
-        ct_req = reqs.get(LABEL_CAPACITY_TYPE)
-        ranked: list[tuple[tuple[float, str, str, str], InstanceType, Offering]] = []
-        for it in self._candidates(reqs):
-            best: tuple[float, str, str, str] | None = None
-            best_offering: Offering | None = None
-            for o in it.offerings:
-                if not o.available:
-                    continue
-                if zone_req is not None and not zone_req.has(o.zone):
-                    continue
-                if ct_req is not None and not ct_req.has(o.capacity_type):
-                    continue
-                key = (o.price, it.name, o.zone, o.capacity_type)
-                if best is None or key < best:
-                    best, best_offering = key, o
-            if best is not None and best_offering is not None:
-                ranked.append((best, it, best_offering))
-        ranked.sort(key=lambda entry: entry[0])
-        chosen: tuple[InstanceType, Offering] | None = None
-        for _, it, o in ranked:
-            if it.requirements.intersects(reqs) and fits(requests, it.allocatable):
-                chosen = (it, o)
-                break
-        if chosen is None:
-            raise InsufficientCapacityError(
-                f"NodeClaim {name}: no available offering satisfies requirements [{reqs.describe()}]"
-                f" and requests {format_resource_list(requests)}"
-            )
-        return chosen
+    def _choose(self, nodeclaim: NodeClaim) -> LaunchChoice:
+        constraints = launch_constraints(nodeclaim)
+        return cheapest_launchable(self._candidates(constraints.requirements), constraints)
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
@@ -311,25 +270,16 @@ class SimulatedProvider:
             existing = await self.node_backend.find(claim_name)
             if existing is not None:
                 return existing
-        it, offering = self._choose(nodeclaim)
+        choice = self._choose(nodeclaim)
+        it, offering = choice.instance_type, choice.offering
         self._launched += 1
-        if self.node_backend is not None and claim_name:
-            provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/{claim_name}"
-        else:
-            provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/i-{self._launched:08x}"
-        launched = nodeclaim.model_copy(deep=True)
-        labels = dict(launched.metadata.labels)
-        labels.update(it.requirements.labels())
-        labels[LABEL_INSTANCE_TYPE] = it.name
-        labels[LABEL_ZONE] = offering.zone
-        labels[LABEL_CAPACITY_TYPE] = offering.capacity_type
-        launched.metadata.labels = labels
-        launched.status.provider_id = provider_id
+        instance_id = claim_name if self.node_backend is not None and claim_name else f"i-{self._launched:08x}"
+        provider_id = str(ProviderID(PROVIDER_ID_SCHEME, offering.zone, instance_id))
         nodeclass_hash = await self._nodeclass_hash(nodeclaim)
-        if nodeclass_hash is not None:
-            launched.metadata.annotations = {**launched.metadata.annotations, ANNOTATION_NODECLASS_HASH: nodeclass_hash}
-        launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
-        launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
+        launched = stamp_launched(
+            nodeclaim, it, zone=offering.zone, capacity_type=offering.capacity_type, provider_id=provider_id,
+            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash} if nodeclass_hash is not None else None,
+        )
         if self.node_backend is not None:
             await self.node_backend.register(launched)
             return launched.model_copy(deep=True)

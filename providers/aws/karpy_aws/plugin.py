@@ -22,7 +22,6 @@ Importing this module needs the ``aws`` extra (aioboto3).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from pydantic import ValidationError
 from karpy_aws.apis import AMI, GROUP, EC2NodeClass
 from karpy_aws.cache import UnavailableOfferings
 from karpy_aws.clients import AWSClients
-from karpy_aws.errors import NOT_FOUND_CODES, call
+from karpy_aws.errors import call
 from karpy_aws.events import EventRecorder
 from karpy_aws.instancetypes import LABEL_ZONE_ID, InstanceTypeData, InstanceTypeProvider
 from karpy_aws.interruption import InterruptionHandler
@@ -65,21 +64,19 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import AWSCatalogOptions, build_instance_type
-from karpy_core.cloudprovider.types import InstanceType, order_by_price, ready_repair_policies
+from karpy_core.cloudprovider.launch import ProviderID, launch_constraints, require_launchable, stamp_launched
+from karpy_core.cloudprovider.types import InstanceType, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
-    CreateError,
-    InsufficientCapacityError,
     KubeAPIError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
 from karpy_core.scheduling.requirements import Requirement, Requirements
-from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.scheduling.resources import format_resource_list
 from karpy_core.utils.clock import now_function
 from karpy_core.utils.loops import every
-from karpy_core.utils.quantity import QuantityError
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -89,7 +86,7 @@ if TYPE_CHECKING:
 __all__ = ["AWSProvider", "create_plugin", "parse_provider_id", "OPTION_NAMES", "SUPPORTED_NODE_CLASSES"]
 
 SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [(GROUP, "EC2NodeClass")]
-_PROVIDER_ID = re.compile(r"^(.*):///(.*)/(.*)$")
+PROVIDER_ID_SCHEME = "aws"
 _LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 
 OPTION_NAMES = frozenset({
@@ -105,11 +102,11 @@ def parse_provider_id(provider_id: str) -> tuple[str, str]:
     Raises:
         NodeClaimNotFoundError: not an AWS provider ID (so delete/get end cleanly).
     """
-    m = _PROVIDER_ID.match(provider_id or "")
-    if not m or m.group(1) != "aws" or not m.group(3).startswith("i-"):
+    pid = ProviderID.parse(provider_id, PROVIDER_ID_SCHEME)
+    if pid is None or not pid.instance_id.startswith("i-"):
         raise NodeClaimNotFoundError(f"{provider_id!r} is not an AWS provider ID (aws:///<zone>/<instance-id>)",
                                      code="InvalidInstanceID.Malformed")
-    return m.group(2), m.group(3)
+    return pid.zone, pid.instance_id
 
 
 def _tags(instance: Mapping[str, Any]) -> dict[str, str]:
@@ -297,22 +294,13 @@ class AWSProvider:
         """
         claim = nodeclaim.metadata.name or "<unnamed>"
         nc = await self.resolved_nodeclass(nodeclaim.spec.node_class_ref.name)
-        try:
-            reqs = Requirements.of(*(Requirement.new(r.key, r.operator, r.values or (), r.min_values)
-                                     for r in nodeclaim.spec.requirements))
-            requests = parse_resource_list(nodeclaim.spec.resources.requests)
-        except (ValueError, QuantityError) as exc:
-            raise CreateError(f"NodeClaim {claim}: {exc}", condition_reason="InvalidRequirements") from exc
+        constraints = launch_constraints(nodeclaim)
+        reqs = constraints.requirements
         types, amis = await self._types_for(nc)
         earlier = await self._launched_for(claim, {it.name for it in types})
         if earlier is not None:  # a controller restarted mid-launch: adopt the instance, never launch a second
             return self._launched_claim(nodeclaim, nc, next(t for t in types if t.name == earlier.instance_type), earlier, amis)
-        candidates = [it for it in types if it.requirements.intersects(reqs) and fits(requests, it.allocatable)
-                      and it.compatible_offerings(reqs)]
-        if not candidates:
-            raise InsufficientCapacityError(f"NodeClaim {claim}: no instance type with an available offering satisfies "
-                                            f"[{reqs.describe()}] and requests {format_resource_list(requests)}")
-        candidates = order_by_price(candidates, reqs)
+        candidates = [choice.instance_type for choice in require_launchable(types, constraints)]
         ct_req = reqs.get(LABEL_CAPACITY_TYPE)
         spot_ok = (ct_req is None or ct_req.has(CAPACITY_TYPE_SPOT)) and any(
             o.capacity_type == CAPACITY_TYPE_SPOT for it in candidates for o in it.compatible_offerings(reqs))
@@ -349,25 +337,19 @@ class AWSProvider:
     def _launched_claim(self, nodeclaim: NodeClaim, nc: EC2NodeClass, it: InstanceType, launched: Launched,
                         amis: dict[str, AMI]) -> NodeClaim:
         """``nodeclaim`` with the launched instance's labels, annotations, provider ID, image and capacity."""
-        out = nodeclaim.model_copy(deep=True)
-        labels = dict(out.metadata.labels)
-        labels.update(it.requirements.labels())
-        labels[LABEL_INSTANCE_TYPE] = it.name
-        labels[LABEL_ZONE] = launched.zone
-        labels[LABEL_CAPACITY_TYPE] = launched.capacity_type
+        extra_labels: dict[str, str] = {}
         zone_id = next((s.zone_id for s in nc.status.subnets if s.id == launched.subnet_id and s.zone_id), None)
         if zone_id:
-            labels[LABEL_ZONE_ID] = zone_id
-        out.metadata.labels = labels
-        out.metadata.annotations = {**out.metadata.annotations, NODECLASS_HASH_ANNOTATION: nodeclass_hash(nc),
-                                    NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
+            extra_labels[LABEL_ZONE_ID] = zone_id
+        annotations = {NODECLASS_HASH_ANNOTATION: nodeclass_hash(nc), NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
         if nc.status.instance_profile:
-            out.metadata.annotations[INSTANCE_PROFILE_ANNOTATION] = nc.status.instance_profile
-        out.status.provider_id = f"aws:///{launched.zone}/{launched.instance_id}"
-        out.status.image_id = launched.image_id or (amis[it.name].id if it.name in amis else None)
-        out.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
-        out.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
-        return out
+            annotations[INSTANCE_PROFILE_ANNOTATION] = nc.status.instance_profile
+        return stamp_launched(
+            nodeclaim, it, zone=launched.zone, capacity_type=launched.capacity_type,
+            provider_id=ProviderID(PROVIDER_ID_SCHEME, launched.zone, launched.instance_id),
+            image_id=launched.image_id or (amis[it.name].id if it.name in amis else None),
+            labels=extra_labels, annotations=annotations,
+        )
 
     async def _describe(self, instance_id: str) -> dict[str, Any]:
         ec2 = await self.clients.ec2()
@@ -407,7 +389,7 @@ class AWSProvider:
                          "creationTimestamp": created.astimezone(UTC).isoformat()},
             "spec": {"requirements": [], "nodeClassRef": {"group": GROUP, "kind": "EC2NodeClass",
                                                           "name": tags.get(TAG_NODECLASS) or "unknown"}},
-            "status": {"providerID": f"aws:///{zone}/{inst['InstanceId']}", "imageID": inst.get("ImageId"),
+            "status": {"providerID": str(ProviderID(PROVIDER_ID_SCHEME, zone, inst["InstanceId"])), "imageID": inst.get("ImageId"),
                        "capacity": capacity},
         })
 
@@ -468,13 +450,8 @@ class AWSProvider:
             raise CloudProviderError(f"refusing to terminate {instance_id}: it is not tagged as launched by karpy for "
                                      f"cluster {self.cluster_name}", code="NotOwned")
         ec2 = await self.clients.ec2()
-        try:
-            await call(ec2.terminate_instances, "TerminateInstances", subject=f"NodeClaim {nodeclaim.metadata.name}",
-                       InstanceIds=[instance_id])
-        except CloudProviderError as exc:
-            if exc.code in NOT_FOUND_CODES:
-                raise
-            raise
+        await call(ec2.terminate_instances, "TerminateInstances", subject=f"NodeClaim {nodeclaim.metadata.name}",
+                   InstanceIds=[instance_id])
 
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:

@@ -62,9 +62,10 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.apis.labels import CAPACITY_TYPE_ON_DEMAND, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider import hookimpl
-from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
+from karpy_core.cloudprovider.launch import LaunchChoice, cheapest_launchable, launch_constraints, stamp_launched
+from karpy_core.cloudprovider.types import InstanceType, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
@@ -74,9 +75,6 @@ from karpy_core.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
-from karpy_core.scheduling.requirements import Requirement, Requirements
-from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
-from karpy_core.utils.quantity import QuantityError
 from karpy_kakaocloud import bootstrap, ownership
 from karpy_kakaocloud.apis import GROUP, MAX_NODEPOOL_NAME
 from karpy_kakaocloud.client import (
@@ -361,18 +359,8 @@ class KakaoCloudProvider:
     def _launched_claim(
         self, nodeclaim: NodeClaim, it: InstanceType, zone: str, instance_id: str, image_id: str | None
     ) -> NodeClaim:
-        launched = nodeclaim.model_copy(deep=True)
-        labels = dict(launched.metadata.labels)
-        labels.update(it.requirements.labels())
-        labels[LABEL_INSTANCE_TYPE] = it.name
-        labels[LABEL_ZONE] = zone
-        labels[LABEL_CAPACITY_TYPE] = "on-demand"
-        launched.metadata.labels = labels
-        launched.status.provider_id = bootstrap.provider_id(zone, instance_id)
-        launched.status.image_id = image_id
-        launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
-        launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
-        return launched
+        return stamp_launched(nodeclaim, it, zone=zone, capacity_type=CAPACITY_TYPE_ON_DEMAND,
+                              provider_id=bootstrap.provider_id(zone, instance_id), image_id=image_id)
 
     async def _claim_from_instance(self, instance: dict[str, Any], verdict: Verdict) -> NodeClaim:
         from karpy_core.apis.nodeclaim import NodeClaim
@@ -448,31 +436,8 @@ class KakaoCloudProvider:
         return await self._instance_types(nc)
 
     # ------------------------------------------------------------------ hooks: create
-    def _choose(self, nodeclaim: NodeClaim, types: list[InstanceType]) -> tuple[InstanceType, Offering]:
-        name = nodeclaim.metadata.name or "<unnamed>"
-        try:
-            reqs = Requirements.of(
-                *(Requirement.new(r.key, r.operator, r.values or (), r.min_values) for r in nodeclaim.spec.requirements)
-            )
-            requests = parse_resource_list(nodeclaim.spec.resources.requests)
-        except (ValueError, QuantityError) as exc:
-            raise CreateError(f"NodeClaim {name}: {exc}", condition_reason="InvalidRequirements") from exc
-        best: tuple[tuple[float, str, str], InstanceType, Offering] | None = None
-        for it in types:
-            if not it.requirements.intersects(reqs) or not fits(requests, it.allocatable):
-                continue
-            o = it.cheapest(reqs)
-            if o is None:
-                continue
-            key = (o.price, it.name, o.zone)
-            if best is None or key < best[0]:
-                best = (key, it, o)
-        if best is None:
-            raise InsufficientCapacityError(
-                f"NodeClaim {name}: no available KakaoCloud flavor satisfies [{reqs.describe()}] and requests "
-                f"{format_resource_list(requests)}"
-            )
-        return best[1], best[2]
+    def _choose(self, nodeclaim: NodeClaim, types: list[InstanceType]) -> LaunchChoice:
+        return cheapest_launchable(types, launch_constraints(nodeclaim), what="KakaoCloud flavor")
 
     async def _find_by_name(self, vm_name: str) -> list[dict[str, Any]]:
         return [i for i in await self.client.list_instances(name=vm_name) if i.get("name") == vm_name and not i.get("is_k8se")]
@@ -638,7 +603,8 @@ class KakaoCloudProvider:
         if adopted is not None:
             inst, signed = adopted
             return await self._finish(nodeclaim, inst, signed, by_name, created_now=False)
-        it, offering = self._choose(nodeclaim, types)
+        choice = self._choose(nodeclaim, types)
+        it, offering = choice.instance_type, choice.offering
         flavor = next(f for f in await self._all_flavors() if f.get("name") == it.name)
         image = nc.image_for(arch_of(flavor), gpu=flavor_gpus(flavor) > 0)
         if image is None:
