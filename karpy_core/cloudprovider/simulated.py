@@ -55,8 +55,9 @@ from karpy_core.cloudprovider.catalog.aws import (
     load_aws_catalog,
 )
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
+from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.launch import LaunchChoice, ProviderID, cheapest_launchable, launch_constraints, stamp_launched
-from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
+from karpy_core.cloudprovider.types import InstanceType, Offering, RepairPolicy, ready_repair_policies
 from karpy_core.errors import ConfigurationError, NodeClaimNotFoundError
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.utils.clock import now_function
@@ -369,7 +370,7 @@ class SimulatedProvider:
         return patched
 
     @hookimpl
-    def karpy_controllers(self) -> list[tuple[str, Any]]:
+    def karpy_controllers(self) -> list[ControllerLoop]:
         """With ``kube``: one loop that keeps NodeClasses Ready (:meth:`reconcile_nodeclasses`, every 10 s)."""
         if self.kube is None:
             return []
@@ -391,7 +392,7 @@ class SimulatedProvider:
         return DRIFT_NODECLASS if want is not None and want != have else ""
 
     @hookimpl
-    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+    def karpy_repair_policies(self) -> list[RepairPolicy]:
         """Karpenter's KWOK provider's policies: Ready False or Unknown for 10 minutes."""
         return ready_repair_policies(600)
 

@@ -64,8 +64,9 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import AWSCatalogOptions, build_instance_type
+from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.launch import ProviderID, launch_constraints, require_launchable, stamp_launched
-from karpy_core.cloudprovider.types import InstanceType, ready_repair_policies
+from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
@@ -240,7 +241,7 @@ class AWSProvider:
         return list(SUPPORTED_NODE_CLASSES)
 
     @hookimpl
-    def karpy_controllers(self) -> list[tuple[str, Any]]:
+    def karpy_controllers(self) -> list[ControllerLoop]:
         """Background loops while leading: EC2NodeClass status (every 60 s), instance tagging after
         registration (:mod:`karpy_aws.tagging`, every 5 s) and, when an ``interruption_queue`` is
         configured, the SQS interruption poller (20 s long polls).
@@ -256,7 +257,7 @@ class AWSProvider:
             ctl = InstanceTagging(self)
             await every(5.0, "aws.nodeclaim.tagging", ctl.reconcile)
 
-        loops: list[tuple[str, Any]] = [("aws.nodeclass", nodeclasses), ("aws.nodeclaim.tagging", tagging)]
+        loops: list[ControllerLoop] = [("aws.nodeclass", nodeclasses), ("aws.nodeclaim.tagging", tagging)]
         if self.interruption_queue:
             handler = self.interruption_handler()
 
@@ -267,7 +268,7 @@ class AWSProvider:
         return loops
 
     @hookimpl
-    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+    def karpy_repair_policies(self) -> list[RepairPolicy]:
         """Karpenter AWS: a node whose Ready condition is False or Unknown for 30 min is repaired."""
         return ready_repair_policies(1800)
 

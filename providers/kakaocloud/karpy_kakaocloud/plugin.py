@@ -65,7 +65,7 @@ from prometheus_client import CollectorRegistry, Counter
 from karpy_core.apis.labels import CAPACITY_TYPE_ON_DEMAND, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.launch import LaunchChoice, cheapest_launchable, launch_constraints, stamp_launched
-from karpy_core.cloudprovider.types import InstanceType, ready_repair_policies
+from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
@@ -404,7 +404,7 @@ class KakaoCloudProvider:
         return list(SUPPORTED_NODE_CLASSES)
 
     @hookimpl
-    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+    def karpy_repair_policies(self) -> list[RepairPolicy]:
         """Karpenter's defaults: a Node ``Ready=False`` or ``Unknown`` for 30 minutes is repaired."""
         return ready_repair_policies(1800.0)
 
