@@ -41,7 +41,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from karpy_core.apis.labels import LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider import hookimpl
@@ -57,6 +57,7 @@ from karpy_core.cloudprovider.catalog.aws import (
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.launch import LaunchChoice, ProviderID, cheapest_launchable, launch_constraints, stamp_launched
+from karpy_core.cloudprovider.options import ProviderOptions
 from karpy_core.cloudprovider.types import InstanceType, Offering, RepairPolicy, ready_repair_policies
 from karpy_core.errors import ConfigurationError, NodeClaimNotFoundError
 from karpy_core.scheduling.requirements import Requirements
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
 
-__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedProvider", "create_plugin"]
+__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedOptions", "SimulatedProvider", "create_plugin"]
 
 PROVIDER_ID_SCHEME = "simulated"
 SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
@@ -76,8 +77,6 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
 ]
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
 
-_CATALOG_OPTION_NAMES = frozenset(f.name for f in fields(AWSCatalogOptions))
-_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend", "kube", "node_classes"}) | _CATALOG_OPTION_NAMES
 ANNOTATION_NODECLASS_HASH = "karpy.sh/nodeclass-hash"
 """The simulated provider's record of the NodeClass spec an instance was launched with."""
 DRIFT_NODECLASS = "NodeClassDrift"
@@ -397,37 +396,52 @@ class SimulatedProvider:
         return ready_repair_policies(600)
 
 
+class SimulatedOptions(ProviderOptions):
+    """The ``simulated`` provider's options (see :func:`create_plugin`); every
+    :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field is accepted too and
+    validated by it."""
+
+    provider: ClassVar[str] = "simulated"
+    passthrough: ClassVar[frozenset[str]] = frozenset(f.name for f in fields(AWSCatalogOptions))
+
+    region: str | None = None
+    instance_types_file: str | None = None
+    clock: Any = None
+    node_backend: Any = None
+    kube: Any = None
+    node_classes: list[str] | None = None
+
+    def catalog_options(self) -> AWSCatalogOptions:
+        """The catalog settings given (defaults for the rest).
+
+        Raises:
+            ConfigurationError: a catalog setting is invalid (e.g. an unknown ``ami_family``).
+        """
+        return AWSCatalogOptions(**self.extra())
+
+
 def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider:
     """Entry-point factory (``karpy.cloudprovider`` group, name ``simulated``).
 
-    Options: ``region`` (``us-east-1`` | ``ap-northeast-2``), ``instance_types_file`` (KWOK-format
-    path; overrides the AWS catalog), ``clock`` (callable returning seconds, or an object with
-    ``now()``), and any :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field
-    (``ami_family``, ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...),
-    ``node_backend`` (see the module docstring), ``kube`` (a KubeClient to read NodeClasses
-    from, for NodeClass drift; the simulator fills it in with its in-memory cluster) and
-    ``node_classes`` (the NodeClass kinds accepted; default all of :data:`SUPPORTED_NODE_CLASSES`).
+    Options (:class:`SimulatedOptions`): ``region`` (``us-east-1`` | ``ap-northeast-2``),
+    ``instance_types_file`` (KWOK-format path; overrides the AWS catalog), ``clock`` (callable
+    returning seconds, or an object with ``now()``), and any
+    :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field (``ami_family``,
+    ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...), ``node_backend`` (see the
+    module docstring), ``kube`` (a KubeClient to read NodeClasses from, for NodeClass drift; the
+    simulator fills it in with its in-memory cluster) and ``node_classes`` (the NodeClass kinds
+    accepted; default all of :data:`SUPPORTED_NODE_CLASSES`).
 
     Raises:
         ConfigurationError: unknown option, unsupported region, bad catalog settings or file.
     """
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - _OPTION_NAMES)
-    if unknown:
-        raise ConfigurationError(
-            f"simulated provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_OPTION_NAMES))}"
-        )
-    catalog_kwargs = {k: opts[k] for k in _CATALOG_OPTION_NAMES if k in opts}
-    try:
-        catalog_options = AWSCatalogOptions(**catalog_kwargs)
-    except TypeError as exc:  # pragma: no cover - guarded by the name check above
-        raise ConfigurationError(f"simulated provider: {exc}") from exc
+    opts = SimulatedOptions.parse(options)
     return SimulatedProvider(
-        region=str(opts.get("region") or DEFAULT_REGION),
-        instance_types_file=opts.get("instance_types_file"),
-        clock=opts.get("clock"),
-        catalog_options=catalog_options,
-        node_backend=opts.get("node_backend"),
-        kube=opts.get("kube"),
-        node_classes=opts.get("node_classes"),
+        region=opts.region or DEFAULT_REGION,
+        instance_types_file=opts.instance_types_file,
+        clock=opts.clock,
+        catalog_options=opts.catalog_options(),
+        node_backend=opts.node_backend,
+        kube=opts.kube,
+        node_classes=opts.node_classes,
     )
