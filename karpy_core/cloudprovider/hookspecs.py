@@ -18,6 +18,7 @@ Modelled on Karpenter's ``pkg/cloudprovider/types.go`` (the ``CloudProvider`` in
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -25,9 +26,15 @@ import pluggy
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
+
+__all__ = ["PROJECT", "ControllerLoop", "hookspec"]
 
 PROJECT = "karpy"
 hookspec = pluggy.HookspecMarker(PROJECT)
+
+ControllerLoop = tuple[str, Callable[[], Coroutine[Any, Any, None]]]
+"""A provider background loop: ``(name, coroutine function called with no arguments)``."""
 
 # --------------------------------------------------------------------------------------------
 # Identity
@@ -59,7 +66,7 @@ def karpy_supported_node_classes() -> list[tuple[str, str]]:  # type: ignore[emp
 
 
 @hookspec
-def karpy_create(nodeclaim: NodeClaim) -> Any:
+def karpy_create(nodeclaim: NodeClaim) -> Awaitable[NodeClaim]:  # type: ignore[empty-body]
     """Launch **one** instance for ``nodeclaim`` and return (awaitable) the NodeClaim as launched.
 
     ``nodeclaim.spec.requirements`` lists the allowed instance types, zones and capacity types
@@ -84,7 +91,7 @@ def karpy_create(nodeclaim: NodeClaim) -> Any:
 
 
 @hookspec
-def karpy_delete(nodeclaim: NodeClaim) -> Any:
+def karpy_delete(nodeclaim: NodeClaim) -> Awaitable[None]:  # type: ignore[empty-body]
     """Terminate the instance behind ``nodeclaim`` (awaitable, returns None).
 
     karpy calls this repeatedly until it raises ``NodeClaimNotFoundError``: raise it once the
@@ -96,7 +103,7 @@ def karpy_delete(nodeclaim: NodeClaim) -> Any:
 
 
 @hookspec
-def karpy_get(provider_id: str) -> Any:
+def karpy_get(provider_id: str) -> Awaitable[NodeClaim]:  # type: ignore[empty-body]
     """Return (awaitable) a NodeClaim describing the instance with ``provider_id``.
 
     Raises:
@@ -107,7 +114,7 @@ def karpy_get(provider_id: str) -> Any:
 
 
 @hookspec
-def karpy_list() -> Any:
+def karpy_list() -> Awaitable[list[NodeClaim]]:  # type: ignore[empty-body]
     """Return (awaitable) NodeClaims for every instance this provider launched for this cluster
     (used by garbage collection to find leaked instances). Only owned instances.
 
@@ -116,7 +123,7 @@ def karpy_list() -> Any:
 
 
 @hookspec
-def karpy_get_instance_types(nodepool: NodePool) -> Any:
+def karpy_get_instance_types(nodepool: NodePool) -> Awaitable[list[InstanceType]]:  # type: ignore[empty-body]
     """Return (awaitable) every :class:`~karpy_core.cloudprovider.types.InstanceType` the
     NodePool's NodeClass could launch, **including** those with no available offering (they are
     filtered later and reported as such).
@@ -126,7 +133,7 @@ def karpy_get_instance_types(nodepool: NodePool) -> Any:
 
 
 @hookspec
-def karpy_is_drifted(nodeclaim: NodeClaim) -> Any:
+def karpy_is_drifted(nodeclaim: NodeClaim) -> Awaitable[str]:  # type: ignore[empty-body]
     """Return (awaitable) a drift reason string, ``""`` when the instance still matches its
     NodeClass (AMI, security groups, subnets, NodeClass hash, ...).
 
@@ -135,7 +142,7 @@ def karpy_is_drifted(nodeclaim: NodeClaim) -> Any:
 
 
 @hookspec
-def karpy_controllers() -> list[tuple[str, Any]]:  # type: ignore[empty-body]
+def karpy_controllers() -> list[ControllerLoop]:  # type: ignore[empty-body]
     """**Optional.** Return the provider's own background loops as ``(name, coroutine function)``
     pairs, e.g. ``("aws.interruption", poll_forever)``. The operator runs each (called with no
     arguments) as a named task while this replica leads, and restarts the process if one fails.
@@ -146,9 +153,11 @@ def karpy_controllers() -> list[tuple[str, Any]]:  # type: ignore[empty-body]
 
 
 @hookspec
-def karpy_repair_policies() -> list[dict[str, Any]]:  # type: ignore[empty-body]
-    """Return node-repair policies: ``[{"conditionType": str, "conditionStatus": str,
-    "tolerationDuration": seconds}]``. Not async. Return ``[]`` for none.
+def karpy_repair_policies() -> list[RepairPolicy]:  # type: ignore[empty-body]
+    """Return node-repair policies as :class:`~karpy_core.cloudprovider.types.RepairPolicy`
+    values (condition type, condition status, toleration in seconds). Not async. Return ``[]``
+    for none. (The facade also accepts Karpenter-style mappings ``{"conditionType",
+    "conditionStatus", "tolerationDuration"}`` from older plugins.)
 
     .. versionadded:: 0.1
     """

@@ -13,12 +13,14 @@ import importlib.metadata
 import inspect
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
 from karpy_core.cloudprovider import hookspecs
+from karpy_core.cloudprovider.hookspecs import ControllerLoop
+from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -98,35 +100,50 @@ class CloudProvider:
         """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""
         return list(self._call_sync("karpy_supported_node_classes"))
 
-    def controllers(self) -> list[tuple[str, Any]]:
+    def controllers(self) -> list[ControllerLoop]:
         """The provider's background loops (see the optional ``karpy_controllers`` hook)."""
         hook = self._pm.hook.karpy_controllers
         if not hook.get_hookimpls():
             return []
         return list(hook()[0] or [])
 
-    def repair_policies(self) -> list[dict[str, Any]]:
-        return list(self._call_sync("karpy_repair_policies"))
+    def repair_policies(self) -> list[RepairPolicy]:
+        """The provider's node-repair policies; Karpenter-style mappings are read with
+        :meth:`RepairPolicy.from_mapping`.
+
+        Raises:
+            ValueError: a mapping policy is malformed.
+        """
+        out: list[RepairPolicy] = []
+        for p in self._call_sync("karpy_repair_policies") or []:
+            out.append(p if isinstance(p, RepairPolicy) else RepairPolicy.from_mapping(cast("Mapping[str, object]", p)))
+        return out
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_create`."""
-        return await self._call("karpy_create", nodeclaim=nodeclaim)
+        return cast("NodeClaim", await self._call("karpy_create", nodeclaim=nodeclaim))
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_delete`."""
         await self._call("karpy_delete", nodeclaim=nodeclaim)
 
     async def get(self, provider_id: str) -> NodeClaim:
-        return await self._call("karpy_get", provider_id=provider_id)
-
-    async def list(self) -> list[NodeClaim]:
-        return list(await self._call("karpy_list"))
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_get`."""
+        return cast("NodeClaim", await self._call("karpy_get", provider_id=provider_id))
 
     async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_get_instance_types` (a new list;
+        the instance types themselves are shared with the plugin and must not be mutated)."""
         return list(await self._call("karpy_get_instance_types", nodepool=nodepool))
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_is_drifted`: a reason or ``""``."""
         return str(await self._call("karpy_is_drifted", nodeclaim=nodeclaim) or "")
+
+    # defined last: inside the class body, ``list`` names this method from here on
+    async def list(self) -> list[NodeClaim]:
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_list`."""
+        return list(await self._call("karpy_list"))
 
 
 def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProvider:

@@ -41,9 +41,9 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import (
     DEFAULT_REGION,
@@ -55,18 +55,19 @@ from karpy_core.cloudprovider.catalog.aws import (
     load_aws_catalog,
 )
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
-from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
-from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
-from karpy_core.scheduling.requirements import Requirement, Requirements
-from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
+from karpy_core.cloudprovider.hookspecs import ControllerLoop
+from karpy_core.cloudprovider.launch import LaunchChoice, ProviderID, cheapest_launchable, launch_constraints, stamp_launched
+from karpy_core.cloudprovider.options import ProviderOptions
+from karpy_core.cloudprovider.types import InstanceType, Offering, RepairPolicy, ready_repair_policies
+from karpy_core.errors import ConfigurationError, NodeClaimNotFoundError
+from karpy_core.scheduling.requirements import Requirements
 from karpy_core.utils.clock import now_function
-from karpy_core.utils.quantity import QuantityError
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
 
-__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedProvider", "create_plugin"]
+__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedOptions", "SimulatedProvider", "create_plugin"]
 
 PROVIDER_ID_SCHEME = "simulated"
 SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
@@ -76,8 +77,6 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
 ]
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
 
-_CATALOG_OPTION_NAMES = frozenset(f.name for f in fields(AWSCatalogOptions))
-_OPTION_NAMES = frozenset({"region", "instance_types_file", "clock", "node_backend", "kube", "node_classes"}) | _CATALOG_OPTION_NAMES
 ANNOTATION_NODECLASS_HASH = "karpy.sh/nodeclass-hash"
 """The simulated provider's record of the NodeClass spec an instance was launched with."""
 DRIFT_NODECLASS = "NodeClassDrift"
@@ -242,49 +241,9 @@ class SimulatedProvider:
             return [self._instance_types[self._position[n]] for n in sorted(it_req.values) if n in self._position]
         return self._instance_types
 
-    def _choose(self, nodeclaim: NodeClaim) -> tuple[InstanceType, Offering]:
-        name = nodeclaim.metadata.name or "<unnamed>"
-        try:
-            reqs = Requirements.of(
-                *(Requirement.new(r.key, r.operator, r.values or (), r.min_values) for r in nodeclaim.spec.requirements)
-            )
-            requests = parse_resource_list(nodeclaim.spec.resources.requests)
-        except (ValueError, QuantityError) as exc:
-            raise CreateError(
-                f"NodeClaim {name}: {exc}", condition_reason="InvalidRequirements", condition_message=str(exc)
-            ) from exc
-        # Cheapest offering per type first (cheap), then the type-level checks in price order, so
-        # the first type that passes wins without checking the rest.
-        zone_req = reqs.get(LABEL_ZONE)
-        ct_req = reqs.get(LABEL_CAPACITY_TYPE)
-        ranked: list[tuple[tuple[float, str, str, str], InstanceType, Offering]] = []
-        for it in self._candidates(reqs):
-            best: tuple[float, str, str, str] | None = None
-            best_offering: Offering | None = None
-            for o in it.offerings:
-                if not o.available:
-                    continue
-                if zone_req is not None and not zone_req.has(o.zone):
-                    continue
-                if ct_req is not None and not ct_req.has(o.capacity_type):
-                    continue
-                key = (o.price, it.name, o.zone, o.capacity_type)
-                if best is None or key < best:
-                    best, best_offering = key, o
-            if best is not None and best_offering is not None:
-                ranked.append((best, it, best_offering))
-        ranked.sort(key=lambda entry: entry[0])
-        chosen: tuple[InstanceType, Offering] | None = None
-        for _, it, o in ranked:
-            if it.requirements.intersects(reqs) and fits(requests, it.allocatable):
-                chosen = (it, o)
-                break
-        if chosen is None:
-            raise InsufficientCapacityError(
-                f"NodeClaim {name}: no available offering satisfies requirements [{reqs.describe()}]"
-                f" and requests {format_resource_list(requests)}"
-            )
-        return chosen
+    def _choose(self, nodeclaim: NodeClaim) -> LaunchChoice:
+        constraints = launch_constraints(nodeclaim)
+        return cheapest_launchable(self._candidates(constraints.requirements), constraints)
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
@@ -311,25 +270,16 @@ class SimulatedProvider:
             existing = await self.node_backend.find(claim_name)
             if existing is not None:
                 return existing
-        it, offering = self._choose(nodeclaim)
+        choice = self._choose(nodeclaim)
+        it, offering = choice.instance_type, choice.offering
         self._launched += 1
-        if self.node_backend is not None and claim_name:
-            provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/{claim_name}"
-        else:
-            provider_id = f"{PROVIDER_ID_SCHEME}:///{offering.zone}/i-{self._launched:08x}"
-        launched = nodeclaim.model_copy(deep=True)
-        labels = dict(launched.metadata.labels)
-        labels.update(it.requirements.labels())
-        labels[LABEL_INSTANCE_TYPE] = it.name
-        labels[LABEL_ZONE] = offering.zone
-        labels[LABEL_CAPACITY_TYPE] = offering.capacity_type
-        launched.metadata.labels = labels
-        launched.status.provider_id = provider_id
+        instance_id = claim_name if self.node_backend is not None and claim_name else f"i-{self._launched:08x}"
+        provider_id = str(ProviderID(PROVIDER_ID_SCHEME, offering.zone, instance_id))
         nodeclass_hash = await self._nodeclass_hash(nodeclaim)
-        if nodeclass_hash is not None:
-            launched.metadata.annotations = {**launched.metadata.annotations, ANNOTATION_NODECLASS_HASH: nodeclass_hash}
-        launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
-        launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
+        launched = stamp_launched(
+            nodeclaim, it, zone=offering.zone, capacity_type=offering.capacity_type, provider_id=provider_id,
+            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash} if nodeclass_hash is not None else None,
+        )
         if self.node_backend is not None:
             await self.node_backend.register(launched)
             return launched.model_copy(deep=True)
@@ -419,7 +369,7 @@ class SimulatedProvider:
         return patched
 
     @hookimpl
-    def karpy_controllers(self) -> list[tuple[str, Any]]:
+    def karpy_controllers(self) -> list[ControllerLoop]:
         """With ``kube``: one loop that keeps NodeClasses Ready (:meth:`reconcile_nodeclasses`, every 10 s)."""
         if self.kube is None:
             return []
@@ -441,42 +391,57 @@ class SimulatedProvider:
         return DRIFT_NODECLASS if want is not None and want != have else ""
 
     @hookimpl
-    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+    def karpy_repair_policies(self) -> list[RepairPolicy]:
         """Karpenter's KWOK provider's policies: Ready False or Unknown for 10 minutes."""
         return ready_repair_policies(600)
+
+
+class SimulatedOptions(ProviderOptions):
+    """The ``simulated`` provider's options (see :func:`create_plugin`); every
+    :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field is accepted too and
+    validated by it."""
+
+    provider: ClassVar[str] = "simulated"
+    passthrough: ClassVar[frozenset[str]] = frozenset(f.name for f in fields(AWSCatalogOptions))
+
+    region: str | None = None
+    instance_types_file: str | None = None
+    clock: Any = None
+    node_backend: Any = None
+    kube: Any = None
+    node_classes: list[str] | None = None
+
+    def catalog_options(self) -> AWSCatalogOptions:
+        """The catalog settings given (defaults for the rest).
+
+        Raises:
+            ConfigurationError: a catalog setting is invalid (e.g. an unknown ``ami_family``).
+        """
+        return AWSCatalogOptions(**self.extra())
 
 
 def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider:
     """Entry-point factory (``karpy.cloudprovider`` group, name ``simulated``).
 
-    Options: ``region`` (``us-east-1`` | ``ap-northeast-2``), ``instance_types_file`` (KWOK-format
-    path; overrides the AWS catalog), ``clock`` (callable returning seconds, or an object with
-    ``now()``), and any :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field
-    (``ami_family``, ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...),
-    ``node_backend`` (see the module docstring), ``kube`` (a KubeClient to read NodeClasses
-    from, for NodeClass drift; the simulator fills it in with its in-memory cluster) and
-    ``node_classes`` (the NodeClass kinds accepted; default all of :data:`SUPPORTED_NODE_CLASSES`).
+    Options (:class:`SimulatedOptions`): ``region`` (``us-east-1`` | ``ap-northeast-2``),
+    ``instance_types_file`` (KWOK-format path; overrides the AWS catalog), ``clock`` (callable
+    returning seconds, or an object with ``now()``), and any
+    :class:`~karpy_core.cloudprovider.catalog.aws.AWSCatalogOptions` field (``ami_family``,
+    ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...), ``node_backend`` (see the
+    module docstring), ``kube`` (a KubeClient to read NodeClasses from, for NodeClass drift; the
+    simulator fills it in with its in-memory cluster) and ``node_classes`` (the NodeClass kinds
+    accepted; default all of :data:`SUPPORTED_NODE_CLASSES`).
 
     Raises:
         ConfigurationError: unknown option, unsupported region, bad catalog settings or file.
     """
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - _OPTION_NAMES)
-    if unknown:
-        raise ConfigurationError(
-            f"simulated provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_OPTION_NAMES))}"
-        )
-    catalog_kwargs = {k: opts[k] for k in _CATALOG_OPTION_NAMES if k in opts}
-    try:
-        catalog_options = AWSCatalogOptions(**catalog_kwargs)
-    except TypeError as exc:  # pragma: no cover - guarded by the name check above
-        raise ConfigurationError(f"simulated provider: {exc}") from exc
+    opts = SimulatedOptions.parse(options)
     return SimulatedProvider(
-        region=str(opts.get("region") or DEFAULT_REGION),
-        instance_types_file=opts.get("instance_types_file"),
-        clock=opts.get("clock"),
-        catalog_options=catalog_options,
-        node_backend=opts.get("node_backend"),
-        kube=opts.get("kube"),
-        node_classes=opts.get("node_classes"),
+        region=opts.region or DEFAULT_REGION,
+        instance_types_file=opts.instance_types_file,
+        clock=opts.clock,
+        catalog_options=opts.catalog_options(),
+        node_backend=opts.node_backend,
+        kube=opts.kube,
+        node_classes=opts.node_classes,
     )

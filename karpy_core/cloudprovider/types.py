@@ -15,16 +15,16 @@ Modelled on Karpenter's ``pkg/cloudprovider/types.go`` (``InstanceType.Allocatab
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_ZONE
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, merge, subtract
 
-__all__ = ["Offering", "Overhead", "InstanceType", "cheapest_offering", "order_by_price", "ready_repair_policies"]
+__all__ = ["Offering", "Overhead", "InstanceType", "RepairPolicy", "cheapest_offering", "order_by_price", "ready_repair_policies"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +134,47 @@ def order_by_price(types: Sequence[InstanceType], reqs: Requirements) -> list[In
     return sorted(types, key=key)
 
 
-def ready_repair_policies(toleration_seconds: float) -> list[dict[str, Any]]:
-    """Repair policies (the ``karpy_repair_policies`` shape) for a Node whose ``Ready`` condition
-    is ``False`` or ``Unknown`` for ``toleration_seconds``: Karpenter's AWS provider uses 1800 s,
-    its KWOK provider 600 s."""
-    return [{"conditionType": "Ready", "conditionStatus": status, "tolerationDuration": toleration_seconds}
-            for status in ("False", "Unknown")]
+@dataclass(frozen=True, slots=True)
+class RepairPolicy:
+    """A node-repair policy: a Node whose condition ``condition_type`` has had status
+    ``condition_status`` for at least ``toleration_seconds`` is unhealthy and gets replaced
+    (Karpenter ``cloudprovider.RepairPolicy``).
+
+    Attributes:
+        condition_type: a Node condition type, e.g. ``Ready``.
+        condition_status: ``True``, ``False`` or ``Unknown``.
+        toleration_seconds: seconds the condition is tolerated (``inf``: never repaired).
+    """
+
+    condition_type: str
+    condition_status: str
+    toleration_seconds: float
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, object]) -> RepairPolicy:
+        """Read the Karpenter-style mapping ``{"conditionType", "conditionStatus",
+        "tolerationDuration"}``, the duration in seconds or as a Go duration (``"30m"``;
+        ``"Never"`` tolerates forever).
+
+        Raises:
+            ValueError: ``conditionType`` or ``conditionStatus`` is missing, or the duration is
+                neither a number nor a Go duration.
+        """
+        from karpy_core.apis.durations import duration_seconds
+
+        ctype, status = raw.get("conditionType"), raw.get("conditionStatus")
+        if not isinstance(ctype, str) or not isinstance(status, str):
+            raise ValueError(f"repair policy {dict(raw)!r} needs conditionType and conditionStatus strings")
+        duration = raw.get("tolerationDuration", 0)
+        if isinstance(duration, int | float):
+            seconds = float(duration)
+        else:
+            parsed = duration_seconds(str(duration))
+            seconds = float(parsed) if parsed is not None else math.inf
+        return cls(ctype, status, seconds)
+
+
+def ready_repair_policies(toleration_seconds: float) -> list[RepairPolicy]:
+    """Repair policies for a Node whose ``Ready`` condition is ``False`` or ``Unknown`` for
+    ``toleration_seconds``: Karpenter's AWS provider uses 1800 s, its KWOK provider 600 s."""
+    return [RepairPolicy("Ready", status, toleration_seconds) for status in ("False", "Unknown")]

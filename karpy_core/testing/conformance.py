@@ -31,7 +31,9 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
   with an offering of the instance type it names, and capacity/allocatable set;
 * delete is idempotent: repeated deletes end with ``NodeClaimNotFoundError``, and get then raises
   it too;
-* get of an unknown provider ID raises ``NodeClaimNotFoundError``.
+* get of an unknown provider ID raises ``NodeClaimNotFoundError``;
+* hook results have the hookspecs' types (``NodeClaim``, ``InstanceType``, ``RepairPolicy``,
+  a ``str`` drift reason).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from karpy_core.apis.labels import LABEL_ARCH, LABEL_CAPACITY_TYPE, LABEL_INSTAN
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
 from karpy_core.errors import NodeClaimNotFoundError
 from karpy_core.scheduling.resources import parse_resource_list
 
@@ -180,6 +183,17 @@ class ProviderConformance:
             await provider.delete(launched)
         with pytest.raises(NodeClaimNotFoundError):
             await provider.get(launched.status.provider_id or "")
+
+    async def test_hook_results_are_typed(self, provider: CloudProvider) -> None:
+        assert all(isinstance(p, RepairPolicy) for p in provider.plugin.karpy_repair_policies())  # type: ignore[attr-defined]
+        assert all(isinstance(t, InstanceType) for t in await provider.get_instance_types(self.make_nodepool()))
+        launched = await provider.create(self.make_nodeclaim(self._name()))
+        try:
+            assert isinstance(launched, NodeClaim)
+            assert isinstance(await provider.is_drifted(launched), str)
+            assert all(isinstance(nc, NodeClaim) for nc in await provider.list())
+        finally:
+            await self._delete_until_gone(provider, launched)
 
     async def test_get_unknown_is_not_found(self, provider: CloudProvider) -> None:
         with pytest.raises(NodeClaimNotFoundError):

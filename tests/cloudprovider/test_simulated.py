@@ -95,7 +95,7 @@ async def test_identity_and_static_hooks(cloud: CloudProvider) -> None:
     assert cloud.name == "simulated"
     assert cloud.supported_node_classes() == SUPPORTED_NODE_CLASSES
     assert cloud.supported_node_classes()[0] == ("karpenter.k8s.aws", "EC2NodeClass")
-    assert [(p["conditionType"], p["conditionStatus"], p["tolerationDuration"]) for p in cloud.repair_policies()] == [
+    assert [(p.condition_type, p.condition_status, p.toleration_seconds) for p in cloud.repair_policies()] == [
         ("Ready", "False", 600), ("Ready", "Unknown", 600)]
     assert await cloud.is_drifted(claim("a", [])) == ""
 

@@ -1,7 +1,7 @@
 """Node repair: replace nodes that stay unhealthy (Karpenter ``pkg/controllers/node/health``).
 
-The cloud provider names its repair policies (``repair_policies()``: ``[{conditionType,
-conditionStatus, tolerationDuration}]``, tolerationDuration in seconds or a Go duration). A managed
+The cloud provider names its repair policies (``repair_policies()``: a list of
+:class:`~karpy_core.cloudprovider.types.RepairPolicy`, condition type, status and toleration in seconds). A managed
 Node is **unhealthy** when one of its conditions has a policy's type and status and has had it for
 at least the policy's toleration, counted from the condition's ``lastTransitionTime``.
 
@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock, iso
@@ -56,23 +57,15 @@ def _ts(text: str | None) -> float | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def _toleration(policy: dict[str, Any]) -> float:
-    raw = policy.get("tolerationDuration", 0)
-    if isinstance(raw, int | float):
-        return float(raw)
-    seconds = duration_seconds(str(raw))
-    return float(seconds) if seconds is not None else math.inf
-
-
-def unhealthy_reason(node: dict[str, Any], policies: list[dict[str, Any]], now: float) -> str:
+def unhealthy_reason(node: dict[str, Any], policies: Sequence[RepairPolicy], now: float) -> str:
     """Why ``node`` is unhealthy at ``now`` (epoch seconds) under ``policies``, or ""."""
     conds = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
     for p in policies:
-        c = conds.get(p.get("conditionType"))
-        if c is None or c.get("status") != p.get("conditionStatus"):
+        c = conds.get(p.condition_type)
+        if c is None or c.get("status") != p.condition_status:
             continue
         since = _ts(c.get("lastTransitionTime"))
-        tolerate = _toleration(p)
+        tolerate = p.toleration_seconds
         if since is not None and now - since >= tolerate:
             return (f"condition {c['type']}={c['status']} for {now - since:.0f}s "
                     f"(repair policy tolerates {tolerate:.0f}s)")

@@ -54,8 +54,8 @@ class UnavailableOfferings:
         for k in expired:
             del self._until[k]
         expired_ct = [k for k, t in self._capacity_types.items() if t <= now]
-        for k in expired_ct:
-            del self._capacity_types[k]
+        for ct in expired_ct:
+            del self._capacity_types[ct]
         if expired or expired_ct:
             self.seq += 1
 

@@ -17,8 +17,8 @@ import ipaddress
 from typing import Any
 from urllib.parse import urlparse
 
-import aioboto3
-from botocore.config import Config
+import aioboto3  # type: ignore[import-untyped]
+from botocore.config import Config  # type: ignore[import-untyped]
 
 from karpy_core.errors import ConfigurationError
 from karpy_core.redaction import register_secret
@@ -95,10 +95,10 @@ class AWSClients:
                 kwargs: dict[str, Any] = {"region_name": region, "config": self._config}
                 if self.endpoint_url:
                     kwargs["endpoint_url"] = self.endpoint_url
-                client = await self._stack.enter_async_context(self._session.client(service, **kwargs))
+                new_client = await self._stack.enter_async_context(self._session.client(service, **kwargs))
                 await self._register_credentials()
-                client.meta.events.register("before-sign", self._register_credentials)
-                self._clients[service] = client
+                new_client.meta.events.register("before-sign", self._register_credentials)
+                self._clients[service] = new_client
         return self._clients[service]
 
     async def _register_credentials(self, **_: Any) -> None:

@@ -17,6 +17,7 @@ shared catalog rules (:mod:`karpy_core.cloudprovider.catalog.aws`: capacity, ove
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -267,8 +268,8 @@ class InstanceTypeProvider:
             self._built[key] = base
         return self._apply_unavailable(key, base)
 
-    def _offerings(self, spec: InstanceTypeSpec, zones: list[str]) -> list[Offering]:
-        out: list[Offering] = []
+    def _offerings(self, spec: InstanceTypeSpec, zones: builtins.list[str]) -> builtins.list[Offering]:
+        out: builtins.list[Offering] = []
         classes = set(spec.usage_classes)
         for zone in sorted(zones):
             if CAPACITY_TYPE_ON_DEMAND in classes:
@@ -279,7 +280,7 @@ class InstanceTypeProvider:
                 out.append(Offering(zone, CAPACITY_TYPE_SPOT, sp or 0.0, sp is not None))
         return out
 
-    def _apply_unavailable(self, key: tuple[Any, ...], base: list[InstanceType]) -> list[InstanceType]:
+    def _apply_unavailable(self, key: tuple[Any, ...], base: builtins.list[InstanceType]) -> builtins.list[InstanceType]:
         snap = self.unavailable.snapshot()
         _, triples, cts = snap
         if not triples and not cts:

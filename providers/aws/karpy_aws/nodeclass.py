@@ -316,7 +316,7 @@ class NodeClassResolver:
                          f"karpenter.sh/discovery=<cluster>, or fix the selector (tags inside one term are ANDed, "
                          f"terms are ORed)"), []
         ordered = sorted(found.values(), key=lambda s: (-int(s.get("AvailableIpAddressCount", 0)), s["SubnetId"]))
-        subnets = [Subnet(id=s["SubnetId"], zone=s["AvailabilityZone"], zone_id=s.get("AvailabilityZoneId")) for s in ordered]
+        subnets = [Subnet(id=s["SubnetId"], zone=s["AvailabilityZone"], zoneID=s.get("AvailabilityZoneId")) for s in ordered]
         return _Step("True", "SubnetsReady", ""), subnets
 
     # ------------------------------------------------------------------ security groups

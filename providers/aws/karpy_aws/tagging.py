@@ -15,40 +15,53 @@ failure is logged and retried on the next pass.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from karpy_aws.errors import call
+from karpy_aws.instances import parse_provider_id
 from karpy_aws.launch import TAG_CLUSTER_NAME, TAG_NODECLAIM
 from karpy_core.errors import CloudProviderError, KubeAPIError, NodeClaimNotFoundError
 from karpy_core.state.cluster import is_true
 
 if TYPE_CHECKING:
-    from karpy_aws.plugin import AWSProvider
+    from karpy_aws.apis import EC2NodeClass
+    from karpy_aws.clients import AWSClients
+    from karpy_core.kube.port import KubeClient
 
-__all__ = ["ANNOTATION_TAGGED", "InstanceTagging"]
+__all__ = ["ANNOTATION_TAGGED", "InstanceTagging", "TaggingHost"]
 
 log = logging.getLogger(__name__)
 
 ANNOTATION_TAGGED = "karpenter.k8s.aws/tagged"
 
 
+class TaggingHost(Protocol):
+    """What tagging needs from the AWS provider (:class:`~karpy_aws.plugin.AWSProvider` is one)."""
+
+    @property
+    def kube(self) -> KubeClient | None: ...
+
+    clients: AWSClients
+    cluster_name: str
+
+    async def get_nodeclass(self, name: str) -> EC2NodeClass | None: ...
+
+
 class InstanceTagging:
     """Tags registered NodeClaims' instances (see the module docstring).
 
     Args:
-        provider: the AWS provider (its kube client, EC2 client and cluster name).
+        provider: the AWS provider (its kube client, EC2 client, cluster name and EC2NodeClasses).
     """
 
     name = "aws.nodeclaim.tagging"
 
-    def __init__(self, provider: AWSProvider):
+    def __init__(self, provider: TaggingHost):
         self.provider = provider
 
     async def reconcile(self) -> list[str]:
         """One pass; returns the names of the NodeClaims tagged. AWS and API errors on one claim
         are logged and retried next pass; a failed NodeClaim list raises ``KubeAPIError``."""
-        from karpy_aws.plugin import parse_provider_id
-
         kube = self.provider.kube
         if kube is None:
             return []

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import TAINT_UNREGISTERED
+from karpy_core.cloudprovider.launch import ProviderID
 from karpy_core.errors import ConfigurationError
 from karpy_core.redaction import register_secret
 from karpy_core.utils.clock import iso
@@ -51,6 +52,8 @@ __all__ = [
 PROVIDER_ID_SCHEME = "kakaocloud"
 MAX_USER_DATA = 16 * 1024
 """BCS ``user_data`` limit (base64 text), bytes."""
+_ZONE = re.compile(r"[a-z0-9-]+")
+_INSTANCE_ID = re.compile(r"[A-Za-z0-9-]+")
 _PEM = re.compile(r"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", re.S)
 _KUBELET_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "karpenter.sh/")
 
@@ -58,13 +61,15 @@ _KUBELET_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "karpenter.sh/")
 def provider_id(zone: str, instance_id: str) -> str:
     """``kakaocloud:///<zone>/<instance-id>``: what the kubelet's ``--provider-id`` and the
     NodeClaim's ``status.providerID`` carry."""
-    return f"{PROVIDER_ID_SCHEME}:///{zone}/{instance_id}"
+    return str(ProviderID(PROVIDER_ID_SCHEME, zone, instance_id))
 
 
 def parse_provider_id(pid: str) -> tuple[str, str] | None:
     """``(zone, instance id)`` of a karpy KakaoCloud provider ID, or None when it is not one."""
-    m = re.fullmatch(rf"{PROVIDER_ID_SCHEME}:///([a-z0-9-]+)/([A-Za-z0-9-]+)", pid or "")
-    return (m.group(1), m.group(2)) if m else None
+    parsed = ProviderID.parse(pid, PROVIDER_ID_SCHEME)
+    if parsed is None or not _ZONE.fullmatch(parsed.zone) or not _INSTANCE_ID.fullmatch(parsed.instance_id):
+        return None
+    return parsed.zone, parsed.instance_id
 
 
 # --------------------------------------------------------------------------------------------

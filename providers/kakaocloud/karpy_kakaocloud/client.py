@@ -268,7 +268,7 @@ class KakaoCloudClient:
         if not token:
             raise KakaoCloudAuthError("token response has no X-Subject-Token header", status=r.status_code,
                                       code="NoToken", service="iam")
-        info = {}
+        info: dict[str, Any] = {}
         try:
             info = (r.json() or {}).get("token") or {}
         except ValueError:

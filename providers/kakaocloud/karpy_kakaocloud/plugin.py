@@ -51,40 +51,33 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 import asyncio
 import logging
 import os
-import re
 import time
 from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.apis.labels import CAPACITY_TYPE_ON_DEMAND, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider import hookimpl
-from karpy_core.cloudprovider.types import InstanceType, Offering, ready_repair_policies
+from karpy_core.cloudprovider.launch import LaunchChoice, cheapest_launchable, launch_constraints, stamp_launched
+from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
 from karpy_core.errors import (
     CloudProviderError,
     ConfigurationError,
     CreateError,
-    InsufficientCapacityError,
     KubeAPIError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
-from karpy_core.scheduling.requirements import Requirement, Requirements
-from karpy_core.scheduling.resources import fits, format_resource_list, parse_resource_list
-from karpy_core.utils.quantity import QuantityError
 from karpy_kakaocloud import bootstrap, ownership
 from karpy_kakaocloud.apis import GROUP, MAX_NODEPOOL_NAME
 from karpy_kakaocloud.client import (
     NOT_SENT,
     KakaoCloudAPIError,
-    KakaoCloudAuthError,
     KakaoCloudClient,
-    KakaoCloudInvalidError,
     KakaoCloudNotFoundError,
     KakaoCloudRetryableError,
 )
@@ -98,10 +91,13 @@ from karpy_kakaocloud.credentials import (
     keyring_from_file,
     keyring_from_secret,
 )
+from karpy_kakaocloud.errors import CreatePhase, create_failure
 from karpy_kakaocloud.instancetypes import arch_of, flavor_gpus, instance_types_from_flavors
+from karpy_kakaocloud.launch import LaunchPlan, instance_body, vm_name
 from karpy_kakaocloud.nodeclass import ResolvedNodeClass, resolve, write_status
+from karpy_kakaocloud.options import KakaoCloudOptions
 from karpy_kakaocloud.ownership import NONCE_ANNOTATION, Ownership, Verdict
-from karpy_kakaocloud.pricing import PriceTable, load_price_table
+from karpy_kakaocloud.pricing import PriceTable
 from karpy_kakaocloud.settings import KakaoCloudSettings
 
 if TYPE_CHECKING:
@@ -136,13 +132,6 @@ def _created_at(instance: Mapping[str, Any]) -> float | None:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     return ts.timestamp()
-
-
-def _vm_name(tag: str, nodeclaim: str) -> str:
-    """``karpy-<tag>-<nodeclaim>`` made to fit BCS's name rule (no ``.``, no ``--``)."""
-    base = re.sub(r"[^a-zA-Z0-9-]", "-", nodeclaim)
-    base = re.sub(r"-{2,}", "-", base).strip("-")
-    return f"karpy-{tag}-{base}"[:63].rstrip("-")
 
 
 class KakaoCloudProvider:
@@ -361,18 +350,8 @@ class KakaoCloudProvider:
     def _launched_claim(
         self, nodeclaim: NodeClaim, it: InstanceType, zone: str, instance_id: str, image_id: str | None
     ) -> NodeClaim:
-        launched = nodeclaim.model_copy(deep=True)
-        labels = dict(launched.metadata.labels)
-        labels.update(it.requirements.labels())
-        labels[LABEL_INSTANCE_TYPE] = it.name
-        labels[LABEL_ZONE] = zone
-        labels[LABEL_CAPACITY_TYPE] = "on-demand"
-        launched.metadata.labels = labels
-        launched.status.provider_id = bootstrap.provider_id(zone, instance_id)
-        launched.status.image_id = image_id
-        launched.status.capacity = format_resource_list({k: v for k, v in it.capacity.items() if v})
-        launched.status.allocatable = format_resource_list({k: v for k, v in it.allocatable.items() if v})
-        return launched
+        return stamp_launched(nodeclaim, it, zone=zone, capacity_type=CAPACITY_TYPE_ON_DEMAND,
+                              provider_id=bootstrap.provider_id(zone, instance_id), image_id=image_id)
 
     async def _claim_from_instance(self, instance: dict[str, Any], verdict: Verdict) -> NodeClaim:
         from karpy_core.apis.nodeclaim import NodeClaim
@@ -416,7 +395,7 @@ class KakaoCloudProvider:
         return list(SUPPORTED_NODE_CLASSES)
 
     @hookimpl
-    def karpy_repair_policies(self) -> list[dict[str, Any]]:
+    def karpy_repair_policies(self) -> list[RepairPolicy]:
         """Karpenter's defaults: a Node ``Ready=False`` or ``Unknown`` for 30 minutes is repaired."""
         return ready_repair_policies(1800.0)
 
@@ -448,31 +427,8 @@ class KakaoCloudProvider:
         return await self._instance_types(nc)
 
     # ------------------------------------------------------------------ hooks: create
-    def _choose(self, nodeclaim: NodeClaim, types: list[InstanceType]) -> tuple[InstanceType, Offering]:
-        name = nodeclaim.metadata.name or "<unnamed>"
-        try:
-            reqs = Requirements.of(
-                *(Requirement.new(r.key, r.operator, r.values or (), r.min_values) for r in nodeclaim.spec.requirements)
-            )
-            requests = parse_resource_list(nodeclaim.spec.resources.requests)
-        except (ValueError, QuantityError) as exc:
-            raise CreateError(f"NodeClaim {name}: {exc}", condition_reason="InvalidRequirements") from exc
-        best: tuple[tuple[float, str, str], InstanceType, Offering] | None = None
-        for it in types:
-            if not it.requirements.intersects(reqs) or not fits(requests, it.allocatable):
-                continue
-            o = it.cheapest(reqs)
-            if o is None:
-                continue
-            key = (o.price, it.name, o.zone)
-            if best is None or key < best[0]:
-                best = (key, it, o)
-        if best is None:
-            raise InsufficientCapacityError(
-                f"NodeClaim {name}: no available KakaoCloud flavor satisfies [{reqs.describe()}] and requests "
-                f"{format_resource_list(requests)}"
-            )
-        return best[1], best[2]
+    def _choose(self, nodeclaim: NodeClaim, types: list[InstanceType]) -> LaunchChoice:
+        return cheapest_launchable(types, launch_constraints(nodeclaim), what="KakaoCloud flavor")
 
     async def _find_by_name(self, vm_name: str) -> list[dict[str, Any]]:
         return [i for i in await self.client.list_instances(name=vm_name) if i.get("name") == vm_name and not i.get("is_k8se")]
@@ -592,16 +548,12 @@ class KakaoCloudProvider:
                                   condition_reason="ClusterCAUnavailable") from None
         return bootstrap.ca_cert_hash(pem)
 
-    @hookimpl
-    async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """Launch one VM for ``nodeclaim`` (see the module docstring).
+    async def _admit(self, nodeclaim: NodeClaim) -> ResolvedNodeClass:
+        """The checks before any launch: name lengths, credentials, a Ready KCNodeClass.
 
         Raises:
-            NodeClassNotReadyError: the KCNodeClass is missing or not Ready (``code`` = Ready reason).
-            InsufficientCapacityError: no flavor/offering fits, or the API reports a capacity/quota error.
-            CreateError: reasons ``NodePoolNameTooLong``, ``AuthenticationFailed``, ``InvalidRequest``,
-                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``,
-                ``NonceNotRecorded`` (the launch nonce could not be written on the NodeClaim; nothing POSTed)...
+            CreateError: ``NodePoolNameTooLong``, or an API failure (:func:`create_failure`).
+            NodeClassNotReadyError: not a KCNodeClass, or not Ready (``code`` = Ready reason).
         """
         claim = nodeclaim.metadata.name or ""
         pool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
@@ -610,10 +562,8 @@ class KakaoCloudProvider:
                               condition_reason="NodePoolNameTooLong")
         try:
             await self._ensure()
-        except KakaoCloudAuthError as exc:
-            raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
         except KakaoCloudAPIError as exc:
-            raise CreateError(str(exc), condition_reason="APIUnavailable", code=exc.code) from None
+            raise create_failure(exc) from None
         if not claim or len(claim) > ownership.max_nodeclaim_name(self.keyring.active_key_id):
             raise CreateError(f"NodeClaim {claim!r}: name must be 1..{ownership.max_nodeclaim_name(self.keyring.active_key_id)} characters",
                               condition_reason="NodePoolNameTooLong")
@@ -624,21 +574,16 @@ class KakaoCloudProvider:
         if not nc.ready:
             raise NodeClassNotReadyError(f"KCNodeClass {ref.name} is not Ready: {nc.not_ready_message()}",
                                          code=nc.conditions["Ready"].reason)
-        created = nodeclaim.metadata.creation_timestamp
-        claim_created = created.timestamp() if created is not None else None
-        try:
-            types = await self._instance_types(nc)
-            vm_name = _vm_name(self.cluster_tag, claim)
-            adopted = await self._adopt(vm_name, claim, nodeclaim.metadata.annotations.get(NONCE_ANNOTATION), claim_created)
-        except KakaoCloudAuthError as exc:
-            raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
-        except KakaoCloudAPIError as exc:
-            raise CreateError(str(exc), condition_reason="APIUnavailable", code=exc.code) from None
-        by_name = {it.name: it for it in types}
-        if adopted is not None:
-            inst, signed = adopted
-            return await self._finish(nodeclaim, inst, signed, by_name, created_now=False)
-        it, offering = self._choose(nodeclaim, types)
+        return nc
+
+    async def _plan(self, nodeclaim: NodeClaim, nc: ResolvedNodeClass, choice: LaunchChoice, name: str) -> LaunchPlan:
+        """Gather what the VM body needs: flavor, worker image, subnet, endpoint, CA hash and a
+        fresh bootstrap token (created last, so a failed check leaves no token behind).
+
+        Raises:
+            CreateError: ``NoWorkerImage``, ``NoAPIEndpoint``, ``ClusterCAUnavailable``, ``BootstrapTokenFailed``.
+        """
+        it, offering = choice.instance_type, choice.offering
         flavor = next(f for f in await self._all_flavors() if f.get("name") == it.name)
         image = nc.image_for(arch_of(flavor), gpu=flavor_gpus(flavor) > 0)
         if image is None:
@@ -652,37 +597,45 @@ class KakaoCloudProvider:
         ca_hash = await self._ca_hash()
         try:
             token = await bootstrap.create_bootstrap_token(
-                kube, now=self._clock(), ttl=self.settings.bootstrap_token_ttl, description=f"karpy NodeClaim {claim}"
+                kube, now=self._clock(), ttl=self.settings.bootstrap_token_ttl, description=f"karpy NodeClaim {nodeclaim.metadata.name}"
             )
         except KubeAPIError as exc:
             raise CreateError(f"cannot create a bootstrap token Secret: {exc.status} {exc.reason}",
                               condition_reason="BootstrapTokenFailed") from None
-        user_data = bootstrap.render_user_data(
-            endpoint=f"{endpoint['host']}:{endpoint.get('port') or 6443}",
-            token=token,
-            ca_hash=ca_hash,
-            zone=offering.zone,
-            node_name=claim,
-            labels=nodeclaim.metadata.labels,
-            taints=[t.model_dump(by_alias=True, exclude_none=True) for t in nodeclaim.spec.taints],
-            startup_taints=[t.model_dump(by_alias=True, exclude_none=True) for t in nodeclaim.spec.startup_taints],
-            max_pods=self.max_pods,
-        )
-        body: dict[str, Any] = {
-            "name": vm_name,
-            "count": 1,
-            "image_id": image["id"],
-            "flavor_id": flavor["id"],
-            "availability_zone": offering.zone,
-            "subnets": [{"id": subnet}],
-            "volumes": [{"size": nc.root_volume_gib, "source_type": "image", "is_delete_on_termination": nc.delete_on_termination}],
-            "security_groups": [{"name": n} for _, n in nc.security_groups],
-            "user_data": user_data,
-        }
-        if nc.key_name:
-            body["key_name"] = nc.key_name
-        inst = await self._post_create(nodeclaim, body, vm_name, claim_created)
-        return await self._finish(nodeclaim, inst, False, by_name, created_now=True, image_id=image["id"])
+        return LaunchPlan(vm_name=name, zone=offering.zone, flavor=flavor, image=image, subnet_id=subnet,
+                          endpoint=f"{endpoint['host']}:{endpoint.get('port') or 6443}", token=token, ca_hash=ca_hash,
+                          max_pods=self.max_pods)
+
+    @hookimpl
+    async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Launch one VM for ``nodeclaim`` (see the module docstring): admit, adopt an earlier
+        attempt's VM if there is one, else pick the cheapest offering (core launch kernel), plan,
+        POST once per nonce, sign and wait for ``active``.
+
+        Raises:
+            NodeClassNotReadyError: the KCNodeClass is missing or not Ready (``code`` = Ready reason).
+            InsufficientCapacityError: no flavor/offering fits, or the API reports a capacity/quota error.
+            CreateError: reasons ``NodePoolNameTooLong``, ``AuthenticationFailed``, ``InvalidRequest``,
+                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``,
+                ``NonceNotRecorded`` (the launch nonce could not be written on the NodeClaim; nothing POSTed)...
+        """
+        claim = nodeclaim.metadata.name or ""
+        nc = await self._admit(nodeclaim)
+        created = nodeclaim.metadata.creation_timestamp
+        claim_created = created.timestamp() if created is not None else None
+        try:
+            types = await self._instance_types(nc)
+            name = vm_name(self.cluster_tag, claim)
+            adopted = await self._adopt(name, claim, nodeclaim.metadata.annotations.get(NONCE_ANNOTATION), claim_created)
+        except KakaoCloudAPIError as exc:
+            raise create_failure(exc) from None
+        by_name = {it.name: it for it in types}
+        if adopted is not None:
+            inst, signed = adopted
+            return await self._finish(nodeclaim, inst, signed, by_name, created_now=False)
+        plan = await self._plan(nodeclaim, nc, self._choose(nodeclaim, types), name)
+        inst = await self._post_create(nodeclaim, instance_body(nodeclaim, nc, plan), name, claim_created)
+        return await self._finish(nodeclaim, inst, False, by_name, created_now=True, image_id=plan.image["id"])
 
     async def _post_create(
         self, nodeclaim: NodeClaim, body: dict[str, Any], vm_name: str, claim_created: float | None
@@ -716,14 +669,8 @@ class KakaoCloudProvider:
                     continue
                 log.warning("kakaocloud: create of %s failed (%s %s), looking it up before anything else",
                             vm_name, exc.status, exc.code)
-            except KakaoCloudAuthError as exc:
-                raise CreateError(str(exc), condition_reason="AuthenticationFailed", code=exc.code) from None
-            except KakaoCloudInvalidError as exc:
-                raise CreateError(str(exc), condition_reason="InvalidRequest", code=exc.code) from None
             except KakaoCloudAPIError as exc:
-                if any(w in (exc.code or "").lower() for w in ("capacity", "quota")):
-                    raise InsufficientCapacityError(str(exc), code=exc.code) from None
-                raise CreateError(str(exc), condition_reason="CreateFailed", code=exc.code) from None
+                raise create_failure(exc, CreatePhase.POST) from None
             for look in range(max(1, self.settings.create_lookups)):
                 try:
                     adopted = await self._adopt(vm_name, claim, nonce, claim_created)
@@ -756,7 +703,7 @@ class KakaoCloudProvider:
                 await self._discard(iid)
             raise
         except KakaoCloudAPIError as exc:
-            raise CreateError(str(exc), condition_reason="APIUnavailable", code=exc.code) from None
+            raise create_failure(exc) from None
         flavor_name = (active.get("flavor") or {}).get("name") or ""
         it = types.get(flavor_name)
         zone = str(active.get("availability_zone") or "")
@@ -901,14 +848,6 @@ class KakaoCloudProvider:
 # Factory
 # --------------------------------------------------------------------------------------------
 
-_SETTINGS_FIELDS = frozenset(f.name for f in fields(KakaoCloudSettings))
-_OPTIONS = frozenset({
-    "cluster_name", "kube", "credentials", "keyring", "keyring_file", "namespace", "credentials_secret", "keyring_secret",
-    "settings", "price_table", "price_table_file", "cluster_ca_pem", "cluster_ca_file", "cluster_uid", "max_pods",
-    "sleep", "clock", "transport", "region", "project_id",
-}) | _SETTINGS_FIELDS
-
-
 def create_plugin(options: Mapping[str, Any] | None = None) -> KakaoCloudProvider:
     """Entry-point factory (``karpy.cloudprovider`` group, name ``kakaocloud``).
 
@@ -931,20 +870,11 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> KakaoCloudProvide
     Raises:
         ConfigurationError: unknown option, no cluster name, unreadable price table.
     """
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - _OPTIONS)
-    if unknown:
-        raise ConfigurationError(f"kakaocloud provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_OPTIONS))}")
-    settings = opts.pop("settings", None) or KakaoCloudSettings()
-    for name in _SETTINGS_FIELDS & set(opts):
-        setattr(settings, name, opts.pop(name))
-    price_table = opts.pop("price_table", None)
-    if opts.get("price_table_file"):
-        price_table = load_price_table(opts.pop("price_table_file"))
-    opts.pop("price_table_file", None)
-    opts.pop("region", None)
-    opts.pop("project_id", None)
-    cluster_name = opts.pop("cluster_name", None) or os.environ.get("CLUSTER_NAME", "")
-    return KakaoCloudProvider(cluster_name=cluster_name, settings=settings, price_table=price_table, **opts)
-
-
+    opts = KakaoCloudOptions.parse(options)
+    kwargs: dict[str, Any] = {}
+    for name in ("kube", "credentials", "keyring", "keyring_file", "namespace", "credentials_secret", "keyring_secret",
+                 "cluster_ca_pem", "cluster_ca_file", "cluster_uid", "max_pods", "sleep", "clock", "transport"):
+        if name in opts.model_fields_set and getattr(opts, name) is not None:
+            kwargs[name] = getattr(opts, name)
+    return KakaoCloudProvider(cluster_name=opts.resolved_cluster_name(), settings=opts.resolved_settings(),
+                              price_table=opts.resolved_price_table(), **kwargs)

@@ -1,0 +1,61 @@
+"""The AWS provider's options (``create_plugin(options)``), one pydantic model."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from karpy_core.cloudprovider.options import ProviderOptions
+from karpy_core.errors import ConfigurationError
+
+__all__ = ["AWSOptions"]
+
+
+class AWSOptions(ProviderOptions):
+    """Options of the ``aws`` provider.
+
+    Attributes:
+        region: AWS region (required).
+        cluster_name: EKS cluster name (required).
+        cluster_endpoint: API server URL for user data (default ``https://<cluster_name>.invalid``).
+        endpoint_url: a loopback emulator's URL (moto); never a real endpoint.
+        interruption_queue: SQS queue name for interruption events.
+        vm_memory_overhead_percent: fraction of memory the hypervisor keeps (0.075).
+        kube: the KubeClient to read EC2NodeClasses and write Events.
+        nodeclasses: ``{name: EC2NodeClass or its dict}`` when there is no kube client.
+        clock: a callable returning seconds, or an object with ``now()``.
+        session: an ``aioboto3.Session`` (default: the botocore credential chain).
+        kubernetes_version: for AMI aliases (``"1.33"``).
+        cluster_cidr / ca_bundle: bootstrap settings.
+        instance_type_data: a shared :class:`~karpy_aws.instancetypes.InstanceTypeData`.
+        dry_run: validate launches with RunInstances DryRun (True).
+        security_group_drift: report ``SecurityGroupDrift`` (True).
+        use_pricing_api: read on-demand prices from the Pricing API (True).
+    """
+
+    provider: ClassVar[str] = "aws"
+
+    region: str = ""
+    cluster_name: str = ""
+    cluster_endpoint: str | None = None
+    endpoint_url: str | None = None
+    interruption_queue: str | None = None
+    vm_memory_overhead_percent: float = 0.075
+    kube: Any = None
+    nodeclasses: Any = None
+    clock: Any = None
+    session: Any = None
+    kubernetes_version: str = "1.33"
+    cluster_cidr: str = "10.100.0.0/16"
+    ca_bundle: str = ""
+    instance_type_data: Any = None
+    dry_run: bool = True
+    security_group_drift: bool = True
+    use_pricing_api: bool = True
+
+    def check_required(self) -> None:
+        """Raises:
+            ConfigurationError: ``region`` or ``cluster_name`` is empty.
+        """
+        for required in ("region", "cluster_name"):
+            if not getattr(self, required):
+                raise ConfigurationError(f"aws provider: option {required!r} is required")
