@@ -17,7 +17,6 @@ These stand in for the parts of a real cluster karpy does not own:
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
@@ -27,6 +26,7 @@ from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.scheduling.taints import Toleration, parse_taints, untolerated
 from karpy_core.state.cluster import condition, daemonset_pod_infos
 from karpy_core.utils.clock import Clock
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["KubeletSimulator", "KubeSchedulerSimulator", "DAEMONSET_TOLERATIONS"]
 
@@ -43,7 +43,7 @@ DAEMONSET_TOLERATIONS = (
 
 
 def _ts(text: str | None) -> float:
-    return datetime.fromisoformat((text or "1970-01-01T00:00:00Z").replace("Z", "+00:00")).timestamp()
+    return parse_rfc3339(text) or 0.0
 
 
 class KubeletSimulator:

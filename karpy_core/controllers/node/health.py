@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
@@ -30,6 +29,7 @@ from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["NodeRepair", "RepairEvent", "UNHEALTHY_THRESHOLD_PERCENT", "unhealthy_reason"]
 
@@ -50,12 +50,6 @@ class RepairEvent:
     reason: str = ""
 
 
-def _ts(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def _toleration(policy: dict[str, Any]) -> float:
     raw = policy.get("tolerationDuration", 0)
     if isinstance(raw, int | float):
@@ -71,7 +65,7 @@ def unhealthy_reason(node: dict[str, Any], policies: list[dict[str, Any]], now: 
         c = conds.get(p.get("conditionType"))
         if c is None or c.get("status") != p.get("conditionStatus"):
             continue
-        since = _ts(c.get("lastTransitionTime"))
+        since = parse_rfc3339(c.get("lastTransitionTime"))
         tolerate = _toleration(p)
         if since is not None and now - since >= tolerate:
             return (f"condition {c['type']}={c['status']} for {now - since:.0f}s "

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.labels import (
@@ -46,6 +45,7 @@ from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.cluster import condition, is_true
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["NodeClaimLifecycle", "LifecycleEvent", "LAUNCH_TTL", "REGISTRATION_TTL"]
 
@@ -73,12 +73,6 @@ class LifecycleEvent:
     node: str = ""
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
-
-
-def _parse_ts(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _set_condition(conds: list[dict[str, Any]], type_: str, status: str, reason: str, message: str, now: str) -> list[dict[str, Any]]:
@@ -132,7 +126,7 @@ class NodeClaimLifecycle:
                 "NodeClaim", name, {"metadata": {"finalizers": [*(nc["metadata"].get("finalizers") or []), FINALIZER_TERMINATION]}}
             )
         now = self.clock.now()
-        created = _parse_ts(nc["metadata"].get("creationTimestamp")) or now
+        created = parse_rfc3339(nc["metadata"].get("creationTimestamp")) or now
         if not is_true(nc, "Launched"):
             if now - created > LAUNCH_TTL and condition(nc, "Launched") is not None:
                 await self.kube.delete("NodeClaim", name)
@@ -143,7 +137,7 @@ class NodeClaimLifecycle:
         node = nodes_by_pid.get(pid)
         if not is_true(nc, "Registered"):
             if node is None:
-                launched_at = _parse_ts((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
+                launched_at = parse_rfc3339((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
                 if now - launched_at > REGISTRATION_TTL:
                     await self.kube.delete("NodeClaim", name)
                     return [LifecycleEvent("liveness-delete", name, reason="not registered within 15m",
