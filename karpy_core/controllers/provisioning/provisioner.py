@@ -12,6 +12,7 @@ kube-scheduler binds the pods.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.kube.port import KubeClient
-from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import format_resource_list
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler, SchedulingResults
 from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool
@@ -36,8 +37,8 @@ from karpy_core.state.cluster import (
     collect_snapshot,
     daemonset_pod_infos,
     existing_nodes,
-    is_true,
     nodepool_usage,
+    ready_nodepools,
 )
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, RealClock
@@ -60,15 +61,6 @@ class ProvisioningResult:
     """The pending pods of this pass, by ``namespace/name``."""
 
 
-def _nodepool_ready(nodepool: dict[str, Any]) -> bool:
-    # Without a status (simulator, freshly applied) a NodePool counts as Ready, as it would be
-    # once its NodeClass resolves; an explicit Ready=False excludes it.
-    conds = (nodepool.get("status") or {}).get("conditions")
-    if not conds:
-        return True
-    return is_true(nodepool, "Ready")
-
-
 async def build_scheduler(
     snapshot: ClusterSnapshot,
     provider: CloudProvider,
@@ -77,27 +69,25 @@ async def build_scheduler(
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
-    """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (weight order) with their
-    instance types, existing nodes and in-flight NodeClaims, DaemonSets, and NodePool usage."""
-    from karpy_core.apis.nodepool import NodePool  # local: keeps this module light to import
+    """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (:func:`ready_nodepools`, weight
+    order) with their instance types, existing nodes and in-flight NodeClaims, DaemonSets, and
+    NodePool usage. ``instance_types`` (NodePool name -> types), when given, is used and filled in.
 
+    Raises:
+        CloudProviderError: the provider failed to list instance types.
+        ValueError: a NodePool, node or pod in the snapshot cannot be parsed.
+    """
     templates: list[NodePoolTemplate] = []
-    unready: dict[str, str] = {}
-    for np_obj in snapshot.nodepools:
-        if np_obj["metadata"].get("deletionTimestamp"):
-            continue
-        if not _nodepool_ready(np_obj):
-            cond = next((c for c in (np_obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
-            unready[np_obj["metadata"]["name"]] = cond.get("message") or cond.get("reason") or "Ready is not True"
-            continue
-        name = np_obj["metadata"]["name"]
+    ready, unready = ready_nodepools(snapshot)
+    for pool in ready:
+        name = pool.name
         if instance_types is not None and name in instance_types:
             types = instance_types[name]
         else:
-            types = await provider.get_instance_types(NodePool.model_validate(np_obj))
+            types = await provider.get_instance_types(pool.model)
             if instance_types is not None:
                 instance_types[name] = types
-        templates.append(template_from_nodepool(np_obj, types))
+        templates.append(template_from_nodepool(pool.raw, types))
     startup = {t.name: t.startup_taints for t in templates}
     scheduler = Scheduler(
         templates,
@@ -179,20 +169,22 @@ class Provisioner:
     async def reconcile(self) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
         snapshot = await collect_snapshot(self.kube)
-        pending_dicts = snapshot.pending_pods()
-        result = ProvisioningResult(pending=len(pending_dicts))
-        if not pending_dicts:
+        pending = snapshot.pending_pod_views()
+        result = ProvisioningResult(pending=len(pending))
+        if not pending:
             self.last = result
             return result
         pods: list[PodInfo] = []
         bad: dict[str, str] = {}
-        for p in pending_dicts:
+        for p in pending:
             try:
-                info = pod_info(p)
-                terms, why = volume_terms(p, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes)
+                info = p.info
+                terms, why = volume_terms(p.raw, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes)
+                if terms or why:  # the view's PodInfo is shared: narrow a copy
+                    info = copy.copy(info)
                 pods.append(apply_volume_requirements(info, terms, why))
             except (QuantityError, ValueError) as exc:
-                bad[f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"] = f"invalid pod: {exc}"
+                bad[p.key] = f"invalid pod: {exc}"
         scheduler, _ = await build_scheduler(
             snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy
         )
