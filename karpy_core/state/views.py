@@ -602,6 +602,18 @@ class ViewCache:
             found = self._views[key] = build_view(kind, obj)
         return found
 
+    def nodeclaim(self, obj: Raw) -> NodeClaimView:
+        """:meth:`view` of a NodeClaim dict."""
+        view = self.view("NodeClaim", obj)
+        assert isinstance(view, NodeClaimView)
+        return view
+
+    def nodepool(self, obj: Raw) -> NodePoolView:
+        """:meth:`view` of a NodePool dict."""
+        view = self.view("NodePool", obj)
+        assert isinstance(view, NodePoolView)
+        return view
+
     def sweep(self) -> None:
         """Forget the views not asked for since the last sweep."""
         self._views = {k: v for k, v in self._views.items() if k in self._used}

@@ -44,6 +44,7 @@ from karpy_core.errors import (
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.cluster import condition, is_true
+from karpy_core.state.views import ViewCache
 from karpy_core.utils.clock import Clock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
 
@@ -99,6 +100,9 @@ class NodeClaimLifecycle:
         self.kube = kube
         self.provider = provider
         self.clock = clock
+        self._views = ViewCache()
+        """NodeClaim views by version: the pydantic NodeClaim handed to the provider is validated
+        once per version, however many passes retry a launch or a termination."""
 
     async def reconcile(self) -> list[LifecycleEvent]:
         """One pass over every NodeClaim; returns what happened."""
@@ -115,6 +119,7 @@ class NodeClaimLifecycle:
                 log.warning("NodeClaim %s: %s: %s", nc["metadata"]["name"], type(exc).__name__, exc)
         if failures:
             events.append(LifecycleEvent("reconcile-failed", "", reason=f"{failures} NodeClaim(s) failed; retrying"))
+        self._views.sweep()
         return events
 
     async def reconcile_one(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
@@ -150,12 +155,10 @@ class NodeClaimLifecycle:
 
     # ---- phases -----------------------------------------------------------------------------
     async def _launch(self, nc: dict[str, Any]) -> list[LifecycleEvent]:
-        from karpy_core.apis.nodeclaim import NodeClaim
-
         name = nc["metadata"]["name"]
         now = iso(self.clock.now())
         try:
-            launched = await self.provider.create(NodeClaim.model_validate(nc))
+            launched = await self.provider.create(self._views.nodeclaim(nc).model)
         except (InsufficientCapacityError, NodeClassNotReadyError) as exc:
             await self.kube.delete("NodeClaim", name)
             return [LifecycleEvent("launch-failed", name, reason=type(exc).__name__, details={"message": str(exc)})]
@@ -243,8 +246,6 @@ class NodeClaimLifecycle:
         return [LifecycleEvent("initialize", name, node=node_name)]
 
     async def _finalize(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
-        from karpy_core.apis.nodeclaim import NodeClaim
-
         name = nc["metadata"]["name"]
         if FINALIZER_TERMINATION not in (nc["metadata"].get("finalizers") or []):
             return []
@@ -258,7 +259,7 @@ class NodeClaimLifecycle:
             return events  # wait for the Node's own termination to finish
         if pid:
             try:
-                await self.provider.delete(NodeClaim.model_validate(nc))
+                await self.provider.delete(self._views.nodeclaim(nc).model)
                 return events  # retried until the provider says the instance is gone
             except NodeClaimNotFoundError:
                 events.append(LifecycleEvent("terminate", name, reason="instance terminated",
