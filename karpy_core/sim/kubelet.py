@@ -117,8 +117,8 @@ class KubeletSimulator:
                 continue
             if now < _ts(n["metadata"].get("creationTimestamp")) + self.startup_taint_seconds:
                 continue
-            nc = self._claim_for(n)
-            startup = {(t.get("key"), t.get("effect")) for t in ((nc or {}).get("spec") or {}).get("startupTaints") or []}
+            claim = self._claim_for(n)
+            startup = {(t.get("key"), t.get("effect")) for t in ((claim or {}).get("spec") or {}).get("startupTaints") or []}
             taints = [t for t in (n.get("spec") or {}).get("taints") or [] if (t.get("key"), t.get("effect")) not in startup]
             self.cluster.patch_sync(
                 "Node", n["metadata"]["name"],

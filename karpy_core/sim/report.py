@@ -144,9 +144,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
     reason it is pending."""
     types: dict[str, InstanceType] = {}
-    for pool in sim.cluster.views("NodePool") or ():
-        assert isinstance(pool, NodePoolView)
-        for it in await sim.provider.get_instance_types(pool.model):
+    for np_view in sim.cluster.views("NodePool") or ():
+        assert isinstance(np_view, NodePoolView)
+        for it in await sim.provider.get_instance_types(np_view.model):
             types.setdefault(it.name, it)
     pods = sim.cluster.objects("Pod")
     nodes: list[NodeReport] = []

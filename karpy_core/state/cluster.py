@@ -410,7 +410,7 @@ def existing_nodes(snapshot: ClusterSnapshot, startup_taints: Mapping[str, Seque
             continue
         labels = dict(nc.labels)
         for r in nc.requirements:
-            values = r.get("values") or ()
+            values: Sequence[Any] = r.get("values") or ()
             if r.get("operator") == "In" and len(values) == 1:
                 labels.setdefault(r["key"], values[0])
         labels.setdefault(LABEL_HOSTNAME, nc.name)

@@ -108,7 +108,7 @@ class NodeClaimLifecycle:
         """One pass over every NodeClaim; returns what happened."""
         events: list[LifecycleEvent] = []
         nodes = await self.kube.list("Node")
-        by_pid = {(n.get("spec") or {}).get("providerID"): n for n in nodes if (n.get("spec") or {}).get("providerID")}
+        by_pid = {str(n["spec"]["providerID"]): n for n in nodes if (n.get("spec") or {}).get("providerID")}
         failures = 0
         for nc in await self.kube.list("NodeClaim"):
             try:
@@ -138,7 +138,7 @@ class NodeClaimLifecycle:
                 return [LifecycleEvent("liveness-delete", name, reason="not launched within 5m",
                                        details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
             return await self._launch(nc)
-        pid = (nc.get("status") or {}).get("providerID")
+        pid = str((nc.get("status") or {}).get("providerID") or "")
         node = nodes_by_pid.get(pid)
         if not is_true(nc, "Registered"):
             if node is None:
