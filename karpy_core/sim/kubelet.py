@@ -22,7 +22,7 @@ from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.scheduling.taints import Toleration, parse_taints, untolerated
+from karpy_core.scheduling.taints import Toleration, untolerated
 from karpy_core.state.cluster import condition, daemonset_pod_infos
 from karpy_core.state.views import NodeView, PodView
 from karpy_core.utils.clock import Clock
@@ -140,21 +140,21 @@ class KubeletSimulator:
         if not daemonsets:
             return 0
         infos = daemonset_pod_infos(daemonsets)
-        pods = self.cluster.objects("Pod")
         have = {
-            ((p["spec"] or {}).get("nodeName"), ref.get("name"))
-            for p in pods
-            for ref in p["metadata"].get("ownerReferences") or ()
+            (p.node_name or None, ref.get("name"))
+            for p in self.cluster.views("Pod") or ()
+            if isinstance(p, PodView)
+            for ref in p.raw["metadata"].get("ownerReferences") or ()
             if ref.get("kind") == "DaemonSet"
         }
         changes = 0
-        for node in self.cluster.objects("Node"):
-            if node["metadata"].get("deletionTimestamp"):
+        for node in self.cluster.views("Node") or ():
+            if not isinstance(node, NodeView) or node.deleting:
                 continue
-            node_name = node["metadata"]["name"]
-            labels = node["metadata"].get("labels") or {}
-            taints = tuple(t for t in parse_taints((node.get("spec") or {}).get("taints")) if t.key != TAINT_UNREGISTERED)
-            if any(t.key == TAINT_UNREGISTERED for t in parse_taints((node.get("spec") or {}).get("taints"))):
+            node_name = node.name
+            labels = node.labels
+            taints = node.taints
+            if any(t.key == TAINT_UNREGISTERED for t in taints):
                 continue
             for ds, info in zip(daemonsets, infos, strict=True):
                 if (node_name, ds["metadata"]["name"]) in have:
