@@ -484,6 +484,7 @@ class NodePoolView:
     budgets: tuple[Budget, ...] = (DEFAULT_BUDGET,)
     conditions: tuple[Condition, ...] = ()
     _model: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _hash: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, nodepool: Raw) -> NodePoolView:
@@ -543,6 +544,14 @@ class NodePoolView:
         from karpy_core.apis.nodepool import NodePool
 
         return _memo(self, "_model", lambda: NodePool.model_validate(self.raw))
+
+    @property
+    def hash(self) -> str:
+        """The drift hash of the NodePool's template (:func:`karpy_core.apis.hashing.nodepool_hash`),
+        computed once per version."""
+        from karpy_core.apis.hashing import nodepool_hash
+
+        return _memo(self, "_hash", lambda: nodepool_hash(self.raw))
 
 
 # ---- building and caching ------------------------------------------------------------------

@@ -146,7 +146,6 @@ class NodeClaimDrift:
         """
         now = self.clock.now()
         pools = {p["metadata"]["name"]: p for p in await self.kube.list("NodePool")}
-        hashes: dict[str, str] = {}
         nodes = {(n.get("spec") or {}).get("providerID"): n for n in await self.kube.list("Node")
                  if (n.get("spec") or {}).get("providerID")}
         memo: dict[tuple[str, str], str | None] = {}
@@ -160,10 +159,8 @@ class NodeClaimDrift:
             pool = pools.get((nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, ""))
             reason, message = "", ""
             if pool is not None:
-                pool_name = pool["metadata"]["name"]
-                if pool_name not in hashes:
-                    hashes[pool_name] = nodepool_hash(pool)
-                reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, hashes[pool_name])
+                pool_hash = self._views.nodepool(pool).hash  # once per NodePool version
+                reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, pool_hash)
             if not reason:
                 reason = await self._provider_reason(nc, now, memo)
                 message = f"the cloud provider reports {reason}" if reason else ""

@@ -41,6 +41,7 @@ from karpy_core.state.cluster import (
     ready_nodepools,
 )
 from karpy_core.state.nominations import Nominations
+from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
@@ -102,9 +103,15 @@ async def build_scheduler(
     return scheduler, templates
 
 
-def nodeclaim_from_plan(plan: PlannedNodeClaim) -> dict[str, Any]:
-    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created)."""
-    np_obj = plan.template.raw
+def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> dict[str, Any]:
+    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created).
+
+    Args:
+        plan: the planned node.
+        nodepool: the view of the plan's NodePool (its template, hash and uid are copied onto the
+            claim); without it, the NodePool dict the plan's template was built from.
+    """
+    np_obj = nodepool.raw if nodepool is not None else plan.template.raw
     meta = np_obj.get("metadata") or {}
     tmpl = (np_obj.get("spec") or {}).get("template") or {}
     tmeta = tmpl.get("metadata") or {}
@@ -112,7 +119,7 @@ def nodeclaim_from_plan(plan: PlannedNodeClaim) -> dict[str, Any]:
     labels = dict(tmeta.get("labels") or {})
     labels[LABEL_NODEPOOL] = plan.nodepool
     annotations = dict(tmeta.get("annotations") or {})
-    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool_hash(np_obj)
+    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool.hash if nodepool is not None else nodepool_hash(np_obj)
     annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
     if plan.min_values_relaxed:
         annotations[ANNOTATION_MIN_VALUES_RELAXED] = "true"
@@ -195,7 +202,7 @@ class Provisioner:
         result.pods = {p.key: p for p in pods}
         self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
         for plan in results.new_claims:
-            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan))
+            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
             result.created.append(created)
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
         self.last = result
