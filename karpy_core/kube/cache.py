@@ -5,6 +5,8 @@ watches, ``list``/``get`` are answered from the cache (kept current by one watch
 writes go to the API server and their results are written into the cache at once, so a
 controller reads its own writes. Listeners registered with :meth:`CachedKubeClient.on_change` are
 called for every change, which is how controllers learn there is work (watch -> state -> decide).
+Every event of a kind that has a view (:data:`karpy_core.state.views.VIEW_KINDS`) also builds that
+object's view once; :meth:`CachedKubeClient.views` serves them to the snapshot.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 
 __all__ = ["CachedKubeClient"]
 
@@ -47,6 +50,7 @@ class CachedKubeClient:
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._missing: set[str] = set()
+        self._views: dict[str, dict[tuple[str, str], ObjectView]] = {k: {} for k in self.kinds if k in VIEW_KINDS}
 
     def on_change(self, listener: Listener) -> None:
         """Call ``listener(kind, event)`` for every cached change (from watches and own writes)."""
@@ -109,18 +113,34 @@ class CachedKubeClient:
     def _apply(self, kind: str, ev: WatchEvent) -> None:
         key = _key(ev.object, kind)
         store = self._store[kind]
+        views = self._views.get(kind)
         if ev.type == "DELETED":
             store.pop(key, None)
+            if views is not None:
+                views.pop(key, None)
         else:
             old = store.get(key)
             if old is not None and _rv(old) > _rv(ev.object) > 0:
                 return  # an older event than what an own write already stored
             store[key] = ev.object
+            if views is not None:
+                views[key] = build_view(kind, store[key])
         for listener in self._listeners:
             try:
                 listener(kind, ev)
             except Exception:
                 log.exception("listener failed for %s event", kind)
+
+    def views(self, kind: str) -> list[ObjectView] | None:
+        """Every cached ``kind`` object as its view (built once per watch event), sorted by
+        namespace and name; None when ``kind`` has no view or is not cached. The views and their
+        ``raw`` dicts are shared with the cache: read them, never modify them."""
+        if kind in self._missing:
+            return []
+        views = self._views.get(kind)
+        if views is None:
+            return None
+        return [views[key] for key in sorted(views)]
 
     # ---- KubeClient -------------------------------------------------------------------------
     async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:

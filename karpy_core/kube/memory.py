@@ -23,6 +23,7 @@ from typing import Any
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.admission import admit_pod
 from karpy_core.kube.port import KINDS, WatchEvent
+from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
 
@@ -61,6 +62,7 @@ class InMemoryCluster:
         self._pdb_dirty = True
         self._pdb_recheck: float | None = None
         self._pdb_syncing = False
+        self._views: dict[str, dict[tuple[str, str], ObjectView]] = {}
 
     @property
     def revision(self) -> int:
@@ -126,6 +128,24 @@ class InMemoryCluster:
             self.sync_disruption_budgets()
         store = self._store[kind]
         return [copy.deepcopy(store[k]) for k in sorted(store)]
+
+    def views(self, kind: str) -> list[ObjectView] | None:
+        """Every ``kind`` object as its view, sorted by namespace then name; None for a kind
+        without views. A view is built once per object version (from a private copy) and reused
+        until the object changes: read views and their ``raw`` dicts, never modify them."""
+        if kind not in VIEW_KINDS:
+            return None
+        old = self._views.get(kind, {})
+        store = self._store[kind]
+        fresh: dict[tuple[str, str], ObjectView] = {}
+        for key in sorted(store):
+            obj = store[key]
+            view = old.get(key)
+            if view is None or view.resource_version != str(obj["metadata"].get("resourceVersion") or ""):
+                view = build_view(kind, copy.deepcopy(obj))
+            fresh[key] = view
+        self._views[kind] = fresh
+        return list(fresh.values())
 
     def peek(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """Synchronous read of one object (a copy), or None."""

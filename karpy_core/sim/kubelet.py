@@ -17,16 +17,16 @@ These stand in for the parts of a real cluster karpy does not own:
 
 from __future__ import annotations
 
-from datetime import datetime
+import copy
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.scheduling.pod import pod_info
-from karpy_core.scheduling.resources import parse_resource_list
-from karpy_core.scheduling.taints import Toleration, parse_taints, untolerated
+from karpy_core.scheduling.taints import Toleration, untolerated
 from karpy_core.state.cluster import condition, daemonset_pod_infos
+from karpy_core.state.views import NodeView, PodView
 from karpy_core.utils.clock import Clock
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["KubeletSimulator", "KubeSchedulerSimulator", "DAEMONSET_TOLERATIONS"]
 
@@ -43,7 +43,7 @@ DAEMONSET_TOLERATIONS = (
 
 
 def _ts(text: str | None) -> float:
-    return datetime.fromisoformat((text or "1970-01-01T00:00:00Z").replace("Z", "+00:00")).timestamp()
+    return parse_rfc3339(text) or 0.0
 
 
 class KubeletSimulator:
@@ -140,21 +140,21 @@ class KubeletSimulator:
         if not daemonsets:
             return 0
         infos = daemonset_pod_infos(daemonsets)
-        pods = self.cluster.objects("Pod")
         have = {
-            ((p["spec"] or {}).get("nodeName"), ref.get("name"))
-            for p in pods
-            for ref in p["metadata"].get("ownerReferences") or ()
+            (p.node_name or None, ref.get("name"))
+            for p in self.cluster.views("Pod") or ()
+            if isinstance(p, PodView)
+            for ref in p.raw["metadata"].get("ownerReferences") or ()
             if ref.get("kind") == "DaemonSet"
         }
         changes = 0
-        for node in self.cluster.objects("Node"):
-            if node["metadata"].get("deletionTimestamp"):
+        for node in self.cluster.views("Node") or ():
+            if not isinstance(node, NodeView) or node.deleting:
                 continue
-            node_name = node["metadata"]["name"]
-            labels = node["metadata"].get("labels") or {}
-            taints = tuple(t for t in parse_taints((node.get("spec") or {}).get("taints")) if t.key != TAINT_UNREGISTERED)
-            if any(t.key == TAINT_UNREGISTERED for t in parse_taints((node.get("spec") or {}).get("taints"))):
+            node_name = node.name
+            labels = node.labels
+            taints = node.taints
+            if any(t.key == TAINT_UNREGISTERED for t in taints):
                 continue
             for ds, info in zip(daemonsets, infos, strict=True):
                 if (node_name, ds["metadata"]["name"]) in have:
@@ -202,11 +202,10 @@ class KubeSchedulerSimulator:
         from karpy_core.state.cluster import ClusterSnapshot, bound_pod_infos
 
         nodes = [
-            n for n in self.cluster.objects("Node")
-            if not n["metadata"].get("deletionTimestamp") and not (n.get("spec") or {}).get("unschedulable")
-            and any(c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or ())
+            n for n in self.cluster.views("Node") or ()
+            if isinstance(n, NodeView) and not n.deleting and not n.unschedulable and n.ready
         ]
-        pods = self.cluster.objects("Pod")
+        pods = [p for p in self.cluster.views("Pod") or () if isinstance(p, PodView)]
         snapshot = ClusterSnapshot(nodes=nodes, pods=pods)
         bound = bound_pod_infos(snapshot)
         requested: dict[str, dict[str, int]] = {}
@@ -216,21 +215,22 @@ class KubeSchedulerSimulator:
                 acc[r] = acc.get(r, 0) + v
         existing = [
             ExistingNode(
-                name=n["metadata"]["name"],
-                labels=dict(n["metadata"].get("labels") or {}),
-                taints=parse_taints((n.get("spec") or {}).get("taints")),
-                allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
-                requested=requested.get(n["metadata"]["name"], {}),
+                name=n.name,
+                labels=dict(n.labels),
+                taints=n.taints,
+                allocatable=dict(n.allocatable),
+                requested=requested.get(n.name, {}),
                 initialized=True,
             )
             for n in nodes
         ]
-        pending_dicts = [p for p in pods if not (p.get("spec") or {}).get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+        pending = [p for p in pods if not p.node_name and not p.deleting]
         from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 
         pvcs, pvs, scs = (self.cluster.objects(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))
-        infos = [apply_volume_requirements(pod_info(p), *volume_terms(p, pvcs, pvs, scs)) for p in pending_dicts]
-        by_key = {i.key: d for i, d in zip(infos, pending_dicts, strict=True)}
+        # each pod's PodInfo is parsed once per version and shared: narrow a copy by its volumes
+        infos = [apply_volume_requirements(copy.copy(p.info), *volume_terms(p.raw, pvcs, pvs, scs)) for p in pending]
+        by_key = {i.key: p.raw for i, p in zip(infos, pending, strict=True)}
         results = Scheduler([], existing, bound_pods=bound).solve(infos)
         changes = 0
         for key, node_name in sorted(results.existing.items()):

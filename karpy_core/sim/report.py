@@ -35,6 +35,7 @@ from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import pod_info
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
 from karpy_core.sim.simulator import Simulator
+from karpy_core.state.views import NodePoolView
 from karpy_core.utils.quantity import format_quantity
 
 __all__ = ["SimulationReport", "NodeReport", "PodReport", "build_report", "render_text", "write_timeline_png"]
@@ -143,10 +144,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
     reason it is pending."""
     types: dict[str, InstanceType] = {}
-    from karpy_core.apis.nodepool import NodePool
-
-    for np_obj in sim.cluster.objects("NodePool"):
-        for it in await sim.provider.get_instance_types(NodePool.model_validate(np_obj)):
+    for np_view in sim.cluster.views("NodePool") or ():
+        assert isinstance(np_view, NodePoolView)
+        for it in await sim.provider.get_instance_types(np_view.model):
             types.setdefault(it.name, it)
     pods = sim.cluster.objects("Pod")
     nodes: list[NodeReport] = []

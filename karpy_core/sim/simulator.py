@@ -40,6 +40,7 @@ from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
 from karpy_core.state.nominations import Nominations
+from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import VirtualClock
 
 __all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
@@ -214,14 +215,13 @@ class Simulator:
 
     async def _sample_cost(self) -> None:
         """Append ``{t, nodes, cost_per_hour}`` to :attr:`cost_over_time` when it changed."""
-        from karpy_core.apis.nodepool import NodePool
-
-        for np_obj in self.cluster.objects("NodePool"):
-            key = (np_obj["metadata"]["name"], np_obj["metadata"].get("generation"))
+        for pool in self.cluster.views("NodePool") or ():
+            assert isinstance(pool, NodePoolView)
+            key = (pool.name, pool.raw["metadata"].get("generation"))
             if key in self._priced_pools:
                 continue
             self._priced_pools.add(key)
-            for it in await self.provider.get_instance_types(NodePool.model_validate(np_obj)):
+            for it in await self.provider.get_instance_types(pool.model):
                 for o in it.offerings:
                     self._prices.setdefault((it.name, o.zone, o.capacity_type), o.price)
         nodes = 0

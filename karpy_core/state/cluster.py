@@ -1,26 +1,41 @@
-"""Cluster state: a consistent snapshot of the objects decisions are made on, and the
-conversions from Kubernetes dicts into the scheduler's value types.
+"""Cluster state: a consistent, immutable snapshot of the objects decisions are made on, and the
+conversions from it into the scheduler's value types.
 
 A :class:`ClusterSnapshot` is read once per decision (nodes *before* pods, as Karpenter does so a
-pod bound meanwhile is never double counted) and is then only read, never written.
+pod bound meanwhile is never double counted) and is then only read, never written. It holds
+:mod:`views <karpy_core.state.views>` of nodes, NodeClaims, NodePools and pods (parsed once per
+object version by the informer cache or the in-memory cluster) with lookup indices, plus the API
+dicts of the kinds that have no view (DaemonSets, PDBs, volumes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL, TAINT_UNREGISTERED
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.pod import PodInfo, pod_info
-from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
+from karpy_core.scheduling.resources import Resources, add_into
 from karpy_core.scheduling.scheduler import ExistingNode
-from karpy_core.scheduling.taints import parse_taints
+from karpy_core.scheduling.taints import Taint
+from karpy_core.state.views import (
+    NodeClaimView,
+    NodePoolView,
+    NodeView,
+    ObjectView,
+    PodView,
+    ViewCache,
+    build_view,
+    is_provisionable,
+)
 
 __all__ = [
     "ClusterSnapshot",
+    "ViewSource",
     "collect_snapshot",
     "is_provisionable",
     "condition",
@@ -29,75 +44,290 @@ __all__ = [
     "existing_nodes",
     "nodepool_usage",
     "bound_pod_infos",
+    "ready_nodepools",
 ]
 
+log = logging.getLogger(__name__)
 
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    """The status condition of ``type_``, or None."""
+Raw = dict[str, Any]
+_V = TypeVar("_V", NodeView, PodView, NodeClaimView, NodePoolView)
+
+
+def condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
+    """The status condition dict of ``type_`` in an API object dict, or None."""
     for c in (obj.get("status") or {}).get("conditions") or ():
         if c.get("type") == type_:
-            return c
+            return c  # type: ignore[no-any-return]
     return None
 
 
-def is_true(obj: dict[str, Any], type_: str) -> bool:
+def is_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """The status condition ``type_`` of an API object dict is ``"True"``."""
     c = condition(obj, type_)
     return c is not None and c.get("status") == "True"
 
 
-def is_provisionable(pod: dict[str, Any]) -> bool:
-    """Karpenter's rule: ``PodScheduled=False`` with reason ``Unschedulable``, no ``nodeName``, not
-    terminating or finished, not owned by a DaemonSet or a Node (``pkg/utils/pod``)."""
-    meta = pod.get("metadata") or {}
-    if (pod.get("spec") or {}).get("nodeName") or meta.get("deletionTimestamp"):
-        return False
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        return False
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("kind") in ("DaemonSet", "Node"):
-            return False
-    c = condition(pod, "PodScheduled")
-    return c is not None and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+@runtime_checkable
+class ViewSource(Protocol):
+    """A client that keeps views of the objects it serves (the informer cache, the in-memory
+    cluster): ``views(kind)`` is every object of ``kind`` as views sorted by namespace and name,
+    or None when it does not keep ``kind`` (then the snapshot lists and parses it)."""
+
+    def views(self, kind: str) -> Sequence[ObjectView] | None: ...
 
 
-@dataclass
+def _views(items: Iterable[Raw | _V], kind: str, cls: type[_V], cache: ViewCache | None) -> tuple[_V, ...]:
+    out: list[_V] = []
+    for item in items:
+        if isinstance(item, cls):
+            out.append(item)
+        else:
+            view = cache.view(kind, item) if cache is not None else build_view(kind, item)  # type: ignore[arg-type]
+            assert isinstance(view, cls)
+            out.append(view)
+    return tuple(out)
+
+
+def _index(views: Iterable[_V], key: str) -> Mapping[str, _V]:
+    out: dict[str, _V] = {}
+    for v in views:
+        k = getattr(v, key)
+        if k:
+            out.setdefault(k, v)
+    return MappingProxyType(out)
+
+
 class ClusterSnapshot:
-    """Plain lists of API dicts, sorted by name, as read at one moment."""
+    """Views of the cluster's objects, sorted by (namespace and) name, as read at one moment.
 
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    nodeclaims: list[dict[str, Any]] = field(default_factory=list)
-    nodepools: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    daemonsets: list[dict[str, Any]] = field(default_factory=list)
-    pdbs: list[dict[str, Any]] = field(default_factory=list)
-    pvcs: list[dict[str, Any]] = field(default_factory=list)
-    pvs: list[dict[str, Any]] = field(default_factory=list)
-    storage_classes: list[dict[str, Any]] = field(default_factory=list)
+    Immutable: attributes cannot be set, and the views and dicts it holds must only be read.
 
-    def pending_pods(self) -> list[dict[str, Any]]:
-        return [p for p in self.pods if is_provisionable(p)]
+    Args:
+        nodes, nodeclaims, nodepools, pods: API dicts or views (dicts are turned into views,
+            through ``views`` when given so each version is parsed once).
+        daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
+        views: a cache to build views through (optional).
+
+    Attributes:
+        node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order.
+        nodes, nodeclaims, nodepools, pods: the same objects as API dicts (their views' ``raw``),
+            for code that still reads dicts.
+        daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
+    """
+
+    __slots__ = (
+        "_claims_by_name",
+        "_claims_by_pid",
+        "_claims_by_pool",
+        "_nodes_by_name",
+        "_nodes_by_pid",
+        "_pods_by_node",
+        "_pools_by_name",
+        "daemonsets",
+        "node_views",
+        "nodeclaim_views",
+        "nodeclaims",
+        "nodepool_views",
+        "nodepools",
+        "nodes",
+        "pdbs",
+        "pod_views",
+        "pods",
+        "pvcs",
+        "pvs",
+        "storage_classes",
+    )  # fmt: skip
+
+    node_views: tuple[NodeView, ...]
+    nodeclaim_views: tuple[NodeClaimView, ...]
+    nodepool_views: tuple[NodePoolView, ...]
+    pod_views: tuple[PodView, ...]
+    nodes: tuple[Raw, ...]
+    nodeclaims: tuple[Raw, ...]
+    nodepools: tuple[Raw, ...]
+    pods: tuple[Raw, ...]
+    daemonsets: tuple[Raw, ...]
+    pdbs: tuple[Raw, ...]
+    pvcs: tuple[Raw, ...]
+    pvs: tuple[Raw, ...]
+    storage_classes: tuple[Raw, ...]
+    _nodes_by_name: Mapping[str, NodeView]
+    _nodes_by_pid: Mapping[str, NodeView]
+    _claims_by_name: Mapping[str, NodeClaimView]
+    _claims_by_pid: Mapping[str, NodeClaimView]
+    _claims_by_pool: Mapping[str, tuple[NodeClaimView, ...]]
+    _pools_by_name: Mapping[str, NodePoolView]
+    _pods_by_node: Mapping[str, tuple[PodView, ...]]
+
+    def __init__(
+        self,
+        nodes: Iterable[Raw | NodeView] = (),
+        nodeclaims: Iterable[Raw | NodeClaimView] = (),
+        nodepools: Iterable[Raw | NodePoolView] = (),
+        pods: Iterable[Raw | PodView] = (),
+        daemonsets: Iterable[Raw] = (),
+        pdbs: Iterable[Raw] = (),
+        pvcs: Iterable[Raw] = (),
+        pvs: Iterable[Raw] = (),
+        storage_classes: Iterable[Raw] = (),
+        *,
+        views: ViewCache | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        node_views = _views(nodes, "Node", NodeView, views)
+        claim_views = _views(nodeclaims, "NodeClaim", NodeClaimView, views)
+        pool_views = _views(nodepools, "NodePool", NodePoolView, views)
+        pod_views = _views(pods, "Pod", PodView, views)
+        set_(self, "node_views", node_views)
+        set_(self, "nodeclaim_views", claim_views)
+        set_(self, "nodepool_views", pool_views)
+        set_(self, "pod_views", pod_views)
+        set_(self, "nodes", tuple(v.raw for v in node_views))
+        set_(self, "nodeclaims", tuple(v.raw for v in claim_views))
+        set_(self, "nodepools", tuple(v.raw for v in pool_views))
+        set_(self, "pods", tuple(v.raw for v in pod_views))
+        set_(self, "daemonsets", tuple(daemonsets))
+        set_(self, "pdbs", tuple(pdbs))
+        set_(self, "pvcs", tuple(pvcs))
+        set_(self, "pvs", tuple(pvs))
+        set_(self, "storage_classes", tuple(storage_classes))
+        set_(self, "_nodes_by_name", _index(node_views, "name"))
+        set_(self, "_nodes_by_pid", _index(node_views, "provider_id"))
+        set_(self, "_claims_by_name", _index(claim_views, "name"))
+        set_(self, "_claims_by_pid", _index(claim_views, "provider_id"))
+        set_(self, "_pools_by_name", _index(pool_views, "name"))
+        by_pool: dict[str, list[NodeClaimView]] = {}
+        for c in claim_views:
+            if c.nodepool:
+                by_pool.setdefault(c.nodepool, []).append(c)
+        set_(self, "_claims_by_pool", MappingProxyType({k: tuple(v) for k, v in by_pool.items()}))
+        by_node: dict[str, list[PodView]] = {}
+        for p in pod_views:
+            if p.node_name:
+                by_node.setdefault(p.node_name, []).append(p)
+        set_(self, "_pods_by_node", MappingProxyType({k: tuple(v) for k, v in by_node.items()}))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ClusterSnapshot is immutable (cannot set {name})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ClusterSnapshot is immutable (cannot delete {name})")
+
+    def __repr__(self) -> str:
+        return (f"ClusterSnapshot(nodes={len(self.node_views)}, nodeclaims={len(self.nodeclaim_views)}, "
+                f"nodepools={len(self.nodepool_views)}, pods={len(self.pod_views)})")
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def node(self, name: str) -> NodeView | None:
+        """The Node named ``name``, or None."""
+        return self._nodes_by_name.get(name)
+
+    def node_by_provider_id(self, provider_id: str) -> NodeView | None:
+        """The Node with ``spec.providerID == provider_id``, or None."""
+        return self._nodes_by_pid.get(provider_id) if provider_id else None
+
+    def nodeclaim(self, name: str) -> NodeClaimView | None:
+        """The NodeClaim named ``name``, or None."""
+        return self._claims_by_name.get(name)
+
+    def nodeclaim_by_provider_id(self, provider_id: str) -> NodeClaimView | None:
+        """The NodeClaim with ``status.providerID == provider_id``, or None."""
+        return self._claims_by_pid.get(provider_id) if provider_id else None
+
+    def nodeclaims_of(self, nodepool: str) -> tuple[NodeClaimView, ...]:
+        """The NodeClaims labelled with NodePool ``nodepool`` (deleting ones included)."""
+        return self._claims_by_pool.get(nodepool, ())
+
+    def nodepool(self, name: str) -> NodePoolView | None:
+        """The NodePool named ``name``, or None."""
+        return self._pools_by_name.get(name)
+
+    def pods_on(self, node_name: str) -> tuple[PodView, ...]:
+        """The pods whose ``spec.nodeName`` is ``node_name`` (finished and deleting ones included)."""
+        return self._pods_by_node.get(node_name, ())
+
+    def pending_pod_views(self) -> list[PodView]:
+        """The provisionable pods (:func:`~karpy_core.state.views.is_provisionable`)."""
+        return [p for p in self.pod_views if p.provisionable]
+
+    def pending_pods(self) -> list[Raw]:
+        """The provisionable pods as API dicts."""
+        return [p.raw for p in self.pod_views if p.provisionable]
 
 
-async def collect_snapshot(kube: KubeClient) -> ClusterSnapshot:
-    """Read the objects decisions need, nodes and NodeClaims first."""
-    nodes = await kube.list("Node")
-    nodeclaims = await kube.list("NodeClaim")
-    nodepools = await kube.list("NodePool")
-    pods = await kube.list("Pod")
+async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> ClusterSnapshot:
+    """Read the objects decisions need, nodes and NodeClaims first.
+
+    Nodes, NodeClaims, NodePools and pods come as views from ``kube`` when it keeps them (a
+    :class:`ViewSource`: the informer cache, the in-memory cluster); otherwise they are listed
+    and parsed (through ``views`` when given). Volumes that are not permitted or not served are
+    left empty.
+
+    Raises:
+        KubeAPIError: a list failed (other than of the volume kinds).
+    """
+    source = kube if isinstance(kube, ViewSource) else None
+
+    async def read(kind: str) -> Sequence[Raw | ObjectView]:
+        if source is not None:
+            found = source.views(kind)
+            if found is not None:
+                return found
+        return await kube.list(kind)
+
+    nodes = await read("Node")
+    nodeclaims = await read("NodeClaim")
+    nodepools = await read("NodePool")
+    pods = await read("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")
-    volumes: dict[str, list[dict[str, Any]]] = {}
+    volumes: dict[str, list[Raw]] = {}
     for kind in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"):
         try:
             volumes[kind] = await kube.list(kind)
         except KubeAPIError:  # not permitted or not served: no volume topology
             volumes[kind] = []
-    return ClusterSnapshot(nodes, nodeclaims, nodepools, pods, daemonsets, pdbs,
-                           volumes["PersistentVolumeClaim"], volumes["PersistentVolume"], volumes["StorageClass"])
+    return ClusterSnapshot(
+        nodes,  # type: ignore[arg-type]
+        nodeclaims,  # type: ignore[arg-type]
+        nodepools,  # type: ignore[arg-type]
+        pods,  # type: ignore[arg-type]
+        daemonsets,
+        pdbs,
+        volumes["PersistentVolumeClaim"],
+        volumes["PersistentVolume"],
+        volumes["StorageClass"],
+        views=views,
+    )
 
 
-def daemonset_pod_infos(daemonsets: Iterable[dict[str, Any]]) -> list[PodInfo]:
-    """One :class:`PodInfo` per DaemonSet, from its pod template (owner kind ``DaemonSet``)."""
+def ready_nodepools(snapshot: ClusterSnapshot) -> tuple[list[NodePoolView], dict[str, str]]:
+    """Which NodePools may launch nodes: the one place this is decided.
+
+    A NodePool is Ready when its ``Ready`` condition is ``True`` or it has no conditions at all
+    (the simulator, a freshly applied pool: it would be once its NodeClass resolves); an explicit
+    ``Ready`` that is not ``True`` excludes it, and so does a deletion timestamp.
+
+    Returns:
+        (the Ready NodePools in snapshot order, NodePool name -> why it is not Ready for the ones
+        excluded by their condition; deleting pools are in neither).
+    """
+    ready: list[NodePoolView] = []
+    unready: dict[str, str] = {}
+    for pool in snapshot.nodepool_views:
+        if pool.ready:
+            ready.append(pool)
+        elif not pool.deleting:
+            unready[pool.name] = pool.unready_reason
+    return ready, unready
+
+
+def daemonset_pod_infos(daemonsets: Iterable[Mapping[str, Any]]) -> list[PodInfo]:
+    """One :class:`PodInfo` per DaemonSet, from its pod template (owner kind ``DaemonSet``).
+
+    Raises:
+        ValueError: a template cannot be parsed (a malformed quantity or selector).
+    """
     out = []
     for ds in daemonsets:
         meta = ds.get("metadata") or {}
@@ -116,88 +346,85 @@ def daemonset_pod_infos(daemonsets: Iterable[dict[str, Any]]) -> list[PodInfo]:
 
 
 def bound_pod_infos(snapshot: ClusterSnapshot) -> list[PodInfo]:
-    """Pods bound to a node and not finished (for topology counts and host ports)."""
+    """Pods bound to a node, not finished and not deleting (for topology counts and host ports),
+    each parsed once per version; a pod that cannot be parsed is left out with a log."""
     out = []
-    for p in snapshot.pods:
-        if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            if p["metadata"].get("deletionTimestamp"):
-                continue
-            try:
-                out.append(pod_info(p))
-            except ValueError:
-                continue
+    for p in snapshot.pod_views:
+        if p.bound and not p.deleting:
+            info = p.try_info()
+            if info is not None:
+                out.append(info)
     return out
 
 
-def _node_requested(pods: Iterable[dict[str, Any]]) -> dict[str, Resources]:
+def _node_requested(snapshot: ClusterSnapshot) -> dict[str, Resources]:
+    """Node name -> summed requests of the pods bound to it and not finished (deleting ones
+    included: they still hold their resources); a pod that cannot be parsed is left out with a
+    log, as :func:`bound_pod_infos` does."""
     by_node: dict[str, Resources] = {}
-    for p in pods:
-        node = (p.get("spec") or {}).get("nodeName")
-        if not node or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    for p in snapshot.pod_views:
+        if not p.bound:
             continue
-        add_into(by_node.setdefault(node, {}), pod_info(p).requests)
+        info = p.try_info()
+        if info is not None:
+            add_into(by_node.setdefault(p.node_name, {}), info.requests)
     return by_node
 
 
-def existing_nodes(snapshot: ClusterSnapshot, startup_taints: dict[str, tuple[Any, ...]] | None = None) -> list[ExistingNode]:
+def existing_nodes(snapshot: ClusterSnapshot, startup_taints: Mapping[str, Sequence[Taint]] | None = None) -> list[ExistingNode]:
     """Nodes plus in-flight NodeClaims (no Node yet) as :class:`ExistingNode` values.
 
     A NodeClaim not launched yet counts with ``spec.resources.requests`` as its allocatable, so the
     pods it was made for are nominated to it instead of causing a second launch.
     ``startup_taints`` maps NodePool name -> its startup taints (ignored while uninitialized).
+    Resources are in internal units (millicores, bytes, counts).
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a node's or claim's quantity is malformed.
     """
-    requested = _node_requested(snapshot.pods)
+    requested = _node_requested(snapshot)
     startup_taints = startup_taints or {}
     out: list[ExistingNode] = []
-    node_by_pid: dict[str, dict[str, Any]] = {}
-    for n in snapshot.nodes:
-        if n["metadata"].get("deletionTimestamp"):
+    live_pids: set[str] = set()
+    for n in snapshot.node_views:
+        if n.deleting:
             continue
-        pid = (n.get("spec") or {}).get("providerID")
-        if pid:
-            node_by_pid[pid] = n
-        labels = dict(n["metadata"].get("labels") or {})
-        pool = labels.get(LABEL_NODEPOOL)
-        initialized = labels.get("karpenter.sh/initialized") == "true" or pool is None
-        taints = parse_taints((n.get("spec") or {}).get("taints"))
-        if (n.get("spec") or {}).get("unschedulable"):
+        if n.provider_id:
+            live_pids.add(n.provider_id)
+        if n.unschedulable:
             continue
         out.append(
             ExistingNode(
-                name=n["metadata"]["name"],
-                labels=labels,
-                taints=taints,
-                allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
-                requested=requested.get(n["metadata"]["name"], {}),
-                nodepool=pool,
-                initialized=initialized,
-                startup_taints=tuple(startup_taints.get(pool or "", ())),
+                name=n.name,
+                labels=dict(n.labels),
+                taints=n.taints,
+                allocatable=dict(n.allocatable),
+                requested=requested.get(n.name, {}),
+                nodepool=n.nodepool,
+                initialized=n.initialized,
+                startup_taints=tuple(startup_taints.get(n.nodepool or "", ())),
             )
         )
-    for nc in snapshot.nodeclaims:
-        meta = nc["metadata"]
-        status = nc.get("status") or {}
-        if meta.get("deletionTimestamp") or status.get("providerID") in node_by_pid:
+    for nc in snapshot.nodeclaim_views:
+        if nc.deleting or (nc.provider_id and nc.provider_id in live_pids):
             continue
-        spec = nc.get("spec") or {}
-        labels = dict(meta.get("labels") or {})
-        for r in spec.get("requirements") or ():
-            if r.get("operator") == "In" and len(r.get("values") or ()) == 1:
-                labels.setdefault(r["key"], r["values"][0])
-        labels.setdefault(LABEL_HOSTNAME, meta["name"])
-        alloc = status.get("allocatable") or (spec.get("resources") or {}).get("requests") or {}
-        pool = labels.get(LABEL_NODEPOOL)
-        taints = parse_taints(spec.get("taints")) + parse_taints(spec.get("startupTaints"))
+        labels = dict(nc.labels)
+        for r in nc.requirements:
+            values: Sequence[Any] = r.get("values") or ()
+            if r.get("operator") == "In" and len(values) == 1:
+                labels.setdefault(r["key"], values[0])
+        labels.setdefault(LABEL_HOSTNAME, nc.name)
+        taints = nc.taints + nc.startup_taints
         out.append(
             ExistingNode(
-                name=meta["name"],
+                name=nc.name,
                 labels=labels,
                 taints=tuple(t for t in taints if t.key != TAINT_UNREGISTERED),
-                allocatable=parse_resource_list(alloc),
+                allocatable=dict(nc.allocatable),
                 requested={},
-                nodepool=pool,
+                nodepool=labels.get(LABEL_NODEPOOL),
                 initialized=False,
-                startup_taints=parse_taints(spec.get("startupTaints")),
+                startup_taints=nc.startup_taints,
             )
         )
     return out
@@ -210,18 +437,16 @@ def nodepool_usage(snapshot: ClusterSnapshot) -> dict[str, Resources]:
     A deleting NodeClaim (``deletionTimestamp`` set, its node draining) is not counted, as in
     Karpenter: ``pkg/controllers/state/cluster.go`` ``updateNodePoolResources`` gives a
     ``MarkedForDeletion`` node no resources, and the provisioner schedules against
-    ``nodes.Active()`` only, so a NodePool at its limit may launch while a node drains."""
+    ``nodes.Active()`` only, so a NodePool at its limit may launch while a node drains.
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a claim's quantity is malformed.
+    """
     usage: dict[str, Resources] = {}
-    for nc in snapshot.nodeclaims:
-        meta = nc["metadata"]
-        if meta.get("deletionTimestamp"):
+    for nc in snapshot.nodeclaim_views:
+        if nc.deleting or not nc.nodepool:
             continue
-        pool = (meta.get("labels") or {}).get(LABEL_NODEPOOL)
-        if not pool:
-            continue
-        status = nc.get("status") or {}
-        cap = status.get("capacity") or ((nc.get("spec") or {}).get("resources") or {}).get("requests") or {}
-        u = usage.setdefault(pool, {})
-        add_into(u, parse_resource_list(cap))
+        u = usage.setdefault(nc.nodepool, {})
+        add_into(u, nc.capacity)
         u["nodes"] = u.get("nodes", 0) + 1
     return usage

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from karpy_core.utils.selectors import selector_matches
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = [
     "DELETION_TIMEOUT_SECONDS",
@@ -71,9 +72,7 @@ ScaleLookup = Callable[[str, str, str], "dict[str, Any] | None"]
 
 
 def _ts(text: Any) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    return parse_rfc3339(text)
 
 
 def _iso(ts: float) -> str:

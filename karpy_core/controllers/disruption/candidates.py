@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
@@ -32,6 +31,7 @@ from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_dri
 from karpy_core.state.cluster import ClusterSnapshot, condition
 from karpy_core.utils.clock import iso
 from karpy_core.utils.pdb import effective_status, eviction_verdict
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = [
     "Candidate",
@@ -48,13 +48,8 @@ __all__ = [
 ]
 
 
-def parse_ts(text: Any) -> float | None:
-    """RFC 3339 text (or a datetime) -> seconds since the epoch; None when absent."""
-    if not text:
-        return None
-    if isinstance(text, datetime):
-        return text.timestamp()
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+parse_ts = parse_rfc3339
+"""RFC 3339 text (or a datetime) -> seconds since the epoch; None when absent (the shared parser)."""
 
 
 @dataclass

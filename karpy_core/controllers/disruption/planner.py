@@ -60,8 +60,8 @@ from karpy_core.state.cluster import (
     bound_pod_infos,
     daemonset_pod_infos,
     existing_nodes,
-    is_true,
     nodepool_usage,
+    ready_nodepools,
 )
 
 __all__ = [
@@ -138,12 +138,7 @@ class _Context:
     def __init__(self, snapshot: ClusterSnapshot, instance_types: dict[str, list[InstanceType]]):
         self.snapshot = snapshot
         self.templates: list[NodePoolTemplate] = []
-        for np_obj in snapshot.nodepools:
-            if np_obj["metadata"].get("deletionTimestamp"):
-                continue
-            conds = (np_obj.get("status") or {}).get("conditions")
-            if conds and not is_true(np_obj, "Ready"):
-                continue
+        for np_obj in (pool.raw for pool in ready_nodepools(snapshot)[0]):
             self.templates.append(template_from_nodepool(np_obj, instance_types.get(np_obj["metadata"]["name"], [])))
         startup = {t.name: t.startup_taints for t in self.templates}
         self.nodes = existing_nodes(snapshot, startup)

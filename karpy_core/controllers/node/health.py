@@ -22,7 +22,6 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEPOOL
@@ -31,6 +30,7 @@ from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["NodeRepair", "RepairEvent", "UNHEALTHY_THRESHOLD_PERCENT", "unhealthy_reason"]
 
@@ -51,12 +51,6 @@ class RepairEvent:
     reason: str = ""
 
 
-def _ts(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def unhealthy_reason(node: dict[str, Any], policies: Sequence[RepairPolicy], now: float) -> str:
     """Why ``node`` is unhealthy at ``now`` (epoch seconds) under ``policies``, or ""."""
     conds = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
@@ -64,7 +58,7 @@ def unhealthy_reason(node: dict[str, Any], policies: Sequence[RepairPolicy], now
         c = conds.get(p.condition_type)
         if c is None or c.get("status") != p.condition_status:
             continue
-        since = _ts(c.get("lastTransitionTime"))
+        since = parse_rfc3339(c.get("lastTransitionTime"))
         tolerate = p.toleration_seconds
         if since is not None and now - since >= tolerate:
             return (f"condition {c['type']}={c['status']} for {now - since:.0f}s "

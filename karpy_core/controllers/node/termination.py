@@ -42,6 +42,7 @@ from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.utils.clock import Clock, RealClock, iso
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "tolerates_disrupted_taint", "is_stuck_terminating",
            "CRITICAL_PRIORITY_CLASSES"]
@@ -99,7 +100,7 @@ the drain: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsStuckTerminating`` (one
 def is_stuck_terminating(pod: dict[str, Any], now: float) -> bool:
     """True when ``pod`` is being deleted and its ``deletionTimestamp`` lies more than
     :data:`STUCK_TERMINATING_SECONDS` before ``now`` (epoch seconds)."""
-    deleted = _parse_ts(pod["metadata"].get("deletionTimestamp"))
+    deleted = parse_rfc3339(pod["metadata"].get("deletionTimestamp"))
     return deleted is not None and now - deleted > STUCK_TERMINATING_SECONDS
 
 
@@ -112,14 +113,6 @@ def drain_tier(pod: dict[str, Any]) -> int:
 
 def _key(pod: dict[str, Any]) -> str:
     return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
-
-
-def _parse_ts(text: str | None) -> float | None:
-    if not text:
-        return None
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 class NodeTermination:
@@ -244,14 +237,14 @@ class NodeTermination:
             return None
         ann = claim["metadata"].get("annotations") or {}
         if ann.get(ANNOTATION_TERMINATION_TIMESTAMP):
-            return _parse_ts(ann[ANNOTATION_TERMINATION_TIMESTAMP])
+            return parse_rfc3339(ann[ANNOTATION_TERMINATION_TIMESTAMP])
         try:
             tgp = duration_seconds((claim.get("spec") or {}).get("terminationGracePeriod"))
         except ValueError:
             return None
         if tgp is None:
             return None
-        start = _parse_ts(claim["metadata"].get("deletionTimestamp") or node["metadata"].get("deletionTimestamp")) or self.clock.now()
+        start = parse_rfc3339(claim["metadata"].get("deletionTimestamp") or node["metadata"].get("deletionTimestamp")) or self.clock.now()
         deadline = start + tgp
         try:
             await self.kube.patch("NodeClaim", claim["metadata"]["name"],

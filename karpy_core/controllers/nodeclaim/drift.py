@@ -30,6 +30,7 @@ from karpy_core.errors import CloudProviderError, KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.state.cluster import condition, is_true
+from karpy_core.state.views import ViewCache
 from karpy_core.utils.clock import Clock, iso
 
 __all__ = ["NodeClaimDrift", "DriftEvent", "static_drift", "PROVIDER_RECHECK", "REASON_NODEPOOL_DRIFTED",
@@ -105,6 +106,8 @@ class NodeClaimDrift:
         self.clock = clock
         self.recheck_seconds = recheck_seconds
         self._checks: dict[str, _ProviderCheck] = {}
+        self._views = ViewCache()
+        """NodeClaim views by version: the pydantic NodeClaim is validated once per version."""
 
     def next_due(self) -> float | None:
         """Epoch seconds of the next provider re-check, or None when nothing is tracked."""
@@ -121,15 +124,13 @@ class NodeClaimDrift:
         return memo[key]
 
     async def _provider_reason(self, nc: dict[str, Any], now: float, memo: dict[tuple[str, str], str | None]) -> str:
-        from karpy_core.apis.nodeclaim import NodeClaim
-
         name = nc["metadata"]["name"]
         version = await self._nodeclass_version((nc.get("spec") or {}).get("nodeClassRef") or {}, memo)
         last = self._checks.get(name)
         if last is not None and last.nodeclass_version == version and now < last.at + self.recheck_seconds:
             return last.reason
         try:
-            reason = await self.provider.is_drifted(NodeClaim.model_validate(nc))
+            reason = await self.provider.is_drifted(self._views.nodeclaim(nc).model)
         except CloudProviderError as exc:
             log.warning("NodeClaim %s: drift check failed (%s); keeping the last answer", name, exc)
             return last.reason if last is not None else ""
@@ -145,7 +146,6 @@ class NodeClaimDrift:
         """
         now = self.clock.now()
         pools = {p["metadata"]["name"]: p for p in await self.kube.list("NodePool")}
-        hashes: dict[str, str] = {}
         nodes = {(n.get("spec") or {}).get("providerID"): n for n in await self.kube.list("Node")
                  if (n.get("spec") or {}).get("providerID")}
         memo: dict[tuple[str, str], str | None] = {}
@@ -159,10 +159,8 @@ class NodeClaimDrift:
             pool = pools.get((nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, ""))
             reason, message = "", ""
             if pool is not None:
-                pool_name = pool["metadata"]["name"]
-                if pool_name not in hashes:
-                    hashes[pool_name] = nodepool_hash(pool)
-                reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, hashes[pool_name])
+                pool_hash = self._views.nodepool(pool).hash  # once per NodePool version
+                reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, pool_hash)
             if not reason:
                 reason = await self._provider_reason(nc, now, memo)
                 message = f"the cloud provider reports {reason}" if reason else ""
@@ -171,6 +169,7 @@ class NodeClaimDrift:
                 events.append(ev)
         for gone in set(self._checks) - live:
             del self._checks[gone]
+        self._views.sweep()
         return events
 
     async def _write(self, nc: dict[str, Any], reason: str, message: str, now: float) -> DriftEvent | None:

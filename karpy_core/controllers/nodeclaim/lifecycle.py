@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from karpy_core.apis.labels import (
@@ -45,7 +44,9 @@ from karpy_core.errors import (
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.cluster import condition, is_true
+from karpy_core.state.views import ViewCache
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = ["NodeClaimLifecycle", "LifecycleEvent", "LAUNCH_TTL", "REGISTRATION_TTL"]
 
@@ -75,12 +76,6 @@ class LifecycleEvent:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _parse_ts(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def _set_condition(conds: list[dict[str, Any]], type_: str, status: str, reason: str, message: str, now: str) -> list[dict[str, Any]]:
     out = [c for c in conds if c.get("type") != type_]
     prev = next((c for c in conds if c.get("type") == type_), None)
@@ -105,12 +100,15 @@ class NodeClaimLifecycle:
         self.kube = kube
         self.provider = provider
         self.clock = clock
+        self._views = ViewCache()
+        """NodeClaim views by version: the pydantic NodeClaim handed to the provider is validated
+        once per version, however many passes retry a launch or a termination."""
 
     async def reconcile(self) -> list[LifecycleEvent]:
         """One pass over every NodeClaim; returns what happened."""
         events: list[LifecycleEvent] = []
         nodes = await self.kube.list("Node")
-        by_pid = {(n.get("spec") or {}).get("providerID"): n for n in nodes if (n.get("spec") or {}).get("providerID")}
+        by_pid = {str(n["spec"]["providerID"]): n for n in nodes if (n.get("spec") or {}).get("providerID")}
         failures = 0
         for nc in await self.kube.list("NodeClaim"):
             try:
@@ -121,6 +119,7 @@ class NodeClaimLifecycle:
                 log.warning("NodeClaim %s: %s: %s", nc["metadata"]["name"], type(exc).__name__, exc)
         if failures:
             events.append(LifecycleEvent("reconcile-failed", "", reason=f"{failures} NodeClaim(s) failed; retrying"))
+        self._views.sweep()
         return events
 
     async def reconcile_one(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
@@ -132,18 +131,18 @@ class NodeClaimLifecycle:
                 "NodeClaim", name, {"metadata": {"finalizers": [*(nc["metadata"].get("finalizers") or []), FINALIZER_TERMINATION]}}
             )
         now = self.clock.now()
-        created = _parse_ts(nc["metadata"].get("creationTimestamp")) or now
+        created = parse_rfc3339(nc["metadata"].get("creationTimestamp")) or now
         if not is_true(nc, "Launched"):
             if now - created > LAUNCH_TTL and condition(nc, "Launched") is not None:
                 await self.kube.delete("NodeClaim", name)
                 return [LifecycleEvent("liveness-delete", name, reason="not launched within 5m",
                                        details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
             return await self._launch(nc)
-        pid = (nc.get("status") or {}).get("providerID")
+        pid = str((nc.get("status") or {}).get("providerID") or "")
         node = nodes_by_pid.get(pid)
         if not is_true(nc, "Registered"):
             if node is None:
-                launched_at = _parse_ts((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
+                launched_at = parse_rfc3339((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
                 if now - launched_at > REGISTRATION_TTL:
                     await self.kube.delete("NodeClaim", name)
                     return [LifecycleEvent("liveness-delete", name, reason="not registered within 15m",
@@ -156,12 +155,10 @@ class NodeClaimLifecycle:
 
     # ---- phases -----------------------------------------------------------------------------
     async def _launch(self, nc: dict[str, Any]) -> list[LifecycleEvent]:
-        from karpy_core.apis.nodeclaim import NodeClaim
-
         name = nc["metadata"]["name"]
         now = iso(self.clock.now())
         try:
-            launched = await self.provider.create(NodeClaim.model_validate(nc))
+            launched = await self.provider.create(self._views.nodeclaim(nc).model)
         except (InsufficientCapacityError, NodeClassNotReadyError) as exc:
             await self.kube.delete("NodeClaim", name)
             return [LifecycleEvent("launch-failed", name, reason=type(exc).__name__, details={"message": str(exc)})]
@@ -249,8 +246,6 @@ class NodeClaimLifecycle:
         return [LifecycleEvent("initialize", name, node=node_name)]
 
     async def _finalize(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
-        from karpy_core.apis.nodeclaim import NodeClaim
-
         name = nc["metadata"]["name"]
         if FINALIZER_TERMINATION not in (nc["metadata"].get("finalizers") or []):
             return []
@@ -264,7 +259,7 @@ class NodeClaimLifecycle:
             return events  # wait for the Node's own termination to finish
         if pid:
             try:
-                await self.provider.delete(NodeClaim.model_validate(nc))
+                await self.provider.delete(self._views.nodeclaim(nc).model)
                 return events  # retried until the provider says the instance is gone
             except NodeClaimNotFoundError:
                 events.append(LifecycleEvent("terminate", name, reason="instance terminated",

@@ -12,6 +12,7 @@ kube-scheduler binds the pods.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.kube.port import KubeClient
-from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import format_resource_list
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler, SchedulingResults
 from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool
@@ -36,10 +37,11 @@ from karpy_core.state.cluster import (
     collect_snapshot,
     daemonset_pod_infos,
     existing_nodes,
-    is_true,
     nodepool_usage,
+    ready_nodepools,
 )
 from karpy_core.state.nominations import Nominations
+from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
@@ -60,15 +62,6 @@ class ProvisioningResult:
     """The pending pods of this pass, by ``namespace/name``."""
 
 
-def _nodepool_ready(nodepool: dict[str, Any]) -> bool:
-    # Without a status (simulator, freshly applied) a NodePool counts as Ready, as it would be
-    # once its NodeClass resolves; an explicit Ready=False excludes it.
-    conds = (nodepool.get("status") or {}).get("conditions")
-    if not conds:
-        return True
-    return is_true(nodepool, "Ready")
-
-
 async def build_scheduler(
     snapshot: ClusterSnapshot,
     provider: CloudProvider,
@@ -77,27 +70,25 @@ async def build_scheduler(
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
-    """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (weight order) with their
-    instance types, existing nodes and in-flight NodeClaims, DaemonSets, and NodePool usage."""
-    from karpy_core.apis.nodepool import NodePool  # local: keeps this module light to import
+    """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (:func:`ready_nodepools`, weight
+    order) with their instance types, existing nodes and in-flight NodeClaims, DaemonSets, and
+    NodePool usage. ``instance_types`` (NodePool name -> types), when given, is used and filled in.
 
+    Raises:
+        CloudProviderError: the provider failed to list instance types.
+        ValueError: a NodePool, node or pod in the snapshot cannot be parsed.
+    """
     templates: list[NodePoolTemplate] = []
-    unready: dict[str, str] = {}
-    for np_obj in snapshot.nodepools:
-        if np_obj["metadata"].get("deletionTimestamp"):
-            continue
-        if not _nodepool_ready(np_obj):
-            cond = next((c for c in (np_obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), {})
-            unready[np_obj["metadata"]["name"]] = cond.get("message") or cond.get("reason") or "Ready is not True"
-            continue
-        name = np_obj["metadata"]["name"]
+    ready, unready = ready_nodepools(snapshot)
+    for pool in ready:
+        name = pool.name
         if instance_types is not None and name in instance_types:
             types = instance_types[name]
         else:
-            types = await provider.get_instance_types(NodePool.model_validate(np_obj))
+            types = await provider.get_instance_types(pool.model)
             if instance_types is not None:
                 instance_types[name] = types
-        templates.append(template_from_nodepool(np_obj, types))
+        templates.append(template_from_nodepool(pool.raw, types))
     startup = {t.name: t.startup_taints for t in templates}
     scheduler = Scheduler(
         templates,
@@ -112,9 +103,15 @@ async def build_scheduler(
     return scheduler, templates
 
 
-def nodeclaim_from_plan(plan: PlannedNodeClaim) -> dict[str, Any]:
-    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created)."""
-    np_obj = plan.template.raw
+def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> dict[str, Any]:
+    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created).
+
+    Args:
+        plan: the planned node.
+        nodepool: the view of the plan's NodePool (its template, hash and uid are copied onto the
+            claim); without it, the NodePool dict the plan's template was built from.
+    """
+    np_obj = nodepool.raw if nodepool is not None else plan.template.raw
     meta = np_obj.get("metadata") or {}
     tmpl = (np_obj.get("spec") or {}).get("template") or {}
     tmeta = tmpl.get("metadata") or {}
@@ -122,7 +119,7 @@ def nodeclaim_from_plan(plan: PlannedNodeClaim) -> dict[str, Any]:
     labels = dict(tmeta.get("labels") or {})
     labels[LABEL_NODEPOOL] = plan.nodepool
     annotations = dict(tmeta.get("annotations") or {})
-    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool_hash(np_obj)
+    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool.hash if nodepool is not None else nodepool_hash(np_obj)
     annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
     if plan.min_values_relaxed:
         annotations[ANNOTATION_MIN_VALUES_RELAXED] = "true"
@@ -179,20 +176,22 @@ class Provisioner:
     async def reconcile(self) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
         snapshot = await collect_snapshot(self.kube)
-        pending_dicts = snapshot.pending_pods()
-        result = ProvisioningResult(pending=len(pending_dicts))
-        if not pending_dicts:
+        pending = snapshot.pending_pod_views()
+        result = ProvisioningResult(pending=len(pending))
+        if not pending:
             self.last = result
             return result
         pods: list[PodInfo] = []
         bad: dict[str, str] = {}
-        for p in pending_dicts:
+        for p in pending:
             try:
-                info = pod_info(p)
-                terms, why = volume_terms(p, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes)
+                info = p.info
+                terms, why = volume_terms(p.raw, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes)
+                if terms or why:  # the view's PodInfo is shared: narrow a copy
+                    info = copy.copy(info)
                 pods.append(apply_volume_requirements(info, terms, why))
             except (QuantityError, ValueError) as exc:
-                bad[f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"] = f"invalid pod: {exc}"
+                bad[p.key] = f"invalid pod: {exc}"
         scheduler, _ = await build_scheduler(
             snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy
         )
@@ -203,7 +202,7 @@ class Provisioner:
         result.pods = {p.key: p for p in pods}
         self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
         for plan in results.new_claims:
-            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan))
+            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
             result.created.append(created)
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
         self.last = result

@@ -40,7 +40,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any
 
 import httpx
@@ -48,6 +47,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from karpy_core.errors import CloudProviderError
 from karpy_core.redaction import RedactingFilter, register_secret
+from karpy_core.utils.timestamps import try_parse_rfc3339
 from karpy_kakaocloud.credentials import Credentials
 from karpy_kakaocloud.settings import KakaoCloudSettings
 
@@ -154,12 +154,7 @@ def _parse_error(response: httpx.Response, service: str) -> KakaoCloudAPIError:
 
 
 def _parse_expiry(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    return try_parse_rfc3339(text)
 
 
 class KakaoCloudClient:

@@ -1,0 +1,632 @@
+"""Views: Kubernetes objects parsed once per version into frozen, slotted values.
+
+A view is built from one version of an object (its ``metadata.uid`` and ``resourceVersion``) and
+never changes; the deciding code reads its attributes instead of walking ``(x.get("spec") or
+{})`` chains. Views are built once per watch event by the informer cache
+(:meth:`karpy_core.kube.cache.CachedKubeClient.views`) and once per object version by the
+in-memory cluster (:meth:`karpy_core.kube.memory.InMemoryCluster.views`); :class:`ViewCache`
+gives any other source the same reuse, keyed by ``(uid, resourceVersion)``.
+
+Cheap fields (names, labels, taints, conditions, readiness) are parsed when the view is built.
+Parses that can fail on a malformed object (resource quantities, a pod's scheduling constraints,
+the pydantic models handed to the cloud provider) run on first use and are then kept on the view,
+so an error surfaces where the value is needed, as before, and is parsed once per version.
+
+Each view keeps ``raw``, the API dict it was built from, for the code that writes objects back
+(patches, NodeClaims made from a NodePool). ``raw`` is shared by every snapshot holding the view:
+read it, never mutate it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.scheduling.resources import Resources, parse_resource_list
+from karpy_core.scheduling.taints import Taint, parse_taints
+
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodepool import NodePool
+    from karpy_core.scheduling.pod import PodInfo
+
+__all__ = [
+    "VIEW_KINDS",
+    "Budget",
+    "Condition",
+    "NodeClaimView",
+    "NodePoolReadiness",
+    "NodePoolView",
+    "NodeView",
+    "ObjectView",
+    "PodView",
+    "ViewCache",
+    "build_view",
+    "condition_of",
+    "is_provisionable",
+]
+
+log = logging.getLogger(__name__)
+
+Raw = dict[str, Any]
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_UNSET: Any = object()
+"""Marker of a lazily parsed slot not computed yet."""
+
+_T = TypeVar("_T")
+
+
+# ---- building blocks -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One ``status.conditions`` entry (``last_transition_time`` is the RFC 3339 text, "" if unset)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+
+    @property
+    def is_true(self) -> bool:
+        """``status == "True"``."""
+        return self.status == "True"
+
+
+def _conditions(obj: Mapping[str, Any]) -> tuple[Condition, ...]:
+    out = []
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type"):
+            out.append(
+                Condition(
+                    type=str(c["type"]),
+                    status=str(c.get("status") or ""),
+                    reason=str(c.get("reason") or ""),
+                    message=str(c.get("message") or ""),
+                    last_transition_time=str(c.get("lastTransitionTime") or ""),
+                )
+            )
+    return tuple(out)
+
+
+def condition_of(conditions: Iterable[Condition], type_: str) -> Condition | None:
+    """The condition of ``type_`` in ``conditions``, or None."""
+    for c in conditions:
+        if c.type == type_:
+            return c
+    return None
+
+
+def _labels(meta: Mapping[str, Any], key: str) -> Mapping[str, str]:
+    raw = meta.get(key)
+    if not raw:
+        return _EMPTY
+    return MappingProxyType({str(k): str(v) for k, v in raw.items()})
+
+
+def _memo(view: Any, slot: str, build: Callable[[], _T]) -> _T:
+    """The value in ``view``'s lazy ``slot``, built by ``build()`` on first use (a frozen view
+    may still fill its own caches). Exceptions propagate and nothing is stored."""
+    value = getattr(view, slot)
+    if value is _UNSET:
+        value = build()
+        object.__setattr__(view, slot, value)
+    return value  # type: ignore[no-any-return]
+
+
+# ---- pods ------------------------------------------------------------------------------------
+def is_provisionable(pod: Mapping[str, Any]) -> bool:
+    """Karpenter's rule for a pod karpy must find room for: ``PodScheduled=False`` with reason
+    ``Unschedulable``, no ``nodeName``, not terminating or finished, not owned by a DaemonSet or
+    a Node (Karpenter ``pkg/utils/pod``). ``pod`` is the Pod dict."""
+    meta = pod.get("metadata") or {}
+    if (pod.get("spec") or {}).get("nodeName") or meta.get("deletionTimestamp"):
+        return False
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("kind") in ("DaemonSet", "Node"):
+            return False
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled":
+            return bool(c.get("status") == "False" and c.get("reason") == "Unschedulable")
+    return False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodView:
+    """A Pod.
+
+    Attributes:
+        name, namespace, uid, resource_version: identity (``namespace`` defaults to ``default``).
+        node_name: ``spec.nodeName`` ("" when not bound).
+        phase: ``status.phase``.
+        deleting: ``metadata.deletionTimestamp`` is set.
+        provisionable: :func:`is_provisionable`.
+        raw: the Pod dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    name: str = ""
+    namespace: str = "default"
+    uid: str = ""
+    resource_version: str = ""
+    node_name: str = ""
+    phase: str = ""
+    deleting: bool = False
+    provisionable: bool = False
+    _info: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, pod: Raw) -> PodView:
+        """The view of a Pod dict."""
+        meta = pod.get("metadata") or {}
+        return cls(
+            raw=pod,
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or "default"),
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            node_name=str((pod.get("spec") or {}).get("nodeName") or ""),
+            phase=str((pod.get("status") or {}).get("phase") or ""),
+            deleting=bool(meta.get("deletionTimestamp")),
+            provisionable=is_provisionable(pod),
+        )
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        """Finished: phase ``Succeeded`` or ``Failed``."""
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def bound(self) -> bool:
+        """Bound to a node and not finished (it uses the node's resources)."""
+        return bool(self.node_name) and not self.terminal
+
+    @property
+    def info(self) -> PodInfo:
+        """The scheduler's :class:`~karpy_core.scheduling.pod.PodInfo`, parsed once per version.
+        Shared: copy it (``copy.copy``) before changing it.
+
+        Raises:
+            ValueError: the pod cannot be parsed (a malformed quantity or selector; a
+                :class:`~karpy_core.utils.quantity.QuantityError` is a ``ValueError``).
+        """
+        got = self._parse_info()[0]
+        if isinstance(got, ValueError):
+            raise got
+        return got
+
+    def try_info(self) -> PodInfo | None:
+        """:attr:`info`, or None when the pod cannot be parsed (logged once per version)."""
+        got, first = self._parse_info()
+        if isinstance(got, ValueError):
+            if first:
+                log.warning("pod %s cannot be parsed, left out: %s", self.key, got)
+            return None
+        return got
+
+    def _parse_info(self) -> tuple[PodInfo | ValueError, bool]:
+        got = self._info
+        if got is not _UNSET:
+            return got, False
+        from karpy_core.scheduling.pod import pod_info
+
+        try:
+            got = pod_info(self.raw)
+        except ValueError as exc:
+            got = exc
+        object.__setattr__(self, "_info", got)
+        return got, True
+
+
+# ---- nodes -----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeView:
+    """A Node.
+
+    Attributes:
+        name, uid, resource_version: identity.
+        labels, annotations: read-only metadata maps.
+        provider_id: ``spec.providerID`` ("" when unset).
+        nodepool: the ``karpenter.sh/nodepool`` label, None for a node karpy does not manage.
+        deleting: ``metadata.deletionTimestamp`` is set.
+        unschedulable: ``spec.unschedulable``.
+        taints: ``spec.taints``.
+        conditions: ``status.conditions``.
+        initialized: labelled ``karpenter.sh/initialized=true`` (or not managed by a NodePool).
+        raw: the Node dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    name: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    provider_id: str = ""
+    nodepool: str | None = None
+    deleting: bool = False
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    _allocatable: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, node: Raw) -> NodeView:
+        """The view of a Node dict."""
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        labels = _labels(meta, "labels")
+        return cls(
+            raw=node,
+            name=str(meta.get("name") or ""),
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            labels=labels,
+            annotations=_labels(meta, "annotations"),
+            provider_id=str(spec.get("providerID") or ""),
+            nodepool=labels.get(LABEL_NODEPOOL),
+            deleting=bool(meta.get("deletionTimestamp")),
+            unschedulable=bool(spec.get("unschedulable")),
+            taints=parse_taints(spec.get("taints")),
+            conditions=_conditions(node),
+        )
+
+    @property
+    def initialized(self) -> bool:
+        """Labelled ``karpenter.sh/initialized=true``, or not managed by a NodePool."""
+        return self.labels.get("karpenter.sh/initialized") == "true" or self.nodepool is None
+
+    @property
+    def ready(self) -> bool:
+        """The ``Ready`` condition is ``True``."""
+        c = condition_of(self.conditions, "Ready")
+        return c is not None and c.is_true
+
+    @property
+    def allocatable(self) -> Resources:
+        """``status.allocatable`` in internal units (millicores, bytes, counts); parsed once.
+        Shared: do not modify.
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+        """
+        return _memo(self, "_allocatable", lambda: parse_resource_list((self.raw.get("status") or {}).get("allocatable")))
+
+
+# ---- NodeClaims ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeClaimView:
+    """A ``karpenter.sh/v1`` NodeClaim.
+
+    Attributes:
+        name, uid, resource_version: identity.
+        labels, annotations: read-only metadata maps.
+        nodepool: the ``karpenter.sh/nodepool`` label (None when absent).
+        provider_id: ``status.providerID`` ("" before launch).
+        node_name: ``status.nodeName`` ("" before registration).
+        deleting: ``metadata.deletionTimestamp`` is set.
+        requirements: ``spec.requirements`` as the API dicts (read-only).
+        taints, startup_taints: ``spec.taints``, ``spec.startupTaints``.
+        conditions: ``status.conditions``.
+        raw: the NodeClaim dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    name: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    nodepool: str | None = None
+    provider_id: str = ""
+    node_name: str = ""
+    deleting: bool = False
+    requirements: tuple[Mapping[str, Any], ...] = ()
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    _capacity: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _allocatable: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _model: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, claim: Raw) -> NodeClaimView:
+        """The view of a NodeClaim dict."""
+        meta = claim.get("metadata") or {}
+        spec = claim.get("spec") or {}
+        status = claim.get("status") or {}
+        labels = _labels(meta, "labels")
+        return cls(
+            raw=claim,
+            name=str(meta.get("name") or ""),
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            labels=labels,
+            annotations=_labels(meta, "annotations"),
+            nodepool=labels.get(LABEL_NODEPOOL),
+            provider_id=str(status.get("providerID") or ""),
+            node_name=str(status.get("nodeName") or ""),
+            deleting=bool(meta.get("deletionTimestamp")),
+            requirements=tuple(r for r in spec.get("requirements") or () if isinstance(r, Mapping)),
+            taints=parse_taints(spec.get("taints")),
+            startup_taints=parse_taints(spec.get("startupTaints")),
+            conditions=_conditions(claim),
+        )
+
+    def _requests(self) -> Mapping[str, Any]:
+        return ((self.raw.get("spec") or {}).get("resources") or {}).get("requests") or {}
+
+    @property
+    def capacity(self) -> Resources:
+        """``status.capacity``, or ``spec.resources.requests`` before launch (internal units;
+        shared, do not modify).
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+        """
+        return _memo(self, "_capacity",
+                     lambda: parse_resource_list((self.raw.get("status") or {}).get("capacity") or self._requests()))
+
+    @property
+    def allocatable(self) -> Resources:
+        """``status.allocatable``, or ``spec.resources.requests`` before launch (internal units;
+        shared, do not modify).
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+        """
+        return _memo(self, "_allocatable",
+                     lambda: parse_resource_list((self.raw.get("status") or {}).get("allocatable") or self._requests()))
+
+    def is_true(self, type_: str) -> bool:
+        """The condition ``type_`` is ``True``."""
+        c = condition_of(self.conditions, type_)
+        return c is not None and c.is_true
+
+    @property
+    def model(self) -> NodeClaim:
+        """The pydantic :class:`~karpy_core.apis.nodeclaim.NodeClaim` handed to the cloud
+        provider, validated once per version (shared: do not modify).
+
+        Raises:
+            pydantic.ValidationError: the object does not validate (a ``ValueError``).
+        """
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        return _memo(self, "_model", lambda: NodeClaim.model_validate(self.raw))
+
+
+# ---- NodePools -------------------------------------------------------------------------------
+class NodePoolReadiness(enum.Enum):
+    """Whether a NodePool may launch nodes (see :attr:`NodePoolView.readiness`)."""
+
+    READY = "Ready"
+    """``Ready=True``, or no conditions at all (the simulator, a freshly applied pool)."""
+    NOT_READY = "NotReady"
+    """It has conditions and ``Ready`` is not ``True`` (its NodeClass is not ready, ...)."""
+    DELETING = "Deleting"
+    """``metadata.deletionTimestamp`` is set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """One ``spec.disruption.budgets`` entry.
+
+    Attributes:
+        nodes: ``"N"`` or ``"N%"`` of the pool's nodes.
+        reasons: the disruption reasons it applies to (empty: every reason).
+        schedule: cron schedule (UTC) or "" for always active.
+        duration: how long after each schedule tick it is active (Go duration text, "" if unset).
+    """
+
+    nodes: str = "10%"
+    reasons: tuple[str, ...] = ()
+    schedule: str = ""
+    duration: str = ""
+
+
+DEFAULT_BUDGET = Budget()
+"""The budget of a NodePool without ``disruption.budgets`` (Karpenter's CRD default, 10%)."""
+
+
+def _budgets(spec: Mapping[str, Any]) -> tuple[Budget, ...]:
+    raw = (spec.get("disruption") or {}).get("budgets")
+    if not raw:
+        return (DEFAULT_BUDGET,)
+    return tuple(
+        Budget(
+            nodes=str(b.get("nodes", "10%")).strip(),
+            reasons=tuple(str(r) for r in b.get("reasons") or ()),
+            schedule=str(b.get("schedule") or ""),
+            duration=str(b.get("duration") or ""),
+        )
+        for b in raw
+        if isinstance(b, Mapping)
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodePoolView:
+    """A ``karpenter.sh/v1`` NodePool.
+
+    Attributes:
+        name, uid, resource_version, generation: identity (``generation`` 0 when unset).
+        readiness: whether it may launch nodes (:class:`NodePoolReadiness`).
+        unready_reason: why not, for explanations: the ``Ready`` condition's message or reason
+            ("" when ready).
+        weight: ``spec.weight`` (0 when unset).
+        startup_taints: ``spec.template.spec.startupTaints``.
+        budgets: ``spec.disruption.budgets`` (the default 10% budget when unset).
+        raw: the NodePool dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    name: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    readiness: NodePoolReadiness = NodePoolReadiness.READY
+    unready_reason: str = ""
+    weight: int = 0
+    startup_taints: tuple[Taint, ...] = ()
+    budgets: tuple[Budget, ...] = (DEFAULT_BUDGET,)
+    conditions: tuple[Condition, ...] = ()
+    _model: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _hash: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, nodepool: Raw) -> NodePoolView:
+        """The view of a NodePool dict."""
+        meta = nodepool.get("metadata") or {}
+        spec = nodepool.get("spec") or {}
+        tspec = (spec.get("template") or {}).get("spec") or {}
+        conds = _conditions(nodepool)
+        readiness, why = NodePoolReadiness.READY, ""
+        if meta.get("deletionTimestamp"):
+            readiness, why = NodePoolReadiness.DELETING, "being deleted"
+        elif conds:
+            ready = condition_of(conds, "Ready")
+            if ready is None or not ready.is_true:
+                readiness = NodePoolReadiness.NOT_READY
+                why = (ready.message or ready.reason if ready is not None else "") or "Ready is not True"
+        try:
+            weight = int(spec.get("weight") or 0)
+        except (TypeError, ValueError):
+            weight = 0
+        try:
+            generation = int(meta.get("generation") or 0)
+        except (TypeError, ValueError):
+            generation = 0
+        return cls(
+            raw=nodepool,
+            name=str(meta.get("name") or ""),
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            generation=generation,
+            readiness=readiness,
+            unready_reason=why,
+            weight=weight,
+            startup_taints=parse_taints(tspec.get("startupTaints")),
+            budgets=_budgets(spec),
+            conditions=conds,
+        )
+
+    @property
+    def ready(self) -> bool:
+        """May launch nodes: :attr:`readiness` is ``READY``."""
+        return self.readiness is NodePoolReadiness.READY
+
+    @property
+    def deleting(self) -> bool:
+        """``metadata.deletionTimestamp`` is set."""
+        return self.readiness is NodePoolReadiness.DELETING
+
+    @property
+    def model(self) -> NodePool:
+        """The pydantic :class:`~karpy_core.apis.nodepool.NodePool` handed to the cloud provider,
+        validated once per version (shared: do not modify).
+
+        Raises:
+            pydantic.ValidationError: the object does not validate (a ``ValueError``).
+        """
+        from karpy_core.apis.nodepool import NodePool
+
+        return _memo(self, "_model", lambda: NodePool.model_validate(self.raw))
+
+    @property
+    def hash(self) -> str:
+        """The drift hash of the NodePool's template (:func:`karpy_core.apis.hashing.nodepool_hash`),
+        computed once per version."""
+        from karpy_core.apis.hashing import nodepool_hash
+
+        return _memo(self, "_hash", lambda: nodepool_hash(self.raw))
+
+
+# ---- building and caching ------------------------------------------------------------------
+ObjectView = NodeView | PodView | NodeClaimView | NodePoolView
+"""Any view."""
+
+_BUILDERS: dict[str, Callable[[Raw], ObjectView]] = {
+    "Node": NodeView.of,
+    "Pod": PodView.of,
+    "NodeClaim": NodeClaimView.of,
+    "NodePool": NodePoolView.of,
+}
+
+VIEW_KINDS: frozenset[str] = frozenset(_BUILDERS)
+"""The kinds that have views."""
+
+
+def build_view(kind: str, obj: Raw) -> ObjectView:
+    """The view of ``obj``, a ``kind`` dict (one of :data:`VIEW_KINDS`).
+
+    Raises:
+        KeyError: ``kind`` has no view.
+    """
+    return _BUILDERS[kind](obj)
+
+
+def _version(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    meta = obj.get("metadata") or {}
+    uid, rv = meta.get("uid"), meta.get("resourceVersion")
+    if not uid or not rv:
+        return None
+    return (str(uid), str(rv))
+
+
+class ViewCache:
+    """Views by ``(kind, uid, resourceVersion)``: an object version is parsed once however many
+    snapshots read it. Objects without a uid or resourceVersion (hand-built test objects) get a
+    fresh view each time.
+
+    Each :meth:`sweep` keeps only the versions used since the previous sweep, so deleted objects
+    and superseded versions do not accumulate.
+    """
+
+    def __init__(self) -> None:
+        self._views: dict[tuple[str, str, str], ObjectView] = {}
+        self._used: set[tuple[str, str, str]] = set()
+
+    def view(self, kind: str, obj: Raw) -> ObjectView:
+        """The view of ``obj`` (a ``kind`` dict), reused when this version was seen before."""
+        version = _version(obj)
+        if version is None:
+            return build_view(kind, obj)
+        key = (kind, *version)
+        self._used.add(key)
+        found = self._views.get(key)
+        if found is None:
+            found = self._views[key] = build_view(kind, obj)
+        return found
+
+    def nodeclaim(self, obj: Raw) -> NodeClaimView:
+        """:meth:`view` of a NodeClaim dict."""
+        view = self.view("NodeClaim", obj)
+        assert isinstance(view, NodeClaimView)
+        return view
+
+    def nodepool(self, obj: Raw) -> NodePoolView:
+        """:meth:`view` of a NodePool dict."""
+        view = self.view("NodePool", obj)
+        assert isinstance(view, NodePoolView)
+        return view
+
+    def sweep(self) -> None:
+        """Forget the views not asked for since the last sweep."""
+        self._views = {k: v for k, v in self._views.items() if k in self._used}
+        self._used = set()
+
+    def __len__(self) -> int:
+        return len(self._views)

@@ -1,0 +1,127 @@
+"""Views parsed once per object version, the immutable snapshot, NodePool readiness in one
+place, bound pods parsed once (a malformed one skipped with a log), and the RFC 3339 parser."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+import pytest
+
+from karpy_core.kube.cache import CachedKubeClient
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.state.cluster import ClusterSnapshot, bound_pod_infos, collect_snapshot, existing_nodes, ready_nodepools
+from karpy_core.state.views import NodePoolReadiness, NodePoolView, PodView, ViewCache
+from karpy_core.utils.timestamps import parse_rfc3339, try_parse_rfc3339
+from tests.scheduling.helpers import nodepool
+
+
+def _node(name: str, cpu: str = "4") -> dict:
+    return {"metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default", "karpenter.sh/initialized": "true"}},
+            "spec": {"providerID": f"fake:///{name}"},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _pod(name: str, node: str = "", cpu: str = "500m") -> dict:
+    return {"metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": "Running"}}
+
+
+def test_malformed_bound_pod_is_skipped_with_a_log_by_both_readers(caplog: pytest.LogCaptureFixture) -> None:
+    snap = ClusterSnapshot(nodes=[_node("n1")], pods=[_pod("good", "n1"), _pod("bad", "n1", cpu="lots")])
+    with caplog.at_level(logging.WARNING):
+        bound = bound_pod_infos(snap)
+        nodes = existing_nodes(snap)  # used to raise QuantityError on the malformed pod
+    assert [p.name for p in bound] == ["good"]
+    assert nodes[0].requested["cpu"] == 500
+    assert any("default/bad" in r.getMessage() for r in caplog.records)
+    # parsed once: the second reader reuses the first one's result and does not log again
+    assert sum("default/bad" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_snapshot_is_immutable_and_indexed() -> None:
+    snap = ClusterSnapshot(nodes=[_node("n1"), _node("n2")], pods=[_pod("a", "n1"), _pod("b", "n2"), _pod("c")],
+                           nodepools=[nodepool()])
+    with pytest.raises(AttributeError):
+        snap.nodes = ()  # type: ignore[misc]
+    assert snap.node("n2") is snap.node_views[1]
+    assert snap.node_by_provider_id("fake:///n1") is snap.node_views[0]
+    assert [p.name for p in snap.pods_on("n1")] == ["a"]
+    assert snap.nodepool("default") is not None and snap.nodepool("default").ready
+    assert [p["metadata"]["name"] for p in snap.pods] == ["a", "b", "c"]  # dicts for code that reads dicts
+
+
+def test_ready_nodepools_one_rule() -> None:
+    fresh = nodepool("fresh")
+    ready = nodepool("ready")
+    ready["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    broken = nodepool("broken")
+    broken["status"] = {"conditions": [{"type": "Ready", "status": "False", "reason": "NodeClassNotReady", "message": "no subnets"}]}
+    gone = nodepool("gone")
+    gone["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    snap = ClusterSnapshot(nodepools=[fresh, ready, broken, gone])
+    pools, unready = ready_nodepools(snap)
+    assert [p.name for p in pools] == ["fresh", "ready"]
+    assert unready == {"broken": "no subnets"}
+    assert snap.nodepool("gone").readiness is NodePoolReadiness.DELETING
+
+
+def test_nodepool_view_budgets_and_model_cached() -> None:
+    pool = nodepool()
+    pool["metadata"].update(uid="u1", resourceVersion="7")
+    pool["spec"]["disruption"] = {"budgets": [{"nodes": "20%", "reasons": ["Drifted"], "schedule": "@daily", "duration": "1h"}]}
+    cache = ViewCache()
+    view = cache.nodepool(pool)
+    assert cache.nodepool(dict(pool)) is view  # same uid and resourceVersion: the same view
+    assert view.budgets[0].nodes == "20%" and view.budgets[0].reasons == ("Drifted",)
+    assert view.model is view.model  # validated once
+    assert NodePoolView.of(nodepool()).budgets[0].nodes == "10%"  # the default budget
+    cache.sweep()
+    cache.sweep()
+    assert len(cache) == 0
+
+
+async def test_in_memory_cluster_builds_a_view_once_per_version() -> None:
+    cluster = InMemoryCluster()
+    await cluster.create("Pod", _pod("a"))
+    first = (await collect_snapshot(cluster)).pod_views[0]
+    again = (await collect_snapshot(cluster)).pod_views[0]
+    assert again is first and isinstance(first, PodView)
+    await cluster.patch("Pod", "a", {"metadata": {"labels": {"app": "api"}}}, "default")
+    changed = (await collect_snapshot(cluster)).pod_views[0]
+    assert changed is not first and changed.raw["metadata"]["labels"] == {"app": "api"}
+    assert first.raw["metadata"]["labels"] == {"app": "web"}  # a view never changes
+
+
+async def test_informer_cache_builds_views_per_watch_event() -> None:
+    cluster = InMemoryCluster()
+    await cluster.create("Node", _node("n1"))
+    cache = CachedKubeClient(cluster, ["Node", "Pod", "NodeClaim", "NodePool"])
+    await cache.start()
+    try:
+        views = cache.views("Node")
+        assert views is not None and [v.name for v in views] == ["n1"]
+        snap = await collect_snapshot(cache)
+        assert snap.node_views[0] is views[0]
+        assert cache.views("DaemonSet") is None
+        await cache.delete("Node", "n1")
+        for _ in range(50):
+            if not cache.views("Node"):
+                break
+            await asyncio.sleep(0.01)
+        assert cache.views("Node") == []
+    finally:
+        await cache.stop()
+
+
+def test_rfc3339() -> None:
+    assert parse_rfc3339("2026-01-01T00:00:00Z") == 1767225600.0
+    assert parse_rfc3339("2026-01-01T09:00:00.5+09:00") == 1767225600.5
+    assert parse_rfc3339("2026-01-01T00:00:00") == 1767225600.0  # no offset: UTC
+    assert parse_rfc3339(datetime(2026, 1, 1, tzinfo=UTC)) == 1767225600.0
+    assert parse_rfc3339(None) is None and parse_rfc3339("") is None
+    with pytest.raises(ValueError):
+        parse_rfc3339("yesterday")
+    assert try_parse_rfc3339("yesterday") is None
