@@ -31,7 +31,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints, untolerated
 
-__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "template_from_nodepool", "daemonset_fits_template"]
+__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "template_from_nodepool", "daemonset_fits_template", "type_tables"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 
@@ -297,3 +297,10 @@ class TypeTable:
             if distinct < (r.min_values or 0):
                 return f"minValues {r.min_values} on {r.key} (only {distinct} distinct values left)"
         return None
+
+
+def type_tables(templates: Sequence[NodePoolTemplate], daemonsets: Sequence[PodInfo]) -> dict[str, TypeTable]:
+    """A :class:`TypeTable` per template name. Tables are pure functions of (template, DaemonSets),
+    so callers that schedule many times over the same NodePools build them once and pass them to
+    every :class:`~karpy_core.scheduling.scheduler.Scheduler`."""
+    return {t.name: TypeTable(t, daemonsets) for t in templates}
