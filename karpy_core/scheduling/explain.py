@@ -92,16 +92,16 @@ def _suggest(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo, kind:
     if kind is K.LIMIT_EXCEEDED:
         rem = run.remaining[template.name] or {}
         parts = []
-        for r, left in sorted(rem.items()):
-            i = table.index.get(r)
-            if r == "nodes" or i is None or not template.limits:
+        for res, left in sorted(rem.items()):
+            i = table.index.get(res)
+            if res == "nodes" or i is None or not template.limits:
                 continue
             vec = table.vector(pod.requests)
             fit = (table.free >= vec).all(axis=1) if vec is not None else np.zeros(len(table.types), dtype=bool)
             if fit.any():
                 need = int(table.capacity[fit, i].min()) - left
                 if need > 0:
-                    parts.append(f"limits.{r} to at least {format_quantity(r, template.limits[r] + need)}")
+                    parts.append(f"limits.{res} to at least {format_quantity(res, template.limits[res] + need)}")
         return "raise " + " and ".join(parts) if parts else ""
     if kind is K.INCOMPATIBLE_REQUIREMENTS:
         for term in pod.requirement_terms:

@@ -206,16 +206,16 @@ class TypeTable:
         self._compat: dict[tuple[Any, ...], np.ndarray] = {}
         self._compat_by_id: dict[int, tuple[Requirements, np.ndarray]] = {}
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
-        self._minvalue_keys = [r for r in template.requirements if r.min_values]
+        self._minvalue_keys = [mv for mv in template.requirements if mv.min_values]
         self._label_ids: dict[str, np.ndarray] = {}
-        for r in self._minvalue_keys:
+        for mv in self._minvalue_keys:
             ids: dict[str, int] = {}
             col = np.full(n, -1, dtype=np.int64)
             for i, it in enumerate(types):
-                req = it.requirements.get(r.key)
+                req = it.requirements.get(mv.key)
                 if req is not None and not req.complement and len(req.values) == 1:
                     col[i] = ids.setdefault(next(iter(req.values)), len(ids))
-            self._label_ids[r.key] = col
+            self._label_ids[mv.key] = col
 
     def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:
         """``requests`` as a row over :attr:`resources`; None when a requested resource is one no

@@ -296,7 +296,8 @@ class Topology:
                 r.restrict(occupied, Infeasible(
                     InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no matching pod in a domain this node can be in"))
             elif not (namespace in t.namespaces and self._match(t.selector, labels, lkey)):
-                return Verdict(rules, Infeasible(InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no pod matches the term anywhere yet"))
+                return Verdict(rules, Infeasible(
+                    InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no pod matches the term anywhere yet"))
         terms_matter = bool(node_terms) and any(len(t) for t in node_terms or ())
         for c in spread:
             node_filter = None
