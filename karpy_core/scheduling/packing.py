@@ -101,7 +101,7 @@ def fill(run: SchedulingRun, pods: list[PodInfo], policy: PackingPolicy = Packin
                     excluded.add(sig)
                     continue
                 need = claim.requests + vec
-                if not (room >= need).all(axis=1).any():
+                if not np.count_nonzero((room >= need).all(axis=1)):
                     excluded.add(sig)
                     continue
                 share = max((need[c] / ref[c] if ref[c] else 0.0) for c in cols) if cols else 0.0
@@ -141,7 +141,7 @@ def add_identical(run: SchedulingRun, claim: ClaimState, pods: list[PodInfo], ve
     mask = claim.mask
     while k > 0:
         mask = run.limit_mask(claim, claim.mask & (per_type >= k))
-        if mask.any() and (best_effort or table.min_values_problem(mask) is None):
+        if np.count_nonzero(mask) and (best_effort or table.min_values_problem(mask) is None):
             break
         k //= 2
     if k <= 0:

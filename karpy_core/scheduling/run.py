@@ -226,7 +226,8 @@ class SchedulingRun:
 
     def check(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None, *,
               explain: bool = False) -> Fit | tuple[Infeasible, ...]:
-        """:func:`~karpy_core.scheduling.feasibility.check_claim` against this run's state."""
+        """:func:`~karpy_core.scheduling.feasibility.check_claim` against this run's state (what
+        :meth:`try_add` decides with)."""
         return check_claim(
             claim, pod, att, verdict,
             remaining=self.remaining[claim.table.template.name],
@@ -237,7 +238,8 @@ class SchedulingRun:
 
     def try_add(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Add ``pod`` to ``claim`` when :meth:`check` allows it; True when added."""
-        fit = self.check(claim, pod, att, verdict)
+        fit = check_claim(claim, pod, att, verdict, self.remaining[claim.table.template.name], self.topology.domains,
+                          self.inputs.min_values_policy)
         if not isinstance(fit, Fit):
             return False
         table = claim.table
