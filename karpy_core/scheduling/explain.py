@@ -15,7 +15,7 @@ from karpy_core.scheduling.claim import ClaimState
 from karpy_core.scheduling.feasibility import Fit, check_node
 from karpy_core.scheduling.infeasible import Infeasible, InfeasibleKind, PoolVerdict, Unschedulable
 from karpy_core.scheduling.pod import PodInfo
-from karpy_core.scheduling.requirements import Requirements
+from karpy_core.scheduling.requirements import Operator, Requirements
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.taints import untolerated
 from karpy_core.scheduling.template import NodePoolTemplate
@@ -111,8 +111,8 @@ def _suggest(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo, kind:
                     allowed = ", ".join(sorted(mine.values)) if not mine.complement else mine.describe()
                     return (f"the NodePool allows {r.key} in [{allowed}]: select one of those, or add the pod's "
                             f"value to the NodePool's {r.key} requirement")
-                if mine is None and r.operator() not in ("NotIn", "DoesNotExist") and not is_well_known(r.key):
-                    label = f"{r.key}={next(iter(r.values))}" if r.operator() == "In" and len(r.values) == 1 else r.key
+                if mine is None and r.operator() not in (Operator.NOT_IN, Operator.DOES_NOT_EXIST) and not is_well_known(r.key):
+                    label = f"{r.key}={next(iter(r.values))}" if r.operator() == Operator.IN and len(r.values) == 1 else r.key
                     return f"add the label {label} to the NodePool's template labels (or drop it from the pod)"
         return ""
     if kind is K.NO_MATCHING_TYPE:
