@@ -77,7 +77,7 @@ class ClaimState:
         return claim
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class PlannedNodeClaim:
     """A NodeClaim the plan wants created.
 

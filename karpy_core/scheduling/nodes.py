@@ -16,9 +16,10 @@ from karpy_core.scheduling.taints import Taint
 __all__ = ["ExistingNode", "NodeUsage"]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class ExistingNode:
     """A node (or a launched NodeClaim whose node has not registered yet) that pods may use.
+    Input to the scheduler, which never changes it (nor its dicts and sets).
 
     Attributes:
         name: node name (or NodeClaim name while in flight).
