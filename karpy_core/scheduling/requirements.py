@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from karpy_core.apis.labels import is_well_known
 
@@ -249,9 +250,9 @@ class Requirements:
         """Build from node-selector expressions (dicts with key/operator/values/minValues)."""
         out = cls()
         for e in exprs:
-            values = e.get("values") or []
-            mv = e.get("minValues")
-            out.add(Requirement.new(str(e["key"]), str(e["operator"]), [str(v) for v in values], mv))  # type: ignore[arg-type, union-attr]
+            values = cast("Iterable[object]", e.get("values") or [])
+            mv = cast("int | None", e.get("minValues"))
+            out.add(Requirement.new(str(e["key"]), str(e["operator"]), [str(v) for v in values], mv))
         return out
 
     def copy(self) -> Requirements:

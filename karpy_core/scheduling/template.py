@@ -31,7 +31,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints, untolerated
 
-__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "template_from_nodepool", "daemonset_fits_template"]
+__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "template_from_nodepool", "daemonset_fits_template", "type_tables"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 
@@ -206,16 +206,16 @@ class TypeTable:
         self._compat: dict[tuple[Any, ...], np.ndarray] = {}
         self._compat_by_id: dict[int, tuple[Requirements, np.ndarray]] = {}
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
-        self._minvalue_keys = [r for r in template.requirements if r.min_values]
+        self._minvalue_keys = [mv for mv in template.requirements if mv.min_values]
         self._label_ids: dict[str, np.ndarray] = {}
-        for r in self._minvalue_keys:
+        for mv in self._minvalue_keys:
             ids: dict[str, int] = {}
             col = np.full(n, -1, dtype=np.int64)
             for i, it in enumerate(types):
-                req = it.requirements.get(r.key)
+                req = it.requirements.get(mv.key)
                 if req is not None and not req.complement and len(req.values) == 1:
                     col[i] = ids.setdefault(next(iter(req.values)), len(ids))
-            self._label_ids[r.key] = col
+            self._label_ids[mv.key] = col
 
     def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:
         """``requests`` as a row over :attr:`resources`; None when a requested resource is one no
@@ -297,3 +297,10 @@ class TypeTable:
             if distinct < (r.min_values or 0):
                 return f"minValues {r.min_values} on {r.key} (only {distinct} distinct values left)"
         return None
+
+
+def type_tables(templates: Sequence[NodePoolTemplate], daemonsets: Sequence[PodInfo]) -> dict[str, TypeTable]:
+    """A :class:`TypeTable` per template name. Tables are pure functions of (template, DaemonSets),
+    so callers that schedule many times over the same NodePools build them once and pass them to
+    every :class:`~karpy_core.scheduling.scheduler.Scheduler`."""
+    return {t.name: TypeTable(t, daemonsets) for t in templates}

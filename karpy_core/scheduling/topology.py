@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME
+from karpy_core.scheduling.infeasible import Infeasible, InfeasibleKind
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.taints import Taint, Toleration, untolerated
 from karpy_core.utils.selectors import selector_matches
@@ -136,9 +137,9 @@ class _KeyRule:
     allowed: set[str] | None = None  # None: any value
     forbidden: set[str] = field(default_factory=set)
     counts: dict[str, int] | None = None  # spread counts, to pick the least-loaded domain
-    why: str = ""
+    why: Infeasible | None = None
 
-    def restrict(self, values: Iterable[str], why: str) -> None:
+    def restrict(self, values: Iterable[str], why: Infeasible) -> None:
         vals = set(values)
         self.allowed = vals if self.allowed is None else self.allowed & vals
         self.why = self.why or why
@@ -151,22 +152,23 @@ class Verdict:
     checked cheaply against every candidate node or NodeClaim."""
 
     rules: dict[str, _KeyRule]
-    failure: str = ""
+    failure: Infeasible | None = None
 
-    def choose(self, candidate: Mapping[str, frozenset[str] | None]) -> dict[str, str] | str:
+    def choose(self, candidate: Mapping[str, frozenset[str] | None]) -> dict[str, str] | Infeasible:
         """``{key: domain}`` to pin on the candidate, or why the candidate is ruled out."""
-        if self.failure:
+        if self.failure is not None:
             return self.failure
         out: dict[str, str] = {}
         for key, rule in self.rules.items():
             vals = candidate.get(key)
             if vals is None:
-                return f"the node has no {key} label, needed by a topology constraint"
+                return Infeasible(InfeasibleKind.TOPOLOGY_LABEL, f"the node has no {key} label, needed by a topology constraint")
             ok = [v for v in vals if v not in rule.forbidden and (rule.allowed is None or v in rule.allowed)]
             if not ok:
-                return rule.why or f"topology constraint on {key}"
-            if rule.counts is not None:
-                out[key] = min(ok, key=lambda d: (rule.counts.get(d, 0), d))  # type: ignore[union-attr]
+                return rule.why or Infeasible(InfeasibleKind.TOPOLOGY, f"topology constraint on {key}")
+            counts = rule.counts
+            if counts is not None:
+                out[key] = min(ok, key=lambda d: (counts.get(d, 0), d))
             else:
                 out[key] = min(ok)
         return out
@@ -277,18 +279,25 @@ class Topology:
             if namespace in nss and self._match(sel, labels, lkey):
                 r = rule(key)
                 r.forbidden |= occupied
-                r.why = r.why or f"a placed pod's anti-affinity on {key} excludes this pod from {', '.join(sorted(occupied)[:3])}"
+                r.why = r.why or Infeasible(
+                    InfeasibleKind.POD_ANTI_AFFINITY,
+                    f"a placed pod's anti-affinity on {key} excludes this pod from {', '.join(sorted(occupied)[:3])}",
+                )
         for t in affinity:
             counts = self._group(t.key, t.selector, t.namespaces)
             occupied = {d for d, n in counts.items() if n > 0}
             r = rule(t.key)
             if t.anti:
                 r.forbidden |= occupied
-                r.why = r.why or f"pod anti-affinity on {t.key}: every reachable domain already has a matching pod"
+                r.why = r.why or Infeasible(
+                    InfeasibleKind.POD_ANTI_AFFINITY, f"pod anti-affinity on {t.key}: every reachable domain already has a matching pod"
+                )
             elif occupied:
-                r.restrict(occupied, f"pod affinity on {t.key}: no matching pod in a domain this node can be in")
+                r.restrict(occupied, Infeasible(
+                    InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no matching pod in a domain this node can be in"))
             elif not (namespace in t.namespaces and self._match(t.selector, labels, lkey)):
-                return Verdict(rules, f"pod affinity on {t.key}: no pod matches the term anywhere yet")
+                return Verdict(rules, Infeasible(
+                    InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no pod matches the term anywhere yet"))
         terms_matter = bool(node_terms) and any(len(t) for t in node_terms or ())
         for c in spread:
             node_filter = None
@@ -300,7 +309,10 @@ class Topology:
             counts = self._spread_counts(c, namespace, node_filter)
             self_match = 1 if self._match(c.selector, labels, lkey) else 0
             r = rule(c.key)
-            why = f"topology spread on {c.key} (maxSkew {c.max_skew}): every domain this node can be in would exceed the skew"
+            why = Infeasible(
+                InfeasibleKind.TOPOLOGY_SPREAD,
+                f"topology spread on {c.key} (maxSkew {c.max_skew}): every domain this node can be in would exceed the skew",
+            )
             if c.key == LABEL_HOSTNAME:
                 r.forbidden |= {d for d, n in counts.items() if n + self_match > c.max_skew}
                 r.why = r.why or why
@@ -325,7 +337,7 @@ class Topology:
         candidate: Mapping[str, frozenset[str] | None],
         node_terms: list[Requirements] | None = None,
         tolerations: tuple[Toleration, ...] = (),
-    ) -> dict[str, str] | str:
+    ) -> dict[str, str] | Infeasible:
         """One-shot :meth:`prepare` + :meth:`Verdict.choose` for a single candidate."""
         verdict = self.prepare(namespace=namespace, labels=labels, spread=spread, affinity=affinity,
                                node_terms=node_terms, tolerations=tolerations)

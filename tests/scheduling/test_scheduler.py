@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from karpy_core.scheduling.infeasible import InfeasibleKind
 from karpy_core.scheduling.pod import pod_info
 from karpy_core.scheduling.scheduler import ExistingNode, Scheduler
 from karpy_core.scheduling.taints import Taint
@@ -50,9 +51,8 @@ def test_nodepool_requirements_filter_types():
 def test_pod_too_big_reports_resources():
     res = solve([nodepool()], [pod("huge", "64", "1Gi")])
     assert not res.new_claims
-    reason = res.errors["default/huge"]
-    assert reason.startswith("NodePool default: no instance type has room for the pod's requests (cpu 64, memory 1Gi, pods 1)")
-    assert "largest compatible type by cpu is large" in reason
+    assert res.reasons["default/huge"].pool("default").kinds == (InfeasibleKind.NO_ROOM,)
+    assert res.errors["default/huge"] == res.reasons["default/huge"].message
 
 
 def test_extended_resource_selects_gpu_type_only():
@@ -70,7 +70,7 @@ def test_taints_must_be_tolerated_and_weights_order_pools():
     tolerant = solve([plain, tainted], [pod("b", tolerations=[{"key": "dedicated", "operator": "Exists"}])])
     assert [c.nodepool for c in tolerant.new_claims] == ["gpu-pool"]
     only_tainted = solve([tainted], [pod("a")])
-    assert only_tainted.errors["default/a"] == "NodePool gpu-pool: pod does not tolerate taint dedicated=gpu:NoSchedule"
+    assert only_tainted.reasons["default/a"].pool("gpu-pool").kinds == (InfeasibleKind.UNTOLERATED_TAINT,)
 
 
 def test_heavier_weight_wins_when_both_fit():
@@ -81,16 +81,14 @@ def test_heavier_weight_wins_when_both_fit():
 def test_node_selector_incompatible_with_pool():
     pool = nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}])
     res = solve([pool], [pod("a", node_selector={"kubernetes.io/arch": "arm64"})])
-    assert res.errors["default/a"] == (
-        "NodePool default: incompatible requirements: kubernetes.io/arch In [arm64] conflicts with kubernetes.io/arch In [amd64]"
-    )
+    assert res.reasons["default/a"].pool("default").kinds == (InfeasibleKind.INCOMPATIBLE_REQUIREMENTS,)
 
 
 def test_custom_label_on_template_satisfies_selector():
     pool = nodepool(labels={"workload-type": "karpenter"})
     res = solve([pool], [pod("a", node_selector={"workload-type": "karpenter"}), pod("b", node_selector={"workload-type": "other"})])
     assert [p.name for p in res.new_claims[0].pods] == ["a"]
-    assert "workload-type In [other] conflicts with workload-type In [karpenter]" in res.errors["default/b"]
+    assert res.reasons["default/b"].kinds == {InfeasibleKind.INCOMPATIBLE_REQUIREMENTS}
 
 
 def test_required_affinity_or_terms_try_next_term():
@@ -173,7 +171,7 @@ def test_limits_stop_growth_and_name_the_limit():
     # each small node (2 cpu) holds one 1.5 cpu pod; the limit admits two nodes (4 cpu), not three
     assert len(res.new_claims) == 2
     assert sorted(res.errors) == ["default/p2", "default/p3"]
-    assert "limits.cpu=5 would be exceeded (1 left, the smallest fitting type adds 2)" in res.errors["default/p2"]
+    assert res.reasons["default/p2"].pool("default").kinds == (InfeasibleKind.LIMIT_EXCEEDED,)
 
 
 def test_limits_count_existing_usage_and_nodes_limit():
@@ -181,12 +179,12 @@ def test_limits_count_existing_usage_and_nodes_limit():
     res = solve([pool], [pod("a", "3"), pod("b", "3")])
     assert len(res.new_claims) == 1 and len(res.new_claims[0].pods) == 2
     res2 = solve([nodepool(limits={"cpu": "8"})], [pod("a", "1")], usage={"default": {"cpu": 7000}})
-    assert res2.new_claims == [] and "limits.cpu=8 would be exceeded" in res2.errors["default/a"]
+    assert res2.new_claims == [] and res2.reasons["default/a"].kinds == {InfeasibleKind.LIMIT_EXCEEDED}
 
 
 def test_offerings_zone_requirement():
     res = solve([nodepool()], [pod("a", node_selector={"topology.kubernetes.io/zone": "zone-c"})])
-    assert res.errors["default/a"] == "NodePool default: no instance type matches topology.kubernetes.io/zone In [zone-c]"
+    assert res.reasons["default/a"].pool("default").kinds == (InfeasibleKind.NO_MATCHING_TYPE,)
 
 
 def test_decisions_are_deterministic():
@@ -209,7 +207,7 @@ def test_min_values_strict_rejects_and_best_effort_relaxes_and_marks():
     assert len(strict.new_claims) == 1 and len({t.name for t in strict.new_claims[0].instance_types}) == 4
     big = [pod_info(pod("big", "8", "8Gi"))]  # only d.8xlarge fits: one family left < minValues 3
     res = Scheduler([template_from_nodepool(pool, catalog)]).solve(big)
-    assert res.new_claims == [] and "minValues 3 on family (only 1 distinct values left)" in res.errors["default/big"]
+    assert res.new_claims == [] and res.reasons["default/big"].kinds == {InfeasibleKind.MIN_VALUES}
     relaxed = Scheduler([template_from_nodepool(pool, catalog)], min_values_policy="BestEffort").solve(big)
     assert [t.name for t in relaxed.new_claims[0].instance_types] == ["d.8xlarge"]
     assert relaxed.new_claims[0].min_values_relaxed

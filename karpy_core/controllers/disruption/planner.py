@@ -54,7 +54,7 @@ from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list, subtract
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
-from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, template_from_nodepool, type_tables
 from karpy_core.state.cluster import (
     ClusterSnapshot,
     bound_pod_infos,
@@ -145,7 +145,7 @@ class _Context:
         self.daemonsets = daemonset_pod_infos(snapshot.daemonsets)
         self.bound = bound_pod_infos(snapshot)
         self.usage = nodepool_usage(snapshot)
-        self._tables: dict[str, Any] | None = None
+        self._tables: dict[str, TypeTable] | None = None
         self._pod_infos: dict[str, PodInfo] = {}
         self._schedulable_pending: list[str] | None = None
 
@@ -186,23 +186,15 @@ class _Context:
     def scheduler(self, removed: set[str], removed_claims: dict[str, Resources]) -> tuple[Scheduler, set[str]]:
         """A fresh scheduler over every node but ``removed``; returns it and the names of the
         uninitialized nodes (in-flight claims) it may place pods on."""
-        nodes = [dataclasses.replace(n, requested=dict(n.requested), host_ports=set(n.host_ports))
-                 for n in self.nodes if n.name not in removed]
+        nodes = [n for n in self.nodes if n.name not in removed]  # the scheduler never modifies them
         usage = {k: dict(v) for k, v in self.usage.items()}
         for pool, cap in removed_claims.items():
             if pool in usage:
                 usage[pool] = {r: v for r, v in subtract(usage[pool], cap).items()}
         bound = [b for b in self.bound if b.node_name not in removed]
-        sched = Scheduler(self.templates if self._tables is None else [], nodes, self.daemonsets, usage, bound_pods=bound)
-        if self._tables is None:
-            self._tables = sched.tables
-        else:  # type tables are pure functions of (template, DaemonSets): reuse them
-            sched.templates = sorted(self.templates, key=lambda t: (-t.weight, t.name))
-            sched.tables = self._tables
-            sched.remaining = {}
-            for t in sched.templates:
-                sched.remaining[t.name] = None if t.limits is None else subtract(
-                    t.limits, {k: v for k, v in usage.get(t.name, {}).items() if k in t.limits})
+        if self._tables is None:  # type tables are pure functions of (template, DaemonSets): build once
+            self._tables = type_tables(self.templates, self.daemonsets)
+        sched = Scheduler(self.templates, nodes, self.daemonsets, usage, bound_pods=bound, tables=self._tables)
         return sched, {n.name for n in nodes if not n.initialized}
 
 

@@ -98,8 +98,8 @@ async def build_scheduler(
         bound_pods=bound_pod_infos(snapshot),
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
+        unready=unready,
     )
-    scheduler.unready = unready
     return scheduler, templates
 
 

@@ -1,0 +1,149 @@
+"""NodeClaims being planned: the mutable in-run state (:class:`ClaimState`) and the value the plan
+hands out (:class:`PlannedNodeClaim`, built by :func:`finalize`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.scheduling.pod import PodInfo
+from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.resources import Resources
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
+
+__all__ = ["MAX_INSTANCE_TYPES", "HostPort", "ClaimState", "PlannedNodeClaim", "finalize", "ports_conflict"]
+
+MAX_INSTANCE_TYPES = 600
+"""Instance types kept per NodeClaim, cheapest first (Karpenter ``MaxInstanceTypes``, #2430)."""
+
+HostPort = tuple[str, int, str]
+"""(host IP, port, protocol); host IP ``0.0.0.0`` means every address."""
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+def ports_conflict(a: set[HostPort] | frozenset[HostPort], b: frozenset[HostPort]) -> HostPort | None:
+    """The first port of ``b`` that clashes with one of ``a`` (same port and protocol, same IP or
+    either is the wildcard), or None."""
+    for ip, port, proto in b:
+        for ip2, port2, proto2 in a:
+            if port == port2 and proto == proto2 and (ip == ip2 or "0.0.0.0" in (ip, ip2)):
+                return (ip, port, proto)
+    return None
+
+
+class ClaimState:
+    """A NodeClaim while a scheduling run plans it (mutable; never leaves the run).
+
+    Attributes:
+        table: the NodePool's type table.
+        requirements: template ∩ the chosen terms of every pod, plus the placeholder hostname.
+        pods: pods planned onto it.
+        requests: sum of the pods' requests as a row over ``table.resources`` (internal units).
+        mask: which rows of ``table`` can still hold every pod.
+        reserved: capacity counted against the NodePool's limits (largest remaining option).
+        hostname: placeholder hostname for hostname-keyed topology.
+        index: position among the run's claims.
+        host_ports: ports held by its pods and DaemonSets.
+        relaxed: minValues was relaxed (BestEffort policy).
+    """
+
+    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests", "requirements", "reserved", "table")
+
+    def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
+        self.table = table
+        self.requirements = requirements
+        self.pods: list[PodInfo] = []
+        self.requests: IntArray = np.zeros(len(table.resources), dtype=np.int64)
+        self.mask: BoolArray = np.ones(len(table.types), dtype=bool)
+        self.reserved: Resources = {}
+        self.hostname = hostname
+        self.index = index
+        self.host_ports: set[HostPort] = set(table.daemon_host_ports)
+        self.relaxed = False
+
+    @classmethod
+    def fresh(cls, table: TypeTable, index: int, hostname: str | None = None) -> ClaimState:
+        """An empty claim of ``table``'s NodePool: the template's requirements plus
+        ``kubernetes.io/hostname In [placeholder]``."""
+        name = hostname if hostname is not None else f"hostname-placeholder-{index:04d}"
+        claim = cls(table, table.template.requirements.copy(), name, index)
+        claim.requirements.add(Requirement(LABEL_HOSTNAME, False, frozenset((name,))))
+        return claim
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PlannedNodeClaim:
+    """A NodeClaim the plan wants created.
+
+    Attributes:
+        nodepool: the NodePool name.
+        template: its template.
+        pods: pods planned onto it.
+        requirements: template ∩ every pod's chosen node-affinity term, plus
+            ``node.kubernetes.io/instance-type In [...]`` and ``karpenter.sh/capacity-type In [...]``.
+        instance_types: remaining options, cheapest first, at most :data:`MAX_INSTANCE_TYPES`.
+        requests: pods' requests plus the smallest DaemonSet overhead among the options.
+        hostname: placeholder hostname used for hostname-keyed constraints during the run.
+    """
+
+    nodepool: str
+    template: NodePoolTemplate
+    pods: list[PodInfo]
+    requirements: Requirements
+    instance_types: list[InstanceType]
+    requests: Resources
+    hostname: str
+    min_values_relaxed: bool = False
+    """True when minValues could not be met and the BestEffort policy relaxed it."""
+
+    def cheapest_offering_price(self) -> float:
+        """USD/hour of the cheapest available offering among the options (the first type is the
+        cheapest: options are ordered by price)."""
+        if not self.instance_types:
+            return 0.0
+        o = self.instance_types[0].cheapest(self.requirements)
+        return o.price if o is not None else 0.0
+
+    def spec_requirements(self) -> list[dict[str, object]]:
+        """``spec.requirements`` for the NodeClaim object (node-selector dicts)."""
+        return self.requirements.to_selectors()
+
+
+def finalize(claim: ClaimState, max_instance_types: int = MAX_INSTANCE_TYPES) -> PlannedNodeClaim:
+    """The plan's view of ``claim``: remaining types cheapest first (ties by name, at most
+    ``max_instance_types``), requirements pinned to those types and to the zones and capacity types
+    they are offered in, and requests including the smallest DaemonSet overhead among them."""
+    table = claim.table
+    reqs = claim.requirements.copy()
+    reqs.by_key.pop(LABEL_HOSTNAME, None)
+    prices = table.cheapest_prices(reqs)
+    idx = np.flatnonzero(claim.mask & np.isfinite(prices))
+    order = idx[np.lexsort((table.name_rank[idx], prices[idx]))]
+    chosen = [int(i) for i in order[:max_instance_types]]
+    types = [table.types[i] for i in chosen]
+    cols = table.column_mask(reqs) & np.isfinite(table.prices[chosen]).any(axis=0) if chosen else np.zeros(0, dtype=bool)
+    used = [table.offering_columns[j] for j in np.flatnonzero(cols)]
+    cts = sorted({c for _, c in used})
+    zones = sorted({z for z, _ in used})
+    reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
+    reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(cts)))
+    reqs.add(Requirement(LABEL_ZONE, False, frozenset(zones)))
+    daemon_min = table.daemon[chosen].min(axis=0) if chosen else np.zeros(len(table.resources), dtype=np.int64)
+    total = claim.requests + daemon_min
+    requests = {r: int(total[i]) for i, r in enumerate(table.resources) if total[i]}
+    return PlannedNodeClaim(
+        nodepool=table.template.name,
+        template=table.template,
+        pods=claim.pods,
+        requirements=reqs,
+        instance_types=types,
+        requests=requests,
+        hostname=claim.hostname,
+        min_values_relaxed=claim.relaxed,
+    )

@@ -1,0 +1,316 @@
+"""One scheduling run: the inputs it reads and the mutable state it keeps.
+
+:class:`Inputs` is what a :class:`~karpy_core.scheduling.scheduler.Scheduler` was built with
+(NodePools, their type tables, nodes, bound pods, limits left, policies); it is never modified.
+A :class:`SchedulingRun` holds everything a run changes - the NodeClaims it plans, what it adds
+to each existing node (:class:`~karpy_core.scheduling.nodes.NodeUsage`), the limits it uses up,
+topology counts and the per-signature search cursors - and the placement steps over them (on an
+existing node, on a planned claim, on a new claim).
+
+Speed: a pod's placement-relevant identity (:meth:`PodInfo.signature`) is the cache key. Nodes
+and planned claims only fill up during a run, so once a signature fails on one it fails for good;
+each signature keeps a cursor and never retries them (amortised O(1) per pod).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
+from karpy_core.scheduling.claim import ClaimState
+from karpy_core.scheduling.feasibility import BoolArray, Fit, check_claim, check_node, limit_mask
+from karpy_core.scheduling.infeasible import Infeasible
+from karpy_core.scheduling.nodes import ExistingNode, NodeUsage
+from karpy_core.scheduling.pod import PodInfo
+from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
+from karpy_core.scheduling.preferences import Attempt, build_attempts
+from karpy_core.scheduling.resources import Resources
+from karpy_core.scheduling.taints import Taint
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
+from karpy_core.scheduling.topology import Placement, Topology, Verdict
+
+__all__ = ["Inputs", "SchedulingRun"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a scheduler was built with (read-only for runs).
+
+    Attributes:
+        templates: Ready NodePools, by weight (descending) then name.
+        tables: type table per NodePool name.
+        nodes: existing nodes, initialized first, then by name.
+        bound_pods: pods running on ``nodes``.
+        limits_left: per NodePool, ``limits - usage`` (internal units, ``nodes`` a count), None
+            for a NodePool without limits.
+        unready: NodePools left out because they are not Ready: name -> why.
+        preference_policy, min_values_policy: the policies.
+        max_instance_types: instance types kept per NodeClaim.
+        use_caches: False tries every node and claim for every pod (the pod-by-pod reference).
+    """
+
+    templates: tuple[NodePoolTemplate, ...]
+    tables: Mapping[str, TypeTable]
+    nodes: tuple[ExistingNode, ...]
+    bound_pods: tuple[PodInfo, ...]
+    limits_left: Mapping[str, Resources | None]
+    unready: Mapping[str, str]
+    preference_policy: PreferencePolicy
+    min_values_policy: MinValuesPolicy
+    max_instance_types: int
+    use_caches: bool
+
+
+class SchedulingRun:
+    """The mutable state of one :meth:`Scheduler.solve` call, and the placement steps.
+
+    Args:
+        inputs: the scheduler's inputs.
+        pods: the pods of this run (their topology keys decide which domains are counted).
+    """
+
+    def __init__(self, inputs: Inputs, pods: tuple[PodInfo, ...] | list[PodInfo] = ()):
+        self.inputs = inputs
+        self.tables = inputs.tables
+        self.remaining: dict[str, Resources | None] = {
+            name: (dict(left) if left is not None else None) for name, left in inputs.limits_left.items()
+        }
+        self.usage = [NodeUsage(n) for n in inputs.nodes]
+        self.claims: list[ClaimState] = []
+        self._node_cursor: dict[tuple[Any, ...], int] = {}
+        self._claim_cursor: dict[tuple[Any, ...], int] = {}
+        self.new_failed: dict[tuple[Any, ...], set[str]] = {}
+        self._attempt_cache: dict[tuple[Any, ...], list[Attempt]] = {}
+        self._pod_domain_cache: dict[tuple[Any, ...], dict[str, set[str]]] = {}
+        keys: set[str] = set()
+        for p in [*pods, *inputs.bound_pods]:
+            keys |= {c.key for c in p.spread} | {t.key for t in p.affinity} | {t.key for t in p.preferred_affinity}
+        self.topology = Topology(self._domains(keys))
+        by_name = {u.node.name: u for u in self.usage}
+        for bp in inputs.bound_pods:
+            use = by_name.get(bp.node_name)
+            if use is None:
+                continue
+            use.add_ports(bp.host_ports)
+            anti = [t for t in bp.affinity if t.anti]
+            self.topology.record(bp.namespace, bp.labels, Placement(use.node.labels, use.node.taints), anti)
+
+    # ---- domains ------------------------------------------------------------------------
+    def _template_domains(self, t: NodePoolTemplate, key: str) -> set[str]:
+        req = t.requirements.get(key)
+        if key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
+            table = self.tables[t.name]
+            vals = {o.zone if key == LABEL_ZONE else o.capacity_type for it in table.types for o in it.offerings if o.available}
+            return {v for v in vals if req is None or req.has(v)}
+        if req is not None and not req.complement:
+            return set(req.values)
+        return set()
+
+    def _domains(self, keys: set[str]) -> dict[str, set[str]]:
+        """Every domain a NodeClaim or existing node can be in, per topology key."""
+        out: dict[str, set[str]] = {k: set() for k in keys}
+        for key in keys:
+            if key == LABEL_HOSTNAME:
+                continue
+            for t in self.inputs.templates:
+                out[key] |= self._template_domains(t, key)
+            for n in self.inputs.nodes:
+                if key in n.labels:
+                    out[key].add(n.labels[key])
+        return out
+
+    def pod_domains(self, pod: PodInfo, keys: set[str]) -> dict[str, set[str]]:
+        """The domains this pod could ever reach, per key: those of NodePools its node affinity is
+        compatible with (narrowed by that affinity) and of existing nodes it matches. Spread counts
+        its skew over these only, as kube-scheduler does with ``nodeAffinityPolicy: Honor``."""
+        cache_key = (pod.signature(), tuple(sorted(keys)))
+        hit = self._pod_domain_cache.get(cache_key)
+        if hit is not None:
+            return hit
+        out: dict[str, set[str]] = {k: set() for k in keys if k != LABEL_HOSTNAME}
+        for key in out:
+            for term in pod.requirement_terms:
+                allowed = term.get(key)
+                for t in self.inputs.templates:
+                    if t.requirements.conflict(term) is not None:
+                        continue
+                    out[key] |= {v for v in self._template_domains(t, key) if allowed is None or allowed.has(v)}
+            for n in self.inputs.nodes:
+                if key in n.labels and any(t.matches_labels(n.labels) is None for t in pod.requirement_terms):
+                    out[key].add(n.labels[key])
+        self._pod_domain_cache[cache_key] = out
+        return out
+
+    # ---- constraints --------------------------------------------------------------------
+    def attempts(self, pod: PodInfo) -> list[Attempt]:
+        """The pod's preference-relaxation attempts, strictest first (cached per signature)."""
+        sig = pod.signature()
+        cached = self._attempt_cache.get(sig)
+        if cached is None:
+            cached = self._attempt_cache[sig] = build_attempts(pod, self.inputs.preference_policy)
+        return cached
+
+    def verdict(self, pod: PodInfo, att: Attempt) -> Verdict | None:
+        """The pod's topology verdict for this attempt, or None when topology cannot matter."""
+        if not att.constrained and not (self.topology.has_anti and self.topology.anti_selects(pod.namespace, pod.labels)):
+            return None
+        spread_keys = {c.key for c in att.spread if c.honor_affinity}
+        return self.topology.prepare(
+            namespace=pod.namespace,
+            labels=pod.labels,
+            spread=att.spread,
+            affinity=att.affinity,
+            node_terms=list(pod.requirement_terms),
+            tolerations=pod.tolerations,
+            universe=self.pod_domains(pod, spread_keys) if spread_keys else None,
+        )
+
+    def cached(self, att: Attempt, verdict: Verdict | None) -> bool:
+        """Whether a signature's failures are final. Nodes and claims only fill up, so resource,
+        taint and requirement failures are; so are anti-affinity and hostname-spread failures
+        (counts only grow, the hostname minimum stays 0). Zonal spread and affinity are not."""
+        if not self.inputs.use_caches:
+            return False
+        if verdict is None:
+            return True
+        return all(c.key == LABEL_HOSTNAME for c in att.spread) and all(t.anti for t in att.affinity)
+
+    def record(self, pod: PodInfo, att: Attempt, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> None:
+        """Count a placed pod in the topology (with its anti-affinity terms)."""
+        anti = [t for t in att.affinity if t.anti]
+        self.topology.record(pod.namespace, pod.labels, Placement(dict(labels), taints), anti)
+
+    # ---- existing nodes -----------------------------------------------------------------
+    def place_existing(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> ExistingNode | None:
+        """Put ``pod`` on the first existing node that takes it; returns that node or None."""
+        cached = self.cached(att, verdict)
+        sig = (pod.signature(), att.level)
+        start = self._node_cursor.get(sig, 0) if cached else 0
+        for i in range(start, len(self.usage)):
+            use = self.usage[i]
+            node = use.node
+            if check_node(use, pod, att.terms) is not None:
+                continue
+            if verdict is not None:
+                candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in verdict.rules}
+                if isinstance(verdict.choose(candidate), Infeasible):
+                    continue
+            use.add(pod)
+            self.record(pod, att, node.labels, node.taints)
+            if cached:
+                self._node_cursor[sig] = i
+            return node
+        if cached:
+            self._node_cursor[sig] = len(self.usage)
+        return None
+
+    # ---- planned claims -----------------------------------------------------------------
+    def place_planned(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Add ``pod`` to the first NodeClaim planned in this run that takes it."""
+        cached = self.cached(att, verdict)
+        sig = (pod.signature(), att.level)
+        start = self._claim_cursor.get(sig, 0) if cached else 0
+        for i in range(start, len(self.claims)):
+            if self.try_add(self.claims[i], pod, att, verdict):
+                if cached:
+                    self._claim_cursor[sig] = i
+                return True
+        if cached:
+            self._claim_cursor[sig] = len(self.claims)
+        return False
+
+    def check(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None, *,
+              explain: bool = False) -> Fit | tuple[Infeasible, ...]:
+        """:func:`~karpy_core.scheduling.feasibility.check_claim` against this run's state (what
+        :meth:`try_add` decides with)."""
+        return check_claim(
+            claim, pod, att, verdict,
+            remaining=self.remaining[claim.table.template.name],
+            domains=self.topology.domains,
+            min_values=self.inputs.min_values_policy,
+            explain=explain,
+        )
+
+    def try_add(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Add ``pod`` to ``claim`` when :meth:`check` allows it; True when added."""
+        fit = check_claim(claim, pod, att, verdict, self.remaining[claim.table.template.name], self.topology.domains,
+                          self.inputs.min_values_policy)
+        if not isinstance(fit, Fit):
+            return False
+        table = claim.table
+        claim.requirements = fit.requirements
+        claim.mask = fit.mask
+        claim.requests = fit.requests
+        claim.relaxed = claim.relaxed or fit.relaxed
+        claim.pods.append(pod)
+        claim.host_ports |= pod.host_ports
+        self.reserve(claim, fit.mask)
+        labels = {**fit.requirements.labels(), LABEL_HOSTNAME: claim.hostname}
+        self.record(pod, att, labels, table.template.taints)
+        return True
+
+    # ---- new claims ---------------------------------------------------------------------
+    def place_new(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Open a NodeClaim for ``pod`` from the first NodePool (by weight) that takes it."""
+        sig = (pod.signature(), att.level)
+        failed = self.new_failed.setdefault(sig, set()) if self.cached(att, verdict) else set()
+        for template in self.inputs.templates:
+            if template.name in failed:
+                continue
+            claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
+            if self.try_add(claim, pod, att, verdict):
+                self.claims.append(claim)
+                rem = self.remaining[template.name]
+                if rem is not None and "nodes" in rem:
+                    rem["nodes"] -= 1
+                return True
+            failed.add(template.name)
+        return False
+
+    # ---- limits -------------------------------------------------------------------------
+    def limit_mask(self, claim: ClaimState, mask: BoolArray) -> BoolArray:
+        """``mask`` without the types the claim's NodePool limits no longer admit."""
+        return limit_mask(self.remaining[claim.table.template.name], claim.table, mask, claim.reserved)
+
+    def reserve(self, claim: ClaimState, mask: BoolArray) -> None:
+        """Count the largest capacity among ``mask`` against the claim's NodePool limits."""
+        rem = self.remaining[claim.table.template.name]
+        if rem is None:
+            return
+        table = claim.table
+        new_reserved: Resources = {}
+        for r in rem:
+            i = table.index.get(r)
+            if r == "nodes" or i is None:
+                continue
+            new_reserved[r] = int(table.capacity[mask, i].max())
+        for r, v in new_reserved.items():
+            rem[r] = rem[r] + claim.reserved.get(r, 0) - v
+        claim.reserved = new_reserved
+
+    # ---- alternatives -------------------------------------------------------------------
+    def checkpoint(self) -> tuple[Any, ...]:
+        """State to :meth:`restore` when trying an alternative packing of new claims."""
+        return (len(self.claims), copy.deepcopy(self.remaining), self.topology.checkpoint(), copy.deepcopy(self.new_failed))
+
+    def restore(self, mark: tuple[Any, ...]) -> None:
+        """Drop the claims opened since ``mark`` and restore limits, topology and failures."""
+        n, remaining, topo, new_failed = mark
+        del self.claims[n:]
+        self.remaining = copy.deepcopy(remaining)
+        self.topology.restore(topo)
+        self.new_failed = copy.deepcopy(new_failed)
+
+    def new_claims_cost(self, start: int) -> float:
+        """USD/hour of the cheapest option of every claim opened since ``start``."""
+        total = 0.0
+        for claim in self.claims[start:]:
+            prices = claim.table.cheapest_prices(claim.requirements)[claim.mask]
+            finite = prices[np.isfinite(prices)]
+            total += float(finite.min()) if finite.size else 0.0
+        return total

@@ -1,0 +1,158 @@
+"""Typed reasons, the explainer agreeing with the search, immutable inputs, constructor inputs."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from karpy_core.scheduling.claim import ClaimState
+from karpy_core.scheduling.explain import pool_verdict, suggest
+from karpy_core.scheduling.feasibility import Fit
+from karpy_core.scheduling.infeasible import Infeasible, InfeasibleKind, PoolVerdict
+from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
+from karpy_core.scheduling.run import SchedulingRun
+from karpy_core.scheduling.scheduler import ExistingNode, Scheduler
+from karpy_core.scheduling.template import template_from_nodepool, type_tables
+
+from .helpers import GI, make_type, nodepool, pod
+from .test_scheduler import CATALOG, solve
+
+K = InfeasibleKind
+
+
+def test_reason_messages_keep_their_wording():
+    """The text users see (NodePool status, ``karpy simulate``) is unchanged by the typed reasons."""
+    huge = solve([nodepool()], [pod("huge", "64", "1Gi")]).errors["default/huge"]
+    assert huge.startswith("NodePool default: no instance type has room for the pod's requests (cpu 64, memory 1Gi, pods 1)")
+    assert "largest compatible type by cpu is large" in huge
+    tainted = nodepool("gpu-pool", weight=50, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    assert solve([tainted], [pod("a")]).errors["default/a"] == "NodePool gpu-pool: pod does not tolerate taint dedicated=gpu:NoSchedule"
+    amd = nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}])
+    assert solve([amd], [pod("a", node_selector={"kubernetes.io/arch": "arm64"})]).errors["default/a"] == (
+        "NodePool default: incompatible requirements: kubernetes.io/arch In [arm64] conflicts with kubernetes.io/arch In [amd64]"
+    )
+    labelled = solve([nodepool(labels={"workload-type": "karpenter"})], [pod("b", node_selector={"workload-type": "other"})])
+    assert "workload-type In [other] conflicts with workload-type In [karpenter]" in labelled.errors["default/b"]
+    small = nodepool(requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}], limits={"cpu": "5"})
+    limited = solve([small], [pod(f"p{i}", "1500m", "1Gi") for i in range(4)])
+    assert "limits.cpu=5 would be exceeded (1 left, the smallest fitting type adds 2)" in limited.errors["default/p2"]
+    used = solve([nodepool(limits={"cpu": "8"})], [pod("a", "1")], usage={"default": {"cpu": 7000}})
+    assert "limits.cpu=8 would be exceeded" in used.errors["default/a"]
+    zone = solve([nodepool()], [pod("a", node_selector={"topology.kubernetes.io/zone": "zone-c"})])
+    assert zone.errors["default/a"] == "NodePool default: no instance type matches topology.kubernetes.io/zone In [zone-c]"
+    catalog = [make_type(f"{fam}.large", 2, 4, labels={"family": fam}) for fam in ("a", "b", "c")] + [
+        make_type("d.8xlarge", 32, 64, labels={"family": "d"})]
+    mv = nodepool(requirements=[{"key": "family", "operator": "Exists", "minValues": 3}], labels={})
+    res = Scheduler([template_from_nodepool(mv, catalog)]).solve([pod_info(pod("big", "8", "8Gi"))])
+    assert "minValues 3 on family (only 1 distinct values left)" in res.errors["default/big"]
+    none = Scheduler([]).solve([pod_info(pod("a"))])
+    assert none.errors["default/a"] == "no NodePool is available to launch capacity (none defined, or none Ready)"
+    assert none.reasons["default/a"].kinds == {K.NO_NODEPOOL}
+
+
+def test_every_error_has_a_typed_reason_with_the_same_text():
+    res = solve([nodepool(limits={"nodes": "1"})], [pod("a", "3"), pod("b", "3"), pod("c", "3"), pod("g", extra={"nvidia.com/gpu": "9"})])
+    assert set(res.errors) == set(res.reasons) and res.errors
+    for key, reason in res.reasons.items():
+        assert res.errors[key] == reason.message
+    assert res.reasons["default/c"].kinds == {K.NODE_LIMIT}
+    assert res.errors["default/c"] == "NodePool default: limits.nodes=1 reached"
+
+
+def test_unready_nodepools_are_typed():
+    templates = [template_from_nodepool(nodepool(), CATALOG)]
+    res = Scheduler(templates, unready={"later": "NodeClass not found"}).solve([pod_info(pod("huge", "64"))])
+    reason = res.reasons["default/huge"]
+    assert reason.pool("later").kinds == (K.NODEPOOL_NOT_READY,)
+    assert res.errors["default/huge"].endswith("; NodePool later: not Ready (NodeClass not found)")
+
+
+@pytest.mark.parametrize(
+    ("pool", "spec"),
+    [
+        (nodepool(taints=[{"key": "x", "value": "y", "effect": "NoSchedule"}]), pod("p")),
+        (nodepool(limits={"nodes": "0"}), pod("p")),
+        (nodepool(), pod("p", extra={"example.com/fpga": "1"})),
+        (nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]),
+         pod("p", node_selector={"kubernetes.io/arch": "arm64"})),
+        (nodepool(), pod("p", node_selector={"topology.kubernetes.io/zone": "zone-c"})),
+        (nodepool(), pod("p", "64")),
+        (nodepool(limits={"cpu": "1"}), pod("p", "1")),
+    ],
+)
+def test_explainer_and_search_run_the_same_check(pool, spec):
+    """The quiet check the search runs and the explained check agree on the kind."""
+    template = template_from_nodepool(pool, CATALOG)
+    sched = Scheduler([template])
+    info = pod_info(spec)
+    res = sched.solve([info])
+    explained = res.reasons[info.key].pool(template.name)
+    run = SchedulingRun(sched.inputs, [info])
+    att = run.attempts(info)[-1]
+    quiet = run.check(ClaimState.fresh(sched.tables[template.name], 0), info, att, run.verdict(info, att))
+    assert not isinstance(quiet, Fit)
+    assert [r.kind for r in quiet] == [explained.kinds[-1]]
+    assert all(r.detail == "" for r in quiet) and all(r.detail for r in explained.reasons)
+    assert pool_verdict(run, template, info) == explained
+
+
+def test_suggestions_follow_the_kind_not_the_text():
+    template = template_from_nodepool(nodepool(), CATALOG)
+    run = SchedulingRun(Scheduler([template]).inputs)
+    info = pod_info(pod("p"))
+
+    def fix(*kinds: InfeasibleKind) -> str:
+        return suggest(run, template, info, PoolVerdict("default", tuple(Infeasible(k, "topology spread anti-affinity limits.nodes") for k in kinds)))
+
+    assert fix(K.NO_ROOM).startswith("lower the pod's requests")
+    assert fix(K.NODE_LIMIT) == "raise the NodePool's limits.nodes"
+    assert fix(K.MIN_VALUES).startswith("lower minValues")
+    assert fix(K.POD_AFFINITY).startswith("start the pods the affinity term selects first")
+    assert fix(K.TAKEN_BY_PLAN) == fix(K.NO_OFFERING) == fix(K.HOST_PORT) == ""
+    assert fix(K.NO_OFFERING, K.TOPOLOGY_SPREAD).startswith("allow more zones/domains")  # first kind with a fix
+
+
+def _node(name: str, used_cpu: int) -> ExistingNode:
+    return ExistingNode(name, {"kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": "zone-a"}, (),
+                        {"cpu": 4000, "memory": 8 * GI, "pods": 10}, {"cpu": used_cpu, "memory": GI, "pods": 1},
+                        nodepool="default", host_ports={("0.0.0.0", 9100, "TCP")})
+
+
+def test_solve_never_modifies_its_inputs():
+    nodes = [_node("n1", 1000), _node("n2", 3500)]
+    before = copy.deepcopy([(n.requested, n.host_ports, n.labels, n.allocatable) for n in nodes])
+    usage = {"default": {"cpu": 1000, "nodes": 1}}
+    usage_before = copy.deepcopy(usage)
+    bound_spec = pod("bound", node_name="n1")
+    bound_spec["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    bound = [pod_info(bound_spec)]
+    templates = [template_from_nodepool(nodepool(limits={"cpu": "100"}), CATALOG)]
+    ported = pod("ported", "500m")
+    ported["spec"]["containers"][0]["ports"] = [{"containerPort": 81, "hostPort": 8081}]
+    pods = [pod_info(p) for p in [ported, pod("a", "2"), pod("b", "2"), pod("c", "6")]]
+    sched = Scheduler(templates, nodes, (), usage, bound_pods=bound)
+    first = sched.solve(pods)
+    assert first.existing and first.new_claims  # the run did place pods on the nodes and on new claims
+    assert [(n.requested, n.host_ports, n.labels, n.allocatable) for n in nodes] == before
+    assert usage == usage_before
+    second = sched.solve(pods)  # every solve starts from the inputs afresh
+    shape = lambda r: (r.existing, [(c.nodepool, [p.name for p in c.pods]) for c in r.new_claims], r.errors)  # noqa: E731
+    assert shape(second) == shape(first)
+    # the explanation sees the run's state (n1 filled up), the node does not
+    lines = sched.explain_detail(pod_info(pod("z", "3")))
+    assert "node n1: not enough free cpu" in lines and nodes[0].requested == before[0][0]
+
+
+def test_everything_goes_through_the_constructor():
+    templates = [template_from_nodepool(nodepool(), CATALOG)]
+    tables = type_tables(templates, ())
+    sched = Scheduler(templates, tables=tables, preference_policy="Ignore", min_values_policy="BestEffort")
+    assert sched.tables["default"] is tables["default"]
+    assert sched.inputs.preference_policy is PreferencePolicy.IGNORE
+    assert sched.inputs.min_values_policy is MinValuesPolicy.BEST_EFFORT
+    other = [template_from_nodepool(nodepool(), CATALOG)]  # same name, another template: rebuilt
+    assert Scheduler(other, tables=tables).tables["default"] is not tables["default"]
+    with pytest.raises(ValueError):
+        Scheduler(templates, preference_policy="Sometimes")
