@@ -26,7 +26,7 @@ from karpy_core.controllers.disruption.decisions import (
     NodeDecision,
     Verdict,
 )
-from karpy_core.controllers.disruption.expiration import Expiration, ExpirationEvent
+from karpy_core.controllers.disruption.expiration import Expiration, ExpirationEvent, ExpirationEventKind
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.planner import plan_disruption, validate_plan
 
@@ -46,6 +46,7 @@ __all__ = [
     "DisruptionSettings",
     "Expiration",
     "ExpirationEvent",
+    "ExpirationEventKind",
     "DisruptionPlan",
     "plan_disruption",
     "validate_plan",
