@@ -13,12 +13,9 @@ Methods, in Karpenter's order, the first that yields a command wins
 4. **single-node consolidation** (``singlenodeconsolidation.go``): the first candidate that can be
    deleted (its pods fit on other nodes) or replaced by one cheaper node.
 
-Simulation (``helpers.go`` ``SimulateScheduling``): a fresh :class:`~karpy_core.scheduling.scheduler.Scheduler`
-over the cluster without the candidates, solving the candidates' pods. A command is rejected if a
-pod cannot be placed, lands on a node that is not initialized yet, or needs more than one new
-node (consolidation). A replacement keeps only the instance types whose worst compatible offering
-costs less than the candidates together (``WorstLaunchPrice`` < Σ price); spot candidates are
-never replaced by spot (``SpotToSpotConsolidation`` is off by default).
+Each method simulates removing its candidates (``helpers.go`` ``SimulateScheduling``; the rules,
+one cheaper replacement at most for consolidation and no spot-to-spot, are in
+:mod:`~karpy_core.controllers.disruption.simulation`).
 
 Consolidation waits while pending pods could be placed (on a node or a new NodeClaim): their
 capacity is still being decided. Karpenter adds pending pods to the consolidation simulation, and
