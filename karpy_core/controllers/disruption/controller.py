@@ -234,7 +234,7 @@ class Disruption:
             raise
         conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionReason"]
         if reason:
-            conds.append({"type": "DisruptionReason", "status": "True", "reason": reason, "message": "",
+            conds.append({"type": "DisruptionReason", "status": "True", "reason": reason.value, "message": "",
                           "lastTransitionTime": iso(self.clock.now())})
         await self.kube.patch("NodeClaim", nodeclaim, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}},
                               status=True)
@@ -274,7 +274,7 @@ class Disruption:
                 self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
                                 for c in cmd.plan.candidates])
                 events.append(DisruptionEvent(DisruptionEventKind.INVALIDATED, ",".join(cmd.nodes), reason=why.message,
-                                              details={"method": cmd.plan.method}, decision=why.kind))
+                                              details={"method": cmd.plan.method.value}, decision=why.kind))
                 self._idle = None
             else:
                 events += await self._execute(cmd, now)
@@ -293,8 +293,9 @@ class Disruption:
                     self._idle = None
                     wake.append(now + self.settings.validation_delay)
                     events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
-                                                  reason=plan.reason, details={"method": plan.method, "decision": plan.decision,
-                                                                               "summary": plan.describe()}))
+                                                  reason=plan.reason.value,
+                                                  details={"method": plan.method.value, "decision": plan.decision.value,
+                                                           "summary": plan.describe()}))
                 else:
                     threshold = self._threshold(snapshot, types, now)
                     self._idle = (fp, threshold)
@@ -375,8 +376,8 @@ class Disruption:
             if all(is_true(claims[r], "Initialized") for r in cmd.replacements):
                 for c in cmd.plan.candidates:
                     if await self._delete_claim(c.nodeclaim_name):
-                        events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason,
-                                                      details={"method": cmd.plan.method}))
+                        events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason.value,
+                                                      details={"method": cmd.plan.method.value}))
                 continue
             keep.append(cmd)
         self.queued = keep
@@ -404,22 +405,22 @@ class Disruption:
         for c in plan.candidates:
             await self._set_taint(c.name, True)
             await self._set_reason(c.nodeclaim_name, plan.reason)
-        events.append(DisruptionEvent(DisruptionEventKind.DISRUPT, ",".join(cmd.nodes), reason=plan.reason,
-                                      details={"method": plan.method, "decision": plan.decision, "price": round(plan.price, 6),
+        events.append(DisruptionEvent(DisruptionEventKind.DISRUPT, ",".join(cmd.nodes), reason=plan.reason.value,
+                                      details={"method": plan.method.value, "decision": plan.decision.value, "price": round(plan.price, 6),
                                                "replacement_price": round(plan.replacement_price, 6),
                                                "savings_per_hour": plan.savings_per_hour}))
         cmd.started_at = now
         for r in plan.replacements:
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(r))
             cmd.replacements.append(created["metadata"]["name"])
-            events.append(DisruptionEvent(DisruptionEventKind.REPLACEMENT_CREATE, nodeclaim=created["metadata"]["name"], reason=plan.reason,
-                                          details={"nodepool": r.nodepool, "for": cmd.nodes,
+            events.append(DisruptionEvent(DisruptionEventKind.REPLACEMENT_CREATE, nodeclaim=created["metadata"]["name"],
+                                          reason=plan.reason.value, details={"nodepool": r.nodepool, "for": cmd.nodes,
                                                    "cheapest_price": round(r.cheapest_offering_price(), 6)}))
         if not plan.replacements:
             for c in plan.candidates:
                 if await self._delete_claim(c.nodeclaim_name):
-                    events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason,
-                                                  details={"method": plan.method}))
+                    events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason.value,
+                                                  details={"method": plan.method.value}))
         else:
             self.queued.append(cmd)
         return events
