@@ -285,7 +285,8 @@ def simulate(
             _fail(ConfigurationError(f"no node {explain_node} in the simulation (nodes with decisions: "
                                      f"{', '.join(sorted(report.decisions)[:10]) or 'none'})"))
         text = render_explain_node(report, explain_node)
-        typer.echo(json.dumps({"explain_node": explain_node, "lines": text.splitlines()}, indent=2) if output == "json" else text)
+        doc = {"explain_node": explain_node, "lines": text.splitlines(), "decisions": report.decision_records.get(explain_node, [])}
+        typer.echo(json.dumps(doc, indent=2) if output == "json" else text)
         return
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))

@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -32,6 +32,7 @@ from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus
+from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.cache import CachedKubeClient
@@ -104,61 +105,6 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
     finally:
         waiter.cancel()
     return bool(done)
-
-
-class Batcher:
-    """Collects triggers into batches (Karpenter ``pkg/controllers/provisioning/batcher.go``): a
-    batch starts at the first trigger and closes after ``idle`` seconds without a new one, or
-    ``max`` seconds after it started. A trigger with a ``key`` (a pod UID and its state) extends
-    the window once per batch; repeats of the same key do not (Karpenter's per-element
-    de-duplication), so status churn on one pod cannot hold a batch open. While ``hold()`` is
-    true (pods kube-scheduler has not marked yet) an idle window does not close the batch; only
-    ``max`` does. Timers read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests)."""
-
-    def __init__(self, clock: Clock, settings: BatchSettings, hold: Callable[[], bool] | None = None):
-        self.clock = clock
-        self.settings = settings
-        self.hold = hold or (lambda: False)
-        self._event = asyncio.Event()
-        self._seen: set[Hashable] = set()
-
-    def trigger(self, key: Hashable | None = None) -> None:
-        """Start a batch, or extend the open one if ``key`` is new to it (or not given)."""
-        if key is not None:
-            if key in self._seen:
-                return
-            self._seen.add(key)
-        self._event.set()
-
-    async def _event_within(self, timeout: float) -> bool:
-        """True when a trigger arrives within ``timeout`` seconds of the clock."""
-        if self._event.is_set():
-            return True
-        waiter = asyncio.ensure_future(self._event.wait())
-        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
-        try:
-            done, _ = await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            sleeper.cancel()
-        return waiter in done
-
-    async def wait(self) -> None:
-        """Return when a batch closes."""
-        try:
-            await self._event.wait()
-            self._event.clear()
-            start = self.clock.now()
-            while True:
-                remaining = start + self.settings.max_seconds - self.clock.now()
-                timeout = min(self.settings.idle_seconds, remaining)
-                if timeout <= 0:
-                    return
-                if not await self._event_within(timeout) and not self.hold():
-                    return
-                self._event.clear()
-        finally:
-            self._seen.clear()
 
 
 def _pod_key(pod: dict[str, Any]) -> str:

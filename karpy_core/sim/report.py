@@ -103,6 +103,9 @@ class SimulationReport:
     """``[{t, nodes, cost_per_hour}]`` for scenario runs, None otherwise."""
     decisions: dict[str, list[str]] = field(default_factory=dict)
     """Node name -> the disruption decision log lines (``--explain-node``)."""
+    decision_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Node name -> the same log as typed records (time, method, verdict, kind, reason, details;
+    ``--explain-node -o json``)."""
 
     @property
     def cost_per_hour(self) -> float:
@@ -192,6 +195,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         explanations=dict(sim.explanations),
         cost_over_time=list(sim.cost_over_time) if sim.disruption_enabled else None,
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
+        decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
         warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())],
     )
 

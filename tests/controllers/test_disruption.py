@@ -359,3 +359,57 @@ async def test_drain_stops_waiting_for_a_pod_stuck_terminating():
     clock.advance(1)
     assert [e.kind for e in await term.reconcile()] == ["node-finalized"]
     assert cluster.peek("Node", "a") is None and cluster.peek("Pod", "stuck", "default") is not None
+
+
+def test_decision_log_is_typed_and_validation_says_why_as_a_kind():
+    """Every decision line carries its method (or stage), verdict and reason kind as enums whose
+    values are the old text; validate_plan answers with a kind too."""
+    from karpy_core.controllers.disruption import (
+        DecisionKind,
+        DecisionStage,
+        DisruptionMethod,
+        DisruptionReason,
+        Verdict,
+        validate_plan,
+    )
+
+    log = []
+    snap = snapshot(["a", "b"], [pod("p1", "a")])
+    plan = plan_disruption(snap, TYPES, NOW, log=log)
+    assert plan.method is DisruptionMethod.EMPTINESS and plan.reason is DisruptionReason.EMPTY
+    assert plan.decision is DecisionKind.DELETE and plan.reason.metric_label == "empty"
+    disrupt = [d for d in log if d.verdict is Verdict.DISRUPT]
+    assert [(d.node, d.method, d.kind) for d in disrupt] == [("b", DisruptionMethod.EMPTINESS, DecisionKind.DELETE)]
+    assert disrupt[0].text() == "[emptiness] disrupt: delete (Empty) (nodes=1, price=0.4, replacement_price=0.0)"
+    assert disrupt[0].to_dict()["kind"] == "delete" and disrupt[0].to_dict()["details"]["nodes"] == 1
+    # the node gained a pod meanwhile: the command no longer holds
+    busy = snapshot(["a", "b"], [pod("p1", "a"), pod("p2", "b")])
+    why = validate_plan(busy, TYPES, NOW, plan)
+    assert why is not None and why.kind is DecisionKind.NO_LONGER_EMPTY and "no longer empty" in why.message
+    assert validate_plan(snap, TYPES, NOW, plan) is None
+
+    log = []
+    assert plan_disruption(snapshot(["a"], [pod("p1", "a"), pending_pod("new")]), TYPES, NOW, log=log) is None
+    assert [(d.method, d.kind) for d in log] == [(DisruptionMethod.MULTI_NODE_CONSOLIDATION, DecisionKind.PENDING_PODS)]
+    log = []
+    plan_disruption(snapshot(["a"], [pod("p1", "a", annotations={"karpenter.sh/do-not-disrupt": "true"})]), TYPES, NOW, log=log)
+    assert [(d.method, d.verdict, d.kind) for d in log] == [(DecisionStage.CANDIDATE, Verdict.KEEP, DecisionKind.DO_NOT_DISRUPT)]
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "2h", "budgets": [{"nodes": "100%"}]}
+    log = []
+    plan_disruption(snapshot(["a"], [], pool), TYPES, NOW, log=log)
+    assert [d.kind for d in log] == [DecisionKind.NOT_CONSOLIDATABLE_YET]
+    with pytest.raises(ValueError, match="unknown disruption method 'tidy'"):
+        plan_disruption(snap, TYPES, NOW, methods=("tidy",))
+
+
+def test_every_method_satisfies_the_protocol_in_karpenters_order():
+    from karpy_core.controllers.disruption.decisions import DisruptionMethod, DisruptionReason
+    from karpy_core.controllers.disruption.methods import DEFAULT_ORDER, Method, build_methods
+
+    methods: dict[DisruptionMethod, Method] = build_methods(max_single_simulations=3)
+    assert list(methods) == list(DEFAULT_ORDER) == list(DisruptionMethod)
+    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED,
+                                                     DisruptionReason.UNDERUTILIZED, DisruptionReason.UNDERUTILIZED]
+    assert [m.consolidation for m in methods.values()] == [False, False, True, True]
+    assert methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION].max_simulations == 3

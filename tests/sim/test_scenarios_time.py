@@ -233,6 +233,10 @@ def test_cli_scenario_json_explain_node_and_png(tmp_path):
     node = next(e["node"] for e in doc["events"] if e["kind"] == "disrupt")
     result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "--explain-node", node])
     assert "single-node-consolidation" in result.stdout
+    result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "--explain-node", node, "-o", "json"])
+    records = json.loads(result.stdout)["decisions"]
+    assert {(r["node"], r["method"], r["verdict"]) for r in records} >= {(node, "single-node-consolidation", "disrupt")}
+    assert all(r["kind"] and r["t"] for r in records)
     png = tmp_path / "t.png"
     result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "--timeline", str(png)])
     assert result.exit_code == 0, result.output

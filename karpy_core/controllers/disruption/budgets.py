@@ -19,9 +19,12 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from croniter import croniter
+from croniter import croniter  # type: ignore[import-untyped, unused-ignore]
 
 from karpy_core.apis.durations import duration_seconds
+from karpy_core.controllers.disruption.candidates import Candidate, disrupting_counts
+from karpy_core.controllers.disruption.decisions import DisruptionReason
+from karpy_core.state.cluster import ClusterSnapshot
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -32,11 +35,12 @@ __all__ = [
     "budget_nodes",
     "allowed_disruptions",
     "next_budget_change",
+    "BudgetTracker",
 ]
 
-REASON_EMPTY = "Empty"
-REASON_DRIFTED = "Drifted"
-REASON_UNDERUTILIZED = "Underutilized"
+REASON_EMPTY = DisruptionReason.EMPTY
+REASON_DRIFTED = DisruptionReason.DRIFTED
+REASON_UNDERUTILIZED = DisruptionReason.UNDERUTILIZED
 
 DEFAULT_BUDGETS: tuple[dict[str, Any], ...] = ({"nodes": "10%"},)
 """``spec.disruption.budgets`` when the NodePool sets none (Karpenter's CRD default)."""
@@ -73,7 +77,7 @@ def budget_active(budget: dict[str, Any], now: float) -> bool:
         return True
     duration = duration_seconds(budget.get("duration") or "0s") or 0.0
     start = datetime.fromtimestamp(now - duration, UTC)
-    nxt = croniter(_cron(schedule), start).get_next(float)
+    nxt: float = croniter(_cron(schedule), start).get_next(float)
     return nxt <= now
 
 
@@ -126,3 +130,29 @@ def next_budget_change(nodepool: dict[str, Any], now: float) -> float | None:
                 if edge > now and (best is None or edge < best):
                     best = edge
     return best
+
+
+class BudgetTracker:
+    """The budgets of one pass: what each NodePool allows per reason at ``now``, minus what this
+    pass has already taken.
+
+    Args:
+        snapshot: the cluster (node counts per pool: total and already disrupting).
+        now: seconds since the epoch.
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot, now: float):
+        self.now = now
+        self.total, self.disrupting = disrupting_counts(snapshot)
+        self.used: dict[tuple[str, DisruptionReason], int] = {}
+
+    def left(self, cand: Candidate, reason: DisruptionReason) -> int:
+        """Nodes of ``cand``'s pool that may still be disrupted for ``reason`` (may be negative
+        when the budget shrank). Raises ``ValueError`` for a malformed budget schedule."""
+        allowed = allowed_disruptions(cand.pool, reason, self.now, total=self.total.get(cand.nodepool, 0),
+                                      disrupting=self.disrupting.get(cand.nodepool, 0))
+        return allowed - self.used.get((cand.nodepool, reason), 0)
+
+    def take(self, cand: Candidate, reason: DisruptionReason) -> None:
+        """Count ``cand`` against its pool's ``reason`` budget for the rest of the pass."""
+        self.used[(cand.nodepool, reason)] = self.used.get((cand.nodepool, reason), 0) + 1

@@ -12,7 +12,7 @@ Everything here is pure: a snapshot and ``now`` (seconds since the epoch) in, va
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
@@ -27,6 +27,7 @@ from karpy_core.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.controllers.disruption.decisions import DecisionDetails, DecisionKind, DecisionStage, NodeDecision, Verdict
 from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_drift
 from karpy_core.state.cluster import ClusterSnapshot, condition
 from karpy_core.utils.clock import iso
@@ -50,27 +51,6 @@ __all__ = [
 
 parse_ts = parse_rfc3339
 """RFC 3339 text (or a datetime) -> seconds since the epoch; None when absent (the shared parser)."""
-
-
-@dataclass
-class NodeDecision:
-    """One line of the decision log: why ``node`` was (``disrupt``) or was not (``keep``)
-    disrupted by ``method`` at this pass.
-
-    ``method`` is ``candidate`` (the eligibility check), ``emptiness``, ``drift``,
-    ``multi-node-consolidation``, ``single-node-consolidation``, ``validation`` or ``expiration``;
-    ``details`` may hold ``pod``, ``pdb``, ``budget``, ``price``, ``replacement_price``...
-    """
-
-    node: str
-    method: str
-    verdict: str
-    reason: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def text(self) -> str:
-        extra = ", ".join(f"{k}={v}" for k, v in sorted(self.details.items()))
-        return f"[{self.method}] {self.verdict}: {self.reason}" + (f" ({extra})" if extra else "")
 
 
 @dataclass(eq=False)
@@ -108,12 +88,16 @@ class Candidate:
     blocked: str = ""
     """Set when do-not-disrupt or a PDB would block a voluntary disruption (kept for drift with a
     terminationGracePeriod, which Karpenter lets through)."""
+    blocked_kind: DecisionKind | None = None
+    """:attr:`DecisionKind.DO_NOT_DISRUPT` or :attr:`DecisionKind.PDB_BLOCKS` when ``blocked``."""
 
     @property
     def empty(self) -> bool:
+        """True when no reschedulable pod runs on the node."""
         return not self.pods
 
     def consolidatable(self, now: float) -> bool:
+        """True when ``Consolidatable`` holds at ``now`` (epoch seconds)."""
         return self.consolidatable_at is not None and now >= self.consolidatable_at
 
 
@@ -293,9 +277,9 @@ def build_candidates(
             pods_by_node.setdefault(node, []).append(p)
     pdbs = [(pdb, pdb_status(pdb, snapshot.pods, now)) for pdb in snapshot.pdbs]
 
-    def keep(node: str, reason: str, **details: Any) -> None:
+    def keep(node: str, kind: DecisionKind, reason: str, details: DecisionDetails | None = None) -> None:
         if log is not None:
-            log.append(NodeDecision(node, "candidate", "keep", reason, details))
+            log.append(NodeDecision(node, DecisionStage.CANDIDATE, Verdict.KEEP, kind, reason, details or DecisionDetails()))
 
     out: list[Candidate] = []
     for n in snapshot.nodes:
@@ -306,43 +290,46 @@ def build_candidates(
         if not pool_name:
             continue  # not managed: not ours to disrupt, not worth a log line
         if pool_name not in pools:
-            keep(name, f"NodePool {pool_name} not found")
+            keep(name, DecisionKind.NODEPOOL_NOT_FOUND, f"NodePool {pool_name} not found")
             continue
         if meta.get("deletionTimestamp"):
-            keep(name, "already deleting")
+            keep(name, DecisionKind.NODE_DELETING, "already deleting")
             continue
         if labels.get(LABEL_INITIALIZED) != "true":
-            keep(name, "not initialized")
+            keep(name, DecisionKind.NOT_INITIALIZED, "not initialized")
             continue
         if _is_tainted_disrupted(n):
-            keep(name, "already being disrupted (tainted karpenter.sh/disrupted)")
+            keep(name, DecisionKind.ALREADY_DISRUPTING, "already being disrupted (tainted karpenter.sh/disrupted)")
             continue
         nc = claims_by_pid.get((n.get("spec") or {}).get("providerID"))
         if nc is None:
-            keep(name, "no NodeClaim")
+            keep(name, DecisionKind.NO_NODECLAIM, "no NodeClaim")
             continue
         if nc["metadata"].get("deletionTimestamp"):
-            keep(name, "NodeClaim already deleting")
+            keep(name, DecisionKind.NODECLAIM_DELETING, "NodeClaim already deleting")
             continue
         until = max((nominated or {}).get(name, 0.0), (nominated or {}).get(nc["metadata"]["name"], 0.0))
         if until > now:
-            keep(name, "nominated for a pending pod by a recent provisioning pass", until=iso(until))
+            keep(name, DecisionKind.NOMINATED, "nominated for a pending pod by a recent provisioning pass",
+                 DecisionDetails(until=iso(until)))
             continue
         pool = pools[pool_name]
         on_node = pods_by_node.get(name, [])
         pods = [p for p in on_node if is_reschedulable(p)]
         blocked = ""
+        blocked_kind: DecisionKind | None = None
         if do_not_disrupt_blocks(n, now):
-            blocked = "node has karpenter.sh/do-not-disrupt"
+            blocked, blocked_kind = "node has karpenter.sh/do-not-disrupt", DecisionKind.DO_NOT_DISRUPT
         else:
             for p in pods:
                 if do_not_disrupt_blocks(p, now):
                     blocked = f"pod {p['metadata'].get('namespace', 'default')}/{p['metadata']['name']} has karpenter.sh/do-not-disrupt"
+                    blocked_kind = DecisionKind.DO_NOT_DISRUPT
                     break
         if not blocked:
             hit = pdb_blocker(pods, pdbs)
             if hit is not None:
-                blocked = f"pod {hit[0]} cannot be evicted: {hit[2]}"
+                blocked, blocked_kind = f"pod {hit[0]} cannot be evicted: {hit[2]}", DecisionKind.PDB_BLOCKS
         created = parse_ts(nc["metadata"].get("creationTimestamp")) or now
         expire = duration_seconds(((nc.get("spec") or {}).get("expireAfter")) or "720h")
         remaining = 1.0 if expire is None or expire <= 0 else max(0.0, min(1.0, (created + expire - now) / expire))
@@ -364,6 +351,7 @@ def build_candidates(
                 disruption_cost=cost,
                 created=created,
                 blocked=blocked,
+                blocked_kind=blocked_kind,
             )
         )
     return out

@@ -16,25 +16,32 @@ One :meth:`Disruption.reconcile` pass (Karpenter ``pkg/controllers/disruption/co
    the candidates at once when there are none;
 5. otherwise, a new command is planned and held for validation.
 
-Every pass appends the planner's per-node decision lines to :attr:`Disruption.decisions`, the
-log ``karpy simulate --explain-node`` prints.
+Every pass appends the planner's typed per-node decision records
+(:class:`~karpy_core.controllers.disruption.decisions.NodeDecision`) to :attr:`Disruption.decisions`,
+the log ``karpy simulate --explain-node`` prints; each new record is also logged at debug level
+(logger ``karpy.disruption``), and the events of dropped or abandoned commands carry its kind.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from karpy_core.apis.labels import TAINT_DISRUPTED
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.budgets import next_budget_change
-from karpy_core.controllers.disruption.candidates import (
+from karpy_core.controllers.disruption.candidates import build_candidates, is_reschedulable
+from karpy_core.controllers.disruption.decisions import (
+    DecisionKind,
+    DecisionStage,
+    DisruptionReason,
     NodeDecision,
-    build_candidates,
-    is_reschedulable,
+    Verdict,
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
@@ -45,7 +52,9 @@ from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
 
-__all__ = ["Disruption", "DisruptionEvent", "DisruptionSettings"]
+__all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings"]
+
+log = logging.getLogger("karpy.disruption")
 
 VALIDATION_DELAY = 15.0
 """Seconds between deciding a command and executing it (Karpenter ``commandValidationDelay``)."""
@@ -69,17 +78,45 @@ class DisruptionSettings:
     max_single_simulations: int | None = None
 
 
-@dataclass
-class DisruptionEvent:
-    """Something the controller did. ``kind``: ``disrupt-decided``, ``disrupt-invalidated``,
-    ``disrupt`` (candidates tainted, replacements created), ``replacement-create``, ``delete``
-    (a candidate's NodeClaim deleted), ``disrupt-failed``, ``untaint``."""
+class DisruptionEventKind(StrEnum):
+    """What the controller did (the values are the event kinds the simulator reports)."""
 
-    kind: str
+    DECIDED = "disrupt-decided"
+    """A command was decided and waits for the validation delay."""
+    INVALIDATED = "disrupt-invalidated"
+    """A decided command did not hold on revalidation and was dropped."""
+    DISRUPT = "disrupt"
+    """Candidates tainted, their ``DisruptionReason`` set, replacements created."""
+    REPLACEMENT_CREATE = "replacement-create"
+    """A replacement NodeClaim was created."""
+    DELETE = "delete"
+    """A candidate's NodeClaim was deleted."""
+    FAILED = "disrupt-failed"
+    """A queued command's replacement failed or timed out; candidates un-tainted."""
+    UNTAINT = "untaint"
+    """A stale ``karpenter.sh/disrupted`` taint was removed."""
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionEvent:
+    """Something the controller did.
+
+    Attributes:
+        kind: what happened.
+        node: node name(s), comma-separated for a multi-node command.
+        nodeclaim: the NodeClaim concerned (delete, replacement-create).
+        reason: the budget reason (``Empty``, ``Drifted``, ``Underutilized``), or why a command was
+            dropped or abandoned, in words.
+        details: ``method``, ``decision``, prices, ... (JSON-ready).
+        decision: for a dropped or abandoned command, the kind of why.
+    """
+
+    kind: DisruptionEventKind
     node: str = ""
     nodeclaim: str = ""
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    decision: DecisionKind | None = None
 
 
 @dataclass
@@ -124,7 +161,7 @@ class Disruption:
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
         """Node name -> (time, decision) lines, consecutive duplicates collapsed."""
         self._pods_seen: dict[str, frozenset[str]] = {}
-        self._types: dict[tuple[str, Any], list[InstanceType]] = {}
+        self._types: dict[tuple[str, Any, Any], list[InstanceType]] = {}
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
 
@@ -143,17 +180,25 @@ class Disruption:
         return out
 
     def _log(self, now: float, lines: list[NodeDecision]) -> None:
+        debug = log.isEnabledFor(logging.DEBUG)
         for d in lines:
             hist = self.decisions.setdefault(d.node, [])
-            if hist and hist[-1][1].text() == d.text():
+            if hist and hist[-1][1] == d:
                 continue
             hist.append((now, d))
+            if debug:
+                log.debug("node %s: %s", d.node, d.text(), extra={"decision": d.to_dict()})
             if len(hist) > 200:
                 del hist[: len(hist) - 200]
 
     def explain(self, node: str) -> list[str]:
-        """The decision log of ``node`` as text lines ``t=<epoch> [method] verdict: reason``."""
+        """The decision log of ``node`` as text lines ``<RFC 3339 time> [method] verdict: reason``."""
         return [f"{iso(t)} {d.text()}" for t, d in self.decisions.get(node, [])]
+
+    def records(self, node: str) -> list[dict[str, Any]]:
+        """The decision log of ``node`` as JSON-ready records: ``t`` (RFC 3339) and the fields of
+        :meth:`NodeDecision.to_dict`."""
+        return [{"t": iso(t), **d.to_dict()} for t, d in self.decisions.get(node, [])]
 
     def next_due(self) -> float | None:
         """The earliest time a pass could decide differently with no cluster change (validation
@@ -180,7 +225,7 @@ class Disruption:
         if taints != _taints(obj):
             await self.kube.patch("Node", node, {"spec": {"taints": taints}})
 
-    async def _set_reason(self, nodeclaim: str, reason: str | None) -> None:
+    async def _set_reason(self, nodeclaim: str, reason: DisruptionReason | None) -> None:
         try:
             nc = await self.kube.get("NodeClaim", nodeclaim)
         except KubeAPIError as exc:
@@ -189,7 +234,7 @@ class Disruption:
             raise
         conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionReason"]
         if reason:
-            conds.append({"type": "DisruptionReason", "status": "True", "reason": reason, "message": "",
+            conds.append({"type": "DisruptionReason", "status": "True", "reason": reason.value, "message": "",
                           "lastTransitionTime": iso(self.clock.now())})
         await self.kube.patch("NodeClaim", nodeclaim, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}},
                               status=True)
@@ -226,10 +271,10 @@ class Disruption:
             cmd, self.pending = self.pending, None
             why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated)
             if why is not None:
-                for c in cmd.plan.candidates:
-                    self._log(now, [NodeDecision(c.name, "validation", "keep", f"command dropped: {why}")])
-                events.append(DisruptionEvent("disrupt-invalidated", ",".join(cmd.nodes), reason=why,
-                                              details={"method": cmd.plan.method}))
+                self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
+                                for c in cmd.plan.candidates])
+                events.append(DisruptionEvent(DisruptionEventKind.INVALIDATED, ",".join(cmd.nodes), reason=why.message,
+                                              details={"method": cmd.plan.method.value}, decision=why.kind))
                 self._idle = None
             else:
                 events += await self._execute(cmd, now)
@@ -247,9 +292,10 @@ class Disruption:
                     self.pending = _Command(plan, now)
                     self._idle = None
                     wake.append(now + self.settings.validation_delay)
-                    events.append(DisruptionEvent("disrupt-decided", ",".join(c.name for c in plan.candidates),
-                                                  reason=plan.reason, details={"method": plan.method, "decision": plan.decision,
-                                                                               "summary": plan.describe()}))
+                    events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
+                                                  reason=plan.reason.value,
+                                                  details={"method": plan.method.value, "decision": plan.decision.value,
+                                                           "summary": plan.describe()}))
                 else:
                     threshold = self._threshold(snapshot, types, now)
                     self._idle = (fp, threshold)
@@ -319,18 +365,19 @@ class Disruption:
             failed = [r for r in cmd.replacements if r not in claims or claims[r]["metadata"].get("deletionTimestamp")]
             timed_out = now - cmd.started_at >= self.settings.replacement_timeout
             if failed or timed_out:
+                kind = DecisionKind.REPLACEMENT_FAILED if failed else DecisionKind.REPLACEMENT_TIMEOUT
                 why = f"replacement {failed[0]} failed to launch" if failed else "replacements not initialized in time"
                 for c in cmd.plan.candidates:
                     await self._set_taint(c.name, False)
                     await self._set_reason(c.nodeclaim_name, None)
-                    self._log(now, [NodeDecision(c.name, cmd.plan.method, "keep", f"command abandoned: {why}")])
-                events.append(DisruptionEvent("disrupt-failed", ",".join(cmd.nodes), reason=why))
+                    self._log(now, [NodeDecision(c.name, cmd.plan.method, Verdict.KEEP, kind, f"command abandoned: {why}")])
+                events.append(DisruptionEvent(DisruptionEventKind.FAILED, ",".join(cmd.nodes), reason=why, decision=kind))
                 continue
             if all(is_true(claims[r], "Initialized") for r in cmd.replacements):
                 for c in cmd.plan.candidates:
                     if await self._delete_claim(c.nodeclaim_name):
-                        events.append(DisruptionEvent("delete", c.name, c.nodeclaim_name, reason=cmd.plan.reason,
-                                                      details={"method": cmd.plan.method}))
+                        events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason.value,
+                                                      details={"method": cmd.plan.method.value}))
                 continue
             keep.append(cmd)
         self.queued = keep
@@ -348,7 +395,8 @@ class Disruption:
                 continue
             if any(t.get("key") == TAINT_DISRUPTED for t in _taints(n)):
                 await self._set_taint(n["metadata"]["name"], False)
-                events.append(DisruptionEvent("untaint", n["metadata"]["name"], reason="stale karpenter.sh/disrupted taint"))
+                events.append(DisruptionEvent(DisruptionEventKind.UNTAINT, n["metadata"]["name"],
+                                              reason="stale karpenter.sh/disrupted taint"))
         return events
 
     async def _execute(self, cmd: _Command, now: float) -> list[DisruptionEvent]:
@@ -357,22 +405,22 @@ class Disruption:
         for c in plan.candidates:
             await self._set_taint(c.name, True)
             await self._set_reason(c.nodeclaim_name, plan.reason)
-        events.append(DisruptionEvent("disrupt", ",".join(cmd.nodes), reason=plan.reason,
-                                      details={"method": plan.method, "decision": plan.decision, "price": round(plan.price, 6),
+        events.append(DisruptionEvent(DisruptionEventKind.DISRUPT, ",".join(cmd.nodes), reason=plan.reason.value,
+                                      details={"method": plan.method.value, "decision": plan.decision.value, "price": round(plan.price, 6),
                                                "replacement_price": round(plan.replacement_price, 6),
                                                "savings_per_hour": plan.savings_per_hour}))
         cmd.started_at = now
         for r in plan.replacements:
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(r))
             cmd.replacements.append(created["metadata"]["name"])
-            events.append(DisruptionEvent("replacement-create", nodeclaim=created["metadata"]["name"], reason=plan.reason,
-                                          details={"nodepool": r.nodepool, "for": cmd.nodes,
+            events.append(DisruptionEvent(DisruptionEventKind.REPLACEMENT_CREATE, nodeclaim=created["metadata"]["name"],
+                                          reason=plan.reason.value, details={"nodepool": r.nodepool, "for": cmd.nodes,
                                                    "cheapest_price": round(r.cheapest_offering_price(), 6)}))
         if not plan.replacements:
             for c in plan.candidates:
                 if await self._delete_claim(c.nodeclaim_name):
-                    events.append(DisruptionEvent("delete", c.name, c.nodeclaim_name, reason=plan.reason,
-                                                  details={"method": plan.method}))
+                    events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason.value,
+                                                  details={"method": plan.method.value}))
         else:
             self.queued.append(cmd)
         return events

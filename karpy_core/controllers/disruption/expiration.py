@@ -9,6 +9,7 @@ do-not-disrupt until the NodeClaim's ``terminationGracePeriod`` runs out
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
@@ -17,7 +18,7 @@ from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock
 
-__all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent"]
+__all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent", "ExpirationEventKind"]
 
 
 def expires_at(nodeclaim: dict[str, Any]) -> float | None:
@@ -56,11 +57,24 @@ def next_expiry(nodeclaims: list[dict[str, Any]], now: float) -> float | None:
     return min((at for _, at in _expiries(nodeclaims) if at > now), default=None)
 
 
-@dataclass
-class ExpirationEvent:
-    """``kind`` is ``expire``."""
+class ExpirationEventKind(StrEnum):
+    """What the expiration controller did."""
 
-    kind: str
+    EXPIRE = "expire"
+    """An expired NodeClaim was deleted."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpirationEvent:
+    """An expired NodeClaim was deleted.
+
+    Attributes:
+        kind: :attr:`ExpirationEventKind.EXPIRE`.
+        nodeclaim: its name.
+        reason: how long ago ``expireAfter`` elapsed, in words.
+    """
+
+    kind: ExpirationEventKind
     nodeclaim: str
     reason: str = ""
 
@@ -80,6 +94,7 @@ class Expiration:
         self.clock = clock
 
     async def reconcile(self) -> list[ExpirationEvent]:
+        """Delete every expired NodeClaim; one event per deletion."""
         now = self.clock.now()
         events = []
         for name, at in expired_nodeclaims(await self.kube.list("NodeClaim"), now):
@@ -89,5 +104,5 @@ class Expiration:
                 if exc.status != 404:
                     raise
                 continue
-            events.append(ExpirationEvent("expire", name, f"expireAfter elapsed {now - at:.0f}s ago"))
+            events.append(ExpirationEvent(ExpirationEventKind.EXPIRE, name, f"expireAfter elapsed {now - at:.0f}s ago"))
         return events

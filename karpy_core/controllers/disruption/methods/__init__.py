@@ -1,0 +1,45 @@
+"""The disruption methods, one module each, behind the :class:`~.base.Method` protocol:
+
+* :mod:`.emptiness` - delete empty nodes (``Empty`` budget);
+* :mod:`.drift` - replace a drifted node (``Drifted`` budget);
+* :mod:`.consolidation_multi` - remove several underutilized nodes at once (``Underutilized``);
+* :mod:`.consolidation_single` - remove or replace one underutilized node (``Underutilized``);
+* :mod:`.consolidation` - what the two consolidation methods share.
+
+:data:`DEFAULT_ORDER` is Karpenter's order; the planner tries them in it and the first command wins.
+"""
+
+from karpy_core.controllers.disruption.decisions import DisruptionMethod
+from karpy_core.controllers.disruption.methods.base import Method, PassContext
+from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_NODE_MAX_CANDIDATES, MultiNodeConsolidation
+from karpy_core.controllers.disruption.methods.consolidation_single import SingleNodeConsolidation
+from karpy_core.controllers.disruption.methods.drift import Drift
+from karpy_core.controllers.disruption.methods.emptiness import Emptiness
+
+__all__ = [
+    "Method",
+    "PassContext",
+    "Emptiness",
+    "Drift",
+    "MultiNodeConsolidation",
+    "SingleNodeConsolidation",
+    "MULTI_NODE_MAX_CANDIDATES",
+    "DEFAULT_ORDER",
+    "build_methods",
+]
+
+DEFAULT_ORDER: tuple[DisruptionMethod, ...] = (
+    DisruptionMethod.EMPTINESS,
+    DisruptionMethod.DRIFT,
+    DisruptionMethod.MULTI_NODE_CONSOLIDATION,
+    DisruptionMethod.SINGLE_NODE_CONSOLIDATION,
+)
+"""Karpenter's order (``pkg/controllers/disruption/controller.go``)."""
+
+
+def build_methods(*, max_single_simulations: int | None = None) -> dict[DisruptionMethod, Method]:
+    """One instance of each method, by name. ``max_single_simulations``: see
+    :class:`SingleNodeConsolidation`."""
+    methods: tuple[Method, ...] = (Emptiness(), Drift(), MultiNodeConsolidation(),
+                                   SingleNodeConsolidation(max_simulations=max_single_simulations))
+    return {m.name: m for m in methods}

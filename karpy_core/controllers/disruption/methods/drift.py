@@ -1,0 +1,72 @@
+"""Drift as a disruption method (Karpenter ``drift.go``): the first ``Drifted`` candidate (empty ones
+first, then oldest) within the ``Drifted`` budget whose pods all fit elsewhere, with as many
+replacements as they need. Whether a NodeClaim is drifted is decided elsewhere
+(:mod:`karpy_core.controllers.nodeclaim.drift`, read through ``Candidate.drifted``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from karpy_core.controllers.disruption.budgets import BudgetTracker
+from karpy_core.controllers.disruption.candidates import Candidate
+from karpy_core.controllers.disruption.decisions import (
+    DecisionDetails,
+    DecisionKind,
+    DisruptionMethod,
+    DisruptionReason,
+    Invalidation,
+)
+from karpy_core.controllers.disruption.methods.base import PassContext
+from karpy_core.controllers.disruption.plan import DisruptionPlan
+from karpy_core.controllers.disruption.simulation import evaluate
+
+__all__ = ["Drift", "has_termination_grace_period"]
+
+
+def has_termination_grace_period(cand: Candidate) -> bool:
+    """True when ``cand``'s NodeClaim sets ``spec.terminationGracePeriod`` (drift may then go
+    through do-not-disrupt and PDBs, as in Karpenter)."""
+    return bool((cand.nodeclaim.get("spec") or {}).get("terminationGracePeriod"))
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """Replace one drifted node (see the module docstring)."""
+
+    name: ClassVar[DisruptionMethod] = DisruptionMethod.DRIFT
+    reason: ClassVar[DisruptionReason] = DisruptionReason.DRIFTED
+    consolidation: ClassVar[bool] = False
+
+    def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
+        """The first drifted candidate whose pods fit elsewhere, with its replacements, or None."""
+        drifted = sorted((c for c in candidates if c.drifted and (not c.blocked or self.may_disrupt_blocked(c))),
+                         key=lambda c: (not c.empty, c.created, c.name))
+        for c in drifted:
+            if budgets.left(c, self.reason) < 1:
+                ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED,
+                         f"drifted ({c.drifted}), but the disruption budget allows 0 more ({self.reason})",
+                         DecisionDetails(budget=self.reason))
+                continue
+            ev = evaluate(ctx.sim, [c], consolidation=False)
+            if ev.problem is not None:
+                ctx.keep(c, self.name, ev.problem.kind, f"drifted, but {ev.why}")
+                continue
+            budgets.take(c, self.reason)
+            return DisruptionPlan(self.name, self.reason, [c], ev.replacements, c.price or 0.0, ev.replacement_price)
+        return None
+
+    def may_disrupt_blocked(self, cand: Candidate) -> bool:
+        """With a ``terminationGracePeriod`` only."""
+        return has_termination_grace_period(cand)
+
+    def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
+        """The node must still be drifted."""
+        if cand.drifted:
+            return None
+        return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
+
+    def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
+        """Unless every node is empty now."""
+        return not all(c.empty for c in cands)

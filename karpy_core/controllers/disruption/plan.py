@@ -1,0 +1,53 @@
+"""A disruption command as a value: which nodes go, for which reason, with which replacements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from karpy_core.controllers.disruption.candidates import Candidate
+from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
+from karpy_core.scheduling.scheduler import PlannedNodeClaim
+
+__all__ = ["DisruptionPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionPlan:
+    """One disruption command.
+
+    Attributes:
+        method: the method that found it.
+        reason: the budget reason (``Empty``, ``Drifted`` or ``Underutilized``).
+        candidates: the nodes to disrupt (in decision order).
+        replacements: NodeClaims to create first (``nodeclaim_from_plan``), each Initialized
+            before any candidate is deleted.
+        price: Σ candidate prices, USD/hour (0 when unknown).
+        replacement_price: Σ cheapest replacement prices, USD/hour.
+    """
+
+    method: DisruptionMethod
+    reason: DisruptionReason
+    candidates: list[Candidate]
+    replacements: list[PlannedNodeClaim] = field(default_factory=list)
+    price: float = 0.0
+    replacement_price: float = 0.0
+
+    @property
+    def decision(self) -> DecisionKind:
+        """:attr:`DecisionKind.REPLACE` when there are replacements, else :attr:`DecisionKind.DELETE`
+        (``replace`` / ``delete`` as text)."""
+        return DecisionKind.REPLACE if self.replacements else DecisionKind.DELETE
+
+    @property
+    def savings_per_hour(self) -> float:
+        """Σ candidate prices - Σ replacement prices, USD/hour, rounded to 6 decimals."""
+        return round(self.price - self.replacement_price, 6)
+
+    def describe(self) -> str:
+        """One line: ``method: decision nodes [with N node(s) [types...]] (price -> price USD/hour)``."""
+        names = ", ".join(c.name for c in self.candidates)
+        out = f"{self.method}: {self.decision} {names}"
+        if self.replacements:
+            types = ", ".join(it.name for it in self.replacements[0].instance_types[:3])
+            out += f" with {len(self.replacements)} node(s) [{types}...]"
+        return out + f" ({self.price:.4f} -> {self.replacement_price:.4f} USD/hour)"

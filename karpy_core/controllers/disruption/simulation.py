@@ -1,0 +1,218 @@
+"""The scheduling simulation behind every disruption method (Karpenter ``helpers.go``
+``SimulateScheduling``).
+
+A fresh :class:`~karpy_core.scheduling.scheduler.Scheduler` over the cluster without the
+candidates solves the candidates' pods. A set of candidates is rejected if a pod cannot be placed,
+lands on a node that is not initialized yet, or (consolidation) needs more than one new node. A
+consolidation replacement keeps only the instance types whose worst compatible offering costs less
+than the candidates together (``WorstLaunchPrice`` < Σ price, USD/hour); spot candidates are never
+replaced by spot (``SpotToSpotConsolidation`` is off by default).
+
+Pure: no I/O, no clock; same snapshot, same verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.controllers.disruption.candidates import Candidate
+from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidation
+from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.requirements import Requirement
+from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list, subtract
+from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, template_from_nodepool, type_tables
+from karpy_core.state.cluster import (
+    ClusterSnapshot,
+    bound_pod_infos,
+    daemonset_pod_infos,
+    existing_nodes,
+    nodepool_usage,
+    ready_nodepools,
+)
+
+__all__ = ["SimulationContext", "Evaluation", "evaluate", "claim_capacity", "worst_price"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The outcome of simulating the removal of some candidates.
+
+    Attributes:
+        problem: why the candidates cannot go, or None when they can.
+        why: in words: the problem's message, or what happens to the pods.
+        replacements: the NodeClaims the pods need (at most one for consolidation).
+        replacement_price: Σ cheapest offering prices of ``replacements``, USD/hour.
+    """
+
+    problem: Invalidation | None
+    why: str
+    replacements: list[PlannedNodeClaim] = field(default_factory=list)
+    replacement_price: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the candidates can go."""
+        return self.problem is None
+
+    @staticmethod
+    def reject(kind: DecisionKind, message: str) -> Evaluation:
+        """A failed evaluation of ``kind``."""
+        return Evaluation(Invalidation(kind, message), message)
+
+
+class SimulationContext:
+    """Per-pass precomputation shared by every simulation: templates, DaemonSets, the cluster's
+    nodes as scheduler values and the pods bound to them.
+
+    Args:
+        snapshot: the cluster at one moment.
+        instance_types: NodePool name -> the provider's instance types for it.
+    """
+
+    def __init__(self, snapshot: ClusterSnapshot, instance_types: dict[str, list[InstanceType]]):
+        self.snapshot = snapshot
+        self.templates: list[NodePoolTemplate] = []
+        for np_obj in (pool.raw for pool in ready_nodepools(snapshot)[0]):
+            self.templates.append(template_from_nodepool(np_obj, instance_types.get(np_obj["metadata"]["name"], [])))
+        startup = {t.name: t.startup_taints for t in self.templates}
+        self.nodes = existing_nodes(snapshot, startup)
+        self.daemonsets = daemonset_pod_infos(snapshot.daemonsets)
+        self.bound = bound_pod_infos(snapshot)
+        self.usage = nodepool_usage(snapshot)
+        self._tables: dict[str, TypeTable] | None = None
+        self._pod_infos: dict[str, PodInfo] = {}
+        self._schedulable_pending: list[str] | None = None
+
+    def schedulable_pending(self) -> list[str]:
+        """``ns/name`` of the pending pods a scheduler over the whole cluster would place (on a
+        node or a new NodeClaim); computed once per pass. Pods that cannot be parsed or placed are
+        left out: they do not wait on consolidation."""
+        if self._schedulable_pending is None:
+            infos = []
+            for p in self.snapshot.pending_pods():
+                try:
+                    infos.append(pod_info(p))
+                except ValueError:
+                    continue
+            if not infos:
+                self._schedulable_pending = []
+            else:
+                sched, _ = self.scheduler(set(), {})
+                results = sched.solve(infos)
+                self._schedulable_pending = sorted(i.key for i in infos if i.key not in results.errors)
+        return self._schedulable_pending
+
+    def pod_infos(self, cand: Candidate) -> list[PodInfo] | str:
+        out = []
+        for p in cand.pods:
+            key = f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"
+            info = self._pod_infos.get(key)
+            if info is None:
+                try:
+                    raw = {**p, "spec": {k: v for k, v in (p.get("spec") or {}).items() if k != "nodeName"}}
+                    info = pod_info(raw)
+                except ValueError as exc:
+                    return f"pod {key} cannot be simulated: {exc}"
+                self._pod_infos[key] = info
+            out.append(info)
+        return out
+
+    def scheduler(self, removed: set[str], removed_claims: dict[str, Resources]) -> tuple[Scheduler, set[str]]:
+        """A fresh scheduler over every node but ``removed``; returns it and the names of the
+        uninitialized nodes (in-flight claims) it may place pods on."""
+        nodes = [n for n in self.nodes if n.name not in removed]  # the scheduler never modifies them
+        usage = {k: dict(v) for k, v in self.usage.items()}
+        for pool, cap in removed_claims.items():
+            if pool in usage:
+                usage[pool] = {r: v for r, v in subtract(usage[pool], cap).items()}
+        bound = [b for b in self.bound if b.node_name not in removed]
+        if self._tables is None:  # type tables are pure functions of (template, DaemonSets): build once
+            self._tables = type_tables(self.templates, self.daemonsets)
+        sched = Scheduler(self.templates, nodes, self.daemonsets, usage, bound_pods=bound, tables=self._tables)
+        return sched, {n.name for n in nodes if not n.initialized}
+
+
+def claim_capacity(cands: Sequence[Candidate]) -> dict[str, Resources]:
+    """NodePool name -> capacity of ``cands``' NodeClaims there (plus ``nodes``: their count): what
+    removing them frees of the pool's limits."""
+    out: dict[str, Resources] = {}
+    for c in cands:
+        status = c.nodeclaim.get("status") or {}
+        cap = status.get("capacity") or ((c.nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+        acc = out.setdefault(c.nodepool, {})
+        add_into(acc, parse_resource_list(cap))
+        acc["nodes"] = acc.get("nodes", 0) + 1
+    return out
+
+
+def worst_price(it: InstanceType, plan: PlannedNodeClaim) -> float:
+    """USD/hour of the most expensive offering of ``it`` compatible with ``plan``'s requirements
+    (inf when none is)."""
+    offers = it.compatible_offerings(plan.requirements)
+    return max((o.price for o in offers), default=float("inf"))
+
+
+def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidation: bool) -> Evaluation:
+    """Simulate removing ``cands``: where do their pods go?
+
+    Args:
+        ctx: the pass's precomputed simulation inputs.
+        cands: the candidates to remove together.
+        consolidation: apply consolidation's rules (at most one new node, cheaper than ``cands``
+            together, no spot-to-spot); drift takes any number of replacements.
+
+    Returns:
+        An :class:`Evaluation`; never raises for cluster content.
+    """
+    pods: list[PodInfo] = []
+    for c in cands:
+        infos = ctx.pod_infos(c)
+        if isinstance(infos, str):
+            return Evaluation.reject(DecisionKind.POD_NOT_SIMULATABLE, infos)
+        pods.extend(infos)
+    sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands))
+    results = sched.solve(pods)
+    if results.errors:
+        key, why = sorted(results.errors.items())[0]
+        return Evaluation.reject(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")
+    for key, node in sorted(results.existing.items()):
+        if node in uninitialized:
+            return Evaluation.reject(DecisionKind.TARGET_NOT_INITIALIZED,
+                                     f"pod {key} would land on {node}, which is not initialized yet")
+    claims = results.new_claims
+    if not consolidation:
+        return Evaluation(None, "pods fit", claims, sum(c.cheapest_offering_price() for c in claims))
+    if not claims:
+        return Evaluation(None, "pods fit on other nodes")
+    if len(claims) > 1:
+        return Evaluation.reject(DecisionKind.TOO_MANY_REPLACEMENTS,
+                                 f"pods would need {len(claims)} new nodes (at most 1 for consolidation)")
+    claim = claims[0]
+    total = sum(c.price or 0.0 for c in cands)
+    if any(c.price is None for c in cands):
+        return Evaluation.reject(DecisionKind.PRICE_UNKNOWN, "current price unknown")
+    cheaper = [it for it in claim.instance_types if worst_price(it, claim) < total]
+    if not cheaper:
+        return Evaluation.reject(DecisionKind.NOT_CHEAPER, f"no instance type cheaper than {total:.4f} USD/hour fits the pods")
+    reqs = claim.requirements.copy()
+    reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in cheaper)))
+    if all(c.capacity_type == "spot" for c in cands):
+        # SpotToSpotConsolidation is off by default: spot candidates may only move to on-demand
+        ct = reqs.get(LABEL_CAPACITY_TYPE)
+        if ct is not None and not ct.has("on-demand"):
+            return Evaluation.reject(DecisionKind.SPOT_TO_SPOT,
+                                     "spot-to-spot consolidation is disabled (SpotToSpotConsolidation gate)")
+        reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset({"on-demand"})))
+        pinned = dataclasses.replace(claim, requirements=reqs)
+        cheaper = [it for it in cheaper if worst_price(it, pinned) < total]
+        if not cheaper:
+            return Evaluation.reject(DecisionKind.SPOT_TO_SPOT,
+                                     "spot-to-spot consolidation is disabled and no cheaper on-demand type fits")
+        reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in cheaper)))
+    replacement = dataclasses.replace(claim, instance_types=cheaper, requirements=reqs)
+    return Evaluation(None, "replace with a cheaper node", [replacement], replacement.cheapest_offering_price())

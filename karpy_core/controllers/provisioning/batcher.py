@@ -1,0 +1,92 @@
+"""The provisioning batch window (Karpenter ``pkg/controllers/provisioning/batcher.go``): when a
+batch of pending pods closes and one provisioning pass runs.
+
+Defaults (Karpenter ``BATCH_IDLE_DURATION`` / ``BATCH_MAX_DURATION``): 1 s without a new trigger,
+at most 10 s from the first; configured through the operator's ``BatchSettings``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+from typing import Protocol
+
+from karpy_core.utils.clock import Clock
+
+__all__ = ["Batcher", "BatchWindow"]
+
+
+class BatchWindow(Protocol):
+    """The window's lengths (the operator's ``BatchSettings`` satisfies it)."""
+
+    @property
+    def idle_seconds(self) -> float:
+        """Seconds without a new trigger that close the batch."""
+        ...
+
+    @property
+    def max_seconds(self) -> float:
+        """Longest batch, seconds from its first trigger."""
+        ...
+
+
+class Batcher:
+    """Collects triggers into batches (Karpenter ``pkg/controllers/provisioning/batcher.go``): a
+    batch starts at the first trigger and closes after ``idle`` seconds without a new one, or
+    ``max`` seconds after it started. A trigger with a ``key`` (a pod UID and its state) extends
+    the window once per batch; repeats of the same key do not (Karpenter's per-element
+    de-duplication), so status churn on one pod cannot hold a batch open. While ``hold()`` is
+    true (pods kube-scheduler has not marked yet) an idle window does not close the batch; only
+    ``max`` does. Timers read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests).
+
+    Args:
+        clock: the clock the windows are timed on.
+        settings: the window: ``idle_seconds`` and ``max_seconds`` (seconds; the operator's
+            ``BatchSettings``).
+        hold: while it returns True, an idle window does not close the batch.
+    """
+
+    def __init__(self, clock: Clock, settings: BatchWindow, hold: Callable[[], bool] | None = None):
+        self.clock = clock
+        self.settings = settings
+        self.hold = hold or (lambda: False)
+        self._event = asyncio.Event()
+        self._seen: set[Hashable] = set()
+
+    def trigger(self, key: Hashable | None = None) -> None:
+        """Start a batch, or extend the open one if ``key`` is new to it (or not given)."""
+        if key is not None:
+            if key in self._seen:
+                return
+            self._seen.add(key)
+        self._event.set()
+
+    async def _event_within(self, timeout: float) -> bool:
+        """True when a trigger arrives within ``timeout`` seconds of the clock."""
+        if self._event.is_set():
+            return True
+        waiter = asyncio.ensure_future(self._event.wait())
+        sleeper = asyncio.ensure_future(self.clock.sleep(timeout))
+        try:
+            done, _ = await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            sleeper.cancel()
+        return waiter in done
+
+    async def wait(self) -> None:
+        """Return when a batch closes."""
+        try:
+            await self._event.wait()
+            self._event.clear()
+            start = self.clock.now()
+            while True:
+                remaining = start + self.settings.max_seconds - self.clock.now()
+                timeout = min(self.settings.idle_seconds, remaining)
+                if timeout <= 0:
+                    return
+                if not await self._event_within(timeout) and not self.hold():
+                    return
+                self._event.clear()
+        finally:
+            self._seen.clear()
