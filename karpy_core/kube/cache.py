@@ -5,6 +5,11 @@ watches, ``list``/``get`` are answered from the cache (kept current by one watch
 writes go to the API server and their results are written into the cache at once, so a
 controller reads its own writes. Listeners registered with :meth:`CachedKubeClient.on_change` are
 called for every change, which is how controllers learn there is work (watch -> state -> decide).
+
+Cached objects lose ``metadata.managedFields`` (server-side-apply bookkeeping no controller
+reads, often the largest part of a pod), as controller-runtime's default cache transform does.
+Reads hand out copies (callers may modify what they get); the copies are made with pickle,
+about four times faster than ``copy.deepcopy`` for JSON-shaped objects.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,6 +35,22 @@ def _key(obj: dict[str, Any], kind: str) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     ns = (meta.get("namespace") or "default") if KINDS[kind].namespaced else ""
     return (ns, meta.get("name") or "")
+
+
+def _strip(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop the fields the cache never serves (``metadata.managedFields``), in place."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a cached (JSON-shaped) object."""
+    try:
+        return pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+    except Exception:  # something pickle cannot take (never from the API server)
+        return copy.deepcopy(obj)
 
 
 class CachedKubeClient:
@@ -115,7 +137,7 @@ class CachedKubeClient:
             old = store.get(key)
             if old is not None and _rv(old) > _rv(ev.object) > 0:
                 return  # an older event than what an own write already stored
-            store[key] = ev.object
+            store[key] = _strip(ev.object)
         for listener in self._listeners:
             try:
                 listener(kind, ev)
@@ -133,7 +155,7 @@ class CachedKubeClient:
         for key in sorted(store):
             if namespace is not None and KINDS[kind].namespaced and key[0] != namespace:
                 continue
-            out.append(copy.deepcopy(store[key]))
+            out.append(_copy(store[key]))
         return out
 
     async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -143,11 +165,11 @@ class CachedKubeClient:
         obj = self._store[kind].get((ns, name))
         if obj is None:
             raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
-        return copy.deepcopy(obj)
+        return _copy(obj)
 
     def _write_through(self, kind: str, obj: dict[str, Any] | None, type_: str = "MODIFIED") -> None:
         if obj is not None and kind in self._store:
-            self._apply(kind, WatchEvent(type_, copy.deepcopy(obj)))
+            self._apply(kind, WatchEvent(type_, _copy(obj)))
 
     async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         out = await self.kube.create(kind, obj)
