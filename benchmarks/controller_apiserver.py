@@ -10,15 +10,24 @@ reports:
 * seconds from the first pod's creation until all pods exist;
 * seconds from the first pod's creation to the first NodeClaim, and to the last NodeClaim;
 * seconds until every pod is Running (kube-scheduler bound it to a kwok node);
-* NodeClaims created, and the controller's peak RSS (VmHWM, MiB).
+* NodeClaims created, and the controller's peak RSS (VmHWM, MiB);
+* the controller's RSS once its caches are synced and before any pod exists (MiB);
+* the controller's CPU seconds (user + system, from ``/proc/<pid>/stat``) from its start until
+  every pod is Running.
 
-Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000]``
+``--controller-repo DIR`` runs the controller from another checkout (its ``.venv/bin/python``,
+working directory ``DIR``) against the same harness, so two versions compare under the same
+benchmark code; ``--repeat N`` runs N fresh clusters in a row.
+
+Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000] [--controller-repo DIR] [--repeat N]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,19 +43,52 @@ from karpy_core.kube.client import AsyncKubeClient  # noqa: E402
 from tests.integration.karpy_env import ControllerProcess, install_crds  # noqa: E402
 from tests.integration.test_controller_e2e import deployment, nodeclass, nodepool  # noqa: E402
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-async def run(pods: int) -> None:
+
+class Controller(ControllerProcess):
+    """``karpy controller`` from ``repo`` (default: this checkout), with CPU and RSS readings."""
+
+    def __init__(self, kubeconfig: str, log_path: Path, *, lease: str, repo: Path | None = None):
+        if repo is None:
+            super().__init__(kubeconfig, log_path, lease=lease)
+            return
+        self.log_path = log_path
+        argv = [str(repo / ".venv" / "bin" / "python"), "-m", "karpy_core.cli", "controller",
+                "--cloud-provider", "simulated", "--kwok", "--kubeconfig", kubeconfig,
+                "--namespace", "default", "--health-port", "0"]
+        self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "KARPY_LEASE_NAME": lease}, cwd=repo)
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the controller has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15 of stat)
+
+    def rss_mib(self) -> float:
+        """Current resident set size (VmRSS), MiB."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+
+async def run(pods: int, repo: Path | None) -> dict[str, float | None]:
     with devcluster.DevCluster(devcluster.build()) as cluster, tempfile.TemporaryDirectory() as tmp:
         kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
         await install_crds(kube)
         await kube.create("EC2NodeClass", nodeclass("bench"))
         await kube.create("NodePool", nodepool("bench", "bench"))
-        ctl = ControllerProcess(str(cluster.kubeconfig), Path(tmp) / "controller.log", lease="bench")
+        ctl = Controller(str(cluster.kubeconfig), Path(tmp) / "controller.log", lease="bench", repo=repo)
         try:
-            for _ in range(100):
+            for _ in range(300):
                 if "starting controllers" in ctl.log():
                     break
                 await asyncio.sleep(0.2)
+            await asyncio.sleep(1.0)  # the first (empty) passes
+            rss_idle = ctl.rss_mib()
+            cpu_idle = ctl.cpu_seconds()
             template = deployment("inflate", "bench", 1)["spec"]["template"]
             sem = asyncio.Semaphore(50)
 
@@ -62,6 +104,7 @@ async def run(pods: int) -> None:
             first_claim = last_claim = running_at = None
             claims_seen = 0
             stable_since = None
+            cpu_running = None
             while time.monotonic() - t0 < 600:
                 await asyncio.sleep(0.5)
                 now = time.monotonic() - t0
@@ -74,6 +117,7 @@ async def run(pods: int) -> None:
                 running = sum(1 for p in plist if (p.get("status") or {}).get("phase") == "Running")
                 if running == pods and len(plist) == pods:
                     running_at = now
+                    cpu_running = ctl.cpu_seconds()
                     break
                 if stable_since is not None and now - stable_since > 60:
                     break
@@ -81,7 +125,12 @@ async def run(pods: int) -> None:
             print(f"first NodeClaim created after: {first_claim:.2f} s" if first_claim is not None else "no NodeClaim created")
             print(f"last NodeClaim created after:  {last_claim:.2f} s ({claims_seen} NodeClaims)" if last_claim else "")
             print(f"all pods Running after:        {running_at:.2f} s" if running_at else "not all pods Running")
-            print(f"controller peak RSS:           {ctl.peak_rss_mib():.1f} MiB")
+            peak = ctl.peak_rss_mib()
+            print(f"controller peak RSS:           {peak:.1f} MiB")
+            print(f"controller RSS before any pod: {rss_idle:.1f} MiB (CPU {cpu_idle:.2f} s to get there)")
+            print(f"controller CPU to all Running: {cpu_running:.2f} s" if cpu_running is not None else "")
+            return {"peak_rss": peak, "idle_rss": rss_idle, "cpu_idle": cpu_idle, "cpu": cpu_running,
+                    "running_s": running_at, "claims": claims_seen}
         finally:
             ctl.stop()
             await kube.close()
@@ -90,8 +139,23 @@ async def run(pods: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--controller-repo", type=Path, action="append", default=None,
+                        help="run the controller from this checkout (repeatable: each is benchmarked in turn)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds (each round runs every checkout once)")
     args = parser.parse_args()
-    asyncio.run(run(args.pods))
+    repos: list[Path | None] = list(args.controller_repo or [None])
+    rows: list[tuple[str, dict[str, float | None]]] = []
+    for round_ in range(args.repeat):
+        for repo in repos:
+            label = str(repo or REPO)
+            print(f"== round {round_ + 1}: controller from {label}", flush=True)
+            rows.append((label, asyncio.run(run(args.pods, repo))))
+    if len(rows) > 1:
+        print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims):")
+        for label, r in rows:
+            print(f"  {label}: {r['peak_rss']:.1f}  {r['idle_rss']:.1f}  "
+                  f"{r['cpu'] if r['cpu'] is not None else float('nan'):.2f}  "
+                  f"{r['running_s'] if r['running_s'] is not None else float('nan'):.2f}  {r['claims']}")
 
 
 if __name__ == "__main__":

@@ -480,12 +480,16 @@ def install_crds(
     import aiohttp
 
     from karpy_core.apis.crds import install
-    from karpy_core.kube.client import AsyncKubeClient
+    from karpy_core.kube.client import AsyncKubeClient, kubernetes_api_client
 
     async def go() -> list[str]:
         async with await AsyncKubeClient.from_config(kubeconfig) as kube:
             await kube.probe()
-            return await install(kube.api)
+        api = await kubernetes_api_client(kubeconfig)
+        try:
+            return await install(api)
+        finally:
+            await api.close()
 
     try:
         for name in asyncio.run(go()):

@@ -1,10 +1,11 @@
-"""The ``KubeClient`` port on kubernetes-asyncio, for real clusters.
+"""The ``KubeClient`` port over HTTP, for real clusters.
 
-Every call goes through ``ApiClient.call_api`` on the resource's REST path with raw JSON in and
-out, so core kinds and custom resources are handled the same way and objects stay plain dicts
-(the shape the in-memory adapter and every controller use). Patches are JSON merge-patches
-(``application/merge-patch+json``): the client's default patch content type for a dict body is
-``json-patch+json``, which the API server rejects for a merge document.
+Every call goes to the resource's REST path (:class:`~karpy_core.kube.transport.Transport`, one
+aiohttp session) with raw JSON in and out, so core kinds and custom resources are handled the
+same way and objects stay plain dicts (the shape the in-memory adapter and every controller use).
+kubernetes-asyncio's generated client is not imported (it costs ~55 MiB of resident memory);
+credentials come from :mod:`karpy_core.kube.transport`. Patches are JSON merge-patches
+(``application/merge-patch+json``).
 
 Watches use ``?watch=true&allowWatchBookmarks=true`` from the list's ``resourceVersion``, follow
 bookmarks, reconnect after the server-side timeout, and relist (emitting a synthetic ADDED for each
@@ -23,13 +24,11 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, KindInfo, WatchEvent
+from karpy_core.kube.transport import Transport
 
-__all__ = ["AsyncKubeClient", "MERGE_PATCH"]
+__all__ = ["AsyncKubeClient", "MERGE_PATCH", "kubernetes_api_client"]
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +43,12 @@ class AsyncKubeClient:
     """Implements :class:`karpy_core.kube.port.KubeClient` against a real API server.
 
     Args:
-        api: a kubernetes-asyncio ``ApiClient`` (owned: :meth:`close` closes it).
+        transport: the HTTP transport to the API server (owned: :meth:`close` closes it).
         field_manager: ``fieldManager`` sent on writes.
     """
 
-    def __init__(self, api: k8s_client.ApiClient, *, field_manager: str = "karpy"):
-        self.api = api
+    def __init__(self, transport: Transport, *, field_manager: str = "karpy"):
+        self.transport = transport
         self.field_manager = field_manager
 
     @classmethod
@@ -63,33 +62,16 @@ class AsyncKubeClient:
             ConfigurationError: the kubeconfig given (argument or ``$KUBECONFIG``) does not exist
                 or cannot be read, or there is no kubeconfig and karpy is not in a pod.
         """
-        import os
-
         import yaml
 
-        from karpy_core.errors import ConfigurationError
+        from karpy_core.kube.transport import load_incluster, load_kubeconfig
 
-        given = kubeconfig or os.environ.get("KUBECONFIG")
-        what = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
-        path = str(given or os.path.expanduser("~/.kube/config"))
+        path = _config_path(kubeconfig)
         try:
-            if given and not os.path.isfile(path):
-                raise ConfigurationError(f"{what} {path}: no such file")
-            if os.path.isfile(path):
-                api = await k8s_config.new_client_from_config(config_file=str(path), context=context)
-            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-                cfg = k8s_client.Configuration()
-                k8s_config.load_incluster_config(client_configuration=cfg)
-                api = k8s_client.ApiClient(cfg)
-            else:
-                raise ConfigurationError(
-                    f"no kubeconfig: give --kubeconfig FILE or set $KUBECONFIG ({path} does not exist), "
-                    "or run inside a pod (in-cluster service account)"
-                )
-        except (k8s_config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            where = path if os.path.isfile(path) else "in-cluster configuration"
-            raise ConfigurationError(f"cannot use {where}: {' '.join(str(exc).split())}") from exc
-        return cls(api)
+            access = await load_kubeconfig(path, context) if path else load_incluster()
+        except (yaml.YAMLError, *_CONFIG_ERRORS) as exc:
+            raise _config_error(path, exc) from exc
+        return cls(Transport(access))
 
     async def probe(self, timeout: float = 10.0) -> str:
         """``GET /version`` once: the server's ``gitVersion``. Called by the CLI before anything
@@ -103,7 +85,7 @@ class AsyncKubeClient:
 
         from karpy_core.errors import KubeUnreachableError
 
-        host = getattr(self.api.configuration, "host", "?")
+        host = self.transport.server or "?"
         try:
             payload = await asyncio.wait_for(self._request("GET", "/version", timeout=timeout), timeout + 1.0)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -112,7 +94,8 @@ class AsyncKubeClient:
         return str((payload or {}).get("gitVersion", "")) if isinstance(payload, dict) else ""
 
     async def close(self) -> None:
-        await self.api.close()
+        """Close the HTTP session."""
+        await self.transport.close()
 
     async def __aenter__(self) -> AsyncKubeClient:
         return self
@@ -150,15 +133,9 @@ class AsyncKubeClient:
         content_type: str = "application/json",
         timeout: float | None = REQUEST_TIMEOUT,
     ) -> Any:
-        resp = await self.api.call_api(
-            path,
-            method,
-            query_params=query or [],
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=timeout,
+        resp = await self.transport.request(
+            method, path, query=query, headers={"Content-Type": content_type, "Accept": "application/json"},
+            body=body, timeout=timeout,
         )
         try:
             data = await resp.read()
@@ -309,14 +286,8 @@ class AsyncKubeClient:
             ("timeoutSeconds", WATCH_TIMEOUT),
             ("resourceVersion", rv),
         ]
-        resp = await self.api.call_api(
-            self._path(kind),
-            "GET",
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=WATCH_TIMEOUT + 30,
+        resp = await self.transport.request(
+            "GET", self._path(kind), query=query, headers={"Accept": "application/json"}, timeout=WATCH_TIMEOUT + 30
         )
         try:
             if resp.status == 410:
@@ -331,6 +302,66 @@ class AsyncKubeClient:
                 yield event.get("type", ""), event.get("object") or {}
         finally:
             resp.release()
+
+
+def _config_path(kubeconfig: str | None) -> str | None:
+    """The kubeconfig file to use: ``kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``
+    when it exists; None for the in-cluster service account.
+
+    Raises:
+        ConfigurationError: a given file does not exist, or there is no kubeconfig outside a pod.
+    """
+    import os
+
+    from karpy_core.errors import ConfigurationError
+
+    given = kubeconfig or os.environ.get("KUBECONFIG")
+    what = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
+    path = str(given or os.path.expanduser("~/.kube/config"))
+    if given and not os.path.isfile(path):
+        raise ConfigurationError(f"{what} {path}: no such file")
+    if os.path.isfile(path):
+        return path
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    raise ConfigurationError(
+        f"no kubeconfig: give --kubeconfig FILE or set $KUBECONFIG ({path} does not exist), "
+        "or run inside a pod (in-cluster service account)"
+    )
+
+
+_CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError)
+"""What reading a kubeconfig can raise, besides ``yaml.YAMLError`` (caught next to these)."""
+
+
+def _config_error(path: str | None, exc: BaseException) -> Exception:
+    from karpy_core.errors import ConfigurationError
+
+    where = path or "in-cluster configuration"
+    return ConfigurationError(f"cannot use {where}: {' '.join(str(exc).split())}")
+
+
+async def kubernetes_api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
+    """A kubernetes-asyncio ``ApiClient`` for the same cluster :meth:`AsyncKubeClient.from_config`
+    would reach (for :func:`karpy_core.apis.crds.install`, which uses the generated CRD API).
+    Imports kubernetes-asyncio's generated client (~55 MiB): only ``karpy install-crds`` calls it.
+
+    Raises:
+        ConfigurationError: as :meth:`AsyncKubeClient.from_config`.
+    """
+    import yaml
+    from kubernetes_asyncio import client as k8s_client
+    from kubernetes_asyncio import config as k8s_config
+
+    path = _config_path(kubeconfig)
+    try:
+        if path:
+            return await k8s_config.new_client_from_config(config_file=path, context=context)
+        cfg = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=cfg)
+        return k8s_client.ApiClient(cfg)
+    except (k8s_config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS) as exc:
+        raise _config_error(path, exc) from exc
 
 
 class _Gone(Exception):
