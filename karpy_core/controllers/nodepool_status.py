@@ -63,8 +63,9 @@ class NodePoolStatus:
                 _cond("Ready", class_ok, "Ready" if class_ok else "UnhealthyDependents",
                       "" if class_ok else f"NodeClassReady=False: {class_msg}", now, condition(np_obj, "Ready")),
             ]
-            status = {
-                "resources": format_resource_list(u) if u else {},
+            resources: dict[str, Any] = format_resource_list(u) if u else {}
+            status: dict[str, Any] = {
+                "resources": resources,
                 "nodes": int(u.get("nodes", 0)),
                 "conditions": conds,
             }
@@ -72,7 +73,7 @@ class NodePoolStatus:
             if {k: current.get(k) or ({} if k == "resources" else current.get(k)) for k in status} != status:
                 # a JSON merge patch only removes a key that is set to null: drop resources no longer in use
                 patch = dict(status)
-                patch["resources"] = {**dict.fromkeys(current.get("resources") or {}), **status["resources"]}
+                patch["resources"] = {**dict.fromkeys(current.get("resources") or {}), **resources}
                 await self.kube.patch("NodePool", name, {"status": patch}, status=True)
                 patched += 1
             if self.metrics is not None:

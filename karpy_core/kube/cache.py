@@ -221,7 +221,7 @@ class CachedKubeClient:
     async def evict(self, pod: dict[str, Any]) -> None:
         await self.kube.evict(pod)
 
-    def watch(self, kind: str):  # type: ignore[no-untyped-def]
+    def watch(self, kind: str):  # type: ignore[no-untyped-def,unused-ignore]
         return self.kube.watch(kind)
 
 

@@ -301,6 +301,8 @@ async def _load_with_kubernetes_asyncio(path: str, context: str) -> Access:
     async def refresh() -> str | None:
         return await cfg.get_api_key_with_prefix("BearerToken")
 
+    if not cfg.host:
+        raise KubeconfigError(f"kubeconfig {path}: context {context!r} names no cluster server")
     return Access(
         server=cfg.host,
         ca_file=cfg.ssl_ca_cert,

@@ -11,7 +11,7 @@ Everything here is pure: a snapshot and ``now`` (seconds since the epoch) in, va
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,7 +134,7 @@ def do_not_disrupt_blocks(obj: dict[str, Any], now: float) -> bool:
     return now < created + seconds
 
 
-def pdb_status(pdb: dict[str, Any], pods: list[dict[str, Any]], now: float) -> dict[str, Any]:
+def pdb_status(pdb: dict[str, Any], pods: Sequence[dict[str, Any]], now: float) -> dict[str, Any]:
     """The PDB's status to judge evictions by: the ``status`` its disruption controller wrote
     (kube-controller-manager's, or the in-memory cluster's) when it is current, else the status
     :func:`karpy_core.utils.pdb.compute_status` derives from ``pods`` (no controllers known, so

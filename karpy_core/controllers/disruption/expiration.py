@@ -8,6 +8,7 @@ do-not-disrupt until the NodeClaim's ``terminationGracePeriod`` runs out
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -31,7 +32,7 @@ def expires_at(nodeclaim: dict[str, Any]) -> float | None:
     return created + after
 
 
-def _expiries(nodeclaims: list[dict[str, Any]]) -> list[tuple[str, float]]:
+def _expiries(nodeclaims: Sequence[dict[str, Any]]) -> list[tuple[str, float]]:
     """``(name, expiry time)`` of every NodeClaim not deleting that has a readable ``expireAfter``."""
     out = []
     for nc in nodeclaims:
@@ -52,7 +53,7 @@ def expired_nodeclaims(nodeclaims: list[dict[str, Any]], now: float) -> list[tup
     return sorted((name, at) for name, at in _expiries(nodeclaims) if now >= at)
 
 
-def next_expiry(nodeclaims: list[dict[str, Any]], now: float) -> float | None:
+def next_expiry(nodeclaims: Sequence[dict[str, Any]], now: float) -> float | None:
     """The earliest expiry after ``now`` (for the simulator's clock jumps), or None."""
     return min((at for _, at in _expiries(nodeclaims) if at > now), default=None)
 

@@ -17,8 +17,8 @@ import ipaddress
 from typing import Any
 from urllib.parse import urlparse
 
-import aioboto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
+import aioboto3
+from botocore.config import Config
 
 from karpy_core.errors import ConfigurationError
 from karpy_core.redaction import register_secret

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+from botocore.exceptions import BotoCoreError, ClientError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from karpy_core.errors import (

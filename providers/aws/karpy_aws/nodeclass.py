@@ -273,7 +273,7 @@ class NodeClassResolver:
         def put(type_: str, step: _Step) -> None:
             prev = conds.get(type_)
             ltt = prev.last_transition_time if prev is not None and prev.status == step.status else now
-            conds[type_] = Condition(type=type_, status=step.status, reason=step.reason, message=step.message,  # type: ignore[arg-type]
+            conds[type_] = Condition(type=type_, status=step.status, reason=step.reason, message=step.message,
                                      last_transition_time=ltt, observed_generation=generation)
 
         for t in CONDITION_TYPES:
@@ -316,7 +316,7 @@ class NodeClassResolver:
                          f"karpenter.sh/discovery=<cluster>, or fix the selector (tags inside one term are ANDed, "
                          f"terms are ORed)"), []
         ordered = sorted(found.values(), key=lambda s: (-int(s.get("AvailableIpAddressCount", 0)), s["SubnetId"]))
-        subnets = [Subnet(id=s["SubnetId"], zone=s["AvailabilityZone"], zoneID=s.get("AvailabilityZoneId")) for s in ordered]
+        subnets = [Subnet(id=s["SubnetId"], zone=s["AvailabilityZone"], zone_id=s.get("AvailabilityZoneId")) for s in ordered]
         return _Step("True", "SubnetsReady", ""), subnets
 
     # ------------------------------------------------------------------ security groups

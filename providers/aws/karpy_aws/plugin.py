@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 try:
-    import aioboto3  # type: ignore[import-untyped]  # noqa: F401
+    import aioboto3  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised in a venv without the extra
     raise ImportError(
         "karpy's AWS cloud provider needs the 'aws' extra (aioboto3): pip install 'karpy[aws]'"
