@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["KindInfo", "KINDS", "KubeClient", "WatchEvent"]
+__all__ = ["KindInfo", "KINDS", "KubeClient", "WatchEvent", "serve_kind"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,23 @@ KINDS: dict[str, KindInfo] = {
     "EC2NodeClass": KindInfo("karpenter.k8s.aws", "v1", "ec2nodeclasses", False),
     "KCNodeClass": KindInfo("karpenter.kakaocloud.com", "v1alpha1", "kcnodeclasses", False),
 }
+
+
+def serve_kind(kind: str, info: KindInfo) -> bool:
+    """Add a provider's kind (a third-party NodeClass registered through the ``karpy.apis`` entry
+    points) to :data:`KINDS`, so the in-memory cluster stores it; call before creating the
+    cluster. Returns False when ``kind`` is already served at that group/version (nothing changes).
+
+    Raises:
+        ValueError: ``kind`` is already served at another group/version (two kinds of one name).
+    """
+    known = KINDS.get(kind)
+    if known is not None:
+        if known.api_version != info.api_version:
+            raise ValueError(f"kind {kind} is served as {known.api_version}; cannot serve it as {info.api_version} too")
+        return False
+    KINDS[kind] = info
+    return True
 
 
 @dataclass(frozen=True)

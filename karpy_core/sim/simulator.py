@@ -22,6 +22,7 @@ startup taint clearing, a disruption wake-up); with nothing scheduled the run is
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaim
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.kube.port import KINDS
+from karpy_core.kube.port import KINDS, KindInfo, serve_kind
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
@@ -43,7 +44,7 @@ from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import VirtualClock
 
-__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
+__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated", "serve_plugin_node_classes"]
 
 SIMULATED_KINDS = frozenset(KINDS)
 """Kinds the in-memory cluster stores; other kinds in the input are ignored (and reported)."""
@@ -56,6 +57,28 @@ def is_simulated(api_version: Any, kind: Any) -> bool:
     validate`` lists it, never stored as a karpenter.sh NodePool."""
     info = KINDS.get(kind) if isinstance(kind, str) else None
     return info is not None and api_version == info.api_version
+
+
+@functools.cache
+def serve_plugin_node_classes() -> tuple[str, ...]:
+    """Let the in-memory cluster store every NodeClass kind a ``karpy.apis`` entry point
+    registers (``NODE_CLASS = True``) that karpy does not serve already, e.g. a third-party
+    provider's ``TinyNodeClass``: its manifests are then applied, its provider reads them through
+    the KubeClient, and NodePools referencing a missing one are not Ready, as in a cluster. The
+    resource name is the model's ``PLURAL`` class attribute, else the lower-case kind + ``s``.
+    Runs once per process (entry points do not change); returns the kinds added."""
+    from karpy_core.apis.registry import kind_registry
+
+    added = []
+    for (api_version, kind), cls in sorted(kind_registry().items()):
+        if not cls.NODE_CLASS or kind in KINDS:
+            continue
+        group, _, version = api_version.rpartition("/")
+        plural = str(getattr(cls, "PLURAL", "") or f"{kind.lower()}s")
+        if serve_kind(kind, KindInfo(group, version, plural, cls.NAMESPACED)):
+            added.append(kind)
+    return tuple(added)
+
 
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
@@ -83,8 +106,11 @@ class Simulator:
     """Runs karpy on an in-memory cluster.
 
     Args:
-        provider: the cloud provider (normally ``simulated``).
+        provider: the cloud provider (normally ``simulated``; ``karpy simulate --cloud-provider``
+            loads any installed one).
         clock: virtual clock (a fresh one by default).
+        cluster: the in-memory cluster to run on (a fresh one on ``clock`` by default); pass it
+            when the provider was given it as its ``kube`` option.
         boot_seconds: launch -> Node registration delay, seconds.
         startup_taint_seconds: registration -> startup taints removed, seconds.
         max_pods: most pods the workloads may ask for in all
@@ -97,6 +123,7 @@ class Simulator:
         provider: CloudProvider,
         *,
         clock: VirtualClock | None = None,
+        cluster: InMemoryCluster | None = None,
         boot_seconds: float = 30.0,
         startup_taint_seconds: float = 10.0,
         preference_policy: str = "Respect",
@@ -106,7 +133,10 @@ class Simulator:
         self.clock = clock or VirtualClock()
         self.start = self.clock.now()
         self.provider = provider
-        self.cluster = InMemoryCluster(self.clock)
+        if cluster is None:
+            serve_plugin_node_classes()
+            cluster = InMemoryCluster(self.clock)
+        self.cluster = cluster
         plugin = getattr(provider, "plugin", None)
         if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
             plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
