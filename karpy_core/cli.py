@@ -205,7 +205,7 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     ``instance_types_file`` (``--instance-types``), ``provider_options`` and ``kube``: the
     in-memory cluster the simulation runs on, as ``karpy controller`` gives every provider its
     cluster, so a provider reads its NodeClasses there. Plugin NodeClass kinds are served by the
-    cluster (:func:`~karpy_core.sim.simulator.serve_plugin_node_classes`).
+    cluster (:func:`~karpy_core.kube.port.serve_plugin_node_classes`).
 
     Raises:
         ConfigurationError: the provider is not installed, an option is set twice, or the provider
@@ -213,7 +213,7 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     """
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.memory import InMemoryCluster
-    from karpy_core.sim.simulator import serve_plugin_node_classes
+    from karpy_core.kube.port import serve_plugin_node_classes
     from karpy_core.utils.clock import VirtualClock
 
     _check_provider_name(cloud_provider)
@@ -453,8 +453,10 @@ async def run_controller(
 
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.client import AsyncKubeClient
+    from karpy_core.kube.port import serve_plugin_node_classes
     from karpy_core.operator import Operator
 
+    serve_plugin_node_classes()  # a plugin's NodeClass kind is read, watched and cached like EC2NodeClass
     kube = await AsyncKubeClient.from_config(kubeconfig)
     try:
         await kube.probe()

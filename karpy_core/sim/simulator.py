@@ -22,7 +22,6 @@ startup taint clearing, a disruption wake-up); with nothing scheduled the run is
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaim
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.kube.port import KINDS, KindInfo, serve_kind
+from karpy_core.kube.port import KINDS, serve_plugin_node_classes
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
@@ -44,7 +43,7 @@ from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import VirtualClock
 
-__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated", "serve_plugin_node_classes"]
+__all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
 
 SIMULATED_KINDS = frozenset(KINDS)
 """Kinds the in-memory cluster stores; other kinds in the input are ignored (and reported)."""
@@ -57,27 +56,6 @@ def is_simulated(api_version: Any, kind: Any) -> bool:
     validate`` lists it, never stored as a karpenter.sh NodePool."""
     info = KINDS.get(kind) if isinstance(kind, str) else None
     return info is not None and api_version == info.api_version
-
-
-@functools.cache
-def serve_plugin_node_classes() -> tuple[str, ...]:
-    """Let the in-memory cluster store every NodeClass kind a ``karpy.apis`` entry point
-    registers (``NODE_CLASS = True``) that karpy does not serve already, e.g. a third-party
-    provider's ``TinyNodeClass``: its manifests are then applied, its provider reads them through
-    the KubeClient, and NodePools referencing a missing one are not Ready, as in a cluster. The
-    resource name is the model's ``PLURAL`` class attribute, else the lower-case kind + ``s``.
-    Runs once per process (entry points do not change); returns the kinds added."""
-    from karpy_core.apis.registry import kind_registry
-
-    added = []
-    for (api_version, kind), cls in sorted(kind_registry().items()):
-        if not cls.NODE_CLASS or kind in KINDS:
-            continue
-        group, _, version = api_version.rpartition("/")
-        plural = str(getattr(cls, "PLURAL", "") or f"{kind.lower()}s")
-        if serve_kind(kind, KindInfo(group, version, plural, cls.NAMESPACED)):
-            added.append(kind)
-    return tuple(added)
 
 
 BATCH_IDLE_SECONDS = 1.0
