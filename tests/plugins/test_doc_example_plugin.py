@@ -53,7 +53,7 @@ def doc_files() -> dict[str, str]:
 def test_the_page_marks_a_whole_package() -> None:
     files = doc_files()
     assert set(files) == {"pyproject.toml", "karpy_tinycloud/__init__.py", "karpy_tinycloud/apis.py",
-                          "karpy_tinycloud/plugin.py", "tests/test_conformance.py", "examples/cluster.yaml"}
+                          "karpy_tinycloud/plugin.py", "tests/test_conformance.py", "tests/test_tinycloud.py", "examples/cluster.yaml"}
     pyproject = files["pyproject.toml"]
     assert 'tinycloud = "karpy_tinycloud.plugin:create_plugin"' in pyproject
     assert 'tinycloud = "karpy_tinycloud.apis:api_kinds"' in pyproject
@@ -219,10 +219,10 @@ def test_the_crd_snippet_renders_the_nodeclass_crd(env: Env) -> None:
     assert spec["properties"]["image"]["pattern"] == "^img-[a-z0-9]+$" and spec["required"] == ["image"]
 
 
-def test_the_conformance_kit_passes(env: Env) -> None:
+def test_the_conformance_kit_and_unit_tests_pass(env: Env) -> None:
     out = env.python("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
     assert out.returncode == 0, out.stdout[-4000:]
-    assert re.search(r"^6 passed", out.stdout.splitlines()[-1]), out.stdout[-2000:]
+    assert re.search(r"^9 passed", out.stdout.splitlines()[-1]), out.stdout[-2000:]
 
 
 def test_controller_takes_provider_options(env: Env) -> None:
