@@ -1,53 +1,25 @@
 """docs/cloudprovider.md's example provider, tinycloud, built and run from the page itself.
 
-The page marks each file of the example package with a line `` `karpy-tinycloud/<path>`: ``
-followed by a fenced block. The test writes those blocks to a temporary directory, installs the
-package into an isolated virtualenv that has karpy installed from this repository (no system site
-packages), and runs what the page says: ``karpy providers`` lists it, ``karpy validate`` accepts
-its NodeClass and names a bad field, ``karpy simulate --cloud-provider tinycloud`` binds the
-Deployment's pods on tinycloud's nodes, the CRD snippet renders, and the page's conformance test
-module (karpy's conformance kit) passes against it.
-
-The virtualenv (karpy editable from this checkout, pytest, pytest-asyncio, setuptools) is built
-once per checkout path, ``pyproject.toml`` and Python version, under ``~/.cache/karpy/plugin-venvs``
-(``KARPY_PLUGIN_VENV_CACHE`` to move it): the first build downloads from PyPI (or the pip cache)
-and takes about 50 s; later runs only install the example package (a second or two).
+The test writes the page's marked files to a temporary directory, installs the package into an
+isolated virtualenv with karpy (:mod:`tests.plugins.docplugin`), and runs what the page says:
+``karpy providers`` lists it, ``karpy validate`` accepts its NodeClass and names a bad field,
+``karpy simulate --cloud-provider tinycloud`` binds the Deployment's pods on tinycloud's nodes,
+provider options are typed by its options model, the CRD snippet renders, and the page's test
+modules (karpy's conformance kit and the plugin's unit tests) pass against it. The controller side
+runs against the real API server in ``tests/integration/test_plugin_controller_e2e.py``.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import importlib.metadata
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "cloudprovider.md"
-PACKAGE = "karpy-tinycloud"
-_FILE_BLOCK = re.compile(r"^`karpy-tinycloud/([^`]+)`:\n\n```[a-z]*\n(.*?)\n```$", re.M | re.S)
-_CRD_SNIPPET = re.compile(r"^python -c '(.*?)' > (\S+)$", re.M | re.S)
+from tests.plugins.docplugin import CRD_SNIPPET, DOC, Env, doc_files, installed_doc_plugin
+
 CATALOG_TINY = {"tiny.small", "tiny.medium"}
-PIP_TIMEOUT = 600  # hang guard only
-
-
-def doc_files() -> dict[str, str]:
-    """Relative path -> content of every marked example file in the page."""
-    found: dict[str, str] = {}
-    for m in _FILE_BLOCK.finditer(DOC.read_text()):
-        assert m.group(1) not in found, f"{m.group(1)} appears twice in {DOC.name}"
-        found[m.group(1)] = m.group(2) + "\n"
-    return found
 
 
 def test_the_page_marks_a_whole_package() -> None:
@@ -63,69 +35,10 @@ def test_the_page_marks_a_whole_package() -> None:
     assert '[project.entry-points."karpy.cloudprovider"]\ntinycloud = "karpy_tinycloud.plugin:create_plugin"' in pyproject
 
 
-# ------------------------------------------------------------------------------ the virtualenv
-def _venv_key() -> str:
-    versions = [importlib.metadata.version(d) for d in ("pytest", "pytest-asyncio")]
-    text = "\n".join([str(ROOT), (ROOT / "pyproject.toml").read_text(), sys.version, *versions])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _run(cmd: list[str | Path], **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=PIP_TIMEOUT, **kw)  # type: ignore[call-overload]
-
-
-def _build_venv(target: Path) -> None:
-    """A fresh virtualenv at ``target`` with karpy (editable, this checkout) and the test tools;
-    built in place (scripts name their interpreter by absolute path), marked complete last."""
-    shutil.rmtree(target, ignore_errors=True)
-    created = _run([sys.executable, "-m", "venv", target])
-    assert created.returncode == 0, created.stderr
-    pins = [f"pytest=={importlib.metadata.version('pytest')}", f"pytest-asyncio=={importlib.metadata.version('pytest-asyncio')}"]
-    pip = _run([target / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                "-e", ROOT, "setuptools>=77", *pins])
-    assert pip.returncode == 0, f"could not build the plugin test virtualenv:\n{pip.stdout[-2000:]}\n{pip.stderr[-4000:]}"
-    (target / "karpy-plugin-venv.ok").write_text(str(ROOT) + "\n")
-
-
-@dataclass
-class Env:
-    venv: Path
-    package: Path
-    seconds: dict[str, float]
-
-    def karpy(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        return _run([self.venv / "bin" / "karpy", *args], cwd=self.package)
-
-    def python(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        return _run([self.venv / "bin" / "python", *args], cwd=self.package)
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    cache = Path(os.environ.get("KARPY_PLUGIN_VENV_CACHE", Path.home() / ".cache" / "karpy" / "plugin-venvs"))
-    cache.mkdir(parents=True, exist_ok=True)
-    venv = cache / _venv_key()
-    seconds: dict[str, float] = {}
-    with open(cache / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one test run at a time uses (and builds) this virtualenv
-        start = time.monotonic()
-        if not (venv / "karpy-plugin-venv.ok").exists():
-            _build_venv(venv)
-        seconds["venv"] = time.monotonic() - start
-        package = tmp_path_factory.mktemp("doc-plugin") / PACKAGE
-        for rel, text in doc_files().items():
-            (package / rel).parent.mkdir(parents=True, exist_ok=True)
-            (package / rel).write_text(text)
-        start = time.monotonic()
-        # offline: karpy is installed already (--no-deps), setuptools too (--no-build-isolation)
-        pip = _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                    "--no-build-isolation", "--force-reinstall", package])
-        assert pip.returncode == 0, pip.stderr
-        seconds["install"] = time.monotonic() - start
-        try:
-            yield Env(venv, package, seconds)
-        finally:
-            _run([venv / "bin" / "python", "-m", "pip", "uninstall", "-q", "-y", PACKAGE])
+    with installed_doc_plugin(tmp_path_factory.mktemp("doc-plugin")) as installed:
+        yield installed
 
 
 # ------------------------------------------------------------------------------ what the page says
@@ -205,7 +118,7 @@ def test_simulate_without_the_nodeclass_launches_nothing(env: Env) -> None:
 
 
 def test_the_crd_snippet_renders_the_nodeclass_crd(env: Env) -> None:
-    m = _CRD_SNIPPET.search(DOC.read_text())
+    m = CRD_SNIPPET.search(DOC.read_text())
     assert m is not None, "the CRD snippet is missing from the page"
     out = env.python("-c", m.group(1))
     assert out.returncode == 0, out.stderr
