@@ -25,7 +25,8 @@ CATALOG_TINY = {"tiny.small", "tiny.medium"}
 def test_the_page_marks_a_whole_package() -> None:
     files = doc_files()
     assert set(files) == {"pyproject.toml", "karpy_tinycloud/__init__.py", "karpy_tinycloud/apis.py",
-                          "karpy_tinycloud/plugin.py", "tests/test_conformance.py", "tests/test_tinycloud.py", "examples/cluster.yaml"}
+                          "karpy_tinycloud/plugin.py", "tests/test_conformance.py", "tests/test_tinycloud.py", "examples/cluster.yaml",
+                          "examples/scenario.yaml"}
     pyproject = files["pyproject.toml"]
     assert 'tinycloud = "karpy_tinycloud.plugin:create_plugin"' in pyproject
     assert 'tinycloud = "karpy_tinycloud.apis:api_kinds"' in pyproject
@@ -106,6 +107,17 @@ def test_simulate_provider_options_are_typed_by_the_options_model(env: Env) -> N
     assert missing.returncode == 2
     assert missing.stderr.splitlines() == [
         "error: --cloud-provider 'nimbus' is not installed; installed: aws, kakaocloud, simulated, tinycloud"]
+
+
+def test_a_scenario_consolidates_and_drifts_on_the_plugin(env: Env) -> None:
+    report = _simulate(env, "examples/scenario.yaml")
+    disruptions = [(e["t"], e["reason"]) for e in report["events"] if e["kind"] == "disrupt"]
+    assert [reason for _, reason in disruptions] == ["Empty", "Underutilized", "Drifted"], disruptions
+    assert 1800 <= disruptions[0][0] <= disruptions[1][0] < 3600 <= disruptions[2][0]  # scaled at 30m, new image at 1h
+    drifted = [(e["t"], e["reason"]) for e in report["events"] if e["kind"] == "drifted"]
+    assert len(drifted) == 1 and drifted[0][1] == "ImageDrift" and drifted[0][0] >= 3600  # the plugin's karpy_is_drifted
+    assert [(n["instance_type"], n["price_per_hour"], len(n["pods"])) for n in report["nodes"]] == [("tiny.small", 0.05, 1)]
+    assert (report["cost_over_time"][-1]["nodes"], report["cost_over_time"][-1]["cost_per_hour"]) == (1, 0.05)
 
 
 def test_simulate_without_the_nodeclass_launches_nothing(env: Env) -> None:
