@@ -322,8 +322,9 @@ def simulate(
     timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
-    cloud_provider: Annotated[str, typer.Option("--cloud-provider", help="installed provider plugin to launch with (karpy providers)")]
-    = "simulated",
+    cloud_provider: Annotated[str, typer.Option(
+        "--cloud-provider", help="installed provider plugin to launch with (karpy providers); its hooks run for real: "
+                                 "a real cloud's provider launches real instances")] = "simulated",
     provider_option: Annotated[list[str] | None, typer.Option(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:
