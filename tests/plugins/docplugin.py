@@ -64,6 +64,22 @@ def _build_venv(target: Path) -> None:
                 "-e", ROOT, "setuptools>=77", *pins])
     assert pip.returncode == 0, f"could not build the plugin test virtualenv:\n{pip.stdout[-2000:]}\n{pip.stderr[-4000:]}"
     (target / "karpy-plugin-venv.ok").write_text(str(ROOT) + "\n")
+    _prune_older(target)
+
+
+def _prune_older(keep: Path) -> None:
+    """Delete this checkout's other virtualenvs in the cache (an older ``pyproject.toml``, ~200 MB
+    each) that no test run holds the lock of."""
+    for marker in keep.parent.glob("*/karpy-plugin-venv.ok"):
+        old = marker.parent
+        if old == keep or marker.read_text().strip() != str(ROOT):
+            continue
+        with open(old.with_name(f"{old.name}.lock"), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @dataclass
