@@ -370,7 +370,7 @@ async def run_controller(
     from karpy_core.kube.client import AsyncKubeClient
     from karpy_core.operator import Operator
 
-    kube = await AsyncKubeClient.from_config(kubeconfig)
+    kube = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
     try:
         await kube.probe()
         if kwok:
