@@ -202,9 +202,8 @@ class KarpySettings(BaseSettings):
                                 karpy="accepted, no effect")
     log_level: str = setting("info", "LOG_LEVEL", "--log-level", "debug, info, warning or error",
                              karpy="warning is accepted too")
-    log_output_paths: str = setting("stderr", "LOG_OUTPUT_PATHS", "--log-output-paths",
-                                    "comma separated: stdout, stderr or file paths",
-                                    karpy="default stderr (Karpenter: stdout)")
+    log_output_paths: str = setting("stdout", "LOG_OUTPUT_PATHS", "--log-output-paths",
+                                    "where log lines go: comma separated stdout, stderr or file paths")
     log_error_output_paths: str = setting("stderr", "LOG_ERROR_OUTPUT_PATHS", "--log-error-output-paths",
                                           "where the logger reports its own failures", karpy="only stderr")
     batch_max_duration: float = setting(10.0, "BATCH_MAX_DURATION", "--batch-max-duration",
@@ -216,7 +215,7 @@ class KarpySettings(BaseSettings):
     ignore_dra_requests: bool = setting(True, "IGNORE_DRA_REQUESTS", "--ignore-dra-requests",
                                         "ignore pods' DRA claims when scheduling", karpy="false is refused")
     feature_gates: str = setting("", "FEATURE_GATES", "--feature-gates",
-                                 "Name=true|false,...: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, "
+                                 "Name=true or false, comma separated: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, "
                                  "NodeOverlay, StaticCapacity, CapacityBuffer",
                                  karpy="NodeRepair defaults to true; unknown names are an error")
     scheduler_config: str = setting("", "SCHEDULER_CONFIG", "--scheduler-config",

@@ -27,7 +27,7 @@ KARPENTER = {
     "MEMORY_LIMIT": ("--memory-limit", -1),
     "CPU_REQUESTS": ("--cpu-requests", 1000),
     "LOG_LEVEL": ("--log-level", "info"),
-    "LOG_OUTPUT_PATHS": ("--log-output-paths", None),  # karpy: stderr
+    "LOG_OUTPUT_PATHS": ("--log-output-paths", "stdout"),
     "LOG_ERROR_OUTPUT_PATHS": ("--log-error-output-paths", "stderr"),
     "BATCH_MAX_DURATION": ("--batch-max-duration", 10.0),
     "BATCH_IDLE_DURATION": ("--batch-idle-duration", 1.0),
@@ -192,3 +192,29 @@ def test_controller_requires_a_cloud_provider() -> None:
     result = CliRunner().invoke(app, ["controller"], env={"KARPY_CLOUD_PROVIDER": ""})
     assert result.exit_code == 2
     assert "--cloud-provider (KARPY_CLOUD_PROVIDER) is required" in result.output
+
+
+def test_karpenter_style_bool_flags_are_rewritten() -> None:
+    from karpy_core.cli import karpenter_bool_flags
+
+    argv = ["controller", "--disable-leader-election=true", "--isolated-vpc=false", "--cluster-name=x", "--kwok"]
+    assert karpenter_bool_flags(argv) == ["controller", "--disable-leader-election", "--no-isolated-vpc", "--cluster-name=x",
+                                          "--kwok"]
+    assert karpenter_bool_flags(["simulate", "--isolated-vpc=true"]) == ["simulate", "--isolated-vpc=true"]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["controller", "--cloud-provider", "simulated", "--no-such-flag"], "error: No such option: --no-such-flag"),
+    (["controller", "--cloud-provider", "simulated", "--enable-profiling=true"],
+     "error: ENABLE_PROFILING=true (--enable-profiling): not supported"),
+    (["controller", "--cloud-provider", "simulated", "--metrics-port", "x"], "error: Invalid value for '--metrics-port'"),
+])
+def test_the_console_script_refuses_in_one_line(argv: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "from karpy_core.cli import main; main()", *argv],
+                          capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
