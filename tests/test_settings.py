@@ -3,6 +3,8 @@ refused and accepted settings, and the ``karpy controller`` command line over it
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from typer.testing import CliRunner
 
@@ -218,3 +220,12 @@ def test_the_console_script_refuses_in_one_line(argv: list[str], message: str) -
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+
+
+def test_readme_settings_table_lists_every_setting(repo_dir: Any) -> None:
+    text = (repo_dir / "README.md").read_text()
+    section = text.split("### Controller settings", 1)[1].split("\n### ", 1)[0]
+    rows = {line.split("|")[2].strip().strip("`"): line for line in section.splitlines() if line.startswith("| ") and "`" in line}
+    for _, env, flag, _, _, _ in setting_names():
+        assert env in rows, env
+        assert f"`{flag.split('/')[0]}`" in rows[env], flag
