@@ -401,8 +401,9 @@ class KarpySettings(BaseSettings):
         """
         aws_only = {"cluster_endpoint": "", "interruption_queue": "", "reserved_enis": 0, "isolated_vpc": False,
                     "disable_dry_run": False, "vm_memory_overhead_percent": 0.075, "cluster_ca_bundle": ""}
+        opts: dict[str, Any] = {}
         if self.cloud_provider == "aws":
-            opts: dict[str, Any] = {
+            opts = {
                 "cluster_name": self.cluster_name,
                 "vm_memory_overhead_percent": self.vm_memory_overhead_percent,
                 "reserved_enis": self.reserved_enis,
@@ -418,14 +419,17 @@ class KarpySettings(BaseSettings):
             if self.interruption_queue:
                 opts["interruption_queue"] = self.interruption_queue
             return opts
+        if self.cloud_provider == "simulated":  # it models EC2 with the AWS catalog's rules
+            for name in ("vm_memory_overhead_percent", "reserved_enis"):
+                if getattr(self, name) != aws_only.pop(name):
+                    opts[name] = getattr(self, name)
         for name, default in aws_only.items():
             if getattr(self, name) != default:
                 raise ConfigurationError(f"{describe(name)} is read by the aws provider only, not by "
                                          f"--cloud-provider {self.cloud_provider}")
-        opts = {}
+        if self.region:
+            opts["region"] = self.region
         if self.cloud_provider == "simulated":
-            if self.region:
-                opts["region"] = self.region
             if self.instance_types:
                 opts["instance_types_file"] = self.instance_types
             return opts
@@ -434,8 +438,6 @@ class KarpySettings(BaseSettings):
                                      f"{self.cloud_provider}")
         if self.cluster_name:
             opts["cluster_name"] = self.cluster_name
-        if self.region:
-            opts["region"] = self.region
         return opts
 
     def accepted_without_effect(self) -> list[str]:

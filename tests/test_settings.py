@@ -155,6 +155,30 @@ def test_controller_settings_and_provider_options() -> None:
                                     "ca_bundle": "Y2E=", "interruption_queue": "q"}
 
 
+def test_catalog_settings_reach_the_simulated_provider_too() -> None:
+    from karpy_core.cloudprovider.provider import load_provider
+
+    opts = load_settings({"cloud_provider": "simulated"}, {"VM_MEMORY_OVERHEAD_PERCENT": "0.2", "RESERVED_ENIS": "1"}).provider_options()
+    assert opts == {"vm_memory_overhead_percent": 0.2, "reserved_enis": 1}
+
+    async def memory_of(options: dict[str, Any]) -> tuple[int, int]:
+        from karpy_core.apis.nodepool import NodePool
+
+        provider = load_provider("simulated", options)
+        pool = NodePool.model_validate({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+                                        "spec": {"template": {"spec": {"nodeClassRef": {
+                                            "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}, "requirements": []}}}})
+        m5 = next(it for it in await provider.get_instance_types(pool) if it.name == "m5.large")
+        return int(m5.capacity["memory"]), int(m5.capacity["pods"])
+
+    import asyncio
+
+    default_mem, default_pods = asyncio.run(memory_of({}))
+    mem, pods = asyncio.run(memory_of(opts))
+    assert mem < default_mem  # 20% of the memory kept back instead of 7.5%
+    assert pods < default_pods  # one ENI fewer in the max-pods formula
+
+
 def test_aws_only_settings_with_another_provider_are_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"INTERRUPTION_QUEUE \(--interruption-queue\) is read by the aws provider only"):
         load_settings({"cloud_provider": "simulated"}, {"INTERRUPTION_QUEUE": "q"}).provider_options()
