@@ -491,8 +491,7 @@ def controller(
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease).
 
-    Every setting has Karpenter's environment variable (in brackets) and flag; a flag wins over
-    the environment. README's "Controller settings" lists them.
+    Each setting has Karpenter's environment variable (in brackets) and flag; a flag wins.
     """
     flags = {k: v for k, v in locals().items() if k not in ("kubeconfig", "leader_elect", "namespace")}
     flags["system_namespace"] = namespace
