@@ -52,11 +52,13 @@ class AsyncKubeClient:
         self.field_manager = field_manager
 
     @classmethod
-    async def from_config(cls, kubeconfig: str | None = None, context: str | None = None) -> AsyncKubeClient:
+    async def from_config(cls, kubeconfig: str | None = None, context: str | None = None, *,
+                          qps: float | None = None, burst: int | None = None) -> AsyncKubeClient:
         """Connect using a kubeconfig file (``kubeconfig``, else ``$KUBECONFIG``, else
         ``~/.kube/config``), or the in-cluster service account when none of them is given or
         exists and ``$KUBERNETES_SERVICE_HOST`` is set (inside a pod). Nothing is sent yet; see
-        :meth:`probe`.
+        :meth:`probe`. ``qps``/``burst``: a client-side rate limit on every request
+        (:meth:`~karpy_core.kube.transport.Transport.rate_limit`; None: none).
 
         Raises:
             ConfigurationError: the kubeconfig given (argument or ``$KUBECONFIG``) does not exist
@@ -71,7 +73,7 @@ class AsyncKubeClient:
             access = await load_kubeconfig(path, context) if path else load_incluster()
         except (yaml.YAMLError, *_CONFIG_ERRORS) as exc:
             raise _config_error(path, exc) from exc
-        return cls(Transport(access))
+        return cls(Transport(access, qps=qps, burst=burst))
 
     async def probe(self, timeout: float = 10.0) -> str:
         """``GET /version`` once: the server's ``gitVersion``. Called by the CLI before anything
@@ -267,7 +269,7 @@ class AsyncKubeClient:
                         known[_key(obj)] = obj
                     yield WatchEvent(etype, obj)
             except _Gone:
-                log.info("watch of %s expired (410 Gone); relisting", kind)
+                log.info("watch expired (410 Gone); relisting", extra={"kind": kind})
                 items, rv = await self.list_with_version(kind)
                 current = {_key(i): i for i in items}
                 for k in sorted(set(known) - set(current)):
@@ -276,7 +278,7 @@ class AsyncKubeClient:
                     yield WatchEvent("ADDED" if k not in known else "MODIFIED", item)
                 known = current
             except (TimeoutError, ConnectionError) as exc:
-                log.info("watch of %s interrupted (%s); reconnecting", kind, exc)
+                log.info("watch interrupted; reconnecting", extra={"kind": kind, "error": exc})
                 await asyncio.sleep(1.0)
 
     async def _watch_once(self, kind: str, rv: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
