@@ -185,6 +185,7 @@ class Operator:
         if self.settings.metrics_port is not None and self.settings.metrics_port != self.settings.health_port:
             self.metrics_server = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.metrics_port)
         self.started = False
+        self.elector: LeaderElector | None = None
         self.first_nodeclaim_at: float | None = None
 
     def _observe_cloud_call(self, method: str, seconds: float, error: str) -> None:
@@ -194,10 +195,17 @@ class Operator:
             self.metrics.cloudprovider_errors.labels(**labels).inc()
 
     def ready(self) -> tuple[bool, str]:
-        """``/readyz``: ready once this replica's informer caches have listed every kind and
-        while none of their watches is failing (the API server unreachable, say); a replica
-        waiting for the leader Lease has no caches and is not ready."""
+        """``/readyz``: the leader is ready once its informer caches have listed every kind and
+        while none of their watches is failing (the API server unreachable, say). A standby
+        replica (waiting for the leader Lease) has no caches; it is ready while its lease
+        attempts reach the API server (an answer within the lease duration), as a Karpenter
+        standby is: otherwise a Deployment rollout or a PodDisruptionBudget would wait forever
+        on replicas that can only become ready by becoming leader."""
         if not self.started:
+            elector = self.elector
+            if elector is not None and not elector.is_leader and elector.last_contact is not None \
+                    and self.clock.now() - elector.last_contact <= elector.lease_duration:
+                return True, "standby: waiting for the leader Lease"
             return False, "informer caches not started (not leading yet, or still listing)"
         return self.kube.health()
 

@@ -78,6 +78,9 @@ class LeaderElector:
         self._observed_rv = ""
         self._observed_at = 0.0
         self.is_leader = False
+        self.last_contact: float | None = None
+        """Clock time of the last lease read or write the API server answered (any answer but a
+        transport failure or a 5xx): a standby replica is healthy while this is recent."""
 
     async def _try(self) -> bool:
         now = self.clock.now()
@@ -129,8 +132,12 @@ class LeaderElector:
 
     async def _attempt(self) -> bool:
         try:
-            return await self._try()
+            won = await self._try()
+            self.last_contact = self.clock.now()
+            return won
         except (TimeoutError, KubeAPIError, OSError) as exc:
+            if isinstance(exc, KubeAPIError) and exc.status < 500:
+                self.last_contact = self.clock.now()
             log.warning("leader election: lease update failed", extra={"lease": f"{self.namespace}/{self.name}", "error": exc})
             return False
 

@@ -59,3 +59,51 @@ async def test_crashed_leader_is_replaced_after_lease_duration():
     assert got and 0.9 <= got[0] <= 2.5
     lease = await cluster.get("Lease", "karpy", "karpy")
     assert lease["spec"]["leaseTransitions"] == 1
+
+
+class _Unreachable(InMemoryCluster):
+    """An API server that stopped answering: every request fails at the transport."""
+
+    async def get(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError("connection refused")
+
+
+async def test_standby_replica_is_ready_while_its_lease_attempts_reach_the_api_server():
+    """A standby (lease held by another replica) answers /readyz 200 as a Karpenter standby
+    does, so rollouts and the chart's PDB do not wait on it; it is not ready once its lease
+    attempts stop reaching the API server for longer than the lease duration."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.operator import ControllerSettings, LeaderSettings, Operator
+
+    cluster = InMemoryCluster()
+    holder = elector(cluster, "other")
+    assert await holder._try()
+    renew = asyncio.create_task(_renew_forever(holder))
+    settings = ControllerSettings(leader=LeaderSettings(enabled=True, namespace="karpy", lease_name="karpy",
+                                                        lease_duration=1.0, renew_deadline=0.6, retry_period=0.1),
+                                  health_port=0, metrics_port=None, health_host="127.0.0.1")
+    operator = Operator(kube=cluster, provider=load_provider("simulated", {}), settings=settings)
+    assert operator.ready() == (False, "informer caches not started (not leading yet, or still listing)")
+    run = asyncio.create_task(operator.run())
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            if operator.ready()[0]:
+                break
+        assert operator.ready() == (True, "standby: waiting for the leader Lease")
+        assert operator.elector is not None and not operator.elector.is_leader and not operator.started
+        # the API server goes away for the standby: after the lease duration it is not ready
+        operator.elector.kube = _Unreachable()
+        await asyncio.sleep(1.3)
+        ready, why = operator.ready()
+        assert not ready and "not started" in why
+    finally:
+        run.cancel()
+        renew.cancel()
+        await asyncio.gather(run, renew, return_exceptions=True)
+
+
+async def _renew_forever(holder: LeaderElector) -> None:
+    while True:
+        await holder._try()
+        await asyncio.sleep(0.1)
