@@ -127,7 +127,7 @@ class QuantileSummary(_QuantileSummaryBase):
     ``quantile`` label is formatted as Go does (``0``, ``0.5``, ``1``), so dashboard queries such as
     ``quantile="0"`` match. Built on the ``prometheus-summary`` package."""
 
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = (), *, registry: CollectorRegistry,
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = (), *, registry: CollectorRegistry | None = None,
                  _labelvalues: Sequence[str] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("invariants", tuple((q, 0.01) for q in SUMMARY_QUANTILES))
         super().__init__(name, documentation, labelnames=labelnames, registry=registry, _labelvalues=_labelvalues, **kwargs)
