@@ -31,6 +31,7 @@ from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
 from karpy_core.controllers.disruption.controller import PlanningPass
 from karpy_core.controllers.disruption.decisions import DisruptionReason
+from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
@@ -225,9 +226,11 @@ class Operator:
         considered: dict[str, set[str]] = {}
         for line in p.lines:
             considered.setdefault(str(line.method), set()).add(line.node)
-        methods = [m for m in ("emptiness", "drift", "multi-node-consolidation", "single-node-consolidation") if m in considered]
-        last = p.plan.method.value if p.plan is not None else (methods[-1] if methods else None)
-        self.metrics.observe_disruption_pass({m: len(considered[m]) for m in methods}, p.seconds, last)
+        # the methods run in order until one decides a command (each reports its count, 0 included, as upstream)
+        methods = [m.value for m in DEFAULT_ORDER]
+        if p.plan is not None:
+            methods = methods[: methods.index(p.plan.method.value) + 1]
+        self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, methods[-1])
         total, disrupting = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
         for pool in p.snapshot.nodepools:
