@@ -46,7 +46,7 @@ from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.observability import CONSOLIDATION_TYPES, HealthServer, Metrics
-from karpy_core.state.cluster import is_provisionable
+from karpy_core.state.cluster import condition, is_provisionable
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.utils.clock import Clock, RealClock
 
@@ -124,6 +124,18 @@ def _min_values_relaxed(claim: dict[str, Any] | None) -> str:
     """``min_values_relaxed`` label: the NodeClaim's ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation."""
     ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
     return "true" if ann.get(ANNOTATION_MIN_VALUES_RELAXED) == "true" else "false"
+
+
+def _drain_reason(node: str, claims: dict[str, dict[str, Any]]) -> str:
+    """``karpenter_pods_drained_total``'s ``reason``: the node's NodeClaim's ``DisruptionReason``
+    condition reason when True, else ``Forceful Termination`` (Karpenter ``terminator/eviction.go``)."""
+    for claim in claims.values():
+        if (claim.get("status") or {}).get("nodeName") == node:
+            cond = condition(claim, "DisruptionReason")
+            if cond is not None and cond.get("status") == "True" and cond.get("reason"):
+                return str(cond["reason"])
+            break
+    return "Forceful Termination"
 
 
 def _pod_key(pod: dict[str, Any]) -> str:
@@ -404,13 +416,16 @@ class Operator:
 
     async def _termination_step(self) -> None:
         nodes = self._cached("Node")
+        claims = self._cached("NodeClaim")
         for ev in await self.termination.reconcile():
             if ev.kind == "node-finalized":
                 self.metrics.observe_node_terminated(nodes.get(ev.node) or {"metadata": {"name": ev.node}}, self.clock.now())
-            elif ev.kind == "evict":
-                self.metrics.pods_eviction_requests.labels(code="200").inc()
             elif ev.kind == "evict-blocked":
                 self.metrics.pods_eviction_requests.labels(code="429").inc()
+            elif ev.kind in ("evict", "force-delete"):
+                if ev.kind == "evict":
+                    self.metrics.pods_eviction_requests.labels(code="200").inc()
+                self.metrics.pods_drained.labels(reason=_drain_reason(ev.node, claims)).inc()
 
     async def _claim(self, name: str) -> dict[str, Any] | None:
         try:

@@ -226,6 +226,7 @@ async def test_node_termination_counts_nodes_terminated_total():
     n = node("n1")
     n["metadata"]["finalizers"] = ["karpenter.sh/termination"]
     cluster.create_sync("Node", n)
+    cluster.create_sync("Pod", pod("web", "n1", ready=True))
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
     await op.kube.start()
     try:
@@ -233,8 +234,15 @@ async def test_node_termination_counts_nodes_terminated_total():
         for _ in range(20):
             await asyncio.sleep(0)
         clock.advance(5)
-        await op._termination_step()
         m = op.metrics
+        for _ in range(5):  # evict the pod, then (once it is gone) remove the finalizer
+            await op._termination_step()
+            for _ in range(20):
+                await asyncio.sleep(0)
+            if cluster.peek("Node", "n1") is None:
+                break
+        assert value(m, "karpenter_pods_eviction_requests", code="200") == 1
+        assert value(m, "karpenter_pods_drained", reason="Forceful Termination") == 1  # no NodeClaim with a DisruptionReason
         assert value(m, "karpenter_nodes_terminated", nodepool=POOL, zone="test-zone-a") == 1
         assert value(m, "karpenter_nodes_drained", nodepool=POOL) == 1
         assert value(m, "karpenter_nodes_termination_duration_seconds_count", nodepool=POOL) == 1
