@@ -17,6 +17,7 @@ for by name.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import logging
 import os
@@ -262,6 +263,9 @@ class ClusterStateCollector:
 
     def __init__(self, queue: SchedulingQueue, now: Callable[[], float]) -> None:
         self.source: StateSource | None = None
+        self._pods: dict[str, tuple[str, dict[str, int], dict[str, int], bool] | None] = {}
+        """Pod uid -> (resourceVersion, requests, limits, DaemonSet-owned) of the last scrape (None: unparseable)."""
+        self._local = threading.local()
         self.synced: Callable[[], bool] = lambda: False
         self.queue = queue
         self.now = now
@@ -275,7 +279,16 @@ class ClusterStateCollector:
         keys = {metric_label_name(k): k for k in (*WELL_KNOWN_LABELS, *well_known_extra())}
         return sorted(((k, name) for name, k in keys.items()), key=lambda kv: kv[1])
 
+    def frozen(self, families: list[Metric]) -> _FrozenState:
+        """A context in which :meth:`collect` (on this thread) yields ``families`` instead of
+        reading the cache: the families are computed on the event loop, the text rendered in a thread."""
+        return _FrozenState(self._local, families)
+
     def collect(self) -> Iterable[Metric]:
+        frozen = getattr(self._local, "families", None)
+        if frozen is not None:
+            yield from frozen
+            return
         depth = GaugeMetricFamily("karpenter_scheduler_queue_depth", "The number of pods currently waiting to be scheduled.",
                                   labels=["controller", "scheduling_id"])
         for controller, sid, n in self.queue.samples():
@@ -285,6 +298,21 @@ class ClusterStateCollector:
         if source is None:
             return
         yield from self._collect_state(source)
+
+    def _pod_resources(self, p: Any, seen: dict[str, tuple[str, dict[str, int], dict[str, int], bool] | None]
+                       ) -> tuple[dict[str, int], dict[str, int], bool] | None:
+        """A bound pod's (requests, limits, DaemonSet-owned), parsed once per resourceVersion."""
+        key = p.uid or p.key
+        entry = self._pods.get(key)
+        if entry is None or entry[0] != p.resource_version:
+            spec = p.raw.get("spec") or {}
+            try:
+                daemon = any(o.get("kind") == "DaemonSet" for o in (p.raw.get("metadata") or {}).get("ownerReferences") or ())
+                entry = (p.resource_version, effective_requests(spec), _pod_limits(spec), daemon)
+            except QuantityError:
+                entry = None
+        seen[key] = entry
+        return None if entry is None else (entry[1], entry[2], entry[3])
 
     def _collect_state(self, source: StateSource) -> Iterable[Metric]:
         now = self.now()
@@ -311,6 +339,7 @@ class ClusterStateCollector:
         for p in pods:
             if p.node_name and p.phase not in ("Succeeded", "Failed"):
                 by_node.setdefault(p.node_name, []).append(p)
+        seen: dict[str, tuple[str, dict[str, int], dict[str, int], bool] | None] = {}
         alloc_total: dict[str, int] = {}
         used_total: dict[str, int] = {}
         node_by_name = {}
@@ -329,12 +358,10 @@ class ClusterStateCollector:
             ds_req: dict[str, int] = {}
             ds_lim: dict[str, int] = {}
             for p in by_node.get(n.name, ()):
-                spec = p.raw.get("spec") or {}
-                try:
-                    req, lim = effective_requests(spec), _pod_limits(spec)
-                except QuantityError:
+                parsed = self._pod_resources(p, seen)
+                if parsed is None:
                     continue
-                daemon = any(o.get("kind") == "DaemonSet" for o in (p.raw.get("metadata") or {}).get("ownerReferences") or ())
+                req, lim, daemon = parsed
                 for target, src in ((pod_req, req), (pod_lim, lim), *(((ds_req, req), (ds_lim, lim)) if daemon else ())):
                     for r, v in src.items():
                         target[r] = target.get(r, 0) + v
@@ -350,6 +377,7 @@ class ClusterStateCollector:
                 alloc_total[r] = alloc_total.get(r, 0) + v
             for r, v in pod_req.items():
                 used_total[r] = used_total.get(r, 0) + v
+        self._pods = seen
         yield from fam.values()
         yield lifetime
         util = GaugeMetricFamily("karpenter_cluster_utilization_percent", "Utilization of allocatable resources by pod requests",
@@ -581,6 +609,18 @@ class Metrics:
         """The Prometheus text exposition of every metric."""
         return generate_latest(self.registry)
 
+    async def render_async(self) -> bytes:
+        """:meth:`render` for the HTTP handler: the cluster-state families are computed on the
+        event loop (where the informer cache changes), the text is formatted in a worker thread so
+        a large cluster's scrape does not stall the controllers."""
+        families = list(self.state.collect())
+
+        def render() -> bytes:
+            with self.state.frozen(families):
+                return generate_latest(self.registry)
+
+        return await asyncio.to_thread(render)
+
     # ---- helpers the controller calls -------------------------------------------------------
     def observe_reconcile(self, controller: str, seconds: float, error: bool) -> None:
         """One controller pass: ``controller_runtime_reconcile_total{result}``, ``..._errors_total``, ``..._time_seconds``."""
@@ -720,6 +760,20 @@ class Metrics:
         self.instance_type_memory.replace(mem)
 
 
+class _FrozenState:
+    """Context manager behind :meth:`ClusterStateCollector.frozen`."""
+
+    def __init__(self, local: threading.local, families: list[Metric]) -> None:
+        self._local = local
+        self._families = families
+
+    def __enter__(self) -> None:
+        self._local.families = self._families
+
+    def __exit__(self, *exc: object) -> None:
+        self._local.families = None
+
+
 class _RegistryProxy:
     """Collects another registry's metrics as part of this one."""
 
@@ -794,7 +848,7 @@ class HealthServer:
         return web.Response(text="ok") if self.ready() else web.Response(status=503, text="not ready")
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=await self.metrics.render_async(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 KARPY_LOGGERS = ("karpy", "karpy_core", "karpy_aws", "karpy_kakaocloud")
