@@ -30,7 +30,7 @@ from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
 from karpy_core.controllers.disruption.controller import PlanningPass
-from karpy_core.controllers.disruption.decisions import DisruptionReason
+from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionReason
 from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
@@ -204,6 +204,8 @@ class Operator:
         self.termination = NodeTermination(kube=self.kube, clock=self.clock)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations)
         self.disruption.observer = self._observe_planning
+        self._offerings_seen: tuple[tuple[str, int], ...] = ()
+        """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
@@ -243,6 +245,8 @@ class Operator:
         if p.plan is not None:
             methods = methods[: methods.index(p.plan.method.value) + 1]
         self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, methods[-1])
+        if any(line.kind == DecisionKind.SIMULATION_LIMIT for line in p.lines):  # karpy's stand-in for the 3-minute timeout
+            self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
         total, disrupting = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
         for pool in p.snapshot.nodepools:
@@ -254,11 +258,14 @@ class Operator:
                     continue
                 allowed[(name, reason.value)] = float(max(n, 0))
         self.metrics.nodepools_allowed_disruptions.replace(allowed)
-        seen: dict[str, Any] = {}
-        for types in p.instance_types.values():
-            for it in types:
-                seen.setdefault(it.name, it)
-        self.metrics.observe_instance_types(seen.values())
+        fingerprint = tuple(sorted((name, id(types)) for name, types in p.instance_types.items()))
+        if fingerprint != self._offerings_seen:  # the provider's lists are cached per NodePool version: rebuild when they change
+            self._offerings_seen = fingerprint
+            seen: dict[str, Any] = {}
+            for types in p.instance_types.values():
+                for it in types:
+                    seen.setdefault(it.name, it)
+            self.metrics.observe_instance_types(seen.values())
 
     def ready(self) -> bool:
         return self.started

@@ -56,10 +56,13 @@ def pod(name: str, node_name: str = "", *, cpu: str = "500m", daemon: bool = Fal
     }
 
 
-def samples(m: Metrics, family: str) -> list[tuple[dict[str, str], float]]:
+Families = dict[str, tuple[str, list[tuple[str, dict[str, str], float]]]]
+
+
+def samples(m: Metrics | Families, family: str) -> list[tuple[dict[str, str], float]]:
     """Samples of ``family`` (counters: without ``_total``; ``x_count``/``x_sum`` select those samples of
-    histogram or summary ``x``), as (labels, value)."""
-    fams = parse(m.render().decode())
+    histogram or summary ``x``), as (labels, value), from a fresh scrape of ``m`` or parsed families."""
+    fams = parse(m.render().decode()) if isinstance(m, Metrics) else m
     for suffix in ("_count", "_sum"):
         base = family.removesuffix(suffix)
         if base != family and base in fams:
@@ -67,7 +70,7 @@ def samples(m: Metrics, family: str) -> list[tuple[dict[str, str], float]]:
     return [(labels, v) for s, labels, v in fams.get(family, ("", []))[1] if not s.endswith("_created")]
 
 
-def value(m: Metrics, family: str, **labels: str) -> float | None:
+def value(m: Metrics | Families, family: str, **labels: str) -> float | None:
     """The sum of ``family``'s samples whose labels include ``labels``; None when there is none."""
     found = [v for ls, v in samples(m, family) if all(ls.get(k) == x for k, x in labels.items())]
     return sum(found) if found else None
@@ -264,3 +267,58 @@ def test_disrupted_total_carries_policy_and_termination_mode():
            for ls, v in samples(m, "karpenter_nodeclaims_disrupted") if v == 1}
     assert got == {("underutilized", "when_empty_or_underutilized", "graceful", "spot"), ("drifted", "", "eventual", "spot"),
                    ("expired", "", "forceful", "spot")}
+
+
+async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeouts():
+    from karpy_core.apis.base import to_kube_dict
+    from karpy_core.controllers.disruption.controller import PlanningPass
+    from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, NodeDecision, Verdict
+    from karpy_core.state.cluster import ClusterSnapshot
+    from karpy_core.testing import nodepool_for
+
+    provider = load_provider("simulated", {})
+    op = Operator(kube=InMemoryCluster(), provider=provider)
+    model = nodepool_for({"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"})
+    pool = to_kube_dict(model)
+    pool["metadata"]["name"] = POOL
+    types = await provider.get_instance_types(model)
+    lines = [NodeDecision("n1", DisruptionMethod.EMPTINESS, Verdict.KEEP, DecisionKind.NO_ROOM, "has pods"),
+             NodeDecision("n1", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.SIMULATION_LIMIT, "limit"),
+             NodeDecision("n2", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.NO_ROOM, "no room")]
+    op._observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), node("n2")], nodepools=[pool]), {POOL: types}, lines,
+                                      0.25, None, T0))
+    m = parse(op.metrics.render().decode())  # ~1 MB: every offering of the simulated catalog, parsed once
+    assert value(m, "karpenter_voluntary_disruption_eligible_nodes", reason="empty") == 1
+    assert value(m, "karpenter_voluntary_disruption_eligible_nodes", reason="drifted") == 0
+    assert value(m, "karpenter_voluntary_disruption_eligible_nodes", reason="underutilized") == 2  # single-node, the last method
+    assert value(m, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count",
+                 reason="underutilized", consolidation_type="single") == 1
+    assert value(m, "karpenter_voluntary_disruption_consolidation_timeouts", consolidation_type="single") == 1
+    assert value(m, "karpenter_voluntary_disruption_consolidation_timeouts", consolidation_type="multi") == 0
+    assert {ls["reason"] for ls, _ in samples(m, "karpenter_nodepools_allowed_disruptions")} == {"Empty", "Drifted", "Underutilized"}
+    it = types[0]
+    offering = it.offerings[0]
+    assert value(m, "karpenter_cloudprovider_instance_type_offering_price_estimate", instance_type=it.name,
+                 capacity_type=offering.capacity_type, zone=offering.zone) == pytest.approx(offering.price)
+    assert value(m, "karpenter_cloudprovider_instance_type_cpu_cores", instance_type=it.name) == it.capacity["cpu"] / 1000
+
+
+async def test_metrics_endpoint_serves_the_state_gauges_rendered_off_the_loop():
+    import aiohttp
+
+    from karpy_core.observability import HealthServer
+
+    cluster = InMemoryCluster()
+    cluster.create_sync("Node", node("n1"))
+    m = Metrics()
+    m.attach_state(cluster, lambda: True)
+    server = HealthServer(m, lambda: True, host="127.0.0.1", port=0)
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{server.port}/metrics") as resp:
+            text = await resp.text()
+    finally:
+        await server.stop()
+    fams = parse(text)
+    assert {ls["node_name"] for _, ls, _ in fams["karpenter_nodes_allocatable"][1]} == {"n1"}
+    assert set(fams) == set(parse(m.render().decode()))
