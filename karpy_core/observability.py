@@ -254,11 +254,13 @@ class ClusterStateCollector:
     case, then ``node_name``, ``phase``, ``managed``. CPU is in cores, everything else in base units.
 
     Args:
-        source: the informer cache; None until the controller attaches one (then only the queue
-            depth is reported).
-        synced: True once the caches are synced.
         queue: the scheduling queue tracker.
-        now: epoch seconds.
+        now: epoch seconds (for ages).
+
+    Attributes:
+        source: the informer cache (anything with ``views(kind)``); None until
+            :meth:`Metrics.attach_state` sets it (then only the queue depth is reported).
+        synced: returns True once the caches are synced.
     """
 
     def __init__(self, queue: SchedulingQueue, now: Callable[[], float]) -> None:
@@ -460,7 +462,8 @@ class Metrics:
     Gauges that describe the cluster are computed at scrape time (:class:`ClusterStateCollector`,
     attached with :meth:`attach_state`); gauges a pass computes are replaced whole on each pass
     (:class:`ResettableGauge`), so neither keeps a series for a node, pod or pool that is gone.
-    No series carries the ``_created`` companion client_golang does not export.
+    No series carries the ``_created`` companion client_golang does not export (constructing
+    :class:`Metrics` turns those off process-wide, ``prometheus_client.disable_created_metrics``).
 
     Args:
         now: epoch seconds (the controller's clock); the wall clock by default.
