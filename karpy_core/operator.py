@@ -21,11 +21,17 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, Field
 
-from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.disruption import Disruption, Expiration
+from karpy_core.controllers.disruption.budgets import allowed_disruptions
+from karpy_core.controllers.disruption.candidates import disrupting_counts
+from karpy_core.controllers.disruption.controller import PlanningPass
+from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionReason
+from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
@@ -40,8 +46,8 @@ from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.logs import fields, spawn
-from karpy_core.observability import HealthServer, Metrics
-from karpy_core.state.cluster import is_provisionable
+from karpy_core.observability import CONSOLIDATION_TYPES, HealthServer, Metrics
+from karpy_core.state.cluster import condition, is_provisionable
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.utils.clock import Clock, RealClock
 
@@ -110,6 +116,31 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
     return bool(done)
 
 
+_CONTROLLER_NAMES = {
+    "lifecycle": "nodeclaim.lifecycle", "termination": "node.termination", "nodepool": "nodepool.status",
+    "health": "node.health", "drift": "nodeclaim.disruption.drift", "disruption": "disruption",
+}
+"""Loop name -> the ``controller`` label of the controller-runtime metrics (Karpenter's controller names)."""
+
+
+def _min_values_relaxed(claim: dict[str, Any] | None) -> str:
+    """``min_values_relaxed`` label: the NodeClaim's ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation."""
+    ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
+    return "true" if ann.get(ANNOTATION_MIN_VALUES_RELAXED) == "true" else "false"
+
+
+def _drain_reason(node: str, claims: dict[str, dict[str, Any]]) -> str:
+    """``karpenter_pods_drained_total``'s ``reason``: the node's NodeClaim's ``DisruptionReason``
+    condition reason when True, else ``Forceful Termination`` (Karpenter ``terminator/eviction.go``)."""
+    for claim in claims.values():
+        if (claim.get("status") or {}).get("nodeName") == node:
+            cond = condition(claim, "DisruptionReason")
+            if cond is not None and cond.get("status") == "True" and cond.get("reason"):
+                return str(cond["reason"])
+            break
+    return "Forceful Termination"
+
+
 def _pod_key(pod: dict[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
@@ -156,11 +187,15 @@ class Operator:
     ):
         self.settings = settings or ControllerSettings()
         self.clock = clock or RealClock()
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics(now=self.clock.now)
         self.provider = provider
         provider.observer = self._observe_cloud_call
+        provider_registry = getattr(provider.plugin, "metrics_registry", None)
+        if isinstance(provider_registry, CollectorRegistry):
+            self.metrics.adopt(provider_registry)
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
         self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
+        self.metrics.attach_state(self.kube, self.kube.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
         self.nominations = Nominations(nomination_window(self.settings.batch.max_seconds))
@@ -171,10 +206,13 @@ class Operator:
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations)
+        self.disruption.observer = self._observe_planning
+        self._offerings_seen: tuple[tuple[str, int], ...] = ()
+        """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
+        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
@@ -189,10 +227,49 @@ class Operator:
         self.first_nodeclaim_at: float | None = None
 
     def _observe_cloud_call(self, method: str, seconds: float, error: str) -> None:
-        labels = {"controller": "", "method": method, "provider": self.provider.name, "error": error}
+        """``karpenter_cloudprovider_duration_seconds`` / ``..._errors_total``, labelled with the
+        calling controller (the asyncio task's name, e.g. ``nodeclaim.lifecycle``)."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # called outside an event loop
+            task = None
+        labels = {"controller": task.get_name() if task is not None else "", "method": method, "provider": self.provider.name}
         self.metrics.cloudprovider_duration.labels(**labels).observe(seconds)
         if error:
-            self.metrics.cloudprovider_errors.labels(**labels).inc()
+            self.metrics.cloudprovider_errors.labels(**labels, error=error).inc()
+
+    def _observe_planning(self, p: PlanningPass) -> None:
+        """Metrics of one disruption planning pass: eligible nodes per method, evaluation time,
+        allowed disruptions per NodePool and reason, and the instance-type offering gauges."""
+        considered: dict[str, set[str]] = {}
+        for line in p.lines:
+            considered.setdefault(str(line.method), set()).add(line.node)
+        # the methods run in order until one decides a command (each reports its count, 0 included, as upstream)
+        methods = [m.value for m in DEFAULT_ORDER]
+        if p.plan is not None:
+            methods = methods[: methods.index(p.plan.method.value) + 1]
+        self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, methods[-1])
+        if any(line.kind == DecisionKind.SIMULATION_LIMIT for line in p.lines):  # karpy's stand-in for the 3-minute timeout
+            self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
+        total, disrupting = disrupting_counts(p.snapshot)
+        allowed: dict[tuple[str, ...], float] = {}
+        for pool in p.snapshot.nodepools:
+            name = pool["metadata"]["name"]
+            for reason in DisruptionReason:
+                try:
+                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=disrupting.get(name, 0))
+                except ValueError:
+                    continue
+                allowed[(name, reason.value)] = float(max(n, 0))
+        self.metrics.nodepools_allowed_disruptions.replace(allowed)
+        fingerprint = tuple(sorted((name, id(types)) for name, types in p.instance_types.items()))
+        if fingerprint != self._offerings_seen:  # the provider's lists are cached per NodePool version: rebuild when they change
+            self._offerings_seen = fingerprint
+            seen: dict[str, Any] = {}
+            for types in p.instance_types.values():
+                for it in types:
+                    seen.setdefault(it.name, it)
+            self.metrics.observe_instance_types(seen.values())
 
     def ready(self) -> tuple[bool, str]:
         """``/readyz``: the leader is ready once its informer caches have listed every kind and
@@ -212,6 +289,7 @@ class Operator:
     # ---- wiring -------------------------------------------------------------------------------
     def _on_change(self, kind: str, ev: WatchEvent) -> None:
         if kind == "Pod":
+            self.metrics.observe_pod(ev.type, ev.object)
             uid = (ev.object.get("metadata") or {}).get("uid") or _pod_key(ev.object)
             if ev.type != "DELETED" and awaiting_scheduler(ev.object):
                 self._unmarked.add(uid)
@@ -246,11 +324,14 @@ class Operator:
         while True:
             await asyncio.sleep(MIN_PASS_INTERVAL)  # a pass that wakes itself cannot spin the API server
             wake.clear()
+            t0 = time.perf_counter()
             try:
                 await step()
+                self.metrics.observe_reconcile(_CONTROLLER_NAMES.get(name, name), time.perf_counter() - t0, error=False)
             except asyncio.CancelledError:
                 raise
             except Exception:
+                self.metrics.observe_reconcile(_CONTROLLER_NAMES.get(name, name), time.perf_counter() - t0, error=True)
                 log.exception("reconcile failed; retrying")
                 await asyncio.sleep(1.0)
             timeout = self.settings.resync_seconds
@@ -293,16 +374,17 @@ class Operator:
             await asyncio.sleep(1.0)
             self.batcher.trigger()
             return 0
-        self.metrics.scheduling_duration.labels(controller="provisioner").observe(time.perf_counter() - t0)
-        self.metrics.scheduling_queue_depth.labels(controller="provisioner").set(result.pending)
+        seconds = time.perf_counter() - t0
+        self.metrics.observe_reconcile("provisioner", seconds, error=False)
+        self.metrics.observe_scheduling("provisioner", uuid.uuid4().hex, seconds,
+                                        result.results.errors if result.results is not None else ())
         if result.results is None:
             return result.pending
-        self.metrics.pods_unschedulable.set(len(result.results.errors))
         for claim, plan in zip(result.created, result.results.new_claims, strict=False):
             if self.first_nodeclaim_at is None:
                 self.first_nodeclaim_at = self.clock.now()
             pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool", "")
-            self.metrics.nodeclaims_created.labels(reason="provisioning", nodepool=pool, min_values_relaxed="false").inc()
+            self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=pool, min_values_relaxed=_min_values_relaxed(claim)).inc()
             types = [it.name for it in plan.instance_types[:5]]
             more = len(plan.instance_types) - len(types)
             log.info("created nodeclaim", extra=fields(
@@ -325,13 +407,20 @@ class Operator:
             )
         return result.pending
 
+    def _cached(self, kind: str) -> dict[str, dict[str, Any]]:
+        """name -> the cached object, read before a pass (so metrics keep the labels and timestamps
+        of objects the pass removes)."""
+        return {v.name: v.raw for v in self.kube.views(kind) or ()}
+
     async def _lifecycle_step(self) -> None:
+        claims = self._cached("NodeClaim")
         for ev in await self.lifecycle.reconcile():
             nc = {"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}}
             if ev.kind == "launch":
                 await self.events.publish(nc, "Normal", "Launched", f"launched {ev.details}")
             elif ev.kind == "register":
-                self.metrics.nodes_created.labels(nodepool=ev.details.get("nodepool", "")).inc()
+                zone = ((claims.get(ev.nodeclaim) or {}).get("metadata", {}).get("labels") or {}).get(LABEL_ZONE, "")
+                self.metrics.nodes_created.labels(nodepool=ev.details.get("nodepool", ""), zone=zone).inc()
                 await self.events.publish(nc, "Normal", "Registered", f"Node {ev.node} registered")
             elif ev.kind == "initialize":
                 await self.events.publish(nc, "Normal", "Initialized", f"Node {ev.node} initialized")
@@ -341,11 +430,39 @@ class Operator:
                 ).inc()
                 await self.events.publish(nc, "Warning", "LaunchFailed", f"{ev.reason}: {ev.details.get('message', '')}")
             elif ev.kind in ("liveness-delete", "terminate"):
-                self.metrics.nodeclaims_terminated.labels(reason=ev.kind, nodepool=ev.details.get("nodepool", "")).inc()
+                claim = claims.get(ev.nodeclaim) or {"metadata": {"labels": {LABEL_NODEPOOL: ev.details.get("nodepool", "")}}}
+                if ev.kind == "terminate":
+                    self.metrics.observe_nodeclaim_terminated(claim, self.clock.now())
+                else:
+                    self.metrics.observe_disrupted("liveness", claim)
                 await self.events.publish(nc, "Normal", "Terminated" if ev.kind == "terminate" else "LivenessDeleted", ev.reason)
 
     async def _termination_step(self) -> None:
-        await self.termination.reconcile()
+        nodes = self._cached("Node")
+        claims = self._cached("NodeClaim")
+        for ev in await self.termination.reconcile():
+            if ev.kind == "node-finalized":
+                self.metrics.observe_node_terminated(nodes.get(ev.node) or {"metadata": {"name": ev.node}}, self.clock.now())
+            elif ev.kind == "evict-blocked":
+                self.metrics.pods_eviction_requests.labels(code="429").inc()
+            elif ev.kind in ("evict", "force-delete"):
+                if ev.kind == "evict":
+                    self.metrics.pods_eviction_requests.labels(code="200").inc()
+                self.metrics.pods_drained.labels(reason=_drain_reason(ev.node, claims)).inc()
+
+    async def _claim(self, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.kube.get("NodeClaim", name)
+        except KubeAPIError:
+            return None
+
+    async def _nodepool(self, name: str) -> dict[str, Any] | None:
+        if not name:
+            return None
+        try:
+            return await self.kube.get("NodePool", name)
+        except KubeAPIError:
+            return None
 
     async def _pool_of(self, nodeclaim: str) -> str:
         try:
@@ -369,7 +486,8 @@ class Operator:
         ``NodeRepair`` event per repaired node, ``NodeRepairBlocked`` on a NodePool past its 20% valve."""
         for ev in await self.repair.reconcile():
             if ev.kind == "repair":
-                self.metrics.nodeclaims_disrupted.labels(reason="unhealthy", nodepool=ev.nodepool).inc()
+                self.metrics.observe_disrupted("unhealthy", await self._claim(ev.nodeclaim)
+                                               or {"metadata": {"labels": {LABEL_NODEPOOL: ev.nodepool}}})
                 await self.events.publish({"kind": "Node", "apiVersion": "v1", "metadata": {"name": ev.node}},
                                           "Warning", "NodeRepair", f"deleting NodeClaim {ev.nodeclaim}: {ev.reason}")
             else:
@@ -382,7 +500,7 @@ class Operator:
         ``karpenter_nodeclaims_disrupted_total`` (reason ``expired``, ``empty``, ``drifted``,
         ``underutilized``) and get a ``DisruptionTerminating`` event."""
         for expired in await self.expiration.reconcile():
-            self.metrics.nodeclaims_disrupted.labels(reason="expired", nodepool=await self._pool_of(expired.nodeclaim)).inc()
+            self.metrics.observe_disrupted("expired", await self._claim(expired.nodeclaim))
             await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": expired.nodeclaim}},
                                       "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({expired.reason})")
         for ev in await self.disruption.reconcile():
@@ -390,14 +508,22 @@ class Operator:
                 log.info(f"disruption {ev.kind.removeprefix('disrupt').lstrip('-') or 'started'}", extra=fields(
                     node=ev.node, nodeclaim=ev.nodeclaim or None, method=ev.details.get("method") or None,
                     reason=ev.details.get("summary") or ev.reason))
+            if ev.kind == "disrupt":
+                self.metrics.observe_disruption_decision(ev.details.get("method", ""), ev.details.get("decision", ""))
+            elif ev.kind == "disrupt-invalidated":
+                self.metrics.disruption_failed_validations.labels(
+                    consolidation_type=CONSOLIDATION_TYPES.get(ev.details.get("method", ""), ("", ""))[1]).inc()
             if ev.kind == "delete":
-                self.metrics.nodeclaims_disrupted.labels(reason=ev.reason.lower(), nodepool=await self._pool_of(ev.nodeclaim)).inc()
+                claim = await self._claim(ev.nodeclaim)
+                pool = await self._nodepool(((claim or {}).get("metadata", {}).get("labels") or {}).get(LABEL_NODEPOOL, ""))
+                self.metrics.observe_disrupted(ev.reason.lower(), claim, pool,
+                                               consolidation=ev.details.get("method", "") != "drift")
                 await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                           "Normal", "DisruptionTerminating",
                                           f"Disrupting NodeClaim: {ev.reason} ({ev.details.get('method', '')})")
             elif ev.kind == "replacement-create":
                 self.metrics.nodeclaims_created.labels(reason=ev.reason.lower(), nodepool=ev.details.get("nodepool", ""),
-                                                       min_values_relaxed="false").inc()
+                                                       min_values_relaxed=_min_values_relaxed(await self._claim(ev.nodeclaim))).inc()
                 await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                           "Normal", "DisruptionLaunching", f"Launching NodeClaim: {ev.reason}")
             elif ev.kind == "disrupt-failed":
@@ -408,9 +534,10 @@ class Operator:
         await self.clock.sleep(10.0)
         while True:
             try:
+                claims_before = self._cached("NodeClaim")
                 leaked, orphaned = await self.gc.reconcile()
                 for name in orphaned:
-                    self.metrics.nodeclaims_terminated.labels(reason="garbage_collected", nodepool="").inc()
+                    self.metrics.observe_disrupted("garbage_collected", claims_before.get(name))
                     await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": name}},
                                               "Normal", "GarbageCollected", "the instance no longer exists")
                 if leaked:
@@ -427,6 +554,7 @@ class Operator:
     # ---- running ------------------------------------------------------------------------------
     async def _lead(self) -> None:
         self.metrics.leader.set(1)
+        self.metrics.leader_status.labels(name=self.settings.leader.lease_name).set(1)
         self.kube.on_change(self._on_change)
         await self.kube.start()
         log.info("caches synced; starting controllers")
@@ -457,6 +585,7 @@ class Operator:
             self.started = False
             await self.kube.stop()
             self.metrics.leader.set(0)
+            self.metrics.leader_status.labels(name=self.settings.leader.lease_name).set(0)
 
     async def run(self) -> None:
         """Serve health endpoints and run the controllers while leading. Returns when leadership

@@ -73,6 +73,11 @@ def register_well_known_labels(labels: set[str] | frozenset[str]) -> None:
     _extra_well_known.update(labels)
 
 
+def well_known_extra() -> frozenset[str]:
+    """The provider-defined well-known labels registered so far (see :func:`register_well_known_labels`)."""
+    return frozenset(_extra_well_known)
+
+
 def is_well_known(key: str) -> bool:
     """True for labels whose value a provider resolves for every instance type."""
     return key in WELL_KNOWN_LABELS or key in _extra_well_known

@@ -31,10 +31,9 @@ class NodePoolStatus:
 
     name = "nodepool.status"
 
-    def __init__(self, *, kube: KubeClient, clock: Clock, metrics: Any = None):
+    def __init__(self, *, kube: KubeClient, clock: Clock):
         self.kube = kube
         self.clock = clock
-        self.metrics = metrics
 
     async def reconcile(self) -> int:
         """Patch the NodePools whose status changed; returns how many were patched."""
@@ -76,11 +75,6 @@ class NodePoolStatus:
                 patch["resources"] = {**dict.fromkeys(current.get("resources") or {}), **resources}
                 await self.kube.patch("NodePool", name, {"status": patch}, status=True)
                 patched += 1
-            if self.metrics is not None:
-                for r, v in u.items():
-                    self.metrics.nodepool_usage.labels(nodepool=name, resource_type=r).set(v / 1000 if r == "cpu" else v)
-                for r, v in parse_resource_list((np_obj.get("spec") or {}).get("limits")).items():
-                    self.metrics.nodepool_limit.labels(nodepool=name, resource_type=r).set(v / 1000 if r == "cpu" else v)
         return patched
 
     async def _nodeclass_ready(self, ref: dict[str, Any]) -> tuple[bool, str]:

@@ -81,8 +81,9 @@ class Permission:
 
 PERMISSIONS: tuple[Permission, ...] = (
     # ---- karpy's own API ------------------------------------------------------------------
-    Permission("karpenter.sh", "nodepools", ("list", "watch"),
-               "informer cache; provisioner, disruption, drift, nodepool.status",
+    Permission("karpenter.sh", "nodepools", ("get", "list", "watch"),
+               "informer cache; provisioner, disruption, drift, nodepool.status; metrics (a NodeClaim's NodePool, "
+               "read through the cache)",
                "NodePools are the templates every decision starts from"),
     Permission("karpenter.sh", "nodepools/status", ("patch",), "nodepool.status",
                "resources, node count and the Ready/NodeClassReady conditions of each NodePool"),

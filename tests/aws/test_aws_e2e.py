@@ -19,6 +19,7 @@ from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.garbagecollection import garbage_collect
 from karpy_core.errors import InsufficientCapacityError
 from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.observability import Metrics
 from karpy_core.sim.simulator import Simulator
 from karpy_core.testing import nodeclaim_for
 from karpy_core.utils.clock import VirtualClock
@@ -248,6 +249,13 @@ async def test_interruption_deletes_nodeclaim_and_marks_spot(plugin_factory, see
     assert nc is None or nc["metadata"].get("deletionTimestamp")
     zone = launched.metadata.labels["topology.kubernetes.io/zone"]
     assert plugin.unavailable.is_unavailable("spot", "m5.large", zone)
+    # Karpenter's interruption metrics, served through the controller's registry
+    metrics = Metrics()
+    metrics.adopt(plugin.metrics_registry)
+    assert metrics.registry.get_sample_value("karpenter_interruption_received_messages_total", {"message_type": "spot_interrupted"}) == 1
+    assert metrics.registry.get_sample_value("karpenter_interruption_received_messages_total", {"message_type": "no_op"}) == 1
+    assert metrics.registry.get_sample_value("karpenter_interruption_deleted_messages_total", {}) == 2
+    assert metrics.registry.get_sample_value("karpenter_interruption_message_queue_duration_seconds_count", {}) == 2
 
 
 async def test_drift_nodeclass_hash_and_ami(plugin_factory, seeded):

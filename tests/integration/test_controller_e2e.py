@@ -26,7 +26,8 @@ from .karpy_env import ControllerProcess, install_crds, wait_for
 pytestmark = pytest.mark.devcluster
 
 
-def nodepool(name: str, label: str, types: list[str] | None = None, consolidate_after: str = "Never") -> dict[str, Any]:
+def nodepool(name: str, label: str, types: list[str] | None = None, consolidate_after: str = "Never",
+             limits: dict[str, str] | None = None) -> dict[str, Any]:
     reqs: list[dict[str, Any]] = [
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
@@ -41,7 +42,7 @@ def nodepool(name: str, label: str, types: list[str] | None = None, consolidate_
         "spec": {"template": {"metadata": {"labels": {"karpy-e2e": label}}, "spec": {
             "requirements": reqs,
             "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
-        }}, "disruption": {"consolidateAfter": consolidate_after}},
+        }}, "disruption": {"consolidateAfter": consolidate_after}, **({"limits": limits} if limits else {})},
     }
 
 
@@ -78,6 +79,43 @@ def deployment(name: str, label: str, replicas: int, cpu: str = "1", memory: str
             },
         },
     }
+
+
+def daemonset(name: str, label: str) -> dict[str, Any]:
+    """A small DaemonSet on the test's nodes (the real DaemonSet controller creates its pods)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"karpy-e2e": label},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "agent", "image": "registry.k8s.io/pause:3.9",
+                                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"},
+                                                  "limits": {"cpu": "20m", "memory": "32Mi"}}}],
+                },
+            },
+        },
+    }
+
+
+async def scrape(operator: Operator) -> str:
+    """The operator's /metrics text (served by this event loop: fetched from a thread)."""
+    import urllib.request
+
+    url = f"http://127.0.0.1:{operator.health.port}/metrics"
+    return (await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())).decode()
+
+
+def sample_sum(operator: Operator, family: str, **labels: str) -> float | None:
+    """Sum of the registry's samples named ``family`` whose labels include ``labels`` (None: no such sample)."""
+    found = [s.value for f in operator.metrics.registry.collect() for s in f.samples
+             if s.name == family and all(s.labels.get(k) == v for k, v in labels.items())]
+    return sum(found) if found else None
 
 
 @pytest.fixture
@@ -177,12 +215,9 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
         nominated = [e for e in events if e.get("reason") == "Nominated" and e["involvedObject"]["name"] in {p["metadata"]["name"] for p in pods}]
         assert nominated and all(e["message"].startswith("Pod should schedule on: nodeclaim/") for e in nominated)
         assert any(e.get("reason") == "Launched" and e["involvedObject"]["kind"] == "NodeClaim" for e in events)
-        import urllib.request
-
-        url = f"http://127.0.0.1:{operator.health.port}/metrics"  # served by this event loop: fetch from a thread
-        metrics = (await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())).decode()
-        assert f'karpenter_nodeclaims_created_total{{min_values_relaxed="false",nodepool="{pool}",reason="provisioning"}} {len(claims)}.0' in metrics
-        assert "karpenter_provisioner_scheduling_duration_seconds_count" in metrics
+        metrics = await scrape(operator)
+        assert f'karpenter_nodeclaims_created_total{{min_values_relaxed="false",nodepool="{pool}",reason="provisioned"}} {len(claims)}.0' in metrics
+        assert "karpenter_scheduler_scheduling_duration_seconds_count" in metrics
         assert condition({"status": status}, "Ready")["status"] == "True"
 
         # one decision engine: the simulator decides the same instance types and zones
@@ -334,11 +369,13 @@ async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluste
 
 async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube, devcluster):
     """20 -> 2 replicas: empty nodes go; a PDB with no disruption left keeps its pods' nodes; once
-    the PDB is gone, consolidation moves the pods (Eviction API) onto fewer nodes."""
+    the PDB is gone, consolidation moves the pods (Eviction API) onto fewer nodes. Then every metric
+    Karpenter's Grafana dashboards query has a sample on /metrics, with Karpenter's type and labels."""
     tag = uuid.uuid4().hex[:6]
     pool, app = f"e2e-{tag}", f"web-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
-    await kube.create("NodePool", nodepool(pool, tag, types=["m5.xlarge"], consolidate_after="0s"))
+    await kube.create("NodePool", nodepool(pool, tag, types=["m5.xlarge"], consolidate_after="0s", limits={"cpu": "1000"}))
+    await kube.create("DaemonSet", daemonset(f"agent-{tag}", tag))
     await kube.create("PodDisruptionBudget", {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                                               "metadata": {"name": app, "namespace": "default"},
                                               "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}})
@@ -364,7 +401,7 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
             return {n["metadata"]["name"] for n in await nodes_of(kube, pool)} == hosts
 
         await wait_for(only_hosts_left, 300, "empty nodes to be consolidated away")  # default budget 10%: one node per ~16 s command
-        emptied = operator.metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total", {"reason": "empty", "nodepool": pool})
+        emptied = sample_sum(operator, "karpenter_nodeclaims_disrupted_total", reason="empty", nodepool=pool)
         assert emptied is not None and emptied >= peak - len(hosts)
         await asyncio.sleep(30)  # two more disruption passes: the PDB must still hold them
         now = await running(2)
@@ -379,9 +416,14 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
                 return bool(pods) and len(await nodes_of(kube, pool)) == 1 and len({p["spec"]["nodeName"] for p in pods}) == 1
 
             await wait_for(one_node, 180, "consolidation onto one node")
+        await assert_dashboards_have_data(operator, kube, pool)
     finally:
         try:
             await kube.delete("PodDisruptionBudget", app, "default")
+        except Exception:
+            pass
+        try:
+            await kube.delete("DaemonSet", f"agent-{tag}", "default")
         except Exception:
             pass
         await cleanup(kube, pool, app)
@@ -408,3 +450,28 @@ async def test_simulated_provider_marks_nodeclasses_ready_through_the_status_sub
         assert (await kube.get("EC2NodeClass", name))["metadata"]["resourceVersion"] == before  # nothing to write
     finally:
         await kube.delete("EC2NodeClass", name)
+
+
+async def assert_dashboards_have_data(operator: Operator, kube: AsyncKubeClient, pool: str) -> None:
+    """Every metric Karpenter's capacity and performance dashboards query has at least one sample
+    on /metrics; every family in the upstream table is exposed with Karpenter's type and labels."""
+    from tests.metrics_expectations import EXPECTED, dashboard_metrics, expected_labels, parse, sample_names
+
+    fams = parse(await scrape(operator))
+    have = sample_names(fams)
+    missing = {board: sorted(n for n in names if not have.get(n)) for board, names in dashboard_metrics().items()}
+    assert not any(missing.values()), f"dashboard metrics without samples: {missing}"
+    node_labels = {name for _, name in operator.metrics.state.node_label_keys()} | {"node_name", "phase", "managed"}
+    for name, (type_, labels) in EXPECTED.items():
+        assert name in fams, f"{name} is not exposed"
+        assert fams[name][0] == type_, f"{name} is a {fams[name][0]}, Karpenter's is a {type_}"
+        for sample, got, _ in fams[name][1]:
+            assert set(got) - {"le", "quantile"} == expected_labels(labels, node_labels), f"{sample} labels {sorted(got)}"
+    # the values describe this pool's cluster as it is now
+    nodes = await nodes_of(kube, pool)
+    allocatable = {ls["node_name"] for _, ls, _ in fams["karpenter_nodes_allocatable"][1] if ls.get("nodepool") == pool}
+    assert allocatable == {n["metadata"]["name"] for n in nodes}
+    terminated = sum(v for s, ls, v in fams["karpenter_nodes_terminated"][1] if ls.get("nodepool") == pool and s.endswith("_total"))
+    assert terminated >= 1
+    depth = sum(v for _, ls, v in fams["karpenter_scheduler_queue_depth"][1])
+    assert depth == 0, "every pod is bound: nothing waits"

@@ -208,8 +208,9 @@ async def test_controller_runs_under_the_chart_rbac_without_a_403(
 
         await settled(repaired, 90, "the NotReady node repaired and its pods running elsewhere")
         repaired_at = time.monotonic()
-        repairs = operator.metrics.registry.get_sample_value("karpenter_nodeclaims_disrupted_total",
-                                                             {"reason": "unhealthy", "nodepool": pool})
+        repairs = sum(s.value for f in operator.metrics.registry.collect() for s in f.samples
+                      if s.name == "karpenter_nodeclaims_disrupted_total" and s.labels.get("reason") == "unhealthy"
+                      and s.labels.get("nodepool") == pool)
         assert repairs == 1.0
     finally:
         if recorder is not None:

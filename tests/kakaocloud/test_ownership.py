@@ -11,6 +11,7 @@ from karpy_kakaocloud.plugin import UnownedInstanceError
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.errors import NodeClaimNotFoundError
 from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.operator import Operator
 from karpy_core.testing.conformance import nodeclaim_for
 from tests.kakaocloud.conftest import KEY1, KEY2, keyring_json
 from tests.kakaocloud.fake_server import CLUSTER_ID
@@ -87,6 +88,10 @@ async def test_unowned_vms_survive_gc_and_delete_and_are_reported(fake, make_pro
     assert deletes == []
     assert plugin.unowned_instances.labels(reason="unsigned", action="delete")._value.get() == 1
     assert plugin.unowned_instances.labels(reason="unsigned", action="garbage-collect")._value.get() == 1
+    # the counter is served on the controller's /metrics (the plugin's registry is adopted)
+    operator = Operator(kube=InMemoryCluster(), provider=provider)
+    served = operator.metrics.render().decode()
+    assert 'karpy_kakaocloud_unowned_instances_total{action="delete",reason="unsigned"} 1.0' in served
     events = kube.objects("Event")
     assert {e["reason"] for e in events} == {"UnownedInstance"}
     assert any(cases["tampered"]["id"] in e["message"] for e in events)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -53,7 +55,7 @@ from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
 
-__all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings"]
+__all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PlanningPass"]
 
 log = logging.getLogger("karpy.disruption")
 
@@ -120,6 +122,19 @@ class DisruptionEvent:
     decision: DecisionKind | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PlanningPass:
+    """One run of the planner, for metrics: the snapshot and instance types it read, its decision
+    log, how long it took (seconds), the command it decided (or None) and its ``now``."""
+
+    snapshot: ClusterSnapshot
+    instance_types: dict[str, list[InstanceType]]
+    lines: list[NodeDecision]
+    seconds: float
+    plan: DisruptionPlan | None
+    now: float
+
+
 @dataclass
 class _Command:
     plan: DisruptionPlan
@@ -146,6 +161,10 @@ class Disruption:
         settings: :class:`DisruptionSettings`.
         nominations: the provisioner's nominations (nodes chosen for pending pods are not
             disrupted); none when not given.
+
+    Attributes:
+        observer: called after each planning pass with a :class:`PlanningPass` (the controller's
+            metrics); None for none.
     """
 
     name = "disruption"
@@ -165,6 +184,7 @@ class Disruption:
         self._types: dict[tuple[str, Any, Any], list[InstanceType]] = {}
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
+        self.observer: Callable[[PlanningPass], None] | None = None
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
@@ -286,8 +306,11 @@ class Disruption:
                 wake.extend(w for w in (self._idle[1],) if w is not None)
             else:
                 lines: list[NodeDecision] = []
+                t0 = time.perf_counter()
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
                                        max_single_simulations=self.settings.max_single_simulations, nominated=nominated)
+                if self.observer is not None:
+                    self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)
                 if plan is not None:
                     self.pending = _Command(plan, now)

@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from karpy_aws.errors import call
 from karpy_core.apis.labels import CAPACITY_TYPE_SPOT, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy_core.errors import KubeAPIError
+from karpy_core.observability import DURATION_BUCKETS
 
 if TYPE_CHECKING:
     from karpy_aws.cache import UnavailableOfferings
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from karpy_aws.events import EventRecorder
     from karpy_core.kube.port import KubeClient
 
-__all__ = ["InterruptionMessage", "parse_message", "InterruptionHandler"]
+__all__ = ["InterruptionMessage", "parse_message", "InterruptionHandler", "InterruptionMetrics"]
 
 log = logging.getLogger("karpy.aws")
 
@@ -81,6 +86,43 @@ def parse_message(body: str) -> InterruptionMessage:
     return InterruptionMessage("noop", (), dtype)
 
 
+_MESSAGE_TYPES = {"spot_interrupted": "spot_interrupted", "rebalance": "rebalance_recommendation",
+                  "scheduled_change": "scheduled_change", "noop": "no_op"}
+"""karpy's message kind -> the ``message_type`` label Karpenter uses (``interruption/messages/types.go``)."""
+
+
+class InterruptionMetrics:
+    """The AWS provider's interruption metrics (Karpenter ``pkg/controllers/interruption/metrics.go``),
+    in the provider's own registry; the controller serves it with its own (``Metrics.adopt``).
+
+    - ``karpenter_interruption_received_messages_total{message_type}``
+    - ``karpenter_interruption_deleted_messages_total``
+    - ``karpenter_interruption_message_queue_duration_seconds`` (from the SQS ``SentTimestamp`` to handling)
+
+    Args:
+        registry: where the metrics are registered.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.received = Counter("karpenter_interruption_received_messages", "Count of messages received from the SQS queue. "
+                                "Broken down by message type and whether the message was actionable.", ["message_type"],
+                                registry=registry)
+        self.deleted = Counter("karpenter_interruption_deleted_messages", "Count of messages deleted from the SQS queue.",
+                               registry=registry)
+        self.latency = Histogram("karpenter_interruption_message_queue_duration_seconds", "Amount of time an interruption "
+                                 "message is on the queue before it is processed by karpenter.", buckets=DURATION_BUCKETS,
+                                 registry=registry)
+
+    @staticmethod
+    def message_type(msg: InterruptionMessage | None) -> str:
+        """The ``message_type`` label of a parsed message (``no_op`` for an unparseable one)."""
+        if msg is None:
+            return "no_op"
+        if msg.kind == "state_change":
+            return "instance_terminated" if msg.extra.get("state") in ("shutting-down", "terminated") else "instance_stopped"
+        return _MESSAGE_TYPES.get(msg.kind, msg.kind)
+
+
 class InterruptionHandler:
     """Polls the interruption queue and acts on each message.
 
@@ -90,10 +132,14 @@ class InterruptionHandler:
         kube: the cluster, to find and delete NodeClaims.
         unavailable: marks spot offerings of interrupted instances.
         events: records what was done.
+        metrics: received/deleted counts and queue latency (none when not given).
+        now: epoch seconds, for the queue latency.
     """
 
     def __init__(self, *, clients: AWSClients, queue: str, kube: KubeClient, unavailable: UnavailableOfferings,
-                 events: EventRecorder):
+                 events: EventRecorder, metrics: InterruptionMetrics | None = None, now: Callable[[], float] = time.time):
+        self.metrics = metrics
+        self.now = now
         self.clients = clients
         self.queue = queue
         self.kube = kube
@@ -124,10 +170,17 @@ class InterruptionHandler:
                 log.warning("dropping an unparseable interruption message",
                             extra={"queue": self.queue, "message-id": msg.get("MessageId"), "error": exc})
                 parsed = None
+            if self.metrics is not None:
+                self.metrics.received.labels(InterruptionMetrics.message_type(parsed)).inc()
+                sent = (msg.get("Attributes") or {}).get("SentTimestamp")
+                if sent:
+                    self.metrics.latency.observe(max(0.0, self.now() - int(sent) / 1000))
             if parsed is not None:
                 await self.handle(parsed)
                 handled.append(parsed)
             await call(sqs.delete_message, "DeleteMessage", QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+            if self.metrics is not None:
+                self.metrics.deleted.inc()
         return handled
 
     async def handle(self, msg: InterruptionMessage) -> list[str]:

@@ -33,6 +33,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import CollectorRegistry
+
 try:
     import aioboto3  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised in a venv without the extra
@@ -49,7 +51,7 @@ from karpy_aws.errors import call
 from karpy_aws.events import EventRecorder
 from karpy_aws.instances import PROVIDER_ID_SCHEME, InstanceInventory, parse_provider_id
 from karpy_aws.instancetypes import InstanceTypeData, InstanceTypeProvider
-from karpy_aws.interruption import InterruptionHandler
+from karpy_aws.interruption import InterruptionHandler, InterruptionMetrics
 from karpy_aws.launch import Launcher
 from karpy_aws.nodeclass import EC2NodeClassController, NodeClassResolver
 from karpy_aws.nodeclasses import NodeClassSource
@@ -105,6 +107,9 @@ class AWSProvider:
         self.clients = AWSClients(region=region, endpoint_url=endpoint_url, session=session)
         self.events = EventRecorder(kube=kube, now=self.now)
         self.unavailable = UnavailableOfferings(self.now)
+        self.metrics_registry = CollectorRegistry()
+        """The provider's own metrics (interruption), served by the controller with its registry."""
+        self.interruption_metrics = InterruptionMetrics(self.metrics_registry)
         self.pricing = PricingProvider(clients=self.clients, region=region, now=self.now, use_pricing_api=use_pricing_api)
         self.instance_types = InstanceTypeProvider(clients=self.clients, region=region, pricing=self.pricing,
                                                    unavailable=self.unavailable, now=self.now, data=instance_type_data,
@@ -191,7 +196,8 @@ class AWSProvider:
         if not self.interruption_queue or self.kube is None:
             raise ConfigurationError("aws provider: interruption handling needs the 'interruption_queue' and 'kube' options")
         return InterruptionHandler(clients=self.clients, queue=self.interruption_queue, kube=self.kube,
-                                   unavailable=self.unavailable, events=self.events)
+                                   unavailable=self.unavailable, events=self.events, metrics=self.interruption_metrics,
+                                   now=self.now)
 
     # ------------------------------------------------------------------ NodeClass access
     async def get_nodeclass(self, name: str) -> EC2NodeClass | None:
