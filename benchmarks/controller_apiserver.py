@@ -56,7 +56,7 @@ class Controller(ControllerProcess):
         self.log_path = log_path
         argv = [str(repo / ".venv" / "bin" / "python"), "-m", "karpy_core.cli", "controller",
                 "--cloud-provider", "simulated", "--kwok", "--kubeconfig", kubeconfig,
-                "--namespace", "default", "--health-port", "0"]
+                "--namespace", "default", "--health-port", "0", "--metrics-port", "0"]
         self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "KARPY_LEASE_NAME": lease}, cwd=repo)

@@ -395,77 +395,124 @@ async def run_controller(
         await kube.close()
 
 
+def _opt(*names: str, help: str) -> Any:
+    """A ``karpy controller`` option: every value defaults to None ("not given"), so
+    :func:`karpy_core.settings.load_settings` can layer flags over the environment."""
+    return typer.Option(*names, help=help, show_default=False)
+
+
 @app.command()
 def controller(
-    cloud_provider: Annotated[str, typer.Option("--cloud-provider", envvar="KARPY_CLOUD_PROVIDER", help="installed provider plugin")],
+    cloud_provider: Annotated[str | None, _opt("--cloud-provider", help="installed provider plugin [KARPY_CLOUD_PROVIDER]")] = None,
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
-    cluster_name: Annotated[str, typer.Option(envvar="CLUSTER_NAME", help="cluster name given to the provider")] = "",
-    leader_elect: Annotated[bool, typer.Option(help="campaign for the leader Lease before acting")] = True,
-    namespace: Annotated[str | None, typer.Option(envvar="SYSTEM_NAMESPACE", help="namespace of the leader Lease")] = None,
-    lease_name: Annotated[str, typer.Option(envvar="KARPY_LEASE_NAME", help="name of the leader Lease")] = "karpy-leader-election",
-    health_port: Annotated[int, typer.Option(help="port for /healthz and /readyz (and /metrics)")] = 8081,
-    health_host: Annotated[str, typer.Option(help="address the health/metrics server binds (127.0.0.1 for local use)")] = "0.0.0.0",
-    metrics_port: Annotated[int | None, typer.Option(help="port for /metrics when it differs from --health-port")] = None,
-    batch_idle_duration: Annotated[str, typer.Option(envvar="BATCH_IDLE_DURATION", help="batch idle window (Go duration)")] = "1s",
-    batch_max_duration: Annotated[str, typer.Option(envvar="BATCH_MAX_DURATION", help="batch maximum (Go duration)")] = "10s",
-    region: Annotated[str | None, typer.Option(help="region (simulated provider: us-east-1 or ap-northeast-2)")] = None,
-    instance_types: Annotated[str | None, typer.Option("--instance-types", help="simulated provider: KWOK-format catalog")] = None,
-    kwok: Annotated[bool, typer.Option(help="simulated provider: launch instances as kwok-managed Nodes in the cluster")] = False,
-    log_level: Annotated[str, typer.Option(envvar="LOG_LEVEL", help="debug, info, warning or error")] = "info",
-    log_debug_loggers: Annotated[str, typer.Option(
-        envvar="KARPY_LOG_DEBUG_LOGGERS",
+    cluster_name: Annotated[str | None, _opt("--cluster-name", help="the cluster's name [CLUSTER_NAME]")] = None,
+    cluster_endpoint: Annotated[str | None, _opt("--cluster-endpoint", help="API server URL for new nodes; AWS: else EKS "
+                                                 "DescribeCluster [CLUSTER_ENDPOINT]")] = None,
+    cluster_ca_bundle: Annotated[str | None, _opt("--cluster-ca-bundle", help="base64 CA bundle for new nodes [CLUSTER_CA_BUNDLE]")]
+    = None,
+    region: Annotated[str | None, _opt("--region", help="cloud region; AWS default: the SDK's (AWS_REGION, shared config, "
+                                       "IMDS); simulated: us-east-1 [KARPY_REGION]")] = None,
+    interruption_queue: Annotated[str | None, _opt("--interruption-queue", help="AWS: SQS queue of interruption events "
+                                                   "[INTERRUPTION_QUEUE]")] = None,
+    isolated_vpc: Annotated[bool | None, _opt("--isolated-vpc", help="AWS: no Pricing API [ISOLATED_VPC]")] = None,
+    eks_control_plane: Annotated[bool | None, _opt("--eks-control-plane", help="accepted, no effect [EKS_CONTROL_PLANE]")] = None,
+    vm_memory_overhead_percent: Annotated[float | None, _opt("--vm-memory-overhead-percent", help="AWS: fraction of memory the "
+                                                             "hypervisor keeps, default 0.075 [VM_MEMORY_OVERHEAD_PERCENT]")]
+    = None,
+    reserved_enis: Annotated[int | None, _opt("--reserved-enis", help="AWS: ENIs left out of max-pods [RESERVED_ENIS]")] = None,
+    disable_dry_run: Annotated[bool | None, _opt("--disable-dry-run", help="AWS: no dry-run validation [DISABLE_DRY_RUN]")] = None,
+    enable_zonal_shift: Annotated[bool | None, _opt("--enable-zonal-shift", help="refused when true [ENABLE_ZONAL_SHIFT]")] = None,
+    ami_refresh_interval: Annotated[str | None, _opt("--ami-refresh-interval", help="only 1m [AMI_REFRESH_INTERVAL]")] = None,
+    subnet_refresh_interval: Annotated[str | None, _opt("--subnet-refresh-interval", help="only 1m [SUBNET_REFRESH_INTERVAL]")]
+    = None,
+    aws_feature_gates: Annotated[str | None, _opt("--aws-feature-gates", help="NodeClassCEL=false only [AWS_FEATURE_GATES]")] = None,
+    karpenter_service: Annotated[str | None, _opt("--karpenter-service", help="accepted, no effect [KARPENTER_SERVICE]")] = None,
+    metrics_port: Annotated[int | None, _opt("--metrics-port", help="port of /metrics, default 8080; 0: a free one; equal to "
+                                             "the health port: one server [METRICS_PORT]")] = None,
+    health_probe_port: Annotated[int | None, _opt("--health-probe-port", "--health-port",
+                                                  help="port of /healthz, /readyz (and /metrics), default 8081 [HEALTH_PROBE_PORT]")]
+    = None,
+    health_host: Annotated[str | None, _opt("--health-host", help="address the servers bind, default 0.0.0.0 [KARPY_HEALTH_HOST]")]
+    = None,
+    kube_client_qps: Annotated[int | None, _opt("--kube-client-qps", help="API requests per second, default 200 [KUBE_CLIENT_QPS]")]
+    = None,
+    kube_client_burst: Annotated[int | None, _opt("--kube-client-burst", help="API request burst, default 300 [KUBE_CLIENT_BURST]")]
+    = None,
+    enable_profiling: Annotated[bool | None, _opt("--enable-profiling", help="refused when true [ENABLE_PROFILING]")] = None,
+    disable_controller_warmup: Annotated[bool | None, _opt("--disable-controller-warmup", help="only true [DISABLE_CONTROLLER_WARMUP]")]
+    = None,
+    disable_leader_election: Annotated[bool | None, _opt("--disable-leader-election", help="run without the leader Lease "
+                                                         "[DISABLE_LEADER_ELECTION]")] = None,
+    leader_elect: Annotated[bool | None, _opt("--leader-elect/--no-leader-elect", help="the opposite of "
+                                              "--disable-leader-election (both given: they must agree)")] = None,
+    disable_cluster_state_observability: Annotated[bool | None, _opt(
+        "--disable-cluster-state-observability", help="refused when true [DISABLE_CLUSTER_STATE_OBSERVABILITY]")] = None,
+    leader_election_name: Annotated[str | None, _opt("--leader-election-name", "--lease-name",
+                                                     help="leader Lease name, default karpy-leader-election [LEADER_ELECTION_NAME]")]
+    = None,
+    leader_election_namespace: Annotated[str | None, _opt("--leader-election-namespace", help="leader Lease namespace, default "
+                                                          "SYSTEM_NAMESPACE [LEADER_ELECTION_NAMESPACE]")] = None,
+    namespace: Annotated[str | None, _opt("--namespace", help="the controller's namespace [SYSTEM_NAMESPACE]")] = None,
+    memory_limit: Annotated[int | None, _opt("--memory-limit", help="accepted, no effect [MEMORY_LIMIT]")] = None,
+    cpu_requests: Annotated[int | None, _opt("--cpu-requests", help="accepted, no effect [CPU_REQUESTS]")] = None,
+    log_level: Annotated[str | None, _opt("--log-level", help="debug, info, warning or error [LOG_LEVEL]")] = None,
+    log_output_paths: Annotated[str | None, _opt("--log-output-paths", help="stdout, stderr or files, default stderr "
+                                                 "[LOG_OUTPUT_PATHS]")] = None,
+    log_error_output_paths: Annotated[str | None, _opt("--log-error-output-paths", help="only stderr [LOG_ERROR_OUTPUT_PATHS]")]
+    = None,
+    log_debug_loggers: Annotated[str | None, _opt(
+        "--log-debug-loggers",
         help="third-party loggers to show, comma-separated NAME (DEBUG) or NAME=LEVEL, e.g. botocore,httpx=INFO; "
-             "all others stay at WARNING")] = "",
-    preference_policy: Annotated[str, typer.Option(envvar="PREFERENCE_POLICY", help="Respect or Ignore")] = "Respect",
-    min_values_policy: Annotated[str, typer.Option(envvar="MIN_VALUES_POLICY", help="Strict or BestEffort")] = "Strict",
-    node_repair: Annotated[bool, typer.Option(envvar="NODE_REPAIR",
-                                              help="replace nodes that fail the provider's repair policies")] = True,
+             "all others stay at WARNING [KARPY_LOG_DEBUG_LOGGERS]")] = None,
+    batch_max_duration: Annotated[str | None, _opt("--batch-max-duration", help="longest batch, default 10s [BATCH_MAX_DURATION]")]
+    = None,
+    batch_idle_duration: Annotated[str | None, _opt("--batch-idle-duration", help="batch idle window, default 1s "
+                                                    "[BATCH_IDLE_DURATION]")] = None,
+    preference_policy: Annotated[str | None, _opt("--preference-policy", help="Respect or Ignore [PREFERENCE_POLICY]")] = None,
+    min_values_policy: Annotated[str | None, _opt("--min-values-policy", help="Strict or BestEffort [MIN_VALUES_POLICY]")] = None,
+    ignore_dra_requests: Annotated[bool | None, _opt("--ignore-dra-requests", help="only true [IGNORE_DRA_REQUESTS]")] = None,
+    feature_gates: Annotated[str | None, _opt("--feature-gates", help="Name=true|false,... [FEATURE_GATES]")] = None,
+    scheduler_config: Annotated[str | None, _opt("--scheduler-config", help="refused when set [SCHEDULER_CONFIG]")] = None,
+    node_repair: Annotated[bool | None, _opt("--node-repair/--no-node-repair", help="FEATURE_GATES NodeRepair, default on "
+                                             "[NODE_REPAIR]")] = None,
+    instance_types: Annotated[str | None, _opt("--instance-types", help="simulated provider: KWOK-format catalog "
+                                               "[KARPY_INSTANCE_TYPES]")] = None,
+    kwok: Annotated[bool | None, _opt("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]
+    = None,
 ) -> None:
-    """Run the controller against a cluster (one active replica via a Lease)."""
-    from karpy_core.apis.durations import parse_duration
+    """Run the controller against a cluster (one active replica via a Lease).
+
+    Every setting has Karpenter's environment variable (in brackets) and flag; a flag wins over
+    the environment. README's "Controller settings" lists them.
+    """
+    flags = {k: v for k, v in locals().items() if k not in ("kubeconfig", "leader_elect", "namespace")}
+    flags["system_namespace"] = namespace
     from karpy_core.observability import configure_logging
-    from karpy_core.operator import BatchSettings, ControllerSettings, LeaderSettings, default_namespace
+    from karpy_core.settings import load_settings
 
     try:
-        configure_logging(log_level.upper(), debug_loggers=log_debug_loggers)
-    except ValueError as exc:
-        _fail(ConfigurationError(str(exc)))
-    try:
-        _check_provider_name(cloud_provider)
-        if kwok and cloud_provider != "simulated":
-            raise ConfigurationError("--kwok works with --cloud-provider simulated only")
-    except ConfigurationError as exc:
-        _fail(exc)
+        if leader_elect is not None:
+            if disable_leader_election is not None and disable_leader_election == leader_elect:
+                raise ConfigurationError("--leader-elect/--no-leader-elect contradicts --disable-leader-election; give one of them")
+            flags["disable_leader_election"] = not leader_elect
+        settings = load_settings(flags)
+        if not settings.cloud_provider:
+            raise ConfigurationError("--cloud-provider (KARPY_CLOUD_PROVIDER) is required; `karpy providers` lists them")
+        configure_logging(settings.log_level.upper(), debug_loggers=settings.log_debug_loggers,
+                          output_paths=settings.log_output_paths)
+        _check_provider_name(settings.cloud_provider)
+        controller_settings = settings.controller_settings()
+        options = settings.provider_options()
+    except (ConfigurationError, ValueError) as exc:
+        _fail(ConfigurationError(str(exc)) if isinstance(exc, ValueError) else exc, code=2)
         return
+    import logging
+
+    for line in settings.accepted_without_effect():
+        logging.getLogger("karpy.settings").info(line)
     try:
-        batch = BatchSettings(
-            idle_seconds=parse_duration(batch_idle_duration).total_seconds(),
-            max_seconds=parse_duration(batch_max_duration).total_seconds(),
-        )
-    except ValueError as exc:
-        _fail(ConfigurationError(f"invalid batch duration: {exc}"))
-        return
-    settings = ControllerSettings(
-        cluster_name=cluster_name,
-        batch=batch,
-        leader=LeaderSettings(enabled=leader_elect, namespace=namespace or default_namespace(), lease_name=lease_name),
-        health_port=health_port,
-        health_host=health_host,
-        metrics_port=metrics_port,
-        preference_policy=preference_policy,
-        min_values_policy=min_values_policy,
-        node_repair=node_repair,
-    )
-    options: dict[str, Any] = {}
-    if region:
-        options["region"] = region
-    if instance_types:
-        options["instance_types_file"] = instance_types
-    if cluster_name and cloud_provider != "simulated":
-        options["cluster_name"] = cluster_name
-    try:
-        asyncio.run(run_controller(cloud_provider=cloud_provider, kubeconfig=kubeconfig, settings=settings,
-                                   provider_options=options, kwok=kwok))
+        asyncio.run(run_controller(cloud_provider=settings.cloud_provider, kubeconfig=kubeconfig, settings=controller_settings,
+                                   provider_options=options, kwok=settings.kwok))
     except KubeAPIError as exc:
         _fail(KarpyError(f"the Kubernetes API server answered {exc}"), code=1)
     except KarpyError as exc:

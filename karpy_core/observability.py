@@ -158,6 +158,7 @@ def configure_logging(
     json_output: bool = True,
     debug_loggers: str | Sequence[str] | None = None,
     stream: TextIO | None = None,
+    output_paths: str | None = None,
 ) -> None:
     """Route the standard ``logging`` module through structlog, one JSON object per line on
     ``stream`` (stderr by default), with credentials scrubbed.
@@ -170,6 +171,9 @@ def configure_logging(
             logger (botocore, urllib3, httpx, httpcore, aiohttp, kubernetes_asyncio...) stays at
             WARNING whatever ``level`` says: their DEBUG output carries request headers.
         stream: where to write (tests pass a buffer).
+        output_paths: Karpenter's ``LOG_OUTPUT_PATHS``: comma separated ``stdout``, ``stderr``
+            or file paths (appended to); one handler each. Ignored when ``stream`` is given;
+            neither given: stderr.
 
     Every line passes :class:`karpy_core.redaction.RedactingFilter` (message, ``extra`` fields,
     exception text) and :func:`karpy_core.redaction.redact_processor` (the final event dict,
@@ -201,11 +205,23 @@ def configure_logging(
             renderer,
         ],
     )
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(formatter)
-    handler.addFilter(RedactingFilter())
+    handlers: list[logging.Handler] = []
+    if stream is not None or not output_paths:
+        handlers.append(logging.StreamHandler(stream if stream is not None else sys.stderr))
+    else:
+        for path in (p.strip() for p in output_paths.split(",")):
+            if path in ("stdout", "stderr"):
+                handlers.append(logging.StreamHandler(sys.stdout if path == "stdout" else sys.stderr))
+            elif path:
+                handlers.append(logging.FileHandler(path, encoding="utf-8"))
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler.addFilter(RedactingFilter())
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in root.handlers:
+        if isinstance(old, logging.FileHandler):
+            old.close()
+    root.handlers[:] = handlers
     root.setLevel(logging.WARNING)
     for name in KARPY_LOGGERS:
         logging.getLogger(name).setLevel(karpy_level)

@@ -85,7 +85,7 @@ def test_malformed_kubeconfig(no_kube_env):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("command", [["install-crds"],
                                      ["controller", "--cloud-provider", "simulated", "--no-leader-elect",
-                                      "--health-host", "127.0.0.1", "--health-port", "0"]])
+                                      "--health-host", "127.0.0.1", "--health-port", "0", "--metrics-port", "0"]])
 def test_unreachable_api_server_is_exit_1_at_once(no_kube_env, command):
     kubeconfig = unreachable_kubeconfig(no_kube_env)
     started = time.monotonic()
@@ -213,7 +213,7 @@ users: [{{name: u, user: {{token: not-a-secret}}}}]
 
 @pytest.mark.parametrize("command", [["install-crds"],
                                      ["controller", "--cloud-provider", "simulated", "--no-leader-elect",
-                                      "--health-host", "127.0.0.1", "--health-port", "0"]])
+                                      "--health-host", "127.0.0.1", "--health-port", "0", "--metrics-port", "0"]])
 def test_an_api_server_answering_errors_is_a_runtime_failure(failing_api_server, command):
     result = run(*command, "--kubeconfig", failing_api_server)
     assert result.exit_code == 1

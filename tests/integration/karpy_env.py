@@ -77,7 +77,7 @@ class ControllerProcess:
             "--cloud-provider", "simulated", "--kwok",
             "--kubeconfig", kubeconfig,
             "--namespace", namespace,
-            "--health-port", "0",
+            "--health-port", "0", "--metrics-port", "0",
             *(extra or []),
         ]
         env = {**os.environ, "KARPY_LEASE_NAME": lease}

@@ -120,8 +120,9 @@ def _volume_size(size: str | None) -> str | None:
     return size
 
 
-def catalog_options_for(nodeclass: EC2NodeClass, vm_memory_overhead_percent: float) -> AWSCatalogOptions:
-    """The catalog settings an EC2NodeClass implies: AMI family, kubelet maxPods/podsPerCore/
+def catalog_options_for(nodeclass: EC2NodeClass, vm_memory_overhead_percent: float, reserved_enis: int = 0) -> AWSCatalogOptions:
+    """The catalog settings an EC2NodeClass and the controller's ``VM_MEMORY_OVERHEAD_PERCENT`` /
+    ``RESERVED_ENIS`` imply: AMI family, kubelet maxPods/podsPerCore/
     reserved/evictionHard, the ephemeral volume (root-volume mapping, else the family's device,
     else the last mapping for Custom, else 20Gi) and ``instanceStorePolicy``."""
     spec = nodeclass.spec
@@ -139,6 +140,7 @@ def catalog_options_for(nodeclass: EC2NodeClass, vm_memory_overhead_percent: flo
         ephemeral = chosen.ebs.volume_size
     return AWSCatalogOptions(
         vm_memory_overhead_percent=vm_memory_overhead_percent,
+        reserved_enis=reserved_enis,
         ami_family=family,
         max_pods=kubelet.max_pods if kubelet else None,
         pods_per_core=kubelet.pods_per_core if kubelet else None,
@@ -175,11 +177,12 @@ class InstanceTypeProvider:
         now: clock.
         data: shared raw-data cache (a fresh one by default).
         vm_memory_overhead_percent: hypervisor memory share (default 0.075).
+        reserved_enis: ENIs left out of the max-pods formula (``RESERVED_ENIS``, default 0).
     """
 
     def __init__(self, *, clients: AWSClients, region: str, pricing: PricingProvider, unavailable: UnavailableOfferings,
                  now: Callable[[], float], data: InstanceTypeData | None = None, vm_memory_overhead_percent: float = 0.075,
-                 refresh_seconds: float = INSTANCE_TYPE_REFRESH_SECONDS):
+                 refresh_seconds: float = INSTANCE_TYPE_REFRESH_SECONDS, reserved_enis: int = 0):
         self.clients = clients
         self.region = region
         self.pricing = pricing
@@ -187,6 +190,7 @@ class InstanceTypeProvider:
         self._now = now
         self.data = data if data is not None else InstanceTypeData()
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
+        self.reserved_enis = reserved_enis
         self.refresh_seconds = refresh_seconds
         self._built: dict[tuple[Any, ...], list[InstanceType]] = {}
         self._marked: dict[tuple[Any, ...], tuple[Any, list[InstanceType]]] = {}
@@ -252,7 +256,7 @@ class InstanceTypeProvider:
         infos = await self.infos()
         zones_by_type = await self.zones()
         subnet_zones = frozenset(s.zone for s in nodeclass.status.subnets)
-        opts = catalog_options_for(nodeclass, self.vm_memory_overhead_percent)
+        opts = catalog_options_for(nodeclass, self.vm_memory_overhead_percent, self.reserved_enis)
         key = (opts, subnet_zones, self.pricing.seq, id(infos), id(zones_by_type))
         base = self._built.get(key)
         if base is None:

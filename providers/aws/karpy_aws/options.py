@@ -20,6 +20,7 @@ class AWSOptions(ProviderOptions):
         endpoint_url: a loopback emulator's URL (moto); never a real endpoint.
         interruption_queue: SQS queue name for interruption events.
         vm_memory_overhead_percent: fraction of memory the hypervisor keeps (0.075).
+        reserved_enis: ENIs left out of the max-pods formula (``RESERVED_ENIS``, 0).
         kube: the KubeClient to read EC2NodeClasses and write Events.
         nodeclasses: ``{name: EC2NodeClass or its dict}`` when there is no kube client.
         clock: a callable returning seconds, or an object with ``now()``.
@@ -40,6 +41,7 @@ class AWSOptions(ProviderOptions):
     endpoint_url: str | None = None
     interruption_queue: str | None = None
     vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
     kube: Any = None
     nodeclasses: Any = None
     clock: Any = None

@@ -87,7 +87,7 @@ class AWSProvider:
                  kube: KubeClient | None = None, nodeclasses: Mapping[str, EC2NodeClass] | None = None, clock: Any = None,
                  session: Any = None, kubernetes_version: str = "1.33", cluster_cidr: str = "10.100.0.0/16",
                  ca_bundle: str = "", instance_type_data: InstanceTypeData | None = None, dry_run: bool = True,
-                 security_group_drift: bool = True, use_pricing_api: bool = True):
+                 security_group_drift: bool = True, use_pricing_api: bool = True, reserved_enis: int = 0):
         self.region = region
         self.cluster_name = cluster_name
         self.cluster_endpoint = cluster_endpoint
@@ -101,7 +101,8 @@ class AWSProvider:
         self.pricing = PricingProvider(clients=self.clients, region=region, now=self.now, use_pricing_api=use_pricing_api)
         self.instance_types = InstanceTypeProvider(clients=self.clients, region=region, pricing=self.pricing,
                                                    unavailable=self.unavailable, now=self.now, data=instance_type_data,
-                                                   vm_memory_overhead_percent=vm_memory_overhead_percent)
+                                                   vm_memory_overhead_percent=vm_memory_overhead_percent,
+                                                   reserved_enis=reserved_enis)
         self.resolver = NodeClassResolver(clients=self.clients, cluster_name=cluster_name, region=region,
                                           kubernetes_version=kubernetes_version, now=self.now, events=self.events,
                                           dry_run=dry_run)
@@ -273,7 +274,7 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> AWSProvider:
 
     Options: the fields of :class:`~karpy_aws.options.AWSOptions` - region (required),
     cluster_name (required), cluster_endpoint (default ``https://<cluster>.invalid``),
-    endpoint_url (loopback emulator only), interruption_queue, vm_memory_overhead_percent, kube,
+    endpoint_url (loopback emulator only), interruption_queue, vm_memory_overhead_percent, reserved_enis, kube,
     nodeclasses (``{name: EC2NodeClass}`` when there is no kube client), clock, session,
     kubernetes_version, cluster_cidr, ca_bundle, instance_type_data, dry_run,
     security_group_drift, use_pricing_api.
