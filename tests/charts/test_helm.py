@@ -39,6 +39,13 @@ AWS_VALUES: dict[str, Any] = {
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/KarpyController"}},
     "aws": {"region": "ap-northeast-2", "interruptionQueue": "dev-cluster"},
 }
+AWS_ONLY_ENV = {
+    "CLUSTER_ENDPOINT", "CLUSTER_CA_BUNDLE", "INTERRUPTION_QUEUE", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "ISOLATED_VPC",
+    "EKS_CONTROL_PLANE", "ENABLE_ZONAL_SHIFT", "DISABLE_DRY_RUN", "AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL",
+    "AWS_FEATURE_GATES", "AWS_REGION",
+}
+"""Variables the chart passes to the aws provider only (karpy_core.settings refuses the
+provider-specific ones with any other provider)."""
 KAKAOCLOUD_VALUES: dict[str, Any] = {
     "cloud": "kakaocloud",
     "clusterName": "kc-cluster",
@@ -152,6 +159,11 @@ def _required_terms(deployment: dict[str, Any]) -> list[dict[str, Any]]:
     return affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
 
 
+def _env(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """The container's literal env values by name (valueFrom entries left out)."""
+    return {e["name"]: e["value"] for e in _container(objects)["env"] if "value" in e}
+
+
 def _rules(role: dict[str, Any]) -> list[dict[str, Any]]:
     return role.get("rules") or []
 
@@ -215,13 +227,9 @@ def test_aws_deployment(render: Render) -> None:
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert container["image"] == "karpy-aws:0.1.0"
     assert container["command"] == ["karpy", "controller"]
-    assert container["args"] == [
-        "--cloud-provider=aws",
-        "--cluster-name=dev-cluster",
-        "--metrics-port=8080",
-        "--health-port=8081",
-        "--leader-elect",
-    ]
+    # Every setting travels as the environment variable Karpenter's chart sets; the only
+    # argument is the provider plugin.
+    assert container["args"] == ["--cloud-provider=aws"]
     env = {e["name"]: e for e in container["env"]}
     assert env["SYSTEM_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["CLUSTER_NAME"]["value"] == "dev-cluster"
@@ -229,7 +237,11 @@ def test_aws_deployment(render: Render) -> None:
     assert env["AWS_REGION"]["value"] == "ap-northeast-2"
     assert env["INTERRUPTION_QUEUE"]["value"] == "dev-cluster"
     assert (env["BATCH_IDLE_DURATION"]["value"], env["BATCH_MAX_DURATION"]["value"]) == ("1s", "10s")
-    assert env["NODE_REPAIR"]["value"] == "true"
+    assert (env["METRICS_PORT"]["value"], env["HEALTH_PROBE_PORT"]["value"]) == ("8080", "8081")
+    assert env["FEATURE_GATES"]["value"] == (
+        "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+    )
+    assert "DISABLE_LEADER_ELECTION" not in env and "NODE_REPAIR" not in env
     assert not [name for name in env if name.startswith("KAKAOCLOUD_")]
 
     # Non-root, read-only root filesystem with a writable /tmp.
@@ -250,13 +262,18 @@ def test_aws_deployment(render: Render) -> None:
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
 
-    # Spread across nodes, selecting exactly this Deployment's pods.
-    (spread,) = pod["topologySpreadConstraints"]
-    assert spread["topologyKey"] == "kubernetes.io/hostname"
-    assert spread["labelSelector"] == {"matchLabels": spec["selector"]["matchLabels"]}
+    # Karpenter's defaults: spread across zones and one replica per node, both selecting
+    # exactly this Deployment's pods ...
+    own_pods = {"matchLabels": spec["selector"]["matchLabels"]}
+    assert pod["topologySpreadConstraints"] == [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": own_pods}
+    ]
+    assert pod["affinity"]["podAntiAffinity"] == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": own_pods}]
+    }
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
 
-    # The default affinity keeps the controller off nodes karpy manages.
+    # ... and the default affinity keeps the controller off nodes karpy manages.
     assert _required_terms(deployment) == [{"matchExpressions": [EXCLUDE_MANAGED]}]
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
 
@@ -316,7 +333,13 @@ def test_user_node_affinity_keeps_nodepool_exclusion(render: Render) -> None:
         {"matchFields": fields_term["matchFields"], "matchExpressions": [EXCLUDE_MANAGED]},
     ]
     assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == preferred
-    assert pod["affinity"]["podAntiAffinity"] == anti
+    # Helm merges the user's podAntiAffinity into the default one (hostname, given this
+    # Deployment's pod labels); the user's own term keeps its selector.
+    own_pods = {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}
+    assert pod["affinity"]["podAntiAffinity"] == {
+        **anti,
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": own_pods}],
+    }
     # seed 000: pin to the eksctl node group through nodeSelector; the default OS selector stays.
     assert pod["nodeSelector"] == {"alpha.eksctl.io/nodegroup-name": "autoscaler-ng", "kubernetes.io/os": "linux"}
 
@@ -348,6 +371,8 @@ def test_affinity_selecting_managed_nodes_is_rejected(template_cmd: Callable[...
 
 def test_exclusion_can_be_switched_off(render: Render) -> None:
     deployment = _one(render(_merge(AWS_VALUES, {"keepOffManagedNodes": False})), "Deployment")
+    assert "nodeAffinity" not in deployment["spec"]["template"]["spec"]["affinity"]
+    deployment = _one(render(_merge(AWS_VALUES, {"keepOffManagedNodes": False, "affinity": {"podAntiAffinity": None}})), "Deployment")
     assert "affinity" not in deployment["spec"]["template"]["spec"]
 
 
@@ -480,13 +505,21 @@ def test_kakaocloud_deployment(render: Render) -> None:
     assert literal == {
         "CLUSTER_NAME",
         "LOG_LEVEL",
+        "LOG_OUTPUT_PATHS",
+        "LOG_ERROR_OUTPUT_PATHS",
+        "METRICS_PORT",
+        "HEALTH_PROBE_PORT",
+        "FEATURE_GATES",
         "BATCH_IDLE_DURATION",
         "BATCH_MAX_DURATION",
-        "NODE_REPAIR",
+        "PREFERENCE_POLICY",
+        "MIN_VALUES_POLICY",
+        "IGNORE_DRA_REQUESTS",
         "KAKAOCLOUD_PROJECT_ID",
         "KAKAOCLOUD_KEYRING_FILE",
     }
-    assert not [name for name in env if name.startswith("AWS_") or name == "INTERRUPTION_QUEUE"]
+    # The AWS-only settings, which karpy refuses for other providers, are not passed.
+    assert not [name for name in env if name.startswith("AWS_") or name in AWS_ONLY_ENV]
     # And no Secret object is rendered: the chart references Secrets the user made, never creates one.
     assert not [o for o in objects if o["kind"] == "Secret"]
 
@@ -535,6 +568,16 @@ def test_kakaocloud_required_values(template_cmd: Callable[..., subprocess.Compl
     [
         ({"cloud": "gcp"}, "value must be one of 'aws', 'kakaocloud'"),
         ({"projectId": "typo"}, "additional properties 'projectId' not allowed"),
+        # A misspelt Karpenter key is named, wherever it is.
+        ({"settings": {"clusterNmae": "x"}}, "additional properties 'clusterNmae' not allowed"),
+        ({"settings": {"featureGates": {"spotToSpot": False}}}, "additional properties 'spotToSpot' not allowed"),
+        ({"controller": {"extraArg": ["--x"]}}, "additional properties 'extraArg' not allowed"),
+        ({"controller": {"metrics": {"prot": 9090}}}, "additional properties 'prot' not allowed"),
+        ({"serviceMonitor": {"relabeling": []}}, "additional properties 'relabeling' not allowed"),
+        ({"webhook": {"enable": True}}, "additional properties 'enable' not allowed"),
+        ({"settings": {"preferencePolicy": "respect"}}, "/settings/preferencePolicy"),
+        ({"settings": {"minValuesPolicy": "Loose"}}, "/settings/minValuesPolicy"),
+        ({"cloudProvider": "Bad Name"}, "/cloudProvider"),
         ({"settings": {"batchIdleDuration": "one second"}}, "/settings/batchIdleDuration"),
         ({"replicas": 2, "leaderElection": {"enabled": False}}, "leaderElection.enabled=false needs replicas: 1"),
     ],
@@ -548,7 +591,7 @@ def test_invalid_values_are_rejected(template_cmd: Callable[..., subprocess.Comp
 def test_single_replica_without_leader_election(render: Render) -> None:
     objects = render(_merge(AWS_VALUES, {"replicas": 1, "leaderElection": {"enabled": False}}))
     assert _one(objects, "Deployment")["spec"]["replicas"] == 1
-    assert _container(objects)["args"][-1] == "--no-leader-elect"
+    assert _env(objects)["DISABLE_LEADER_ELECTION"] == "true"
 
 
 def test_image_overrides(render: Render) -> None:
@@ -557,6 +600,12 @@ def test_image_overrides(render: Render) -> None:
         "123.dkr.ecr.ap-northeast-2.amazonaws.com/karpy-aws:v9"
     )
     assert _container(render(_merge(AWS_VALUES, {"image": {"digest": digest}})))["image"] == f"karpy-aws@{digest}"
+    # Karpenter's controller.image.* wins over image.*.
+    karpenter_image = {"image": {"repository": "old/karpy", "tag": "v1"}, "controller": {"image": {"repository": "reg/karpy-aws", "tag": "v2"}}}
+    assert _container(render(_merge(AWS_VALUES, karpenter_image)))["image"] == "reg/karpy-aws:v2"
+    assert _container(render(_merge(AWS_VALUES, {"controller": {"image": {"digest": digest}}})))["image"] == f"karpy-aws@{digest}"
+    assert _container(render(_merge(AWS_VALUES, {"imagePullPolicy": "Always"})))["imagePullPolicy"] == "Always"
+    assert _container(render(_merge(AWS_VALUES, {"image": {"pullPolicy": "Never"}})))["imagePullPolicy"] == "Never"
 
 
 def test_existing_service_account(render: Render) -> None:

@@ -256,7 +256,8 @@ settings.nodeRepair, karpy's older name, wins over featureGates.nodeRepair when 
 
 {{/*
 The controller's environment (a JSON list of EnvVar): every setting under the name Karpenter's
-chart gives it, the built-in cloud's credentials and files, then extraEnv and controller.env. A
+chart gives it (the AWS-only ones for the aws provider only: karpy refuses them elsewhere), the
+built-in cloud's credentials and files, then extraEnv and controller.env. A
 chart variable that extraEnv or controller.env sets again is left out, so the user's wins.
 */}}
 {{- define "karpy.env" -}}
@@ -266,13 +267,9 @@ chart variable that extraEnv or controller.env sets again is left out, so the us
 {{- $env = append $env (dict "name" "SYSTEM_NAMESPACE" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.namespace"))) }}
 {{- $env = append $env (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) }}
 {{- $env = append $env (dict "name" "CLUSTER_NAME" "value" (include "karpy.clusterName" .)) }}
-{{- with include "karpy.clusterEndpoint" . }}
-{{- $env = append $env (dict "name" "CLUSTER_ENDPOINT" "value" .) }}
-{{- end }}
-{{- with $s.clusterCABundle }}
-{{- $env = append $env (dict "name" "CLUSTER_CA_BUNDLE" "value" (tpl (toString .) $)) }}
-{{- end }}
 {{- $env = append $env (dict "name" "LOG_LEVEL" "value" (.Values.logLevel | toString)) }}
+{{- $env = append $env (dict "name" "LOG_OUTPUT_PATHS" "value" (join "," (.Values.logOutputPaths | default (list "stdout")))) }}
+{{- $env = append $env (dict "name" "LOG_ERROR_OUTPUT_PATHS" "value" (join "," (.Values.logErrorOutputPaths | default (list "stderr")))) }}
 {{- with .Values.logDebugLoggers }}
 {{- $env = append $env (dict "name" "KARPY_LOG_DEBUG_LOGGERS" "value" (toString .)) }}
 {{- end }}
@@ -288,19 +285,25 @@ chart variable that extraEnv or controller.env sets again is left out, so the us
 {{- $env = append $env (dict "name" "KUBE_CLIENT_BURST" "value" (toString .)) }}
 {{- end }}
 {{- $env = append $env (dict "name" "FEATURE_GATES" "value" (include "karpy.featureGates" .)) }}
-{{- range $pair := list (list "BATCH_MAX_DURATION" $s.batchMaxDuration) (list "BATCH_IDLE_DURATION" $s.batchIdleDuration) (list "PREFERENCE_POLICY" $s.preferencePolicy) (list "MIN_VALUES_POLICY" $s.minValuesPolicy) (list "VM_MEMORY_OVERHEAD_PERCENT" $s.vmMemoryOverheadPercent) (list "IGNORE_DRA_REQUESTS" $s.ignoreDRARequests) (list "DISABLE_CLUSTER_STATE_OBSERVABILITY" $s.disableClusterStateObservability) }}
+{{- range $pair := list (list "BATCH_MAX_DURATION" $s.batchMaxDuration) (list "BATCH_IDLE_DURATION" $s.batchIdleDuration) (list "PREFERENCE_POLICY" $s.preferencePolicy) (list "MIN_VALUES_POLICY" $s.minValuesPolicy) (list "IGNORE_DRA_REQUESTS" $s.ignoreDRARequests) (list "DISABLE_CLUSTER_STATE_OBSERVABILITY" $s.disableClusterStateObservability) }}
 {{- with index $pair 1 }}
 {{- $env = append $env (dict "name" (index $pair 0) "value" (tpl (toString .) $)) }}
 {{- end }}
 {{- end }}
 {{- if eq $provider "aws" }}
+{{- with include "karpy.clusterEndpoint" . }}
+{{- $env = append $env (dict "name" "CLUSTER_ENDPOINT" "value" .) }}
+{{- end }}
+{{- with $s.clusterCABundle }}
+{{- $env = append $env (dict "name" "CLUSTER_CA_BUNDLE" "value" (tpl (toString .) $)) }}
+{{- end }}
 {{- with (.Values.aws).region }}
 {{- $env = append $env (dict "name" "AWS_REGION" "value" (tpl (toString .) $)) }}
 {{- end }}
 {{- with include "karpy.interruptionQueue" . }}
 {{- $env = append $env (dict "name" "INTERRUPTION_QUEUE" "value" .) }}
 {{- end }}
-{{- range $pair := list (list "ISOLATED_VPC" $s.isolatedVPC) (list "EKS_CONTROL_PLANE" $s.eksControlPlane) (list "ENABLE_ZONAL_SHIFT" $s.enableZonalShift) (list "RESERVED_ENIS" $s.reservedENIs) (list "DISABLE_DRY_RUN" $s.disableDryRun) (list "AMI_REFRESH_INTERVAL" $s.amiRefreshInterval) (list "SUBNET_REFRESH_INTERVAL" $s.subnetRefreshInterval) }}
+{{- range $pair := list (list "VM_MEMORY_OVERHEAD_PERCENT" $s.vmMemoryOverheadPercent) (list "ISOLATED_VPC" $s.isolatedVPC) (list "EKS_CONTROL_PLANE" $s.eksControlPlane) (list "ENABLE_ZONAL_SHIFT" $s.enableZonalShift) (list "RESERVED_ENIS" $s.reservedENIs) (list "DISABLE_DRY_RUN" $s.disableDryRun) (list "AMI_REFRESH_INTERVAL" $s.amiRefreshInterval) (list "SUBNET_REFRESH_INTERVAL" $s.subnetRefreshInterval) }}
 {{- with index $pair 1 }}
 {{- $env = append $env (dict "name" (index $pair 0) "value" (tpl (toString .) $)) }}
 {{- end }}
@@ -323,4 +326,36 @@ chart variable that extraEnv or controller.env sets again is left out, so the us
 {{- if not (has (get . "name") $userNames) }}{{ $out = append $out . }}{{ end }}
 {{- end }}
 {{- toJson (concat $out $user) }}
+{{- end }}
+
+{{/*
+Values karpy's controller refuses (karpy_core/settings.py: KarpySettings.REFUSED,
+UNIMPLEMENTED_GATES, AWS_GATES) fail here, naming the value, instead of crash-looping the pods.
+tests/charts/test_helm.py checks this list against the settings module.
+*/}}
+{{- define "karpy.validate" -}}
+{{- $s := .Values.settings }}
+{{- $gates := $s.featureGates | default dict }}
+{{- $refused := list
+  (list "settings.featureGates.spotToSpotConsolidation" (eq (toString $gates.spotToSpotConsolidation) "true") "karpy consolidates spot nodes to on-demand only (no spot-to-spot replacement)")
+  (list "settings.featureGates.nodeOverlay" (eq (toString $gates.nodeOverlay) "true") "karpy does not read NodeOverlay objects")
+  (list "settings.featureGates.staticCapacity" (eq (toString $gates.staticCapacity) "true") "karpy does not provision static-capacity NodePools")
+  (list "settings.featureGates.capacityBuffer" (eq (toString $gates.capacityBuffer) "true") "karpy does not read CapacityBuffer objects")
+  (list "settings.disableClusterStateObservability" (eq (toString $s.disableClusterStateObservability) "true") "karpy always publishes its cluster-state metrics")
+  (list "settings.ignoreDRARequests" (eq (toString $s.ignoreDRARequests) "false") "karpy does not model DRA resource claims (only true is supported)")
+  (list "logErrorOutputPaths" (ne (join "," (.Values.logErrorOutputPaths | default (list "stderr"))) "stderr") "Python's logging reports its own failures on stderr (only [stderr] is supported)")
+}}
+{{- if eq (include "karpy.provider" .) "aws" }}
+{{- $refused = concat $refused (list
+  (list "settings.enableZonalShift" (eq (toString $s.enableZonalShift) "true") "karpy does not read ARC zonal shifts")
+  (list "settings.amiRefreshInterval" (not (has (toString ($s.amiRefreshInterval | default "1m")) (list "1m" "60s" "1m0s"))) "karpy re-resolves AMIs and subnets together every 1m (only 1m is supported)")
+  (list "settings.subnetRefreshInterval" (not (has (toString ($s.subnetRefreshInterval | default "1m")) (list "1m" "60s" "1m0s"))) "karpy re-resolves AMIs and subnets together every 1m (only 1m is supported)")
+  (list "settings.awsFeatureGates.nodeClassCEL" (eq (toString (($s.awsFeatureGates).nodeClassCEL)) "true") "karpy validates EC2NodeClasses with its own models, not CEL")
+) }}
+{{- end }}
+{{- range $refused }}
+{{- if index . 1 }}
+{{- fail (printf "%s: this value is not supported by karpy: %s" (index . 0) (index . 2)) }}
+{{- end }}
+{{- end }}
 {{- end }}
