@@ -370,7 +370,7 @@ async def run_controller(
     from karpy_core.kube.client import AsyncKubeClient
     from karpy_core.operator import Operator
 
-    kube = await AsyncKubeClient.from_config(kubeconfig)
+    kube = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
     try:
         await kube.probe()
         if kwok:
@@ -381,6 +381,9 @@ async def run_controller(
             provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
         provider_options = {**provider_options, "kube": kube}  # NodeClasses (status, drift), Secrets, events
         provider = load_provider(cloud_provider, provider_options)
+        prepare = getattr(provider.plugin, "prepare", None)  # optional: settings a provider discovers (AWS: the endpoint)
+        if prepare is not None:
+            await prepare()
         operator = Operator(kube=kube, provider=provider, settings=settings)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()

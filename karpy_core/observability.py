@@ -87,11 +87,13 @@ class HealthServer:
 
     Args:
         metrics: the registry to expose.
-        ready: callable returning True when the controller is ready (caches synced).
+        ready: callable returning True when the controller is ready (caches synced), or a
+            ``(ready, reason)`` pair whose reason is the 503 answer's body.
         host, port: where to listen (port 0 picks a free port; see :attr:`port` after start).
     """
 
-    def __init__(self, metrics: Metrics, ready: Callable[[], bool], *, host: str = "0.0.0.0", port: int = 8081):
+    def __init__(self, metrics: Metrics, ready: Callable[[], bool | tuple[bool, str]], *, host: str = "0.0.0.0",
+                 port: int = 8081):
         self.metrics = metrics
         self.ready = ready
         self.host = host
@@ -119,7 +121,9 @@ class HealthServer:
         return web.Response(text="ok")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok") if self.ready() else web.Response(status=503, text="not ready")
+        answer = self.ready()
+        ok, why = answer if isinstance(answer, tuple) else (answer, "" if answer else "not ready")
+        return web.Response(text="ok") if ok else web.Response(status=503, text=why or "not ready")
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})

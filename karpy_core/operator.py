@@ -192,8 +192,13 @@ class Operator:
         if error:
             self.metrics.cloudprovider_errors.labels(**labels).inc()
 
-    def ready(self) -> bool:
-        return self.started
+    def ready(self) -> tuple[bool, str]:
+        """``/readyz``: ready once this replica's informer caches have listed every kind and
+        while none of their watches is failing (the API server unreachable, say); a replica
+        waiting for the leader Lease has no caches and is not ready."""
+        if not self.started:
+            return False, "informer caches not started (not leading yet, or still listing)"
+        return self.kube.health()
 
     # ---- wiring -------------------------------------------------------------------------------
     def _on_change(self, kind: str, ev: WatchEvent) -> None:
@@ -439,6 +444,7 @@ class Operator:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self.started = False
             await self.kube.stop()
             self.metrics.leader.set(0)
 

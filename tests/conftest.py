@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# No test may reach the real instance metadata service (169.254.169.254): botocore's region and
+# credential chains stop before it. Tests of the IMDS lookup point AWS_EC2_METADATA_SERVICE_ENDPOINT
+# at a loopback fake and re-enable it with monkeypatch.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 REPO = Path(__file__).resolve().parents[1]
 

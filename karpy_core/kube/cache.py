@@ -72,6 +72,10 @@ class CachedKubeClient:
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._missing: set[str] = set()
+        self._listed: set[str] = set()
+        """Kinds whose initial list arrived (or that the server does not serve)."""
+        self._failing: dict[str, str] = {}
+        """Kinds whose watch failed and has not listed again since, with the error."""
         self._views: dict[str, dict[tuple[str, str], ObjectView]] = {k: {} for k in self.kinds if k in VIEW_KINDS}
 
     def on_change(self, listener: Listener) -> None:
@@ -96,7 +100,27 @@ class CachedKubeClient:
         self._tasks.clear()
 
     def synced(self) -> bool:
+        """Every kind has been through its first list attempt (successful or not)."""
         return bool(self._synced) and all(e.is_set() for e in self._synced.values())
+
+    def health(self) -> tuple[bool, str]:
+        """Readiness of the caches: ``(True, "ok")`` once every kind has listed and while no
+        watch is failing; else ``(False, reason)`` naming the kinds not yet listed or the failing
+        watches and their last error (``/readyz`` shows it). A kind the API server does not serve
+        (its CRD is missing, 404) counts as listed and empty."""
+        if not self._synced:
+            return False, "informer caches not started"
+        waiting = [k for k in self.kinds if k not in self._listed and k not in self._failing]
+        if waiting:
+            return False, f"informer caches not synced: {', '.join(waiting)}"
+        if self._failing:
+            detail = "; ".join(f"{k}: {why}" for k, why in sorted(self._failing.items()))
+            return False, f"watches failing: {detail}"
+        return True, "ok"
+
+    def _failed(self, kind: str, exc: BaseException) -> None:
+        self._failing[kind] = f"{type(exc).__name__}: {exc}"[:300]
+        self._synced[kind].set()  # start() returns; health() stays False until a list succeeds
 
     async def _run(self, kind: str) -> None:
         while True:
@@ -108,6 +132,8 @@ class CachedKubeClient:
                             for key in [k for k in self._store[kind] if k not in seen]:
                                 self._apply(kind, WatchEvent("DELETED", self._store[kind][key]))
                         seen = None
+                        self._listed.add(kind)
+                        self._failing.pop(kind, None)
                         self._synced[kind].set()
                         continue
                     self._missing.discard(kind)
@@ -117,19 +143,22 @@ class CachedKubeClient:
             except asyncio.CancelledError:
                 raise
             except KubeAPIError as exc:
-                self._synced[kind].set()
                 if exc.status == 404:
                     # The kind is not served (its CRD is not installed): nothing to cache; look again later.
+                    self._listed.add(kind)
+                    self._failing.pop(kind, None)
+                    self._synced[kind].set()
                     if kind not in self._missing:
                         log.info("%s is not served by the API server (CRD not installed?); checking again every 30s", kind)
                         self._missing.add(kind)
                     await asyncio.sleep(30.0)
                 else:
-                    log.warning("watch of %s failed: %s; restarting in 1s", kind, exc)
+                    self._failed(kind, exc)
+                    log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": str(exc)})
                     await asyncio.sleep(1.0)
             except Exception as exc:  # keep watching whatever happens
-                log.warning("watch of %s failed: %s; restarting in 1s", kind, exc)
-                self._synced[kind].set()
+                self._failed(kind, exc)
+                log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": f"{type(exc).__name__}: {exc}"})
                 await asyncio.sleep(1.0)
 
     def _apply(self, kind: str, ev: WatchEvent) -> None:

@@ -52,11 +52,13 @@ class AsyncKubeClient:
         self.field_manager = field_manager
 
     @classmethod
-    async def from_config(cls, kubeconfig: str | None = None, context: str | None = None) -> AsyncKubeClient:
+    async def from_config(cls, kubeconfig: str | None = None, context: str | None = None, *,
+                          qps: float | None = None, burst: int | None = None) -> AsyncKubeClient:
         """Connect using a kubeconfig file (``kubeconfig``, else ``$KUBECONFIG``, else
         ``~/.kube/config``), or the in-cluster service account when none of them is given or
         exists and ``$KUBERNETES_SERVICE_HOST`` is set (inside a pod). Nothing is sent yet; see
-        :meth:`probe`.
+        :meth:`probe`. ``qps``/``burst``: a client-side rate limit on every request
+        (:meth:`~karpy_core.kube.transport.Transport.rate_limit`; None: none).
 
         Raises:
             ConfigurationError: the kubeconfig given (argument or ``$KUBECONFIG``) does not exist
@@ -71,7 +73,7 @@ class AsyncKubeClient:
             access = await load_kubeconfig(path, context) if path else load_incluster()
         except (yaml.YAMLError, *_CONFIG_ERRORS) as exc:
             raise _config_error(path, exc) from exc
-        return cls(Transport(access))
+        return cls(Transport(access, qps=qps, burst=burst))
 
     async def probe(self, timeout: float = 10.0) -> str:
         """``GET /version`` once: the server's ``gitVersion``. Called by the CLI before anything

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from aiolimiter import AsyncLimiter
 
 __all__ = ["KubeconfigError", "Transport", "TokenSource", "load_incluster", "load_kubeconfig"]
 
@@ -138,10 +139,26 @@ class Transport:
         access: server, TLS and credentials.
     """
 
-    def __init__(self, access: Access):
+    def __init__(self, access: Access, *, qps: float | None = None, burst: int | None = None):
         self.access = access
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | bool | None = None
+        self.limiter: AsyncLimiter | None = None
+        if qps is not None:
+            self.rate_limit(qps, burst if burst is not None else max(1, int(qps)))
+
+    def rate_limit(self, qps: float, burst: int) -> None:
+        """Limit requests to ``qps`` per second with bursts of ``burst`` (client-go's token bucket,
+        Karpenter ``KUBE_CLIENT_QPS``/``KUBE_CLIENT_BURST``): an aiolimiter leaky bucket of
+        ``burst`` slots draining at ``qps`` per second. Every request waits for a slot before it
+        is sent, watches included (each (re)connection is one request).
+
+        Raises:
+            ValueError: ``qps`` or ``burst`` not positive.
+        """
+        if qps <= 0 or burst <= 0:
+            raise ValueError(f"rate limit needs positive qps and burst, got qps={qps} burst={burst}")
+        self.limiter = AsyncLimiter(burst, burst / qps)
 
     @property
     def server(self) -> str:
@@ -173,6 +190,8 @@ class Transport:
         Raises:
             aiohttp.ClientError, OSError, TimeoutError: the server cannot be reached or did not answer.
         """
+        if self.limiter is not None:
+            await self.limiter.acquire()
         session = self._get_session()
         hdrs = dict(headers or {})
         auth = await self.access.auth.header()

@@ -25,7 +25,7 @@ from karpy_core.redaction import register_secret
 
 __all__ = ["AWSClients", "check_endpoint_url", "pricing_region"]
 
-_SERVICES = ("ec2", "ssm", "iam", "sqs", "pricing")
+_SERVICES = ("ec2", "ssm", "iam", "sqs", "pricing", "eks")
 
 
 def check_endpoint_url(url: str | None) -> str | None:
@@ -59,7 +59,7 @@ def pricing_region(region: str) -> str:
 
 
 class AWSClients:
-    """One aioboto3 session and its clients (``ec2``, ``ssm``, ``iam``, ``sqs``, ``pricing``).
+    """One aioboto3 session and its clients (``ec2``, ``ssm``, ``iam``, ``sqs``, ``pricing``, ``eks``).
 
     Args:
         region: the cluster's region.
@@ -81,7 +81,7 @@ class AWSClients:
         self._config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=60)
 
     async def get(self, service: str) -> Any:
-        """The client for ``service`` (one of ``ec2 ssm iam sqs pricing``)."""
+        """The client for ``service`` (one of ``ec2 ssm iam sqs pricing eks``)."""
         if service not in _SERVICES:
             raise ValueError(f"unknown service {service!r}")
         client = self._clients.get(service)

@@ -14,9 +14,9 @@ class AWSOptions(ProviderOptions):
     """Options of the ``aws`` provider.
 
     Attributes:
-        region: AWS region (required).
+        region: AWS region (default: the SDK's chain, :func:`karpy_aws.region.resolve_region`).
         cluster_name: EKS cluster name (required).
-        cluster_endpoint: API server URL for user data (default ``https://<cluster_name>.invalid``).
+        cluster_endpoint: API server URL for user data (default: EKS DescribeCluster at start).
         endpoint_url: a loopback emulator's URL (moto); never a real endpoint.
         interruption_queue: SQS queue name for interruption events.
         vm_memory_overhead_percent: fraction of memory the hypervisor keeps (0.075).

@@ -28,6 +28,8 @@ Importing this module needs the ``aws`` extra (aioboto3).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,7 @@ from karpy_aws.cache import UnavailableOfferings
 from karpy_aws.clients import AWSClients
 from karpy_aws.create import create_instance
 from karpy_aws.drift import drift_reason
+from karpy_aws.errors import call
 from karpy_aws.events import EventRecorder
 from karpy_aws.instances import PROVIDER_ID_SCHEME, InstanceInventory, parse_provider_id
 from karpy_aws.instancetypes import InstanceTypeData, InstanceTypeProvider
@@ -52,11 +55,12 @@ from karpy_aws.nodeclass import EC2NodeClassController, NodeClassResolver
 from karpy_aws.nodeclasses import NodeClassSource
 from karpy_aws.options import AWSOptions
 from karpy_aws.pricing import PricingProvider
+from karpy_aws.region import resolve_region
 from karpy_aws.tagging import InstanceTagging
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
-from karpy_core.errors import ConfigurationError, NodeClassNotReadyError
+from karpy_core.errors import CloudProviderError, ConfigurationError, NodeClassNotReadyError
 from karpy_core.utils.clock import now_function
 from karpy_core.utils.loops import every
 
@@ -66,6 +70,8 @@ if TYPE_CHECKING:
     from karpy_core.kube.port import KubeClient
 
 __all__ = ["AWSOptions", "AWSProvider", "PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "create_plugin", "parse_provider_id"]
+
+log = logging.getLogger("karpy.aws")
 
 SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [(GROUP, "EC2NodeClass")]
 
@@ -92,6 +98,7 @@ class AWSProvider:
         self.cluster_name = cluster_name
         self.cluster_endpoint = cluster_endpoint
         self.interruption_queue = interruption_queue
+        self._prepare_lock = asyncio.Lock()
         self.nodeclasses: dict[str, EC2NodeClass] = dict(nodeclasses or {})
         self.now = now_function(clock, "aws provider")
         self.security_group_drift = security_group_drift
@@ -113,6 +120,40 @@ class AWSProvider:
         self.launcher = Launcher(clients=self.clients, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint,
                                  ca_bundle=ca_bundle, cluster_cidr=cluster_cidr, unavailable=self.unavailable,
                                  events=self.events, now=self.now)
+
+    async def prepare(self) -> None:
+        """Find what the settings left unset, before the controller starts (the CLI awaits it
+        once; :meth:`karpy_create` too, so a plugin used without the CLI launches the same way):
+        with ``cluster_endpoint`` (``CLUSTER_ENDPOINT``) empty, EKS ``DescribeCluster`` on
+        ``cluster_name`` gives the endpoint, and the CA bundle when ``ca_bundle``
+        (``CLUSTER_CA_BUNDLE``) is empty too (Karpenter ``operator.go`` does the same at start).
+
+        Raises:
+            ConfigurationError: DescribeCluster failed or named no endpoint (the message says to
+                set CLUSTER_ENDPOINT).
+        """
+        if self.cluster_endpoint:
+            return
+        async with self._prepare_lock:
+            if self.cluster_endpoint:
+                return
+            eks = await self.clients.get("eks")
+            try:
+                answer = await call(eks.describe_cluster, "DescribeCluster", subject=f"cluster {self.cluster_name}",
+                                    name=self.cluster_name)
+            except CloudProviderError as exc:
+                raise ConfigurationError(f"aws provider: CLUSTER_ENDPOINT is not set and discovering it failed ({exc}); "
+                                         "set CLUSTER_ENDPOINT (--cluster-endpoint)") from exc
+            cluster = answer.get("cluster") or {}
+            endpoint = str(cluster.get("endpoint") or "")
+            if not endpoint:
+                raise ConfigurationError(f"aws provider: EKS DescribeCluster {self.cluster_name} named no endpoint; "
+                                         "set CLUSTER_ENDPOINT (--cluster-endpoint)")
+            if not self.launcher.ca_bundle:
+                self.launcher.ca_bundle = str((cluster.get("certificateAuthority") or {}).get("data") or "")
+            self.cluster_endpoint = self.launcher.cluster_endpoint = endpoint
+            log.info("discovered the cluster endpoint with EKS DescribeCluster",
+                     extra={"cluster": self.cluster_name, "endpoint": endpoint})
 
     @property
     def kube(self) -> KubeClient | None:
@@ -227,6 +268,7 @@ class AWSProvider:
             InsufficientCapacityError: nothing compatible is available, or every override failed.
             CreateError: bad requirements, or AWS refused the launch (reason = AWS code).
         """
+        await self.prepare()
         return await create_instance(nodeclaim, nodeclasses=self.nodeclass_source, inventory=self.inventory,
                                      launcher=self.launcher)
 
@@ -272,20 +314,24 @@ class AWSProvider:
 def create_plugin(options: Mapping[str, Any] | None = None) -> AWSProvider:
     """Entry-point factory (``karpy.cloudprovider`` group, name ``aws``).
 
-    Options: the fields of :class:`~karpy_aws.options.AWSOptions` - region (required),
-    cluster_name (required), cluster_endpoint (default ``https://<cluster>.invalid``),
+    Options: the fields of :class:`~karpy_aws.options.AWSOptions` - region (default: the SDK's,
+    :func:`karpy_aws.region.resolve_region`), cluster_name (required), cluster_endpoint (default:
+    EKS DescribeCluster, see :meth:`AWSProvider.prepare`),
     endpoint_url (loopback emulator only), interruption_queue, vm_memory_overhead_percent, reserved_enis, kube,
     nodeclasses (``{name: EC2NodeClass}`` when there is no kube client), clock, session,
     kubernetes_version, cluster_cidr, ca_bundle, instance_type_data, dry_run,
     security_group_drift, use_pricing_api.
 
     Raises:
-        ConfigurationError: unknown option, missing region/cluster_name, non-loopback endpoint_url.
+        ConfigurationError: unknown option, no region found, missing cluster_name, non-loopback endpoint_url.
     """
     opts = AWSOptions.parse(options)
+    if not opts.cluster_name:
+        opts.check_required()
+    opts = opts.model_copy(update={"region": resolve_region(opts.region)})
     opts.check_required()
     kwargs = opts.fields_dict()
     nodeclasses = kwargs.pop("nodeclasses", None) or {}
     parsed = {k: v if isinstance(v, EC2NodeClass) else EC2NodeClass.model_validate(v) for k, v in dict(nodeclasses).items()}
-    kwargs["cluster_endpoint"] = opts.cluster_endpoint or f"https://{opts.cluster_name}.invalid"
+    kwargs["cluster_endpoint"] = opts.cluster_endpoint or ""
     return AWSProvider(nodeclasses=parsed, **kwargs)
