@@ -318,3 +318,133 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
     forbidden = [line for line in log.splitlines() if _FORBIDDEN.search(line)]
     assert not forbidden, "403 under the chart's RBAC:\n" + "\n".join(forbidden[:20])
     assert code == 0, f"the controller exited with {code} on SIGTERM:\n{log[-4000:]}"
+
+
+# --- KakaoCloud: the fake OpenAPI server ---------------------------------------------------------------
+
+
+def _kc_nodepool(name: str, label: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {"template": {"metadata": {"labels": {"karpy-e2e": label}}, "spec": {
+            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                             {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m2a.large"]}],
+            "nodeClassRef": {"group": "karpenter.kakaocloud.com", "kind": "KCNodeClass", "name": name},
+        }}, "disruption": {"consolidateAfter": "Never"}},
+    }
+
+
+async def test_chart_deployment_runs_on_kakaocloud(
+    devcluster: Any, admin: AsyncKubeClient, render: Any, release_namespace: str, scratch: Path, tmp_path: Path,  # noqa: F811
+) -> None:
+    from tests.kakaocloud.conftest import keyring_json, secret_obj
+    from tests.kakaocloud.fake_server import FakeKakaoCloud
+    from tests.kakaocloud.test_conformance import NODECLASS
+
+    fake = FakeKakaoCloud()
+    await fake.start()
+    ns, tag = release_namespace, uuid.uuid4().hex[:6]
+    pool, app = f"kc-{tag}", f"kc-{tag}"
+    values = {"cloud": "kakaocloud", "settings": {"clusterName": "demo"},  # the fake's Kubernetes Engine cluster
+              "kakaocloud": {"projectID": "proj-1"},
+              "credentials": {"secretName": "kakaocloud-credentials"}, "sigKey": {"secretName": "karpenter-sigkey"}}
+    objects = render(f"karpy-{tag}", ns, values)
+    container = _controller_container(objects)
+    assert container["args"] == ["--cloud-provider=kakaocloud"]
+    (keyring_mount,) = [m for m in container["volumeMounts"] if m["name"] == "keyring"]
+
+    created: list[str] = []
+    controller: ChartController | None = None
+    kubelet: asyncio.Task[None] | None = None
+    secrets = [secret_obj(ns, "kakaocloud-credentials", {"applicationCredentialId": fake.credential_id,
+                                                          "applicationCredentialSecret": fake.credential_secret,
+                                                          "region": "kr-central-2"}),
+               secret_obj(ns, "karpenter-sigkey", {"keyring.json": keyring_json()})]
+    try:
+        for obj in secrets:  # the user creates them before installing (README)
+            await admin.create("Secret", obj)
+        created = _create_all(devcluster.api, [o for o in objects if o["kind"] in RBAC_KINDS], dry_run=False)
+        (sa,) = [o for o in objects if o["kind"] == "ServiceAccount"]
+        kubeconfig = _token_kubeconfig(devcluster, ns, sa["metadata"]["name"], tmp_path / "sa.kubeconfig")
+        rendered = await _resolve_env(admin, container, ns, f"karpy-{tag}-0")
+        # The keyring Secret volume, as the kubelet mounts it (the key's file under the mount path).
+        mount = tmp_path / "keyring-mount"
+        mount.mkdir()
+        keyring_file = mount / "keyring.json"
+        keyring_file.write_text(base64.b64decode((await admin.get("Secret", "karpenter-sigkey", ns))["data"]["keyring.json"]).decode())
+        assert rendered["KAKAOCLOUD_KEYRING_FILE"] == f"{keyring_mount['mountPath']}/keyring.json"
+        metrics_port, health_port = _free_port(), _free_port()
+        endpoints = ",".join(f"{k}={v}" for k, v in fake.endpoints().items())
+        env = {**rendered, "KUBECONFIG": str(kubeconfig), "METRICS_PORT": str(metrics_port), "HEALTH_PROBE_PORT": str(health_port),
+               "KARPY_HEALTH_HOST": "127.0.0.1", "KAKAOCLOUD_ENDPOINTS": endpoints, "KAKAOCLOUD_KEYRING_FILE": str(keyring_file)}
+        changed = {k for k in env if rendered.get(k) != env[k]}
+        assert changed <= SUBSTITUTED | {"KAKAOCLOUD_ENDPOINTS", "KAKAOCLOUD_KEYRING_FILE"}
+        assert rendered["KAKAOCLOUD_APPLICATION_CREDENTIAL_ID"] == fake.credential_id  # through secretKeyRef
+
+        controller = ChartController(container, env, tmp_path / "controller.log", scratch)
+
+        async def ready() -> bool:
+            controller.alive()
+            return _http(health_port, "/readyz")[0] == 200
+
+        await wait_for(ready, 90, "the controller's /readyz")
+        await admin.create("KCNodeClass", {**NODECLASS, "metadata": {"name": pool}})
+        await admin.create("NodePool", _kc_nodepool(pool, tag))
+        registered: set[str] = set()
+        kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
+        await admin.create("Deployment", deployment(app, tag, 2, cpu="500m"))
+
+        async def provisioned() -> list[dict[str, Any]] | None:
+            controller.alive()
+            assert not kubelet.done() or kubelet.result()
+            return await _running(admin, app, pool, 2)
+
+        pods = await wait_for(provisioned, 180, "2 pods Running on nodes karpy launched in the fake KakaoCloud")
+        claims = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
+        ids = {c["status"]["providerID"].rsplit("/", 1)[-1]: c for c in claims}
+        live = {i["id"]: i for i in fake.live()}
+        assert ids and set(ids) <= set(live)
+        for iid, claim in ids.items():
+            assert live[iid]["status"] == "active"
+            assert live[iid]["flavor"]["name"] == claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m2a.large"
+        assert {p["spec"]["nodeName"] for p in pods} <= {n["metadata"]["name"] for n in await nodes_of(admin, pool)}
+        # kubeadm join: one bootstrap token Secret per node, created under the chart's kube-system Role.
+        tokens = [s for s in await admin.list("Secret", "kube-system") if s.get("type") == "bootstrap.kubernetes.io/token"]
+        assert len(tokens) >= len(ids)
+        status, metrics = _http(metrics_port, "/metrics")
+        assert status == 200 and "karpenter_nodeclaims_created_total" in metrics
+
+        await admin.delete("Deployment", app, "default")
+        for c in claims:
+            await admin.delete("NodeClaim", c["metadata"]["name"])
+
+        async def deleted() -> bool:
+            controller.alive()
+            return not set(ids) & {i["id"] for i in fake.live()} and not await claims_of(admin, pool)
+
+        await wait_for(deleted, 120, "the NodeClaims finalized and their VMs deleted")
+    finally:
+        if kubelet is not None:
+            kubelet.cancel()
+        code = controller.stop() if controller is not None else None
+        if controller is not None:
+            print("--- controller log (tail) ---\n" + controller.log_path.read_text()[-8000:])
+        for cleanup in (lambda: admin.delete("Deployment", app, "default"), lambda: admin.delete("NodePool", pool),
+                        lambda: admin.delete("KCNodeClass", pool)):
+            try:
+                await cleanup()
+            except Exception:
+                pass
+        for obj in secrets:
+            try:
+                await admin.delete("Secret", obj["metadata"]["name"], ns)
+            except Exception:
+                pass
+        for path in reversed(created):
+            _delete(devcluster.api, path)
+        await fake.close()
+    assert controller is not None
+    log = controller.log_path.read_text()
+    forbidden = [line for line in log.splitlines() if _FORBIDDEN.search(line)]
+    assert not forbidden, "403 under the chart's RBAC:\n" + "\n".join(forbidden[:20])
+    assert code == 0, f"the controller exited with {code} on SIGTERM:\n{log[-4000:]}"
