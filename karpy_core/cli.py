@@ -404,6 +404,12 @@ def _opt(*names: str, help: str) -> Any:
     return typer.Option(*names, help=help, show_default=False)
 
 
+def _flag(name: str, *, help: str) -> Any:
+    """A boolean ``karpy controller`` option: ``--name`` / ``--no-name`` (Karpenter's
+    ``--name=true|false`` is rewritten to these by :func:`karpenter_bool_flags`)."""
+    return typer.Option(f"{name}/--no-{name.removeprefix('--')}", help=help, show_default=False)
+
+
 @app.command()
 def controller(
     cloud_provider: Annotated[str | None, _opt("--cloud-provider", help="installed provider plugin [KARPY_CLOUD_PROVIDER]")] = None,
@@ -417,14 +423,14 @@ def controller(
                                        "IMDS); simulated: us-east-1 [KARPY_REGION]")] = None,
     interruption_queue: Annotated[str | None, _opt("--interruption-queue", help="AWS: SQS queue of interruption events "
                                                    "[INTERRUPTION_QUEUE]")] = None,
-    isolated_vpc: Annotated[bool | None, _opt("--isolated-vpc", help="AWS: no Pricing API [ISOLATED_VPC]")] = None,
-    eks_control_plane: Annotated[bool | None, _opt("--eks-control-plane", help="accepted, no effect [EKS_CONTROL_PLANE]")] = None,
+    isolated_vpc: Annotated[bool | None, _flag("--isolated-vpc", help="AWS: no Pricing API [ISOLATED_VPC]")] = None,
+    eks_control_plane: Annotated[bool | None, _flag("--eks-control-plane", help="accepted, no effect [EKS_CONTROL_PLANE]")] = None,
     vm_memory_overhead_percent: Annotated[float | None, _opt("--vm-memory-overhead-percent", help="AWS: fraction of memory the "
                                                              "hypervisor keeps, default 0.075 [VM_MEMORY_OVERHEAD_PERCENT]")]
     = None,
     reserved_enis: Annotated[int | None, _opt("--reserved-enis", help="AWS: ENIs left out of max-pods [RESERVED_ENIS]")] = None,
-    disable_dry_run: Annotated[bool | None, _opt("--disable-dry-run", help="AWS: no dry-run validation [DISABLE_DRY_RUN]")] = None,
-    enable_zonal_shift: Annotated[bool | None, _opt("--enable-zonal-shift", help="refused when true [ENABLE_ZONAL_SHIFT]")] = None,
+    disable_dry_run: Annotated[bool | None, _flag("--disable-dry-run", help="AWS: no dry-run validation [DISABLE_DRY_RUN]")] = None,
+    enable_zonal_shift: Annotated[bool | None, _flag("--enable-zonal-shift", help="refused when true [ENABLE_ZONAL_SHIFT]")] = None,
     ami_refresh_interval: Annotated[str | None, _opt("--ami-refresh-interval", help="only 1m [AMI_REFRESH_INTERVAL]")] = None,
     subnet_refresh_interval: Annotated[str | None, _opt("--subnet-refresh-interval", help="only 1m [SUBNET_REFRESH_INTERVAL]")]
     = None,
@@ -441,14 +447,14 @@ def controller(
     = None,
     kube_client_burst: Annotated[int | None, _opt("--kube-client-burst", help="API request burst, default 300 [KUBE_CLIENT_BURST]")]
     = None,
-    enable_profiling: Annotated[bool | None, _opt("--enable-profiling", help="refused when true [ENABLE_PROFILING]")] = None,
-    disable_controller_warmup: Annotated[bool | None, _opt("--disable-controller-warmup", help="only true [DISABLE_CONTROLLER_WARMUP]")]
+    enable_profiling: Annotated[bool | None, _flag("--enable-profiling", help="refused when true [ENABLE_PROFILING]")] = None,
+    disable_controller_warmup: Annotated[bool | None, _flag("--disable-controller-warmup", help="only true [DISABLE_CONTROLLER_WARMUP]")]
     = None,
-    disable_leader_election: Annotated[bool | None, _opt("--disable-leader-election", help="run without the leader Lease "
+    disable_leader_election: Annotated[bool | None, _flag("--disable-leader-election", help="run without the leader Lease "
                                                          "[DISABLE_LEADER_ELECTION]")] = None,
-    leader_elect: Annotated[bool | None, _opt("--leader-elect/--no-leader-elect", help="the opposite of "
+    leader_elect: Annotated[bool | None, _flag("--leader-elect", help="the opposite of "
                                               "--disable-leader-election (both given: they must agree)")] = None,
-    disable_cluster_state_observability: Annotated[bool | None, _opt(
+    disable_cluster_state_observability: Annotated[bool | None, _flag(
         "--disable-cluster-state-observability", help="refused when true [DISABLE_CLUSTER_STATE_OBSERVABILITY]")] = None,
     leader_election_name: Annotated[str | None, _opt("--leader-election-name", "--lease-name",
                                                      help="leader Lease name, default karpy-leader-election [LEADER_ELECTION_NAME]")]
@@ -459,7 +465,7 @@ def controller(
     memory_limit: Annotated[int | None, _opt("--memory-limit", help="accepted, no effect [MEMORY_LIMIT]")] = None,
     cpu_requests: Annotated[int | None, _opt("--cpu-requests", help="accepted, no effect [CPU_REQUESTS]")] = None,
     log_level: Annotated[str | None, _opt("--log-level", help="debug, info, warning or error [LOG_LEVEL]")] = None,
-    log_output_paths: Annotated[str | None, _opt("--log-output-paths", help="stdout, stderr or files, default stderr "
+    log_output_paths: Annotated[str | None, _opt("--log-output-paths", help="stdout, stderr or files, default stdout "
                                                  "[LOG_OUTPUT_PATHS]")] = None,
     log_error_output_paths: Annotated[str | None, _opt("--log-error-output-paths", help="only stderr [LOG_ERROR_OUTPUT_PATHS]")]
     = None,
@@ -473,20 +479,19 @@ def controller(
                                                     "[BATCH_IDLE_DURATION]")] = None,
     preference_policy: Annotated[str | None, _opt("--preference-policy", help="Respect or Ignore [PREFERENCE_POLICY]")] = None,
     min_values_policy: Annotated[str | None, _opt("--min-values-policy", help="Strict or BestEffort [MIN_VALUES_POLICY]")] = None,
-    ignore_dra_requests: Annotated[bool | None, _opt("--ignore-dra-requests", help="only true [IGNORE_DRA_REQUESTS]")] = None,
+    ignore_dra_requests: Annotated[bool | None, _flag("--ignore-dra-requests", help="only true [IGNORE_DRA_REQUESTS]")] = None,
     feature_gates: Annotated[str | None, _opt("--feature-gates", help="Name=true|false,... [FEATURE_GATES]")] = None,
     scheduler_config: Annotated[str | None, _opt("--scheduler-config", help="refused when set [SCHEDULER_CONFIG]")] = None,
-    node_repair: Annotated[bool | None, _opt("--node-repair/--no-node-repair", help="FEATURE_GATES NodeRepair, default on "
+    node_repair: Annotated[bool | None, _flag("--node-repair", help="FEATURE_GATES NodeRepair, default on "
                                              "[NODE_REPAIR]")] = None,
     instance_types: Annotated[str | None, _opt("--instance-types", help="simulated provider: KWOK-format catalog "
                                                "[KARPY_INSTANCE_TYPES]")] = None,
-    kwok: Annotated[bool | None, _opt("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]
+    kwok: Annotated[bool | None, _flag("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]
     = None,
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease).
 
-    Every setting has Karpenter's environment variable (in brackets) and flag; a flag wins over
-    the environment. README's "Controller settings" lists them.
+    Each setting has Karpenter's environment variable (in brackets) and flag; a flag wins.
     """
     flags = {k: v for k, v in locals().items() if k not in ("kubeconfig", "leader_elect", "namespace")}
     flags["system_namespace"] = namespace
@@ -561,9 +566,47 @@ def providers() -> None:
         typer.echo(name)
 
 
+def karpenter_bool_flags(argv: list[str]) -> list[str]:
+    """Karpenter's boolean flags take ``--flag=true|false`` (Go ``flag.BoolFunc``); rewrite
+    those of ``karpy controller`` to click's ``--flag`` / ``--no-flag`` before parsing. Other
+    arguments are left as they are (a bad value is then click's error)."""
+    if "controller" not in argv:
+        return argv
+    command = typer.main.get_command(app)
+    ctl = getattr(command, "commands", {}).get("controller")
+    pairs: dict[str, tuple[str, str]] = {}
+    for param in getattr(ctl, "params", []):
+        if getattr(param, "is_flag", False) and getattr(param, "secondary_opts", None):
+            for opt in param.opts:
+                pairs[opt] = (opt, param.secondary_opts[0])
+    out = []
+    for arg in argv:
+        name, sep, value = arg.partition("=")
+        if sep and name in pairs and value.lower() in ("true", "false", "1", "0", "t", "f"):
+            out.append(pairs[name][0] if value.lower() in ("true", "1", "t") else pairs[name][1])
+        else:
+            out.append(arg)
+    return out
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. A usage error (an unknown flag, a missing value) is one
+    ``error:`` line on stderr and exit 2, like every other refused setting."""
+    import sys
+
+    from typer.exceptions import TyperException
+
+    try:
+        code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
+    except typer.Abort:
+        sys.exit(130)
+    except TyperException as exc:  # click's UsageError and its kind (typer vendors click)
+        message = getattr(exc, "format_message", None)
+        if message is None:
+            raise
+        typer.echo(f"error: {message()}", err=True)
+        sys.exit(int(getattr(exc, "exit_code", 2) or 2))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

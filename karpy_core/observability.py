@@ -8,26 +8,16 @@ The HTTP server (aiohttp, already a dependency of kubernetes-asyncio) serves ``/
 (liveness: the event loop answers), ``/readyz`` (readiness: informer caches synced) and
 ``/metrics`` (Prometheus text format).
 
-Logs are one JSON object per line (structlog over the standard library ``logging``), with
-``time``, ``level``, ``logger`` and ``message`` keys like Karpenter's zap output, ``extra``
-fields as keys, and ``exception`` (the traceback) for ``log.exception``. Credentials are scrubbed
-from every line (:mod:`karpy_core.redaction`); third-party loggers stay at WARNING unless asked
-for by name.
+Logs: :mod:`karpy_core.logs` (Karpenter's JSON shape; :func:`configure_logging` is re-exported
+here).
 """
 
 from __future__ import annotations
 
-import logging
-import sys
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Callable
 
-import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from structlog.typing import Processor
-
-from karpy_core.redaction import RedactingFilter, redact_processor
 
 __all__ = ["KARPY_LOGGERS", "HealthServer", "Metrics", "configure_logging", "parse_debug_loggers"]
 
@@ -129,105 +119,5 @@ class HealthServer:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-KARPY_LOGGERS = ("karpy", "karpy_core", "karpy_aws", "karpy_kakaocloud")
-"""Logger name roots that follow the configured level; every other logger stays at WARNING."""
-
-
-def parse_debug_loggers(spec: str | Sequence[str] | None) -> dict[str, int]:
-    """``"botocore,httpx=INFO"`` (or a list of such items) -> ``{"botocore": DEBUG, "httpx": INFO}``.
-
-    A bare name means DEBUG; ``name=LEVEL`` takes any ``logging`` level name.
-
-    Raises:
-        ValueError: an unknown level name or an empty logger name.
-    """
-    items = spec.split(",") if isinstance(spec, str) else list(spec or [])
-    out: dict[str, int] = {}
-    for item in items:
-        for part in str(item).split(","):
-            name, _, level = part.strip().partition("=")
-            name = name.strip()
-            if not name and not level:
-                continue
-            value = logging.getLevelName(level.strip().upper() or "DEBUG")
-            if not name or not isinstance(value, int):
-                raise ValueError(f"bad logger spec {part.strip()!r}: want NAME or NAME=LEVEL (DEBUG, INFO, WARNING, ERROR)")
-            out[name] = value
-    return out
-
-
-def configure_logging(
-    level: str = "INFO",
-    *,
-    json_output: bool = True,
-    debug_loggers: str | Sequence[str] | None = None,
-    stream: TextIO | None = None,
-    output_paths: str | None = None,
-) -> None:
-    """Route the standard ``logging`` module through structlog, one JSON object per line on
-    ``stream`` (stderr by default), with credentials scrubbed.
-
-    Args:
-        level: level of karpy's own loggers (:data:`KARPY_LOGGERS`), e.g. ``LOG_LEVEL=debug``.
-        json_output: JSON lines (default) or structlog's console format.
-        debug_loggers: third-party loggers asked for by name (``--log-debug-loggers`` /
-            ``KARPY_LOG_DEBUG_LOGGERS``), see :func:`parse_debug_loggers`. Every other library
-            logger (botocore, urllib3, httpx, httpcore, aiohttp, kubernetes_asyncio...) stays at
-            WARNING whatever ``level`` says: their DEBUG output carries request headers.
-        stream: where to write (tests pass a buffer).
-        output_paths: Karpenter's ``LOG_OUTPUT_PATHS``: comma separated ``stdout``, ``stderr``
-            or file paths (appended to); one handler each. Ignored when ``stream`` is given;
-            neither given: stderr.
-
-    Every line passes :class:`karpy_core.redaction.RedactingFilter` (message, ``extra`` fields,
-    exception text) and :func:`karpy_core.redaction.redact_processor` (the final event dict,
-    tracebacks included), so registered secrets and credential-shaped values are written as
-    ``[REDACTED]`` even from loggers asked for at DEBUG.
-
-    Raises:
-        ValueError: an unknown level name (in ``level`` or ``debug_loggers``).
-    """
-    karpy_level = logging.getLevelName(level.upper())
-    if not isinstance(karpy_level, int):
-        raise ValueError(f"unknown log level {level!r}: want debug, info, warning or error")
-    named = parse_debug_loggers(debug_loggers)
-    shared: list[Processor] = [
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.ExtraAdder(),
-        structlog.processors.TimeStamper(fmt="iso", key="time"),
-    ]
-    renderer = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer(colors=False)
-    formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.StackInfoRenderer(),
-            structlog.processors.format_exc_info,
-            redact_processor,
-            structlog.processors.EventRenamer("message"),
-            renderer,
-        ],
-    )
-    handlers: list[logging.Handler] = []
-    if stream is not None or not output_paths:
-        handlers.append(logging.StreamHandler(stream if stream is not None else sys.stderr))
-    else:
-        for path in (p.strip() for p in output_paths.split(",")):
-            if path in ("stdout", "stderr"):
-                handlers.append(logging.StreamHandler(sys.stdout if path == "stdout" else sys.stderr))
-            elif path:
-                handlers.append(logging.FileHandler(path, encoding="utf-8"))
-    for handler in handlers:
-        handler.setFormatter(formatter)
-        handler.addFilter(RedactingFilter())
-    root = logging.getLogger()
-    for old in root.handlers:
-        if isinstance(old, logging.FileHandler):
-            old.close()
-    root.handlers[:] = handlers
-    root.setLevel(logging.WARNING)
-    for name in KARPY_LOGGERS:
-        logging.getLogger(name).setLevel(karpy_level)
-    for name, value in named.items():
-        logging.getLogger(name).setLevel(value)
+# The logs' configuration lives in karpy_core.logs; these names stay importable from here.
+from karpy_core.logs import KARPY_LOGGERS, configure_logging, parse_debug_loggers  # noqa: E402

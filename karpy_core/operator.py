@@ -39,6 +39,7 @@ from karpy_core.kube.cache import CachedKubeClient
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+from karpy_core.logs import fields, spawn
 from karpy_core.observability import HealthServer, Metrics
 from karpy_core.state.cluster import is_provisionable
 from karpy_core.state.nominations import Nominations, nomination_window
@@ -242,7 +243,7 @@ class Operator:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("controller %s failed a pass; retrying", name)
+                log.exception("reconcile failed; retrying")
                 await asyncio.sleep(1.0)
             timeout = self.settings.resync_seconds
             at = due() if due is not None else None
@@ -280,7 +281,7 @@ class Operator:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("provisioning pass failed; retrying at the next batch")
+            log.exception("provisioning failed; retrying at the next batch")
             await asyncio.sleep(1.0)
             self.batcher.trigger()
             return 0
@@ -295,10 +296,10 @@ class Operator:
             pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool", "")
             self.metrics.nodeclaims_created.labels(reason="provisioning", nodepool=pool, min_values_relaxed="false").inc()
             types = [it.name for it in plan.instance_types[:5]]
-            log.info(
-                "created NodeClaim %s in NodePool %s for %d pod(s) (%d instance types, cheapest: %s)",
-                claim["metadata"]["name"], pool, len(plan.pods), len(plan.instance_types), ", ".join(types),
-            )
+            more = len(plan.instance_types) - len(types)
+            log.info("created nodeclaim", extra=fields(
+                nodeclaim=claim, nodepool=pool, pods=len(plan.pods),
+                **{"instance-types": ", ".join(types) + (f" and {more} other(s)" if more > 0 else "")}))
             await self.events.publish(
                 claim, "Normal", "Provisioned",
                 f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
@@ -378,8 +379,9 @@ class Operator:
                                       "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({expired.reason})")
         for ev in await self.disruption.reconcile():
             if ev.kind in ("disrupt-decided", "disrupt", "disrupt-invalidated"):
-                log.info("disruption %s of %s (%s): %s", ev.kind.removeprefix("disrupt").lstrip("-") or "started", ev.node,
-                         ev.details.get("method", ""), ev.details.get("summary") or ev.reason)
+                log.info(f"disruption {ev.kind.removeprefix('disrupt').lstrip('-') or 'started'}", extra=fields(
+                    node=ev.node, nodeclaim=ev.nodeclaim or None, method=ev.details.get("method") or None,
+                    reason=ev.details.get("summary") or ev.reason))
             if ev.kind == "delete":
                 self.metrics.nodeclaims_disrupted.labels(reason=ev.reason.lower(), nodepool=await self._pool_of(ev.nodeclaim)).inc()
                 await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
@@ -391,7 +393,7 @@ class Operator:
                 await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
                                           "Normal", "DisruptionLaunching", f"Launching NodeClaim: {ev.reason}")
             elif ev.kind == "disrupt-failed":
-                log.warning("disruption of %s abandoned: %s", ev.node, ev.reason)
+                log.warning("disruption abandoned", extra=fields(node=ev.node, nodeclaim=ev.nodeclaim or None, reason=ev.reason))
 
     async def _gc_loop(self) -> None:
         """Garbage collection every 2 minutes (Karpenter's steady cadence), first after 10 s."""
@@ -404,7 +406,7 @@ class Operator:
                     await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": name}},
                                               "Normal", "GarbageCollected", "the instance no longer exists")
                 if leaked:
-                    log.info("terminated %d leaked instance(s): %s", len(leaked), ", ".join(leaked))
+                    log.info("terminated leaked instances", extra={"provider-ids": list(leaked)})
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -423,22 +425,22 @@ class Operator:
         self.started = True
         self.batcher.trigger()  # pending pods that existed before we started
         tasks = [
-            asyncio.create_task(self._provisioning_loop(), name="provisioner"),
-            asyncio.create_task(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
-            asyncio.create_task(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
-            asyncio.create_task(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
-            *([asyncio.create_task(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
-            asyncio.create_task(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
-            asyncio.create_task(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),
-            asyncio.create_task(self._gc_loop(), name="nodeclaim.garbagecollection"),
+            spawn(self._provisioning_loop(), name="provisioner"),
+            spawn(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
+            spawn(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
+            spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            *([spawn(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
+            spawn(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
+            spawn(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),
+            spawn(self._gc_loop(), name="nodeclaim.garbagecollection"),
         ]
         for name, loop in self.provider.controllers():
-            tasks.append(asyncio.create_task(loop(), name=name))
+            tasks.append(spawn(loop(), name=name))
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:
                 if t.exception() is not None:
-                    log.error("controller %s stopped: %r", t.get_name(), t.exception())
+                    log.error("controller stopped", exc_info=t.exception(), extra={"controller": t.get_name()})
                     raise t.exception()  # type: ignore[misc]
         finally:
             for t in tasks:
@@ -454,7 +456,8 @@ class Operator:
         await self.health.start()
         if self.metrics_server is not None:
             await self.metrics_server.start()
-        log.info("health server on %s:%d; cloud provider %s", self.settings.health_host, self.health.port, self.provider.name)
+        log.info("health server started", extra={"address": f"{self.settings.health_host}:{self.health.port}",
+                                                  "cloud-provider": self.provider.name})
         try:
             if not self.settings.leader.enabled:
                 await self._lead()

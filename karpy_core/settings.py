@@ -202,9 +202,8 @@ class KarpySettings(BaseSettings):
                                 karpy="accepted, no effect")
     log_level: str = setting("info", "LOG_LEVEL", "--log-level", "debug, info, warning or error",
                              karpy="warning is accepted too")
-    log_output_paths: str = setting("stderr", "LOG_OUTPUT_PATHS", "--log-output-paths",
-                                    "comma separated: stdout, stderr or file paths",
-                                    karpy="default stderr (Karpenter: stdout)")
+    log_output_paths: str = setting("stdout", "LOG_OUTPUT_PATHS", "--log-output-paths",
+                                    "where log lines go: comma separated stdout, stderr or file paths")
     log_error_output_paths: str = setting("stderr", "LOG_ERROR_OUTPUT_PATHS", "--log-error-output-paths",
                                           "where the logger reports its own failures", karpy="only stderr")
     batch_max_duration: float = setting(10.0, "BATCH_MAX_DURATION", "--batch-max-duration",
@@ -216,7 +215,7 @@ class KarpySettings(BaseSettings):
     ignore_dra_requests: bool = setting(True, "IGNORE_DRA_REQUESTS", "--ignore-dra-requests",
                                         "ignore pods' DRA claims when scheduling", karpy="false is refused")
     feature_gates: str = setting("", "FEATURE_GATES", "--feature-gates",
-                                 "Name=true|false,...: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, "
+                                 "Name=true or false, comma separated: NodeRepair, ReservedCapacity, SpotToSpotConsolidation, "
                                  "NodeOverlay, StaticCapacity, CapacityBuffer",
                                  karpy="NodeRepair defaults to true; unknown names are an error")
     scheduler_config: str = setting("", "SCHEDULER_CONFIG", "--scheduler-config",
@@ -402,8 +401,9 @@ class KarpySettings(BaseSettings):
         """
         aws_only = {"cluster_endpoint": "", "interruption_queue": "", "reserved_enis": 0, "isolated_vpc": False,
                     "disable_dry_run": False, "vm_memory_overhead_percent": 0.075, "cluster_ca_bundle": ""}
+        opts: dict[str, Any] = {}
         if self.cloud_provider == "aws":
-            opts: dict[str, Any] = {
+            opts = {
                 "cluster_name": self.cluster_name,
                 "vm_memory_overhead_percent": self.vm_memory_overhead_percent,
                 "reserved_enis": self.reserved_enis,
@@ -419,14 +419,17 @@ class KarpySettings(BaseSettings):
             if self.interruption_queue:
                 opts["interruption_queue"] = self.interruption_queue
             return opts
+        if self.cloud_provider == "simulated":  # it models EC2 with the AWS catalog's rules
+            for name in ("vm_memory_overhead_percent", "reserved_enis"):
+                if getattr(self, name) != aws_only.pop(name):
+                    opts[name] = getattr(self, name)
         for name, default in aws_only.items():
             if getattr(self, name) != default:
                 raise ConfigurationError(f"{describe(name)} is read by the aws provider only, not by "
                                          f"--cloud-provider {self.cloud_provider}")
-        opts = {}
+        if self.region:
+            opts["region"] = self.region
         if self.cloud_provider == "simulated":
-            if self.region:
-                opts["region"] = self.region
             if self.instance_types:
                 opts["instance_types_file"] = self.instance_types
             return opts
@@ -435,8 +438,6 @@ class KarpySettings(BaseSettings):
                                      f"{self.cloud_provider}")
         if self.cluster_name:
             opts["cluster_name"] = self.cluster_name
-        if self.region:
-            opts["region"] = self.region
         return opts
 
     def accepted_without_effect(self) -> list[str]:

@@ -136,7 +136,8 @@ def test_log_lines_keep_fields_and_tracebacks_and_scrub_them():
     lines = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert [line["message"] for line in lines] == [f"issued {MASK}", "failed"]
     assert lines[0]["expires_at"] == "2026-12-01" and lines[0]["tok"] == MASK
-    assert "Traceback" in lines[1]["exception"] and f"ValueError: bad {MASK}" in lines[1]["exception"]
+    assert "Traceback" in lines[1]["stacktrace"] and f"ValueError: bad {MASK}" in lines[1]["stacktrace"]
+    assert lines[1]["error"] == f"ValueError: bad {MASK}"
     assert "json-line-secret-value" not in buf.getvalue()
 
 

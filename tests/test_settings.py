@@ -3,6 +3,8 @@ refused and accepted settings, and the ``karpy controller`` command line over it
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from typer.testing import CliRunner
 
@@ -27,7 +29,7 @@ KARPENTER = {
     "MEMORY_LIMIT": ("--memory-limit", -1),
     "CPU_REQUESTS": ("--cpu-requests", 1000),
     "LOG_LEVEL": ("--log-level", "info"),
-    "LOG_OUTPUT_PATHS": ("--log-output-paths", None),  # karpy: stderr
+    "LOG_OUTPUT_PATHS": ("--log-output-paths", "stdout"),
     "LOG_ERROR_OUTPUT_PATHS": ("--log-error-output-paths", "stderr"),
     "BATCH_MAX_DURATION": ("--batch-max-duration", 10.0),
     "BATCH_IDLE_DURATION": ("--batch-idle-duration", 1.0),
@@ -153,6 +155,30 @@ def test_controller_settings_and_provider_options() -> None:
                                     "ca_bundle": "Y2E=", "interruption_queue": "q"}
 
 
+def test_catalog_settings_reach_the_simulated_provider_too() -> None:
+    from karpy_core.cloudprovider.provider import load_provider
+
+    opts = load_settings({"cloud_provider": "simulated"}, {"VM_MEMORY_OVERHEAD_PERCENT": "0.2", "RESERVED_ENIS": "1"}).provider_options()
+    assert opts == {"vm_memory_overhead_percent": 0.2, "reserved_enis": 1}
+
+    async def memory_of(options: dict[str, Any]) -> tuple[int, int]:
+        from karpy_core.apis.nodepool import NodePool
+
+        provider = load_provider("simulated", options)
+        pool = NodePool.model_validate({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+                                        "spec": {"template": {"spec": {"nodeClassRef": {
+                                            "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}, "requirements": []}}}})
+        m5 = next(it for it in await provider.get_instance_types(pool) if it.name == "m5.large")
+        return int(m5.capacity["memory"]), int(m5.capacity["pods"])
+
+    import asyncio
+
+    default_mem, default_pods = asyncio.run(memory_of({}))
+    mem, pods = asyncio.run(memory_of(opts))
+    assert mem < default_mem  # 20% of the memory kept back instead of 7.5%
+    assert pods < default_pods  # one ENI fewer in the max-pods formula
+
+
 def test_aws_only_settings_with_another_provider_are_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"INTERRUPTION_QUEUE \(--interruption-queue\) is read by the aws provider only"):
         load_settings({"cloud_provider": "simulated"}, {"INTERRUPTION_QUEUE": "q"}).provider_options()
@@ -192,3 +218,38 @@ def test_controller_requires_a_cloud_provider() -> None:
     result = CliRunner().invoke(app, ["controller"], env={"KARPY_CLOUD_PROVIDER": ""})
     assert result.exit_code == 2
     assert "--cloud-provider (KARPY_CLOUD_PROVIDER) is required" in result.output
+
+
+def test_karpenter_style_bool_flags_are_rewritten() -> None:
+    from karpy_core.cli import karpenter_bool_flags
+
+    argv = ["controller", "--disable-leader-election=true", "--isolated-vpc=false", "--cluster-name=x", "--kwok"]
+    assert karpenter_bool_flags(argv) == ["controller", "--disable-leader-election", "--no-isolated-vpc", "--cluster-name=x",
+                                          "--kwok"]
+    assert karpenter_bool_flags(["simulate", "--isolated-vpc=true"]) == ["simulate", "--isolated-vpc=true"]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["controller", "--cloud-provider", "simulated", "--no-such-flag"], "error: No such option: --no-such-flag"),
+    (["controller", "--cloud-provider", "simulated", "--enable-profiling=true"],
+     "error: ENABLE_PROFILING=true (--enable-profiling): not supported"),
+    (["controller", "--cloud-provider", "simulated", "--metrics-port", "x"], "error: Invalid value for '--metrics-port'"),
+])
+def test_the_console_script_refuses_in_one_line(argv: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "from karpy_core.cli import main; main()", *argv],
+                          capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+
+
+def test_readme_settings_table_lists_every_setting(repo_dir: Any) -> None:
+    text = (repo_dir / "README.md").read_text()
+    section = text.split("### Controller settings", 1)[1].split("\n### ", 1)[0]
+    rows = {line.split("|")[2].strip().strip("`"): line for line in section.splitlines() if line.startswith("| ") and "`" in line}
+    for _, env, flag, _, _, _ in setting_names():
+        assert env in rows, env
+        assert f"`{flag.split('/')[0]}`" in rows[env], flag

@@ -149,7 +149,8 @@ class CachedKubeClient:
                     self._failing.pop(kind, None)
                     self._synced[kind].set()
                     if kind not in self._missing:
-                        log.info("%s is not served by the API server (CRD not installed?); checking again every 30s", kind)
+                        log.info("kind not served by the API server (CRD not installed?); checking again every 30s",
+                                 extra={"kind": kind})
                         self._missing.add(kind)
                     await asyncio.sleep(30.0)
                 else:
@@ -180,7 +181,7 @@ class CachedKubeClient:
             try:
                 listener(kind, ev)
             except Exception:
-                log.exception("listener failed for %s event", kind)
+                log.exception("change listener failed", extra={"kind": kind})
 
     def views(self, kind: str) -> list[ObjectView] | None:
         """Every cached ``kind`` object as its view (built once per watch event), sorted by

@@ -269,7 +269,7 @@ class AsyncKubeClient:
                         known[_key(obj)] = obj
                     yield WatchEvent(etype, obj)
             except _Gone:
-                log.info("watch of %s expired (410 Gone); relisting", kind)
+                log.info("watch expired (410 Gone); relisting", extra={"kind": kind})
                 items, rv = await self.list_with_version(kind)
                 current = {_key(i): i for i in items}
                 for k in sorted(set(known) - set(current)):
@@ -278,7 +278,7 @@ class AsyncKubeClient:
                     yield WatchEvent("ADDED" if k not in known else "MODIFIED", item)
                 known = current
             except (TimeoutError, ConnectionError) as exc:
-                log.info("watch of %s interrupted (%s); reconnecting", kind, exc)
+                log.info("watch interrupted; reconnecting", extra={"kind": kind, "error": exc})
                 await asyncio.sleep(1.0)
 
     async def _watch_once(self, kind: str, rv: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:

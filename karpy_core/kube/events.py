@@ -86,4 +86,5 @@ class EventRecorder:
         try:
             await self.kube.create("Event", event)
         except (KubeAPIError, OSError) as exc:
-            log.warning("could not publish event %s on %s/%s: %s", reason, kind, meta.get("name"), exc)
+            log.warning("could not publish event", extra={"reason": reason, "involvedObject": {"kind": kind, "name": meta.get("name")},
+                                                          "error": exc})

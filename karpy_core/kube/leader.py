@@ -131,7 +131,7 @@ class LeaderElector:
         try:
             return await self._try()
         except (TimeoutError, KubeAPIError, OSError) as exc:
-            log.warning("leader election: lease %s/%s update failed: %s", self.namespace, self.name, exc)
+            log.warning("leader election: lease update failed", extra={"lease": f"{self.namespace}/{self.name}", "error": exc})
             return False
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -143,7 +143,7 @@ class LeaderElector:
         while not await self._attempt():
             await self.clock.sleep(self.retry_period)
         self.is_leader = True
-        log.info("leader election: %s acquired lease %s/%s", self.identity, self.namespace, self.name)
+        log.info("leader election: acquired the lease", extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity})
         work = asyncio.create_task(lead(), name="leader-work")
         last_renew = self.clock.now()
         try:
@@ -156,7 +156,8 @@ class LeaderElector:
                 if await self._attempt():
                     last_renew = self.clock.now()
                 elif self.clock.now() - last_renew > self.renew_deadline:
-                    log.error("leader election: %s lost lease %s/%s", self.identity, self.namespace, self.name)
+                    log.error("leader election: lost the lease",
+                              extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity})
                     break
         finally:
             self.is_leader = False
@@ -179,4 +180,4 @@ class LeaderElector:
             spec["leaseDurationSeconds"] = 1
             await self.kube.replace("Lease", {**lease, "spec": spec})
         except (TimeoutError, KubeAPIError, OSError) as exc:
-            log.warning("leader election: releasing lease failed: %s", exc)
+            log.warning("leader election: releasing the lease failed", extra={"lease": f"{self.namespace}/{self.name}", "error": exc})

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.logs import fields
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints
 
@@ -212,7 +213,7 @@ class PodView:
         got, first = self._parse_info()
         if isinstance(got, ValueError):
             if first:
-                log.warning("pod %s cannot be parsed, left out: %s", self.key, got)
+                log.warning("pod cannot be parsed, left out", extra=fields(pod=self.key, error=got))
             return None
         return got
 

@@ -21,5 +21,5 @@ async def every(seconds: float, name: str, step: Callable[[], Awaitable[Any]]) -
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("%s failed; retrying", name)
+            log.exception("reconcile failed; retrying", extra={"controller": name})
         await asyncio.sleep(seconds)

@@ -80,8 +80,8 @@ async def test_no_aws_credential_in_logs_events_or_metrics_at_debug(plugin_facto
     logs = buf.getvalue()
 
     # the scan is only meaningful if botocore really logged its requests at DEBUG
-    assert '"logger": "botocore.endpoint"' in logs and "Sending http request" in logs
-    assert '"logger": "botocore.auth"' in logs and "CanonicalRequest" in logs
+    assert '"logger":"botocore.endpoint"' in logs and "Sending http request" in logs
+    assert '"logger":"botocore.auth"' in logs and "CanonicalRequest" in logs
     assert "Traceback" in logs or "NodeClaimNotFoundError" in logs
     events = sim.cluster.objects("Event")
     exposition = metrics.render().decode()

@@ -69,7 +69,7 @@ async def test_no_kakaocloud_secret_in_logs_events_or_metrics_at_debug(fake, mak
     logs = buf.getvalue()
 
     assert fake.tokens_issued >= 2
-    assert '"logger": "httpcore.http11"' in logs and '"logger": "httpx"' in logs
+    assert '"logger":"httpcore.http11"' in logs and '"logger":"httpx"' in logs
     assert "Traceback" in logs
     events = sim.cluster.objects("Event")
     assert any(e.get("type") == "Warning" for e in events)

@@ -48,6 +48,7 @@ from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disru
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import fields
 from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
@@ -187,7 +188,7 @@ class Disruption:
                 continue
             hist.append((now, d))
             if debug:
-                log.debug("node %s: %s", d.node, d.text(), extra={"decision": d.to_dict()})
+                log.debug("disruption decision", extra=fields(node=d.node, reason=d.text(), decision=d.to_dict()))
             if len(hist) > 200:
                 del hist[: len(hist) - 200]
 

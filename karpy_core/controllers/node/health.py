@@ -29,6 +29,7 @@ from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import fields
 from karpy_core.utils.clock import Clock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
 
@@ -129,7 +130,8 @@ class NodeRepair:
                     if exc.status == 404:
                         continue
                     raise
-                log.info("repairing node %s: deleting NodeClaim %s (%s)", node["metadata"]["name"], name, why)
+                log.info("repairing node: deleting its nodeclaim", extra=fields(node=node, nodeclaim=name, nodepool=pool or None,
+                                                                               reason=why))
                 events.append(RepairEvent("repair", node["metadata"]["name"], name, pool, why))
         self._blocked = blocked_now
         return events

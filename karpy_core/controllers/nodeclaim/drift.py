@@ -28,6 +28,7 @@ from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.errors import CloudProviderError, KubeAPIError
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import fields
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.state.cluster import condition, is_true
 from karpy_core.state.views import ViewCache
@@ -132,7 +133,7 @@ class NodeClaimDrift:
         try:
             reason = await self.provider.is_drifted(self._views.nodeclaim(nc).model)
         except CloudProviderError as exc:
-            log.warning("NodeClaim %s: drift check failed (%s); keeping the last answer", name, exc)
+            log.warning("drift check failed; keeping the last answer", extra=fields(nodeclaim=name, error=exc))
             return last.reason if last is not None else ""
         self._checks[name] = _ProviderCheck(now, version, reason)
         return reason
@@ -194,5 +195,6 @@ class NodeClaimDrift:
             if exc.status == 404:
                 return None
             raise
-        log.info("NodeClaim %s: %s", name, f"drifted ({reason}): {message}" if reason else "no longer drifted")
+        log.info("nodeclaim drifted" if reason else "nodeclaim no longer drifted",
+                 extra=fields(nodeclaim=name, reason=reason or None, detail=message or None))
         return DriftEvent(kind, name, reason, message)

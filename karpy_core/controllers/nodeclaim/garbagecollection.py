@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from karpy_core.errors import KubeAPIError, NodeClaimNotFoundError
+from karpy_core.logs import fields
 
 if TYPE_CHECKING:
     from karpy_core.cloudprovider.provider import CloudProvider
@@ -72,14 +73,14 @@ async def garbage_collect(
             if skipped is not None:
                 skipped[pid] = reason
             (log.warning if reason == "no-creation-time" else log.info)(
-                "garbage collection leaves unclaimed instance %s (NodeClaim %s) alone: %s",
-                pid, cloud.metadata.name or "?", reason, extra={"providerID": pid, "reason": reason})
+                "garbage collection leaves an unclaimed instance alone",
+                extra=fields(nodeclaim=cloud.metadata.name or None, provider_id=pid, reason=reason))
             continue
         try:
             await provider.delete(cloud)
         except NodeClaimNotFoundError:
             pass  # terminated (or, for a provider that refuses, reported by the provider)
-        log.info("garbage collected leaked instance %s", pid)
+        log.info("garbage collected leaked instance", extra=fields(provider_id=pid))
         done.append(pid)
         for node in await kube.list("Node"):
             if (node.get("spec") or {}).get("providerID") == pid:
@@ -117,7 +118,7 @@ async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider)
         except KubeAPIError as exc:
             if exc.status != 404:
                 raise
-        log.info("garbage collected NodeClaim %s: its instance %s is gone", meta["name"], pid)
+        log.info("garbage collected nodeclaim: its instance is gone", extra=fields(nodeclaim=meta["name"], provider_id=pid))
         done.append(meta["name"])
     return done
 

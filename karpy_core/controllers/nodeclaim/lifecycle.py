@@ -42,6 +42,7 @@ from karpy_core.errors import (
     NodeClassNotReadyError,
 )
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import fields
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.cluster import condition, is_true
 from karpy_core.state.views import ViewCache
@@ -116,7 +117,7 @@ class NodeClaimLifecycle:
             except (KubeAPIError, CloudProviderError, ValueError) as exc:
                 # one NodeClaim's failure must not stall the others; it is retried next pass
                 failures += 1
-                log.warning("NodeClaim %s: %s: %s", nc["metadata"]["name"], type(exc).__name__, exc)
+                log.warning("reconciling nodeclaim failed; retrying", extra=fields(nodeclaim=nc, error=exc))
         if failures:
             events.append(LifecycleEvent("reconcile-failed", "", reason=f"{failures} NodeClaim(s) failed; retrying"))
         self._views.sweep()

@@ -121,7 +121,8 @@ class InterruptionHandler:
             try:
                 parsed = parse_message(msg.get("Body") or "")
             except (ValueError, KeyError, TypeError) as exc:
-                log.warning("interruption queue %s: dropping unparseable message %s: %s", self.queue, msg.get("MessageId"), exc)
+                log.warning("dropping an unparseable interruption message",
+                            extra={"queue": self.queue, "message-id": msg.get("MessageId"), "error": exc})
                 parsed = None
             if parsed is not None:
                 await self.handle(parsed)

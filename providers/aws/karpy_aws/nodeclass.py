@@ -520,7 +520,7 @@ class NodeClassResolver:
                              f"the controller's IAM policy does not allow ec2:RunInstances for this NodeClass ({code}); "
                              f"check ec2:RunInstances/CreateFleet/CreateLaunchTemplate and iam:PassRole")
             else:
-                log.info("RunInstances dry run for EC2NodeClass %s: %s (ignored)", nc.metadata.name, code)
+                log.info("RunInstances dry run answered; ignored", extra={"EC2NodeClass": {"name": nc.metadata.name}, "code": code})
                 step = _Step("True", "ValidationSucceeded", "")
         return self._validated.set(key, step)
 
@@ -582,4 +582,4 @@ class EC2NodeClassController:
         try:
             await self.kube.patch("EC2NodeClass", name, {"status": status}, status=True)
         except KubeAPIError as exc:  # deleted meanwhile
-            log.info("EC2NodeClass %s status not written: %s", name, exc)
+            log.info("EC2NodeClass status not written", extra={"EC2NodeClass": {"name": name}, "error": exc})

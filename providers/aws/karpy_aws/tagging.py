@@ -21,6 +21,7 @@ from karpy_aws.errors import call
 from karpy_aws.instances import parse_provider_id
 from karpy_aws.launch import TAG_CLUSTER_NAME, TAG_NODECLAIM
 from karpy_core.errors import CloudProviderError, KubeAPIError, NodeClaimNotFoundError
+from karpy_core.logs import fields
 from karpy_core.state.cluster import is_true
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ class InstanceTagging:
                 await self._tag(nc, instance_id)
                 await kube.patch("NodeClaim", meta["name"], {"metadata": {"annotations": {ANNOTATION_TAGGED: "true"}}})
             except (CloudProviderError, KubeAPIError) as exc:
-                log.warning("NodeClaim %s: tagging instance %s failed (%s); retrying", meta["name"], instance_id, exc)
+                log.warning("tagging the instance failed; retrying",
+                            extra=fields(nodeclaim=meta["name"], provider_id=status.get("providerID"), node=status.get("nodeName"),
+                                         instance=instance_id, error=exc))
                 continue
             done.append(meta["name"])
         return done

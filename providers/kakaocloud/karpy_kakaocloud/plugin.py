@@ -72,6 +72,7 @@ from karpy_core.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from karpy_core.logs import fields
 from karpy_kakaocloud import bootstrap, ownership
 from karpy_kakaocloud.apis import GROUP, MAX_NODEPOOL_NAME
 from karpy_kakaocloud.client import (
@@ -325,7 +326,7 @@ class KakaoCloudProvider:
         try:
             await write_status(kube, resolved, obj, now)
         except KubeAPIError as exc:
-            log.warning("could not write KCNodeClass %s status: %s", name, exc)
+            log.warning("could not write KCNodeClass status", extra={"KCNodeClass": {"name": name}, "error": exc})
         return resolved
 
     async def reconcile_nodeclass(self, name: str) -> ResolvedNodeClass:
@@ -409,20 +410,23 @@ class KakaoCloudProvider:
         """
         name = nodepool.metadata.name or ""
         if len(name) > MAX_NODEPOOL_NAME:
-            log.warning("NodePool %s: name is %d characters; KakaoCloud NodePools allow at most %d", name, len(name), MAX_NODEPOOL_NAME)
+            log.warning(f"NodePool name is {len(name)} characters; KakaoCloud NodePools allow at most {MAX_NODEPOOL_NAME}",
+                        extra=fields(nodepool=name))
             return []
         ref = nodepool.spec.template.spec.node_class_ref
         if (ref.group, ref.kind) != SUPPORTED_NODE_CLASSES[0]:
-            log.warning("NodePool %s: nodeClassRef %s/%s is not a KCNodeClass", name, ref.group, ref.kind)
+            log.warning("nodeClassRef is not a KCNodeClass",
+                        extra=fields(nodepool=name, nodeClassRef={"group": ref.group, "kind": ref.kind}))
             return []
         await self._ensure()
         try:
             nc = await self._nodeclass(ref.name)
         except NodeClassNotReadyError as exc:
-            log.warning("NodePool %s: %s", name, exc)
+            log.warning("NodeClass not ready", extra=fields(nodepool=name, error=exc))
             return []
         if not nc.ready:
-            log.warning("NodePool %s: KCNodeClass %s is not Ready: %s", name, ref.name, nc.not_ready_message())
+            log.warning("KCNodeClass is not Ready",
+                        extra=fields(nodepool=name, KCNodeClass={"name": ref.name}, reason=nc.not_ready_message()))
             return []
         return await self._instance_types(nc)
 
@@ -514,7 +518,8 @@ class KakaoCloudProvider:
         try:
             await self.client.delete_instance(instance_id)
         except KakaoCloudAPIError as exc:
-            log.error("could not delete VM %s after a failed launch: %s; it stays and is reported unsigned by list", instance_id, exc)
+            log.error("could not delete the VM after a failed launch; it stays and is reported unsigned by list",
+                      extra={"instance": instance_id, "error": exc})
 
     async def _wait_active(self, instance_id: str) -> dict[str, Any]:
         deadline = self._clock() + self.settings.build_timeout
@@ -736,7 +741,7 @@ class KakaoCloudProvider:
         if it is None:
             raise CreateError(f"VM {iid} has flavor {flavor_name!r}, which the KCNodeClass does not offer",
                               condition_reason="UnknownFlavor")
-        log.info("kakaocloud: launched %s VM %s for NodeClaim %s in %s", it.name, iid, claim, zone)
+        log.info("launched VM", extra=fields(nodeclaim=claim, instance=iid, **{"instance-type": it.name, "zone": zone}))
         return self._launched_claim(nodeclaim, it, zone, iid, image_id or (active.get("image") or {}).get("id"))
 
     # ------------------------------------------------------------------ hooks: get / list / delete
@@ -840,7 +845,7 @@ class KakaoCloudProvider:
         iid = str(inst["id"])
         if str(inst.get("status") or "").lower() != "deleting" and not await self.client.delete_instance(iid):
             raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} is gone")
-        log.info("kakaocloud: deleting VM %s of NodeClaim %s", iid, claim)
+        log.info("deleting VM", extra=fields(nodeclaim=claim, instance=iid))
         deadline = self._clock() + self.settings.delete_timeout
         while self._clock() < deadline:
             await self._sleep(self.settings.delete_poll_interval)
