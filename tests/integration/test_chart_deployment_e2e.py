@@ -230,6 +230,14 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
         assert changed <= SUBSTITUTED | {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED"}
         assert rendered["AWS_REGION"] == REGION and rendered["CLUSTER_NAME"] == cluster  # from the values file, unchanged
 
+        # The user's NodeClass and NodePool exist before the install (the EC2NodeClass status loop
+        # then resolves it on its first pass; it repeats every 60 s).
+        await admin.create("EC2NodeClass", {
+            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": pool},
+            "spec": {"role": "KarpenterNodeRole-eks", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
+                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}]}})
+        await admin.create("NodePool", nodepool(pool, tag, types=["m5.large"]))
         controller = ChartController(container, env, tmp_path / "controller.log", scratch)
 
         async def ready() -> bool:
@@ -239,12 +247,13 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
         await wait_for(ready, 90, "the controller's /readyz")
         assert _http(health_port, "/healthz")[0] == 200
 
-        await admin.create("EC2NodeClass", {
-            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": pool},
-            "spec": {"role": "KarpenterNodeRole-eks", "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
-                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}]}})
-        await admin.create("NodePool", nodepool(pool, tag, types=["m5.large"]))
+        async def nodeclass_ready() -> bool:
+            controller.alive()
+            status = (await admin.get("EC2NodeClass", pool)).get("status") or {}
+            return {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready") == "True"
+
+        await wait_for(nodeclass_ready, 90, "the EC2NodeClass status written Ready (nodeclasses/status under the chart's RBAC)")
+
         registered: set[str] = set()
         kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
         await admin.create("Deployment", deployment(app, tag, 2, cpu="500m"))
@@ -289,13 +298,6 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
             return states <= {"shutting-down", "terminated"} and not await claims_of(admin, pool)
 
         await wait_for(terminated, 120, "the NodeClaims finalized and their instances terminated")
-
-        async def nodeclass_ready() -> bool:  # the EC2NodeClass status loop runs every 60 s
-            controller.alive()
-            status = (await admin.get("EC2NodeClass", pool)).get("status") or {}
-            return {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready") == "True"
-
-        await wait_for(nodeclass_ready, 90, "the EC2NodeClass status written Ready (nodeclasses/status under the chart's RBAC)")
     finally:
         if kubelet is not None:
             kubelet.cancel()
