@@ -320,6 +320,7 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
     forbidden = [line for line in log.splitlines() if _FORBIDDEN.search(line)]
     assert not forbidden, "403 under the chart's RBAC:\n" + "\n".join(forbidden[:20])
     assert code == 0, f"the controller exited with {code} on SIGTERM:\n{log[-4000:]}"
+    assert "Unclosed client session" not in log, "the cloud clients were not closed on shutdown"
 
 
 # --- KakaoCloud: the fake OpenAPI server ---------------------------------------------------------------
@@ -450,3 +451,4 @@ async def test_chart_deployment_runs_on_kakaocloud(
     forbidden = [line for line in log.splitlines() if _FORBIDDEN.search(line)]
     assert not forbidden, "403 under the chart's RBAC:\n" + "\n".join(forbidden[:20])
     assert code == 0, f"the controller exited with {code} on SIGTERM:\n{log[-4000:]}"
+    assert "Unclosed client session" not in log, "the cloud clients were not closed on shutdown"
