@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -68,3 +69,18 @@ async def test_no_limit_when_not_configured(server: Server) -> None:
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         Transport(Access(server="http://127.0.0.1:1"), qps=0, burst=1)
+
+
+async def test_from_config_applies_the_settings_limit(tmp_path: Any) -> None:
+    from karpy_core.settings import load_settings
+
+    cs = load_settings({}, {"KUBE_CLIENT_QPS": "5", "KUBE_CLIENT_BURST": "7"}).controller_settings()
+    config = tmp_path / "kubeconfig"
+    config.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+                      "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {}}]\n")
+    kube = await AsyncKubeClient.from_config(str(config), qps=cs.kube_client_qps, burst=cs.kube_client_burst)
+    try:
+        limiter = kube.transport.limiter
+        assert limiter is not None and limiter.max_rate == 7 and limiter.time_period == pytest.approx(7 / 5)
+    finally:
+        await kube.close()
