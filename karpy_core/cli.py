@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from importlib import resources
 from typing import Annotated, Any
@@ -459,6 +460,7 @@ async def run_controller(
 
     serve_plugin_node_classes()  # a plugin's NodeClass kind is read, watched and cached like EC2NodeClass
     kube = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
+    provider = None
     try:
         await kube.probe()
         if kwok:
@@ -483,6 +485,14 @@ async def run_controller(
         except asyncio.CancelledError:
             pass
     finally:
+        # The provider's cloud clients (aiobotocore, httpx) are closed before the loop ends, or
+        # asyncio logs "Unclosed client session" errors on every shutdown.
+        aclose = getattr(getattr(provider, "plugin", None), "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception as exc:  # shutting down: report, never mask the original error
+                logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
         await kube.close()
 
 

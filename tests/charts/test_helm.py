@@ -39,6 +39,13 @@ AWS_VALUES: dict[str, Any] = {
     "serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/KarpyController"}},
     "aws": {"region": "ap-northeast-2", "interruptionQueue": "dev-cluster"},
 }
+AWS_ONLY_ENV = {
+    "CLUSTER_ENDPOINT", "CLUSTER_CA_BUNDLE", "INTERRUPTION_QUEUE", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "ISOLATED_VPC",
+    "EKS_CONTROL_PLANE", "ENABLE_ZONAL_SHIFT", "DISABLE_DRY_RUN", "AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL",
+    "AWS_FEATURE_GATES", "AWS_REGION",
+}
+"""Variables the chart passes to the aws provider only (karpy_core.settings refuses the
+provider-specific ones with any other provider)."""
 KAKAOCLOUD_VALUES: dict[str, Any] = {
     "cloud": "kakaocloud",
     "clusterName": "kc-cluster",
@@ -152,6 +159,11 @@ def _required_terms(deployment: dict[str, Any]) -> list[dict[str, Any]]:
     return affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
 
 
+def _env(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """The container's literal env values by name (valueFrom entries left out)."""
+    return {e["name"]: e["value"] for e in _container(objects)["env"] if "value" in e}
+
+
 def _rules(role: dict[str, Any]) -> list[dict[str, Any]]:
     return role.get("rules") or []
 
@@ -215,13 +227,9 @@ def test_aws_deployment(render: Render) -> None:
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert container["image"] == "karpy-aws:0.1.0"
     assert container["command"] == ["karpy", "controller"]
-    assert container["args"] == [
-        "--cloud-provider=aws",
-        "--cluster-name=dev-cluster",
-        "--metrics-port=8080",
-        "--health-port=8081",
-        "--leader-elect",
-    ]
+    # Every setting travels as the environment variable Karpenter's chart sets; the only
+    # argument is the provider plugin.
+    assert container["args"] == ["--cloud-provider=aws"]
     env = {e["name"]: e for e in container["env"]}
     assert env["SYSTEM_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["CLUSTER_NAME"]["value"] == "dev-cluster"
@@ -229,7 +237,11 @@ def test_aws_deployment(render: Render) -> None:
     assert env["AWS_REGION"]["value"] == "ap-northeast-2"
     assert env["INTERRUPTION_QUEUE"]["value"] == "dev-cluster"
     assert (env["BATCH_IDLE_DURATION"]["value"], env["BATCH_MAX_DURATION"]["value"]) == ("1s", "10s")
-    assert env["NODE_REPAIR"]["value"] == "true"
+    assert (env["METRICS_PORT"]["value"], env["HEALTH_PROBE_PORT"]["value"]) == ("8080", "8081")
+    assert env["FEATURE_GATES"]["value"] == (
+        "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+    )
+    assert "DISABLE_LEADER_ELECTION" not in env and "NODE_REPAIR" not in env
     assert not [name for name in env if name.startswith("KAKAOCLOUD_")]
 
     # Non-root, read-only root filesystem with a writable /tmp.
@@ -250,13 +262,18 @@ def test_aws_deployment(render: Render) -> None:
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
 
-    # Spread across nodes, selecting exactly this Deployment's pods.
-    (spread,) = pod["topologySpreadConstraints"]
-    assert spread["topologyKey"] == "kubernetes.io/hostname"
-    assert spread["labelSelector"] == {"matchLabels": spec["selector"]["matchLabels"]}
+    # Karpenter's defaults: spread across zones and one replica per node, both selecting
+    # exactly this Deployment's pods ...
+    own_pods = {"matchLabels": spec["selector"]["matchLabels"]}
+    assert pod["topologySpreadConstraints"] == [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": own_pods}
+    ]
+    assert pod["affinity"]["podAntiAffinity"] == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": own_pods}]
+    }
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
 
-    # The default affinity keeps the controller off nodes karpy manages.
+    # ... and the default affinity keeps the controller off nodes karpy manages.
     assert _required_terms(deployment) == [{"matchExpressions": [EXCLUDE_MANAGED]}]
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
 
@@ -316,7 +333,13 @@ def test_user_node_affinity_keeps_nodepool_exclusion(render: Render) -> None:
         {"matchFields": fields_term["matchFields"], "matchExpressions": [EXCLUDE_MANAGED]},
     ]
     assert pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == preferred
-    assert pod["affinity"]["podAntiAffinity"] == anti
+    # Helm merges the user's podAntiAffinity into the default one (hostname, given this
+    # Deployment's pod labels); the user's own term keeps its selector.
+    own_pods = {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}
+    assert pod["affinity"]["podAntiAffinity"] == {
+        **anti,
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname", "labelSelector": own_pods}],
+    }
     # seed 000: pin to the eksctl node group through nodeSelector; the default OS selector stays.
     assert pod["nodeSelector"] == {"alpha.eksctl.io/nodegroup-name": "autoscaler-ng", "kubernetes.io/os": "linux"}
 
@@ -348,6 +371,8 @@ def test_affinity_selecting_managed_nodes_is_rejected(template_cmd: Callable[...
 
 def test_exclusion_can_be_switched_off(render: Render) -> None:
     deployment = _one(render(_merge(AWS_VALUES, {"keepOffManagedNodes": False})), "Deployment")
+    assert "nodeAffinity" not in deployment["spec"]["template"]["spec"]["affinity"]
+    deployment = _one(render(_merge(AWS_VALUES, {"keepOffManagedNodes": False, "affinity": {"podAntiAffinity": None}})), "Deployment")
     assert "affinity" not in deployment["spec"]["template"]["spec"]
 
 
@@ -480,13 +505,21 @@ def test_kakaocloud_deployment(render: Render) -> None:
     assert literal == {
         "CLUSTER_NAME",
         "LOG_LEVEL",
+        "LOG_OUTPUT_PATHS",
+        "LOG_ERROR_OUTPUT_PATHS",
+        "METRICS_PORT",
+        "HEALTH_PROBE_PORT",
+        "FEATURE_GATES",
         "BATCH_IDLE_DURATION",
         "BATCH_MAX_DURATION",
-        "NODE_REPAIR",
+        "PREFERENCE_POLICY",
+        "MIN_VALUES_POLICY",
+        "IGNORE_DRA_REQUESTS",
         "KAKAOCLOUD_PROJECT_ID",
         "KAKAOCLOUD_KEYRING_FILE",
     }
-    assert not [name for name in env if name.startswith("AWS_") or name == "INTERRUPTION_QUEUE"]
+    # The AWS-only settings, which karpy refuses for other providers, are not passed.
+    assert not [name for name in env if name.startswith("AWS_") or name in AWS_ONLY_ENV]
     # And no Secret object is rendered: the chart references Secrets the user made, never creates one.
     assert not [o for o in objects if o["kind"] == "Secret"]
 
@@ -535,6 +568,16 @@ def test_kakaocloud_required_values(template_cmd: Callable[..., subprocess.Compl
     [
         ({"cloud": "gcp"}, "value must be one of 'aws', 'kakaocloud'"),
         ({"projectId": "typo"}, "additional properties 'projectId' not allowed"),
+        # A misspelt Karpenter key is named, wherever it is.
+        ({"settings": {"clusterNmae": "x"}}, "additional properties 'clusterNmae' not allowed"),
+        ({"settings": {"featureGates": {"spotToSpot": False}}}, "additional properties 'spotToSpot' not allowed"),
+        ({"controller": {"extraArg": ["--x"]}}, "additional properties 'extraArg' not allowed"),
+        ({"controller": {"metrics": {"prot": 9090}}}, "additional properties 'prot' not allowed"),
+        ({"serviceMonitor": {"relabeling": []}}, "additional properties 'relabeling' not allowed"),
+        ({"webhook": {"enable": True}}, "additional properties 'enable' not allowed"),
+        ({"settings": {"preferencePolicy": "respect"}}, "/settings/preferencePolicy"),
+        ({"settings": {"minValuesPolicy": "Loose"}}, "/settings/minValuesPolicy"),
+        ({"cloudProvider": "Bad Name"}, "/cloudProvider"),
         ({"settings": {"batchIdleDuration": "one second"}}, "/settings/batchIdleDuration"),
         ({"replicas": 2, "leaderElection": {"enabled": False}}, "leaderElection.enabled=false needs replicas: 1"),
     ],
@@ -548,7 +591,7 @@ def test_invalid_values_are_rejected(template_cmd: Callable[..., subprocess.Comp
 def test_single_replica_without_leader_election(render: Render) -> None:
     objects = render(_merge(AWS_VALUES, {"replicas": 1, "leaderElection": {"enabled": False}}))
     assert _one(objects, "Deployment")["spec"]["replicas"] == 1
-    assert _container(objects)["args"][-1] == "--no-leader-elect"
+    assert _env(objects)["DISABLE_LEADER_ELECTION"] == "true"
 
 
 def test_image_overrides(render: Render) -> None:
@@ -557,6 +600,12 @@ def test_image_overrides(render: Render) -> None:
         "123.dkr.ecr.ap-northeast-2.amazonaws.com/karpy-aws:v9"
     )
     assert _container(render(_merge(AWS_VALUES, {"image": {"digest": digest}})))["image"] == f"karpy-aws@{digest}"
+    # Karpenter's controller.image.* wins over image.*.
+    karpenter_image = {"image": {"repository": "old/karpy", "tag": "v1"}, "controller": {"image": {"repository": "reg/karpy-aws", "tag": "v2"}}}
+    assert _container(render(_merge(AWS_VALUES, karpenter_image)))["image"] == "reg/karpy-aws:v2"
+    assert _container(render(_merge(AWS_VALUES, {"controller": {"image": {"digest": digest}}})))["image"] == f"karpy-aws@{digest}"
+    assert _container(render(_merge(AWS_VALUES, {"imagePullPolicy": "Always"})))["imagePullPolicy"] == "Always"
+    assert _container(render(_merge(AWS_VALUES, {"image": {"pullPolicy": "Never"}})))["imagePullPolicy"] == "Never"
 
 
 def test_existing_service_account(render: Render) -> None:
@@ -604,3 +653,391 @@ def test_log_debug_loggers_env_only_when_set(render: Render) -> None:
     assert "KARPY_LOG_DEBUG_LOGGERS" not in env
     env = {e["name"]: e for e in _container(render({**AWS_VALUES, "logDebugLoggers": "botocore,httpx=INFO"}))["env"]}
     assert env["KARPY_LOG_DEBUG_LOGGERS"] == {"name": "KARPY_LOG_DEBUG_LOGGERS", "value": "botocore,httpx=INFO"}
+
+
+# --- a Karpenter 1.x values file, unchanged ---------------------------------------------------
+
+KARPENTER_VALUES_FILE = Path(__file__).with_name("karpenter-values.yaml")
+
+
+def karpenter_values() -> dict[str, Any]:
+    """The Karpenter 1.x values fixture (tests/charts/karpenter-values.yaml) as a dict."""
+    return yaml.safe_load(KARPENTER_VALUES_FILE.read_text())
+
+
+def _notes(helm: str, env: dict[str, str], tmp: Path, values: dict[str, Any]) -> str:
+    """The rendered NOTES.txt. `helm template` skips NOTES and `helm install --dry-run` needs a
+    cluster, so a copy of the chart renders it into a ConfigMap."""
+    chart = tmp / "karpy"
+    if not chart.exists():
+        import shutil
+
+        shutil.copytree(CHART, chart)
+        notes = (chart / "templates" / "NOTES.txt").read_text()
+        (chart / "templates" / "zz-notes.yaml").write_text(
+            '{{- define "test.notes" }}' + notes + "{{ end }}\n"
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
+            '  notes: {{ include "test.notes" . | toJson }}\n'
+        )
+    path = tmp / f"notes-{len(list(tmp.glob('notes-*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(values))
+    proc = _run(helm, env, "template", RELEASE, str(chart), "--namespace", NAMESPACE, "-f", str(path),
+                "--show-only", "templates/zz-notes.yaml")
+    assert proc.returncode == 0, proc.stderr
+    return str(yaml.safe_load(proc.stdout)["data"]["notes"])
+
+
+@pytest.fixture(scope="session")
+def notes(helm: str, helm_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Callable[[dict[str, Any]], str]:
+    tmp = tmp_path_factory.mktemp("notes")
+    return lambda values: _notes(helm, helm_env, tmp, values)
+
+
+def test_karpenter_values_file_renders_unchanged(helm: str, helm_env: dict[str, str]) -> None:
+    """`helm template -f karpenter-values.yaml` with no other value: schema-valid, lint-clean."""
+    proc = _run(helm, helm_env, "lint", "--strict", str(CHART), "-f", str(KARPENTER_VALUES_FILE))
+    assert proc.returncode == 0, f"helm lint failed:\n{proc.stdout}\n{proc.stderr}"
+    proc = _run(helm, helm_env, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(KARPENTER_VALUES_FILE))
+    assert proc.returncode == 0, proc.stderr
+    objects = [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    assert {o["kind"] for o in objects} >= {"Deployment", "ServiceAccount", "ClusterRole", "Role", "PodDisruptionBudget",
+                                           "Service", "ServiceMonitor"}
+
+
+def test_karpenter_values_file_deployment(render: Render) -> None:
+    values = karpenter_values()
+    objects = render(values)
+    deployment = _one(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = _container(objects)
+    own_pods = {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}
+
+    assert container["name"] == "controller"
+    assert container["image"] == "111122223333.dkr.ecr.ap-northeast-2.amazonaws.com/karpy-aws:0.1.0"
+    assert container["args"] == ["--cloud-provider=aws"]
+    env = _env(objects)
+    assert {k: env[k] for k in ("CLUSTER_NAME", "CLUSTER_ENDPOINT", "INTERRUPTION_QUEUE", "AWS_REGION", "MIN_VALUES_POLICY",
+                                "METRICS_PORT", "HEALTH_PROBE_PORT", "LOG_LEVEL", "LOG_OUTPUT_PATHS")} == {
+        "CLUSTER_NAME": "prod",
+        "CLUSTER_ENDPOINT": values["settings"]["clusterEndpoint"],
+        "INTERRUPTION_QUEUE": "Karpenter-prod",
+        "AWS_REGION": "ap-northeast-2",  # from controller.env, as Karpenter's docs set it
+        "MIN_VALUES_POLICY": "BestEffort",
+        "METRICS_PORT": "8080",
+        "HEALTH_PROBE_PORT": "8081",
+        "LOG_LEVEL": "info",
+        "LOG_OUTPUT_PATHS": "stdout",
+    }
+    assert "NodeRepair=true" in env["FEATURE_GATES"].split(",")
+    assert container["resources"] == values["controller"]["resources"]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert mounts["aws-iam-token"]["mountPath"] == "/var/run/secrets/eks.amazonaws.com/serviceaccount"
+    assert {v["name"] for v in pod["volumes"]} == {"tmp", "aws-iam-token"}
+
+    assert pod["serviceAccountName"] == "karpenter"
+    assert pod["terminationGracePeriodSeconds"] == 60
+    assert pod["dnsConfig"] == values["dnsConfig"] and pod["dnsPolicy"] == "ClusterFirst"
+    assert pod["tolerations"] == values["tolerations"]
+    assert deployment["metadata"]["annotations"] == {"platform.example.com/owner": "sre"}
+    assert deployment["spec"]["template"]["metadata"]["labels"]["app.example.com/tier"] == "system"
+    # The user's spread (DoNotSchedule) and anti-affinity, given this Deployment's pod labels; the
+    # node-group term keeps its karpenter.sh/nodepool exclusion.
+    assert pod["topologySpreadConstraints"] == [{**values["topologySpreadConstraints"][0], "labelSelector": own_pods}]
+    assert pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": own_pods}]
+    assert _required_terms(deployment) == values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+
+    sa = _one(objects, "ServiceAccount")
+    assert sa["metadata"]["name"] == "karpenter"
+    assert sa["metadata"]["annotations"] == values["serviceAccount"]["annotations"]
+    assert _one(objects, "PodDisruptionBudget")["metadata"]["name"] == "karpenter"
+    monitor = _one(objects, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["sampleLimit"] == 10000
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["relabelings"] == values["serviceMonitor"]["relabelings"]
+    assert endpoint["metricRelabelings"] == values["serviceMonitor"]["metricRelabelings"]
+    assert endpoint["interval"] == "30s"
+
+
+def test_karpenter_values_file_env_loads_as_controller_settings(render: Render) -> None:
+    """The rendered env, as the kubelet hands it over, is accepted by the controller's settings
+    model: no refused value, no unknown feature gate (the e2e test then runs it)."""
+    from karpy_core.settings import load_settings
+
+    objects = render(karpenter_values())
+    env = {**_env(objects), "SYSTEM_NAMESPACE": NAMESPACE}
+    settings = load_settings({"cloud_provider": _container(objects)["args"][0].split("=", 1)[1]}, env)
+    assert settings.cluster_name == "prod"
+    assert settings.interruption_queue == "Karpenter-prod"
+    assert settings.min_values_policy == "BestEffort"
+    assert (settings.metrics_port, settings.health_probe_port) == (8080, 8081)
+    assert settings.gates().NodeRepair is True
+    assert settings.provider_options()["interruption_queue"] == "Karpenter-prod"
+
+
+@pytest.mark.parametrize("values", [AWS_VALUES, KAKAOCLOUD_VALUES], ids=["aws", "kakaocloud"])
+def test_rendered_env_loads_as_controller_settings(render: Render, values: dict[str, Any]) -> None:
+    from karpy_core.settings import load_settings
+
+    objects = render(values)
+    provider = _container(objects)["args"][0].split("=", 1)[1]
+    settings = load_settings({"cloud_provider": provider}, {**_env(objects), "SYSTEM_NAMESPACE": NAMESPACE})
+    assert settings.cluster_name == values["clusterName"]
+    assert settings.provider_options()["cluster_name"] == values["clusterName"]
+
+
+def test_karpenter_webhook_block_is_ignored_with_a_note(render: Render, notes: Callable[[dict[str, Any]], str]) -> None:
+    values = _merge(karpenter_values(), {"webhook": {"enabled": True}})
+    objects = render(values)
+    assert not [p for p in _container(objects)["ports"] if p["containerPort"] in (8443, 8001)]
+    assert "webhook.* is ignored: karpy has no webhook" in notes(values)
+    assert "webhook" not in notes(karpenter_values())
+
+
+# Each settings.* key (and karpy's older aliases) -> (value set, env var Karpenter's chart sets, its value).
+SETTINGS_ENV: list[tuple[dict[str, Any], str, str]] = [
+    ({"settings": {"clusterName": "c1"}}, "CLUSTER_NAME", "c1"),
+    ({"settings": {"clusterName": "{{ .Release.Name }}-eks"}}, "CLUSTER_NAME", "karpy-eks"),  # tpl, as Karpenter
+    ({"settings": {"clusterEndpoint": "https://api.example"}}, "CLUSTER_ENDPOINT", "https://api.example"),
+    ({"settings": {"clusterCABundle": "LS0tLS1CRUdJTg=="}}, "CLUSTER_CA_BUNDLE", "LS0tLS1CRUdJTg=="),
+    ({"settings": {"interruptionQueue": "q1"}}, "INTERRUPTION_QUEUE", "q1"),
+    ({"settings": {"featureGates": {"nodeRepair": False}}}, "FEATURE_GATES",
+     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"),
+    ({"settings": {"featureGates": {"reservedCapacity": False}}}, "FEATURE_GATES",
+     "ReservedCapacity=false,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"),
+    ({"settings": {"vmMemoryOverheadPercent": 0.1}}, "VM_MEMORY_OVERHEAD_PERCENT", "0.1"),
+    ({"settings": {"reservedENIs": "2"}}, "RESERVED_ENIS", "2"),
+    ({"settings": {"isolatedVPC": True}}, "ISOLATED_VPC", "true"),
+    ({"settings": {"eksControlPlane": True}}, "EKS_CONTROL_PLANE", "true"),
+    ({"settings": {"disableDryRun": True}}, "DISABLE_DRY_RUN", "true"),
+    ({"settings": {"batchMaxDuration": "30s"}}, "BATCH_MAX_DURATION", "30s"),
+    ({"settings": {"batchIdleDuration": "2s"}}, "BATCH_IDLE_DURATION", "2s"),
+    ({"settings": {"preferencePolicy": "Ignore"}}, "PREFERENCE_POLICY", "Ignore"),
+    ({"settings": {"minValuesPolicy": "BestEffort"}}, "MIN_VALUES_POLICY", "BestEffort"),
+    ({"settings": {"ignoreDRARequests": True}}, "IGNORE_DRA_REQUESTS", "true"),
+    ({"settings": {"amiRefreshInterval": "1m"}}, "AMI_REFRESH_INTERVAL", "1m"),
+    ({"settings": {"subnetRefreshInterval": "1m"}}, "SUBNET_REFRESH_INTERVAL", "1m"),
+    ({"settings": {"awsFeatureGates": {"nodeClassCEL": False}}}, "AWS_FEATURE_GATES", "NodeClassCEL=false"),
+    ({"settings": {"kubeClientQPS": 50}}, "KUBE_CLIENT_QPS", "50"),
+    ({"settings": {"kubeClientBurst": 80}}, "KUBE_CLIENT_BURST", "80"),
+    ({"logLevel": "debug"}, "LOG_LEVEL", "debug"),
+    ({"logOutputPaths": ["stdout", "/tmp/karpy.log"]}, "LOG_OUTPUT_PATHS", "stdout,/tmp/karpy.log"),
+    ({"logErrorOutputPaths": ["stderr"]}, "LOG_ERROR_OUTPUT_PATHS", "stderr"),
+    ({"controller": {"metrics": {"port": 9090}}}, "METRICS_PORT", "9090"),
+    ({"controller": {"healthProbe": {"port": 9091}}}, "HEALTH_PROBE_PORT", "9091"),
+    ({"replicas": 1, "leaderElection": {"enabled": False}}, "DISABLE_LEADER_ELECTION", "true"),
+    ({"aws": {"region": "eu-west-1"}}, "AWS_REGION", "eu-west-1"),
+    # karpy's older names
+    ({"clusterName": "old", "settings": {"clusterName": ""}}, "CLUSTER_NAME", "old"),
+    ({"aws": {"interruptionQueue": "old-q"}, "settings": {"interruptionQueue": ""}}, "INTERRUPTION_QUEUE", "old-q"),
+    ({"metricsPort": 9100}, "METRICS_PORT", "9100"),
+    ({"healthPort": 9101}, "HEALTH_PROBE_PORT", "9101"),
+    ({"settings": {"nodeRepair": False}}, "FEATURE_GATES",
+     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"),
+]
+
+
+@pytest.mark.parametrize(("values", "name", "value"), SETTINGS_ENV, ids=[f"{n}-{i}" for i, (_, n, _v) in enumerate(SETTINGS_ENV)])
+def test_each_setting_becomes_karpenters_env_var(render: Render, values: dict[str, Any], name: str, value: str) -> None:
+    base = {**AWS_VALUES, "clusterName": "", "clusterEndpoint": "", "aws": {"region": "ap-northeast-2"},
+            "settings": {"clusterName": "dev-cluster"}}
+    env = _env(render(_merge(base, values)))
+    assert env[name] == value
+
+
+def test_every_settings_key_is_mapped() -> None:
+    """Every key under settings in values.yaml (and the schema) has a row in SETTINGS_ENV."""
+    schema = yaml.safe_load((CHART / "values.schema.json").read_text())
+    keys = set(schema["properties"]["settings"]["properties"])
+    assert keys == set(yaml.safe_load((CHART / "values.yaml").read_text())["settings"])
+    covered = {k for values, _, _ in SETTINGS_ENV for k in values.get("settings", {}) if values["settings"][k] not in ("", None)}
+    # enableZonalShift and disableClusterStateObservability: only their defaults (false) are accepted,
+    # and false is not passed (as in Karpenter's chart); see test_values_the_controller_refuses_fail_the_install.
+    assert keys - covered == {"enableZonalShift", "disableClusterStateObservability"}
+
+
+def test_every_env_var_is_one_the_controller_reads(render: Render) -> None:
+    """The chart passes no variable karpy's settings model (or the provider, or the AWS SDK) does not read."""
+    from karpy_core.settings import setting_names
+
+    read = {env for _, env, *_ in setting_names()} | {"POD_NAME", "AWS_REGION"}
+    read |= {"KAKAOCLOUD_PROJECT_ID", "KAKAOCLOUD_APPLICATION_CREDENTIAL_ID", "KAKAOCLOUD_APPLICATION_CREDENTIAL_SECRET",
+             "KAKAOCLOUD_REGION", "KAKAOCLOUD_KEYRING_FILE"}
+    everything = {**AWS_VALUES, "clusterEndpoint": "", "aws": {"region": "ap-northeast-2"}}
+    for values, _, _ in SETTINGS_ENV:
+        everything = _merge(everything, {"settings": values.get("settings", {})})
+    everything = _merge(everything, {"settings": {"clusterName": ""}})
+    for values in (everything, KAKAOCLOUD_VALUES, karpenter_values(), _merge(AWS_VALUES, {"replicas": 1, "leaderElection": {"enabled": False}})):
+        names = {e["name"] for e in _container(render(values))["env"]} - {"AWS_WEB_IDENTITY_TOKEN_FILE"}  # the fixture's own
+        assert len(names) > 15
+        assert names <= read, f"not read by the controller: {sorted(names - read)}"
+
+
+def test_alias_and_karpenter_name_must_agree(template_cmd: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    proc = template_cmd(_merge(AWS_VALUES, {"settings": {"clusterName": "other"}}))
+    assert proc.returncode != 0
+    assert "settings.clusterName (other) and its alias clusterName (dev-cluster) differ" in proc.stderr
+    proc = template_cmd(_merge(AWS_VALUES, {"settings": {"clusterName": "dev-cluster"}}))
+    assert proc.returncode == 0, proc.stderr
+
+
+def _refused_values() -> list[tuple[dict[str, Any], str]]:
+    return [
+        ({"settings": {"featureGates": {"spotToSpotConsolidation": True}}}, "settings.featureGates.spotToSpotConsolidation"),
+        ({"settings": {"featureGates": {"nodeOverlay": True}}}, "settings.featureGates.nodeOverlay"),
+        ({"settings": {"featureGates": {"staticCapacity": True}}}, "settings.featureGates.staticCapacity"),
+        ({"settings": {"featureGates": {"capacityBuffer": True}}}, "settings.featureGates.capacityBuffer"),
+        ({"settings": {"disableClusterStateObservability": True}}, "settings.disableClusterStateObservability"),
+        ({"settings": {"ignoreDRARequests": False}}, "settings.ignoreDRARequests"),
+        ({"settings": {"enableZonalShift": True}}, "settings.enableZonalShift"),
+        ({"settings": {"amiRefreshInterval": "5m"}}, "settings.amiRefreshInterval"),
+        ({"settings": {"subnetRefreshInterval": "30s"}}, "settings.subnetRefreshInterval"),
+        ({"settings": {"awsFeatureGates": {"nodeClassCEL": True}}}, "settings.awsFeatureGates.nodeClassCEL"),
+        ({"logErrorOutputPaths": ["stdout"]}, "logErrorOutputPaths"),
+    ]
+
+
+@pytest.mark.parametrize(("values", "key"), _refused_values(), ids=[k for _, k in _refused_values()])
+def test_values_the_controller_refuses_fail_the_install(template_cmd: Callable[..., subprocess.CompletedProcess[str]],
+                                                         values: dict[str, Any], key: str) -> None:
+    """A value karpy's controller would refuse at start fails `helm install` instead, naming the key."""
+    proc = template_cmd(_merge(AWS_VALUES, values))
+    assert proc.returncode != 0
+    assert f"{key}: this value is not supported by karpy" in proc.stderr
+
+
+def test_refused_values_match_the_settings_model() -> None:
+    """The chart refuses exactly what karpy_core.settings refuses among the values it maps."""
+    from karpy_core.settings import AWS_GATES, UNIMPLEMENTED_GATES, KarpySettings
+
+    chart_keys = {k for _, k in _refused_values()}
+    gate_keys = {f"settings.featureGates.{g[0].lower()}{g[1:]}" for g in UNIMPLEMENTED_GATES}
+    aws_gate_keys = {f"settings.awsFeatureGates.{g[0].lower()}{g[1:]}" for g in AWS_GATES}
+    # REFUSED fields the chart has a value for (the rest are reachable through controller.env only).
+    mapped = {"disable_cluster_state_observability": "settings.disableClusterStateObservability",
+              "ignore_dra_requests": "settings.ignoreDRARequests", "enable_zonal_shift": "settings.enableZonalShift",
+              "ami_refresh_interval": "settings.amiRefreshInterval", "subnet_refresh_interval": "settings.subnetRefreshInterval",
+              "log_error_output_paths": "logErrorOutputPaths"}
+    unmapped = {"enable_profiling", "disable_controller_warmup", "scheduler_config"}
+    assert set(KarpySettings.REFUSED) == set(mapped) | unmapped
+    assert chart_keys == gate_keys | aws_gate_keys | set(mapped.values())
+
+
+def test_aws_only_settings_are_not_passed_to_other_providers(render: Render, notes: Callable[[dict[str, Any]], str]) -> None:
+    values = _merge(KAKAOCLOUD_VALUES, {"settings": {"interruptionQueue": "q", "isolatedVPC": True, "clusterEndpoint": "https://x"},
+                                        "aws": {"region": "ap-northeast-2"}})
+    env = _env(render(values))
+    assert not set(env) & AWS_ONLY_ENV
+    text = notes(values)
+    assert "settings.clusterEndpoint, settings.interruptionQueue, settings.isolatedVPC, aws.region apply to the aws provider only" in text
+
+
+def test_controller_env_wins_over_the_charts(render: Render) -> None:
+    """A variable set again in extraEnv or controller.env replaces the chart's (one entry, the user's)."""
+    values = _merge(AWS_VALUES, {"extraEnv": [{"name": "LOG_LEVEL", "value": "debug"}],
+                                 "controller": {"env": [{"name": "AWS_REGION", "value": "eu-west-1"}, {"name": "FOO", "value": "1"}],
+                                                "envFrom": [{"configMapRef": {"name": "karpy-env"}}]}})
+    container = _container(render(values))
+    names = [e["name"] for e in container["env"]]
+    assert len(names) == len(set(names)), names
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert (env["LOG_LEVEL"], env["AWS_REGION"], env["FOO"]) == ("debug", "eu-west-1", "1")
+    assert names[-3:] == ["LOG_LEVEL", "AWS_REGION", "FOO"]
+    assert container["envFrom"] == [{"configMapRef": {"name": "karpy-env"}}]
+
+
+def test_extra_args(render: Render) -> None:
+    values = _merge(AWS_VALUES, {"controller": {"extraArgs": ["--leader-election-name=karpy-prod", "--kube-client-qps=50"]}})
+    assert _container(render(values))["args"] == ["--cloud-provider=aws", "--leader-election-name=karpy-prod", "--kube-client-qps=50"]
+
+
+def test_extra_args_are_flags_the_controller_takes(render: Render) -> None:
+    """The rendered command line parses as `karpy controller` arguments (typer), extraArgs included."""
+    import typer.main
+
+    from karpy_core.cli import app
+
+    values = _merge(AWS_VALUES, {"controller": {"extraArgs": ["--leader-election-name=karpy-prod", "--kube-client-qps=50"]}})
+    container = _container(render(values))
+    assert container["command"] == ["karpy", "controller"]
+    command = typer.main.get_command(app)
+    ctx = command.make_context("karpy", ["controller", *container["args"]], resilient_parsing=True)
+    sub = command.get_command(ctx, "controller")  # type: ignore[attr-defined]
+    assert sub is not None
+    parsed = sub.make_context("controller", list(container["args"]))
+    assert parsed.params["cloud_provider"] == "aws"
+    assert parsed.params["leader_election_name"] == "karpy-prod"
+    assert parsed.params["kube_client_qps"] == 50
+
+
+def test_third_party_provider(render: Render, template_cmd: Callable[..., subprocess.CompletedProcess[str]],
+                              notes: Callable[[dict[str, Any]], str]) -> None:
+    values = _merge({"cloud": "aws", "settings": {"clusterName": "c"}}, {
+        "cloudProvider": "example",
+        "nodeClass": {"group": "karpenter.example.com", "resource": "examplenodeclasses"},
+        "controller": {"env": [{"name": "EXAMPLE_ENDPOINT", "value": "https://api.example"}]},
+        "additionalClusterRoleRules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    })
+    objects = render(values)
+    container = _container(objects)
+    assert container["args"] == ["--cloud-provider=example"]
+    assert container["image"] == "karpy-example:0.1.0"
+    env = _env(objects)
+    assert env["CLUSTER_NAME"] == "c" and env["EXAMPLE_ENDPOINT"] == "https://api.example"
+    assert not set(env) & AWS_ONLY_ENV and not [n for n in env if n.startswith("KAKAOCLOUD_")]
+    assert {m["name"] for m in container["volumeMounts"]} == {"tmp"}
+    role = _one(objects, "ClusterRole")
+    assert _allows(role, "karpenter.example.com", "examplenodeclasses", "watch")
+    assert _allows(role, "karpenter.example.com", "examplenodeclasses/status", "patch")
+    assert not [r for r in _rules(role) if set(r["apiGroups"]) & {"karpenter.k8s.aws", "karpenter.kakaocloud.com"}]
+    assert _allows(role, "", "configmaps", "get")
+    # Everything else is the aws grant list minus its NodeClass: the core controllers' needs.
+    core = {r for r in _rendered_rules(render(AWS_VALUES)) if r.group != "karpenter.k8s.aws"}
+    assert core <= _rendered_rules(objects)
+    assert not [o for o in objects if o["metadata"].get("namespace") == "kube-system"]
+    assert "Third-party provider example" in notes(values)
+
+    from karpy_core.settings import load_settings
+
+    assert load_settings({"cloud_provider": "example"}, {**env, "SYSTEM_NAMESPACE": NAMESPACE}).provider_options() == {"cluster_name": "c"}
+
+    # Without its NodeClass kind the chart cannot grant RBAC: an error naming the value.
+    proc = template_cmd({k: v for k, v in values.items() if k != "nodeClass"})
+    assert proc.returncode != 0
+    assert 'nodeClass.group is required for the third-party provider "example"' in proc.stderr
+
+
+def test_cloud_provider_naming_a_builtin_cloud(render: Render) -> None:
+    """cloudProvider: kakaocloud beside the default cloud: aws is the kakaocloud install."""
+    values = {**{k: v for k, v in KAKAOCLOUD_VALUES.items() if k != "cloud"}, "cloudProvider": "kakaocloud"}
+    objects = render(values)
+    assert _container(objects)["args"] == ["--cloud-provider=kakaocloud"]
+    assert "KAKAOCLOUD_PROJECT_ID" in _env(objects)
+
+
+def test_pod_level_karpenter_keys(render: Render) -> None:
+    sidecar = {"name": "log-shipper", "image": "fluent-bit:3", "args": ["-c", "/etc/fb.conf"]}
+    values = _merge(AWS_VALUES, {
+        "hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet", "schedulerName": "custom",
+        "initContainers": [{"name": "wait", "image": "busybox", "command": ["true"]}],
+        "terminationGracePeriodSeconds": None,
+        "extraVolumes": [{"name": "cfg", "configMap": {"name": "fb"}}],
+        "controller": {"containerName": "karpenter", "sidecarContainer": [sidecar],
+                       "extraVolumeMounts": [{"name": "cfg", "mountPath": "/etc/fb"}],
+                       "sidecarVolumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                       "resources": {"requests": {"cpu": "2"}},
+                       "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+    })
+    pod = _one(render(values), "Deployment")["spec"]["template"]["spec"]
+    controller, shipper = pod["containers"]
+    assert controller["name"] == "karpenter"
+    assert controller["resources"] == {"requests": {"cpu": "2"}}
+    assert controller["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert controller["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {m["name"] for m in controller["volumeMounts"]} == {"tmp", "cfg"}
+    assert shipper["name"] == "log-shipper" and shipper["args"] == sidecar["args"]
+    assert shipper["volumeMounts"] == [{"name": "cfg", "mountPath": "/etc/fb"}, {"name": "tmp", "mountPath": "/tmp"}]
+    assert (pod["hostNetwork"], pod["dnsPolicy"], pod["schedulerName"]) == (True, "ClusterFirstWithHostNet", "custom")
+    assert pod["initContainers"][0]["name"] == "wait"
+    assert "terminationGracePeriodSeconds" not in pod

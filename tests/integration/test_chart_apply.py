@@ -32,6 +32,7 @@ pytestmark = pytest.mark.devcluster
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "karpy"
 HELM_SH = REPO / "hack" / "helm.sh"
+KARPENTER_VALUES_FILE = REPO / "tests" / "charts" / "karpenter-values.yaml"
 
 CLOUD_VALUES: dict[str, dict[str, Any]] = {
     "aws": {
@@ -204,6 +205,19 @@ def test_rendered_objects_pass_server_side_dry_run(devcluster: Any, render: Call
     assert err.value.code == 404
 
 
+def test_karpenter_values_file_passes_server_side_dry_run(devcluster: Any, render: Callable[..., list[dict[str, Any]]], namespace: str) -> None:
+    """A Karpenter 1.x values file (tests/charts/karpenter-values.yaml), unchanged, renders objects
+    the API server accepts. The ServiceMonitor needs prometheus-operator's CRD, which this
+    cluster does not serve: it is checked only when served."""
+    values = yaml.safe_load(KARPENTER_VALUES_FILE.read_text())
+    objects = render("karpenter", namespace, values)
+    served = Resources(devcluster.api)
+    monitors = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    assert monitors, "the fixture enables serviceMonitor"
+    objects = [o for o in objects if o["kind"] != "ServiceMonitor" or served.collection(o) is not None]
+    _create_all(devcluster.api, objects, dry_run=True)
+
+
 def test_chart_crds_pass_server_side_dry_run(devcluster: Any, render: Callable[..., list[dict[str, Any]]], namespace: str) -> None:
     """The CRDs the chart installs (copies of crds/, generated from the pydantic models) are
     accepted by the real API server: structural schema, CEL rules compile and fit the cost budget."""
@@ -211,7 +225,27 @@ def test_chart_crds_pass_server_side_dry_run(devcluster: Any, render: Callable[.
     if not crds:
         pytest.skip("NO CRDS IN charts/karpy/crds/ -- CRD dry run NOT RUN (generate crds/ and run charts/sync-crds.sh)")
     assert len(crds) == 4, sorted(c["metadata"]["name"] for c in crds)
-    _create_all(devcluster.api, crds, dry_run=True)
+    # Another test of the session may have installed them already: those are checked as a
+    # dry-run update (PUT at the current resourceVersion) instead of a create.
+    fresh, installed = [], []
+    for crd in crds:
+        try:
+            current = devcluster.api("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+            fresh.append(crd)
+        else:
+            installed.append({**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}})
+    _create_all(devcluster.api, fresh, dry_run=True)
+    rejected = []
+    for crd in installed:
+        name = crd["metadata"]["name"]
+        try:
+            devcluster.api("PUT", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}?fieldValidation=Strict&dryRun=All", crd)
+        except urllib.error.HTTPError as exc:
+            rejected.append(f"{name}: HTTP {exc.code}: {_status_message(exc)}")
+    assert not rejected, "the API server rejected (dry-run update):\n" + "\n".join(rejected)
 
 
 # --- RBAC, as the real authorizer answers -------------------------------------------------------
@@ -342,13 +376,14 @@ def _kwok_node(name: str, labels: dict[str, str], taint_key: str, taint_value: s
 
 @pytest.mark.parametrize("keep_off", [True, False], ids=["default", "control-exclusion-off"])
 def test_scheduler_keeps_controller_off_managed_nodes(devcluster: Any, render: Callable[..., list[dict[str, Any]]], namespace: str, keep_off: bool) -> None:
-    """Two replicas, spread across hostnames (DoNotSchedule), two otherwise identical nodes: with
-    the chart's exclusion both land on the unmanaged node; the control run without it shows the
+    """Two replicas, one per node (the chart's default hostname anti-affinity, as Karpenter's),
+    otherwise identical nodes: with the chart's exclusion they land on the two unmanaged nodes and
+    never on the managed one; the control run without it, with one unmanaged node only, shows the
     scheduler would otherwise put one on the managed node."""
     api = devcluster.api
     suffix = namespace[-8:]
     group_key, taint_key = "karpy.test/node-group", "karpy.test/chart"
-    free, managed = f"chart-free-{suffix}", f"chart-managed-{suffix}"
+    free, free2, managed = f"chart-free-{suffix}", f"chart-free2-{suffix}", f"chart-managed-{suffix}"
     # Both nodes are in the user's node group (nodeSelector and the user's own affinity term
     # match both); only the chart's karpenter.sh/nodepool exclusion tells them apart.
     values = {
@@ -369,10 +404,13 @@ def test_scheduler_keeps_controller_off_managed_nodes(devcluster: Any, render: C
         _kwok_node(free, {group_key: suffix}, taint_key, suffix),
         _kwok_node(managed, {group_key: suffix, "karpenter.sh/nodepool": "default", "karpenter.sh/registered": "true"}, taint_key, suffix),
     ]
+    if keep_off:
+        nodes.append(_kwok_node(free2, {group_key: suffix}, taint_key, suffix))
+    names = [n["metadata"]["name"] for n in nodes]
     try:
         for node in nodes:
             api("POST", "/api/v1/nodes", node)
-        for name in (free, managed):
+        for name in names:
             _wait_for(
                 f"kwok to mark {name} Ready and lift the not-ready taint",
                 lambda name=name: (n := api("GET", f"/api/v1/nodes/{name}"))
@@ -391,7 +429,7 @@ def test_scheduler_keeps_controller_off_managed_nodes(devcluster: Any, render: C
         if not keep_off:
             assert sorted(p["spec"]["nodeName"] for p in pods) == sorted([free, managed])
             return
-        assert sorted(p["spec"]["nodeName"] for p in pods) == [free, free]
+        assert sorted(p["spec"]["nodeName"] for p in pods) == sorted([free, free2])
         terms = pods[0]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         assert terms == [
             {
@@ -404,5 +442,5 @@ def test_scheduler_keeps_controller_off_managed_nodes(devcluster: Any, render: C
         assert pods[0]["spec"]["priority"] == 2000000000  # system-cluster-critical resolved by admission
     finally:
         _delete(api, f"/apis/apps/v1/namespaces/{namespace}/deployments/karpy-{suffix}")
-        for name in (free, managed):
+        for name in names:
             _delete(api, f"/api/v1/nodes/{name}")

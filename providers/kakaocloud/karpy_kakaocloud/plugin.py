@@ -99,7 +99,7 @@ from karpy_kakaocloud.nodeclass import ResolvedNodeClass, resolve, write_status
 from karpy_kakaocloud.options import KakaoCloudOptions
 from karpy_kakaocloud.ownership import NONCE_ANNOTATION, Ownership, Verdict
 from karpy_kakaocloud.pricing import PriceTable
-from karpy_kakaocloud.settings import KakaoCloudSettings
+from karpy_kakaocloud.settings import KakaoCloudSettings, endpoints_from_env
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -544,14 +544,40 @@ class KakaoCloudProvider:
             await self._sleep(self.settings.build_poll_interval)
 
     async def _ca_hash(self) -> str:
+        """The kubeadm ``--discovery-token-ca-cert-hash`` of the cluster CA: ``cluster_ca_pem``,
+        else ``cluster_ca_file`` (the service account's ``ca.crt`` in a pod), else, when that
+        default file is absent, the CA the controller's own kube client trusts (Karpenter's
+        ``CLUSTER_CA_BUNDLE`` default: "taken from the controller's TLS configuration").
+
+        Raises:
+            CreateError: ``ClusterCAUnavailable``, no CA from any of these.
+        """
         pem = self._ca_pem
         if pem is None:
             try:
                 pem = Path(self._ca_file).read_text()
             except OSError as exc:
-                raise CreateError(f"cannot read the cluster CA {self._ca_file}: {exc.strerror}",
-                                  condition_reason="ClusterCAUnavailable") from None
+                pem = self._kube_client_ca() if self._ca_file == DEFAULT_CA_FILE else None
+                if pem is None:
+                    raise CreateError(f"cannot read the cluster CA {self._ca_file}: {exc.strerror}",
+                                      condition_reason="ClusterCAUnavailable") from None
         return bootstrap.ca_cert_hash(pem)
+
+    def _kube_client_ca(self) -> str | None:
+        """PEM of the CA the KubeClient verifies the API server with (kubeconfig
+        ``certificate-authority(-data)``), or None (in-memory client, no CA configured)."""
+        access = getattr(getattr(self.kube, "transport", None), "access", None)
+        if access is None:
+            return None
+        if getattr(access, "ca_data", None):
+            return str(access.ca_data)
+        ca_file = getattr(access, "ca_file", None)
+        if ca_file:
+            try:
+                return Path(ca_file).read_text()
+            except OSError:
+                return None
+        return None
 
     async def _admit(self, nodeclaim: NodeClaim) -> ResolvedNodeClass:
         """The checks before any launch: name lengths, credentials, a Ready KCNodeClass.
@@ -869,11 +895,12 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> KakaoCloudProvide
     * ``price_table`` (:class:`PriceTable`) or ``price_table_file`` (CSV/YAML).
     * ``cluster_ca_pem`` or ``cluster_ca_file`` (the service account ``ca.crt``).
     * ``settings`` (:class:`KakaoCloudSettings`) or any of its fields (``endpoints``,
-      ``backoff_base``, ``delete_poll_interval``...).
+      ``backoff_base``, ``delete_poll_interval``...). Without ``endpoints``, env
+      ``KAKAOCLOUD_ENDPOINTS`` (loopback emulators only, :func:`~karpy_kakaocloud.settings.endpoints_from_env`).
     * ``max_pods``, ``sleep``, ``clock``, ``transport`` (httpx transport, tests).
 
     Raises:
-        ConfigurationError: unknown option, no cluster name, unreadable price table.
+        ConfigurationError: unknown option, no cluster name, unreadable price table, a bad ``KAKAOCLOUD_ENDPOINTS``.
     """
     opts = KakaoCloudOptions.parse(options)
     kwargs: dict[str, Any] = {}
@@ -881,5 +908,8 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> KakaoCloudProvide
                  "cluster_ca_pem", "cluster_ca_file", "cluster_uid", "max_pods", "sleep", "clock", "transport"):
         if name in opts.model_fields_set and getattr(opts, name) is not None:
             kwargs[name] = getattr(opts, name)
-    return KakaoCloudProvider(cluster_name=opts.resolved_cluster_name(), settings=opts.resolved_settings(),
+    settings = opts.resolved_settings()
+    if not settings.endpoints:
+        settings.endpoints = endpoints_from_env()
+    return KakaoCloudProvider(cluster_name=opts.resolved_cluster_name(), settings=settings,
                               price_table=opts.resolved_price_table(), **kwargs)

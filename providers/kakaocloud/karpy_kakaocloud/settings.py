@@ -3,9 +3,16 @@ tests run in milliseconds; the defaults follow the reference (``reference/kakaoc
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlparse
 
-__all__ = ["DEFAULT_ENDPOINTS", "SERVICES", "KakaoCloudSettings"]
+from karpy_core.errors import ConfigurationError
+
+__all__ = ["DEFAULT_ENDPOINTS", "ENV_ENDPOINTS", "SERVICES", "KakaoCloudSettings", "endpoints_from_env"]
 
 SERVICES = ("iam", "bcs", "vpc", "network", "image", "volume", "kubernetes_engine")
 
@@ -20,6 +27,42 @@ DEFAULT_ENDPOINTS: dict[str, str] = {
 }
 """Base URLs per service (reference §0, [SDK] defaults); ``{region}`` is filled in. Paths
 (``/identity/v3/...``, ``/api/v1/...``) are appended to these."""
+
+ENV_ENDPOINTS = "KAKAOCLOUD_ENDPOINTS"
+"""Environment variable with service URL overrides for a local emulator, ``service=url,...``
+(e.g. ``iam=http://127.0.0.1:8080/iam,bcs=http://127.0.0.1:8080/bcs``); read when the options
+give no ``endpoints``."""
+
+
+def endpoints_from_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Service URL overrides from :data:`ENV_ENDPOINTS` (empty when unset).
+
+    Only loopback URLs (``localhost``, 127.0.0.0/8, ::1) are accepted: the override exists for
+    emulators, and a typo must not send the application credential to a stranger (the AWS
+    provider's ``endpoint_url`` has the same rule).
+
+    Raises:
+        ConfigurationError: an item without ``=``, an unknown service, or a non-loopback URL.
+    """
+    text = (os.environ if env is None else env).get(ENV_ENDPOINTS, "")
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        service, sep, url = item.partition("=")
+        service, url = service.strip(), url.strip()
+        if not sep or service not in SERVICES:
+            raise ConfigurationError(f"{ENV_ENDPOINTS}: {item!r} is not SERVICE=URL with SERVICE one of {', '.join(SERVICES)}")
+        host = urlparse(url).hostname or ""
+        loopback = host == "localhost"
+        if not loopback:
+            with contextlib.suppress(ValueError):
+                loopback = ipaddress.ip_address(host).is_loopback
+        if not loopback or urlparse(url).scheme not in ("http", "https"):
+            raise ConfigurationError(f"{ENV_ENDPOINTS}: {service} must be an http(s) URL on a loopback address (a local emulator), "
+                                     f"got host {host!r}")
+        out[service] = url
+    return out
 
 
 @dataclass
