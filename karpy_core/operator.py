@@ -25,13 +25,14 @@ from pydantic import BaseModel, Field
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
-from karpy_core.controllers.nodepool_status import NodePoolStatus
+from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.errors import KubeAPIError
@@ -88,6 +89,18 @@ class ControllerSettings(BaseModel):
     node_repair: bool = Field(True, description="Replace nodes failing the provider's repair policies (Karpenter's NodeRepair gate).")
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
+
+
+def launched_message(details: dict[str, Any]) -> str:
+    """The ``Launched`` event's text: ``Launched <type> (<capacity type>) in <zone>, providerID <id>``
+    from the lifecycle's launch details (parts that are unknown are left out)."""
+    parts = [details.get("instanceType") or "an instance"]
+    if details.get("capacityType"):
+        parts.append(f"({details['capacityType']})")
+    if details.get("zone"):
+        parts.append(f"in {details['zone']}")
+    text = "Launched " + " ".join(parts)
+    return text + (f", providerID {details['providerID']}" if details.get("providerID") else "")
 
 
 async def wait_event(event: asyncio.Event, timeout: float) -> bool:
@@ -165,13 +178,16 @@ class Operator:
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
                                        min_values_policy=self.settings.min_values_policy, nominations=self.nominations,
                                        clock=self.clock)
-        self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
-        self.termination = NodeTermination(kube=self.kube, clock=self.clock)
-        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations)
+        self.registration = RegistrationHealth()
+        self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock, events=self.events,
+                                            registration=self.registration)
+        self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
+        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
+                                     events=self.events)
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics)
+        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, metrics=self.metrics, registration=self.registration)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
@@ -297,23 +313,28 @@ class Operator:
                 f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
             )
             for pod in plan.pods[:50]:
-                await self.events.publish(
+                await self.events.record(karpenter_events.nominate_pod(
                     {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
-                    "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}",
-                )
+                    nodeclaim=claim["metadata"]["name"]))
+        for key, node in sorted(result.results.existing.items())[:100]:
+            info = result.pods.get(key)
+            ns, _, name = key.partition("/")
+            await self.events.record(karpenter_events.nominate_pod(
+                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns, "uid": info.uid if info else None}},
+                node=node))
         for key, reason in sorted(result.results.errors.items())[:100]:
             ns, _, name = key.partition("/")
-            await self.events.publish(
-                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}},
-                "Warning", "FailedScheduling", f"karpy: {reason}",
-            )
+            await self.events.record(karpenter_events.pod_failed_to_schedule(
+                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}}, str(reason)))
+        for pool in result.no_instance_types:
+            await self.events.record(karpenter_events.no_compatible_instance_types(pool))
         return result.pending
 
     async def _lifecycle_step(self) -> None:
         for ev in await self.lifecycle.reconcile():
             nc = {"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}}
             if ev.kind == "launch":
-                await self.events.publish(nc, "Normal", "Launched", f"launched {ev.details}")
+                await self.events.publish(nc, "Normal", "Launched", launched_message(ev.details))
             elif ev.kind == "register":
                 self.metrics.nodes_created.labels(nodepool=ev.details.get("nodepool", "")).inc()
                 await self.events.publish(nc, "Normal", "Registered", f"Node {ev.node} registered")
@@ -368,21 +389,16 @@ class Operator:
         for expired in await self.expiration.reconcile():
             self.metrics.nodeclaims_disrupted.labels(reason="expired", nodepool=await self._pool_of(expired.nodeclaim)).inc()
             await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": expired.nodeclaim}},
-                                      "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({expired.reason})")
+                                      "Normal", "DisruptionTerminating", "Disrupting NodeClaim: Expired")
         for ev in await self.disruption.reconcile():
             if ev.kind in ("disrupt-decided", "disrupt", "disrupt-invalidated"):
                 log.info("disruption %s of %s (%s): %s", ev.kind.removeprefix("disrupt").lstrip("-") or "started", ev.node,
                          ev.details.get("method", ""), ev.details.get("summary") or ev.reason)
             if ev.kind == "delete":
                 self.metrics.nodeclaims_disrupted.labels(reason=ev.reason.lower(), nodepool=await self._pool_of(ev.nodeclaim)).inc()
-                await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
-                                          "Normal", "DisruptionTerminating",
-                                          f"Disrupting NodeClaim: {ev.reason} ({ev.details.get('method', '')})")
             elif ev.kind == "replacement-create":
                 self.metrics.nodeclaims_created.labels(reason=ev.reason.lower(), nodepool=ev.details.get("nodepool", ""),
                                                        min_values_relaxed="false").inc()
-                await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
-                                          "Normal", "DisruptionLaunching", f"Launching NodeClaim: {ev.reason}")
             elif ev.kind == "disrupt-failed":
                 log.warning("disruption of %s abandoned: %s", ev.node, ev.reason)
 

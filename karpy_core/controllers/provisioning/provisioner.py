@@ -60,6 +60,16 @@ class ProvisioningResult:
     pending: int = 0
     pods: dict[str, PodInfo] = field(default_factory=dict)
     """The pending pods of this pass, by ``namespace/name``."""
+    no_instance_types: list[dict[str, Any]] = field(default_factory=list)
+    """Ready NodePools whose requirements leave no instance type with an available offering
+    (Karpenter's ``NoCompatibleInstanceTypes`` event)."""
+
+
+def has_compatible_instance_type(template: NodePoolTemplate) -> bool:
+    """True when some instance type of ``template`` satisfies its requirements and has an
+    available offering they allow (Karpenter ``scheduling/scheduler.go`` ``filterInstanceTypesByRequirements``)."""
+    return any(it.requirements.intersects(template.requirements) and it.compatible_offerings(template.requirements)
+               for it in template.instance_types)
 
 
 async def build_scheduler(
@@ -192,9 +202,10 @@ class Provisioner:
                 pods.append(apply_volume_requirements(info, terms, why))
             except (QuantityError, ValueError) as exc:
                 bad[p.key] = f"invalid pod: {exc}"
-        scheduler, _ = await build_scheduler(
+        scheduler, templates = await build_scheduler(
             snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy
         )
+        result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
         results = scheduler.solve(pods)
         results.errors.update(bad)
         result.results = results
