@@ -96,7 +96,12 @@ class NodePoolStatus:
 
     name = "nodepool.status"
 
-    def __init__(self, *, kube: KubeClient, clock: Clock, metrics: Any = None, registration: RegistrationHealth | None = None):
+    def __init__(self, *, kube: KubeClient, clock: Clock, metrics: Any = None, registration: RegistrationHealth | None = None,
+                 unreported_is_ready: bool = False):
+        """``unreported_is_ready``: a NodeClass without a ``Ready`` condition counts as Ready (the
+        simulator, which runs no provider's NodeClass status controller); Karpenter's rule, and the
+        default, is ``NodeClassReadinessUnknown``."""
+        self.unreported_is_ready = unreported_is_ready
         self.kube = kube
         self.clock = clock
         self.metrics = metrics
@@ -179,6 +184,8 @@ class NodePoolStatus:
         if obj["metadata"].get("deletionTimestamp"):
             return False, "NodeClassTerminating", "NodeClass is Terminating", gen
         c = condition(obj, "Ready")
+        if c is None and self.unreported_is_ready:
+            return True, "NodeClassReady", "", gen
         if c is None or c.get("status") not in ("True", "False"):
             return False, "NodeClassReadinessUnknown", "Node Class Readiness Unknown", gen
         if c.get("status") == "False":

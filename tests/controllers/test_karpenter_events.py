@@ -215,3 +215,20 @@ async def test_nodeclass_ready_for_missing_unknown_and_unserved_kinds():
     await status.reconcile()
     assert condition(cluster.peek("NodePool", "missing"), "NodeClassReady")["status"] == "True"
     assert condition(cluster.peek("NodePool", "missing"), "Ready")["status"] == "True"
+
+
+def test_nodeclaim_carries_the_nodeclass_label():
+    """nodeclaimtemplate.go: ``<group>/<kind lower-cased>: <name>`` on every NodeClaim (and so its Node)."""
+    from karpy_core.apis.labels import nodeclass_label_key
+    from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
+    from karpy_core.scheduling.pod import pod_info
+    from karpy_core.scheduling.scheduler import Scheduler
+    from karpy_core.scheduling.template import template_from_nodepool
+    from tests.scheduling.helpers import pod as sched_pod
+
+    assert nodeclass_label_key("karpenter.k8s.aws", "EC2NodeClass") == "karpenter.k8s.aws/ec2nodeclass"
+    assert nodeclass_label_key("karpenter.kakaocloud.com", "KCNodeClass") == "karpenter.kakaocloud.com/kcnodeclass"
+    pool = nodepool()
+    results = Scheduler([template_from_nodepool(pool, TYPES["default"])], [], []).solve([pod_info(sched_pod("p"))])
+    claim = nodeclaim_from_plan(results.new_claims[0])
+    assert claim["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == "default"

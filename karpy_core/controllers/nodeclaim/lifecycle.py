@@ -38,6 +38,7 @@ from karpy_core.apis.labels import (
     LABEL_NODEPOOL,
     LABEL_REGISTERED,
     TAINT_UNREGISTERED,
+    nodeclass_label_key,
 )
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
@@ -176,8 +177,20 @@ class NodeClaimLifecycle:
         if node is not None and not is_true(nc, "Initialized"):
             return await self._initialize(nc, node)
         if node is not None:
+            await self._hydrate(nc, node)
             await self._check_consistency(nc, node, now)
         return []
+
+    async def _hydrate(self, nc: dict[str, Any], node: dict[str, Any]) -> None:
+        """Karpenter's hydration controllers: a NodeClaim and Node made before the NodeClass label
+        existed get ``<group>/<kind lower-cased>: <NodeClass name>``."""
+        ref = (nc.get("spec") or {}).get("nodeClassRef") or {}
+        if not (ref.get("group") and ref.get("kind") and ref.get("name")):
+            return
+        key, value = nodeclass_label_key(str(ref["group"]), str(ref["kind"])), str(ref["name"])
+        for kind, obj in (("NodeClaim", nc), ("Node", node)):
+            if (obj["metadata"].get("labels") or {}).get(key) != value:
+                await self.kube.patch(kind, obj["metadata"]["name"], {"metadata": {"labels": {key: value}}})
 
     def _record(self, nc: dict[str, Any], ok: bool) -> None:
         pool = (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")

@@ -22,6 +22,7 @@ from karpy_core.apis.labels import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     LABEL_NODEPOOL,
+    nodeclass_label_key,
 )
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
@@ -128,6 +129,9 @@ def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = 
     tspec = tmpl.get("spec") or {}
     labels = dict(tmeta.get("labels") or {})
     labels[LABEL_NODEPOOL] = plan.nodepool
+    ref = tspec.get("nodeClassRef") or {}
+    if ref.get("group") and ref.get("kind") and ref.get("name"):
+        labels[nodeclass_label_key(str(ref["group"]), str(ref["kind"]))] = str(ref["name"])
     annotations = dict(tmeta.get("annotations") or {})
     annotations[ANNOTATION_NODEPOOL_HASH] = nodepool.hash if nodepool is not None else nodepool_hash(np_obj)
     annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
