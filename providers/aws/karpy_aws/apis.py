@@ -172,7 +172,8 @@ class AMISelectorTerm(KubeModel):
     ``tags``/``name``/``owner``/``ssmParameter`` (ANDed)."""
 
     alias: Annotated[Str, AfterValidator(_check_alias)] | None = None
-    """A family@version shorthand for the AMIs AWS publishes for EKS, e.g. al2023@latest or bottlerocket@v1.20.0; it also sets the AMI family. Cannot be combined with other terms or fields."""
+    """A family@version shorthand for the AMIs AWS publishes for EKS, e.g. al2023@latest or bottlerocket@v1.20.0;
+    it also sets the AMI family. Cannot be combined with other terms or fields."""
     tags: SelectorTags | None = None
     """Tags an AMI must carry, all of them; a value of * matches any value of the key."""
     id: Annotated[Str, _pattern(r"ami-[0-9a-z]+", "an AMI id (ami-...)")] | None = None
@@ -259,7 +260,8 @@ class KubeletConfiguration(KubeModel):
     system_reserved: Annotated[dict[Str, Quantity], AfterValidator(_check_reserved)] | None = None
     """Resources (cpu, memory, ephemeral-storage, pid) held back for the operating system's daemons, taken off the node's allocatable."""
     kube_reserved: Annotated[dict[Str, Quantity], AfterValidator(_check_reserved)] | None = None
-    """Resources (cpu, memory, ephemeral-storage, pid) held back for Kubernetes' own daemons, taken off the node's allocatable; default computed from the instance size."""
+    """Resources (cpu, memory, ephemeral-storage, pid) held back for Kubernetes' own daemons, taken off the
+    node's allocatable; default computed from the instance size."""
     eviction_hard: Annotated[dict[Str, Str], AfterValidator(_check_eviction)] | None = None
     """Signals and thresholds (e.g. memory.available: 5%) at which the kubelet evicts pods at once."""
     eviction_soft: Annotated[dict[Str, Str], AfterValidator(_check_eviction)] | None = None
@@ -379,11 +381,13 @@ class EC2NodeClassSpec(KubeModel):
     associate_public_ip_address: Bool | None = Field(default=None, alias="associatePublicIPAddress")
     """Whether nodes get a public IPv4 address; unset: the subnet's own setting decides."""
     ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
-    """How the machine images nodes boot are found: AMIs matching any term are candidates, the newest compatible one is used per architecture. 1 to 30 terms."""
+    """How the machine images nodes boot are found: AMIs matching any term are candidates, the newest compatible
+    one is used per architecture. 1 to 30 terms."""
     ami_family: (
         Literal["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"] | None
     ) = None
-    """The bootstrap format of the AMIs (AL2, AL2023, Bottlerocket, Windows2019/2022/2025, or Custom to pass userData as is); implied by an alias term."""
+    """The bootstrap format of the AMIs (AL2, AL2023, Bottlerocket, Windows2019/2022/2025, or Custom to pass
+    userData as is); implied by an alias term."""
     user_data: Str | None = None
     """Extra user data merged with (or, for Custom, used instead of) the bootstrap script karpy generates for the AMI family."""
     role: Str | None = Field(default=None, min_length=1)
@@ -391,13 +395,15 @@ class EC2NodeClassSpec(KubeModel):
     instance_profile: Str | None = Field(default=None, min_length=1)
     """An existing IAM instance profile nodes run with, instead of a managed one from role."""
     tags: Annotated[dict[Str, Str], AfterValidator(_check_tags)] = Field(default_factory=dict)
-    """Tags put on the instances, volumes, network interfaces and launch templates made for nodes; keys in the kubernetes.io, karpenter.sh and karpenter.k8s.aws domains are reserved."""
+    """Tags put on the instances, volumes, network interfaces and launch templates made for nodes; keys in the
+    kubernetes.io, karpenter.sh and karpenter.k8s.aws domains are reserved."""
     kubelet: KubeletConfiguration | None = None
     """Settings passed to the kubelet of every node."""
     block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
     """The volumes attached to each instance; unset: the AMI family's default root volume."""
     instance_store_policy: Literal["RAID0"] | None = None
-    """What to do with the instance-store disks of types that have them: RAID0 stripes them into one volume used for the kubelet's and containers' storage."""
+    """What to do with the instance-store disks of types that have them: RAID0 stripes them into one volume used
+    for the kubelet's and containers' storage."""
     detailed_monitoring: Bool | None = None
     """Whether EC2 detailed (one-minute) CloudWatch monitoring is on for the instances."""
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions)
@@ -525,7 +531,8 @@ class EC2NodeClassStatus(KubeModel):
     instance_profile: Str | None = None
     """The instance profile nodes launch with (the managed one for role, or instanceProfile)."""
     conditions: list[Condition] = Field(default_factory=list)
-    """The NodeClass's state: SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady, ValidationSucceeded and Ready; only a Ready NodeClass launches nodes."""
+    """The NodeClass's state: SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
+    ValidationSucceeded and Ready; only a Ready NodeClass launches nodes."""
 
 
 class EC2NodeClass(KubeObject):
