@@ -85,7 +85,8 @@ PERMISSIONS: tuple[Permission, ...] = (
                "informer cache; provisioner, disruption, drift, nodepool.status",
                "NodePools are the templates every decision starts from"),
     Permission("karpenter.sh", "nodepools/status", ("patch",), "nodepool.status",
-               "resources, node count and the Ready/NodeClassReady conditions of each NodePool"),
+               "resources, node count and the ValidationSucceeded/NodeClassReady/NodeRegistrationHealthy/Ready "
+               "conditions of each NodePool"),
     Permission("karpenter.sh", "nodepools/finalizers", ("update",), "provisioner, disruption (replacements)",
                "a NodeClaim's owner reference to its NodePool sets blockOwnerDeletion (Karpenter does too); "
                "OwnerReferencesPermissionEnforcement admits that only with update on the owner's finalizers"),
@@ -94,8 +95,9 @@ PERMISSIONS: tuple[Permission, ...] = (
                "AWS interruption and tagging",
                "karpy creates a NodeClaim per launch, adds and removes its termination finalizer and annotations, "
                "and deletes it to disrupt, expire, repair or garbage-collect the node"),
-    Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption",
-               "Launched/Registered/Initialized/Ready/Drifted/DisruptionReason conditions, providerID, lastPodEventTime"),
+    Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption, node.termination",
+               "Launched/Registered/Initialized/Ready/Drifted/DisruptionReason/Consolidatable/Drained/InstanceTerminating/"
+               "ConsistentStateFound conditions, providerID, lastPodEventTime"),
     Permission("karpenter.k8s.aws", "ec2nodeclasses", ("get", "list", "watch"), "informer cache; EC2NodeClass controller, drift",
                "the launch settings of each NodeClaim and the NodeClass drift hash", clouds=_AWS),
     Permission("karpenter.k8s.aws", "ec2nodeclasses/status", ("patch",), "EC2NodeClass controller",

@@ -232,3 +232,27 @@ def test_nodeclaim_carries_the_nodeclass_label():
     results = Scheduler([template_from_nodepool(pool, TYPES["default"])], [], []).solve([pod_info(sched_pod("p"))])
     claim = nodeclaim_from_plan(results.new_claims[0])
     assert claim["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == "default"
+
+
+async def test_registration_without_the_unregistered_taint_is_reported_and_recorded():
+    """registration.go: a Node without karpenter.sh/unregistered:NoExecute gets an UnregisteredTaintMissing
+    event on its NodeClaim; the registration counts for NodeRegistrationHealthy."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    claim = {"metadata": {"name": "c1", "uid": "u-c1", "labels": {"karpenter.sh/nodepool": "default"},
+                          "finalizers": ["karpenter.sh/termination"]},
+             "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}},
+             "status": {"providerID": "fake:///c1", "conditions": [{"type": "Launched", "status": "True", "reason": "Launched",
+                                                                      "lastTransitionTime": iso(NOW)}]}}
+    cluster.create_sync("NodeClaim", claim)
+    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {}}, "spec": {"providerID": "fake:///c1"}, "status": {}})
+    health = RegistrationHealth()
+    rec = EventRecorder(cluster, clock)
+    await NodeClaimLifecycle(kube=cluster, provider=load_provider("simulated", {}), clock=clock, events=rec,
+                             registration=health).reconcile()
+    await NodeClaimLifecycle(kube=cluster, provider=load_provider("simulated", {}), clock=clock, events=rec,
+                             registration=health).reconcile()  # the next pass labels claim and node
+    missing = events_of(cluster, "UnregisteredTaintMissing")
+    assert len(missing) == 1 and missing[0]["involvedObject"]["name"] == "c1" and missing[0]["type"] == "Warning"
+    assert cluster.peek("Node", "n1")["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == "d"
+    assert health.status("default") == ("True", "NodeRegistrationHealthy", "")

@@ -174,10 +174,11 @@ class NodeClaimLifecycle:
                                            details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
                 return []
             return await self._register(nc, node)
+        if node is not None:
+            await self._hydrate(nc, node)
         if node is not None and not is_true(nc, "Initialized"):
             return await self._initialize(nc, node)
         if node is not None:
-            await self._hydrate(nc, node)
             await self._check_consistency(nc, node, now)
         return []
 
@@ -288,6 +289,13 @@ class NodeClaimLifecycle:
         name = nc["metadata"]["name"]
         node_name = node["metadata"]["name"]
         spec = nc.get("spec") or {}
+        node_taints = (node.get("spec") or {}).get("taints") or []
+        if LABEL_REGISTERED not in (node["metadata"].get("labels") or {}) and not any(
+                t.get("key") == TAINT_UNREGISTERED and t.get("effect") == "NoExecute" for t in node_taints):
+            log.error("NodeClaim %s: Node %s registered without the %s:NoExecute taint that prevents registration races",
+                      name, node_name, TAINT_UNREGISTERED)
+            if self.events is not None:
+                await self.events.record(karpenter_events.unregistered_taint_missing(nc))
         labels = dict(node["metadata"].get("labels") or {})
         labels.update(nc["metadata"].get("labels") or {})
         labels[LABEL_REGISTERED] = "true"
