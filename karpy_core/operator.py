@@ -27,7 +27,7 @@ from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.disruption import Disruption, Expiration
-from karpy_core.controllers.node.health import NodeRepair
+from karpy_core.controllers.node.health import UNHEALTHY_THRESHOLD_PERCENT, NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
@@ -380,6 +380,11 @@ class Operator:
             else:
                 await self.events.publish({"kind": "NodePool", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodepool}},
                                           "Warning", "NodeRepairBlocked", ev.reason)
+                for node in filter(None, ev.node.split(",")):  # Karpenter's, on each unhealthy Node (node/health/events.go)
+                    await self.events.record(*karpenter_events.node_repair_blocked(
+                        {"kind": "Node", "metadata": {"name": node}}, None,
+                        {"kind": "NodePool", "metadata": {"name": ev.nodepool}},
+                        f"more than {UNHEALTHY_THRESHOLD_PERCENT}% nodes are unhealthy in the nodepool"))
 
     async def _disruption_step(self) -> None:
         """Expiration, then one disruption pass (polled every ``resync_seconds``, 10 s by default,

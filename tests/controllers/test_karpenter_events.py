@@ -256,3 +256,41 @@ async def test_registration_without_the_unregistered_taint_is_reported_and_recor
     assert len(missing) == 1 and missing[0]["involvedObject"]["name"] == "c1" and missing[0]["type"] == "Warning"
     assert cluster.peek("Node", "n1")["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == "d"
     assert health.status("default") == ("True", "NodeRegistrationHealthy", "")
+
+
+async def test_provisioning_publishes_no_compatible_instance_types_and_failed_scheduling():
+    """scheduling/scheduler.go and provisioner.go: a Ready pool whose requirements leave no
+    instance type, and a pod no pool can serve."""
+    from karpy_core.operator import Operator
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = nodepool(requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["no-such-type"]}])
+    pool["metadata"]["uid"] = "u-pool"
+    cluster.create_sync("NodePool", pool)
+    waiting = pod("web", None)
+    waiting["spec"].pop("nodeName")
+    waiting["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    cluster.create_sync("Pod", waiting)
+    op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
+    op.provisioner.kube = cluster  # no informer cache in a unit test
+    assert await op._provision_once() == 1
+    nct = events_of(cluster, "NoCompatibleInstanceTypes")
+    assert len(nct) == 1 and nct[0]["involvedObject"]["kind"] == "NodePool" and nct[0]["type"] == "Warning"
+    assert nct[0]["message"] == "NodePool requirements filtered out all compatible available instance types"
+    failed = events_of(cluster, "FailedScheduling")
+    assert len(failed) == 1 and failed[0]["involvedObject"]["name"] == "web"
+    assert failed[0]["message"].startswith("Failed to schedule pod, ")
+    await op._provision_once()  # deduplicated: 1 minute for the NodePool, 5 for the pod
+    assert len(events_of(cluster, "NoCompatibleInstanceTypes")) == 1 and len(events_of(cluster, "FailedScheduling")) == 1
+
+
+def test_node_repair_blocked_is_on_the_node_keyed_by_each_object():
+    from karpy_core.controllers import events as ev
+
+    node = {"metadata": {"name": "n1", "uid": "u-n1"}}
+    evs = ev.node_repair_blocked(node, {"metadata": {"name": "c1", "uid": "u-c1"}}, {"metadata": {"name": "p", "uid": "u-p"}},
+                                 "more than 20% nodes are unhealthy in the nodepool")
+    assert [e.involved["kind"] for e in evs] == ["Node"] * 3
+    assert [e.dedupe_values for e in evs] == [("u-n1",), ("u-c1",), ("u-p",)]
+    assert {(e.reason, e.type, e.dedupe_timeout) for e in evs} == {("NodeRepairBlocked", "Warning", 900.0)}
