@@ -127,6 +127,9 @@ PERMISSIONS: tuple[Permission, ...] = (
                "node affinity of bound volumes"),
     Permission("storage.k8s.io", "storageclasses", ("list",), "provisioner, disruption (snapshot)",
                "allowed topologies and binding mode of unbound claims"),
+    Permission("storage.k8s.io", "volumeattachments", ("list",), "node.termination",
+               "a drained Node is let go once its volumes are detached (or its terminationGracePeriod is over), "
+               "so stateful pods can attach them elsewhere"),
     Permission("apps", "daemonsets", ("list", "watch"), "informer cache; provisioner, disruption",
                "DaemonSet overhead on every new node"),
     Permission("policy", "poddisruptionbudgets", ("list", "watch"), "informer cache; disruption",

@@ -294,3 +294,29 @@ def test_node_repair_blocked_is_on_the_node_keyed_by_each_object():
     assert [e.involved["kind"] for e in evs] == ["Node"] * 3
     assert [e.dedupe_values for e in evs] == [("u-n1",), ("u-c1",), ("u-p",)]
     assert {(e.reason, e.type, e.dedupe_timeout) for e in evs} == {("NodeRepairBlocked", "Warning", 900.0)}
+
+
+async def test_termination_waits_for_volume_attachments_then_sets_volumes_detached():
+    """termination/controller.go awaitVolumeDetachment: a drained Node stays until its
+    VolumeAttachments are gone (AwaitingVolumeDetachment), then VolumesDetached=True."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, claim = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    cluster.create_sync("VolumeAttachment", {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va-1"},
+                                             "spec": {"nodeName": "a", "attacher": "ebs.csi.aws.com",
+                                                      "source": {"persistentVolumeName": "pv-1"}}})
+    cluster.delete_sync("Node", "a")
+    term = NodeTermination(kube=cluster, clock=clock, events=EventRecorder(cluster, clock))
+    assert [e.kind for e in await term.reconcile()] == []  # drained, but the volume is still attached
+    vd = condition(cluster.peek("NodeClaim", "a"), "VolumesDetached")
+    assert (vd["status"], vd["reason"]) == ("Unknown", "AwaitingVolumeDetachment")
+    assert events_of(cluster, "AwaitingVolumeDetachment")[0]["message"] == "Awaiting deletion of bound volumeattachments (va-1)"
+    assert cluster.peek("Node", "a") is not None
+    cluster.delete_sync("VolumeAttachment", "va-1")
+    clock.advance(5)
+    assert [e.kind for e in await term.reconcile()] == ["node-finalized"]
+    assert condition(cluster.peek("NodeClaim", "a"), "VolumesDetached")["status"] == "True"

@@ -21,8 +21,12 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
    deletion time + that period (written to the ``karpenter.sh/nodeclaim-termination-timestamp``
    annotation); from ``deadline - pod.terminationGracePeriodSeconds`` (default 30 s) on, a pod is
    deleted instead of evicted, PDBs and do-not-disrupt notwithstanding;
-5. removes the finalizer once no drainable pod remains. The NodeClaim finalizer then terminates
-   the instance through the cloud provider.
+5. once no drainable pod remains, waits for the Node's VolumeAttachments to be gone (the
+   attach-detach controller removes them; attachments of volumes used by pods that are not
+   drained do not count), unless the terminationGracePeriod deadline has passed
+   (``VolumesDetached`` Unknown/``AwaitingVolumeDetachment``, True, or False/
+   ``TerminationGracePeriodElapsed``; Karpenter ``awaitVolumeDetachment``);
+6. removes the finalizer. The NodeClaim finalizer then terminates the instance through the cloud provider.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from karpy_core.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.conditions import DRAINED, patch_conditions, set_condition
+from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
@@ -266,6 +270,8 @@ class NodeTermination:
                 await self._publish(karpenter_events.node_failed_to_drain(node, f"{len(waiting)} pods are waiting to be evicted"))
                 return events
         await self._set_drained(claim, True)
+        if not await self._volumes_detached(node, claim, pods, deadline, now):
+            return events
         finalizers = [f for f in node["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
         try:
             await self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}})
@@ -274,6 +280,63 @@ class NodeTermination:
                 raise
         events.append(TerminationEvent("node-finalized", name))
         return events
+
+    async def _volumes_detached(self, node: dict[str, Any], claim: dict[str, Any] | None, pods: list[dict[str, Any]],
+                                deadline: float | None, now: float) -> bool:
+        """True when the drained Node may go: no VolumeAttachment of a drained pod's volume is left,
+        or the terminationGracePeriod deadline has passed. Sets ``VolumesDetached`` and publishes
+        ``AwaitingVolumeDetachment`` while waiting."""
+        name = node["metadata"]["name"]
+        try:
+            attachments = [va for va in await self.kube.list("VolumeAttachment") if (va.get("spec") or {}).get("nodeName") == name]
+        except KubeAPIError as exc:  # e.g. an install whose RBAC predates the rule: do not hold the node forever
+            log.warning("cannot list VolumeAttachments (%s); not waiting for volumes of Node %s", exc, name)
+            attachments = []
+        if attachments:
+            kept = await self._undrained_volumes(name, pods, now)
+            attachments = [va for va in attachments
+                           if ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")
+                           and va["spec"]["source"]["persistentVolumeName"] not in kept]
+        if not attachments:
+            await self._set_condition(claim, VOLUMES_DETACHED, "True")
+            return True
+        if deadline is not None and now >= deadline:
+            await self._set_condition(claim, VOLUMES_DETACHED, "False", "TerminationGracePeriodElapsed")
+            return True
+        await self._publish(karpenter_events.node_awaiting_volume_detachment(node, sorted(va["metadata"]["name"] for va in attachments)))
+        await self._set_condition(claim, VOLUMES_DETACHED, "Unknown", "AwaitingVolumeDetachment")
+        self._wake_at(now + 5.0)
+        return False
+
+    async def _undrained_volumes(self, node: str, pods: list[dict[str, Any]], now: float) -> set[str]:
+        """PersistentVolume names of the claims of the pods on ``node`` that are not drained
+        (mirror pods, pods tolerating the disrupted taint, pods stuck terminating); their
+        attachments do not hold the node."""
+        claims = {(p["metadata"].get("namespace") or "default", v["persistentVolumeClaim"]["claimName"])
+                  for p in pods if (p.get("spec") or {}).get("nodeName") == node
+                  and (_is_mirror(p) or tolerates_disrupted_taint(p) or is_stuck_terminating(p, now))
+                  for v in (p.get("spec") or {}).get("volumes") or [] if (v.get("persistentVolumeClaim") or {}).get("claimName")}
+        if not claims:
+            return set()
+        pvcs = await self.kube.list("PersistentVolumeClaim")
+        return {str(c["spec"]["volumeName"]) for c in pvcs
+                if (c["metadata"].get("namespace") or "default", c["metadata"]["name"]) in claims
+                and (c.get("spec") or {}).get("volumeName")}
+
+    async def _set_condition(self, claim: dict[str, Any] | None, type_: str, status: str, reason: str = "") -> None:
+        if claim is None:
+            return
+        try:
+            current = await self.kube.get("NodeClaim", claim["metadata"]["name"])
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return
+            raise
+        conds = set_condition(list((current.get("status") or {}).get("conditions") or []), type_, status,
+                              iso(self.clock.now()), reason, reason)
+        patch = patch_conditions(current, conds)
+        if patch is not None:
+            await self.kube.patch("NodeClaim", claim["metadata"]["name"], patch, status=True)
 
     async def _deadline(self, node: dict[str, Any], claims: list[dict[str, Any]]) -> float | None:
         """The drain deadline from the NodeClaim's ``terminationGracePeriod`` (epoch seconds), or
