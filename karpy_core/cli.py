@@ -3,7 +3,8 @@
 Commands:
 
 * ``karpy simulate [FILES|DIRS...]`` - run karpy's controllers on an in-memory cluster against the
-  ``simulated`` cloud and report what they launched, why, and what it costs (USD/hour).
+  ``simulated`` cloud (or any installed provider: ``--cloud-provider NAME --provider-option
+  KEY=VALUE``) and report what they launched, why, and what it costs (USD/hour).
 * ``karpy validate FILES...`` - load manifests and report every problem.
 * ``karpy providers`` - list installed cloud-provider plugins.
 
@@ -28,6 +29,8 @@ from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, Kube
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
 
 DEFAULT_SCENARIO = "default-scenario.yaml"
+DEFAULT_REGION = "us-east-1"
+"""The ``simulated`` provider's region when ``--region`` is not given."""
 
 
 def _parse_sets(values: list[str]) -> dict[str, str]:
@@ -40,6 +43,42 @@ def _parse_sets(values: list[str]) -> dict[str, str]:
             raise ConfigurationError(f"--set {v!r}: {k.strip()!r} is not a placeholder name (letters, digits, '_'; as in ${{NAME}})")
         out[k.strip()] = val
     return out
+
+
+def parse_provider_options(values: list[str]) -> dict[str, str]:
+    """``--provider-option NAME=VALUE`` flags (``karpy simulate`` and ``karpy controller``) as a
+    dict of strings; the provider's options model (:class:`~karpy_core.cloudprovider.options.ProviderOptions`)
+    validates the names and turns the values into the types it declares.
+
+    Raises:
+        ConfigurationError: a flag without ``=``, a name that is not an option name (letters,
+            digits, ``_``), or one name given twice.
+    """
+    out: dict[str, str] = {}
+    for v in values:
+        if "=" not in v:
+            raise ConfigurationError(f"--provider-option expects NAME=value, got {v.split('=')[0]!r}")
+        k, val = v.split("=", 1)
+        k = k.strip()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise ConfigurationError(f"--provider-option {k!r}: not an option name (letters, digits, '_')")
+        if k in out:
+            raise ConfigurationError(f"--provider-option {k} is given twice")
+        out[k] = val
+    return out
+
+
+def _merge_provider_options(flags: dict[str, Any], given: dict[str, str]) -> dict[str, Any]:
+    """``flags`` (options set by dedicated flags such as ``--region``) plus ``given``
+    (``--provider-option``).
+
+    Raises:
+        ConfigurationError: an option set both ways.
+    """
+    both = sorted(set(flags) & set(given))
+    if both:
+        raise ConfigurationError(f"--provider-option {both[0]} repeats an option already set by a dedicated flag (such as --region)")
+    return {**flags, **given}
 
 
 def _fail(exc: Exception, code: int | None = None) -> None:
@@ -98,11 +137,13 @@ async def run_simulation(
     paths: list[str],
     *,
     variables: dict[str, str] | None = None,
-    region: str = "us-east-1",
+    region: str | None = None,
     instance_types: str | None = None,
     preference_policy: str = "Respect",
     until: str | None = None,
     max_pods: int | None = None,
+    cloud_provider: str = "simulated",
+    provider_options: dict[str, Any] | None = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
@@ -110,13 +151,17 @@ async def run_simulation(
     ``until`` or 24h) - see ``docs/scenarios.md``. ``max_pods`` caps the pods the workloads may
     ask for in all (default :data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`).
 
+    ``cloud_provider`` names the installed provider plugin to launch with (``simulated`` by
+    default); ``provider_options`` are its options (``--provider-option``), given to its
+    ``create_plugin`` with ``region`` and ``instance_types_file`` when those are set and ``kube``,
+    the in-memory cluster (see :func:`_load_sim_provider`).
+
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
-        ConfigurationError: bad options (unknown region, unreadable catalog).
+        ConfigurationError: bad options (unknown provider or option, unknown region, unreadable catalog).
     """
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text
-    from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
     from karpy_core.sim.simulator import Simulator
@@ -125,18 +170,16 @@ async def run_simulation(
     cap = DEFAULT_MAX_PODS if max_pods is None else max_pods
     if len(paths) == 1 and is_scenario_file(paths[0]):
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
-                                        preference_policy=preference_policy, until=until, max_pods=cap)
+                                        preference_policy=preference_policy, until=until, max_pods=cap,
+                                        cloud_provider=cloud_provider, provider_options=provider_options)
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
         text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
         loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {})
-    options: dict[str, Any] = {"region": region}
-    if instance_types:
-        options["instance_types_file"] = instance_types
     _check_pod_cap(loaded, cap)
-    provider = load_provider("simulated", options)
-    sim = Simulator(provider, preference_policy=preference_policy, max_pods=cap)
+    provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
+    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap)
     from karpy_core.sim.simulator import is_simulated
 
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
@@ -146,11 +189,48 @@ async def run_simulation(
     pricing = getattr(provider.plugin, "pricing_note", None)
     report = await build_report(
         sim,
-        provider_info={"name": provider.name, "region": region if not instance_types else None, "pricing": pricing},
+        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing},
     )
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
     report.warnings = list(loaded.warnings) + report.warnings
     return report
+
+
+def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: str | None,
+                       provider_options: dict[str, Any] | None) -> tuple[Any, Any, Any, str | None]:
+    """Load ``cloud_provider`` for a simulation: ``(CloudProvider, VirtualClock, InMemoryCluster,
+    region shown in the report)``.
+
+    Its options are ``region`` (``--region``; for ``simulated`` always, default ``us-east-1``),
+    ``instance_types_file`` (``--instance-types``), ``provider_options`` and ``kube``: the
+    in-memory cluster the simulation runs on, as ``karpy controller`` gives every provider its
+    cluster, so a provider reads its NodeClasses there. Plugin NodeClass kinds are served by the
+    cluster (:func:`~karpy_core.kube.port.serve_plugin_node_classes`).
+
+    Raises:
+        ConfigurationError: the provider is not installed, an option is set twice, or the provider
+            rejects its options (unknown name, wrong type: the provider's options model says which).
+    """
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.kube.port import serve_plugin_node_classes
+    from karpy_core.utils.clock import VirtualClock
+
+    _check_provider_name(cloud_provider)
+    flags: dict[str, Any] = {}
+    if region:
+        flags["region"] = region
+    if instance_types:
+        flags["instance_types_file"] = instance_types
+    options = _merge_provider_options(flags, provider_options or {})
+    if cloud_provider == "simulated":
+        options.setdefault("region", DEFAULT_REGION)
+    serve_plugin_node_classes()
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    provider = load_provider(cloud_provider, {**options, "kube": cluster})
+    shown = options.get("region") if not instance_types else None
+    return provider, clock, cluster, shown if isinstance(shown, str) else None
 
 
 def _check_pod_cap(loaded: Any, cap: int) -> None:
@@ -174,10 +254,10 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
                          f"more than its cap of {cap:,} (karpy simulate --max-pods)"])
 
 
-async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str, instance_types: str | None,
-                             preference_policy: str, until: str | None, max_pods: int) -> Any:
+async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
+                             preference_policy: str, until: str | None, max_pods: int, cloud_provider: str = "simulated",
+                             provider_options: dict[str, Any] | None = None) -> Any:
     from karpy_core.apis.durations import parse_duration
-    from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
     from karpy_core.sim.simulator import Simulator
@@ -190,15 +270,12 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     why = until_problem(end, until)
     if why:
         raise ConfigurationError(f"--until: {why}")
-    options: dict[str, Any] = {"region": region}
-    if instance_types:
-        options["instance_types_file"] = instance_types
-    provider = load_provider("simulated", options)
-    sim = Simulator(provider, preference_policy=preference_policy, disruption=True, max_pods=max_pods)
+    provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
+    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods)
     await run_scenario(sim, scenario, end)
     pricing = getattr(provider.plugin, "pricing_note", None)
     return await build_report(
-        sim, provider_info={"name": provider.name, "region": region if not instance_types else None, "pricing": pricing,
+        sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                             "scenario": scenario.name, "until_seconds": end},
     )
 
@@ -234,7 +311,8 @@ def render_explain(report: Any, target: str) -> str:
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders: --set VAR=value")] = None,
-    region: Annotated[str, typer.Option(help="region whose zones and offerings the default catalog uses")] = "us-east-1",
+    region: Annotated[str | None, typer.Option(
+        help="region whose zones and offerings the default catalog uses (simulated provider: default us-east-1)")] = None,
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="instance-type catalog in Karpenter's KWOK format")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
     preference_policy: Annotated[str, typer.Option(help="Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
@@ -244,9 +322,16 @@ def simulate(
     timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
+    cloud_provider: Annotated[str, typer.Option(
+        "--cloud-provider", help="installed provider plugin to launch with (karpy providers); its hooks run for real: "
+                                 "a real cloud's provider launches real instances")] = "simulated",
+    provider_option: Annotated[list[str] | None, typer.Option(
+        "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
+        provider_options = parse_provider_options(list(provider_option or []))
+        _check_provider_name(cloud_provider)
         if output not in ("text", "json"):
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
         if max_pods < 1:
@@ -268,7 +353,8 @@ def simulate(
                                      "plain manifests are simulated until nothing changes, without disruption")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=preference_policy, until=until, max_pods=max_pods)
+                           preference_policy=preference_policy, until=until, max_pods=max_pods,
+                           cloud_provider=cloud_provider, provider_options=provider_options)
         )
     except KarpyError as exc:
         _fail(exc)
@@ -368,8 +454,10 @@ async def run_controller(
 
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.client import AsyncKubeClient
+    from karpy_core.kube.port import serve_plugin_node_classes
     from karpy_core.operator import Operator
 
+    serve_plugin_node_classes()  # a plugin's NodeClass kind is read, watched and cached like EC2NodeClass
     kube = await AsyncKubeClient.from_config(kubeconfig)
     try:
         await kube.probe()
@@ -420,6 +508,8 @@ def controller(
     min_values_policy: Annotated[str, typer.Option(envvar="MIN_VALUES_POLICY", help="Strict or BestEffort")] = "Strict",
     node_repair: Annotated[bool, typer.Option(envvar="NODE_REPAIR",
                                               help="replace nodes that fail the provider's repair policies")] = True,
+    provider_option: Annotated[list[str] | None, typer.Option(
+        "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease)."""
     from karpy_core.apis.durations import parse_duration
@@ -463,6 +553,11 @@ def controller(
         options["instance_types_file"] = instance_types
     if cluster_name and cloud_provider != "simulated":
         options["cluster_name"] = cluster_name
+    try:
+        options = _merge_provider_options(options, parse_provider_options(list(provider_option or [])))
+    except ConfigurationError as exc:
+        _fail(exc)
+        return
     try:
         asyncio.run(run_controller(cloud_provider=cloud_provider, kubeconfig=kubeconfig, settings=settings,
                                    provider_options=options, kwok=kwok))

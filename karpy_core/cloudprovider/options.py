@@ -5,18 +5,72 @@ option; live objects such as a ``kube`` client or a ``clock`` are ``Any`` fields
 :meth:`ProviderOptions.parse`. An unknown option is a :class:`~karpy_core.errors.ConfigurationError`
 naming it and listing the valid ones; a value of the wrong type names the option and the problem,
 never the value (options may carry credentials).
+
+Options typed on the command line (``karpy simulate|controller --provider-option NAME=VALUE``)
+arrive as strings; pydantic's lax mode turns them into the declared scalar types (``"3"`` -> 3,
+``"true"`` -> True, ``"0.5"`` -> 0.5), and :meth:`ProviderOptions.parse` reads a string given for
+a collection field first: a list, tuple or set option from ``a,b,c`` (or JSON when it starts with
+``[``), a dict option from JSON.
 """
 
 from __future__ import annotations
 
+import json
+import types
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from karpy_core.errors import ConfigurationError
 
-__all__ = ["ProviderOptions"]
+__all__ = ["ProviderOptions", "coerce_text"]
+
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def _collection_origin(annotation: Any) -> Any:
+    """``list``/``tuple``/``set``/``frozenset``/``dict`` when ``annotation`` is one of them (or an
+    Optional of one), else None."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        found = [o for o in (_collection_origin(a) for a in get_args(annotation)) if o is not None]
+        return found[0] if len(found) == 1 else None
+    candidate = origin or annotation
+    if candidate is Mapping:
+        return dict
+    return candidate if candidate in (*_SEQUENCES, dict) else None
+
+
+def _read_text(origin: Any, text: str) -> Any:
+    """A command-line string for a collection option, read as described in the module docstring
+    (left as is when it does not parse: the model's validation then names the option)."""
+    stripped = text.strip()
+    if origin is dict or stripped.startswith("["):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return [part.strip() for part in stripped.split(",") if part.strip()]
+
+
+def coerce_text(provider: str, option: str, annotation: Any, value: Any) -> Any:
+    """``value`` as ``annotation`` when it is a command-line string (read as in the module
+    docstring, then validated by pydantic in lax mode); any other value is returned unchanged.
+    For options that are not model fields (a provider's ``passthrough`` names).
+
+    Raises:
+        ConfigurationError: the string is not of that type (option named, value withheld).
+    """
+    if not isinstance(value, str):
+        return value
+    origin = _collection_origin(annotation)
+    text: Any = _read_text(origin, value) if origin is not None else value
+    try:
+        return TypeAdapter(annotation).validate_python(text)
+    except ValidationError as exc:
+        problems = "; ".join(e["msg"] for e in exc.errors())
+        raise ConfigurationError(f"{provider} provider: invalid option(s): {option}: {problems}") from None
 
 
 class ProviderOptions(BaseModel):
@@ -42,6 +96,10 @@ class ProviderOptions(BaseModel):
     def parse(cls, options: Mapping[str, Any] | None) -> Self:
         """Validate ``options`` into the model.
 
+        Args:
+            options: option name -> value; Python values as they are, or the strings of
+                ``--provider-option NAME=VALUE`` (see the module docstring).
+
         Raises:
             ConfigurationError: an unknown option (named, with the valid ones listed) or a value
                 of the wrong type (option and problem named, value withheld).
@@ -53,6 +111,11 @@ class ProviderOptions(BaseModel):
             raise ConfigurationError(
                 f"{cls.provider} provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
             )
+        for name, value in opts.items():
+            field = cls.model_fields.get(name)
+            origin = _collection_origin(field.annotation) if field is not None and isinstance(value, str) else None
+            if origin is not None:
+                opts[name] = _read_text(origin, value)
         try:
             return cls.model_validate(opts)
         except ValidationError as exc:

@@ -41,7 +41,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_type_hints
 
 from karpy_core.apis.labels import LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider import hookimpl
@@ -57,7 +57,7 @@ from karpy_core.cloudprovider.catalog.aws import (
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.launch import LaunchChoice, ProviderID, cheapest_launchable, launch_constraints, stamp_launched
-from karpy_core.cloudprovider.options import ProviderOptions
+from karpy_core.cloudprovider.options import ProviderOptions, coerce_text
 from karpy_core.cloudprovider.types import InstanceType, Offering, RepairPolicy, ready_repair_policies
 from karpy_core.errors import ConfigurationError, NodeClaimNotFoundError
 from karpy_core.scheduling.requirements import Requirements
@@ -414,10 +414,16 @@ class SimulatedOptions(ProviderOptions):
     def catalog_options(self) -> AWSCatalogOptions:
         """The catalog settings given (defaults for the rest).
 
+        Settings typed on the command line (``--provider-option max_pods=20``) are read as the
+        dataclass declares them (:func:`~karpy_core.cloudprovider.options.coerce_text`).
+
         Raises:
-            ConfigurationError: a catalog setting is invalid (e.g. an unknown ``ami_family``).
+            ConfigurationError: a catalog setting is invalid (e.g. an unknown ``ami_family``, a
+                ``max_pods`` that is not an integer).
         """
-        return AWSCatalogOptions(**self.extra())
+        hints = get_type_hints(AWSCatalogOptions)
+        given = {name: coerce_text(self.provider, name, hints[name], value) for name, value in self.extra().items()}
+        return AWSCatalogOptions(**given)
 
 
 def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider:

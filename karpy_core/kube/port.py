@@ -13,11 +13,12 @@ blocked by a PodDisruptionBudget).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["KindInfo", "KINDS", "KubeClient", "WatchEvent"]
+__all__ = ["KindInfo", "KINDS", "KubeClient", "WatchEvent", "serve_kind", "serve_plugin_node_classes"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,47 @@ KINDS: dict[str, KindInfo] = {
     "EC2NodeClass": KindInfo("karpenter.k8s.aws", "v1", "ec2nodeclasses", False),
     "KCNodeClass": KindInfo("karpenter.kakaocloud.com", "v1alpha1", "kcnodeclasses", False),
 }
+
+
+def serve_kind(kind: str, info: KindInfo) -> bool:
+    """Add a provider's kind (a third-party NodeClass registered through the ``karpy.apis`` entry
+    points) to :data:`KINDS`, so the in-memory cluster stores it; call before creating the
+    cluster. Returns False when ``kind`` is already served at that group/version (nothing changes).
+
+    Raises:
+        ValueError: ``kind`` is already served at another group/version (two kinds of one name).
+    """
+    known = KINDS.get(kind)
+    if known is not None:
+        if known.api_version != info.api_version:
+            raise ValueError(f"kind {kind} is served as {known.api_version}; cannot serve it as {info.api_version} too")
+        return False
+    KINDS[kind] = info
+    return True
+
+
+@functools.cache
+def serve_plugin_node_classes() -> tuple[str, ...]:
+    """Serve every NodeClass kind a ``karpy.apis`` entry point registers (``NODE_CLASS = True``)
+    that :data:`KINDS` lacks, e.g. a third-party provider's ``TinyNodeClass``, at the
+    group/version of its ``API_VERSION``; the resource name is the model's ``PLURAL`` class
+    attribute, else the lower-case kind + ``s``. Then the in-memory cluster stores its manifests
+    (``karpy simulate``), both KubeClient adapters read and watch it (the provider reads its
+    NodeClasses; in a real cluster its CRD must be installed and the controller's RBAC must grant
+    it), and a NodePool naming a missing one is not Ready. Call it before creating a cluster
+    client; it runs once per process (entry points do not change) and returns the kinds added.
+    """
+    from karpy_core.apis.registry import kind_registry
+
+    added = []
+    for (api_version, kind), cls in sorted(kind_registry().items()):
+        if not cls.NODE_CLASS or kind in KINDS:
+            continue
+        group, _, version = api_version.rpartition("/")
+        plural = str(getattr(cls, "PLURAL", "") or f"{kind.lower()}s")
+        if serve_kind(kind, KindInfo(group, version, plural, cls.NAMESPACED)):
+            added.append(kind)
+    return tuple(added)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaim
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.kube.port import KINDS
+from karpy_core.kube.port import KINDS, serve_plugin_node_classes
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
@@ -56,6 +56,7 @@ def is_simulated(api_version: Any, kind: Any) -> bool:
     validate`` lists it, never stored as a karpenter.sh NodePool."""
     info = KINDS.get(kind) if isinstance(kind, str) else None
     return info is not None and api_version == info.api_version
+
 
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
@@ -83,8 +84,11 @@ class Simulator:
     """Runs karpy on an in-memory cluster.
 
     Args:
-        provider: the cloud provider (normally ``simulated``).
+        provider: the cloud provider (normally ``simulated``; ``karpy simulate --cloud-provider``
+            loads any installed one).
         clock: virtual clock (a fresh one by default).
+        cluster: the in-memory cluster to run on (a fresh one on ``clock`` by default); pass it
+            when the provider was given it as its ``kube`` option.
         boot_seconds: launch -> Node registration delay, seconds.
         startup_taint_seconds: registration -> startup taints removed, seconds.
         max_pods: most pods the workloads may ask for in all
@@ -97,6 +101,7 @@ class Simulator:
         provider: CloudProvider,
         *,
         clock: VirtualClock | None = None,
+        cluster: InMemoryCluster | None = None,
         boot_seconds: float = 30.0,
         startup_taint_seconds: float = 10.0,
         preference_policy: str = "Respect",
@@ -106,7 +111,10 @@ class Simulator:
         self.clock = clock or VirtualClock()
         self.start = self.clock.now()
         self.provider = provider
-        self.cluster = InMemoryCluster(self.clock)
+        if cluster is None:
+            serve_plugin_node_classes()
+            cluster = InMemoryCluster(self.clock)
+        self.cluster = cluster
         plugin = getattr(provider, "plugin", None)
         if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
             plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
