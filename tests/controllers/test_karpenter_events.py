@@ -320,3 +320,12 @@ async def test_termination_waits_for_volume_attachments_then_sets_volumes_detach
     clock.advance(5)
     assert [e.kind for e in await term.reconcile()] == ["node-finalized"]
     assert condition(cluster.peek("NodeClaim", "a"), "VolumesDetached")["status"] == "True"
+
+
+def test_launched_event_is_words_not_a_dict():
+    from karpy_core.operator import launched_message
+
+    text = launched_message({"providerID": "aws:///us-east-1a/i-1", "instanceType": "m5.large", "zone": "us-east-1a",
+                             "capacityType": "spot"})
+    assert text == "Launched m5.large (spot) in us-east-1a, providerID aws:///us-east-1a/i-1"
+    assert "{" not in launched_message({}) and launched_message({}) == "Launched an instance"
