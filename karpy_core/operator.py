@@ -26,18 +26,19 @@ from pydantic import BaseModel, Field
 
 from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
 from karpy_core.controllers.disruption.controller import PlanningPass
 from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionReason
 from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
-from karpy_core.controllers.node.health import NodeRepair
+from karpy_core.controllers.node.health import UNHEALTHY_THRESHOLD_PERCENT, NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
-from karpy_core.controllers.nodepool_status import NodePoolStatus
+from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.errors import KubeAPIError
@@ -97,6 +98,18 @@ class ControllerSettings(BaseModel):
     kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
+
+
+def launched_message(details: dict[str, Any]) -> str:
+    """The ``Launched`` event's text: ``Launched <type> (<capacity type>) in <zone>, providerID <id>``
+    from the lifecycle's launch details (parts that are unknown are left out)."""
+    parts = [details.get("instanceType") or "an instance"]
+    if details.get("capacityType"):
+        parts.append(f"({details['capacityType']})")
+    if details.get("zone"):
+        parts.append(f"in {details['zone']}")
+    text = "Launched " + " ".join(parts)
+    return text + (f", providerID {details['providerID']}" if details.get("providerID") else "")
 
 
 async def wait_event(event: asyncio.Event, timeout: float) -> bool:
@@ -203,16 +216,19 @@ class Operator:
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
                                        min_values_policy=self.settings.min_values_policy, nominations=self.nominations,
                                        clock=self.clock)
-        self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock)
-        self.termination = NodeTermination(kube=self.kube, clock=self.clock)
-        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations)
+        self.registration = RegistrationHealth()
+        self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock, events=self.events,
+                                            registration=self.registration)
+        self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
+        self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
+                                     events=self.events)
         self.disruption.observer = self._observe_planning
         self._offerings_seen: tuple[tuple[str, int], ...] = ()
         """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock)
+        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
@@ -395,16 +411,21 @@ class Operator:
                 f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
             )
             for pod in plan.pods[:50]:
-                await self.events.publish(
+                await self.events.record(karpenter_events.nominate_pod(
                     {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
-                    "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}",
-                )
+                    nodeclaim=claim["metadata"]["name"]))
+        for key, node in sorted(result.results.existing.items())[:100]:
+            info = result.pods.get(key)
+            ns, _, name = key.partition("/")
+            await self.events.record(karpenter_events.nominate_pod(
+                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns, "uid": info.uid if info else None}},
+                node=node))
         for key, reason in sorted(result.results.errors.items())[:100]:
             ns, _, name = key.partition("/")
-            await self.events.publish(
-                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}},
-                "Warning", "FailedScheduling", f"karpy: {reason}",
-            )
+            await self.events.record(karpenter_events.pod_failed_to_schedule(
+                {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns}}, str(reason)))
+        for pool in result.no_instance_types:
+            await self.events.record(karpenter_events.no_compatible_instance_types(pool))
         return result.pending
 
     def _cached(self, kind: str) -> dict[str, dict[str, Any]]:
@@ -417,7 +438,7 @@ class Operator:
         for ev in await self.lifecycle.reconcile():
             nc = {"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}}
             if ev.kind == "launch":
-                await self.events.publish(nc, "Normal", "Launched", f"launched {ev.details}")
+                await self.events.publish(nc, "Normal", "Launched", launched_message(ev.details))
             elif ev.kind == "register":
                 zone = ((claims.get(ev.nodeclaim) or {}).get("metadata", {}).get("labels") or {}).get(LABEL_ZONE, "")
                 self.metrics.nodes_created.labels(nodepool=ev.details.get("nodepool", ""), zone=zone).inc()
@@ -493,6 +514,11 @@ class Operator:
             else:
                 await self.events.publish({"kind": "NodePool", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodepool}},
                                           "Warning", "NodeRepairBlocked", ev.reason)
+                for node in filter(None, ev.node.split(",")):  # Karpenter's, on each unhealthy Node (node/health/events.go)
+                    await self.events.record(*karpenter_events.node_repair_blocked(
+                        {"kind": "Node", "metadata": {"name": node}}, None,
+                        {"kind": "NodePool", "metadata": {"name": ev.nodepool}},
+                        f"more than {UNHEALTHY_THRESHOLD_PERCENT}% nodes are unhealthy in the nodepool"))
 
     async def _disruption_step(self) -> None:
         """Expiration, then one disruption pass (polled every ``resync_seconds``, 10 s by default,
@@ -502,7 +528,7 @@ class Operator:
         for expired in await self.expiration.reconcile():
             self.metrics.observe_disrupted("expired", await self._claim(expired.nodeclaim))
             await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": expired.nodeclaim}},
-                                      "Normal", "DisruptionTerminating", f"Disrupting NodeClaim: Expired ({expired.reason})")
+                                      "Normal", "DisruptionTerminating", "Disrupting NodeClaim: Expired")
         for ev in await self.disruption.reconcile():
             if ev.kind in ("disrupt-decided", "disrupt", "disrupt-invalidated"):
                 log.info(f"disruption {ev.kind.removeprefix('disrupt').lstrip('-') or 'started'}", extra=fields(
@@ -518,14 +544,9 @@ class Operator:
                 pool = await self._nodepool(((claim or {}).get("metadata", {}).get("labels") or {}).get(LABEL_NODEPOOL, ""))
                 self.metrics.observe_disrupted(ev.reason.lower(), claim, pool,
                                                consolidation=ev.details.get("method", "") != "drift")
-                await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
-                                          "Normal", "DisruptionTerminating",
-                                          f"Disrupting NodeClaim: {ev.reason} ({ev.details.get('method', '')})")
             elif ev.kind == "replacement-create":
                 self.metrics.nodeclaims_created.labels(reason=ev.reason.lower(), nodepool=ev.details.get("nodepool", ""),
                                                        min_values_relaxed=_min_values_relaxed(await self._claim(ev.nodeclaim))).inc()
-                await self.events.publish({"kind": "NodeClaim", "apiVersion": "karpenter.sh/v1", "metadata": {"name": ev.nodeclaim}},
-                                          "Normal", "DisruptionLaunching", f"Launching NodeClaim: {ev.reason}")
             elif ev.kind == "disrupt-failed":
                 log.warning("disruption abandoned", extra=fields(node=ev.node, nodeclaim=ev.nodeclaim or None, reason=ev.reason))
 

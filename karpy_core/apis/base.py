@@ -115,6 +115,7 @@ class KubeModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_default=False,
+        use_attribute_docstrings=True,
     )
 
 
@@ -163,11 +164,18 @@ class Condition(KubeModel):
     """
 
     type: Str
+    """What the condition is about, in CamelCase (e.g. Ready, Launched, NodeClassReady)."""
     status: Literal["True", "False", "Unknown"]
+    """Whether the condition holds: True, False or Unknown."""
     reason: Str | None = None
+    """A CamelCase word for why the condition has its status, for programs to match on."""
     message: Str | None = None
+    """Why the condition has its status, in words for people; may be empty."""
     last_transition_time: datetime | None = None
+    """When the status last changed (RFC 3339)."""
     observed_generation: Int | None = None
+    """The object's metadata.generation the condition was computed for; lower than the current
+    generation means the condition may be out of date."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,9 +97,14 @@ class Taint(KubeModel):
     """``core/v1 Taint``: ``key[=value]:effect`` on a node (or a NodePool template)."""
 
     key: Str = Field(min_length=1)
+    """The taint's key, a label-style name such as example.com/dedicated."""
     value: Str | None = None
+    """The taint's value (optional), matched by tolerations with operator Equal."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """What the taint does to pods that do not tolerate it: NoSchedule keeps new ones off,
+    PreferNoSchedule avoids the node when possible, NoExecute also evicts running ones."""
     time_added: datetime | None = None
+    """When a NoExecute taint was added (set by the system, RFC 3339)."""
 
     @field_validator("key")
     @classmethod

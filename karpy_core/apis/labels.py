@@ -24,6 +24,13 @@ LABEL_REGISTERED = "karpenter.sh/registered"
 LABEL_INITIALIZED = "karpenter.sh/initialized"
 LABEL_DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"
 
+
+def nodeclass_label_key(group: str, kind: str) -> str:
+    """The label naming a NodeClaim's (and its Node's) NodeClass: ``<group>/<kind lower-cased>``,
+    e.g. ``karpenter.k8s.aws/ec2nodeclass``, ``karpenter.kakaocloud.com/kcnodeclass`` (Karpenter
+    ``NodeClassLabelKey``); its value is the NodeClass name."""
+    return f"{group}/{kind.lower()}"
+
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
 CAPACITY_TYPE_RESERVED = "reserved"

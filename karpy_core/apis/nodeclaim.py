@@ -62,6 +62,8 @@ class ResourceRequests(KubeModel):
     """``spec.resources``: the summed requests of the pods (and daemonsets) the NodeClaim was made for."""
 
     requests: ResourceList = Field(default_factory=dict)
+    """The resources the node must offer: the requests of the pods it was planned for, plus the
+    DaemonSets that will run on it."""
 
 
 class NodeClaimSpec(KubeModel):
@@ -69,12 +71,23 @@ class NodeClaimSpec(KubeModel):
     included), requests, the NodeClass reference, taints, and lifetime settings."""
 
     requirements: Requirements
+    """Constraints on the node's labels (instance types, zones, capacity types, ...) the cloud
+    provider launches within: its NodePool's requirements narrowed by its pods'."""
     resources: ResourceRequests = Field(default_factory=ResourceRequests)
+    """The resources the launched node must have room for."""
     node_class_ref: NodeClassReference
+    """The cloud provider's NodeClass with the node's launch settings."""
     taints: list[Taint] = Field(default_factory=list)
+    """Taints the node carries from registration on."""
     startup_taints: list[Taint] = Field(default_factory=list)
+    """Taints the node carries while starting, expected to be removed by another agent once the
+    node is ready; the node counts as initialized only after they are gone."""
     expire_after: ExpireAfter = "720h"
+    """Age (since the NodeClaim's creation) at which the node is replaced: a duration such as
+    720h, or Never."""
     termination_grace_period: TerminationGracePeriod | None = None
+    """The longest the node's drain may take once deletion starts; past it, remaining pods are
+    deleted regardless of PodDisruptionBudgets and do-not-disrupt annotations."""
 
 
 class NodeClaimStatus(KubeModel):
@@ -85,12 +98,23 @@ class NodeClaimStatus(KubeModel):
     """
 
     node_name: Str | None = None
+    """Name of the Node that registered for this NodeClaim."""
     provider_id: Str | None = Field(default=None, alias="providerID")
+    """The cloud provider's identifier of the instance (the Node's spec.providerID), e.g.
+    aws:///us-east-1a/i-0123456789abcdef0."""
     image_id: Str | None = Field(default=None, alias="imageID")
+    """Identifier of the machine image the instance was launched from (an AMI ID on AWS)."""
     capacity: ResourceList = Field(default_factory=dict)
+    """The resources the launched instance type has, before any reservation."""
     allocatable: ResourceList = Field(default_factory=dict)
+    """The resources left for pods once the kubelet's and the system's reservations and the
+    eviction threshold are taken off the capacity."""
     conditions: list[Condition] = Field(default_factory=list)
+    """The NodeClaim's progress and state: Launched, Registered, Initialized, Ready,
+    Consolidatable, Drifted, Drained, VolumesDetached, InstanceTerminating, ConsistentStateFound
+    and DisruptionReason."""
     last_pod_event_time: datetime | None = None
+    """When a pod was last scheduled to or removed from the node; consolidateAfter counts from it."""
 
 
 class NodeClaim(KubeObject):

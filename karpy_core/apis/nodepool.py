@@ -76,9 +76,19 @@ class NodeSelectorRequirementWithMinValues(KubeModel):
     """
 
     key: Str = Field(max_length=316)
+    """The node label the requirement constrains, e.g. node.kubernetes.io/instance-type or
+    karpenter.sh/capacity-type; labels karpy manages itself (karpenter.sh/nodepool,
+    kubernetes.io/hostname...) cannot be required."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+    """How the label's value is matched: In/NotIn a list of values, Exists/DoesNotExist without
+    values, Gt/Lt/Gte/Lte against one non-negative integer."""
     values: list[Str] | None = Field(default=None, validate_default=True)
+    """The values compared with the label: at least one for In, exactly one integer for the
+    numeric operators, none for Exists and DoesNotExist."""
     min_values: Int | None = Field(default=None, ge=1, le=50)
+    """The least number of distinct values of this label the scheduler must keep among the
+    instance types a node may be launched as (1 to 50); a NodeClaim that cannot keep that many
+    is not created."""
 
     @field_validator("key")
     @classmethod
@@ -133,8 +143,11 @@ class NodeClassReference(KubeModel):
     such manifests working. Anything else after a ``/`` is an error."""
 
     group: Str = Field(min_length=1)
+    """API group of the NodeClass, without a version, e.g. karpenter.k8s.aws."""
     kind: Str = Field(min_length=1)
+    """Kind of the NodeClass, e.g. EC2NodeClass or KCNodeClass."""
     name: Str = Field(min_length=1)
+    """Name of the NodeClass object (NodeClasses are cluster-scoped)."""
 
     @field_validator("group")
     @classmethod
@@ -167,7 +180,11 @@ class NodeClaimTemplateMetadata(KubeModel):
     """``spec.template.metadata``: only ``labels`` and ``annotations`` (copied to every node)."""
 
     labels: Annotated[dict[Str, Str], AfterValidator(_check_template_labels)] = Field(default_factory=dict)
+    """Labels put on every NodeClaim and Node of the pool; they also act as requirements, so a pod
+    selecting one of them can land here. Keys in the kubernetes.io, k8s.io and karpenter.sh
+    domains are refused."""
     annotations: dict[Str, Str] = Field(default_factory=dict)
+    """Annotations put on every NodeClaim and Node of the pool."""
 
 
 class NodeClaimTemplateSpec(KubeModel):
@@ -178,11 +195,24 @@ class NodeClaimTemplateSpec(KubeModel):
     """
 
     requirements: Requirements
+    """Constraints on the labels of the nodes the pool may launch (instance type, zone, capacity
+    type, architecture, any well-known or custom label); pods' own node selectors and affinities
+    narrow them further. At most 100."""
     node_class_ref: NodeClassReference
+    """The cloud provider's NodeClass with the launch settings of the pool's nodes."""
     taints: list[Taint] = Field(default_factory=list)
+    """Taints every node of the pool carries from registration on; only pods tolerating them
+    are scheduled there."""
     startup_taints: list[Taint] = Field(default_factory=list)
+    """Taints a node carries while it starts, to be removed by another agent (a CNI or device
+    plugin, ...) once it is ready for work. Pods need not tolerate them to be provisioned for."""
     expire_after: ExpireAfter = "720h"
+    """How long a node may live: once it is this old (since its NodeClaim was created) it is
+    replaced. A Go duration such as 720h, or Never. Default 720h (30 days)."""
     termination_grace_period: TerminationGracePeriod | None = None
+    """The longest a node may take to drain once it is being deleted: past it, the pods still on
+    it are deleted whatever their PodDisruptionBudgets or do-not-disrupt annotations, each early
+    enough to honour its own terminationGracePeriodSeconds. Unset: a drain waits as long as it takes."""
 
 
 class NodeClaimTemplate(KubeModel):
@@ -214,9 +244,19 @@ class Budget(KubeModel):
     ``schedule`` tick (UTC). ``schedule`` and ``duration`` must be set together."""
 
     nodes: Annotated[Str, AfterValidator(_check_budget_nodes)] = "10%"
-    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = None
+    """How many of the pool's nodes may be disrupted at the same time: a count ("5") or a
+    percentage of the pool's nodes, rounded up ("10%"). "0" stops disruption while the budget
+    applies. Default 10%."""
+    reasons: list[Annotated[Literal["Underutilized", "Empty", "Drifted"],
+                            Field(description="A disruption reason: Underutilized, Empty or Drifted.")]] | None = None
+    """The disruption reasons the budget limits (Underutilized, Empty, Drifted); unset or empty:
+    every reason."""
     schedule: Annotated[Str, AfterValidator(_check_schedule)] | None = None
+    """When the budget starts to apply: a cron expression in UTC (five fields, or a macro such as
+    @daily). Set together with duration; unset: the budget always applies."""
     duration: Annotated[Str, AfterValidator(lambda v: check_duration(v, BUDGET_DURATION))] | None = None
+    """How long the budget applies after each schedule time, in hours and minutes (e.g. 8h or
+    1h30m). Set together with schedule."""
 
     @model_validator(mode="after")
     def _schedule_with_duration(self) -> Budget:
@@ -229,8 +269,14 @@ class Disruption(KubeModel):
     """``spec.disruption``: when nodes may be consolidated, and how many at once."""
 
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = "WhenEmptyOrUnderutilized"
+    """Which nodes consolidation may remove or replace: WhenEmpty only nodes without workload
+    pods; WhenEmptyOrUnderutilized also nodes whose pods fit elsewhere or on a cheaper node."""
     consolidate_after: ConsolidateAfter = "0s"
+    """How long a node must go without a pod being scheduled to or removed from it before
+    consolidation considers it; a duration such as 30s or 5m, or Never to turn consolidation off."""
     budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="10%")], max_length=50)
+    """Limits on how many nodes may be disrupted at once, optionally per reason and time window;
+    where several apply, the most restrictive wins. Default: 10% of the nodes. At most 50."""
 
 
 class NodePoolSpec(KubeModel):
@@ -241,10 +287,16 @@ class NodePoolSpec(KubeModel):
     """
 
     template: NodeClaimTemplate
+    """What each NodeClaim (and so each node) of the pool is made from."""
     disruption: Disruption = Field(default_factory=Disruption)
+    """When and how fast the pool's nodes may be consolidated or replaced."""
     limits: ResourceList = Field(default_factory=dict)
+    """Upper bounds on the resources (cpu, memory, nodes, any extended resource) of all the
+    pool's nodes together; no node is launched that would take the pool past one."""
     weight: Int | None = Field(default=None, ge=1, le=100)
+    """Priority of the pool when several could serve a pod: higher weights are tried first (1 to 100)."""
     replicas: Int | None = Field(default=None, ge=0)
+    """A fixed number of nodes for a static pool, kept whatever the pending pods (alpha)."""
 
 
 class NodePoolStatus(KubeModel):
@@ -252,8 +304,11 @@ class NodePoolStatus(KubeModel):
     (``ValidationSucceeded``, ``NodeClassReady``, ``NodeRegistrationHealthy``, ``Ready``)."""
 
     resources: ResourceList = Field(default_factory=dict)
+    """The capacity of the pool's current nodes added up, per resource (and nodes)."""
     nodes: Int | None = None
+    """How many nodes the pool has now."""
     conditions: list[Condition] = Field(default_factory=list)
+    """The pool's state: ValidationSucceeded, NodeClassReady, NodeRegistrationHealthy and Ready."""
 
 
 class NodePool(KubeObject):

@@ -86,7 +86,8 @@ PERMISSIONS: tuple[Permission, ...] = (
                "read through the cache)",
                "NodePools are the templates every decision starts from"),
     Permission("karpenter.sh", "nodepools/status", ("patch",), "nodepool.status",
-               "resources, node count and the Ready/NodeClassReady conditions of each NodePool"),
+               "resources, node count and the ValidationSucceeded/NodeClassReady/NodeRegistrationHealthy/Ready "
+               "conditions of each NodePool"),
     Permission("karpenter.sh", "nodepools/finalizers", ("update",), "provisioner, disruption (replacements)",
                "a NodeClaim's owner reference to its NodePool sets blockOwnerDeletion (Karpenter does too); "
                "OwnerReferencesPermissionEnforcement admits that only with update on the owner's finalizers"),
@@ -95,8 +96,9 @@ PERMISSIONS: tuple[Permission, ...] = (
                "AWS interruption and tagging",
                "karpy creates a NodeClaim per launch, adds and removes its termination finalizer and annotations, "
                "and deletes it to disrupt, expire, repair or garbage-collect the node"),
-    Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption",
-               "Launched/Registered/Initialized/Ready/Drifted/DisruptionReason conditions, providerID, lastPodEventTime"),
+    Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption, node.termination",
+               "Launched/Registered/Initialized/Ready/Drifted/DisruptionReason/Consolidatable/Drained/InstanceTerminating/"
+               "ConsistentStateFound conditions, providerID, lastPodEventTime"),
     Permission("karpenter.k8s.aws", "ec2nodeclasses", ("get", "list", "watch"), "informer cache; EC2NodeClass controller, drift",
                "the launch settings of each NodeClaim and the NodeClass drift hash", clouds=_AWS),
     Permission("karpenter.k8s.aws", "ec2nodeclasses/status", ("patch",), "EC2NodeClass controller",
@@ -126,6 +128,9 @@ PERMISSIONS: tuple[Permission, ...] = (
                "node affinity of bound volumes"),
     Permission("storage.k8s.io", "storageclasses", ("list",), "provisioner, disruption (snapshot)",
                "allowed topologies and binding mode of unbound claims"),
+    Permission("storage.k8s.io", "volumeattachments", ("list",), "node.termination",
+               "a drained Node is let go once its volumes are detached (or its terminationGracePeriod is over), "
+               "so stateful pods can attach them elsewhere"),
     Permission("apps", "daemonsets", ("list", "watch"), "informer cache; provisioner, disruption",
                "DaemonSet overhead on every new node"),
     Permission("policy", "poddisruptionbudgets", ("list", "watch"), "informer cache; disruption",

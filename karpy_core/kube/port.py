@@ -50,6 +50,7 @@ KINDS: dict[str, KindInfo] = {
     "Job": KindInfo("batch", "v1", "jobs", True),
     "PodDisruptionBudget": KindInfo("policy", "v1", "poddisruptionbudgets", True),
     "StorageClass": KindInfo("storage.k8s.io", "v1", "storageclasses", False),
+    "VolumeAttachment": KindInfo("storage.k8s.io", "v1", "volumeattachments", False),
     "Lease": KindInfo("coordination.k8s.io", "v1", "leases", True),
     "RuntimeClass": KindInfo("node.k8s.io", "v1", "runtimeclasses", False),
     "NodePool": KindInfo("karpenter.sh", "v1", "nodepools", False),

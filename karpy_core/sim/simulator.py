@@ -118,6 +118,8 @@ class Simulator:
         plugin = getattr(provider, "plugin", None)
         if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
             plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
+        self._nodeclasses = plugin if isinstance(plugin, SimulatedProvider) else None
+        """The simulated cloud's NodeClass status loop, run each step (NodeClassReady needs their Ready)."""
         self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
@@ -130,7 +132,7 @@ class Simulator:
         self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock)
+        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True)
         self._disruption_rv: int | None = None
         self._pending_keys: frozenset[str] = frozenset()
         self._provisioned: tuple[frozenset[str], int] | None = None
@@ -253,6 +255,8 @@ class Simulator:
         """One pass of every simulated and real controller; returns how many things changed."""
         changes = self.workloads.reconcile()
         changes += await self.kube_scheduler.reconcile()
+        if self._nodeclasses is not None:
+            await self._nodeclasses.reconcile_nodeclasses()
         await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
         pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
         keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)

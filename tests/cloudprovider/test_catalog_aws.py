@@ -289,7 +289,9 @@ def test_labels_of_a_general_purpose_type(catalog) -> None:
     labels = catalog["m5.large"].requirements.labels()
     assert labels == {
         "karpenter.k8s.aws/instance-category": "m",
+        "karpenter.k8s.aws/instance-capability-flex": "false",
         "karpenter.k8s.aws/instance-cpu": "2",
+        "karpenter.k8s.aws/instance-cpu-manufacturer": "intel",
         "karpenter.k8s.aws/instance-family": "m5",
         "karpenter.k8s.aws/instance-generation": "5",
         "karpenter.k8s.aws/instance-hypervisor": "nitro",
@@ -310,6 +312,9 @@ def test_labels_that_do_not_apply_are_does_not_exist(catalog) -> None:
         "karpenter.k8s.aws/instance-gpu-count",
         "karpenter.k8s.aws/instance-gpu-memory",
         "karpenter.k8s.aws/instance-local-nvme",
+        "karpenter.k8s.aws/instance-accelerator-name",
+        "karpenter.k8s.aws/instance-accelerator-manufacturer",
+        "karpenter.k8s.aws/instance-accelerator-count",
         LABEL_WINDOWS_BUILD,
     ):
         assert reqs.get(key).operator() == Operator.DOES_NOT_EXIST, key
@@ -442,3 +447,29 @@ def test_every_offered_priced_type_has_available_offerings(catalog) -> None:
     for name, it in catalog.items():
         priced = raw[name]["on_demand_usd_per_hour_us_east_1"] is not None
         assert bool(it.available_offerings()) == priced, name
+
+
+def test_flex_cpu_manufacturer_and_accelerator_labels(catalog) -> None:
+    """types.go: ``-flex`` families, the processor's manufacturer, Inferentia/Trainium devices."""
+    flex = catalog["c7i-flex.large"].requirements.labels()
+    assert flex["karpenter.k8s.aws/instance-capability-flex"] == "true"
+    assert flex["karpenter.k8s.aws/instance-cpu-manufacturer"] == "intel"
+    assert catalog["m6g.large"].requirements.labels()["karpenter.k8s.aws/instance-cpu-manufacturer"] == "aws"
+    assert catalog["m5a.large"].requirements.labels()["karpenter.k8s.aws/instance-cpu-manufacturer"] == "amd"
+    assert catalog["g5.xlarge"].requirements.labels()["karpenter.k8s.aws/instance-cpu-manufacturer"] == "amd"
+    inf = catalog["inf2.24xlarge"].requirements.labels()
+    assert (inf["karpenter.k8s.aws/instance-accelerator-name"], inf["karpenter.k8s.aws/instance-accelerator-manufacturer"],
+            inf["karpenter.k8s.aws/instance-accelerator-count"]) == ("inferentia2", "aws", "6")
+    trn = catalog["trn1.32xlarge"].requirements.labels()
+    assert trn["karpenter.k8s.aws/instance-accelerator-name"] == "trainium" and trn["karpenter.k8s.aws/instance-accelerator-count"] == "16"
+    assert catalog["m5.large"].requirements.get("karpenter.k8s.aws/instance-accelerator-name").operator() == "DoesNotExist"
+
+
+def test_underivable_labels_are_not_registered(catalog) -> None:
+    """Labels the data cannot give stay unregistered (a requirement on them is a custom label, as documented)."""
+    from karpy_core.cloudprovider.catalog.aws import UNDERIVABLE_AWS_LABELS
+
+    assert not UNDERIVABLE_AWS_LABELS & AWS_WELL_KNOWN_LABELS
+    assert len(AWS_WELL_KNOWN_LABELS | UNDERIVABLE_AWS_LABELS) == 23
+    for key in UNDERIVABLE_AWS_LABELS:
+        assert key not in catalog["m5.large"].requirements.by_key

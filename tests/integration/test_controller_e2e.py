@@ -128,7 +128,8 @@ async def kube(devcluster):
 
 def start_operator(kube: AsyncKubeClient, tag: str) -> tuple[Operator, asyncio.Task[None]]:
     """An in-process operator (simulated provider, kwok Nodes) on its own Lease, running as a task."""
-    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube)})
+    # as `karpy controller` wires it: the provider reads the cluster (its NodeClass loop marks them Ready)
+    provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube), "kube": kube})
     operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
         leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
     return operator, asyncio.create_task(operator.run())
@@ -475,3 +476,52 @@ async def assert_dashboards_have_data(operator: Operator, kube: AsyncKubeClient,
     assert terminated >= 1
     depth = sum(v for _, ls, v in fams["karpenter_scheduler_queue_depth"][1])
     assert depth == 0, "every pod is bound: nothing waits"
+
+
+async def test_unconsolidatable_event_conditions_and_nodeclass_label_on_the_real_api_server(kube, devcluster):
+    """Where Karpenter publishes ``Unconsolidatable`` (consolidation.go: a WhenEmpty pool's node
+    that is not empty), karpy publishes it on the Node and the NodeClaim with the same message;
+    the NodeClaim gets Consolidatable and ConsistentStateFound, the Node the
+    ``karpenter.k8s.aws/ec2nodeclass`` label, the NodePool NodeRegistrationHealthy."""
+    tag = uuid.uuid4().hex[:6]
+    pool, app = f"e2e-{tag}", f"busy-{tag}"
+    await kube.create("EC2NodeClass", nodeclass(pool))
+    np_obj = nodepool(pool, tag, types=["m5.large"], consolidate_after="0s")
+    np_obj["spec"]["disruption"]["consolidationPolicy"] = "WhenEmpty"
+    await kube.create("NodePool", np_obj)
+    operator, task = start_operator(kube, tag)
+    try:
+        await wait_for(lambda: asyncio.sleep(0, operator.started), 30, "the operator to start")
+        await kube.create("Deployment", deployment(app, tag, 1, cpu="500m"))
+        message = f'NodePool "{pool}" has consolidation policy WhenEmpty, but node is not empty'
+
+        async def unconsolidatable() -> list[dict[str, Any]] | None:
+            evs = [e for e in await kube.list("Event", "default")
+                   if e.get("reason") == "Unconsolidatable" and e.get("message") == message]
+            kinds = {e["involvedObject"]["kind"] for e in evs}
+            return evs if kinds == {"Node", "NodeClaim"} else None
+
+        events = await wait_for(unconsolidatable, 120, "Unconsolidatable events on the Node and the NodeClaim")
+        (claim,) = await claims_of(kube, pool)
+        (node,) = await nodes_of(kube, pool)
+        by_kind = {e["involvedObject"]["kind"]: e for e in events}
+        assert by_kind["NodeClaim"]["involvedObject"]["name"] == claim["metadata"]["name"]
+        assert by_kind["Node"]["involvedObject"]["name"] == node["metadata"]["name"]
+        assert all(e["type"] == "Normal" for e in events)
+        assert node["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == pool
+
+        async def conditions_set() -> bool:
+            (c,) = await claims_of(kube, pool)
+            return all((condition(c, t) or {}).get("status") == "True" for t in ("Consolidatable", "ConsistentStateFound"))
+
+        await wait_for(conditions_set, 60, "Consolidatable and ConsistentStateFound on the NodeClaim")
+
+        async def registration_healthy() -> bool:
+            return (condition(await kube.get("NodePool", pool), "NodeRegistrationHealthy") or {}).get("status") == "True"
+
+        await wait_for(registration_healthy, 60, "NodeRegistrationHealthy=True on the NodePool")
+        assert len(await nodes_of(kube, pool)) == 1  # not disrupted
+    finally:
+        await cleanup(kube, pool, app)
+        await wait_for(lambda: _gone(kube, pool), 90, "NodeClaims and Nodes to be finalized")
+        await stop_operator(task)

@@ -126,7 +126,7 @@ def test_simulate_without_the_nodeclass_launches_nothing(env: Env) -> None:
     without.write_text(good.split("---\n", 1)[1])
     report = _simulate(env, str(without))
     assert report["nodes"] == []
-    assert all("TinyNodeClass 'default' not found" in (p["reason"] or "") for p in report["pods"]), report["pods"]
+    assert all("NodeClass not found on cluster (TinyNodeClass/default)" in (p["reason"] or "") for p in report["pods"]), report["pods"]
 
 
 def test_the_crd_snippet_renders_the_nodeclass_crd(env: Env) -> None:

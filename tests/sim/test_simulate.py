@@ -112,7 +112,7 @@ def test_nodepool_without_its_nodeclass_launches_nothing_and_says_why():
     doc = simulate_json(str(DATA / "sim/missing-nodeclass.yaml"))
     assert doc["summary"]["nodes_launched"] == 0 and doc["summary"]["pods_pending"] == 2
     reasons = {p["reason"] for p in doc["pods"]}
-    assert reasons == {"NodePool orphan: not Ready (NodeClassReady=False: EC2NodeClass 'nope' not found)"}
+    assert reasons == {"NodePool orphan: not Ready (NodeClassReady=False: NodeClass not found on cluster (EC2NodeClass/nope))"}
 
 
 def test_scenario_only_options_and_unknown_names_fail_clearly(tmp_path, shared_dir):

@@ -84,6 +84,13 @@ __all__ = [
     "LABEL_INSTANCE_GPU_COUNT",
     "LABEL_INSTANCE_GPU_MEMORY",
     "LABEL_INSTANCE_LOCAL_NVME",
+    "LABEL_INSTANCE_CAPABILITY_FLEX",
+    "LABEL_INSTANCE_CPU_MANUFACTURER",
+    "LABEL_INSTANCE_ACCELERATOR_NAME",
+    "LABEL_INSTANCE_ACCELERATOR_MANUFACTURER",
+    "LABEL_INSTANCE_ACCELERATOR_COUNT",
+    "UNDERIVABLE_AWS_LABELS",
+    "cpu_manufacturer",
     "AWS_WELL_KNOWN_LABELS",
     "RESOURCE_NVIDIA_GPU",
     "RESOURCE_AMD_GPU",
@@ -147,6 +154,11 @@ LABEL_INSTANCE_GPU_MANUFACTURER = "karpenter.k8s.aws/instance-gpu-manufacturer"
 LABEL_INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
 LABEL_INSTANCE_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
 LABEL_INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
+LABEL_INSTANCE_CAPABILITY_FLEX = "karpenter.k8s.aws/instance-capability-flex"
+LABEL_INSTANCE_CPU_MANUFACTURER = "karpenter.k8s.aws/instance-cpu-manufacturer"
+LABEL_INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
+LABEL_INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
+LABEL_INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
 
 AWS_WELL_KNOWN_LABELS = frozenset(
     {
@@ -162,11 +174,54 @@ AWS_WELL_KNOWN_LABELS = frozenset(
         LABEL_INSTANCE_GPU_COUNT,
         LABEL_INSTANCE_GPU_MEMORY,
         LABEL_INSTANCE_LOCAL_NVME,
+        LABEL_INSTANCE_CAPABILITY_FLEX,
+        LABEL_INSTANCE_CPU_MANUFACTURER,
+        LABEL_INSTANCE_ACCELERATOR_NAME,
+        LABEL_INSTANCE_ACCELERATOR_MANUFACTURER,
+        LABEL_INSTANCE_ACCELERATOR_COUNT,
     }
 )
 """The ``karpenter.k8s.aws/instance-*`` labels this catalog resolves for every type (Karpenter
-``pkg/apis/v1/labels.go``). Labels the static data cannot support (cpu-manufacturer, bandwidths,
-accelerator-*, encryption-in-transit, zone-id) are deliberately not resolved nor registered."""
+``pkg/apis/v1/labels.go``, values as ``pkg/providers/instancetype/types.go`` computes them).
+Labels the static data cannot support (:data:`UNDERIVABLE_AWS_LABELS`) are deliberately not
+resolved nor registered."""
+
+UNDERIVABLE_AWS_LABELS = frozenset({
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    "karpenter.k8s.aws/instance-ebs-bandwidth",
+    "karpenter.k8s.aws/instance-network-bandwidth",
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    "karpenter.k8s.aws/nitro-sandbox",
+    "karpenter.k8s.aws/instance-tenancy",
+})
+"""Karpenter's AWS instance labels the bundled data has no field for (``ProcessorInfo`` clock
+speed, ``EbsInfo``, the generated bandwidth table, ``NetworkInfo``, ``NitroEnclavesSupport``) or
+that karpy cannot honour (dedicated tenancy is not launched); see docs/aws.md."""
+
+_NEURON_NAMES = {"inf1": "inferentia", "inf2": "inferentia2", "trn1": "trainium", "trn1n": "trainium", "trn2": "trainium2"}
+"""``instance-accelerator-name`` of the Inferentia/Trainium families (kebab-cased device names of
+DescribeInstanceTypes' ``InferenceAcceleratorInfo`` / ``NeuronInfo``); manufacturer ``aws``."""
+
+_AMD_FAMILIES_WITHOUT_A = frozenset({"g5", "g6", "g6e", "g6f", "gr6", "gr6f", "inf2", "p5", "p5e"})
+"""x86 families on AMD EPYC whose name has no ``a`` attribute (AWS product pages)."""
+_APPLE_FAMILY_PREFIXES = ("mac2", "mac-m")
+"""EC2 Mac families on Apple silicon (``mac1`` is Intel)."""
+
+
+def cpu_manufacturer(family: str, architecture: str) -> str:
+    """``instance-cpu-manufacturer`` of a family (``ProcessorInfo.Manufacturer`` kebab-cased):
+    ``aws`` for arm64 (Graviton), ``apple`` for Apple-silicon Macs, ``amd`` when the family's
+    attribute letters (after the generation digits, e.g. ``m5a``, ``c7a``, ``hpc6a``, ``m8azn``)
+    contain ``a`` or the family is one of :data:`_AMD_FAMILIES_WITHOUT_A`, else ``intel``. The
+    data file has no processor field: this reproduces AWS's naming convention."""
+    if architecture == "arm64":
+        return "aws"
+    if family.startswith(_APPLE_FAMILY_PREFIXES):
+        return "apple"
+    if family in _AMD_FAMILIES_WITHOUT_A:
+        return "amd"
+    m = re.match(r"^[a-z]+(?:-[0-9]+tb)?[0-9]+([a-z]*)", family.split("-flex")[0])
+    return "amd" if m and "a" in m.group(1) else "intel"
 
 RESOURCE_NVIDIA_GPU = "nvidia.com/gpu"
 RESOURCE_AMD_GPU = "amd.com/gpu"
@@ -750,6 +805,18 @@ def compute_requirements(spec: InstanceTypeSpec, region: str, *, ami_family: str
         by_key[LABEL_INSTANCE_LOCAL_NVME] = _single(LABEL_INSTANCE_LOCAL_NVME, str(spec.local_storage_gb))
     else:
         by_key[LABEL_INSTANCE_LOCAL_NVME] = _absent(LABEL_INSTANCE_LOCAL_NVME)
+
+    family = parsed.get("family", spec.name.split(".", 1)[0])
+    by_key[LABEL_INSTANCE_CAPABILITY_FLEX] = _single(LABEL_INSTANCE_CAPABILITY_FLEX, "true" if "-flex" in family else "false")
+    by_key[LABEL_INSTANCE_CPU_MANUFACTURER] = _single(LABEL_INSTANCE_CPU_MANUFACTURER, cpu_manufacturer(family, spec.architecture))
+    neuron = _NEURON_NAMES.get(family)
+    if neuron is not None and spec.neuron_devices > 0:
+        by_key[LABEL_INSTANCE_ACCELERATOR_NAME] = _single(LABEL_INSTANCE_ACCELERATOR_NAME, neuron)
+        by_key[LABEL_INSTANCE_ACCELERATOR_MANUFACTURER] = _single(LABEL_INSTANCE_ACCELERATOR_MANUFACTURER, "aws")
+        by_key[LABEL_INSTANCE_ACCELERATOR_COUNT] = _single(LABEL_INSTANCE_ACCELERATOR_COUNT, str(spec.neuron_devices))
+    else:
+        for label in (LABEL_INSTANCE_ACCELERATOR_NAME, LABEL_INSTANCE_ACCELERATOR_MANUFACTURER, LABEL_INSTANCE_ACCELERATOR_COUNT):
+            by_key[label] = _absent(label)
 
     if len(spec.gpus) == 1:
         gpu = spec.gpus[0]

@@ -36,8 +36,10 @@ from typing import Any
 from karpy_core.apis.labels import TAINT_DISRUPTED
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.conditions import CONSOLIDATABLE, clear_condition, patch_conditions, set_condition
 from karpy_core.controllers.disruption.budgets import next_budget_change
-from karpy_core.controllers.disruption.candidates import build_candidates, is_reschedulable
+from karpy_core.controllers.disruption.candidates import build_candidates, consolidatable_at, is_reschedulable
 from karpy_core.controllers.disruption.decisions import (
     DecisionKind,
     DecisionStage,
@@ -46,9 +48,11 @@ from karpy_core.controllers.disruption.decisions import (
     Verdict,
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
+from karpy_core.controllers.disruption.karpenter_events import decision_events
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.errors import KubeAPIError
+from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
@@ -161,6 +165,8 @@ class Disruption:
         settings: :class:`DisruptionSettings`.
         nominations: the provisioner's nominations (nodes chosen for pending pods are not
             disrupted); none when not given.
+        events: where Karpenter's disruption events go (``DisruptionBlocked``, ``Unconsolidatable``,
+            ``DisruptionLaunching``, ``DisruptionWaitingReadiness``, ``DisruptionTerminating``); none: not published.
 
     Attributes:
         observer: called after each planning pass with a :class:`PlanningPass` (the controller's
@@ -170,8 +176,9 @@ class Disruption:
     name = "disruption"
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None,
-                 nominations: Nominations | None = None):
+                 nominations: Nominations | None = None, events: EventRecorder | None = None):
         self.kube = kube
+        self.events = events
         self.provider = provider
         self.clock = clock
         self.settings = settings or DisruptionSettings()
@@ -260,6 +267,21 @@ class Disruption:
         await self.kube.patch("NodeClaim", nodeclaim, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}},
                               status=True)
 
+    async def _publish(self, evs: list[Event]) -> None:
+        if self.events is not None and evs:
+            await self.events.record(*evs)
+
+    async def _get(self, kind: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.kube.get(kind, name)
+        except KubeAPIError:
+            return None
+
+    async def _terminating(self, cand_node: str, nodeclaim: dict[str, Any] | None, reason: str) -> None:
+        """``DisruptionTerminating`` on the candidate's Node and NodeClaim (Karpenter ``queue.go``)."""
+        if self.events is not None:
+            await self._publish(karpenter_events.terminating(await self._get("Node", cand_node), nodeclaim, reason))
+
     async def _delete_claim(self, name: str) -> bool:
         try:
             await self.kube.delete("NodeClaim", name)
@@ -276,6 +298,8 @@ class Disruption:
         events: list[DisruptionEvent] = []
         snapshot = await collect_snapshot(self.kube)
         if await self._pod_events(snapshot, now):
+            snapshot = await collect_snapshot(self.kube)
+        if await self._consolidatable(snapshot, now):
             snapshot = await collect_snapshot(self.kube)
         events += await self._progress(snapshot, now)
         events += await self._strip_stale(snapshot)
@@ -312,6 +336,7 @@ class Disruption:
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)
+                await self._publish(_decision_events(snapshot, lines))
                 if plan is not None:
                     self.pending = _Command(plan, now)
                     self._idle = None
@@ -381,6 +406,34 @@ class Disruption:
         self._pods_seen = seen
         return wrote
 
+    async def _consolidatable(self, snapshot: ClusterSnapshot, now: float) -> bool:
+        """Keep each NodeClaim's ``Consolidatable`` condition (Karpenter ``nodeclaim/disruption/consolidation.go``):
+        True from ``consolidateAfter`` past the last pod event (or initialization), absent before,
+        without ``Initialized`` or with ``consolidateAfter: Never``. Returns True when something was written."""
+        pools = {p["metadata"]["name"]: p for p in snapshot.nodepools}
+        wrote = False
+        for nc in snapshot.nodeclaims:
+            pool = pools.get((nc["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""))
+            if pool is None or nc["metadata"].get("deletionTimestamp"):
+                continue
+            at = consolidatable_at(nc, pool) if is_true(nc, "Initialized") else None
+            conds = list((nc.get("status") or {}).get("conditions") or [])
+            if at is not None and now >= at:
+                if is_true(nc, CONSOLIDATABLE):
+                    continue
+                conds = set_condition(conds, CONSOLIDATABLE, "True", iso(now))
+            else:
+                conds = clear_condition(conds, CONSOLIDATABLE)
+            patch = patch_conditions(nc, sorted(conds, key=lambda c: str(c.get("type"))))
+            if patch is not None:
+                try:
+                    await self.kube.patch("NodeClaim", nc["metadata"]["name"], patch, status=True)
+                except KubeAPIError as exc:
+                    if exc.status != 404:
+                        raise
+                wrote = True
+        return wrote
+
     async def _progress(self, snapshot: ClusterSnapshot, now: float) -> list[DisruptionEvent]:
         events: list[DisruptionEvent] = []
         claims = {c["metadata"]["name"]: c for c in snapshot.nodeclaims}
@@ -397,9 +450,14 @@ class Disruption:
                     self._log(now, [NodeDecision(c.name, cmd.plan.method, Verdict.KEEP, kind, f"command abandoned: {why}")])
                 events.append(DisruptionEvent(DisruptionEventKind.FAILED, ",".join(cmd.nodes), reason=why, decision=kind))
                 continue
+            for r in cmd.replacements:
+                await self._publish([karpenter_events.launching(claims[r], cmd.plan.reason.value)])
+                if not is_true(claims[r], "Initialized"):
+                    await self._publish([karpenter_events.waiting_on_readiness(claims[r])])
             if all(is_true(claims[r], "Initialized") for r in cmd.replacements):
                 for c in cmd.plan.candidates:
                     if await self._delete_claim(c.nodeclaim_name):
+                        await self._terminating(c.name, claims.get(c.nodeclaim_name), cmd.plan.reason.value)
                         events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason.value,
                                                       details={"method": cmd.plan.method.value}))
                 continue
@@ -437,17 +495,27 @@ class Disruption:
         for r in plan.replacements:
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(r))
             cmd.replacements.append(created["metadata"]["name"])
+            await self._publish([karpenter_events.launching(created, plan.reason.value)])
             events.append(DisruptionEvent(DisruptionEventKind.REPLACEMENT_CREATE, nodeclaim=created["metadata"]["name"],
                                           reason=plan.reason.value, details={"nodepool": r.nodepool, "for": cmd.nodes,
                                                    "cheapest_price": round(r.cheapest_offering_price(), 6)}))
         if not plan.replacements:
             for c in plan.candidates:
                 if await self._delete_claim(c.nodeclaim_name):
+                    await self._terminating(c.name, c.nodeclaim, plan.reason.value)
                     events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason.value,
                                                   details={"method": plan.method.value}))
         else:
             self.queued.append(cmd)
         return events
+
+
+def _decision_events(snapshot: ClusterSnapshot, lines: list[NodeDecision]) -> list[Event]:
+    nodes = {n["metadata"]["name"]: n for n in snapshot.nodes}
+    by_pid = {(c.get("status") or {}).get("providerID"): c for c in snapshot.nodeclaims if (c.get("status") or {}).get("providerID")}
+    claims = {name: by_pid[pid] for name, n in nodes.items() if (pid := (n.get("spec") or {}).get("providerID")) in by_pid}
+    pools = {p["metadata"]["name"]: p for p in snapshot.nodepools}
+    return decision_events(lines, nodes, claims, pools)
 
 
 def poll_tick(start: float, t: float, period: float = 10.0) -> float:

@@ -21,8 +21,12 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
    deletion time + that period (written to the ``karpenter.sh/nodeclaim-termination-timestamp``
    annotation); from ``deadline - pod.terminationGracePeriodSeconds`` (default 30 s) on, a pod is
    deleted instead of evicted, PDBs and do-not-disrupt notwithstanding;
-5. removes the finalizer once no drainable pod remains. The NodeClaim finalizer then terminates
-   the instance through the cloud provider.
+5. once no drainable pod remains, waits for the Node's VolumeAttachments to be gone (the
+   attach-detach controller removes them; attachments of volumes used by pods that are not
+   drained do not count), unless the terminationGracePeriod deadline has passed
+   (``VolumesDetached`` Unknown/``AwaitingVolumeDetachment``, True, or False/
+   ``TerminationGracePeriodElapsed``; Karpenter ``awaitVolumeDetachment``);
+6. removes the finalizer. The NodeClaim finalizer then terminates the instance through the cloud provider.
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ from karpy_core.apis.labels import (
     FINALIZER_TERMINATION,
     TAINT_DISRUPTED,
 )
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
 from karpy_core.errors import KubeAPIError
+from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.utils.clock import Clock, RealClock, iso
@@ -116,18 +123,44 @@ def _key(pod: dict[str, Any]) -> str:
 
 
 class NodeTermination:
-    """Drains deleted Nodes that carry karpy's finalizer (see the module docstring)."""
+    """Drains deleted Nodes that carry karpy's finalizer (see the module docstring).
+
+    Sets the NodeClaim's ``Drained`` condition (Unknown/``Draining`` while draining, True once
+    drained) and publishes Karpenter's termination events to ``events`` when given: ``Evicted``
+    and ``Disrupted`` on pods, ``FailedDraining`` and ``TerminationGracePeriodExpiring`` on the
+    Node, ``TerminationGracePeriodExpiring`` on the NodeClaim when its deadline is set.
+    """
 
     name = "node.termination"
 
-    def __init__(self, *, kube: KubeClient, clock: Clock | None = None):
+    def __init__(self, *, kube: KubeClient, clock: Clock | None = None, events: EventRecorder | None = None):
         self.kube = kube
+        self.events = events
         self.clock = clock or RealClock()
         self.wake: float | None = None
         """The earliest future forced-deletion or eviction-retry time seen by the last pass (the
         simulator jumps its clock there; the operator wakes the controller then), or None."""
         self._backoff: dict[str, tuple[int, float]] = {}
         """Pod uid (or ``ns/name``) -> (refused evictions so far, epoch seconds of the next try)."""
+
+    async def _publish(self, *evs: Event) -> None:
+        if self.events is not None:
+            await self.events.record(*evs)
+
+    async def _set_drained(self, claim: dict[str, Any] | None, drained: bool) -> None:
+        """``Drained``: Unknown/``Draining`` when first seen draining, True when drained."""
+        if claim is None or (not drained and any(c.get("type") == DRAINED for c in (claim.get("status") or {}).get("conditions") or [])):
+            return
+        conds = set_condition(list((claim.get("status") or {}).get("conditions") or []), DRAINED, "True" if drained else "Unknown",
+                              iso(self.clock.now()), "" if drained else "Draining", "" if drained else "Draining")
+        patch = patch_conditions(claim, conds)
+        if patch is None:
+            return
+        try:
+            await self.kube.patch("NodeClaim", claim["metadata"]["name"], patch, status=True)
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
 
     def _wake_at(self, t: float) -> None:
         self.wake = t if self.wake is None else min(self.wake, t)
@@ -154,10 +187,10 @@ class NodeTermination:
         events: list[TerminationEvent] = []
         now = self.clock.now()
         pid = (node.get("spec") or {}).get("providerID")
-        for claim in claims:
-            if pid and (claim.get("status") or {}).get("providerID") == pid and not claim["metadata"].get("deletionTimestamp"):
+        for c in claims:
+            if pid and (c.get("status") or {}).get("providerID") == pid and not c["metadata"].get("deletionTimestamp"):
                 try:
-                    await self.kube.delete("NodeClaim", claim["metadata"]["name"])
+                    await self.kube.delete("NodeClaim", c["metadata"]["name"])
                 except KubeAPIError as exc:
                     if exc.status != 404:
                         raise
@@ -174,6 +207,17 @@ class NodeTermination:
             and not is_stuck_terminating(p, now)
         ]
         deadline = await self._deadline(node, claims)
+        claim: dict[str, Any] | None = next((c for c in claims if pid and (c.get("status") or {}).get("providerID") == pid), None)
+        await self._set_drained(claim, False)
+        ann = (claim["metadata"].get("annotations") or {}) if claim is not None else {}
+        if ann.get(ANNOTATION_TERMINATION_TIMESTAMP):
+            await self._publish(karpenter_events.node_termination_grace_period_expiring(node, ann[ANNOTATION_TERMINATION_TIMESTAMP]))
+        elif deadline is not None:
+            await self._publish(karpenter_events.node_termination_grace_period_expiring(node, iso(deadline)))
+        evict_reason = "Forceful Termination"
+        for c in ((claim or {}).get("status") or {}).get("conditions") or []:
+            if c.get("type") == "DisruptionReason" and c.get("status") == "True" and c.get("reason"):
+                evict_reason = str(c["reason"])
         remaining = list(on_node)
         tiers = sorted({drain_tier(p) for p in on_node})
         current = [p for p in on_node if tiers and drain_tier(p) == tiers[0]]
@@ -189,6 +233,7 @@ class NodeTermination:
                 if deadline is not None and now >= deadline - grace:
                     await self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
                     events.append(TerminationEvent("force-delete", name, key, reason="terminationGracePeriod deadline"))
+                    await self._publish(karpenter_events.disrupt_pod_delete(pod, max(int(deadline - now), 1), iso(deadline)))
                     continue
                 if pod["metadata"].get("deletionTimestamp"):
                     continue
@@ -201,6 +246,7 @@ class NodeTermination:
                 await self.kube.evict(pod)
                 self._backoff.pop(bkey, None)
                 events.append(TerminationEvent("evict", name, key))
+                await self._publish(karpenter_events.evict_pod(pod, evict_reason))
             except KubeAPIError as exc:
                 if exc.status in (404, 409):  # gone, or replaced under the same name (UID precondition)
                     continue
@@ -211,14 +257,21 @@ class NodeTermination:
                     self._wake_at(retry_at)
                     reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
                     events.append(TerminationEvent("evict-blocked", name, key, reason=reason))
+                    why = "eviction does not support multiple PDBs" if exc.status == 500 else "evicting pod violates a PDB"
+                    await self._publish(karpenter_events.node_failed_to_drain(node, f"{why} (Pod={key})"))
                     continue
                 raise
         if remaining:
             left = await self.kube.list("Pod")
             still = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in left
                      if (p.get("spec") or {}).get("nodeName") == name}
-            if any((p["metadata"].get("namespace"), p["metadata"]["name"]) in still for p in remaining):
+            waiting = [p for p in remaining if (p["metadata"].get("namespace"), p["metadata"]["name"]) in still]
+            if waiting:
+                await self._publish(karpenter_events.node_failed_to_drain(node, f"{len(waiting)} pods are waiting to be evicted"))
                 return events
+        await self._set_drained(claim, True)
+        if not await self._volumes_detached(node, claim, pods, deadline, now):
+            return events
         finalizers = [f for f in node["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
         try:
             await self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}})
@@ -227,6 +280,63 @@ class NodeTermination:
                 raise
         events.append(TerminationEvent("node-finalized", name))
         return events
+
+    async def _volumes_detached(self, node: dict[str, Any], claim: dict[str, Any] | None, pods: list[dict[str, Any]],
+                                deadline: float | None, now: float) -> bool:
+        """True when the drained Node may go: no VolumeAttachment of a drained pod's volume is left,
+        or the terminationGracePeriod deadline has passed. Sets ``VolumesDetached`` and publishes
+        ``AwaitingVolumeDetachment`` while waiting."""
+        name = node["metadata"]["name"]
+        try:
+            attachments = [va for va in await self.kube.list("VolumeAttachment") if (va.get("spec") or {}).get("nodeName") == name]
+        except KubeAPIError as exc:  # e.g. an install whose RBAC predates the rule: do not hold the node forever
+            log.warning("cannot list VolumeAttachments (%s); not waiting for volumes of Node %s", exc, name)
+            attachments = []
+        if attachments:
+            kept = await self._undrained_volumes(name, pods, now)
+            attachments = [va for va in attachments
+                           if ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")
+                           and va["spec"]["source"]["persistentVolumeName"] not in kept]
+        if not attachments:
+            await self._set_condition(claim, VOLUMES_DETACHED, "True")
+            return True
+        if deadline is not None and now >= deadline:
+            await self._set_condition(claim, VOLUMES_DETACHED, "False", "TerminationGracePeriodElapsed")
+            return True
+        await self._publish(karpenter_events.node_awaiting_volume_detachment(node, sorted(va["metadata"]["name"] for va in attachments)))
+        await self._set_condition(claim, VOLUMES_DETACHED, "Unknown", "AwaitingVolumeDetachment")
+        self._wake_at(now + 5.0)
+        return False
+
+    async def _undrained_volumes(self, node: str, pods: list[dict[str, Any]], now: float) -> set[str]:
+        """PersistentVolume names of the claims of the pods on ``node`` that are not drained
+        (mirror pods, pods tolerating the disrupted taint, pods stuck terminating); their
+        attachments do not hold the node."""
+        claims = {(p["metadata"].get("namespace") or "default", v["persistentVolumeClaim"]["claimName"])
+                  for p in pods if (p.get("spec") or {}).get("nodeName") == node
+                  and (_is_mirror(p) or tolerates_disrupted_taint(p) or is_stuck_terminating(p, now))
+                  for v in (p.get("spec") or {}).get("volumes") or [] if (v.get("persistentVolumeClaim") or {}).get("claimName")}
+        if not claims:
+            return set()
+        pvcs = await self.kube.list("PersistentVolumeClaim")
+        return {str(c["spec"]["volumeName"]) for c in pvcs
+                if (c["metadata"].get("namespace") or "default", c["metadata"]["name"]) in claims
+                and (c.get("spec") or {}).get("volumeName")}
+
+    async def _set_condition(self, claim: dict[str, Any] | None, type_: str, status: str, reason: str = "") -> None:
+        if claim is None:
+            return
+        try:
+            current = await self.kube.get("NodeClaim", claim["metadata"]["name"])
+        except KubeAPIError as exc:
+            if exc.status == 404:
+                return
+            raise
+        conds = set_condition(list((current.get("status") or {}).get("conditions") or []), type_, status,
+                              iso(self.clock.now()), reason, reason)
+        patch = patch_conditions(current, conds)
+        if patch is not None:
+            await self.kube.patch("NodeClaim", claim["metadata"]["name"], patch, status=True)
 
     async def _deadline(self, node: dict[str, Any], claims: list[dict[str, Any]]) -> float | None:
         """The drain deadline from the NodeClaim's ``terminationGracePeriod`` (epoch seconds), or
@@ -252,4 +362,6 @@ class NodeTermination:
         except KubeAPIError as exc:
             if exc.status != 404:
                 raise
+            return deadline
+        await self._publish(karpenter_events.nodeclaim_termination_grace_period_expiring(claim, iso(deadline)))
         return deadline

@@ -15,7 +15,14 @@ Phases (Karpenter ``pkg/controllers/nodeclaim/lifecycle/``):
   ``karpenter.sh/initialized=true``, ``Initialized`` and ``Ready``.
 * **liveness**: no launch within 5 minutes or no registration within 15 minutes deletes the claim.
 * **finalization** (claim being deleted): delete the Node, call the provider's ``delete`` until it
-  reports the instance gone, then remove the finalizer.
+  reports the instance gone (``InstanceTerminating=True`` from the first call), then remove the finalizer.
+* **consistency** (Karpenter ``nodeclaim/consistency``, every 10 minutes per initialized claim):
+  the Node's capacity must be at least 90% of the NodeClaim's for every requested resource;
+  ``ConsistentStateFound`` True, or False/``ConsistencyCheckFailed`` with a ``FailedConsistencyCheck`` event.
+
+With ``events``, Karpenter's lifecycle events are published: ``InsufficientCapacityError`` and
+``NodeClassNotReady`` when a launch fails so. With ``registration``, each registration and each
+liveness deletion is recorded for the NodePool's ``NodeRegistrationHealthy`` condition.
 """
 
 from __future__ import annotations
@@ -31,8 +38,12 @@ from karpy_core.apis.labels import (
     LABEL_NODEPOOL,
     LABEL_REGISTERED,
     TAINT_UNREGISTERED,
+    nodeclass_label_key,
 )
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.conditions import CONSISTENT_STATE_FOUND, INSTANCE_TERMINATING, patch_conditions, set_condition
+from karpy_core.controllers.nodepool_status import RegistrationHealth
 from karpy_core.errors import (
     CloudProviderError,
     CreateError,
@@ -41,6 +52,7 @@ from karpy_core.errors import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
+from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.resources import parse_resource_list
@@ -57,6 +69,10 @@ LAUNCH_TTL = 5 * 60.0
 """Seconds a NodeClaim may stay un-launched before liveness deletes it (Karpenter ``liveness.go``)."""
 REGISTRATION_TTL = 15 * 60.0
 """Seconds a launched NodeClaim may stay unregistered before liveness deletes it."""
+CONSISTENCY_SCAN_SECONDS = 10 * 60.0
+"""Seconds between two consistency checks of one NodeClaim (Karpenter ``scanPeriod``)."""
+CONSISTENCY_MIN_FRACTION = 0.9
+"""Share of the NodeClaim's capacity the Node must report per requested resource (``nodeshape.go``)."""
 
 EPHEMERAL_TAINTS = (
     "node.kubernetes.io/not-ready",
@@ -93,14 +109,21 @@ class NodeClaimLifecycle:
         kube: the cluster.
         provider: the active cloud provider.
         clock: the clock (virtual in the simulator).
+        events: where Karpenter's lifecycle events go; none: not published.
+        registration: launch outcomes for ``NodeRegistrationHealthy`` (shared with the NodePool status controller).
     """
 
     name = "nodeclaim.lifecycle"
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, events: EventRecorder | None = None,
+                 registration: RegistrationHealth | None = None):
         self.kube = kube
         self.provider = provider
         self.clock = clock
+        self.events = events
+        self.registration = registration
+        self._scanned: dict[str, float] = {}
+        """NodeClaim uid -> epoch seconds of its last consistency check."""
         self._views = ViewCache()
         """NodeClaim views by version: the pydantic NodeClaim handed to the provider is validated
         once per version, however many passes retry a launch or a termination."""
@@ -135,6 +158,7 @@ class NodeClaimLifecycle:
         created = parse_rfc3339(nc["metadata"].get("creationTimestamp")) or now
         if not is_true(nc, "Launched"):
             if now - created > LAUNCH_TTL and condition(nc, "Launched") is not None:
+                self._record(nc, False)
                 await self.kube.delete("NodeClaim", name)
                 return [LifecycleEvent("liveness-delete", name, reason="not launched within 5m",
                                        details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
@@ -145,14 +169,76 @@ class NodeClaimLifecycle:
             if node is None:
                 launched_at = parse_rfc3339((condition(nc, "Launched") or {}).get("lastTransitionTime")) or created
                 if now - launched_at > REGISTRATION_TTL:
+                    self._record(nc, False)
                     await self.kube.delete("NodeClaim", name)
                     return [LifecycleEvent("liveness-delete", name, reason="not registered within 15m",
                                            details={"nodepool": (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")})]
                 return []
             return await self._register(nc, node)
+        if node is not None:
+            await self._hydrate(nc, node)
         if node is not None and not is_true(nc, "Initialized"):
             return await self._initialize(nc, node)
+        if node is not None:
+            await self._check_consistency(nc, node, now)
         return []
+
+    async def _hydrate(self, nc: dict[str, Any], node: dict[str, Any]) -> None:
+        """Karpenter's hydration controllers: a NodeClaim and Node made before the NodeClass label
+        existed get ``<group>/<kind lower-cased>: <NodeClass name>``."""
+        ref = (nc.get("spec") or {}).get("nodeClassRef") or {}
+        if not (ref.get("group") and ref.get("kind") and ref.get("name")):
+            return
+        key, value = nodeclass_label_key(str(ref["group"]), str(ref["kind"])), str(ref["name"])
+        for kind, obj in (("NodeClaim", nc), ("Node", node)):
+            if (obj["metadata"].get("labels") or {}).get(key) != value:
+                await self.kube.patch(kind, obj["metadata"]["name"], {"metadata": {"labels": {key: value}}})
+
+    def _record(self, nc: dict[str, Any], ok: bool) -> None:
+        pool = (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")
+        if self.registration is None or not pool:
+            return
+        launched = condition(nc, "Launched") or {}
+        if ok or launched.get("status") == "True":
+            self.registration.record(pool, ok)
+        else:
+            self.registration.record(pool, False, str(launched.get("reason") or ""), str(launched.get("message") or ""))
+
+    async def _check_consistency(self, nc: dict[str, Any], node: dict[str, Any], now: float) -> None:
+        """Karpenter's node-shape check, at most every :data:`CONSISTENCY_SCAN_SECONDS` per claim."""
+        uid = str(nc["metadata"].get("uid") or nc["metadata"]["name"])
+        last = self._scanned.get(uid)
+        if last is not None and now - last < CONSISTENCY_SCAN_SECONDS:
+            return
+        self._scanned[uid] = now
+        if len(self._scanned) > 50_000:
+            self._scanned = {k: t for k, t in self._scanned.items() if now - t < CONSISTENCY_SCAN_SECONDS}
+        requested = parse_resource_list(((nc.get("spec") or {}).get("resources") or {}).get("requests"))
+        expected = parse_resource_list((nc.get("status") or {}).get("capacity"))
+        have = parse_resource_list((node.get("status") or {}).get("capacity"))
+        raw_expected = (nc.get("status") or {}).get("capacity") or {}
+        raw_have = (node.get("status") or {}).get("capacity") or {}
+        issues = []
+        for r, v in sorted(requested.items()):
+            if v <= 0 or expected.get(r, 0) <= 0:
+                continue
+            pct = have.get(r, 0) / expected[r]
+            if pct < CONSISTENCY_MIN_FRACTION:
+                issues.append(f"expected {raw_expected.get(r)} of resource {r}, but found {raw_have.get(r, '0')} "
+                              f"({pct * 100:.1f}% of expected)")
+        conds = list((nc.get("status") or {}).get("conditions") or [])
+        stamp = iso(now)
+        if issues:
+            for issue in issues:
+                log.info("failed consistency check: NodeClaim %s: %s", nc["metadata"]["name"], issue)
+                if self.events is not None:
+                    await self.events.record(karpenter_events.failed_consistency_check(nc, issue))
+            conds = set_condition(conds, CONSISTENT_STATE_FOUND, "False", stamp, "ConsistencyCheckFailed", "Consistency Check Failed")
+        elif not is_true(nc, CONSISTENT_STATE_FOUND):
+            conds = set_condition(conds, CONSISTENT_STATE_FOUND, "True", stamp)
+        patch = patch_conditions(nc, conds)
+        if patch is not None:
+            await self.kube.patch("NodeClaim", nc["metadata"]["name"], patch, status=True)
 
     # ---- phases -----------------------------------------------------------------------------
     async def _launch(self, nc: dict[str, Any]) -> list[LifecycleEvent]:
@@ -161,6 +247,10 @@ class NodeClaimLifecycle:
         try:
             launched = await self.provider.create(self._views.nodeclaim(nc).model)
         except (InsufficientCapacityError, NodeClassNotReadyError) as exc:
+            if self.events is not None:
+                build = (karpenter_events.insufficient_capacity if isinstance(exc, InsufficientCapacityError)
+                         else karpenter_events.nodeclass_not_ready)
+                await self.events.record(build(nc, str(exc)))
             await self.kube.delete("NodeClaim", name)
             return [LifecycleEvent("launch-failed", name, reason=type(exc).__name__, details={"message": str(exc)})]
         except CreateError as exc:
@@ -200,6 +290,13 @@ class NodeClaimLifecycle:
         name = nc["metadata"]["name"]
         node_name = node["metadata"]["name"]
         spec = nc.get("spec") or {}
+        node_taints = (node.get("spec") or {}).get("taints") or []
+        if LABEL_REGISTERED not in (node["metadata"].get("labels") or {}) and not any(
+                t.get("key") == TAINT_UNREGISTERED and t.get("effect") == "NoExecute" for t in node_taints):
+            log.error("NodeClaim %s: Node %s registered without the %s:NoExecute taint that prevents registration races",
+                      name, node_name, TAINT_UNREGISTERED)
+            if self.events is not None:
+                await self.events.record(karpenter_events.unregistered_taint_missing(nc))
         labels = dict(node["metadata"].get("labels") or {})
         labels.update(nc["metadata"].get("labels") or {})
         labels[LABEL_REGISTERED] = "true"
@@ -222,6 +319,7 @@ class NodeClaimLifecycle:
         conds = _set_condition((nc.get("status") or {}).get("conditions") or [], "Registered", "True", "Registered", "", now)
         await self.kube.patch("NodeClaim", name, {"status": {"nodeName": node_name, "conditions": conds}}, status=True)
         pool = (nc["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
+        self._record(nc, True)
         return [LifecycleEvent("register", name, node=node_name, details={"nodepool": pool})]
 
     async def _initialize(self, nc: dict[str, Any], node: dict[str, Any]) -> list[LifecycleEvent]:
@@ -259,6 +357,14 @@ class NodeClaimLifecycle:
                 events.append(LifecycleEvent("delete", name, node=node["metadata"]["name"], reason="NodeClaim deleted"))
             return events  # wait for the Node's own termination to finish
         if pid:
+            if not is_true(nc, INSTANCE_TERMINATING):
+                conds = set_condition(list((nc.get("status") or {}).get("conditions") or []), INSTANCE_TERMINATING, "True",
+                                      iso(self.clock.now()))
+                try:
+                    await self.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
+                except KubeAPIError as exc:
+                    if exc.status != 404:
+                        raise
             try:
                 await self.provider.delete(self._views.nodeclaim(nc).model)
                 return events  # retried until the provider says the instance is gone

@@ -22,6 +22,7 @@ from karpy_core.apis.labels import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     LABEL_NODEPOOL,
+    nodeclass_label_key,
 )
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
@@ -60,6 +61,16 @@ class ProvisioningResult:
     pending: int = 0
     pods: dict[str, PodInfo] = field(default_factory=dict)
     """The pending pods of this pass, by ``namespace/name``."""
+    no_instance_types: list[dict[str, Any]] = field(default_factory=list)
+    """Ready NodePools whose requirements leave no instance type with an available offering
+    (Karpenter's ``NoCompatibleInstanceTypes`` event)."""
+
+
+def has_compatible_instance_type(template: NodePoolTemplate) -> bool:
+    """True when some instance type of ``template`` satisfies its requirements and has an
+    available offering they allow (Karpenter ``scheduling/scheduler.go`` ``filterInstanceTypesByRequirements``)."""
+    return any(it.requirements.intersects(template.requirements) and it.compatible_offerings(template.requirements)
+               for it in template.instance_types)
 
 
 async def build_scheduler(
@@ -118,6 +129,9 @@ def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = 
     tspec = tmpl.get("spec") or {}
     labels = dict(tmeta.get("labels") or {})
     labels[LABEL_NODEPOOL] = plan.nodepool
+    ref = tspec.get("nodeClassRef") or {}
+    if ref.get("group") and ref.get("kind") and ref.get("name"):
+        labels[nodeclass_label_key(str(ref["group"]), str(ref["kind"]))] = str(ref["name"])
     annotations = dict(tmeta.get("annotations") or {})
     annotations[ANNOTATION_NODEPOOL_HASH] = nodepool.hash if nodepool is not None else nodepool_hash(np_obj)
     annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
@@ -192,9 +206,10 @@ class Provisioner:
                 pods.append(apply_volume_requirements(info, terms, why))
             except (QuantityError, ValueError) as exc:
                 bad[p.key] = f"invalid pod: {exc}"
-        scheduler, _ = await build_scheduler(
+        scheduler, templates = await build_scheduler(
             snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy
         )
+        result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
         results = scheduler.solve(pods)
         results.errors.update(bad)
         result.results = results

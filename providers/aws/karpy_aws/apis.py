@@ -114,7 +114,9 @@ class SubnetSelectorTerm(KubeModel):
     """One ORed subnet selector: all ``tags`` must match (``"*"`` = any value), or an ``id``."""
 
     tags: SelectorTags | None = None
+    """Tags a subnet must carry, all of them; a value of * matches any value of the key."""
     id: Annotated[Str, _pattern(r"subnet-[0-9a-z]+", "a subnet id (subnet-...)")] | None = None
+    """The ID of one subnet (subnet-...)."""
 
     @model_validator(mode="after")
     def _one(self) -> SubnetSelectorTerm:
@@ -131,8 +133,11 @@ class SecurityGroupSelectorTerm(KubeModel):
     """One ORed security-group selector: ``tags``, an ``id``, or a group ``name`` (GroupName)."""
 
     tags: SelectorTags | None = None
+    """Tags a security group must carry, all of them; a value of * matches any value of the key."""
     id: Annotated[Str, _pattern(r"sg-[0-9a-z]+", "a security group id (sg-...)")] | None = None
+    """The ID of one security group (sg-...)."""
     name: Str | None = None
+    """The name of the security group (its GroupName)."""
 
     @model_validator(mode="after")
     def _one(self) -> SecurityGroupSelectorTerm:
@@ -167,11 +172,18 @@ class AMISelectorTerm(KubeModel):
     ``tags``/``name``/``owner``/``ssmParameter`` (ANDed)."""
 
     alias: Annotated[Str, AfterValidator(_check_alias)] | None = None
+    """A family@version shorthand for the AMIs AWS publishes for EKS, e.g. al2023@latest or bottlerocket@v1.20.0;
+    it also sets the AMI family. Cannot be combined with other terms or fields."""
     tags: SelectorTags | None = None
+    """Tags an AMI must carry, all of them; a value of * matches any value of the key."""
     id: Annotated[Str, _pattern(r"ami-[0-9a-z]+", "an AMI id (ami-...)")] | None = None
+    """The ID of one AMI (ami-...)."""
     name: Str | None = None
+    """The AMI's name; wildcards as EC2's name filter allows."""
     owner: Str | None = None
+    """The AWS account ID or alias (self, amazon) owning the AMI; by default self and amazon when a name is given."""
     ssm_parameter: Str | None = None
+    """An SSM parameter (name or ARN) whose value is the AMI ID to use."""
 
     @model_validator(mode="after")
     def _one(self) -> AMISelectorTerm:
@@ -193,8 +205,11 @@ class CapacityReservationSelectorTerm(LenientModel):
     """Capacity reservations to use (``tags``, ``id`` or ``ownerID``); accepted, not interpreted."""
 
     tags: dict[Str, Str] | None = None
+    """Tags a capacity reservation must carry, all of them."""
     id: Str | None = None
+    """The ID of one capacity reservation (cr-...)."""
     owner_id: Str | None = Field(default=None, alias="ownerID")
+    """The AWS account that owns the reservation; combined with tags."""
 
 
 def _check_reserved(values: dict[str, str]) -> dict[str, str]:
@@ -237,17 +252,30 @@ class KubeletConfiguration(KubeModel):
     """
 
     cluster_dns: list[Str] | None = Field(default=None, alias="clusterDNS")
+    """IP addresses of the cluster DNS servers the kubelet gives pods (overrides the AMI's default)."""
     max_pods: Int | None = Field(default=None, ge=0)
+    """The most pods the kubelet runs on the node; overrides the count derived from the instance type's network interfaces."""
     pods_per_core: Int | None = Field(default=None, ge=0)
+    """The most pods per vCPU; the node's pod limit is the lower of this times its vCPUs and maxPods."""
     system_reserved: Annotated[dict[Str, Quantity], AfterValidator(_check_reserved)] | None = None
+    """Resources (cpu, memory, ephemeral-storage, pid) held back for the operating system's daemons, taken off the node's allocatable."""
     kube_reserved: Annotated[dict[Str, Quantity], AfterValidator(_check_reserved)] | None = None
+    """Resources (cpu, memory, ephemeral-storage, pid) held back for Kubernetes' own daemons, taken off the
+    node's allocatable; default computed from the instance size."""
     eviction_hard: Annotated[dict[Str, Str], AfterValidator(_check_eviction)] | None = None
+    """Signals and thresholds (e.g. memory.available: 5%) at which the kubelet evicts pods at once."""
     eviction_soft: Annotated[dict[Str, Str], AfterValidator(_check_eviction)] | None = None
+    """Signals and thresholds at which the kubelet evicts pods once the signal has stayed past its grace period."""
     eviction_soft_grace_period: Annotated[dict[Str, Str], AfterValidator(_check_grace_periods)] | None = None
+    """How long each soft eviction signal must hold before pods are evicted, per signal (a duration)."""
     eviction_max_pod_grace_period: Int | None = None
+    """The longest termination grace period, in seconds, the kubelet grants pods it evicts for a soft threshold."""
     image_gc_high_threshold_percent: Int | None = Field(default=None, ge=0, le=100, alias="imageGCHighThresholdPercent")
+    """Disk usage percentage from which image garbage collection always runs; above imageGCLowThresholdPercent."""
     image_gc_low_threshold_percent: Int | None = Field(default=None, ge=0, le=100, alias="imageGCLowThresholdPercent")
+    """Disk usage percentage image garbage collection brings usage down to, and below which it never runs."""
     cpu_cfs_quota: Bool | None = Field(default=None, alias="cpuCFSQuota")
+    """Whether CPU limits of containers are enforced with CFS quota."""
 
     @model_validator(mode="after")
     def _cross(self) -> KubeletConfiguration:
@@ -280,14 +308,23 @@ class BlockDevice(KubeModel):
     """
 
     delete_on_termination: Bool | None = None
+    """Whether the volume is deleted when the instance terminates."""
     encrypted: Bool | None = None
+    """Whether the volume is encrypted."""
     iops: Int | None = None
+    """Provisioned I/O operations per second, for io1, io2 and gp3 volumes."""
     kms_key_id: Str | None = Field(default=None, alias="kmsKeyID")
+    """The KMS key (ARN or ID) encrypting the volume."""
     snapshot_id: Str | None = Field(default=None, alias="snapshotID")
+    """The EBS snapshot the volume is created from."""
     throughput: Int | None = None
+    """Throughput in MiB/s, for gp3 volumes."""
     volume_initialization_rate: Int | None = Field(default=None, ge=100, le=300)
+    """The rate, in MiB/s (100 to 300), at which a volume created from a snapshot is filled in."""
     volume_size: Annotated[Quantity, AfterValidator(_check_volume_size)] | None = None
+    """The volume's size, as a quantity (e.g. 20Gi, 100G); bounds depend on the volume type."""
     volume_type: Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"] | None = None
+    """The EBS volume type: standard, io1, io2, gp2, sc1, st1 or gp3."""
 
     @model_validator(mode="after")
     def _size_or_snapshot(self) -> BlockDevice:
@@ -301,8 +338,11 @@ class BlockDeviceMapping(KubeModel):
     ``rootVolume`` (at most one mapping may set it; it then backs the node's ephemeral storage)."""
 
     device_name: Str | None = None
+    """The device name the volume is exposed as, e.g. /dev/xvda."""
     ebs: BlockDevice | None = None
+    """The EBS volume to attach at that device."""
     root_volume: Bool = False
+    """Whether this is the root volume, whose size counts as the node's ephemeral storage; at most one mapping may set it."""
 
 
 class MetadataOptions(KubeModel):
@@ -311,9 +351,13 @@ class MetadataOptions(KubeModel):
     (1..64; pods using IMDSv2 from a pod network usually need 2), ``httpTokens: required``."""
 
     http_endpoint: Literal["enabled", "disabled"] = "enabled"
+    """Whether the instance metadata service answers at all (enabled or disabled)."""
     http_protocol_ipv6: Literal["enabled", "disabled"] = Field(default="disabled", alias="httpProtocolIPv6")
+    """Whether the instance metadata service also answers on its IPv6 address."""
     http_put_response_hop_limit: Int = Field(default=1, ge=1, le=64)
+    """How many network hops a metadata token response may travel (1 to 64); 1 keeps it from pods on a pod network, 2 lets them reach it."""
     http_tokens: Literal["required", "optional"] = "required"
+    """required: only session-token (IMDSv2) requests are answered; optional: IMDSv1 requests are answered too."""
 
 
 def _check_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -329,28 +373,54 @@ class EC2NodeClassSpec(KubeModel):
     """``EC2NodeClass.spec``. Selector terms are ORed; fields within a term are ANDed."""
 
     subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
+    """How the subnets nodes launch into are found: a subnet matching any term is used. 1 to 30 terms."""
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(min_length=1, max_length=30)
+    """How the security groups attached to nodes are found: every group matching any term is attached. 1 to 30 terms."""
     capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = None
+    """How the on-demand capacity reservations nodes may launch into are found; reserved capacity is used before other offerings."""
     associate_public_ip_address: Bool | None = Field(default=None, alias="associatePublicIPAddress")
+    """Whether nodes get a public IPv4 address; unset: the subnet's own setting decides."""
     ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
+    """How the machine images nodes boot are found: AMIs matching any term are candidates, the newest compatible
+    one is used per architecture. 1 to 30 terms."""
     ami_family: (
         Literal["AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"] | None
     ) = None
+    """The bootstrap format of the AMIs (AL2, AL2023, Bottlerocket, Windows2019/2022/2025, or Custom to pass
+    userData as is); implied by an alias term."""
     user_data: Str | None = None
+    """Extra user data merged with (or, for Custom, used instead of) the bootstrap script karpy generates for the AMI family."""
     role: Str | None = Field(default=None, min_length=1)
+    """The IAM role nodes run as; an instance profile for it is created and managed for this NodeClass. Set this or instanceProfile."""
     instance_profile: Str | None = Field(default=None, min_length=1)
+    """An existing IAM instance profile nodes run with, instead of a managed one from role."""
     tags: Annotated[dict[Str, Str], AfterValidator(_check_tags)] = Field(default_factory=dict)
+    """Tags put on the instances, volumes, network interfaces and launch templates made for nodes; keys in the
+    kubernetes.io, karpenter.sh and karpenter.k8s.aws domains are reserved."""
     kubelet: KubeletConfiguration | None = None
+    """Settings passed to the kubelet of every node."""
     block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
+    """The volumes attached to each instance; unset: the AMI family's default root volume."""
     instance_store_policy: Literal["RAID0"] | None = None
+    """What to do with the instance-store disks of types that have them: RAID0 stripes them into one volume used
+    for the kubelet's and containers' storage."""
     detailed_monitoring: Bool | None = None
+    """Whether EC2 detailed (one-minute) CloudWatch monitoring is on for the instances."""
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions)
+    """How the instances' metadata service (IMDS) answers."""
     context: Str | None = None
+    """The EC2 Fleet context (a reserved-capacity context ID) launches are made with."""
     ip_prefix_count: Int | None = None
-    network_interfaces: list[dict[str, Any]] | None = None
+    """How many IPv4 prefixes to assign to the primary network interface (prefix delegation)."""
+    network_interfaces: list[Annotated[dict[str, Any], Field(description=(
+        "One network interface: its networkCardIndex, deviceIndex and interfaceType (interface or efa-only)."))]] | None = None
+    """The network interfaces each instance gets (network card and device indexes, interface type such as efa-only)."""
     placement_group_selector: dict[str, Any] | None = None
+    """The placement group (by name or ID) instances launch into."""
     connection_tracking: dict[str, Any] | None = None
+    """Timeouts of the network interfaces' connection tracking (established TCP, UDP streams, other UDP)."""
     cpu_options: dict[str, Any] | None = None
+    """CPU options of the instances, such as nested virtualization."""
 
     @field_validator("ami_selector_terms")
     @classmethod
@@ -405,32 +475,44 @@ class Subnet(KubeModel):
     """A resolved subnet in status (most free IPs first, then id)."""
 
     id: Str
+    """The subnet's ID."""
     zone: Str
+    """The availability zone of the subnet."""
     zone_id: Str | None = Field(default=None, alias="zoneID")
+    """The availability zone ID of the subnet (the account-independent name, e.g. use1-az1)."""
 
 
 class SecurityGroup(KubeModel):
     """A resolved security group in status (ordered by id)."""
 
     id: Str
+    """The security group's ID."""
     name: Str | None = None
+    """The security group's name."""
 
 
 class AMIRequirement(KubeModel):
     """A node-selector requirement an AMI applies to (e.g. ``kubernetes.io/arch In [arm64]``)."""
 
     key: Str
+    """A node label the AMI is limited to (e.g. kubernetes.io/arch)."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+    """How the label's value is matched (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)."""
     values: list[Str] | None = None
+    """The values compared with the label."""
 
 
 class AMI(KubeModel):
     """A resolved AMI in status, with the requirements (arch, GPU...) it serves."""
 
     id: Str
+    """The AMI's ID."""
     name: Str | None = None
+    """The AMI's name."""
     deprecated: Bool | None = None
+    """Whether the AMI is deprecated; deprecated AMIs are only used when no other matches."""
     requirements: list[AMIRequirement] = Field(default_factory=list)
+    """The nodes this AMI is for (architecture, GPU or not, ...), as label requirements."""
 
 
 class EC2NodeClassStatus(KubeModel):
@@ -439,11 +521,18 @@ class EC2NodeClassStatus(KubeModel):
     ``ValidationSucceeded``, ``PlacementGroupReady``, ``CapacityReservationsReady``, ``Ready``)."""
 
     subnets: list[Subnet] = Field(default_factory=list)
+    """The subnets the selector terms resolved to, with their zones."""
     security_groups: list[SecurityGroup] = Field(default_factory=list)
+    """The security groups the selector terms resolved to."""
     amis: list[AMI] = Field(default_factory=list)
+    """The AMIs the selector terms resolved to, each with the nodes it applies to."""
     capacity_reservations: list[dict[str, Any]] = Field(default_factory=list)
+    """The capacity reservations the selector terms resolved to."""
     instance_profile: Str | None = None
+    """The instance profile nodes launch with (the managed one for role, or instanceProfile)."""
     conditions: list[Condition] = Field(default_factory=list)
+    """The NodeClass's state: SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
+    ValidationSucceeded and Ready; only a Ready NodeClass launches nodes."""
 
 
 class EC2NodeClass(KubeObject):

@@ -85,12 +85,14 @@ class SubnetSelectorTerm(KubeModel):
     """A worker subnet, by ``id``."""
 
     id: Str = Field(min_length=1)
+    """The ID of a KakaoCloud VPC subnet nodes may launch into."""
 
 
 class SecurityGroupSelectorTerm(KubeModel):
     """A security group, by ``id``."""
 
     id: Str = Field(min_length=1)
+    """The ID of a KakaoCloud security group attached to every node."""
 
 
 class RootVolume(KubeModel):
@@ -98,7 +100,10 @@ class RootVolume(KubeModel):
     false leaves the volume, and its bill, behind after the instance is deleted)."""
 
     size_gib: Int = Field(alias="sizeGiB", ge=30)
+    """Size of the boot volume in GiB (at least 30)."""
     delete_on_termination: Bool = True
+    """Whether the boot volume is deleted with the VM (default true); false keeps it, and its
+    cost, after the node is gone."""
 
 
 class Bootstrap(KubeModel):
@@ -106,41 +111,58 @@ class Bootstrap(KubeModel):
     (``"MAJOR.MINOR"``, a string: quote it in YAML)."""
 
     mode: Literal["Kubeadm"] = "Kubeadm"
+    """How the VM joins the cluster; only Kubeadm (a kubeadm join with a bootstrap token)."""
     kubernetes_version: Annotated[Str, AfterValidator(_check_version)]
+    """The cluster's Kubernetes minor version, "MAJOR.MINOR" (a string, e.g. "1.34"); worker
+    images of this version are selected."""
 
 
 class KCNodeClassSpec(KubeModel):
     """``KCNodeClass.spec``."""
 
     subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
+    """The subnets nodes launch into (1 to 30); each subnet's availability zone becomes a zone nodes may be in."""
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(min_length=1, max_length=30)
+    """The security groups attached to every node (1 to 30)."""
     key_name: Annotated[Str, AfterValidator(_check_key_name)] | None = None
+    """The name of a KakaoCloud key pair allowed to log in to the nodes over SSH; unset: none."""
     root_volume: RootVolume | None = None
+    """The nodes' boot volume; unset: the image's default size, deleted with the VM."""
     bootstrap: Bootstrap
+    """How new nodes join the cluster."""
     tags: dict[Str, Str] | None = None
+    """Tags (metadata) put on the VMs, besides the ones karpy sets to recognise its own."""
 
 
 class ResolvedSubnet(KubeModel):
     """A subnet the provider resolved, with its availability zone."""
 
     id: Str
+    """The subnet's ID."""
     zone: Str | None = None
+    """The availability zone of the subnet."""
 
 
 class ResolvedSecurityGroup(KubeModel):
     """A security group the provider resolved, with its name (BCS create uses names)."""
 
     id: Str
+    """The security group's ID."""
     name: Str | None = None
+    """The security group's name."""
 
 
 class ResolvedImage(KubeModel):
     """A Kubernetes Engine worker image matching the version (one per architecture / GPU kind)."""
 
     id: Str
+    """The image's ID."""
     name: Str | None = None
+    """The image's name."""
     architecture: Str | None = None
+    """The CPU architecture the image is built for (Kubernetes name, e.g. amd64)."""
     is_gpu_type: Bool | None = None
+    """Whether the image is the GPU variant (with drivers), used for GPU flavors."""
 
 
 class KCNodeClassStatus(KubeModel):
@@ -148,10 +170,15 @@ class KCNodeClassStatus(KubeModel):
     in use, and conditions (see :data:`CONDITION_TYPES`)."""
 
     subnets: list[ResolvedSubnet] = Field(default_factory=list)
+    """The subnets found for the selector terms, with their zones."""
     security_groups: list[ResolvedSecurityGroup] = Field(default_factory=list)
+    """The security groups found for the selector terms."""
     images: list[ResolvedImage] = Field(default_factory=list)
+    """The worker images found for the Kubernetes version, one per architecture and GPU kind."""
     kubernetes_version: Str | None = None
+    """The Kubernetes version the images were resolved for."""
     conditions: list[Condition] = Field(default_factory=list)
+    """The NodeClass's state (the resolution steps and Ready); only a Ready NodeClass launches nodes."""
 
 
 class KCNodeClass(KubeObject):
