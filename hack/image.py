@@ -92,6 +92,9 @@ BASE_PRUNE = (
     "usr/share/python3/debian_defaults",
     "var/cache/apt", "var/lib/apt", "var/log/apt", "var/cache/debconf",
 )
+#: Packages extracted as dependencies whose files are then removed: python3-minimal depends on
+#: dpkg (for its maintainer scripts, which an extracted root filesystem never runs), dpkg on tar.
+BASE_DROP = ("dpkg", "tar")
 #: Bump when the base recipe changes in a way the constants above do not show.
 BASE_RECIPE = 1
 
@@ -270,7 +273,8 @@ def _hash(obj: object) -> str:
 
 def base_key() -> str:
     """Hash of the base recipe: suite, sources, packages, dpkg options, pruned paths, user."""
-    return _hash([BASE_RECIPE, DEBIAN_SUITE, DEBIAN_SOURCES, BASE_PACKAGES, DPKG_PATH_OPTIONS, BASE_PRUNE, UID, GID])
+    return _hash([BASE_RECIPE, DEBIAN_SUITE, DEBIAN_SOURCES, BASE_PACKAGES, DPKG_PATH_OPTIONS, BASE_PRUNE, BASE_DROP,
+                  UID, GID])
 
 
 def _tar_layer(root: Path, out: Path, members: Sequence[str]) -> None:
@@ -280,8 +284,35 @@ def _tar_layer(root: Path, out: Path, members: Sequence[str]) -> None:
           "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime", "--", *members])
 
 
+def _record_packages(root: Path) -> None:
+    """Drop BASE_DROP's files and list the other packages in ``/var/lib/dpkg/status.d/`` (as distroless does).
+
+    Reads the downloaded .deb files mmdebstrap left in ``/var/cache/apt/archives`` (removed after);
+    image scanners read the status.d entries to know which Debian packages (and versions) are inside.
+    """
+    archives = root / "var/cache/apt/archives"
+    status_d = root / "var/lib/dpkg/status.d"
+    status_d.mkdir(parents=True, exist_ok=True)
+    for deb in sorted(archives.glob("*.deb")):
+        control = _run(["dpkg-deb", "--field", str(deb)]).stdout
+        package = next(line.split(":", 1)[1].strip() for line in control.splitlines() if line.startswith("Package:"))
+        if package in BASE_DROP:
+            listing = _run(["dpkg-deb", "--contents", str(deb)]).stdout
+            for line in listing.splitlines():  # "-rwxr-xr-x root/root 312 2025-01-01 00:00 ./usr/bin/dpkg"
+                if line[0] not in "-l":  # directories stay (shared, and /bin, /lib, /sbin are symlinks)
+                    continue
+                path = root / line.split(None, 5)[5].split(" -> ")[0].removeprefix("./")
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+            continue
+        (status_d / package).write_text(control.replace("\nDescription:", "\nStatus: install ok installed\nDescription:", 1))
+    for stale in ("var/lib/dpkg/alternatives", "var/lib/dpkg/info", "etc/dpkg", "usr/share/dpkg"):
+        shutil.rmtree(root / stale, ignore_errors=True)
+
+
 def _finish_base(root: Path) -> None:
     """Make the extracted packages a working root filesystem (what maintainer scripts would do, minus the rest)."""
+    _record_packages(root)
     for rel in BASE_PRUNE:
         shutil.rmtree(root / rel, ignore_errors=True)
     for d in ("proc", "dev", "sys", "tmp", "etc/ssl/certs", "usr/lib/ssl"):
@@ -325,7 +356,7 @@ def build_base(refresh: bool = False) -> tuple[Path, Path]:
         base.mkdir(parents=True)
         tmp = base / "rootfs.tmp"
         argv = ["mmdebstrap", "--quiet", "--variant=extract", f"--include={','.join(BASE_PACKAGES)}",
-                "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
+                "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr", "--skip=cleanup/apt/cache",
                 *(f"--dpkgopt={opt}" for opt in DPKG_PATH_OPTIONS), DEBIAN_SUITE, str(tmp), *DEBIAN_SOURCES]
         log(f"building the Debian {DEBIAN_SUITE} base ({', '.join(BASE_PACKAGES)}) with mmdebstrap")
         _run(argv, env={**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)})
@@ -334,6 +365,9 @@ def build_base(refresh: bool = False) -> tuple[Path, Path]:
         _tar_layer(tmp, base / "layer.tar.tmp", members)
         tmp.rename(rootfs)
         (base / "layer.tar.tmp").rename(layer)
+        for stale in cache_dir().glob("base-*"):  # earlier recipes' bases
+            if stale != base:
+                shutil.rmtree(stale, ignore_errors=True)
         log(f"base ready in {time.monotonic() - started:.0f}s: {layer.stat().st_size / 2**20:.1f} MiB uncompressed")
         return rootfs, layer
 
