@@ -151,7 +151,8 @@ def version() -> str:
 
 def _run(argv: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run a command; on failure raise ImageBuildError with the tail of its output."""
-    proc = subprocess.run(list(argv), text=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+    proc: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]
+        list(argv), text=True, capture_output=True, **kwargs)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
         raise ImageBuildError(f"{' '.join(map(str, argv[:4]))} ... failed ({proc.returncode}):\n{tail}")
@@ -524,11 +525,6 @@ def _prune_venv(stage: Path, cloud: str) -> None:
                 shutil.rmtree(model)
 
 
-def _git_revision() -> str:
-    proc = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
 def image_config(cloud: str) -> tuple[dict[str, list[str] | str], dict[str, str]]:
     """The image config (umoci ``--config.*`` values) and its labels, shared with deploy/Dockerfile."""
     config: dict[str, list[str] | str] = {
@@ -549,9 +545,6 @@ def image_config(cloud: str) -> tuple[dict[str, list[str] | str], dict[str, str]
         "org.opencontainers.image.base.name": f"debian:{DEBIAN_SUITE} ({', '.join(BASE_PACKAGES)}, mmdebstrap)",
         "io.github.karpy.cloud": cloud,
     }
-    revision = _git_revision()
-    if revision:
-        labels["org.opencontainers.image.revision"] = revision
     return config, labels
 
 
@@ -644,7 +637,13 @@ def build(cloud: str, *, force: bool = False, refresh_base: bool = False, archiv
             _run(["tar", "--create", "--file", str(archive), "--directory", str(layout), "--sort=name",
                   "--numeric-owner", "--owner=0", "--group=0", "."])
         digest, _, _ = read_image(layout, tag)
-        compressed, uncompressed = _sizes(layout, tag)
+        sizes_file = images / f"karpy-{cloud}.sizes.json"
+        sizes = json.loads(sizes_file.read_text()) if reused and sizes_file.is_file() else {}
+        if sizes.get("digest") != digest:
+            compressed, uncompressed = _sizes(layout, tag)
+            sizes = {"digest": digest, "compressed": compressed, "uncompressed": uncompressed}
+            sizes_file.write_text(json.dumps(sizes))
+        compressed, uncompressed = int(sizes["compressed"]), int(sizes["uncompressed"])
     return Image(cloud=cloud, layout=str(layout), tag=tag, manifest_digest=digest, compressed_bytes=compressed,
                  uncompressed_bytes=uncompressed, reused=reused, seconds=round(time.monotonic() - started, 1))
 

@@ -1,0 +1,59 @@
+"""deploy/Dockerfile and hack/image.py describe the same controller image (no build, no root needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _image_module():
+    name = "karpy_image"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "hack" / "image.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _runtime_stage() -> dict[str, list[str]]:
+    """Instructions of the Dockerfile's runtime stage: {INSTRUCTION: [argument, ...]} (continuations joined)."""
+    text = (REPO / "deploy" / "Dockerfile").read_text()
+    stage = text[text.index("AS runtime"):]
+    joined = re.sub(r"\\\n\s*", " ", stage)
+    out: dict[str, list[str]] = {}
+    for line in joined.splitlines():
+        if line and not line.startswith("#") and line.split()[0].isupper():
+            word, _, rest = line.partition(" ")
+            out.setdefault(word, []).append(rest.strip())
+    return out
+
+
+@pytest.mark.parametrize("cloud", ["aws", "kakaocloud"])
+def test_dockerfile_matches_the_debian_image_recipe(cloud):
+    config, labels = _image_module().image_config(cloud)
+    stage = _runtime_stage()
+    assert json.loads(stage["ENTRYPOINT"][0]) == config["entrypoint"] == ["/opt/karpy/bin/karpy", "controller"]
+    assert stage["USER"] == [config["user"]] == ["65532:65532"]
+    assert stage["WORKDIR"] == [config["workingdir"]]
+    assert sorted(f"{p}/tcp" for p in stage["EXPOSE"][0].split()) == sorted(config["exposedports"])
+    env = dict(pair.split("=", 1) for pair in stage["ENV"][0].split())
+    image_env = dict(item.split("=", 1) for item in config["env"])
+    assert set(env) == set(image_env)
+    for key in set(env) - {"PATH"}:
+        assert env[key].replace("${CLOUD}", cloud) == image_env[key], key
+    assert env["PATH"].startswith("/opt/karpy/bin:") and image_env["PATH"].startswith("/opt/karpy/bin:")
+    docker_labels = dict(re.findall(r'([\w.]+)="([^"]*)"', stage["LABEL"][0]))
+    assert set(docker_labels) == set(labels) - {"org.opencontainers.image.base.name"}
+    for key, value in docker_labels.items():
+        expected = labels[key]
+        assert value.replace("${CLOUD}", cloud).replace("${VERSION}", _image_module().version()) == expected, key
+    assert labels["io.github.karpy.cloud"] == cloud
