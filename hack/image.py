@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import fcntl
 import gzip
 import hashlib
@@ -202,34 +201,32 @@ def ensure_host_tools() -> None:
 # running things inside a root filesystem
 # --------------------------------------------------------------------------------------------
 
-_CLONE_NEWNS = 0x00020000
-_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
-
-
-def _enter_rootfs(rootfs: str, cwd: str, uid: int, gid: int) -> None:
-    """In the child before exec: a private mount namespace with /proc and /dev, chroot, drop to uid/gid.
-
-    The mounts live only in the child's mount namespace, so they vanish with it (nothing to clean
-    up on the host, even after a SIGKILL).  The network namespace stays the host's (loopback).
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def check(result: int, what: str) -> None:
-        if result != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"{what}: {os.strerror(errno)}")
-
-    check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make / private")
-    root = rootfs.encode()
-    check(libc.mount(b"proc", root + b"/proc", b"proc", 0, None), "mount proc")
-    check(libc.mount(b"/dev", root + b"/dev", None, _MS_BIND | _MS_REC, None), "bind /dev")
-    os.chroot(rootfs)
-    os.chdir(cwd)
-    if gid or uid:
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
+#: Run by a fresh host interpreter (``python3 -I -S -c``) between fork and the image's program:
+#: a private mount namespace with /proc and /dev, chroot, cwd, drop to uid/gid, execve.  The mounts
+#: live only in that namespace, so they vanish with the process (nothing to clean up on the host,
+#: even after a SIGKILL); the network namespace stays the host's (loopback).  A separate program,
+#: not a ``preexec_fn``, because the caller may have threads (asyncio's executor in the tests).
+_ENTER_ROOTFS = r"""
+import ctypes, os, sys
+rootfs, cwd, uid, gid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+argv = sys.argv[5:]
+libc = ctypes.CDLL(None, use_errno=True)
+def check(result, what):
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, what + ": " + os.strerror(errno))
+check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
+check(libc.mount(None, b"/", None, 0x4000 | 0x40000, None), "make / private (MS_REC|MS_PRIVATE)")
+check(libc.mount(b"proc", os.fsencode(rootfs + "/proc"), b"proc", 0, None), "mount proc")
+check(libc.mount(b"/dev", os.fsencode(rootfs + "/dev"), None, 0x1000 | 0x4000, None), "bind /dev (MS_BIND|MS_REC)")
+os.chroot(rootfs)
+os.chdir(cwd)
+if uid or gid:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+os.execve(argv[0], argv, os.environ)
+"""
 
 
 def spawn_in_rootfs(
@@ -238,17 +235,17 @@ def spawn_in_rootfs(
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (an absolute path inside ``rootfs``) chrooted into ``rootfs`` as uid/gid.
 
-    ``env`` is the whole environment (nothing of the caller's leaks in).  ``rootfs`` must have
-    ``proc`` and ``dev`` directories.  Extra keyword arguments go to :class:`subprocess.Popen`.
+    ``env`` is the whole environment (nothing of the caller's leaks in).  The returned process
+    becomes ``argv`` once the host interpreter running :data:`_ENTER_ROOTFS` has exec'd it (same
+    pid).  ``rootfs`` gets ``proc`` and ``dev`` directories.  Extra keyword arguments go to
+    :class:`subprocess.Popen`.
     """
     if not argv or not argv[0].startswith("/"):
         raise ValueError(f"argv[0] must be an absolute path inside the root filesystem: {argv!r}")
     for d in ("proc", "dev"):
         (rootfs / d).mkdir(exist_ok=True)
-    path = str(rootfs)
-    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
-        list(argv), env=dict(env), cwd="/",
-        preexec_fn=lambda: _enter_rootfs(path, cwd, uid, gid), **popen)
+    helper = [sys.executable, "-I", "-S", "-c", _ENTER_ROOTFS, str(rootfs), cwd, str(uid), str(gid)]
+    return subprocess.Popen([*helper, *argv], env=dict(env), cwd="/", **popen)  # type: ignore[call-overload, no-any-return]
 
 
 def run_in_rootfs(rootfs: Path, argv: Sequence[str], *, env: Mapping[str, str] | None = None, uid: int = 0,
@@ -625,7 +622,7 @@ def build(cloud: str, *, force: bool = False, refresh_base: bool = False, archiv
                 _run(["cp", "-a", "--reflink=auto", str(rootfs), str(stage)])
                 _install_karpy(stage, karpy_wheel, wheels, cloud)
                 karpy_layer = tmp / "karpy.tar"
-                _tar_layer(stage, karpy_layer, [VENV.lstrip("/")])
+                _tar_layer(stage, karpy_layer, [VENV.lstrip("/").split("/")[0]])  # "opt", with its mode
                 new_layout = tmp / "layout"
                 _assemble(new_layout, tag, [base_layer, karpy_layer], cloud)
                 stamp.unlink(missing_ok=True)

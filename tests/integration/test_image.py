@@ -154,7 +154,12 @@ async def test_image_entrypoint_provisions_on_the_dev_cluster(bundle, image_modu
             env=env, cwd=runtime["process"]["cwd"], uid=runtime["process"]["user"]["uid"],
             gid=runtime["process"]["user"]["gid"], stdout=log, stderr=subprocess.STDOUT)
     try:
-        # the process is the image's Python, chrooted, unprivileged
+        # the process is the image's Python, chrooted, unprivileged (once the helper has exec'd it)
+        async def chrooted() -> bool:
+            assert proc.poll() is None, log_path.read_text()
+            return os.readlink(f"/proc/{proc.pid}/exe").startswith(str(rootfs))
+
+        await wait_for(chrooted, 30, "the controller to be exec'd inside the image", interval=0.05)
         assert os.readlink(f"/proc/{proc.pid}/root") == str(rootfs)
         assert os.readlink(f"/proc/{proc.pid}/exe").startswith(str(rootfs) + "/usr/bin/python3")
         uids = next(line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines() if line.startswith("Uid:"))
