@@ -57,3 +57,26 @@ def test_dockerfile_matches_the_debian_image_recipe(cloud):
         expected = labels[key]
         assert value.replace("${CLOUD}", cloud).replace("${VERSION}", _image_module().version()) == expected, key
     assert labels["io.github.karpy.cloud"] == cloud
+
+
+def test_host_tools_are_installed_only_when_missing_and_apt_lists_refreshed_only_on_failure(monkeypatch):
+    im = _image_module()
+    calls: list[list[str]] = []
+    present = {"apt-get": "/usr/bin/apt-get"}
+    monkeypatch.setattr(im.shutil, "which", lambda cmd: present.get(cmd))
+    monkeypatch.setattr(im.os, "geteuid", lambda: 0)
+    results = iter([1, 0, 0])  # install fails with stale lists, update works, install works
+
+    def fake_run(argv, **kwargs):
+        calls.append(list(argv))
+        return im.subprocess.CompletedProcess(argv, next(results), "", "")
+
+    monkeypatch.setattr(im.subprocess, "run", fake_run)
+    im.ensure_host_tools()
+    assert [c[:2] for c in calls] == [["apt-get", "install"], ["apt-get", "update"], ["apt-get", "install"]]
+    assert calls[0][-2:] == ["mmdebstrap", "umoci"]
+    # a machine that has the tools runs nothing
+    calls.clear()
+    present.update(mmdebstrap="/usr/bin/mmdebstrap", umoci="/usr/bin/umoci")
+    im.ensure_host_tools()
+    assert calls == []
