@@ -456,8 +456,9 @@ def download_wheels(karpy_wheel: Path, cloud: str, tags: Sequence[str]) -> Path:
 #: Removed from the virtualenv: package test suites (never imported at run time).
 VENV_PRUNE_DIRS = ("tests", "testing")
 #: Packages whose bytecode is not kept: kubernetes_asyncio's generated client (22 MiB of .pyc) is
-#: imported only for kubeconfigs with exec/auth-provider users (karpy_core/kube/transport.py);
-#: it then compiles in memory (the root filesystem is read-only), a second or two once.
+#: imported only by ``karpy install-crds`` and for kubeconfigs with exec/auth-provider users
+#: (karpy_core/kube/transport.py); it then compiles in memory (the root filesystem is read-only):
+#: about 1.5 s once.
 VENV_NO_BYTECODE = ("kubernetes_asyncio",)
 #: AWS services whose botocore models stay in the aws image besides karpy_aws.clients._SERVICES
 #: (read from the installed package): the credential providers' (AssumeRole/IRSA web identity,

@@ -42,11 +42,11 @@ async def kube(devcluster):
     await client.close()
 
 
-@pytest.fixture
-def bundle(images, image_module, request, tmp_path) -> tuple[Path, dict[str, Any]]:
-    """The cloud's image unpacked by umoci: (root filesystem, OCI runtime config)."""
+@pytest.fixture(scope="module")
+def bundle(images, image_module, request, tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+    """The cloud's image unpacked by umoci (once per cloud): (root filesystem, OCI runtime config)."""
     image = images[request.param]
-    path = tmp_path / "bundle"
+    path = tmp_path_factory.mktemp(f"bundle-{request.param}") / "bundle"
     runtime = image_module.unpack(image, path)
     yield path / "rootfs", runtime
     shutil.rmtree(path, ignore_errors=True)
@@ -129,7 +129,8 @@ async def test_image_entrypoint_provisions_on_the_dev_cluster(bundle, image_modu
     cloud = request.node.callspec.params["bundle"]
     args = runtime["process"]["args"]
     assert args == ["/opt/karpy/bin/karpy", "controller"]
-    # the cloud's provider plugin is installed in the image and loads there (its SDK is in the image)
+    # the cloud's provider plugin is installed in the image and loads there (its SDK is in the image),
+    # and OpenSSL's default trust store (certifi's bundle) has CA certificates
     listed = (await _run_inside(image_module, rootfs, runtime, [args[0], "providers"])).split()
     assert cloud in listed and "simulated" in listed
     plugin = await _run_inside(image_module, rootfs, runtime, [
@@ -137,6 +138,7 @@ async def test_image_entrypoint_provisions_on_the_dev_cluster(bundle, image_modu
         "from karpy_core.cloudprovider.provider import load_provider; import sys, karpy_core; "
         "from importlib.metadata import entry_points; "
         "[ep.load() for ep in entry_points(group='karpy.cloudprovider') if ep.name == sys.argv[1]]; "
+        "import ssl; assert ssl.create_default_context().get_ca_certs(), 'no CA certificates'; "
         "print(karpy_core.__file__)", cloud])
     assert plugin.strip() == "/opt/karpy/lib/python3.11/site-packages/karpy_core/__init__.py"
 
