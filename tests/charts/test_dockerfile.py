@@ -123,8 +123,9 @@ def test_runtime_bakes_in_the_provider_name() -> None:
     labels = " ".join(rest for word, rest in runtime if word == "LABEL")
     # The image name the chart defaults to (karpy-<provider>), see karpy.image in _helpers.tpl.
     assert 'org.opencontainers.image.title="karpy-${PROVIDER:-${CLOUD}}"' in labels
+    # No shell: karpy reads the provider from KARPY_CLOUD_PROVIDER (the --cloud-provider flag's env).
     (entrypoint,) = [rest for word, rest in runtime if word == "ENTRYPOINT"]
-    assert '--cloud-provider \\"${KARPY_CLOUD_PROVIDER}\\"' in entrypoint
+    assert entrypoint == '["/opt/karpy/bin/karpy", "controller"]'
 
 
 def test_build_context_lets_in_what_the_dockerfile_copies() -> None:

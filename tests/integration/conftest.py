@@ -22,6 +22,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DEVCLUSTER_SCRIPT = REPO / "hack" / "devcluster.py"
+IMAGE_SCRIPT = REPO / "hack" / "image.py"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,10 +34,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load_devcluster() -> ModuleType:
     """Import hack/devcluster.py (not a package) as the module ``karpy_devcluster``."""
-    name = "karpy_devcluster"
+    return _load_hack("karpy_devcluster", DEVCLUSTER_SCRIPT)
+
+
+def _load_hack(name: str, path: Path) -> ModuleType:
+    """Import a script under hack/ (not a package) as the module ``name``."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, DEVCLUSTER_SCRIPT)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -80,3 +85,30 @@ def devcluster(devcluster_module: ModuleType) -> Iterator[object]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def image_module() -> ModuleType:
+    """hack/image.py, which builds the per-cloud controller images (OCI layouts)."""
+    return _load_hack("karpy_image", IMAGE_SCRIPT)
+
+
+@pytest.fixture(scope="session")
+def images(image_module: ModuleType) -> dict[str, object]:
+    """Both clouds' controller images, built or found in the cache: ``{cloud: hack/image.py Image}``.
+
+    Needs root and a Debian host (mmdebstrap and umoci are apt-get installed when missing); without
+    them the image tests skip loudly, or fail under ``KARPY_REQUIRE_DEVCLUSTER=1`` (CI).
+    """
+    im = image_module
+    built: dict[str, object] = {}
+    problem = None
+    try:
+        im.check_root()
+        for cloud in im.CLOUDS:
+            built[cloud] = im.build(cloud)
+    except im.ImageBuildError as exc:
+        problem = f"cannot build the controller images: {exc}"
+    if problem is not None:
+        _unavailable(problem)
+    return built
