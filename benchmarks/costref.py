@@ -69,7 +69,7 @@ class Problem:
         free: ``(kinds, resources)`` free capacity per kind.
         compat: ``(shapes, kinds)`` whether a shape may run on a kind (selector and fit).
         ffd_order: shape indices in first-fit-decreasing order (cpu, then memory, descending).
-        unplaceable: pods that fit no kind.
+        unplaceable: pods that fit no kind (left out of the shapes).
     """
 
     resources: list[str]
@@ -180,10 +180,13 @@ def build_problem(table: TypeTable, pods: Sequence[PodInfo]) -> Problem:
             compat.append(np.frombuffer(key, dtype=bool).copy())
     compat_arr = np.array(compat, dtype=bool).T.reshape(len(shapes), len(names))
     counts = np.array([len(g) for g in shapes], dtype=np.int64)
-    unplaceable = int(counts[~compat_arr.any(axis=1)].sum()) if len(names) else int(counts.sum())
+    placeable = compat_arr.any(axis=1)
+    unplaceable = int(counts[~placeable].sum())
+    # shapes no kind admits stay pending in every plan: left out of the problem
+    req, counts, compat_arr = req[placeable], counts[placeable], compat_arr[placeable]
     cpu = used.index("cpu") if "cpu" in used else None
     mem = used.index("memory") if "memory" in used else None
-    order = sorted(range(len(shapes)), key=lambda s: (-(req[s, cpu] if cpu is not None else 0),
+    order = sorted(range(len(counts)), key=lambda s: (-(req[s, cpu] if cpu is not None else 0),
                                                       -(req[s, mem] if mem is not None else 0), s))
     return Problem(used, req, counts, names, tnames, np.array(prices, dtype=np.float64),
                    np.array(frees, dtype=np.int64).reshape(len(names), len(used)), compat_arr, order, unplaceable)
@@ -210,7 +213,7 @@ def ffd_plan(problem: Problem) -> Plan:
                 claims.append((np.zeros(len(problem.resources), dtype=np.int64), ok.copy(), {}))
             used, mask, pods = claims[c]
             room = problem.free - used[None, :]
-            per = np.where(vec > 0, room // np.maximum(vec, 1), np.iinfo(np.int64).max).min(axis=1) if len(vec) else np.full(len(mask), left)
+            per = np.where(vec > 0, room // np.maximum(vec, 1), np.iinfo(np.int64).max).min(axis=1) if len(vec) else np.full(len(mask), left)  # noqa: E501
             per = np.where(mask & ok, per, 0)
             k = min(left, int(per.max()))
             if k <= 0:
@@ -218,7 +221,7 @@ def ffd_plan(problem: Problem) -> Plan:
                 continue
             claims[c] = (used + vec * k, mask & ok & (per >= k), {**pods, s: pods.get(s, 0) + k})
             left -= k
-    for used, mask, pods in claims:
+    for _used, mask, pods in claims:
         idx = np.flatnonzero(mask)
         best = int(idx[np.argmin(problem.prices[idx])])
         plan.nodes.append((best, pods))
@@ -252,7 +255,6 @@ def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0
     eps = 1e-9
     shapes = len(p.counts)
     cols_cost: list[float] = []
-    integ: list[int] = []
     upper: list[float] = []
     bins: list[tuple[int, int, dict[int, int]]] = []  # (kind, y col, {shape: x col})
     for k in range(len(p.prices)):
