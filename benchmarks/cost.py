@@ -1,0 +1,258 @@
+"""Cost benchmark: karpy's plan against Karpenter-style FFD and the exact optimum (issue 13).
+
+For each workload (5 to 5,000 pods) and catalog (karpy's AWS catalog with the default scenario's
+general-purpose NodePool; Karpenter's KWOK catalog, ``/work/shared/data/kwok``, with an on-demand
+amd64/linux NodePool) it prints:
+
+* karpy: USD/hour (cheapest offering per new NodeClaim), nodes, solve seconds (only
+  ``Scheduler.solve`` is timed, no tracing), and zone spread of the new claims (zones used, max/min
+  claims per zone, by the zone of each claim's cheapest offering);
+* FFD: :func:`costref.ffd_plan` (Karpenter's first-fit decreasing, cheapest type per claim);
+* ref: the MILP optimum (``opt``), the MILP's best plan with its dual bound when the time limit hit
+  (``milp<=``, ratios then against the bound), or the LP bound (``LP``) for workloads with topology
+  constraints or too big for the bin MILP. See :mod:`costref` for the formulations; every
+  reference sees karpy's own type table (allocatable minus DaemonSet overhead, max-pods) and pod
+  requests and selectors.
+
+Run: ``.venv/bin/python benchmarks/cost.py [--only NAME...] [--catalog aws kwok] [--time-limit 15]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import costref  # noqa: E402
+from scheduling_karpenter import diverse  # noqa: E402
+
+SHARED = Path("/work/shared")
+KWOK = SHARED / "data/kwok/instance_types.json"
+SEEDS = ROOT / "tests/data/seeds"
+CPUS = ["100m", "250m", "500m", "1", "1500m", "2", "3500m"]
+MEMS = ["128Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi", "6Gi"]
+KWOK_NODEPOOL = {
+    "metadata": {"name": "kwok"},
+    "spec": {"template": {"spec": {"requirements": [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
+        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}}}},
+}
+DAEMONSETS = [("kube-proxy", "100m", "64Mi"), ("aws-node", "25m", "128Mi"), ("node-exporter", "100m", "180Mi"),
+              ("fluent-bit", "200m", "256Mi")]
+
+
+def _pod(name: str, labels: dict[str, str], spec: dict[str, Any], owner: str, kind: str = "ReplicaSet") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "labels": dict(labels), "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "ownerReferences": [{"kind": kind, "name": owner, "controller": True}]}, "spec": spec}
+
+
+def expand(docs: list[dict[str, Any]], replicas: dict[str, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:  # noqa: E501
+    """(pods, DaemonSet pods (one per DaemonSet), NodePools) from manifests: ``spec.replicas`` copies
+    of each Deployment/StatefulSet/ReplicaSet template (``replicas`` overrides by name)."""
+    pods, ds, pools = [], [], []
+    for d in docs:
+        if not d:
+            continue
+        kind, name = d.get("kind"), d["metadata"]["name"]
+        if kind == "NodePool":
+            pools.append(d)
+        elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"):
+            tmpl = d["spec"]["template"]
+            labels = (tmpl.get("metadata") or {}).get("labels") or {}
+            if kind == "DaemonSet":
+                ds.append(_pod(name, labels, tmpl["spec"], name, "DaemonSet"))
+                continue
+            n = (replicas or {}).get(name, d["spec"].get("replicas", 1))
+            pods.extend(_pod(f"{name}-{i}", labels, tmpl["spec"], name) for i in range(n))
+    return pods, ds, pools
+
+
+def _deploy(name: str, cpu: str, mem: str, n: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}], **(extra or {})}
+    return {"kind": "Deployment", "metadata": {"name": name}, "spec": {"replicas": n, "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}  # noqa: E501
+
+
+def _daemonsets() -> list[dict[str, Any]]:
+    return [{"kind": "DaemonSet", "metadata": {"name": n}, "spec": {"template": {"metadata": {"labels": {"app": n}}, "spec": {
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": c, "memory": m}}}]}}}} for n, c, m in DAEMONSETS]
+
+
+def mix(shapes: int, total: int, seed: int, *, extra: Any = None) -> list[dict[str, Any]]:
+    """``shapes`` Deployments with drawn cpu/memory splitting ``total`` replicas (seeded)."""
+    rng = random.Random(seed)
+    weights = [rng.randint(1, 10) for _ in range(shapes)]
+    counts = [max(1, total * w // sum(weights)) for w in weights]
+    counts[0] += total - sum(counts)
+    return [_deploy(f"mix{i}", rng.choice(CPUS), rng.choice(MEMS), counts[i], extra(i) if extra else None) for i in range(shapes)]
+
+
+def _yaml(path: Path | str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+
+
+def _default_docs() -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(resources.files("karpy_core.data").joinpath("default-scenario.yaml").read_text()) if d]
+
+
+def _spread(key: str) -> Any:
+    return lambda i: {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                                                      "labelSelector": {"matchLabels": {"app": f"mix{i}"}}}]}
+
+
+def workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], str | None]]:
+    """(name, manifests, extra NodePool labels ..., topology note) for every workload."""
+    zone = "us-east-1a" if catalog == "aws" else "test-zone-a"
+    family = ("karpenter.k8s.aws/instance-category", "r") if catalog == "aws" else ("karpenter.kwok.sh/instance-family", "m")
+    sel = {0: {"nodeSelector": {"topology.kubernetes.io/zone": zone}}, 1: {"nodeSelector": {family[0]: family[1]}}}
+    out: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], str | None]] = [
+        ("default", [d for d in _default_docs() if d.get("kind") != "NodePool"], [], None),
+        ("boutique", _yaml(SHARED / "inputs/workloads/online-boutique.yaml"), [], None),
+        ("seed004", _yaml(SEEDS / "004-karpenter-demo.yaml"), [], None),
+    ]
+    for n in (5, 50, 500, 5000):
+        docs = _yaml(SHARED / "inputs/workloads/inflate.yaml")
+        docs[0]["spec"]["replicas"] = n
+        out.append((f"inflate-{n}", docs, [], None))
+    out += [
+        ("mix3-30", mix(3, 30, 1), [], None),
+        ("mix6-120", mix(6, 120, 2), [], None),
+        ("mix6-120+ds", mix(6, 120, 2) + _daemonsets(), [], None),
+        ("mix12-1000", mix(12, 1000, 3), [], None),
+        ("mix12-1000+ds", mix(12, 1000, 3) + _daemonsets(), [], None),
+        ("mix8-5000+ds", mix(8, 5000, 4) + _daemonsets(), [], None),
+        ("mix6-60-selectors", mix(6, 60, 5, extra=lambda i: sel.get(i)), [], None),
+        ("mix6-60-zspread", mix(6, 60, 6, extra=_spread("topology.kubernetes.io/zone")), [], "spread"),
+        ("mix6-300-hspread+ds", mix(6, 300, 7, extra=_spread("kubernetes.io/hostname")) + _daemonsets(), [], "spread"),
+        ("diverse-500", [], diverse(500), "spread+affinity"),
+        ("diverse-5000", [], diverse(5000), "spread+affinity"),
+    ]
+    return out
+
+
+def nodepool(catalog: str) -> dict[str, Any]:
+    """The default scenario's general-purpose NodePool (AWS) or :data:`KWOK_NODEPOOL`."""
+    if catalog == "kwok":
+        return KWOK_NODEPOOL
+    return next(d for d in _default_docs() if d.get("kind") == "NodePool")
+
+
+def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict[str, Any]], topo: str | None,
+        instance_types: list[Any], time_limit: float, milp_pods: int) -> dict[str, Any]:
+    from karpy_core.scheduling.pod import pod_info
+    from karpy_core.scheduling.scheduler import Scheduler
+    from karpy_core.scheduling.template import template_from_nodepool, type_tables
+
+    pods_raw, ds_raw, _ = expand(docs)
+    pods_raw += raw_pods
+    pool = nodepool(catalog)
+    if name == "seed004":  # the demo selects workload-type=karpenter, which seed 004's NodePool sets as a template label
+        pool = {**pool, "spec": {**pool["spec"], "template": {**pool["spec"]["template"], "metadata": {"labels": {"workload-type": "karpenter"}}}}}  # noqa: E501
+    template = template_from_nodepool(pool, instance_types)
+    pods = [pod_info(p) for p in pods_raw]
+    dss = [pod_info(p) for p in ds_raw]
+    tables = type_tables([template], dss)
+    scheduler = Scheduler([template], daemonsets=dss, tables=tables)
+    t0 = time.perf_counter()
+    results = scheduler.solve(pods)
+    solve_s = time.perf_counter() - t0
+    claims = results.new_claims
+    karpy_cost = sum(c.cheapest_offering_price() for c in claims)
+    zones: dict[str, int] = {z: 0 for z in sorted({z for z, _ in tables[template.name].offering_columns})}
+    for c in claims:
+        o = c.instance_types[0].cheapest(c.requirements) if c.instance_types else None
+        if o is not None:
+            zones[o.zone] = zones.get(o.zone, 0) + 1
+    used = [v for v in zones.values() if v]
+    problem = costref.build_problem(tables[template.name], pods)
+    ffd = costref.ffd_plan(problem)
+    ref_kind, ref, bound, milp_s, note = "LP", None, None, 0.0, ""
+    if topo is None and len(pods) <= milp_pods:
+        m = costref.solve_milp(problem, ffd.cost, time_limit=time_limit)
+        if m is not None:
+            milp_s = m.seconds
+            if m.optimal and m.value is not None:
+                ref_kind, ref, bound, note = "opt", m.value, m.value, " ".join(f"{v}x{k}" for k, v in m.plan.items())
+            else:
+                # the time limit hit: the best plan known (MILP incumbent or FFD) and the best bound
+                ref_kind, bound = "milp<=", max(m.bound, costref.lp_bound(problem))
+                ref = min(m.value if m.value is not None else ffd.cost, ffd.cost)
+                note = f"time limit; bound {bound:.4f}, gap {100 * (ref / bound - 1):.1f}%"
+    if ref_kind == "LP":
+        t1 = time.perf_counter()
+        bound = costref.lp_bound(problem)
+        milp_s = time.perf_counter() - t1
+        note = topo or "too big for the bin MILP"
+    karpy_types: dict[str, int] = {}
+    for c in claims:
+        if c.instance_types:
+            karpy_types[c.instance_types[0].name] = karpy_types.get(c.instance_types[0].name, 0) + 1
+    return {
+        "catalog": catalog, "workload": name, "pods": len(pods), "pending": len(results.errors), "ds": len(dss),
+        "karpy": karpy_cost, "karpy_nodes": len(claims), "solve_s": solve_s, "zones": len(used),
+        "zmax": max(used) if used else 0, "zmin": min(zones.values()) if zones else 0,
+        "ffd": ffd.cost, "ffd_nodes": len(ffd.nodes), "ref_kind": ref_kind, "ref": ref, "bound": bound,
+        "ref_s": milp_s, "note": note, "karpy_types": karpy_types,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--catalog", nargs="+", default=["aws", "kwok"], choices=["aws", "kwok"])
+    parser.add_argument("--only", nargs="*", help="workload names")
+    parser.add_argument("--time-limit", type=float, default=15.0, help="HiGHS seconds per MILP")
+    parser.add_argument("--milp-pods", type=int, default=1000, help="larger workloads get the LP bound")
+    parser.add_argument("--show-types", action="store_true", help="print karpy's and the optimum's node types")
+    args = parser.parse_args()
+    from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
+    from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
+
+    print(f"{'catalog':<5} {'workload':<20} {'pods':>5} {'ds':>2} | {'karpy $/h':>9} {'nodes':>5} {'solve s':>7} "
+          f"{'zones':>5} {'max/min':>7} | {'FFD $/h':>9} {'nodes':>5} | {'ref':<6} {'$/h':>9} {'s':>5} | "
+          f"{'karpy/ref':>9} {'FFD/ref':>8}  note")
+    rows = []
+    for catalog in args.catalog:
+        its = load_aws_catalog() if catalog == "aws" else load_kwok_catalog(KWOK)
+        for name, docs, raw, topo in workloads(catalog):
+            if args.only and name not in args.only:
+                continue
+            r = run(catalog, name, docs, raw, topo, its, args.time_limit, args.milp_pods)
+            rows.append(r)
+            b = r["bound"] if r["ref_kind"] != "opt" else r["ref"]
+            ref_shown = r["ref"] if r["ref"] is not None else r["bound"]
+            kr = r["karpy"] / b if b else float("nan")
+            fr = r["ffd"] / b if b else float("nan")
+            print(f"{catalog:<5} {name:<20} {r['pods']:>5} {r['ds']:>2} | {r['karpy']:>9.4f} {r['karpy_nodes']:>5} {r['solve_s']:>7.3f} "
+                  f"{r['zones']:>5} {str(r['zmax']) + '/' + str(r['zmin']):>7} | {r['ffd']:>9.4f} {r['ffd_nodes']:>5} | "
+                  f"{r['ref_kind']:<6} {ref_shown:>9.4f} {r['ref_s']:>5.1f} | {kr:>9.3f} {fr:>8.3f}  {r['note']}"
+                  + (f" pending={r['pending']}" if r["pending"] else ""))
+            if args.show_types:
+                print(f"      karpy: {' '.join(f'{v}x{k}' for k, v in sorted(r['karpy_types'].items()))}")
+            sys.stdout.flush()
+    exact = [r for r in rows if r["ref_kind"] == "opt"]
+    worst = max(rows, key=lambda r: r["karpy"] / r["bound"] if r["bound"] else 0.0)
+    def _geo(vals: list[float]) -> float:
+        import math
+        return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+    kr_all = [r["karpy"] / r["bound"] for r in rows if r["bound"]]
+    fr_all = [r["ffd"] / r["bound"] for r in rows if r["bound"]]
+    print(f"summary: {len(rows)} runs, {len(exact)} with a proved optimum; karpy/ref geomean {_geo(kr_all):.3f} "
+          f"(worst {worst['catalog']}/{worst['workload']} {worst['karpy'] / worst['bound']:.3f}), FFD/ref geomean {_geo(fr_all):.3f}; "
+          f"karpy cheaper than FFD in {sum(r['karpy'] < r['ffd'] - 1e-9 for r in rows)}, equal in "
+          f"{sum(abs(r['karpy'] - r['ffd']) <= 1e-9 for r in rows)}, dearer in {sum(r['karpy'] > r['ffd'] + 1e-9 for r in rows)}")
+
+
+if __name__ == "__main__":
+    main()
