@@ -375,22 +375,24 @@ def simulate(
         doc = {"explain_node": explain_node, "lines": text.splitlines(), "decisions": report.decision_records.get(explain_node, [])}
         typer.echo(json.dumps(doc, indent=2) if output == "json" else text)
         return
+    from karpy_core.sim.report import TimelineUnavailableError, render_text, write_timeline_png
+
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        from karpy_core.sim.report import TimelineUnavailableError, render_text, write_timeline_png
-
         typer.echo(render_text(report))
-        if report.cost_over_time:
-            try:
-                png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
-            except TimelineUnavailableError as exc:
-                typer.echo(f"timeline: not drawn: {exc}", err=True)
-                return
-            except OSError as exc:
-                _fail(OSError(f"cannot write the timeline: {exc}"))
-                return
-            typer.echo(f"timeline: {png}")
+    # The text report always draws the timeline; with -o json only an explicit --timeline does
+    # (stdout stays pure JSON: the path and any problem go to stderr).
+    if report.cost_over_time and (output != "json" or timeline):
+        try:
+            png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
+        except TimelineUnavailableError as exc:
+            typer.echo(f"timeline: not drawn: {exc}", err=True)
+            return
+        except OSError as exc:
+            _fail(OSError(f"cannot write the timeline: {exc}"))
+            return
+        typer.echo(f"timeline: {png}", err=output == "json")
 
 
 @app.command()
@@ -606,8 +608,11 @@ def controller(
         settings = load_settings(flags)
         if not settings.cloud_provider:
             raise ConfigurationError("--cloud-provider (KARPY_CLOUD_PROVIDER) is required; `karpy providers` lists them")
-        configure_logging(settings.log_level.upper(), debug_loggers=settings.log_debug_loggers,
-                          output_paths=settings.log_output_paths)
+        try:
+            configure_logging(settings.log_level.upper(), debug_loggers=settings.log_debug_loggers,
+                              output_paths=settings.log_output_paths)
+        except OSError as exc:  # a log file that cannot be opened (missing directory, no permission)
+            raise ConfigurationError(f"LOG_OUTPUT_PATHS (--log-output-paths): cannot open {exc.filename}: {exc.strerror}") from exc
         _check_provider_name(settings.cloud_provider)
         controller_settings = settings.controller_settings()
         options = settings.provider_options()

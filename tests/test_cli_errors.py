@@ -218,3 +218,22 @@ def test_an_api_server_answering_errors_is_a_runtime_failure(failing_api_server,
     result = run(*command, "--kubeconfig", failing_api_server)
     assert result.exit_code == 1
     assert one_line_error(result).startswith("error: the Kubernetes API server answered 500")
+
+
+def test_json_report_with_an_explicit_timeline_writes_it_and_keeps_stdout_json(tmp_path):
+    import json
+
+    target = tmp_path / "timeline.png"
+    result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "-o", "json", "--timeline", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["cost_over_time"]  # stdout is the JSON report alone
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"timeline: {target}" in result.stderr
+
+
+def test_a_log_output_path_that_cannot_be_opened_is_one_error_line(no_kube_env, tmp_path):
+    target = tmp_path / "missing" / "karpy.log"
+    result = run("controller", "--cloud-provider", "simulated", "--log-output-paths", str(target))
+    assert result.exit_code == 2
+    assert one_line_error(result) == (f"error: LOG_OUTPUT_PATHS (--log-output-paths): cannot open {target}: "
+                                      "No such file or directory")
