@@ -112,3 +112,17 @@ def images(image_module: ModuleType) -> dict[str, object]:
     if problem is not None:
         _unavailable(problem)
     return built
+
+
+@pytest.fixture
+async def kube(devcluster):
+    """A KubeClient on the dev cluster with karpy's CRDs installed (test modules that want a bare
+    client, or another client type, define their own ``kube``)."""
+    from karpy_core.kube.client import AsyncKubeClient
+
+    from .karpy_env import install_crds
+
+    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
+    await install_crds(client)
+    yield client
+    await client.close()

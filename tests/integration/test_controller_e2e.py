@@ -21,7 +21,7 @@ from karpy_core.operator import ControllerSettings, LeaderSettings, Operator
 from karpy_core.sim.kwok_nodes import KwokNodeBackend
 from karpy_core.state.cluster import condition
 
-from .karpy_env import ControllerProcess, install_crds, wait_for
+from .karpy_env import ControllerProcess, wait_for
 
 pytestmark = pytest.mark.devcluster
 
@@ -116,14 +116,6 @@ def sample_sum(operator: Operator, family: str, **labels: str) -> float | None:
     found = [s.value for f in operator.metrics.registry.collect() for s in f.samples
              if s.name == family and all(s.labels.get(k) == v for k, v in labels.items())]
     return sum(found) if found else None
-
-
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    await install_crds(client)
-    yield client
-    await client.close()
 
 
 def start_operator(kube: AsyncKubeClient, tag: str) -> tuple[Operator, asyncio.Task[None]]:

@@ -23,23 +23,13 @@ from typing import Any
 
 import pytest
 
-from karpy_core.kube.client import AsyncKubeClient
-
-from .karpy_env import install_crds, wait_for
+from .karpy_env import wait_for
 from .test_controller_e2e import claims_of, cleanup, deployment, nodeclass, nodepool, nodes_of, pods_of
 
 pytestmark = pytest.mark.devcluster
 
 CLOUDS = ("aws", "kakaocloud")
 UID = 65532
-
-
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    await install_crds(client)
-    yield client
-    await client.close()
 
 
 @pytest.fixture(scope="module")
