@@ -26,6 +26,7 @@ from typing import Annotated, Any
 import typer
 
 from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
+from karpy_core.featuregates import gates_from
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
 
@@ -145,6 +146,7 @@ async def run_simulation(
     max_pods: int | None = None,
     cloud_provider: str = "simulated",
     provider_options: dict[str, Any] | None = None,
+    feature_gates: str | None = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
@@ -155,7 +157,8 @@ async def run_simulation(
     ``cloud_provider`` names the installed provider plugin to launch with (``simulated`` by
     default); ``provider_options`` are its options (``--provider-option``), given to its
     ``create_plugin`` with ``region`` and ``instance_types_file`` when those are set and ``kube``,
-    the in-memory cluster (see :func:`_load_sim_provider`).
+    the in-memory cluster (see :func:`_load_sim_provider`). ``feature_gates`` is a
+    ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``.
 
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
@@ -172,7 +175,8 @@ async def run_simulation(
     if len(paths) == 1 and is_scenario_file(paths[0]):
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
                                         preference_policy=preference_policy, until=until, max_pods=cap,
-                                        cloud_provider=cloud_provider, provider_options=provider_options)
+                                        cloud_provider=cloud_provider, provider_options=provider_options,
+                                        feature_gates=feature_gates)
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -180,7 +184,8 @@ async def run_simulation(
         loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {})
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
-    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap)
+    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
+                    feature_gates=gates_from(feature_gates))
     from karpy_core.sim.simulator import is_simulated
 
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
@@ -257,7 +262,7 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
 
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
                              preference_policy: str, until: str | None, max_pods: int, cloud_provider: str = "simulated",
-                             provider_options: dict[str, Any] | None = None) -> Any:
+                             provider_options: dict[str, Any] | None = None, feature_gates: str | None = None) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
@@ -272,7 +277,8 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     if why:
         raise ConfigurationError(f"--until: {why}")
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
-    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods)
+    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
+                    feature_gates=gates_from(feature_gates, scenario.feature_gates))
     await run_scenario(sim, scenario, end)
     pricing = getattr(provider.plugin, "pricing_note", None)
     return await build_report(
@@ -328,6 +334,8 @@ def simulate(
                                  "a real cloud's provider launches real instances")] = "simulated",
     provider_option: Annotated[list[str] | None, typer.Option(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
+    feature_gates: Annotated[str | None, typer.Option(
+        "--feature-gates", help="FEATURE_GATES for the simulated controller: Name=true|false,... (over a scenario's featureGates)")] = None,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
     try:
@@ -339,6 +347,7 @@ def simulate(
             raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
         if preference_policy not in ("Respect", "Ignore"):
             raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
+        gates_from(feature_gates)  # refuse a bad --feature-gates before loading anything
         from karpy_core.sim.scenario import is_scenario_file
 
         scenario = len(paths or []) == 1 and is_scenario_file((paths or [""])[0])
@@ -355,7 +364,7 @@ def simulate(
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
                            preference_policy=preference_policy, until=until, max_pods=max_pods,
-                           cloud_provider=cloud_provider, provider_options=provider_options)
+                           cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates)
         )
     except KarpyError as exc:
         _fail(exc)

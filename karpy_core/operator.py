@@ -42,6 +42,7 @@ from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationH
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.errors import KubeAPIError
+from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.cache import CachedKubeClient
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.leader import LeaderElector
@@ -94,6 +95,8 @@ class ControllerSettings(BaseModel):
     preference_policy: str = Field("Respect", description="Respect (relax preferences one at a time) or Ignore.")
     min_values_policy: str = Field("Strict", description="Strict or BestEffort (relax minValues and annotate the NodeClaim).")
     node_repair: bool = Field(True, description="Replace nodes failing the provider's repair policies (Karpenter's NodeRepair gate).")
+    feature_gates: FeatureGates = Field(default_factory=FeatureGates,
+                                        description="FEATURE_GATES (NodeRepair here is overridden by node_repair).")
     kube_client_qps: float = Field(200.0, gt=0, description="Sustained API requests per second (Karpenter KUBE_CLIENT_QPS).")
     kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",

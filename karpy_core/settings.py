@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any, ClassVar
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from karpy_core.apis.durations import parse_duration
 from karpy_core.errors import ConfigurationError
+from karpy_core.featuregates import AWS_GATES, FeatureGates, parse_feature_gates, parse_gate_map
 
 __all__ = [
     "ACCEPTED",
@@ -45,82 +46,6 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------- feature gates
-@dataclass(frozen=True)
-class FeatureGates:
-    """Karpenter's ``FEATURE_GATES`` (``pkg/operator/options/options.go`` ``DefaultFeatureGates``).
-
-    karpy's defaults equal Karpenter's except ``NodeRepair``: on in karpy (node repair is one of
-    its controllers and replaces nodes only after the provider's toleration, 30 min on AWS), off in
-    Karpenter where it is still alpha. Gates for features karpy does not implement may only be
-    false (:data:`UNIMPLEMENTED_GATES`).
-    """
-
-    NodeRepair: bool = True
-    ReservedCapacity: bool = True
-    SpotToSpotConsolidation: bool = False
-    NodeOverlay: bool = False
-    StaticCapacity: bool = False
-    CapacityBuffer: bool = False
-
-
-UNIMPLEMENTED_GATES: Mapping[str, str] = {
-    "SpotToSpotConsolidation": "karpy consolidates spot nodes to on-demand only (no spot-to-spot replacement)",
-    "NodeOverlay": "karpy does not read NodeOverlay objects",
-    "StaticCapacity": "karpy does not provision static-capacity NodePools",
-    "CapacityBuffer": "karpy does not read CapacityBuffer objects",
-}
-"""Gates whose feature karpy lacks: true is refused, naming the reason."""
-
-AWS_GATES: Mapping[str, bool] = {"NodeClassCEL": False}
-"""``AWS_FEATURE_GATES`` (karpenter-provider-aws) and their defaults; none is implemented, so
-each may only be false."""
-
-
-def _parse_gate_map(text: str, setting: str, known: Mapping[str, Any]) -> dict[str, bool]:
-    """``"A=true,B=false"`` -> ``{"A": True, "B": False}`` (k8s ``cliflag.MapStringBool``: comma
-    separated ``Name=bool`` pairs, spaces around items ignored, Go's ``strconv.ParseBool`` values).
-
-    Raises:
-        ConfigurationError: a pair without ``=``, a value that is not a bool, or a name not in
-            ``known`` (Karpenter ignores unknown names; karpy refuses them so a typo is seen).
-    """
-    out: dict[str, bool] = {}
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip()
-        if not sep or not name:
-            raise ConfigurationError(f"{setting}: {item!r} is not Name=true|false")
-        if value in ("1", "t", "T", "true", "TRUE", "True"):
-            out[name] = True
-        elif value in ("0", "f", "F", "false", "FALSE", "False"):
-            out[name] = False
-        else:
-            raise ConfigurationError(f"{setting}: {item!r}: {value!r} is not true or false")
-        if name not in known:
-            raise ConfigurationError(f"{setting}: unknown feature gate {name!r}; known: {', '.join(sorted(known))}")
-    return out
-
-
-def parse_feature_gates(text: str) -> tuple[FeatureGates, frozenset[str]]:
-    """Parse a ``FEATURE_GATES`` value over karpy's defaults.
-
-    Returns:
-        The gates, and the names the text set explicitly.
-
-    Raises:
-        ConfigurationError: bad syntax, an unknown gate name, or an unimplemented gate set to
-            true (the message names the gate and why).
-    """
-    known = {f.name: f.default for f in fields(FeatureGates)}
-    given = _parse_gate_map(text, "FEATURE_GATES", known)
-    for name, reason in UNIMPLEMENTED_GATES.items():
-        if given.get(name):
-            raise ConfigurationError(f"FEATURE_GATES: {name}=true is not supported: {reason}")
-    return FeatureGates(**given), frozenset(given)
 
 
 # ----------------------------------------------------------------------------------- the model
@@ -332,7 +257,7 @@ class KarpySettings(BaseSettings):
             if not item:
                 raise ConfigurationError(f"{describe('log_output_paths')}: empty path in {self.log_output_paths!r}")
         self.gates()  # parses FEATURE_GATES; raises on unknown or unsupported gates
-        aws = _parse_gate_map(self.aws_feature_gates, "AWS_FEATURE_GATES", AWS_GATES)
+        aws = parse_gate_map(self.aws_feature_gates, "AWS_FEATURE_GATES", AWS_GATES)
         for name, value in aws.items():
             if value:
                 raise ConfigurationError(f"AWS_FEATURE_GATES: {name}=true is not supported: karpy validates "
@@ -387,6 +312,7 @@ class KarpySettings(BaseSettings):
             preference_policy=self.preference_policy,
             min_values_policy=self.min_values_policy,
             node_repair=self.gates().NodeRepair,
+            feature_gates=self.gates(),
             kube_client_qps=float(self.kube_client_qps),
             kube_client_burst=self.kube_client_burst,
         )

@@ -253,3 +253,18 @@ def test_readme_settings_table_lists_every_setting(repo_dir: Any) -> None:
     for _, env, flag, _, _, _ in setting_names():
         assert env in rows, env
         assert f"`{flag.split('/')[0]}`" in rows[env], flag
+
+
+def test_gates_reach_the_controller_settings_and_simulator_inputs() -> None:
+    from karpy_core.featuregates import gates_from
+
+    assert load_settings({}, {"FEATURE_GATES": "ReservedCapacity=false"}).controller_settings().feature_gates == \
+        FeatureGates(ReservedCapacity=False)
+    # a scenario's mapping form, then --feature-gates over it: only the names given change
+    scenario = gates_from({"NodeRepair": False})
+    assert gates_from("ReservedCapacity=false", scenario) == FeatureGates(NodeRepair=False, ReservedCapacity=False)
+    assert gates_from(None, scenario) is scenario
+    with pytest.raises(ConfigurationError, match=r"featureGates.NodeRepair: 'yes' is not true or false"):
+        gates_from({"NodeRepair": "yes"})
+    with pytest.raises(ConfigurationError, match="unknown feature gate 'NodeRepai'"):
+        gates_from("NodeRepai=true")

@@ -6,6 +6,8 @@ Shape (documented with examples in ``docs/scenarios.md``)::
     kind: Scenario
     metadata: {name: scale-down}
     until: 24h                       # optional default for --until
+    featureGates: {NodeOverlay: true} # optional: FEATURE_GATES for this run (or "Name=true,..."),
+                                     # under --feature-gates
     steps:
       - at: 0s
         apply: manifests.yaml        # a file or directory (relative to the scenario), a list of them,
@@ -34,7 +36,8 @@ import yaml
 from karpy_core.apis.durations import parse_duration
 from karpy_core.apis.loader import safe_load_all
 from karpy_core.apis.workloads import INT32_MAX
-from karpy_core.errors import KubeAPIError, ManifestError
+from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
+from karpy_core.featuregates import FeatureGates, gates_from
 from karpy_core.kube.memory import merge_patch
 
 __all__ = ["Scenario", "ScenarioStep", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
@@ -77,6 +80,8 @@ class Scenario:
     until: float | None = None
     source: str = ""
     variables: dict[str, str] = field(default_factory=dict)
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    """The scenario's ``featureGates`` over karpy's defaults."""
 
 
 def is_scenario_file(path: str | Path) -> bool:
@@ -113,6 +118,16 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
         problems.append(f"{p}: apiVersion must be {SCENARIO_API_VERSION!r}, got {doc.get('apiVersion')!r}")
     raw_steps = doc.get("steps") or (doc.get("spec") or {}).get("steps") or []
     until = doc.get("until") or (doc.get("spec") or {}).get("until")
+    gates = FeatureGates()
+    raw_gates = doc.get("featureGates", (doc.get("spec") or {}).get("featureGates"))
+    if raw_gates is not None:
+        if not isinstance(raw_gates, (str, dict)):
+            problems.append(f"{p}: featureGates must be a mapping of gate name to true/false or 'Name=true,...'")
+        else:
+            try:
+                gates = gates_from(raw_gates)
+            except ConfigurationError as exc:
+                problems.append(f"{p}: featureGates: {exc}")
     steps: list[ScenarioStep] = []
     if not isinstance(raw_steps, list):
         problems.append(f"{p}: steps must be a list")
@@ -154,7 +169,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
                 problems.append(f"{p}: until: {until_why}")
     steps.sort(key=lambda s: (s.at, s.index))  # the well-formed steps are checked further, so every problem is reported at once
     name = str((doc.get("metadata") or {}).get("name") or p.stem)
-    scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}))
+    scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}), gates)
     # Manifests a step applies are loaded (and validated) now, not hours into the run, and a patch
     # of an object the scenario itself applied is checked against what the patch would leave.
     known: dict[tuple[str, str], dict[str, Any]] = {}

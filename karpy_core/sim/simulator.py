@@ -34,6 +34,7 @@ from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
@@ -94,6 +95,7 @@ class Simulator:
         max_pods: most pods the workloads may ask for in all
             (:data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`); :meth:`step` raises
             :class:`~karpy_core.errors.ManifestError` naming the workload beyond it.
+        feature_gates: Karpenter's feature gates (karpy's defaults when None).
     """
 
     def __init__(
@@ -107,8 +109,12 @@ class Simulator:
         preference_policy: str = "Respect",
         disruption: bool = False,
         max_pods: int = DEFAULT_MAX_PODS,
+        feature_gates: FeatureGates | None = None,
     ):
         self.clock = clock or VirtualClock()
+        self.feature_gates = feature_gates or FeatureGates()
+        """``FEATURE_GATES`` for this run (``karpy simulate --feature-gates``, a scenario's
+        ``featureGates``): the controllers below take them as the controller's do."""
         self.start = self.clock.now()
         self.provider = provider
         if cluster is None:

@@ -8,10 +8,12 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from karpy_core.cli import app, run_simulation
+from karpy_core.errors import ManifestError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 
@@ -261,3 +263,17 @@ def test_bad_scenarios_fail_before_running_and_name_the_step(tmp_path):
                     {"at": "2h", "patch": {"kind": "EC2NodeClass", "name": "default", "patch": {"spec": {"role": 5}}}}])
     assert "steps[1].patch: the patched NodePool would be invalid" in err and "consolidateAfter" in err
     assert "--until" in problems([{"at": "0s", "apply": base}], "--until", "-1h")
+
+
+def test_scenario_feature_gates_are_read_and_checked(tmp_path: Path) -> None:
+    from karpy_core.featuregates import FeatureGates
+    from karpy_core.sim.scenario import load_scenario
+
+    good = tmp_path / "good.yaml"
+    good.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: g}\n"
+                    "featureGates: {NodeRepair: false}\nsteps: []\n")
+    assert load_scenario(good).feature_gates == FeatureGates(NodeRepair=False)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: b}\nfeatureGates: [NodeRepair]\nsteps: []\n")
+    with pytest.raises(ManifestError, match="featureGates must be a mapping"):
+        load_scenario(bad)
