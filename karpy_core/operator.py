@@ -231,7 +231,8 @@ class Operator:
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration)
+        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration,
+                                              managed=provider.managed_node_classes())
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""

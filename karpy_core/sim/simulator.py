@@ -138,7 +138,8 @@ class Simulator:
         self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True)
+        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True,
+                                              managed=provider.managed_node_classes())
         self._disruption_rv: int | None = None
         self._pending_keys: frozenset[str] = frozenset()
         self._provisioned: tuple[frozenset[str], int] | None = None

@@ -11,7 +11,7 @@ dicts of the kinds that have no view (DaemonSets, PDBs, volumes).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -255,8 +255,32 @@ class ClusterSnapshot:
         return [p.raw for p in self.pod_views if p.provisionable]
 
 
-async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> ClusterSnapshot:
+def node_class_ref(nodepool: Mapping[str, Any]) -> tuple[str, str]:
+    """``(group, kind)`` of a NodePool's ``spec.template.spec.nodeClassRef`` (empty strings when unset)."""
+    ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
+    return str(ref.get("group") or ""), str(ref.get("kind") or "")
+
+
+def is_managed(nodepool: Mapping[str, Any], managed: Collection[tuple[str, str]] | None) -> bool:
+    """Whether karpy's loaded provider manages ``nodepool``: its ``nodeClassRef`` ``(group, kind)``
+    is one the provider supports (``managed``, from ``supported_node_classes``; None: every
+    NodePool). Karpenter's ``nodepoolutils.IsManaged``: other NodePools are ignored by
+    provisioning, disruption and NodePool status alike (another controller's, for another cloud)."""
+    if managed is None:
+        return True
+    group, kind = node_class_ref(nodepool)
+    if not group:  # a hand-written dict without the group (the API requires one): match the kind
+        return any(k == kind for _, k in managed)
+    return (group, kind) in managed
+
+
+async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
+                           managed: Collection[tuple[str, str]] | None = None) -> ClusterSnapshot:
     """Read the objects decisions need, nodes and NodeClaims first.
+
+    ``managed`` (the provider's ``(group, kind)`` NodeClass kinds) leaves out the NodePools whose
+    NodeClass the provider does not support (:func:`is_managed`); their NodeClaims stay, and
+    without their NodePool they are neither candidates nor counted in any managed NodePool.
 
     Nodes, NodeClaims, NodePools and pods come as views from ``kube`` when it keeps them (a
     :class:`ViewSource`: the informer cache, the in-memory cluster); otherwise they are listed
@@ -278,6 +302,8 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> 
     nodes = await read("Node")
     nodeclaims = await read("NodeClaim")
     nodepools = await read("NodePool")
+    if managed is not None:
+        nodepools = [p for p in nodepools if is_managed(p if isinstance(p, Mapping) else p.raw, managed)]
     pods = await read("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")

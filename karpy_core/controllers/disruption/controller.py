@@ -296,15 +296,15 @@ class Disruption:
         """One pass (see the module docstring); returns what was done."""
         now = self.clock.now()
         events: list[DisruptionEvent] = []
-        snapshot = await collect_snapshot(self.kube)
+        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._pod_events(snapshot, now):
-            snapshot = await collect_snapshot(self.kube)
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._consolidatable(snapshot, now):
-            snapshot = await collect_snapshot(self.kube)
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         events += await self._progress(snapshot, now)
         events += await self._strip_stale(snapshot)
         if events:
-            snapshot = await collect_snapshot(self.kube)
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         types = await self.instance_types(snapshot)
         nominated = self.nominations.active(now) if self.nominations is not None else {}
         wake: list[float] = []
@@ -323,7 +323,7 @@ class Disruption:
                 self._idle = None
             else:
                 events += await self._execute(cmd, now)
-                snapshot = await collect_snapshot(self.kube)
+                snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if self.pending is None:
             fp = self._fingerprint(snapshot) + ",".join(sorted(nominated))
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):

@@ -189,7 +189,7 @@ class Provisioner:
 
     async def reconcile(self) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
-        snapshot = await collect_snapshot(self.kube)
+        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         pending = snapshot.pending_pod_views()
         result = ProvisioningResult(pending=len(pending))
         if not pending:
