@@ -11,7 +11,7 @@ JSON document shape (``karpy simulate -o json``)::
       "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],
       "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},
       "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside)
-      "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},                                   # plain runs only (see below)
+      "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},  # plain runs only (see below)
       "cost_over_time": [{"t", "nodes", "cost_per_hour"}],    # scenarios only (karpy simulate SCENARIO)
       "timeline": [{"t", "pending_pods", "nodepools": {NAME: {"nodes", "cost_per_hour",
                     "cost_by_capacity_type": {TYPE: usd_per_hour}, "cpu_requested", "cpu_allocatable",
