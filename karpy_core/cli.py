@@ -193,9 +193,11 @@ async def run_simulation(
     loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
     await sim.run()
     pricing = getattr(provider.plugin, "pricing_note", None)
+    inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
+        f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
     report = await build_report(
         sim,
-        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing},
+        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
     )
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
     report.warnings = list(loaded.warnings) + report.warnings
@@ -326,7 +328,8 @@ def simulate(
     explain: Annotated[str | None, typer.Option(help="explain one pod's placement: NAMESPACE/NAME (or NAME in default)")] = None,
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
-    timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
+    timeline: Annotated[str | None, typer.Option(
+        help="scenario files: write the timeline PNG (cost per NodePool, cpu/memory, pending pods, disruptions) here")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
     cloud_provider: Annotated[str, typer.Option(
