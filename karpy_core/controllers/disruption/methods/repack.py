@@ -17,7 +17,8 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    for each distinct ``c`` between the largest pod and the group's total request). A capped run
    makes the scheduler fill smaller claims, which on a price-linear catalog is how "one big node"
    becomes "two smaller, cheaper ones"; the cheapest run wins. Pods may also move onto other
-   nodes' free room. A run is rejected when a pod does not schedule or would land on a node that
+   nodes' free room (the :data:`REPACK_NEIGHBOURS` roomiest when no topology constraint is
+   involved, else every node). A run is rejected when a pod does not schedule or would land on a node that
    is not initialized;
 4. churn control: the command must save at least ``min_savings`` (a fraction) of the price of the
    nodes it disrupts: ``Σ price - Σ replacement price >= min_savings x Σ price`` (USD/hour), with
@@ -95,6 +96,12 @@ REPACK_MAX_GROUP = 10
 REPACK_MAX_SIMULATIONS = 60
 """Scheduler runs one pass may spend (each group costs one per size cap, plus one uncapped)."""
 
+REPACK_NEIGHBOURS = 32
+"""Initialized nodes (those with the most free cpu) offered to a group's plain pods besides new
+claims, when neither they nor any bound pod has topology or anti-affinity constraints: placing
+them there is valid in the whole cluster, and a run costs a few milliseconds instead of a pass
+over every bound pod. Otherwise every node is offered."""
+
 _EPS = 1e-9
 
 
@@ -162,12 +169,15 @@ class RepackOutcome:
 
 class _Caps:
     """Per-pass cache: templates and type tables restricted to types with at most ``cap``
-    allocatable millicores (None: unrestricted)."""
+    allocatable millicores (None: unrestricted); the initialized nodes by free cpu (most first)
+    and whether any bound pod has an anti-affinity term (see :data:`REPACK_NEIGHBOURS`)."""
 
     def __init__(self, sim: SimulationContext):
         self.sim = sim
         self._by_cap: dict[int | None, tuple[list[NodePoolTemplate], dict[str, TypeTable]]] = {}
         self.sizes = sorted({it.allocatable.get("cpu", 0) for t in sim.templates for it in t.instance_types})
+        self.roomiest = sorted((n for n in sim.nodes if n.initialized), key=lambda n: (-n.free().get("cpu", 0), n.name))
+        self.bound_anti = any(t.anti for b in sim.bound for t in b.affinity)
 
     def get(self, cap: int | None) -> tuple[list[NodePoolTemplate], dict[str, TypeTable]]:
         if cap not in self._by_cap:
@@ -195,8 +205,14 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
     for pool, cap_res in claim_capacity(group).items():
         if pool in usage:
             usage[pool] = subtract(usage[pool], cap_res)
-    nodes = [n for n in sim.nodes if n.name not in removed]
-    bound = [b for b in sim.bound if b.node_name not in removed]
+    if caps.bound_anti or any(p.has_topology for p in pods):
+        nodes = [n for n in sim.nodes if n.name not in removed]
+        bound = [b for b in sim.bound if b.node_name not in removed]
+    else:
+        nodes = [n for n in caps.roomiest if n.name not in removed][:REPACK_NEIGHBOURS]
+        nodes += [n for n in sim.nodes if not n.initialized]
+        offered = {n.name for n in nodes}
+        bound = [b for b in sim.bound if b.node_name in offered]
     sched = Scheduler(templates, nodes, sim.daemonsets, usage, bound_pods=bound, tables=tables)
     results = sched.solve(pods)
     if results.errors:
@@ -265,6 +281,9 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
     fraction = max(min_savings_of(c.pool, default_min_savings) for c in group)
     required = fraction * price
     base = RepackOutcome(tuple(group), None, price, required, fraction)
+    if limit is not None and limit[0] <= 0:
+        return dataclasses.replace(base, problem=Invalidation(DecisionKind.SIMULATION_LIMIT,
+                                                              "not evaluated this pass (simulation limit reached)"))
     pods: list[PodInfo] = []
     for c in group:
         infos = sim.pod_infos(c)
