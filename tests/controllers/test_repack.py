@@ -134,3 +134,16 @@ def test_spot_candidates_are_repacked_onto_on_demand_only():
     log = []
     assert plan_disruption(snap, spot_types, NOW, log=log) is None
     assert any(d.node == "a" and d.method is REPACK for d in log)
+
+
+def test_min_values_survive_the_price_trim_or_the_repack_does_not_happen():
+    """With minValues 2 on the instance type, a replacement of one type only is refused; with 2
+    cheap enough types per replacement (a price-tied twin of each small type) it goes ahead."""
+    flexible = [{"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2}]
+    log = []
+    assert plan_disruption(split_snapshot(nodepool(requirements=flexible)), TYPES, NOW, log=log) is None
+    assert any(d.method is REPACK and "minValues 2" in d.reason for d in log)
+    twins = {"default": [*TYPES["default"], make_type("s2b", 2, 4), make_type("m4b", 4, 8)]}
+    plan = plan_disruption(split_snapshot(nodepool(requirements=flexible)), twins, NOW)
+    assert plan is not None and plan.method is REPACK
+    assert sorted(sorted(it.name for it in r.instance_types) for r in plan.replacements) == [["m4", "m4b"], ["s2", "s2b"]]

@@ -28,7 +28,8 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    NodePool sets the ``karpy.sh/consolidation-min-savings`` annotation; a group spanning pools
    takes the strictest. Each replacement keeps the types whose worst price fits the slack left
    after the cheapest choice (shared equally between the replacements), so any launch meets the
-   threshold. Spot candidates are only replaced by on-demand (``SpotToSpotConsolidation`` off);
+   threshold, and no fewer than the NodePool's ``minValues`` ask. Spot candidates are only
+   replaced by on-demand (``SpotToSpotConsolidation`` off);
 5. the group saving the most USD/hour wins (ties: fewer nodes, then the order above); its
    replacements are launched and Initialized before the candidates are drained (the disruption
    controller's replace-before-delete), after the 15 s validation delay and a re-run of
@@ -50,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.budgets import BudgetTracker
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionDetails, DecisionKind, DisruptionMethod, Invalidation
@@ -140,6 +142,8 @@ class RepackOutcome:
         replacement_price: Σ worst prices of the cheapest type of each replacement, USD/hour
             (what the threshold is checked against).
         launch_price: Σ cheapest offering prices of ``replacements``, USD/hour.
+        rejected: why the first other run (another size cap) that scheduled every pod could not
+            be kept (spot-to-spot, minValues), "" when none was.
     """
 
     group: tuple[Candidate, ...]
@@ -150,6 +154,7 @@ class RepackOutcome:
     replacements: list[PlannedNodeClaim] = field(default_factory=list)
     replacement_price: float = 0.0
     launch_price: float = 0.0
+    rejected: str = ""
 
     @property
     def savings(self) -> float:
@@ -162,9 +167,11 @@ class RepackOutcome:
         return self.problem is None and self.savings + _EPS >= self.required and self.savings > _EPS
 
     def threshold_text(self) -> str:
-        """``would save X USD/h, below the threshold (f x P = T USD/h)``."""
-        return (f"would save {self.savings:.4f} USD/h, below the threshold ({self.min_savings:g} x {self.price:.4f} = "
+        """``would save X USD/h, below the threshold (f x P = T USD/h)``, and why another run was
+        rejected when one was."""
+        text = (f"would save {self.savings:.4f} USD/h, below the threshold ({self.min_savings:g} x {self.price:.4f} = "
                 f"{self.required:.4f} USD/h)")
+        return text + (f"; another packing was rejected: {self.rejected}" if self.rejected else "")
 
 
 class _Caps:
@@ -225,6 +232,23 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
     return results.new_claims, None
 
 
+def _min_values_short(claim: PlannedNodeClaim, types: Sequence[InstanceType]) -> str | None:
+    """The NodePool's ``minValues`` requirement ``types`` no longer meet (``"minValues N on
+    KEY"``), or None: a replacement keeps Karpenter's launch flexibility, as a consolidation
+    replacement there must (``SatisfiesMinValues``)."""
+    for req in claim.template.requirements:
+        if not req.min_values:
+            continue
+        seen: set[str] = set()
+        for it in types:
+            r = it.requirements.get(req.key)
+            if r is not None and not r.complement:
+                seen |= {v for v in r.values if req.has(v)}
+        if len(seen) < req.min_values:
+            return f"minValues {req.min_values} on {req.key}"
+    return None
+
+
 def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: float
             ) -> tuple[list[PlannedNodeClaim], float, Invalidation | None]:
     """Trim each claim's types to what keeps Σ worst prices within ``budget`` (USD/hour); returns
@@ -256,6 +280,9 @@ def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: 
         limit = w[0][0] + share + _EPS
         keep = sorted(i for p, i in w if p <= limit)
         types = [claim.instance_types[i] for i in keep]
+        short = _min_values_short(claim, types)
+        if short is not None:
+            return [], 0.0, Invalidation(DecisionKind.NOT_CHEAPER, f"too few instance types are cheap enough to keep {short}")
         reqs = claim.requirements.copy()
         reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
         out.append(dataclasses.replace(claim, instance_types=types, requirements=reqs))
@@ -293,6 +320,7 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
     cache = caps if caps is not None else _Caps(sim)
     best: RepackOutcome | None = None
     first_problem: Invalidation | None = None
+    priced_problem: Invalidation | None = None  # a run that scheduled but could not be priced (spot, minValues)
     for cap in cache.for_pods(pods):
         if limit is not None:
             if limit[0] <= 0:
@@ -305,6 +333,7 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
         trimmed, cost, problem = _priced(claims, group, price - required)
         if problem is not None:
             first_problem = first_problem or problem
+            priced_problem = priced_problem or problem
             continue
         out = dataclasses.replace(base, replacements=trimmed, replacement_price=cost,
                                   launch_price=sum(c.cheapest_offering_price() for c in trimmed))
@@ -312,7 +341,7 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
                 (abs(out.replacement_price - best.replacement_price) <= _EPS and len(out.replacements) < len(best.replacements)):
             best = out
     if best is not None:
-        return best
+        return dataclasses.replace(best, rejected=priced_problem.message if priced_problem is not None else "")
     return dataclasses.replace(base, problem=first_problem or Invalidation(DecisionKind.SIMULATION_LIMIT,
                                                                             "not evaluated this pass (simulation limit reached)"))
 
@@ -383,8 +412,7 @@ class RepackConsolidation(Consolidation):
                     ctx.keep(c, self.name, out.problem.kind, out.problem.message, DecisionDetails(price=c.price))
                 else:
                     ctx.keep(c, self.name, DecisionKind.BELOW_MIN_SAVINGS, out.threshold_text(),
-                             DecisionDetails(price=c.price, replacement_price=round(out.replacement_price, 6),
-                                             nodes=len(out.replacements)))
+                             DecisionDetails(price=c.price, replacement_price=round(out.replacement_price, 6)))
         if best is None:
             return None
         for c in best.group:
