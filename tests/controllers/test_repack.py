@@ -147,3 +147,22 @@ def test_min_values_survive_the_price_trim_or_the_repack_does_not_happen():
     plan = plan_disruption(split_snapshot(nodepool(requirements=flexible)), twins, NOW)
     assert plan is not None and plan.method is REPACK
     assert sorted(sorted(it.name for it in r.instance_types) for r in plan.replacements) == [["m4", "m4b"], ["s2", "s2b"]]
+
+
+def test_the_decision_log_keeps_one_line_per_change_of_verdict_per_method():
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.controllers.disruption.controller import Disruption
+    from karpy_core.controllers.disruption.decisions import NodeDecision, Verdict
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.utils.clock import VirtualClock
+
+    d = Disruption(kube=InMemoryCluster(), provider=load_provider("simulated", {}), clock=VirtualClock(NOW))
+    single = NodeDecision("a", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.NOT_CHEAPER, "no")
+    repack = NodeDecision("a", REPACK, Verdict.KEEP, DecisionKind.BELOW_MIN_SAVINGS, "would save 0.0000 USD/h, below the threshold")
+    for t in range(3):  # three passes, each logging the node at both methods
+        d._log(NOW + t, [single, repack])
+    assert len(d.decisions["a"]) == 2
+    changed = NodeDecision("a", REPACK, Verdict.KEEP, DecisionKind.BELOW_MIN_SAVINGS, "would save 0.0100 USD/h, below the threshold")
+    d._log(NOW + 5, [single, changed])
+    assert [line for _, line in d.decisions["a"]] == [single, repack, changed]
+    assert d.explain("a")[-1].endswith("[repack-consolidation] keep: would save 0.0100 USD/h, below the threshold")

@@ -94,4 +94,4 @@ async def test_default_after_a_scale_down_settles_within_two_percent_of_the_opti
     lines = [line for n in report.nodes for line in report.decisions.get(n.name, [])]
     print(f"before {before:.4f} -> after {after:.4f} USD/h (Karpenter alone {karpenter.cost_per_hour:.4f}); "
           f"optimum {optimum:.4f}, gap {100 * (after / optimum - 1):.2f}%")
-    assert any("below the threshold" in line or "[repack-consolidation]" in line for line in lines)
+    assert any("[repack-consolidation] keep: would save" in line and "below the threshold" in line for line in lines)
