@@ -596,6 +596,9 @@ def controller(
     scheduler_config: Annotated[str | None, _opt("--scheduler-config", help="refused when set [SCHEDULER_CONFIG]")] = None,
     node_repair: Annotated[bool | None, _flag("--node-repair", help="FEATURE_GATES NodeRepair, default on "
                                              "[NODE_REPAIR]")] = None,
+    consolidation_min_savings: Annotated[float | None, _opt(
+        "--consolidation-min-savings", help="fraction of the disrupted nodes' price a repack consolidation must save, "
+                                            "default 0.1 [KARPY_CONSOLIDATION_MIN_SAVINGS]")] = None,
     instance_types: Annotated[str | None, _opt("--instance-types", help="simulated provider: KWOK-format catalog "
                                                "[KARPY_INSTANCE_TYPES]")] = None,
     kwok: Annotated[bool | None, _flag("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]

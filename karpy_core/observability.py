@@ -92,9 +92,11 @@ CONSOLIDATION_TYPES = {
     "drift": ("drifted", ""),
     "multi-node-consolidation": ("underutilized", "multi"),
     "single-node-consolidation": ("underutilized", "single"),
+    "repack-consolidation": ("underutilized", "repack"),
 }
 """karpy's disruption method -> (``reason``, ``consolidation_type``) label values, as Karpenter's
-methods report them (``Reason()`` lower-cased, ``ConsolidationType()``)."""
+methods report them (``Reason()`` lower-cased, ``ConsolidationType()``); ``repack`` is karpy's own
+(N -> M consolidation, which Karpenter lacks)."""
 
 
 def metric_resource_name(name: str) -> str:

@@ -30,9 +30,9 @@ from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
-from karpy_core.controllers.disruption.controller import PlanningPass
-from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionReason
-from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
+from karpy_core.controllers.disruption.controller import DisruptionSettings, PlanningPass
+from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
+from karpy_core.controllers.disruption.methods import DEFAULT_MIN_SAVINGS, DEFAULT_ORDER
 from karpy_core.controllers.node.health import UNHEALTHY_THRESHOLD_PERCENT, NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
@@ -99,6 +99,8 @@ class ControllerSettings(BaseModel):
                                         description="FEATURE_GATES (NodeRepair here is overridden by node_repair).")
     kube_client_qps: float = Field(200.0, gt=0, description="Sustained API requests per second (Karpenter KUBE_CLIENT_QPS).")
     kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
+    consolidation_min_savings: float = Field(DEFAULT_MIN_SAVINGS, ge=0, lt=1, description=(
+        "Fraction of the disrupted nodes' price a repack consolidation must save (KARPY_CONSOLIDATION_MIN_SAVINGS)."))
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
 
@@ -224,7 +226,8 @@ class Operator:
                                             registration=self.registration)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
-                                     events=self.events)
+                                     events=self.events,
+                                     settings=DisruptionSettings(min_savings=self.settings.consolidation_min_savings))
         self.disruption.observer = self._observe_planning
         self._offerings_seen: tuple[tuple[str, int], ...] = ()
         """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
@@ -264,12 +267,15 @@ class Operator:
         considered: dict[str, set[str]] = {}
         for line in p.lines:
             considered.setdefault(str(line.method), set()).add(line.node)
-        # the methods run in order until one decides a command (each reports its count, 0 included, as upstream)
-        methods = [m.value for m in DEFAULT_ORDER]
-        if p.plan is not None:
+        # the methods run in order until one decides a command (each reports its count, 0 included, as upstream);
+        # karpy's repack, after Karpenter's four, does not overwrite single-node's eligible count
+        methods = [m.value for m in DEFAULT_ORDER if m is not DisruptionMethod.REPACK_CONSOLIDATION]
+        if p.plan is not None and p.plan.method.value in methods:
             methods = methods[: methods.index(p.plan.method.value) + 1]
-        self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, methods[-1])
-        if any(line.kind == DecisionKind.SIMULATION_LIMIT for line in p.lines):  # karpy's stand-in for the 3-minute timeout
+        last = p.plan.method.value if p.plan is not None else methods[-1]
+        self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, last)
+        if any(line.kind == DecisionKind.SIMULATION_LIMIT and line.method is DisruptionMethod.SINGLE_NODE_CONSOLIDATION
+               for line in p.lines):  # karpy's stand-in for the 3-minute timeout
             self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
         total, disrupting = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}

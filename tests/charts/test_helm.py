@@ -821,6 +821,8 @@ SETTINGS_ENV: list[tuple[dict[str, Any], str, str]] = [
     ({"settings": {"awsFeatureGates": {"nodeClassCEL": False}}}, "AWS_FEATURE_GATES", "NodeClassCEL=false"),
     ({"settings": {"kubeClientQPS": 50}}, "KUBE_CLIENT_QPS", "50"),
     ({"settings": {"kubeClientBurst": 80}}, "KUBE_CLIENT_BURST", "80"),
+    ({"settings": {"consolidationMinSavings": 0.2}}, "KARPY_CONSOLIDATION_MIN_SAVINGS", "0.2"),
+    ({"settings": {"consolidationMinSavings": 0}}, "KARPY_CONSOLIDATION_MIN_SAVINGS", "0"),
     ({"logLevel": "debug"}, "LOG_LEVEL", "debug"),
     ({"logOutputPaths": ["stdout", "/tmp/karpy.log"]}, "LOG_OUTPUT_PATHS", "stdout,/tmp/karpy.log"),
     ({"logErrorOutputPaths": ["stderr"]}, "LOG_ERROR_OUTPUT_PATHS", "stderr"),

@@ -284,6 +284,9 @@ chart variable that extraEnv or controller.env sets again is left out, so the us
 {{- with $s.kubeClientBurst }}
 {{- $env = append $env (dict "name" "KUBE_CLIENT_BURST" "value" (toString .)) }}
 {{- end }}
+{{- if not (kindIs "invalid" $s.consolidationMinSavings) }}
+{{- $env = append $env (dict "name" "KARPY_CONSOLIDATION_MIN_SAVINGS" "value" (toString $s.consolidationMinSavings)) }}
+{{- end }}
 {{- $env = append $env (dict "name" "FEATURE_GATES" "value" (include "karpy.featureGates" .)) }}
 {{- range $pair := list (list "BATCH_MAX_DURATION" $s.batchMaxDuration) (list "BATCH_IDLE_DURATION" $s.batchIdleDuration) (list "PREFERENCE_POLICY" $s.preferencePolicy) (list "MIN_VALUES_POLICY" $s.minValuesPolicy) (list "IGNORE_DRA_REQUESTS" $s.ignoreDRARequests) (list "DISABLE_CLUSTER_STATE_OBSERVABILITY" $s.disableClusterStateObservability) }}
 {{- with index $pair 1 }}

@@ -49,6 +49,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
+from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.errors import KubeAPIError
@@ -78,11 +79,15 @@ class DisruptionSettings:
         replacement_timeout: seconds to wait for replacements to be Initialized (default 600).
         max_single_simulations: cap on single-node simulations per pass (None: no cap); stands in
             for Karpenter's 3-minute single-node timeout deterministically.
+        min_savings: the fraction of the disrupted nodes' price a repack consolidation must save
+            (``KARPY_CONSOLIDATION_MIN_SAVINGS``; a NodePool's ``karpy.sh/consolidation-min-savings``
+            wins), in [0, 1).
     """
 
     validation_delay: float = VALIDATION_DELAY
     replacement_timeout: float = REPLACEMENT_TIMEOUT
     max_single_simulations: int | None = None
+    min_savings: float = DEFAULT_MIN_SAVINGS
 
 
 class DisruptionEventKind(StrEnum):
@@ -186,7 +191,8 @@ class Disruption:
         self.pending: _Command | None = None
         self.queued: list[_Command] = []
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
-        """Node name -> (time, decision) lines, consecutive duplicates collapsed."""
+        """Node name -> (time, decision) lines; a line equal to the node's last line of the same
+        method (or stage) is not repeated."""
         self._pods_seen: dict[str, frozenset[str]] = {}
         self._types: dict[tuple[str, Any, Any], list[InstanceType]] = {}
         self._idle: tuple[str, float | None] | None = None
@@ -211,7 +217,9 @@ class Disruption:
         debug = log.isEnabledFor(logging.DEBUG)
         for d in lines:
             hist = self.decisions.setdefault(d.node, [])
-            if hist and hist[-1][1] == d:
+            # one line per change of verdict per method: a pass logs a node at several methods
+            last = next((h for _, h in reversed(hist) if h.method == d.method), None)
+            if last == d:
                 continue
             hist.append((now, d))
             if debug:
@@ -314,7 +322,7 @@ class Disruption:
                 self._wake = due
                 return events
             cmd, self.pending = self.pending, None
-            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated)
+            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated, min_savings=self.settings.min_savings)
             if why is not None:
                 self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
                                 for c in cmd.plan.candidates])
@@ -332,7 +340,8 @@ class Disruption:
                 lines: list[NodeDecision] = []
                 t0 = time.perf_counter()
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
-                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated)
+                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
+                                       min_savings=self.settings.min_savings)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)

@@ -37,6 +37,8 @@ class DisruptionMethod(StrEnum):
     DRIFT = "drift"
     MULTI_NODE_CONSOLIDATION = "multi-node-consolidation"
     SINGLE_NODE_CONSOLIDATION = "single-node-consolidation"
+    REPACK_CONSOLIDATION = "repack-consolidation"
+    """karpy's own, tried after Karpenter's four: N nodes replaced by M cheaper ones for any M."""
 
 
 class DecisionStage(StrEnum):
@@ -99,6 +101,7 @@ class DecisionKind(StrEnum):
     TOO_MANY_REPLACEMENTS = "too-many-replacements"
     NOT_CHEAPER = "not-cheaper"
     SPOT_TO_SPOT = "spot-to-spot"
+    BELOW_MIN_SAVINGS = "below-min-savings"
     # a command
     DELETE = "delete"
     REPLACE = "replace"
