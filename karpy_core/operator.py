@@ -270,13 +270,13 @@ class Operator:
         self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, methods[-1])
         if any(line.kind == DecisionKind.SIMULATION_LIMIT for line in p.lines):  # karpy's stand-in for the 3-minute timeout
             self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
-        total, disrupting = disrupting_counts(p.snapshot)
+        total, _ = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
         for pool in p.snapshot.nodepools:
             name = pool["metadata"]["name"]
             for reason in DisruptionReason:
-                try:
-                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=disrupting.get(name, 0))
+                try:  # the budget's allowance before the nodes already disrupting, as upstream's gauge
+                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=0)
                 except ValueError:
                     continue
                 allowed[(name, reason.value)] = float(max(n, 0))
