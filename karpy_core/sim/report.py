@@ -34,6 +34,7 @@ from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LAB
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import pod_info
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
+from karpy_core.sim.headroom import Headroom, headroom, render_headroom
 from karpy_core.sim.simulator import Simulator
 from karpy_core.state.views import NodePoolView
 from karpy_core.utils.quantity import format_quantity
@@ -106,6 +107,8 @@ class SimulationReport:
     decision_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Node name -> the same log as typed records (time, method, verdict, kind, reason, details;
     ``--explain-node -o json``)."""
+    headroom: Headroom | None = None
+    """CapacityBuffer headroom (CapacityBuffer gate on): where it sits, its cost (``capacity_buffers`` in JSON)."""
 
     @property
     def cost_per_hour(self) -> float:
@@ -130,6 +133,7 @@ class SimulationReport:
             "ignored": self.ignored,
             "summary": self.summary(),
             **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
+            **({"capacity_buffers": self.headroom.to_dict()} if self.headroom is not None else {}),
         }
 
 
@@ -187,7 +191,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         if not node:
             reason = sim.pending_reasons.get(key) or "pending: no decision recorded (is a NodePool defined?)"
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
+    room = await headroom(sim, {n.name: n.price_per_hour for n in nodes}, {n.name: n.allocatable for n in nodes})
     return SimulationReport(
+        headroom=room,
         provider=provider_info or {"name": sim.provider.name},
         nodes=nodes,
         pods=pod_reports,
@@ -253,6 +259,8 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         lines.append("pending pods:")
         for p in pending:
             lines.append(f"  {p.namespace}/{p.name}: {p.reason}")
+    if report.headroom is not None:
+        lines += ["", *render_headroom(report.headroom)]
     return "\n".join(lines)
 
 

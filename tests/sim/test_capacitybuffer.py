@@ -1,0 +1,123 @@
+"""CapacityBuffer in the simulator: headroom launched as if pending, displaced by real pods, kept by
+consolidation, shown in the report with its cost; ignored with the gate off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from karpy_core.cloudprovider.provider import load_provider
+from karpy_core.featuregates import FeatureGates
+from karpy_core.sim.report import build_report, render_text
+from karpy_core.sim.simulator import Simulator
+from tests.cli import invoke_cli
+from tests.sim.test_scenarios_time import NODECLASS, deployment, nodepool
+
+ONE_TYPE = {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}]}
+"""m5.large (2 vCPU): one 1-cpu chunk per node, after the kubelet's reservation."""
+
+
+def pod_template(cpu: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "chunk", "namespace": "default"},
+            "template": {"metadata": {"labels": {"app": "headroom"}},
+                         "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}}
+
+
+def capacity_buffer(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+            "metadata": {"name": "headroom", "namespace": "default"}, "spec": spec}
+
+
+def simulator(gate: bool = True) -> Simulator:
+    return Simulator(load_provider("simulated", {}), feature_gates=FeatureGates(CapacityBuffer=gate), disruption=True)
+
+
+def nodes(sim: Simulator) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in sim.cluster.objects("Node"))
+
+
+async def test_three_replicas_of_a_one_cpu_template_launch_room_for_three_and_a_real_pod_displaces_one() -> None:
+    sim = simulator()
+    sim.apply([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
+    await sim.run(max_seconds=300)
+    first = nodes(sim)
+    assert len(first) == 3 and not sim.cluster.objects("Pod")  # room only: no pod is created or bound
+    status = sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]
+    assert status["replicas"] == 3
+    assert {c["type"]: c["reason"] for c in status["conditions"]} == {"ReadyForProvisioning": "Resolved",
+                                                                      "Provisioning": "FitsExistingCapacity"}
+    placed = sim.provisioner.last.buffers["default/headroom"]
+    assert sorted(placed.existing.values()) == first and not placed.new and not placed.failed
+
+    # consolidation keeps the headroom: the three nodes hold only virtual pods, yet none is "empty"
+    await sim.run(max_seconds=1800)
+    assert nodes(sim) == first
+    assert any("CapacityBuffer headroom" in line for line in sim.disruption.explain(first[0]))
+
+    sim.apply([deployment(replicas=1)])  # a real 1-cpu pod takes one node's room ...
+    await sim.run(max_seconds=2400)
+    (web,) = sim.cluster.objects("Pod")
+    assert web["spec"]["nodeName"] in first
+    after = nodes(sim)
+    assert len(after) == 4 and set(first) < set(after)  # ... and a fourth node is launched for the displaced chunk
+    placed = sim.provisioner.last.buffers["default/headroom"]
+    assert web["spec"]["nodeName"] not in placed.existing.values() and len(placed.existing) == 3
+
+    report = await build_report(sim)
+    room = report.headroom
+    assert room is not None and room.buffers == {"default/headroom": 3}
+    assert sorted(n.node for n in room.nodes) == sorted(set(after) - {web["spec"]["nodeName"]})
+    price = {n.name: n.price_per_hour for n in report.nodes}
+    assert all(0 < n.fraction <= 1 for n in room.nodes)
+    assert room.cost_per_hour == round(sum(price[n.node] * n.fraction for n in room.nodes), 6) > 0
+    text = render_text(report)
+    assert "capacity buffers: 1 buffer(s), 3 virtual pod(s), headroom costs" in text
+    summary = report.summary()
+    assert summary["pods_pending"] == 0 and summary["pods_bound"] == 1  # virtual pods are not pods
+    assert report.to_dict()["capacity_buffers"]["cost_per_hour"] == room.cost_per_hour
+
+
+async def test_percentage_of_a_deployment() -> None:
+    sim = simulator()
+    web = deployment(replicas=4, cpu="500m")
+    sim.apply([NODECLASS, nodepool(), web,
+               capacity_buffer(scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "web"}, percentage=50)])
+    await sim.run(max_seconds=300)
+    status = sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]
+    assert status["replicas"] == 2 and "podTemplateRef" not in status  # ceil(4 * 50%)
+    placed = sim.provisioner.last.buffers["default/headroom"]
+    assert len(placed.existing) == 2 and not placed.new
+    # the headroom is room for two more 500m pods: scaling the Deployment to 6 launches nothing new at once
+    before = nodes(sim)
+    sim.cluster.patch_sync("Deployment", "web", {"spec": {"replicas": 6}}, "default")
+    await sim.run(max_seconds=600)
+    assert all(p["spec"].get("nodeName") in before for p in sim.cluster.objects("Pod"))
+    assert sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]["replicas"] == 3  # ceil(6 * 50%)
+
+
+async def test_gate_off_ignores_buffers() -> None:
+    sim = simulator(gate=False)
+    sim.apply([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
+    await sim.run(max_seconds=300)
+    assert nodes(sim) == [] and "status" not in sim.cluster.peek("CapacityBuffer", "headroom", "default")
+    assert (await build_report(sim)).headroom is None
+
+
+def test_simulate_scenario_with_the_gate_reports_headroom(tmp_path: Path) -> None:
+    manifests = tmp_path / "m.yaml"
+    manifests.write_text(yaml.safe_dump_all([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(),
+                                             capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=2)]))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "cb"},
+                                        "featureGates": {"CapacityBuffer": True}, "until": "10m",
+                                        "steps": [{"at": "0s", "apply": "m.yaml"}]}))
+    result = invoke_cli("simulate", str(scenario), "-o", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["capacity_buffers"]["buffers"] == {"default/headroom": 2}
+    assert len(doc["capacity_buffers"]["nodes"]) == 2 and doc["summary"]["nodes"] == 2
+    off = invoke_cli("simulate", str(scenario), "-o", "json", "--feature-gates", "CapacityBuffer=false")
+    assert off.exit_code == 0 and "capacity_buffers" not in json.loads(off.stdout)
