@@ -3,6 +3,7 @@ consolidation, shown in the report with its cost; ignored with the gate off."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,35 @@ def test_simulate_scenario_with_the_gate_reports_headroom(tmp_path: Path) -> Non
     assert len(doc["capacity_buffers"]["nodes"]) == 2 and doc["summary"]["nodes"] == 2
     off = invoke_cli("simulate", str(scenario), "-o", "json", "--feature-gates", "CapacityBuffer=false")
     assert off.exit_code == 0 and "capacity_buffers" not in json.loads(off.stdout)
+
+
+async def test_controller_wiring_with_the_gate() -> None:
+    """The controller (Operator) caches CapacityBuffers and PodTemplates, writes their status,
+    triggers provisioning for a ready buffer and launches its headroom; Nominate events name real
+    pods only."""
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.operator import ControllerSettings, Operator
+    from karpy_core.utils.clock import VirtualClock
+
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    settings = ControllerSettings(feature_gates=FeatureGates(CapacityBuffer=True))
+    op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=settings)
+    assert {"CapacityBuffer", "PodTemplate"} <= set(op.kube.kinds)
+    off = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock)
+    assert off.buffer_status is None and "CapacityBuffer" not in off.kube.kinds
+    ready = {**nodepool(tspec=ONE_TYPE), "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    for obj in (NODECLASS, ready, pod_template(), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=2)):
+        cluster.create_sync(obj["kind"], obj)
+    await op.kube.start()
+    try:
+        await op._buffer_step()
+        assert op.batcher._event.is_set()  # a ready buffer triggers a provisioning pass
+        assert op._buffer_due == clock.now() + 30
+        for _ in range(20):  # the informer sees the status patch
+            await asyncio.sleep(0)
+        assert await op._provision_once() == 0  # no real pending pod ...
+        assert len(cluster.objects("NodeClaim")) == 2  # ... but room for the two chunks
+        assert not [e for e in cluster.objects("Event") if e.get("reason") == "Nominated"]
+    finally:
+        await op.kube.stop()
