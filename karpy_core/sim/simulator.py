@@ -288,9 +288,15 @@ class Simulator:
                         key: result.scheduler.explain_detail(result.pods[key]) for key in result.results.errors if key in result.pods
                     }
             t = self.clock.now() - self.start
-            for nc in result.created:
-                self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning",
-                                            details={"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}))
+            headroom: dict[int, int] = {}  # planned claim -> CapacityBuffer virtual pods it was launched for
+            for place in result.buffers.values():
+                for i in place.new.values():
+                    headroom[i] = headroom.get(i, 0) + 1
+            for i, nc in enumerate(result.created):
+                details: dict[str, Any] = {"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}
+                if headroom.get(i):
+                    details["capacity_buffer_pods"] = headroom[i]
+                self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning", details=details))
             changes += len(result.created)
             self._provisioned = (keys, self.cluster.revision)
         elif not pending:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from karpy_core.controllers.capacitybuffer import BufferPlacement, CapacityBufferStatus, provisioning_conditions
@@ -17,6 +18,7 @@ from karpy_core.state.buffers import (
 )
 from karpy_core.state.views import is_provisionable
 from karpy_core.utils.clock import VirtualClock
+from tests.cli import invoke_cli
 
 
 def spec(cpu: str = "1", memory: str = "1Gi", **extra: Any) -> dict[str, Any]:
@@ -115,3 +117,34 @@ def test_provisioning_condition_from_the_pass() -> None:
                                                                  "1/2 virtual pods required new capacity, 0 failed")
     unready = provisioning_conditions([buffer()], {}, 0.0)
     assert [(c["type"], c["reason"]) for c in unready["default/b"]] == [("Provisioning", "NotReadyForProvisioning")]
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "capacitybuffer" / "examples.yaml"
+
+
+def test_validate_accepts_upstreams_example_shapes() -> None:
+    result = invoke_cli("validate", str(EXAMPLES))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "valid: 4 CapacityBuffer, 1 Deployment, 2 PodTemplate"
+
+
+def test_validate_names_the_field_of_every_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: both, namespace: x}\n"
+        "spec: {podTemplateRef: {name: t}, scalableRef: {kind: Deployment, name: web}, replicas: 1}\n---\n"
+        "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: bare, namespace: x}\n"
+        "spec: {podTemplateRef: {name: t}}\n---\n"
+        "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: typo, namespace: x}\n"
+        "spec: {scalableRef: {kind: Deployment, name: web}, replica: 3, percentage: -1, limits: {cpu: lots}}\n---\n"
+        "apiVersion: autoscaling.x-k8s.io/v1alpha1\nkind: CapacityBuffer\nmetadata: {name: old, namespace: x}\n"
+        "spec: {scalableRef: {kind: Deployment, name: web}, replicas: 1}\n")
+    result = invoke_cli("validate", str(bad))
+    assert result.exit_code == 2
+    err = result.stderr
+    assert "CapacityBuffer/both: spec: You must define either PodTemplateRef or ScalableRef, but not both" in err
+    assert "CapacityBuffer/bare: spec: If podTemplateRef is set, replicas or limits must also be set" in err
+    assert "CapacityBuffer/typo: spec.percentage: must be >= 0" in err
+    assert "CapacityBuffer/typo: spec.limits.cpu: 'lots' is not a Kubernetes quantity" in err
+    assert 'CapacityBuffer/typo: spec.replica: unknown field "replica"' in err
+    assert "v1alpha1" in err and "v1beta1" in err  # the served version is named

@@ -121,3 +121,14 @@ async def test_allowed_disruptions_gauge_is_the_budget_as_upstream() -> None:
     samples = {(labels["nodepool"], labels["reason"]): v
                for _, labels, v in parse(op.metrics.render().decode())["karpenter_nodepools_allowed_disruptions"][1]}
     assert samples == {("default", "Empty"): 3, ("default", "Underutilized"): 3, ("default", "Drifted"): 1}
+
+
+def test_cli_reads_a_scenarios_nodepools(tmp_path: Path) -> None:
+    (tmp_path / "np.yaml").write_text(BUSINESS)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+                        "steps:\n  - {at: 0s, apply: np.yaml}\n")
+    result = invoke_cli("budgets", str(scenario), "--nodes", "30", "-o", "json", "--at", "2026-12-04T10:00Z")
+    assert result.exit_code == 0, result.output
+    (pool,) = json.loads(result.stdout)["nodepools"]
+    assert [(s["from"], s["allowed"]["all"]) for s in pool["steps"]] == [("2026-12-04T10:00:00Z", 0), ("2026-12-04T17:00:00Z", 3)]

@@ -52,6 +52,8 @@ async def test_three_replicas_of_a_one_cpu_template_launch_room_for_three_and_a_
                                                                       "Provisioning": "FitsExistingCapacity"}
     placed = sim.provisioner.last.buffers["default/headroom"]
     assert sorted(placed.existing.values()) == first and not placed.new and not placed.failed
+    created = [e for e in sim.events if e.kind == "nodeclaim-create"]
+    assert [e.details.get("capacity_buffer_pods") for e in created] == [1, 1, 1]  # the event says why the node came
 
     # consolidation keeps the headroom: the three nodes hold only virtual pods, yet none is "empty"
     await sim.run(max_seconds=1800)
