@@ -337,6 +337,7 @@ class Operator:
             self._poke("nodepool")
         if kind in ("CapacityBuffer", "PodTemplate"):
             self._poke("capacitybuffer")
+            self._poke("disruption")  # the headroom consolidation must keep changed
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":

@@ -156,3 +156,20 @@ async def test_controller_wiring_with_the_gate() -> None:
         assert not [e for e in cluster.objects("Event") if e.get("reason") == "Nominated"]
     finally:
         await op.kube.stop()
+
+
+async def test_shrinking_a_buffer_lets_emptiness_remove_the_extra_room_only() -> None:
+    sim = simulator()
+    sim.apply([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
+    await sim.run(max_seconds=300)
+    nodes_before = nodes(sim)
+    assert len(nodes_before) == 3
+    sim.cluster.patch_sync("CapacityBuffer", "headroom", {"spec": {"replicas": 1}}, "default")
+    await sim.run(max_seconds=1800)
+    left = nodes(sim)
+    assert len(left) == 1  # two nodes no longer hold headroom: empty, deleted; one keeps the remaining chunk
+    assert sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]["replicas"] == 1
+    (decided,) = [e for e in sim.events if e.kind == "disrupt-decided"]
+    assert (decided.reason, decided.details["method"]) == ("Empty", "emptiness")
+    assert sorted(decided.node.split(",")) == sorted(set(nodes_before) - set(left))
+    assert list(sim.provisioner.last.buffers["default/headroom"].existing.values()) == left

@@ -25,6 +25,7 @@ the log ``karpy simulate --explain-node`` prints; each new record is also logged
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import time
@@ -372,6 +373,8 @@ class Disruption:
             m = p["metadata"]
             h.update(f"{m.get('namespace')}/{m['name']}@{(p.get('spec') or {}).get('nodeName')}:"
                      f"{(p.get('status') or {}).get('phase')}:{bool(m.get('deletionTimestamp'))};".encode())
+        for v in snapshot.virtual_pod_views:  # CapacityBuffer headroom: its size and shape change the plan too
+            h.update(f"v:{v.key}:{json.dumps(v.raw.get('spec'), sort_keys=True)};".encode())
         return h.hexdigest()
 
     def _threshold(self, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float) -> float | None:
