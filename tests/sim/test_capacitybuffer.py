@@ -173,3 +173,26 @@ async def test_shrinking_a_buffer_lets_emptiness_remove_the_extra_room_only() ->
     assert (decided.reason, decided.details["method"]) == ("Empty", "emptiness")
     assert sorted(decided.node.split(",")) == sorted(set(nodes_before) - set(left))
     assert list(sim.provisioner.last.buffers["default/headroom"].existing.values()) == left
+
+
+async def test_consolidation_keeps_room_for_the_headroom() -> None:
+    """Six 1-cpu pods on m5.xlarge nodes (4 vCPU), scaled down to two: without a buffer one node
+    is left; with a buffer of three 1-cpu chunks consolidation must leave room for five cpu."""
+    xlarge = {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.xlarge"]}]}
+
+    async def settle(gate: bool) -> Simulator:
+        sim = simulator(gate)
+        sim.apply([NODECLASS, nodepool(tspec=xlarge), pod_template(), deployment(replicas=6),
+                   capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
+        await sim.run(max_seconds=600)
+        sim.cluster.patch_sync("Deployment", "web", {"spec": {"replicas": 2}}, "default")
+        await sim.run(max_seconds=4 * 3600)
+        return sim
+
+    off, on = await settle(False), await settle(True)
+    assert len(nodes(off)) == 1
+    assert len(nodes(on)) == 2
+    assert [e for e in on.events if e.kind == "disrupt-decided"]  # it did consolidate (9 cpu took 3 nodes), down to 5 cpu of room
+    placed = on.provisioner.last.buffers["default/headroom"]
+    assert len(placed.existing) == 3 and not placed.new and not placed.failed  # the headroom still fits, on existing nodes
+    assert {p["spec"]["nodeName"] for p in on.cluster.objects("Pod")} <= set(nodes(on))
