@@ -27,6 +27,8 @@ from pydantic import BaseModel, Field
 from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.capacitybuffer import REQUEUE_SECONDS as CAPACITY_BUFFER_REQUEUE
+from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
@@ -193,6 +195,8 @@ class Operator:
     """
 
     CACHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "DaemonSet", "PodDisruptionBudget")
+    BUFFER_KINDS = ("CapacityBuffer", "PodTemplate")
+    """Also cached with the ``CapacityBuffer`` gate."""
 
     def __init__(
         self,
@@ -212,7 +216,9 @@ class Operator:
         if isinstance(provider_registry, CollectorRegistry):
             self.metrics.adopt(provider_registry)
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
-        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
+        gates = self.settings.feature_gates
+        buffer_kinds = list(self.BUFFER_KINDS) if gates.CapacityBuffer else []
+        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes, *buffer_kinds])
         self.metrics.attach_state(self.kube, self.kube.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
@@ -220,7 +226,10 @@ class Operator:
         """Nodes the provisioner chose for pending pods; disruption leaves them alone meanwhile."""
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
                                        min_values_policy=self.settings.min_values_policy, nominations=self.nominations,
-                                       clock=self.clock)
+                                       clock=self.clock, capacity_buffers=gates.CapacityBuffer)
+        self.buffer_status = CapacityBufferStatus(kube=self.kube, clock=self.clock) if gates.CapacityBuffer else None
+        """CapacityBuffer status (gate ``CapacityBuffer``); each pass with a ready buffer triggers provisioning."""
+        self._buffer_due: float | None = None
         self.registration = RegistrationHealth()
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock, events=self.events,
                                             registration=self.registration)
@@ -229,6 +238,7 @@ class Operator:
                                      events=self.events,
                                      settings=DisruptionSettings(min_savings=self.settings.consolidation_min_savings))
         self.disruption.observer = self._observe_planning
+        self.disruption.capacity_buffers = gates.CapacityBuffer
         self._offerings_seen: tuple[tuple[str, int], ...] = ()
         """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
@@ -277,13 +287,13 @@ class Operator:
         if any(line.kind == DecisionKind.SIMULATION_LIMIT and line.method is DisruptionMethod.SINGLE_NODE_CONSOLIDATION
                for line in p.lines):  # karpy's stand-in for the 3-minute timeout
             self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
-        total, disrupting = disrupting_counts(p.snapshot)
+        total, _ = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
         for pool in p.snapshot.nodepools:
             name = pool["metadata"]["name"]
             for reason in DisruptionReason:
-                try:
-                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=disrupting.get(name, 0))
+                try:  # the budget's allowance before the nodes already disrupting, as upstream's gauge
+                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=0)
                 except ValueError:
                     continue
                 allowed[(name, reason.value)] = float(max(n, 0))
@@ -332,6 +342,9 @@ class Operator:
             self._poke("termination")
         if kind == "NodePool":
             self._poke("nodepool")
+        if kind in ("CapacityBuffer", "PodTemplate"):
+            self._poke("capacitybuffer")
+            self._poke("disruption")  # the headroom consolidation must keep changed
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
@@ -420,7 +433,7 @@ class Operator:
                 claim, "Normal", "Provisioned",
                 f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
             )
-            for pod in plan.pods[:50]:
+            for pod in [p for p in plan.pods if p.key in result.pods][:50]:  # not the CapacityBuffer virtual pods
                 await self.events.record(karpenter_events.nominate_pod(
                     {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
                     nodeclaim=claim["metadata"]["name"]))
@@ -582,6 +595,14 @@ class Operator:
     async def _nodepool_step(self) -> None:
         await self.nodepool_status.reconcile()
 
+    async def _buffer_step(self) -> None:
+        """CapacityBuffer status, then a provisioning pass while some buffer is ready (its headroom
+        is re-placed: a real pod that took it makes a new node), every 30 s as upstream requeues."""
+        assert self.buffer_status is not None
+        self._buffer_due = self.clock.now() + CAPACITY_BUFFER_REQUEUE
+        if await self.buffer_status.reconcile():
+            self.batcher.trigger()
+
     # ---- running ------------------------------------------------------------------------------
     async def _lead(self) -> None:
         self.metrics.leader.set(1)
@@ -596,6 +617,8 @@ class Operator:
             spawn(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             spawn(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
             spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            *([spawn(self._loop("capacitybuffer", self._buffer_step, lambda: self._buffer_due), name="capacitybuffer")]
+              if self.buffer_status is not None else []),
             *([spawn(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             spawn(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             spawn(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),

@@ -312,6 +312,20 @@ def _nodeclaim_overlays() -> dict[str, Overlay]:
     }
 
 
+def _capacitybuffer_overlays() -> dict[str, Overlay]:
+    """Upstream's CEL rules on ``CapacityBuffer.spec`` (``autoscaling.x-k8s.io_capacitybuffers.yaml``)."""
+    return {
+        "CapacityBufferSpec": Overlay(
+            rules=[
+                _rule("!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
+                      "If podTemplateRef is set, replicas or limits must also be set"),
+                _rule("!(has(self.podTemplateRef) && has(self.scalableRef))",
+                      "You must define either PodTemplateRef or ScalableRef, but not both"),
+            ],
+        ),
+    }
+
+
 def _selector_tags() -> dict[str, Any]:
     return {
         "x-kubernetes-validations": [
@@ -766,7 +780,9 @@ _AGE = _column("Age", ".metadata.creationTimestamp", "date")
 
 
 def crd_specs() -> list[CRDSpec]:
-    """The four kinds, in a fixed order: NodePool, NodeClaim, EC2NodeClass, KCNodeClass.
+    """The kinds, in a fixed order: NodePool, NodeClaim, EC2NodeClass, KCNodeClass, CapacityBuffer
+    (``autoscaling.x-k8s.io/v1beta1``, namespaced; upstream's CRD shape, served with the
+    CapacityBuffer gate).
 
     The provider packages (``karpy_aws``, ``karpy_kakaocloud``) are imported here, not at module
     import, so ``karpy_core`` stays importable without them.
@@ -774,6 +790,7 @@ def crd_specs() -> list[CRDSpec]:
     from karpy_aws.apis import EC2NodeClass
     from karpy_kakaocloud.apis import KCNodeClass
 
+    from karpy_core.apis.capacitybuffer import CapacityBuffer
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
 
@@ -823,6 +840,22 @@ def crd_specs() -> list[CRDSpec]:
             short_names=("kcnc",),
             columns=(_READY, _AGE),
             overlays=_kcnodeclass_overlays,
+        ),
+        CRDSpec(
+            CapacityBuffer,
+            "capacitybuffers",
+            short_names=("cb",),
+            categories=("autoscaling",),
+            columns=(
+                _column("Strategy", ".spec.provisioningStrategy"),
+                _column("PodTemplate", ".status.podTemplateRef.name"),
+                _column("Replicas", ".status.replicas", "integer"),
+                _column("ConditionsType", ".status.conditions[*].type"),
+                _column("ConditionsStatus", ".status.conditions[*].status"),
+                _column("ConditionsReason", ".status.conditions[*].reason"),
+                _AGE,
+            ),
+            overlays=_capacitybuffer_overlays,
         ),
     ]
 

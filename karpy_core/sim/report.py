@@ -53,6 +53,7 @@ from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
+from karpy_core.sim.headroom import Headroom, headroom, render_headroom
 from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
 from karpy_core.sim.simulator import Simulator
 from karpy_core.state.cluster import daemonset_pod_infos
@@ -137,6 +138,8 @@ class SimulationReport:
     """``[{kind, namespace, name, pods}]``: the workloads simulated and their pods (DaemonSets aside)."""
     reference: Reference | None = None
     """Plain runs: the optimum or a lower bound for the pods on launched nodes (module docstring)."""
+    headroom: Headroom | None = None
+    """CapacityBuffer headroom (CapacityBuffer gate on): where it sits, its cost (``capacity_buffers`` in JSON)."""
 
     @property
     def cost_per_hour(self) -> float:
@@ -166,6 +169,7 @@ class SimulationReport:
             **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
             **({"timeline": self.timeline} if self.timeline is not None else {}),
             **({"day": day_summary(self).to_dict()} if self.cost_over_time else {}),
+            **({"capacity_buffers": self.headroom.to_dict()} if self.headroom is not None else {}),
         }
 
 
@@ -391,7 +395,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         if not node:
             reason = sim.pending_reasons.get(key) or "pending: no decision recorded (is a NodePool defined?)"
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
+    room = await headroom(sim, {n.name: n.price_per_hour for n in nodes}, {n.name: n.allocatable for n in nodes})
     report = SimulationReport(
+        headroom=room,
         provider=provider_info or {"name": sim.provider.name},
         nodes=nodes,
         pods=pod_reports,
@@ -552,6 +558,8 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     if report.cost_over_time:
         lines.append("")
         lines.extend(_day_lines(report))
+    if report.headroom is not None:
+        lines += ["", *render_headroom(report.headroom)]
     return "\n".join(lines)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
+from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.controller import poll_tick
 from karpy_core.controllers.node.termination import NodeTermination
@@ -137,11 +138,15 @@ class Simulator:
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.nominations = Nominations()
         self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy,
-                                       nominations=self.nominations, clock=self.clock)
+                                       nominations=self.nominations, clock=self.clock,
+                                       capacity_buffers=self.feature_gates.CapacityBuffer)
+        self.buffer_status = CapacityBufferStatus(kube=self.cluster, clock=self.clock) if self.feature_gates.CapacityBuffer else None
+        """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
         self.disruption_enabled = disruption
         self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
+        self.disruption.capacity_buffers = self.feature_gates.CapacityBuffer
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True,
@@ -347,13 +352,14 @@ class Simulator:
         if self._nodeclasses is not None:
             await self._nodeclasses.reconcile_nodeclasses()
         await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
+        buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
         pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
         keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)
         # Provision when the pending set or the cluster changed since the last pass; only pods new
         # to the set wait out the batch window. A pod that can never schedule is then tried once
         # per cluster change, and neither burns a second per step nor pushes the disruption poll
         # off its 10 s grid (which froze consolidation, drift and expiration behind it).
-        if pending and (keys, self.cluster.revision) != self._provisioned:
+        if (pending or buffered) and (keys, self.cluster.revision) != self._provisioned:  # buffers: headroom kept on every change
             if keys - self._pending_keys:
                 self.clock.advance(BATCH_IDLE_SECONDS)
             self._pending_keys = keys
@@ -365,9 +371,15 @@ class Simulator:
                         key: result.scheduler.explain_detail(result.pods[key]) for key in result.results.errors if key in result.pods
                     }
             t = self.clock.now() - self.start
-            for nc in result.created:
-                self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning",
-                                            details={"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}))
+            headroom: dict[int, int] = {}  # planned claim -> CapacityBuffer virtual pods it was launched for
+            for place in result.buffers.values():
+                for i in place.new.values():
+                    headroom[i] = headroom.get(i, 0) + 1
+            for i, nc in enumerate(result.created):
+                details: dict[str, Any] = {"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}
+                if headroom.get(i):
+                    details["capacity_buffer_pods"] = headroom[i]
+                self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning", details=details))
             changes += len(result.created)
             self._provisioned = (keys, self.cluster.revision)
         elif not pending:

@@ -22,6 +22,7 @@ from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.resources import Resources, add_into
 from karpy_core.scheduling.scheduler import ExistingNode
 from karpy_core.scheduling.taints import Taint
+from karpy_core.state.buffers import buffer_ready, virtual_pods_of
 from karpy_core.state.views import (
     NodeClaimView,
     NodePoolView,
@@ -107,12 +108,15 @@ class ClusterSnapshot:
             through ``views`` when given so each version is parsed once).
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
         views: a cache to build views through (optional).
+        virtual_pods: CapacityBuffer headroom as pending pod dicts (:mod:`karpy_core.state.buffers`):
+            scheduled as if pending, never in ``pods`` (empty unless the CapacityBuffer gate is on).
 
     Attributes:
         node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order.
         nodes, nodeclaims, nodepools, pods: the same objects as API dicts (their views' ``raw``),
             for code that still reads dicts.
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
+        virtual_pod_views: the CapacityBuffer virtual pods, as views.
     """
 
     __slots__ = (
@@ -136,6 +140,7 @@ class ClusterSnapshot:
         "pvcs",
         "pvs",
         "storage_classes",
+        "virtual_pod_views",
     )  # fmt: skip
 
     node_views: tuple[NodeView, ...]
@@ -151,6 +156,7 @@ class ClusterSnapshot:
     pvcs: tuple[Raw, ...]
     pvs: tuple[Raw, ...]
     storage_classes: tuple[Raw, ...]
+    virtual_pod_views: tuple[PodView, ...]
     _nodes_by_name: Mapping[str, NodeView]
     _nodes_by_pid: Mapping[str, NodeView]
     _claims_by_name: Mapping[str, NodeClaimView]
@@ -172,6 +178,7 @@ class ClusterSnapshot:
         storage_classes: Iterable[Raw] = (),
         *,
         views: ViewCache | None = None,
+        virtual_pods: Iterable[Raw] = (),
     ) -> None:
         set_ = object.__setattr__
         node_views = _views(nodes, "Node", NodeView, views)
@@ -191,6 +198,7 @@ class ClusterSnapshot:
         set_(self, "pvcs", tuple(pvcs))
         set_(self, "pvs", tuple(pvs))
         set_(self, "storage_classes", tuple(storage_classes))
+        set_(self, "virtual_pod_views", tuple(PodView.of(p) for p in virtual_pods))
         set_(self, "_nodes_by_name", _index(node_views, "name"))
         set_(self, "_nodes_by_pid", _index(node_views, "provider_id"))
         set_(self, "_claims_by_name", _index(claim_views, "name"))
@@ -275,7 +283,7 @@ def is_managed(nodepool: Mapping[str, Any], managed: Collection[tuple[str, str]]
 
 
 async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
-                           managed: Collection[tuple[str, str]] | None = None) -> ClusterSnapshot:
+                           managed: Collection[tuple[str, str]] | None = None, *, buffers: bool = False) -> ClusterSnapshot:
     """Read the objects decisions need, nodes and NodeClaims first.
 
     ``managed`` (the provider's ``(group, kind)`` NodeClass kinds) leaves out the NodePools whose
@@ -285,7 +293,9 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
     Nodes, NodeClaims, NodePools and pods come as views from ``kube`` when it keeps them (a
     :class:`ViewSource`: the informer cache, the in-memory cluster); otherwise they are listed
     and parsed (through ``views`` when given). Volumes that are not permitted or not served are
-    left empty.
+    left empty. With ``buffers`` (the CapacityBuffer gate), the ready CapacityBuffers' virtual
+    pods are built (:func:`karpy_core.state.buffers.virtual_pods_of`); none when the kind is not
+    served or not permitted.
 
     Raises:
         KubeAPIError: a list failed (other than of the volume kinds).
@@ -313,6 +323,7 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
             volumes[kind] = await kube.list(kind)
         except KubeAPIError:  # not permitted or not served: no volume topology
             volumes[kind] = []
+    virtual = await buffer_pods(kube) if buffers else []
     return ClusterSnapshot(
         nodes,  # type: ignore[arg-type]
         nodeclaims,  # type: ignore[arg-type]
@@ -324,7 +335,33 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
         volumes["PersistentVolume"],
         volumes["StorageClass"],
         views=views,
+        virtual_pods=virtual,
     )
+
+
+def with_virtual_pods(snapshot: ClusterSnapshot, virtual_pods: Iterable[Raw]) -> ClusterSnapshot:
+    """``snapshot`` with ``virtual_pods`` (CapacityBuffer headroom) in place of its own; the views
+    are shared, nothing is parsed again."""
+    return ClusterSnapshot(snapshot.node_views, snapshot.nodeclaim_views, snapshot.nodepool_views, snapshot.pod_views,
+                           snapshot.daemonsets, snapshot.pdbs, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes,
+                           virtual_pods=virtual_pods)
+
+
+async def buffer_pods(kube: KubeClient) -> list[Raw]:
+    """The virtual pods of the ready CapacityBuffers; PodTemplates and the workload kinds the
+    buffers name are listed only when needed."""
+    try:
+        found = [b for b in await kube.list("CapacityBuffer") if buffer_ready(b)]
+        if not found:
+            return []
+        templates = await kube.list("PodTemplate") if any((b.get("spec") or {}).get("podTemplateRef") for b in found) else []
+        kinds = {str(((b.get("spec") or {}).get("scalableRef") or {}).get("kind") or "") for b in found}
+        workloads: dict[str, list[Raw]] = {}
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet"):  # SCALABLE_KINDS, spelled out for the RBAC check
+            workloads[kind] = await kube.list(kind) if kind in kinds else []
+    except KubeAPIError:  # the CRD not installed, or not permitted: no headroom
+        return []
+    return virtual_pods_of(found, templates, workloads)
 
 
 def ready_nodepools(snapshot: ClusterSnapshot) -> tuple[list[NodePoolView], dict[str, str]]:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis import crds
 from karpy_core.apis.base import to_kube_dict
+from karpy_core.apis.capacitybuffer import CapacityBuffer
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool, _check_schedule
 
@@ -31,6 +32,7 @@ FILES = {
     "karpenter.sh_nodeclaims.yaml": NodeClaim,
     "karpenter.k8s.aws_ec2nodeclasses.yaml": EC2NodeClass,
     "karpenter.kakaocloud.com_kcnodeclasses.yaml": KCNodeClass,
+    "autoscaling.x-k8s.io_capacitybuffers.yaml": CapacityBuffer,
 }
 
 
@@ -367,6 +369,12 @@ MINIMAL = {
             "rootVolume": {"sizeGiB": 50},
             "bootstrap": {"kubernetesVersion": "1.34"},
         },
+    },
+    "autoscaling.x-k8s.io_capacitybuffers.yaml": {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "headroom", "namespace": "default"},
+        "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 3},
     },
 }
 

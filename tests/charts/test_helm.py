@@ -641,11 +641,13 @@ def test_chart_ships_the_crds(render: Render) -> None:
         assert (CHART / "crds" / name).is_file(), f"charts/karpy/crds/{name} missing"
     crds = [o for o in render(AWS_VALUES, "--include-crds") if o["kind"] == "CustomResourceDefinition"]
     assert sorted(c["metadata"]["name"] for c in crds) == sorted(
-        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kcnodeclasses.karpenter.kakaocloud.com"]
+        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kcnodeclasses.karpenter.kakaocloud.com",
+         "capacitybuffers.autoscaling.x-k8s.io"]
     )
     for crd in crds:
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
-        assert crd["spec"]["scope"] == "Cluster", crd["metadata"]["name"]
+        namespaced = crd["metadata"]["name"] == "capacitybuffers.autoscaling.x-k8s.io"  # as upstream's CRD
+        assert crd["spec"]["scope"] == ("Namespaced" if namespaced else "Cluster"), crd["metadata"]["name"]
 
 
 def test_log_debug_loggers_env_only_when_set(render: Render) -> None:
@@ -889,7 +891,6 @@ def _refused_values() -> list[tuple[dict[str, Any], str]]:
         ({"settings": {"featureGates": {"spotToSpotConsolidation": True}}}, "settings.featureGates.spotToSpotConsolidation"),
         ({"settings": {"featureGates": {"nodeOverlay": True}}}, "settings.featureGates.nodeOverlay"),
         ({"settings": {"featureGates": {"staticCapacity": True}}}, "settings.featureGates.staticCapacity"),
-        ({"settings": {"featureGates": {"capacityBuffer": True}}}, "settings.featureGates.capacityBuffer"),
         ({"settings": {"disableClusterStateObservability": True}}, "settings.disableClusterStateObservability"),
         ({"settings": {"ignoreDRARequests": False}}, "settings.ignoreDRARequests"),
         ({"settings": {"enableZonalShift": True}}, "settings.enableZonalShift"),
@@ -911,7 +912,8 @@ def test_values_the_controller_refuses_fail_the_install(template_cmd: Callable[.
 
 def test_refused_values_match_the_settings_model() -> None:
     """The chart refuses exactly what karpy_core.settings refuses among the values it maps."""
-    from karpy_core.settings import AWS_GATES, UNIMPLEMENTED_GATES, KarpySettings
+    from karpy_core.featuregates import AWS_GATES, UNIMPLEMENTED_GATES
+    from karpy_core.settings import KarpySettings
 
     chart_keys = {k for _, k in _refused_values()}
     gate_keys = {f"settings.featureGates.{g[0].lower()}{g[1:]}" for g in UNIMPLEMENTED_GATES}

@@ -25,6 +25,7 @@ the log ``karpy simulate --explain-node`` prints; each new record is also logged
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import time
@@ -56,7 +57,7 @@ from karpy_core.errors import KubeAPIError
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
+from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, is_true, with_virtual_pods
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
 
@@ -188,6 +189,8 @@ class Disruption:
         self.clock = clock
         self.settings = settings or DisruptionSettings()
         self.nominations = nominations
+        self.capacity_buffers = False
+        """The ``CapacityBuffer`` gate: simulations must keep room for the buffers' virtual pods."""
         self.pending: _Command | None = None
         self.queued: list[_Command] = []
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
@@ -313,6 +316,8 @@ class Disruption:
         events += await self._strip_stale(snapshot)
         if events:
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
+        if self.capacity_buffers:
+            snapshot = with_virtual_pods(snapshot, await buffer_pods(self.kube))
         types = await self.instance_types(snapshot)
         nominated = self.nominations.active(now) if self.nominations is not None else {}
         wake: list[float] = []
@@ -331,7 +336,7 @@ class Disruption:
                 self._idle = None
             else:
                 events += await self._execute(cmd, now)
-                snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
+                snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         if self.pending is None:
             fp = self._fingerprint(snapshot) + ",".join(sorted(nominated))
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
@@ -377,6 +382,8 @@ class Disruption:
             m = p["metadata"]
             h.update(f"{m.get('namespace')}/{m['name']}@{(p.get('spec') or {}).get('nodeName')}:"
                      f"{(p.get('status') or {}).get('phase')}:{bool(m.get('deletionTimestamp'))};".encode())
+        for v in snapshot.virtual_pod_views:  # CapacityBuffer headroom: its size and shape change the plan too
+            h.update(f"v:{v.key}:{json.dumps(v.raw.get('spec'), sort_keys=True)};".encode())
         return h.hexdigest()
 
     def _threshold(self, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float) -> float | None:

@@ -87,6 +87,26 @@ class SimulationContext:
         self._tables: dict[str, TypeTable] | None = None
         self._pod_infos: dict[str, PodInfo] = {}
         self._schedulable_pending: list[str] | None = None
+        self.virtual: list[PodInfo] = []
+        """CapacityBuffer virtual pods (CapacityBuffer gate): every simulation must place them too,
+        so consolidation keeps the headroom (Karpenter adds them to ``SimulateScheduling``'s pods)."""
+        for v in snapshot.virtual_pod_views:
+            try:
+                self.virtual.append(v.info)
+            except ValueError:
+                continue
+        self._buffer_hosts: dict[str, int] | None = None
+
+    def buffer_hosts(self) -> dict[str, int]:
+        """Node name -> virtual pods a scheduler over the whole cluster puts there (Karpenter's
+        ``bufferPodCounts``: emptiness keeps these nodes); computed once per pass."""
+        if self._buffer_hosts is None:
+            self._buffer_hosts = {}
+            if self.virtual:
+                sched, _ = self.scheduler(set(), {})
+                for node in sched.solve(self.virtual).existing.values():
+                    self._buffer_hosts[node] = self._buffer_hosts.get(node, 0) + 1
+        return self._buffer_hosts
 
     def schedulable_pending(self) -> list[str]:
         """``ns/name`` of the pending pods a scheduler over the whole cluster would place (on a
@@ -175,13 +195,15 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
         if isinstance(infos, str):
             return Evaluation.reject(DecisionKind.POD_NOT_SIMULATABLE, infos)
         pods.extend(infos)
+    pods.extend(ctx.virtual)
     sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands))
     results = sched.solve(pods)
     if results.errors:
         key, why = sorted(results.errors.items())[0]
         return Evaluation.reject(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")
+    virtual = {v.key for v in ctx.virtual}
     for key, node in sorted(results.existing.items()):
-        if node in uninitialized:
+        if node in uninitialized and key not in virtual:  # headroom may sit on an in-flight node
             return Evaluation.reject(DecisionKind.TARGET_NOT_INITIALIZED,
                                      f"pod {key} would land on {node}, which is not initialized yet")
     claims = results.new_claims

@@ -49,6 +49,10 @@ class Emptiness:
                          f"empty, but the NodePool's disruption budget allows 0 more ({self.reason})",
                          DecisionDetails(budget=self.reason))
                 continue
+            held = ctx.sim.buffer_hosts().get(c.name, 0)
+            if held:  # Karpenter emptiness.go: a node hosting buffer pods is not empty
+                ctx.keep(c, self.name, DecisionKind.NO_ROOM, f"empty, but it holds CapacityBuffer headroom ({held} virtual pod(s))")
+                continue
             budgets.take(c, self.reason)
             chosen.append(c)
         if not chosen:
