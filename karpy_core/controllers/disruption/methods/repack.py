@@ -212,7 +212,8 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
     for pool, cap_res in claim_capacity(group).items():
         if pool in usage:
             usage[pool] = subtract(usage[pool], cap_res)
-    if caps.bound_anti or any(p.has_topology for p in pods):
+    virtual = {v.key for v in sim.virtual}  # CapacityBuffer headroom must fit as well, anywhere in the cluster
+    if caps.bound_anti or virtual or any(p.has_topology for p in pods):
         nodes = [n for n in sim.nodes if n.name not in removed]
         bound = [b for b in sim.bound if b.node_name not in removed]
     else:
@@ -221,13 +222,13 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
         offered = {n.name for n in nodes}
         bound = [b for b in sim.bound if b.node_name in offered]
     sched = Scheduler(templates, nodes, sim.daemonsets, usage, bound_pods=bound, tables=tables)
-    results = sched.solve(pods)
+    results = sched.solve([*pods, *sim.virtual])
     if results.errors:
         key, why = sorted(results.errors.items())[0]
         return None, Invalidation(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")
     uninitialized = {n.name for n in nodes if not n.initialized}
     for key, node in sorted(results.existing.items()):
-        if node in uninitialized:
+        if node in uninitialized and key not in virtual:  # headroom may sit on an in-flight node
             return None, Invalidation(DecisionKind.TARGET_NOT_INITIALIZED, f"pod {key} would land on {node}, which is not initialized yet")
     return results.new_claims, None
 
