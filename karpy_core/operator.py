@@ -41,6 +41,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity
 from karpy_core.errors import KubeAPIError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.cache import CachedKubeClient
@@ -135,6 +136,7 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
 _CONTROLLER_NAMES = {
     "lifecycle": "nodeclaim.lifecycle", "termination": "node.termination", "nodepool": "nodepool.status",
     "health": "node.health", "drift": "nodeclaim.disruption.drift", "disruption": "disruption",
+    "static": "static.provisioning",
 }
 """Loop name -> the ``controller`` label of the controller-runtime metrics (Karpenter's controller names)."""
 
@@ -224,7 +226,10 @@ class Operator:
                                             registration=self.registration)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
-                                     events=self.events)
+                                     events=self.events, feature_gates=self.settings.feature_gates)
+        self.static = StaticCapacity(kube=self.kube, provider=provider, clock=self.clock) \
+            if self.settings.feature_gates.StaticCapacity else None
+        """Static NodePools' node counts (Karpenter's StaticCapacity gate); None when the gate is off."""
         self.disruption.observer = self._observe_planning
         self._offerings_seen: tuple[tuple[str, int], ...] = ()
         """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
@@ -325,6 +330,8 @@ class Operator:
             self._poke("termination")
         if kind == "NodePool":
             self._poke("nodepool")
+        if kind in ("NodePool", "NodeClaim"):
+            self._poke("static")
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
@@ -575,6 +582,15 @@ class Operator:
     async def _nodepool_step(self) -> None:
         await self.nodepool_status.reconcile()
 
+    async def _static_step(self) -> None:
+        """Scale static NodePools to ``spec.replicas`` (Karpenter ``static.provisioning`` and
+        ``static.deprovisioning``)."""
+        if self.static is None:
+            return
+        for ev in await self.static.reconcile():
+            if ev.kind == "nodeclaim-create":  # Karpenter's static provisioner counts them as "provisioned"
+                self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=ev.nodepool, min_values_relaxed="false").inc()
+
     # ---- running ------------------------------------------------------------------------------
     async def _lead(self) -> None:
         self.metrics.leader.set(1)
@@ -589,6 +605,7 @@ class Operator:
             spawn(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             spawn(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
             spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            *([spawn(self._loop("static", self._static_step), name="static.provisioning")] if self.static is not None else []),
             *([spawn(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             spawn(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             spawn(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),

@@ -884,9 +884,7 @@ def test_alias_and_karpenter_name_must_agree(template_cmd: Callable[..., subproc
 
 def _refused_values() -> list[tuple[dict[str, Any], str]]:
     return [
-        ({"settings": {"featureGates": {"spotToSpotConsolidation": True}}}, "settings.featureGates.spotToSpotConsolidation"),
         ({"settings": {"featureGates": {"nodeOverlay": True}}}, "settings.featureGates.nodeOverlay"),
-        ({"settings": {"featureGates": {"staticCapacity": True}}}, "settings.featureGates.staticCapacity"),
         ({"settings": {"featureGates": {"capacityBuffer": True}}}, "settings.featureGates.capacityBuffer"),
         ({"settings": {"disableClusterStateObservability": True}}, "settings.disableClusterStateObservability"),
         ({"settings": {"ignoreDRARequests": False}}, "settings.ignoreDRARequests"),

@@ -409,7 +409,7 @@ def test_every_method_satisfies_the_protocol_in_karpenters_order():
 
     methods: dict[DisruptionMethod, Method] = build_methods(max_single_simulations=3)
     assert list(methods) == list(DEFAULT_ORDER) == list(DisruptionMethod)
-    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED,
+    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED, DisruptionReason.DRIFTED,
                                                      DisruptionReason.UNDERUTILIZED, DisruptionReason.UNDERUTILIZED]
-    assert [m.consolidation for m in methods.values()] == [False, False, True, True]
+    assert [m.consolidation for m in methods.values()] == [False, False, False, True, True]
     assert methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION].max_simulations == 3

@@ -1,6 +1,7 @@
 """The disruption methods, one module each, behind the :class:`~.base.Method` protocol:
 
 * :mod:`.emptiness` - delete empty nodes (``Empty`` budget);
+* :mod:`.static_drift` - replace drifted nodes of a static NodePool one-for-one (``Drifted`` budget);
 * :mod:`.drift` - replace a drifted node (``Drifted`` budget);
 * :mod:`.consolidation_multi` - remove several underutilized nodes at once (``Underutilized``);
 * :mod:`.consolidation_single` - remove or replace one underutilized node (``Underutilized``);
@@ -15,12 +16,14 @@ from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_
 from karpy_core.controllers.disruption.methods.consolidation_single import SingleNodeConsolidation
 from karpy_core.controllers.disruption.methods.drift import Drift
 from karpy_core.controllers.disruption.methods.emptiness import Emptiness
+from karpy_core.controllers.disruption.methods.static_drift import StaticDrift
 
 __all__ = [
     "Method",
     "PassContext",
     "Emptiness",
     "Drift",
+    "StaticDrift",
     "MultiNodeConsolidation",
     "SingleNodeConsolidation",
     "MULTI_NODE_MAX_CANDIDATES",
@@ -30,6 +33,7 @@ __all__ = [
 
 DEFAULT_ORDER: tuple[DisruptionMethod, ...] = (
     DisruptionMethod.EMPTINESS,
+    DisruptionMethod.STATIC_DRIFT,
     DisruptionMethod.DRIFT,
     DisruptionMethod.MULTI_NODE_CONSOLIDATION,
     DisruptionMethod.SINGLE_NODE_CONSOLIDATION,
@@ -40,6 +44,6 @@ DEFAULT_ORDER: tuple[DisruptionMethod, ...] = (
 def build_methods(*, max_single_simulations: int | None = None) -> dict[DisruptionMethod, Method]:
     """One instance of each method, by name. ``max_single_simulations``: see
     :class:`SingleNodeConsolidation`."""
-    methods: tuple[Method, ...] = (Emptiness(), Drift(), MultiNodeConsolidation(),
+    methods: tuple[Method, ...] = (Emptiness(), StaticDrift(), Drift(), MultiNodeConsolidation(),
                                    SingleNodeConsolidation(max_simulations=max_single_simulations))
     return {m.name: m for m in methods}
