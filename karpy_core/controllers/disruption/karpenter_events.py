@@ -80,7 +80,7 @@ def karpenter_message(d: NodeDecision, *, nodepool: str, instance_type: str) -> 
         DecisionKind.SPOT_TO_SPOT: "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
         DecisionKind.TOO_MANY_REPLACEMENTS: f"Can't remove without creating {_count(d.reason)} candidates",
         DecisionKind.SPOT_TO_SPOT_OPTIONS: f"SpotToSpotConsolidation requires {MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT} cheaper "
-                                           "instance type options than the current candidate to consolidate, got {_options(d.reason)}",
+                                           f"instance type options than the current candidate to consolidate, got {_options(d.reason)}",
     }
     if k in simple:
         return ev.UNCONSOLIDATABLE, simple[k]
