@@ -116,3 +116,35 @@ def test_static_drift_waits_for_limits_nodes_and_for_a_scale_down() -> None:
     log = []
     assert plan_disruption(static_snapshot(static_pool(2, budget="0"), ["a", "b"], drifted=True), TYPES, NOW, log=log) is None
     assert {d.kind for d in log if d.method is DisruptionMethod.STATIC_DRIFT} == {DecisionKind.BUDGET_EXHAUSTED}
+
+
+async def test_the_operator_runs_the_static_controller_only_with_the_gate() -> None:
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.featuregates import FeatureGates
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.operator import ControllerSettings, Operator
+    from karpy_core.utils.clock import VirtualClock
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = static_pool(3, limit=5)
+    pool["spec"]["template"]["spec"]["requirements"] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large", "m5.xlarge"]}]
+    cluster.create_sync("NodePool", pool)
+    off = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
+    assert off.static is None and not off.disruption.feature_gates.SpotToSpotConsolidation
+    gates = FeatureGates(StaticCapacity=True, SpotToSpotConsolidation=True)
+    op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings(feature_gates=gates))
+    assert op.static is not None and op.disruption.feature_gates.SpotToSpotConsolidation
+    op.static.kube = cluster  # no informer cache in a unit test
+    await op._static_step()
+    claims = cluster.objects("NodeClaim")
+    assert len(claims) == 3 and all(c["metadata"]["labels"]["karpenter.sh/nodepool"] == "default" for c in claims)
+    types = {r["key"]: r["values"] for r in claims[0]["spec"]["requirements"]}["node.kubernetes.io/instance-type"]
+    assert types == ["m5.large", "m5.xlarge"]  # the template's types, the cheapest launched by the provider
+    assert op.metrics.nodeclaims_created.labels(reason="provisioned", nodepool="default", min_values_relaxed="false")._value.get() == 3
+    await op._static_step()  # at the count: nothing more
+    assert len(cluster.objects("NodeClaim")) == 3
+    cluster.patch_sync("NodePool", "default", {"spec": {"replicas": 1}})
+    await op._static_step()
+    assert len([c for c in cluster.objects("NodeClaim") if not c["metadata"].get("deletionTimestamp")]) == 1
