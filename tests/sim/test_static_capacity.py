@@ -144,3 +144,22 @@ def test_spot_to_spot_in_a_scenario_and_the_explain_lines(tmp_path: Path) -> Non
     assert not kinds(doc, "disrupt")
     text = cli(path, "--explain-node", doc["nodes"][0]["name"])
     assert "[single-node-consolidation] keep: spot-to-spot: only " in text and "cheaper spot instance types, needs 15" in text
+
+
+async def test_expired_static_nodes_are_topped_up(tmp_path: Path) -> None:
+    """Expiration is forceful (no budget, as upstream); the static controller replaces the node."""
+    pool = static_nodepool(2)
+    pool["spec"]["template"]["spec"]["expireAfter"] = "1h"
+    doc = (await run_simulation([write(tmp_path, [{"at": "0s", "apply": [pool, NODECLASS]}], ON, until="150m")])).to_dict()
+    assert len(kinds(doc, "expire")) == 4  # at 1h and again at 2h, each node
+    creates = [e for e in kinds(doc, "nodeclaim-create") if e["reason"] == "static: replicas"]
+    assert len(creates) == 6 and len(static_nodes(doc)) == 2
+
+
+async def test_the_documented_static_capacity_scenario() -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "static-capacity.yaml"
+    doc = (await run_simulation([str(data)])).to_dict()
+    assert [e["t"] for e in kinds(doc, "nodeclaim-delete")] == [7200.0] * 3
+    disrupts = kinds(doc, "disrupt")
+    assert len(disrupts) == 2 and {e["details"]["method"] for e in disrupts} == {"static-drift"}
+    assert len(static_nodes(doc)) == 2 and all(n["labels"].get("team") == "blue" for n in static_nodes(doc))
