@@ -89,6 +89,7 @@ NODECLAIM_TERMINATION_BUCKETS = tuple(float(2**i) for i in range(12))
 
 CONSOLIDATION_TYPES = {
     "emptiness": ("empty", "empty"),
+    "static-drift": ("drifted", ""),
     "drift": ("drifted", ""),
     "multi-node-consolidation": ("underutilized", "multi"),
     "single-node-consolidation": ("underutilized", "single"),

@@ -43,6 +43,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity
 from karpy_core.errors import KubeAPIError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.cache import CachedKubeClient
@@ -139,6 +140,7 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
 _CONTROLLER_NAMES = {
     "lifecycle": "nodeclaim.lifecycle", "termination": "node.termination", "nodepool": "nodepool.status",
     "health": "node.health", "drift": "nodeclaim.disruption.drift", "disruption": "disruption",
+    "static": "static.provisioning",
 }
 """Loop name -> the ``controller`` label of the controller-runtime metrics (Karpenter's controller names)."""
 
@@ -235,8 +237,11 @@ class Operator:
                                             registration=self.registration)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
-                                     events=self.events,
+                                     events=self.events, feature_gates=self.settings.feature_gates,
                                      settings=DisruptionSettings(min_savings=self.settings.consolidation_min_savings))
+        self.static = StaticCapacity(kube=self.kube, provider=provider, clock=self.clock) \
+            if self.settings.feature_gates.StaticCapacity else None
+        """Static NodePools' node counts (Karpenter's StaticCapacity gate); None when the gate is off."""
         self.disruption.observer = self._observe_planning
         self.disruption.capacity_buffers = gates.CapacityBuffer
         self._offerings_seen: tuple[tuple[str, int], ...] = ()
@@ -345,6 +350,8 @@ class Operator:
         if kind in ("CapacityBuffer", "PodTemplate"):
             self._poke("capacitybuffer")
             self._poke("disruption")  # the headroom consolidation must keep changed
+        if kind in ("NodePool", "NodeClaim"):
+            self._poke("static")
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
@@ -603,6 +610,15 @@ class Operator:
         if await self.buffer_status.reconcile():
             self.batcher.trigger()
 
+    async def _static_step(self) -> None:
+        """Scale static NodePools to ``spec.replicas`` (Karpenter ``static.provisioning`` and
+        ``static.deprovisioning``)."""
+        if self.static is None:
+            return
+        for ev in await self.static.reconcile():
+            if ev.kind == "nodeclaim-create":  # Karpenter's static provisioner counts them as "provisioned"
+                self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=ev.nodepool, min_values_relaxed="false").inc()
+
     # ---- running ------------------------------------------------------------------------------
     async def _lead(self) -> None:
         self.metrics.leader.set(1)
@@ -619,6 +635,7 @@ class Operator:
             spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
             *([spawn(self._loop("capacitybuffer", self._buffer_step, lambda: self._buffer_due), name="capacitybuffer")]
               if self.buffer_status is not None else []),
+            *([spawn(self._loop("static", self._static_step), name="static.provisioning")] if self.static is not None else []),
             *([spawn(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             spawn(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             spawn(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),

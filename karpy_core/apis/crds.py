@@ -260,6 +260,17 @@ def _node_class_ref_overlay() -> Overlay:
     return Overlay(properties={"group": {"pattern": r"^([^/]*|[^/]+/v[0-9]+((alpha|beta)[0-9]+)?)$"}})
 
 
+def _static_nodepool_rules() -> list[dict[str, Any]]:
+    """Karpenter ``nodepool.go``'s rules on ``NodePoolSpec`` for static pools (``replicas``)."""
+    return [
+        _rule("has(self.replicas) == has(oldSelf.replicas)",
+              "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"),
+        _rule("!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
+              "only 'limits.nodes' is supported on static NodePools"),
+        _rule("!has(self.replicas) || !has(self.weight)", "'weight' is not supported on static NodePools"),
+    ]
+
+
 def _nodepool_overlays() -> dict[str, Overlay]:
     return {
         "NodeSelectorRequirementWithMinValues": _requirement_overlay(),
@@ -281,6 +292,7 @@ def _nodepool_overlays() -> dict[str, Overlay]:
             }
         ),
         "Disruption": Overlay(properties={"consolidateAfter": {"pattern": DURATION_OR_NEVER.pattern}}),
+        "NodePoolSpec": Overlay(rules=_static_nodepool_rules()),
         "Budget": Overlay(
             properties={
                 "nodes": {"pattern": r"^((100|[0-9]{1,2})%|[0-9]+)$"},
@@ -753,6 +765,8 @@ class CRDSpec:
     categories: tuple[str, ...] = ("karpenter",)
     columns: tuple[dict[str, Any], ...] = ()
     overlays: Callable[[], dict[str, Overlay]] = dict
+    scale: tuple[str, str] | None = None
+    """``(specReplicasPath, statusReplicasPath)`` of a ``scale`` subresource (``kubectl scale``)."""
 
     @property
     def group(self) -> str:
@@ -808,6 +822,7 @@ def crd_specs() -> list[CRDSpec]:
                 _column("Memory", ".status.resources.memory", priority=1),
             ),
             overlays=_nodepool_overlays,
+            scale=(".spec.replicas", ".status.nodes"),  # kubebuilder:subresource:scale in nodepool.go
         ),
         CRDSpec(
             NodeClaim,
@@ -888,7 +903,8 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": openapi_schema(spec.model, spec.overlays())},
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}, **({"scale": {"specReplicasPath": spec.scale[0],
+                                                                   "statusReplicasPath": spec.scale[1]}} if spec.scale else {})},
                     "additionalPrinterColumns": [dict(c) for c in spec.columns],
                 }
             ],

@@ -88,12 +88,12 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission("karpenter.sh", "nodepools/status", ("patch",), "nodepool.status",
                "resources, node count and the ValidationSucceeded/NodeClassReady/NodeRegistrationHealthy/Ready "
                "conditions of each NodePool"),
-    Permission("karpenter.sh", "nodepools/finalizers", ("update",), "provisioner, disruption (replacements)",
+    Permission("karpenter.sh", "nodepools/finalizers", ("update",), "provisioner, static capacity, disruption (replacements)",
                "a NodeClaim's owner reference to its NodePool sets blockOwnerDeletion (Karpenter does too); "
                "OwnerReferencesPermissionEnforcement admits that only with update on the owner's finalizers"),
     Permission("karpenter.sh", "nodeclaims", ("get", "list", "watch", "create", "patch", "delete"),
-               "provisioner, nodeclaim.lifecycle, disruption, expiration, node.health, node.termination, garbage collection, "
-               "AWS interruption and tagging",
+               "provisioner, static capacity, nodeclaim.lifecycle, disruption, expiration, node.health, node.termination, "
+               "garbage collection, AWS interruption and tagging",
                "karpy creates a NodeClaim per launch, adds and removes its termination finalizer and annotations, "
                "and deletes it to disrupt, expire, repair or garbage-collect the node"),
     Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption, node.termination",

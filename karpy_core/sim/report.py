@@ -33,7 +33,9 @@ Event kinds include provisioning and lifecycle (``nodeclaim-create``, ``launch``
 ``initialize``, ``terminate``), drain (``drain``, ``evict``, ``evict-blocked``, ``drain-wait``,
 ``force-delete``, ``node-finalized``), disruption (``disrupt-decided``, ``disrupt``,
 ``replacement-create``, ``delete``, ``disrupt-invalidated``, ``disrupt-failed``, ``untaint``),
-``expire`` and ``scenario`` (a scenario step); ``t`` is seconds since the start.
+``expire``, static capacity (``nodeclaim-create`` with reason ``static: replicas``,
+``nodeclaim-delete``, ``static-limit``) and ``scenario`` (a scenario step); ``t`` is seconds since
+the start.
 
 Quantities are in Kubernetes notation, prices in USD/hour; ``price_per_hour`` is null for nodes
 karpy did not launch (given as input). Pods owned by DaemonSets are listed under their node but

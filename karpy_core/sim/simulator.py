@@ -10,6 +10,8 @@ Pipeline per step (the same decisions the real controller makes, only the cluste
    through the cloud provider, registers and initialises the Nodes the simulated kubelets create.
 
 5. karpy's :class:`~karpy_core.controllers.node.termination.NodeTermination` drains deleted Nodes;
+   with the ``StaticCapacity`` gate, :class:`~karpy_core.controllers.static.controller.StaticCapacity`
+   keeps static NodePools at ``spec.replicas`` (each step, before provisioning);
 6. with ``disruption=True``: expiration and karpy's
    :class:`~karpy_core.controllers.disruption.Disruption` controller, polled every 10 s of
    simulated time, but only when the cluster changed since its last pass or when it asked to be
@@ -38,6 +40,7 @@ from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity, StaticEvent
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
@@ -145,8 +148,12 @@ class Simulator:
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
         self.disruption_enabled = disruption
-        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
+        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations,
+                                     feature_gates=self.feature_gates)
         self.disruption.capacity_buffers = self.feature_gates.CapacityBuffer
+        self.static = StaticCapacity(kube=self.cluster, provider=provider, clock=self.clock) \
+            if self.feature_gates.StaticCapacity else None
+        """Static NodePools' node counts (the StaticCapacity gate), as in the controller."""
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True,
@@ -192,6 +199,15 @@ class Simulator:
         t = self.clock.now() - self.start
         for e in events:
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))
+
+    def _record_static(self, events: list[StaticEvent]) -> int:
+        """Record the static capacity controller's events; returns how many changed the cluster."""
+        t = self._t()
+        n = 0
+        for e in events:
+            self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason, details={"nodepool": e.nodepool, **e.details}))
+            n += e.kind != "static-limit"
+        return n
 
     def _t(self) -> float:
         return self.clock.now() - self.start
@@ -353,6 +369,8 @@ class Simulator:
             await self._nodeclasses.reconcile_nodeclasses()
         await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
         buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
+        if self.static is not None:
+            changes += self._record_static(await self.static.reconcile())
         pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
         keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)
         # Provision when the pending set or the cluster changed since the last pass; only pods new

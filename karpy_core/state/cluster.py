@@ -369,15 +369,20 @@ def ready_nodepools(snapshot: ClusterSnapshot) -> tuple[list[NodePoolView], dict
 
     A NodePool is Ready when its ``Ready`` condition is ``True`` or it has no conditions at all
     (the simulator, a freshly applied pool: it would be once its NodeClass resolves); an explicit
-    ``Ready`` that is not ``True`` excludes it, and so does a deletion timestamp.
+    ``Ready`` that is not ``True`` excludes it, and so does a deletion timestamp. Static pools
+    (``spec.replicas``) never launch for pending pods, whatever the StaticCapacity gate (Karpenter
+    ``provisioner.go`` ``NewScheduler`` filters them): the static capacity controller
+    (:mod:`karpy_core.controllers.static`) keeps their node count.
 
     Returns:
-        (the Ready NodePools in snapshot order, NodePool name -> why it is not Ready for the ones
-        excluded by their condition; deleting pools are in neither).
+        (the Ready dynamic NodePools in snapshot order, NodePool name -> why it is not Ready for
+        the dynamic ones excluded by their condition; deleting and static pools are in neither).
     """
     ready: list[NodePoolView] = []
     unready: dict[str, str] = {}
     for pool in snapshot.nodepool_views:
+        if pool.static:
+            continue
         if pool.ready:
             ready.append(pool)
         elif not pool.deleting:

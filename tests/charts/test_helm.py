@@ -888,9 +888,7 @@ def test_alias_and_karpenter_name_must_agree(template_cmd: Callable[..., subproc
 
 def _refused_values() -> list[tuple[dict[str, Any], str]]:
     return [
-        ({"settings": {"featureGates": {"spotToSpotConsolidation": True}}}, "settings.featureGates.spotToSpotConsolidation"),
         ({"settings": {"featureGates": {"nodeOverlay": True}}}, "settings.featureGates.nodeOverlay"),
-        ({"settings": {"featureGates": {"staticCapacity": True}}}, "settings.featureGates.staticCapacity"),
         ({"settings": {"disableClusterStateObservability": True}}, "settings.disableClusterStateObservability"),
         ({"settings": {"ignoreDRARequests": False}}, "settings.ignoreDRARequests"),
         ({"settings": {"enableZonalShift": True}}, "settings.enableZonalShift"),

@@ -409,9 +409,9 @@ def test_every_method_satisfies_the_protocol_in_karpenters_order_then_the_repack
 
     methods: dict[DisruptionMethod, Method] = build_methods(max_single_simulations=3)
     assert list(methods) == list(DEFAULT_ORDER) == list(DisruptionMethod)
-    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED,
+    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED, DisruptionReason.DRIFTED,
                                                      DisruptionReason.UNDERUTILIZED, DisruptionReason.UNDERUTILIZED,
                                                      DisruptionReason.UNDERUTILIZED]
-    assert [m.consolidation for m in methods.values()] == [False, False, True, True, True]
+    assert [m.consolidation for m in methods.values()] == [False, False, False, True, True, True]
     assert list(methods)[-1] is DisruptionMethod.REPACK_CONSOLIDATION
     assert methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION].max_simulations == 3

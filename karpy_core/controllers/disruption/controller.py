@@ -54,6 +54,7 @@ from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.errors import KubeAPIError
+from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
@@ -173,6 +174,7 @@ class Disruption:
             disrupted); none when not given.
         events: where Karpenter's disruption events go (``DisruptionBlocked``, ``Unconsolidatable``,
             ``DisruptionLaunching``, ``DisruptionWaitingReadiness``, ``DisruptionTerminating``); none: not published.
+        feature_gates: ``FEATURE_GATES`` handed to the planner (karpy's defaults when None).
 
     Attributes:
         observer: called after each planning pass with a :class:`PlanningPass` (the controller's
@@ -182,8 +184,10 @@ class Disruption:
     name = "disruption"
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None,
-                 nominations: Nominations | None = None, events: EventRecorder | None = None):
+                 nominations: Nominations | None = None, events: EventRecorder | None = None,
+                 feature_gates: FeatureGates | None = None):
         self.kube = kube
+        self.feature_gates = feature_gates or FeatureGates()
         self.events = events
         self.provider = provider
         self.clock = clock
@@ -327,7 +331,8 @@ class Disruption:
                 self._wake = due
                 return events
             cmd, self.pending = self.pending, None
-            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated, min_savings=self.settings.min_savings)
+            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated, min_savings=self.settings.min_savings,
+                                feature_gates=self.feature_gates)
             if why is not None:
                 self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
                                 for c in cmd.plan.candidates])
@@ -346,7 +351,7 @@ class Disruption:
                 t0 = time.perf_counter()
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
                                        max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
-                                       min_savings=self.settings.min_savings)
+                                       min_savings=self.settings.min_savings, feature_gates=self.feature_gates)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)

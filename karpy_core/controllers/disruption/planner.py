@@ -4,21 +4,23 @@ Methods, in Karpenter's order, the first that yields a command wins
 (``pkg/controllers/disruption/controller.go``):
 
 1. **emptiness** (``emptiness.go``): every empty, ``Consolidatable`` candidate within its pool's
-   ``Empty`` budget, deleted together;
-2. **drift** (``drift.go``): the first ``Drifted`` candidate (empty ones first, then oldest) within
+   ``Empty`` budget, deleted together (static NodePools' nodes never);
+2. **static drift** (``staticdrift.go``): drifted nodes of one static NodePool (``spec.replicas``),
+   within its ``Drifted`` budget and ``limits.nodes``, each replaced one-for-one from the template;
+3. **drift** (``drift.go``): the first ``Drifted`` candidate (empty ones first, then oldest) within
    the ``Drifted`` budget whose pods all fit elsewhere, with as many replacements as they need;
-3. **multi-node consolidation** (``multinodeconsolidation.go``): the first 100 consolidation
+4. **multi-node consolidation** (``multinodeconsolidation.go``): the first 100 consolidation
    candidates within the ``Underutilized`` budget; the largest prefix (at least 2) that can be
    deleted, or replaced by one cheaper node, found by binary search;
-4. **single-node consolidation** (``singlenodeconsolidation.go``): the first candidate that can be
+5. **single-node consolidation** (``singlenodeconsolidation.go``): the first candidate that can be
    deleted (its pods fit on other nodes) or replaced by one cheaper node;
-5. **repack consolidation** (karpy's own, :mod:`~karpy_core.controllers.disruption.methods.repack`):
-   where the four find nothing, the group of candidates (one node, or a prefix of up to 10) whose
+6. **repack consolidation** (karpy's own, :mod:`~karpy_core.controllers.disruption.methods.repack`):
+   where the others find nothing, the group of candidates (one node, or a prefix of up to 10) whose
    pods the provisioning scheduler re-plans most cheaply into any number of new nodes, saving at
    least ``min_savings`` of what it disrupts.
 
 Each method simulates removing its candidates (``helpers.go`` ``SimulateScheduling``; the rules,
-one cheaper replacement at most for consolidation and no spot-to-spot, are in
+one cheaper replacement at most for consolidation, spot-to-spot only with its gate, are in
 :mod:`~karpy_core.controllers.disruption.simulation`).
 
 Consolidation waits while pending pods could be placed (on a node or a new NodeClaim): their
@@ -63,6 +65,7 @@ from karpy_core.controllers.disruption.methods import (
 from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate
+from karpy_core.featuregates import FeatureGates
 from karpy_core.state.cluster import ClusterSnapshot
 
 __all__ = [
@@ -126,6 +129,7 @@ def plan_disruption(
     max_single_simulations: int | None = None,
     nominated: Mapping[str, float] | None = None,
     min_savings: float = DEFAULT_MIN_SAVINGS,
+    feature_gates: FeatureGates | None = None,
 ) -> DisruptionPlan | None:
     """Decide one disruption command for ``snapshot`` at ``now``.
 
@@ -143,6 +147,8 @@ def plan_disruption(
             pods; nominated nodes are not candidates (see :func:`build_candidates`).
         min_savings: the repack's minimum savings, a fraction in [0, 1) of the price of the nodes
             a command disrupts (a NodePool's ``karpy.sh/consolidation-min-savings`` wins).
+        feature_gates: ``FEATURE_GATES`` (karpy's defaults when None): ``SpotToSpotConsolidation``
+            lets consolidation replace spot nodes by cheaper spot ones.
 
     Returns:
         The first command found, or None. Never raises for cluster content; a NodePool with a
@@ -153,7 +159,7 @@ def plan_disruption(
     _log = log if log is not None else []
     cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log, nominated=nominated) if c.name not in exclude]
     budgets = BudgetTracker(snapshot, now)
-    ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log)
+    ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log, feature_gates or FeatureGates(), instance_types)
     for c in cands:
         if c.blocked:
             _log.append(NodeDecision(c.name, DecisionStage.CANDIDATE, Verdict.KEEP, c.blocked_kind or DecisionKind.DO_NOT_DISRUPT,
@@ -177,6 +183,7 @@ def validate_plan(
     plan: DisruptionPlan,
     nominated: Mapping[str, float] | None = None,
     min_savings: float = DEFAULT_MIN_SAVINGS,
+    feature_gates: FeatureGates | None = None,
 ) -> Invalidation | None:
     """Re-check ``plan`` on a fresh snapshot after the validation delay (Karpenter
     ``validation.go``): every candidate must still be a candidate (not nominated for pending pods
@@ -184,7 +191,7 @@ def validate_plan(
     budget, and a new simulation must give the same shape (delete, or one replacement whose
     instance types are a subset of the new simulation's; for the repack, as many replacements
     still within ``min_savings``: :meth:`RepackConsolidation.revalidate`). Returns None when
-    valid, else why not (kind and message)."""
+    valid, else why not (kind and message). The same ``feature_gates`` as the plan."""
     method = _METHODS[plan.method]
     cands = {c.name: c for c in build_candidates(snapshot, instance_types, now, nominated=nominated)}
     budgets = BudgetTracker(snapshot, now)
@@ -207,9 +214,10 @@ def validate_plan(
     ctx = SimulationContext(snapshot, instance_types)
     if method.consolidation and ctx.schedulable_pending():
         return Invalidation(DecisionKind.PENDING_PODS, "pending pods can be placed: consolidation waits for provisioning")
+    gates = feature_gates or FeatureGates()
     if isinstance(method, RepackConsolidation):
         return RepackConsolidation(min_savings=min_savings).revalidate(ctx, fresh, plan)
-    ev = evaluate(ctx, fresh, consolidation=method.consolidation)
+    ev = evaluate(ctx, fresh, consolidation=method.consolidation, spot_to_spot=gates.SpotToSpotConsolidation)
     if ev.problem is not None:
         return Invalidation(ev.problem.kind, f"re-simulation failed: {ev.why}")
     if len(ev.replacements) != len(plan.replacements):

@@ -1,6 +1,7 @@
 """The disruption methods, one module each, behind the :class:`~.base.Method` protocol:
 
 * :mod:`.emptiness` - delete empty nodes (``Empty`` budget);
+* :mod:`.static_drift` - replace drifted nodes of a static NodePool one-for-one (``Drifted`` budget);
 * :mod:`.drift` - replace a drifted node (``Drifted`` budget);
 * :mod:`.consolidation_multi` - remove several underutilized nodes at once (``Underutilized``);
 * :mod:`.consolidation_single` - remove or replace one underutilized node (``Underutilized``);
@@ -19,12 +20,14 @@ from karpy_core.controllers.disruption.methods.consolidation_single import Singl
 from karpy_core.controllers.disruption.methods.drift import Drift
 from karpy_core.controllers.disruption.methods.emptiness import Emptiness
 from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS, RepackConsolidation
+from karpy_core.controllers.disruption.methods.static_drift import StaticDrift
 
 __all__ = [
     "Method",
     "PassContext",
     "Emptiness",
     "Drift",
+    "StaticDrift",
     "MultiNodeConsolidation",
     "SingleNodeConsolidation",
     "RepackConsolidation",
@@ -36,6 +39,7 @@ __all__ = [
 
 DEFAULT_ORDER: tuple[DisruptionMethod, ...] = (
     DisruptionMethod.EMPTINESS,
+    DisruptionMethod.STATIC_DRIFT,
     DisruptionMethod.DRIFT,
     DisruptionMethod.MULTI_NODE_CONSOLIDATION,
     DisruptionMethod.SINGLE_NODE_CONSOLIDATION,
@@ -50,7 +54,7 @@ def build_methods(*, max_single_simulations: int | None = None,
     """One instance of each method, by name. ``max_single_simulations``: see
     :class:`SingleNodeConsolidation`; ``min_savings``: the repack's minimum savings fraction
     (see :class:`RepackConsolidation`)."""
-    methods: tuple[Method, ...] = (Emptiness(), Drift(), MultiNodeConsolidation(),
+    methods: tuple[Method, ...] = (Emptiness(), StaticDrift(), Drift(), MultiNodeConsolidation(),
                                    SingleNodeConsolidation(max_simulations=max_single_simulations),
                                    RepackConsolidation(min_savings=min_savings))
     return {m.name: m for m in methods}
