@@ -18,7 +18,7 @@ from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Operator, Requirements
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.taints import untolerated
-from karpy_core.scheduling.template import NodePoolTemplate
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
 from karpy_core.utils.quantity import format_quantity
 
 __all__ = ["why", "pool_verdict", "explain_detail", "suggest"]
@@ -33,7 +33,17 @@ def pool_verdict(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo) -
     probe = ClaimState.fresh(run.tables[template.name], -1, "hostname-placeholder-explain")
     att = run.attempts(pod)[-1]
     result = run.check(probe, pod, att, run.verdict(pod, att), explain=True)
+    if isinstance(result, Fit) and run.ledger.active and run.ledger.settle(probe.table, probe.hostname, result.requirements,
+                                                                          result.mask) is None:
+        return PoolVerdict(template.name, (_exhausted(run, probe.table),))
     return PoolVerdict(template.name, (TAKEN,) if isinstance(result, Fit) else result)
+
+
+def _exhausted(run: SchedulingRun, table: TypeTable) -> Infeasible:
+    ids = sorted({o.reservation_id for it in table.types for o in it.offerings if o.reserved and o.reservation_id})
+    left = ", ".join(f"{rid} ({run.ledger.remaining(rid)} left)" for rid in ids)
+    return Infeasible(K.RESERVATION_EXHAUSTED, f"only reserved capacity is allowed and every compatible capacity reservation "
+                                               f"is used up: {left}")
 
 
 def why(run: SchedulingRun, pod: PodInfo) -> Unschedulable:
@@ -128,6 +138,8 @@ def _suggest(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo, kind:
 _FIXED = {
     K.NO_ROOM: "lower the pod's requests below the largest type's allocatable, or allow larger instance types in the NodePool",
     K.RESOURCE_NOT_OFFERED: "allow instance types that provide that resource (e.g. GPU types) in the NodePool's requirements",
+    K.RESERVATION_EXHAUSTED: "allow karpenter.sh/capacity-type on-demand (or spot) in the NodePool, or enlarge the "
+                             "capacity reservation",
     K.MIN_VALUES: "lower minValues, or widen the requirement so enough distinct values remain",
     K.TOPOLOGY_SPREAD: "allow more zones/domains in the NodePool, or raise maxSkew / use whenUnsatisfiable: ScheduleAnyway",
     K.POD_ANTI_AFFINITY: "allow more domains (zones) in the NodePool, or make the anti-affinity preferred",

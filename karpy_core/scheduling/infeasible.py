@@ -48,6 +48,9 @@ class InfeasibleKind(Enum):
     """A topology constraint's key is not a label the node or claim can carry."""
     TAKEN_BY_PLAN = "taken-by-plan"
     """The pod fits a new node, but NodeClaims planned earlier in the run took the capacity."""
+    RESERVATION_EXHAUSTED = "reservation-exhausted"
+    """The NodePool launches only reserved capacity, and every compatible capacity reservation is
+    used up (by instances, or by NodeClaims planned earlier in the run)."""
 
 
 @dataclass(frozen=True, slots=True)
