@@ -59,10 +59,12 @@ from karpy_aws.options import AWSOptions
 from karpy_aws.pricing import PricingProvider
 from karpy_aws.region import resolve_region
 from karpy_aws.tagging import InstanceTagging
+from karpy_core.apis.labels import LABEL_RESERVATION_ID
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
 from karpy_core.errors import CloudProviderError, ConfigurationError, NodeClassNotReadyError
+from karpy_core.featuregates import FeatureGates
 from karpy_core.utils.clock import now_function
 from karpy_core.utils.loops import every
 
@@ -122,9 +124,25 @@ class AWSProvider:
                                                 instance_types=self.instance_types)
         self.inventory = InstanceInventory(clients=self.clients, cluster_name=cluster_name, region=region,
                                            instance_types=self.instance_types)
+        self.capacity_reservations = self.resolver.capacity_reservations
+        """Capacity reservations' available counts, shared by status resolution, offerings and launches."""
+        self.instance_types.capacity_reservations = self.capacity_reservations
         self.launcher = Launcher(clients=self.clients, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint,
                                  ca_bundle=ca_bundle, cluster_cidr=cluster_cidr, unavailable=self.unavailable,
-                                 events=self.events, now=self.now)
+                                 events=self.events, now=self.now, capacity_reservations=self.capacity_reservations)
+        self._feature_gates = FeatureGates()
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """Karpenter's ``FEATURE_GATES`` (the CloudProvider facade sets them): with
+        ``ReservedCapacity=false`` no capacity reservation is listed, offered or launched into."""
+        return self._feature_gates
+
+    @feature_gates.setter
+    def feature_gates(self, gates: FeatureGates) -> None:
+        self._feature_gates = gates
+        self.resolver.reserved_capacity = self.instance_types.reserved_capacity = gates.ReservedCapacity
+        self.resolver.invalidate()
 
     async def prepare(self) -> None:
         """Find what the settings left unset, before the controller starts (the CLI awaits it
@@ -301,6 +319,9 @@ class AWSProvider:
             CloudProviderError: the instance is not tagged for this cluster (never touched).
         """
         await self.inventory.terminate(nodeclaim)
+        reservation = nodeclaim.metadata.labels.get(LABEL_RESERVATION_ID)
+        if reservation:
+            self.capacity_reservations.mark_terminated(reservation)
 
     async def _describe_provider_id(self, provider_id: str) -> dict[str, Any]:
         _, instance_id = parse_provider_id(provider_id)
