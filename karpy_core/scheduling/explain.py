@@ -36,14 +36,20 @@ def pool_verdict(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo) -
     if isinstance(result, Fit) and run.ledger.active and run.ledger.settle(probe.table, probe.hostname, result.requirements,
                                                                           result.mask) is None:
         return PoolVerdict(template.name, (_exhausted(run, probe.table),))
-    return PoolVerdict(template.name, (TAKEN,) if isinstance(result, Fit) else result)
+    if isinstance(result, Fit):
+        return PoolVerdict(template.name, (TAKEN,))
+    offers = [o for it in probe.table.types for o in it.offerings if o.reserved]
+    if offers and not any(o.available for o in offers) and any(r.kind is K.NO_OFFERING for r in result):
+        # the only offerings left were capacity reservations, and the cloud says they are full
+        result = tuple(_exhausted(run, probe.table) if r.kind is K.NO_OFFERING else r for r in result)
+    return PoolVerdict(template.name, result)
 
 
 def _exhausted(run: SchedulingRun, table: TypeTable) -> Infeasible:
     ids = sorted({o.reservation_id for it in table.types for o in it.offerings if o.reserved and o.reservation_id})
     left = ", ".join(f"{rid} ({run.ledger.remaining(rid)} left)" for rid in ids)
-    return Infeasible(K.RESERVATION_EXHAUSTED, f"only reserved capacity is allowed and every compatible capacity reservation "
-                                               f"is used up: {left}")
+    return Infeasible(K.RESERVATION_EXHAUSTED, f"no offering is left but capacity reservations, and every compatible "
+                                               f"capacity reservation is used up: {left}")
 
 
 def why(run: SchedulingRun, pod: PodInfo) -> Unschedulable:

@@ -49,8 +49,9 @@ class InfeasibleKind(Enum):
     TAKEN_BY_PLAN = "taken-by-plan"
     """The pod fits a new node, but NodeClaims planned earlier in the run took the capacity."""
     RESERVATION_EXHAUSTED = "reservation-exhausted"
-    """The NodePool launches only reserved capacity, and every compatible capacity reservation is
-    used up (by instances, or by NodeClaims planned earlier in the run)."""
+    """No offering is left but capacity reservations (the NodePool allows only ``reserved``, or the
+    others are unavailable), and every compatible one is used up (by instances, or by NodeClaims
+    planned earlier in the run)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,3 +119,45 @@ async def test_nodeclaims_carry_the_reservation_labels_and_units_come_back():
     # deleting a reserved instance frees its unit
     await provider.delete(NodeClaim.model_validate(reserved[0]))
     assert plugin.reservation_available("cr-0a1b") == 1
+
+
+SCENARIO = """
+apiVersion: karpy.sh/v1alpha1
+kind: Scenario
+metadata: {name: reserved}
+until: 2h
+steps:
+  - at: 0s
+    apply: base.yaml
+  - at: 30m
+    scale: {deployment: web, replicas: 4}
+  - at: 1h
+    scale: {deployment: web, replicas: 1}
+"""
+
+
+def test_scenario_fills_the_reservation_falls_back_then_consolidates_onto_it(tmp_path):
+    (tmp_path / "base.yaml").write_text(POOL + "\n---\n" + yaml.safe_dump(deployment(1)))
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    opt = ["--provider-option", "reservations=" + json.dumps([RESERVATION])]
+    result = CliRunner().invoke(app, ["simulate", str(tmp_path / "s.yaml"), "-o", "json", *opt])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    # at the end one pod is left: consolidation keeps it on a reserved node (the cheapest)
+    assert capacity_types(doc) == ["reserved"]
+
+
+def test_explain_names_the_exhausted_reservation_for_a_reserved_only_pool(tmp_path):
+    path = tmp_path / "in.yaml"
+    pool = POOL.replace("values: [on-demand, reserved]", "values: [reserved]")
+    path.write_text(pool + "\n---\n" + yaml.safe_dump(deployment(3)))
+    opt = ["--provider-option", "reservations=" + json.dumps([RESERVATION])]
+    first = CliRunner().invoke(app, ["simulate", str(path), "-o", "json", *opt])
+    assert first.exit_code == 0, first.output
+    doc = json.loads(first.stdout)
+    assert capacity_types(doc) == ["reserved", "reserved"]
+    (pending,) = [p["name"] for p in doc["pods"] if not p["node"]]
+    result = CliRunner().invoke(app, ["simulate", str(path), "--explain", pending, *opt])
+    assert result.exit_code == 0, result.output
+    assert "every compatible capacity reservation is used up: cr-0a1b (0 left)" in result.output
+    assert "allow karpenter.sh/capacity-type on-demand" in result.output
