@@ -177,6 +177,21 @@ async def test_simulated_cluster_on_moto_uses_the_reservation_then_on_demand(plu
     assert all(c["metadata"]["labels"][LABEL_RESERVATION_ID] == "cr-0aaa" for c in claims
                if c["metadata"]["labels"][LABEL_CAPACITY_TYPE] == "reserved")
     assert plugin.capacity_reservations.available("cr-0aaa") == 0
+    names = [c["metadata"]["name"] for c in claims if c["metadata"]["labels"][LABEL_CAPACITY_TYPE] == "reserved"]
+    sync = plugin.capacity_type_sync()
+    assert await sync.reconcile() == []  # the reservation is still active
+    # the reservation expires: EC2 no longer lists it as active; its instances run on as on-demand
+    FAULTS.reservations[0]["State"] = "expired"
+    plugin.resolver.invalidate()
+    assert sorted(await sync.reconcile()) == sorted(names)
+    for name in names:
+        nc = await sim.cluster.get("NodeClaim", name)
+        labels = nc["metadata"]["labels"]
+        assert labels[LABEL_CAPACITY_TYPE] == "on-demand" and LABEL_RESERVATION_ID not in labels
+        node = await sim.cluster.get("Node", nc["status"]["nodeName"])
+        assert node["metadata"]["labels"][LABEL_CAPACITY_TYPE] == "on-demand"
+        assert LABEL_RESERVATION_TYPE not in node["metadata"]["labels"]
+    assert await sync.reconcile() == []
 
 
 async def test_gate_off_lists_and_launches_no_reservation(plugin_factory):

@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 
 from karpy_aws.apis import GROUP, EC2NodeClass
 from karpy_aws.cache import UnavailableOfferings
+from karpy_aws.capacitytype import CapacityTypeSync
 from karpy_aws.clients import AWSClients
 from karpy_aws.create import create_instance
 from karpy_aws.drift import drift_reason
@@ -205,6 +206,16 @@ class AWSProvider:
             raise ConfigurationError("aws provider: the EC2NodeClass controller needs the 'kube' option")
         return EC2NodeClassController(kube=self.kube, resolver=self.resolver)
 
+    def capacity_type_sync(self) -> CapacityTypeSync:
+        """The reserved -> on-demand relabelling loop (:mod:`karpy_aws.capacitytype`).
+
+        Raises:
+            ConfigurationError: the plugin has no kube client.
+        """
+        if self.kube is None:
+            raise ConfigurationError("aws provider: the capacity-type controller needs the 'kube' option")
+        return CapacityTypeSync(kube=self.kube, resolver=self.resolver, nodeclass=self.get_nodeclass)
+
     def interruption_handler(self) -> InterruptionHandler:
         """The SQS interruption handler for ``interruption_queue``.
 
@@ -242,7 +253,9 @@ class AWSProvider:
     @hookimpl
     def karpy_controllers(self) -> list[ControllerLoop]:
         """Background loops while leading: EC2NodeClass status (every 60 s), instance tagging after
-        registration (:mod:`karpy_aws.tagging`, every 5 s) and, when an ``interruption_queue`` is
+        registration (:mod:`karpy_aws.tagging`, every 5 s), with ``ReservedCapacity`` the
+        reserved -> on-demand relabelling of NodeClaims whose reservation ended
+        (:mod:`karpy_aws.capacitytype`, every 60 s) and, when an ``interruption_queue`` is
         configured, the SQS interruption poller (20 s long polls).
         Garbage collection of leaked instances is core's (it runs for every provider)."""
         if self.kube is None:
@@ -257,6 +270,13 @@ class AWSProvider:
             await every(5.0, "aws.nodeclaim.tagging", ctl.reconcile)
 
         loops: list[ControllerLoop] = [("aws.nodeclass", nodeclasses), ("aws.nodeclaim.tagging", tagging)]
+        if self.feature_gates.ReservedCapacity:
+            sync = self.capacity_type_sync()
+
+            async def capacity_type() -> None:
+                await every(60.0, sync.name, sync.reconcile)
+
+            loops.append((sync.name, capacity_type))
         if self.interruption_queue:
             handler = self.interruption_handler()
 
