@@ -19,7 +19,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Requirement, Requirements
-from karpy_core.scheduling.reservations import NOT_RESERVED
+from karpy_core.scheduling.reservations import NOT_RESERVED, has_reserved_offerings
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
 
@@ -152,7 +152,7 @@ def _pin_reservations(claim: ClaimState, reqs: Requirements) -> BoolArray:
             reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset((CAPACITY_TYPE_RESERVED,))))
             reqs.add(Requirement(LABEL_RESERVATION_ID, False, held))
             return keep
-    if any(c == CAPACITY_TYPE_RESERVED for _, c in table.offering_columns):
+    if has_reserved_offerings(table):
         reqs.add(NOT_RESERVED)
         kept: BoolArray = claim.mask & table.offering_mask(reqs)
         return kept

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.types import Offering
     from karpy_core.scheduling.template import TypeTable
 
-__all__ = ["NOT_RESERVED", "ReservationLedger"]
+__all__ = ["NOT_RESERVED", "ReservationLedger", "has_reserved_offerings"]
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -50,6 +50,11 @@ def _reserved_offers(table: TypeTable) -> list[tuple[int, Offering]]:
     if hit is None:
         hit = _OFFERS[table] = [(i, o) for i, it in enumerate(table.types) for o in it.offerings if o.reserved]
     return hit
+
+
+def has_reserved_offerings(table: TypeTable) -> bool:
+    """True when some type of ``table`` has a capacity-reservation offering (cached per table)."""
+    return bool(_reserved_offers(table))
 
 
 NOT_RESERVED = Requirement(LABEL_CAPACITY_TYPE, True, frozenset((CAPACITY_TYPE_RESERVED,)))
