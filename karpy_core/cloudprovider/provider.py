@@ -20,8 +20,9 @@ import pluggy
 
 from karpy_core.cloudprovider import hookspecs
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
-from karpy_core.cloudprovider.types import RepairPolicy
+from karpy_core.cloudprovider.types import RepairPolicy, without_reserved
 from karpy_core.errors import ConfigurationError
+from karpy_core.featuregates import FeatureGates
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -79,6 +80,17 @@ class CloudProvider:
         self.name: str = self._call_sync("karpy_name")
         self.observer: Callable[[str, float, str], None] | None = None
         """Called after every async hook with (method, seconds, error class name or "")."""
+        self.feature_gates = FeatureGates()
+        """Set by the operator and the simulator; with ``ReservedCapacity=false``
+        :meth:`get_instance_types` drops every ``reserved`` offering (Karpenter's AWS provider
+        then builds none), so nothing schedules or launches into a capacity reservation. The
+        plugin sees the gates too, as its ``feature_gates`` attribute when it has one."""
+
+    def set_feature_gates(self, gates: FeatureGates) -> None:
+        """Give the facade (and a plugin with a ``feature_gates`` attribute) ``gates``."""
+        self.feature_gates = gates
+        if hasattr(self.plugin, "feature_gates"):
+            self.plugin.feature_gates = gates
 
     def _call_sync(self, hook: str, **kwargs: Any) -> Any:
         return getattr(self._pm.hook, hook)(**kwargs)[0]
@@ -139,7 +151,8 @@ class CloudProvider:
     async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_get_instance_types` (a new list;
         the instance types themselves are shared with the plugin and must not be mutated)."""
-        return list(await self._call("karpy_get_instance_types", nodepool=nodepool))
+        types = list(await self._call("karpy_get_instance_types", nodepool=nodepool))
+        return types if self.feature_gates.ReservedCapacity else without_reserved(types)
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_is_drifted`: a reason or ``""``."""
