@@ -326,7 +326,7 @@ def build_candidates(
                     blocked = f"pod {p['metadata'].get('namespace', 'default')}/{p['metadata']['name']} has karpenter.sh/do-not-disrupt"
                     blocked_kind = DecisionKind.DO_NOT_DISRUPT
                     break
-        if not blocked:
+        if not blocked and pdbs:  # without PDBs the Eviction API refuses nothing
             hit = pdb_blocker(pods, pdbs)
             if hit is not None:
                 blocked, blocked_kind = f"pod {hit[0]} cannot be evicted: {hit[2]}", DecisionKind.PDB_BLOCKS
