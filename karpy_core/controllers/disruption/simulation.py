@@ -25,6 +25,7 @@ from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidation
 from karpy_core.controllers.disruption.spot_to_spot import allows_spot
 from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_replacement
+from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list, subtract
@@ -86,6 +87,7 @@ class SimulationContext:
             self.templates.append(template_from_nodepool(np_obj, instance_types.get(np_obj["metadata"]["name"], [])))
         startup = {t.name: t.startup_taints for t in self.templates}
         self.nodes = existing_nodes(snapshot, startup)
+        self._node_by_name = {n.name: n for n in reversed(self.nodes)}  # the first of a name wins, as a scan would
         self.daemonsets = daemonset_pod_infos(snapshot.daemonsets)
         self.bound = bound_pod_infos(snapshot)
         self.usage = nodepool_usage(snapshot)
@@ -116,6 +118,10 @@ class SimulationContext:
                 for node in sched.solve(self.virtual).existing.values():
                     self._buffer_hosts[node] = self._buffer_hosts.get(node, 0) + 1
         return self._buffer_hosts
+
+    def node(self, name: str) -> ExistingNode | None:
+        """The first of :attr:`nodes` named ``name``, or None."""
+        return self._node_by_name.get(name)
 
     def schedulable_pending(self) -> list[str]:
         """``ns/name`` of the pending pods a scheduler over the whole cluster would place (on a
