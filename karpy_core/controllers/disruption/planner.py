@@ -35,7 +35,9 @@ Layout: one module per method under :mod:`karpy_core.controllers.disruption.meth
 pending-pods guard, :func:`plan_disruption` and :func:`validate_plan`. Every node considered gets
 typed :class:`~karpy_core.controllers.disruption.decisions.NodeDecision` lines in the log.
 
-Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan.
+Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan. (For speed only,
+:func:`plan_disruption` pauses CPython's cyclic garbage collector while it runs:
+:mod:`karpy_core.utils.gcpause`.)
 """
 
 from __future__ import annotations
