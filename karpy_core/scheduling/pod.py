@@ -27,8 +27,10 @@ __all__ = ["PodInfo", "effective_requests", "requirement_key", "pod_info"]
 def _container_requests(container: Mapping[str, Any]) -> Resources:
     res = container.get("resources") or {}
     requests = parse_resource_list(res.get("requests"))
-    for name, amount in parse_resource_list(res.get("limits")).items():
-        requests.setdefault(name, amount)
+    limits = res.get("limits")
+    if limits:
+        for name, amount in parse_resource_list(limits).items():
+            requests.setdefault(name, amount)
     return requests
 
 
@@ -156,7 +158,10 @@ class PodInfo:
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
-    base = Requirements.from_labels(spec.get("nodeSelector") or {})
+    selector = spec.get("nodeSelector")
+    if not selector and not spec.get("affinity"):
+        return [Requirements()], ""
+    base = Requirements.from_labels(selector or {})
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms: Sequence[Mapping[str, Any]] = required.get("nodeSelectorTerms") or ()
