@@ -9,13 +9,15 @@ method, which nodes in which order, which replacement instance types, the prices
 Two clusters:
 
 * ``bench``: :func:`benchmarks.consolidation_pass.build` at 300 nodes (one zone, on-demand, 70%
-  cpu used, no constraints): multi-node consolidation deletes a prefix, single-node
-  consolidation has to walk many candidates.
+  cpu used, no constraints): multi-node consolidation deletes a prefix of 30 nodes, single-node
+  consolidation deletes the first candidate.
 * ``mixed``: :func:`mixed_cluster` at 240 nodes: two zones, spot and on-demand, utilization
   from 15% to 90%, zone spread (``DoNotSchedule`` and ``ScheduleAnyway``), required hostname
   anti-affinity, a zone node selector, a host port, a PDB that allows nothing, do-not-disrupt
   pods, nodes not consolidatable yet and drifted nodes: every path of the simulation that
-  depends on pods already bound.
+  depends on pods already bound. Drift wins the default order; multi-node consolidation alone
+  replaces 28 nodes by one; at 80-97% utilization single-node consolidation walks 40-50
+  candidates (not cheaper, too many replacements) before it finds one.
 """
 
 from __future__ import annotations
