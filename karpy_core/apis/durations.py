@@ -7,6 +7,7 @@ text with :mod:`durationpy` (Go's ``time.ParseDuration`` grammar).
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import timedelta
 
@@ -54,6 +55,15 @@ def duration_seconds(value: str | None) -> float | None:
     """
     if value is None or value == NEVER:
         return None
+    if isinstance(value, str):
+        return _seconds(value)
+    return parse_duration(value).total_seconds()
+
+
+@functools.lru_cache(maxsize=1024)
+def _seconds(value: str) -> float:
+    """:func:`duration_seconds` of a string, memoized (a pass reads the same few durations on
+    every NodeClaim; errors are not cached)."""
     return parse_duration(value).total_seconds()
 
 

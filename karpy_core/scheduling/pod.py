@@ -27,8 +27,10 @@ __all__ = ["PodInfo", "effective_requests", "requirement_key", "pod_info"]
 def _container_requests(container: Mapping[str, Any]) -> Resources:
     res = container.get("resources") or {}
     requests = parse_resource_list(res.get("requests"))
-    for name, amount in parse_resource_list(res.get("limits")).items():
-        requests.setdefault(name, amount)
+    limits = res.get("limits")
+    if limits:
+        for name, amount in parse_resource_list(limits).items():
+            requests.setdefault(name, amount)
     return requests
 
 
@@ -43,6 +45,9 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     for c in spec.get("containers") or ():
         for name, amount in _container_requests(c).items():
             regular[name] = regular.get(name, 0) + amount
+    if not spec.get("initContainers") and not spec.get("overhead"):  # the common case: the rule reduces to the sum
+        regular["pods"] = regular.get("pods", 0) + 1
+        return {k: v for k, v in regular.items() if v}
     sidecars: Resources = {}
     peak: Resources = {}
     for c in spec.get("initContainers") or ():
@@ -106,13 +111,13 @@ class PodInfo:
     requirement_terms: list[Requirements]
     tolerations: tuple[Toleration, ...]
     unsupported: str = ""
-    spread: list[SpreadConstraint] = field(default_factory=list)
+    spread: tuple[SpreadConstraint, ...] = ()
     """Topology spread constraints (hard and ScheduleAnyway)."""
-    affinity: list[AffinityTerm] = field(default_factory=list)
+    affinity: tuple[AffinityTerm, ...] = ()
     """Required pod affinity and anti-affinity terms."""
-    preferred_affinity: list[AffinityTerm] = field(default_factory=list)
+    preferred_affinity: tuple[AffinityTerm, ...] = ()
     """Preferred pod (anti-)affinity terms, heaviest first."""
-    preferred_node_terms: list[Requirements] = field(default_factory=list)
+    preferred_node_terms: tuple[Requirements, ...] = ()
     """Preferred node-affinity terms, heaviest first."""
     host_ports: frozenset[tuple[str, int, str]] = frozenset()
     """(host IP, port, protocol) the pod binds on its node; host IP "0.0.0.0" means every address."""
@@ -153,7 +158,10 @@ class PodInfo:
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
-    base = Requirements.from_labels(spec.get("nodeSelector") or {})
+    selector = spec.get("nodeSelector")
+    if not selector and not spec.get("affinity"):
+        return [Requirements()], ""
+    base = Requirements.from_labels(selector or {})
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms: Sequence[Mapping[str, Any]] = required.get("nodeSelectorTerms") or ()
@@ -173,16 +181,21 @@ def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
     return out, unsupported
 
 
+_NO_PORTS: frozenset[tuple[str, int, str]] = frozenset()
+
+
 def _host_ports(spec: Mapping[str, Any]) -> frozenset[tuple[str, int, str]]:
     ports = set()
     for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
         for p in c.get("ports") or ():
             if p.get("hostPort"):
                 ports.add((str(p.get("hostIP") or "0.0.0.0"), int(p["hostPort"]), str(p.get("protocol") or "TCP")))
-    return frozenset(ports)
+    return frozenset(ports) if ports else _NO_PORTS
 
 
 def _preferred_node_terms(spec: Mapping[str, Any]) -> list[Requirements]:
+    if not spec.get("affinity"):
+        return []
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     weighted = []
     for i, p in enumerate(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
@@ -210,7 +223,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     terms, unsupported = _selector_terms(spec)
     labels = dict(meta.get("labels") or {})
     namespace = str(meta.get("namespace") or "default")
-    required, preferred = parse_affinity_terms(spec.get("affinity"), namespace)
+    affinity = spec.get("affinity")
+    required, preferred = parse_affinity_terms(affinity, namespace) if affinity else ([], [])
     return PodInfo(
         namespace=namespace,
         name=str(meta.get("name") or ""),
@@ -224,12 +238,12 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         priority=int(spec.get("priority") or 0),
         requests=effective_requests(spec),
         requirement_terms=terms,
-        tolerations=parse_tolerations(spec.get("tolerations")),
+        tolerations=parse_tolerations(spec.get("tolerations")) if spec.get("tolerations") else (),
         unsupported=unsupported,
-        spread=parse_spread(spec.get("topologySpreadConstraints"), labels),
-        affinity=required,
-        preferred_affinity=preferred,
-        preferred_node_terms=_preferred_node_terms(spec),
+        spread=tuple(parse_spread(spec.get("topologySpreadConstraints"), labels)) if spec.get("topologySpreadConstraints") else (),
+        affinity=tuple(required),
+        preferred_affinity=tuple(preferred),
+        preferred_node_terms=tuple(_preferred_node_terms(spec)),
         host_ports=_host_ports(spec),
-        raw=dict(pod),
+        raw=pod if type(pod) is dict else dict(pod),  # the caller's dict, not a copy (views are read-only)
     )

@@ -186,7 +186,8 @@ class Topology:
         self.domains = {k: set(v) for k, v in domains.items()}
         # (key, selector, namespaces or None) -> domain -> matching pods placed there
         self._counts: dict[tuple[str, str, tuple[str, ...] | None], dict[str, int]] = {}
-        self._placed: list[tuple[str, Mapping[str, str], Placement]] = []
+        # placed pods: namespace, labels, where, and the labels as a sorted tuple (the match cache's key)
+        self._placed: list[tuple[str, Mapping[str, str], Placement, tuple[tuple[str, str], ...]]] = []
         # anti-affinity terms of placed pods: (key, selector, namespaces) -> domains they occupy
         self._anti: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
         self._selectors: dict[str, dict[str, Any]] = {}
@@ -224,16 +225,16 @@ class Topology:
         counts = self._counts.get(gk)
         if counts is None:
             counts = self._counts[gk] = {}
-            for ns, labels, where in self._placed:
-                if (namespaces is None or ns in namespaces) and key in where.labels and self._match(selector, labels):
+            for ns, labels, where, lkey in self._placed:
+                if (namespaces is None or ns in namespaces) and key in where.labels and self._match(selector, labels, lkey):
                     d = where.labels[key]
                     counts[d] = counts.get(d, 0) + 1
         return counts
 
     def record(self, namespace: str, labels: Mapping[str, str], where: Placement, anti_terms: Iterable[AffinityTerm] = ()) -> None:
         """Count a pod placed at ``where`` (existing pods and each pod the scheduler places)."""
-        self._placed.append((namespace, labels, where))
         lkey = tuple(sorted(labels.items()))
+        self._placed.append((namespace, labels, where, lkey))
         for (key, selector, namespaces), counts in self._counts.items():
             if (namespaces is None or namespace in namespaces) and key in where.labels and self._match(selector, labels, lkey):
                 d = where.labels[key]
@@ -251,8 +252,8 @@ class Topology:
         if node_filter is None:
             return self._group(c.key, c.selector, (namespace,))
         counts: dict[str, int] = {}
-        for ns, labels, where in self._placed:
-            if ns == namespace and c.key in where.labels and node_filter(where) and self._match(c.selector, labels):
+        for ns, labels, where, lkey in self._placed:
+            if ns == namespace and c.key in where.labels and node_filter(where) and self._match(c.selector, labels, lkey):
                 d = where.labels[c.key]
                 counts[d] = counts.get(d, 0) + 1
         return counts

@@ -101,18 +101,15 @@ class Candidate:
         return self.consolidatable_at is not None and now >= self.consolidatable_at
 
 
-def _owned_by(pod: dict[str, Any], kind: str) -> bool:
-    return any(r.get("kind") == kind for r in pod["metadata"].get("ownerReferences") or ())
-
-
 def is_reschedulable(pod: dict[str, Any]) -> bool:
     """A pod that must go somewhere else if its node goes: active, not a DaemonSet or mirror pod
     (Karpenter ``pod.IsReschedulable``)."""
     meta = pod["metadata"]
     if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
-    if _owned_by(pod, "DaemonSet") or _owned_by(pod, "Node"):
-        return False
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("kind") in ("DaemonSet", "Node"):
+            return False
     return "kubernetes.io/config.mirror" not in (meta.get("annotations") or {})
 
 
@@ -210,6 +207,8 @@ def offering_price(types: list[InstanceType], labels: dict[str, str]) -> float |
 
 def _eviction_cost(pod: dict[str, Any]) -> float:
     ann = pod["metadata"].get("annotations") or {}
+    if "controller.kubernetes.io/pod-deletion-cost" not in ann and not (pod.get("spec") or {}).get("priority"):
+        return 1.0  # what the formula below gives without either
     cost = 1.0
     try:
         cost += float(ann.get("controller.kubernetes.io/pod-deletion-cost", 0)) / 2**27
@@ -326,7 +325,7 @@ def build_candidates(
                     blocked = f"pod {p['metadata'].get('namespace', 'default')}/{p['metadata']['name']} has karpenter.sh/do-not-disrupt"
                     blocked_kind = DecisionKind.DO_NOT_DISRUPT
                     break
-        if not blocked:
+        if not blocked and pdbs:  # without PDBs the Eviction API refuses nothing
             hit = pdb_blocker(pods, pdbs)
             if hit is not None:
                 blocked, blocked_kind = f"pod {hit[0]} cannot be evicted: {hit[2]}", DecisionKind.PDB_BLOCKS

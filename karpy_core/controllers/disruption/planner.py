@@ -35,7 +35,9 @@ Layout: one module per method under :mod:`karpy_core.controllers.disruption.meth
 pending-pods guard, :func:`plan_disruption` and :func:`validate_plan`. Every node considered gets
 typed :class:`~karpy_core.controllers.disruption.decisions.NodeDecision` lines in the log.
 
-Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan.
+Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan. (For speed only,
+:func:`plan_disruption` pauses CPython's cyclic garbage collector while it runs:
+:mod:`karpy_core.utils.gcpause`.)
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate
 from karpy_core.featuregates import FeatureGates
 from karpy_core.state.cluster import ClusterSnapshot
+from karpy_core.utils.gcpause import gc_paused
 
 __all__ = [
     "DisruptionPlan",
@@ -155,6 +158,24 @@ def plan_disruption(
         malformed budget schedule raises ``ValueError`` (the API validation rejects those), as
         does an unknown method name.
     """
+    with gc_paused():  # a pass allocates many long-lived objects and no cycles (see karpy_core.utils.gcpause)
+        return _plan(snapshot, instance_types, now, log, methods, exclude, max_single_simulations, nominated, min_savings,
+                     feature_gates)
+
+
+def _plan(
+    snapshot: ClusterSnapshot,
+    instance_types: dict[str, list[InstanceType]],
+    now: float,
+    log: list[NodeDecision] | None,
+    methods: Iterable[DisruptionMethod | str],
+    exclude: frozenset[str],
+    max_single_simulations: int | None,
+    nominated: Mapping[str, float] | None,
+    min_savings: float,
+    feature_gates: FeatureGates | None,
+) -> DisruptionPlan | None:
+    """:func:`plan_disruption`'s body (same arguments)."""
     order = _ordered(methods, max_single_simulations, min_savings)
     _log = log if log is not None else []
     cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log, nominated=nominated) if c.name not in exclude]

@@ -15,6 +15,7 @@ Pure: no I/O, no clock; same snapshot, same verdict.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidation
 from karpy_core.controllers.disruption.spot_to_spot import allows_spot
 from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_replacement
+from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list, subtract
@@ -37,6 +39,7 @@ from karpy_core.state.cluster import (
     nodepool_usage,
     ready_nodepools,
 )
+from karpy_core.utils.selectors import selector_matches
 
 __all__ = ["SimulationContext", "Evaluation", "evaluate", "claim_capacity", "worst_price"]
 
@@ -84,10 +87,15 @@ class SimulationContext:
             self.templates.append(template_from_nodepool(np_obj, instance_types.get(np_obj["metadata"]["name"], [])))
         startup = {t.name: t.startup_taints for t in self.templates}
         self.nodes = existing_nodes(snapshot, startup)
+        self._node_by_name = {n.name: n for n in reversed(self.nodes)}  # the first of a name wins, as a scan would
         self.daemonsets = daemonset_pod_infos(snapshot.daemonsets)
         self.bound = bound_pod_infos(snapshot)
         self.usage = nodepool_usage(snapshot)
         self._tables: dict[str, TypeTable] | None = None
+        # bound pods every run must see (host ports, anti-affinity terms: they constrain any pod),
+        # by position in ``self.bound``; the others only count for the selectors of a run's pods
+        self._always: list[int] = [i for i, b in enumerate(self.bound) if b.host_ports or any(t.anti for t in b.affinity)]
+        self._selected: dict[tuple[str, tuple[str, ...] | None], list[int]] = {}
         self._pod_infos: dict[str, PodInfo] = {}
         self._schedulable_pending: list[str] | None = None
         self.virtual: list[PodInfo] = []
@@ -106,10 +114,14 @@ class SimulationContext:
         if self._buffer_hosts is None:
             self._buffer_hosts = {}
             if self.virtual:
-                sched, _ = self.scheduler(set(), {})
+                sched, _ = self.scheduler(set(), {}, self.virtual)
                 for node in sched.solve(self.virtual).existing.values():
                     self._buffer_hosts[node] = self._buffer_hosts.get(node, 0) + 1
         return self._buffer_hosts
+
+    def node(self, name: str) -> ExistingNode | None:
+        """The first of :attr:`nodes` named ``name``, or None."""
+        return self._node_by_name.get(name)
 
     def schedulable_pending(self) -> list[str]:
         """``ns/name`` of the pending pods a scheduler over the whole cluster would place (on a
@@ -125,7 +137,7 @@ class SimulationContext:
             if not infos:
                 self._schedulable_pending = []
             else:
-                sched, _ = self.scheduler(set(), {})
+                sched, _ = self.scheduler(set(), {}, infos)
                 results = sched.solve(infos)
                 self._schedulable_pending = sorted(i.key for i in infos if i.key not in results.errors)
         return self._schedulable_pending
@@ -145,15 +157,62 @@ class SimulationContext:
             out.append(info)
         return out
 
-    def scheduler(self, removed: set[str], removed_claims: dict[str, Resources]) -> tuple[Scheduler, set[str]]:
+    def _selected_by(self, selector: str, namespaces: tuple[str, ...] | None) -> list[int]:
+        """Positions in ``self.bound`` of the pods a topology term's ``selector`` (canonical JSON)
+        selects in ``namespaces`` (None: any); a selector that cannot be evaluated selects every
+        pod (the scheduler then meets the same error it would have met). Cached per pass."""
+        key = (selector, namespaces)
+        hit = self._selected.get(key)
+        if hit is None:
+            try:
+                parsed = json.loads(selector)
+                by_labels: dict[tuple[tuple[str, str], ...], bool] = {}
+                hit = []
+                for i, b in enumerate(self.bound):
+                    if namespaces is not None and b.namespace not in namespaces:
+                        continue
+                    lkey = tuple(sorted(b.labels.items()))
+                    m = by_labels.get(lkey)
+                    if m is None:
+                        m = by_labels[lkey] = selector_matches(parsed, b.labels)
+                    if m:
+                        hit.append(i)
+            except ValueError:
+                hit = list(range(len(self.bound)))
+            self._selected[key] = hit
+        return hit
+
+    def relevant_bound(self, pods: Sequence[PodInfo], removed: set[str]) -> list[PodInfo]:
+        """The bound pods (not on ``removed`` nodes, in ``self.bound``'s order) that can change a
+        scheduling run of ``pods``: those holding host ports, those with pod anti-affinity terms,
+        and those a spread or pod (anti-)affinity term of one of ``pods`` selects. A bound pod
+        reaches a run only through ports, the topology counts of the selectors the run's pods
+        query, and its own anti-affinity terms
+        (:class:`~karpy_core.scheduling.run.SchedulingRun`), so leaving out the rest changes no
+        placement; it saves recording every pod of the cluster once per simulation."""
+        wanted = set(self._always)
+        for p in pods:
+            for c in p.spread:
+                wanted.update(self._selected_by(c.selector, (p.namespace,)))
+            for t in (*p.affinity, *p.preferred_affinity):
+                wanted.update(self._selected_by(t.selector, t.namespaces))
+        return [b for b in (self.bound[i] for i in sorted(wanted)) if b.node_name not in removed]
+
+    def scheduler(self, removed: set[str], removed_claims: dict[str, Resources],
+                  pods: Sequence[PodInfo] | None = None) -> tuple[Scheduler, set[str]]:
         """A fresh scheduler over every node but ``removed``; returns it and the names of the
-        uninitialized nodes (in-flight claims) it may place pods on."""
+        uninitialized nodes (in-flight claims) it may place pods on. With ``pods`` (what the
+        scheduler will solve), it sees only the bound pods that can matter to them
+        (:meth:`relevant_bound`); without, every bound pod."""
         nodes = [n for n in self.nodes if n.name not in removed]  # the scheduler never modifies them
         usage = {k: dict(v) for k, v in self.usage.items()}
         for pool, cap in removed_claims.items():
             if pool in usage:
                 usage[pool] = {r: v for r, v in subtract(usage[pool], cap).items()}
-        bound = [b for b in self.bound if b.node_name not in removed]
+        if pods is None:
+            bound = [b for b in self.bound if b.node_name not in removed]
+        else:
+            bound = self.relevant_bound(pods, removed)
         if self._tables is None:  # type tables are pure functions of (template, DaemonSets): build once
             self._tables = type_tables(self.templates, self.daemonsets)
         sched = Scheduler(self.templates, nodes, self.daemonsets, usage, bound_pods=bound, tables=self._tables)
@@ -201,7 +260,7 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
             return Evaluation.reject(DecisionKind.POD_NOT_SIMULATABLE, infos)
         pods.extend(infos)
     pods.extend(ctx.virtual)
-    sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands))
+    sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands), pods)
     results = sched.solve(pods)
     if results.errors:
         key, why = sorted(results.errors.items())[0]

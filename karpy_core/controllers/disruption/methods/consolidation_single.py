@@ -27,7 +27,7 @@ def fits_somewhere(ctx: SimulationContext, cand: Candidate, free_total: Resource
     infos = ctx.pod_infos(cand)
     for p in infos if not isinstance(infos, str) else []:
         add_into(need, p.requests)
-    own = next((n for n in ctx.nodes if n.name == cand.name), None)
+    own = ctx.node(cand.name)
     others = subtract(free_total, own.free()) if own is not None else free_total
     if all(others.get(r, 0) >= v for r, v in need.items() if r in ("cpu", "memory")):
         return True
