@@ -35,11 +35,11 @@ from karpy_core.scheduling.claim import MAX_INSTANCE_TYPES, PlannedNodeClaim, fi
 from karpy_core.scheduling.explain import explain_detail, why
 from karpy_core.scheduling.infeasible import Unschedulable
 from karpy_core.scheduling.nodes import ExistingNode
-from karpy_core.scheduling.packing import fill_best
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.run import Inputs, SchedulingRun
+from karpy_core.scheduling.sizing import fill_best
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
