@@ -38,6 +38,10 @@ __all__ = ["fill_best", "fill_sized", "unit_prices", "choose_target"]
 
 FloatArray = npt.NDArray[np.float64]
 _BIG = np.iinfo(np.int64).max // 4
+ROLLOUT_PODS = 200
+"""Batches (per NodePool) of at most this many pods look one plan ahead when sizing a claim."""
+ROLLOUT_TARGETS = 4
+"""Targets compared by look-ahead per claim."""
 CANDIDATES = 48
 """Instance types evaluated per claim: those with the highest score upper bound."""
 GOOD_ENOUGH = 0.005
@@ -118,7 +122,7 @@ def pareto(prices: FloatArray, free: IntArray, compat: npt.NDArray[np.bool_]) ->
     return np.flatnonzero(~beaten)
 
 
-def choose_target(
+def evaluate_targets(
     prices: FloatArray,
     free: IntArray,
     room: IntArray,
@@ -127,8 +131,9 @@ def choose_target(
     counts: IntArray,
     compat: npt.NDArray[np.bool_],
     values: FloatArray,
-) -> tuple[int, list[tuple[int, int]]]:
-    """The target type for a claim and the greedy plan that fills it.
+    proportional: bool = False,
+) -> tuple[FloatArray, list[tuple[npt.NDArray[np.intp], IntArray]]]:
+    """Every candidate target type for a claim, scored, with the greedy fill behind the score.
 
     Every candidate type ``t`` is filled from the remaining buckets in steps: each step takes the
     bucket with the most value per share of the room *left* in its scarcest resource (Toyoda's
@@ -145,18 +150,34 @@ def choose_target(
         counts: pods per bucket.
         compat: ``(buckets, candidates)`` whether a bucket may join the claim as that type.
         values: value per pod of each bucket (USD/hour).
+        proportional: first put in the largest slice of the remaining pods, every bucket in
+            proportion to its count, that fits (so every claim has the batch's mix and none is
+            left with the pods that pack badly), then fill the rest greedily.
 
     Returns:
-        (index of the target candidate, its plan: [(bucket, pods)] in order).
+        (score per candidate, the fill's steps: per step, the bucket and pods taken per
+        candidate; :func:`plan_of` turns them into one candidate's plan).
     """
     nb, nt = len(counts), len(prices)
     if nb == 0:
-        scores = seed_value / prices
-        return int(np.lexsort((-prices, -np.round(scores, 9)))[0]), []
+        return seed_value / prices, []
     left = room.copy()
     rem = np.where(compat, counts[:, None], 0)  # (buckets, types)
     packed = np.zeros(nt, dtype=np.float64)
     steps: list[tuple[npt.NDArray[np.intp], IntArray]] = []
+    if proportional:
+        need = rem.T.astype(np.float64) @ vecs.astype(np.float64)  # (types, columns)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(need > 0, np.maximum(left, 0) / np.where(need > 0, need, 1.0), np.inf)
+        alpha = np.minimum(ratio.min(axis=1), 1.0)
+        alpha = np.where(np.isfinite(alpha), alpha, 0.0)
+        k_all = np.floor(rem * alpha[None, :]).astype(np.int64)  # (buckets, types)
+        left -= k_all.T @ vecs
+        rem -= k_all
+        packed += values @ k_all
+        for b in range(nb):
+            if k_all[b].any():
+                steps.append((np.full(nt, b, dtype=np.intp), k_all[b]))
     vf = vecs.astype(np.float64)
     zero = vecs == 0
     cols = np.arange(nt)
@@ -179,15 +200,95 @@ def choose_target(
         packed += k * values[b]
         steps.append((b, k))
     scores = (seed_value + packed) / prices
-    best = int(np.lexsort((-prices, -np.round(scores, 9)))[0])
+    return scores, steps
+
+
+def plan_of(steps: list[tuple[npt.NDArray[np.intp], IntArray]], t: int) -> list[tuple[int, int]]:
+    """Candidate ``t``'s plan from :func:`evaluate_targets`' steps: [(bucket, pods)] in order."""
     plan: list[tuple[int, int]] = []
     for b, k in steps:
-        if k[best] > 0:
-            if plan and plan[-1][0] == int(b[best]):
-                plan[-1] = (plan[-1][0], plan[-1][1] + int(k[best]))
+        if k[t] > 0:
+            if plan and plan[-1][0] == int(b[t]):
+                plan[-1] = (plan[-1][0], plan[-1][1] + int(k[t]))
             else:
-                plan.append((int(b[best]), int(k[best])))
-    return best, plan
+                plan.append((int(b[t]), int(k[t])))
+    return plan
+
+
+def ranking(scores: FloatArray, prices: FloatArray) -> npt.NDArray[np.intp]:
+    """Candidates best first: highest score (to 1e-9), then the dearer (larger) type."""
+    return np.lexsort((-prices, -np.round(scores, 9)))
+
+
+def choose_target(
+    prices: FloatArray,
+    free: IntArray,
+    room: IntArray,
+    seed_value: float,
+    vecs: IntArray,
+    counts: IntArray,
+    compat: npt.NDArray[np.bool_],
+    values: FloatArray,
+    proportional: bool = False,
+) -> tuple[int, list[tuple[int, int]]]:
+    """The best candidate of :func:`evaluate_targets` (same arguments) and its plan."""
+    scores, steps = evaluate_targets(prices, free, room, seed_value, vecs, counts, compat, values, proportional)
+    best = int(ranking(scores, prices)[0])
+    return best, plan_of(steps, best)
+
+
+def shortlist(prices: FloatArray, room_full: IntArray, free_used: IntArray, seed_value: float, values: FloatArray,
+              counts: IntArray, comp: npt.NDArray[np.bool_], w: FloatArray) -> npt.NDArray[np.intp]:
+    """The candidates worth evaluating: the :data:`CANDIDATES` with the highest score upper bound
+    (a type scores at most the value of its whole room, or of all the remaining pods it may take,
+    whichever is less, per USD), then those no other dominates (:func:`pareto`)."""
+    idx = np.arange(len(prices))
+    if len(idx) > CANDIDATES:
+        room_value = np.maximum(room_full, 0) @ w
+        ub = (seed_value + np.minimum(room_value, (values * counts) @ comp)) / prices
+        idx = np.argsort(-ub, kind="stable")[:CANDIDATES]
+    keep = pareto(prices[idx], free_used[idx], comp[:, idx])
+    out: npt.NDArray[np.intp] = idx[keep]
+    return out
+
+
+def _full_compat(table: TypeTable, run: SchedulingRun, pods: list[PodInfo]) -> npt.NDArray[np.bool_]:
+    """``(buckets, types)``: which rows of ``table`` each bucket's pod may use (any of its
+    node-affinity terms), ignoring what a claim already holds."""
+    rows = np.zeros((len(pods), len(table.types)), dtype=bool)
+    for i, p in enumerate(pods):
+        for term in run.attempts(p)[-1].terms:
+            rows[i] |= table.compat_mask(term)
+    return rows
+
+
+def rollout(table: TypeTable, prices: FloatArray, used: npt.NDArray[np.intp], vecs: IntArray, counts: IntArray,
+            compat: npt.NDArray[np.bool_], values: FloatArray, w: FloatArray, proportional: bool) -> float:
+    """USD/hour of the greedy plan (:func:`evaluate_targets`, best target per claim) for the pods
+    ``counts`` leaves, on empty claims of ``table``; ``inf`` when some pod fits no type. An
+    estimate on arrays only: a claim's requirements narrowing (zones) is not modelled."""
+    counts = counts.copy()
+    total = 0.0
+    free_used = table.free[:, used]
+    order = sorted(range(len(counts)), key=lambda b: (-int(vecs[b, used[0]]) if len(used) else 0, -float(values[b])))
+    while counts.any():
+        s = next(b for b in order if counts[b] > 0)
+        fits = compat[s] & np.isfinite(prices) & (table.free >= vecs[s]).all(axis=1)
+        cand = np.flatnonzero(fits)
+        if cand.size == 0:
+            return float("inf")
+        counts[s] -= 1
+        comp = compat[:, cand]
+        keep = shortlist(prices[cand], table.free[cand] - vecs[s], free_used[cand], float(values[s]), values, counts, comp, w)
+        cand, comp = cand[keep], comp[:, keep]
+        f = free_used[cand]
+        scores, steps = evaluate_targets(prices[cand], f, f - vecs[s, used], float(values[s]), vecs[:, used], counts,
+                                         comp, values, proportional)
+        t = int(ranking(scores, prices[cand])[0])
+        for b, k in plan_of(steps, t):
+            counts[b] -= k
+        total += float(prices[cand[t]])
+    return total
 
 
 def fill_best(run: SchedulingRun, pods: list[PodInfo]) -> list[PodInfo]:
@@ -200,27 +301,34 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo]) -> list[PodInfo]:
     if not pods:
         return []
     mark = run.checkpoint()
+    packers: list[Any] = [
+        lambda r, ps, b=None: fill_sized(r, ps, b),
+        lambda r, ps, b=None: fill_sized(r, ps, b, proportional=True),
+        lambda r, ps, b=None: fill(r, ps, PackingPolicy.BALANCED),
+        lambda r, ps, b=None: fill(r, ps, PackingPolicy.FIRST_FIT_DECREASING),
+    ]
     bound: list[float] = []
-    failed = fill_sized(run, pods, bound)
-    cost = run.new_claims_cost(mark[0])
-    if not failed and bound and cost <= bound[0] * (1 + GOOD_ENOUGH):
-        return failed
-    packers: list[Any] = [lambda r, ps: fill_sized(r, ps), lambda r, ps: fill(r, ps, PackingPolicy.BALANCED),
-                          lambda r, ps: fill(r, ps, PackingPolicy.FIRST_FIT_DECREASING)]
-    best = (len(failed), round(cost, 9), 0)
-    for i in (1, 2):
-        run.restore(mark)
-        failed = packers[i](run, pods)
-        score = (len(failed), round(run.new_claims_cost(mark[0]), 9), i)
-        if score < best:
+    best: tuple[int, float, int] | None = None
+    failed: list[PodInfo] = []
+    for i, packer in enumerate(packers):
+        if i:
+            run.restore(mark)
+        failed = packer(run, pods, bound if i == 0 else None)
+        cost = run.new_claims_cost(mark[0])
+        score = (len(failed), round(cost, 9), i)
+        if best is None or score < best:
             best = score
-    if best[2] != 2:
+        if not best[0] and bound and best[1] <= bound[0] * (1 + GOOD_ENOUGH):
+            break
+    assert best is not None
+    if best[2] != i:
         run.restore(mark)
         failed = packers[best[2]](run, pods)
     return failed
 
 
-def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | None = None) -> list[PodInfo]:
+def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | None = None, *,
+               proportional: bool = False) -> list[PodInfo]:
     """Pack plain pods into new NodeClaims sized by cost (see the module docstring); returns the
     pods that fit nowhere. ``bound``, when given, receives one number: a lower bound (USD/hour)
     on any plan for the pods that went to new claims (the sum over NodePools of the LP dual value
@@ -288,18 +396,28 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
             used = np.flatnonzero(vecs.any(axis=0) | claim.requests.astype(bool))
             values = vecs.astype(np.float64) @ w
             seed_value = float(claim.requests @ w)
-            if cand.size > CANDIDATES:
-                # no type can score above its upper bound: the value of its whole room, or of all
-                # the remaining pods it may take, whichever is less
-                room_value = (np.maximum(table.free[cand] - claim.requests, 0) @ w)
-                ub = (seed_value + np.minimum(room_value, (values * counts) @ comp)) / all_prices[cand]
-                top = np.argsort(-ub, kind="stable")[:CANDIDATES]
-                cand, comp = cand[top], comp[:, top]
-            keep = pareto(all_prices[cand], table.free[np.ix_(cand, used)], comp)
+            keep = shortlist(all_prices[cand], table.free[cand] - claim.requests, table.free[np.ix_(cand, used)],
+                             seed_value, values, counts, comp, w)
             cand, comp = cand[keep], comp[:, keep]
-            t, plan = choose_target(all_prices[cand], table.free[np.ix_(cand, used)],
-                                    table.free[np.ix_(cand, used)] - claim.requests[used], seed_value,
-                                    vecs[:, used], counts, comp, values)
+            free_c = table.free[np.ix_(cand, used)]
+            scores, steps = evaluate_targets(all_prices[cand], free_c, free_c - claim.requests[used], seed_value,
+                                             vecs[:, used], counts, comp, values, proportional)
+            order = ranking(scores, all_prices[cand])
+            t = int(order[0])
+            if int(counts.sum()) <= ROLLOUT_PODS and len(order) > 1:
+                # small batches: look one plan ahead; each shortlisted target plus a greedy
+                # plan for what it leaves, cheapest total wins
+                full = _full_compat(table, run, [buckets[k][0] for k in kept])
+                best_total = np.inf
+                for c in order[:ROLLOUT_TARGETS]:
+                    took = np.zeros(len(kept), dtype=np.int64)
+                    for b, k in plan_of(steps, int(c)):
+                        took[b] += k
+                    total = float(all_prices[cand[c]]) + rollout(table, all_prices, used, vecs, counts - took, full,
+                                                                 values, w, proportional)
+                    if total < best_total - 1e-9:
+                        best_total, t = total, int(c)
+            plan = plan_of(steps, t)
             target = int(cand[t])
             if not plan:
                 break
