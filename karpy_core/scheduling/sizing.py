@@ -302,8 +302,8 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo]) -> list[PodInfo]:
         return []
     mark = run.checkpoint()
     packers: list[Any] = [
-        lambda r, ps, b=None: fill_sized(r, ps, b),
         lambda r, ps, b=None: fill_sized(r, ps, b, proportional=True),
+        lambda r, ps, b=None: fill_sized(r, ps, b),
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.BALANCED),
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.FIRST_FIT_DECREASING),
     ]
