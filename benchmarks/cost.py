@@ -6,7 +6,8 @@ amd64/linux NodePool) it prints:
 
 * karpy: USD/hour (cheapest offering per new NodeClaim), nodes, solve seconds (only
   ``Scheduler.solve`` is timed, no tracing), and zone spread of the new claims (zones used, max/min
-  claims per zone, by the zone of each claim's cheapest offering);
+  claims per zone, by the zone the launch kernel ``cheapest_launchable`` picks for each claim,
+  named ``<nodepool>-<n>``: equal-price zones rotate by claim name);
 * FFD: :func:`costref.ffd_plan` (Karpenter's first-fit decreasing, cheapest type per claim);
 * ref: the MILP optimum (``opt``), the MILP's best plan with its dual bound when the time limit hit
   (``milp<=``, ratios then against the bound), or the LP bound (``LP``) for workloads with topology
@@ -151,6 +152,8 @@ def nodepool(catalog: str) -> dict[str, Any]:
 
 def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict[str, Any]], topo: str | None,
         instance_types: list[Any], time_limit: float, milp_pods: int) -> dict[str, Any]:
+    from karpy_core.cloudprovider.launch import LaunchConstraints, cheapest_launchable
+    from karpy_core.errors import InsufficientCapacityError
     from karpy_core.scheduling.pod import pod_info
     from karpy_core.scheduling.scheduler import Scheduler
     from karpy_core.scheduling.template import template_from_nodepool, type_tables
@@ -171,10 +174,13 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     claims = results.new_claims
     karpy_cost = sum(c.cheapest_offering_price() for c in claims)
     zones: dict[str, int] = {z: 0 for z in sorted({z for z, _ in tables[template.name].offering_columns})}
-    for c in claims:
-        o = c.instance_types[0].cheapest(c.requirements) if c.instance_types else None
-        if o is not None:
-            zones[o.zone] = zones.get(o.zone, 0) + 1
+    for i, c in enumerate(claims):
+        # the zone the launch kernel picks (equal-price zones rotated by the claim's name)
+        try:
+            o = cheapest_launchable(c.instance_types, LaunchConstraints(f"{c.nodepool}-{i:05d}", c.requirements, c.requests)).offering
+        except InsufficientCapacityError:
+            continue
+        zones[o.zone] = zones.get(o.zone, 0) + 1
     used = [v for v in zones.values() if v]
     problem = costref.build_problem(tables[template.name], pods)
     ffd = costref.ffd_plan(problem)

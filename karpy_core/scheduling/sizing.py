@@ -424,22 +424,22 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
             progressed = False
             for b, k in plan:
                 sig = kept[b]
-                bucket = buckets.get(sig)
-                if not bucket:
+                group = buckets.get(sig)
+                if not group:
                     continue
                 if not claim.mask[target]:
                     break
                 if not (claim.requests + vecs[b] <= table.free[target]).all():
                     continue
-                if not run.try_add(claim, bucket[0], run.attempts(bucket[0])[-1], None):
+                if not run.try_add(claim, group[0], run.attempts(group[0])[-1], None):
                     excluded.add(sig)
                     continue
                 added = 1
                 if k > 1 and claim.mask[target]:
-                    added += add_identical(run, claim, bucket[1:k], vecs[b], target=target)
+                    added += add_identical(run, claim, group[1:k], vecs[b], target=target)
                 progressed = True
-                del bucket[:added]
-                if not bucket:
+                del group[:added]
+                if not group:
                     del buckets[sig]
             if not progressed or not claim.mask[target]:
                 # the target fell out (a pod narrowed the claim's zones or types): fill again
