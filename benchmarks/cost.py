@@ -167,7 +167,7 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     pods = [pod_info(p) for p in pods_raw]
     dss = [pod_info(p) for p in ds_raw]
     tables = type_tables([template], dss)
-    scheduler = Scheduler([template], daemonsets=dss, tables=tables)
+    scheduler = Scheduler([template], daemonsets=dss, tables=tables, sizing=True)  # as the provisioner runs it
     t0 = time.perf_counter()
     results = scheduler.solve(pods)
     solve_s = time.perf_counter() - t0

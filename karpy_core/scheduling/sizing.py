@@ -291,29 +291,32 @@ def rollout(table: TypeTable, prices: FloatArray, used: npt.NDArray[np.intp], ve
     return total
 
 
-def fill_best(run: SchedulingRun, pods: list[PodInfo]) -> list[PodInfo]:
+def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> list[PodInfo]:
     """Pack plain pods and keep the cheapest plan (fewer unplaced pods first, then USD/hour of
-    the claims' cheapest offerings; ties keep the earlier): :func:`fill_sized` first; when its
-    plan is more than :data:`GOOD_ENOUGH` above the batch's lower bound (the LP dual value of
-    :func:`unit_prices`), also the balanced mix and first-fit decreasing as Karpenter does
+    the claims' cheapest offerings; ties keep the earlier packer). With ``sizing``:
+    :func:`fill_sized` (proportional, then greedy), stopping as soon as a plan is within
+    :data:`GOOD_ENOUGH` of the batch's lower bound (the LP dual value of :func:`unit_prices`);
+    then the balanced mix and first-fit decreasing as Karpenter does
     (:func:`~karpy_core.scheduling.packing.fill`), as a floor: the plan is never dearer than the
-    fill-the-largest-type packers'. All deterministic. Returns the unplaced pods."""
+    fill-the-largest-type packers'. Without ``sizing`` only those two (Karpenter's claim sizes).
+    All deterministic. Returns the unplaced pods."""
     if not pods:
         return []
     mark = run.checkpoint()
     packers: list[Any] = [
-        lambda r, ps, b=None: fill_sized(r, ps, b, proportional=True),
-        lambda r, ps, b=None: fill_sized(r, ps, b),
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.BALANCED),
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.FIRST_FIT_DECREASING),
     ]
+    if sizing:
+        packers[:0] = [lambda r, ps, b=None: fill_sized(r, ps, b, proportional=True),
+                       lambda r, ps, b=None: fill_sized(r, ps, b)]
     bound: list[float] = []
     best: tuple[int, float, int] | None = None
     failed: list[PodInfo] = []
     for i, packer in enumerate(packers):
         if i:
             run.restore(mark)
-        failed = packer(run, pods, bound if i == 0 else None)
+        failed = packer(run, pods, bound if i == 0 and sizing else None)
         cost = run.new_claims_cost(mark[0])
         score = (len(failed), round(cost, 9), i)
         if best is None or score < best:

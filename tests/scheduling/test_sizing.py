@@ -26,9 +26,9 @@ from .helpers import make_type, nodepool, pod
 LINEAR = [make_type("small", 2, 8), make_type("medium", 4, 16), make_type("large", 8, 32)]
 
 
-def solve(pools, pods, *, catalog=LINEAR, daemonsets=(), usage=None):
+def solve(pools, pods, *, catalog=LINEAR, daemonsets=(), usage=None, sizing=True):
     templates = [template_from_nodepool(p, catalog) for p in pools]
-    return Scheduler(templates, daemonsets=[pod_info(d) for d in daemonsets], nodepool_usage=usage).solve(
+    return Scheduler(templates, daemonsets=[pod_info(d) for d in daemonsets], nodepool_usage=usage, sizing=sizing).solve(
         [pod_info(p) for p in pods])
 
 
@@ -58,6 +58,12 @@ def test_five_one_cpu_pods_get_a_medium_and_a_small_not_a_large():
     # each claim keeps every type that fits its pods, cheapest first (launch flexibility)
     medium = next(c for c in res.new_claims if len(c.pods) == 4)
     assert [t.name for t in medium.instance_types] == ["medium", "large"]
+
+
+def test_without_sizing_the_scheduler_keeps_karpenters_sizes():
+    # what single-replacement consolidation relies on: one claim while the largest type fits
+    res = solve([nodepool()], [pod(f"p{i}", "1", "1Gi") for i in range(5)], sizing=False)
+    assert types(res) == ["large"] and cost(res) == 0.40
 
 
 def test_one_large_wins_when_it_is_cheaper_per_cpu():
@@ -146,7 +152,7 @@ def test_unit_prices_are_dual_feasible_and_bound_the_plan():
     pods = [pod(f"p{i}", rng.choice(["250m", "500m", "1", "2"]), rng.choice(["256Mi", "1Gi", "4Gi", "8Gi"]))
             for i in range(200)]
     template = template_from_nodepool(pool, catalog)
-    sched = Scheduler([template])
+    sched = Scheduler([template], sizing=True)
     table = sched.tables[template.name]
     prices = table.cheapest_prices(template.requirements)
     infos = [pod_info(p) for p in pods]
@@ -167,7 +173,7 @@ def test_sized_plan_is_valid_and_no_dearer_than_the_old_packers(seed):
     pods = [pod(f"p{i}", rng.choice(["100m", "500m", "1", "1500m", "3"]), rng.choice(["128Mi", "1Gi", "3Gi", "6Gi"]))
             for i in range(rng.randint(5, 80))]
     template = template_from_nodepool(nodepool(), catalog)
-    sched = Scheduler([template])
+    sched = Scheduler([template], sizing=True)
     infos = [pod_info(p) for p in pods]
     res = sched.solve(infos)
     assert not res.errors and res.pods_placed() == len(pods)
