@@ -3,18 +3,29 @@
 Karpenter (and :func:`~karpy_core.scheduling.packing.fill`) keeps adding pods to a claim while the
 largest instance type still fits them, then launches the cheapest type that holds them: the last
 claim of a batch is usually a large node left mostly empty (32 pods of the embedded default
-scenario: one c6a.8xlarge, 1.224 USD/hour, where c6a.4xlarge + c6a.2xlarge cost 0.918), and at
-scale the largest type is rarely the cheapest per cpu.
+scenario: one c6a.8xlarge, 1.224 USD/hour, where c6a.4xlarge + c6a.2xlarge, or c6a.4xlarge +
+c6a.xlarge + 2 x c6a.large, cost 0.918), and at scale the largest type is rarely the cheapest per
+cpu (5,000 x 1 cpu: 14 nodes, mostly c8i.96xlarge, 235 USD/hour; 28 c6a.48xlarge-sized ones, 192).
 
 :func:`fill_sized` packs the same pods one claim at a time, but picks a *target* instance type for
-each claim before filling it: the type whose greedy filling from the remaining pods buys the most
-value per USD, value being the pods' requests priced at the resource unit prices of the batch's
-LP dual (:func:`unit_prices`). The classic greedy for covering with priced bins (Chvátal's set
-cover greedy; "best cost per unit of requested resource"). Pods are then added while they fit the
-target's room; the claim keeps every instance type that fits its pods (the target or cheaper
-ones first, larger ones as launch alternatives), so NodePool limits, minValues, offerings and
-requirements are checked exactly as for any other claim, by
-:func:`~karpy_core.scheduling.feasibility.check_claim`.
+each claim before filling it (:func:`evaluate_targets`): the type whose fill from the remaining
+pods buys the most value per USD, value being the pods' requests priced at the unit prices of the
+batch's LP dual (:func:`unit_prices`) - the classic greedy for covering with priced bins
+(Chvátal's set-cover greedy: best cost per unit of requested resource). A type is filled either
+greedily (Toyoda's multi-dimensional knapsack rule: value per share of the scarcest room left) or
+first with the largest proportional slice of the remaining pods (so no claim is left with only the
+pods that pack badly), then greedily. Only a shortlist of types is evaluated (:func:`shortlist`:
+the best score upper bounds, then the Pareto front). Batches of at most :data:`ROLLOUT_PODS`
+pods look one plan ahead (:func:`rollout`): each of the best :data:`ROLLOUT_TARGETS` targets
+plus a greedy plan for what it leaves, cheapest total wins.
+
+Pods are then added while they fit the target's room; the claim keeps every instance type that
+fits its pods (the target or cheaper ones first, larger ones as launch alternatives), so NodePool
+limits, minValues, offerings, requirements and host ports are checked exactly as for any other
+claim, by :func:`~karpy_core.scheduling.feasibility.check_claim`. :func:`fill_best` keeps the
+cheapest of the sized plans and Karpenter's (:func:`~karpy_core.scheduling.packing.fill`), so a
+plan is never dearer than before. Pods stay in the NodePool :meth:`SchedulingRun.place_new` opens
+their claim in (weight order).
 
 Pure: numpy over the NodePool's :class:`~karpy_core.scheduling.template.TypeTable`; no I/O.
 """
@@ -34,7 +45,8 @@ from karpy_core.scheduling.policies import PackingPolicy
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.template import TypeTable
 
-__all__ = ["fill_best", "fill_sized", "unit_prices", "choose_target"]
+__all__ = ["GOOD_ENOUGH", "ROLLOUT_PODS", "choose_target", "evaluate_targets", "fill_best", "fill_sized", "pareto",
+           "plan_of", "ranking", "rollout", "shortlist", "unit_prices"]
 
 FloatArray = npt.NDArray[np.float64]
 _BIG = np.iinfo(np.int64).max // 4
