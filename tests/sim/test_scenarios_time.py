@@ -12,6 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from karpy_core.cli import app, run_simulation
+from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
+from karpy_core.cloudprovider.launch import zone_start
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 
@@ -268,3 +270,24 @@ def test_bad_scenarios_fail_before_running_and_name_the_step(tmp_path):
                     {"at": "2h", "patch": {"kind": "EC2NodeClass", "name": "default", "patch": {"spec": {"role": 5}}}}])
     assert "steps[1].patch: the patched NodePool would be invalid" in err and "consolidateAfter" in err
     assert "--until" in problems([{"at": "0s", "apply": base}], "--until", "-1h")
+
+
+async def test_anti_affinity_nodes_spread_over_zones_on_equal_prices(tmp_path):
+    """Six single-pod nodes of a hostname anti-affinity Deployment: the offerings of their type
+    cost the same in every zone, so the zone follows each NodeClaim's name (launch kernel
+    tie-break) and the nodes do not all land in the first zone by name."""
+    path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=6, anti=True)]}], until="10m")
+    doc = await run(path)
+    nodes = doc["nodes"]
+    assert len(nodes) == 6 and doc["summary"]["pods_pending"] == 0
+    zones = [n["labels"]["topology.kubernetes.io/zone"] for n in nodes]
+    assert [n["labels"]["topology.kubernetes.io/zone"] for n in (await run(path))["nodes"]] == zones  # deterministic
+    assert len(set(zones)) >= 3, zones
+    # each zone is the one the claim's name picks among the type's equal-price zones
+    catalog = {it.name: it for it in load_aws_catalog()}
+    for n in nodes:
+        it = catalog[n["labels"]["node.kubernetes.io/instance-type"]]
+        od = [o for o in it.offerings if o.capacity_type == "on-demand" and o.available]
+        cheapest = min(o.price for o in od)
+        tied = sorted({o.zone for o in od if o.price == cheapest})
+        assert n["labels"]["topology.kubernetes.io/zone"] == tied[zone_start(n["name"]) % len(tied)]
