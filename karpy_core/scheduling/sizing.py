@@ -16,7 +16,7 @@ greedily (Toyoda's multi-dimensional knapsack rule: value per share of the scarc
 first with the largest proportional slice of the remaining pods (so no claim is left with only the
 pods that pack badly), then greedily. Only a shortlist of types is evaluated (:func:`shortlist`:
 the best score upper bounds, then the Pareto front). Batches of at most :data:`ROLLOUT_PODS`
-pods look one plan ahead (:func:`rollout`): each of the best :data:`ROLLOUT_TARGETS` targets
+pods look one plan ahead (:func:`rollout`): each of the best few targets (:data:`ROLLOUT_TARGETS`)
 plus a greedy plan for what it leaves, cheapest total wins.
 
 Pods are then added while they fit the target's room; the claim keeps every instance type that
@@ -52,8 +52,9 @@ FloatArray = npt.NDArray[np.float64]
 _BIG = np.iinfo(np.int64).max // 4
 ROLLOUT_PODS = 200
 """Batches (per NodePool) of at most this many pods look one plan ahead when sizing a claim."""
-ROLLOUT_TARGETS = 4
-"""Targets compared by look-ahead per claim."""
+ROLLOUT_TARGETS = (4, 8)
+"""Targets compared by look-ahead per claim: small batches are packed with each (a wider look
+can be misled by the greedy estimate as often as it helps; the cheaper plan is kept)."""
 CANDIDATES = 48
 """Instance types evaluated per claim: those with the highest score upper bound."""
 GOOD_ENOUGH = 0.005
@@ -320,8 +321,11 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.FIRST_FIT_DECREASING),
     ]
     if sizing:
-        packers[:0] = [lambda r, ps, b=None: fill_sized(r, ps, b, proportional=True),
-                       lambda r, ps, b=None: fill_sized(r, ps, b)]
+        sized: list[Any] = []
+        for targets in ROLLOUT_TARGETS if len(pods) <= ROLLOUT_PODS else ROLLOUT_TARGETS[:1]:
+            sized.append(lambda r, ps, b=None, t=targets: fill_sized(r, ps, b, proportional=True, targets=t))
+            sized.append(lambda r, ps, b=None, t=targets: fill_sized(r, ps, b, targets=t))
+        packers[:0] = sized
     bound: list[float] = []
     best: tuple[int, float, int] | None = None
     failed: list[PodInfo] = []
@@ -343,9 +347,10 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
 
 
 def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | None = None, *,
-               proportional: bool = False) -> list[PodInfo]:
+               proportional: bool = False, targets: int = ROLLOUT_TARGETS[0]) -> list[PodInfo]:
     """Pack plain pods into new NodeClaims sized by cost (see the module docstring); returns the
-    pods that fit nowhere. ``bound``, when given, receives one number: a lower bound (USD/hour)
+    pods that fit nowhere. ``targets``: how many targets the look-ahead compares per claim.
+    ``bound``, when given, receives one number: a lower bound (USD/hour)
     on any plan for the pods that went to new claims (the sum over NodePools of the LP dual value
     of their pods), valid when every pod of the batch uses one NodePool."""
     buckets: dict[tuple[Any, ...], list[PodInfo]] = {}
@@ -424,7 +429,7 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
                 # plan for what it leaves, cheapest total wins
                 full = _full_compat(table, run, [buckets[k][0] for k in kept])
                 best_total = np.inf
-                for c in order[:ROLLOUT_TARGETS]:
+                for c in order[:targets]:
                     took = np.zeros(len(kept), dtype=np.int64)
                     for b, k in plan_of(steps, int(c)):
                         took[b] += k
