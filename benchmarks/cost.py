@@ -6,7 +6,8 @@ amd64/linux NodePool) it prints:
 
 * karpy: USD/hour (cheapest offering per new NodeClaim), nodes, solve seconds (only
   ``Scheduler.solve`` is timed, no tracing), and zone spread of the new claims (zones used, max/min
-  claims per zone, by the zone of each claim's cheapest offering);
+  claims per zone, by the zone the launch kernel ``cheapest_launchable`` picks for each claim,
+  named ``<nodepool>-<n>``: equal-price zones rotate by claim name);
 * FFD: :func:`costref.ffd_plan` (Karpenter's first-fit decreasing, cheapest type per claim);
 * ref: the MILP optimum (``opt``), the MILP's best plan with its dual bound when the time limit hit
   (``milp<=``, ratios then against the bound), or the LP bound (``LP``) for workloads with topology
@@ -151,6 +152,8 @@ def nodepool(catalog: str) -> dict[str, Any]:
 
 def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict[str, Any]], topo: str | None,
         instance_types: list[Any], time_limit: float, milp_pods: int) -> dict[str, Any]:
+    from karpy_core.cloudprovider.launch import LaunchConstraints, cheapest_launchable
+    from karpy_core.errors import InsufficientCapacityError
     from karpy_core.scheduling.pod import pod_info
     from karpy_core.scheduling.scheduler import Scheduler
     from karpy_core.scheduling.template import template_from_nodepool, type_tables
@@ -164,23 +167,29 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     pods = [pod_info(p) for p in pods_raw]
     dss = [pod_info(p) for p in ds_raw]
     tables = type_tables([template], dss)
-    scheduler = Scheduler([template], daemonsets=dss, tables=tables)
+    scheduler = Scheduler([template], daemonsets=dss, tables=tables, sizing=True)  # as the provisioner runs it
     t0 = time.perf_counter()
     results = scheduler.solve(pods)
     solve_s = time.perf_counter() - t0
     claims = results.new_claims
     karpy_cost = sum(c.cheapest_offering_price() for c in claims)
     zones: dict[str, int] = {z: 0 for z in sorted({z for z, _ in tables[template.name].offering_columns})}
-    for c in claims:
-        o = c.instance_types[0].cheapest(c.requirements) if c.instance_types else None
-        if o is not None:
-            zones[o.zone] = zones.get(o.zone, 0) + 1
+    for i, c in enumerate(claims):
+        # the zone the launch kernel picks (equal-price zones rotated by the claim's name)
+        try:
+            o = cheapest_launchable(c.instance_types, LaunchConstraints(f"{c.nodepool}-{i:05d}", c.requirements, c.requests)).offering
+        except InsufficientCapacityError:
+            continue
+        zones[o.zone] = zones.get(o.zone, 0) + 1
     used = [v for v in zones.values() if v]
     problem = costref.build_problem(tables[template.name], pods)
     ffd = costref.ffd_plan(problem)
     ref_kind, ref, bound, milp_s, note = "LP", None, None, 0.0, ""
     if topo is None and len(pods) <= milp_pods:
-        m = costref.solve_milp(problem, ffd.cost, time_limit=time_limit)
+        # karpy's plan is feasible for the MILP's model (no topology here) when nothing is pending:
+        # a tighter upper bound means fewer bins, so HiGHS proves the optimum sooner
+        ub = min(ffd.cost, karpy_cost) if not results.errors else ffd.cost
+        m = costref.solve_milp(problem, ub * (1 + 1e-6), time_limit=time_limit)
         if m is not None:
             milp_s = m.seconds
             if m.optimal and m.value is not None:
@@ -188,7 +197,7 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
             else:
                 # the time limit hit: the best plan known (MILP incumbent or FFD) and the best bound
                 ref_kind, bound = "milp<=", max(m.bound, costref.lp_bound(problem))
-                ref = min(m.value if m.value is not None else ffd.cost, ffd.cost)
+                ref = min(m.value if m.value is not None else ffd.cost, ffd.cost)  # the best plan not karpy's
                 note = f"time limit; bound {bound:.4f}, gap {100 * (ref / bound - 1):.1f}%"
     if ref_kind == "LP":
         t1 = time.perf_counter()

@@ -139,14 +139,14 @@ def run_one(kind: str, n: int, caches: bool) -> dict[str, Any]:
     raw = diverse(n) if kind == "diverse" else deployments(n)
     pods = [pod_info(p) for p in raw]
     t0 = time.perf_counter()
-    scheduler = Scheduler([template_from_nodepool(NODEPOOL, catalog)], use_caches=caches)
+    scheduler = Scheduler([template_from_nodepool(NODEPOOL, catalog)], use_caches=caches, sizing=True)  # as the provisioner runs it
     results = scheduler.solve(pods)
     elapsed = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak of the timed run alone
     # The heap peak comes from a second solve of the same input under tracemalloc, outside the
     # timed region (tracing slows a solve about 3x).
     tracemalloc.start()
-    Scheduler([template_from_nodepool(NODEPOOL, catalog)], use_caches=caches).solve(pods)
+    Scheduler([template_from_nodepool(NODEPOOL, catalog)], use_caches=caches, sizing=True).solve(pods)
     _, heap = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     cost = sum(c.cheapest_offering_price() for c in results.new_claims)

@@ -12,8 +12,11 @@ before and after its cloud call; they live here once, free of I/O:
    instance type qualifies when its requirements intersect the claim's, its allocatable fits the
    requests, and it has an *available* offering compatible with the claim's zone and capacity
    type requirements. **The one tie-break**: price (USD/hour), then instance-type name, then
-   zone, then capacity type - total and deterministic, so the same inputs always launch the same
-   offering.
+   zone - among a type's equal-price offerings the zones are taken in name order rotated to
+   start at ``crc32(claim name) mod zones`` (:func:`zone_start`), so a NodePool's claims spread
+   over its zones instead of all landing in the first by name (Karpenter samples among the
+   cheapest offerings at random) - then capacity type. Total and deterministic: the same claim
+   name and inputs always launch the same offering.
 3. :func:`stamp_launched` - the NodeClaim as launched: the instance type's single-valued labels
    plus ``node.kubernetes.io/instance-type``, ``topology.kubernetes.io/zone`` and
    ``karpenter.sh/capacity-type``; ``status.providerID``, ``status.capacity`` and
@@ -27,6 +30,7 @@ three built-in providers use (``aws:///us-east-1a/i-0abc``, ``kakaocloud:///kr-c
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -59,6 +63,7 @@ __all__ = [
     "rank_launchable",
     "reservation_labels",
     "stamp_launched",
+    "zone_start",
 ]
 
 INVALID_REQUIREMENTS = "InvalidRequirements"
@@ -67,7 +72,8 @@ INVALID_REQUIREMENTS = "InvalidRequirements"
 _PROVIDER_ID = re.compile(r"([a-z][a-z0-9+.-]*):///(.*)/([^/]+)")
 
 RankKey = tuple[float, str, str, str]
-"""(price USD/hour, instance-type name, zone, capacity type): the one launch tie-break."""
+"""(price USD/hour, instance-type name, zone, capacity type) of a choice. Types are ranked by
+the first two; each type's offering is already the tie-broken one (zones rotated per claim)."""
 
 
 class InvalidRequirementsError(CreateError):
@@ -121,12 +127,19 @@ def launch_constraints(nodeclaim: NodeClaim) -> LaunchConstraints:
     return LaunchConstraints(claim=claim, requirements=reqs, requests=requests)
 
 
-def _best_offering(it: InstanceType, reqs: Requirements) -> Offering | None:
-    """``it``'s cheapest available offering compatible with ``reqs`` (ties: zone, capacity type)."""
+def zone_start(claim: str) -> int:
+    """Where a claim's zone rotation starts: ``crc32(name)`` (stable across processes and
+    machines, unlike Python's salted ``hash``); taken modulo the number of tied zones."""
+    return zlib.crc32(claim.encode())
+
+
+def _best_offering(it: InstanceType, reqs: Requirements, start: int = 0) -> Offering | None:
+    """``it``'s cheapest available offering compatible with ``reqs``; ties: the zone at
+    ``start mod n`` among the ``n`` tied zones in name order, then capacity type."""
     zone_req = reqs.get(LABEL_ZONE)
     ct_req = reqs.get(LABEL_CAPACITY_TYPE)
     rid_req = reqs.get(LABEL_RESERVATION_ID)
-    best: Offering | None = None
+    tied: list[Offering] = []
     for o in it.offerings:
         if not o.available:
             continue
@@ -136,20 +149,28 @@ def _best_offering(it: InstanceType, reqs: Requirements) -> Offering | None:
             continue
         if rid_req is not None and o.reservation_id is not None and not rid_req.has(o.reservation_id):
             continue
-        if best is None or (o.price, o.zone, o.capacity_type) < (best.price, best.zone, best.capacity_type):
-            best = o
-    return best
+        if not tied or o.price < tied[0].price:
+            tied = [o]
+        elif o.price == tied[0].price:
+            tied.append(o)
+    if not tied:
+        return None
+    zones = sorted({o.zone for o in tied})
+    first = zones[start % len(zones)]
+    return min((o for o in tied if o.zone == first), key=lambda o: o.capacity_type)
 
 
-def _ranked_by_offering(types: Iterable[InstanceType], reqs: Requirements) -> list[LaunchChoice]:
-    """Each type with an available compatible offering, as its cheapest choice, in rank order.
-    Only the (cheap) offering checks are made here; the type-level checks come after."""
+def _ranked_by_offering(types: Iterable[InstanceType], reqs: Requirements, claim: str = "") -> list[LaunchChoice]:
+    """Each type with an available compatible offering, as its cheapest choice (zone ties
+    rotated by ``claim``'s name, see :func:`zone_start`), in rank order. Only the (cheap)
+    offering checks are made here; the type-level checks come after."""
+    start = zone_start(claim)
     choices = []
     for it in types:
-        o = _best_offering(it, reqs)
+        o = _best_offering(it, reqs, start)
         if o is not None:
             choices.append(LaunchChoice(it, o))
-    choices.sort(key=lambda c: c.key)
+    choices.sort(key=lambda c: c.key[:2])  # price, then type name: one choice per type
     return choices
 
 
@@ -160,8 +181,10 @@ def _qualifies(it: InstanceType, c: LaunchConstraints) -> bool:
 def rank_launchable(types: Iterable[InstanceType], constraints: LaunchConstraints) -> list[LaunchChoice]:
     """Every instance type that may launch under ``constraints``, one :class:`LaunchChoice` each
     (its cheapest available compatible offering), cheapest first by the one tie-break (price,
-    instance-type name, zone, capacity type). Empty when nothing qualifies."""
-    return [ch for ch in _ranked_by_offering(types, constraints.requirements) if _qualifies(ch.instance_type, constraints)]
+    instance-type name; a type's zone ties rotated by the claim's name, then capacity type).
+    Empty when nothing qualifies."""
+    return [ch for ch in _ranked_by_offering(types, constraints.requirements, constraints.claim)
+            if _qualifies(ch.instance_type, constraints)]
 
 
 def _insufficient(constraints: LaunchConstraints, what: str) -> InsufficientCapacityError:
@@ -182,7 +205,7 @@ def cheapest_launchable(types: Iterable[InstanceType], constraints: LaunchConstr
     Raises:
         InsufficientCapacityError: no instance type qualifies.
     """
-    for ch in _ranked_by_offering(types, constraints.requirements):
+    for ch in _ranked_by_offering(types, constraints.requirements, constraints.claim):
         if _qualifies(ch.instance_type, constraints):
             return ch
     raise _insufficient(constraints, what)

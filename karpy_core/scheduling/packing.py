@@ -1,6 +1,7 @@
 """Packing plain pods (no topology, pod affinity or preferences) into new NodeClaims.
 
-:func:`fill_best` packs with both policies of :class:`PackingPolicy` and keeps the cheaper plan;
+:func:`~karpy_core.scheduling.sizing.fill_best` packs with both policies of :class:`PackingPolicy` and
+the cost-sized packer and keeps the cheapest plan;
 :func:`fill` opens one claim at a time and hands it chunks of pod shapes;
 :func:`add_identical` adds many pods of one shape to a claim in one step.
 """
@@ -19,7 +20,7 @@ from karpy_core.scheduling.policies import MinValuesPolicy, PackingPolicy
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.topology import Placement
 
-__all__ = ["fill_best", "fill", "add_identical", "ffd_key", "counts_that_fit"]
+__all__ = ["fill", "add_identical", "ffd_key", "counts_that_fit"]
 
 
 def ffd_key(p: PodInfo) -> tuple[Any, ...]:
@@ -34,25 +35,6 @@ def counts_that_fit(free: IntArray, vec: IntArray) -> IntArray:
     per[:, vec == 0] = np.iinfo(np.int64).max
     out: IntArray = per.min(axis=1)
     return out
-
-
-def fill_best(run: SchedulingRun, pods: list[PodInfo]) -> list[PodInfo]:
-    """Pack plain pods with both packers (balanced mix, and first-fit decreasing as Karpenter
-    does) and keep the cheaper plan (fewer unplaced pods first, then USD/hour). Balanced wins on
-    catalogs priced per resource; FFD can win where specialised families (compute- or
-    memory-optimised) are cheaper per unit. Both are deterministic. Returns the unplaced pods."""
-    if not pods:
-        return []
-    mark = run.checkpoint()
-    failed_ffd = fill(run, pods, PackingPolicy.FIRST_FIT_DECREASING)
-    cost_ffd = run.new_claims_cost(mark[0])
-    run.restore(mark)
-    failed_bal = fill(run, pods, PackingPolicy.BALANCED)
-    cost_bal = run.new_claims_cost(mark[0])
-    if (len(failed_bal), cost_bal) <= (len(failed_ffd), cost_ffd):
-        return failed_bal
-    run.restore(mark)
-    return fill(run, pods, PackingPolicy.FIRST_FIT_DECREASING)
 
 
 def fill(run: SchedulingRun, pods: list[PodInfo], policy: PackingPolicy = PackingPolicy.BALANCED) -> list[PodInfo]:
@@ -127,16 +109,18 @@ def fill(run: SchedulingRun, pods: list[PodInfo], policy: PackingPolicy = Packin
     return failed
 
 
-def add_identical(run: SchedulingRun, claim: ClaimState, pods: list[PodInfo], vec: IntArray) -> int:
+def add_identical(run: SchedulingRun, claim: ClaimState, pods: list[PodInfo], vec: IntArray, *, target: int | None = None) -> int:
     """Add up to ``len(pods)`` pods identical to the one just added (same signature, no host
     ports) in one step; returns how many were added. Halves the count until the claim's
-    remaining types, limits and minValues admit it."""
+    remaining types, limits and minValues admit it. With ``target`` (a row of the claim's table
+    still in its mask) no more are added than fit that type."""
     if not pods or pods[0].host_ports:
         return 0
     table = claim.table
     per_type = counts_that_fit(table.free - claim.requests, vec)
     per_type = np.where(claim.mask, per_type, -1)
-    k = min(len(pods), int(per_type.max()) if per_type.size else 0)
+    most = int(per_type[target]) if target is not None else (int(per_type.max()) if per_type.size else 0)
+    k = min(len(pods), most)
     best_effort = run.inputs.min_values_policy is MinValuesPolicy.BEST_EFFORT
     mask = claim.mask
     while k > 0:

@@ -53,6 +53,8 @@ class Inputs:
         preference_policy, min_values_policy: the policies.
         max_instance_types: instance types kept per NodeClaim.
         use_caches: False tries every node and claim for every pod (the pod-by-pod reference).
+        sizing: new claims of plain pods sized by cost (:mod:`~karpy_core.scheduling.sizing`);
+            False keeps Karpenter's sizes (fill while the largest type fits).
     """
 
     templates: tuple[NodePoolTemplate, ...]
@@ -65,6 +67,7 @@ class Inputs:
     min_values_policy: MinValuesPolicy
     max_instance_types: int
     use_caches: bool
+    sizing: bool = False
 
 
 class SchedulingRun:

@@ -35,11 +35,11 @@ from karpy_core.scheduling.claim import MAX_INSTANCE_TYPES, PlannedNodeClaim, fi
 from karpy_core.scheduling.explain import explain_detail, why
 from karpy_core.scheduling.infeasible import Unschedulable
 from karpy_core.scheduling.nodes import ExistingNode
-from karpy_core.scheduling.packing import fill_best
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.run import Inputs, SchedulingRun
+from karpy_core.scheduling.sizing import fill_best
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
@@ -91,6 +91,11 @@ class Scheduler:
         tables: type tables to reuse, by NodePool name (from :func:`type_tables` over the same
             templates and DaemonSets); a table built for another template object is rebuilt.
         unready: NodePools left out because they are not Ready: name -> why (for explanations).
+        sizing: size new NodeClaims of plain pods by cost (:func:`~karpy_core.scheduling.sizing.fill_best`;
+            the provisioner's choice). False (the default) keeps Karpenter's sizes - fill a claim
+            while its largest type fits, launch the cheapest that holds it - which Karpenter-style
+            consolidation relies on: it takes at most one replacement, and a sized plan may split
+            one replacement into two cheaper ones.
 
     Raises:
         ValueError: a policy spelling is unknown.
@@ -110,6 +115,7 @@ class Scheduler:
         min_values_policy: MinValuesPolicy | str = MinValuesPolicy.STRICT,
         tables: Mapping[str, TypeTable] | None = None,
         unready: Mapping[str, str] | None = None,
+        sizing: bool = False,
     ):
         ordered = tuple(sorted(templates, key=lambda t: (-t.weight, t.name)))
         given = tables or {}
@@ -131,6 +137,7 @@ class Scheduler:
             min_values_policy=MinValuesPolicy(min_values_policy),
             max_instance_types=max_instance_types,
             use_caches=use_caches,
+            sizing=sizing,
         )
         self._last: SchedulingRun | None = None
 
@@ -152,8 +159,8 @@ class Scheduler:
         reasons: dict[str, Unschedulable] = {}
         # Phase 1: pods whose placement depends on other pods or on preferences, first-fit decreasing.
         # Phase 2: the rest go to existing nodes and the claims phase 1 opened, first fit.
-        # Phase 3: what is left is packed into new claims one claim at a time, mixing shapes so that
-        #          no resource runs out long before the others (see packing.fill).
+        # Phase 3: what is left is packed into new claims one claim at a time, sized by cost when
+        #          ``sizing`` is on (see sizing.fill_best), else as Karpenter sizes them (packing.fill).
         leftover: list[PodInfo] = []
         for phase, pods_in_phase in ((1, [p for p in queue if not _plain(p)]), (2, [p for p in queue if _plain(p)])):
             for pod in pods_in_phase:
@@ -176,7 +183,7 @@ class Scheduler:
                         reasons[pod.key] = why(run, pod)
                     else:
                         leftover.append(pod)
-        for pod in fill_best(run, leftover):
+        for pod in fill_best(run, leftover, self.inputs.sizing):
             reasons[pod.key] = why(run, pod)
         claims = [finalize(c, self.inputs.max_instance_types) for c in run.claims]
         return SchedulingResults(claims, existing, {k: r.message for k, r in reasons.items()}, reasons)

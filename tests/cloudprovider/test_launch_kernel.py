@@ -17,6 +17,7 @@ from karpy_core.cloudprovider.launch import (
     rank_launchable,
     require_launchable,
     stamp_launched,
+    zone_start,
 )
 from karpy_core.cloudprovider.options import ProviderOptions
 from karpy_core.cloudprovider.types import InstanceType, Offering
@@ -37,19 +38,41 @@ def claim(requirements: list[dict], requests: dict[str, str] | None = None, name
     })
 
 
-def test_one_tie_break_price_name_zone_capacity_type() -> None:
+@pytest.mark.parametrize("name", ["c1", "c2", "default-bcdfg"])
+def test_one_tie_break_price_name_zone_capacity_type(name: str) -> None:
     types = [
         itype("b.large", [Offering("z2", "spot", 0.1), Offering("z1", "spot", 0.1)]),
         itype("a.large", [Offering("z2", "on-demand", 0.1), Offering("z2", "spot", 0.1)]),
         itype("c.large", [Offering("z1", "on-demand", 0.05, available=False), Offering("z1", "spot", 0.2)]),
     ]
-    c = launch_constraints(claim([]))
+    c = launch_constraints(claim([], name=name))
+    # b.large's two equal-price zones: the claim's name picks where the rotation starts
+    b_zone = ["z1", "z2"][zone_start(name) % 2]
     for _ in range(5):
         random.shuffle(types)
         ranked = rank_launchable(types, c)
         assert [(ch.instance_type.name, ch.offering.zone, ch.offering.capacity_type) for ch in ranked] == [
-            ("a.large", "z2", "on-demand"), ("b.large", "z1", "spot"), ("c.large", "z1", "spot")]
+            ("a.large", "z2", "on-demand"), ("b.large", b_zone, "spot"), ("c.large", "z1", "spot")]
         assert cheapest_launchable(types, c) == ranked[0]
+
+
+def test_equal_price_zones_spread_over_claims_deterministically() -> None:
+    """Six single-pod claims of one NodePool (names as the API server's generateName makes them)
+    do not all land in the first zone by name; the same name always gets the same zone."""
+    zones = ["us-east-1a", "us-east-1b", "us-east-1c"]
+    types = [itype("m.large", [Offering(z, "on-demand", 0.096) for z in zones])]
+    names = [f"default-{s}" for s in ("x7k2p", "q9dmt", "bz4rn", "t5wfh", "c8lvs", "n2gjd")]
+    picked = [cheapest_launchable(types, launch_constraints(claim([], name=n))).offering.zone for n in names]
+    assert picked == [zones[zone_start(n) % 3] for n in names]
+    assert len(set(picked)) >= 2
+    # over many names the rotation is close to even
+    counts = {z: 0 for z in zones}
+    for i in range(3000):
+        counts[cheapest_launchable(types, launch_constraints(claim([], name=f"default-{i:05d}"))).offering.zone] += 1
+    assert all(900 <= v <= 1100 for v in counts.values()), counts
+    # a cheaper zone still wins over the rotation
+    types = [itype("m.large", [Offering("us-east-1a", "on-demand", 0.096), Offering("us-east-1b", "on-demand", 0.095)])]
+    assert {cheapest_launchable(types, launch_constraints(claim([], name=n))).offering.zone for n in names} == {"us-east-1b"}
 
 
 def test_requirements_and_requests_filter() -> None:

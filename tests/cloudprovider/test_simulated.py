@@ -9,6 +9,7 @@ import pytest
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_REGION, LABEL_ZONE
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
+from karpy_core.cloudprovider.launch import zone_start
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.cloudprovider.simulated import SUPPORTED_NODE_CLASSES, SimulatedProvider, create_plugin
 from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
@@ -69,21 +70,26 @@ def cloud(plugin: SimulatedProvider) -> CloudProvider:
     return CloudProvider(plugin)
 
 
-def brute_force_cheapest(types, reqs_dicts, requests=None):
-    """Independent reference: the cheapest (price, name, zone, capacity type) over every offering."""
+def brute_force_cheapest(types, reqs_dicts, requests=None, claim_name="c"):
+    """Independent reference: over every offering the cheapest (price, type name); among that
+    type's equal-price zones (in name order) the one at crc32(claim name) mod zones; then
+    capacity type. Returns (price, name, zone, capacity type)."""
     from karpy_core.scheduling.resources import fits, parse_resource_list
 
     reqs = Requirements.from_selector_terms(reqs_dicts)
     needs = parse_resource_list(requests or {})
-    best = None
+    offers = []
     for it in types:
         if reqs.conflict(it.requirements) is not None or not fits(needs, it.allocatable):
             continue
-        for o in it.offerings:
-            if o.available and o.compatible(reqs):
-                cand = (o.price, it.name, o.zone, o.capacity_type)
-                best = cand if best is None or cand < best else best
-    return best
+        offers += [(o.price, it.name, o.zone, o.capacity_type) for o in it.offerings if o.available and o.compatible(reqs)]
+    if not offers:
+        return None
+    price, name = min(offers)[:2]
+    tied = [o for o in offers if o[:2] == (price, name)]
+    zones = sorted({o[2] for o in tied})
+    zone = zones[zone_start(claim_name) % len(zones)]
+    return min(o for o in tied if o[2] == zone)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,17 +172,20 @@ def test_catalog_options_pass_through() -> None:
 async def test_create_picks_the_cheapest_compatible_offering(cloud: CloudProvider) -> None:
     out = await cloud.create(claim("a", TYPES_OD, {"cpu": "1", "memory": "1Gi"}))
     # On-demand: m6g.large $0.077 < m5.large $0.096 < c5.xlarge $0.17; equal prices in every
-    # zone, so the first zone wins.
+    # zone, so the claim's name picks the zone (crc32 rotation over the zones in name order).
     labels = out.metadata.labels
+    m6g = next(t for t in await cloud.get_instance_types(None) if t.name == "m6g.large")  # type: ignore[arg-type]
+    zones = sorted({o.zone for o in m6g.offerings if o.capacity_type == "on-demand" and o.available})
+    zone = zones[zone_start("a") % len(zones)]
     assert labels[LABEL_INSTANCE_TYPE] == "m6g.large"
-    assert labels[LABEL_ZONE] == "us-east-1a"
+    assert labels[LABEL_ZONE] == zone
     assert labels[LABEL_CAPACITY_TYPE] == "on-demand"
     assert labels[LABEL_REGION] == "us-east-1"
     assert labels["kubernetes.io/arch"] == "arm64"
     assert labels["karpenter.k8s.aws/instance-family"] == "m6g"
     assert labels["karpenter.sh/nodepool"] == "default"  # the claim's own labels are kept
     assert "karpenter.k8s.aws/instance-gpu-name" not in labels
-    assert out.status.provider_id == "simulated:///us-east-1a/i-00000001"
+    assert out.status.provider_id == f"simulated:///{zone}/i-00000001"
     assert out.status.capacity == {"cpu": "2", "ephemeral-storage": "20Gi", "memory": "7518Mi", "pods": "29"}
     assert out.status.allocatable == {"cpu": "1930m", "ephemeral-storage": "17Gi", "memory": "6844Mi", "pods": "29"}
 
@@ -190,7 +199,7 @@ async def test_create_matches_a_brute_force_reference(cloud: CloudProvider, plug
         ([], {"nvidia.com/gpu": "1"}),
     ]
     for i, (reqs, requests) in enumerate(cases):
-        expected = brute_force_cheapest(plugin.instance_types, reqs, requests)
+        expected = brute_force_cheapest(plugin.instance_types, reqs, requests, f"c{i}")
         out = await cloud.create(claim(f"c{i}", reqs, requests))
         labels = out.metadata.labels
         assert (labels[LABEL_INSTANCE_TYPE], labels[LABEL_ZONE], labels[LABEL_CAPACITY_TYPE]) == expected[1:], i
@@ -207,12 +216,12 @@ async def test_gpu_request_gets_a_gpu_node(cloud: CloudProvider) -> None:
 async def test_get_list_delete_round_trip(cloud: CloudProvider) -> None:
     a = await cloud.create(claim("a", TYPES_OD))
     b = await cloud.create(claim("b", TYPES_OD))
-    assert b.status.provider_id == "simulated:///us-east-1a/i-00000002"
+    assert b.status.provider_id == f"simulated:///{b.metadata.labels[LABEL_ZONE]}/i-00000002"
     got = await cloud.get(a.status.provider_id)
     assert got == a
     assert got is not a
     listed = await cloud.list()
-    assert [n.status.provider_id for n in listed] == [a.status.provider_id, b.status.provider_id]
+    assert [n.status.provider_id for n in listed] == sorted([a.status.provider_id, b.status.provider_id])  # by provider ID
 
     await cloud.delete(a)
     with pytest.raises(NodeClaimNotFoundError):
@@ -269,18 +278,25 @@ async def test_unparseable_requests_are_a_create_error(cloud: CloudProvider) -> 
 # ---------------------------------------------------------------------------------------------
 
 
+def rotated(name: str, zones: set[str]) -> str:
+    """The zone the launch tie-break gives claim ``name`` among equal-price ``zones``."""
+    ordered = sorted(zones)
+    return ordered[zone_start(name) % len(ordered)]
+
+
+def od_zones(plugin: SimulatedProvider, type_name: str) -> set[str]:
+    return {o.zone for o in next(t for t in plugin.instance_types if t.name == type_name).offerings if o.capacity_type == "on-demand"}
+
+
 async def test_mark_unavailable_moves_to_the_next_offering(cloud: CloudProvider, plugin: SimulatedProvider) -> None:
+    zones = od_zones(plugin, "m6g.large")
     first = await cloud.create(claim("a", TYPES_OD))
-    assert (first.metadata.labels[LABEL_INSTANCE_TYPE], first.metadata.labels[LABEL_ZONE]) == (
-        "m6g.large",
-        "us-east-1a",
-    )
-    plugin.mark_unavailable("m6g.large", "us-east-1a", "on-demand")
+    zone_a = rotated("a", zones)
+    assert (first.metadata.labels[LABEL_INSTANCE_TYPE], first.metadata.labels[LABEL_ZONE]) == ("m6g.large", zone_a)
+    plugin.mark_unavailable("m6g.large", zone_a, "on-demand")
     second = await cloud.create(claim("b", TYPES_OD))
     assert (second.metadata.labels[LABEL_INSTANCE_TYPE], second.metadata.labels[LABEL_ZONE]) == (
-        "m6g.large",
-        "us-east-1b",
-    )
+        "m6g.large", rotated("b", zones - {zone_a}))
     m6g_zones = {o.zone for o in next(t for t in plugin.instance_types if t.name == "m6g.large").offerings}
     for zone in m6g_zones:
         plugin.mark_unavailable("m6g.large", zone, "on-demand")
@@ -301,12 +317,14 @@ async def test_mark_unavailable_moves_to_the_next_offering(cloud: CloudProvider,
 async def test_mark_unavailable_with_ttl_expires_on_the_clock(
     cloud: CloudProvider, plugin: SimulatedProvider, clock: FakeClock
 ) -> None:
-    plugin.mark_unavailable("m6g.large", "us-east-1a", "on-demand", ttl_seconds=180)
+    zones = od_zones(plugin, "m6g.large")
+    zone_a = rotated("a", zones)
+    plugin.mark_unavailable("m6g.large", zone_a, "on-demand", ttl_seconds=180)
     out = await cloud.create(claim("a", TYPES_OD))
-    assert out.metadata.labels[LABEL_ZONE] == "us-east-1b"
+    assert out.metadata.labels[LABEL_ZONE] == rotated("a", zones - {zone_a})
     clock.t += 181
-    out = await cloud.create(claim("b", TYPES_OD))
-    assert out.metadata.labels[LABEL_ZONE] == "us-east-1a"
+    out = await cloud.create(claim("a2", TYPES_OD))
+    assert out.metadata.labels[LABEL_ZONE] == rotated("a2", zones)  # the offering is back
 
 
 def test_mark_unavailable_rejects_unknown_offerings(plugin: SimulatedProvider) -> None:
@@ -328,13 +346,15 @@ async def test_kwok_catalog_file() -> None:
     assert len(types) == 400
     out = await cloud.create(claim("k", [], {"cpu": "1500m"}))
     # Every offering of a type has the same price; fake-it-1 (2 vCPU) is the cheapest that fits;
-    # ties: zone test-zone-1, then "on-demand" < "spot".
+    # ties: the zone the claim's name rotates to, then "on-demand" < "spot" in it.
+    fake1 = next(t for t in types if t.name == "fake-it-1")
+    zone = rotated("k", {o.zone for o in fake1.offerings if o.available})
     assert out.metadata.labels[LABEL_INSTANCE_TYPE] == "fake-it-1"
-    assert out.metadata.labels[LABEL_ZONE] == "test-zone-1"
-    assert out.metadata.labels[LABEL_CAPACITY_TYPE] == "on-demand"
+    assert out.metadata.labels[LABEL_ZONE] == zone
+    assert out.metadata.labels[LABEL_CAPACITY_TYPE] == min(o.capacity_type for o in fake1.offerings if o.zone == zone)
     assert LABEL_REGION not in out.metadata.labels
     assert out.status.allocatable == {"cpu": "1900m", "memory": "4086Mi", "pods": "20"}
-    assert out.status.provider_id == "simulated:///test-zone-1/i-00000001"
+    assert out.status.provider_id == f"simulated:///{zone}/i-00000001"
 
 
 def test_pricing_note_says_where_prices_come_from() -> None:

@@ -13,6 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from karpy_core.cli import app, run_simulation
+from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
+from karpy_core.cloudprovider.launch import zone_start
 from karpy_core.errors import ManifestError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
@@ -68,7 +70,9 @@ def kinds(doc, kind):
 async def test_scale_down_consolidates_onto_cheaper_nodes(tmp_path):
     path = scenario(tmp_path, [
         {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=10, cpu="1", anti=False)]},
-        {"at": "2h", "scale": {"deployment": "web", "replicas": 2}},
+        # 10 x 1 cpu start on two nodes sized by cost (c6a.2xlarge + c6a.xlarge); 3 left need
+        # consolidation (scaling to 2 only empties the larger node: emptiness, no eviction)
+        {"at": "2h", "scale": {"deployment": "web", "replicas": 3}},
     ])
     doc = await run(path)
     series = doc["cost_over_time"]
@@ -78,12 +82,14 @@ async def test_scale_down_consolidates_onto_cheaper_nodes(tmp_path):
     assert kinds(doc, "disrupt") and all(e["t"] >= 7200 or e["details"]["method"] == "repack-consolidation"
                                          for e in kinds(doc, "disrupt"))
     assert any(e["t"] >= 7200 for e in kinds(doc, "disrupt"))
-    assert doc["summary"]["pods_pending"] == 0 and doc["summary"]["pods_bound"] == 2
+    assert doc["summary"]["pods_pending"] == 0 and doc["summary"]["pods_bound"] == 3
     # the replacement was created before the candidate was deleted
     create = kinds(doc, "replacement-create")
     delete = [e for e in doc["events"] if e["kind"] == "delete" and e["details"].get("method")]
     if create:
-        assert create[0]["t"] < delete[0]["t"]
+        # (the command that made it: the last disrupt before it; its node goes after it)
+        command = max((e for e in kinds(doc, "disrupt") if e["t"] <= create[0]["t"]), key=lambda e: e["t"])
+        assert create[0]["t"] < min(e["t"] for e in delete if e.get("node") == command.get("node"))
     # an evicted pod is replaced by a pod with a new name, as a ReplicaSet does
     evicted = {e["details"]["pod"].rsplit("/", 1)[-1] for e in kinds(doc, "evict")}
     assert evicted and evicted.isdisjoint(p["name"] for p in doc["pods"])
@@ -120,7 +126,8 @@ async def test_pdb_with_zero_disruptions_keeps_the_node(tmp_path):
            "spec": {"minAvailable": "100%", "selector": {"matchLabels": {"app": "web"}}}}
     path = scenario(tmp_path, [
         {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=10), pdb]},
-        {"at": "2h", "scale": {"deployment": "web", "replicas": 2}},
+        # 5 left keep pods on both cost-sized nodes (fewer would empty one: emptiness needs no PDB)
+        {"at": "2h", "scale": {"deployment": "web", "replicas": 5}},
     ], until="4h")
     report = await run_simulation([path])
     doc = report.to_dict()
@@ -134,7 +141,9 @@ async def test_do_not_disrupt_blocks_consolidation_but_not_expiration(tmp_path):
     path = scenario(tmp_path, [
         {"at": "0s", "apply": [nodepool(tspec=tspec), NODECLASS,
                                deployment(replicas=10, annotations={"karpenter.sh/do-not-disrupt": "true"})]},
-        {"at": "1h", "scale": {"deployment": "web", "replicas": 2}},
+        # 5 left keep pods on both cost-sized nodes (fewer would empty one, and an empty node
+        # carries no do-not-disrupt pod)
+        {"at": "1h", "scale": {"deployment": "web", "replicas": 5}},
     ], until="5h")
     doc = await run(path)
     assert not [e for e in kinds(doc, "disrupt") if e["t"] < 3 * 3600]
@@ -281,3 +290,24 @@ def test_scenario_feature_gates_are_read_and_checked(tmp_path: Path) -> None:
     bad.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: b}\nfeatureGates: [NodeRepair]\nsteps: []\n")
     with pytest.raises(ManifestError, match="featureGates must be a mapping"):
         load_scenario(bad)
+
+
+async def test_anti_affinity_nodes_spread_over_zones_on_equal_prices(tmp_path):
+    """Six single-pod nodes of a hostname anti-affinity Deployment: the offerings of their type
+    cost the same in every zone, so the zone follows each NodeClaim's name (launch kernel
+    tie-break) and the nodes do not all land in the first zone by name."""
+    path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=6, anti=True)]}], until="10m")
+    doc = await run(path)
+    nodes = doc["nodes"]
+    assert len(nodes) == 6 and doc["summary"]["pods_pending"] == 0
+    zones = [n["labels"]["topology.kubernetes.io/zone"] for n in nodes]
+    assert [n["labels"]["topology.kubernetes.io/zone"] for n in (await run(path))["nodes"]] == zones  # deterministic
+    assert len(set(zones)) >= 3, zones
+    # each zone is the one the claim's name picks among the type's equal-price zones
+    catalog = {it.name: it for it in load_aws_catalog()}
+    for n in nodes:
+        it = catalog[n["labels"]["node.kubernetes.io/instance-type"]]
+        od = [o for o in it.offerings if o.capacity_type == "on-demand" and o.available]
+        cheapest = min(o.price for o in od)
+        tied = sorted({o.zone for o in od if o.price == cheapest})
+        assert n["labels"]["topology.kubernetes.io/zone"] == tied[zone_start(n["name"]) % len(tied)]

@@ -89,7 +89,8 @@ async def build_scheduler(
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
     """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (:func:`ready_nodepools`, weight
     order) with their instance types, existing nodes and in-flight NodeClaims, DaemonSets, and
-    NodePool usage. ``instance_types`` (NodePool name -> types), when given, is used and filled in.
+    NodePool usage; new NodeClaims sized by cost (``sizing``). ``instance_types`` (NodePool name
+    -> types), when given, is used and filled in.
 
     Raises:
         CloudProviderError: the provider failed to list instance types.
@@ -116,6 +117,7 @@ async def build_scheduler(
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
         unready=unready,
+        sizing=True,
     )
     return scheduler, templates
 
