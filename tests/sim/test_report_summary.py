@@ -42,6 +42,25 @@ steps:
     scale: {{deployment: web, replicas: 2}}
 """)
     return str(path)
+
+
+async def karpenter_run(path: str):
+    """Simulate the scenario at ``path`` as Karpenter would plan it (first-fit claim sizes, not
+    karpy's cost sizing), so the one-node plan and its consolidation follow by hand."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.report import build_report
+    from karpy_core.sim.scenario import load_scenario, run_scenario
+    from karpy_core.sim.simulator import Simulator
+
+    scenario = load_scenario(path)
+    provider = load_provider("simulated", {})
+    sim = Simulator(provider, disruption=True)
+    sim.provisioner.sizing = False
+    end = scenario.until or 6 * 3600.0
+    await run_scenario(sim, scenario, end)
+    return await build_report(sim, provider_info={"name": provider.name, "region": "us-east-1",
+                                                  "pricing": getattr(provider.plugin, "pricing_note", None),
+                                                  "scenario": scenario.name, "until_seconds": end})
 C6A_XLARGE = 0.153
 """us-east-1 on-demand list price of c6a.xlarge, USD/hour (the catalog's; docs/scenarios.md)."""
 
@@ -81,7 +100,7 @@ async def test_one_node_for_two_hours_costs_its_price_times_the_hours(tmp_path):
 async def test_scale_down_summary_counts_the_consolidation_saving(tmp_path):
     # tests/data/scenarios/scale-down.yaml: 10 x 1 cpu on a c6a.4xlarge (0.612), scaled to 2 at 2h;
     # consolidation replaces it by a c6a.xlarge (0.153) at 2h01m20s, the old node gone 40 s later
-    report = await run_simulation([karpenter_only_scale_down(tmp_path)])
+    report = await karpenter_run(karpenter_only_scale_down(tmp_path))
     day = day_summary(report)
     disrupt = [e for e in report.events if e["kind"] == "disrupt"]
     assert [(e["t"], e["reason"], e["details"]["savings_per_hour"]) for e in disrupt] == [(7280.0, "Underutilized", 0.459)]
@@ -141,7 +160,7 @@ def test_timeline_json_carries_series_per_nodepool(tmp_path):
 
 async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
     pytest.importorskip("matplotlib")
-    report = await run_simulation([karpenter_only_scale_down(tmp_path)])
+    report = await karpenter_run(karpenter_only_scale_down(tmp_path))
     fig = timeline_figure(report)
     try:
         assert len(fig.axes) == 5  # cost (+ its nodes axis), cpu, memory, pending

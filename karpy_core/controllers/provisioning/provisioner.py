@@ -86,11 +86,13 @@ async def build_scheduler(
     *,
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
+    sizing: bool = True,
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
     """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (:func:`ready_nodepools`, weight
     order) with their instance types, existing nodes and in-flight NodeClaims, DaemonSets, and
-    NodePool usage; new NodeClaims sized by cost (``sizing``). ``instance_types`` (NodePool name
-    -> types), when given, is used and filled in.
+    NodePool usage; new NodeClaims sized by cost (``sizing``; False: Karpenter's sizes, the
+    largest type fills first). ``instance_types`` (NodePool name -> types), when given, is used
+    and filled in.
 
     Raises:
         CloudProviderError: the provider failed to list instance types.
@@ -117,7 +119,7 @@ async def build_scheduler(
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
         unready=unready,
-        sizing=True,
+        sizing=sizing,
     )
     return scheduler, templates
 
@@ -194,6 +196,9 @@ class Provisioner:
         self.nominations = nominations if nominations is not None else Nominations()
         self.clock = clock or RealClock()
         self.capacity_buffers = capacity_buffers
+        self.sizing = True
+        """Size new NodeClaims by cost (:mod:`karpy_core.scheduling.sizing`); False plans as
+        Karpenter does (for side-by-side comparisons in tests and benchmarks)."""
         """The ``CapacityBuffer`` gate: schedule the ready buffers' virtual pods with the pending ones."""
         self.last: ProvisioningResult = ProvisioningResult()
 
@@ -219,7 +224,8 @@ class Provisioner:
             except (QuantityError, ValueError) as exc:
                 bad[p.key] = f"invalid pod: {exc}"
         scheduler, templates = await build_scheduler(
-            snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy
+            snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy,
+            sizing=self.sizing,
         )
         result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
         results = scheduler.solve(pods)

@@ -221,7 +221,7 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
         nodes += [n for n in sim.nodes if not n.initialized]
         offered = {n.name for n in nodes}
         bound = [b for b in sim.bound if b.node_name in offered]
-    sched = Scheduler(templates, nodes, sim.daemonsets, usage, bound_pods=bound, tables=tables, sizing=True)
+    sched = Scheduler(templates, nodes, sim.daemonsets, usage, bound_pods=bound, tables=tables)
     results = sched.solve([*pods, *sim.virtual])
     if results.errors:
         key, why = sorted(results.errors.items())[0]
