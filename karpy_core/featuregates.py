@@ -36,7 +36,6 @@ class FeatureGates:
 
 UNIMPLEMENTED_GATES: Mapping[str, str] = {
     "SpotToSpotConsolidation": "karpy consolidates spot nodes to on-demand only (no spot-to-spot replacement)",
-    "NodeOverlay": "karpy does not read NodeOverlay objects",
     "StaticCapacity": "karpy does not provision static-capacity NodePools",
     "CapacityBuffer": "karpy does not read CapacityBuffer objects",
 }

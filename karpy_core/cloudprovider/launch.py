@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.cloudprovider.overlay import overlaid
 from karpy_core.errors import CreateError, InsufficientCapacityError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, fits, format_resource_list, parse_resource_list
@@ -132,9 +133,10 @@ def _best_offering(it: InstanceType, reqs: Requirements) -> Offering | None:
 
 def _ranked_by_offering(types: Iterable[InstanceType], reqs: Requirements) -> list[LaunchChoice]:
     """Each type with an available compatible offering, as its cheapest choice, in rank order.
-    Only the (cheap) offering checks are made here; the type-level checks come after."""
+    Only the (cheap) offering checks are made here; the type-level checks come after. Types go
+    through the NodeOverlays of the launch in progress, if any (:func:`~karpy_core.cloudprovider.overlay.overlaid`)."""
     choices = []
-    for it in types:
+    for it in overlaid(types):
         o = _best_offering(it, reqs)
         if o is not None:
             choices.append(LaunchChoice(it, o))

@@ -338,7 +338,6 @@ tests/charts/test_helm.py checks this list against the settings module.
 {{- $gates := $s.featureGates | default dict }}
 {{- $refused := list
   (list "settings.featureGates.spotToSpotConsolidation" (eq (toString $gates.spotToSpotConsolidation) "true") "karpy consolidates spot nodes to on-demand only (no spot-to-spot replacement)")
-  (list "settings.featureGates.nodeOverlay" (eq (toString $gates.nodeOverlay) "true") "karpy does not read NodeOverlay objects")
   (list "settings.featureGates.staticCapacity" (eq (toString $gates.staticCapacity) "true") "karpy does not provision static-capacity NodePools")
   (list "settings.featureGates.capacityBuffer" (eq (toString $gates.capacityBuffer) "true") "karpy does not read CapacityBuffer objects")
   (list "settings.disableClusterStateObservability" (eq (toString $s.disableClusterStateObservability) "true") "karpy always publishes its cluster-state metrics")

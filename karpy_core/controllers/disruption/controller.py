@@ -188,20 +188,21 @@ class Disruption:
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
         """Node name -> (time, decision) lines, consecutive duplicates collapsed."""
         self._pods_seen: dict[str, frozenset[str]] = {}
-        self._types: dict[tuple[str, Any, Any], list[InstanceType]] = {}
+        self._types: dict[tuple[str, Any, Any, int], list[InstanceType]] = {}
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
         self.observer: Callable[[PlanningPass], None] | None = None
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
-        """NodePool name -> instance types, cached per NodePool generation."""
+        """NodePool name -> instance types, cached per NodePool generation (and NodeOverlay store)."""
         from karpy_core.apis.nodepool import NodePool
 
         out: dict[str, list[InstanceType]] = {}
         for np_obj in snapshot.nodepools:
             meta = np_obj["metadata"]
-            key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None)
+            key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None,
+                   getattr(self.provider, "overlay_generation", 0))
             if key not in self._types:
                 self._types[key] = await self.provider.get_instance_types(NodePool.model_validate(np_obj))
             out[meta["name"]] = self._types[key]
