@@ -38,6 +38,7 @@ from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
+from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
@@ -135,6 +136,7 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
 _CONTROLLER_NAMES = {
     "lifecycle": "nodeclaim.lifecycle", "termination": "node.termination", "nodepool": "nodepool.status",
     "health": "node.health", "drift": "nodeclaim.disruption.drift", "disruption": "disruption",
+    "nodeoverlay": "nodeoverlay.controller",
 }
 """Loop name -> the ``controller`` label of the controller-runtime metrics (Karpenter's controller names)."""
 
@@ -210,7 +212,8 @@ class Operator:
         if isinstance(provider_registry, CollectorRegistry):
             self.metrics.adopt(provider_registry)
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
-        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes])
+        overlay_kinds = ["NodeOverlay"] if self.settings.feature_gates.NodeOverlay else []
+        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *overlay_kinds, *node_classes])
         self.metrics.attach_state(self.kube, self.kube.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
@@ -233,6 +236,9 @@ class Operator:
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration)
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
+        self.overlays = NodeOverlayController(kube=self.kube, provider=provider, clock=self.clock) \
+            if self.settings.feature_gates.NodeOverlay else None
+        """The NodeOverlay controller (``NodeOverlay`` gate): overlaid instance types for every controller."""
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
         self.batcher = Batcher(self.clock, self.settings.batch, hold=lambda: bool(self._unmarked))
@@ -327,6 +333,8 @@ class Operator:
             self._poke("nodepool")
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
+        if kind in ("NodeOverlay", "NodePool") or kind.endswith("NodeClass"):
+            self._poke("nodeoverlay")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
             self._poke("disruption")  # a finished disruption frees its budget for the next command
 
@@ -575,6 +583,18 @@ class Operator:
     async def _nodepool_step(self) -> None:
         await self.nodepool_status.reconcile()
 
+    async def _overlay_step(self) -> None:
+        """One NodeOverlay pass; when the overlaid prices or capacities change, provisioning runs
+        again (pending pods may fit now) and consolidation re-evaluates (upstream marks the
+        cluster unconsolidated)."""
+        assert self.overlays is not None
+        result = await self.overlays.reconcile()
+        if result.changed:
+            log.info("node overlays applied", extra={"applied": result.store.applied, "conflicts": result.store.conflicts,
+                                                     "invalid": sorted(result.store.invalid)})
+            self.batcher.trigger()
+            self._poke("disruption")
+
     # ---- running ------------------------------------------------------------------------------
     async def _lead(self) -> None:
         self.metrics.leader.set(1)
@@ -583,12 +603,18 @@ class Operator:
         await self.kube.start()
         log.info("caches synced; starting controllers")
         self.started = True
+        if self.overlays is not None:  # overlays are evaluated before the first provisioning pass
+            try:
+                await self._overlay_step()
+            except Exception:
+                log.exception("node overlay evaluation failed; retrying in its loop")
         self.batcher.trigger()  # pending pods that existed before we started
         tasks = [
             spawn(self._provisioning_loop(), name="provisioner"),
             spawn(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             spawn(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
             spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            *([spawn(self._loop("nodeoverlay", self._overlay_step), name="nodeoverlay.controller")] if self.overlays else []),
             *([spawn(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             spawn(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             spawn(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),

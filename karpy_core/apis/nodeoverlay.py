@@ -72,7 +72,7 @@ def check_overlay_requirement_key(key: str) -> str:
     check_label_key(key)
     if key == LABEL_HOSTNAME:
         raise ValueError(f'label "{LABEL_HOSTNAME}" is restricted')
-    domain = key.split("/", 1)[0] if "/" in key else ""
+    domain = key.split("/", 1)[0]  # the CRD's find("^([^/]+)"): the whole key when it has no "/"
     if key not in (LABEL_CAPACITY_TYPE, LABEL_NODEPOOL) and domain.endswith("karpenter.sh"):
         raise ValueError(f'label domain "karpenter.sh" is restricted (only {LABEL_CAPACITY_TYPE} and {LABEL_NODEPOOL} may be selected)')
     return key
