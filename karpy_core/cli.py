@@ -308,6 +308,7 @@ def render_explain(report: Any, target: str) -> str:
         if p.node:
             node = next(n for n in report.nodes if n.name == p.node)
             lines.append(f"{full}: bound to {p.node} ({node.instance_type}, {node.zone}, {node.capacity_type}, NodePool {node.nodepool})")
+            lines.extend(f"  {line}" for line in getattr(report, "overlays", {}).get(p.node, []))
         else:
             lines.append(f"{full}: pending")
             lines.extend(f"  {line}" for line in report.explanations.get(full, [p.reason or ""]))

@@ -316,7 +316,7 @@ def _nodeclaim_overlays() -> dict[str, Overlay]:
 def _nodeoverlay_overlays() -> dict[str, Overlay]:
     """``karpenter.sh_nodeoverlays.yaml``'s rules, mirroring :mod:`karpy_core.apis.nodeoverlay`."""
     integer_ops = _cel_list(["Gt", "Lt", "Gte", "Lte"])
-    from karpy_core.apis.nodeoverlay import RESTRICTED_CAPACITY
+    from karpy_core.apis.nodeoverlay import PRICE_ADJUSTMENT_PATTERN, PRICE_PATTERN, RESTRICTED_CAPACITY
 
     return {
         "NodeOverlayRequirement": Overlay(
@@ -340,8 +340,12 @@ def _nodeoverlay_overlays() -> dict[str, Overlay]:
             ],
         ),
         "NodeOverlaySpec": Overlay(
-            properties={"capacity": {"x-kubernetes-validations": [
-                _rule(f"self.all(x, !(x in {_cel_list(RESTRICTED_CAPACITY)}))", "invalid resource restricted")]}},
+            properties={
+                "capacity": {"x-kubernetes-validations": [
+                    _rule(f"self.all(x, !(x in {_cel_list(RESTRICTED_CAPACITY)}))", "invalid resource restricted")]},
+                "price": {"pattern": PRICE_PATTERN},
+                "priceAdjustment": {"pattern": PRICE_ADJUSTMENT_PATTERN},
+            },
             rules=[_rule("!has(self.price) || !has(self.priceAdjustment)", "cannot set both 'price' and 'priceAdjustment'")],
         ),
     }

@@ -130,10 +130,10 @@ class NodeOverlaySpec(KubeModel):
     requirements: list[NodeOverlayRequirement] = Field(max_length=100)
     """Which instance types and offerings the overlay applies to (every requirement must match);
     empty: all of them. Zone and capacity-type requirements select single offerings."""
-    price_adjustment: Str | None = Field(default=None, pattern=PRICE_ADJUSTMENT_PATTERN)
+    price_adjustment: Str | None = None
     """A change of the selected offerings' price: a signed amount in USD/hour ("-0.5", "+1.2")
     or a percentage ("+10%", "-15%"); a price never goes below 0."""
-    price: Str | None = Field(default=None, pattern=PRICE_PATTERN)
+    price: Str | None = None
     """The selected offerings' price in USD/hour, replacing the provider's ("5.0")."""
     capacity: dict[Str, Quantity] | None = None
     """Extended resources added to the selected instance types' capacity (hugepages-2Mi,
@@ -141,6 +141,21 @@ class NodeOverlaySpec(KubeModel):
     weight: Int | None = Field(default=None, ge=1, le=10000)
     """Priority (1 to 10000; unset is 0): where several overlays set the same offering's price or
     the same resource, the highest weight wins; equal weights conflict."""
+
+    @field_validator("price_adjustment")
+    @classmethod
+    def _price_adjustment(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(PRICE_ADJUSTMENT_PATTERN, value):
+            raise ValueError(f"must be a signed amount such as '+1.2' or '-0.5', or a percentage such as '+10%' or '-15%' "
+                             f"(a decrease at most '-100%'); got {value!r}")
+        return value
+
+    @field_validator("price")
+    @classmethod
+    def _price(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(PRICE_PATTERN, value):
+            raise ValueError(f"must be a non-negative decimal price such as '5.0' (USD/hour); got {value!r}")
+        return value
 
     @field_validator("capacity")
     @classmethod

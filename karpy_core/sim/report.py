@@ -106,6 +106,10 @@ class SimulationReport:
     decision_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Node name -> the same log as typed records (time, method, verdict, kind, reason, details;
     ``--explain-node -o json``)."""
+    overlays: dict[str, list[str]] = field(default_factory=dict)
+    """Node name -> what NodeOverlays changed on its instance type and offering (``--explain``;
+    gate ``NodeOverlay``), e.g. ``price of m5.large on-demand us-east-1a 0.096 -> 0.0096 USD/h by
+    NodeOverlay discount (weight 10)``."""
 
     @property
     def cost_per_hour(self) -> float:
@@ -130,6 +134,7 @@ class SimulationReport:
             "ignored": self.ignored,
             "summary": self.summary(),
             **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
+            **({"overlays": self.overlays} if self.overlays else {}),
         }
 
 
@@ -147,10 +152,12 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
     reason it is pending."""
     types: dict[str, InstanceType] = {}
+    pool_types: dict[str, dict[str, InstanceType]] = {}
     for np_view in sim.cluster.views("NodePool") or ():
         assert isinstance(np_view, NodePoolView)
-        for it in await sim.provider.get_instance_types(np_view.model):
+        for it in await sim.provider.get_instance_types(np_view.model):  # overlaid with NodeOverlay on
             types.setdefault(it.name, it)
+            pool_types.setdefault(np_view.name, {})[it.name] = it
     pods = sim.cluster.objects("Pod")
     nodes: list[NodeReport] = []
     by_name: dict[str, NodeReport] = {}
@@ -163,7 +170,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
             zone=labels.get(LABEL_ZONE, ""),
             capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
-            price_per_hour=_price(types, labels) if pool else None,
+            price_per_hour=_price(pool_types.get(pool, types), labels) if pool else None,
             labels=labels,
             taints=[dict(t) for t in (n.get("spec") or {}).get("taints") or []],
             allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
@@ -187,6 +194,14 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         if not node:
             reason = sim.pending_reasons.get(key) or "pending: no decision recorded (is a NodePool defined?)"
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
+    overlays: dict[str, list[str]] = {}
+    store = getattr(sim.provider, "overlays", None)
+    for rep in nodes:
+        if store is not None and rep.nodepool:
+            lines = [c.text() for c in store.changes_by_name(rep.nodepool, rep.instance_type)
+                     if c.kind == "capacity" or (c.zone, c.capacity_type) == (rep.zone, rep.capacity_type)]
+            if lines:
+                overlays[rep.name] = lines
     return SimulationReport(
         provider=provider_info or {"name": sim.provider.name},
         nodes=nodes,
@@ -196,7 +211,10 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         cost_over_time=list(sim.cost_over_time) if sim.disruption_enabled else None,
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
         decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
-        warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())],
+        warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())]
+        + ([f"{len(ignored_overlays)} NodeOverlay(s) not applied: the NodeOverlay feature gate is off (--feature-gates NodeOverlay=true)"]
+           if (ignored_overlays := sim.cluster.objects("NodeOverlay")) and getattr(sim, "overlays", None) is None else []),
+        overlays=overlays,
     )
 
 

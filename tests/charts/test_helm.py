@@ -911,7 +911,8 @@ def test_values_the_controller_refuses_fail_the_install(template_cmd: Callable[.
 
 def test_refused_values_match_the_settings_model() -> None:
     """The chart refuses exactly what karpy_core.settings refuses among the values it maps."""
-    from karpy_core.settings import AWS_GATES, UNIMPLEMENTED_GATES, KarpySettings
+    from karpy_core.featuregates import AWS_GATES, UNIMPLEMENTED_GATES
+    from karpy_core.settings import KarpySettings
 
     chart_keys = {k for _, k in _refused_values()}
     gate_keys = {f"settings.featureGates.{g[0].lower()}{g[1:]}" for g in UNIMPLEMENTED_GATES}
