@@ -193,6 +193,8 @@ class Operator:
     """
 
     CACHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "DaemonSet", "PodDisruptionBudget")
+    GATED_KINDS = {"NodeOverlay": "NodeOverlay"}
+    """Kinds cached only while their feature gate (the value) is on."""
 
     def __init__(
         self,
@@ -212,8 +214,8 @@ class Operator:
         if isinstance(provider_registry, CollectorRegistry):
             self.metrics.adopt(provider_registry)
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
-        overlay_kinds = ["NodeOverlay"] if self.settings.feature_gates.NodeOverlay else []
-        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *overlay_kinds, *node_classes])
+        gated = [kind for kind, gate in self.GATED_KINDS.items() if getattr(self.settings.feature_gates, gate)]
+        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *gated, *node_classes])
         self.metrics.attach_state(self.kube, self.kube.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
