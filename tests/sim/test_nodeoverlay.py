@@ -237,3 +237,22 @@ async def test_controller_sets_validation_conditions_and_feeds_the_provider() ->
 def test_the_controller_settings_take_the_gate() -> None:
     settings = load_settings({}, {"FEATURE_GATES": "NodeOverlay=true"}).controller_settings()
     assert settings.feature_gates == FeatureGates(NodeOverlay=True)
+
+
+async def test_scenario_discount_applied_later_drives_consolidation(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text(NODEPOOL)
+    (tmp_path / "deal.yaml").write_text(DISCOUNT)
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: overlay}\nuntil: 3h\n"
+                        "featureGates: {NodeOverlay: true}\nsteps:\n- {at: 0s, apply: base.yaml}\n- {at: 1h, apply: deal.yaml}\n")
+    report = await run_simulation([str(scenario)])
+    (node,) = report.nodes
+    assert node.instance_type == "m5.large" and node.price_per_hour == pytest.approx(0.0096)
+    costs = [s["cost_per_hour"] for s in report.cost_over_time or []]
+    assert max(costs) > 0.05 and costs[-1] == pytest.approx(0.0096)  # priced by the overlay once it applies
+    lines = [line for lines in report.decisions.values() for line in lines]
+    assert any("01:00:00Z [single-node-consolidation] disrupt: replace" in line and "replacement_price=0.0096" in line for line in lines)
+    # the same scenario with the gate off keeps the first node
+    scenario.write_text(scenario.read_text().replace("NodeOverlay: true", "NodeOverlay: false"))
+    report = await run_simulation([str(scenario)])
+    assert [n.instance_type for n in report.nodes] != ["m5.large"]

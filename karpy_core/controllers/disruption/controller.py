@@ -326,7 +326,8 @@ class Disruption:
                 events += await self._execute(cmd, now)
                 snapshot = await collect_snapshot(self.kube)
         if self.pending is None:
-            fp = self._fingerprint(snapshot) + ",".join(sorted(nominated))
+            # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
+            fp = self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}"
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
                 wake.extend(w for w in (self._idle[1],) if w is not None)
             else:
