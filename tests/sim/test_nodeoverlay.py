@@ -256,3 +256,32 @@ async def test_scenario_discount_applied_later_drives_consolidation(tmp_path: Pa
     scenario.write_text(scenario.read_text().replace("NodeOverlay: true", "NodeOverlay: false"))
     report = await run_simulation([str(scenario)])
     assert [n.instance_type for n in report.nodes] != ["m5.large"]
+
+
+async def test_the_operator_runs_the_overlay_controller_only_with_the_gate() -> None:
+    import yaml
+
+    from karpy_core.operator import ControllerSettings, Operator
+
+    clock = VirtualClock()
+    off = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated"), clock=clock)
+    assert off.overlays is None and "NodeOverlay" not in off.kube.kinds and off.provider.overlays is None
+    cluster = InMemoryCluster(clock)
+    for doc in yaml.safe_load_all(NODEPOOL):
+        if doc["kind"] == "NodePool":
+            cluster.create_sync("NodePool", doc)
+    cluster.create_sync("NodeOverlay", yaml.safe_load(DISCOUNT))
+    provider = load_provider("simulated")
+    on = Operator(kube=cluster, provider=provider, clock=clock,
+                  settings=ControllerSettings(feature_gates=FeatureGates(NodeOverlay=True)))
+    assert on.overlays is not None and "NodeOverlay" in on.kube.kinds
+    await on.kube.start()
+    try:
+        await on._overlay_step()
+    finally:
+        await on.kube.stop()
+    pool = next(v for v in cluster.views("NodePool") or ())
+    m5 = next(it for it in await provider.get_instance_types(pool.model) if it.name == "m5.large")
+    assert {round(o.price, 4) for o in m5.offerings if o.capacity_type == "on-demand"} == {0.0096}
+    status = next(o for o in cluster.objects("NodeOverlay"))["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "ValidationSucceeded": "True"}
