@@ -285,3 +285,11 @@ async def test_the_operator_runs_the_overlay_controller_only_with_the_gate() -> 
     assert {round(o.price, 4) for o in m5.offerings if o.capacity_type == "on-demand"} == {0.0096}
     status = next(o for o in cluster.objects("NodeOverlay"))["status"]
     assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "ValidationSucceeded": "True"}
+
+
+async def test_the_documented_overlay_scenario() -> None:
+    report = await run_simulation([str(DATA.parent / "scenarios" / "overlay-discount.yaml")])
+    (node,) = report.nodes
+    assert node.instance_type == "m5.4xlarge" and node.price_per_hour == pytest.approx(0.768 * 0.5)
+    costs = [s["cost_per_hour"] for s in report.cost_over_time or []]
+    assert costs[1] == pytest.approx(0.612) and costs[-1] == pytest.approx(0.384)  # the numbers docs/scenarios.md quotes
