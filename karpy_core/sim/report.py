@@ -148,6 +148,18 @@ def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | No
     return None
 
 
+def _overlay_warnings(sim: Simulator) -> list[str]:
+    """NodeOverlays present with the gate off; overlays in conflict or failing validation (gate on)."""
+    objs = sim.cluster.objects("NodeOverlay")
+    store = getattr(sim.provider, "overlays", None)
+    if getattr(sim, "overlays", None) is None or store is None:
+        return [f"{len(objs)} NodeOverlay(s) not applied: the NodeOverlay feature gate is off (--feature-gates NodeOverlay=true)"] \
+            if objs else []
+    weights = {o["metadata"]["name"]: int((o.get("spec") or {}).get("weight") or 0) for o in objs}
+    return [f"NodeOverlay {n} not applied: conflict with another overlay of weight {weights.get(n, 0)}" for n in sorted(store.conflicts)] \
+        + [f"NodeOverlay {n} not applied: {why}" for n, why in sorted(store.invalid.items())]
+
+
 async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None = None) -> SimulationReport:
     """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
     reason it is pending."""
@@ -212,8 +224,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
         decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
         warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())]
-        + ([f"{len(ignored_overlays)} NodeOverlay(s) not applied: the NodeOverlay feature gate is off (--feature-gates NodeOverlay=true)"]
-           if (ignored_overlays := sim.cluster.objects("NodeOverlay")) and getattr(sim, "overlays", None) is None else []),
+        + _overlay_warnings(sim),
         overlays=overlays,
     )
 

@@ -293,3 +293,13 @@ async def test_the_documented_overlay_scenario() -> None:
     assert node.instance_type == "m5.4xlarge" and node.price_per_hour == pytest.approx(0.768 * 0.5)
     costs = [s["cost_per_hour"] for s in report.cost_over_time or []]
     assert costs[1] == pytest.approx(0.612) and costs[-1] == pytest.approx(0.384)  # the numbers docs/scenarios.md quotes
+
+
+def test_simulate_warns_about_overlays_not_applied(tmp_path: Path) -> None:
+    conflicting = (
+        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: a-price}\nspec: {requirements: [], price: '0.5'}\n---\n"
+        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: b-price}\nspec: {requirements: [], price: '0.7'}\n"
+    )
+    doc = simulate(tmp_path, NODEPOOL, conflicting, gates="NodeOverlay=true")
+    assert doc["warnings"] == ["NodeOverlay a-price not applied: conflict with another overlay of weight 0"]
+    assert doc["summary"]["cost_per_hour"] == pytest.approx(0.7)  # b-price (later in the alphabet) applies
