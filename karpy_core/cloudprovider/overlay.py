@@ -202,14 +202,12 @@ class PoolTypes:
 @dataclass(frozen=True)
 class PriceUpdate:
     """The price an offering gets: ``change`` text of ``overlay`` (weight ``weight``), ``absolute``
-    for ``price``; ``lowest_weight`` is the lowest weight of the overlays that selected it (the
-    conflict check compares against it)."""
+    for ``price`` (one object per overlay, shared by the offerings it prices)."""
 
     overlay: str
     weight: int
     change: str
     absolute: bool
-    lowest_weight: int
 
 
 @dataclass(frozen=True)
@@ -225,6 +223,8 @@ class CapacityUpdate:
 @dataclass
 class _TypeUpdate:
     prices: dict[tuple[str, str], PriceUpdate] = field(default_factory=dict)
+    lowest_weight: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Per offering, the lowest weight of the overlays that selected it (the conflict check compares with it)."""
     capacity: dict[str, CapacityUpdate] = field(default_factory=dict)
     last_capacity_weight: int | None = None
     last_capacity_resources: frozenset[str] = frozenset()
@@ -257,14 +257,20 @@ class AppliedChange:
         return f"capacity of {self.instance_type} + {self.resource}={self.quantity} by NodeOverlay {self.overlay} (weight {self.weight})"
 
 
-def _selects(rule: OverlayRule, pool: PoolTypes, it: InstanceType) -> list[Offering]:
-    """The offerings of ``it`` (in ``pool``) ``rule`` selects; empty when it does not select the type."""
+def _type_requirements(pool: PoolTypes, it: InstanceType) -> Requirements:
+    """``it``'s requirements plus ``karpenter.sh/nodepool`` and the NodePool's template labels."""
     reqs = it.requirements.copy()
     reqs.add(Requirement(LABEL_NODEPOOL, False, frozenset({pool.name})))
     for key, value in pool.labels.items():
         if key not in reqs:
             reqs.add(Requirement(key, False, frozenset({value})))
-    if reqs.conflict(rule.requirements, allow_undefined=False) is not None:
+    return reqs
+
+
+def _selects(rule: OverlayRule, reqs: Requirements, it: InstanceType) -> list[Offering]:
+    """The offerings of ``it`` (whose requirements in its NodePool are ``reqs``) ``rule`` selects;
+    empty when it does not select the type."""
+    if rule.requirements and reqs.conflict(rule.requirements, allow_undefined=False) is not None:
         return []
     return [o for o in it.offerings if o.compatible(rule.requirements)]
 
@@ -353,8 +359,8 @@ def _price_conflicts(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: st
     update = store.get(pool, {}).get(it)
     if update is None:
         return False
-    return any((p := update.prices.get((o.zone, o.capacity_type))) is not None and p.lowest_weight == rule.weight
-               for o in offerings)
+    lowest = update.lowest_weight
+    return any(lowest.get((o.zone, o.capacity_type)) == rule.weight for o in offerings)
 
 
 def _capacity_conflicts(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: str, rule: OverlayRule) -> bool:
@@ -366,16 +372,15 @@ def _capacity_conflicts(store: dict[str, dict[str, _TypeUpdate]], pool: str, it:
     return any(r in update.last_capacity_resources for r in rule.capacity)
 
 
-def _store_rule(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: str, offerings: list[Offering], rule: OverlayRule) -> None:
+def _store_rule(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: str, offerings: list[Offering], rule: OverlayRule,
+                mine: PriceUpdate | None = None) -> None:
     update = store.setdefault(pool, {}).setdefault(it, _TypeUpdate())
     if rule.price:
+        mine = mine or PriceUpdate(rule.name, rule.weight, rule.price, rule.absolute)
         for o in offerings:
             key = (o.zone, o.capacity_type)
-            have = update.prices.get(key)
-            if have is not None:
-                update.prices[key] = PriceUpdate(have.overlay, have.weight, have.change, have.absolute, rule.weight)
-            else:
-                update.prices[key] = PriceUpdate(rule.name, rule.weight, rule.price, rule.absolute, rule.weight)
+            update.prices.setdefault(key, mine)  # the first (highest-weight) overlay keeps the offering
+            update.lowest_weight[key] = rule.weight
     if rule.capacity:
         for resource, qty in rule.capacity.items():
             if resource not in update.capacity:
@@ -403,14 +408,15 @@ def compile_overlays(overlays: Iterable[Mapping[str, Any]], pools: Sequence[Pool
         except ValueError as exc:
             out.invalid[name] = str(exc)
     updates: dict[str, dict[str, _TypeUpdate]] = {}
+    typed = [(pool.name, it, _type_requirements(pool, it)) for pool in pools for it in pool.instance_types] if rules else []
     for rule in order_by_weight(rules):
-        selected = [(pool.name, it.name, offs) for pool in pools for it in pool.instance_types
-                    if (offs := _selects(rule, pool, it))]
+        selected = [(pool, it.name, offs) for pool, it, reqs in typed if (offs := _selects(rule, reqs, it))]
         if any(_price_conflicts(updates, p, it, offs, rule) or _capacity_conflicts(updates, p, it, rule) for p, it, offs in selected):
             out.conflicts.append(rule.name)
             continue
+        shared = PriceUpdate(rule.name, rule.weight, rule.price, rule.absolute) if rule.price else None
         for p, it, offs in selected:
-            _store_rule(updates, p, it, offs, rule)
+            _store_rule(updates, p, it, offs, rule, shared)
         out.applied.append(rule.name)
     out._updates = updates
     out.evaluated = frozenset(pool.name for pool in pools)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.cloudprovider.overlay import (
@@ -70,6 +71,8 @@ class NodeOverlayController:
         self.clock = clock
         if provider.overlays is None:
             provider.overlays = OverlayStore()
+        self._inputs: Any = None
+        """What the last pass evaluated: overlay and NodePool generations, the instance types' identities."""
 
     async def reconcile(self) -> OverlayPass:
         """One pass (see the module docstring).
@@ -93,6 +96,14 @@ class NodeOverlayController:
                 continue
             labels = dict(((np_obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {})
             pools.append(PoolTypes(name, labels, types))
+        inputs: Any = (
+            tuple(sorted((o["metadata"]["name"], o["metadata"].get("generation"), o["metadata"].get("uid")) for o in overlays)),
+            tuple((p.name, tuple(sorted(p.labels.items())), tuple(id(it) for it in p.instance_types)) for p in pools),
+            tuple(sorted(errors)),
+        )
+        current = self.provider.overlays
+        if inputs == self._inputs and current is not None:  # nothing to re-evaluate (a resync)
+            return OverlayPass(store=current, errors=errors)
         store = compile_overlays(overlays, pools)
         result = OverlayPass(store=store, errors=errors)
         now = iso(self.clock.now())
@@ -118,7 +129,9 @@ class NodeOverlayController:
             except KubeAPIError as exc:
                 if exc.status not in (404, 409):
                     raise
+                inputs = None  # evaluate again next pass
         result.changed = self.provider.set_overlays(store)
+        self._inputs = inputs
         if errors:
             log.warning("node overlays: instance types of some NodePools could not be listed", extra={"nodepools": errors})
         return result
