@@ -6,6 +6,7 @@ Commands:
   ``simulated`` cloud (or any installed provider: ``--cloud-provider NAME --provider-option
   KEY=VALUE``) and report what they launched, why, and what it costs (USD/hour).
 * ``karpy validate FILES...`` - load manifests and report every problem.
+* ``karpy budgets FILES...`` - preview each NodePool's disruption budgets over the next 24 hours.
 * ``karpy providers`` - list installed cloud-provider plugins.
 
 Exit codes: 0 on success (even with pods left pending); 2 on invalid input or options (bad
@@ -193,9 +194,11 @@ async def run_simulation(
     loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
     await sim.run()
     pricing = getattr(provider.plugin, "pricing_note", None)
+    inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
+        f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
     report = await build_report(
         sim,
-        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing},
+        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
     )
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
     report.warnings = list(loaded.warnings) + report.warnings
@@ -327,7 +330,8 @@ def simulate(
     explain: Annotated[str | None, typer.Option(help="explain one pod's placement: NAMESPACE/NAME (or NAME in default)")] = None,
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
-    timeline: Annotated[str | None, typer.Option(help="scenario files: write the nodes/cost timeline PNG here")] = None,
+    timeline: Annotated[str | None, typer.Option(
+        help="scenario files: write the timeline PNG (cost per NodePool, cpu/memory, pending pods, disruptions) here")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
     cloud_provider: Annotated[str, typer.Option(
@@ -446,6 +450,55 @@ def validate(
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in loaded.warnings:
         typer.echo(f"warning: {w}")
+
+
+@app.command()
+def budgets(
+    paths: Annotated[list[str], typer.Argument(
+        help="YAML files or directories with NodePools (and Nodes or NodeClaims), or one Scenario file (its applied manifests)")],
+    nodes: Annotated[list[str] | None, typer.Option(
+        "--nodes", help="node count of every NodePool (N) or of one (NODEPOOL=N, repeatable); default: the Nodes in the files")] = None,
+    at: Annotated[str | None, typer.Option(help="start of the preview, ISO 8601 (naive = UTC); default now")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json")] = "table",
+    set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
+) -> None:
+    """Preview each NodePool's disruption budgets: how many nodes may be disrupted per reason now
+    and at every change over the next 24 hours (UTC)."""
+    import time
+
+    from karpy_core.apis.loader import load_documents
+    from karpy_core.sim.budgets import parse_at, parse_node_counts, preview, render_json, render_table
+    from karpy_core.sim.scenario import _load_objects as scenario_objects
+    from karpy_core.sim.scenario import is_scenario_file, load_scenario
+
+    try:
+        if output not in ("table", "json"):
+            raise ConfigurationError(f"--output must be table or json, not {output!r}")
+        every, per_pool = parse_node_counts(list(nodes or []))
+        start = parse_at(at, time.time())
+        if len(paths) == 1 and is_scenario_file(paths[0]):  # the objects its apply steps create (a later one replaces)
+            scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
+            by_id: dict[tuple[str, str, str], dict[str, Any]] = {}
+            for step in scenario.steps:
+                if step.action == "apply":
+                    for obj in scenario_objects(scenario, step):
+                        meta = obj.get("metadata") or {}
+                        by_id[(str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))] = obj
+            dump = list(by_id.values())
+        else:
+            loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+            dump = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()]
+        pools = [d for d in dump if d.get("kind") == "NodePool"]
+        if not pools:
+            raise ConfigurationError("no NodePool among the manifests")
+        previews = preview(pools, dump, start, every=every, per_pool=per_pool)
+    except (KarpyError, ValueError) as exc:
+        _fail(exc)
+        return
+    if output == "json":
+        typer.echo(json.dumps(render_json(previews, start), indent=2))
+    else:
+        typer.echo(render_table(previews, start))
 
 
 async def run_controller(
@@ -594,6 +647,9 @@ def controller(
     scheduler_config: Annotated[str | None, _opt("--scheduler-config", help="refused when set [SCHEDULER_CONFIG]")] = None,
     node_repair: Annotated[bool | None, _flag("--node-repair", help="FEATURE_GATES NodeRepair, default on "
                                              "[NODE_REPAIR]")] = None,
+    consolidation_min_savings: Annotated[float | None, _opt(
+        "--consolidation-min-savings", help="fraction of the disrupted nodes' price a repack consolidation must save, "
+                                            "default 0.1 [KARPY_CONSOLIDATION_MIN_SAVINGS]")] = None,
     instance_types: Annotated[str | None, _opt("--instance-types", help="simulated provider: KWOK-format catalog "
                                                "[KARPY_INSTANCE_TYPES]")] = None,
     kwok: Annotated[bool | None, _flag("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]

@@ -35,9 +35,6 @@ class FeatureGates:
 
 
 UNIMPLEMENTED_GATES: Mapping[str, str] = {
-    "SpotToSpotConsolidation": "karpy consolidates spot nodes to on-demand only (no spot-to-spot replacement)",
-    "StaticCapacity": "karpy does not provision static-capacity NodePools",
-    "CapacityBuffer": "karpy does not read CapacityBuffer objects",
 }
 """Gates whose feature karpy lacks: true is refused, naming the reason."""
 

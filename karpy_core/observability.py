@@ -89,12 +89,15 @@ NODECLAIM_TERMINATION_BUCKETS = tuple(float(2**i) for i in range(12))
 
 CONSOLIDATION_TYPES = {
     "emptiness": ("empty", "empty"),
+    "static-drift": ("drifted", ""),
     "drift": ("drifted", ""),
     "multi-node-consolidation": ("underutilized", "multi"),
     "single-node-consolidation": ("underutilized", "single"),
+    "repack-consolidation": ("underutilized", "repack"),
 }
 """karpy's disruption method -> (``reason``, ``consolidation_type``) label values, as Karpenter's
-methods report them (``Reason()`` lower-cased, ``ConsolidationType()``)."""
+methods report them (``Reason()`` lower-cased, ``ConsolidationType()``); ``repack`` is karpy's own
+(N -> M consolidation, which Karpenter lacks)."""
 
 
 def metric_resource_name(name: str) -> str:

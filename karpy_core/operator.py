@@ -27,12 +27,14 @@ from pydantic import BaseModel, Field
 from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.capacitybuffer import REQUEUE_SECONDS as CAPACITY_BUFFER_REQUEUE
+from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
-from karpy_core.controllers.disruption.controller import PlanningPass
-from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionReason
-from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
+from karpy_core.controllers.disruption.controller import DisruptionSettings, PlanningPass
+from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
+from karpy_core.controllers.disruption.methods import DEFAULT_MIN_SAVINGS, DEFAULT_ORDER
 from karpy_core.controllers.node.health import UNHEALTHY_THRESHOLD_PERCENT, NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
@@ -42,6 +44,7 @@ from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity
 from karpy_core.errors import KubeAPIError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.cache import CachedKubeClient
@@ -100,6 +103,8 @@ class ControllerSettings(BaseModel):
                                         description="FEATURE_GATES (NodeRepair here is overridden by node_repair).")
     kube_client_qps: float = Field(200.0, gt=0, description="Sustained API requests per second (Karpenter KUBE_CLIENT_QPS).")
     kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
+    consolidation_min_savings: float = Field(DEFAULT_MIN_SAVINGS, ge=0, lt=1, description=(
+        "Fraction of the disrupted nodes' price a repack consolidation must save (KARPY_CONSOLIDATION_MIN_SAVINGS)."))
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
 
@@ -137,6 +142,7 @@ _CONTROLLER_NAMES = {
     "lifecycle": "nodeclaim.lifecycle", "termination": "node.termination", "nodepool": "nodepool.status",
     "health": "node.health", "drift": "nodeclaim.disruption.drift", "disruption": "disruption",
     "nodeoverlay": "nodeoverlay.controller",
+    "static": "static.provisioning",
 }
 """Loop name -> the ``controller`` label of the controller-runtime metrics (Karpenter's controller names)."""
 
@@ -195,6 +201,8 @@ class Operator:
     CACHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "DaemonSet", "PodDisruptionBudget")
     GATED_KINDS = {"NodeOverlay": "NodeOverlay"}
     """Kinds cached only while their feature gate (the value) is on."""
+    BUFFER_KINDS = ("CapacityBuffer", "PodTemplate")
+    """Also cached with the ``CapacityBuffer`` gate."""
 
     def __init__(
         self,
@@ -214,8 +222,10 @@ class Operator:
         if isinstance(provider_registry, CollectorRegistry):
             self.metrics.adopt(provider_registry)
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
-        gated = [kind for kind, gate in self.GATED_KINDS.items() if getattr(self.settings.feature_gates, gate)]
-        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *gated, *node_classes])
+        gates = self.settings.feature_gates
+        buffer_kinds = list(self.BUFFER_KINDS) if gates.CapacityBuffer else []
+        gated = [kind for kind, gate in self.GATED_KINDS.items() if getattr(gates, gate)]
+        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes, *buffer_kinds, *gated])
         self.metrics.attach_state(self.kube, self.kube.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
@@ -223,20 +233,29 @@ class Operator:
         """Nodes the provisioner chose for pending pods; disruption leaves them alone meanwhile."""
         self.provisioner = Provisioner(kube=self.kube, provider=provider, preference_policy=self.settings.preference_policy,
                                        min_values_policy=self.settings.min_values_policy, nominations=self.nominations,
-                                       clock=self.clock)
+                                       clock=self.clock, capacity_buffers=gates.CapacityBuffer)
+        self.buffer_status = CapacityBufferStatus(kube=self.kube, clock=self.clock) if gates.CapacityBuffer else None
+        """CapacityBuffer status (gate ``CapacityBuffer``); each pass with a ready buffer triggers provisioning."""
+        self._buffer_due: float | None = None
         self.registration = RegistrationHealth()
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock, events=self.events,
                                             registration=self.registration)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
-                                     events=self.events)
+                                     events=self.events, feature_gates=self.settings.feature_gates,
+                                     settings=DisruptionSettings(min_savings=self.settings.consolidation_min_savings))
+        self.static = StaticCapacity(kube=self.kube, provider=provider, clock=self.clock) \
+            if self.settings.feature_gates.StaticCapacity else None
+        """Static NodePools' node counts (Karpenter's StaticCapacity gate); None when the gate is off."""
         self.disruption.observer = self._observe_planning
+        self.disruption.capacity_buffers = gates.CapacityBuffer
         self._offerings_seen: tuple[tuple[str, int], ...] = ()
         """The instance-type lists the offering gauges were last built from (NodePool name, list id)."""
         self.expiration = Expiration(kube=self.kube, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.kube, provider=provider, clock=self.clock)
         self.repair = NodeRepair(kube=self.kube, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration)
+        self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration,
+                                              managed=provider.managed_node_classes())
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
         self.overlays = NodeOverlayController(kube=self.kube, provider=provider, clock=self.clock) \
             if self.settings.feature_gates.NodeOverlay else None
@@ -271,20 +290,23 @@ class Operator:
         considered: dict[str, set[str]] = {}
         for line in p.lines:
             considered.setdefault(str(line.method), set()).add(line.node)
-        # the methods run in order until one decides a command (each reports its count, 0 included, as upstream)
-        methods = [m.value for m in DEFAULT_ORDER]
-        if p.plan is not None:
+        # the methods run in order until one decides a command (each reports its count, 0 included, as upstream);
+        # karpy's repack, after Karpenter's four, does not overwrite single-node's eligible count
+        methods = [m.value for m in DEFAULT_ORDER if m is not DisruptionMethod.REPACK_CONSOLIDATION]
+        if p.plan is not None and p.plan.method.value in methods:
             methods = methods[: methods.index(p.plan.method.value) + 1]
-        self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, methods[-1])
-        if any(line.kind == DecisionKind.SIMULATION_LIMIT for line in p.lines):  # karpy's stand-in for the 3-minute timeout
+        last = p.plan.method.value if p.plan is not None else methods[-1]
+        self.metrics.observe_disruption_pass({m: len(considered.get(m, ())) for m in methods}, p.seconds, last)
+        if any(line.kind == DecisionKind.SIMULATION_LIMIT and line.method is DisruptionMethod.SINGLE_NODE_CONSOLIDATION
+               for line in p.lines):  # karpy's stand-in for the 3-minute timeout
             self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
-        total, disrupting = disrupting_counts(p.snapshot)
+        total, _ = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
         for pool in p.snapshot.nodepools:
             name = pool["metadata"]["name"]
             for reason in DisruptionReason:
-                try:
-                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=disrupting.get(name, 0))
+                try:  # the budget's allowance before the nodes already disrupting, as upstream's gauge
+                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=0)
                 except ValueError:
                     continue
                 allowed[(name, reason.value)] = float(max(n, 0))
@@ -333,6 +355,11 @@ class Operator:
             self._poke("termination")
         if kind == "NodePool":
             self._poke("nodepool")
+        if kind in ("CapacityBuffer", "PodTemplate"):
+            self._poke("capacitybuffer")
+            self._poke("disruption")  # the headroom consolidation must keep changed
+        if kind in ("NodePool", "NodeClaim"):
+            self._poke("static")
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
         if kind in ("NodeOverlay", "NodePool") or kind.endswith("NodeClass"):
@@ -423,7 +450,7 @@ class Operator:
                 claim, "Normal", "Provisioned",
                 f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",
             )
-            for pod in plan.pods[:50]:
+            for pod in [p for p in plan.pods if p.key in result.pods][:50]:  # not the CapacityBuffer virtual pods
                 await self.events.record(karpenter_events.nominate_pod(
                     {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}},
                     nodeclaim=claim["metadata"]["name"]))
@@ -596,6 +623,22 @@ class Operator:
                                                      "invalid": sorted(result.store.invalid)})
             self.batcher.trigger()
             self._poke("disruption")
+    async def _buffer_step(self) -> None:
+        """CapacityBuffer status, then a provisioning pass while some buffer is ready (its headroom
+        is re-placed: a real pod that took it makes a new node), every 30 s as upstream requeues."""
+        assert self.buffer_status is not None
+        self._buffer_due = self.clock.now() + CAPACITY_BUFFER_REQUEUE
+        if await self.buffer_status.reconcile():
+            self.batcher.trigger()
+
+    async def _static_step(self) -> None:
+        """Scale static NodePools to ``spec.replicas`` (Karpenter ``static.provisioning`` and
+        ``static.deprovisioning``)."""
+        if self.static is None:
+            return
+        for ev in await self.static.reconcile():
+            if ev.kind == "nodeclaim-create":  # Karpenter's static provisioner counts them as "provisioned"
+                self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=ev.nodepool, min_values_relaxed="false").inc()
 
     # ---- running ------------------------------------------------------------------------------
     async def _lead(self) -> None:
@@ -617,6 +660,9 @@ class Operator:
             spawn(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
             spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
             *([spawn(self._loop("nodeoverlay", self._overlay_step), name="nodeoverlay.controller")] if self.overlays else []),
+            *([spawn(self._loop("capacitybuffer", self._buffer_step, lambda: self._buffer_due), name="capacitybuffer")]
+              if self.buffer_status is not None else []),
+            *([spawn(self._loop("static", self._static_step), name="static.provisioning")] if self.static is not None else []),
             *([spawn(self._loop("health", self._repair_step), name="node.health")] if self.settings.node_repair else []),
             spawn(self._loop("drift", self._drift_step, self.drift.next_due), name="nodeclaim.disruption.drift"),
             spawn(self._loop("disruption", self._disruption_step, self.disruption.next_due), name="disruption"),

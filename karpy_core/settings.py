@@ -96,6 +96,11 @@ class KarpySettings(BaseSettings):
                                     "the controller's namespace (default: the service account's, else default)")
     node_repair: bool | None = setting(None, "NODE_REPAIR", "--node-repair/--no-node-repair",
                                        "shorthand for FEATURE_GATES NodeRepair (both given: they must agree)")
+    consolidation_min_savings: float = setting(
+        0.1, "KARPY_CONSOLIDATION_MIN_SAVINGS", "--consolidation-min-savings",
+        "fraction of the disrupted nodes' price a repack consolidation (N nodes -> M cheaper ones) must save, "
+        "in [0, 1); a NodePool's karpy.sh/consolidation-min-savings annotation wins",
+        karpy="karpy's own: Karpenter has no N -> M consolidation and no savings threshold")
 
     # -- karpenter core (pkg/operator/options/options.go)
     karpenter_service: str = setting("", "KARPENTER_SERVICE", "--karpenter-service", "webhook Service name",
@@ -226,7 +231,7 @@ class KarpySettings(BaseSettings):
             raise ValueError(f"{value} must be positive")
         return value
 
-    @field_validator("vm_memory_overhead_percent")
+    @field_validator("vm_memory_overhead_percent", "consolidation_min_savings")
     @classmethod
     def _fraction(cls, value: float) -> float:
         if not 0 <= value < 1:
@@ -315,6 +320,7 @@ class KarpySettings(BaseSettings):
             feature_gates=self.gates(),
             kube_client_qps=float(self.kube_client_qps),
             kube_client_burst=self.kube_client_burst,
+            consolidation_min_savings=self.consolidation_min_savings,
         )
 
     def provider_options(self) -> dict[str, Any]:

@@ -267,3 +267,19 @@ def test_gates_reach_the_controller_settings_and_simulator_inputs() -> None:
         gates_from({"NodeRepair": "yes"})
     with pytest.raises(ConfigurationError, match="unknown feature gate 'NodeRepai'"):
         gates_from("NodeRepai=true")
+
+
+def test_consolidation_min_savings_env_flag_range_and_the_disruption_controller() -> None:
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.operator import Operator
+
+    assert load_settings({}, {}).consolidation_min_savings == 0.1
+    s = load_settings({}, {"KARPY_CONSOLIDATION_MIN_SAVINGS": "0.25"})
+    assert s.consolidation_min_savings == 0.25
+    assert load_settings({"consolidation_min_savings": 0.05}, {"KARPY_CONSOLIDATION_MIN_SAVINGS": "0.25"}).consolidation_min_savings == 0.05
+    for bad in ("1", "1.5", "-0.1"):
+        with pytest.raises(ConfigurationError, match=r"KARPY_CONSOLIDATION_MIN_SAVINGS \(--consolidation-min-savings\)"):
+            load_settings({}, {"KARPY_CONSOLIDATION_MIN_SAVINGS": bad})
+    op = Operator(kube=InMemoryCluster(), provider=load_provider("simulated", {}), settings=s.controller_settings())
+    assert op.disruption.settings.min_savings == 0.25

@@ -261,6 +261,17 @@ def _node_class_ref_overlay() -> Overlay:
     return Overlay(properties={"group": {"pattern": r"^([^/]*|[^/]+/v[0-9]+((alpha|beta)[0-9]+)?)$"}})
 
 
+def _static_nodepool_rules() -> list[dict[str, Any]]:
+    """Karpenter ``nodepool.go``'s rules on ``NodePoolSpec`` for static pools (``replicas``)."""
+    return [
+        _rule("has(self.replicas) == has(oldSelf.replicas)",
+              "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"),
+        _rule("!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
+              "only 'limits.nodes' is supported on static NodePools"),
+        _rule("!has(self.replicas) || !has(self.weight)", "'weight' is not supported on static NodePools"),
+    ]
+
+
 def _nodepool_overlays() -> dict[str, Overlay]:
     return {
         "NodeSelectorRequirementWithMinValues": _requirement_overlay(),
@@ -282,6 +293,7 @@ def _nodepool_overlays() -> dict[str, Overlay]:
             }
         ),
         "Disruption": Overlay(properties={"consolidateAfter": {"pattern": DURATION_OR_NEVER.pattern}}),
+        "NodePoolSpec": Overlay(rules=_static_nodepool_rules()),
         "Budget": Overlay(
             properties={
                 "nodes": {"pattern": r"^((100|[0-9]{1,2})%|[0-9]+)$"},
@@ -347,6 +359,20 @@ def _nodeoverlay_overlays() -> dict[str, Overlay]:
                 "priceAdjustment": {"pattern": PRICE_ADJUSTMENT_PATTERN},
             },
             rules=[_rule("!has(self.price) || !has(self.priceAdjustment)", "cannot set both 'price' and 'priceAdjustment'")],
+        ),
+    }
+
+
+def _capacitybuffer_overlays() -> dict[str, Overlay]:
+    """Upstream's CEL rules on ``CapacityBuffer.spec`` (``autoscaling.x-k8s.io_capacitybuffers.yaml``)."""
+    return {
+        "CapacityBufferSpec": Overlay(
+            rules=[
+                _rule("!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
+                      "If podTemplateRef is set, replicas or limits must also be set"),
+                _rule("!(has(self.podTemplateRef) && has(self.scalableRef))",
+                      "You must define either PodTemplateRef or ScalableRef, but not both"),
+            ],
         ),
     }
 
@@ -778,6 +804,8 @@ class CRDSpec:
     categories: tuple[str, ...] = ("karpenter",)
     columns: tuple[dict[str, Any], ...] = ()
     overlays: Callable[[], dict[str, Overlay]] = dict
+    scale: tuple[str, str] | None = None
+    """``(specReplicasPath, statusReplicasPath)`` of a ``scale`` subresource (``kubectl scale``)."""
 
     @property
     def group(self) -> str:
@@ -805,7 +833,9 @@ _AGE = _column("Age", ".metadata.creationTimestamp", "date")
 
 
 def crd_specs() -> list[CRDSpec]:
-    """The five kinds, in a fixed order: NodePool, NodeClaim, NodeOverlay, EC2NodeClass, KCNodeClass.
+    """The kinds, in a fixed order: NodePool, NodeClaim, NodeOverlay, EC2NodeClass, KCNodeClass, CapacityBuffer
+    (``autoscaling.x-k8s.io/v1beta1``, namespaced; upstream's CRD shape, served with the
+    CapacityBuffer gate).
 
     The provider packages (``karpy_aws``, ``karpy_kakaocloud``) are imported here, not at module
     import, so ``karpy_core`` stays importable without them.
@@ -813,6 +843,7 @@ def crd_specs() -> list[CRDSpec]:
     from karpy_aws.apis import EC2NodeClass
     from karpy_kakaocloud.apis import KCNodeClass
 
+    from karpy_core.apis.capacitybuffer import CapacityBuffer
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodeoverlay import NodeOverlay
     from karpy_core.apis.nodepool import NodePool
@@ -831,6 +862,7 @@ def crd_specs() -> list[CRDSpec]:
                 _column("Memory", ".status.resources.memory", priority=1),
             ),
             overlays=_nodepool_overlays,
+            scale=(".spec.replicas", ".status.nodes"),  # kubebuilder:subresource:scale in nodepool.go
         ),
         CRDSpec(
             NodeClaim,
@@ -871,6 +903,22 @@ def crd_specs() -> list[CRDSpec]:
             columns=(_READY, _AGE),
             overlays=_kcnodeclass_overlays,
         ),
+        CRDSpec(
+            CapacityBuffer,
+            "capacitybuffers",
+            short_names=("cb",),
+            categories=("autoscaling",),
+            columns=(
+                _column("Strategy", ".spec.provisioningStrategy"),
+                _column("PodTemplate", ".status.podTemplateRef.name"),
+                _column("Replicas", ".status.replicas", "integer"),
+                _column("ConditionsType", ".status.conditions[*].type"),
+                _column("ConditionsStatus", ".status.conditions[*].status"),
+                _column("ConditionsReason", ".status.conditions[*].reason"),
+                _AGE,
+            ),
+            overlays=_capacitybuffer_overlays,
+        ),
     ]
 
 
@@ -902,7 +950,8 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": openapi_schema(spec.model, spec.overlays())},
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}, **({"scale": {"specReplicasPath": spec.scale[0],
+                                                                   "statusReplicasPath": spec.scale[1]}} if spec.scale else {})},
                     "additionalPrinterColumns": [dict(c) for c in spec.columns],
                 }
             ],

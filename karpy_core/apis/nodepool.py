@@ -13,7 +13,9 @@ number of ``In`` values; ``Gt``/``Lt``/``Gte``/``Lte`` take exactly one non-nega
 100 requirements; restricted label keys (:func:`karpy_core.apis.labels.is_restricted_label`) in
 requirements and template labels; durations and cron schedules parse; budget ``schedule`` and
 ``duration`` go together; limits are quantities; ``weight`` 1..100; ``nodeClassRef.group`` has no
-``/`` (a common mistake is ``karpenter.k8s.aws/v1``).
+``/`` (a common mistake is ``karpenter.k8s.aws/v1``); with ``replicas`` (a static pool) only
+``limits.nodes`` and no ``weight``, and (CRD only, it needs the old object) no switch between
+static and dynamic.
 """
 
 from __future__ import annotations
@@ -296,7 +298,22 @@ class NodePoolSpec(KubeModel):
     weight: Int | None = Field(default=None, ge=1, le=100)
     """Priority of the pool when several could serve a pod: higher weights are tried first (1 to 100)."""
     replicas: Int | None = Field(default=None, ge=0)
-    """A fixed number of nodes for a static pool, kept whatever the pending pods (alpha)."""
+    """A fixed number of nodes for a static pool, kept whatever the pending pods (alpha, the
+    StaticCapacity feature gate). With replicas set, consolidationPolicy and consolidateAfter are
+    ignored, limits may only hold nodes, and weight may not be set; a pool cannot switch between
+    static and dynamic."""
+
+    @model_validator(mode="after")
+    def _static_pool(self) -> NodePoolSpec:
+        # Karpenter nodepool.go XValidation rules on NodePoolSpec (the transition rule needs the old
+        # object: it is a CEL rule of the CRD only)
+        if self.replicas is None:
+            return self
+        if set(self.limits) - {"nodes"}:
+            raise ValueError("only 'limits.nodes' is supported on static NodePools")
+        if self.weight is not None:
+            raise ValueError("'weight' is not supported on static NodePools")
+        return self
 
 
 class NodePoolStatus(KubeModel):

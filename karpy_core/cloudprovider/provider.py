@@ -107,6 +107,11 @@ class CloudProvider:
         """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""
         return list(self._call_sync("karpy_supported_node_classes"))
 
+    def managed_node_classes(self) -> frozenset[tuple[str, str]] | None:
+        """The NodePools this provider manages, as the ``(group, kind)`` of their ``nodeClassRef``
+        (:func:`~karpy_core.state.cluster.is_managed`); None when the provider names none (all)."""
+        return frozenset(self.supported_node_classes()) or None
+
     def controllers(self) -> list[ControllerLoop]:
         """The provider's background loops (see the optional ``karpy_controllers`` hook)."""
         hook = self._pm.hook.karpy_controllers

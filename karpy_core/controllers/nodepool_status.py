@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from karpy_core.controllers.conditions import NODE_REGISTRATION_HEALTHY
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, KubeClient
 from karpy_core.scheduling.resources import Resources, add_into, format_resource_list, parse_resource_list
-from karpy_core.state.cluster import condition
+from karpy_core.state.cluster import condition, is_managed
 from karpy_core.utils.clock import Clock, iso
 
 __all__ = ["NodePoolStatus", "RegistrationHealth", "REGISTRATION_BUFFER", "UNHEALTHY_FRACTION"]
@@ -97,11 +98,13 @@ class NodePoolStatus:
     name = "nodepool.status"
 
     def __init__(self, *, kube: KubeClient, clock: Clock, registration: RegistrationHealth | None = None,
-                 unreported_is_ready: bool = False):
+                 unreported_is_ready: bool = False, managed: Collection[tuple[str, str]] | None = None):
         """``unreported_is_ready``: a NodeClass without a ``Ready`` condition counts as Ready (the
         simulator, which runs no provider's NodeClass status controller); Karpenter's rule, and the
-        default, is ``NodeClassReadinessUnknown``."""
+        default, is ``NodeClassReadinessUnknown``. ``managed``: the provider's NodeClass kinds;
+        NodePools of other kinds are left alone (:func:`~karpy_core.state.cluster.is_managed`)."""
         self.unreported_is_ready = unreported_is_ready
+        self.managed = managed
         self.kube = kube
         self.clock = clock
         self.registration = registration or RegistrationHealth()
@@ -123,6 +126,8 @@ class NodePoolStatus:
         patched = 0
         now = iso(self.clock.now())
         for np_obj in pools:
+            if not is_managed(np_obj, self.managed):
+                continue  # another cloud's NodePool: its NodeClass may not even be readable here
             name = np_obj["metadata"]["name"]
             ref = ((np_obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
             class_ok, class_reason, class_msg, class_gen = await self._nodeclass_ready(ref)

@@ -88,12 +88,12 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission("karpenter.sh", "nodepools/status", ("patch",), "nodepool.status",
                "resources, node count and the ValidationSucceeded/NodeClassReady/NodeRegistrationHealthy/Ready "
                "conditions of each NodePool"),
-    Permission("karpenter.sh", "nodepools/finalizers", ("update",), "provisioner, disruption (replacements)",
+    Permission("karpenter.sh", "nodepools/finalizers", ("update",), "provisioner, static capacity, disruption (replacements)",
                "a NodeClaim's owner reference to its NodePool sets blockOwnerDeletion (Karpenter does too); "
                "OwnerReferencesPermissionEnforcement admits that only with update on the owner's finalizers"),
     Permission("karpenter.sh", "nodeclaims", ("get", "list", "watch", "create", "patch", "delete"),
-               "provisioner, nodeclaim.lifecycle, disruption, expiration, node.health, node.termination, garbage collection, "
-               "AWS interruption and tagging",
+               "provisioner, static capacity, nodeclaim.lifecycle, disruption, expiration, node.health, node.termination, "
+               "garbage collection, AWS interruption and tagging",
                "karpy creates a NodeClaim per launch, adds and removes its termination finalizer and annotations, "
                "and deletes it to disrupt, expire, repair or garbage-collect the node"),
     Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption, node.termination",
@@ -139,6 +139,19 @@ PERMISSIONS: tuple[Permission, ...] = (
                "DaemonSet overhead on every new node"),
     Permission("policy", "poddisruptionbudgets", ("list", "watch"), "informer cache; disruption",
                "a PDB allowing no disruption keeps its pods' node from voluntary disruption"),
+    Permission("autoscaling.x-k8s.io", "capacitybuffers", ("list", "watch"),
+               "informer cache (CapacityBuffer gate); capacitybuffer, provisioner, disruption",
+               "a CapacityBuffer's headroom is provisioned as pending pods and kept by consolidation"),
+    Permission("autoscaling.x-k8s.io", "capacitybuffers/status", ("patch",), "capacitybuffer, provisioner",
+               "replicas, podTemplateRef and the ReadyForProvisioning/Provisioning conditions of each buffer"),
+    Permission("", "podtemplates", ("list", "watch"), "informer cache (CapacityBuffer gate); capacitybuffer",
+               "the pod shape a CapacityBuffer's podTemplateRef names"),
+    Permission("apps", "deployments", ("list",), "capacitybuffer, provisioner, disruption",
+               "the pod shape and replicas of a CapacityBuffer's scalableRef"),
+    Permission("apps", "replicasets", ("list",), "capacitybuffer, provisioner, disruption",
+               "the pod shape and replicas of a CapacityBuffer's scalableRef"),
+    Permission("apps", "statefulsets", ("list",), "capacitybuffer, provisioner, disruption",
+               "the pod shape and replicas of a CapacityBuffer's scalableRef"),
     # ---- the release namespace ------------------------------------------------------------
     Permission("coordination.k8s.io", "leases", ("get", "create", "update"), "leader election",
                "one active replica: the leader Lease is read, created once and renewed with PUT",

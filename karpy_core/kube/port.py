@@ -53,6 +53,8 @@ KINDS: dict[str, KindInfo] = {
     "VolumeAttachment": KindInfo("storage.k8s.io", "v1", "volumeattachments", False),
     "Lease": KindInfo("coordination.k8s.io", "v1", "leases", True),
     "RuntimeClass": KindInfo("node.k8s.io", "v1", "runtimeclasses", False),
+    "PodTemplate": KindInfo("", "v1", "podtemplates", True),
+    "CapacityBuffer": KindInfo("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", True),
     "NodePool": KindInfo("karpenter.sh", "v1", "nodepools", False),
     "NodeClaim": KindInfo("karpenter.sh", "v1", "nodeclaims", False),
     "NodeOverlay": KindInfo("karpenter.sh", "v1alpha1", "nodeoverlays", False),

@@ -10,14 +10,32 @@ JSON document shape (``karpy simulate -o json``)::
       "pods": [{"namespace", "name", "node", "reason"}],
       "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],
       "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},
-      "cost_over_time": [{"t", "nodes", "cost_per_hour"}]     # scenarios only (karpy simulate SCENARIO)
+      "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside)
+      "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},  # plain runs only (see below)
+      "cost_over_time": [{"t", "nodes", "cost_per_hour"}],    # scenarios only (karpy simulate SCENARIO)
+      "timeline": [{"t", "pending_pods", "nodepools": {NAME: {"nodes", "cost_per_hour",
+                    "cost_by_capacity_type": {TYPE: usd_per_hour}, "cpu_requested", "cpu_allocatable",
+                    "memory_requested_mib", "memory_allocatable_mib"}}}],  # scenarios only
+      "day": {"seconds", "total_usd", "start_cost_per_hour", "end_cost_per_hour", "peak_cost_per_hour",
+              "consolidation_savings_usd", "consolidation_savings_per_hour",
+              "disruptions": {REASON: {"commands", "nodes"}}, "peak_pending_pods", "peak_pending_t"}
+                                                              # scenarios only (:class:`DaySummary`)
     }
+
+``reference`` (plain ``karpy simulate``): the cheapest set of nodes that could hold the pods karpy
+placed on the nodes it launched, over the same NodePools, instance types, offerings and DaemonSet
+overhead (:func:`karpy_core.sim.optimum.reference`, HiGHS within
+:data:`~karpy_core.sim.optimum.REFERENCE_TIME_LIMIT` seconds): ``status`` ``optimum``, ``lower
+bound`` (no plan is cheaper; the optimum is not proved or a constraint is not modelled) or
+``unavailable`` (no solver installed, or nothing launched); ``gap`` = karpy's USD/hour / reference - 1.
 
 Event kinds include provisioning and lifecycle (``nodeclaim-create``, ``launch``, ``register``,
 ``initialize``, ``terminate``), drain (``drain``, ``evict``, ``evict-blocked``, ``drain-wait``,
 ``force-delete``, ``node-finalized``), disruption (``disrupt-decided``, ``disrupt``,
 ``replacement-create``, ``delete``, ``disrupt-invalidated``, ``disrupt-failed``, ``untaint``),
-``expire`` and ``scenario`` (a scenario step); ``t`` is seconds since the start.
+``expire``, static capacity (``nodeclaim-create`` with reason ``static: replicas``,
+``nodeclaim-delete``, ``static-limit``) and ``scenario`` (a scenario step); ``t`` is seconds since
+the start.
 
 Quantities are in Kubernetes notation, prices in USD/hour; ``price_per_hour`` is null for nodes
 karpy did not launch (given as input). Pods owned by DaemonSets are listed under their node but
@@ -27,18 +45,28 @@ not in ``pods[]``.
 from __future__ import annotations
 
 import contextlib
+import textwrap
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.types import InstanceType
-from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
+from karpy_core.scheduling.template import template_from_nodepool, type_tables
+from karpy_core.sim.headroom import Headroom, headroom, render_headroom
+from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
 from karpy_core.sim.simulator import Simulator
-from karpy_core.state.views import NodePoolView
+from karpy_core.state.cluster import daemonset_pod_infos
+from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.quantity import format_quantity
 
-__all__ = ["SimulationReport", "NodeReport", "PodReport", "build_report", "render_text", "write_timeline_png"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["SimulationReport", "NodeReport", "PodReport", "DaySummary", "build_report", "day_summary", "render_text",
+           "timeline_figure", "write_timeline_png"]
 
 HOURS_PER_MONTH = 730
 """Hours in an average month (8760 / 12), for the monthly estimate."""
@@ -110,6 +138,14 @@ class SimulationReport:
     """Node name -> what NodeOverlays changed on its instance type and offering (``--explain``;
     gate ``NodeOverlay``), e.g. ``price of m5.large on-demand us-east-1a 0.096 -> 0.0096 USD/h by
     NodeOverlay discount (weight 10)``."""
+    timeline: list[dict[str, Any]] | None = None
+    """Per-NodePool series of scenario runs (:attr:`Simulator.timeline`), None otherwise."""
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+    """``[{kind, namespace, name, pods}]``: the workloads simulated and their pods (DaemonSets aside)."""
+    reference: Reference | None = None
+    """Plain runs: the optimum or a lower bound for the pods on launched nodes (module docstring)."""
+    headroom: Headroom | None = None
+    """CapacityBuffer headroom (CapacityBuffer gate on): where it sits, its cost (``capacity_buffers`` in JSON)."""
 
     @property
     def cost_per_hour(self) -> float:
@@ -133,9 +169,126 @@ class SimulationReport:
             "warnings": self.warnings,
             "ignored": self.ignored,
             "summary": self.summary(),
+            "workloads": self.workloads,
+            **({"reference": {**self.reference.to_dict(), "gap": _round(self.reference.gap(self.cost_per_hour))}}
+               if self.reference is not None else {}),
             **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
             **({"overlays": self.overlays} if self.overlays else {}),
+            **({"timeline": self.timeline} if self.timeline is not None else {}),
+            **({"day": day_summary(self).to_dict()} if self.cost_over_time else {}),
+            **({"capacity_buffers": self.headroom.to_dict()} if self.headroom is not None else {}),
         }
+
+
+def _round(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+CONSOLIDATION_REASONS = ("Empty", "Underutilized")
+"""Disruption reasons that are consolidation (Karpenter ``v1.DisruptionReasonEmpty`` and
+``DisruptionReasonUnderutilized``); ``Drifted`` replacements and expiry are not savings."""
+
+
+@dataclass(frozen=True)
+class DaySummary:
+    """The summary of a scenario run (the end of its text report, ``day`` in JSON).
+
+    Attributes:
+        seconds: simulated time covered, seconds (the scenario's ``until`` or ``--until``).
+        total_usd: USD spent: the integral of ``cost_over_time`` (a step function: each sample's
+            USD/hour holds until the next sample, the last until ``seconds``) over the run, / 3600.
+        start_cost_per_hour: USD/hour once the first steps were provisioned: the last sample
+            before the next scenario step or the first disruption command, whichever comes first
+            (before ``seconds`` if neither happens).
+        end_cost_per_hour: USD/hour of the last sample (what runs at the end).
+        peak_cost_per_hour: highest USD/hour sampled.
+        consolidation_savings_per_hour: the sum over consolidation commands (``disrupt`` events
+            with reason ``Empty`` or ``Underutilized``) of their ``savings_per_hour`` (candidates'
+            price - replacements' price, USD/hour, as decided).
+        consolidation_savings_usd: the sum over the same commands of ``savings_per_hour`` x the
+            hours from the command to the end of the run: what keeping the consolidated nodes
+            (instead of their replacements) until the end would have cost more. It counts each
+            command against the cluster it found, so a node consolidated twice counts twice.
+        disruptions: reason -> ``{"commands", "nodes"}``: ``disrupt`` commands by their
+            Karpenter reason (``Empty``, ``Underutilized``, ``Drifted``) and the nodes they took,
+            plus ``Expired`` for NodeClaims the expiration controller deleted (one command each).
+        peak_pending_pods: most pods pending at once (``timeline``'s ``pending_pods``).
+        peak_pending_t: the first time that peak was reached, seconds.
+    """
+
+    seconds: float
+    total_usd: float
+    start_cost_per_hour: float
+    end_cost_per_hour: float
+    peak_cost_per_hour: float
+    consolidation_savings_per_hour: float
+    consolidation_savings_usd: float
+    disruptions: dict[str, dict[str, int]]
+    peak_pending_pods: int
+    peak_pending_t: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds, "total_usd": round(self.total_usd, 6),
+            "start_cost_per_hour": self.start_cost_per_hour, "end_cost_per_hour": self.end_cost_per_hour,
+            "peak_cost_per_hour": self.peak_cost_per_hour,
+            "consolidation_savings_per_hour": round(self.consolidation_savings_per_hour, 6),
+            "consolidation_savings_usd": round(self.consolidation_savings_usd, 6),
+            "disruptions": self.disruptions, "peak_pending_pods": self.peak_pending_pods,
+            "peak_pending_t": self.peak_pending_t,
+        }
+
+
+def _end_seconds(report: SimulationReport) -> float:
+    """The end of the simulated span: ``until_seconds``, or the last sample or event."""
+    series = report.cost_over_time or []
+    return max(float(report.provider.get("until_seconds") or 0.0), series[-1]["t"] if series else 0.0,
+               max((e["t"] for e in report.events), default=0.0))
+
+
+def day_summary(report: SimulationReport) -> DaySummary:
+    """The :class:`DaySummary` of a scenario report (its ``cost_over_time``, ``events``, ``timeline``).
+
+    Raises:
+        ValueError: the report has no ``cost_over_time`` (not a scenario run).
+    """
+    series = report.cost_over_time
+    if not series:
+        raise ValueError("no cost_over_time series: not a scenario run")
+    end = _end_seconds(report)
+    total = 0.0
+    for cur, nxt in zip(series, [*series[1:], {"t": end}], strict=True):
+        total += cur["cost_per_hour"] * max(0.0, min(nxt["t"], end) - cur["t"]) / 3600
+    steps = sorted({e["t"] for e in report.events if e["kind"] == "scenario"})
+    disrupts = [e for e in report.events if e["kind"] == "disrupt"]
+    marks = [t for t in steps if steps and t > steps[0]] + [e["t"] for e in disrupts]
+    settle = min(marks, default=end)
+    before = [s for s in series if s["t"] < settle] or series[:1]
+    disruptions: dict[str, dict[str, int]] = {}
+    saved_h = saved_usd = 0.0
+    for e in disrupts:
+        d = disruptions.setdefault(e["reason"], {"commands": 0, "nodes": 0})
+        d["commands"] += 1
+        d["nodes"] += len([n for n in (e.get("node") or "").split(",") if n])
+        if e["reason"] in CONSOLIDATION_REASONS:
+            per_h = float((e.get("details") or {}).get("savings_per_hour") or 0.0)
+            saved_h += per_h
+            saved_usd += per_h * max(0.0, end - e["t"]) / 3600
+    for e in report.events:
+        if e["kind"] == "expire":
+            d = disruptions.setdefault("Expired", {"commands": 0, "nodes": 0})
+            d["commands"] += 1
+            d["nodes"] += 1
+    peak, peak_t = 0, 0.0
+    for sample in report.timeline or ():
+        if sample["pending_pods"] > peak:
+            peak, peak_t = sample["pending_pods"], sample["t"]
+    return DaySummary(
+        seconds=end, total_usd=total, start_cost_per_hour=before[-1]["cost_per_hour"],
+        end_cost_per_hour=series[-1]["cost_per_hour"], peak_cost_per_hour=max(s["cost_per_hour"] for s in series),
+        consolidation_savings_per_hour=saved_h, consolidation_savings_usd=saved_usd,
+        disruptions=dict(sorted(disruptions.items())), peak_pending_pods=peak, peak_pending_t=peak_t,
+    )
 
 
 def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | None:
@@ -160,14 +313,71 @@ def _overlay_warnings(sim: Simulator) -> list[str]:
         + [f"NodeOverlay {n} not applied: {why}" for n, why in sorted(store.invalid.items())]
 
 
-async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None = None) -> SimulationReport:
+def _workloads(sim: Simulator) -> list[dict[str, Any]]:
+    """``[{kind, namespace, name, pods}]``: the pods (DaemonSets' aside, finished ones included)
+    by their top owner (a Deployment's ReplicaSet counts as the Deployment); pods without an
+    owner as one ``{kind: "Pod", name: ""}`` entry per namespace. Sorted by kind, namespace, name."""
+    rs_owner: dict[tuple[str, str], str] = {}
+    for rs in sim.cluster.objects("ReplicaSet"):
+        meta = rs["metadata"]
+        dep = next((r.get("name", "") for r in meta.get("ownerReferences") or () if r.get("kind") == "Deployment"), None)
+        if dep:
+            rs_owner[(meta.get("namespace", "default"), meta["name"])] = dep
+    counts: dict[tuple[str, str, str], int] = {}
+    for p in sim.cluster.objects("Pod"):
+        meta = p["metadata"]
+        ns = meta.get("namespace", "default")
+        ref = next((r for r in meta.get("ownerReferences") or () if r.get("controller", True)), None)
+        kind, name = (ref.get("kind", ""), ref.get("name", "")) if ref else ("Pod", "")
+        if kind == "DaemonSet":
+            continue
+        if kind == "ReplicaSet" and (ns, name) in rs_owner:
+            kind, name = "Deployment", rs_owner[(ns, name)]
+        counts[(kind, ns, name)] = counts.get((kind, ns, name), 0) + 1
+    return [{"kind": k, "namespace": ns, "name": n, "pods": c} for (k, ns, n), c in sorted(counts.items())]
+
+
+async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]], cost: float,
+                     time_limit: float) -> Reference:
+    """The optimum or lower bound for the pods bound to nodes karpy launched (label
+    ``karpenter.sh/nodepool``), over every NodePool of the cluster with its instance types and
+    DaemonSets (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the
+    MILP's upper bound."""
+    launched = {n["metadata"]["name"] for n in sim.cluster.objects("Node") if (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)}
+    pods: list[PodInfo] = []
+    for view in sim.cluster.views("Pod") or ():
+        assert isinstance(view, PodView)
+        if view.node_name not in launched or view.terminal or view.deleting:
+            continue
+        if any(r.get("kind") == "DaemonSet" for r in view.raw["metadata"].get("ownerReferences") or ()):
+            continue
+        info = view.try_info()
+        if info is not None:
+            pods.append(info)
+    if not pods:
+        return Reference("unavailable", note="no pods on launched nodes")
+    pools = [v for v in sim.cluster.views("NodePool") or () if isinstance(v, NodePoolView)]
+    try:
+        templates = [template_from_nodepool(v.raw, types_by_pool[v.name]) for v in pools]
+        tables = type_tables(templates, daemonset_pod_infos(sim.cluster.objects("DaemonSet")))
+    except ValueError as exc:
+        return Reference("unavailable", note=f"cannot build the reference: {exc}")
+    return reference(list(tables.values()), pods, upper_bound=cost, time_limit=time_limit)
+
+
+async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None = None,
+                       reference_time_limit: float | None = REFERENCE_TIME_LIMIT) -> SimulationReport:
     """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
-    reason it is pending."""
+    reason it is pending, the workloads simulated; for scenario runs the cost and capacity series;
+    for plain runs (no disruption) the optimum or lower bound of the launched nodes' cost, HiGHS
+    given ``reference_time_limit`` seconds (None: not computed)."""
     types: dict[str, InstanceType] = {}
+    types_by_pool: dict[str, list[InstanceType]] = {}
     pool_types: dict[str, dict[str, InstanceType]] = {}
     for np_view in sim.cluster.views("NodePool") or ():
         assert isinstance(np_view, NodePoolView)
-        for it in await sim.provider.get_instance_types(np_view.model):  # overlaid with NodeOverlay on
+        types_by_pool[np_view.name] = await sim.provider.get_instance_types(np_view.model)  # overlaid with NodeOverlay on
+        for it in types_by_pool[np_view.name]:
             types.setdefault(it.name, it)
             pool_types.setdefault(np_view.name, {})[it.name] = it
     pods = sim.cluster.objects("Pod")
@@ -214,7 +424,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
                      if c.kind == "capacity" or (c.zone, c.capacity_type) == (rep.zone, rep.capacity_type)]
             if lines:
                 overlays[rep.name] = lines
-    return SimulationReport(
+    room = await headroom(sim, {n.name: n.price_per_hour for n in nodes}, {n.name: n.allocatable for n in nodes})
+    report = SimulationReport(
+        headroom=room,
         provider=provider_info or {"name": sim.provider.name},
         nodes=nodes,
         pods=pod_reports,
@@ -225,17 +437,102 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
         warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())]
         + _overlay_warnings(sim),
+        timeline=list(sim.timeline) if sim.disruption_enabled else None,
+        workloads=_workloads(sim),
         overlays=overlays,
     )
+    if not sim.disruption_enabled and reference_time_limit is not None and report.cost_per_hour > 0:
+        report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)
+    return report
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _duration(seconds: float) -> str:
+    """``7260`` -> ``2h01m``; under an hour ``1m40s``; under a minute ``12s``."""
+    s = round(seconds)
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    if h:
+        return f"{h}h{m:02d}m" if not sec else f"{h}h{m:02d}m{sec:02d}s"
+    return f"{m}m{sec:02d}s" if m else f"{sec}s"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _simulated_lines(report: SimulationReport, *, max_items: int = 14) -> list[str]:
+    """What was simulated: inputs, pods, workloads (largest first) and NodePools."""
+    wl = report.workloads
+    pods = sum(w["pods"] for w in wl)
+    pools = sorted({n.nodepool for n in report.nodes if n.nodepool})
+    inputs = report.provider.get("inputs")
+    head = f"simulated: {_plural(pods, 'pod')} from {_plural(len(wl), 'workload')}"
+    if inputs:
+        head += f" ({inputs})"
+    if pools:
+        head += f", launched by NodePool{'s' if len(pools) > 1 else ''} {', '.join(pools)}"
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for w in wl:
+        kinds.setdefault(w["kind"], []).append(w)
+    parts = []
+    for kind, items in sorted(kinds.items(), key=lambda kv: -sum(w["pods"] for w in kv[1])):
+        items = sorted(items, key=lambda w: (-w["pods"], w["name"]))
+        shown = ", ".join(f"{w['name'] or '(bare)'} x{w['pods']}" for w in items[:max_items])
+        more = f", +{len(items) - max_items} more" if len(items) > max_items else ""
+        parts.append(f"{_plural(len(items), kind)}: {shown}{more}")
+    body = [line for part in parts for line in textwrap.wrap(part, 110, initial_indent="  ", subsequent_indent="    ")]
+    return [head, *body]
+
+
+def _reference_line(report: SimulationReport) -> str | None:
+    """``optimum: ...`` / ``lower bound: ...`` / ``optimum: not computed: ...`` next to the total."""
+    ref = report.reference
+    if ref is None:
+        return None
+    if ref.value is None:
+        return f"optimum: not computed: {ref.note}"
+    cost = report.cost_per_hour
+    gap = ref.gap(cost) or 0.0
+    what = ", ".join(f"{n} x {t}" for t, n in ref.plan.items()) if ref.plan else ref.note
+    left = f" ({ref.unplaceable} pods fit no instance type, left out)" if ref.unplaceable else ""
+    head = f"{ref.status}: {ref.value:.4f} USD/hour for the {ref.pods} pods on launched nodes"
+    if what:
+        head += f" ({what})"
+    if abs(gap) < 1e-6:
+        verdict = "karpy's plan is optimal" if ref.status == "optimum" else "karpy's plan meets the bound: optimal"
+    elif ref.status == "optimum":
+        verdict = f"karpy's plan costs {100 * gap:.1f}% more ({cost - ref.value:+.4f} USD/hour)"
+    else:
+        verdict = f"karpy's plan is within {100 * gap:.1f}% of the cheapest possible"
+    return f"{head}{left}: {verdict}"
+
+
+def _day_lines(report: SimulationReport) -> list[str]:
+    """The summary of a scenario run (:class:`DaySummary`), as text."""
+    d = day_summary(report)
+    dis = "; ".join(f"{reason}: {_plural(v['commands'], 'command')}, {_plural(v['nodes'], 'node')}"
+                    for reason, v in d.disruptions.items()) or "none"
+    n_cons = sum(v["commands"] for r, v in d.disruptions.items() if r in CONSOLIDATION_REASONS)
+    return [
+        f"summary of the run ({_duration(d.seconds)} simulated):",
+        f"  spent:          {d.total_usd:.4f} USD (USD/hour integrated over the run)",
+        f"  USD/hour:       {d.start_cost_per_hour:.4f} at start -> {d.end_cost_per_hour:.4f} at end "
+        f"(peak {d.peak_cost_per_hour:.4f})",
+        f"  consolidation:  saved {d.consolidation_savings_usd:.4f} USD ({d.consolidation_savings_per_hour:.4f} USD/hour "
+        f"removed by {_plural(n_cons, 'command')}, each counted until the end)",
+        f"  disruptions:    {dis}",
+        f"  pending pods:   peak {d.peak_pending_pods}" + (f" at {_duration(d.peak_pending_t)}" if d.peak_pending_pods else ""),
+    ]
+
+
 def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
-    """A human-readable report: nodes with price, utilisation and pods; totals; pending pods with
-    their reasons."""
+    """A human-readable report: what was simulated; nodes with price, utilisation and pods; totals
+    (plain runs: with the optimum or lower bound and the gap); pending pods with their reasons;
+    scenario runs end with the :class:`DaySummary`."""
     lines: list[str] = []
     prov = report.provider
     head = f"karpy simulate: cloud provider {prov.get('name')}"
@@ -249,6 +546,10 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     if report.ignored:
         kinds = ", ".join(sorted({i.split("/")[0] for i in report.ignored}))
         lines.append(f"ignored (not simulated): {len(report.ignored)} objects ({kinds})")
+    if report.provider.get("scenario"):
+        lines.append(f"scenario {report.provider['scenario']}: {_duration(_end_seconds(report))} simulated")
+    else:
+        lines.extend(_simulated_lines(report))
     lines.append("")
     wn = max([28, *(len(n.name) for n in report.nodes)])
     wp = max([18, *(len(n.nodepool or "(not managed)") for n in report.nodes)])
@@ -275,6 +576,9 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         f"total: {s['nodes']} nodes ({s['nodes_launched']} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
         f"(~{s['cost_per_hour'] * HOURS_PER_MONTH:.2f} USD/month at {HOURS_PER_MONTH} h)"
     )
+    ref = _reference_line(report)
+    if ref:
+        lines.append(ref)
     lines.append(f"pods: {s['pods_bound']} bound, {s['pods_pending']} pending")
     pending = [p for p in report.pods if not p.node]
     if pending:
@@ -282,6 +586,11 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         lines.append("pending pods:")
         for p in pending:
             lines.append(f"  {p.namespace}/{p.name}: {p.reason}")
+    if report.cost_over_time:
+        lines.append("")
+        lines.extend(_day_lines(report))
+    if report.headroom is not None:
+        lines += ["", *render_headroom(report.headroom)]
     return "\n".join(lines)
 
 
@@ -295,16 +604,36 @@ class TimelineUnavailableError(RuntimeError):
     message says how to install it. The simulation itself is unaffected."""
 
 
-def write_timeline_png(report: SimulationReport, path: str) -> str:
-    """Draw nodes and USD/hour over time (step plots, hours on the x axis) into an image at
-    ``path`` (format from its extension, PNG without one; written at exactly ``path``); returns
-    ``path``. Needs matplotlib (the ``sim`` extra; imported here only, with the non-interactive Agg
-    backend).
+REASON_COLORS = {"Empty": "tab:green", "Underutilized": "tab:orange", "Drifted": "tab:purple", "Expired": "tab:brown"}
+"""Colour of each disruption reason's marks on the timeline (others: grey)."""
+
+
+def _disruption_marks(report: SimulationReport) -> dict[str, list[float]]:
+    """Reason -> the hours of its disruption commands (``disrupt`` events; ``expire`` as Expired)."""
+    marks: dict[str, list[float]] = {}
+    for e in report.events:
+        if e["kind"] == "disrupt":
+            marks.setdefault(e["reason"] or "unknown", []).append(e["t"] / 3600)
+        elif e["kind"] == "expire":
+            marks.setdefault("Expired", []).append(e["t"] / 3600)
+    return dict(sorted(marks.items()))
+
+
+def timeline_figure(report: SimulationReport) -> Figure:
+    """The timeline as a matplotlib figure (Agg backend): four panels over simulated hours,
+
+    1. USD/hour stacked per NodePool and capacity type, with the node count (integer ticks) on a
+       second axis;
+    2. cpu requested vs allocatable (cores, all NodePools);
+    3. memory requested vs allocatable (GiB);
+    4. pending pods (integer ticks);
+
+    each with the disruption commands as vertical lines coloured by reason
+    (:data:`REASON_COLORS`). Every panel has a legend. The caller closes the figure.
 
     Raises:
         TimelineUnavailableError: matplotlib is not installed.
-        ValueError: the report has no ``cost_over_time`` (not a scenario run).
-        OSError: the image cannot be written.
+        ValueError: the report has no ``timeline`` (not a scenario run).
     """
     try:
         import matplotlib
@@ -313,29 +642,81 @@ def write_timeline_png(report: SimulationReport, path: str) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
-    series = report.cost_over_time
+    series = report.timeline
     if not series:
-        raise ValueError("no cost_over_time series: run a scenario (karpy simulate SCENARIO --until ...)")
-    end = max(series[-1]["t"], max((e["t"] for e in report.events), default=0.0),
-              float(report.provider.get("until_seconds") or 0.0))
+        raise ValueError("no timeline series: run a scenario (karpy simulate SCENARIO --until ...)")
+    end = _end_seconds(report)
     ts = [s["t"] / 3600 for s in series] + [end / 3600]
-    nodes = [s["nodes"] for s in series] + [series[-1]["nodes"]]
-    cost = [s["cost_per_hour"] for s in series] + [series[-1]["cost_per_hour"]]
-    fig, ax1 = plt.subplots(figsize=(10, 4))
-    ax1.step(ts, nodes, where="post", color="tab:blue", label="nodes")
-    ax1.set_xlabel("simulated time (hours)")
-    ax1.set_ylabel("nodes", color="tab:blue")
-    ax2 = ax1.twinx()
-    ax2.step(ts, cost, where="post", color="tab:red", label="USD/hour")
-    ax2.set_ylabel("USD/hour", color="tab:red")
-    for e in report.events:
-        if e["kind"] == "disrupt":
-            ax1.axvline(e["t"] / 3600, color="grey", alpha=0.3, linewidth=0.8)
-    ax1.set_title("karpy simulate: nodes and cost over time (grey: disruption commands)")
-    fig.tight_layout()
-    from pathlib import Path
 
-    fig.savefig(path, dpi=100, format=Path(path).suffix.lower().lstrip(".") or "png")
-    plt.close(fig)
+    def col(f: Any) -> list[float]:
+        vals = [float(f(s)) for s in series]
+        return vals + vals[-1:]
+
+    def pools(s: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = s["nodepools"]
+        return out
+
+    stacks = sorted({(p, ct) for s in series for p, v in pools(s).items() for ct in v["cost_by_capacity_type"]})
+    fig, axes = plt.subplots(4, 1, figsize=(11, 10), sharex=True, gridspec_kw={"height_ratios": [3, 2, 2, 1.4]})
+    ax_cost, ax_cpu, ax_mem, ax_pend = axes
+    if stacks:
+        ys = [col(lambda s, p=p, ct=ct: pools(s).get(p, {}).get("cost_by_capacity_type", {}).get(ct, 0.0)) for p, ct in stacks]
+        ax_cost.stackplot(ts, *ys, step="post", labels=[f"{p} / {ct}" for p, ct in stacks], alpha=0.75)
+    ax_cost.set_ylabel("USD/hour")
+    ax_nodes = ax_cost.twinx()
+    ax_nodes.step(ts, col(lambda s: sum(v["nodes"] for v in pools(s).values())), where="post", color="black", linewidth=1.2,
+                  label="nodes")
+    ax_nodes.set_ylabel("nodes")
+    ax_nodes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_nodes.set_ylim(bottom=0)
+    h1, l1 = ax_cost.get_legend_handles_labels()
+    h2, l2 = ax_nodes.get_legend_handles_labels()
+    marks = _disruption_marks(report)
+    for ax in axes:
+        for reason, hours in marks.items():
+            for h in hours:
+                ax.axvline(h, color=REASON_COLORS.get(reason, "grey"), alpha=0.6, linewidth=1.0, linestyle="--")
+    h3 = [Line2D([0], [0], color=REASON_COLORS.get(r, "grey"), linestyle="--", label=f"disruption: {r} ({len(v)})")
+          for r, v in marks.items()]
+    ax_cost.legend(h1 + h2 + h3, l1 + l2 + [str(h.get_label()) for h in h3], loc="upper right", fontsize=8)
+    ax_cost.set_title(f"karpy simulate {report.provider.get('scenario') or ''}: cost, capacity and pending pods")
+    for ax, key, scale, unit in ((ax_cpu, "cpu", 1.0, "cpu (cores)"), (ax_mem, "memory", 1 / 1024, "memory (GiB)")):
+        suffix = "_mib" if key == "memory" else ""
+        ax.step(ts, col(lambda s, k=f"{key}_allocatable{suffix}", f=scale: f * sum(v[k] for v in pools(s).values())),
+                where="post", color="tab:blue", label="allocatable")
+        req = col(lambda s, k=f"{key}_requested{suffix}", f=scale: f * sum(v[k] for v in pools(s).values()))
+        ax.fill_between(ts, req, step="post", color="tab:red", alpha=0.35, label="requested")
+        ax.set_ylabel(unit)
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper right", fontsize=8)
+    ax_pend.step(ts, col(lambda s: s["pending_pods"]), where="post", color="tab:red", label="pending pods")
+    ax_pend.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_pend.set_ylim(bottom=0)
+    ax_pend.set_ylabel("pods")
+    ax_pend.legend(loc="upper right", fontsize=8)
+    ax_pend.set_xlabel("simulated time (hours)")
+    fig.tight_layout()
+    return fig
+
+
+def write_timeline_png(report: SimulationReport, path: str) -> str:
+    """Draw :func:`timeline_figure` into an image at ``path`` (format from its extension, PNG
+    without one; written at exactly ``path``); returns ``path``. Needs matplotlib (the ``sim``
+    extra; imported only here and in :func:`timeline_figure`, with the non-interactive Agg backend).
+
+    Raises:
+        TimelineUnavailableError: matplotlib is not installed.
+        ValueError: the report has no ``timeline`` (not a scenario run).
+        OSError: the image cannot be written.
+    """
+    fig = timeline_figure(report)
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=100, format=Path(path).suffix.lower().lstrip(".") or "png")
+    finally:
+        plt.close(fig)
     return path

@@ -13,7 +13,8 @@ Shape (documented with examples in ``docs/scenarios.md``)::
         apply: manifests.yaml        # a file or directory (relative to the scenario), a list of them,
                                      # or inline manifests (a list of objects)
       - at: 2h
-        scale: {deployment: web, replicas: 2}          # or statefulset: / replicaset:, namespace:
+        scale: {deployment: web, replicas: 2}          # or statefulset: / replicaset:, namespace:,
+                                                       # or nodepool: (a static NodePool's spec.replicas)
       - at: 4h
         delete: {kind: Deployment, name: web}           # namespace: optional
       - at: 6h
@@ -181,8 +182,17 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
             elif step.action == "patch":
                 key = (str(step.body["kind"]), str(step.body["name"]))
                 if key in known:
-                    known[key] = merge_patch(copy.deepcopy(known[key]), copy.deepcopy(step.body["patch"]))
-                    _validate_patched(key[0], known[key], f"{p}: steps[{step.index}].patch")
+                    patched = merge_patch(copy.deepcopy(known[key]), copy.deepcopy(step.body["patch"]))
+                    _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch")
+                    if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
+                        raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[1]}: {_STATIC_TRANSITION}"])
+                    known[key] = patched
+            elif step.action == "scale" and "nodepool" in step.body:
+                key = ("NodePool", str(step.body["nodepool"]))
+                if key in known:
+                    if not _is_static(known[key]):
+                        raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[1]}: {_STATIC_TRANSITION}"])
+                    known[key] = merge_patch(copy.deepcopy(known[key]), {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
                 known.pop((str(step.body["kind"]), str(step.body["name"])), None)
         except ManifestError as exc:
@@ -193,6 +203,16 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     return scenario
 
 
+_SCALABLE = {"deployment": "Deployment", "statefulset": "StatefulSet", "replicaset": "ReplicaSet", "nodepool": "NodePool"}
+"""A scale step's key -> the kind whose ``spec.replicas`` it sets."""
+_STATIC_TRANSITION = "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
+"""The CRD's transition rule (Karpenter ``nodepool.go``), which the in-memory cluster does not evaluate."""
+
+
+def _is_static(nodepool: dict[str, Any]) -> bool:
+    return (nodepool.get("spec") or {}).get("replicas") is not None
+
+
 def _check_body(action: str, body: Any) -> str:
     """Why a scale/delete/patch step body is malformed, or "" (apply bodies are loaded later)."""
     if action == "apply":
@@ -200,9 +220,9 @@ def _check_body(action: str, body: Any) -> str:
     if not isinstance(body, dict):
         return "must be a mapping"
     if action == "scale":
-        kinds = [k for k in ("deployment", "statefulset", "replicaset") if k in body]
+        kinds = [k for k in _SCALABLE if k in body]
         if len(kinds) != 1 or "replicas" not in body:
-            return "needs one of deployment/statefulset/replicaset and replicas"
+            return "needs one of deployment/statefulset/replicaset/nodepool and replicas"
         replicas = body["replicas"]
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             return f"replicas must be a whole number >= 0, got {replicas!r}"
@@ -268,12 +288,19 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
     ns = body.get("namespace", "default")
     try:
         if step.action == "scale":
-            kinds = [k for k in ("deployment", "statefulset", "replicaset") if k in body]
+            kinds = [k for k in _SCALABLE if k in body]
             if len(kinds) != 1 or "replicas" not in body:
-                raise ManifestError([f"{where}: needs one of deployment/statefulset/replicaset and replicas"])
-            kind = {"deployment": "Deployment", "statefulset": "StatefulSet", "replicaset": "ReplicaSet"}[kinds[0]]
-            cluster.patch_sync(kind, str(body[kinds[0]]), {"spec": {"replicas": int(body["replicas"])}}, ns)
-            return f"scale {kind}/{body[kinds[0]]} to {body['replicas']}"
+                raise ManifestError([f"{where}: needs one of deployment/statefulset/replicaset/nodepool and replicas"])
+            kind = _SCALABLE[kinds[0]]
+            name = str(body[kinds[0]])
+            if kind == "NodePool":  # cluster-scoped; the scale subresource is spec.replicas of a static pool
+                current = cluster.peek(kind, name, None)
+                if current is not None and (current.get("spec") or {}).get("replicas") is None:
+                    raise ManifestError([f"{where}: NodePool {name}: {_STATIC_TRANSITION}"])
+                cluster.patch_sync(kind, name, {"spec": {"replicas": int(body["replicas"])}})
+            else:
+                cluster.patch_sync(kind, name, {"spec": {"replicas": int(body["replicas"])}}, ns)
+            return f"scale {kind}/{name} to {body['replicas']}"
         if step.action == "delete":
             cluster.delete_sync(str(body["kind"]), str(body["name"]), ns)
             return f"delete {body['kind']}/{body['name']}"
@@ -282,7 +309,10 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
             patch = dict(body.get("patch") or {})
             current = cluster.peek(kind, name, ns) if kind in KINDS else None
             if current is not None:
-                _validate_patched(kind, merge_patch(copy.deepcopy(current), copy.deepcopy(patch)), where)
+                patched = merge_patch(copy.deepcopy(current), copy.deepcopy(patch))
+                _validate_patched(kind, patched, where)
+                if kind == "NodePool" and _is_static(current) != _is_static(patched):
+                    raise ManifestError([f"{where}: NodePool {name}: {_STATIC_TRANSITION}"])
             cluster.patch_sync(kind, name, patch, ns)
             return f"patch {kind}/{name}"
     except KeyError as exc:

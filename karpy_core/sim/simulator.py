@@ -10,6 +10,8 @@ Pipeline per step (the same decisions the real controller makes, only the cluste
    through the cloud provider, registers and initialises the Nodes the simulated kubelets create.
 
 5. karpy's :class:`~karpy_core.controllers.node.termination.NodeTermination` drains deleted Nodes;
+   with the ``StaticCapacity`` gate, :class:`~karpy_core.controllers.static.controller.StaticCapacity`
+   keeps static NodePools at ``spec.replicas`` (each step, before provisioning);
 6. with ``disruption=True``: expiration and karpy's
    :class:`~karpy_core.controllers.disruption.Disruption` controller, polled every 10 s of
    simulated time, but only when the cluster changed since its last pass or when it asked to be
@@ -17,7 +19,9 @@ Pipeline per step (the same decisions the real controller makes, only the cluste
 
 When nothing changes, the clock jumps to the next scheduled thing (a node finishing its boot, a
 startup taint clearing, a disruption wake-up); with nothing scheduled the run is over.
-``cost_over_time`` samples ``{t, nodes, cost_per_hour}`` whenever the node set changes.
+``cost_over_time`` samples ``{t, nodes, cost_per_hour}`` whenever the node set changes;
+``timeline`` samples, whenever the cluster changed, per NodePool nodes, USD/hour (by capacity
+type), requested and allocatable cpu and memory, and the pending pods (:meth:`Simulator._sample_timeline`).
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
+from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.controller import poll_tick
 from karpy_core.controllers.node.termination import NodeTermination
@@ -35,14 +41,16 @@ from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaim
 from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity, StaticEvent
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
+from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
 from karpy_core.state.nominations import Nominations
-from karpy_core.state.views import NodePoolView
+from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import VirtualClock
 
 __all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
@@ -60,6 +68,8 @@ def is_simulated(api_version: Any, kind: Any) -> bool:
     return info is not None and api_version == info.api_version
 
 
+MIB = 1024 * 1024
+"""Bytes per MiB (memory in the timeline is in MiB)."""
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
 DISRUPTION_POLL_SECONDS = 10.0
@@ -132,14 +142,23 @@ class Simulator:
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.nominations = Nominations()
         self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy,
-                                       nominations=self.nominations, clock=self.clock)
+                                       nominations=self.nominations, clock=self.clock,
+                                       capacity_buffers=self.feature_gates.CapacityBuffer)
+        self.buffer_status = CapacityBufferStatus(kube=self.cluster, clock=self.clock) if self.feature_gates.CapacityBuffer else None
+        """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
         self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
         self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
         self.disruption_enabled = disruption
-        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
+        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations,
+                                     feature_gates=self.feature_gates)
+        self.disruption.capacity_buffers = self.feature_gates.CapacityBuffer
+        self.static = StaticCapacity(kube=self.cluster, provider=provider, clock=self.clock) \
+            if self.feature_gates.StaticCapacity else None
+        """Static NodePools' node counts (the StaticCapacity gate), as in the controller."""
         self.expiration = Expiration(kube=self.cluster, clock=self.clock)
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True)
+        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True,
+                                              managed=provider.managed_node_classes())
         self.overlays = NodeOverlayController(kube=self.cluster, provider=provider, clock=self.clock) \
             if self.feature_gates.NodeOverlay else None
         """The NodeOverlay controller (gate ``NodeOverlay``); None: NodeOverlay objects are stored but ignored."""
@@ -151,6 +170,11 @@ class Simulator:
         self._seen: set[tuple[str, str, str]] = set()
         self._draining: set[str] = set()
         self.cost_over_time: list[dict[str, Any]] = []
+        self.timeline: list[dict[str, Any]] = []
+        """Scenario runs: ``[{t, pending_pods, nodepools: {name: {nodes, cost_per_hour,
+        cost_by_capacity_type: {type: USD/hour}, cpu_requested, cpu_allocatable (cores),
+        memory_requested_mib, memory_allocatable_mib}}}]``, one sample each time it changed."""
+        self._timeline_rev: int | None = None
         self._prices: dict[tuple[str, str, str, str], float] = {}
         self._priced_pools: set[tuple[str, Any, int]] = set()
         self.events: list[SimEvent] = []
@@ -180,6 +204,15 @@ class Simulator:
         t = self.clock.now() - self.start
         for e in events:
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))
+
+    def _record_static(self, events: list[StaticEvent]) -> int:
+        """Record the static capacity controller's events; returns how many changed the cluster."""
+        t = self._t()
+        n = 0
+        for e in events:
+            self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason, details={"nodepool": e.nodepool, **e.details}))
+            n += e.kind != "static-limit"
+        return n
 
     def _t(self) -> float:
         return self.clock.now() - self.start
@@ -275,6 +308,77 @@ class Simulator:
         self._overlay_inputs = inputs
         await self.overlays.reconcile()
 
+    def _sample_timeline(self) -> None:
+        """Append a :attr:`timeline` sample when the cluster changed since the last one and the
+        sample differs (same ``t``: the newer replaces it). Per NodePool (label
+        ``karpenter.sh/nodepool``): launched NodeClaims (with a providerID) and their offering
+        prices (USD/hour, split by ``karpenter.sh/capacity-type``); the Nodes' allocatable and the
+        requests of the pods bound to them (DaemonSet pods included, as kube-scheduler counts
+        them), cpu in cores and memory in MiB. ``pending_pods``: pods not bound to a node, not
+        finished and not deleting."""
+        if self._timeline_rev == self.cluster.revision:
+            return
+        self._timeline_rev = self.cluster.revision
+        pools: dict[str, dict[str, Any]] = {}
+
+        def pool_of(name: str) -> dict[str, Any]:
+            return pools.setdefault(name, {"nodes": 0, "cost_per_hour": 0.0, "cost_by_capacity_type": {}, "cpu_requested": 0.0,
+                                           "cpu_allocatable": 0.0, "memory_requested_mib": 0.0, "memory_allocatable_mib": 0.0})
+
+        for nc in self.cluster.objects("NodeClaim"):
+            labels = nc["metadata"].get("labels") or {}
+            pool = labels.get(LABEL_NODEPOOL)
+            if not pool or not (nc.get("status") or {}).get("providerID"):
+                continue
+            entry = pool_of(pool)
+            ct = labels.get(LABEL_CAPACITY_TYPE, "")
+            price = self._prices.get((pool, labels.get(LABEL_INSTANCE_TYPE, ""), labels.get(LABEL_ZONE, ""), ct), 0.0)
+            entry["nodes"] += 1
+            entry["cost_per_hour"] += price
+            entry["cost_by_capacity_type"][ct] = entry["cost_by_capacity_type"].get(ct, 0.0) + price
+        node_pool: dict[str, str] = {}
+        for node in self.cluster.objects("Node"):
+            pool = (node["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
+            if not pool:
+                continue
+            node_pool[node["metadata"]["name"]] = pool
+            try:
+                alloc = parse_resource_list((node.get("status") or {}).get("allocatable"))
+            except ValueError:
+                continue
+            entry = pool_of(pool)
+            entry["cpu_allocatable"] += alloc.get("cpu", 0) / 1000
+            entry["memory_allocatable_mib"] += alloc.get("memory", 0) / MIB
+        pending = 0
+        for view in self.cluster.views("Pod") or ():
+            assert isinstance(view, PodView)
+            if view.terminal or view.deleting:
+                continue
+            if not view.node_name:
+                pending += 1
+                continue
+            pool = node_pool.get(view.node_name)
+            info = view.try_info() if pool else None
+            if pool and info is not None:
+                entry = pool_of(pool)
+                entry["cpu_requested"] += info.requests.get("cpu", 0) / 1000
+                entry["memory_requested_mib"] += info.requests.get("memory", 0) / MIB
+        for entry in pools.values():
+            entry["cost_per_hour"] = round(entry["cost_per_hour"], 6)
+            entry["cost_by_capacity_type"] = {k: round(v, 6) for k, v in sorted(entry["cost_by_capacity_type"].items())}
+            for k in ("cpu_requested", "cpu_allocatable"):
+                entry[k] = round(entry[k], 3)
+            for k in ("memory_requested_mib", "memory_allocatable_mib"):
+                entry[k] = round(entry[k], 1)
+        sample = {"t": round(self._t(), 3), "pending_pods": pending, "nodepools": dict(sorted(pools.items()))}
+        last = self.timeline[-1] if self.timeline else None
+        if last is not None and (last["pending_pods"], last["nodepools"]) == (pending, sample["nodepools"]):
+            return
+        if last is not None and last["t"] == sample["t"]:
+            self.timeline[-1] = sample
+        else:
+            self.timeline.append(sample)
+
     async def step(self) -> int:
         """One pass of every simulated and real controller; returns how many things changed."""
         changes = self.workloads.reconcile()
@@ -283,13 +387,16 @@ class Simulator:
             await self._nodeclasses.reconcile_nodeclasses()
         await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
         await self._reconcile_overlays()
+        buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
+        if self.static is not None:
+            changes += self._record_static(await self.static.reconcile())
         pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
         keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)
         # Provision when the pending set or the cluster changed since the last pass; only pods new
         # to the set wait out the batch window. A pod that can never schedule is then tried once
         # per cluster change, and neither burns a second per step nor pushes the disruption poll
         # off its 10 s grid (which froze consolidation, drift and expiration behind it).
-        if pending and (keys, self.cluster.revision) != self._provisioned:
+        if (pending or buffered) and (keys, self.cluster.revision) != self._provisioned:  # buffers: headroom kept on every change
             if keys - self._pending_keys:
                 self.clock.advance(BATCH_IDLE_SECONDS)
             self._pending_keys = keys
@@ -301,9 +408,15 @@ class Simulator:
                         key: result.scheduler.explain_detail(result.pods[key]) for key in result.results.errors if key in result.pods
                     }
             t = self.clock.now() - self.start
-            for nc in result.created:
-                self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning",
-                                            details={"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}))
+            headroom: dict[int, int] = {}  # planned claim -> CapacityBuffer virtual pods it was launched for
+            for place in result.buffers.values():
+                for i in place.new.values():
+                    headroom[i] = headroom.get(i, 0) + 1
+            for i, nc in enumerate(result.created):
+                details: dict[str, Any] = {"nodepool": nc["metadata"]["labels"].get("karpenter.sh/nodepool", "")}
+                if headroom.get(i):
+                    details["capacity_buffer_pods"] = headroom[i]
+                self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning", details=details))
             changes += len(result.created)
             self._provisioned = (keys, self.cluster.revision)
         elif not pending:
@@ -320,6 +433,7 @@ class Simulator:
         changes += await self._run_disruption()
         if self.disruption_enabled:
             await self._sample_cost()
+            self._sample_timeline()
         return changes
 
     async def run(self, *, max_seconds: float = 24 * 3600.0, max_steps: int = 10_000) -> None:

@@ -11,7 +11,7 @@ dicts of the kinds that have no view (DaemonSets, PDBs, volumes).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -22,6 +22,7 @@ from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.resources import Resources, add_into
 from karpy_core.scheduling.scheduler import ExistingNode
 from karpy_core.scheduling.taints import Taint
+from karpy_core.state.buffers import buffer_ready, virtual_pods_of
 from karpy_core.state.views import (
     NodeClaimView,
     NodePoolView,
@@ -107,12 +108,15 @@ class ClusterSnapshot:
             through ``views`` when given so each version is parsed once).
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
         views: a cache to build views through (optional).
+        virtual_pods: CapacityBuffer headroom as pending pod dicts (:mod:`karpy_core.state.buffers`):
+            scheduled as if pending, never in ``pods`` (empty unless the CapacityBuffer gate is on).
 
     Attributes:
         node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order.
         nodes, nodeclaims, nodepools, pods: the same objects as API dicts (their views' ``raw``),
             for code that still reads dicts.
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
+        virtual_pod_views: the CapacityBuffer virtual pods, as views.
     """
 
     __slots__ = (
@@ -136,6 +140,7 @@ class ClusterSnapshot:
         "pvcs",
         "pvs",
         "storage_classes",
+        "virtual_pod_views",
     )  # fmt: skip
 
     node_views: tuple[NodeView, ...]
@@ -151,6 +156,7 @@ class ClusterSnapshot:
     pvcs: tuple[Raw, ...]
     pvs: tuple[Raw, ...]
     storage_classes: tuple[Raw, ...]
+    virtual_pod_views: tuple[PodView, ...]
     _nodes_by_name: Mapping[str, NodeView]
     _nodes_by_pid: Mapping[str, NodeView]
     _claims_by_name: Mapping[str, NodeClaimView]
@@ -172,6 +178,7 @@ class ClusterSnapshot:
         storage_classes: Iterable[Raw] = (),
         *,
         views: ViewCache | None = None,
+        virtual_pods: Iterable[Raw] = (),
     ) -> None:
         set_ = object.__setattr__
         node_views = _views(nodes, "Node", NodeView, views)
@@ -191,6 +198,7 @@ class ClusterSnapshot:
         set_(self, "pvcs", tuple(pvcs))
         set_(self, "pvs", tuple(pvs))
         set_(self, "storage_classes", tuple(storage_classes))
+        set_(self, "virtual_pod_views", tuple(PodView.of(p) for p in virtual_pods))
         set_(self, "_nodes_by_name", _index(node_views, "name"))
         set_(self, "_nodes_by_pid", _index(node_views, "provider_id"))
         set_(self, "_claims_by_name", _index(claim_views, "name"))
@@ -255,13 +263,39 @@ class ClusterSnapshot:
         return [p.raw for p in self.pod_views if p.provisionable]
 
 
-async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> ClusterSnapshot:
+def node_class_ref(nodepool: Mapping[str, Any]) -> tuple[str, str]:
+    """``(group, kind)`` of a NodePool's ``spec.template.spec.nodeClassRef`` (empty strings when unset)."""
+    ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
+    return str(ref.get("group") or ""), str(ref.get("kind") or "")
+
+
+def is_managed(nodepool: Mapping[str, Any], managed: Collection[tuple[str, str]] | None) -> bool:
+    """Whether karpy's loaded provider manages ``nodepool``: its ``nodeClassRef`` ``(group, kind)``
+    is one the provider supports (``managed``, from ``supported_node_classes``; None: every
+    NodePool). Karpenter's ``nodepoolutils.IsManaged``: other NodePools are ignored by
+    provisioning, disruption and NodePool status alike (another controller's, for another cloud)."""
+    if managed is None:
+        return True
+    group, kind = node_class_ref(nodepool)
+    if not group:  # a hand-written dict without the group (the API requires one): match the kind
+        return any(k == kind for _, k in managed)
+    return (group, kind) in managed
+
+
+async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
+                           managed: Collection[tuple[str, str]] | None = None, *, buffers: bool = False) -> ClusterSnapshot:
     """Read the objects decisions need, nodes and NodeClaims first.
+
+    ``managed`` (the provider's ``(group, kind)`` NodeClass kinds) leaves out the NodePools whose
+    NodeClass the provider does not support (:func:`is_managed`); their NodeClaims stay, and
+    without their NodePool they are neither candidates nor counted in any managed NodePool.
 
     Nodes, NodeClaims, NodePools and pods come as views from ``kube`` when it keeps them (a
     :class:`ViewSource`: the informer cache, the in-memory cluster); otherwise they are listed
     and parsed (through ``views`` when given). Volumes that are not permitted or not served are
-    left empty.
+    left empty. With ``buffers`` (the CapacityBuffer gate), the ready CapacityBuffers' virtual
+    pods are built (:func:`karpy_core.state.buffers.virtual_pods_of`); none when the kind is not
+    served or not permitted.
 
     Raises:
         KubeAPIError: a list failed (other than of the volume kinds).
@@ -278,6 +312,8 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> 
     nodes = await read("Node")
     nodeclaims = await read("NodeClaim")
     nodepools = await read("NodePool")
+    if managed is not None:
+        nodepools = [p for p in nodepools if is_managed(p if isinstance(p, Mapping) else p.raw, managed)]
     pods = await read("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")
@@ -287,6 +323,7 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> 
             volumes[kind] = await kube.list(kind)
         except KubeAPIError:  # not permitted or not served: no volume topology
             volumes[kind] = []
+    virtual = await buffer_pods(kube) if buffers else []
     return ClusterSnapshot(
         nodes,  # type: ignore[arg-type]
         nodeclaims,  # type: ignore[arg-type]
@@ -298,7 +335,33 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None) -> 
         volumes["PersistentVolume"],
         volumes["StorageClass"],
         views=views,
+        virtual_pods=virtual,
     )
+
+
+def with_virtual_pods(snapshot: ClusterSnapshot, virtual_pods: Iterable[Raw]) -> ClusterSnapshot:
+    """``snapshot`` with ``virtual_pods`` (CapacityBuffer headroom) in place of its own; the views
+    are shared, nothing is parsed again."""
+    return ClusterSnapshot(snapshot.node_views, snapshot.nodeclaim_views, snapshot.nodepool_views, snapshot.pod_views,
+                           snapshot.daemonsets, snapshot.pdbs, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes,
+                           virtual_pods=virtual_pods)
+
+
+async def buffer_pods(kube: KubeClient) -> list[Raw]:
+    """The virtual pods of the ready CapacityBuffers; PodTemplates and the workload kinds the
+    buffers name are listed only when needed."""
+    try:
+        found = [b for b in await kube.list("CapacityBuffer") if buffer_ready(b)]
+        if not found:
+            return []
+        templates = await kube.list("PodTemplate") if any((b.get("spec") or {}).get("podTemplateRef") for b in found) else []
+        kinds = {str(((b.get("spec") or {}).get("scalableRef") or {}).get("kind") or "") for b in found}
+        workloads: dict[str, list[Raw]] = {}
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet"):  # SCALABLE_KINDS, spelled out for the RBAC check
+            workloads[kind] = await kube.list(kind) if kind in kinds else []
+    except KubeAPIError:  # the CRD not installed, or not permitted: no headroom
+        return []
+    return virtual_pods_of(found, templates, workloads)
 
 
 def ready_nodepools(snapshot: ClusterSnapshot) -> tuple[list[NodePoolView], dict[str, str]]:
@@ -306,15 +369,20 @@ def ready_nodepools(snapshot: ClusterSnapshot) -> tuple[list[NodePoolView], dict
 
     A NodePool is Ready when its ``Ready`` condition is ``True`` or it has no conditions at all
     (the simulator, a freshly applied pool: it would be once its NodeClass resolves); an explicit
-    ``Ready`` that is not ``True`` excludes it, and so does a deletion timestamp.
+    ``Ready`` that is not ``True`` excludes it, and so does a deletion timestamp. Static pools
+    (``spec.replicas``) never launch for pending pods, whatever the StaticCapacity gate (Karpenter
+    ``provisioner.go`` ``NewScheduler`` filters them): the static capacity controller
+    (:mod:`karpy_core.controllers.static`) keeps their node count.
 
     Returns:
-        (the Ready NodePools in snapshot order, NodePool name -> why it is not Ready for the ones
-        excluded by their condition; deleting pools are in neither).
+        (the Ready dynamic NodePools in snapshot order, NodePool name -> why it is not Ready for
+        the dynamic ones excluded by their condition; deleting and static pools are in neither).
     """
     ready: list[NodePoolView] = []
     unready: dict[str, str] = {}
     for pool in snapshot.nodepool_views:
+        if pool.static:
+            continue
         if pool.ready:
             ready.append(pool)
         elif not pool.deleting:

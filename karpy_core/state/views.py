@@ -470,6 +470,7 @@ class NodePoolView:
         weight: ``spec.weight`` (0 when unset).
         startup_taints: ``spec.template.spec.startupTaints``.
         budgets: ``spec.disruption.budgets`` (the default 10% budget when unset).
+        replicas: ``spec.replicas`` of a static pool, None for a dynamic one (:attr:`static`).
         raw: the NodePool dict (read-only).
     """
 
@@ -484,6 +485,7 @@ class NodePoolView:
     startup_taints: tuple[Taint, ...] = ()
     budgets: tuple[Budget, ...] = (DEFAULT_BUDGET,)
     conditions: tuple[Condition, ...] = ()
+    replicas: int | None = None
     _model: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _hash: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
@@ -510,6 +512,12 @@ class NodePoolView:
             generation = int(meta.get("generation") or 0)
         except (TypeError, ValueError):
             generation = 0
+        replicas: int | None = None
+        if spec.get("replicas") is not None:
+            try:
+                replicas = max(0, int(spec["replicas"]))
+            except (TypeError, ValueError):
+                replicas = None
         return cls(
             raw=nodepool,
             name=str(meta.get("name") or ""),
@@ -522,7 +530,14 @@ class NodePoolView:
             startup_taints=parse_taints(tspec.get("startupTaints")),
             budgets=_budgets(spec),
             conditions=conds,
+            replicas=replicas,
         )
+
+    @property
+    def static(self) -> bool:
+        """A static pool (``spec.replicas`` set, Karpenter ``nodepoolutils.IsStatic``): it keeps
+        ``replicas`` nodes, launches nothing for pending pods and is never consolidated."""
+        return self.replicas is not None
 
     @property
     def ready(self) -> bool:

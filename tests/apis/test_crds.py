@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis import crds
 from karpy_core.apis.base import to_kube_dict
+from karpy_core.apis.capacitybuffer import CapacityBuffer
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodeoverlay import NodeOverlay
 from karpy_core.apis.nodepool import NodePool, _check_schedule
@@ -33,6 +34,7 @@ FILES = {
     "karpenter.sh_nodeoverlays.yaml": NodeOverlay,
     "karpenter.k8s.aws_ec2nodeclasses.yaml": EC2NodeClass,
     "karpenter.kakaocloud.com_kcnodeclasses.yaml": KCNodeClass,
+    "autoscaling.x-k8s.io_capacitybuffers.yaml": CapacityBuffer,
 }
 
 
@@ -132,7 +134,9 @@ def test_names_scope_and_columns(generated: dict[str, dict[str, Any]]) -> None:
         assert spec["names"]["categories"] == ["karpenter"]
         (ver,) = spec["versions"]
         assert (ver["name"], ver["served"], ver["storage"]) == (version, True, True)
-        assert ver["subresources"] == {"status": {}}
+        # NodePool: kubectl scale sets a static pool's spec.replicas (kubebuilder:subresource:scale in nodepool.go)
+        scale = {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"}} if kind == "NodePool" else {}
+        assert ver["subresources"] == {"status": {}, **scale}
 
     def columns(name: str) -> list[tuple[str, str, int]]:
         return [
@@ -377,6 +381,12 @@ MINIMAL = {
             "bootstrap": {"kubernetesVersion": "1.34"},
         },
     },
+    "autoscaling.x-k8s.io_capacitybuffers.yaml": {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": "headroom", "namespace": "default"},
+        "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 3},
+    },
 }
 
 
@@ -451,6 +461,18 @@ def test_nodepool_rules(generated: dict[str, dict[str, Any]]) -> None:
     assert group["pattern"] != "^[^/]*$"
     assert re.match(group["pattern"], "karpenter.k8s.aws/v1") and re.match(group["pattern"], "karpenter.k8s.aws")
     assert not re.match(group["pattern"], "karpenter.k8s.aws/latest")
+
+
+def test_static_nodepool_rules(generated: dict[str, dict[str, Any]]) -> None:
+    """Karpenter nodepool.go's three XValidation rules on NodePoolSpec for static pools (replicas)."""
+    spec = schema_of(generated["karpenter.sh_nodepools.yaml"])["properties"]["spec"]
+    assert rules(spec) == [
+        "has(self.replicas) == has(oldSelf.replicas)",
+        "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
+        "!has(self.replicas) || !has(self.weight)",
+    ]
+    assert messages(spec)[0].startswith("Cannot transition NodePool between static")
+    assert spec["properties"]["replicas"]["minimum"] == 0 and spec["properties"]["replicas"]["type"] == "integer"
 
 
 def test_nodeclaim_spec_is_immutable(generated: dict[str, dict[str, Any]]) -> None:

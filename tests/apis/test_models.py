@@ -353,7 +353,12 @@ def test_limits_are_quantities() -> None:
 
 
 def test_weight_and_replicas() -> None:
-    assert validate(NodePool, nodepool(weight=100, replicas=3)).spec.weight == 100
+    assert validate(NodePool, nodepool(weight=100)).spec.weight == 100
+    assert validate(NodePool, nodepool(replicas=3, limits={"nodes": "5"})).spec.replicas == 3
+    # a static pool (replicas) takes neither weight nor limits other than nodes (Karpenter nodepool.go)
+    assert errors(NodePool, nodepool(weight=100, replicas=3)) == [("spec", "Value error, 'weight' is not supported on static NodePools")]
+    assert errors(NodePool, nodepool(replicas=3, limits={"cpu": "10"})) == \
+        [("spec", "Value error, only 'limits.nodes' is supported on static NodePools")]
     for weight in (0, 101):
         assert errors(NodePool, nodepool(weight=weight))[0][0] == "spec.weight"
     assert errors(NodePool, nodepool(weight="10")) == [("spec.weight", "Input should be a valid integer")]

@@ -181,6 +181,7 @@ async def test_interruption_queue_setting_runs_the_poller(plugin_factory: Any, s
         await sqs.send_message(QueueUrl=url, MessageBody=json.dumps({
             "version": "0", "source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning",
             "detail": {"instance-id": instance_id, "instance-action": "terminate"}}))
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         task = asyncio.create_task(loops["aws.interruption"]())
         try:
             async with asyncio.timeout(60):  # hang guard only
@@ -189,10 +190,14 @@ async def test_interruption_queue_setting_runs_the_poller(plugin_factory: Any, s
                     if nc is None or nc["metadata"].get("deletionTimestamp"):
                         break
                     await asyncio.sleep(0.1)
+                # the poller deletes the message after acting on it: wait for that, on a busy
+                # machine it can come a moment after the NodeClaim's deletion
+                while True:
+                    attrs = (await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names))["Attributes"]
+                    if attrs[names[0]] == "0" and attrs[names[1]] == "0":
+                        break
+                    await asyncio.sleep(0.1)
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        left = await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages",
-                                                                            "ApproximateNumberOfMessagesNotVisible"])
-    attrs = left["Attributes"]
     assert attrs["ApproximateNumberOfMessages"] == "0" and attrs["ApproximateNumberOfMessagesNotVisible"] == "0"

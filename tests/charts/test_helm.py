@@ -642,11 +642,13 @@ def test_chart_ships_the_crds(render: Render) -> None:
         assert (CHART / "crds" / name).is_file(), f"charts/karpy/crds/{name} missing"
     crds = [o for o in render(AWS_VALUES, "--include-crds") if o["kind"] == "CustomResourceDefinition"]
     assert sorted(c["metadata"]["name"] for c in crds) == sorted(
-        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kcnodeclasses.karpenter.kakaocloud.com"]
+        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
+         "kcnodeclasses.karpenter.kakaocloud.com", "capacitybuffers.autoscaling.x-k8s.io"]
     )
     for crd in crds:
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
-        assert crd["spec"]["scope"] == "Cluster", crd["metadata"]["name"]
+        namespaced = crd["metadata"]["name"] == "capacitybuffers.autoscaling.x-k8s.io"  # as upstream's CRD
+        assert crd["spec"]["scope"] == ("Namespaced" if namespaced else "Cluster"), crd["metadata"]["name"]
 
 
 def test_log_debug_loggers_env_only_when_set(render: Render) -> None:
@@ -824,6 +826,8 @@ SETTINGS_ENV: list[tuple[dict[str, Any], str, str]] = [
     ({"settings": {"awsFeatureGates": {"nodeClassCEL": False}}}, "AWS_FEATURE_GATES", "NodeClassCEL=false"),
     ({"settings": {"kubeClientQPS": 50}}, "KUBE_CLIENT_QPS", "50"),
     ({"settings": {"kubeClientBurst": 80}}, "KUBE_CLIENT_BURST", "80"),
+    ({"settings": {"consolidationMinSavings": 0.2}}, "KARPY_CONSOLIDATION_MIN_SAVINGS", "0.2"),
+    ({"settings": {"consolidationMinSavings": 0}}, "KARPY_CONSOLIDATION_MIN_SAVINGS", "0"),
     ({"logLevel": "debug"}, "LOG_LEVEL", "debug"),
     ({"logOutputPaths": ["stdout", "/tmp/karpy.log"]}, "LOG_OUTPUT_PATHS", "stdout,/tmp/karpy.log"),
     ({"logErrorOutputPaths": ["stderr"]}, "LOG_ERROR_OUTPUT_PATHS", "stderr"),
@@ -887,9 +891,6 @@ def test_alias_and_karpenter_name_must_agree(template_cmd: Callable[..., subproc
 
 def _refused_values() -> list[tuple[dict[str, Any], str]]:
     return [
-        ({"settings": {"featureGates": {"spotToSpotConsolidation": True}}}, "settings.featureGates.spotToSpotConsolidation"),
-        ({"settings": {"featureGates": {"staticCapacity": True}}}, "settings.featureGates.staticCapacity"),
-        ({"settings": {"featureGates": {"capacityBuffer": True}}}, "settings.featureGates.capacityBuffer"),
         ({"settings": {"disableClusterStateObservability": True}}, "settings.disableClusterStateObservability"),
         ({"settings": {"ignoreDRARequests": False}}, "settings.ignoreDRARequests"),
         ({"settings": {"enableZonalShift": True}}, "settings.enableZonalShift"),

@@ -403,13 +403,15 @@ def test_decision_log_is_typed_and_validation_says_why_as_a_kind():
         plan_disruption(snap, TYPES, NOW, methods=("tidy",))
 
 
-def test_every_method_satisfies_the_protocol_in_karpenters_order():
+def test_every_method_satisfies_the_protocol_in_karpenters_order_then_the_repack():
     from karpy_core.controllers.disruption.decisions import DisruptionMethod, DisruptionReason
     from karpy_core.controllers.disruption.methods import DEFAULT_ORDER, Method, build_methods
 
     methods: dict[DisruptionMethod, Method] = build_methods(max_single_simulations=3)
     assert list(methods) == list(DEFAULT_ORDER) == list(DisruptionMethod)
-    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED,
-                                                     DisruptionReason.UNDERUTILIZED, DisruptionReason.UNDERUTILIZED]
-    assert [m.consolidation for m in methods.values()] == [False, False, True, True]
+    assert [m.reason for m in methods.values()] == [DisruptionReason.EMPTY, DisruptionReason.DRIFTED, DisruptionReason.DRIFTED,
+                                                     DisruptionReason.UNDERUTILIZED, DisruptionReason.UNDERUTILIZED,
+                                                     DisruptionReason.UNDERUTILIZED]
+    assert [m.consolidation for m in methods.values()] == [False, False, False, True, True, True]
+    assert list(methods)[-1] is DisruptionMethod.REPACK_CONSOLIDATION
     assert methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION].max_simulations == 3

@@ -402,6 +402,33 @@ async def test_nodeclaim_spec_is_immutable(kube: client.ApiClient) -> None:
         await delete(kube, "NodeClaim", name)
 
 
+async def test_static_nodepool_cannot_switch_mode_and_scales_through_the_scale_subresource(kube: client.ApiClient) -> None:
+    """Karpenter's transition rule (replicas set <-> unset is refused) and ``kubectl scale nodepool``
+    (the ``scale`` subresource: spec.replicas, status.nodes)."""
+    api = client.CustomObjectsApi(kube)
+    static = unique(nodepool(), "static")
+    static["spec"]["replicas"] = 2
+    dynamic = unique(nodepool(), "dynamic")
+    names = [static["metadata"]["name"], dynamic["metadata"]["name"]]
+    created = await create(kube, static)
+    plain = await create(kube, dynamic)
+    try:
+        changed = copy.deepcopy(created)
+        del changed["spec"]["replicas"]
+        status, message = await rejected(api.replace_cluster_custom_object("karpenter.sh", "v1", "nodepools", names[0], changed))
+        assert status == 422 and "Cannot transition NodePool between static" in message
+        plain["spec"]["replicas"] = 1
+        status, message = await rejected(api.replace_cluster_custom_object("karpenter.sh", "v1", "nodepools", names[1], plain))
+        assert status == 422 and "Cannot transition NodePool between static" in message
+        await api.patch_cluster_custom_object_scale("karpenter.sh", "v1", "nodepools", names[0], {"spec": {"replicas": 5}})
+        stored = await get(kube, "NodePool", names[0])
+        assert stored["spec"]["replicas"] == 5
+        assert NodePool.model_validate(stored, by_alias=True, by_name=False).spec.replicas == 5
+    finally:
+        for name in names:
+            await delete(kube, "NodePool", name)
+
+
 async def test_ec2nodeclass_cannot_switch_between_role_and_instance_profile(kube: client.ApiClient) -> None:
     api = client.CustomObjectsApi(kube)
     body = unique(ec2nodeclass(), "role")
@@ -564,6 +591,12 @@ CASES: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], 
     ("np-weight-0", nodepool, _set("spec.weight", 0), "spec.weight"),
     ("np-weight-string", nodepool, _set("spec.weight", "10"), "spec.weight"),
     ("np-limits-bad", nodepool, _set("spec.limits", {"cpu": "lots"}), "spec.limits.cpu"),
+    # static NodePools (spec.replicas): only limits.nodes, no weight (Karpenter nodepool.go XValidation)
+    ("np-static-ok", nodepool, lambda d: (_set("spec.replicas", 2)(d), _set("spec.limits", {"nodes": "3"})(d)), None),
+    ("np-static-weight", nodepool, lambda d: (_set("spec.replicas", 2)(d), _set("spec.weight", 10)(d)), "spec"),
+    ("np-static-cpu-limit", nodepool, lambda d: (_set("spec.replicas", 2)(d), _set("spec.limits", {"cpu": "8", "nodes": "3"})(d)),
+     "spec"),
+    ("np-replicas-negative", nodepool, _set("spec.replicas", -1), "spec.replicas"),
     ("np-limits-ok", nodepool, _set("spec.limits", {"cpu": 1000, "memory": "1000Gi", "nodes": "10", "nvidia.com/gpu": 2}), None),
     ("np-group-with-version-ok", nodepool, _set("spec.template.spec.nodeClassRef.group", "karpenter.k8s.aws/v1"), None),
     (

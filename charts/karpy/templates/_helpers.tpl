@@ -284,6 +284,9 @@ chart variable that extraEnv or controller.env sets again is left out, so the us
 {{- with $s.kubeClientBurst }}
 {{- $env = append $env (dict "name" "KUBE_CLIENT_BURST" "value" (toString .)) }}
 {{- end }}
+{{- if not (kindIs "invalid" $s.consolidationMinSavings) }}
+{{- $env = append $env (dict "name" "KARPY_CONSOLIDATION_MIN_SAVINGS" "value" (toString $s.consolidationMinSavings)) }}
+{{- end }}
 {{- $env = append $env (dict "name" "FEATURE_GATES" "value" (include "karpy.featureGates" .)) }}
 {{- range $pair := list (list "BATCH_MAX_DURATION" $s.batchMaxDuration) (list "BATCH_IDLE_DURATION" $s.batchIdleDuration) (list "PREFERENCE_POLICY" $s.preferencePolicy) (list "MIN_VALUES_POLICY" $s.minValuesPolicy) (list "IGNORE_DRA_REQUESTS" $s.ignoreDRARequests) (list "DISABLE_CLUSTER_STATE_OBSERVABILITY" $s.disableClusterStateObservability) }}
 {{- with index $pair 1 }}
@@ -337,9 +340,6 @@ tests/charts/test_helm.py checks this list against the settings module.
 {{- $s := .Values.settings }}
 {{- $gates := $s.featureGates | default dict }}
 {{- $refused := list
-  (list "settings.featureGates.spotToSpotConsolidation" (eq (toString $gates.spotToSpotConsolidation) "true") "karpy consolidates spot nodes to on-demand only (no spot-to-spot replacement)")
-  (list "settings.featureGates.staticCapacity" (eq (toString $gates.staticCapacity) "true") "karpy does not provision static-capacity NodePools")
-  (list "settings.featureGates.capacityBuffer" (eq (toString $gates.capacityBuffer) "true") "karpy does not read CapacityBuffer objects")
   (list "settings.disableClusterStateObservability" (eq (toString $s.disableClusterStateObservability) "true") "karpy always publishes its cluster-state metrics")
   (list "settings.ignoreDRARequests" (eq (toString $s.ignoreDRARequests) "false") "karpy does not model DRA resource claims (only true is supported)")
   (list "logErrorOutputPaths" (ne (join "," (.Values.logErrorOutputPaths | default (list "stderr"))) "stderr") "Python's logging reports its own failures on stderr (only [stderr] is supported)")

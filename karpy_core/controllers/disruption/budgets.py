@@ -16,6 +16,7 @@ Source: Karpenter ``pkg/apis/v1/nodepool.go`` (``GetAllowedDisruptionsByReason``
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,6 +37,9 @@ __all__ = [
     "allowed_disruptions",
     "next_budget_change",
     "BudgetTracker",
+    "BudgetStep",
+    "PREVIEW_ALL",
+    "preview_budgets",
 ]
 
 REASON_EMPTY = DisruptionReason.EMPTY
@@ -156,3 +160,56 @@ class BudgetTracker:
     def take(self, cand: Candidate, reason: DisruptionReason) -> None:
         """Count ``cand`` against its pool's ``reason`` budget for the rest of the pass."""
         self.used[(cand.nodepool, reason)] = self.used.get((cand.nodepool, reason), 0) + 1
+
+
+PREVIEW_ALL = "all"
+"""The preview column of what every reason may disrupt (the most restrictive active budget)."""
+
+
+@dataclass(frozen=True)
+class BudgetStep:
+    """The allowance of one NodePool from ``at`` until the next step (``karpy budgets``).
+
+    Attributes:
+        at: seconds since the epoch (UTC) from which this allowance holds.
+        allowed: reason (``Empty``, ``Drifted``, ``Underutilized``) and :data:`PREVIEW_ALL` ->
+            nodes that may be disrupted at once (Karpenter ``GetAllowedDisruptionsByReason``: the
+            minimum over the active budgets listing the reason or no reason; with no active
+            budget for a reason, every node of the pool).
+        active: indices (0-based) into the pool's budgets active at ``at``.
+    """
+
+    at: float
+    allowed: dict[str, int]
+    active: tuple[int, ...]
+
+
+def preview_budgets(nodepool: dict[str, Any], total: int, start: float, *, horizon: float = 24 * 3600.0) -> list[BudgetStep]:
+    """The disruption allowance of ``nodepool`` at ``start`` and at every change in
+    ``(start, start + horizon]``: each step starts where a scheduled budget opens or closes and
+    changes some count (steps that change nothing are merged into the previous one).
+
+    Args:
+        nodepool: the NodePool dict.
+        total: the pool's node count, the base of percentages (rounded up, as Karpenter).
+        start: seconds since the epoch (UTC).
+        horizon: seconds after ``start`` to look ahead (24 h by default).
+
+    Raises:
+        ValueError: a malformed schedule or duration.
+    """
+    reasons = [r.value for r in DisruptionReason]
+    budgets = budgets_of(nodepool)
+    steps: list[BudgetStep] = []
+    t = start
+    while t <= start + horizon:
+        allowed = {r: allowed_disruptions(nodepool, r, t, total=total, disrupting=0) for r in reasons}
+        allowed[PREVIEW_ALL] = min(allowed.values())
+        active = tuple(i for i, b in enumerate(budgets) if budget_active(b, t))
+        if not steps or steps[-1].allowed != allowed:
+            steps.append(BudgetStep(t, allowed, active))
+        nxt = next_budget_change(nodepool, t)
+        if nxt is None or nxt <= t:
+            break
+        t = nxt
+    return steps

@@ -25,6 +25,7 @@ the log ``karpy simulate --explain-node`` prints; each new record is also logged
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import time
@@ -49,13 +50,15 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
+from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.errors import KubeAPIError
+from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.state.cluster import ClusterSnapshot, collect_snapshot, is_true
+from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, is_true, with_virtual_pods
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
 
@@ -78,11 +81,15 @@ class DisruptionSettings:
         replacement_timeout: seconds to wait for replacements to be Initialized (default 600).
         max_single_simulations: cap on single-node simulations per pass (None: no cap); stands in
             for Karpenter's 3-minute single-node timeout deterministically.
+        min_savings: the fraction of the disrupted nodes' price a repack consolidation must save
+            (``KARPY_CONSOLIDATION_MIN_SAVINGS``; a NodePool's ``karpy.sh/consolidation-min-savings``
+            wins), in [0, 1).
     """
 
     validation_delay: float = VALIDATION_DELAY
     replacement_timeout: float = REPLACEMENT_TIMEOUT
     max_single_simulations: int | None = None
+    min_savings: float = DEFAULT_MIN_SAVINGS
 
 
 class DisruptionEventKind(StrEnum):
@@ -167,6 +174,7 @@ class Disruption:
             disrupted); none when not given.
         events: where Karpenter's disruption events go (``DisruptionBlocked``, ``Unconsolidatable``,
             ``DisruptionLaunching``, ``DisruptionWaitingReadiness``, ``DisruptionTerminating``); none: not published.
+        feature_gates: ``FEATURE_GATES`` handed to the planner (karpy's defaults when None).
 
     Attributes:
         observer: called after each planning pass with a :class:`PlanningPass` (the controller's
@@ -176,17 +184,22 @@ class Disruption:
     name = "disruption"
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None,
-                 nominations: Nominations | None = None, events: EventRecorder | None = None):
+                 nominations: Nominations | None = None, events: EventRecorder | None = None,
+                 feature_gates: FeatureGates | None = None):
         self.kube = kube
+        self.feature_gates = feature_gates or FeatureGates()
         self.events = events
         self.provider = provider
         self.clock = clock
         self.settings = settings or DisruptionSettings()
         self.nominations = nominations
+        self.capacity_buffers = False
+        """The ``CapacityBuffer`` gate: simulations must keep room for the buffers' virtual pods."""
         self.pending: _Command | None = None
         self.queued: list[_Command] = []
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
-        """Node name -> (time, decision) lines, consecutive duplicates collapsed."""
+        """Node name -> (time, decision) lines; a line equal to the node's last line of the same
+        method (or stage) is not repeated."""
         self._pods_seen: dict[str, frozenset[str]] = {}
         self._types: dict[tuple[str, Any, Any, int], list[InstanceType]] = {}
         self._idle: tuple[str, float | None] | None = None
@@ -212,7 +225,9 @@ class Disruption:
         debug = log.isEnabledFor(logging.DEBUG)
         for d in lines:
             hist = self.decisions.setdefault(d.node, [])
-            if hist and hist[-1][1] == d:
+            # one line per change of verdict per method: a pass logs a node at several methods
+            last = next((h for _, h in reversed(hist) if h.method == d.method), None)
+            if last == d:
                 continue
             hist.append((now, d))
             if debug:
@@ -297,15 +312,17 @@ class Disruption:
         """One pass (see the module docstring); returns what was done."""
         now = self.clock.now()
         events: list[DisruptionEvent] = []
-        snapshot = await collect_snapshot(self.kube)
+        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._pod_events(snapshot, now):
-            snapshot = await collect_snapshot(self.kube)
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._consolidatable(snapshot, now):
-            snapshot = await collect_snapshot(self.kube)
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         events += await self._progress(snapshot, now)
         events += await self._strip_stale(snapshot)
         if events:
-            snapshot = await collect_snapshot(self.kube)
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
+        if self.capacity_buffers:
+            snapshot = with_virtual_pods(snapshot, await buffer_pods(self.kube))
         types = await self.instance_types(snapshot)
         nominated = self.nominations.active(now) if self.nominations is not None else {}
         wake: list[float] = []
@@ -315,7 +332,8 @@ class Disruption:
                 self._wake = due
                 return events
             cmd, self.pending = self.pending, None
-            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated)
+            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated, min_savings=self.settings.min_savings,
+                                feature_gates=self.feature_gates)
             if why is not None:
                 self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
                                 for c in cmd.plan.candidates])
@@ -324,7 +342,7 @@ class Disruption:
                 self._idle = None
             else:
                 events += await self._execute(cmd, now)
-                snapshot = await collect_snapshot(self.kube)
+                snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         if self.pending is None:
             # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
             fp = self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}"
@@ -334,7 +352,8 @@ class Disruption:
                 lines: list[NodeDecision] = []
                 t0 = time.perf_counter()
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
-                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated)
+                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
+                                       min_savings=self.settings.min_savings, feature_gates=self.feature_gates)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)
@@ -370,6 +389,8 @@ class Disruption:
             m = p["metadata"]
             h.update(f"{m.get('namespace')}/{m['name']}@{(p.get('spec') or {}).get('nodeName')}:"
                      f"{(p.get('status') or {}).get('phase')}:{bool(m.get('deletionTimestamp'))};".encode())
+        for v in snapshot.virtual_pod_views:  # CapacityBuffer headroom: its size and shape change the plan too
+            h.update(f"v:{v.key}:{json.dumps(v.raw.get('spec'), sort_keys=True)};".encode())
         return h.hexdigest()
 
     def _threshold(self, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float) -> float | None:

@@ -34,9 +34,13 @@ class DisruptionMethod(StrEnum):
     """A disruption method, in Karpenter's order (``pkg/controllers/disruption/controller.go``)."""
 
     EMPTINESS = "emptiness"
+    STATIC_DRIFT = "static-drift"
+    """Drift of a static NodePool's nodes (Karpenter ``staticdrift.go``)."""
     DRIFT = "drift"
     MULTI_NODE_CONSOLIDATION = "multi-node-consolidation"
     SINGLE_NODE_CONSOLIDATION = "single-node-consolidation"
+    REPACK_CONSOLIDATION = "repack-consolidation"
+    """karpy's own, tried after Karpenter's four: N nodes replaced by M cheaper ones for any M."""
 
 
 class DecisionStage(StrEnum):
@@ -99,6 +103,16 @@ class DecisionKind(StrEnum):
     TOO_MANY_REPLACEMENTS = "too-many-replacements"
     NOT_CHEAPER = "not-cheaper"
     SPOT_TO_SPOT = "spot-to-spot"
+    BELOW_MIN_SAVINGS = "below-min-savings"
+    SPOT_TO_SPOT_OPTIONS = "spot-to-spot-options"
+    """Single-node spot-to-spot needs 15 cheaper spot instance types."""
+    # static NodePools (spec.replicas)
+    STATIC_NODEPOOL = "static-nodepool"
+    """Static pools are never consolidated or emptied, and their drift is ``static-drift``'s."""
+    STATIC_SCALING = "static-scaling"
+    """A static pool has more NodeClaims than replicas: drift waits for the scale-down."""
+    NODE_LIMIT = "node-limit"
+    """A static pool's ``limits.nodes`` leaves no room for a replacement."""
     # a command
     DELETE = "delete"
     REPLACE = "replace"

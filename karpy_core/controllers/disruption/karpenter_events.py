@@ -18,6 +18,7 @@ from typing import Any
 
 from karpy_core.controllers import events as ev
 from karpy_core.controllers.disruption.decisions import DecisionKind, DecisionStage, NodeDecision, Verdict
+from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT
 from karpy_core.kube.events import Event
 
 __all__ = ["karpenter_message", "decision_events", "sentence"]
@@ -33,6 +34,11 @@ def sentence(text: str) -> str:
 def _count(text: str) -> str:
     m = re.search(r"(\d+) new nodes", text)
     return m.group(1) if m else "more than 1"
+
+
+def _options(text: str) -> str:
+    m = re.search(r"only (\d+) cheaper", text)
+    return m.group(1) if m else "fewer"
 
 
 def karpenter_message(d: NodeDecision, *, nodepool: str, instance_type: str) -> tuple[str, str] | None:
@@ -73,6 +79,8 @@ def karpenter_message(d: NodeDecision, *, nodepool: str, instance_type: str) -> 
         DecisionKind.NO_ROOM: "Can't replace with a cheaper node",
         DecisionKind.SPOT_TO_SPOT: "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
         DecisionKind.TOO_MANY_REPLACEMENTS: f"Can't remove without creating {_count(d.reason)} candidates",
+        DecisionKind.SPOT_TO_SPOT_OPTIONS: f"SpotToSpotConsolidation requires {MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT} cheaper "
+                                           f"instance type options than the current candidate to consolidate, got {_options(d.reason)}",
     }
     if k in simple:
         return ev.UNCONSOLIDATABLE, simple[k]

@@ -44,10 +44,14 @@ class DisruptionPlan:
         return round(self.price - self.replacement_price, 6)
 
     def describe(self) -> str:
-        """One line: ``method: decision nodes [with N node(s) [types...]] (price -> price USD/hour)``."""
+        """One line: ``method: decision nodes [with N node(s) [types...]] (price -> price USD/hour)``;
+        with several replacements, the cheapest type of each: ``[t1, t2...]``."""
         names = ", ".join(c.name for c in self.candidates)
         out = f"{self.method}: {self.decision} {names}"
-        if self.replacements:
+        if len(self.replacements) == 1:
             types = ", ".join(it.name for it in self.replacements[0].instance_types[:3])
+            out += f" with 1 node(s) [{types}...]"
+        elif self.replacements:
+            types = ", ".join(r.instance_types[0].name if r.instance_types else "?" for r in self.replacements)
             out += f" with {len(self.replacements)} node(s) [{types}...]"
         return out + f" ({self.price:.4f} -> {self.replacement_price:.4f} USD/hour)"

@@ -4,17 +4,23 @@ Methods, in Karpenter's order, the first that yields a command wins
 (``pkg/controllers/disruption/controller.go``):
 
 1. **emptiness** (``emptiness.go``): every empty, ``Consolidatable`` candidate within its pool's
-   ``Empty`` budget, deleted together;
-2. **drift** (``drift.go``): the first ``Drifted`` candidate (empty ones first, then oldest) within
+   ``Empty`` budget, deleted together (static NodePools' nodes never);
+2. **static drift** (``staticdrift.go``): drifted nodes of one static NodePool (``spec.replicas``),
+   within its ``Drifted`` budget and ``limits.nodes``, each replaced one-for-one from the template;
+3. **drift** (``drift.go``): the first ``Drifted`` candidate (empty ones first, then oldest) within
    the ``Drifted`` budget whose pods all fit elsewhere, with as many replacements as they need;
-3. **multi-node consolidation** (``multinodeconsolidation.go``): the first 100 consolidation
+4. **multi-node consolidation** (``multinodeconsolidation.go``): the first 100 consolidation
    candidates within the ``Underutilized`` budget; the largest prefix (at least 2) that can be
    deleted, or replaced by one cheaper node, found by binary search;
-4. **single-node consolidation** (``singlenodeconsolidation.go``): the first candidate that can be
-   deleted (its pods fit on other nodes) or replaced by one cheaper node.
+5. **single-node consolidation** (``singlenodeconsolidation.go``): the first candidate that can be
+   deleted (its pods fit on other nodes) or replaced by one cheaper node;
+6. **repack consolidation** (karpy's own, :mod:`~karpy_core.controllers.disruption.methods.repack`):
+   where the others find nothing, the group of candidates (one node, or a prefix of up to 10) whose
+   pods the provisioning scheduler re-plans most cheaply into any number of new nodes, saving at
+   least ``min_savings`` of what it disrupts.
 
 Each method simulates removing its candidates (``helpers.go`` ``SimulateScheduling``; the rules,
-one cheaper replacement at most for consolidation and no spot-to-spot, are in
+one cheaper replacement at most for consolidation, spot-to-spot only with its gate, are in
 :mod:`~karpy_core.controllers.disruption.simulation`).
 
 Consolidation waits while pending pods could be placed (on a node or a new NodeClaim): their
@@ -53,10 +59,13 @@ from karpy_core.controllers.disruption.methods import (
     MULTI_NODE_MAX_CANDIDATES,
     Method,
     PassContext,
+    RepackConsolidation,
     build_methods,
 )
+from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate
+from karpy_core.featuregates import FeatureGates
 from karpy_core.state.cluster import ClusterSnapshot
 
 __all__ = [
@@ -68,20 +77,23 @@ __all__ = [
     "METHOD_DRIFT",
     "METHOD_MULTI",
     "METHOD_SINGLE",
+    "METHOD_REPACK",
 ]
 
 METHOD_EMPTINESS = DisruptionMethod.EMPTINESS
 METHOD_DRIFT = DisruptionMethod.DRIFT
 METHOD_MULTI = DisruptionMethod.MULTI_NODE_CONSOLIDATION
 METHOD_SINGLE = DisruptionMethod.SINGLE_NODE_CONSOLIDATION
+METHOD_REPACK = DisruptionMethod.REPACK_CONSOLIDATION
 
 _METHODS = build_methods()
 """The methods with default settings, for :func:`validate_plan`."""
 
 
-def _ordered(names: Iterable[DisruptionMethod | str], max_single_simulations: int | None) -> list[Method]:
+def _ordered(names: Iterable[DisruptionMethod | str], max_single_simulations: int | None,
+             min_savings: float = DEFAULT_MIN_SAVINGS) -> list[Method]:
     """The methods to try, in the given order; ``ValueError`` for an unknown name."""
-    by_name = build_methods(max_single_simulations=max_single_simulations)
+    by_name = build_methods(max_single_simulations=max_single_simulations, min_savings=min_savings)
     out: list[Method] = []
     for name in names:
         try:
@@ -116,6 +128,8 @@ def plan_disruption(
     exclude: frozenset[str] = frozenset(),
     max_single_simulations: int | None = None,
     nominated: Mapping[str, float] | None = None,
+    min_savings: float = DEFAULT_MIN_SAVINGS,
+    feature_gates: FeatureGates | None = None,
 ) -> DisruptionPlan | None:
     """Decide one disruption command for ``snapshot`` at ``now``.
 
@@ -124,24 +138,28 @@ def plan_disruption(
         instance_types: NodePool name -> the provider's instance types for it (prices, shapes).
         now: seconds since the epoch.
         log: when given, one :class:`NodeDecision` per node and stage considered is appended.
-        methods: the methods to try, in order (default: all four, Karpenter's order); members of
-            :class:`DisruptionMethod` or their values.
+        methods: the methods to try, in order (default: Karpenter's four in Karpenter's order,
+            then the repack); members of :class:`DisruptionMethod` or their values.
         exclude: node names not to consider (already queued in another command).
         max_single_simulations: stop single-node consolidation after this many simulations
             (a deterministic stand-in for Karpenter's 3-minute timeout); None for no limit.
         nominated: node/NodeClaim name -> epoch seconds until which it is nominated for pending
             pods; nominated nodes are not candidates (see :func:`build_candidates`).
+        min_savings: the repack's minimum savings, a fraction in [0, 1) of the price of the nodes
+            a command disrupts (a NodePool's ``karpy.sh/consolidation-min-savings`` wins).
+        feature_gates: ``FEATURE_GATES`` (karpy's defaults when None): ``SpotToSpotConsolidation``
+            lets consolidation replace spot nodes by cheaper spot ones.
 
     Returns:
         The first command found, or None. Never raises for cluster content; a NodePool with a
         malformed budget schedule raises ``ValueError`` (the API validation rejects those), as
         does an unknown method name.
     """
-    order = _ordered(methods, max_single_simulations)
+    order = _ordered(methods, max_single_simulations, min_savings)
     _log = log if log is not None else []
     cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log, nominated=nominated) if c.name not in exclude]
     budgets = BudgetTracker(snapshot, now)
-    ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log)
+    ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log, feature_gates or FeatureGates(), instance_types)
     for c in cands:
         if c.blocked:
             _log.append(NodeDecision(c.name, DecisionStage.CANDIDATE, Verdict.KEEP, c.blocked_kind or DecisionKind.DO_NOT_DISRUPT,
@@ -164,13 +182,16 @@ def validate_plan(
     now: float,
     plan: DisruptionPlan,
     nominated: Mapping[str, float] | None = None,
+    min_savings: float = DEFAULT_MIN_SAVINGS,
+    feature_gates: FeatureGates | None = None,
 ) -> Invalidation | None:
     """Re-check ``plan`` on a fresh snapshot after the validation delay (Karpenter
     ``validation.go``): every candidate must still be a candidate (not nominated for pending pods
     meanwhile: ``nominated`` as in :func:`plan_disruption`) for the same method, within
     budget, and a new simulation must give the same shape (delete, or one replacement whose
-    instance types are a subset of the new simulation's). Returns None when valid, else why not
-    (kind and message)."""
+    instance types are a subset of the new simulation's; for the repack, as many replacements
+    still within ``min_savings``: :meth:`RepackConsolidation.revalidate`). Returns None when
+    valid, else why not (kind and message). The same ``feature_gates`` as the plan."""
     method = _METHODS[plan.method]
     cands = {c.name: c for c in build_candidates(snapshot, instance_types, now, nominated=nominated)}
     budgets = BudgetTracker(snapshot, now)
@@ -193,7 +214,10 @@ def validate_plan(
     ctx = SimulationContext(snapshot, instance_types)
     if method.consolidation and ctx.schedulable_pending():
         return Invalidation(DecisionKind.PENDING_PODS, "pending pods can be placed: consolidation waits for provisioning")
-    ev = evaluate(ctx, fresh, consolidation=method.consolidation)
+    gates = feature_gates or FeatureGates()
+    if isinstance(method, RepackConsolidation):
+        return RepackConsolidation(min_savings=min_savings).revalidate(ctx, fresh, plan)
+    ev = evaluate(ctx, fresh, consolidation=method.consolidation, spot_to_spot=gates.SpotToSpotConsolidation)
     if ev.problem is not None:
         return Invalidation(ev.problem.kind, f"re-simulation failed: {ev.why}")
     if len(ev.replacements) != len(plan.replacements):

@@ -5,8 +5,9 @@ A fresh :class:`~karpy_core.scheduling.scheduler.Scheduler` over the cluster wit
 candidates solves the candidates' pods. A set of candidates is rejected if a pod cannot be placed,
 lands on a node that is not initialized yet, or (consolidation) needs more than one new node. A
 consolidation replacement keeps only the instance types whose worst compatible offering costs less
-than the candidates together (``WorstLaunchPrice`` < Σ price, USD/hour); spot candidates are never
-replaced by spot (``SpotToSpotConsolidation`` is off by default).
+than the candidates together (``WorstLaunchPrice`` < Σ price, USD/hour); spot candidates are
+replaced by spot only with the ``SpotToSpotConsolidation`` gate on
+(:mod:`~karpy_core.controllers.disruption.spot_to_spot`), else by cheaper on-demand only.
 
 Pure: no I/O, no clock; same snapshot, same verdict.
 """
@@ -21,6 +22,8 @@ from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidation
+from karpy_core.controllers.disruption.spot_to_spot import allows_spot
+from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_replacement
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list, subtract
@@ -87,6 +90,26 @@ class SimulationContext:
         self._tables: dict[str, TypeTable] | None = None
         self._pod_infos: dict[str, PodInfo] = {}
         self._schedulable_pending: list[str] | None = None
+        self.virtual: list[PodInfo] = []
+        """CapacityBuffer virtual pods (CapacityBuffer gate): every simulation must place them too,
+        so consolidation keeps the headroom (Karpenter adds them to ``SimulateScheduling``'s pods)."""
+        for v in snapshot.virtual_pod_views:
+            try:
+                self.virtual.append(v.info)
+            except ValueError:
+                continue
+        self._buffer_hosts: dict[str, int] | None = None
+
+    def buffer_hosts(self) -> dict[str, int]:
+        """Node name -> virtual pods a scheduler over the whole cluster puts there (Karpenter's
+        ``bufferPodCounts``: emptiness keeps these nodes); computed once per pass."""
+        if self._buffer_hosts is None:
+            self._buffer_hosts = {}
+            if self.virtual:
+                sched, _ = self.scheduler(set(), {})
+                for node in sched.solve(self.virtual).existing.values():
+                    self._buffer_hosts[node] = self._buffer_hosts.get(node, 0) + 1
+        return self._buffer_hosts
 
     def schedulable_pending(self) -> list[str]:
         """``ns/name`` of the pending pods a scheduler over the whole cluster would place (on a
@@ -157,7 +180,7 @@ def worst_price(it: InstanceType, plan: PlannedNodeClaim) -> float:
     return max((o.price for o in offers), default=float("inf"))
 
 
-def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidation: bool) -> Evaluation:
+def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidation: bool, spot_to_spot: bool = False) -> Evaluation:
     """Simulate removing ``cands``: where do their pods go?
 
     Args:
@@ -165,6 +188,8 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
         cands: the candidates to remove together.
         consolidation: apply consolidation's rules (at most one new node, cheaper than ``cands``
             together, no spot-to-spot); drift takes any number of replacements.
+        spot_to_spot: the ``SpotToSpotConsolidation`` gate: spot candidates get a cheaper spot
+            replacement (:mod:`~karpy_core.controllers.disruption.spot_to_spot`) instead.
 
     Returns:
         An :class:`Evaluation`; never raises for cluster content.
@@ -175,13 +200,15 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
         if isinstance(infos, str):
             return Evaluation.reject(DecisionKind.POD_NOT_SIMULATABLE, infos)
         pods.extend(infos)
+    pods.extend(ctx.virtual)
     sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands))
     results = sched.solve(pods)
     if results.errors:
         key, why = sorted(results.errors.items())[0]
         return Evaluation.reject(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")
+    virtual = {v.key for v in ctx.virtual}
     for key, node in sorted(results.existing.items()):
-        if node in uninitialized:
+        if node in uninitialized and key not in virtual:  # headroom may sit on an in-flight node
             return Evaluation.reject(DecisionKind.TARGET_NOT_INITIALIZED,
                                      f"pod {key} would land on {node}, which is not initialized yet")
     claims = results.new_claims
@@ -196,6 +223,11 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
     total = sum(c.price or 0.0 for c in cands)
     if any(c.price is None for c in cands):
         return Evaluation.reject(DecisionKind.PRICE_UNKNOWN, "current price unknown")
+    if spot_to_spot and all(c.capacity_type == "spot" for c in cands) and allows_spot(claim):
+        s2s = spot_replacement(claim, total, single=len(cands) == 1)
+        if s2s.replacement is None:
+            return Evaluation.reject(s2s.kind or DecisionKind.SPOT_TO_SPOT, s2s.why)
+        return Evaluation(None, s2s.why, [s2s.replacement], s2s.replacement.cheapest_offering_price())
     cheaper = [it for it in claim.instance_types if worst_price(it, claim) < total]
     if not cheaper:
         return Evaluation.reject(DecisionKind.NOT_CHEAPER, f"no instance type cheaper than {total:.4f} USD/hour fits the pods")

@@ -26,6 +26,8 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.controllers.capacitybuffer import BufferPlacement, owner_of, provisioning_conditions
+from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import format_resource_list
@@ -64,6 +66,10 @@ class ProvisioningResult:
     no_instance_types: list[dict[str, Any]] = field(default_factory=list)
     """Ready NodePools whose requirements leave no instance type with an available offering
     (Karpenter's ``NoCompatibleInstanceTypes`` event)."""
+    buffers: dict[str, BufferPlacement] = field(default_factory=dict)
+    """CapacityBuffer key (``ns/name``) -> where its virtual pods went. Virtual pods are taken out
+    of ``results.existing``/``errors``/``reasons`` and ``pods`` (they are not pending pods) but
+    stay in the planned claims' ``pods`` (the room launched for them)."""
 
 
 def has_compatible_instance_type(template: NodePoolTemplate) -> bool:
@@ -177,7 +183,7 @@ class Provisioner:
 
     def __init__(
         self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect", min_values_policy: str = "Strict",
-        nominations: Nominations | None = None, clock: Clock | None = None,
+        nominations: Nominations | None = None, clock: Clock | None = None, capacity_buffers: bool = False,
     ):
         self.kube = kube
         self.provider = provider
@@ -185,16 +191,20 @@ class Provisioner:
         self.min_values_policy = min_values_policy
         self.nominations = nominations if nominations is not None else Nominations()
         self.clock = clock or RealClock()
+        self.capacity_buffers = capacity_buffers
+        """The ``CapacityBuffer`` gate: schedule the ready buffers' virtual pods with the pending ones."""
         self.last: ProvisioningResult = ProvisioningResult()
 
     async def reconcile(self) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
-        snapshot = await collect_snapshot(self.kube)
+        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         pending = snapshot.pending_pod_views()
         result = ProvisioningResult(pending=len(pending))
-        if not pending:
+        virtual = list(snapshot.virtual_pod_views)
+        if not pending and not virtual:
             self.last = result
             return result
+        pending = [*pending, *virtual]
         pods: list[PodInfo] = []
         bad: dict[str, str] = {}
         for p in pending:
@@ -215,6 +225,9 @@ class Provisioner:
         result.results = results
         result.scheduler = scheduler
         result.pods = {p.key: p for p in pods}
+        if virtual:
+            result.buffers = _split_virtual(results, result.pods, {v.key: v for v in virtual})
+            await self._patch_buffer_conditions(result.buffers)
         self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
         for plan in results.new_claims:
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
@@ -222,3 +235,38 @@ class Provisioner:
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
         self.last = result
         return result
+
+    async def _patch_buffer_conditions(self, placements: dict[str, BufferPlacement]) -> None:
+        """Each CapacityBuffer's ``Provisioning`` condition from this pass (where it changes)."""
+        try:
+            buffers = await self.kube.list("CapacityBuffer")
+        except KubeAPIError:
+            return
+        by_key = {f"{(b['metadata'].get('namespace') or 'default')}/{b['metadata']['name']}": b for b in buffers}
+        for key, conds in provisioning_conditions(buffers, placements, self.clock.now()).items():
+            meta = by_key[key]["metadata"]
+            try:
+                await self.kube.patch("CapacityBuffer", meta["name"], {"status": {"conditions": conds}}, meta.get("namespace"),
+                                      status=True)
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
+
+
+def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual: dict[str, Any]) -> dict[str, BufferPlacement]:
+    """Take the virtual pods out of ``results`` and ``pods`` (in place); returns where each
+    buffer's went."""
+    out: dict[str, BufferPlacement] = {}
+    for key, view in virtual.items():
+        place = out.setdefault(owner_of((view.raw.get("metadata") or {}).get("annotations") or {}), BufferPlacement())
+        pods.pop(key, None)
+        if key in results.existing:
+            place.existing[key] = results.existing.pop(key)
+        elif key in results.errors:
+            place.failed[key] = results.errors.pop(key)
+            results.reasons.pop(key, None)
+    for i, plan in enumerate(results.new_claims):
+        for p in plan.pods:
+            if p.key in virtual:
+                out[owner_of((virtual[p.key].raw.get("metadata") or {}).get("annotations") or {})].new[p.key] = i
+    return out

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.budgets import BudgetTracker
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import (
@@ -19,6 +20,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext
+from karpy_core.featuregates import FeatureGates
 
 __all__ = ["Method", "PassContext"]
 
@@ -31,11 +33,16 @@ class PassContext:
         now: seconds since the epoch.
         sim: the scheduling simulation's precomputed inputs.
         log: the decision log; methods append a ``keep`` line per candidate they pass over.
+        gates: ``FEATURE_GATES`` (``SpotToSpotConsolidation`` changes consolidation's replacements).
+        instance_types: NodePool name -> its instance types (static drift builds its replacements
+            from them: static pools have no scheduling template in ``sim``).
     """
 
     now: float
     sim: SimulationContext
     log: list[NodeDecision]
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    instance_types: Mapping[str, list[InstanceType]] = field(default_factory=dict)
 
     def keep(self, cand: Candidate, method: DisruptionMethod, kind: DecisionKind, reason: str,
              details: DecisionDetails | None = None) -> None:

@@ -9,6 +9,7 @@ from typing import ClassVar
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason, Invalidation
 from karpy_core.controllers.disruption.methods.base import PassContext
+from karpy_core.controllers.static.capacity import is_static_pool
 
 __all__ = ["Consolidation", "consolidation_policy", "consolidation_order"]
 
@@ -33,7 +34,7 @@ class Consolidation:
     consolidation: ClassVar[bool] = True
 
     def consider(self, ctx: PassContext, candidates: Sequence[Candidate]) -> list[Candidate]:
-        """The non-empty, unblocked candidates consolidation may move: policy
+        """The non-empty, unblocked candidates consolidation may move: not of a static NodePool, policy
         ``WhenEmptyOrUnderutilized``, ``Consolidatable`` at ``ctx.now``, price known; sorted by
         :func:`consolidation_order`. A ``keep`` line for each of the others (empty ones are
         emptiness' business, blocked ones were logged by the candidate stage)."""
@@ -41,7 +42,9 @@ class Consolidation:
         for c in candidates:
             if c.blocked or c.empty:
                 continue
-            if consolidation_policy(c) == "WhenEmpty":
+            if is_static_pool(c.pool):
+                ctx.keep(c, self.name, DecisionKind.STATIC_NODEPOOL, "static NodePool (spec.replicas): never consolidated")
+            elif consolidation_policy(c) == "WhenEmpty":
                 ctx.keep(c, self.name, DecisionKind.POLICY_WHEN_EMPTY, "consolidationPolicy is WhenEmpty and the node is not empty")
             elif c.consolidatable_at is None:
                 ctx.keep(c, self.name, DecisionKind.CONSOLIDATE_AFTER_NEVER, "consolidateAfter is Never")

@@ -47,7 +47,7 @@ class MultiNodeConsolidation(Consolidation):
         while lo <= hi:
             mid = (lo + hi) // 2
             prefix = within[: mid + 1]
-            ev = evaluate(ctx.sim, prefix, consolidation=True)
+            ev = evaluate(ctx.sim, prefix, consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.ok:
                 best = (prefix, ev)
                 lo = mid + 1

@@ -76,7 +76,7 @@ class SingleNodeConsolidation(Consolidation):
                 ctx.keep(c, self.name, DecisionKind.SIMULATION_LIMIT, "not evaluated this pass (simulation limit reached)")
                 continue
             sims += 1
-            ev = evaluate(ctx.sim, [c], consolidation=True)
+            ev = evaluate(ctx.sim, [c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.problem is not None:
                 ctx.keep(c, self.name, ev.problem.kind, ev.why, DecisionDetails(price=c.price))
                 continue

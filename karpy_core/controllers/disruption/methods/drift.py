@@ -21,6 +21,7 @@ from karpy_core.controllers.disruption.decisions import (
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import evaluate
+from karpy_core.controllers.static.capacity import is_static_pool
 
 __all__ = ["Drift", "has_termination_grace_period"]
 
@@ -40,8 +41,10 @@ class Drift:
     consolidation: ClassVar[bool] = False
 
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
-        """The first drifted candidate whose pods fit elsewhere, with its replacements, or None."""
-        drifted = sorted((c for c in candidates if c.drifted and (not c.blocked or self.may_disrupt_blocked(c))),
+        """The first drifted candidate whose pods fit elsewhere, with its replacements, or None
+        (static NodePools' nodes are :class:`~.static_drift.StaticDrift`'s)."""
+        drifted = sorted((c for c in candidates if c.drifted and not is_static_pool(c.pool)
+                          and (not c.blocked or self.may_disrupt_blocked(c))),
                          key=lambda c: (not c.empty, c.created, c.name))
         for c in drifted:
             if budgets.left(c, self.reason) < 1:

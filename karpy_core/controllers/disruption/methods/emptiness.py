@@ -18,6 +18,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
+from karpy_core.controllers.static.capacity import is_static_pool
 
 __all__ = ["Emptiness"]
 
@@ -25,7 +26,7 @@ __all__ = ["Emptiness"]
 @dataclass(frozen=True, slots=True)
 class Emptiness:
     """Delete every empty node past ``consolidateAfter``, within the ``Empty`` budget (see the
-    module docstring). Blocked nodes (do-not-disrupt, PDB) are left alone."""
+    module docstring). Blocked nodes (do-not-disrupt, PDB) and static NodePools' nodes are left alone."""
 
     name: ClassVar[DisruptionMethod] = DisruptionMethod.EMPTINESS
     reason: ClassVar[DisruptionReason] = DisruptionReason.EMPTY
@@ -36,6 +37,9 @@ class Emptiness:
         chosen: list[Candidate] = []
         for c in candidates:
             if c.blocked or not c.empty:
+                continue
+            if is_static_pool(c.pool):
+                ctx.keep(c, self.name, DecisionKind.STATIC_NODEPOOL, "empty, but of a static NodePool (spec.replicas): never emptied")
                 continue
             if c.consolidatable_at is None:
                 ctx.keep(c, self.name, DecisionKind.CONSOLIDATE_AFTER_NEVER, "empty, but consolidateAfter is Never")
@@ -48,6 +52,10 @@ class Emptiness:
                 ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED,
                          f"empty, but the NodePool's disruption budget allows 0 more ({self.reason})",
                          DecisionDetails(budget=self.reason))
+                continue
+            held = ctx.sim.buffer_hosts().get(c.name, 0)
+            if held:  # Karpenter emptiness.go: a node hosting buffer pods is not empty
+                ctx.keep(c, self.name, DecisionKind.NO_ROOM, f"empty, but it holds CapacityBuffer headroom ({held} virtual pod(s))")
                 continue
             budgets.take(c, self.reason)
             chosen.append(c)

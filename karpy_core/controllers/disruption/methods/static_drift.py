@@ -1,0 +1,106 @@
+"""Drift of static NodePools' nodes (Karpenter ``staticdrift.go``): each drifted node of a static
+pool (``spec.replicas``) is replaced one-for-one by a fresh NodeClaim from the pool's template,
+created first and Initialized before the drifted one is deleted, so the pool keeps its count.
+
+Per pool, in name order: nothing while the pool has more NodeClaims (active + being disrupted)
+than ``replicas`` (a scale-down is still under way); otherwise as many drifted nodes as the
+``Drifted`` budget allows, capped so every NodeClaim of the pool plus the replacements stays
+within ``limits.nodes`` (with ``limits.nodes == replicas`` no replacement fits: upstream waits
+too). The first pool with something to replace gives the command. No scheduling simulation: a
+replacement is the template, the pods move to it or wherever kube-scheduler puts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from karpy_core.controllers.disruption.budgets import BudgetTracker
+from karpy_core.controllers.disruption.candidates import Candidate
+from karpy_core.controllers.disruption.decisions import (
+    DecisionDetails,
+    DecisionKind,
+    DisruptionMethod,
+    DisruptionReason,
+    Invalidation,
+)
+from karpy_core.controllers.disruption.methods.base import PassContext
+from karpy_core.controllers.disruption.methods.drift import has_termination_grace_period
+from karpy_core.controllers.disruption.plan import DisruptionPlan
+from karpy_core.controllers.static.capacity import is_static_pool, node_limit, static_claim, static_counts
+from karpy_core.scheduling.template import template_from_nodepool
+
+__all__ = ["StaticDrift"]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticDrift:
+    """Replace drifted nodes of static NodePools (see the module docstring)."""
+
+    name: ClassVar[DisruptionMethod] = DisruptionMethod.STATIC_DRIFT
+    reason: ClassVar[DisruptionReason] = DisruptionReason.DRIFTED
+    consolidation: ClassVar[bool] = False
+
+    def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
+        """Up to the budget's worth of one static pool's drifted nodes with a replacement each, or None."""
+        by_pool: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            if c.drifted and is_static_pool(c.pool) and (not c.blocked or self.may_disrupt_blocked(c)):
+                by_pool.setdefault(c.nodepool, []).append(c)
+        snapshot = ctx.sim.snapshot
+        for pool_name in sorted(by_pool):
+            cands = sorted(by_pool[pool_name], key=lambda c: (not c.empty, c.created, c.name))
+            pool = snapshot.nodepool(pool_name)
+            if pool is None or pool.replicas is None:
+                continue
+            left = budgets.left(cands[0], self.reason)
+            if left < 1:
+                for c in cands:
+                    ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED,
+                             f"drifted ({c.drifted}), but the disruption budget allows 0 more ({self.reason})",
+                             DecisionDetails(budget=self.reason))
+                continue
+            counts = static_counts(snapshot, pool_name)
+            if counts.active + counts.pending_disruption > pool.replicas:
+                for c in cands:
+                    ctx.keep(c, self.name, DecisionKind.STATIC_SCALING,
+                             f"drifted, but NodePool {pool_name} has {counts.active + counts.pending_disruption} NodeClaims "
+                             f"for {pool.replicas} replicas: waiting for the scale-down")
+                continue
+            n = min(left, len(cands))
+            limit = node_limit(pool)
+            if limit is not None:
+                n = min(n, limit - counts.total)
+            if n < 1:
+                for c in cands:
+                    ctx.keep(c, self.name, DecisionKind.NODE_LIMIT,
+                             f"drifted, but a replacement would exceed limits.nodes ({limit}) of NodePool {pool_name}")
+                continue
+            plan = static_claim(template_from_nodepool(pool.raw, list(ctx.instance_types.get(pool_name, []))), ctx.sim.daemonsets)
+            if plan is None:
+                for c in cands:
+                    ctx.keep(c, self.name, DecisionKind.POD_UNSCHEDULABLE,
+                             "drifted, but no instance type satisfies the NodePool's requirements for a replacement")
+                continue
+            chosen = cands[:n]
+            for c in chosen:
+                budgets.take(c, self.reason)
+            price = plan.cheapest_offering_price()
+            return DisruptionPlan(self.name, self.reason, chosen, [plan] * len(chosen),
+                                  sum(c.price or 0.0 for c in chosen), price * len(chosen))
+        return None
+
+    def may_disrupt_blocked(self, cand: Candidate) -> bool:
+        """With a ``terminationGracePeriod`` only (as drift)."""
+        return has_termination_grace_period(cand)
+
+    def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
+        """The node must still be drifted."""
+        if cand.drifted:
+            return None
+        return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
+
+    def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
+        """Never: the replacements are the pool's template, not a simulation's result."""
+        return False

@@ -1,0 +1,166 @@
+"""``karpy budgets``: a preview of each NodePool's disruption budgets over the next 24 hours.
+
+What Karpenter users ask for in kubernetes-sigs/karpenter#2344: how many nodes may be disrupted
+now, per reason, and when that changes. The counting is the disruption controller's own
+(:func:`karpy_core.controllers.disruption.budgets.preview_budgets`, Karpenter's
+``GetAllowedDisruptionsByReason``: the most restrictive active budget wins, percentages of the
+pool's node count rounded up); this module only finds the node counts and renders the steps.
+
+Node counts, per NodePool, first found of: ``--nodes POOL=N``; ``--nodes N`` (every pool); the
+Nodes in the given manifests labelled ``karpenter.sh/nodepool: POOL`` (not deleting); the
+NodeClaims labelled so; else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.controllers.disruption.budgets import PREVIEW_ALL, BudgetStep, budgets_of, preview_budgets
+from karpy_core.controllers.disruption.decisions import DisruptionReason
+from karpy_core.errors import ConfigurationError
+
+__all__ = ["PoolPreview", "parse_node_counts", "preview", "render_json", "render_table", "parse_at"]
+
+COLUMNS = (*(r.value for r in DisruptionReason), PREVIEW_ALL)
+"""Reasons in the table's column order, then ``all``."""
+
+
+@dataclass(frozen=True)
+class PoolPreview:
+    """One NodePool's preview: its node count (and where it came from), budgets and steps."""
+
+    nodepool: str
+    nodes: int
+    nodes_from: str
+    budgets: list[dict[str, Any]]
+    steps: list[BudgetStep]
+
+
+def parse_node_counts(values: Sequence[str]) -> tuple[int | None, dict[str, int]]:
+    """``--nodes`` values -> (count for every pool or None, per-pool counts).
+
+    Raises:
+        ConfigurationError: a value that is neither ``N`` nor ``POOL=N`` with N >= 0.
+    """
+    every: int | None = None
+    per: dict[str, int] = {}
+    for v in values:
+        name, sep, count = v.rpartition("=")
+        text = count.strip()
+        if not text.isdigit() or (sep and not name.strip()):
+            raise ConfigurationError(f"--nodes: {v!r} is not N or NODEPOOL=N (a count >= 0)")
+        if sep:
+            per[name.strip()] = int(text)
+        else:
+            every = int(text)
+    return every, per
+
+
+def parse_at(text: str | None, now: float) -> float:
+    """``--at``: ISO 8601 (``2026-12-07T08:00``, ``...Z`` or with an offset; naive times are UTC)
+    -> seconds since the epoch; ``now`` when None.
+
+    Raises:
+        ConfigurationError: not an ISO 8601 time.
+    """
+    if text is None:
+        return now
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ConfigurationError(f"--at: {text!r} is not an ISO 8601 time such as 2026-12-07T08:00Z") from exc
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t.timestamp()
+
+
+def _manifest_counts(objects: Sequence[Mapping[str, Any]], kind: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for o in objects:
+        meta = o.get("metadata") or {}
+        pool = (meta.get("labels") or {}).get(LABEL_NODEPOOL)
+        if o.get("kind") == kind and pool and not meta.get("deletionTimestamp"):
+            out[pool] = out.get(pool, 0) + 1
+    return out
+
+
+def preview(nodepools: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[str, Any]], start: float, *,
+            every: int | None = None, per_pool: Mapping[str, int] | None = None,
+            horizon: float = 24 * 3600.0) -> list[PoolPreview]:
+    """The preview of each NodePool (name order) from ``start`` (epoch seconds) over ``horizon``
+    seconds. ``objects`` are the other manifests (Nodes and NodeClaims give node counts).
+
+    Raises:
+        ConfigurationError: ``per_pool`` names a NodePool that is not given.
+    """
+    per_pool = dict(per_pool or {})
+    names = {str(np["metadata"]["name"]) for np in nodepools}
+    unknown = sorted(set(per_pool) - names)
+    if unknown:
+        raise ConfigurationError(f"--nodes: no NodePool named {', '.join(unknown)} among the manifests")
+    nodes, claims = _manifest_counts(objects, "Node"), _manifest_counts(objects, "NodeClaim")
+    out = []
+    for np in sorted(nodepools, key=lambda n: str(n["metadata"]["name"])):
+        name = str(np["metadata"]["name"])
+        if name in per_pool:
+            total, where = per_pool[name], "--nodes"
+        elif every is not None:
+            total, where = every, "--nodes"
+        elif name in nodes:
+            total, where = nodes[name], "Nodes in the manifests"
+        elif name in claims:
+            total, where = claims[name], "NodeClaims in the manifests"
+        else:
+            total, where = 0, "no nodes given (use --nodes)"
+        pool = dict(np)
+        out.append(PoolPreview(name, total, where, budgets_of(pool), preview_budgets(pool, total, start, horizon=horizon)))
+    return out
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _budget_text(b: Mapping[str, Any]) -> str:
+    text = f"nodes={b.get('nodes', '10%')}"
+    if b.get("reasons"):
+        text += f" reasons={','.join(b['reasons'])}"
+    if b.get("schedule"):
+        text += f" schedule={b['schedule']!r} duration={b.get('duration')}"
+    return text
+
+
+def render_table(previews: Sequence[PoolPreview], start: float, horizon: float = 24 * 3600.0) -> str:
+    """The preview as text: per NodePool its budgets, then one row per step (time UTC, allowed
+    nodes per reason and ``all``, the active budgets by index)."""
+    lines = [f"disruption budgets from {_iso(start)} for {horizon / 3600:g}h (UTC)"]
+    for p in previews:
+        lines.append("")
+        lines.append(f"NodePool {p.nodepool}: {p.nodes} node(s) ({p.nodes_from})")
+        for i, b in enumerate(p.budgets):
+            lines.append(f"  budget[{i}] {_budget_text(b)}")
+        header = ["FROM", *(c.upper() for c in COLUMNS), "ACTIVE BUDGETS"]
+        rows = [[_iso(s.at), *(str(s.allowed[c]) for c in COLUMNS),
+                 ",".join(str(i) for i in s.active) or "-"] for s in p.steps]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def render_json(previews: Sequence[PoolPreview], start: float, horizon: float = 24 * 3600.0) -> dict[str, Any]:
+    """The preview as a JSON-ready dict: ``{from, hours, nodepools: [{name, nodes, nodesFrom,
+    budgets, steps: [{from, allowed: {Empty, Drifted, Underutilized, all}, activeBudgets}]}]}``."""
+    return {
+        "from": _iso(start),
+        "hours": horizon / 3600,
+        "nodepools": [
+            {"name": p.nodepool, "nodes": p.nodes, "nodesFrom": p.nodes_from, "budgets": p.budgets,
+             "steps": [{"from": _iso(s.at), "allowed": dict(s.allowed), "activeBudgets": list(s.active)} for s in p.steps]}
+            for p in previews
+        ],
+    }

@@ -1,0 +1,606 @@
+"""Cost references for a provisioning plan: Karpenter-style first-fit decreasing, the exact
+optimum (MILP) and an LP lower bound, all over exactly the capacities karpy's scheduler sees.
+Used by ``karpy simulate`` (the "optimum" / "lower bound" line, :func:`reference`) and by
+``benchmarks/cost.py`` (through ``benchmarks/costref.py``, which re-exports this module).
+The MILP and LP need HiGHS (``highspy``, in the ``sim`` and ``dev`` extras); FFD does not.
+
+Inputs come from karpy's own code: :class:`~karpy_core.scheduling.template.TypeTable` s (each
+NodePool's compatible instance types; ``free = allocatable - DaemonSet overhead`` per type, so
+max-pods is the ``pods`` column and the DaemonSets that would run on each type are already
+subtracted) and :class:`~karpy_core.scheduling.pod.PodInfo` requests (``effective_requests``, which
+counts 1 ``pods`` per pod). :func:`build_problem` turns them into a :class:`Problem`:
+
+* **shapes** ``s``: pods grouped by scheduling signature, with request vector ``r_s`` and count ``n_s``;
+* **node kinds** ``k``: an (instance type, offering column = zone x capacity type) pair with price
+  ``p_k`` (USD/hour) and free capacity ``F_k``. A shape may use kind ``k`` when one of its
+  required node-affinity terms (nodeSelector included) is compatible with the type's labels, the
+  zone and capacity type of the column, and the NodePool's requirements, and the pod tolerates
+  the NodePool's taints (with several tables, the kinds of every NodePool are pooled). Kinds of one type whose
+  columns admit the same shapes collapse to the cheapest; kinds dominated by another (no cheaper,
+  no more capacity in any resource, admitting no more shapes) are dropped for the MILP and LP
+  (that cannot change their optimum).
+
+Formulations (:func:`solve_milp`, :func:`lp_bound`):
+
+* MILP, bin-indexed: for kind ``k`` bins ``b = 1..B_k`` with ``B_k = floor(UB / p_k)`` (no plan
+  cheaper than the upper bound ``UB`` uses more, capped by the pods that may use ``k``);
+  ``y_kb`` binary (bin opened), ``x_skb`` integer (pods of ``s`` in it)::
+
+      min   sum_kb p_k y_kb
+      s.t.  sum_kb x_skb = n_s                                   every shape s
+            sum_s r_s,res x_skb <= F_k,res y_kb                   every bin, resource
+            x_skb <= n_s y_kb,  y_kb >= y_k(b+1)                  linking, symmetry breaking
+            sum_kb F_k,res y_kb >= sum_s n_s r_s,res              aggregate (a valid cut)
+
+  with ``x_skb`` fixed to 0 where ``s`` may not use ``k`` or one pod of ``s`` does not fit ``F_k``.
+  HiGHS returns the optimum, or under its time limit the best plan and a dual bound.
+* LP (a lower bound on every plan, also those with topology spread or affinity, which only add
+  constraints): ``z_k >= 0`` nodes of kind ``k``, ``a_sk >= 0`` pods of ``s`` on ``k``::
+
+      min sum_k p_k z_k   s.t.  sum_k a_sk = n_s,  sum_s r_s,res a_sk <= F_k,res z_k
+
+Topology spread, pod (anti-)affinity, host ports, NodePool limits and minValues are not modelled.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from karpy_core.scheduling.pod import PodInfo
+from karpy_core.scheduling.taints import untolerated
+from karpy_core.scheduling.template import TypeTable
+
+__all__ = ["Problem", "Plan", "MilpResult", "Reference", "build_problem", "ffd_plan", "solve_milp", "lp_bound",
+           "highs_available", "reference"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass
+class Problem:
+    """A packing problem (see the module docstring).
+
+    Attributes:
+        resources: names of the columns of ``requests`` and ``free`` (karpy internal units).
+        requests: ``(shapes, resources)`` request per pod of each shape.
+        counts: pods per shape.
+        names: kind names ``type@zone/capacity-type``.
+        type_names: instance type of each kind.
+        prices: USD/hour per kind.
+        free: ``(kinds, resources)`` free capacity per kind.
+        compat: ``(shapes, kinds)`` whether a shape may run on a kind (selector and fit).
+        ffd_order: shape indices in first-fit-decreasing order (cpu, then memory, descending).
+        unplaceable: pods that fit no kind (left out of the shapes).
+    """
+
+    resources: list[str]
+    requests: IntArray
+    counts: IntArray
+    names: list[str]
+    type_names: list[str]
+    prices: npt.NDArray[np.float64]
+    free: IntArray
+    compat: BoolArray
+    ffd_order: list[int]
+    unplaceable: int = 0
+
+    def pruned(self) -> Problem:
+        """The problem without dominated kinds (same optimum; see the module docstring)."""
+        keep: list[int] = []
+        n = len(self.prices)
+        for a in range(n):
+            better = ((self.prices <= self.prices[a]) & (self.free >= self.free[a]).all(axis=1)
+                      & (self.compat >= self.compat[:, a:a + 1]).all(axis=0))
+            better[a] = False
+            # among exact equals keep the lowest index
+            equal = ((self.prices == self.prices[a]) & (self.free == self.free[a]).all(axis=1)
+                     & (self.compat == self.compat[:, a:a + 1]).all(axis=0))
+            strictly = better & ~equal
+            if strictly.any() or (equal & better)[:a].any():
+                continue
+            if not self.compat[:, a].any():
+                continue
+            keep.append(a)
+        idx = np.array(keep, dtype=np.int64)
+        return Problem(self.resources, self.requests, self.counts, [self.names[i] for i in keep],
+                       [self.type_names[i] for i in keep], self.prices[idx], self.free[idx], self.compat[:, idx],
+                       self.ffd_order, self.unplaceable)
+
+
+@dataclass
+class Plan:
+    """A plan: nodes as ``(kind index, {shape index: pods})``, and its USD/hour."""
+
+    nodes: list[tuple[int, dict[int, int]]] = field(default_factory=list)
+    cost: float = 0.0
+    unplaced: int = 0
+
+    def type_counts(self, problem: Problem) -> dict[str, int]:
+        """Nodes per instance type."""
+        out: dict[str, int] = {}
+        for k, _ in self.nodes:
+            out[problem.type_names[k]] = out.get(problem.type_names[k], 0) + 1
+        return dict(sorted(out.items()))
+
+
+@dataclass
+class MilpResult:
+    """What HiGHS returned: ``value`` (USD/hour of the best plan found, None when none),
+    ``bound`` (dual bound: no plan is cheaper), ``optimal`` (proved within HiGHS's default gap),
+    ``plan`` (nodes per kind name), ``seconds``."""
+
+    value: float | None
+    bound: float
+    optimal: bool
+    plan: dict[str, int]
+    seconds: float
+    variables: int
+
+
+def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo]) -> Problem:
+    """The packing problem of ``pods`` on the NodePool of ``tables`` (one table, or several: their
+    kinds are pooled, each admitting the pods its NodePool's requirements and taints allow; see the
+    module docstring). A resource some pod requests but no table offers makes that pod unplaceable.
+    """
+    table_list = [tables] if isinstance(tables, TypeTable) else list(tables)
+    groups: dict[tuple[object, ...], list[PodInfo]] = {}
+    for p in pods:
+        groups.setdefault(p.signature(), []).append(p)
+    shapes = list(groups.values())
+    used = sorted({r for p in pods for r, v in p.requests.items() if v > 0})
+    req = np.array([[g[0].requests.get(r, 0) for r in used] for g in shapes], dtype=np.int64).reshape(len(shapes), len(used))
+    names: list[str] = []
+    tnames: list[str] = []
+    prices: list[float] = []
+    frees: list[IntArray] = []
+    compat: list[BoolArray] = []
+    for table in table_list:
+        template = table.template
+        prefix = f"{template.name}:" if len(table_list) > 1 else ""
+        pool_cols = table.column_mask(template.requirements)
+        # per shape: (types x columns) admissible
+        admit = np.zeros((len(shapes), len(table.types), len(table.offering_columns)), dtype=bool)
+        for s, g in enumerate(shapes):
+            if untolerated(template.taints, g[0].tolerations) is not None:
+                continue
+            for term in g[0].requirement_terms:
+                if template.requirements.conflict(term) is not None:
+                    continue
+                admit[s] |= table.compat_mask(term)[:, None] & (table.column_mask(term) & pool_cols)[None, :]
+        admit &= np.isfinite(table.prices)[None, :, :]
+        free_all = np.zeros((len(table.types), len(used)), dtype=np.int64)
+        for c, r in enumerate(used):
+            if r in table.index:
+                free_all[:, c] = table.free[:, table.index[r]]
+        for i, it in enumerate(table.types):
+            fit = (free_all[i][None, :] >= req).all(axis=1) if len(shapes) else np.zeros(0, dtype=bool)
+            best: dict[bytes, tuple[float, int]] = {}
+            for j in range(len(table.offering_columns)):
+                if not np.isfinite(table.prices[i, j]) or not pool_cols[j]:
+                    continue
+                bits = admit[:, i, j] & fit
+                key = bits.tobytes()
+                if key not in best or table.prices[i, j] < best[key][0]:
+                    best[key] = (float(table.prices[i, j]), j)
+            for key, (price, j) in best.items():
+                zone, ct = table.offering_columns[j]
+                names.append(f"{prefix}{it.name}@{zone}/{ct}")
+                tnames.append(it.name)
+                prices.append(price)
+                frees.append(free_all[i])
+                compat.append(np.frombuffer(key, dtype=bool).copy())
+    compat_arr = np.array(compat, dtype=bool).T.reshape(len(shapes), len(names))
+    counts = np.array([len(g) for g in shapes], dtype=np.int64)
+    placeable = compat_arr.any(axis=1)
+    unplaceable = int(counts[~placeable].sum())
+    # shapes no kind admits stay pending in every plan: left out of the problem
+    req, counts, compat_arr = req[placeable], counts[placeable], compat_arr[placeable]
+    cpu = used.index("cpu") if "cpu" in used else None
+    mem = used.index("memory") if "memory" in used else None
+    order = sorted(range(len(counts)), key=lambda s: (-(req[s, cpu] if cpu is not None else 0),
+                                                      -(req[s, mem] if mem is not None else 0), s))
+    return Problem(used, req, counts, names, tnames, np.array(prices, dtype=np.float64),
+                   np.array(frees, dtype=np.int64).reshape(len(names), len(used)), compat_arr, order, unplaceable)
+
+
+def ffd_plan(problem: Problem) -> Plan:
+    """Karpenter-style first-fit decreasing: pods by cpu then memory (descending); each pod goes to
+    the first open claim where some kind still holds the claim's pods plus it (the claim keeps the
+    kinds that do: it grows while the largest remaining type fits), else opens a claim; each claim
+    launches the cheapest kind that holds it. Pods of one shape are added in bulk (as many as the
+    largest remaining kind holds), which is what adding them one by one gives."""
+    claims: list[tuple[IntArray, BoolArray, dict[int, int]]] = []
+    plan = Plan()
+    for s in problem.ffd_order:
+        left = int(problem.counts[s])
+        vec = problem.requests[s]
+        ok = problem.compat[s]
+        if not ok.any():
+            plan.unplaced += left
+            continue
+        c = 0
+        while left > 0:
+            if c == len(claims):
+                claims.append((np.zeros(len(problem.resources), dtype=np.int64), ok.copy(), {}))
+            used, mask, pods = claims[c]
+            room = problem.free - used[None, :]
+            per = np.where(vec > 0, room // np.maximum(vec, 1), np.iinfo(np.int64).max).min(axis=1) if len(vec) else np.full(len(mask), left)  # noqa: E501
+            per = np.where(mask & ok, per, 0)
+            k = min(left, int(per.max()))
+            if k <= 0:
+                c += 1
+                continue
+            claims[c] = (used + vec * k, mask & ok & (per >= k), {**pods, s: pods.get(s, 0) + k})
+            left -= k
+    for _used, mask, pods in claims:
+        idx = np.flatnonzero(mask)
+        best = int(idx[np.argmin(problem.prices[idx])])
+        plan.nodes.append((best, pods))
+        plan.cost += float(problem.prices[best])
+    return plan
+
+
+def highs_available() -> bool:
+    """True when HiGHS (``highspy``) can be imported (the MILP and LP need it)."""
+    try:
+        import highspy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _highs() -> object:
+    """A silent single-threaded HiGHS instance. HiGHS prints its banner on file descriptor 1 when
+    the first instance of a process is made (before any option can be set), which would corrupt
+    ``karpy simulate -o json``: descriptor 1 points at /dev/null meanwhile."""
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    return h
+
+
+def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0,
+               max_variables: int = 60000, lower_bound: float | None = None,
+               fixed: dict[int, int] | None = None) -> MilpResult | None:
+    """The bin-indexed MILP (module docstring) on the pruned ``problem``; None when it would have
+    more than ``max_variables`` variables (use :func:`lp_bound`). ``upper_bound`` (USD/hour of a
+    known plan, e.g. :func:`ffd_plan`) limits the bins per kind. ``lower_bound`` (e.g.
+    :func:`cover_bound`'s) is added as the row ``cost >= lower_bound``, which HiGHS's dual bound
+    then starts from. ``fixed`` (pruned kind index -> nodes) makes it a feasibility check: exactly
+    those nodes, all open (``optimal`` then means the pods fit them).
+
+    Raises:
+        ImportError: highspy is not installed.
+    """
+    import highspy
+
+    p = problem.pruned()
+    eps = 1e-9
+    shapes = len(p.counts)
+    cols_cost: list[float] = []
+    upper: list[float] = []
+    bins: list[tuple[int, int, dict[int, int]]] = []  # (kind, y col, {shape: x col})
+    lower: list[float] = []
+    for k in range(len(p.prices)):
+        allowed = [s for s in range(shapes) if p.compat[s, k]]
+        if fixed is not None:
+            nb = fixed.get(k, 0)
+        elif not allowed or p.prices[k] > upper_bound + eps:
+            continue
+        else:
+            nb = min(int(np.floor(upper_bound / p.prices[k] + eps)), int(p.counts[allowed].sum()))
+        for _ in range(nb):
+            y = len(cols_cost)
+            cols_cost.append(float(p.prices[k]))
+            upper.append(1.0)
+            lower.append(1.0 if fixed is not None else 0.0)
+            xs = {}
+            for s in allowed:
+                xs[s] = len(cols_cost)
+                cols_cost.append(0.0)
+                upper.append(float(p.counts[s]))
+                lower.append(0.0)
+            bins.append((k, y, xs))
+            if len(cols_cost) > max_variables:
+                return None
+    rows: list[tuple[float, float, list[int], list[float]]] = []
+    for s in range(shapes):
+        idx = [xs[s] for _, _, xs in bins if s in xs]
+        rows.append((float(p.counts[s]), float(p.counts[s]), idx, [1.0] * len(idx)))
+    prev: dict[int, int] = {}
+    for k, y, xs in bins:
+        for r in range(len(p.resources)):
+            idx = [xs[s] for s in xs if p.requests[s, r]] + [y]
+            val = [float(p.requests[s, r]) for s in xs if p.requests[s, r]] + [-float(p.free[k, r])]
+            if len(idx) > 1:
+                rows.append((-highspy.kHighsInf, 0.0, idx, val))
+        for s, x in xs.items():
+            rows.append((-highspy.kHighsInf, 0.0, [x, y], [1.0, -float(p.counts[s])]))
+        if k in prev:
+            rows.append((0.0, highspy.kHighsInf, [prev[k], y], [1.0, -1.0]))
+        prev[k] = y
+    for r in range(len(p.resources)):
+        demand = float((p.counts * p.requests[:, r]).sum())
+        idx = [y for k, y, _ in bins if p.free[k, r] > 0]
+        rows.append((demand, highspy.kHighsInf, idx, [float(p.free[k, r]) for k, y, _ in bins if p.free[k, r] > 0]))
+    if lower_bound is not None and fixed is None:
+        rows.append((lower_bound * (1 - 1e-9), highspy.kHighsInf, [y for _, y, _ in bins], [float(p.prices[k]) for k, _, _ in bins]))
+    lp = highspy.HighsLp()
+    n = len(cols_cost)
+    lp.num_col_ = n
+    lp.num_row_ = len(rows)
+    lp.col_cost_ = np.array(cols_cost)
+    lp.col_lower_ = np.array(lower)
+    lp.col_upper_ = np.array(upper)
+    lp.row_lower_ = np.array([r[0] for r in rows])
+    lp.row_upper_ = np.array([r[1] for r in rows])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    starts = [0]
+    index: list[int] = []
+    value: list[float] = []
+    for _, _, idx, val in rows:
+        index.extend(idx)
+        value.extend(val)
+        starts.append(len(index))
+    lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
+    lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.array(value)
+    lp.a_matrix_.num_col_ = n
+    lp.a_matrix_.num_row_ = len(rows)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * n
+    h = _highs()
+    h.setOptionValue("time_limit", float(time_limit))  # type: ignore[attr-defined]
+    h.passModel(lp)  # type: ignore[attr-defined]
+    t0 = time.perf_counter()
+    h.run()  # type: ignore[attr-defined]
+    seconds = time.perf_counter() - t0
+    info = h.getInfo()  # type: ignore[attr-defined]
+    status = h.getModelStatus()  # type: ignore[attr-defined]
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    plan: dict[str, int] = {}
+    value_out: float | None = None
+    if has_sol:
+        sol = h.getSolution().col_value  # type: ignore[attr-defined]
+        value_out = float(info.objective_function_value)
+        for k, y, _ in bins:
+            if sol[y] > 0.5:
+                plan[p.type_names[k]] = plan.get(p.type_names[k], 0) + 1
+    bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else 0.0
+    if optimal and value_out is not None:
+        bound = max(bound, value_out * (1 - 1e-4))
+    return MilpResult(value_out, bound, optimal, dict(sorted(plan.items())), seconds, n)
+
+
+def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, dict[int, int]] | None:
+    """A lower bound that counts nodes in integers: the cheapest multiset of kinds (``z_k`` nodes
+    of kind ``k``, integer) whose pooled free capacity covers the pods, dropping only the
+    per-node packing::
+
+        min sum_k p_k z_k  s.t.  sum_k F_k,res z_k >= sum_s n_s r_s,res              every resource
+                                 sum_{k admits s} m_sk z_k >= n_s                     every shape
+                                 sum_{k admits s} F_k,res z_k >= sum_{s' only where s goes} n_s' r_s',res
+
+    with ``m_sk`` the most pods of ``s`` one node of ``k`` holds. Every plan satisfies these rows,
+    so the optimum is a lower bound, and usually a tight one on few nodes, where the LP bound is
+    loose (the LP buys fractional nodes). Returns ``(USD/hour, {pruned kind index: nodes})``, or
+    None when HiGHS finds no proved optimum within ``time_limit`` seconds.
+
+    Raises:
+        ImportError: highspy is not installed.
+    """
+    import highspy
+
+    p = problem.pruned()
+    kinds, shapes = len(p.prices), len(p.counts)
+    if kinds == 0 or shapes == 0:
+        return None
+    rows: list[tuple[float, list[int], list[float]]] = []
+    for r in range(len(p.resources)):
+        demand = float((p.counts * p.requests[:, r]).sum())
+        if demand > 0:
+            rows.append((demand, list(range(kinds)), [float(v) for v in p.free[:, r]]))
+    for s in range(shapes):
+        ks = [k for k in range(kinds) if p.compat[s, k]]
+        req = p.requests[s]
+        per = [int(min((p.free[k, r] // req[r] for r in range(len(req)) if req[r] > 0), default=p.counts[s])) for k in ks]
+        rows.append((float(p.counts[s]), ks, [float(min(m, p.counts[s])) for m in per]))
+        inside = [t for t in range(shapes) if not (p.compat[t] & ~p.compat[s]).any()]
+        for r in range(len(p.resources)):
+            demand = float(sum(p.counts[t] * p.requests[t, r] for t in inside))
+            if demand > 0:
+                rows.append((demand, ks, [float(p.free[k, r]) for k in ks]))
+    h = _highs()
+    h.addVars(kinds, np.zeros(kinds), np.full(kinds, highspy.kHighsInf))  # type: ignore[attr-defined]
+    h.changeColsCost(kinds, np.arange(kinds, dtype=np.int32), np.array(p.prices, dtype=np.float64))  # type: ignore[attr-defined]
+    h.changeColsIntegrality(kinds, np.arange(kinds, dtype=np.int32),  # type: ignore[attr-defined]
+                            np.array([highspy.HighsVarType.kInteger] * kinds))
+    for lo, idx, val in rows:
+        h.addRow(lo, highspy.kHighsInf, len(idx), np.array(idx, dtype=np.int32), np.array(val))  # type: ignore[attr-defined]
+    h.setOptionValue("time_limit", float(time_limit))  # type: ignore[attr-defined]
+    h.run()  # type: ignore[attr-defined]
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
+        return None
+    sol = h.getSolution().col_value  # type: ignore[attr-defined]
+    z = {k: round(float(sol[k])) for k in range(kinds) if sol[k] > 0.5}
+    return float(sum(p.prices[k] * v for k, v in z.items())), z
+
+
+def lp_bound(problem: Problem) -> float:
+    """The LP relaxation (module docstring): USD/hour no plan can beat.
+
+    Raises:
+        ImportError: highspy is not installed.
+    """
+    import highspy
+
+    p = problem.pruned()
+    kinds, shapes, res = len(p.prices), len(p.counts), len(p.resources)
+    cost = list(map(float, p.prices))
+    acol: dict[tuple[int, int], int] = {}
+    for s in range(shapes):
+        for k in range(kinds):
+            if p.compat[s, k]:
+                acol[(s, k)] = len(cost)
+                cost.append(0.0)
+    rows: list[tuple[float, float, list[int], list[float]]] = []
+    for s in range(shapes):
+        idx = [acol[(s, k)] for k in range(kinds) if (s, k) in acol]
+        rows.append((float(p.counts[s]), float(p.counts[s]), idx, [1.0] * len(idx)))
+    for k in range(kinds):
+        for r in range(res):
+            ss = [s for s in range(shapes) if (s, k) in acol and p.requests[s, r]]
+            if ss:
+                rows.append((-highspy.kHighsInf, 0.0, [acol[(s, k)] for s in ss] + [k],
+                             [float(p.requests[s, r]) for s in ss] + [-float(p.free[k, r])]))
+    h = _highs()
+    n = len(cost)
+    h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))  # type: ignore[attr-defined]
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))  # type: ignore[attr-defined]
+    for lo, hi, idx, val in rows:
+        h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), np.array(val))  # type: ignore[attr-defined]
+    h.run()  # type: ignore[attr-defined]
+    return float(h.getInfo().objective_function_value)  # type: ignore[attr-defined]
+
+
+REFERENCE_TIME_LIMIT = 2.0
+"""Seconds HiGHS may spend on the MILP behind ``karpy simulate``'s optimum line (the default run
+stays interactive); past it the report gives the best proved lower bound instead."""
+REFERENCE_MILP_PODS = 1000
+"""Above this many pods ``karpy simulate`` skips the MILP and gives the LP bound (the bin MILP
+grows with pods x kinds; ``benchmarks/cost.py`` uses the same cut)."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the cheapest plan for a set of pods costs, to set a plan's cost against.
+
+    Attributes:
+        status: ``"optimum"`` (the MILP proved ``value`` optimal and the pods carry no constraint
+            the model leaves out), ``"lower bound"`` (no plan costs less than ``value``: the
+            MILP's dual bound or the LP bound when the time limit hit, or the optimum of the
+            relaxation when some constraint is not modelled), or ``"unavailable"`` (``value`` None;
+            ``note`` says why, e.g. HiGHS not installed).
+        value: USD/hour, or None.
+        plan: nodes per instance type of the optimum (``{}`` unless ``status == "optimum"``).
+        pods: pods in the problem (those no instance type can hold are left out, see ``unplaceable``).
+        unplaceable: pods no kind admits.
+        seconds: wall time of the solver calls, seconds.
+        note: why the status is what it is, or ``""``.
+    """
+
+    status: str
+    value: float | None = None
+    plan: dict[str, int] = field(default_factory=dict)
+    pods: int = 0
+    unplaceable: int = 0
+    seconds: float = 0.0
+    note: str = ""
+
+    def gap(self, cost: float) -> float | None:
+        """``cost / value - 1`` (0.05 = 5% above the reference), or None without a positive value."""
+        if self.value is None or self.value <= 0:
+            return None
+        return cost / self.value - 1.0
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON shape (``seconds`` left out: the report of one input is the same on every run)."""
+        return {"status": self.status, "cost_per_hour": None if self.value is None else round(self.value, 6),
+                "plan": dict(self.plan), "pods": self.pods, "unplaceable": self.unplaceable, "note": self.note}
+
+
+def _relaxations(tables: Sequence[TypeTable], pods: Sequence[PodInfo]) -> list[str]:
+    """The constraints the model leaves out that these pods or NodePools carry (each makes the
+    MILP a relaxation: its optimum is then a lower bound, not necessarily reachable)."""
+    out = []
+    if any(p.has_topology for p in pods):
+        out.append("topology spread / pod affinity")
+    if any(p.host_ports for p in pods):
+        out.append("host ports")
+    if any(t.template.limits for t in tables):
+        out.append("NodePool limits")
+    if any(r.min_values for t in tables for r in t.template.requirements):
+        out.append("minValues")
+    return out
+
+
+def reference(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], *, upper_bound: float | None = None,
+              time_limit: float = REFERENCE_TIME_LIMIT, milp_pods: int = REFERENCE_MILP_PODS) -> Reference:
+    """The optimum (or a lower bound) of the USD/hour of nodes for ``pods`` on ``tables``'
+    NodePools, all within about ``time_limit`` seconds, for up to ``milp_pods`` pods:
+
+    1. :func:`cover_bound` (integer node counts, pooled capacity): when its nodes hold the pods
+       (:func:`solve_milp` with ``fixed``), or FFD's plan costs no more, that is the optimum;
+    2. else the bin MILP with the cover bound as a row, in the time left;
+    3. else (time out, or more than ``milp_pods`` pods) a ``lower bound``: the better of the
+       cover bound and the LP bound (both reproducible; the MILP's dual bound at its time limit
+       is not, so it is not used).
+
+    An optimum of a model that leaves out a constraint the pods or NodePools carry (topology,
+    host ports, limits, minValues) is reported as a ``lower bound``. ``upper_bound`` (USD/hour of
+    a known plan, e.g. karpy's) limits the MILP's bins together with :func:`ffd_plan`.
+
+    Never raises for a missing solver: without HiGHS the result is ``status="unavailable"``.
+    """
+    table_list = [tables] if isinstance(tables, TypeTable) else list(tables)
+    if not pods:
+        return Reference("unavailable", note="no pods to place")
+    if not highs_available():
+        return Reference("unavailable", pods=len(pods),
+                         note="no MILP solver installed (highspy; pip install 'karpy[sim]')")
+    problem = build_problem(table_list, pods)
+    n = int(problem.counts.sum())
+    if n == 0:
+        return Reference("unavailable", pods=0, unplaceable=problem.unplaceable, note="no pod fits any instance type")
+    relaxed = _relaxations(table_list, pods)
+    note = f"not modelled: {', '.join(relaxed)}" if relaxed else ""
+    ffd = ffd_plan(problem)
+    ub = ffd.cost
+    if upper_bound is not None and upper_bound > 0:
+        ub = min(ub, upper_bound)
+    t0 = time.perf_counter()
+
+    def left() -> float:
+        return max(0.1, time_limit - (time.perf_counter() - t0))
+
+    def done(status: str, value: float, plan: dict[str, int], why: str = "") -> Reference:
+        if relaxed and status == "optimum":  # the optimum of a relaxation: a bound, maybe not reachable
+            status, plan = "lower bound", {}
+        return Reference(status, value, plan, n, problem.unplaceable, time.perf_counter() - t0,
+                         "; ".join(x for x in (why, note) if x))
+
+    cover = cover_bound(problem, time_limit=left()) if n <= milp_pods else None
+    if cover is not None:
+        value, z = cover
+        if ub <= value * (1 + 1e-9) and ffd.cost <= value * (1 + 1e-9):
+            return done("optimum", ffd.cost, ffd.type_counts(problem))
+        check = solve_milp(problem, ub, time_limit=left(), fixed=z)
+        if check is not None and check.optimal and check.value is not None:
+            return done("optimum", value, check.plan)
+    m = solve_milp(problem, ub, time_limit=left(), lower_bound=cover[0] if cover else None) if n <= milp_pods else None
+    if m is not None and m.optimal and m.value is not None:
+        return done("optimum", m.value, m.plan)
+    # the MILP's dual bound at its time limit is left out: it depends on how far HiGHS got, and
+    # the same input should print the same report; the cover and LP bounds do not
+    bound = max(cover[0] if cover else 0.0, lp_bound(problem))
+    why = (f"optimum not proved within {time_limit:g} s" if n <= milp_pods else f"LP bound (over {milp_pods} pods)")
+    return done("lower bound", bound, {}, why)

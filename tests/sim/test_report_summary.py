@@ -1,0 +1,213 @@
+"""The simulation report as a summary (issue 13 part 4): the day summary of a scenario (USD spent,
+USD/hour at start and end, consolidation savings, disruptions by reason, peak pending pods) on
+cases computed by hand, the per-NodePool timeline series in JSON, the timeline figure, and the
+optimum / lower bound next to the total of a plain run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from karpy_core.cli import app, run_simulation
+from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.template import template_from_nodepool, type_tables
+from karpy_core.sim import optimum
+from karpy_core.sim.report import day_summary, render_text, timeline_figure, write_timeline_png
+from tests.scheduling.helpers import make_type
+from tests.scheduling.helpers import nodepool as sched_nodepool
+from tests.sim.test_scenarios_time import NODECLASS, deployment, nodepool, scenario
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+C6A_XLARGE = 0.153
+"""us-east-1 on-demand list price of c6a.xlarge, USD/hour (the catalog's; docs/scenarios.md)."""
+
+
+def _pinned_pool(name: str = "default", types: tuple[str, ...] = ("c6a.xlarge",), capacity: str = "on-demand") -> dict[str, Any]:
+    pool = nodepool()
+    pool["metadata"]["name"] = name
+    reqs = pool["spec"]["template"]["spec"]["requirements"]
+    reqs[1]["values"] = [capacity]
+    reqs.append({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)})
+    reqs.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]})
+    return pool
+
+
+async def test_one_node_for_two_hours_costs_its_price_times_the_hours(tmp_path):
+    # 2 pods of 1 cpu on one c6a.xlarge (4 vCPU), launched after the 1 s batch window, kept to 2h
+    path = scenario(tmp_path, [{"at": "0s", "apply": [_pinned_pool(), NODECLASS, deployment(replicas=2, cpu="1")]}], until="2h")
+    report = await run_simulation([path])
+    assert [n.instance_type for n in report.nodes] == ["c6a.xlarge"]
+    assert report.nodes[0].price_per_hour == pytest.approx(C6A_XLARGE)
+    launched = next(s["t"] for s in report.cost_over_time if s["nodes"] == 1)
+    assert launched == 1.0
+    day = day_summary(report)
+    assert day.seconds == 7200
+    assert day.total_usd == pytest.approx(C6A_XLARGE * (7200 - 1) / 3600)
+    assert (day.start_cost_per_hour, day.end_cost_per_hour, day.peak_cost_per_hour) == (C6A_XLARGE, C6A_XLARGE, C6A_XLARGE)
+    assert day.consolidation_savings_usd == 0 and day.disruptions == {}
+    assert day.peak_pending_pods == 2  # both pods wait for the node
+    text = render_text(report)
+    assert "summary of the run (2h00m simulated):" in text
+    assert f"spent:          {C6A_XLARGE * 7199 / 3600:.4f} USD" in text
+    assert "disruptions:    none" in text and "pending pods:   peak 2" in text
+    doc = report.to_dict()
+    assert doc["day"]["total_usd"] == pytest.approx(C6A_XLARGE * 7199 / 3600, abs=1e-6)  # rounded to 6 places
+
+
+async def test_scale_down_summary_counts_the_consolidation_saving():
+    # tests/data/scenarios/scale-down.yaml: 10 x 1 cpu on a c6a.4xlarge (0.612), scaled to 2 at 2h;
+    # consolidation replaces it by a c6a.xlarge (0.153) at 2h01m20s, the old node gone 40 s later
+    report = await run_simulation([str(DATA / "scale-down.yaml")])
+    day = day_summary(report)
+    disrupt = [e for e in report.events if e["kind"] == "disrupt"]
+    assert [(e["t"], e["reason"], e["details"]["savings_per_hour"]) for e in disrupt] == [(7280.0, "Underutilized", 0.459)]
+    assert day.seconds == 6 * 3600
+    assert day.disruptions == {"Underutilized": {"commands": 1, "nodes": 1}}
+    assert (day.start_cost_per_hour, day.end_cost_per_hour) == (0.612, 0.153)
+    assert day.peak_cost_per_hour == pytest.approx(0.612 + 0.153)  # old node and replacement together
+    # 0.612 from the launch (1 s) to the replacement's launch (7280 s), both for 40 s, then 0.153
+    assert day.total_usd == pytest.approx((0.612 * 7279 + 0.765 * 40 + 0.153 * (21600 - 7320)) / 3600)
+    # savings: the 0.459 USD/hour removed, from the command to the end of the run
+    assert day.consolidation_savings_per_hour == pytest.approx(0.459)
+    assert day.consolidation_savings_usd == pytest.approx(0.459 * (21600 - 7280) / 3600)
+    assert day.peak_pending_pods == 10
+    text = render_text(report)
+    assert text.splitlines()[-5:] == [
+        f"  spent:          {day.total_usd:.4f} USD (USD/hour integrated over the run)",
+        "  USD/hour:       0.6120 at start -> 0.1530 at end (peak 0.7650)",
+        f"  consolidation:  saved {0.459 * 14320 / 3600:.4f} USD (0.4590 USD/hour removed by 1 command, each counted until the end)",
+        "  disruptions:    Underutilized: 1 command, 1 node",
+        f"  pending pods:   peak 10 at {int(day.peak_pending_t)}s",
+    ]
+
+
+def test_timeline_json_carries_series_per_nodepool(tmp_path):
+    od = _pinned_pool("od")
+    spot = _pinned_pool("spot", capacity="spot")
+    a = deployment("a", replicas=2, cpu="1")
+    a["spec"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "od"}
+    b = deployment("b", replicas=3, cpu="500m")
+    b["spec"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "spot"}
+    path = scenario(tmp_path, [{"at": "0s", "apply": [od, spot, NODECLASS, a, b]}, {"at": "1h", "scale": {"deployment": "b", "replicas": 0}}],
+                    until="3h")
+    result = CliRunner().invoke(app, ["simulate", path, "-o", "json", "--timeline", str(tmp_path / "t.png")])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    series = doc["timeline"]
+    settled = [s for s in series if s["t"] < 3600 and s["pending_pods"] == 0 and len(s["nodepools"]) == 2]
+    assert settled, series
+    s = settled[-1]
+    assert set(s["nodepools"]) == {"od", "spot"}
+    assert list(s["nodepools"]["od"]["cost_by_capacity_type"]) == ["on-demand"]
+    assert list(s["nodepools"]["spot"]["cost_by_capacity_type"]) == ["spot"]
+    assert s["nodepools"]["od"]["cpu_requested"] == pytest.approx(2.0)  # 2 x 1 cpu (no DaemonSets)
+    assert s["nodepools"]["spot"]["cpu_requested"] == pytest.approx(1.5)  # 3 x 500m
+    assert s["nodepools"]["od"]["memory_requested_mib"] == pytest.approx(2 * 1024)
+    for pool in s["nodepools"].values():
+        assert pool["cpu_allocatable"] >= pool["cpu_requested"] and pool["nodes"] >= 1
+        assert pool["cost_per_hour"] == pytest.approx(sum(pool["cost_by_capacity_type"].values()))
+    # the per-pool costs add up to the cluster's cost_over_time at the same moment
+    at = max((c for c in doc["cost_over_time"] if c["t"] <= s["t"]), key=lambda c: c["t"])
+    assert at["cost_per_hour"] == pytest.approx(sum(p["cost_per_hour"] for p in s["nodepools"].values()))
+    # after b is scaled to 0 its pool's node is consolidated away (Empty)
+    assert "spot" not in series[-1]["nodepools"] or series[-1]["nodepools"]["spot"]["nodes"] == 0
+    assert doc["day"]["disruptions"].get("Empty", {}).get("nodes") == 1
+    assert (tmp_path / "t.png").stat().st_size > 0  # -o json --timeline writes the PNG too
+
+
+async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
+    pytest.importorskip("matplotlib")
+    report = await run_simulation([str(DATA / "scale-down.yaml")])
+    fig = timeline_figure(report)
+    try:
+        assert len(fig.axes) == 5  # cost (+ its nodes axis), cpu, memory, pending
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert labels == ["default / on-demand", "nodes", "disruption: Underutilized (1)"]
+        for ax in fig.axes[1:4]:
+            assert ax.get_legend() is not None
+        nodes_axis = fig.axes[4]
+        assert all(float(t).is_integer() for t in nodes_axis.get_yticks())
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    out = write_timeline_png(report, str(tmp_path / "day.png"))
+    data = Path(out).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+async def test_default_simulate_reports_what_it_simulated_and_the_optimum():
+    report = await run_simulation([])
+    assert sum(w["pods"] for w in report.workloads) == 32
+    assert {"kind": "Deployment", "namespace": "default", "name": "inflate", "pods": 20} in report.workloads
+    ref = report.reference
+    assert ref is not None and ref.status == "optimum" and ref.pods == 32
+    # 0.918 USD/h is the optimum over the general-purpose NodePool's types (issue 13; benchmarks/cost.py)
+    assert ref.value == pytest.approx(0.918)
+    cost = report.cost_per_hour
+    assert cost >= ref.value - 1e-9
+    assert ref.gap(cost) == pytest.approx(cost / ref.value - 1)
+    assert ref.seconds < optimum.REFERENCE_TIME_LIMIT + 1
+    text = render_text(report)
+    assert text.splitlines()[3].startswith("simulated: 32 pods from 13 workloads (the embedded default")
+    assert "inflate x20" in text
+    line = next(x for x in text.splitlines() if x.startswith("optimum: "))
+    assert line.startswith("optimum: 0.9180 USD/hour for the 32 pods on launched nodes (")
+    if cost > ref.value + 1e-9:
+        assert line.endswith(f"karpy's plan costs {100 * (cost / ref.value - 1):.1f}% more ({cost - ref.value:+.4f} USD/hour)")
+    else:
+        assert line.endswith("karpy's plan is optimal")
+    doc = report.to_dict()
+    assert doc["reference"]["status"] == "optimum" and doc["reference"]["gap"] == pytest.approx(cost / ref.value - 1, abs=1e-6)
+
+
+async def test_without_a_solver_the_report_says_so(monkeypatch):
+    monkeypatch.setattr(optimum, "highs_available", lambda: False)
+    report = await run_simulation([])
+    assert report.reference is not None and report.reference.status == "unavailable"
+    assert "optimum: not computed: no MILP solver installed (highspy; pip install 'karpy[sim]')" in render_text(report)
+
+
+def test_json_stdout_is_not_polluted_by_the_solver_banner():
+    result = CliRunner().invoke(app, ["simulate", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["reference"]["status"] == "optimum"
+
+
+def _pods(n: int, cpu: str, **spec: Any) -> list[PodInfo]:
+    return [pod_info({"metadata": {"name": f"p{i}", "namespace": "default", "labels": {"app": "p"}},
+                      "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}], **spec}})
+            for i in range(n)]
+
+
+THREE = [make_type("small", 1, 4, price=0.05), make_type("medium", 2, 8, price=0.08), make_type("large", 4, 16, price=0.20)]
+
+
+def _table(types=THREE):
+    template = template_from_nodepool(sched_nodepool(), types)
+    return type_tables([template], [])[template.name]
+
+
+def test_reference_by_hand_cover_bound_proves_the_optimum():
+    pytest.importorskip("highspy")
+    # 4 x 1 cpu: two mediums (0.16) beat one large (0.20) and four smalls (0.20)
+    ref = optimum.reference(_table(), _pods(4, "1"), upper_bound=0.20)
+    assert (ref.status, ref.plan) == ("optimum", {"medium": 2})
+    assert ref.value == pytest.approx(0.16)
+    assert ref.gap(0.20) == pytest.approx(0.25)
+    cover = optimum.cover_bound(optimum.build_problem(_table(), _pods(4, "1")))
+    assert cover is not None and cover[0] == pytest.approx(0.16)
+
+
+def test_reference_is_a_lower_bound_when_a_constraint_is_not_modelled():
+    pytest.importorskip("highspy")
+    anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "p"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+    ref = optimum.reference(_table(), _pods(4, "1", **anti), upper_bound=0.20)
+    # one pod per node needs 4 smalls (0.20); the model ignores anti-affinity: 0.16 is a bound only
+    assert ref.status == "lower bound" and ref.value == pytest.approx(0.16)
+    assert "topology spread / pod affinity" in ref.note and ref.plan == {}
