@@ -218,6 +218,8 @@ class Operator:
         self.metrics = metrics or Metrics(now=self.clock.now)
         self.provider = provider
         provider.observer = self._observe_cloud_call
+        if hasattr(provider, "set_feature_gates"):
+            provider.set_feature_gates(self.settings.feature_gates)
         provider_registry = getattr(provider.plugin, "metrics_registry", None)
         if isinstance(provider_registry, CollectorRegistry):
             self.metrics.adopt(provider_registry)

@@ -456,6 +456,20 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
                 ),
             ],
         ),
+        "CapacityReservationSelectorTerm": Overlay(
+            properties={"tags": _selector_tags(), "id": {"pattern": "^cr-[0-9a-z]+$"}, "ownerID": {"pattern": "^[0-9]{12}$"}},
+            rules=[
+                _rule("has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",
+                      "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"),
+                _rule(
+                    "!has(self.id) || !(has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria))",
+                    "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",
+                ),
+            ],
+        ),
+        "CapacityReservation": Overlay(
+            properties={"id": {"pattern": "^cr-[0-9a-z]+$"}, "ownerID": {"pattern": "^[0-9]{12}$"}},
+        ),
         "AMISelectorTerm": Overlay(
             properties={
                 "alias": {

@@ -36,6 +36,17 @@ CAPACITY_TYPE_ON_DEMAND = "on-demand"
 CAPACITY_TYPE_RESERVED = "reserved"
 CAPACITY_TYPES = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
 
+# Capacity reservations (karpenter-provider-aws ``pkg/apis/v1/labels.go``). Karpenter core lets the
+# provider name its reservation-ID label (``cloudprovider.ReservationIDLabel``); the only providers
+# here with reservations are AWS and the simulated one (an AWS catalog), so karpy fixes it to AWS's.
+LABEL_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+LABEL_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
+RESERVATION_TYPE_DEFAULT = "default"
+RESERVATION_TYPE_CAPACITY_BLOCK = "capacity-block"
+RESERVED_PRICE_DIVISOR = 10_000_000.0
+"""A reserved offering costs its on-demand price / 10^7 USD/hour (karpenter-provider-aws
+``ReservedCapacityResolver``): "free", so it is launched first, yet ordered like on-demand."""
+
 # Annotations
 ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 ANNOTATION_NODEPOOL_HASH = "karpenter.sh/nodepool-hash"

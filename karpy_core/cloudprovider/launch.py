@@ -31,7 +31,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_RESERVATION_ID,
+    LABEL_RESERVATION_TYPE,
+    LABEL_ZONE,
+    RESERVATION_TYPE_DEFAULT,
+)
 from karpy_core.cloudprovider.overlay import overlaid
 from karpy_core.errors import CreateError, InsufficientCapacityError
 from karpy_core.scheduling.requirements import Requirement, Requirements
@@ -51,6 +58,7 @@ __all__ = [
     "cheapest_launchable",
     "launch_constraints",
     "rank_launchable",
+    "reservation_labels",
     "stamp_launched",
 ]
 
@@ -118,6 +126,7 @@ def _best_offering(it: InstanceType, reqs: Requirements) -> Offering | None:
     """``it``'s cheapest available offering compatible with ``reqs`` (ties: zone, capacity type)."""
     zone_req = reqs.get(LABEL_ZONE)
     ct_req = reqs.get(LABEL_CAPACITY_TYPE)
+    rid_req = reqs.get(LABEL_RESERVATION_ID)
     best: Offering | None = None
     for o in it.offerings:
         if not o.available:
@@ -125,6 +134,8 @@ def _best_offering(it: InstanceType, reqs: Requirements) -> Offering | None:
         if zone_req is not None and not zone_req.has(o.zone):
             continue
         if ct_req is not None and not ct_req.has(o.capacity_type):
+            continue
+        if rid_req is not None and o.reservation_id is not None and not rid_req.has(o.reservation_id):
             continue
         if best is None or (o.price, o.zone, o.capacity_type) < (best.price, best.zone, best.capacity_type):
             best = o
@@ -189,6 +200,15 @@ def require_launchable(types: Iterable[InstanceType], constraints: LaunchConstra
     if not ranked:
         raise _insufficient(constraints, what)
     return ranked
+
+
+def reservation_labels(offering: Offering) -> dict[str, str]:
+    """The labels a node launched into a capacity reservation carries:
+    ``karpenter.k8s.aws/capacity-reservation-id`` and ``-type`` (karpenter-provider-aws
+    ``instance.go``); empty for any other offering."""
+    if not offering.reserved or offering.reservation_id is None:
+        return {}
+    return {LABEL_RESERVATION_ID: offering.reservation_id, LABEL_RESERVATION_TYPE: offering.reservation_type or RESERVATION_TYPE_DEFAULT}
 
 
 def stamp_launched(

@@ -48,7 +48,7 @@ import contextvars
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
@@ -222,8 +222,8 @@ class CapacityUpdate:
 
 @dataclass
 class _TypeUpdate:
-    prices: dict[tuple[str, str], PriceUpdate] = field(default_factory=dict)
-    lowest_weight: dict[tuple[str, str], int] = field(default_factory=dict)
+    prices: dict[tuple[str, str, str], PriceUpdate] = field(default_factory=dict)
+    lowest_weight: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """Per offering, the lowest weight of the overlays that selected it (the conflict check compares with it)."""
     capacity: dict[str, CapacityUpdate] = field(default_factory=dict)
     last_capacity_weight: int | None = None
@@ -255,6 +255,12 @@ class AppliedChange:
             return (f"price of {self.instance_type} {self.capacity_type} {self.zone} {self.before:g} -> {self.after:g} USD/h "
                     f"by NodeOverlay {self.overlay} (weight {self.weight})")
         return f"capacity of {self.instance_type} + {self.resource}={self.quantity} by NodeOverlay {self.overlay} (weight {self.weight})"
+
+
+def _offering_key(o: Offering) -> tuple[str, str, str]:
+    """An offering's identity within its type: zone, capacity type and (reserved) reservation ID,
+    as upstream keys price updates by the offering's requirements."""
+    return (o.zone, o.capacity_type, o.reservation_id or "")
 
 
 def _type_requirements(pool: PoolTypes, it: InstanceType) -> Requirements:
@@ -321,12 +327,12 @@ class OverlayStore:
         changes: list[AppliedChange] = []
         offerings = []
         for o in it.offerings:
-            p = update.prices.get((o.zone, o.capacity_type))
+            p = update.prices.get(_offering_key(o))
             if p is None:
                 offerings.append(o)
                 continue
             new_price = adjusted_price(o.price, p.change)
-            offerings.append(Offering(o.zone, o.capacity_type, new_price, o.available))
+            offerings.append(replace(o, price=new_price))  # reservation fields and all else kept
             changes.append(AppliedChange("price", p.overlay, p.weight, it.name, zone=o.zone, capacity_type=o.capacity_type,
                                          before=o.price, after=new_price))
         capacity = dict(it.capacity)
@@ -360,7 +366,7 @@ def _price_conflicts(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: st
     if update is None:
         return False
     lowest = update.lowest_weight
-    return any(lowest.get((o.zone, o.capacity_type)) == rule.weight for o in offerings)
+    return any(lowest.get(_offering_key(o)) == rule.weight for o in offerings)
 
 
 def _capacity_conflicts(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: str, rule: OverlayRule) -> bool:
@@ -378,7 +384,7 @@ def _store_rule(store: dict[str, dict[str, _TypeUpdate]], pool: str, it: str, of
     if rule.price:
         mine = mine or PriceUpdate(rule.name, rule.weight, rule.price, rule.absolute)
         for o in offerings:
-            key = (o.zone, o.capacity_type)
+            key = _offering_key(o)
             update.prices.setdefault(key, mine)  # the first (highest-weight) overlay keeps the offering
             update.lowest_weight[key] = rule.weight
     if rule.capacity:

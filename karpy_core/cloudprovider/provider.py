@@ -21,8 +21,9 @@ import pluggy
 from karpy_core.cloudprovider import hookspecs
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.overlay import OverlayStore, launch_overlay
-from karpy_core.cloudprovider.types import RepairPolicy
+from karpy_core.cloudprovider.types import RepairPolicy, without_reserved
 from karpy_core.errors import ConfigurationError
+from karpy_core.featuregates import FeatureGates
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -80,12 +81,23 @@ class CloudProvider:
         self.name: str = self._call_sync("karpy_name")
         self.observer: Callable[[str, float, str], None] | None = None
         """Called after every async hook with (method, seconds, error class name or "")."""
+        self.feature_gates = FeatureGates()
+        """Set by the operator and the simulator; with ``ReservedCapacity=false``
+        :meth:`get_instance_types` drops every ``reserved`` offering (Karpenter's AWS provider
+        then builds none), so nothing schedules or launches into a capacity reservation. The
+        plugin sees the gates too, as its ``feature_gates`` attribute when it has one."""
         self.overlays: OverlayStore | None = None
         """The NodeOverlay store while the ``NodeOverlay`` gate is on (None: off): every
         :meth:`get_instance_types` and :meth:`create` sees overlaid instance types, as upstream's
         ``pkg/cloudprovider/overlay`` decorator wraps the cloud provider."""
         self.overlay_generation = 0
         """Bumped by :meth:`set_overlays` when the store's content changes (cache keys)."""
+
+    def set_feature_gates(self, gates: FeatureGates) -> None:
+        """Give the facade (and a plugin with a ``feature_gates`` attribute) ``gates``."""
+        self.feature_gates = gates
+        if hasattr(self.plugin, "feature_gates"):
+            self.plugin.feature_gates = gates
 
     def _call_sync(self, hook: str, **kwargs: Any) -> Any:
         return getattr(self._pm.hook, hook)(**kwargs)[0]
@@ -167,8 +179,10 @@ class CloudProvider:
         return types if store is None else store.apply_all(nodepool.metadata.name or "", types)
 
     async def raw_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
-        """The plugin's instance types without NodeOverlays (what the overlay controller evaluates)."""
-        return list(await self._call("karpy_get_instance_types", nodepool=nodepool))
+        """The plugin's instance types without NodeOverlays (what the overlay controller evaluates),
+        reserved offerings dropped with ``ReservedCapacity=false``."""
+        types = list(await self._call("karpy_get_instance_types", nodepool=nodepool))
+        return types if self.feature_gates.ReservedCapacity else without_reserved(types)
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_is_drifted`: a reason or ``""``."""

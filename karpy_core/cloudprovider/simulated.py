@@ -27,6 +27,14 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
   marks every served NodeClass of a supported kind ``Ready=True``. Option ``node_classes`` (kind
   names, e.g. ``["EC2NodeClass"]``) narrows the supported kinds, so the simulated cloud touches
   only the NodeClass kind a real one would (and its chart's RBAC grants).
+* **Capacity reservations** (option ``reservations``: a list of ``{id, instanceType,
+  availabilityZone, instanceCount, reservationType}``, the fields of an EC2NodeClass's
+  ``status.capacityReservations`` plus the count): each adds a ``reserved`` offering to its
+  instance type in its zone, priced on-demand / 10^7 USD/hour (as Karpenter's AWS provider),
+  carrying the reservation ID and the instances it can still launch. A launch into it uses one
+  unit until the instance is deleted; a full reservation's offering is unavailable, so a claim
+  pinned to it fails with ``InsufficientCapacityError`` and the next one falls back. The
+  simulated cloud offers every reservation to every NodePool (no selector terms to match).
 * With a **node backend** (option ``node_backend``, e.g.
   :class:`~karpy_core.sim.kwok_nodes.KwokNodeBackend`), every instance is also a Node
   object in a real cluster that kwok runs as a fake kubelet; the backend then *is* the inventory:
@@ -43,7 +51,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_type_hints
 
-from karpy_core.apis.labels import LABEL_INSTANCE_TYPE
+from pydantic import BaseModel, ConfigDict, Field
+
+from karpy_core.apis.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    RESERVATION_TYPE_CAPACITY_BLOCK,
+    RESERVATION_TYPE_DEFAULT,
+    RESERVED_PRICE_DIVISOR,
+)
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import (
     DEFAULT_REGION,
@@ -56,7 +74,14 @@ from karpy_core.cloudprovider.catalog.aws import (
 )
 from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
-from karpy_core.cloudprovider.launch import LaunchChoice, ProviderID, cheapest_launchable, launch_constraints, stamp_launched
+from karpy_core.cloudprovider.launch import (
+    LaunchChoice,
+    ProviderID,
+    cheapest_launchable,
+    launch_constraints,
+    reservation_labels,
+    stamp_launched,
+)
 from karpy_core.cloudprovider.options import ProviderOptions, coerce_text
 from karpy_core.cloudprovider.types import InstanceType, Offering, RepairPolicy, ready_repair_policies
 from karpy_core.errors import ConfigurationError, NodeClaimNotFoundError
@@ -67,7 +92,8 @@ if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
 
-__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedOptions", "SimulatedProvider", "create_plugin"]
+__all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedOptions", "SimulatedProvider", "SimulatedReservation",
+           "create_plugin"]
 
 PROVIDER_ID_SCHEME = "simulated"
 SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
@@ -83,6 +109,25 @@ DRIFT_NODECLASS = "NodeClassDrift"
 
 OfferingKey = tuple[str, str, str]
 """(instance type, zone, capacity type)."""
+
+
+class SimulatedReservation(BaseModel):
+    """One simulated EC2 capacity reservation (option ``reservations``), in the shape of an
+    EC2NodeClass's ``status.capacityReservations`` entry plus its size."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str = Field(pattern=r"^cr-[0-9a-z]+$")
+    """The reservation's ID, ``cr-`` and lower-case hex/letters."""
+    instance_type: str = Field(alias="instanceType")
+    """The instance type it reserves (must be in the catalog)."""
+    availability_zone: str = Field(alias="availabilityZone")
+    """The zone it is in (the type must be offered there)."""
+    instance_count: int = Field(alias="instanceCount", ge=0)
+    """How many instances it holds in all."""
+    reservation_type: str = Field(default=RESERVATION_TYPE_DEFAULT, alias="reservationType",
+                                  pattern=f"^({RESERVATION_TYPE_DEFAULT}|{RESERVATION_TYPE_CAPACITY_BLOCK})$")
+    """``default`` or ``capacity-block``."""
 
 
 class NodeBackend(Protocol):
@@ -128,6 +173,7 @@ class SimulatedProvider:
         node_backend: NodeBackend | None = None,
         kube: Any = None,
         node_classes: list[str] | None = None,
+        reservations: list[SimulatedReservation] | None = None,
     ):
         if instance_types_file:
             base = load_kwok_catalog(instance_types_file)
@@ -159,6 +205,48 @@ class SimulatedProvider:
                     f"{', '.join(kind for _, kind in SUPPORTED_NODE_CLASSES)}, not {node_classes!r}"
                 )
         self.node_classes = [(g, k) for g, k in SUPPORTED_NODE_CLASSES if node_classes is None or k in node_classes]
+        self.reservations: dict[str, SimulatedReservation] = {}
+        self._reservation_use: dict[str, set[str]] = {}
+        """Reservation ID -> provider IDs of the instances launched into it."""
+        for r in reservations or ():
+            self.add_reservation(r)
+
+    # ------------------------------------------------------------------ capacity reservations
+    def add_reservation(self, reservation: SimulatedReservation | Mapping[str, Any]) -> None:
+        """Add (or resize) a capacity reservation; see the module docstring.
+
+        Raises:
+            ConfigurationError: the instance type is not in the catalog or has no on-demand
+                offering in the reservation's zone (no price to derive), or the entry is malformed.
+        """
+        r = reservation if isinstance(reservation, SimulatedReservation) else SimulatedReservation.model_validate(reservation)
+        base = self._base.get(r.instance_type)
+        if base is None:
+            raise ConfigurationError(f"simulated provider: reservations: {r.id}: no instance type {r.instance_type!r} in the catalog")
+        if not any(o.zone == r.availability_zone and o.capacity_type == CAPACITY_TYPE_ON_DEMAND for o in base.offerings):
+            raise ConfigurationError(f"simulated provider: reservations: {r.id}: {r.instance_type} has no on-demand offering "
+                                     f"in zone {r.availability_zone!r}")
+        self.reservations[r.id] = r
+        self._reservation_use.setdefault(r.id, set())
+        self._refresh(r.instance_type)
+
+    def reservation_available(self, reservation_id: str) -> int:
+        """Instances the reservation can still launch (0 for an unknown ID)."""
+        r = self.reservations.get(reservation_id)
+        return 0 if r is None else max(0, r.instance_count - len(self._reservation_use.get(reservation_id, ())))
+
+    def _reserved_offerings(self, base: InstanceType) -> list[Offering]:
+        out = []
+        for r in sorted(self.reservations.values(), key=lambda r: r.id):
+            if r.instance_type != base.name:
+                continue
+            od = next(o for o in base.offerings if o.zone == r.availability_zone and o.capacity_type == CAPACITY_TYPE_ON_DEMAND)
+            left = self.reservation_available(r.id)
+            marked = (base.name, r.availability_zone, CAPACITY_TYPE_RESERVED) in self._unavailable
+            out.append(Offering(r.availability_zone, CAPACITY_TYPE_RESERVED, od.price / RESERVED_PRICE_DIVISOR,
+                                left > 0 and not marked, reservation_id=r.id, reservation_capacity=left,
+                                reservation_type=r.reservation_type))
+        return out
 
     @property
     def pricing_note(self) -> str:
@@ -224,14 +312,19 @@ class SimulatedProvider:
     def _refresh(self, name: str) -> None:
         base = self._base[name]
         marked = {(z, ct) for (n, z, ct) in self._unavailable if n == name}
-        if not marked:
+        reserved = self._reserved_offerings(base) if self.reservations else []
+        if not marked and not reserved:
             self._instance_types[self._position[name]] = base
             return
         it = copy.copy(base)
         it.offerings = [
             Offering(o.zone, o.capacity_type, o.price, False) if (o.zone, o.capacity_type) in marked else o
             for o in base.offerings
-        ]
+        ] + reserved
+        if reserved:  # the capacity-type requirement lists every offering's value (InstanceType.__post_init__)
+            it.requirements = base.requirements.copy()
+            it.requirements.by_key.pop(LABEL_CAPACITY_TYPE, None)
+            it.__post_init__()
         self._instance_types[self._position[name]] = it
 
     # ------------------------------------------------------------------ launch decision
@@ -278,8 +371,12 @@ class SimulatedProvider:
         nodeclass_hash = await self._nodeclass_hash(nodeclaim)
         launched = stamp_launched(
             nodeclaim, it, zone=offering.zone, capacity_type=offering.capacity_type, provider_id=provider_id,
+            labels=reservation_labels(offering),
             annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash} if nodeclass_hash is not None else None,
         )
+        if offering.reserved and offering.reservation_id is not None:
+            self._reservation_use[offering.reservation_id].add(provider_id)
+            self._refresh(it.name)
         if self.node_backend is not None:
             await self.node_backend.register(launched)
             return launched.model_copy(deep=True)
@@ -288,10 +385,19 @@ class SimulatedProvider:
             self._by_claim_name[claim_name] = provider_id
         return launched.model_copy(deep=True)
 
+    def _free_reservation(self, provider_id: str) -> None:
+        for rid, used in self._reservation_use.items():
+            if provider_id in used:
+                used.discard(provider_id)
+                self._refresh(self.reservations[rid].instance_type)
+
     @hookimpl
     async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
-        """Terminate the instance; raises ``NodeClaimNotFoundError`` when it is already gone."""
+        """Terminate the instance (its reservation unit, if any, is free again); raises
+        ``NodeClaimNotFoundError`` when it is already gone."""
         provider_id = nodeclaim.status.provider_id
+        if provider_id:
+            self._free_reservation(provider_id)
         if self.node_backend is not None:
             if not provider_id or not await self.node_backend.deregister(provider_id):
                 raise NodeClaimNotFoundError(f"NodeClaim {nodeclaim.metadata.name}: instance {provider_id or '(none)'} is gone")
@@ -410,6 +516,7 @@ class SimulatedOptions(ProviderOptions):
     node_backend: Any = None
     kube: Any = None
     node_classes: list[str] | None = None
+    reservations: list[SimulatedReservation] | None = None
 
     def catalog_options(self) -> AWSCatalogOptions:
         """The catalog settings given (defaults for the rest).
@@ -436,7 +543,8 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
     ``max_pods``, ``vm_memory_overhead_percent``, ``kube_reserved``...), ``node_backend`` (see the
     module docstring), ``kube`` (a KubeClient to read NodeClasses from, for NodeClass drift; the
     simulator fills it in with its in-memory cluster) and ``node_classes`` (the NodeClass kinds
-    accepted; default all of :data:`SUPPORTED_NODE_CLASSES`).
+    accepted; default all of :data:`SUPPORTED_NODE_CLASSES`) and ``reservations`` (a list of
+    :class:`SimulatedReservation` mappings, or their JSON on the command line).
 
     Raises:
         ConfigurationError: unknown option, unsupported region, bad catalog settings or file.
@@ -450,4 +558,5 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
         node_backend=opts.node_backend,
         kube=opts.kube,
         node_classes=opts.node_classes,
+        reservations=opts.reservations,
     )

@@ -15,16 +15,18 @@ Modelled on Karpenter's ``pkg/cloudprovider/types.go`` (``InstanceType.Allocatab
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import CAPACITY_TYPE_RESERVED, LABEL_CAPACITY_TYPE, LABEL_RESERVATION_ID, LABEL_ZONE
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, merge, subtract
 
-__all__ = ["Offering", "Overhead", "InstanceType", "RepairPolicy", "cheapest_offering", "order_by_price", "ready_repair_policies"]
+__all__ = ["Offering", "Overhead", "InstanceType", "RepairPolicy", "cheapest_offering", "order_by_price", "ready_repair_policies",
+           "without_reserved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,20 +38,39 @@ class Offering:
         capacity_type: ``on-demand``, ``spot`` or ``reserved``.
         price: USD/hour.
         available: False when the cloud has no capacity or no known price right now.
+        reservation_id: a ``reserved`` offering's capacity reservation (``cr-...``); None otherwise.
+            It is the offering's ``karpenter.k8s.aws/capacity-reservation-id`` requirement
+            (Karpenter ``Offering.ReservationID``).
+        reservation_capacity: instances the reservation can still launch (Karpenter
+            ``Offering.ReservationCapacity``); 0 for other capacity types.
+        reservation_type: ``default`` or ``capacity-block`` (the
+            ``karpenter.k8s.aws/capacity-reservation-type`` label); None for other capacity types.
     """
 
     zone: str
     capacity_type: str
     price: float
     available: bool = True
+    reservation_id: str | None = None
+    reservation_capacity: int = 0
+    reservation_type: str | None = None
+
+    @property
+    def reserved(self) -> bool:
+        """True for a capacity-reservation offering (capacity type ``reserved`` with an ID)."""
+        return self.capacity_type == CAPACITY_TYPE_RESERVED and self.reservation_id is not None
 
     def compatible(self, reqs: Requirements) -> bool:
-        """True when the zone and capacity type are allowed by ``reqs`` (absent keys allow all)."""
+        """True when the zone, capacity type and (for a reserved offering) reservation ID are
+        allowed by ``reqs`` (absent keys allow all)."""
         z = reqs.get(LABEL_ZONE)
         if z is not None and not z.has(self.zone):
             return False
         c = reqs.get(LABEL_CAPACITY_TYPE)
-        return c is None or c.has(self.capacity_type)
+        if c is not None and not c.has(self.capacity_type):
+            return False
+        r = reqs.get(LABEL_RESERVATION_ID)
+        return r is None or self.reservation_id is None or r.has(self.reservation_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +133,21 @@ class InstanceType:
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"InstanceType({self.name})"
+
+
+def without_reserved(types: Sequence[InstanceType]) -> list[InstanceType]:
+    """``types`` with every capacity-reservation offering removed (``ReservedCapacity=false``);
+    types that had none are returned as they are, the others as shallow copies (shared instance
+    types are never mutated)."""
+    out: list[InstanceType] = []
+    for it in types:
+        if not any(o.reserved for o in it.offerings):
+            out.append(it)
+            continue
+        clone = copy.copy(it)
+        clone.offerings = [o for o in it.offerings if not o.reserved]
+        out.append(clone)
+    return out
 
 
 def cheapest_offering(offerings: Iterable[Offering]) -> Offering | None:

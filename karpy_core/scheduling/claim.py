@@ -8,10 +8,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import (
+    CAPACITY_TYPE_RESERVED,
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE,
+    LABEL_RESERVATION_ID,
+    LABEL_ZONE,
+)
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Requirement, Requirements
+from karpy_core.scheduling.reservations import NOT_RESERVED, has_reserved_offerings
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
 
@@ -51,9 +59,12 @@ class ClaimState:
         index: position among the run's claims.
         host_ports: ports held by its pods and DaemonSets.
         relaxed: minValues was relaxed (BestEffort policy).
+        reservations: capacity reservation IDs the claim holds a unit of
+            (:class:`~karpy_core.scheduling.reservations.ReservationLedger`).
     """
 
-    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests", "requirements", "reserved", "table")
+    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests", "requirements", "reservations",
+                 "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
         self.table = table
@@ -66,6 +77,7 @@ class ClaimState:
         self.index = index
         self.host_ports: set[HostPort] = set(table.daemon_host_ports)
         self.relaxed = False
+        self.reservations: frozenset[str] = frozenset()
 
     @classmethod
     def fresh(cls, table: TypeTable, index: int, hostname: str | None = None) -> ClaimState:
@@ -115,15 +127,49 @@ class PlannedNodeClaim:
         return self.requirements.to_selectors()
 
 
+def _pin_reservations(claim: ClaimState, reqs: Requirements) -> BoolArray:
+    """Pin ``reqs`` (in place) to the claim's reservations and return the types it may keep.
+
+    A claim holding reservations launches only into them: ``capacity-type In [reserved]``,
+    ``capacity-reservation-id In [held]``, types with such an available offering (Karpenter
+    ``NodeClaim.FinalizeScheduling``). A claim holding none, of a NodePool with reserved
+    offerings, gets ``capacity-type NotIn [reserved]``: it never takes a unit no ledger counted.
+    """
+    table = claim.table
+    ct = reqs.get(LABEL_CAPACITY_TYPE)
+    if ct is not None and not ct.has(CAPACITY_TYPE_RESERVED):
+        return claim.mask
+    if claim.reservations:
+        pinned = reqs.copy()
+        pinned.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset((CAPACITY_TYPE_RESERVED,))))
+        pinned.add(Requirement(LABEL_RESERVATION_ID, False, claim.reservations))
+        keep: BoolArray = claim.mask & np.fromiter(
+            (any(o.reserved and o.available and o.compatible(pinned) for o in it.offerings) for it in table.types),
+            dtype=bool, count=len(table.types))
+        if keep.any():
+            held = frozenset(o.reservation_id for i in np.flatnonzero(keep) for o in table.types[int(i)].offerings
+                             if o.reserved and o.available and o.compatible(pinned) and o.reservation_id is not None)
+            reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset((CAPACITY_TYPE_RESERVED,))))
+            reqs.add(Requirement(LABEL_RESERVATION_ID, False, held))
+            return keep
+    if has_reserved_offerings(table):
+        reqs.add(NOT_RESERVED)
+        kept: BoolArray = claim.mask & table.offering_mask(reqs)
+        return kept
+    return claim.mask
+
+
 def finalize(claim: ClaimState, max_instance_types: int = MAX_INSTANCE_TYPES) -> PlannedNodeClaim:
     """The plan's view of ``claim``: remaining types cheapest first (ties by name, at most
     ``max_instance_types``), requirements pinned to those types and to the zones and capacity types
-    they are offered in, and requests including the smallest DaemonSet overhead among them."""
+    they are offered in (and to the reservations it holds, see :func:`_pin_reservations`), and
+    requests including the smallest DaemonSet overhead among them."""
     table = claim.table
     reqs = claim.requirements.copy()
     reqs.by_key.pop(LABEL_HOSTNAME, None)
+    mask = _pin_reservations(claim, reqs)
     prices = table.cheapest_prices(reqs)
-    idx = np.flatnonzero(claim.mask & np.isfinite(prices))
+    idx = np.flatnonzero(mask & np.isfinite(prices))
     order = idx[np.lexsort((table.name_rank[idx], prices[idx]))]
     chosen = [int(i) for i in order[:max_instance_types]]
     types = [table.types[i] for i in chosen]

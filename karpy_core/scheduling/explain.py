@@ -18,7 +18,7 @@ from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Operator, Requirements
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.taints import untolerated
-from karpy_core.scheduling.template import NodePoolTemplate
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
 from karpy_core.utils.quantity import format_quantity
 
 __all__ = ["why", "pool_verdict", "explain_detail", "suggest"]
@@ -33,7 +33,23 @@ def pool_verdict(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo) -
     probe = ClaimState.fresh(run.tables[template.name], -1, "hostname-placeholder-explain")
     att = run.attempts(pod)[-1]
     result = run.check(probe, pod, att, run.verdict(pod, att), explain=True)
-    return PoolVerdict(template.name, (TAKEN,) if isinstance(result, Fit) else result)
+    if isinstance(result, Fit) and run.ledger.active and run.ledger.settle(probe.table, probe.hostname, result.requirements,
+                                                                          result.mask) is None:
+        return PoolVerdict(template.name, (_exhausted(run, probe.table),))
+    if isinstance(result, Fit):
+        return PoolVerdict(template.name, (TAKEN,))
+    offers = [o for it in probe.table.types for o in it.offerings if o.reserved]
+    if offers and not any(o.available for o in offers) and any(r.kind is K.NO_OFFERING for r in result):
+        # the only offerings left were capacity reservations, and the cloud says they are full
+        result = tuple(_exhausted(run, probe.table) if r.kind is K.NO_OFFERING else r for r in result)
+    return PoolVerdict(template.name, result)
+
+
+def _exhausted(run: SchedulingRun, table: TypeTable) -> Infeasible:
+    ids = sorted({o.reservation_id for it in table.types for o in it.offerings if o.reserved and o.reservation_id})
+    left = ", ".join(f"{rid} ({run.ledger.remaining(rid)} left)" for rid in ids)
+    return Infeasible(K.RESERVATION_EXHAUSTED, f"no offering is left but capacity reservations, and every compatible "
+                                               f"capacity reservation is used up: {left}")
 
 
 def why(run: SchedulingRun, pod: PodInfo) -> Unschedulable:
@@ -128,6 +144,8 @@ def _suggest(run: SchedulingRun, template: NodePoolTemplate, pod: PodInfo, kind:
 _FIXED = {
     K.NO_ROOM: "lower the pod's requests below the largest type's allocatable, or allow larger instance types in the NodePool",
     K.RESOURCE_NOT_OFFERED: "allow instance types that provide that resource (e.g. GPU types) in the NodePool's requirements",
+    K.RESERVATION_EXHAUSTED: "allow karpenter.sh/capacity-type on-demand (or spot) in the NodePool, or enlarge the "
+                             "capacity reservation",
     K.MIN_VALUES: "lower minValues, or widen the requirement so enough distinct values remain",
     K.TOPOLOGY_SPREAD: "allow more zones/domains in the NodePool, or raise maxSkew / use whenUnsatisfiable: ScheduleAnyway",
     K.POD_ANTI_AFFINITY: "allow more domains (zones) in the NodePool, or make the anti-affinity preferred",

@@ -48,6 +48,10 @@ class InfeasibleKind(Enum):
     """A topology constraint's key is not a label the node or claim can carry."""
     TAKEN_BY_PLAN = "taken-by-plan"
     """The pod fits a new node, but NodeClaims planned earlier in the run took the capacity."""
+    RESERVATION_EXHAUSTED = "reservation-exhausted"
+    """No offering is left but capacity reservations (the NodePool allows only ``reserved``, or the
+    others are unavailable), and every compatible one is used up (by instances, or by NodeClaims
+    planned earlier in the run)."""
 
 
 @dataclass(frozen=True, slots=True)

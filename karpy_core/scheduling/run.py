@@ -29,6 +29,7 @@ from karpy_core.scheduling.nodes import ExistingNode, NodeUsage
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
 from karpy_core.scheduling.preferences import Attempt, build_attempts
+from karpy_core.scheduling.reservations import ReservationLedger
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.taints import Taint
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
@@ -82,6 +83,8 @@ class SchedulingRun:
         }
         self.usage = [NodeUsage(n) for n in inputs.nodes]
         self.claims: list[ClaimState] = []
+        self.ledger = ReservationLedger(inputs.tables)
+        """Capacity reservations left and held by the planned claims (Karpenter ReservationManager)."""
         self._node_cursor: dict[tuple[Any, ...], int] = {}
         self._claim_cursor: dict[tuple[Any, ...], int] = {}
         self.new_failed: dict[tuple[Any, ...], set[str]] = {}
@@ -243,14 +246,22 @@ class SchedulingRun:
         if not isinstance(fit, Fit):
             return False
         table = claim.table
-        claim.requirements = fit.requirements
-        claim.mask = fit.mask
+        requirements, mask, held = fit.requirements, fit.mask, frozenset[str]()
+        if self.ledger.active:
+            settled = self.ledger.settle(table, claim.hostname, requirements, mask)
+            if settled is None:
+                return False
+            requirements, mask, held = settled
+            self.ledger.commit(claim.hostname, held)
+            claim.reservations = held
+        claim.requirements = requirements
+        claim.mask = mask
         claim.requests = fit.requests
         claim.relaxed = claim.relaxed or fit.relaxed
         claim.pods.append(pod)
         claim.host_ports |= pod.host_ports
-        self.reserve(claim, fit.mask)
-        labels = {**fit.requirements.labels(), LABEL_HOSTNAME: claim.hostname}
+        self.reserve(claim, mask)
+        labels = {**requirements.labels(), LABEL_HOSTNAME: claim.hostname}
         self.record(pod, att, labels, table.template.taints)
         return True
 
@@ -296,12 +307,15 @@ class SchedulingRun:
     # ---- alternatives -------------------------------------------------------------------
     def checkpoint(self) -> tuple[Any, ...]:
         """State to :meth:`restore` when trying an alternative packing of new claims."""
-        return (len(self.claims), copy.deepcopy(self.remaining), self.topology.checkpoint(), copy.deepcopy(self.new_failed))
+        return (len(self.claims), copy.deepcopy(self.remaining), self.topology.checkpoint(), copy.deepcopy(self.new_failed),
+                self.ledger.checkpoint())
 
     def restore(self, mark: tuple[Any, ...]) -> None:
-        """Drop the claims opened since ``mark`` and restore limits, topology and failures."""
-        n, remaining, topo, new_failed = mark
+        """Drop the claims opened since ``mark`` and restore limits, topology, failures and
+        reservations."""
+        n, remaining, topo, new_failed, reservations = mark
         del self.claims[n:]
+        self.ledger.restore(reservations)
         self.remaining = copy.deepcopy(remaining)
         self.topology.restore(topo)
         self.new_failed = copy.deepcopy(new_failed)

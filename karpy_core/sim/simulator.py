@@ -128,6 +128,8 @@ class Simulator:
         ``featureGates``): the controllers below take them as the controller's do."""
         self.start = self.clock.now()
         self.provider = provider
+        if hasattr(provider, "set_feature_gates"):
+            provider.set_feature_gates(self.feature_gates)
         if cluster is None:
             serve_plugin_node_classes()
             cluster = InMemoryCluster(self.clock)

@@ -24,10 +24,9 @@ NOT_MODELLED = {
     },
     "karpenter.sh_nodeclaims.yaml": set(),
     # the EC2NodeClass sub-objects karpy keeps as free-form maps (network interfaces, placement
-    # group, connection tracking, CPU options) and the capacity-reservation details it does not
-    # resolve: their parent field is described, their inner fields are not modelled
+    # group, connection tracking, CPU options): their parent field is described, their inner
+    # fields are not modelled
     "karpenter.k8s.aws_ec2nodeclasses.yaml": {
-        "spec.capacityReservationSelectorTerms[].instanceMatchCriteria",
         "spec.connectionTracking.tcpEstablishedTimeout",
         "spec.connectionTracking.udpStreamTimeout",
         "spec.connectionTracking.udpTimeout",
@@ -37,15 +36,6 @@ NOT_MODELLED = {
         "spec.networkInterfaces[].networkCardIndex",
         "spec.placementGroupSelector.id",
         "spec.placementGroupSelector.name",
-        "status.capacityReservations[].availabilityZone",
-        "status.capacityReservations[].endTime",
-        "status.capacityReservations[].id",
-        "status.capacityReservations[].instanceMatchCriteria",
-        "status.capacityReservations[].instanceType",
-        "status.capacityReservations[].interruptible",
-        "status.capacityReservations[].ownerID",
-        "status.capacityReservations[].reservationType",
-        "status.capacityReservations[].state",
     },
 }
 

@@ -8,6 +8,13 @@
 * Fault injection lives here only: a server-side patch of moto's ``Fleets.create_fleet`` returns
   ``Errors[]`` (InsufficientInstanceCapacity for listed (type) overrides, or the spot
   service-linked-role failure for spot requests), controlled through :data:`FAULTS`.
+* moto 5.2.5 does not model EC2 capacity reservations (no DescribeCapacityReservations,
+  CreateCapacityReservation; CreateFleet ignores a launch template's
+  ``CapacityReservationSpecification``). A server-side ``describe_capacity_reservations``
+  answers from :data:`FAULTS` ``.reservations`` (raw EC2 ``CapacityReservation`` dicts), honouring
+  ``CapacityReservationIds`` and the ``state``, ``owner-id``, ``instance-match-criteria``,
+  ``tag:<k>`` and ``tag-key`` filters; ``FAULTS.ice_code`` sets the code injected ICE uses
+  (``ReservationCapacityExceeded`` for a full reservation).
 * DescribeInstanceTypes is cached for the whole session in one shared ``InstanceTypeData``.
 """
 
@@ -64,11 +71,15 @@ class Faults:
     ice_types: set[str] = field(default_factory=set)
     spot_slr: bool = False
     calls: list[dict[str, Any]] = field(default_factory=list)
+    ice_code: str = "InsufficientInstanceCapacity"
+    reservations: list[dict[str, Any]] = field(default_factory=list)
 
     def reset(self) -> None:
         self.ice_types.clear()
         self.spot_slr = False
         self.calls.clear()
+        self.ice_code = "InsufficientInstanceCapacity"
+        self.reservations.clear()
 
 
 FAULTS = Faults()
@@ -98,7 +109,7 @@ def _install_fleet_faults() -> None:
         failing = [(c, o) for c, o in ovs if o.get("InstanceType") in FAULTS.ice_types]
         if failing and len(failing) == len(ovs):
             return ActionResult({"FleetId": "fleet-ice", "Instances": [],
-                                 "Errors": [err("InsufficientInstanceCapacity", c, o) for c, o in failing]})
+                                 "Errors": [err(FAULTS.ice_code, c, o) for c, o in failing]})
         if failing:
             # moto launches the first override: drop the failing ones, report them as errors.
             keep = {id(o) for c, o in ovs if o.get("InstanceType") not in FAULTS.ice_types}
@@ -109,6 +120,34 @@ def _install_fleet_faults() -> None:
 
     create_fleet._karpy_patched = True  # type: ignore[attr-defined]
     fleets.Fleets.create_fleet = create_fleet
+
+    def describe_capacity_reservations(self: Any) -> Any:
+        ids = self._get_param("CapacityReservationIds") or []
+        filters = self._filters_from_querystring()
+        out = []
+        for r in FAULTS.reservations:
+            tags = {t["Key"]: t["Value"] for t in r.get("Tags") or []}
+            if ids and r["CapacityReservationId"] not in ids:
+                continue
+            ok = True
+            for name, values in filters.items():
+                if name == "state":
+                    ok = r.get("State", "active") in values
+                elif name == "owner-id":
+                    ok = r.get("OwnerId") in values
+                elif name == "instance-match-criteria":
+                    ok = r.get("InstanceMatchCriteria") in values
+                elif name == "tag-key":
+                    ok = any(k in tags for k in values)
+                elif name.startswith("tag:"):
+                    ok = tags.get(name[4:]) in values
+                if not ok:
+                    break
+            if ok:
+                out.append(r)
+        return ActionResult({"CapacityReservations": out})
+
+    fleets.Fleets.describe_capacity_reservations = describe_capacity_reservations
 
 
 def _with_param(get: Any, name: str, value: Any) -> Any:

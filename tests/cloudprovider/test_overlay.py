@@ -172,3 +172,16 @@ def test_the_launch_kernel_ranks_overlaid_types_while_a_launch_overlay_is_set() 
         choice = cheapest_launchable(TYPES, c)
     assert (choice.instance_type.name, choice.offering.price) == ("r5.large", 0.01)
     assert cheapest_launchable(TYPES, c).instance_type.name == "m5.large"  # reset after the block
+
+
+def test_reserved_offerings_keep_their_reservation_and_are_keyed_by_it() -> None:
+    it = itype("m5.large", 0.096)
+    it = InstanceType(it.name, it.requirements, [*it.offerings, Offering("z1", "reserved", 0.0001, reservation_id="cr-a", reservation_capacity=2),
+                                                 Offering("z1", "reserved", 0.0002, reservation_id="cr-b", reservation_capacity=1)], it.capacity)
+    store = compile_overlays([
+        overlay("reserved-fee", priceAdjustment="+0.01", reqs=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}]),
+    ], [PoolTypes("p", {}, [it])])
+    (out,) = store.apply_all("p", [it])
+    reserved = {o.reservation_id: (round(o.price, 6), o.reservation_capacity) for o in out.offerings if o.capacity_type == "reserved"}
+    assert reserved == {"cr-a": (0.0101, 2), "cr-b": (0.0102, 1)}
+    assert store.conflicts == []

@@ -22,6 +22,26 @@ from tests.scheduling.helpers import nodepool as sched_nodepool
 from tests.sim.test_scenarios_time import NODECLASS, deployment, nodepool, scenario
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
+
+
+def karpenter_only_scale_down(tmp_path: Path) -> str:
+    """tests/data/scenarios/scale-down.yaml with karpy's repack consolidation held off (the
+    NodePool's minimum-savings annotation at 0.99), so only Karpenter's methods act and the
+    numbers below follow by hand."""
+    path = tmp_path / "scale-down-karpenter-only.yaml"
+    path.write_text(f"""apiVersion: karpy.sh/v1alpha1
+kind: Scenario
+metadata: {{name: scale-down}}
+until: 6h
+steps:
+  - at: 0s
+    apply: {DATA / "base.yaml"}
+  - at: 0s
+    patch: {{kind: NodePool, name: default, patch: {{metadata: {{annotations: {{karpy.sh/consolidation-min-savings: "0.99"}}}}}}}}
+  - at: 2h
+    scale: {{deployment: web, replicas: 2}}
+""")
+    return str(path)
 C6A_XLARGE = 0.153
 """us-east-1 on-demand list price of c6a.xlarge, USD/hour (the catalog's; docs/scenarios.md)."""
 
@@ -58,10 +78,10 @@ async def test_one_node_for_two_hours_costs_its_price_times_the_hours(tmp_path):
     assert doc["day"]["total_usd"] == pytest.approx(C6A_XLARGE * 7199 / 3600, abs=1e-6)  # rounded to 6 places
 
 
-async def test_scale_down_summary_counts_the_consolidation_saving():
+async def test_scale_down_summary_counts_the_consolidation_saving(tmp_path):
     # tests/data/scenarios/scale-down.yaml: 10 x 1 cpu on a c6a.4xlarge (0.612), scaled to 2 at 2h;
     # consolidation replaces it by a c6a.xlarge (0.153) at 2h01m20s, the old node gone 40 s later
-    report = await run_simulation([str(DATA / "scale-down.yaml")])
+    report = await run_simulation([karpenter_only_scale_down(tmp_path)])
     day = day_summary(report)
     disrupt = [e for e in report.events if e["kind"] == "disrupt"]
     assert [(e["t"], e["reason"], e["details"]["savings_per_hour"]) for e in disrupt] == [(7280.0, "Underutilized", 0.459)]
@@ -121,7 +141,7 @@ def test_timeline_json_carries_series_per_nodepool(tmp_path):
 
 async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
     pytest.importorskip("matplotlib")
-    report = await run_simulation([str(DATA / "scale-down.yaml")])
+    report = await run_simulation([karpenter_only_scale_down(tmp_path)])
     fig = timeline_figure(report)
     try:
         assert len(fig.axes) == 5  # cost (+ its nodes axis), cpu, memory, pending

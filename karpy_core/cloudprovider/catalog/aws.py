@@ -54,6 +54,8 @@ from karpy_core.apis.labels import (
     LABEL_INSTANCE_TYPE,
     LABEL_OS,
     LABEL_REGION,
+    LABEL_RESERVATION_ID,
+    LABEL_RESERVATION_TYPE,
     LABEL_WINDOWS_BUILD,
     register_well_known_labels,
 )
@@ -897,9 +899,10 @@ def build_instance_type(
 
 
 def register_aws_labels() -> None:
-    """Make the ``karpenter.k8s.aws/instance-*`` labels well known, so pods may select them
-    before a node exists. Idempotent; called whenever the AWS catalog is built."""
-    register_well_known_labels(AWS_WELL_KNOWN_LABELS)
+    """Make the ``karpenter.k8s.aws/instance-*`` labels and the capacity-reservation ID and type
+    labels (defined only on reserved offerings) well known, so pods may select them before a node
+    exists. Idempotent; called whenever the AWS catalog is built."""
+    register_well_known_labels(AWS_WELL_KNOWN_LABELS | {LABEL_RESERVATION_ID, LABEL_RESERVATION_TYPE})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,12 +11,13 @@ without alias/tags/name/owner, ``alias`` alone and the only term, ``family@versi
 family and Windows only ``@latest``; ``amiFamily`` required without an alias, and with one equal to
 the alias family or ``Custom``; exactly one of ``role``/``instanceProfile``; restricted tag keys;
 kubelet reserved/eviction keys; at most one ``rootVolume`` block device; ``ebs`` needs
-``volumeSize`` or ``snapshotID``. ``metadataOptions`` gets the upstream defaults
+``volumeSize`` or ``snapshotID``; in a capacity-reservation term ``tags``, ``id`` or
+``instanceMatchCriteria`` (``id`` alone, ``cr-...``; ``ownerID`` 12 digits). ``metadataOptions`` gets the upstream defaults
 (``httpEndpoint: enabled``, ``httpProtocolIPv6: disabled``, ``httpPutResponseHopLimit: 1``,
 ``httpTokens: required``), field by field.
 
 Accepted but not interpreted by karpy (newer upstream fields): ``ipPrefixCount``,
-``networkInterfaces``, ``capacityReservationSelectorTerms``, ``placementGroupSelector``,
+``networkInterfaces``, ``placementGroupSelector``,
 ``connectionTracking``, ``cpuOptions``.
 """
 
@@ -27,7 +28,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, LenientModel, Quantity, Str
+from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Quantity, Str
 from karpy_core.apis.durations import parse_duration
 from karpy_core.utils.quantity import parse_quantity
 
@@ -41,6 +42,7 @@ __all__ = [
     "SecurityGroupSelectorTerm",
     "AMISelectorTerm",
     "CapacityReservationSelectorTerm",
+    "CapacityReservation",
     "KubeletConfiguration",
     "BlockDevice",
     "BlockDeviceMapping",
@@ -201,15 +203,28 @@ class AMISelectorTerm(KubeModel):
         return self
 
 
-class CapacityReservationSelectorTerm(LenientModel):
-    """Capacity reservations to use (``tags``, ``id`` or ``ownerID``); accepted, not interpreted."""
+class CapacityReservationSelectorTerm(KubeModel):
+    """One ORed capacity-reservation selector: ``tags`` (optionally with the owning account
+    ``ownerID``), ``instanceMatchCriteria``, or an ``id`` alone (karpenter-provider-aws
+    ``CapacityReservationSelectorTerm``). Only active reservations are selected."""
 
-    tags: dict[Str, Str] | None = None
-    """Tags a capacity reservation must carry, all of them."""
-    id: Str | None = None
+    tags: SelectorTags | None = None
+    """Tags a capacity reservation must carry, all of them; a value of * matches any value of the key."""
+    id: Annotated[Str, _pattern(r"^cr-[0-9a-z]+$", "a capacity reservation id (cr-...)")] | None = None
     """The ID of one capacity reservation (cr-...)."""
-    owner_id: Str | None = Field(default=None, alias="ownerID")
-    """The AWS account that owns the reservation; combined with tags."""
+    owner_id: Annotated[Str, _pattern(r"^[0-9]{12}$", "a 12-digit AWS account id")] | None = Field(default=None, alias="ownerID")
+    """The AWS account that owns the reservation (12 digits); combined with tags."""
+    instance_match_criteria: Literal["open", "targeted"] | None = Field(default=None, alias="instanceMatchCriteria")
+    """Only reservations that accept this kind of launch: open or targeted."""
+
+    @model_validator(mode="after")
+    def _one(self) -> CapacityReservationSelectorTerm:
+        if self.tags is None and self.id is None and self.instance_match_criteria is None:
+            raise ValueError("expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']")
+        if self.id is not None and (self.tags is not None or self.owner_id is not None or self.instance_match_criteria is not None):
+            raise ValueError("'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation "
+                             "selector term")
+        return self
 
 
 def _check_reserved(values: dict[str, str]) -> dict[str, str]:
@@ -376,7 +391,7 @@ class EC2NodeClassSpec(KubeModel):
     """How the subnets nodes launch into are found: a subnet matching any term is used. 1 to 30 terms."""
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(min_length=1, max_length=30)
     """How the security groups attached to nodes are found: every group matching any term is attached. 1 to 30 terms."""
-    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = None
+    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = Field(default=None, max_length=30)
     """How the on-demand capacity reservations nodes may launch into are found; reserved capacity is used before other offerings."""
     associate_public_ip_address: Bool | None = Field(default=None, alias="associatePublicIPAddress")
     """Whether nodes get a public IPv4 address; unset: the subnet's own setting decides."""
@@ -515,6 +530,30 @@ class AMI(KubeModel):
     """The nodes this AMI is for (architecture, GPU or not, ...), as label requirements."""
 
 
+class CapacityReservation(KubeModel):
+    """A resolved capacity reservation in status (ordered by id; karpenter-provider-aws
+    ``CapacityReservation``)."""
+
+    availability_zone: Str = Field(alias="availabilityZone")
+    """The availability zone the reservation is in."""
+    end_time: Str | None = Field(default=None, alias="endTime")
+    """When the reservation expires (RFC 3339); none for an open-ended reservation."""
+    id: Annotated[Str, _pattern(r"^cr-[0-9a-z]+$", "a capacity reservation id (cr-...)")]
+    """The reservation's ID (cr-...)."""
+    instance_match_criteria: Literal["open", "targeted"] = Field(alias="instanceMatchCriteria")
+    """Which launches it accepts: open or targeted."""
+    instance_type: Str = Field(alias="instanceType")
+    """The instance type it reserves."""
+    owner_id: Annotated[Str, _pattern(r"^[0-9]{12}$", "a 12-digit AWS account id")] = Field(alias="ownerID")
+    """The AWS account that owns it."""
+    reservation_type: Literal["default", "capacity-block"] = Field(default="default", alias="reservationType")
+    """default (an on-demand capacity reservation) or capacity-block."""
+    interruptible: Bool = False
+    """Whether the reservation is interruptible."""
+    state: Literal["active", "expiring"] = "active"
+    """active, or expiring (a capacity block within its reclamation window: no new launches)."""
+
+
 class EC2NodeClassStatus(KubeModel):
     """``EC2NodeClass.status``: resolved subnets, security groups, AMIs, instance profile, and
     conditions (``SubnetsReady``, ``SecurityGroupsReady``, ``AMIsReady``, ``InstanceProfileReady``,
@@ -526,8 +565,8 @@ class EC2NodeClassStatus(KubeModel):
     """The security groups the selector terms resolved to."""
     amis: list[AMI] = Field(default_factory=list)
     """The AMIs the selector terms resolved to, each with the nodes it applies to."""
-    capacity_reservations: list[dict[str, Any]] = Field(default_factory=list)
-    """The capacity reservations the selector terms resolved to."""
+    capacity_reservations: list[CapacityReservation] = Field(default_factory=list)
+    """The capacity reservations the selector terms resolved to (ReservedCapacity feature gate)."""
     instance_profile: Str | None = None
     """The instance profile nodes launch with (the managed one for role, or instanceProfile)."""
     conditions: list[Condition] = Field(default_factory=list)

@@ -6,10 +6,12 @@
    never launched twice.
 3. The launchable instance types, cheapest first by the kernel's one tie-break
    (:func:`~karpy_core.cloudprovider.launch.require_launchable`), go to one CreateFleet
-   (:mod:`karpy_aws.launch`) with the capacity type :func:`capacity_type_for` picks and the
-   zones of the NodeClass's subnets the claim allows.
+   (:mod:`karpy_aws.launch`) with the capacity type :func:`capacity_type_for` picks (reserved,
+   then spot, then on-demand), the zones of the NodeClass's subnets the claim allows and, for a
+   claim the scheduler pinned to reservations, their IDs.
 4. The result is stamped by :func:`~karpy_core.cloudprovider.launch.stamp_launched` with the AWS
-   extras: the zone-ID label, the NodeClass hash annotations and the instance profile.
+   extras: the zone-ID label, the capacity-reservation ID and type labels of a reserved launch,
+   the NodeClass hash annotations and the instance profile.
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ from karpy_aws.nodeclass import (
     NODECLASS_HASH_VERSION_ANNOTATION,
     nodeclass_hash,
 )
-from karpy_core.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_CAPACITY_TYPE, LABEL_ZONE
+from karpy_core.apis.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_RESERVATION_ID,
+    LABEL_RESERVATION_TYPE,
+    LABEL_ZONE,
+    RESERVATION_TYPE_DEFAULT,
+)
 from karpy_core.cloudprovider.launch import ProviderID, launch_constraints, require_launchable, stamp_launched
 
 if TYPE_CHECKING:
@@ -43,17 +54,23 @@ __all__ = ["capacity_type_for", "create_instance", "launched_claim"]
 
 
 def capacity_type_for(candidates: Sequence[InstanceType], reqs: Requirements) -> str:
-    """``spot`` when the claim allows it and any candidate has an available compatible spot
-    offering, else ``on-demand`` (Karpenter launches spot first when allowed)."""
+    """``reserved`` when the claim allows it and any candidate has an available compatible
+    reserved offering, else ``spot`` likewise, else ``on-demand`` (Karpenter
+    ``getCapacityType``: reserved, then spot, then on-demand)."""
     ct_req = reqs.get(LABEL_CAPACITY_TYPE)
-    spot_ok = (ct_req is None or ct_req.has(CAPACITY_TYPE_SPOT)) and any(
-        o.capacity_type == CAPACITY_TYPE_SPOT for it in candidates for o in it.compatible_offerings(reqs))
-    return CAPACITY_TYPE_SPOT if spot_ok else CAPACITY_TYPE_ON_DEMAND
+    offered = {o.capacity_type for it in candidates for o in it.compatible_offerings(reqs)}
+    for ct in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT):
+        if (ct_req is None or ct_req.has(ct)) and ct in offered:
+            return ct
+    return CAPACITY_TYPE_ON_DEMAND
 
 
 def launched_claim(nodeclaim: NodeClaim, nc: EC2NodeClass, it: InstanceType, launched: Launched, amis: dict[str, AMI]) -> NodeClaim:
     """``nodeclaim`` with the launched instance's labels, annotations, provider ID, image and capacity."""
     extra_labels: dict[str, str] = {}
+    if launched.reservation_id:
+        extra_labels[LABEL_RESERVATION_ID] = launched.reservation_id
+        extra_labels[LABEL_RESERVATION_TYPE] = launched.reservation_type or RESERVATION_TYPE_DEFAULT
     zone_id = next((s.zone_id for s in nc.status.subnets if s.id == launched.subnet_id and s.zone_id), None)
     if zone_id:
         extra_labels[LABEL_ZONE_ID] = zone_id
@@ -91,7 +108,10 @@ async def create_instance(nodeclaim: NodeClaim, *, nodeclasses: NodeClassSource,
     zones = None
     if zone_req is not None:
         zones = frozenset(s.zone for s in nc.status.subnets if zone_req.has(s.zone))
+    rid_req = reqs.get(LABEL_RESERVATION_ID)
+    reservation_ids = frozenset(rid_req.values) if rid_req is not None and not rid_req.complement else None
     launched = await launcher.launch(LaunchRequest(nodeclaim=nodeclaim, nodeclass=nc, instance_types=candidates,
-                                                   capacity_type=capacity_type_for(candidates, reqs), zones=zones, amis=amis))
+                                                   capacity_type=capacity_type_for(candidates, reqs), zones=zones, amis=amis,
+                                                   reservation_ids=reservation_ids))
     it = next(t for t in candidates if t.name == launched.instance_type)
     return launched_claim(nodeclaim, nc, it, launched, amis)

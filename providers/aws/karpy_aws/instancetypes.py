@@ -12,6 +12,12 @@ shared catalog rules (:mod:`karpy_core.cloudprovider.catalog.aws`: capacity, ove
 * Zones = offering zones ∩ zones of the NodeClass's resolved subnets. Offerings: on-demand and
   spot per zone (``SupportedUsageClasses``), priced by :class:`~karpy_aws.pricing.PricingProvider`,
   ``available=False`` when unpriced or in the unavailable-offerings cache.
+* Reserved offerings (``ReservedCapacity`` gate, karpenter-provider-aws
+  ``ReservedCapacityResolver``): one per entry of the NodeClass's ``status.capacityReservations``
+  whose instance type and zone are offered, capacity type ``reserved``, priced on-demand / 10^7
+  USD/hour, carrying the reservation ID and type and the instances it can still launch
+  (:class:`~karpy_aws.capacityreservation.CapacityReservations`); unavailable when none are left
+  or the reservation is ``expiring``. They are added after the cached build, so counts are live.
 """
 
 from __future__ import annotations
@@ -19,12 +25,19 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from karpy_aws.errors import call
-from karpy_core.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from karpy_core.apis.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    RESERVED_PRICE_DIVISOR,
+)
 from karpy_core.cloudprovider.catalog.aws import (
     AMIFamily,
     AWSCatalogOptions,
@@ -39,6 +52,7 @@ from karpy_core.utils.quantity import to_internal
 if TYPE_CHECKING:
     from karpy_aws.apis import EC2NodeClass
     from karpy_aws.cache import UnavailableOfferings
+    from karpy_aws.capacityreservation import CapacityReservations
     from karpy_aws.clients import AWSClients
     from karpy_aws.pricing import PricingProvider
 
@@ -194,6 +208,10 @@ class InstanceTypeProvider:
         self.refresh_seconds = refresh_seconds
         self._built: dict[tuple[Any, ...], list[InstanceType]] = {}
         self._marked: dict[tuple[Any, ...], tuple[Any, list[InstanceType]]] = {}
+        self.capacity_reservations: CapacityReservations | None = None
+        """Set by the plugin: the available counts reserved offerings carry (None: no reserved offerings)."""
+        self.reserved_capacity = True
+        """The ``ReservedCapacity`` feature gate (the plugin sets it)."""
         register_aws_labels()
 
     def _fresh(self, entry: tuple[float, Any] | None) -> bool:
@@ -270,7 +288,40 @@ class InstanceTypeProvider:
                     continue
                 base.append(build_instance_type(spec, self._offerings(spec, zones), self.region, opts))
             self._built[key] = base
-        return self._apply_unavailable(key, base)
+        return self._with_reservations(nodeclass, self._apply_unavailable(key, base))
+
+    def _with_reservations(self, nodeclass: EC2NodeClass, types: builtins.list[InstanceType]) -> builtins.list[InstanceType]:
+        """``types`` with a reserved offering per resolved capacity reservation (module docstring)."""
+        reservations = nodeclass.status.capacity_reservations
+        if not reservations or not self.reserved_capacity or self.capacity_reservations is None:
+            return types
+        by_type: dict[str, builtins.list[Offering]] = {}
+        names = {it.name: it for it in types}
+        for r in reservations:
+            it = names.get(r.instance_type)
+            if it is None or not any(o.zone == r.availability_zone for o in it.offerings):
+                continue
+            od = self.pricing.on_demand_price(it.name)
+            left = self.capacity_reservations.available(r.id)
+            by_type.setdefault(it.name, []).append(Offering(
+                r.availability_zone, CAPACITY_TYPE_RESERVED, (od or 0.0) / RESERVED_PRICE_DIVISOR,
+                left > 0 and r.state != "expiring", reservation_id=r.id, reservation_capacity=left,
+                reservation_type=r.reservation_type))
+        if not by_type:
+            return types
+        out: builtins.list[InstanceType] = []
+        for it in types:
+            extra = by_type.get(it.name)
+            if not extra:
+                out.append(it)
+                continue
+            clone = copy.copy(it)
+            clone.offerings = [*it.offerings, *extra]
+            clone.requirements = it.requirements.copy()
+            clone.requirements.by_key.pop(LABEL_CAPACITY_TYPE, None)
+            clone.__post_init__()  # the capacity-type requirement lists every offering's value
+            out.append(clone)
+        return out
 
     def _offerings(self, spec: InstanceTypeSpec, zones: builtins.list[str]) -> builtins.list[Offering]:
         out: builtins.list[Offering] = []
@@ -298,7 +349,7 @@ class InstanceTypeProvider:
                 out.append(it)
                 continue
             offerings = [
-                Offering(o.zone, o.capacity_type, o.price, False)
+                dataclasses.replace(o, available=False)
                 if o.available and (o.capacity_type in cts or (o.capacity_type, it.name, o.zone) in triples) else o
                 for o in it.offerings
             ]

@@ -13,7 +13,16 @@ Steps (Karpenter ``pkg/providers/instance/instance.go``, ``pkg/providers/launcht
 4. ``CreateFleet(Type=instant, TotalTargetCapacity=1)`` with one override per instance type x
    zonal subnet (cheapest first), ``price-capacity-optimized`` for spot, ``lowest-price`` for
    on-demand, and identical tags on the instance, its volumes and the fleet.
-5. Fleet ``Errors[]``: ICE-like codes mark (capacity type, type, zone) unavailable for 3 min; the
+   **Reserved** (a capacity reservation, ``ReservedCapacity`` gate): one override per reserved
+   offering the claim allows (its reservation IDs; one reservation per type and zone, the one
+   with most instances left), each through a launch template per (AMI, reservation) whose
+   ``CapacityReservationSpecification`` targets that reservation
+   (``capacity-reservations-only``; a capacity block also sets ``InstanceMarketOptions``
+   ``capacity-block``); the fleet's target capacity type is ``on-demand`` (``capacity-block``
+   for a block), ``lowest-price``. A launch takes one of the reservation's instances
+   (:meth:`~karpy_aws.capacityreservation.CapacityReservations.mark_launched`).
+5. Fleet ``Errors[]``: ICE-like codes mark (capacity type, type, zone) unavailable for 3 min (for a
+   reserved launch, ``ReservationCapacityExceeded`` or ICE marks the reservation full instead); the
    missing spot service-linked role marks **all spot** unavailable and records an event naming
    the fix. No instance -> :class:`InsufficientCapacityError` (only ICE-like errors) or
    :class:`CreateError` (reason = the AWS code). A missing launch template is re-created once.
@@ -32,7 +41,7 @@ from karpy_aws.cache import TTLCache
 from karpy_aws.errors import ICE_CODES, SPOT_SLR_CODE, SPOT_SLR_FIX, call
 from karpy_aws.instancetypes import volume_size_gib
 from karpy_aws.userdata import BootstrapOptions, encode, render_user_data
-from karpy_core.apis.labels import CAPACITY_TYPE_SPOT, LABEL_NODEPOOL
+from karpy_core.apis.labels import CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, LABEL_NODEPOOL, RESERVATION_TYPE_CAPACITY_BLOCK
 from karpy_core.errors import CreateError, InsufficientCapacityError
 
 if TYPE_CHECKING:
@@ -40,10 +49,11 @@ if TYPE_CHECKING:
 
     from karpy_aws.apis import AMI, EC2NodeClass
     from karpy_aws.cache import UnavailableOfferings
+    from karpy_aws.capacityreservation import CapacityReservations
     from karpy_aws.clients import AWSClients
     from karpy_aws.events import EventRecorder
     from karpy_core.apis.nodeclaim import NodeClaim
-    from karpy_core.cloudprovider.types import InstanceType
+    from karpy_core.cloudprovider.types import InstanceType, Offering
 
 __all__ = ["MAX_TYPES", "TAG_NODECLASS", "TAG_CLUSTER_NAME", "TAG_NODECLAIM", "LaunchRequest", "Launched", "Launcher",
            "launch_tags", "default_block_devices"]
@@ -118,10 +128,10 @@ class LaunchRequest:
         nodeclaim: the NodeClaim (labels, taints feed user data; its NodePool label tags it).
         nodeclass: the resolved, Ready EC2NodeClass.
         instance_types: compatible types, cheapest first (truncated to :data:`MAX_TYPES`).
-        capacity_type: ``spot`` or ``on-demand``.
+        capacity_type: ``reserved``, ``spot`` or ``on-demand``.
         zones: allowed zones (None = any).
         amis: type name -> the AMI to use for it.
-        max_pods: per type name, for user data (None: the AMI's default).
+        reservation_ids: for ``reserved``, the capacity reservations the claim may use (None = any).
     """
 
     nodeclaim: NodeClaim
@@ -130,11 +140,13 @@ class LaunchRequest:
     capacity_type: str
     zones: frozenset[str] | None
     amis: dict[str, AMI]
+    reservation_ids: frozenset[str] | None = None
 
 
 @dataclass
 class Launched:
-    """A launched instance: id, type, zone, subnet, AMI and capacity type."""
+    """A launched instance: id, type, zone, subnet, AMI, capacity type and, for ``reserved``, the
+    capacity reservation (id and ``default``/``capacity-block``)."""
 
     instance_id: str
     instance_type: str
@@ -143,6 +155,8 @@ class Launched:
     image_id: str
     capacity_type: str
     fleet_id: str
+    reservation_id: str | None = None
+    reservation_type: str | None = None
 
 
 class Launcher:
@@ -157,7 +171,8 @@ class Launcher:
     """
 
     def __init__(self, *, clients: AWSClients, cluster_name: str, cluster_endpoint: str, ca_bundle: str, cluster_cidr: str,
-                 unavailable: UnavailableOfferings, events: EventRecorder, now: Callable[[], float]):
+                 unavailable: UnavailableOfferings, events: EventRecorder, now: Callable[[], float],
+                 capacity_reservations: CapacityReservations | None = None):
         self.clients = clients
         self.cluster_name = cluster_name
         self.cluster_endpoint = cluster_endpoint
@@ -165,13 +180,16 @@ class Launcher:
         self.cluster_cidr = cluster_cidr
         self.unavailable = unavailable
         self.events = events
+        self.capacity_reservations = capacity_reservations
         self._templates: TTLCache[str] = TTLCache(now, 60.0)
         self.fleet_requests: list[dict[str, Any]] = []
         """The last CreateFleet requests (at most 20), for inspection in tests and debugging."""
 
     # ------------------------------------------------------------------ launch templates
-    def template_data(self, nodeclass: EC2NodeClass, nodeclaim: NodeClaim, ami: AMI) -> dict[str, Any]:
-        """``LaunchTemplateData`` for one AMI (see the module docstring)."""
+    def template_data(self, nodeclass: EC2NodeClass, nodeclaim: NodeClaim, ami: AMI,
+                      reservation: Offering | None = None) -> dict[str, Any]:
+        """``LaunchTemplateData`` for one AMI and, for a reserved launch, the reserved offering whose
+        reservation it targets (see the module docstring)."""
         spec = nodeclass.spec
         family = spec.resolved_ami_family()
         taints = tuple(
@@ -215,11 +233,19 @@ class Launcher:
         bdm = _block_devices(nodeclass)
         if bdm:
             data["BlockDeviceMappings"] = bdm
+        if reservation is not None and reservation.reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": reservation.reservation_id},
+            }
+            if reservation.reservation_type == RESERVATION_TYPE_CAPACITY_BLOCK:
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
 
-    async def ensure_template(self, nodeclass: EC2NodeClass, nodeclaim: NodeClaim, ami: AMI) -> str:
+    async def ensure_template(self, nodeclass: EC2NodeClass, nodeclaim: NodeClaim, ami: AMI,
+                              reservation: Offering | None = None) -> str:
         """The name of a launch template with this data, created when missing."""
-        data = self.template_data(nodeclass, nodeclaim, ami)
+        data = self.template_data(nodeclass, nodeclaim, ami, reservation)
         digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
         name = f"karpenter.k8s.aws/{digest}"
         if self._templates.get(name):
@@ -252,19 +278,23 @@ class Launcher:
             if (req.zones is None or s.zone in req.zones) and s.zone not in subnets_by_zone:
                 subnets_by_zone[s.zone] = s
         overrides: list[tuple[float, str, dict[str, Any]]] = []  # (price, template, override)
-        templates: dict[str, str] = {}
+        templates: dict[tuple[str, str], str] = {}
+        reserved: dict[tuple[str, str], Offering] = {}  # (type, zone) -> the reserved offering launched into
         for it in list(req.instance_types)[:MAX_TYPES]:
             ami = req.amis.get(it.name)
             if ami is None:
                 continue
-            for o in sorted(it.offerings, key=lambda o: (o.price, o.zone)):
-                if o.capacity_type != req.capacity_type or not o.available or o.zone not in subnets_by_zone:
+            for o in self._offerings_for(it, req):
+                if o.zone not in subnets_by_zone:
                     continue
-                if ami.id not in templates:
-                    templates[ami.id] = await self.ensure_template(req.nodeclass, req.nodeclaim, ami)
+                key = (ami.id, o.reservation_id or "")
+                if key not in templates:
+                    templates[key] = await self.ensure_template(req.nodeclass, req.nodeclaim, ami, o if o.reserved else None)
+                if o.reserved:
+                    reserved[(it.name, o.zone)] = o
                 subnet = subnets_by_zone[o.zone]
-                overrides.append((o.price, templates[ami.id], {"InstanceType": it.name, "SubnetId": subnet.id,
-                                                               "AvailabilityZone": o.zone, "ImageId": ami.id}))
+                overrides.append((o.price, templates[key], {"InstanceType": it.name, "SubnetId": subnet.id,
+                                                            "AvailabilityZone": o.zone, "ImageId": ami.id}))
         if not overrides:
             raise InsufficientCapacityError(f"NodeClaim {name}: no available {req.capacity_type} offering in the NodeClass's "
                                             f"subnets for the compatible instance types")
@@ -275,9 +305,13 @@ class Launcher:
         nodepool = req.nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
         # the NodeClaim's name too, so a restarted controller finds this instance instead of launching another
         tags = _tag_list({**launch_tags(self.cluster_name, nodepool, req.nodeclass), TAG_NODECLAIM: name})
+        target = req.capacity_type
+        if target == CAPACITY_TYPE_RESERVED:
+            blocks = any(o.reservation_type == RESERVATION_TYPE_CAPACITY_BLOCK for o in reserved.values())
+            target = "capacity-block" if blocks else "on-demand"
         request: dict[str, Any] = {
             "Type": "instant",
-            "TargetCapacitySpecification": {"DefaultTargetCapacityType": req.capacity_type, "TotalTargetCapacity": 1},
+            "TargetCapacitySpecification": {"DefaultTargetCapacityType": target, "TotalTargetCapacity": 1},
             "LaunchTemplateConfigs": [
                 {"LaunchTemplateSpecification": {"LaunchTemplateName": t, "Version": "$Latest"}, "Overrides": ovs}
                 for t, ovs in configs.items()
@@ -304,11 +338,21 @@ class Launcher:
             if ids:
                 ov = (inst.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
                 lifecycle = inst.get("Lifecycle") or req.capacity_type
-                return Launched(instance_id=ids[0], instance_type=inst.get("InstanceType") or ov.get("InstanceType", ""),
-                                zone=ov.get("AvailabilityZone", ""), subnet_id=ov.get("SubnetId", ""),
+                itype = inst.get("InstanceType") or ov.get("InstanceType", "")
+                zone = ov.get("AvailabilityZone", "")
+                into = reserved.get((itype, zone))
+                if into is not None and into.reservation_id:
+                    if self.capacity_reservations is not None:
+                        self.capacity_reservations.mark_launched(into.reservation_id)
+                    return Launched(instance_id=ids[0], instance_type=itype, zone=zone, subnet_id=ov.get("SubnetId", ""),
+                                    image_id=ov.get("ImageId") or "", capacity_type=CAPACITY_TYPE_RESERVED,
+                                    fleet_id=str(resp.get("FleetId") or ""), reservation_id=into.reservation_id,
+                                    reservation_type=into.reservation_type)
+                return Launched(instance_id=ids[0], instance_type=itype,
+                                zone=zone, subnet_id=ov.get("SubnetId", ""),
                                 image_id=ov.get("ImageId") or "", capacity_type="spot" if lifecycle == "spot" else "on-demand",
                                 fleet_id=str(resp.get("FleetId") or ""))
-        await self._handle_errors(resp.get("Errors") or [], req)
+        await self._handle_errors(resp.get("Errors") or [], req, reserved)
         codes = sorted({e.get("ErrorCode", "") for e in resp.get("Errors") or []})
         messages = "; ".join(sorted({f"{e.get('ErrorCode')}: {e.get('ErrorMessage', '')}" for e in resp.get("Errors") or []}))
         if codes and all(c in ICE_CODES or c == SPOT_SLR_CODE for c in codes):
@@ -317,13 +361,34 @@ class Launcher:
         raise CreateError(f"{subject}: CreateFleet launched nothing ({messages or 'no error given'})",
                           condition_reason=code.replace(".", ""), code=code)
 
-    async def _handle_errors(self, errors: list[dict[str, Any]], req: LaunchRequest) -> None:
+    def _offerings_for(self, it: InstanceType, req: LaunchRequest) -> list[Offering]:
+        """``it``'s available offerings of the request's capacity type, cheapest first; for
+        ``reserved`` only the allowed reservations, one per zone (most instances left, then id)."""
+        offers = [o for o in it.offerings if o.capacity_type == req.capacity_type and o.available]
+        if req.capacity_type == CAPACITY_TYPE_RESERVED:
+            offers = [o for o in offers if o.reservation_id and (req.reservation_ids is None or o.reservation_id in req.reservation_ids)]
+            best: dict[str, Offering] = {}
+            for o in sorted(offers, key=lambda o: (-o.reservation_capacity, o.reservation_id or "")):
+                best.setdefault(o.zone, o)
+            offers = list(best.values())
+        return sorted(offers, key=lambda o: (o.price, o.zone))
+
+    async def _handle_errors(self, errors: list[dict[str, Any]], req: LaunchRequest,
+                             reserved: dict[tuple[str, str], Offering] | None = None) -> None:
         slr = False
         for err in errors:
             code = err.get("ErrorCode", "")
             ov = (err.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
             lifecycle = err.get("Lifecycle") or req.capacity_type
             ct = "spot" if lifecycle == "spot" else "on-demand"
+            into = (reserved or {}).get((ov.get("InstanceType", ""), ov.get("AvailabilityZone", "")))
+            if into is not None and into.reservation_id and code in ICE_CODES:
+                log.info("marking capacity reservation unavailable",
+                         extra={"reason": code, "instance-type": ov.get("InstanceType"), "zone": ov.get("AvailabilityZone"),
+                                "capacity-reservation-id": into.reservation_id})
+                if self.capacity_reservations is not None:
+                    self.capacity_reservations.mark_unavailable(into.reservation_id)
+                continue
             if code == SPOT_SLR_CODE:
                 slr = True
             elif code in ICE_CODES and ov.get("InstanceType") and ov.get("AvailabilityZone"):

@@ -18,6 +18,11 @@ condition                    False reasons (message says what was searched and w
                              ``InstanceProfileCreationFailed``
 ``ValidationSucceeded``      ``TagValidationFailed``, ``RunInstancesAuthCheckFailed``,
                              ``DependenciesNotReady``
+``CapacityReservationsReady`` ``CapacityReservationsNotFound`` (DescribeCapacityReservations
+                             failed; the message names the AWS code). Set, and part of
+                             ``Ready``, only with ``ReservedCapacity`` on and
+                             ``capacityReservationSelectorTerms`` given; True with an empty
+                             ``status.capacityReservations`` when nothing matches (as upstream)
 ``Ready``                    the first failing condition's reason and message
 ============================ ======================================================================
 
@@ -28,7 +33,8 @@ issues #8257, #1039). An event names the groups.
 
 AWS calls: DescribeSubnets, DescribeSecurityGroups, DescribeImages, ssm:GetParameter,
 iam:GetInstanceProfile/CreateInstanceProfile/TagInstanceProfile/AddRoleToInstanceProfile/
-RemoveRoleFromInstanceProfile/GetRole, RunInstances(DryRun). Filters use distinct names per call
+RemoveRoleFromInstanceProfile/GetRole, RunInstances(DryRun), DescribeCapacityReservations
+(:mod:`karpy_aws.capacityreservation`). Filters use distinct names per call
 (``tag:<k>`` with ``*`` for any value, never two ``tag-key`` filters): moto keeps only the last
 filter of a repeated name.
 """
@@ -49,12 +55,14 @@ from karpy_aws.apis import (
     AMI,
     RESTRICTED_TAG_KEYS,
     AMIRequirement,
+    CapacityReservation,
     EC2NodeClass,
     EC2NodeClassStatus,
     SecurityGroup,
     Subnet,
 )
 from karpy_aws.cache import TTLCache
+from karpy_aws.capacityreservation import CapacityReservations
 from karpy_aws.errors import call, error_code
 from karpy_core.apis.base import Condition
 from karpy_core.apis.labels import LABEL_ARCH
@@ -75,6 +83,7 @@ __all__ = [
     "COND_INSTANCE_PROFILE",
     "COND_VALIDATION",
     "COND_SG_CLUSTER_TAG",
+    "COND_CAPACITY_RESERVATIONS",
     "NODECLASS_HASH_ANNOTATION",
     "NODECLASS_HASH_VERSION_ANNOTATION",
     "NODECLASS_HASH_VERSION",
@@ -96,6 +105,7 @@ COND_AMIS = "AMIsReady"
 COND_INSTANCE_PROFILE = "InstanceProfileReady"
 COND_VALIDATION = "ValidationSucceeded"
 COND_SG_CLUSTER_TAG = "SecurityGroupsClusterTagConflict"
+COND_CAPACITY_RESERVATIONS = "CapacityReservationsReady"
 CONDITION_TYPES = (COND_AMIS, COND_SUBNETS, COND_SECURITY_GROUPS, COND_INSTANCE_PROFILE, COND_VALIDATION)
 """The conditions that roll up into ``Ready``, in reconcile order."""
 
@@ -237,6 +247,10 @@ class NodeClassResolver:
         self._cache: TTLCache[Resolution] = TTLCache(now, _CACHE_TTL)
         self._validated: TTLCache[_Step] = TTLCache(now, _VALIDATION_TTL)
         self._warned: set[tuple[str, tuple[str, ...]]] = set()
+        self.capacity_reservations = CapacityReservations(clients=clients, now=now)
+        """The reservations' available counts (the instance types' reserved offerings read them)."""
+        self.reserved_capacity = True
+        """The ``ReservedCapacity`` feature gate (the plugin sets it): off, no reservation is listed."""
 
     def _key(self, nc: EC2NodeClass) -> tuple[str, str, str]:
         spec = json.dumps(nc.spec.model_dump(by_alias=True, exclude_none=True, mode="json"), sort_keys=True)
@@ -265,6 +279,10 @@ class NodeClassResolver:
         steps[COND_SECURITY_GROUPS], status.security_groups, sg_warning = await self._security_groups(nc)
         steps[COND_INSTANCE_PROFILE], status.instance_profile = await self._instance_profile(nc)
         steps[COND_VALIDATION] = await self._validate(nc, status, steps)
+        rollup: tuple[str, ...] = CONDITION_TYPES
+        if self.reserved_capacity and nc.spec.capacity_reservation_selector_terms:
+            steps[COND_CAPACITY_RESERVATIONS], status.capacity_reservations = await self._capacity_reservations(nc)
+            rollup = (*CONDITION_TYPES, COND_CAPACITY_RESERVATIONS)
 
         now = datetime.fromtimestamp(self._now(), UTC)
         generation = nc.metadata.generation if hasattr(nc.metadata, "generation") else None
@@ -276,9 +294,11 @@ class NodeClassResolver:
             conds[type_] = Condition(type=type_, status=step.status, reason=step.reason, message=step.message,
                                      last_transition_time=ltt, observed_generation=generation)
 
-        for t in CONDITION_TYPES:
+        if COND_CAPACITY_RESERVATIONS not in rollup:
+            conds.pop(COND_CAPACITY_RESERVATIONS, None)
+        for t in rollup:
             put(t, steps[t])
-        failing = next((t for t in CONDITION_TYPES if steps[t].status != "True"), None)
+        failing = next((t for t in rollup if steps[t].status != "True"), None)
         if failing is None:
             put(COND_READY, _Step("True", "Ready", ""))
         else:
@@ -292,6 +312,16 @@ class NodeClassResolver:
         nc.status = status
         result = Resolution(nc, failing is None, warnings)
         return self._cache.set(key, result)
+
+    # ------------------------------------------------------------------ capacity reservations
+    async def _capacity_reservations(self, nc: EC2NodeClass) -> tuple[_Step, list[CapacityReservation]]:
+        try:
+            found = await self.capacity_reservations.list(nc.spec.capacity_reservation_selector_terms or [])
+        except CloudProviderError as exc:
+            return _Step("False", "CapacityReservationsNotFound",
+                         f"DescribeCapacityReservations failed ({exc.code}): {exc}; the controller's role needs "
+                         f"ec2:DescribeCapacityReservations"), []
+        return _Step("True", "CapacityReservationsReady", ""), found
 
     # ------------------------------------------------------------------ subnets
     async def _subnets(self, nc: EC2NodeClass) -> tuple[_Step, list[Subnet]]:

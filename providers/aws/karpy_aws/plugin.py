@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a venv without the
 
 from karpy_aws.apis import GROUP, EC2NodeClass
 from karpy_aws.cache import UnavailableOfferings
+from karpy_aws.capacitytype import CapacityTypeSync
 from karpy_aws.clients import AWSClients
 from karpy_aws.create import create_instance
 from karpy_aws.drift import drift_reason
@@ -59,10 +60,12 @@ from karpy_aws.options import AWSOptions
 from karpy_aws.pricing import PricingProvider
 from karpy_aws.region import resolve_region
 from karpy_aws.tagging import InstanceTagging
+from karpy_core.apis.labels import LABEL_RESERVATION_ID
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
 from karpy_core.errors import CloudProviderError, ConfigurationError, NodeClassNotReadyError
+from karpy_core.featuregates import FeatureGates
 from karpy_core.utils.clock import now_function
 from karpy_core.utils.loops import every
 
@@ -122,9 +125,25 @@ class AWSProvider:
                                                 instance_types=self.instance_types)
         self.inventory = InstanceInventory(clients=self.clients, cluster_name=cluster_name, region=region,
                                            instance_types=self.instance_types)
+        self.capacity_reservations = self.resolver.capacity_reservations
+        """Capacity reservations' available counts, shared by status resolution, offerings and launches."""
+        self.instance_types.capacity_reservations = self.capacity_reservations
         self.launcher = Launcher(clients=self.clients, cluster_name=cluster_name, cluster_endpoint=cluster_endpoint,
                                  ca_bundle=ca_bundle, cluster_cidr=cluster_cidr, unavailable=self.unavailable,
-                                 events=self.events, now=self.now)
+                                 events=self.events, now=self.now, capacity_reservations=self.capacity_reservations)
+        self._feature_gates = FeatureGates()
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """Karpenter's ``FEATURE_GATES`` (the CloudProvider facade sets them): with
+        ``ReservedCapacity=false`` no capacity reservation is listed, offered or launched into."""
+        return self._feature_gates
+
+    @feature_gates.setter
+    def feature_gates(self, gates: FeatureGates) -> None:
+        self._feature_gates = gates
+        self.resolver.reserved_capacity = self.instance_types.reserved_capacity = gates.ReservedCapacity
+        self.resolver.invalidate()
 
     async def prepare(self) -> None:
         """Find what the settings left unset, before the controller starts (the CLI awaits it
@@ -187,6 +206,16 @@ class AWSProvider:
             raise ConfigurationError("aws provider: the EC2NodeClass controller needs the 'kube' option")
         return EC2NodeClassController(kube=self.kube, resolver=self.resolver)
 
+    def capacity_type_sync(self) -> CapacityTypeSync:
+        """The reserved -> on-demand relabelling loop (:mod:`karpy_aws.capacitytype`).
+
+        Raises:
+            ConfigurationError: the plugin has no kube client.
+        """
+        if self.kube is None:
+            raise ConfigurationError("aws provider: the capacity-type controller needs the 'kube' option")
+        return CapacityTypeSync(kube=self.kube, resolver=self.resolver, nodeclass=self.get_nodeclass)
+
     def interruption_handler(self) -> InterruptionHandler:
         """The SQS interruption handler for ``interruption_queue``.
 
@@ -224,7 +253,9 @@ class AWSProvider:
     @hookimpl
     def karpy_controllers(self) -> list[ControllerLoop]:
         """Background loops while leading: EC2NodeClass status (every 60 s), instance tagging after
-        registration (:mod:`karpy_aws.tagging`, every 5 s) and, when an ``interruption_queue`` is
+        registration (:mod:`karpy_aws.tagging`, every 5 s), with ``ReservedCapacity`` the
+        reserved -> on-demand relabelling of NodeClaims whose reservation ended
+        (:mod:`karpy_aws.capacitytype`, every 60 s) and, when an ``interruption_queue`` is
         configured, the SQS interruption poller (20 s long polls).
         Garbage collection of leaked instances is core's (it runs for every provider)."""
         if self.kube is None:
@@ -239,6 +270,13 @@ class AWSProvider:
             await every(5.0, "aws.nodeclaim.tagging", ctl.reconcile)
 
         loops: list[ControllerLoop] = [("aws.nodeclass", nodeclasses), ("aws.nodeclaim.tagging", tagging)]
+        if self.feature_gates.ReservedCapacity:
+            sync = self.capacity_type_sync()
+
+            async def capacity_type() -> None:
+                await every(60.0, sync.name, sync.reconcile)
+
+            loops.append((sync.name, capacity_type))
         if self.interruption_queue:
             handler = self.interruption_handler()
 
@@ -301,6 +339,9 @@ class AWSProvider:
             CloudProviderError: the instance is not tagged for this cluster (never touched).
         """
         await self.inventory.terminate(nodeclaim)
+        reservation = nodeclaim.metadata.labels.get(LABEL_RESERVATION_ID)
+        if reservation:
+            self.capacity_reservations.mark_terminated(reservation)
 
     async def _describe_provider_id(self, provider_id: str) -> dict[str, Any]:
         _, instance_id = parse_provider_id(provider_id)
