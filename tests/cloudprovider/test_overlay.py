@@ -175,9 +175,10 @@ def test_the_launch_kernel_ranks_overlaid_types_while_a_launch_overlay_is_set() 
 
 
 def test_reserved_offerings_keep_their_reservation_and_are_keyed_by_it() -> None:
-    it = itype("m5.large", 0.096)
-    it = InstanceType(it.name, it.requirements, [*it.offerings, Offering("z1", "reserved", 0.0001, reservation_id="cr-a", reservation_capacity=2),
-                                                 Offering("z1", "reserved", 0.0002, reservation_id="cr-b", reservation_capacity=1)], it.capacity)
+    base = itype("m5.large", 0.096)
+    reqs = Requirements.of(*(r for r in base.requirements if r.key != "karpenter.sh/capacity-type"))  # recomputed from the offerings
+    it = InstanceType(base.name, reqs, [*base.offerings, Offering("z1", "reserved", 0.0001, reservation_id="cr-a", reservation_capacity=2),
+                                        Offering("z1", "reserved", 0.0002, reservation_id="cr-b", reservation_capacity=1)], base.capacity)
     store = compile_overlays([
         overlay("reserved-fee", priceAdjustment="+0.01", reqs=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}]),
     ], [PoolTypes("p", {}, [it])])
