@@ -15,7 +15,10 @@ amd64/linux NodePool) it prints:
   reference sees karpy's own type table (allocatable minus DaemonSet overhead, max-pods) and pod
   requests and selectors.
 
-Run: ``.venv/bin/python benchmarks/cost.py [--only NAME...] [--catalog aws kwok] [--time-limit 15]``
+``--overlay FILE`` (repeatable) applies the NodeOverlays in FILE to the catalog first (as the
+``NodeOverlay`` gate does): every plan and reference is then priced, and sized, by the overlaid types.
+
+Run: ``.venv/bin/python benchmarks/cost.py [--only NAME...] [--catalog aws kwok] [--time-limit 15] [--overlay FILE]``
 """
 
 from __future__ import annotations
@@ -151,8 +154,9 @@ def nodepool(catalog: str) -> dict[str, Any]:
 
 
 def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict[str, Any]], topo: str | None,
-        instance_types: list[Any], time_limit: float, milp_pods: int) -> dict[str, Any]:
+        instance_types: list[Any], time_limit: float, milp_pods: int, overlays: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     from karpy_core.cloudprovider.launch import LaunchConstraints, cheapest_launchable
+    from karpy_core.cloudprovider.overlay import PoolTypes, compile_overlays
     from karpy_core.errors import InsufficientCapacityError
     from karpy_core.scheduling.pod import pod_info
     from karpy_core.scheduling.scheduler import Scheduler
@@ -163,6 +167,12 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     pool = nodepool(catalog)
     if name == "seed004":  # the demo selects workload-type=karpenter, which seed 004's NodePool sets as a template label
         pool = {**pool, "spec": {**pool["spec"], "template": {**pool["spec"]["template"], "metadata": {"labels": {"workload-type": "karpenter"}}}}}  # noqa: E501
+    if overlays:
+        labels = ((pool["spec"]["template"].get("metadata") or {}).get("labels")) or {}
+        store = compile_overlays(overlays, [PoolTypes(pool["metadata"]["name"], labels, instance_types)])
+        if store.invalid or store.conflicts:
+            print(f"      overlays not applied: invalid {store.invalid}, in conflict {store.conflicts}")
+        instance_types = store.apply_all(pool["metadata"]["name"], instance_types)
     template = template_from_nodepool(pool, instance_types)
     pods = [pod_info(p) for p in pods_raw]
     dss = [pod_info(p) for p in ds_raw]
@@ -224,7 +234,10 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=15.0, help="HiGHS seconds per MILP")
     parser.add_argument("--milp-pods", type=int, default=1000, help="larger workloads get the LP bound")
     parser.add_argument("--show-types", action="store_true", help="print karpy's and the optimum's node types")
+    parser.add_argument("--overlay", action="append", default=[], metavar="FILE",
+                        help="NodeOverlay manifests applied to the catalog (prices and capacities), repeatable")
     args = parser.parse_args()
+    overlays = [d for f in args.overlay for d in _yaml(f) if d and d.get("kind") == "NodeOverlay"]
     from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
     from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
 
@@ -237,7 +250,7 @@ def main() -> None:
         for name, docs, raw, topo in workloads(catalog):
             if args.only and name not in args.only:
                 continue
-            r = run(catalog, name, docs, raw, topo, its, args.time_limit, args.milp_pods)
+            r = run(catalog, name, docs, raw, topo, its, args.time_limit, args.milp_pods, overlays)
             rows.append(r)
             b = r["bound"] if r["ref_kind"] != "opt" else r["ref"]
             ref_shown = r["ref"] if r["ref"] is not None else r["bound"]

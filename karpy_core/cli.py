@@ -311,6 +311,7 @@ def render_explain(report: Any, target: str) -> str:
         if p.node:
             node = next(n for n in report.nodes if n.name == p.node)
             lines.append(f"{full}: bound to {p.node} ({node.instance_type}, {node.zone}, {node.capacity_type}, NodePool {node.nodepool})")
+            lines.extend(f"  {line}" for line in getattr(report, "overlays", {}).get(p.node, []))
         else:
             lines.append(f"{full}: pending")
             lines.extend(f"  {line}" for line in report.explanations.get(full, [p.reason or ""]))
@@ -706,7 +707,7 @@ def controller(
 def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
-    """Create or update karpy's CRDs (NodePool, NodeClaim, EC2NodeClass, KCNodeClass) in a cluster."""
+    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, EC2NodeClass, KCNodeClass) in a cluster."""
     import aiohttp
 
     from karpy_core.apis.crds import install

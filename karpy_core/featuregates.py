@@ -35,7 +35,6 @@ class FeatureGates:
 
 
 UNIMPLEMENTED_GATES: Mapping[str, str] = {
-    "NodeOverlay": "karpy does not read NodeOverlay objects",
 }
 """Gates whose feature karpy lacks: true is refused, naming the reason."""
 

@@ -40,6 +40,7 @@ from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
+from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.provisioner import Provisioner
@@ -140,6 +141,7 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
 _CONTROLLER_NAMES = {
     "lifecycle": "nodeclaim.lifecycle", "termination": "node.termination", "nodepool": "nodepool.status",
     "health": "node.health", "drift": "nodeclaim.disruption.drift", "disruption": "disruption",
+    "nodeoverlay": "nodeoverlay.controller",
     "static": "static.provisioning",
 }
 """Loop name -> the ``controller`` label of the controller-runtime metrics (Karpenter's controller names)."""
@@ -197,6 +199,8 @@ class Operator:
     """
 
     CACHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "DaemonSet", "PodDisruptionBudget")
+    GATED_KINDS = {"NodeOverlay": "NodeOverlay"}
+    """Kinds cached only while their feature gate (the value) is on."""
     BUFFER_KINDS = ("CapacityBuffer", "PodTemplate")
     """Also cached with the ``CapacityBuffer`` gate."""
 
@@ -222,7 +226,8 @@ class Operator:
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
         gates = self.settings.feature_gates
         buffer_kinds = list(self.BUFFER_KINDS) if gates.CapacityBuffer else []
-        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes, *buffer_kinds])
+        gated = [kind for kind, gate in self.GATED_KINDS.items() if getattr(gates, gate)]
+        self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes, *buffer_kinds, *gated])
         self.metrics.attach_state(self.kube, self.kube.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
@@ -254,6 +259,9 @@ class Operator:
         self.nodepool_status = NodePoolStatus(kube=self.kube, clock=self.clock, registration=self.registration,
                                               managed=provider.managed_node_classes())
         self.gc = GarbageCollection(kube=self.kube, provider=provider, clock=self.clock)
+        self.overlays = NodeOverlayController(kube=self.kube, provider=provider, clock=self.clock) \
+            if self.settings.feature_gates.NodeOverlay else None
+        """The NodeOverlay controller (``NodeOverlay`` gate): overlaid instance types for every controller."""
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
         self.batcher = Batcher(self.clock, self.settings.batch, hold=lambda: bool(self._unmarked))
@@ -356,6 +364,8 @@ class Operator:
             self._poke("static")
         if kind == "NodePool" or kind.endswith("NodeClass"):
             self._poke("drift")
+        if kind in ("NodeOverlay", "NodePool") or kind.endswith("NodeClass"):
+            self._poke("nodeoverlay")
         if kind in ("NodeClaim", "Node") and ev.type == "DELETED":
             self._poke("disruption")  # a finished disruption frees its budget for the next command
 
@@ -604,6 +614,17 @@ class Operator:
     async def _nodepool_step(self) -> None:
         await self.nodepool_status.reconcile()
 
+    async def _overlay_step(self) -> None:
+        """One NodeOverlay pass; when the overlaid prices or capacities change, provisioning runs
+        again (pending pods may fit now) and consolidation re-evaluates (upstream marks the
+        cluster unconsolidated)."""
+        assert self.overlays is not None
+        result = await self.overlays.reconcile()
+        if result.changed:
+            log.info("node overlays applied", extra={"applied": result.store.applied, "conflicts": result.store.conflicts,
+                                                     "invalid": sorted(result.store.invalid)})
+            self.batcher.trigger()
+            self._poke("disruption")
     async def _buffer_step(self) -> None:
         """CapacityBuffer status, then a provisioning pass while some buffer is ready (its headroom
         is re-placed: a real pod that took it makes a new node), every 30 s as upstream requeues."""
@@ -629,12 +650,18 @@ class Operator:
         await self.kube.start()
         log.info("caches synced; starting controllers")
         self.started = True
+        if self.overlays is not None:  # overlays are evaluated before the first provisioning pass
+            try:
+                await self._overlay_step()
+            except Exception:
+                log.exception("node overlay evaluation failed; retrying in its loop")
         self.batcher.trigger()  # pending pods that existed before we started
         tasks = [
             spawn(self._provisioning_loop(), name="provisioner"),
             spawn(self._loop("lifecycle", self._lifecycle_step), name="nodeclaim.lifecycle"),
             spawn(self._loop("termination", self._termination_step, lambda: self.termination.wake), name="node.termination"),
             spawn(self._loop("nodepool", self._nodepool_step), name="nodepool.status"),
+            *([spawn(self._loop("nodeoverlay", self._overlay_step), name="nodeoverlay.controller")] if self.overlays else []),
             *([spawn(self._loop("capacitybuffer", self._buffer_step, lambda: self._buffer_due), name="capacitybuffer")]
               if self.buffer_status is not None else []),
             *([spawn(self._loop("static", self._static_step), name="static.provisioning")] if self.static is not None else []),

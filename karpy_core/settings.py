@@ -13,7 +13,7 @@ Each Karpenter option is one of:
   further effect (e.g. ``MEMORY_LIMIT``: a Go GC setting; ``KARPENTER_SERVICE``: karpy runs no
   webhook); :data:`ACCEPTED` says why for each;
 * refused: a value asking for something karpy does not do (``ENABLE_PROFILING=true``,
-  ``FEATURE_GATES=NodeOverlay=true``) is a :class:`~karpy_core.errors.ConfigurationError` naming
+  a feature gate karpy does not implement set to true) is a :class:`~karpy_core.errors.ConfigurationError` naming
   the setting, never silently dropped.
 
 :meth:`KarpySettings.controller_settings` and :meth:`KarpySettings.provider_options` turn the

@@ -100,7 +100,6 @@ def test_process_environment_is_the_default_source(monkeypatch: pytest.MonkeyPat
     ({"AMI_REFRESH_INTERVAL": "5m"}, "AMI_REFRESH_INTERVAL=300.0"),
     ({"AWS_FEATURE_GATES": "NodeClassCEL=true"}, "AWS_FEATURE_GATES: NodeClassCEL=true is not supported"),
     ({"AWS_FEATURE_GATES": "Nope=false"}, "unknown feature gate 'Nope'"),
-    ({"FEATURE_GATES": "NodeOverlay=true"}, "FEATURE_GATES: NodeOverlay=true is not supported"),
     ({"FEATURE_GATES": "NodeRepiar=true"}, "unknown feature gate 'NodeRepiar'"),
     ({"FEATURE_GATES": "NodeRepair"}, "'NodeRepair' is not Name=true|false"),
     ({"FEATURE_GATES": "NodeRepair=maybe"}, "'maybe' is not true or false"),

@@ -1,6 +1,7 @@
 """CustomResourceDefinitions (``apiextensions.k8s.io/v1``) generated from karpy's pydantic models.
 
-One CRD per kind karpy owns: ``NodePool`` and ``NodeClaim`` (``karpenter.sh/v1``), ``EC2NodeClass``
+One CRD per kind karpy owns: ``NodePool`` and ``NodeClaim`` (``karpenter.sh/v1``), ``NodeOverlay``
+(``karpenter.sh/v1alpha1``), ``EC2NodeClass``
 (``karpenter.k8s.aws/v1``) and ``KCNodeClass`` (``karpenter.kakaocloud.com/v1alpha1``), all
 cluster-scoped, with the ``status`` subresource and ``kubectl get`` columns of Karpenter's own CRDs.
 
@@ -320,6 +321,44 @@ def _nodeclaim_overlays() -> dict[str, Overlay]:
                 "terminationGracePeriod": {"pattern": DURATION.pattern},
             },
             rules=[_rule("self == oldSelf", "spec is immutable")],
+        ),
+    }
+
+
+def _nodeoverlay_overlays() -> dict[str, Overlay]:
+    """``karpenter.sh_nodeoverlays.yaml``'s rules, mirroring :mod:`karpy_core.apis.nodeoverlay`."""
+    integer_ops = _cel_list(["Gt", "Lt", "Gte", "Lte"])
+    from karpy_core.apis.nodeoverlay import PRICE_ADJUSTMENT_PATTERN, PRICE_PATTERN, RESTRICTED_CAPACITY
+
+    return {
+        "NodeOverlayRequirement": Overlay(
+            properties={
+                "key": {**_LABEL_KEY_SCHEMA, "x-kubernetes-validations": [
+                    _rule("self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] "
+                          "|| !self.find('^([^/]+)').endsWith('karpenter.sh')",
+                          'label domain "karpenter.sh" is restricted'),
+                    _rule(f"self != {_q(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted'),
+                ]},
+                "values": {"items": dict(_LABEL_VALUE_SCHEMA)},
+            },
+            rules=[
+                _rule("!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() != 0)",
+                      "requirements with operator 'In' or 'NotIn' must have a value defined", ".values"),
+                _rule(f"!(self.operator in {integer_ops}) "
+                      "|| (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
+                      "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value", ".values"),
+                _rule("!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",
+                      "requirements with operator 'Exists' or 'DoesNotExist' take no values", ".values"),
+            ],
+        ),
+        "NodeOverlaySpec": Overlay(
+            properties={
+                "capacity": {"x-kubernetes-validations": [
+                    _rule(f"self.all(x, !(x in {_cel_list(RESTRICTED_CAPACITY)}))", "invalid resource restricted")]},
+                "price": {"pattern": PRICE_PATTERN},
+                "priceAdjustment": {"pattern": PRICE_ADJUSTMENT_PATTERN},
+            },
+            rules=[_rule("!has(self.price) || !has(self.priceAdjustment)", "cannot set both 'price' and 'priceAdjustment'")],
         ),
     }
 
@@ -808,7 +847,7 @@ _AGE = _column("Age", ".metadata.creationTimestamp", "date")
 
 
 def crd_specs() -> list[CRDSpec]:
-    """The kinds, in a fixed order: NodePool, NodeClaim, EC2NodeClass, KCNodeClass, CapacityBuffer
+    """The kinds, in a fixed order: NodePool, NodeClaim, NodeOverlay, EC2NodeClass, KCNodeClass, CapacityBuffer
     (``autoscaling.x-k8s.io/v1beta1``, namespaced; upstream's CRD shape, served with the
     CapacityBuffer gate).
 
@@ -820,6 +859,7 @@ def crd_specs() -> list[CRDSpec]:
 
     from karpy_core.apis.capacitybuffer import CapacityBuffer
     from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodeoverlay import NodeOverlay
     from karpy_core.apis.nodepool import NodePool
 
     return [
@@ -855,6 +895,13 @@ def crd_specs() -> list[CRDSpec]:
                 _column("Drifted", '.status.conditions[?(@.type=="Drifted")].status', priority=1),
             ),
             overlays=_nodeclaim_overlays,
+        ),
+        CRDSpec(
+            NodeOverlay,
+            "nodeoverlays",
+            short_names=("overlays",),
+            columns=(_READY, _AGE, _column("Weight", ".spec.weight", "integer", 1)),
+            overlays=_nodeoverlay_overlays,
         ),
         CRDSpec(
             EC2NodeClass,
@@ -927,7 +974,7 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
 
 
 def generate() -> dict[str, dict[str, Any]]:
-    """Filename (``karpenter.sh_nodepools.yaml``...) -> CRD object, for the four kinds.
+    """Filename (``karpenter.sh_nodepools.yaml``...) -> CRD object, for the five kinds.
 
     Known differences with the loader (:mod:`karpy_core.apis.loader`), all in corners:
 

@@ -26,11 +26,13 @@ log = logging.getLogger(__name__)
 def core_kinds() -> list[type[KubeObject]]:
     """The kinds karpy core models: karpenter.sh/v1 NodePool and NodeClaim, core/v1 Pod and Node,
     apps/v1 Deployment/ReplicaSet/StatefulSet/DaemonSet, batch/v1 Job, policy/v1 PodDisruptionBudget,
-    node.k8s.io/v1 RuntimeClass, autoscaling.x-k8s.io/v1beta1 CapacityBuffer and v1 PodTemplate."""
+    node.k8s.io/v1 RuntimeClass, autoscaling.x-k8s.io/v1beta1 CapacityBuffer and v1 PodTemplate, karpenter.sh/v1alpha1
+    NodeOverlay."""
     from karpy_core.apis.capacitybuffer import CapacityBuffer, PodTemplate
     from karpy_core.apis.core import Node, Pod
     from karpy_core.apis.node import RuntimeClass
     from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodeoverlay import NodeOverlay
     from karpy_core.apis.nodepool import NodePool
     from karpy_core.apis.workloads import (
         DaemonSet,
@@ -42,7 +44,7 @@ def core_kinds() -> list[type[KubeObject]]:
     )
 
     return [NodePool, NodeClaim, Pod, Node, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, PodDisruptionBudget,
-            RuntimeClass, CapacityBuffer, PodTemplate]
+            RuntimeClass, CapacityBuffer, PodTemplate, NodeOverlay]
 
 
 def _add(registry: dict[tuple[str, str], type[KubeObject]], source: str, kinds: object) -> None:

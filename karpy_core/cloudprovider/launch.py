@@ -43,6 +43,7 @@ from karpy_core.apis.labels import (
     LABEL_ZONE,
     RESERVATION_TYPE_DEFAULT,
 )
+from karpy_core.cloudprovider.overlay import overlaid
 from karpy_core.errors import CreateError, InsufficientCapacityError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, fits, format_resource_list, parse_resource_list
@@ -163,10 +164,11 @@ def _best_offering(it: InstanceType, reqs: Requirements, start: int = 0) -> Offe
 def _ranked_by_offering(types: Iterable[InstanceType], reqs: Requirements, claim: str = "") -> list[LaunchChoice]:
     """Each type with an available compatible offering, as its cheapest choice (zone ties
     rotated by ``claim``'s name, see :func:`zone_start`), in rank order. Only the (cheap)
-    offering checks are made here; the type-level checks come after."""
+    offering checks are made here; the type-level checks come after. Types go through the
+    NodeOverlays of the launch in progress, if any (:func:`~karpy_core.cloudprovider.overlay.overlaid`)."""
     start = zone_start(claim)
     choices = []
-    for it in types:
+    for it in overlaid(types):
         o = _best_offering(it, reqs, start)
         if o is not None:
             choices.append(LaunchChoice(it, o))

@@ -20,6 +20,7 @@ import pluggy
 
 from karpy_core.cloudprovider import hookspecs
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
+from karpy_core.cloudprovider.overlay import OverlayStore, launch_overlay
 from karpy_core.cloudprovider.types import RepairPolicy, without_reserved
 from karpy_core.errors import ConfigurationError
 from karpy_core.featuregates import FeatureGates
@@ -85,6 +86,12 @@ class CloudProvider:
         :meth:`get_instance_types` drops every ``reserved`` offering (Karpenter's AWS provider
         then builds none), so nothing schedules or launches into a capacity reservation. The
         plugin sees the gates too, as its ``feature_gates`` attribute when it has one."""
+        self.overlays: OverlayStore | None = None
+        """The NodeOverlay store while the ``NodeOverlay`` gate is on (None: off): every
+        :meth:`get_instance_types` and :meth:`create` sees overlaid instance types, as upstream's
+        ``pkg/cloudprovider/overlay`` decorator wraps the cloud provider."""
+        self.overlay_generation = 0
+        """Bumped by :meth:`set_overlays` when the store's content changes (cache keys)."""
 
     def set_feature_gates(self, gates: FeatureGates) -> None:
         """Give the facade (and a plugin with a ``feature_gates`` attribute) ``gates``."""
@@ -136,9 +143,24 @@ class CloudProvider:
             out.append(p if isinstance(p, RepairPolicy) else RepairPolicy.from_mapping(cast("Mapping[str, object]", p)))
         return out
 
+    def set_overlays(self, store: OverlayStore) -> bool:
+        """Use ``store`` from now on; returns True (and bumps :attr:`overlay_generation`) when it
+        applies other updates than the current one."""
+        current = self.overlays
+        if current is not None and current.fingerprint() == store.fingerprint():
+            current.invalid, current.conflicts, current.applied = store.invalid, store.conflicts, store.applied
+            return False
+        self.overlays = store
+        self.overlay_generation += 1
+        return True
+
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_create`."""
-        return cast("NodeClaim", await self._call("karpy_create", nodeclaim=nodeclaim))
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_create`. With NodeOverlays on, the
+        launch kernel ranks the NodeClaim's NodePool's overlaid instance types
+        (:data:`~karpy_core.cloudprovider.overlay.LAUNCH_OVERLAY`)."""
+        nodepool = nodeclaim.metadata.labels.get("karpenter.sh/nodepool", "")
+        with launch_overlay(self.overlays, nodepool):
+            return cast("NodeClaim", await self._call("karpy_create", nodeclaim=nodeclaim))
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_delete`."""
@@ -150,7 +172,15 @@ class CloudProvider:
 
     async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_get_instance_types` (a new list;
-        the instance types themselves are shared with the plugin and must not be mutated)."""
+        the instance types themselves are shared with the plugin and must not be mutated). With
+        NodeOverlays on, the types the overlays select are overlaid copies."""
+        types = await self.raw_instance_types(nodepool)
+        store = self.overlays
+        return types if store is None else store.apply_all(nodepool.metadata.name or "", types)
+
+    async def raw_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        """The plugin's instance types without NodeOverlays (what the overlay controller evaluates),
+        reserved offerings dropped with ``ReservedCapacity=false``."""
         types = list(await self._call("karpy_get_instance_types", nodepool=nodepool))
         return types if self.feature_gates.ReservedCapacity else without_reserved(types)
 

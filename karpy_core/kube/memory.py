@@ -225,7 +225,7 @@ class InMemoryCluster:
             raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
         if status:
             patch = {"status": patch.get("status", {})}
-        elif "status" in patch and kind in ("NodePool", "NodeClaim", "EC2NodeClass", "KCNodeClass", "CapacityBuffer"):
+        elif "status" in patch and kind in ("NodePool", "NodeClaim", "NodeOverlay", "EC2NodeClass", "KCNodeClass", "CapacityBuffer"):
             patch = {k: v for k, v in patch.items() if k != "status"}
         before_spec = copy.deepcopy(obj.get("spec"))
         new = merge_patch(obj, patch)

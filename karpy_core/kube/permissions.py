@@ -99,6 +99,10 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission("karpenter.sh", "nodeclaims/status", ("patch",), "nodeclaim.lifecycle, drift, disruption, node.termination",
                "Launched/Registered/Initialized/Ready/Drifted/DisruptionReason/Consolidatable/Drained/InstanceTerminating/"
                "ConsistentStateFound conditions, providerID, lastPodEventTime"),
+    Permission("karpenter.sh", "nodeoverlays", ("list", "watch"), "informer cache (NodeOverlay gate); nodeoverlay controller",
+               "NodeOverlays change the prices and capacities of the instance types the scheduler and consolidation see"),
+    Permission("karpenter.sh", "nodeoverlays/status", ("patch",), "nodeoverlay controller (NodeOverlay gate)",
+               "the ValidationSucceeded (RuntimeValidation, Conflict) and Ready conditions of each NodeOverlay"),
     Permission("karpenter.k8s.aws", "ec2nodeclasses", ("get", "list", "watch"), "informer cache; EC2NodeClass controller, drift",
                "the launch settings of each NodeClaim and the NodeClass drift hash", clouds=_AWS),
     Permission("karpenter.k8s.aws", "ec2nodeclasses/status", ("patch",), "EC2NodeClass controller",

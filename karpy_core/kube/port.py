@@ -57,6 +57,7 @@ KINDS: dict[str, KindInfo] = {
     "CapacityBuffer": KindInfo("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", True),
     "NodePool": KindInfo("karpenter.sh", "v1", "nodepools", False),
     "NodeClaim": KindInfo("karpenter.sh", "v1", "nodeclaims", False),
+    "NodeOverlay": KindInfo("karpenter.sh", "v1alpha1", "nodeoverlays", False),
     "EC2NodeClass": KindInfo("karpenter.k8s.aws", "v1", "ec2nodeclasses", False),
     "KCNodeClass": KindInfo("karpenter.kakaocloud.com", "v1alpha1", "kcnodeclasses", False),
 }

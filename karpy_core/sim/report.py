@@ -134,6 +134,10 @@ class SimulationReport:
     decision_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Node name -> the same log as typed records (time, method, verdict, kind, reason, details;
     ``--explain-node -o json``)."""
+    overlays: dict[str, list[str]] = field(default_factory=dict)
+    """Node name -> what NodeOverlays changed on its instance type and offering (``--explain``;
+    gate ``NodeOverlay``), e.g. ``price of m5.large on-demand us-east-1a 0.096 -> 0.0096 USD/h by
+    NodeOverlay discount (weight 10)``."""
     timeline: list[dict[str, Any]] | None = None
     """Per-NodePool series of scenario runs (:attr:`Simulator.timeline`), None otherwise."""
     workloads: list[dict[str, Any]] = field(default_factory=list)
@@ -169,6 +173,7 @@ class SimulationReport:
             **({"reference": {**self.reference.to_dict(), "gap": _round(self.reference.gap(self.cost_per_hour))}}
                if self.reference is not None else {}),
             **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
+            **({"overlays": self.overlays} if self.overlays else {}),
             **({"timeline": self.timeline} if self.timeline is not None else {}),
             **({"day": day_summary(self).to_dict()} if self.cost_over_time else {}),
             **({"capacity_buffers": self.headroom.to_dict()} if self.headroom is not None else {}),
@@ -296,6 +301,18 @@ def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | No
     return None
 
 
+def _overlay_warnings(sim: Simulator) -> list[str]:
+    """NodeOverlays present with the gate off; overlays in conflict or failing validation (gate on)."""
+    objs = sim.cluster.objects("NodeOverlay")
+    store = getattr(sim.provider, "overlays", None)
+    if getattr(sim, "overlays", None) is None or store is None:
+        return [f"{len(objs)} NodeOverlay(s) not applied: the NodeOverlay feature gate is off (--feature-gates NodeOverlay=true)"] \
+            if objs else []
+    weights = {o["metadata"]["name"]: int((o.get("spec") or {}).get("weight") or 0) for o in objs}
+    return [f"NodeOverlay {n} not applied: conflict with another overlay of weight {weights.get(n, 0)}" for n in sorted(store.conflicts)] \
+        + [f"NodeOverlay {n} not applied: {why}" for n, why in sorted(store.invalid.items())]
+
+
 def _workloads(sim: Simulator) -> list[dict[str, Any]]:
     """``[{kind, namespace, name, pods}]``: the pods (DaemonSets' aside, finished ones included)
     by their top owner (a Deployment's ReplicaSet counts as the Deployment); pods without an
@@ -356,11 +373,13 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     given ``reference_time_limit`` seconds (None: not computed)."""
     types: dict[str, InstanceType] = {}
     types_by_pool: dict[str, list[InstanceType]] = {}
+    pool_types: dict[str, dict[str, InstanceType]] = {}
     for np_view in sim.cluster.views("NodePool") or ():
         assert isinstance(np_view, NodePoolView)
-        types_by_pool[np_view.name] = await sim.provider.get_instance_types(np_view.model)
+        types_by_pool[np_view.name] = await sim.provider.get_instance_types(np_view.model)  # overlaid with NodeOverlay on
         for it in types_by_pool[np_view.name]:
             types.setdefault(it.name, it)
+            pool_types.setdefault(np_view.name, {})[it.name] = it
     pods = sim.cluster.objects("Pod")
     nodes: list[NodeReport] = []
     by_name: dict[str, NodeReport] = {}
@@ -373,7 +392,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
             zone=labels.get(LABEL_ZONE, ""),
             capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
-            price_per_hour=_price(types, labels) if pool else None,
+            price_per_hour=_price(pool_types.get(pool, types), labels) if pool else None,
             labels=labels,
             taints=[dict(t) for t in (n.get("spec") or {}).get("taints") or []],
             allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
@@ -397,6 +416,14 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         if not node:
             reason = sim.pending_reasons.get(key) or "pending: no decision recorded (is a NodePool defined?)"
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
+    overlays: dict[str, list[str]] = {}
+    store = getattr(sim.provider, "overlays", None)
+    for rep in nodes:
+        if store is not None and rep.nodepool:
+            lines = [c.text() for c in store.changes_by_name(rep.nodepool, rep.instance_type)
+                     if c.kind == "capacity" or (c.zone, c.capacity_type) == (rep.zone, rep.capacity_type)]
+            if lines:
+                overlays[rep.name] = lines
     room = await headroom(sim, {n.name: n.price_per_hour for n in nodes}, {n.name: n.allocatable for n in nodes})
     report = SimulationReport(
         headroom=room,
@@ -408,9 +435,11 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         cost_over_time=list(sim.cost_over_time) if sim.disruption_enabled else None,
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
         decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
-        warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())],
+        warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())]
+        + _overlay_warnings(sim),
         timeline=list(sim.timeline) if sim.disruption_enabled else None,
         workloads=_workloads(sim),
+        overlays=overlays,
     )
     if not sim.disruption_enabled and reference_time_limit is not None and report.cost_per_hour > 0:
         report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)

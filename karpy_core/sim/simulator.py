@@ -38,6 +38,7 @@ from karpy_core.controllers.disruption.controller import poll_tick
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
+from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.controllers.static.controller import StaticCapacity, StaticEvent
@@ -160,6 +161,10 @@ class Simulator:
         self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
         self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True,
                                               managed=provider.managed_node_classes())
+        self.overlays = NodeOverlayController(kube=self.cluster, provider=provider, clock=self.clock) \
+            if self.feature_gates.NodeOverlay else None
+        """The NodeOverlay controller (gate ``NodeOverlay``); None: NodeOverlay objects are stored but ignored."""
+        self._overlay_inputs: Any = None
         self._disruption_rv: int | None = None
         self._pending_keys: frozenset[str] = frozenset()
         self._provisioned: tuple[frozenset[str], int] | None = None
@@ -172,8 +177,8 @@ class Simulator:
         cost_by_capacity_type: {type: USD/hour}, cpu_requested, cpu_allocatable (cores),
         memory_requested_mib, memory_allocatable_mib}}}]``, one sample each time it changed."""
         self._timeline_rev: int | None = None
-        self._prices: dict[tuple[str, str, str], float] = {}
-        self._priced_pools: set[tuple[str, Any]] = set()
+        self._prices: dict[tuple[str, str, str, str], float] = {}
+        self._priced_pools: set[tuple[str, Any, int]] = set()
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
         self.explanations: dict[str, list[str]] = {}
@@ -268,13 +273,13 @@ class Simulator:
         """Append ``{t, nodes, cost_per_hour}`` to :attr:`cost_over_time` when it changed."""
         for pool in self.cluster.views("NodePool") or ():
             assert isinstance(pool, NodePoolView)
-            key = (pool.name, pool.raw["metadata"].get("generation"))
+            key = (pool.name, pool.raw["metadata"].get("generation"), getattr(self.provider, "overlay_generation", 0))
             if key in self._priced_pools:
                 continue
             self._priced_pools.add(key)
-            for it in await self.provider.get_instance_types(pool.model):
+            for it in await self.provider.get_instance_types(pool.model):  # overlaid prices with NodeOverlay on
                 for o in it.offerings:
-                    self._prices.setdefault((it.name, o.zone, o.capacity_type), o.price)
+                    self._prices[(pool.name, it.name, o.zone, o.capacity_type)] = o.price
         nodes = 0
         cost = 0.0
         for nc in self.cluster.objects("NodeClaim"):
@@ -282,7 +287,8 @@ class Simulator:
             if not (nc.get("status") or {}).get("providerID"):
                 continue
             nodes += 1
-            cost += self._prices.get((labels.get("node.kubernetes.io/instance-type", ""), labels.get("topology.kubernetes.io/zone", ""),
+            cost += self._prices.get((labels.get("karpenter.sh/nodepool", ""), labels.get("node.kubernetes.io/instance-type", ""),
+                                      labels.get("topology.kubernetes.io/zone", ""),
                                       labels.get("karpenter.sh/capacity-type", "")), 0.0)
         sample = {"t": round(self._t(), 3), "nodes": nodes, "cost_per_hour": round(cost, 6)}
         last = self.cost_over_time[-1] if self.cost_over_time else None
@@ -291,6 +297,18 @@ class Simulator:
                 self.cost_over_time[-1] = sample
             else:
                 self.cost_over_time.append(sample)
+
+    async def _reconcile_overlays(self) -> None:
+        """Run the NodeOverlay controller when a NodeOverlay or NodePool spec changed (the
+        controller's watch on both, ``GenerationChangedPredicate``), before provisioning."""
+        if self.overlays is None:
+            return
+        inputs = tuple(sorted((kind, o["metadata"]["name"], o["metadata"].get("generation")) for kind in ("NodeOverlay", "NodePool")
+                              for o in self.cluster.objects(kind)))
+        if inputs == self._overlay_inputs:
+            return
+        self._overlay_inputs = inputs
+        await self.overlays.reconcile()
 
     def _sample_timeline(self) -> None:
         """Append a :attr:`timeline` sample when the cluster changed since the last one and the
@@ -316,7 +334,7 @@ class Simulator:
                 continue
             entry = pool_of(pool)
             ct = labels.get(LABEL_CAPACITY_TYPE, "")
-            price = self._prices.get((labels.get(LABEL_INSTANCE_TYPE, ""), labels.get(LABEL_ZONE, ""), ct), 0.0)
+            price = self._prices.get((pool, labels.get(LABEL_INSTANCE_TYPE, ""), labels.get(LABEL_ZONE, ""), ct), 0.0)
             entry["nodes"] += 1
             entry["cost_per_hour"] += price
             entry["cost_by_capacity_type"][ct] = entry["cost_by_capacity_type"].get(ct, 0.0) + price
@@ -370,6 +388,7 @@ class Simulator:
         if self._nodeclasses is not None:
             await self._nodeclasses.reconcile_nodeclasses()
         await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
+        await self._reconcile_overlays()
         buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
         if self.static is not None:
             changes += self._record_static(await self.static.reconcile())

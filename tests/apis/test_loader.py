@@ -424,15 +424,15 @@ def test_other_pre_v1_and_unsupported_versions() -> None:
 def test_unmodelled_kinds_are_ignored() -> None:
     text = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: ns}\ndata: {a: b}\n---\n"
-        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: o}\nspec: {}\n"
+        "apiVersion: karpenter.sh/v1alpha1\nkind: NodeExample\nmetadata: {name: o}\nspec: {}\n"
     )
     result = load_text(text, "i.yaml")
     assert result.ignored() == [
         "v1 ConfigMap/ns/cm (i.yaml doc 1)",
-        "karpenter.sh/v1alpha1 NodeOverlay/o (i.yaml doc 2)",
+        "karpenter.sh/v1alpha1 NodeExample/o (i.yaml doc 2)",
     ]
     assert result.warnings == [
-        "i.yaml doc 2 NodeOverlay/o: karpy does not model karpenter.sh/v1alpha1 NodeOverlay; ignored"
+        "i.yaml doc 2 NodeExample/o: karpy does not model karpenter.sh/v1alpha1 NodeExample; ignored"
     ]
     assert result.objects() == []
 

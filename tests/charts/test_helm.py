@@ -28,6 +28,7 @@ EXCLUDE_MANAGED = {"key": NODEPOOL_KEY, "operator": "DoesNotExist"}
 CRD_FILES = (
     "karpenter.sh_nodepools.yaml",
     "karpenter.sh_nodeclaims.yaml",
+    "karpenter.sh_nodeoverlays.yaml",
     "karpenter.k8s.aws_ec2nodeclasses.yaml",
     "karpenter.kakaocloud.com_kcnodeclasses.yaml",
 )
@@ -641,8 +642,8 @@ def test_chart_ships_the_crds(render: Render) -> None:
         assert (CHART / "crds" / name).is_file(), f"charts/karpy/crds/{name} missing"
     crds = [o for o in render(AWS_VALUES, "--include-crds") if o["kind"] == "CustomResourceDefinition"]
     assert sorted(c["metadata"]["name"] for c in crds) == sorted(
-        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kcnodeclasses.karpenter.kakaocloud.com",
-         "capacitybuffers.autoscaling.x-k8s.io"]
+        ["nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
+         "kcnodeclasses.karpenter.kakaocloud.com", "capacitybuffers.autoscaling.x-k8s.io"]
     )
     for crd in crds:
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
@@ -808,6 +809,8 @@ SETTINGS_ENV: list[tuple[dict[str, Any], str, str]] = [
      "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"),
     ({"settings": {"featureGates": {"reservedCapacity": False}}}, "FEATURE_GATES",
      "ReservedCapacity=false,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"),
+    ({"settings": {"featureGates": {"nodeOverlay": True}}}, "FEATURE_GATES",
+     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,StaticCapacity=false,CapacityBuffer=false"),
     ({"settings": {"vmMemoryOverheadPercent": 0.1}}, "VM_MEMORY_OVERHEAD_PERCENT", "0.1"),
     ({"settings": {"reservedENIs": "2"}}, "RESERVED_ENIS", "2"),
     ({"settings": {"isolatedVPC": True}}, "ISOLATED_VPC", "true"),
@@ -888,7 +891,6 @@ def test_alias_and_karpenter_name_must_agree(template_cmd: Callable[..., subproc
 
 def _refused_values() -> list[tuple[dict[str, Any], str]]:
     return [
-        ({"settings": {"featureGates": {"nodeOverlay": True}}}, "settings.featureGates.nodeOverlay"),
         ({"settings": {"disableClusterStateObservability": True}}, "settings.disableClusterStateObservability"),
         ({"settings": {"ignoreDRARequests": False}}, "settings.ignoreDRARequests"),
         ({"settings": {"enableZonalShift": True}}, "settings.enableZonalShift"),

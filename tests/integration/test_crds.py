@@ -28,6 +28,7 @@ from karpy_core.apis.base import KubeObject
 from karpy_core.apis.labels import is_restricted_label
 from karpy_core.apis.loader import format_path, load_documents, load_text, substitute
 from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.apis.nodeoverlay import NodeOverlay
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.errors import ManifestError
 
@@ -37,6 +38,7 @@ SPECS = {spec.model.KIND: spec for spec in crds.crd_specs()}
 MODELS: dict[str, type[KubeObject]] = {
     "NodePool": NodePool,
     "NodeClaim": NodeClaim,
+    "NodeOverlay": NodeOverlay,
     "EC2NodeClass": EC2NodeClass,
     "KCNodeClass": KCNodeClass,
 }
@@ -228,6 +230,19 @@ def nodeclaim() -> dict[str, Any]:
     }
 
 
+def nodeoverlay() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "crd-test"},
+        "spec": {
+            "weight": 10,
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}],
+            "priceAdjustment": "-10%",
+        },
+    }
+
+
 # --------------------------------------------------------------------------- installation
 
 
@@ -245,7 +260,7 @@ async def test_crds_are_established_with_names_and_columns(kube: client.ApiClien
 
 
 async def test_install_is_idempotent(kube: client.ApiClient) -> None:
-    assert len(await crds.install(kube)) == 4
+    assert len(await crds.install(kube)) == len(crds.crd_specs())
 
 
 # --------------------------------------------------------------------------- published manifests
@@ -775,6 +790,19 @@ CASES: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], 
     ("kc-key-ok", kcnodeclass, lambda d: d["spec"].update(keyName="my-key", tags={"team": "a"}), None),
     ("kc-keyring-field", kcnodeclass, _set("spec.activeKeyID", "k1"), "spec.activeKeyID"),
     # NodeClaim
+    # NodeOverlay
+    ("no-ok-base", nodeoverlay, lambda d: None, None),
+    ("no-ok-capacity", nodeoverlay, _set("spec.capacity", {"hugepages-2Mi": "1Gi", "example.com/fpga": 2}), None),
+    ("no-ok-capacity-type", nodeoverlay, _set("spec.requirements[0]", {"key": "karpenter.sh/capacity-type", "operator": "In",
+                                                                       "values": ["spot"]}), None),
+    ("no-both-prices", nodeoverlay, _set("spec.price", "5"), "spec"),
+    ("no-bad-adjustment", nodeoverlay, _set("spec.priceAdjustment", "-150%"), "spec.priceAdjustment"),
+    ("no-capacity-cpu", nodeoverlay, _set("spec.capacity", {"cpu": "1"}), "spec.capacity"),
+    ("no-weight-high", nodeoverlay, _set("spec.weight", 10001), "spec.weight"),
+    ("no-key-restricted", nodeoverlay, _set("spec.requirements[0].key", "karpenter.sh/foo"), "spec.requirements[0].key"),
+    ("no-key-hostname", nodeoverlay, _set("spec.requirements[0].key", "kubernetes.io/hostname"), "spec.requirements[0].key"),
+    ("no-notin-empty", nodeoverlay, _set("spec.requirements[0]", {"key": "example.com/x", "operator": "NotIn"}),
+     "spec.requirements[0].values"),
     ("nc-ok-base", nodeclaim, lambda d: None, None),
     ("nc-minvalues", nodeclaim, _set("spec.requirements[1].minValues", 3), "spec.requirements[1].minValues"),
     ("nc-requests-bad", nodeclaim, _set("spec.resources.requests", {"cpu": "lots"}), "spec.resources.requests.cpu"),

@@ -209,13 +209,14 @@ def _code_calls() -> set[tuple[str, str, str, str]]:
 
 
 def _watched() -> set[tuple[str, str, str, str]]:
-    """The informer cache's list+watch of Operator.CACHED_KINDS (and BUFFER_KINDS, CapacityBuffer gate) and of each cloud's NodeClass."""
+    """The informer cache's list+watch of Operator.CACHED_KINDS (and BUFFER_KINDS, CapacityBuffer gate; GATED_KINDS,
+    NodeOverlay gate) and of each cloud's NodeClass."""
     from karpy_core.operator import Operator
 
     node_class = {"aws": "EC2NodeClass", "kakaocloud": "KCNodeClass"}
     out = set()
     for cloud in CLOUDS:
-        for kind in (*Operator.CACHED_KINDS, *Operator.BUFFER_KINDS, node_class[cloud]):
+        for kind in (*Operator.CACHED_KINDS, *Operator.BUFFER_KINDS, *Operator.GATED_KINDS, node_class[cloud]):
             info = KINDS[kind]
             out |= {(cloud, info.group, info.plural, "list"), (cloud, info.group, info.plural, "watch")}
     return out

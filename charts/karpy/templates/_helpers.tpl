@@ -340,7 +340,6 @@ tests/charts/test_helm.py checks this list against the settings module.
 {{- $s := .Values.settings }}
 {{- $gates := $s.featureGates | default dict }}
 {{- $refused := list
-  (list "settings.featureGates.nodeOverlay" (eq (toString $gates.nodeOverlay) "true") "karpy does not read NodeOverlay objects")
   (list "settings.disableClusterStateObservability" (eq (toString $s.disableClusterStateObservability) "true") "karpy always publishes its cluster-state metrics")
   (list "settings.ignoreDRARequests" (eq (toString $s.ignoreDRARequests) "false") "karpy does not model DRA resource claims (only true is supported)")
   (list "logErrorOutputPaths" (ne (join "," (.Values.logErrorOutputPaths | default (list "stderr"))) "stderr") "Python's logging reports its own failures on stderr (only [stderr] is supported)")

@@ -201,20 +201,21 @@ class Disruption:
         """Node name -> (time, decision) lines; a line equal to the node's last line of the same
         method (or stage) is not repeated."""
         self._pods_seen: dict[str, frozenset[str]] = {}
-        self._types: dict[tuple[str, Any, Any], list[InstanceType]] = {}
+        self._types: dict[tuple[str, Any, Any, int], list[InstanceType]] = {}
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
         self.observer: Callable[[PlanningPass], None] | None = None
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
-        """NodePool name -> instance types, cached per NodePool generation."""
+        """NodePool name -> instance types, cached per NodePool generation (and NodeOverlay store)."""
         from karpy_core.apis.nodepool import NodePool
 
         out: dict[str, list[InstanceType]] = {}
         for np_obj in snapshot.nodepools:
             meta = np_obj["metadata"]
-            key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None)
+            key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None,
+                   getattr(self.provider, "overlay_generation", 0))
             if key not in self._types:
                 self._types[key] = await self.provider.get_instance_types(NodePool.model_validate(np_obj))
             out[meta["name"]] = self._types[key]
@@ -343,7 +344,8 @@ class Disruption:
                 events += await self._execute(cmd, now)
                 snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         if self.pending is None:
-            fp = self._fingerprint(snapshot) + ",".join(sorted(nominated))
+            # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
+            fp = self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}"
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
                 wake.extend(w for w in (self._idle[1],) if w is not None)
             else:
