@@ -213,7 +213,7 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
         assert "karpenter_scheduler_scheduling_duration_seconds_count" in metrics
         assert condition({"status": status}, "Ready")["status"] == "True"
 
-        # one decision engine: the simulator decides the same instance types and zones
+        # one decision engine: the simulator decides the same instance types
         from karpy_core.cli import run_simulation
 
         tmp = Path(devcluster.workdir) if hasattr(devcluster, "workdir") else Path("/tmp")
@@ -222,9 +222,10 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
 
         manifests.write_text(yaml.safe_dump_all([nodeclass(pool), nodepool(pool, tag), deployment(app, tag, 20)]))
         report = await run_simulation([str(manifests)])
-        simulated = Counter((n.instance_type, n.zone) for n in report.nodes)
-        real = Counter((c["metadata"]["labels"]["node.kubernetes.io/instance-type"],
-                        c["metadata"]["labels"]["topology.kubernetes.io/zone"]) for c in claims)
+        # (zones: among equal-price offerings the zone follows each NodeClaim's generated name, so
+        # only the instance types can be compared across the two runs)
+        simulated = Counter(n.instance_type for n in report.nodes)
+        real = Counter(c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in claims)
         assert real == simulated
 
         # deleting the Deployment leaves the nodes (consolidation is a later controller)
