@@ -66,6 +66,8 @@ def kubeconfig(devcluster: Any) -> Path:
             "nodeclaims.karpenter.sh",
             "ec2nodeclasses.karpenter.k8s.aws",
             "kcnodeclasses.karpenter.kakaocloud.com",
+            "nodeoverlays.karpenter.sh",
+            "capacitybuffers.autoscaling.x-k8s.io",
         ]
     )
     return Path(devcluster.kubeconfig)
@@ -420,7 +422,9 @@ async def test_static_nodepool_cannot_switch_mode_and_scales_through_the_scale_s
         plain["spec"]["replicas"] = 1
         status, message = await rejected(api.replace_cluster_custom_object("karpenter.sh", "v1", "nodepools", names[1], plain))
         assert status == 422 and "Cannot transition NodePool between static" in message
-        await api.patch_cluster_custom_object_scale("karpenter.sh", "v1", "nodepools", names[0], {"spec": {"replicas": 5}})
+        # as `kubectl scale nodepool NAME --replicas=5` (the client sends a JSON patch to /scale)
+        await api.patch_cluster_custom_object_scale("karpenter.sh", "v1", "nodepools", names[0],
+                                                    [{"op": "replace", "path": "/spec/replicas", "value": 5}])
         stored = await get(kube, "NodePool", names[0])
         assert stored["spec"]["replicas"] == 5
         assert NodePool.model_validate(stored, by_alias=True, by_name=False).spec.replicas == 5
