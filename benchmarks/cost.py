@@ -195,10 +195,13 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     problem = costref.build_problem(tables[template.name], pods)
     ffd = costref.ffd_plan(problem)
     ref_kind, ref, bound, milp_s, note = "LP", None, None, 0.0, ""
-    if topo is None and len(pods) <= milp_pods:
-        # karpy's plan is feasible for the MILP's model (no topology here) when nothing is pending:
-        # a tighter upper bound means fewer bins, so HiGHS proves the optimum sooner
-        ub = min(ffd.cost, karpy_cost) if not results.errors else ffd.cost
+    model = problem.topology
+    if not model.relaxed and len(pods) <= milp_pods:
+        # karpy's plan is feasible for the MILP's model (which keeps the topology rules it lists)
+        # when nothing is pending: a tighter upper bound means fewer bins, so HiGHS proves the
+        # optimum sooner. FFD ignores topology: with rules modelled its plan is no upper bound.
+        fallback = costref.upper_bound_alone(problem) if model.constrained else ffd.cost
+        ub = min(fallback, karpy_cost) if not results.errors else fallback
         m = costref.solve_milp(problem, ub * (1 + 1e-6), time_limit=time_limit)
         if m is not None:
             milp_s = m.seconds
@@ -207,13 +210,17 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
             else:
                 # the time limit hit: the best plan known (MILP incumbent or FFD) and the best bound
                 ref_kind, bound = "milp<=", max(m.bound, costref.lp_bound(problem))
-                ref = min(m.value if m.value is not None else ffd.cost, ffd.cost)  # the best plan not karpy's
+                best = ffd.cost if not model.constrained else fallback
+                ref = min(m.value if m.value is not None else best, best)  # the best plan not karpy's
                 note = f"time limit; bound {bound:.4f}, gap {100 * (ref / bound - 1):.1f}%"
     if ref_kind == "LP":
         t1 = time.perf_counter()
         bound = costref.lp_bound(problem)
+        if len(pods) <= milp_pods:
+            cover = costref.cover_bound(problem, time_limit=time_limit)
+            bound = max(bound, cover[0]) if cover else bound
         milp_s = time.perf_counter() - t1
-        note = topo or "too big for the bin MILP"
+        note = (f"not modelled: {', '.join(model.relaxed)}" if model.relaxed else "too big for the bin MILP")
     karpy_types: dict[str, int] = {}
     for c in claims:
         if c.instance_types:

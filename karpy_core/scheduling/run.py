@@ -86,6 +86,9 @@ class SchedulingRun:
         }
         self.usage = [NodeUsage(n) for n in inputs.nodes]
         self.claims: list[ClaimState] = []
+        self.claim_cap: Mapping[str, BoolArray] | None = None
+        """When set, new claims start with only these types of their NodePool's table (a size
+        cap: :meth:`Scheduler.solve` tries capped plans for pods with topology rules)."""
         self.ledger = ReservationLedger(inputs.tables)
         """Capacity reservations left and held by the planned claims (Karpenter ReservationManager)."""
         self._node_cursor: dict[tuple[Any, ...], int] = {}
@@ -277,7 +280,15 @@ class SchedulingRun:
             if template.name in failed:
                 continue
             claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
-            if self.try_add(claim, pod, att, verdict):
+            added = False
+            if self.claim_cap is not None:
+                # the cap is a preference within the NodePool: a pod no capped type takes gets an
+                # uncapped claim of the same NodePool, never one of a lower weight
+                claim.mask = self.claim_cap[template.name].copy()
+                added = self.try_add(claim, pod, att, verdict)
+                if not added:
+                    claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
+            if added or self.try_add(claim, pod, att, verdict):
                 self.claims.append(claim)
                 rem = self.remaining[template.name]
                 if rem is not None and "nodes" in rem:

@@ -39,11 +39,21 @@ Formulations (:func:`solve_milp`, :func:`lp_bound`):
 
       min sum_k p_k z_k   s.t.  sum_k a_sk = n_s,  sum_s r_s,res a_sk <= F_k,res z_k
 
-Topology spread, pod (anti-)affinity, host ports, NodePool limits and minValues are not modelled.
+Topology (:class:`TopologyModel`, :func:`topology_model`): hostname spread and hostname
+anti-affinity become per-node caps ``sum_{s in g} x_skb <= cap y_kb`` (LP: ``<= cap z_k``), zone
+anti-affinity a per-zone cap, zone spread the rows ``E_gz - E_gz' <= maxSkew`` for every pair of
+the group's zones (``E_gz``: its pods in zone ``z``) and ``E_gz >= ceil((n_g - (Z - 1) maxSkew) / Z)``;
+kinds are then kept per zone. The cover bound gets the same caps and per-zone shares. The model
+is of a fresh cluster (only the batch's pods count), and of hostname spread as Karpenter and
+karpy apply it to new nodes (at most ``maxSkew`` matching pods per node; kube-scheduler, which
+counts every eligible node, can stack more once all have some). Required pod affinity, groups
+whose selector matches pods without the rule, host ports, NodePool limits and minValues are not
+modelled: with any of them the MILP's optimum is only a lower bound.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -53,15 +63,128 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_ZONE
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.taints import untolerated
 from karpy_core.scheduling.template import TypeTable
+from karpy_core.utils.selectors import selector_matches
 
-__all__ = ["Problem", "Plan", "MilpResult", "Reference", "build_problem", "ffd_plan", "solve_milp", "lp_bound",
-           "highs_available", "reference"]
+__all__ = ["Problem", "Plan", "MilpResult", "Reference", "TopologyModel", "build_problem", "ffd_plan", "solve_milp",
+           "lp_bound", "cover_bound", "upper_bound_alone", "topology_model", "highs_available", "reference"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+Group = tuple[tuple[int, ...], int]
+"""(shape indices, limit): a set of shapes and the number a topology rule allows."""
+
+
+@dataclass(frozen=True)
+class TopologyModel:
+    """The topology constraints of a batch that the MILP, the LP and the cover bound keep, all
+    linear in their variables. The model is of a fresh cluster: only the batch's own pods count.
+
+    Attributes:
+        node_caps: at most ``limit`` pods of these shapes on one node. From hostname spread
+            (``DoNotSchedule``), as Karpenter and karpy apply it to new nodes: a new node is always an
+            empty domain, so ``globalMin`` is 0 and a node takes ``maxSkew`` matching pods; and from
+            hostname anti-affinity between pods that carry the term and match it (limit 1).
+        zone_caps: at most ``limit`` pods of these shapes in one zone (zone anti-affinity, limit 1).
+        zone_spread: pod counts of these shapes per zone, over the zones they may use, differ by at
+            most ``limit`` (``maxSkew``; zone spread, ``DoNotSchedule``, ``minDomains`` 1).
+        relaxed: the required constraints left out, one phrase each; with any, the model is a
+            relaxation and its optimum only a lower bound. Only groups whose selector matches
+            exactly the pods that carry the rule are modelled (as Deployments' spread and
+            anti-affinity do); pod affinity is never modelled. Preferences are not constraints.
+    """
+
+    node_caps: tuple[Group, ...] = ()
+    zone_caps: tuple[Group, ...] = ()
+    zone_spread: tuple[Group, ...] = ()
+    relaxed: tuple[str, ...] = ()
+
+    @property
+    def zoned(self) -> bool:
+        """True when pods are counted per zone (kinds of different zones are then not interchangeable)."""
+        return bool(self.zone_caps or self.zone_spread)
+
+    @property
+    def constrained(self) -> bool:
+        """True when some topology rule is modelled (first-fit decreasing, which ignores them, is
+        then no upper bound)."""
+        return bool(self.node_caps or self.zoned)
+
+    def remapped(self, keep: Sequence[int]) -> TopologyModel:
+        """The model over the shapes ``keep`` (old indices, in their new order); shapes dropped
+        leave their groups (their pods stay pending, and pending pods count nowhere)."""
+        new = {old: i for i, old in enumerate(keep)}
+
+        def fix(groups: tuple[Group, ...]) -> tuple[Group, ...]:
+            out = []
+            for members, limit in groups:
+                m = tuple(new[t] for t in members if t in new)
+                if m:
+                    out.append((m, limit))
+            return tuple(out)
+
+        return TopologyModel(fix(self.node_caps), fix(self.zone_caps), fix(self.zone_spread), self.relaxed)
+
+
+def topology_model(shapes: Sequence[Sequence[PodInfo]]) -> TopologyModel:
+    """The :class:`TopologyModel` of pods grouped into ``shapes`` (lists of interchangeable pods,
+    as :meth:`PodInfo.signature` groups them; pods with topology rules are grouped with equal labels)."""
+    relaxed: set[str] = set()
+    node_caps: dict[tuple[object, ...], int] = {}
+    zone_caps: dict[tuple[object, ...], int] = {}
+    spread: dict[tuple[object, ...], int] = {}
+    parsed: dict[str, dict[str, object]] = {}
+
+    def matched(selector: str, namespaces: Sequence[str]) -> tuple[tuple[int, ...], bool]:
+        sel = parsed.setdefault(selector, json.loads(selector))
+        out, partial = [], False
+        for t, g in enumerate(shapes):
+            hits = sum(1 for p in g if p.namespace in namespaces and selector_matches(sel, p.labels))
+            if hits == len(g):
+                out.append(t)
+            elif hits:
+                partial = True
+        return tuple(out), partial
+
+    for s, g in enumerate(shapes):
+        rep = g[0]
+        for c in rep.spread:
+            if not c.hard:
+                continue
+            if c.key not in (LABEL_HOSTNAME, LABEL_ZONE) or c.min_domains > 1:
+                relaxed.add(f"topology spread on {c.key}" + (" with minDomains" if c.min_domains > 1 else ""))
+                continue
+            members, partial = matched(c.selector, (rep.namespace,))
+            if partial or s not in members or any(c not in shapes[t][0].spread for t in members):
+                relaxed.add(f"topology spread on {c.key} over pods without that constraint")
+                continue
+            target = node_caps if c.key == LABEL_HOSTNAME else spread
+            k = (c.selector, members)
+            target[k] = min(target.get(k, c.max_skew), c.max_skew)
+        for term in rep.affinity:
+            if not term.anti:
+                relaxed.add("required pod affinity")
+                continue
+            if term.key not in (LABEL_HOSTNAME, LABEL_ZONE):
+                relaxed.add(f"pod anti-affinity on {term.key}")
+                continue
+            members, partial = matched(term.selector, term.namespaces)
+            carriers = tuple(t for t in members if term in shapes[t][0].affinity)
+            if partial or len(carriers) != len(members) or s not in carriers:
+                # only the mutual exclusion of pods that carry the term and match it is modelled
+                relaxed.add("pod anti-affinity against pods without that term")
+                if s not in carriers:
+                    continue
+            target = node_caps if term.key == LABEL_HOSTNAME else zone_caps
+            target[(term.selector, term.namespaces, carriers)] = 1
+
+    def groups(d: dict[tuple[object, ...], int]) -> tuple[Group, ...]:
+        return tuple(sorted((k[-1], v) for k, v in d.items()))  # type: ignore[misc]
+
+    return TopologyModel(groups(node_caps), groups(zone_caps), groups(spread), tuple(sorted(relaxed)))
 
 
 @dataclass
@@ -79,6 +202,8 @@ class Problem:
         compat: ``(shapes, kinds)`` whether a shape may run on a kind (selector and fit).
         ffd_order: shape indices in first-fit-decreasing order (cpu, then memory, descending).
         unplaceable: pods that fit no kind (left out of the shapes).
+        zones: zone of each kind.
+        topology: the topology constraints the model keeps (:class:`TopologyModel`).
     """
 
     resources: list[str]
@@ -91,14 +216,20 @@ class Problem:
     compat: BoolArray
     ffd_order: list[int]
     unplaceable: int = 0
+    zones: list[str] = field(default_factory=list)
+    topology: TopologyModel = field(default_factory=lambda: TopologyModel())
 
     def pruned(self) -> Problem:
         """The problem without dominated kinds (same optimum; see the module docstring)."""
         keep: list[int] = []
         n = len(self.prices)
+        zones = np.array(self.zones if self.zones else [""] * n, dtype=object)
+        by_zone = self.topology.zoned
         for a in range(n):
             better = ((self.prices <= self.prices[a]) & (self.free >= self.free[a]).all(axis=1)
                       & (self.compat >= self.compat[:, a:a + 1]).all(axis=0))
+            if by_zone:  # a kind only stands in for one of its own zone when zones are counted
+                better &= zones == zones[a]
             better[a] = False
             # among exact equals keep the lowest index
             equal = ((self.prices == self.prices[a]) & (self.free == self.free[a]).all(axis=1)
@@ -112,7 +243,7 @@ class Problem:
         idx = np.array(keep, dtype=np.int64)
         return Problem(self.resources, self.requests, self.counts, [self.names[i] for i in keep],
                        [self.type_names[i] for i in keep], self.prices[idx], self.free[idx], self.compat[:, idx],
-                       self.ffd_order, self.unplaceable)
+                       self.ffd_order, self.unplaceable, [str(zones[i]) for i in keep], self.topology)
 
 
 @dataclass
@@ -155,9 +286,11 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
     for p in pods:
         groups.setdefault(p.signature(), []).append(p)
     shapes = list(groups.values())
+    topo = topology_model(shapes)
     used = sorted({r for p in pods for r, v in p.requests.items() if v > 0})
     req = np.array([[g[0].requests.get(r, 0) for r in used] for g in shapes], dtype=np.int64).reshape(len(shapes), len(used))
     names: list[str] = []
+    zones: list[str] = []
     tnames: list[str] = []
     prices: list[float] = []
     frees: list[IntArray] = []
@@ -182,17 +315,19 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
                 free_all[:, c] = table.free[:, table.index[r]]
         for i, it in enumerate(table.types):
             fit = (free_all[i][None, :] >= req).all(axis=1) if len(shapes) else np.zeros(0, dtype=bool)
-            best: dict[bytes, tuple[float, int]] = {}
+            best: dict[tuple[bytes, str], tuple[float, int]] = {}
             for j in range(len(table.offering_columns)):
                 if not np.isfinite(table.prices[i, j]) or not pool_cols[j]:
                     continue
                 bits = admit[:, i, j] & fit
-                key = bits.tobytes()
-                if key not in best or table.prices[i, j] < best[key][0]:
-                    best[key] = (float(table.prices[i, j]), j)
-            for key, (price, j) in best.items():
+                # columns admitting the same shapes collapse to the cheapest (of each zone, when zones count)
+                group = (bits.tobytes(), table.offering_columns[j][0] if topo.zoned else "")
+                if group not in best or table.prices[i, j] < best[group][0]:
+                    best[group] = (float(table.prices[i, j]), j)
+            for (key, _), (price, j) in best.items():
                 zone, ct = table.offering_columns[j]
                 names.append(f"{prefix}{it.name}@{zone}/{ct}")
+                zones.append(zone)
                 tnames.append(it.name)
                 prices.append(price)
                 frees.append(free_all[i])
@@ -208,7 +343,8 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
     order = sorted(range(len(counts)), key=lambda s: (-(req[s, cpu] if cpu is not None else 0),
                                                       -(req[s, mem] if mem is not None else 0), s))
     return Problem(used, req, counts, names, tnames, np.array(prices, dtype=np.float64),
-                   np.array(frees, dtype=np.int64).reshape(len(names), len(used)), compat_arr, order, unplaceable)
+                   np.array(frees, dtype=np.int64).reshape(len(names), len(used)), compat_arr, order, unplaceable,
+                   zones, topo.remapped([int(i) for i in np.flatnonzero(placeable)]))
 
 
 def ffd_plan(problem: Problem) -> Plan:
@@ -278,6 +414,62 @@ def _highs() -> object:
     return h
 
 
+def _scaled(lo: float, hi: float, val: Sequence[float]) -> tuple[float, float, npt.NDArray[np.float64]]:
+    """A row divided by its largest coefficient (same feasible set). Memory rows count bytes
+    (1e11 per node) next to pod counts of 1: unscaled, HiGHS's tolerances let the LP lose its best
+    kind (5,000 x 1 cpu: 192.57 USD/h "optimal" where c6a.48xlarge alone costs 191.80)."""
+    v = np.asarray(val, dtype=np.float64)
+    m = float(np.abs(v).max()) if v.size else 1.0
+    if m <= 0:
+        return lo, hi, v
+    return lo / m, hi / m, v / m
+
+
+def _domains(p: Problem, members: Sequence[int]) -> list[str]:
+    """The zones where some kind admits some of ``members`` (the domains their zone rules count)."""
+    ks = np.flatnonzero(p.compat[list(members)].any(axis=0))
+    return sorted({p.zones[k] for k in ks})
+
+
+def _least_per_zone(count: int, zones: int, skew: int) -> int:
+    """The fewest pods of a zone-spread group any zone holds: ``n`` pods over ``Z`` zones whose
+    counts differ by at most ``skew`` put at least ``ceil((n - (Z - 1) skew) / Z)`` in each zone."""
+    return max(0, -(-(count - (zones - 1) * skew) // zones)) if zones else 0
+
+
+def _topology_rows(p: Problem, per_kind: Sequence[tuple[int, int, dict[int, int]]],
+                   inf: float) -> list[tuple[float, float, list[int], list[float]]]:
+    """Rows of :attr:`Problem.topology` over ``per_kind`` entries ``(kind, node column, {shape:
+    pods column})``: a MILP bin (node column binary) or an LP kind (node column = node count)."""
+    topo = p.topology
+    rows: list[tuple[float, float, list[int], list[float]]] = []
+    for members, cap in topo.node_caps:
+        for _k, y, xs in per_kind:
+            idx = [xs[s] for s in members if s in xs]
+            if idx and sum(int(p.counts[s]) for s in members if s in xs) > cap:
+                rows.append((-inf, 0.0, [*idx, y], [1.0] * len(idx) + [-float(cap)]))
+
+    def in_zone(members: Sequence[int], z: str) -> list[int]:
+        return [xs[s] for k, _, xs in per_kind if p.zones[k] == z for s in members if s in xs]
+
+    for members, cap in topo.zone_caps:
+        for z in _domains(p, members):
+            idx = in_zone(members, z)
+            if idx:
+                rows.append((-inf, float(cap), idx, [1.0] * len(idx)))
+    for members, skew in topo.zone_spread:
+        doms = _domains(p, members)
+        per = {z: in_zone(members, z) for z in doms}
+        least = _least_per_zone(int(sum(p.counts[s] for s in members)), len(doms), skew)
+        for a in doms:
+            if least:
+                rows.append((float(least), inf, per[a], [1.0] * len(per[a])))
+            for b in doms:
+                if a != b and per[a]:
+                    rows.append((-inf, float(skew), per[a] + per[b], [1.0] * len(per[a]) + [-1.0] * len(per[b])))
+    return rows
+
+
 def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0,
                max_variables: int = 60000, lower_bound: float | None = None,
                fixed: dict[int, int] | None = None) -> MilpResult | None:
@@ -342,8 +534,10 @@ def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0
         demand = float((p.counts * p.requests[:, r]).sum())
         idx = [y for k, y, _ in bins if p.free[k, r] > 0]
         rows.append((demand, highspy.kHighsInf, idx, [float(p.free[k, r]) for k, y, _ in bins if p.free[k, r] > 0]))
+    rows.extend(_topology_rows(p, bins, highspy.kHighsInf))
     if lower_bound is not None and fixed is None:
         rows.append((lower_bound * (1 - 1e-9), highspy.kHighsInf, [y for _, y, _ in bins], [float(p.prices[k]) for k, _, _ in bins]))
+    rows = [(lo2, hi2, idx, list(v)) for (lo, hi, idx, val) in rows for lo2, hi2, v in [_scaled(lo, hi, val)]]
     lp = highspy.HighsLp()
     n = len(cols_cost)
     lp.num_col_ = n
@@ -429,13 +623,15 @@ def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, di
             demand = float(sum(p.counts[t] * p.requests[t, r] for t in inside))
             if demand > 0:
                 rows.append((demand, ks, [float(p.free[k, r]) for k in ks]))
+    rows.extend(_cover_topology_rows(p))
     h = _highs()
     h.addVars(kinds, np.zeros(kinds), np.full(kinds, highspy.kHighsInf))  # type: ignore[attr-defined]
     h.changeColsCost(kinds, np.arange(kinds, dtype=np.int32), np.array(p.prices, dtype=np.float64))  # type: ignore[attr-defined]
     h.changeColsIntegrality(kinds, np.arange(kinds, dtype=np.int32),  # type: ignore[attr-defined]
                             np.array([highspy.HighsVarType.kInteger] * kinds))
     for lo, idx, val in rows:
-        h.addRow(lo, highspy.kHighsInf, len(idx), np.array(idx, dtype=np.int32), np.array(val))  # type: ignore[attr-defined]
+        lo, _, v = _scaled(lo, highspy.kHighsInf, val)
+        h.addRow(lo, highspy.kHighsInf, len(idx), np.array(idx, dtype=np.int32), v)  # type: ignore[attr-defined]
     h.setOptionValue("time_limit", float(time_limit))  # type: ignore[attr-defined]
     h.run()  # type: ignore[attr-defined]
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
@@ -443,6 +639,46 @@ def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, di
     sol = h.getSolution().col_value  # type: ignore[attr-defined]
     z = {k: round(float(sol[k])) for k in range(kinds) if sol[k] > 0.5}
     return float(sum(p.prices[k] * v for k, v in z.items())), z
+
+
+def _per_node(p: Problem, s: int, k: int) -> int:
+    """The most pods of shape ``s`` one node of kind ``k`` holds (by resources alone)."""
+    req = p.requests[s]
+    return int(min((p.free[k, r] // req[r] for r in range(len(req)) if req[r] > 0), default=p.counts[s]))
+
+
+def _cover_topology_rows(p: Problem) -> list[tuple[float, list[int], list[float]]]:
+    """Rows ``sum_k a_k z_k >= b`` of the cover bound for :attr:`Problem.topology`: a node-capped
+    group needs nodes for all its pods at most ``cap`` each; each domain zone of a zone-spread group
+    needs nodes for its least share (:func:`_least_per_zone`), in pods and in every resource."""
+    rows: list[tuple[float, list[int], list[float]]] = []
+    topo = p.topology
+    for members, cap in topo.node_caps:
+        ks = [k for k in range(len(p.prices)) if p.compat[list(members), k].any()]
+        per = [min(cap, max(_per_node(p, s, k) for s in members if p.compat[s, k])) for k in ks]
+        rows.append((float(sum(p.counts[s] for s in members)), ks, [float(v) for v in per]))
+    need: dict[str, npt.NDArray[np.float64]] = {}
+    counted: set[int] = set()
+    for members, skew in topo.zone_spread:
+        if counted & set(members):  # a shape's pods count once in a zone's resource need
+            continue
+        counted |= set(members)
+        doms = _domains(p, members)
+        least = _least_per_zone(int(sum(p.counts[s] for s in members)), len(doms), skew)
+        if not least:
+            continue
+        smallest = p.requests[list(members)].min(axis=0).astype(np.float64)
+        for z in doms:
+            ks = [k for k in range(len(p.prices)) if p.zones[k] == z and p.compat[list(members), k].any()]
+            per = [max(_per_node(p, s, k) for s in members if p.compat[s, k]) for k in ks]
+            rows.append((float(least), ks, [float(v) for v in per]))
+            need[z] = need.get(z, np.zeros(len(p.resources))) + least * smallest
+    for z, vec in need.items():
+        ks = [k for k in range(len(p.prices)) if p.zones[k] == z]
+        for r in range(len(p.resources)):
+            if vec[r] > 0:
+                rows.append((float(vec[r]), ks, [float(p.free[k, r]) for k in ks]))
+    return rows
 
 
 def lp_bound(problem: Problem) -> float:
@@ -472,12 +708,15 @@ def lp_bound(problem: Problem) -> float:
             if ss:
                 rows.append((-highspy.kHighsInf, 0.0, [acol[(s, k)] for s in ss] + [k],
                              [float(p.requests[s, r]) for s in ss] + [-float(p.free[k, r])]))
+    per_kind = [(k, k, {s: acol[(s, k)] for s in range(shapes) if (s, k) in acol}) for k in range(kinds)]
+    rows.extend(_topology_rows(p, per_kind, highspy.kHighsInf))
     h = _highs()
     n = len(cost)
     h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))  # type: ignore[attr-defined]
     h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))  # type: ignore[attr-defined]
     for lo, hi, idx, val in rows:
-        h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), np.array(val))  # type: ignore[attr-defined]
+        lo, hi, v = _scaled(lo, hi, val)
+        h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), v)  # type: ignore[attr-defined]
     h.run()  # type: ignore[attr-defined]
     return float(h.getInfo().objective_function_value)  # type: ignore[attr-defined]
 
@@ -528,12 +767,27 @@ class Reference:
                 "plan": dict(self.plan), "pods": self.pods, "unplaceable": self.unplaceable, "note": self.note}
 
 
-def _relaxations(tables: Sequence[TypeTable], pods: Sequence[PodInfo]) -> list[str]:
+def upper_bound_alone(problem: Problem) -> float:
+    """USD/hour of a plan that meets every modelled rule: each pod alone on the cheapest kind
+    that admits it, priced in the dearest of its zones (so any zone split the rules need costs no
+    more). An upper bound for the MILP's bins when first-fit decreasing, which ignores topology,
+    is none."""
+    p = problem
+    total = 0.0
+    for s in range(len(p.counts)):
+        ks = np.flatnonzero(p.compat[s])
+        cheapest: dict[str, float] = {}
+        for k in ks:
+            z = p.zones[k] if p.zones else ""
+            cheapest[z] = min(cheapest.get(z, np.inf), float(p.prices[k]))
+        total += float(p.counts[s]) * max(cheapest.values())
+    return total
+
+
+def _relaxations(tables: Sequence[TypeTable], pods: Sequence[PodInfo], problem: Problem) -> list[str]:
     """The constraints the model leaves out that these pods or NodePools carry (each makes the
     MILP a relaxation: its optimum is then a lower bound, not necessarily reachable)."""
-    out = []
-    if any(p.has_topology for p in pods):
-        out.append("topology spread / pod affinity")
+    out = list(problem.topology.relaxed)
     if any(p.host_ports for p in pods):
         out.append("host ports")
     if any(t.template.limits for t in tables):
@@ -571,10 +825,12 @@ def reference(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], 
     n = int(problem.counts.sum())
     if n == 0:
         return Reference("unavailable", pods=0, unplaceable=problem.unplaceable, note="no pod fits any instance type")
-    relaxed = _relaxations(table_list, pods)
+    relaxed = _relaxations(table_list, pods, problem)
     note = f"not modelled: {', '.join(relaxed)}" if relaxed else ""
     ffd = ffd_plan(problem)
-    ub = ffd.cost
+    # first-fit decreasing ignores topology: with topology rules modelled its plan may break them
+    ffd_ok = not problem.topology.constrained
+    ub = ffd.cost if ffd_ok else upper_bound_alone(problem)
     if upper_bound is not None and upper_bound > 0:
         ub = min(ub, upper_bound)
     t0 = time.perf_counter()
@@ -591,7 +847,7 @@ def reference(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], 
     cover = cover_bound(problem, time_limit=left()) if n <= milp_pods else None
     if cover is not None:
         value, z = cover
-        if ub <= value * (1 + 1e-9) and ffd.cost <= value * (1 + 1e-9):
+        if ffd_ok and ub <= value * (1 + 1e-9) and ffd.cost <= value * (1 + 1e-9):
             return done("optimum", ffd.cost, ffd.type_counts(problem))
         check = solve_milp(problem, ub, time_limit=left(), fixed=z)
         if check is not None and check.optimal and check.value is not None:

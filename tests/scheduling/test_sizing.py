@@ -184,3 +184,56 @@ def test_sized_plan_is_valid_and_no_dearer_than_the_old_packers(seed):
         assert cost(res) <= round(run.new_claims_cost(0), 6) + 1e-9
     run = SchedulingRun(sched.inputs, infos)
     assert fill_sized(run, list(infos)) == []
+
+
+# ---- size caps for pods with topology rules (Scheduler.solve) ------------------------------------
+# prices rise faster than cpu past 3 cores: stacking one pod of every group on the first claims
+# (first fit in Karpenter's order) buys the dear 4-core type
+STEEP = [make_type("small", 2, 8, price=0.10), make_type("medium", 3, 12, price=0.14), make_type("large", 4, 16, price=0.30)]
+
+
+def spread_pod(name: str, app: str, cpu: str) -> dict:
+    p = pod(name, cpu, "1Gi")
+    p["metadata"]["labels"] = {"app": app}
+    p["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                               "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": app}}}]
+    return p
+
+
+def spread_batch() -> list[dict]:
+    return ([spread_pod(f"a{i}", "a", "2") for i in range(4)] + [spread_pod(f"b{i}", "b", "1") for i in range(2)]
+            + [spread_pod(f"c{i}", "c", "1") for i in range(2)])
+
+
+def test_size_caps_spread_hostname_groups_over_smaller_nodes():
+    # 4 x 2 cpu (a), 2 x 1 cpu (b), 2 x 1 cpu (c), at most one pod of a group per node: first fit
+    # puts a+b+c on two claims (4 cpu: two larges) and a alone on two (two smalls), 0.80; by hand
+    # the optimum pairs every a with one b or c: four mediums (3 cpu), 0.56 - the plan capped at 3 vCPUs
+    karpenter = solve([nodepool()], spread_batch(), catalog=STEEP, sizing=False)
+    assert types(karpenter) == ["large", "large", "small", "small"] and cost(karpenter) == 0.80
+    res = solve([nodepool()], spread_batch(), catalog=STEEP)
+    assert types(res) == ["medium"] * 4 and cost(res) == 0.56 and not res.errors
+    for c in res.new_claims:  # the spread still holds: one pod of each group per node at most
+        apps = [p.labels["app"] for p in c.pods]
+        assert len(apps) == len(set(apps)) and "a" in apps
+    assert_valid(res)
+
+
+def test_size_caps_never_move_pods_to_a_lower_weight_nodepool():
+    # the heavier NodePool offers only the 4-core type: under a 3-vCPU cap no capped type of it
+    # exists, and the pod gets an uncapped claim there, not a medium of the lighter NodePool
+    big = nodepool("big", weight=10, requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["large"]}])
+    light = nodepool("light", weight=1)
+    res = solve([big, light], spread_batch(), catalog=STEEP)
+    assert {c.nodepool for c in res.new_claims} == {"big"} and not res.errors
+
+
+def test_size_caps_are_vcpu_tiers_from_the_largest_pod_up():
+    from karpy_core.scheduling.scheduler import size_caps
+    from karpy_core.scheduling.template import type_tables
+
+    template = template_from_nodepool(nodepool(), STEEP)
+    tables = type_tables([template], []).values()
+    assert size_caps(tables, [pod_info(p) for p in spread_batch()]) == [2, 3]  # 4 (the largest) is the uncapped plan
+    assert size_caps(tables, [pod_info(spread_pod("x", "x", "3"))]) == [3]
+    assert size_caps(tables, [pod_info(spread_pod("x", "x", "4"))]) == []

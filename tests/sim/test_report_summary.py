@@ -242,11 +242,59 @@ def test_reference_by_hand_cover_bound_proves_the_optimum():
     assert cover is not None and cover[0] == pytest.approx(0.16)
 
 
-def test_reference_is_a_lower_bound_when_a_constraint_is_not_modelled():
+def test_reference_models_hostname_anti_affinity():
     pytest.importorskip("highspy")
     anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "p"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
     ref = optimum.reference(_table(), _pods(4, "1", **anti), upper_bound=0.20)
-    # one pod per node needs 4 smalls (0.20); the model ignores anti-affinity: 0.16 is a bound only
+    # one pod per node: four smalls (0.20), where two mediums (0.16) hold the pods without the rule
+    assert (ref.status, ref.plan) == ("optimum", {"small": 4})
+    assert ref.value == pytest.approx(0.20) and ref.note == ""
+
+
+def _spread(key: str, skew: int) -> dict[str, Any]:
+    return {"topologySpreadConstraints": [{"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+                                           "labelSelector": {"matchLabels": {"app": "p"}}}]}
+
+
+def test_reference_models_zone_spread():
+    pytest.importorskip("highspy")
+    types = [make_type("small", 1, 4, price=0.05), make_type("large", 4, 16, price=0.12)]  # zone-a and zone-b
+    plain = optimum.reference(_table(types), _pods(4, "1"))
+    assert (plain.status, plain.plan) == ("optimum", {"large": 1}) and plain.value == pytest.approx(0.12)
+    # two pods per zone: two smalls in each (0.20) beat a large in each (0.24)
+    ref = optimum.reference(_table(types), _pods(4, "1", **_spread("topology.kubernetes.io/zone", 1)))
+    assert (ref.status, ref.plan) == ("optimum", {"small": 4}) and ref.value == pytest.approx(0.20)
+    # maxSkew 4 lets all four go to one zone
+    loose = optimum.reference(_table(types), _pods(4, "1", **_spread("topology.kubernetes.io/zone", 4)))
+    assert loose.value == pytest.approx(0.12)
+
+
+def test_reference_models_hostname_spread_as_karpenter_applies_it():
+    pytest.importorskip("highspy")
+    types = [make_type("small", 1, 4, price=0.05), make_type("medium", 2, 8, price=0.08), make_type("large", 4, 16, price=0.12)]
+    # each new node takes at most maxSkew = 2 matching pods: two mediums (0.16), not one large (0.12)
+    ref = optimum.reference(_table(types), _pods(4, "1", **_spread("kubernetes.io/hostname", 2)))
+    assert (ref.status, ref.plan) == ("optimum", {"medium": 2}) and ref.value == pytest.approx(0.16)
+    assert optimum.lp_bound(optimum.build_problem(_table(types), _pods(4, "1", **_spread("kubernetes.io/hostname", 2)))) \
+        == pytest.approx(0.16)
+
+
+def test_reference_is_a_lower_bound_when_a_constraint_is_not_modelled():
+    pytest.importorskip("highspy")
+    affinity = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "p"}}, "topologyKey": "topology.kubernetes.io/zone"}]}}}
+    ref = optimum.reference(_table(), _pods(4, "1", **affinity), upper_bound=0.20)
     assert ref.status == "lower bound" and ref.value == pytest.approx(0.16)
-    assert "topology spread / pod affinity" in ref.note and ref.plan == {}
+    assert "required pod affinity" in ref.note and ref.plan == {}
+
+
+def test_topology_model_keeps_only_groups_whose_selector_matches_the_carriers():
+    # a spread selector that also matches plain pods (labels app=p, no constraint) is left out
+    spread = _pods(3, "1", **_spread("kubernetes.io/hostname", 1))
+    plain = [pod_info({"metadata": {"name": f"q{i}", "namespace": "default", "labels": {"app": "p"}},
+                       "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}) for i in range(2)]
+    model = optimum.build_problem(_table(), spread + plain).topology
+    assert model.node_caps == () and model.relaxed == ("topology spread on kubernetes.io/hostname over pods without that constraint",)
+    alone = optimum.build_problem(_table(), spread).topology
+    assert alone.node_caps == (((0,), 1),) and alone.relaxed == ()
