@@ -9,7 +9,8 @@ amd64/linux NodePool) it prints:
   claims per zone, by the zone the launch kernel ``cheapest_launchable`` picks for each claim,
   named ``<nodepool>-<n>``: equal-price zones rotate by claim name);
 * FFD: :func:`costref.ffd_plan` (Karpenter's first-fit decreasing, cheapest type per claim);
-* ref: the MILP optimum (``opt``), the MILP's best plan with its dual bound when the time limit hit
+* ref: the MILP optimum (``opt``; for zone-spread-only workloads the exact optimum by zone,
+  :func:`costref.zone_split`), the MILP's best plan with its dual bound when the time limit hit
   (``milp<=``, ratios then against the bound), or the LP bound (``LP``) for workloads with topology
   constraints or too big for the bin MILP. See :mod:`costref` for the formulations; every
   reference sees karpy's own type table (allocatable minus DaemonSet overhead, max-pods) and pod
@@ -196,7 +197,13 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     ffd = costref.ffd_plan(problem)
     ref_kind, ref, bound, milp_s, note = "LP", None, None, 0.0, ""
     model = problem.topology
-    if not model.relaxed and len(pods) <= milp_pods:
+    split = costref.zone_split(problem, time_limit=max(60.0, 6 * time_limit)) if len(pods) <= milp_pods else None
+    if split is not None and split.optimal:
+        # zone spread only: the exact optimum by zone (optimum.zone_split), where the bin MILP over
+        # every zone's kinds does not close within its time limit
+        ref_kind, ref, bound, milp_s = "opt", split.value, split.value, split.seconds
+        note = "zone split: " + " ".join(f"{v}x{k}" for k, v in split.plan.items())
+    elif not model.relaxed and len(pods) <= milp_pods:
         # karpy's plan is feasible for the MILP's model (which keeps the topology rules it lists)
         # when nothing is pending: a tighter upper bound means fewer bins, so HiGHS proves the
         # optimum sooner. FFD ignores topology: with rules modelled its plan is no upper bound.

@@ -17,7 +17,8 @@ from karpy_core.sim.optimum import (
     solve_milp,
     topology_model,
     upper_bound_alone,
+    zone_split,
 )
 
 __all__ = ["Problem", "Plan", "MilpResult", "Reference", "TopologyModel", "build_problem", "ffd_plan", "solve_milp",
-           "lp_bound", "cover_bound", "upper_bound_alone", "topology_model", "highs_available", "reference"]
+           "lp_bound", "cover_bound", "upper_bound_alone", "topology_model", "zone_split", "highs_available", "reference"]

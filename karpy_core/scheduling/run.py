@@ -29,6 +29,7 @@ from karpy_core.scheduling.nodes import ExistingNode, NodeUsage
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
 from karpy_core.scheduling.preferences import Attempt, build_attempts
+from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.reservations import ReservationLedger
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.taints import Taint
@@ -86,9 +87,10 @@ class SchedulingRun:
         }
         self.usage = [NodeUsage(n) for n in inputs.nodes]
         self.claims: list[ClaimState] = []
-        self.claim_cap: Mapping[str, BoolArray] | None = None
-        """When set, new claims start with only these types of their NodePool's table (a size
-        cap: :meth:`Scheduler.solve` tries capped plans for pods with topology rules)."""
+        self.claim_caps: tuple[Mapping[str, BoolArray], ...] = ()
+        """Size caps for new claims, smallest first: a new claim starts with only the types of
+        the first cap (per NodePool table) that takes its pod, else with every type
+        (:meth:`Scheduler.solve` tries capped plans for pods with topology rules)."""
         self.ledger = ReservationLedger(inputs.tables)
         """Capacity reservations left and held by the planned claims (Karpenter ReservationManager)."""
         self._node_cursor: dict[tuple[Any, ...], int] = {}
@@ -271,6 +273,38 @@ class SchedulingRun:
         self.record(pod, att, labels, table.template.taints)
         return True
 
+    def claim_price(self, table: TypeTable, requirements: Requirements, mask: BoolArray) -> float:
+        """USD/hour of the cheapest offering among ``mask``'s types that ``requirements`` allow
+        (``inf`` when none)."""
+        prices = table.cheapest_prices(requirements)[mask]
+        return float(prices.min()) if prices.size else float("inf")
+
+    def place_cheapest(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Put ``pod`` where it adds the least USD/hour: on the planned claim whose cheapest
+        offering rises least with it, or on a new claim when that costs less (the marginal-cost
+        rule, a variant :meth:`Scheduler.solve` tries for pods with topology rules); ties keep
+        the earlier claim, then a planned claim over a new one. True when placed."""
+        best: tuple[float, int] | None = None
+        for i, claim in enumerate(self.claims):
+            fit = self.check(claim, pod, att, verdict)
+            if not isinstance(fit, Fit):
+                continue
+            delta = self.claim_price(claim.table, fit.requirements, fit.mask) - \
+                self.claim_price(claim.table, claim.requirements, claim.mask)
+            if best is None or delta < best[0] - 1e-12:
+                best = (delta, i)
+        if best is not None:
+            alone = min((self._alone_price(t, pod, att, verdict) for t in self.inputs.templates), default=float("inf"))
+            if best[0] <= alone + 1e-12 and self.try_add(self.claims[best[1]], pod, att, verdict):
+                return True
+        return self.place_new(pod, att, verdict)
+
+    def _alone_price(self, template: NodePoolTemplate, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> float:
+        """USD/hour of a new claim of ``template`` holding only ``pod`` (``inf`` when it cannot)."""
+        claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
+        fit = self.check(claim, pod, att, verdict)
+        return self.claim_price(claim.table, fit.requirements, fit.mask) if isinstance(fit, Fit) else float("inf")
+
     # ---- new claims ---------------------------------------------------------------------
     def place_new(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Open a NodeClaim for ``pod`` from the first NodePool (by weight) that takes it."""
@@ -281,13 +315,14 @@ class SchedulingRun:
                 continue
             claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
             added = False
-            if self.claim_cap is not None:
-                # the cap is a preference within the NodePool: a pod no capped type takes gets an
-                # uncapped claim of the same NodePool, never one of a lower weight
-                claim.mask = self.claim_cap[template.name].copy()
+            for caps in self.claim_caps:
+                # a cap is a preference within the NodePool: a pod no capped type takes gets the
+                # next cap's claim, then an uncapped one of the same NodePool, never one of a lower weight
+                claim.mask = caps[template.name].copy()
                 added = self.try_add(claim, pod, att, verdict)
-                if not added:
-                    claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
+                if added:
+                    break
+                claim = ClaimState.fresh(self.tables[template.name], len(self.claims))
             if added or self.try_add(claim, pod, att, verdict):
                 self.claims.append(claim)
                 rem = self.remaining[template.name]

@@ -28,21 +28,27 @@ Determinism: every iteration is over sorted or insertion-ordered sequences, neve
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from karpy_core.apis.labels import LABEL_ZONE
 from karpy_core.scheduling.claim import MAX_INSTANCE_TYPES, PlannedNodeClaim, finalize
 from karpy_core.scheduling.explain import explain_detail, why
 from karpy_core.scheduling.infeasible import Unschedulable
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
+from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.run import Inputs, SchedulingRun
 from karpy_core.scheduling.sizing import fill_best
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
+from karpy_core.scheduling.topology import SpreadConstraint
+from karpy_core.utils.selectors import selector_matches
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
 
@@ -70,29 +76,109 @@ def queue_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
 
 
 CAPPED_TOPOLOGY_PODS = 500
-"""Batches with at most this many pods with topology rules are also planned with size caps
-(:meth:`Scheduler.solve`); larger ones keep the single first-fit plan (each cap is one more plan)."""
+"""Batches with at most this many pods with topology rules are also planned with size caps and
+by marginal cost (:meth:`Scheduler.solve`); larger ones keep the single first-fit plan (each
+variant is one more plan: up to :data:`MAX_SIZE_CAPS` + 1)."""
 MAX_SIZE_CAPS = 8
 """Size caps tried per batch at most (:func:`size_caps`)."""
 
 
 def size_caps(tables: Iterable[TypeTable], pods: Sequence[PodInfo]) -> list[int]:
-    """vCPU sizes to cap the claims of ``pods`` at: the distinct vCPU counts of the NodePools'
-    launchable types, from the smallest that holds the largest pod's cpu request up to (not
-    including) the largest, at most :data:`MAX_SIZE_CAPS` of them spread evenly on a log scale."""
+    """vCPU sizes to cap the claims of ``pods`` at (smallest first): the distinct vCPU counts of the
+    NodePools' launchable types from the smallest that holds the smallest pod's cpu request up to
+    (not including) the largest; when there are more than :data:`MAX_SIZE_CAPS`, for each power of
+    two the largest size not above it, smallest first, at most :data:`MAX_SIZE_CAPS` of them."""
     sizes: set[int] = set()
     for t in tables:
         launchable = np.isfinite(t.prices).any(axis=1)
         sizes |= {int(v) // 1000 for v in t.capacity[launchable, t.index["cpu"]]} if "cpu" in t.index else set()
-    need = max((p.requests.get("cpu", 0) for p in pods), default=0)
+    need = min((p.requests.get("cpu", 0) for p in pods), default=0)
     ordered = sorted(s for s in sizes if s * 1000 >= need and s > 0)
     if len(ordered) < 2:
         return []
     ordered = ordered[:-1]
     if len(ordered) <= MAX_SIZE_CAPS:
         return ordered
-    picks = np.unique(np.round(np.geomspace(1, len(ordered), MAX_SIZE_CAPS)).astype(int) - 1)
-    return [ordered[i] for i in picks]
+    picks: list[int] = []
+    power = 1
+    while len(picks) < MAX_SIZE_CAPS and power <= 2 * ordered[-1]:
+        below = [s for s in ordered if s <= power]
+        if below and below[-1] not in picks:
+            picks.append(below[-1])
+        power *= 2
+    return picks
+
+
+def _pinned(pod: PodInfo, zone: str) -> PodInfo:
+    """A copy of ``pod`` without spread constraints, its node-affinity terms narrowed to ``zone``."""
+    terms = []
+    for t in pod.requirement_terms:
+        term = t.copy()
+        term.add(Requirement(LABEL_ZONE, False, frozenset((zone,))))
+        terms.append(term)
+    return dataclasses.replace(pod, requirement_terms=terms, spread=(), _signature=None)
+
+
+def _zonal_assignment(inputs: Inputs, pods: Sequence[PodInfo], base: SchedulingRun) -> dict[str, str] | None:
+    """Pod key -> zone for the spread pods of a zone-spread-only batch (see :meth:`Scheduler._zonal`),
+    or None when the batch does not qualify."""
+    constrained = [p for p in pods if not _plain(p)]
+    if not constrained:
+        return None
+    groups: dict[tuple[str, SpreadConstraint], list[PodInfo]] = {}
+    for p in constrained:
+        if (p.affinity or p.preferred_affinity or p.preferred_node_terms or len(p.spread) != 1
+                or p.spread[0].key != LABEL_ZONE or not p.spread[0].hard or p.spread[0].min_domains > 1):
+            return None
+        groups.setdefault((p.namespace, p.spread[0]), []).append(p)
+    where: dict[str, str] = {}
+    for claim in base.claims:
+        zone_req = claim.requirements.get(LABEL_ZONE)
+        for p in claim.pods:
+            if zone_req is not None and not zone_req.complement and len(zone_req.values) == 1:
+                where[p.key] = next(iter(zone_req.values))
+    if any(p.key not in where for p in constrained):
+        return None
+    for (ns, c), members in groups.items():
+        sel = json.loads(c.selector)
+        keys = {m.key for m in members}
+        if any(not selector_matches(sel, m.labels) for m in members):
+            return None
+        if any(q.namespace == ns and q.key not in keys and selector_matches(sel, q.labels) for q in [*pods, *inputs.bound_pods]):
+            return None
+    # loads per zone (cpu and memory shares of the batch's spread pods), the base share first
+    total = {r: max(1, sum(p.requests.get(r, 0) for p in constrained)) for r in ("cpu", "memory")}
+    load: dict[str, float] = {}
+
+    def weight(p: PodInfo) -> float:
+        return sum(p.requests.get(r, 0) / total[r] for r in total)
+
+    out: dict[str, str] = {}
+    deals: list[tuple[float, list[PodInfo], list[str]]] = []
+    for (_ns, c), members in sorted(groups.items(), key=lambda kv: -weight(kv[1][0])):
+        domains = sorted(base.pod_domains(members[0], {LABEL_ZONE}).get(LABEL_ZONE, set()))
+        counts = {z: 0 for z in domains}
+        for m in members:
+            counts[where[m.key]] = counts.get(where[m.key], 0) + 1
+        q, r = divmod(len(members), len(domains)) if domains else (0, 0)
+        ordered = sorted(members, key=lambda m: (where[m.key], m.key))
+        if c.max_skew != 1 or set(counts) != set(domains) or sorted(counts.values()) != [q] * (len(domains) - r) + [q + 1] * r:
+            for m in ordered:  # keep first fit's zones
+                out[m.key] = where[m.key]
+                load[where[m.key]] = load.get(where[m.key], 0.0) + weight(m)
+            continue
+        for i, z in enumerate(domains):
+            for m in ordered[i * q:(i + 1) * q]:
+                out[m.key] = z
+            load[z] = load.get(z, 0.0) + q * weight(members[0])
+        deals.append((weight(members[0]), ordered[len(domains) * q:], domains))
+    for w, extra, domains in sorted(deals, key=lambda d: -d[0]):
+        for m in extra:  # one extra pod per zone, to the least-loaded zones
+            z = min((d for d in domains if d not in {out.get(e.key) for e in extra if e.key in out}),
+                    key=lambda d: (load.get(d, 0.0), d))
+            out[m.key] = z
+            load[z] = load.get(z, 0.0) + w
+    return out
 
 
 def _plain(pod: PodInfo) -> bool:
@@ -168,6 +254,7 @@ class Scheduler:
             sizing=sizing,
         )
         self._last: SchedulingRun | None = None
+        self._caps: list[int] = []
 
     @property
     def templates(self) -> tuple[NodePoolTemplate, ...]:
@@ -184,22 +271,29 @@ class Scheduler:
 
         With ``sizing``, a batch with at most :data:`CAPPED_TOPOLOGY_PODS` pods that carry topology
         rules (spread, pod affinity, preferences) is also planned once per size cap
-        (:func:`size_caps`): the claims those pods open prefer types of at most that many vCPUs
-        (a pod no capped type holds gets an uncapped claim of the same NodePool, so NodePool
-        weights, preferences and requirements decide exactly as without the cap), so first fit
-        spreads them over more, smaller nodes instead of stacking one pod of every group on the
-        first claims (Karpenter's order). The cheapest plan that leaves no more pods pending and
-        relaxes minValues on no more claims wins; ties keep the uncapped plan. Deterministic.
-        Measured on ``benchmarks/cost.py``: hostname spread on KWOK from 1.26x to the MILP
-        optimum; Karpenter's diverse mix at 500 pods 17-19% cheaper, solving ~10x longer."""
+        (:func:`size_caps`) and once by marginal cost. Under a cap, the claims those pods open
+        prefer types of at most that many vCPUs (a pod no capped type holds gets the next cap's
+        claim, then an uncapped one of the same NodePool, so NodePool weights, preferences and
+        requirements decide exactly as without the cap): first fit spreads them over more,
+        smaller nodes instead of stacking one pod of every group on the first claims (Karpenter's
+        order). By marginal cost (:meth:`SchedulingRun.place_cheapest`), each such pod goes to the
+        planned claim whose price rises least with it, or to a new claim when that is cheaper.
+        The cheapest plan that leaves no more pods pending and relaxes minValues on no more claims
+        wins; ties keep the uncapped plan. Deterministic. Measured on ``benchmarks/cost.py``:
+        hostname spread (300 pods) at the proved MILP optimum on both catalogs (from 1.26x and
+        1.31x); Karpenter's diverse mix at 500 pods 17-19% cheaper, solving ~10-20x longer."""
         queue = queue_order(pods)
         constrained = [p for p in queue if not _plain(p)]
         best = self._solve_once(pods, queue, None)
         if not (self.inputs.sizing and constrained) or len(constrained) > CAPPED_TOPOLOGY_PODS:
             return best[0]
         relaxed = sum(c.min_values_relaxed for c in best[0].new_claims)
-        for cap in size_caps(self.inputs.tables.values(), constrained):
-            trial = self._solve_once(pods, queue, cap)
+        self._caps = size_caps(self.inputs.tables.values(), constrained)
+        variants: list[int | str] = [*self._caps, "marginal", "zonal"]
+        for cap in variants:
+            trial = self._zonal(pods, best[2]) if cap == "zonal" else self._solve_once(pods, queue, cap)
+            if trial is None:
+                continue
             if sum(c.min_values_relaxed for c in trial[0].new_claims) > relaxed:
                 continue  # a cap must not cost a minValues the uncapped plan keeps
             if (len(trial[0].errors), trial[1]) < (len(best[0].errors), best[1] * (1 - 1e-9)):
@@ -207,10 +301,36 @@ class Scheduler:
         self._last = best[2]
         return best[0]
 
-    def _solve_once(self, pods: Sequence[PodInfo], queue: list[PodInfo], cap: int | None
+    def _zonal(self, pods: Sequence[PodInfo], base: SchedulingRun) -> tuple[SchedulingResults, float, SchedulingRun] | None:
+        """The zone-pinned variant, for batches whose only topology rules are zone spread: keep
+        how many pods of each spread group go to each zone (re-dealing, for ``maxSkew`` 1, which
+        zones get a group's extra pods so the zones' requests even out), pin every such pod to its
+        zone and plan the whole batch as plain pods, sized by cost. None when the batch has other
+        rules, a group's selector also matches bound pods or other groups' pods, or the first-fit
+        plan (``base``) left a spread pod without a single zone."""
+        zones = _zonal_assignment(self.inputs, pods, base)
+        if zones is None:
+            return None
+        pinned: dict[str, PodInfo] = {}
+        batch: list[PodInfo] = []
+        for p in pods:
+            if p.key in zones:
+                q = _pinned(p, zones[p.key])
+                pinned[q.key] = p
+                batch.append(q)
+            else:
+                batch.append(p)
+        results, usd, run = self._solve_once(batch, queue_order(batch), None)
+        for c in results.new_claims:  # the plan carries the caller's pods, not the pinned copies
+            c.pods[:] = [pinned.get(q.key, q) if q.key in pinned else q for q in c.pods]
+        return results, usd, run
+
+    def _solve_once(self, pods: Sequence[PodInfo], queue: list[PodInfo], cap: int | str | None
                     ) -> tuple[SchedulingResults, float, SchedulingRun]:
         """One plan (results, USD/hour of the new claims' cheapest offerings, its run); ``cap``:
-        the vCPUs the claims opened for constrained pods may have at most (None: any)."""
+        the vCPUs the claims opened for constrained pods prefer at most (None: any), or
+        ``"marginal"``: constrained pods go where they add the least USD/hour
+        (:meth:`SchedulingRun.place_cheapest`) instead of first fit."""
         run = self._last = SchedulingRun(self.inputs, list(pods))
         existing: dict[str, str] = {}
         reasons: dict[str, Unschedulable] = {}
@@ -218,12 +338,14 @@ class Scheduler:
         # Phase 2: the rest go to existing nodes and the claims phase 1 opened, first fit.
         # Phase 3: what is left is packed into new claims one claim at a time, sized by cost when
         #          ``sizing`` is on (see sizing.fill_best), else as Karpenter sizes them (packing.fill).
-        if cap is not None:
-            run.claim_cap = {name: t.capacity[:, t.index["cpu"]] <= cap * 1000 for name, t in self.inputs.tables.items()}
+        marginal = cap == "marginal"
+        if isinstance(cap, int):
+            run.claim_caps = tuple({name: t.capacity[:, t.index["cpu"]] <= c * 1000 for name, t in self.inputs.tables.items()}
+                                   for c in [cap, *(c for c in self._caps if c > cap)])
         leftover: list[PodInfo] = []
         for phase, pods_in_phase in ((1, [p for p in queue if not _plain(p)]), (2, [p for p in queue if _plain(p)])):
             if phase == 2:
-                run.claim_cap = None
+                run.claim_caps = ()
             for pod in pods_in_phase:
                 if pod.unsupported:
                     reasons[pod.key] = why(run, pod)
@@ -236,7 +358,11 @@ class Scheduler:
                         existing[pod.key] = node.name
                         placed = True
                         break
-                    if run.place_planned(pod, att, verdict) or (phase == 1 and run.place_new(pod, att, verdict)):
+                    if phase == 1 and marginal:
+                        if run.place_cheapest(pod, att, verdict):
+                            placed = True
+                            break
+                    elif run.place_planned(pod, att, verdict) or (phase == 1 and run.place_new(pod, att, verdict)):
                         placed = True
                         break
                 if not placed:

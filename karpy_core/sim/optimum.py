@@ -70,7 +70,8 @@ from karpy_core.scheduling.template import TypeTable
 from karpy_core.utils.selectors import selector_matches
 
 __all__ = ["Problem", "Plan", "MilpResult", "Reference", "TopologyModel", "build_problem", "ffd_plan", "solve_milp",
-           "lp_bound", "cover_bound", "upper_bound_alone", "topology_model", "highs_available", "reference"]
+           "lp_bound", "cover_bound", "upper_bound_alone", "topology_model", "zone_split", "ZoneSplit", "highs_available",
+           "reference"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -719,6 +720,121 @@ def lp_bound(problem: Problem) -> float:
         h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), v)  # type: ignore[attr-defined]
     h.run()  # type: ignore[attr-defined]
     return float(h.getInfo().objective_function_value)  # type: ignore[attr-defined]
+
+
+@dataclass
+class ZoneSplit:
+    """:func:`zone_split` 's answer: ``value`` (USD/hour), ``optimal`` (every zone's packing was
+    proved optimal, so ``value`` is the optimum; else it is a lower bound), ``plan`` (nodes per
+    instance type, ``{}`` unless optimal), ``seconds``."""
+
+    value: float
+    optimal: bool
+    plan: dict[str, int]
+    seconds: float
+
+
+def zone_split(problem: Problem, *, time_limit: float = 60.0, zone_time_limit: float = 5.0) -> ZoneSplit | None:
+    """The optimum of a batch whose only topology rule is zone spread with ``maxSkew`` 1, every
+    shape its own group and every group over the same zones (Deployments spread over zones, as in
+    ``benchmarks/cost.py``'s zspread workloads); None for any other batch, or past ``time_limit``.
+
+    With ``n_g = q_g Z + r_g``, every zone holds ``q_g`` or ``q_g + 1`` pods of group ``g``, so a
+    plan is a choice, per zone, of the set ``S`` of groups that get the extra pod (each group in
+    exactly ``r_g`` zones), and each zone is then packed alone. For each zone and each ``S``
+    (zones with the same kinds share the packings) the zone's optimum comes from the cover bound
+    and the bin MILP (:func:`solve_milp`, ``zone_time_limit`` seconds each); a small assignment
+    MILP picks the sets. Exact when every zone packing is proved optimal, else a lower bound (the
+    packings' dual bounds). 2^G packings per distinct zone: only for G <= 8 groups.
+
+    Raises:
+        ImportError: highspy is not installed.
+    """
+    import itertools
+
+    import highspy
+
+    t0 = time.perf_counter()
+    p = problem.pruned()
+    topo = p.topology
+    shapes = len(p.counts)
+    if topo.node_caps or topo.zone_caps or not topo.zone_spread or topo.relaxed or shapes > 8:
+        return None
+    groups = sorted(topo.zone_spread)
+    if sorted(m[0] for m, _ in groups) != list(range(shapes)) or any(len(m) != 1 or k != 1 for m, k in groups):
+        return None
+    doms = _domains(p, list(range(shapes)))
+    if any(_domains(p, [s]) != doms for s in range(shapes)):
+        return None
+    z_count = len(doms)
+    base = p.counts // z_count
+    extra = p.counts % z_count
+    ks_of = {z: [k for k in range(len(p.prices)) if p.zones[k] == z] for z in doms}
+    cache: dict[tuple[object, ...], tuple[float, bool, dict[str, int]]] = {}
+    subsets = [frozenset(c) for r in range(shapes + 1) for c in itertools.combinations(
+        [g for g in range(shapes) if extra[g]], r)]
+    costs: dict[tuple[str, frozenset[int]], tuple[float, bool, dict[str, int]]] = {}
+    for z in doms:
+        ks = ks_of[z]
+        sig = (p.prices[ks].tobytes(), p.free[ks].tobytes(), p.compat[:, ks].tobytes())
+        for subset in subsets:
+            counts = base + np.array([1 if g in subset else 0 for g in range(shapes)], dtype=np.int64)
+            key = (sig, counts.tobytes())
+            if key not in cache:
+                if time.perf_counter() - t0 > time_limit:
+                    return None
+                cache[key] = _zone_packing(p, ks, counts, zone_time_limit)
+            costs[(z, subset)] = cache[key]
+    # the assignment: one subset per zone, group g extra in exactly r_g zones
+    h = _highs()
+    cols = list(costs)
+    n = len(cols)
+    h.addVars(n, np.zeros(n), np.ones(n))  # type: ignore[attr-defined]
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array([costs[c][0] for c in cols]))  # type: ignore[attr-defined]
+    h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n))  # type: ignore[attr-defined]
+    for z in doms:
+        idx = [i for i, c in enumerate(cols) if c[0] == z]
+        h.addRow(1.0, 1.0, len(idx), np.array(idx, dtype=np.int32), np.ones(len(idx)))  # type: ignore[attr-defined]
+    for g in range(shapes):
+        if extra[g]:
+            idx = [i for i, c in enumerate(cols) if g in c[1]]
+            h.addRow(float(extra[g]), float(extra[g]), len(idx), np.array(idx, dtype=np.int32), np.ones(len(idx)))  # type: ignore[attr-defined]
+    h.run()  # type: ignore[attr-defined]
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
+        return None
+    sol = h.getSolution().col_value  # type: ignore[attr-defined]
+    chosen = [cols[i] for i in range(n) if sol[i] > 0.5]
+    optimal = all(costs[c][1] for c in chosen) and all(v[1] for v in cache.values())
+    plan: dict[str, int] = {}
+    for c in chosen:
+        for t, v in costs[c][2].items():
+            plan[t] = plan.get(t, 0) + v
+    value = float(sum(costs[c][0] for c in chosen))
+    return ZoneSplit(value, optimal, dict(sorted(plan.items())) if optimal else {}, time.perf_counter() - t0)
+
+
+def _zone_packing(p: Problem, ks: Sequence[int], counts: IntArray, time_limit: float) -> tuple[float, bool, dict[str, int]]:
+    """(USD/hour, proved, nodes per type) of packing ``counts`` pods per shape on the kinds ``ks``
+    of one zone (no topology left): the optimum when proved, else the MILP's dual bound."""
+    keep = counts > 0
+    if not keep.any():
+        return 0.0, True, {}
+    idx = np.array(ks, dtype=np.int64)
+    sub = Problem(p.resources, p.requests[keep], counts[keep], [p.names[k] for k in ks], [p.type_names[k] for k in ks],
+                  p.prices[idx], p.free[idx], p.compat[keep][:, idx], [], 0, [p.zones[k] for k in ks], TopologyModel())
+    if not sub.compat.any(axis=1).all():
+        return float("inf"), True, {}
+    sub.ffd_order = sorted(range(len(sub.counts)), key=lambda s: tuple(-sub.requests[s]))
+    ffd = ffd_plan(sub)
+    cover = cover_bound(sub, time_limit=time_limit)
+    if cover is not None and ffd.cost <= cover[0] * (1 + 1e-9):
+        return ffd.cost, True, ffd.type_counts(sub)
+    m = solve_milp(sub, ffd.cost, time_limit=time_limit, lower_bound=cover[0] if cover else None)
+    if m is not None and m.optimal and m.value is not None:
+        return m.value, True, m.plan
+    if m is None:
+        return (cover[0] if cover else lp_bound(sub)), False, {}
+    return max(m.bound, cover[0] if cover else 0.0), False, {}
 
 
 REFERENCE_TIME_LIMIT = 2.0

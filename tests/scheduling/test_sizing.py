@@ -237,3 +237,84 @@ def test_size_caps_are_vcpu_tiers_from_the_largest_pod_up():
     assert size_caps(tables, [pod_info(p) for p in spread_batch()]) == [2, 3]  # 4 (the largest) is the uncapped plan
     assert size_caps(tables, [pod_info(spread_pod("x", "x", "3"))]) == [3]
     assert size_caps(tables, [pod_info(spread_pod("x", "x", "4"))]) == []
+
+
+def _marginal_plan(catalog, pods):
+    from karpy_core.scheduling.scheduler import queue_order
+
+    template = template_from_nodepool(nodepool(), catalog)
+    sched = Scheduler([template], sizing=True)
+    infos = [pod_info(p) for p in pods]
+    results, usd, _ = sched._solve_once(infos, queue_order(infos), "marginal")  # the marginal-cost variant alone
+    return results, round(usd, 6)
+
+
+def test_marginal_cost_placement_opens_a_node_when_joining_costs_more():
+    # two groups of 2 x 1 cpu, one pod of a group per node: joining a claim turns a small (0.04)
+    # into a medium (0.10), +0.06, more than a small of its own: four smalls, 0.16 (first fit: two mediums, 0.20)
+    catalog = [make_type("small", 1, 4, price=0.04), make_type("medium", 2, 8, price=0.10)]
+    batch = [spread_pod(f"a{i}", "a", "1") for i in range(2)] + [spread_pod(f"b{i}", "b", "1") for i in range(2)]
+    res, usd = _marginal_plan(catalog, batch)
+    assert types(res) == ["small"] * 4 and usd == 0.16
+    assert cost(solve([nodepool()], batch, catalog=catalog, sizing=False)) == 0.20
+    assert cost(solve([nodepool()], batch, catalog=catalog)) == 0.16  # what the provisioner plans
+
+
+def test_marginal_cost_placement_joins_when_that_is_cheaper():
+    # the same pods with a cheap medium (0.05): joining adds 0.01, less than a small (0.04): two mediums, 0.10
+    catalog = [make_type("small", 1, 4, price=0.04), make_type("medium", 2, 8, price=0.05)]
+    batch = [spread_pod(f"a{i}", "a", "1") for i in range(2)] + [spread_pod(f"b{i}", "b", "1") for i in range(2)]
+    res, usd = _marginal_plan(catalog, batch)
+    assert types(res) == ["medium", "medium"] and usd == 0.10
+    for c in res.new_claims:
+        assert sorted(p.labels["app"] for p in c.pods) == ["a", "b"]
+
+
+def zone_pod(name: str, app: str, cpu: str) -> dict:
+    p = pod(name, cpu, "1Gi")
+    p["metadata"]["labels"] = {"app": app}
+    p["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                               "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": app}}}]
+    return p
+
+
+# 4 cores are the cheapest per core; 8 are dear
+ZONAL = [make_type("medium", 2, 8, price=0.08), make_type("large", 4, 16, price=0.12), make_type("xlarge", 8, 32, price=0.40)]
+
+
+def _zonal_plan(pods, bound=()):
+    from karpy_core.scheduling.scheduler import queue_order
+
+    template = template_from_nodepool(nodepool(), ZONAL)
+    sched = Scheduler([template], bound_pods=[pod_info(b) for b in bound], sizing=True)
+    infos = [pod_info(p) for p in pods]
+    base = sched._solve_once(infos, queue_order(infos), None)
+    return base, sched._zonal(infos, base[2])
+
+
+def test_zone_pinned_variant_evens_out_the_zones_and_sizes_them():
+    # a: 3 x 2 cpu, b: 1 x 2 cpu, each spread over zone-a and zone-b. First fit puts a's extra pod
+    # and b in zone-a (6 cpu: an xlarge, 0.40, plus a medium in zone-b: 0.48). Pinned with a's
+    # extra and b dealt to different zones, each zone holds 4 cpu: two larges, 0.24
+    batch = [zone_pod(f"a{i}", "a", "2") for i in range(3)] + [zone_pod("b0", "b", "2")]
+    base, zonal = _zonal_plan(batch)
+    assert round(base[1], 6) == 0.48 and zonal is not None
+    results, usd, _ = zonal
+    assert round(usd, 6) == 0.24 and types(results) == ["large", "large"] and not results.errors
+    zone_of = {p.name: next(iter(c.requirements.get("topology.kubernetes.io/zone").values)) for c in results.new_claims for p in c.pods}
+    a_zones = [zone_of[f"a{i}"] for i in range(3)]
+    assert sorted(a_zones.count(z) for z in ("zone-a", "zone-b")) == [1, 2]  # a stays within maxSkew 1
+    assert a_zones.count(zone_of["b0"]) == 1  # b joins the zone with a's single pod
+    assert sorted(list(zone_of.values()).count(z) for z in ("zone-a", "zone-b")) == [2, 2]
+    # the plan carries the caller's pods (with their spread constraints), not pinned copies
+    assert all(p.spread for c in results.new_claims for p in c.pods)
+    assert cost(solve([nodepool()], batch, catalog=ZONAL)) == 0.24
+
+
+def test_zone_pinned_variant_only_for_zone_spread_alone():
+    hostname = spread_pod("h0", "h", "1")
+    assert _zonal_plan([zone_pod("a0", "a", "2"), hostname])[1] is None
+    # a bound pod the selector matches would change the counts: left to first fit
+    running = zone_pod("a-old", "a", "1")
+    running["spec"]["nodeName"] = "node-1"
+    assert _zonal_plan([zone_pod("a0", "a", "2"), zone_pod("a1", "a", "2")], bound=[running])[1] is None

@@ -298,3 +298,19 @@ def test_topology_model_keeps_only_groups_whose_selector_matches_the_carriers():
     assert model.node_caps == () and model.relaxed == ("topology spread on kubernetes.io/hostname over pods without that constraint",)
     alone = optimum.build_problem(_table(), spread).topology
     assert alone.node_caps == (((0,), 1),) and alone.relaxed == ()
+
+
+def test_zone_split_is_the_optimum_by_zone():
+    pytest.importorskip("highspy")
+    types = [make_type("small", 1, 4, price=0.05), make_type("large", 4, 16, price=0.12)]  # zone-a and zone-b
+    # 5 pods over 2 zones: 3 in one (a large, 0.12, beats three smalls, 0.15), 2 in the other (two smalls, 0.10)
+    problem = optimum.build_problem(_table(types), _pods(5, "1", **_spread("topology.kubernetes.io/zone", 1)))
+    split = optimum.zone_split(problem)
+    assert split is not None and split.optimal
+    assert split.value == pytest.approx(0.22) and split.plan == {"large": 1, "small": 2}
+    # the bin MILP with the zone rows agrees
+    m = optimum.solve_milp(problem, optimum.upper_bound_alone(problem), time_limit=10)
+    assert m is not None and m.optimal and m.value == pytest.approx(0.22)
+    # anything but zone spread alone is not its case
+    assert optimum.zone_split(optimum.build_problem(_table(types), _pods(4, "1"))) is None
+    assert optimum.zone_split(optimum.build_problem(_table(types), _pods(4, "1", **_spread("kubernetes.io/hostname", 1)))) is None
