@@ -63,8 +63,8 @@ class ClaimState:
             (:class:`~karpy_core.scheduling.reservations.ReservationLedger`).
     """
 
-    __slots__ = ("host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests", "requirements", "reservations",
-                 "reserved", "table")
+    __slots__ = ("cpu_room", "host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests", "requirements",
+                 "reservations", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
         self.table = table
@@ -78,6 +78,9 @@ class ClaimState:
         self.host_ports: set[HostPort] = set(table.daemon_host_ports)
         self.relaxed = False
         self.reservations: frozenset[str] = frozenset()
+        self.cpu_room: int | None = None
+        """Millicores the roomiest remaining type has left, as of the last pod added (None: not
+        known yet); a pod asking for more fits none of its types (a shortcut for first fit)."""
 
     @classmethod
     def fresh(cls, table: TypeTable, index: int, hostname: str | None = None) -> ClaimState:

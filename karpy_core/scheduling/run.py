@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,9 @@ class Inputs:
     max_instance_types: int
     use_caches: bool
     sizing: bool = False
+    memo: dict[str, dict[Any, Any]] = field(default_factory=dict, compare=False)
+    """Answers that depend on these inputs alone (domains per NodePool and per pod signature),
+    shared by every run of one scheduler (:meth:`Scheduler.solve` may plan a batch several ways)."""
 
 
 class SchedulingRun:
@@ -97,7 +100,8 @@ class SchedulingRun:
         self._claim_cursor: dict[tuple[Any, ...], int] = {}
         self.new_failed: dict[tuple[Any, ...], set[str]] = {}
         self._attempt_cache: dict[tuple[Any, ...], list[Attempt]] = {}
-        self._pod_domain_cache: dict[tuple[Any, ...], dict[str, set[str]]] = {}
+        self._pod_domain_cache: dict[tuple[Any, ...], dict[str, set[str]]] = inputs.memo.setdefault("pod_domains", {})
+        self._template_domain_cache: dict[tuple[str, str], set[str]] = inputs.memo.setdefault("template_domains", {})
         keys: set[str] = set()
         for p in [*pods, *inputs.bound_pods]:
             keys |= {c.key for c in p.spread} | {t.key for t in p.affinity} | {t.key for t in p.preferred_affinity}
@@ -113,6 +117,12 @@ class SchedulingRun:
 
     # ---- domains ------------------------------------------------------------------------
     def _template_domains(self, t: NodePoolTemplate, key: str) -> set[str]:
+        hit = self._template_domain_cache.get((t.name, key))
+        if hit is None:
+            hit = self._template_domain_cache[(t.name, key)] = self._template_domains_uncached(t, key)
+        return hit
+
+    def _template_domains_uncached(self, t: NodePoolTemplate, key: str) -> set[str]:
         req = t.requirements.get(key)
         if key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
             table = self.tables[t.name]
@@ -226,7 +236,11 @@ class SchedulingRun:
         cached = self.cached(att, verdict)
         sig = (pod.signature(), att.level)
         start = self._claim_cursor.get(sig, 0) if cached else 0
+        cpu = pod.requests.get("cpu", 0)
         for i in range(start, len(self.claims)):
+            room = self.claims[i].cpu_room
+            if room is not None and cpu > room:
+                continue  # no type of the claim has the cpu left (check_claim would say so, slower)
             if self.try_add(self.claims[i], pod, att, verdict):
                 if cached:
                     self._claim_cursor[sig] = i
@@ -265,6 +279,8 @@ class SchedulingRun:
         claim.requirements = requirements
         claim.mask = mask
         claim.requests = fit.requests
+        c = table.index.get("cpu")
+        claim.cpu_room = int(table.free[mask, c].max() - fit.requests[c]) if c is not None and mask.any() else None
         claim.relaxed = claim.relaxed or fit.relaxed
         claim.pods.append(pod)
         claim.host_ports |= pod.host_ports
@@ -285,7 +301,10 @@ class SchedulingRun:
         rule, a variant :meth:`Scheduler.solve` tries for pods with topology rules); ties keep
         the earlier claim, then a planned claim over a new one. True when placed."""
         best: tuple[float, int] | None = None
+        cpu = pod.requests.get("cpu", 0)
         for i, claim in enumerate(self.claims):
+            if claim.cpu_room is not None and cpu > claim.cpu_room:
+                continue
             fit = self.check(claim, pod, att, verdict)
             if not isinstance(fit, Fit):
                 continue
