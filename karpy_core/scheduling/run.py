@@ -313,7 +313,9 @@ class SchedulingRun:
             if best is None or delta < best[0] - 1e-12:
                 best = (delta, i)
         if best is not None:
-            alone = min((self._alone_price(t, pod, att, verdict) for t in self.inputs.templates), default=float("inf"))
+            # what place_new would open: a claim of the first NodePool (by weight) that takes the pod
+            alone = next((a for a in (self._alone_price(t, pod, att, verdict) for t in self.inputs.templates)
+                          if a != float("inf")), float("inf"))
             if best[0] <= alone + 1e-12 and self.try_add(self.claims[best[1]], pod, att, verdict):
                 return True
         return self.place_new(pod, att, verdict)

@@ -324,7 +324,7 @@ class Scheduler:
                 batch.append(p)
         results, usd, run = self._solve_once(batch, queue_order(batch), None)
         for c in results.new_claims:  # the plan carries the caller's pods, not the pinned copies
-            c.pods[:] = [pinned.get(q.key, q) if q.key in pinned else q for q in c.pods]
+            c.pods[:] = [pinned.get(q.key, q) for q in c.pods]
         return results, usd, run
 
     def _solve_once(self, pods: Sequence[PodInfo], queue: list[PodInfo], cap: int | str | None
