@@ -318,3 +318,67 @@ def test_zone_pinned_variant_only_for_zone_spread_alone():
     running = zone_pod("a-old", "a", "1")
     running["spec"]["nodeName"] = "node-1"
     assert _zonal_plan([zone_pod("a0", "a", "2"), zone_pod("a1", "a", "2")], bound=[running])[1] is None
+
+
+def _random_topology_batch(rng: random.Random) -> tuple[list[dict], list[tuple[str, str, int]]]:
+    pods, groups = [], []
+    for g in range(rng.randint(1, 5)):
+        kind = rng.choice(["zone", "host", "anti", "plain", "zonehost"])
+        skew = rng.choice([1, 1, 2])
+        cpu, mem = rng.choice(["250m", "500m", "1", "1500m", "3"]), rng.choice(["512Mi", "1Gi", "3Gi"])
+        sel = {"matchLabels": {"app": f"g{g}"}}
+        for i in range(rng.randint(1, 12)):
+            p = pod(f"g{g}-{i}", cpu, mem)
+            p["metadata"]["labels"] = {"app": f"g{g}"}
+            tsc = [{"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel}
+                   for key, on in (("topology.kubernetes.io/zone", kind in ("zone", "zonehost")),
+                                   ("kubernetes.io/hostname", kind in ("host", "zonehost"))) if on]
+            if tsc:
+                p["spec"]["topologySpreadConstraints"] = tsc
+            if kind == "anti":
+                p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": sel}]}}
+            pods.append(p)
+        groups.append((f"g{g}", kind, skew))
+    return pods, groups
+
+
+def test_topology_variants_keep_every_rule_on_random_batches():
+    # the plans the provisioner makes for spread and anti-affinity batches (size caps, marginal
+    # cost, zone pinning) keep every rule, leave no more pods pending than Karpenter's sizes and
+    # never cost more; 40 seeded batches over three zones and a two-NodePool weight case
+    zones = ("zone-a", "zone-b", "zone-c")
+    catalog = [make_type(f"t{c}", c, 2 * c, zones=zones, price=round(0.05 * c * (1 + random.Random(c).random() * 0.5), 4))
+               for c in (1, 2, 4, 8, 16)]
+    cheaper = 0
+    for trial in range(40):
+        rng = random.Random(trial)
+        pods, groups = _random_topology_batch(rng)
+        pools = [nodepool()]
+        if trial % 3 == 0:
+            pools = [nodepool("heavy", weight=10, requirements=[
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t8", "t16"]}]), nodepool("light", weight=1)]
+        karpenter = solve(pools, pods, catalog=catalog, sizing=False)
+        res = solve(pools, pods, catalog=catalog)
+        assert len(res.errors) <= len(karpenter.errors), trial
+        assert cost(res) <= cost(karpenter) + 1e-9, trial
+        cheaper += cost(res) < cost(karpenter) - 1e-9
+        if len(pools) == 2:  # the heavy NodePool holds every pod here: weights keep them all there
+            assert {c.nodepool for c in res.new_claims} == {c.nodepool for c in karpenter.new_claims} == {"heavy"}, trial
+        node_of = {p.name: i for i, c in enumerate(res.new_claims) for p in c.pods}
+        zone_of = {p.name: c.requirements.get("topology.kubernetes.io/zone") for c in res.new_claims for p in c.pods}
+        for app, kind, skew in groups:
+            members = [p["metadata"]["name"] for p in pods if p["metadata"]["labels"]["app"] == app and p["metadata"]["name"] in node_of]
+            if kind in ("host", "zonehost", "anti"):
+                per: dict[int, int] = {}
+                for m in members:
+                    per[node_of[m]] = per.get(node_of[m], 0) + 1
+                assert max(per.values(), default=0) <= (1 if kind == "anti" else skew), (trial, app, per)
+            if kind in ("zone", "zonehost"):
+                counts = dict.fromkeys(zones, 0)
+                for m in members:
+                    z = zone_of[m]
+                    assert z is not None and not z.complement and len(z.values) == 1, (trial, app)
+                    counts[next(iter(z.values))] += 1
+                assert max(counts.values()) - min(counts.values()) <= skew, (trial, app, counts)
+    assert cheaper >= 20  # the variants are not idle: most batches get a cheaper plan
