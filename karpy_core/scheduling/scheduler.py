@@ -42,10 +42,10 @@ from karpy_core.scheduling.infeasible import Unschedulable
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
-from karpy_core.scheduling.requirements import Requirement
+from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.run import Inputs, SchedulingRun
-from karpy_core.scheduling.sizing import fill_best
+from karpy_core.scheduling.sizing import fill_best, unit_prices
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
 from karpy_core.scheduling.topology import SpreadConstraint
 from karpy_core.utils.selectors import selector_matches
@@ -172,13 +172,45 @@ def _zonal_assignment(inputs: Inputs, pods: Sequence[PodInfo], base: SchedulingR
                 out[m.key] = z
             load[z] = load.get(z, 0.0) + q * weight(members[0])
         deals.append((weight(members[0]), ordered[len(domains) * q:], domains))
+    levels = _zone_price_levels(inputs, constrained, sorted({z for *_x, ds in deals for z in ds}))
     for w, extra, domains in sorted(deals, key=lambda d: -d[0]):
-        for m in extra:  # one extra pod per zone, to the least-loaded zones
+        for m in extra:  # one extra pod per zone: to the cheapest zones for it, then the least loaded
             z = min((d for d in domains if d not in {out.get(e.key) for e in extra if e.key in out}),
-                    key=lambda d: (load.get(d, 0.0), d))
+                    key=lambda d: (round(_pod_value(m, levels.get(d, {})), 4), load.get(d, 0.0), d))
             out[m.key] = z
             load[z] = load.get(z, 0.0) + w
     return out
+
+
+def _zone_price_levels(inputs: Inputs, pods: Sequence[PodInfo], zones: Sequence[str]) -> dict[str, dict[str, float]]:
+    """USD/hour per unit of cpu and memory in each zone: the LP-dual unit prices
+    (:func:`~karpy_core.scheduling.sizing.unit_prices`) of the pods' demand over the types each
+    NodePool offers in that zone, of the NodePool where that demand is cheapest. Zones priced alike (one
+    on-demand price everywhere) get equal levels; spot prices and missing families make a zone dearer."""
+    out: dict[str, dict[str, float]] = {}
+    for z in zones:
+        reqs = Requirements.of(Requirement(LABEL_ZONE, False, frozenset((z,))))
+        best: dict[str, float] = {}
+        best_value = float("inf")
+        for t in inputs.templates:
+            table = inputs.tables[t.name]
+            demand = np.zeros(len(table.resources), dtype=np.int64)
+            for p in pods:
+                for r, v in p.requests.items():
+                    if r in table.index:
+                        demand[table.index[r]] += v
+            w = unit_prices(table, table.cheapest_prices(reqs.copy()), demand)
+            level: dict[str, float] = {r: float(w[table.index[r]]) for r in ("cpu", "memory") if r in table.index}
+            value = float(demand @ w)  # the batch priced at this NodePool's levels, USD/hour
+            if value < best_value:
+                best, best_value = level, value
+        out[z] = best
+    return out
+
+
+def _pod_value(pod: PodInfo, level: Mapping[str, float]) -> float:
+    """A pod's requests priced at a zone's :func:`_zone_price_levels` (USD/hour)."""
+    return sum(pod.requests.get(r, 0) * w for r, w in level.items())
 
 
 def _plain(pod: PodInfo) -> bool:
