@@ -286,7 +286,6 @@ class Scheduler:
             sizing=sizing,
         )
         self._last: SchedulingRun | None = None
-        self._caps: list[int] = []
 
     @property
     def templates(self) -> tuple[NodePoolTemplate, ...]:
@@ -322,10 +321,10 @@ class Scheduler:
         if not (self.inputs.sizing and constrained) or len(constrained) > CAPPED_TOPOLOGY_PODS:
             return best[0]
         relaxed = sum(c.min_values_relaxed for c in best[0].new_claims)
-        self._caps = size_caps(self.inputs.tables.values(), constrained)
-        variants: list[int | str] = [*self._caps, "marginal", "zonal"]
+        caps = size_caps(self.inputs.tables.values(), constrained)
+        variants: list[int | str] = [*caps, "marginal", "zonal"]
         for cap in variants:
-            trial = self._zonal(pods, best[2]) if cap == "zonal" else self._solve_once(pods, queue, cap)
+            trial = self._zonal(pods, best[2]) if cap == "zonal" else self._solve_once(pods, queue, cap, caps)
             if trial is None:
                 continue
             if sum(c.min_values_relaxed for c in trial[0].new_claims) > relaxed:
@@ -360,10 +359,11 @@ class Scheduler:
             c.pods[:] = [pinned.get(q.key, q) for q in c.pods]
         return results, usd, run
 
-    def _solve_once(self, pods: Sequence[PodInfo], queue: list[PodInfo], cap: int | str | None
-                    ) -> tuple[SchedulingResults, float, SchedulingRun]:
+    def _solve_once(self, pods: Sequence[PodInfo], queue: list[PodInfo], cap: int | str | None,
+                    caps: Sequence[int] = ()) -> tuple[SchedulingResults, float, SchedulingRun]:
         """One plan (results, USD/hour of the new claims' cheapest offerings, its run); ``cap``:
-        the vCPUs the claims opened for constrained pods prefer at most (None: any), or
+        the vCPUs the claims opened for constrained pods prefer at most (None: any; a pod no
+        capped type holds tries the larger of ``caps`` in turn, then any type), or
         ``"marginal"``: constrained pods go where they add the least USD/hour
         (:meth:`SchedulingRun.place_cheapest`) instead of first fit."""
         run = self._last = SchedulingRun(self.inputs, list(pods))
@@ -376,7 +376,7 @@ class Scheduler:
         marginal = cap == "marginal"
         if isinstance(cap, int):
             run.claim_caps = tuple({name: t.capacity[:, t.index["cpu"]] <= c * 1000 for name, t in self.inputs.tables.items()}
-                                   for c in [cap, *(c for c in self._caps if c > cap)])
+                                   for c in [cap, *(c for c in caps if c > cap)])
         leftover: list[PodInfo] = []
         for phase, pods_in_phase in ((1, [p for p in queue if not _plain(p)]), (2, [p for p in queue if _plain(p)])):
             if phase == 2:

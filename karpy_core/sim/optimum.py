@@ -586,6 +586,12 @@ def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0
     return MilpResult(value_out, bound, optimal, dict(sorted(plan.items())), seconds, n)
 
 
+def _per_node(p: Problem, s: int, k: int) -> int:
+    """The most pods of shape ``s`` one node of kind ``k`` holds (by resources alone)."""
+    req = p.requests[s]
+    return int(min((p.free[k, r] // req[r] for r in range(len(req)) if req[r] > 0), default=p.counts[s]))
+
+
 def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, dict[int, int]] | None:
     """A lower bound that counts nodes in integers: the cheapest multiset of kinds (``z_k`` nodes
     of kind ``k``, integer) whose pooled free capacity covers the pods, dropping only the
@@ -616,8 +622,7 @@ def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, di
             rows.append((demand, list(range(kinds)), [float(v) for v in p.free[:, r]]))
     for s in range(shapes):
         ks = [k for k in range(kinds) if p.compat[s, k]]
-        req = p.requests[s]
-        per = [int(min((p.free[k, r] // req[r] for r in range(len(req)) if req[r] > 0), default=p.counts[s])) for k in ks]
+        per = [_per_node(p, s, k) for k in ks]
         rows.append((float(p.counts[s]), ks, [float(min(m, p.counts[s])) for m in per]))
         inside = [t for t in range(shapes) if not (p.compat[t] & ~p.compat[s]).any()]
         for r in range(len(p.resources)):
@@ -640,12 +645,6 @@ def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, di
     sol = h.getSolution().col_value  # type: ignore[attr-defined]
     z = {k: round(float(sol[k])) for k in range(kinds) if sol[k] > 0.5}
     return float(sum(p.prices[k] * v for k, v in z.items())), z
-
-
-def _per_node(p: Problem, s: int, k: int) -> int:
-    """The most pods of shape ``s`` one node of kind ``k`` holds (by resources alone)."""
-    req = p.requests[s]
-    return int(min((p.free[k, r] // req[r] for r in range(len(req)) if req[r] > 0), default=p.counts[s]))
 
 
 def _cover_topology_rows(p: Problem) -> list[tuple[float, list[int], list[float]]]:
