@@ -23,13 +23,27 @@ from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import evaluate
 from karpy_core.controllers.static.capacity import is_static_pool
 
-__all__ = ["Drift", "has_termination_grace_period"]
+__all__ = ["Drift", "has_termination_grace_period", "keep_over_budget", "still_drifted"]
 
 
 def has_termination_grace_period(cand: Candidate) -> bool:
     """True when ``cand``'s NodeClaim sets ``spec.terminationGracePeriod`` (drift may then go
     through do-not-disrupt and PDBs, as in Karpenter)."""
     return bool((cand.nodeclaim.get("spec") or {}).get("terminationGracePeriod"))
+
+
+def keep_over_budget(ctx: PassContext, cand: Candidate, method: DisruptionMethod) -> None:
+    """Record that drifted ``cand`` stays because the ``Drifted`` budget allows no more."""
+    ctx.keep(cand, method, DecisionKind.BUDGET_EXHAUSTED,
+             f"drifted ({cand.drifted}), but the disruption budget allows 0 more ({DisruptionReason.DRIFTED})",
+             DecisionDetails(budget=DisruptionReason.DRIFTED))
+
+
+def still_drifted(cand: Candidate) -> Invalidation | None:
+    """None while ``cand`` is drifted, else why a drift command no longer applies."""
+    if cand.drifted:
+        return None
+    return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +62,7 @@ class Drift:
                          key=lambda c: (not c.empty, c.created, c.name))
         for c in drifted:
             if budgets.left(c, self.reason) < 1:
-                ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED,
-                         f"drifted ({c.drifted}), but the disruption budget allows 0 more ({self.reason})",
-                         DecisionDetails(budget=self.reason))
+                keep_over_budget(ctx, c, self.name)
                 continue
             ev = evaluate(ctx.sim, [c], consolidation=False)
             if ev.problem is not None:
@@ -66,9 +78,7 @@ class Drift:
 
     def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
         """The node must still be drifted."""
-        if cand.drifted:
-            return None
-        return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
+        return still_drifted(cand)
 
     def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
         """Unless every node is empty now."""

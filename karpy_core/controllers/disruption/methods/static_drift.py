@@ -19,14 +19,13 @@ from typing import ClassVar
 from karpy_core.controllers.disruption.budgets import BudgetTracker
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import (
-    DecisionDetails,
     DecisionKind,
     DisruptionMethod,
     DisruptionReason,
     Invalidation,
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
-from karpy_core.controllers.disruption.methods.drift import has_termination_grace_period
+from karpy_core.controllers.disruption.methods.drift import has_termination_grace_period, keep_over_budget, still_drifted
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.static.capacity import is_static_pool, node_limit, static_claim, static_counts
 from karpy_core.scheduling.template import template_from_nodepool
@@ -57,9 +56,7 @@ class StaticDrift:
             left = budgets.left(cands[0], self.reason)
             if left < 1:
                 for c in cands:
-                    ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED,
-                             f"drifted ({c.drifted}), but the disruption budget allows 0 more ({self.reason})",
-                             DecisionDetails(budget=self.reason))
+                    keep_over_budget(ctx, c, self.name)
                 continue
             counts = static_counts(snapshot, pool_name)
             if counts.active + counts.pending_disruption > pool.replicas:
@@ -97,9 +94,7 @@ class StaticDrift:
 
     def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
         """The node must still be drifted."""
-        if cand.drifted:
-            return None
-        return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
+        return still_drifted(cand)
 
     def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
         """Never: the replacements are the pool's template, not a simulation's result."""
