@@ -24,6 +24,7 @@ from karpy_core.errors import InsufficientCapacityError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.sim.simulator import Simulator
 from karpy_core.testing import nodeclaim_for, nodepool_for
+from tests.sim.manifests import RESERVED_NODEPOOL
 
 from .conftest import FAULTS
 from .test_aws_e2e import REF, launch_template_data
@@ -136,18 +137,7 @@ async def test_full_reservation_is_marked_and_the_next_claim_falls_back(plugin_f
     assert LABEL_RESERVATION_ID not in launched.metadata.labels
 
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand, reserved]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-"""
+POOL = RESERVED_NODEPOOL
 
 
 def _web(replicas: int) -> dict[str, Any]:

@@ -12,3 +12,17 @@ spec:
 """
 """The EC2NodeClass ``default`` that the tests' NodePools reference (a NodePool without its
 NodeClass is not Ready and launches nothing)."""
+
+RESERVED_NODEPOOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand, reserved]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"""
+"""The NodePool ``default`` of the reserved-capacity tests: m5.large, on-demand or reserved."""

@@ -18,23 +18,11 @@ from karpy_core.cloudprovider.simulated import SimulatedProvider, create_plugin
 from karpy_core.errors import ConfigurationError, InsufficientCapacityError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.sim.simulator import Simulator
-from tests.sim.manifests import EC2NODECLASS
+from tests.sim.manifests import EC2NODECLASS, RESERVED_NODEPOOL
 
 RESERVATION = {"id": "cr-0a1b", "instanceType": "m5.large", "availabilityZone": "us-east-1a", "instanceCount": 2}
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      requirements:
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand, reserved]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
----
-""" + EC2NODECLASS
+POOL = RESERVED_NODEPOOL + "---\n" + EC2NODECLASS
 
 
 def deployment(replicas: int, cpu: str = "1500m") -> dict:
