@@ -213,6 +213,45 @@ def _pod_value(pod: PodInfo, level: Mapping[str, float]) -> float:
     return sum(pod.requests.get(r, 0) * w for r, w in level.items())
 
 
+def _zone_skew_breaks(results: SchedulingResults, run: SchedulingRun, constrained: Sequence[PodInfo]) -> int:
+    """How many hard zone-spread constraints of ``constrained`` the finished plan breaks, counting
+    the pods each selector matches on new claims whose zone is settled and on existing nodes.
+    The run checks a constraint when its pod is placed, and a pod recorded on a claim whose zone
+    was still open is not counted once a later pod settles that zone (a selector over pods
+    without the constraint can then be over-filled); the plan variants of :meth:`Scheduler.solve`
+    are held to no more breaks than first fit."""
+    zone_of: list[tuple[PodInfo, str]] = []
+    for claim in results.new_claims:
+        req = claim.requirements.get(LABEL_ZONE)
+        if req is not None and not req.complement and len(req.values) == 1:
+            z = next(iter(req.values))
+            zone_of.extend((p, z) for p in claim.pods)
+    zones_by_node = {n.name: n.labels.get(LABEL_ZONE) for n in run.inputs.nodes}
+    for p in run.inputs.bound_pods:
+        if zones_by_node.get(p.node_name):
+            zone_of.append((p, str(zones_by_node[p.node_name])))
+    for key, node in results.existing.items():
+        pod = next((p for p in constrained if p.key == key), None)
+        if pod is not None and zones_by_node.get(node):
+            zone_of.append((pod, str(zones_by_node[node])))
+    breaks = 0
+    seen: set[tuple[str, SpreadConstraint]] = set()
+    for p in constrained:
+        for c in p.spread:
+            if c.key != LABEL_ZONE or not c.hard or (p.namespace, c) in seen:
+                continue
+            seen.add((p.namespace, c))
+            sel = json.loads(c.selector)
+            domains = run.pod_domains(p, {LABEL_ZONE}).get(LABEL_ZONE, set())
+            counts = dict.fromkeys(domains, 0)
+            for q, z in zone_of:
+                if q.namespace == p.namespace and z in counts and selector_matches(sel, q.labels):
+                    counts[z] += 1
+            if counts and max(counts.values()) - min(counts.values()) > c.max_skew:
+                breaks += 1
+    return breaks
+
+
 def _plain(pod: PodInfo) -> bool:
     """Pods with no topology, pod-affinity or preference constraints (interchangeable per shape)."""
     return not (pod.unsupported or pod.has_topology or pod.preferred_node_terms)
@@ -321,6 +360,7 @@ class Scheduler:
         if not (self.inputs.sizing and constrained) or len(constrained) > CAPPED_TOPOLOGY_PODS:
             return best[0]
         relaxed = sum(c.min_values_relaxed for c in best[0].new_claims)
+        skew_breaks = _zone_skew_breaks(best[0], best[2], constrained)
         caps = size_caps(self.inputs.tables.values(), constrained)
         variants: list[int | str] = [*caps, "marginal", "zonal"]
         for cap in variants:
@@ -329,6 +369,8 @@ class Scheduler:
                 continue
             if sum(c.min_values_relaxed for c in trial[0].new_claims) > relaxed:
                 continue  # a cap must not cost a minValues the uncapped plan keeps
+            if _zone_skew_breaks(trial[0], trial[2], constrained) > skew_breaks:
+                continue  # nor a zone spread the first-fit plan keeps (see _zone_skew_breaks)
             if (len(trial[0].errors), trial[1]) < (len(best[0].errors), best[1] * (1 - 1e-9)):
                 best = trial
         self._last = best[2]

@@ -382,3 +382,25 @@ def test_topology_variants_keep_every_rule_on_random_batches():
                     counts[next(iter(z.values))] += 1
                 assert max(counts.values()) - min(counts.values()) <= skew, (trial, app, counts)
     assert cheaper >= 20  # the variants are not idle: most batches get a cheaper plan
+
+
+def test_variants_break_no_zone_spread_that_first_fit_keeps():
+    # side's zone spread (maxSkew 2) counts web's pods, which carry only a hostname spread. web's
+    # claims keep their zone open under first fit; the capped and marginal plans put side's pods on
+    # web's claims, settling them in one zone after web's pods were counted nowhere: 6 web pods in
+    # zone-a. Such plans are refused; the provisioner keeps first fit's (found by a fresh-user probe)
+    zones = ("zone-a", "zone-b", "zone-c")
+    catalog = [make_type(f"t{c}", c, 4 * c, zones=zones, price=round(0.05 * c * (1 + (c % 3) * 0.1), 4)) for c in (1, 2, 4, 8, 16)]
+    web = [spread_pod(f"web-{i}", "web", "7") for i in range(6)]
+    side = [zone_pod(f"side-{i}", "side", "1") for i in range(8)]
+    for p in side:
+        p["spec"]["topologySpreadConstraints"][0].update(maxSkew=2, labelSelector={"matchLabels": {"app": "web"}})
+    karpenter = solve([nodepool()], web + side, catalog=catalog, sizing=False)
+    res = solve([nodepool()], web + side, catalog=catalog)
+    assert cost(res) == cost(karpenter) and not res.errors
+    per_zone: dict[str, int] = {}
+    for c in res.new_claims:
+        z = c.requirements.get("topology.kubernetes.io/zone")
+        if z is not None and not z.complement and len(z.values) == 1:
+            per_zone[next(iter(z.values))] = per_zone.get(next(iter(z.values)), 0) + sum(p.labels["app"] == "web" for p in c.pods)
+    assert max(per_zone.values(), default=0) - min((per_zone.get(z, 0) for z in zones), default=0) <= 2
