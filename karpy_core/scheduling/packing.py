@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from karpy_core.apis.labels import LABEL_HOSTNAME
 from karpy_core.scheduling.claim import ClaimState
@@ -20,7 +21,9 @@ from karpy_core.scheduling.policies import MinValuesPolicy, PackingPolicy
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.topology import Placement
 
-__all__ = ["fill", "add_identical", "ffd_key", "counts_that_fit"]
+__all__ = ["fill", "add_identical", "ffd_key", "counts_that_fit", "pareto"]
+
+FloatArray = npt.NDArray[np.float64]
 
 
 def ffd_key(p: PodInfo) -> tuple[Any, ...]:
@@ -138,3 +141,23 @@ def add_identical(run: SchedulingRun, claim: ClaimState, pods: list[PodInfo], ve
     for pod in pods[:k]:  # plain pods carry no anti-affinity terms
         run.topology.record(pod.namespace, pod.labels, where)
     return k
+
+
+def pareto(prices: FloatArray, free: IntArray, compat: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+    """Indices of the candidates no other candidate dominates (no dearer, at least as much free
+    room in every column, compatible with at least the same buckets); among equals the first.
+    A dominated type can never give a better :func:`choose_target` score."""
+    n = len(prices)
+    if n <= 1:
+        return np.arange(n)
+    le_price = prices[None, :] <= prices[:, None]  # [t, u]: u no dearer than t
+    ge_free = (free[None, :, :] >= free[:, None, :]).all(axis=2)
+    ge_comp = (compat[:, None, :] >= compat[:, :, None]).all(axis=0) if compat.size else np.ones((n, n), dtype=bool)
+    dom = le_price & ge_free & ge_comp
+    equal = (prices[None, :] == prices[:, None]) & (free[None, :, :] == free[:, None, :]).all(axis=2)
+    if compat.size:
+        equal &= (compat[:, None, :] == compat[:, :, None]).all(axis=0)
+    idx = np.arange(n)
+    # u dominates t strictly, or is an equal that comes first
+    beaten = (dom & ~equal).any(axis=1) | (equal & (idx[None, :] < idx[:, None])).any(axis=1)
+    return np.flatnonzero(~beaten)

@@ -37,6 +37,7 @@ import numpy as np
 
 from karpy_core.apis.labels import LABEL_ZONE
 from karpy_core.scheduling.claim import MAX_INSTANCE_TYPES, PlannedNodeClaim, finalize
+from karpy_core.scheduling.exact import ClassTable, class_table
 from karpy_core.scheduling.explain import explain_detail, why
 from karpy_core.scheduling.infeasible import Unschedulable
 from karpy_core.scheduling.nodes import ExistingNode
@@ -179,6 +180,84 @@ def _zonal_assignment(inputs: Inputs, pods: Sequence[PodInfo], base: SchedulingR
                     key=lambda d: (round(_pod_value(m, levels.get(d, {})), 4), load.get(d, 0.0), d))
             out[m.key] = z
             load[z] = load.get(z, 0.0) + w
+    return out
+
+
+DEAL_SWEEPS = 12
+"""Most improving moves the zone-pinned variant's local search makes (:func:`_improve_deal`)."""
+
+
+def _improve_deal(inputs: Inputs, pods: Sequence[PodInfo], zones: dict[str, str]) -> dict[str, str]:
+    """``zones`` (pod key -> zone, from :func:`_zonal_assignment`) improved by local search on
+    the exact cost of each zone's pods (:func:`~karpy_core.scheduling.exact.class_table`): move a
+    spread group's pod from one zone to another, or swap pods of two groups between two zones,
+    where every group's counts stay within its ``maxSkew``; the move that saves most is made, up
+    to :data:`DEAL_SWEEPS` times. Applies when every pod of the batch is pinned, every group's
+    pods are alike and each zone's packing is small enough to solve exactly; else ``zones``."""
+    if any(p.key not in zones for p in pods):
+        return zones  # plain pods go anywhere: a zone's packing would not account for them
+    groups: dict[tuple[str, SpreadConstraint], list[PodInfo]] = {}
+    for p in pods:
+        groups.setdefault((p.namespace, p.spread[0]), []).append(p)
+    keys = sorted(groups, key=lambda k: (k[0], k[1].selector, k[1].max_skew))
+    members = [sorted(groups[k], key=lambda m: m.key) for k in keys]
+    if any(len({m.signature()[:5] for m in ms}) != 1 for ms in members):
+        return zones
+    domains = sorted({*zones.values()})
+    count = {z: [sum(1 for m in ms if zones[m.key] == z) for ms in members] for z in domains}
+    skew = [k[1].max_skew for k in keys]
+    run = SchedulingRun(inputs, [])
+    most = tuple(min(len(ms), max(count[z][g] for z in domains) + skew[g]) for g, ms in enumerate(members))
+    tables: dict[str, ClassTable] = {}
+    for z in domains:
+        table = class_table(run, [_pinned(ms[0], z) for ms in members], most)
+        if table is None:
+            return zones  # a zone's pods open claims of several classes, or too many to solve exactly
+        tables[z] = table
+
+    def cost(z: str, vec: tuple[int, ...]) -> float:
+        t = tables[z]
+        return float("inf") if any(v > c for v, c in zip(vec, t.counts, strict=True)) else t.cost(vec)
+
+    def within(g: int, a: str, b: str) -> bool:
+        after = [count[z][g] - (z == a) + (z == b) for z in domains]
+        return max(after) - min(after) <= skew[g]
+
+    current = {z: cost(z, tuple(count[z])) for z in domains}
+    if not all(np.isfinite(v) for v in current.values()):
+        return zones
+    for _ in range(DEAL_SWEEPS):
+        best: tuple[float, str, str, list[int], list[int]] | None = None
+        for a in domains:
+            for b in domains:
+                if a == b:
+                    continue
+                for g in range(len(members)):
+                    if not count[a][g] or not within(g, a, b):
+                        continue
+                    for h in [None, *range(len(members))]:
+                        va, vb = list(count[a]), list(count[b])
+                        va[g] -= 1
+                        vb[g] += 1
+                        if h is not None:
+                            if h == g or not count[b][h] or not within(h, b, a):
+                                continue
+                            va[h] += 1
+                            vb[h] -= 1
+                        delta = cost(a, tuple(va)) + cost(b, tuple(vb)) - current[a] - current[b]
+                        if delta < -1e-9 and (best is None or delta < best[0] - 1e-12):
+                            best = (delta, a, b, va, vb)
+        if best is None:
+            break
+        _, a, b, va, vb = best
+        count[a], count[b] = va, vb
+        current[a], current[b] = cost(a, tuple(va)), cost(b, tuple(vb))
+    out: dict[str, str] = {}
+    for g, ms in enumerate(members):
+        it = iter(ms)
+        for z in domains:
+            for _ in range(count[z][g]):
+                out[next(it).key] = z
     return out
 
 
@@ -387,6 +466,7 @@ class Scheduler:
         zones = _zonal_assignment(self.inputs, pods, base)
         if zones is None:
             return None
+        zones = _improve_deal(self.inputs, pods, zones)
         pinned: dict[str, PodInfo] = {}
         batch: list[PodInfo] = []
         for p in pods:

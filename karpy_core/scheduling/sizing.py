@@ -38,8 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy_core.scheduling.claim import ClaimState
+from karpy_core.scheduling.exact import fill_exact
 from karpy_core.scheduling.feasibility import IntArray
-from karpy_core.scheduling.packing import add_identical, ffd_key, fill
+from karpy_core.scheduling.packing import add_identical, ffd_key, fill, pareto
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import PackingPolicy
 from karpy_core.scheduling.run import SchedulingRun
@@ -113,26 +114,6 @@ def unit_prices(table: TypeTable, prices: FloatArray, demand: IntArray) -> Float
     out[ic] = wc
     out[im] = wm_for(wc)
     return out
-
-
-def pareto(prices: FloatArray, free: IntArray, compat: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
-    """Indices of the candidates no other candidate dominates (no dearer, at least as much free
-    room in every column, compatible with at least the same buckets); among equals the first.
-    A dominated type can never give a better :func:`choose_target` score."""
-    n = len(prices)
-    if n <= 1:
-        return np.arange(n)
-    le_price = prices[None, :] <= prices[:, None]  # [t, u]: u no dearer than t
-    ge_free = (free[None, :, :] >= free[:, None, :]).all(axis=2)
-    ge_comp = (compat[:, None, :] >= compat[:, :, None]).all(axis=0) if compat.size else np.ones((n, n), dtype=bool)
-    dom = le_price & ge_free & ge_comp
-    equal = (prices[None, :] == prices[:, None]) & (free[None, :, :] == free[:, None, :]).all(axis=2)
-    if compat.size:
-        equal &= (compat[:, None, :] == compat[:, :, None]).all(axis=0)
-    idx = np.arange(n)
-    # u dominates t strictly, or is an equal that comes first
-    beaten = (dom & ~equal).any(axis=1) | (equal & (idx[None, :] < idx[:, None])).any(axis=1)
-    return np.flatnonzero(~beaten)
 
 
 def evaluate_targets(
@@ -316,6 +297,13 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
     if not pods:
         return []
     mark = run.checkpoint()
+    exact = fill_exact(run, pods) if sizing else None
+    if exact is not None and exact[1]:
+        return exact[0]  # proved optimal: no other packer is cheaper
+    best: tuple[int, float, int] | None = None
+    if exact is not None:  # not proved: its plan competes as packer -1
+        best = (len(exact[0]), round(run.new_claims_cost(mark[0]), 9), -1)
+        run.restore(mark)
     packers: list[Any] = [
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.BALANCED),
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.FIRST_FIT_DECREASING),
@@ -327,7 +315,6 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
             sized.append(lambda r, ps, b=None, t=targets: fill_sized(r, ps, b, targets=t))
         packers[:0] = sized
     bound: list[float] = []
-    best: tuple[int, float, int] | None = None
     failed: list[PodInfo] = []
     for i, packer in enumerate(packers):
         if i:
@@ -340,6 +327,11 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
         if not best[0] and bound and best[1] <= bound[0] * (1 + GOOD_ENOUGH):
             break
     assert best is not None
+    if best[2] == -1:
+        run.restore(mark)
+        redo = fill_exact(run, pods)
+        assert redo is not None
+        return redo[0]
     if best[2] != i:
         run.restore(mark)
         failed = packers[best[2]](run, pods)
