@@ -307,20 +307,17 @@ def plan_batch(run: SchedulingRun, pods: Sequence[PodInfo]) -> BatchPlan | None:
     (a claim's ports are not modelled) or asks for a resource no type offers."""
     if not pods or any(p.host_ports for p in pods):
         return None
+    by_sig: dict[tuple[Any, ...], list[PodInfo]] = {}
+    for p in pods:  # the caller's order (first-fit decreasing) within each bucket
+        by_sig.setdefault(p.signature(), []).append(p)
     classes: dict[tuple[Any, ...], tuple[str, Requirements, dict[tuple[Any, ...], list[PodInfo]]]] = {}
     failed: list[PodInfo] = []
-    for p in sorted(pods, key=ffd_key):
-        sig = p.signature()
-        placed = next((c for c in classes.values() if sig in c[2]), None)
-        if placed is not None:
-            placed[2][sig].append(p)
-            continue
-        cls = claim_class(run, p)
+    for sig, group in sorted(by_sig.items(), key=lambda kv: ffd_key(kv[1][0])):
+        cls = claim_class(run, group[0])
         if cls is None:
-            failed.append(p)
+            failed.extend(group)
             continue
-        key = _class_key(*cls)
-        classes.setdefault(key, (cls[0], cls[1], {}))[2].setdefault(sig, []).append(p)
+        classes.setdefault(_class_key(*cls), (cls[0], cls[1], {}))[2][sig] = group
     if any(int(np.prod([len(g) + 1 for g in c[2].values()])) > EXACT_STATES for c in classes.values()):
         return None
     plans: list[tuple[TypeTable, npt.NDArray[np.intp], ExactPlan, list[list[PodInfo]]]] = []

@@ -27,6 +27,11 @@ cheapest of the sized plans and Karpenter's (:func:`~karpy_core.scheduling.packi
 plan is never dearer than before. Pods stay in the NodePool :meth:`SchedulingRun.place_new` opens
 their claim in (weight order).
 
+Small batches (per class of interchangeable claims, at most
+:data:`~karpy_core.scheduling.exact.EXACT_STATES` count vectors) are first packed exactly by
+:mod:`~karpy_core.scheduling.exact`; the greedy packers here then only compete with it where its
+plan is not proved optimal.
+
 Pure: numpy over the NodePool's :class:`~karpy_core.scheduling.template.TypeTable`; no I/O.
 """
 
@@ -287,7 +292,10 @@ def rollout(table: TypeTable, prices: FloatArray, used: npt.NDArray[np.intp], ve
 
 def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> list[PodInfo]:
     """Pack plain pods and keep the cheapest plan (fewer unplaced pods first, then USD/hour of
-    the claims' cheapest offerings; ties keep the earlier packer). With ``sizing``:
+    the claims' cheapest offerings; ties keep the earlier packer). With ``sizing``: first the
+    exact packer (:func:`~karpy_core.scheduling.exact.fill_exact`, small batches only), whose plan
+    is kept outright when it is proved optimal, competes with the others when it is not, and is
+    dropped when a claim of it would relax minValues; then
     :func:`fill_sized` (proportional, then greedy), stopping as soon as a plan is within
     :data:`GOOD_ENOUGH` of the batch's lower bound (the LP dual value of :func:`unit_prices`);
     then the balanced mix and first-fit decreasing as Karpenter does
@@ -298,6 +306,9 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
         return []
     mark = run.checkpoint()
     exact = fill_exact(run, pods) if sizing else None
+    if exact is not None and any(c.relaxed for c in run.claims[mark[0]:]):
+        run.restore(mark)  # its tight claims would relax a minValues (BestEffort): not taken
+        exact = None
     if exact is not None and exact[1]:
         return exact[0]  # proved optimal: no other packer is cheaper
     best: tuple[int, float, int] | None = None
