@@ -249,6 +249,33 @@ class SchedulingRun:
             self._claim_cursor[sig] = len(self.claims)
         return False
 
+    def place_free(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Add ``pod`` to the first planned NodeClaim that takes it without its cheapest offering
+        getting dearer (the pod fits the room the claim's price already pays for); False when
+        none does. A claim that is not free for a signature never becomes so again (claims only
+        fill up), so each signature keeps a cursor as :meth:`place_planned` does."""
+        cached = self.cached(att, verdict)
+        sig = (pod.signature(), att.level, "free")
+        start = self._claim_cursor.get(sig, 0) if cached else 0
+        cpu = pod.requests.get("cpu", 0)
+        for i in range(start, len(self.claims)):
+            claim = self.claims[i]
+            if claim.cpu_room is not None and cpu > claim.cpu_room:
+                continue
+            fit = self.check(claim, pod, att, verdict)
+            if not isinstance(fit, Fit):
+                continue
+            if self.claim_price(claim.table, fit.requirements, fit.mask) > \
+                    self.claim_price(claim.table, claim.requirements, claim.mask) + 1e-12:
+                continue
+            if self.try_add(claim, pod, att, verdict):
+                if cached:
+                    self._claim_cursor[sig] = i
+                return True
+        if cached:
+            self._claim_cursor[sig] = len(self.claims)
+        return False
+
     def check(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None, *,
               explain: bool = False) -> Fit | tuple[Infeasible, ...]:
         """:func:`~karpy_core.scheduling.feasibility.check_claim` against this run's state (what

@@ -162,3 +162,23 @@ def test_zone_deal_puts_both_extra_pods_in_one_zone_when_that_is_cheaper(monkeyp
     monkeypatch.setattr(scheduler_module, "_improve_deal", lambda inputs, pods, zones: zones)
     unimproved = sched._zonal(infos, base[2])
     assert unimproved is not None and round(unimproved[1], 6) == 0.30
+
+
+def test_place_free_joins_a_claim_only_within_the_room_its_price_pays_for():
+    # a claim holding 1 cpu is a small (2 cpu, 0.10): a second 1 cpu pod is free, a third would
+    # make it a medium (0.15) and is refused; place_planned (first fit) takes it
+    catalog = [make_type("small", 2, 8, price=0.10), make_type("medium", 4, 16, price=0.15)]
+    sched = Scheduler([template_from_nodepool(nodepool(), catalog)], sizing=True)
+    pods = [pod_info(pod(f"p{i}", "1", "1Gi")) for i in range(3)]
+    run = SchedulingRun(sched.inputs, pods)
+
+    def place(p, how):
+        att = run.attempts(p)[-1]
+        return how(p, att, run.verdict(p, att))
+
+    assert place(pods[0], run.place_new)
+    assert place(pods[1], run.place_free) and len(run.claims[0].pods) == 2
+    assert not place(pods[2], run.place_free) and len(run.claims[0].pods) == 2
+    assert run.new_claims_cost(0) == pytest.approx(0.10)
+    assert place(pods[2], run.place_planned) and run.new_claims_cost(0) == pytest.approx(0.15)
+
