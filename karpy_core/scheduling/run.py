@@ -23,7 +23,7 @@ import numpy as np
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
 from karpy_core.scheduling.claim import ClaimState
-from karpy_core.scheduling.feasibility import BoolArray, Fit, check_claim, check_node, limit_mask
+from karpy_core.scheduling.feasibility import BoolArray, Fit, IntArray, check_claim, check_node, limit_mask
 from karpy_core.scheduling.infeasible import Infeasible
 from karpy_core.scheduling.nodes import ExistingNode, NodeUsage
 from karpy_core.scheduling.pod import PodInfo
@@ -262,6 +262,9 @@ class SchedulingRun:
             claim = self.claims[i]
             if claim.cpu_room is not None and cpu > claim.cpu_room:
                 continue
+            vec = claim.table.vector(pod.requests)
+            if vec is None or not (self._free_rooms(claim) >= vec).all(axis=1).any():
+                continue  # no type at the claim's price has the room left
             fit = self.check(claim, pod, att, verdict)
             if not isinstance(fit, Fit):
                 continue
@@ -275,6 +278,23 @@ class SchedulingRun:
         if cached:
             self._claim_cursor[sig] = len(self.claims)
         return False
+
+    @staticmethod
+    def _free_rooms(claim: ClaimState) -> IntArray:
+        """Room left (``free - requests``, a row per type over the table's resources) on each of
+        the claim's types at its current price; cached on the claim per pod count."""
+        if claim.free_room is not None and claim.free_room[0] == len(claim.pods):
+            return claim.free_room[1]
+        table = claim.table
+        prices = table.cheapest_prices(claim.requirements)
+        live = claim.mask & np.isfinite(prices)
+        if not live.any():
+            rooms = np.zeros((0, len(table.resources)), dtype=np.int64)
+        else:
+            cheapest = live & (prices <= prices[live].min() + 1e-12)
+            rooms = table.free[cheapest] - claim.requests
+        claim.free_room = (len(claim.pods), rooms)
+        return rooms
 
     def check(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None, *,
               explain: bool = False) -> Fit | tuple[Infeasible, ...]:
