@@ -63,8 +63,8 @@ class ClaimState:
             (:class:`~karpy_core.scheduling.reservations.ReservationLedger`).
     """
 
-    __slots__ = ("cpu_room", "free_room", "host_ports", "hostname", "index", "mask", "pods", "relaxed", "requests",
-                 "requirements", "reservations", "reserved", "table")
+    __slots__ = ("cpu_room", "free_room", "host_ports", "hostname", "index", "mask", "pods", "price", "relaxed",
+                 "requests", "requirements", "reservations", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
         self.table = table
@@ -81,6 +81,9 @@ class ClaimState:
         self.cpu_room: int | None = None
         """Millicores the roomiest remaining type has left, as of the last pod added (None: not
         known yet); a pod asking for more fits none of its types (a shortcut for first fit)."""
+        self.price: tuple[int, float] | None = None
+        """(pods on the claim, USD/hour of its cheapest offering) as last computed by
+        :meth:`~karpy_core.scheduling.run.SchedulingRun.current_price`."""
         self.free_room: tuple[int, IntArray] | None = None
         """(pods on the claim, room left on each of its types at its current price) as last
         computed by :meth:`~karpy_core.scheduling.run.SchedulingRun.place_free`: a pod none of

@@ -268,8 +268,7 @@ class SchedulingRun:
             fit = self.check(claim, pod, att, verdict)
             if not isinstance(fit, Fit):
                 continue
-            if self.claim_price(claim.table, fit.requirements, fit.mask) > \
-                    self.claim_price(claim.table, claim.requirements, claim.mask) + 1e-12:
+            if self.claim_price(claim.table, fit.requirements, fit.mask) > self.current_price(claim) + 1e-12:
                 continue
             if self.try_add(claim, pod, att, verdict):
                 if cached:
@@ -342,6 +341,13 @@ class SchedulingRun:
         prices = table.cheapest_prices(requirements)[mask]
         return float(prices.min()) if prices.size else float("inf")
 
+    def current_price(self, claim: ClaimState) -> float:
+        """:meth:`claim_price` of ``claim`` as it stands (cached on the claim per pod count: a
+        claim's requirements and types only change when a pod joins it)."""
+        if claim.price is None or claim.price[0] != len(claim.pods):
+            claim.price = (len(claim.pods), self.claim_price(claim.table, claim.requirements, claim.mask))
+        return claim.price[1]
+
     def place_cheapest(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Put ``pod`` where it adds the least USD/hour: on the planned claim whose cheapest
         offering rises least with it, or on a new claim when that costs less (the marginal-cost
@@ -355,8 +361,7 @@ class SchedulingRun:
             fit = self.check(claim, pod, att, verdict)
             if not isinstance(fit, Fit):
                 continue
-            delta = self.claim_price(claim.table, fit.requirements, fit.mask) - \
-                self.claim_price(claim.table, claim.requirements, claim.mask)
+            delta = self.claim_price(claim.table, fit.requirements, fit.mask) - self.current_price(claim)
             if best is None or delta < best[0] - 1e-12:
                 best = (delta, i)
         if best is not None:

@@ -77,9 +77,9 @@ def queue_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
 
 
 CAPPED_TOPOLOGY_PODS = 500
-"""Batches with at most this many pods with topology rules are also planned with size caps and
-by marginal cost (:meth:`Scheduler.solve`); larger ones keep the single first-fit plan (each
-variant is one more plan: up to :data:`MAX_SIZE_CAPS` + 1)."""
+"""Batches with at most this many pods with topology rules are also planned with size caps, by
+marginal cost and pinned by zone (:meth:`Scheduler.solve`); larger ones keep the single first-fit
+plan (each variant is one more plan: up to :data:`MAX_SIZE_CAPS` + 3)."""
 MAX_SIZE_CAPS = 8
 """Size caps tried per batch at most (:func:`size_caps`)."""
 
@@ -428,9 +428,9 @@ class Scheduler:
         smaller nodes instead of stacking one pod of every group on the first claims (Karpenter's
         order). By marginal cost (:meth:`SchedulingRun.place_cheapest`), each such pod goes to the
         planned claim whose price rises least with it, or to a new claim when that is cheaper.
-        The marginal-cost plan, and the winner of the others but the zone-pinned one, are also
-        made with their plain pods joining planned claims only where the claim's price stays the
-        same (:meth:`SchedulingRun.place_free`; the rest sized by cost as new claims). The cheapest plan that leaves no more pods
+        The marginal-cost plan is also made with its plain pods joining planned claims only where
+        the claim's price stays the same (:meth:`SchedulingRun.place_free`; the rest sized by cost
+        as new claims). The cheapest plan that leaves no more pods
         pending and relaxes minValues on no more claims wins; ties keep the uncapped plan.
         Deterministic. Measured on ``benchmarks/cost.py``:
         hostname spread (300 pods) at the proved MILP optimum on both catalogs (from 1.26x and
@@ -445,10 +445,8 @@ class Scheduler:
         relaxed = sum(c.min_values_relaxed for c in best[0].new_claims)
         skew_breaks = _zone_skew_breaks(best[0], best[2], constrained)
         caps = size_caps(self.inputs.tables.values(), constrained)
-        best_variant: tuple[int | str | None, bool] = (None, False)
-
-        def consider(trial: tuple[SchedulingResults, float, SchedulingRun] | None, variant: tuple[int | str | None, bool]) -> None:
-            nonlocal best, best_variant
+        def consider(trial: tuple[SchedulingResults, float, SchedulingRun] | None) -> None:
+            nonlocal best
             if trial is None:
                 return
             if sum(c.min_values_relaxed for c in trial[0].new_claims) > relaxed:
@@ -456,17 +454,13 @@ class Scheduler:
             if _zone_skew_breaks(trial[0], trial[2], constrained) > skew_breaks:
                 return  # nor a zone spread the first-fit plan keeps (see _zone_skew_breaks)
             if (len(trial[0].errors), trial[1]) < (len(best[0].errors), best[1] * (1 - 1e-9)):
-                best, best_variant = trial, variant
+                best = trial
 
         variants: list[tuple[int | str | None, bool]] = [*((c, False) for c in caps), ("marginal", False), ("marginal", True),
                                                          ("zonal", False)]
         for cap, slack in variants:
             trial = self._zonal(pods, best[2]) if cap == "zonal" else self._solve_once(pods, queue, cap, caps, slack=slack)
-            consider(trial, (cap, slack))
-        if best_variant[0] not in ("marginal", "zonal"):
-            # the winner once more, its plain pods joining planned claims only where the claim's
-            # price stays the same (the rest sized by cost as new claims)
-            consider(self._solve_once(pods, queue, best_variant[0], caps, slack=True), (best_variant[0], True))
+            consider(trial)
         self._last = best[2]
         return best[0]
 

@@ -137,6 +137,12 @@ VECTOR_CAP = 2**62
 allocatable (2**62 millicores is 4.6e15 cores; 2**62 bytes is 4 EiB)."""
 
 
+def _offer_key(req: Requirement | None) -> tuple[object, ...] | None:
+    """A cache key for the values a zone or capacity-type requirement allows (what offerings
+    depend on; ``minValues`` does not matter here)."""
+    return None if req is None else (req.complement, req.values, req.gte, req.lte)
+
+
 class TypeTable:
     """Instance types of one template as arrays, with cached compatibility masks.
 
@@ -250,10 +256,7 @@ class TypeTable:
         """Types with at least one available offering in the zones and capacity types ``reqs``
         allows (cached per zone/capacity-type requirement pair)."""
         zone, ct = reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)
-        key = (
-            requirement_key(Requirements.of(zone)) if zone else None,
-            requirement_key(Requirements.of(ct)) if ct else None,
-        )
+        key = (_offer_key(zone), _offer_key(ct))
         mask = self._offer.get(key)
         if mask is None:
             sub = Requirements.of(*(r for r in (zone, ct) if r is not None))
@@ -278,10 +281,7 @@ class TypeTable:
         """Per type, the cheapest available offering price (USD/hour) allowed by ``reqs``; ``inf``
         where none (cached per zone/capacity-type requirement pair)."""
         zone, ct = reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)
-        key = (
-            requirement_key(Requirements.of(zone)) if zone else None,
-            requirement_key(Requirements.of(ct)) if ct else None,
-        )
+        key = (_offer_key(zone), _offer_key(ct))
         out = self._cheapest.get(key)
         if out is None:
             cols = self.column_mask(reqs)
