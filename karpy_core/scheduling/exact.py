@@ -24,7 +24,8 @@ steps (:meth:`~karpy_core.scheduling.run.SchedulingRun.place_new`, ``try_add``),
 minValues, offerings and reservations are checked as for every other claim; a pod those checks
 refuse is packed by :func:`~karpy_core.scheduling.packing.fill` instead. The plan is *proved*
 optimal (and :func:`~karpy_core.scheduling.sizing.fill_best` skips its other packers) when every
-claim opened as planned at the planned price and no two classes could share a claim.
+claim opened as planned (in its class's NodePool, at the planned price) and no two classes could
+share a claim (all in one NodePool, pairwise conflicting requirements).
 
 Pure: numpy and the run's state; no I/O.
 """
@@ -291,8 +292,8 @@ class BatchPlan:
         classes: per class, (type table, candidate rows priced, its :class:`ExactPlan`, the pods
             of each bucket).
         failed: pods no NodePool admits.
-        shared: two classes could share a claim (same NodePool, compatible requirements), so the
-            sum of the class optima is not proved to be the batch's.
+        shared: two classes could share a claim (different NodePools, or compatible requirements),
+            so the sum of the class optima is not proved to be the batch's.
     """
 
     classes: tuple[tuple[TypeTable, npt.NDArray[np.intp], ExactPlan, list[list[PodInfo]]], ...]
@@ -341,7 +342,10 @@ def plan_batch(run: SchedulingRun, pods: Sequence[PodInfo]) -> BatchPlan | None:
             return None
         plans.append((table, rows, plan, groups))
     found = list(classes.values())
-    shared = any(a[0] == b[0] and a[1].conflict(b[1]) is None for i, a in enumerate(found) for b in found[i + 1:])
+    # classes of different NodePools could share a claim too (first fit puts a heavier pool's pod
+    # on a lighter pool's planned claim), so those are never proved apart
+    shared = len({c[0] for c in found}) > 1 or any(
+        a[1].conflict(b[1]) is None for i, a in enumerate(found) for b in found[i + 1:])
     return BatchPlan(tuple(plans), tuple(failed), shared)
 
 
@@ -363,7 +367,14 @@ def fill_exact(run: SchedulingRun, pods: list[PodInfo]) -> tuple[list[PodInfo], 
             leftover.extend(_open(run, members, table, int(rows[kind])))
     if leftover:
         failed.extend(fill(run, sorted(leftover, key=ffd_key), PackingPolicy.BALANCED))
-    proved = not leftover and not batch.shared and run.new_claims_cost(start) <= batch.cost * (1 + 1e-9) + 1e-12
+    # proved: every claim opened as planned - in its class's NodePool (limits can send a claim to
+    # the next one at the same price) and at no more than the planned price - and no two classes
+    # could have shared a claim
+    planned = [t for t, _rows, plan, _g in batch.classes for _ in plan.bins]
+    in_place = len(run.claims) - start == len(planned) and all(
+        c.table is t for c, t in zip(run.claims[start:], planned, strict=True))
+    proved = (not leftover and not batch.shared and in_place
+              and run.new_claims_cost(start) <= batch.cost * (1 + 1e-9) + 1e-12)
     return failed, proved
 
 

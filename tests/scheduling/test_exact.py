@@ -182,3 +182,24 @@ def test_place_free_joins_a_claim_only_within_the_room_its_price_pays_for():
     assert run.new_claims_cost(0) == pytest.approx(0.10)
     assert place(pods[2], run.place_planned) and run.new_claims_cost(0) == pytest.approx(0.15)
 
+
+
+def test_no_proof_across_nodepools_or_past_a_limit():
+    # found by a fresh-user probe: the exact plan was called proved while (a) a NodePool limit sent
+    # its claims to the next NodePool at the same price, or (b) a lighter NodePool's claim could
+    # take a heavier one's pods; both cost more than Karpenter's sizes. Now neither is proved, and
+    # the greedy packers (Karpenter's first fit among them) compete
+    family = [{"key": "family", "operator": "In", "values": ["c"]}]
+    catalog = [make_type("small", 2, 8, price=0.10, labels={"family": "c"}),
+               make_type("large", 8, 32, price=0.25, labels={"family": "m"})]
+    pools = [nodepool("heavy", weight=10, limits={"cpu": "2"}, requirements=family), nodepool("light")]
+    pods = [pod(f"p{i}", "1", "1Gi") for i in range(8)]
+    karpenter = solve(pools, pods, catalog=catalog, sizing=False)
+    res = solve(pools, pods, catalog=catalog)
+    assert cost(karpenter) == 0.35 and cost(res) == 0.35  # heavy/small (2 pods) + light/large (6), by hand
+    catalog = [make_type("small", 2, 8, price=0.10, labels={"family": "c"}),
+               make_type("big", 8, 64, price=0.30, labels={"family": "m"})]
+    pools = [nodepool("heavy", weight=10, requirements=family), nodepool("light")]
+    pods = [pod("mem", "1", "40Gi")] + [pod(f"p{i}", "1", "1Gi") for i in range(4)]
+    res = solve(pools, pods, catalog=catalog)
+    assert cost(res) == 0.30 and [len(c.pods) for c in res.new_claims] == [5]  # one light/big holds all five
