@@ -112,9 +112,15 @@ async def test_readyz_follows_cache_sync_and_api_server_reachability(apiserver: 
             return (await _readyz(operator.health.port))[0] == 503
 
         await _until(unready, "readyz 503 with the API server gone")
+
+        async def all_named() -> bool:  # each watch notices the closed port on its own schedule
+            status, body = await _readyz(operator.health.port)
+            return status == 503 and "Pod:" in body and "NodeClaim:" in body
+
+        await _until(all_named, "readyz naming the Pod and NodeClaim watches")
         status, body = await _readyz(operator.health.port)
         assert status == 503 and body.startswith("watches failing: ")
-        assert "Pod" in body and "NodeClaim" in body
+        assert "Pod:" in body and "NodeClaim:" in body
 
         await apiserver.start()  # back on the same port
         await _until(ready, "readyz 200 once the watches listed again")
