@@ -231,44 +231,20 @@ class SchedulingRun:
         return None
 
     # ---- planned claims -----------------------------------------------------------------
-    def place_planned(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
-        """Add ``pod`` to the first NodeClaim planned in this run that takes it."""
+    def place_planned(self, pod: PodInfo, att: Attempt, verdict: Verdict | None, *, free: bool = False) -> bool:
+        """Add ``pod`` to the first NodeClaim planned in this run that takes it. With ``free``,
+        only to one whose cheapest offering does not get dearer with it (the pod fits the room
+        the claim's price already pays for; :meth:`place_free`). A claim that refuses a signature
+        never takes it later (claims only fill up), so each signature keeps a cursor."""
         cached = self.cached(att, verdict)
-        sig = (pod.signature(), att.level)
-        start = self._claim_cursor.get(sig, 0) if cached else 0
-        cpu = pod.requests.get("cpu", 0)
-        for i in range(start, len(self.claims)):
-            room = self.claims[i].cpu_room
-            if room is not None and cpu > room:
-                continue  # no type of the claim has the cpu left (check_claim would say so, slower)
-            if self.try_add(self.claims[i], pod, att, verdict):
-                if cached:
-                    self._claim_cursor[sig] = i
-                return True
-        if cached:
-            self._claim_cursor[sig] = len(self.claims)
-        return False
-
-    def place_free(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
-        """Add ``pod`` to the first planned NodeClaim that takes it without its cheapest offering
-        getting dearer (the pod fits the room the claim's price already pays for); False when
-        none does. A claim that is not free for a signature never becomes so again (claims only
-        fill up), so each signature keeps a cursor as :meth:`place_planned` does."""
-        cached = self.cached(att, verdict)
-        sig = (pod.signature(), att.level, "free")
+        sig = (pod.signature(), att.level, free)
         start = self._claim_cursor.get(sig, 0) if cached else 0
         cpu = pod.requests.get("cpu", 0)
         for i in range(start, len(self.claims)):
             claim = self.claims[i]
             if claim.cpu_room is not None and cpu > claim.cpu_room:
-                continue
-            vec = claim.table.vector(pod.requests)
-            if vec is None or not (self._free_rooms(claim) >= vec).all(axis=1).any():
-                continue  # no type at the claim's price has the room left
-            fit = self.check(claim, pod, att, verdict)
-            if not isinstance(fit, Fit):
-                continue
-            if self.claim_price(claim.table, fit.requirements, fit.mask) > self.current_price(claim) + 1e-12:
+                continue  # no type of the claim has the cpu left (check_claim would say so, slower)
+            if free and not self._keeps_price(claim, pod, att, verdict):
                 continue
             if self.try_add(claim, pod, att, verdict):
                 if cached:
@@ -277,6 +253,21 @@ class SchedulingRun:
         if cached:
             self._claim_cursor[sig] = len(self.claims)
         return False
+
+    def place_free(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """:meth:`place_planned` onto room a claim's price already pays for; False when no
+        planned claim takes ``pod`` without getting dearer."""
+        return self.place_planned(pod, att, verdict, free=True)
+
+    def _keeps_price(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Whether ``pod`` fits ``claim`` with its cheapest offering no dearer (the room check on
+        the types at the current price first, then :meth:`check`)."""
+        vec = claim.table.vector(pod.requests)
+        if vec is None or not (self._free_rooms(claim) >= vec).all(axis=1).any():
+            return False  # no type at the claim's price has the room left
+        fit = self.check(claim, pod, att, verdict)
+        return isinstance(fit, Fit) and \
+            self.claim_price(claim.table, fit.requirements, fit.mask) <= self.current_price(claim) + 1e-12
 
     @staticmethod
     def _free_rooms(claim: ClaimState) -> IntArray:
