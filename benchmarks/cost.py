@@ -143,6 +143,8 @@ def workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[dict[s
         ("mix6-300-hspread+ds", mix(6, 300, 7, extra=_spread("kubernetes.io/hostname")) + _daemonsets(), [], "spread"),
         ("diverse-500", [], diverse(500), "spread+affinity"),
         ("diverse-5000", [], diverse(5000), "spread+affinity"),
+        # without the zone-spread fifth: the large batches planned under a predicted size cap
+        ("diverse-nozone-5000", [], [p for p in diverse(5000) if not p["metadata"]["name"].startswith("zspread")], "spread+affinity"),
     ]
     return out
 

@@ -63,7 +63,7 @@ class ClaimState:
             (:class:`~karpy_core.scheduling.reservations.ReservationLedger`).
     """
 
-    __slots__ = ("cpu_room", "free_room", "host_ports", "hostname", "index", "mask", "pods", "price", "relaxed",
+    __slots__ = ("free_room", "host_ports", "hostname", "index", "mask", "pods", "price", "relaxed",
                  "requests", "requirements", "reservations", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
@@ -78,9 +78,6 @@ class ClaimState:
         self.host_ports: set[HostPort] = set(table.daemon_host_ports)
         self.relaxed = False
         self.reservations: frozenset[str] = frozenset()
-        self.cpu_room: int | None = None
-        """Millicores the roomiest remaining type has left, as of the last pod added (None: not
-        known yet); a pod asking for more fits none of its types (a shortcut for first fit)."""
         self.price: tuple[int, float] | None = None
         """(pods on the claim, USD/hour of its cheapest offering) as last computed by
         :meth:`~karpy_core.scheduling.run.SchedulingRun.current_price`."""

@@ -136,6 +136,7 @@ def add_identical(run: SchedulingRun, claim: ClaimState, pods: list[PodInfo], ve
     claim.mask = mask
     claim.requests = claim.requests + vec * k
     claim.pods.extend(pods[:k])
+    run.room_changed(claim)
     run.reserve(claim, mask)
     where = Placement({**claim.requirements.labels(), LABEL_HOSTNAME: claim.hostname}, table.template.taints)
     for pod in pods[:k]:  # plain pods carry no anti-affinity terms

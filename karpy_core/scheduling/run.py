@@ -15,11 +15,12 @@ each signature keeps a cursor and never retries them (amortised O(1) per pod).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
 from karpy_core.scheduling.claim import ClaimState
@@ -33,10 +34,15 @@ from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.reservations import ReservationLedger
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.taints import Taint
-from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, request_vector
 from karpy_core.scheduling.topology import Placement, Topology, Verdict
 
 __all__ = ["Inputs", "SchedulingRun"]
+
+_NO_ROOM_KNOWN = np.iinfo(np.int64).max
+ROOM_SCAN = 8
+"""Claims :meth:`SchedulingRun.roomy` checks one by one before it compares the rest at once (first
+fit usually stops within the first few; a vector compare has a fixed cost of some microseconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,14 @@ class SchedulingRun:
         """Size caps for new claims, smallest first: a new claim starts with only the types of
         the first cap (per NodePool table) that takes its pod, else with every type
         (:meth:`Scheduler.solve` tries capped plans for pods with topology rules)."""
+        names = sorted({r for t in inputs.tables.values() for r in t.resources})
+        self._room_index = {r: i for i, r in enumerate(names)}
+        self._rooms = np.full((16, len(names)), _NO_ROOM_KNOWN, dtype=np.int64)
+        """Row ``i``: per resource (every table's, internal units), the most any type of claim
+        ``i`` has left as of its last pod (:meth:`roomy`); a resource its table lacks is 0."""
+        self._room_vectors: dict[tuple[Any, ...], IntArray | None] = {}
+        self._room_columns: dict[int, npt.NDArray[np.intp]] = {}
+        self._stale_rooms: set[int] = set()
         self.ledger = ReservationLedger(inputs.tables)
         """Capacity reservations left and held by the planned claims (Karpenter ReservationManager)."""
         self._node_cursor: dict[tuple[Any, ...], int] = {}
@@ -239,11 +253,8 @@ class SchedulingRun:
         cached = self.cached(att, verdict)
         sig = (pod.signature(), att.level, free)
         start = self._claim_cursor.get(sig, 0) if cached else 0
-        cpu = pod.requests.get("cpu", 0)
-        for i in range(start, len(self.claims)):
+        for i in self.roomy(pod, start):
             claim = self.claims[i]
-            if claim.cpu_room is not None and cpu > claim.cpu_room:
-                continue  # no type of the claim has the cpu left (check_claim would say so, slower)
             if free and not self._keeps_price(claim, pod, att, verdict):
                 continue
             if self.try_add(claim, pod, att, verdict):
@@ -253,6 +264,57 @@ class SchedulingRun:
         if cached:
             self._claim_cursor[sig] = len(self.claims)
         return False
+
+    def roomy(self, pod: PodInfo, start: int) -> Iterator[int]:
+        """Positions from ``start`` of the planned claims that might take ``pod``, in order: every
+        claim but those that lack room for it - some resource it requests exceeds what every one
+        of the claim's types has left, so :func:`check_claim` would refuse it (on room, or on a
+        resource its NodePool does not offer), only slower. Lazy: the first :data:`ROOM_SCAN`
+        claims come unchecked (first fit usually stops there), the rest compared at once only
+        when the caller asks for more."""
+        n = len(self.claims)
+        head = min(n, start + ROOM_SCAN)
+        yield from range(start, head)
+        if head >= n:
+            return
+        sig = pod.signature()
+        if sig in self._room_vectors:
+            vec = self._room_vectors[sig]
+        else:
+            vec = self._room_vectors[sig] = request_vector(pod.requests, self._room_index)
+        if vec is None:
+            return
+        if self._stale_rooms or n > len(self._rooms):
+            self._refresh_rooms()
+        for i in np.flatnonzero((self._rooms[head:n] >= vec).all(axis=1)):
+            yield head + int(i)
+
+    def room_changed(self, claim: ClaimState) -> None:
+        """Mark ``claim``'s row of :attr:`_rooms` stale after a pod joined it (:meth:`_refresh_rooms`
+        recomputes it when a compare needs it)."""
+        if claim.index >= 0:
+            self._stale_rooms.add(claim.index)
+
+    def _refresh_rooms(self) -> None:
+        """Recompute the stale rows of :attr:`_rooms` from the planned claims they belong to."""
+        n = len(self.claims)
+        if n > len(self._rooms):
+            grown = np.full((2 * n + 16, self._rooms.shape[1]), _NO_ROOM_KNOWN, dtype=np.int64)
+            grown[:len(self._rooms)] = self._rooms
+            self._rooms = grown
+        for i in self._stale_rooms:
+            if i >= n:
+                continue  # a claim dropped by restore; its position is marked again when reused
+            claim = self.claims[i]
+            table = claim.table
+            cols = self._room_columns.get(id(table))
+            if cols is None:
+                cols = self._room_columns[id(table)] = np.array([self._room_index[r] for r in table.resources], dtype=np.intp)
+            row = np.zeros(self._rooms.shape[1], dtype=np.int64)
+            if claim.mask.any():
+                row[cols] = table.free[claim.mask].max(axis=0) - claim.requests
+            self._rooms[i] = row
+        self._stale_rooms.clear()
 
     def place_free(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """:meth:`place_planned` onto room a claim's price already pays for; False when no
@@ -316,8 +378,7 @@ class SchedulingRun:
         claim.requirements = requirements
         claim.mask = mask
         claim.requests = fit.requests
-        c = table.index.get("cpu")
-        claim.cpu_room = int(table.free[mask, c].max() - fit.requests[c]) if c is not None and mask.any() else None
+        self.room_changed(claim)
         claim.relaxed = claim.relaxed or fit.relaxed
         claim.pods.append(pod)
         claim.host_ports |= pod.host_ports
@@ -345,10 +406,8 @@ class SchedulingRun:
         rule, a variant :meth:`Scheduler.solve` tries for pods with topology rules); ties keep
         the earlier claim, then a planned claim over a new one. True when placed."""
         best: tuple[float, int] | None = None
-        cpu = pod.requests.get("cpu", 0)
-        for i, claim in enumerate(self.claims):
-            if claim.cpu_room is not None and cpu > claim.cpu_room:
-                continue
+        for i in self.roomy(pod, 0):
+            claim = self.claims[i]
             fit = self.check(claim, pod, att, verdict)
             if not isinstance(fit, Fit):
                 continue

@@ -31,7 +31,8 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints, untolerated
 
-__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "template_from_nodepool", "daemonset_fits_template", "type_tables"]
+__all__ = ["NodePoolTemplate", "TypeTable", "VECTOR_CAP", "request_vector", "template_from_nodepool", "daemonset_fits_template",
+           "type_tables"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 
@@ -143,6 +144,21 @@ def _offer_key(req: Requirement | None) -> tuple[object, ...] | None:
     return None if req is None else (req.complement, req.values, req.gte, req.lte)
 
 
+def request_vector(requests: Mapping[str, int], index: Mapping[str, int]) -> np.ndarray | None:
+    """``requests`` as an int64 row with a column per resource of ``index`` (name -> column,
+    columns 0..n-1), amounts capped at :data:`VECTOR_CAP`; None when a positive request names a
+    resource ``index`` lacks."""
+    vec = np.zeros(len(index), dtype=np.int64)
+    for r, v in requests.items():
+        i = index.get(r)
+        if i is None:
+            if v > 0:
+                return None
+            continue
+        vec[i] = min(v, VECTOR_CAP)
+    return vec
+
+
 class TypeTable:
     """Instance types of one template as arrays, with cached compatibility masks.
 
@@ -229,15 +245,7 @@ class TypeTable:
         summing several huge containers can exceed int64) are stored as the cap: larger than any
         allocatable, so the pod still fits nowhere, and small enough that adding a claim's
         requests cannot overflow int64."""
-        vec = np.zeros(len(self.resources), dtype=np.int64)
-        for r, v in requests.items():
-            i = self.index.get(r)
-            if i is None:
-                if v > 0:
-                    return None
-                continue
-            vec[i] = min(v, VECTOR_CAP)
-        return vec
+        return request_vector(requests, self.index)
 
     def compat_mask(self, term: Requirements) -> np.ndarray:
         """Types whose own requirements overlap ``term`` (cached per requirement set)."""

@@ -404,3 +404,106 @@ def test_variants_break_no_zone_spread_that_first_fit_keeps():
         if z is not None and not z.complement and len(z.values) == 1:
             per_zone[next(iter(z.values))] = per_zone.get(next(iter(z.values)), 0) + sum(p.labels["app"] == "web" for p in c.pods)
     assert max(per_zone.values(), default=0) - min((per_zone.get(z, 0) for z in zones), default=0) <= 2
+
+
+# ---- large batches: one plan under the predicted size cap (Scheduler._solve_large) -----------------
+# 2 and 4 cores at 0.05 USD/hour per core, 16 cores at 0.10: the largest type is the dear one
+TIERED = [make_type("small", 2, 8, price=0.10), make_type("medium", 4, 16, price=0.20), make_type("large", 16, 64, price=1.60)]
+
+
+def anti_pod(name: str, app: str = "web", ns: str = "default") -> dict:
+    p = pod(name, "1", "1Gi", ns=ns)
+    p["metadata"]["labels"] = {"app": app}
+    p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": app}}}]}}
+    return p
+
+
+def preferring_pod(name: str) -> dict:
+    # a node-affinity preference every type meets: not a plain pod, so it is placed first fit with the anti pods
+    return pod(name, "500m", "256Mi", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}}]}})
+
+
+def large_batch() -> list[dict]:
+    return [anti_pod(f"web-{i}") for i in range(100)] + [preferring_pod(f"pref-{i}") for i in range(420)]
+
+
+def test_anti_affinity_nodes_counts_the_largest_mutually_exclusive_group():
+    from karpy_core.scheduling.scheduler import anti_affinity_nodes
+
+    pods = [anti_pod(f"w{i}") for i in range(5)] + [anti_pod(f"d{i}", "db") for i in range(3)]
+    pods += [anti_pod(f"o{i}", ns="other") for i in range(7)]  # the term looks in its own namespace: a group of its own
+    unmatched = anti_pod("x")
+    unmatched["metadata"]["labels"] = {"app": "api"}  # carries the web term, but the selector does not match it
+    assert anti_affinity_nodes([pod_info(p) for p in [*pods, unmatched]]) == 7
+    assert anti_affinity_nodes([pod_info(p) for p in pods[:5]]) == 5
+    assert anti_affinity_nodes([pod_info(pod("plain"))]) == 0
+
+
+def test_predicted_cap_is_the_smallest_cap_that_holds_an_even_share():
+    from karpy_core.scheduling.scheduler import predicted_cap, size_caps
+    from karpy_core.scheduling.template import type_tables
+
+    tables = type_tables([template_from_nodepool(nodepool(), TIERED)], []).values()
+    infos = [pod_info(p) for p in large_batch()]
+    caps = size_caps(tables, infos)
+    assert caps == [2, 4]
+    # 100 web pods need 100 nodes; 100 + 420 x 0.5 = 310 cores: 3.1 cores a node -> the 4-core cap
+    assert predicted_cap(tables, infos, caps) == 4
+    # 100 + 40 x 0.5 = 120 cores: 1.2 a node -> the 2-core cap
+    assert predicted_cap(tables, infos[:140], caps) == 2
+    assert predicted_cap(tables, infos[100:], caps) is None  # nothing forces two nodes
+
+
+def test_large_batch_is_planned_under_the_predicted_cap():
+    # 520 constrained pods (more than CAPPED_TOPOLOGY_PODS): one node per web pod. Karpenter's
+    # first fit stacks 30 preferring pods with each of the first 14 web pods (16 cores, 14 larges)
+    # and leaves 86 web pods alone on smalls: 14 x 1.60 + 86 x 0.10 = 31.00. Capped at 4 cores:
+    # a web pod and 6 preferring pods per medium (70 mediums) and 30 lone web pods on smalls:
+    # 70 x 0.20 + 30 x 0.10 = 17.00. No plan is below 310 cores x 0.05 = 15.50.
+    karpenter = solve([nodepool()], large_batch(), catalog=TIERED, sizing=False)
+    assert cost(karpenter) == 31.0 and types(karpenter) == ["large"] * 14 + ["small"] * 86
+    res = solve([nodepool()], large_batch(), catalog=TIERED)
+    assert cost(res) == 17.0 and types(res) == ["medium"] * 70 + ["small"] * 30 and not res.errors
+    for c in res.new_claims:
+        assert sum(p.labels.get("app") == "web" for p in c.pods) == 1
+    assert_valid(res)
+
+
+def test_large_batch_with_a_hard_zone_spread_keeps_first_fit():
+    # whether a capped plan breaks a zone spread is only known against first fit: such a batch keeps it
+    from karpy_core.scheduling.scheduler import queue_order
+
+    zonal = pod("zonal", "1", "1Gi")
+    zonal["metadata"]["labels"] = {"app": "zonal"}
+    zonal["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                   "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "zonal"}}}]
+    infos = [pod_info(p) for p in [*large_batch(), zonal]]
+    sched = Scheduler([template_from_nodepool(nodepool(), TIERED)], sizing=True)
+    first_fit = sched._solve_once(infos, queue_order(infos), None)[1]
+    res = sched.solve(infos)
+    assert cost(res) == round(first_fit, 6) and cost(res) > 30 and not res.errors
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_room_shortcut_never_skips_a_claim_that_fits(seed):
+    # SchedulingRun.roomy leaves out only claims check_claim refuses: compare with every claim
+    rng = random.Random(seed)
+    catalog = [*TIERED, make_type("gpu", 8, 32, price=0.90, extra={"nvidia.com/gpu": 1})]
+    pods = [pod(f"p{i}", rng.choice(["100m", "500m", "1", "3"]), rng.choice(["128Mi", "1Gi", "6Gi"]),
+                extra={"nvidia.com/gpu": "1"} if rng.random() < 0.1 else None) for i in range(rng.randint(20, 60))]
+    sched = Scheduler([template_from_nodepool(nodepool(), catalog)], sizing=True)
+    infos = [pod_info(p) for p in pods]
+    sched.solve(infos)
+    run = sched._last
+    assert run is not None and len(run.claims) > 1
+    probes = [pod_info(pod(f"q{i}", cpu, mem, extra=extra)) for i, (cpu, mem, extra) in enumerate(
+        [("10m", "1Mi", None), ("100m", "128Mi", None), ("1", "1Gi", None), ("2", "2Gi", {"nvidia.com/gpu": "1"}),
+         ("1", "1Gi", {"example.com/fpga": "1"})])]
+    for q in probes:
+        att = run.attempts(q)[-1]
+        kept = set(run.roomy(q, 0))
+        fits_claims = {i for i, c in enumerate(run.claims) if not isinstance(run.check(c, q, att, None), tuple)}
+        assert fits_claims <= kept, (q.requests, fits_claims - kept)
+    assert set(run.roomy(probes[-1], 0)) <= set(range(8))  # a resource nobody offers: only the unchecked head
