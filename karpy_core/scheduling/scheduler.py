@@ -399,6 +399,12 @@ class _Judge:
     skew_breaks: int
     constrained: Sequence[PodInfo]
 
+    @classmethod
+    def against(cls, base: Plan, constrained: Sequence[PodInfo]) -> _Judge:
+        """The judge of variants of ``base`` (the first-fit plan of the batch ``constrained`` belongs to)."""
+        return cls(base, sum(c.min_values_relaxed for c in base[0].new_claims),
+                   _zone_skew_breaks(base[0], base[2], constrained), constrained)
+
     def __call__(self, trial: Plan | None) -> None:
         if trial is None:
             return
@@ -520,7 +526,7 @@ class Scheduler:
         if not (self.inputs.sizing and constrained):
             return best[0]
         caps = size_caps(self.inputs.tables.values(), constrained)
-        consider = self._judge(best, constrained)
+        consider = _Judge.against(best, constrained)
         variants: list[tuple[int | str | None, bool]] = [*((c, False) for c in caps), ("marginal", False), ("marginal", True),
                                                          ("zonal", False)]
         for cap, slack in variants:
@@ -528,11 +534,6 @@ class Scheduler:
             consider(trial)
         self._last = consider.best[2]
         return consider.best[0]
-
-    def _judge(self, base: Plan, constrained: Sequence[PodInfo]) -> _Judge:
-        """The rule a variant must pass to replace ``base`` (see :class:`_Judge`)."""
-        return _Judge(base, sum(c.min_values_relaxed for c in base[0].new_claims),
-                      _zone_skew_breaks(base[0], base[2], constrained), constrained)
 
     def _solve_large(self, pods: Sequence[PodInfo], queue: list[PodInfo], constrained: Sequence[PodInfo]) -> SchedulingResults:
         """A batch with more than :data:`CAPPED_TOPOLOGY_PODS` constrained pods, too many to plan
@@ -547,14 +548,16 @@ class Scheduler:
         of one scheduler, first fit -> predicted cap 4): Karpenter's 400 fake types 1,243.89 ->
         1,006.57 USD/hour (1.06 -> 1.30 s), AWS catalog 174.95 -> 132.06 (1.16 -> 1.52 s), KWOK
         catalog 95.73 -> 86.69 (0.82 -> 0.75 s)."""
+        if any(c.key == LABEL_ZONE and c.hard for p in constrained for c in p.spread):
+            return self._solve_once(pods, queue, None)[0]
         caps = size_caps(self.inputs.tables.values(), constrained)
         cap = predicted_cap(self.inputs.tables.values(), pods, caps)
-        if cap is None or any(c.key == LABEL_ZONE and c.hard for p in constrained for c in p.spread):
+        if cap is None:
             return self._solve_once(pods, queue, None)[0]
         trial = self._solve_once(pods, queue, cap, caps)
         if not trial[0].errors and not any(c.min_values_relaxed for c in trial[0].new_claims):
             return trial[0]
-        consider = self._judge(self._solve_once(pods, queue, None), constrained)
+        consider = _Judge.against(self._solve_once(pods, queue, None), constrained)
         consider(trial)
         self._last = consider.best[2]
         return consider.best[0]
