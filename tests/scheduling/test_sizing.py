@@ -507,3 +507,18 @@ def test_room_shortcut_never_skips_a_claim_that_fits(seed):
         fits_claims = {i for i, c in enumerate(run.claims) if not isinstance(run.check(c, q, att, None), tuple)}
         assert fits_claims <= kept, (q.requests, fits_claims - kept)
     assert set(run.roomy(probes[-1], 0)) <= set(range(8))  # a resource nobody offers: only the unchecked head
+
+
+def test_no_predicted_cap_where_larger_types_are_cheaper_per_core():
+    # the 16-core type at 0.05 per core, the small ones at 0.075: capped at 4 the batch would cost
+    # 25.50 USD/h against first fit's 24.10 (70 mediums + 30 smalls vs 14 larges + 86 smalls),
+    # and the large path does not compare the two - so no cap is predicted and first fit stands
+    from karpy_core.scheduling.scheduler import predicted_cap, size_caps
+    from karpy_core.scheduling.template import type_tables
+
+    catalog = [make_type("small", 2, 8, price=0.15), make_type("medium", 4, 16, price=0.30), make_type("large", 16, 64, price=0.80)]
+    tables = type_tables([template_from_nodepool(nodepool(), catalog)], []).values()
+    infos = [pod_info(p) for p in large_batch()]
+    assert predicted_cap(tables, infos, size_caps(tables, infos)) is None
+    res = solve([nodepool()], large_batch(), catalog=catalog)
+    assert cost(res) == 24.1 and types(res) == ["large"] * 14 + ["small"] * 86 and not res.errors
