@@ -144,6 +144,11 @@ def _offer_key(req: Requirement | None) -> tuple[object, ...] | None:
     return None if req is None else (req.complement, req.values, req.gte, req.lte)
 
 
+VECTOR_CACHE = 50_000
+"""Request rows a :class:`TypeTable` keeps (:meth:`TypeTable.vector`): ten of Karpenter's largest
+benchmark batches; the cache starts over when full."""
+
+
 def request_vector(requests: Mapping[str, int], index: Mapping[str, int]) -> np.ndarray | None:
     """``requests`` as an int64 row with a column per resource of ``index`` (name -> column,
     columns 0..n-1), amounts capped at :data:`VECTOR_CAP`; None when a positive request names a
@@ -230,6 +235,7 @@ class TypeTable:
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
         self._minvalue_keys = [mv for mv in template.requirements if mv.min_values]
         self._label_ids: dict[str, np.ndarray] = {}
+        self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray | None]] = {}
         for mv in self._minvalue_keys:
             ids: dict[str, int] = {}
             col = np.full(n, -1, dtype=np.int64)
@@ -244,8 +250,19 @@ class TypeTable:
         type in this table offers (nothing can fit). Amounts above :data:`VECTOR_CAP` (a pod
         summing several huge containers can exceed int64) are stored as the cap: larger than any
         allocatable, so the pod still fits nowhere, and small enough that adding a claim's
-        requests cannot overflow int64."""
-        return request_vector(requests, self.index)
+        requests cannot overflow int64. Cached per requests mapping (a pod's, which never changes;
+        the entry keeps it alive, so its id stays its own; at most :data:`VECTOR_CACHE` entries);
+        the row is read-only."""
+        hit = self._vectors.get(id(requests))
+        if hit is not None and hit[0] is requests:
+            return hit[1]
+        vec = request_vector(requests, self.index)
+        if vec is not None:
+            vec.flags.writeable = False
+        if len(self._vectors) >= VECTOR_CACHE:  # tables outlive batches: keep the cache bounded
+            self._vectors.clear()
+        self._vectors[id(requests)] = (requests, vec)
+        return vec
 
     def compat_mask(self, term: Requirements) -> np.ndarray:
         """Types whose own requirements overlap ``term`` (cached per requirement set)."""
