@@ -3,7 +3,10 @@ hands out (:class:`PlannedNodeClaim`, built by :func:`finalize`)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +25,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.reservations import NOT_RESERVED, has_reserved_offerings
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
+from karpy_core.utils.selectors import selector_matches
 
 __all__ = ["MAX_INSTANCE_TYPES", "HostPort", "ClaimState", "PlannedNodeClaim", "finalize", "ports_conflict"]
 
@@ -33,6 +37,13 @@ HostPort = tuple[str, int, str]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+
+
+@lru_cache(maxsize=4096)
+def _parsed_selector(selector: str) -> dict[str, Any] | None:
+    """A canonical-JSON label selector, parsed (shared; never modified)."""
+    parsed: dict[str, Any] | None = json.loads(selector)
+    return parsed
 
 
 def ports_conflict(a: set[HostPort] | frozenset[HostPort], b: frozenset[HostPort]) -> HostPort | None:
@@ -63,7 +74,7 @@ class ClaimState:
             (:class:`~karpy_core.scheduling.reservations.ReservationLedger`).
     """
 
-    __slots__ = ("free_room", "host_ports", "hostname", "index", "mask", "pods", "price", "relaxed",
+    __slots__ = ("free_room", "host_ports", "hostname", "index", "mask", "matches", "pods", "price", "relaxed",
                  "requests", "requirements", "reservations", "reserved", "table")
 
     def __init__(self, table: TypeTable, requirements: Requirements, hostname: str, index: int):
@@ -81,10 +92,32 @@ class ClaimState:
         self.price: tuple[int, float] | None = None
         """(pods on the claim, USD/hour of its cheapest offering) as last computed by
         :meth:`~karpy_core.scheduling.run.SchedulingRun.current_price`."""
+        self.matches: dict[tuple[str, tuple[str, ...] | None], tuple[int, int]] = {}
+        """Per (selector, namespaces): (pods looked at, how many of them it matches), kept by
+        :meth:`matching`."""
         self.free_room: tuple[int, IntArray] | None = None
         """(pods on the claim, room left on each of its types at its current price) as last
         computed by :meth:`~karpy_core.scheduling.run.SchedulingRun.place_free`: a pod none of
         them holds would make the claim dearer."""
+
+    def settled(self, key: str) -> bool:
+        """Whether the claim's requirements hold ``key`` to exactly one value (a node label: its
+        pods are counted in that domain)."""
+        req = self.requirements.get(key)
+        return req is not None and not req.complement and len(req.values) == 1
+
+    def matching(self, selector: str, namespaces: tuple[str, ...] | None) -> int:
+        """How many of the claim's pods ``selector`` (canonical JSON) matches in ``namespaces``
+        (None: any); pods joined since the last call are the only ones matched anew."""
+        seen, hits = self.matches.get((selector, namespaces), (0, 0))
+        if seen > len(self.pods):  # pods were taken off since: count afresh
+            seen, hits = 0, 0
+        if seen < len(self.pods):
+            sel = _parsed_selector(selector)
+            hits += sum(1 for p in self.pods[seen:]
+                        if (namespaces is None or p.namespace in namespaces) and selector_matches(sel, p.labels))
+            self.matches[(selector, namespaces)] = (len(self.pods), hits)
+        return hits
 
     @classmethod
     def fresh(cls, table: TypeTable, index: int, hostname: str | None = None) -> ClaimState:

@@ -163,6 +163,12 @@ def check_claim(
             return _NODE_LIMIT
         nodes = template.limits.get("nodes", 0) if template.limits else 0
         return (Infeasible(K.NODE_LIMIT, f"limits.nodes={format_quantity('nodes', nodes)} reached"),)
+    if verdict is not None and claim.pods and verdict.open_checks and not explain:
+        # the claim's pods would break a rule in every domain it can still settle in (a cheap
+        # early test of Verdict.choose, which makes the same check on the narrowed domains)
+        blocked = verdict.blocked(claim, lambda key: candidate_domains(claim.hostname, claim.requirements, {key}, domains)[key])
+        if blocked is not None:
+            return (blocked,)
     vec = table.vector(pod.requests)
     if vec is None:
         if not explain:
@@ -202,7 +208,8 @@ def check_claim(
                 reasons.append(Infeasible(K.NO_MATCHING_TYPE, f"no instance type matches {term.describe() or 'the NodePool requirements'}"))
             continue
         if verdict is not None:
-            choice = verdict.choose(candidate_domains(claim.hostname, reqs, set(verdict.rules), domains))
+            choice = verdict.choose(candidate_domains(claim.hostname, reqs, set(verdict.rules), domains),
+                                    claim if claim.pods and verdict.open_checks else None)
             if isinstance(choice, Infeasible):
                 last = (choice,)
                 if explain:

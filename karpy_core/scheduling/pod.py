@@ -224,7 +224,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     labels = dict(meta.get("labels") or {})
     namespace = str(meta.get("namespace") or "default")
     affinity = spec.get("affinity")
-    required, preferred = parse_affinity_terms(affinity, namespace) if affinity else ([], [])
+    required, preferred = parse_affinity_terms(affinity, namespace, labels) if affinity else ([], [])
     return PodInfo(
         namespace=namespace,
         name=str(meta.get("name") or ""),

@@ -108,6 +108,10 @@ class SchedulingRun:
         self._room_vectors: dict[tuple[Any, ...], IntArray | None] = {}
         self._room_columns: dict[int, npt.NDArray[np.intp]] = {}
         self._stale_rooms: set[int] = set()
+        self._locks: dict[str, npt.NDArray[np.bool_]] = {}
+        """Per topology key: which claims no pod may settle on it any more (:meth:`locked`)."""
+        self._locks_watched = 0
+        self._stale_locks: set[int] = set()
         self.ledger = ReservationLedger(inputs.tables)
         """Capacity reservations left and held by the planned claims (Karpenter ReservationManager)."""
         self._node_cursor: dict[tuple[Any, ...], int] = {}
@@ -219,6 +223,8 @@ class SchedulingRun:
         """Count a placed pod in the topology (with its anti-affinity terms)."""
         anti = [t for t in att.affinity if t.anti]
         self.topology.record(pod.namespace, pod.labels, Placement(dict(labels), taints), anti)
+        if att.spread:
+            self.topology.watch(pod.namespace, att.spread)
 
     # ---- existing nodes -----------------------------------------------------------------
     def place_existing(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> ExistingNode | None:
@@ -253,7 +259,7 @@ class SchedulingRun:
         cached = self.cached(att, verdict)
         sig = (pod.signature(), att.level, free)
         start = self._claim_cursor.get(sig, 0) if cached else 0
-        for i in self.roomy(pod, start):
+        for i in self.roomy(pod, start, self.locked(verdict)):
             claim = self.claims[i]
             if free and not self._keeps_price(claim, pod, att, verdict):
                 continue
@@ -265,16 +271,17 @@ class SchedulingRun:
             self._claim_cursor[sig] = len(self.claims)
         return False
 
-    def roomy(self, pod: PodInfo, start: int) -> Iterator[int]:
+    def roomy(self, pod: PodInfo, start: int, skip: BoolArray | None = None) -> Iterator[int]:
         """Positions from ``start`` of the planned claims that might take ``pod``, in order: every
         claim but those that lack room for it - some resource it requests exceeds what every one
         of the claim's types has left, so :func:`check_claim` would refuse it (on room, or on a
-        resource its NodePool does not offer), only slower. Lazy: the first :data:`ROOM_SCAN`
-        claims come unchecked (first fit usually stops there), the rest compared at once only
-        when the caller asks for more."""
+        resource its NodePool does not offer), only slower - and those ``skip`` marks (indexed by
+        claim position; :meth:`locked`). Lazy: the first :data:`ROOM_SCAN` claims come without the
+        room check (first fit usually stops there), the rest compared at once only when the
+        caller asks for more."""
         n = len(self.claims)
         head = min(n, start + ROOM_SCAN)
-        yield from range(start, head)
+        yield from (range(start, head) if skip is None else (i for i in range(start, head) if not skip[i]))
         if head >= n:
             return
         sig = pod.signature()
@@ -286,14 +293,56 @@ class SchedulingRun:
             return
         if self._stale_rooms or n > len(self._rooms):
             self._refresh_rooms()
-        for i in np.flatnonzero((self._rooms[head:n] >= vec).all(axis=1)):
+        fits = (self._rooms[head:n] >= vec).all(axis=1)
+        if skip is not None:
+            fits &= ~skip[head:n]
+        for i in np.flatnonzero(fits):
             yield head + int(i)
 
+    def locked(self, verdict: Verdict | None) -> BoolArray | None:
+        """Which planned claims (a row per claim position) the pod of ``verdict`` cannot join
+        because it would settle a topology key on them: the claim has not settled the key and holds
+        more pods of some placed pod's hard spread on that key (:attr:`Topology.watched`) than its
+        ``maxSkew``. Settled in any domain, those pods alone would exceed the skew over the least
+        loaded one, so every :class:`~karpy_core.scheduling.topology.OpenCheck` refuses it, and
+        keeps refusing (the claim only gains pods): the scan skips such claims instead of asking
+        :func:`check_claim` each time. None when the pod settles no such key."""
+        if verdict is None or not verdict.open_checks:
+            return None
+        watched = self.topology.watched
+        keys = [k for k in verdict.open_checks if any(c.key == k for _, c in watched)]
+        if not keys:
+            return None
+        n = len(self.claims)
+        if self._locks_watched != len(watched):
+            self._locks_watched = len(watched)
+            self._stale_locks = set(range(n))
+        for key in {c.key for _, c in watched}:
+            arr = self._locks.get(key)
+            if arr is None or len(arr) < n:
+                grown = np.zeros(max(16, 2 * n), dtype=bool)
+                if arr is not None:
+                    grown[: len(arr)] = arr
+                self._locks[key] = grown
+        for i in self._stale_locks:
+            if i >= n:
+                continue
+            claim = self.claims[i]
+            for key, arr in self._locks.items():
+                arr[i] = not claim.settled(key) and any(
+                    c.key == key and claim.matching(c.selector, (ns,)) > c.max_skew for ns, c in watched)
+        self._stale_locks = set()
+        out = self._locks[keys[0]][:n].copy()
+        for key in keys[1:]:
+            out |= self._locks[key][:n]
+        return out
+
     def room_changed(self, claim: ClaimState) -> None:
-        """Mark ``claim``'s row of :attr:`_rooms` stale after a pod joined it (:meth:`_refresh_rooms`
-        recomputes it when a compare needs it)."""
+        """Mark ``claim``'s row of :attr:`_rooms` and its lock (:meth:`locked`) stale after a pod
+        joined it (:meth:`_refresh_rooms` and :meth:`locked` recompute them when needed)."""
         if claim.index >= 0:
             self._stale_rooms.add(claim.index)
+            self._stale_locks.add(claim.index)
 
     def _refresh_rooms(self) -> None:
         """Recompute the stale rows of :attr:`_rooms` from the planned claims they belong to."""
@@ -367,6 +416,7 @@ class SchedulingRun:
         if not isinstance(fit, Fit):
             return False
         table = claim.table
+        before = claim.requirements.labels() if claim.pods else None
         requirements, mask, held = fit.requirements, fit.mask, frozenset[str]()
         if self.ledger.active:
             settled = self.ledger.settle(table, claim.hostname, requirements, mask)
@@ -384,6 +434,11 @@ class SchedulingRun:
         claim.host_ports |= pod.host_ports
         self.reserve(claim, mask)
         labels = {**requirements.labels(), LABEL_HOSTNAME: claim.hostname}
+        newly = frozenset(labels).difference(before, (LABEL_HOSTNAME,)) if before is not None else frozenset()
+        if newly:  # the pod settled a domain: count the claim's earlier pods there (Topology.settle)
+            where = Placement(labels, table.template.taints)
+            for p in claim.pods[:-1]:
+                self.topology.settle(p.namespace, p.labels, where, newly)
         self.record(pod, att, labels, table.template.taints)
         return True
 
@@ -406,7 +461,7 @@ class SchedulingRun:
         rule, a variant :meth:`Scheduler.solve` tries for pods with topology rules); ties keep
         the earlier claim, then a planned claim over a new one. True when placed."""
         best: tuple[float, int] | None = None
-        for i in self.roomy(pod, 0):
+        for i in self.roomy(pod, 0, self.locked(verdict)):
             claim = self.claims[i]
             fit = self.check(claim, pod, att, verdict)
             if not isinstance(fit, Fit):

@@ -123,18 +123,16 @@ def anti_affinity_nodes(pods: Sequence[PodInfo]) -> int:
     that share one required ``kubernetes.io/hostname`` anti-affinity term (selector and
     namespaces) and that the term's selector matches, so no two of them may share a node (a
     Deployment with self anti-affinity: one node per replica). 0 when there is none."""
-    groups: dict[tuple[str, tuple[str, ...]], int] = {}
-    parsed: dict[str, dict[str, object]] = {}
+    groups: dict[tuple[str, tuple[str, ...] | None], int] = {}
+    parsed: dict[str, dict[str, object] | None] = {}
     for p in pods:
         for t in p.affinity:
             if not t.anti or t.key != LABEL_HOSTNAME:
                 continue
-            namespaces = t.namespaces or (p.namespace,)
-            sel = parsed.get(t.selector)
-            if sel is None:
-                sel = parsed[t.selector] = json.loads(t.selector)
-            if p.namespace in namespaces and selector_matches(sel, p.labels):
-                groups[(t.selector, namespaces)] = groups.get((t.selector, namespaces), 0) + 1
+            if t.selector not in parsed:
+                parsed[t.selector] = json.loads(t.selector)
+            if t.looks_in(p.namespace) and selector_matches(parsed[t.selector], p.labels):
+                groups[(t.selector, t.namespaces)] = groups.get((t.selector, t.namespaces), 0) + 1
     return max(groups.values(), default=0)
 
 
@@ -354,11 +352,13 @@ def _pod_value(pod: PodInfo, level: Mapping[str, float]) -> float:
 
 def _zone_skew_breaks(results: SchedulingResults, run: SchedulingRun, constrained: Sequence[PodInfo]) -> int:
     """How many hard zone-spread constraints of ``constrained`` the finished plan breaks, counting
-    the pods each selector matches on new claims whose zone is settled and on existing nodes.
-    The run checks a constraint when its pod is placed, and a pod recorded on a claim whose zone
-    was still open is not counted once a later pod settles that zone (a selector over pods
-    without the constraint can then be over-filled); the plan variants of :meth:`Scheduler.solve`
-    are held to no more breaks than first fit."""
+    the pods each selector matches on new claims whose zone is settled and on existing nodes,
+    all at once: stricter than kube-scheduler, which checks a constraint when its pod is bound,
+    so pods without the constraint that a selector matches may skew the zones later. The run
+    checks a constraint when its pod is placed, with the claims that settle later counted then
+    (:meth:`~karpy_core.scheduling.topology.Topology.settle`,
+    :class:`~karpy_core.scheduling.topology.OpenCheck`); the plan variants of
+    :meth:`Scheduler.solve` are held to no more breaks than first fit."""
     zone_of: list[tuple[PodInfo, str]] = []
     for claim in results.new_claims:
         req = claim.requirements.get(LABEL_ZONE)
@@ -555,7 +555,10 @@ class Scheduler:
         capped one must beat it as a variant must (:class:`_Judge`). The first-fit plan alone
         when no cap is predicted, or when a pod has a hard zone spread: whether a plan breaks one
         can only be judged against first fit (:func:`_zone_skew_breaks`), and making both plans
-        of every such batch would double its solve time.
+        of every such batch would double its solve time. (Replayed in placement order, counting
+        every pod placed before by its claim's final zone, Karpenter's diverse mix at 5,000 pods
+        under cap 4 still places 254-422 of its 1,000 zone-spread pods where kube-scheduler
+        would refuse them, first fit 0-5.)
 
         Measured (Karpenter's diverse mix without its zone-spread fifth, 4,000 pods, second solve
         of one scheduler, first fit -> predicted cap 4): Karpenter's 400 fake types 1,243.89 ->

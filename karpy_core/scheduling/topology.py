@@ -24,10 +24,11 @@ NodeClaim could reach.
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from karpy_core.apis.labels import LABEL_HOSTNAME
 from karpy_core.scheduling.infeasible import Infeasible, InfeasibleKind
@@ -41,11 +42,15 @@ __all__ = [
     "parse_spread",
     "parse_affinity_terms",
     "Topology",
+    "OpenCheck",
+    "OpenClaim",
+    "Verdict",
 ]
 
 
 def _canonical(selector: Mapping[str, Any] | None) -> str:
-    return json.dumps(selector or {}, sort_keys=True)
+    """Canonical JSON of a label selector: ``null`` (no selector: matches no pod) stays ``null``."""
+    return json.dumps(selector, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -63,26 +68,28 @@ class SpreadConstraint:
 
 @dataclass(frozen=True)
 class AffinityTerm:
-    """One pod (anti-)affinity term: ``selector`` (canonical JSON), ``key``, namespaces it looks in
-    (empty = the pod's own), and ``weight`` (0 for required terms)."""
+    """One pod (anti-)affinity term: ``selector`` (canonical JSON; ``null`` when the term has no
+    ``labelSelector``, which matches no pod), ``key``, the namespaces it looks in (None: every
+    namespace), and ``weight`` (0 for required terms)."""
 
     key: str
     selector: str
-    namespaces: tuple[str, ...]
+    namespaces: tuple[str, ...] | None
     anti: bool
     weight: int = 0
 
+    def looks_in(self, namespace: str) -> bool:
+        """Whether the term counts pods of ``namespace``."""
+        return self.namespaces is None or namespace in self.namespaces
+
 
 def parse_spread(raw: Iterable[Mapping[str, Any]] | None, labels: Mapping[str, str]) -> list[SpreadConstraint]:
-    """Spread constraints from a pod spec's ``topologySpreadConstraints``."""
+    """Spread constraints from a pod spec's ``topologySpreadConstraints``. A constraint without a
+    ``labelSelector`` matches no pod (as kube-scheduler's ``LabelSelectorAsSelector(nil)``), so it
+    never restricts."""
     out = []
     for c in raw or ():
-        selector = dict(c.get("labelSelector") or {})
-        keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
-        if keys:
-            exprs = list(selector.get("matchExpressions") or [])
-            exprs += [{"key": k, "operator": "In", "values": [labels[k]]} for k in keys]
-            selector["matchExpressions"] = exprs
+        selector = _with_label_keys(c.get("labelSelector"), labels, c.get("matchLabelKeys"), ())
         out.append(
             SpreadConstraint(
                 key=str(c["topologyKey"]),
@@ -97,25 +104,53 @@ def parse_spread(raw: Iterable[Mapping[str, Any]] | None, labels: Mapping[str, s
     return out
 
 
-def parse_affinity_terms(affinity: Mapping[str, Any] | None, namespace: str) -> tuple[list[AffinityTerm], list[AffinityTerm]]:
-    """(required, preferred) pod affinity and anti-affinity terms of a pod spec's ``affinity``."""
+def _with_label_keys(selector: Mapping[str, Any] | None, labels: Mapping[str, str],
+                     match: Iterable[str] | None, mismatch: Iterable[str] | None) -> dict[str, Any] | None:
+    """``selector`` with ``key In [pod's value]`` for each ``matchLabelKeys`` key the pod has and
+    ``key NotIn [pod's value]`` for each ``mismatchLabelKeys`` key; None stays None (no pod)."""
+    if selector is None:
+        return None
+    out = dict(selector)
+    extra = [{"key": k, "operator": "In", "values": [labels[k]]} for k in match or () if k in labels]
+    extra += [{"key": k, "operator": "NotIn", "values": [labels[k]]} for k in mismatch or () if k in labels]
+    if extra:
+        out["matchExpressions"] = [*(out.get("matchExpressions") or ()), *extra]
+    return out
+
+
+def parse_affinity_terms(affinity: Mapping[str, Any] | None, namespace: str,
+                         labels: Mapping[str, str] | None = None) -> tuple[list[AffinityTerm], list[AffinityTerm]]:
+    """(required, preferred) pod affinity and anti-affinity terms of a pod spec's ``affinity``,
+    for a pod in ``namespace`` with ``labels`` (for ``matchLabelKeys``/``mismatchLabelKeys``)."""
     required: list[AffinityTerm] = []
     preferred: list[AffinityTerm] = []
     for field_name, anti in (("podAffinity", False), ("podAntiAffinity", True)):
         section = (affinity or {}).get(field_name) or {}
         for term in section.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
-            required.append(_term(term, namespace, anti, 0))
+            required.append(_term(term, namespace, labels or {}, anti, 0))
         for wt in section.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
-            preferred.append(_term(wt.get("podAffinityTerm") or {}, namespace, anti, int(wt.get("weight") or 1)))
+            preferred.append(_term(wt.get("podAffinityTerm") or {}, namespace, labels or {}, anti, int(wt.get("weight") or 1)))
     preferred.sort(key=lambda t: -t.weight)
     return required, preferred
 
 
-def _term(term: Mapping[str, Any], namespace: str, anti: bool, weight: int) -> AffinityTerm:
+def _term(term: Mapping[str, Any], namespace: str, labels: Mapping[str, str], anti: bool, weight: int) -> AffinityTerm:
+    """One term. Namespaces, as kube-scheduler reads them: ``namespaces`` and ``namespaceSelector``
+    both unset = the pod's own; an empty ``namespaceSelector`` (``{}``) = every namespace; else the
+    listed ones plus those the selector picks. The scheduler sees no Namespace objects, so a
+    non-empty ``namespaceSelector`` is read as every namespace for anti-affinity (never co-locates
+    pods kube-scheduler would keep apart; at worst a node too many) and as the listed namespaces
+    (else the pod's own) for affinity."""
+    listed = tuple(sorted(str(n) for n in term.get("namespaces") or ()))
+    ns_selector = term.get("namespaceSelector")
+    namespaces: tuple[str, ...] | None = listed or (namespace,)
+    if ns_selector is not None and (anti or not (ns_selector.get("matchLabels") or ns_selector.get("matchExpressions"))):
+        namespaces = None
     return AffinityTerm(
         key=str(term.get("topologyKey") or LABEL_HOSTNAME),
-        selector=_canonical(term.get("labelSelector") or {}),
-        namespaces=tuple(sorted(term.get("namespaces") or ())) or (namespace,),
+        selector=_canonical(_with_label_keys(term.get("labelSelector"), labels, term.get("matchLabelKeys"),
+                                             term.get("mismatchLabelKeys"))),
+        namespaces=namespaces,
         anti=anti,
         weight=weight,
     )
@@ -130,12 +165,33 @@ class Placement:
     taints: tuple[Taint, ...] = ()
 
 
+class _Excluded:
+    """Domains a rule rules out: the union of the collections added (held, not copied: the counts
+    and occupied sets they come from do not change while one pod looks for a place, and copying
+    every occupied hostname for every pod with hostname anti-affinity made a batch quadratic)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[Collection[str]] = []
+
+    def add(self, values: Collection[str]) -> None:
+        if values:
+            self.parts.append(values)
+
+    def __contains__(self, value: object) -> bool:
+        for p in self.parts:
+            if value in p:
+                return True
+        return False
+
+
 @dataclass
 class _KeyRule:
     """What one pod's constraints allow for one topology key."""
 
     allowed: set[str] | None = None  # None: any value
-    forbidden: set[str] = field(default_factory=set)
+    forbidden: _Excluded = field(default_factory=lambda: _Excluded())
     counts: dict[str, int] | None = None  # spread counts, to pick the least-loaded domain
     why: Infeasible | None = None
 
@@ -143,6 +199,50 @@ class _KeyRule:
         vals = set(values)
         self.allowed = vals if self.allowed is None else self.allowed & vals
         self.why = self.why or why
+
+
+@dataclass(frozen=True)
+class OpenCheck:
+    """A rule on a key other than the hostname, kept for NodeClaims that have not settled that key:
+    the pods already on such a claim will be in whatever domain the pod pins it to, though no count
+    holds them yet (:meth:`Topology.settle` counts them after). With ``k`` the claim's pods the
+    selector matches, by ``kind``:
+
+    * ``"spread"``, the pod's hard spread: domain ``d`` only when ``counts[d] + k <= bar``, where
+      ``bar = maxSkew + min - self`` (``min`` as now: it can only rise, so this is never looser than
+      kube-scheduler counting those pods);
+    * ``"anti"``, the pod's required anti-affinity term: no such claim at all when ``k > 0``;
+    * ``"inverse"``, a placed pod's anti-affinity term (``counts``: the domains it occupies): none
+      of those domains when ``k > 0``.
+
+    A claim still open when it launches gets its zone from the offering chosen then, which no count
+    sees (Karpenter has the same gap)."""
+
+    kind: str
+    key: str
+    selector: str
+    namespaces: tuple[str, ...] | None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    bar: int = 0
+
+
+_OPEN_SPREAD = Infeasible(InfeasibleKind.TOPOLOGY_SPREAD,
+                          "topology spread: the NodeClaim's pods, counted in the domain it would settle in, would exceed the skew")
+_OPEN_ANTI = Infeasible(InfeasibleKind.POD_ANTI_AFFINITY,
+                        "pod anti-affinity: the NodeClaim holds a pod that would share the domain it settles in")
+
+
+class OpenClaim(Protocol):
+    """What :meth:`Verdict.choose` asks of a candidate NodeClaim that holds pods
+    (:class:`~karpy_core.scheduling.claim.ClaimState`)."""
+
+    def settled(self, key: str) -> bool:
+        """Whether the claim's requirements hold ``key`` to one value (its pods count there)."""
+        ...
+
+    def matching(self, selector: str, namespaces: tuple[str, ...] | None) -> int:
+        """How many of its pods ``selector`` (canonical JSON) matches in ``namespaces`` (None: any)."""
+        ...
 
 
 @dataclass
@@ -153,9 +253,48 @@ class Verdict:
 
     rules: dict[str, _KeyRule]
     failure: Infeasible | None = None
+    open_checks: dict[str, list[OpenCheck]] = field(default_factory=dict)
+    """:class:`OpenCheck` per key (only keys of :attr:`rules`: a pod settles only those)."""
 
-    def choose(self, candidate: Mapping[str, frozenset[str] | None]) -> dict[str, str] | Infeasible:
-        """``{key: domain}`` to pin on the candidate, or why the candidate is ruled out."""
+    def _open_filter(self, key: str, ok: list[str], claim: OpenClaim) -> list[str] | Infeasible:
+        """``ok`` (domains on ``key``) without those :attr:`open_checks` rule out for ``claim``, or
+        why none is left."""
+        for oc in self.open_checks[key]:
+            k = claim.matching(oc.selector, oc.namespaces)
+            if not k:
+                continue
+            if oc.kind == "anti":
+                return _OPEN_ANTI
+            ok = [v for v in ok if v not in oc.counts] if oc.kind == "inverse" else [v for v in ok if oc.counts.get(v, 0) + k <= oc.bar]
+            if not ok:
+                return _OPEN_ANTI if oc.kind == "inverse" else _OPEN_SPREAD
+        return ok
+
+    def blocked(self, claim: OpenClaim, domains: Callable[[str], frozenset[str] | None]) -> Infeasible | None:
+        """Why ``claim`` (holding pods; ``domains``: the domains it can be in per key, before this
+        pod's own requirements narrow them) cannot take the pod whatever its requirements, by
+        :attr:`open_checks` alone; None when it might. A cheap early test of :meth:`choose`:
+        requirements only narrow the domains."""
+        for key in self.open_checks:
+            rule = self.rules[key]
+            if claim.settled(key):
+                continue
+            vals = domains(key)
+            if vals is None:
+                continue
+            ok = [v for v in vals if v not in rule.forbidden and (rule.allowed is None or v in rule.allowed)]
+            if not ok:
+                continue  # choose says why
+            left = self._open_filter(key, ok, claim)
+            if isinstance(left, Infeasible):
+                return left
+        return None
+
+    def choose(self, candidate: Mapping[str, frozenset[str] | None],
+               claim: OpenClaim | None = None) -> dict[str, str] | Infeasible:
+        """``{key: domain}`` to pin on the candidate, or why the candidate is ruled out. With
+        ``claim`` (a NodeClaim that holds pods), :attr:`open_checks` apply on the keys the claim
+        has not settled yet."""
         if self.failure is not None:
             return self.failure
         out: dict[str, str] = {}
@@ -164,6 +303,11 @@ class Verdict:
             if vals is None:
                 return Infeasible(InfeasibleKind.TOPOLOGY_LABEL, f"the node has no {key} label, needed by a topology constraint")
             ok = [v for v in vals if v not in rule.forbidden and (rule.allowed is None or v in rule.allowed)]
+            if ok and claim is not None and key in self.open_checks and not claim.settled(key):
+                left = self._open_filter(key, ok, claim)
+                if isinstance(left, Infeasible):
+                    return left
+                ok = left
             if not ok:
                 return rule.why or Infeasible(InfeasibleKind.TOPOLOGY, f"topology constraint on {key}")
             counts = rule.counts
@@ -186,19 +330,31 @@ class Topology:
         self.domains = {k: set(v) for k, v in domains.items()}
         # (key, selector, namespaces or None) -> domain -> matching pods placed there
         self._counts: dict[tuple[str, str, tuple[str, ...] | None], dict[str, int]] = {}
-        # placed pods: namespace, labels, where, and the labels as a sorted tuple (the match cache's key)
-        self._placed: list[tuple[str, Mapping[str, str], Placement, tuple[tuple[str, str], ...]]] = []
+        # placed pods: namespace, labels, where, the labels as a sorted tuple (the match cache's
+        # key), and the keys the entry counts for (None: every key of ``where``; see :meth:`settle`)
+        self._placed: list[tuple[str, Mapping[str, str], Placement, tuple[tuple[str, str], ...], frozenset[str] | None]] = []
         # anti-affinity terms of placed pods: (key, selector, namespaces) -> domains they occupy
-        self._anti: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
-        self._selectors: dict[str, dict[str, Any]] = {}
+        self._anti: dict[tuple[str, str, tuple[str, ...] | None], set[str]] = {}
+        self._selectors: dict[str, dict[str, Any] | None] = {}
+        self._watched: list[tuple[str, SpreadConstraint]] = []
+        """(namespace, constraint): hard spreads on keys other than the hostname that a placed pod
+        carries (:meth:`watch`). Those pods chose their domains by counts that left out pods on
+        claims still open then, so a pod that settles such a claim must not break any of these
+        with the claim's pods (:class:`OpenCheck`), whether or not it carries the constraint. A
+        spread no placed pod carries yet needs no such check: its pods will see the settled counts."""
+        self._watched_set: set[tuple[str, SpreadConstraint]] = set()
         self._matches: dict[tuple[str, str, tuple[tuple[str, str], ...]], bool] = {}
 
     def checkpoint(self) -> tuple[Any, ...]:
         """State to :meth:`restore` later (the scheduler tries alternative packings)."""
-        return (len(self._placed), {k: dict(v) for k, v in self._counts.items()}, {k: set(v) for k, v in self._anti.items()})
+        return (len(self._placed), {k: dict(v) for k, v in self._counts.items()}, {k: set(v) for k, v in self._anti.items()},
+                len(self._watched))
 
     def restore(self, mark: tuple[Any, ...]) -> None:
-        n, counts, anti = mark
+        n, counts, anti, watched = mark
+        for w in self._watched[watched:]:
+            self._watched_set.discard(w)
+        del self._watched[watched:]
         del self._placed[n:]
         self._counts = {k: dict(v) for k, v in counts.items()}
         self._anti = {k: set(v) for k, v in anti.items()}
@@ -207,11 +363,10 @@ class Topology:
     def has_anti(self) -> bool:
         return bool(self._anti)
 
-    def _sel(self, selector: str) -> dict[str, Any]:
-        parsed = self._selectors.get(selector)
-        if parsed is None:
-            parsed = self._selectors[selector] = json.loads(selector)
-        return parsed
+    def _sel(self, selector: str) -> dict[str, Any] | None:
+        if selector not in self._selectors:
+            self._selectors[selector] = json.loads(selector)
+        return self._selectors[selector]
 
     def _match(self, selector: str, labels: Mapping[str, str], lkey: tuple[tuple[str, str], ...] | None = None) -> bool:
         key = (selector, "", lkey if lkey is not None else tuple(sorted(labels.items())))
@@ -225,35 +380,64 @@ class Topology:
         counts = self._counts.get(gk)
         if counts is None:
             counts = self._counts[gk] = {}
-            for ns, labels, where, lkey in self._placed:
-                if (namespaces is None or ns in namespaces) and key in where.labels and self._match(selector, labels, lkey):
+            for ns, labels, where, lkey, only in self._placed:
+                if ((namespaces is None or ns in namespaces) and key in where.labels and (only is None or key in only)
+                        and self._match(selector, labels, lkey)):
                     d = where.labels[key]
                     counts[d] = counts.get(d, 0) + 1
         return counts
 
     def record(self, namespace: str, labels: Mapping[str, str], where: Placement, anti_terms: Iterable[AffinityTerm] = ()) -> None:
         """Count a pod placed at ``where`` (existing pods and each pod the scheduler places)."""
-        lkey = tuple(sorted(labels.items()))
-        self._placed.append((namespace, labels, where, lkey))
-        for (key, selector, namespaces), counts in self._counts.items():
-            if (namespaces is None or namespace in namespaces) and key in where.labels and self._match(selector, labels, lkey):
-                d = where.labels[key]
-                counts[d] = counts.get(d, 0) + 1
+        self._count(namespace, labels, where, None)
         for t in anti_terms:
             if t.key in where.labels:
                 self._anti.setdefault((t.key, t.selector, t.namespaces), set()).add(where.labels[t.key])
 
+    @property
+    def watched(self) -> list[tuple[str, SpreadConstraint]]:
+        """(namespace, constraint) of the hard spreads on keys other than the hostname that placed
+        pods carry, in the order they were first placed (see :meth:`watch`)."""
+        return self._watched
+
+    def watch(self, namespace: str, spread: Iterable[SpreadConstraint]) -> None:
+        """Note the hard spreads on keys other than the hostname of a pod just placed in
+        ``namespace`` (see :attr:`_watched`)."""
+        for c in spread:
+            if c.hard and c.key != LABEL_HOSTNAME and (namespace, c) not in self._watched_set:
+                self._watched_set.add((namespace, c))
+                self._watched.append((namespace, c))
+
+    def settle(self, namespace: str, labels: Mapping[str, str], where: Placement, keys: frozenset[str]) -> None:
+        """Count a pod recorded earlier on a NodeClaim in the domains of ``keys``, which the claim
+        has settled since (a later pod narrowed them to one value each); ``where`` is the claim's
+        placement now. Karpenter counts a pod on a claim only in the domains settled when it was
+        added (``topology.go`` Record); counting it again once they settle keeps a selector over
+        pods without the rule - Karpenter's diverse mix - from over-filling a zone unseen. The pod's
+        own anti-affinity terms need no settling: a term on a key pins that key when the pod joins."""
+        self._count(namespace, labels, where, keys)
+
+    def _count(self, namespace: str, labels: Mapping[str, str], where: Placement, only: frozenset[str] | None) -> None:
+        lkey = tuple(sorted(labels.items()))
+        self._placed.append((namespace, labels, where, lkey, only))
+        for (key, selector, namespaces), counts in self._counts.items():
+            if ((namespaces is None or namespace in namespaces) and key in where.labels and (only is None or key in only)
+                    and self._match(selector, labels, lkey)):
+                d = where.labels[key]
+                counts[d] = counts.get(d, 0) + 1
+
     def anti_selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """True when some placed pod's anti-affinity term selects a pod with these labels."""
         lkey = tuple(sorted(labels.items()))
-        return any(namespace in ns and self._match(sel, labels, lkey) for (_, sel, ns) in self._anti)
+        return any((ns is None or namespace in ns) and self._match(sel, labels, lkey) for (_, sel, ns) in self._anti)
 
     def _spread_counts(self, c: SpreadConstraint, namespace: str, node_filter: Any) -> dict[str, int]:
         if node_filter is None:
             return self._group(c.key, c.selector, (namespace,))
         counts: dict[str, int] = {}
-        for ns, labels, where, lkey in self._placed:
-            if ns == namespace and c.key in where.labels and node_filter(where) and self._match(c.selector, labels, lkey):
+        for ns, labels, where, lkey, only in self._placed:
+            if (ns == namespace and c.key in where.labels and (only is None or c.key in only) and node_filter(where)
+                    and self._match(c.selector, labels, lkey)):
                 d = where.labels[c.key]
                 counts[d] = counts.get(d, 0) + 1
         return counts
@@ -277,29 +461,34 @@ class Topology:
             return rules.setdefault(key, _KeyRule())
 
         for (key, sel, nss), occupied in self._anti.items():
-            if namespace in nss and self._match(sel, labels, lkey):
+            if (nss is None or namespace in nss) and self._match(sel, labels, lkey):
                 r = rule(key)
-                r.forbidden |= occupied
+                r.forbidden.add(occupied)
                 r.why = r.why or Infeasible(
                     InfeasibleKind.POD_ANTI_AFFINITY,
-                    f"a placed pod's anti-affinity on {key} excludes this pod from {', '.join(sorted(occupied)[:3])}",
+                    f"a placed pod's anti-affinity on {key} excludes this pod from {', '.join(heapq.nsmallest(3, occupied))}",
                 )
         for t in affinity:
-            counts = self._group(t.key, t.selector, t.namespaces)
-            occupied = {d for d, n in counts.items() if n > 0}
+            counts = self._group(t.key, t.selector, t.namespaces)  # domains with a matching pod (counts >= 1)
             r = rule(t.key)
             if t.anti:
-                r.forbidden |= occupied
+                r.forbidden.add(counts)
                 r.why = r.why or Infeasible(
                     InfeasibleKind.POD_ANTI_AFFINITY, f"pod anti-affinity on {t.key}: every reachable domain already has a matching pod"
                 )
-            elif occupied:
-                r.restrict(occupied, Infeasible(
+            elif counts:
+                r.restrict(counts, Infeasible(
                     InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no matching pod in a domain this node can be in"))
-            elif not (namespace in t.namespaces and self._match(t.selector, labels, lkey)):
+            elif not (t.looks_in(namespace) and self._match(t.selector, labels, lkey)):
                 return Verdict(rules, Infeasible(
                     InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no pod matches the term anywhere yet"))
+        open_checks = [OpenCheck("anti", t.key, t.selector, t.namespaces) for t in affinity if t.anti and t.key != LABEL_HOSTNAME]
+        # the inverse rule for a claim's earlier pods: a placed pod's anti-affinity term on a key
+        # other than the hostname keeps the claim out of its domains when it selects one of them
+        open_checks += [OpenCheck("inverse", key, sel, nss, dict.fromkeys(occupied, 1))
+                        for (key, sel, nss), occupied in self._anti.items() if key != LABEL_HOSTNAME]
         terms_matter = bool(node_terms) and any(len(t) for t in node_terms or ())
+        own: set[tuple[str, SpreadConstraint]] = set()
         for c in spread:
             node_filter = None
             if (c.honor_affinity and terms_matter) or c.honor_taints:
@@ -315,7 +504,7 @@ class Topology:
                 f"topology spread on {c.key} (maxSkew {c.max_skew}): every domain this node can be in would exceed the skew",
             )
             if c.key == LABEL_HOSTNAME:
-                r.forbidden |= {d for d, n in counts.items() if n + self_match > c.max_skew}
+                r.forbidden.add({d for d, n in counts.items() if n + self_match > c.max_skew})
                 r.why = r.why or why
             else:
                 reach = universe.get(c.key) if universe is not None and c.honor_affinity else None
@@ -325,8 +514,23 @@ class Topology:
                 if len(universe_c) < c.min_domains:
                     global_min = 0
                 r.restrict({d for d in universe_c if counts.get(d, 0) + self_match - global_min <= c.max_skew}, why)
+                if c.hard:
+                    open_checks.append(OpenCheck("spread", c.key, c.selector, (namespace,), counts, c.max_skew + global_min - self_match))
+                    own.add((namespace, c))
             r.counts = counts if r.counts is None else {d: r.counts.get(d, 0) + counts.get(d, 0) for d in set(r.counts) | set(counts)}
-        return Verdict(rules)
+        for ns, c in self._watched:
+            if (ns, c) in own or c.key not in rules:
+                continue
+            counts = self._group(c.key, c.selector, (ns,))
+            domains = self.domains.get(c.key, set()) | set(counts)
+            global_min = min((counts.get(d, 0) for d in domains), default=0) if len(domains) >= c.min_domains else 0
+            self_match = 1 if ns == namespace and self._match(c.selector, labels, lkey) else 0
+            open_checks.append(OpenCheck("spread", c.key, c.selector, (ns,), counts, c.max_skew + global_min - self_match))
+        by_key: dict[str, list[OpenCheck]] = {}
+        for oc in open_checks:
+            if oc.key in rules:
+                by_key.setdefault(oc.key, []).append(oc)
+        return Verdict(rules, open_checks=by_key)
 
     def allowed(
         self,

@@ -139,11 +139,11 @@ def topology_model(shapes: Sequence[Sequence[PodInfo]]) -> TopologyModel:
     spread: dict[tuple[object, ...], int] = {}
     parsed: dict[str, dict[str, object]] = {}
 
-    def matched(selector: str, namespaces: Sequence[str]) -> tuple[tuple[int, ...], bool]:
+    def matched(selector: str, namespaces: Sequence[str] | None) -> tuple[tuple[int, ...], bool]:
         sel = parsed.setdefault(selector, json.loads(selector))
         out, partial = [], False
         for t, g in enumerate(shapes):
-            hits = sum(1 for p in g if p.namespace in namespaces and selector_matches(sel, p.labels))
+            hits = sum(1 for p in g if (namespaces is None or p.namespace in namespaces) and selector_matches(sel, p.labels))
             if hits == len(g):
                 out.append(t)
             elif hits:

@@ -211,3 +211,171 @@ def test_min_values_strict_rejects_and_best_effort_relaxes_and_marks():
     relaxed = Scheduler([template_from_nodepool(pool, catalog)], min_values_policy="BestEffort").solve(big)
     assert [t.name for t in relaxed.new_claims[0].instance_types] == ["d.8xlarge"]
     assert relaxed.new_claims[0].min_values_relaxed
+
+
+def test_topology_counts_a_pod_where_its_claim_settles_later_and_restore_forgets_it():
+    from karpy_core.scheduling.topology import Placement, Topology, parse_spread
+
+    zones = {"topology.kubernetes.io/zone": {"a", "b"}}
+    spread = parse_spread([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                            "labelSelector": {"matchLabels": {"app": "web"}}}], {"app": "side"})
+    topo = Topology(zones)
+    open_claim = Placement({"kubernetes.io/hostname": "c0"})
+    topo.record("default", {"app": "web"}, open_claim)
+    verdict = topo.prepare(namespace="default", labels={"app": "side"}, spread=spread, affinity=[])
+    assert verdict.rules["topology.kubernetes.io/zone"].allowed == {"a", "b"}  # the web pod counts nowhere yet
+    mark = topo.checkpoint()
+    settled = Placement({"kubernetes.io/hostname": "c0", "topology.kubernetes.io/zone": "a"})
+    topo.settle("default", {"app": "web"}, settled, frozenset({"topology.kubernetes.io/zone"}))
+    # counted once in zone a (count 1, min 0: a side pod, which its selector does not match, may still
+    # go to a; a web pod only to b), and not a second time on its hostname
+    web = topo.prepare(namespace="default", labels={"app": "web"}, spread=spread, affinity=[])
+    assert web.rules["topology.kubernetes.io/zone"].allowed == {"b"}
+    assert topo._group("kubernetes.io/hostname", spread[0].selector, ("default",)) == {"c0": 1}
+    topo.restore(mark)
+    web = topo.prepare(namespace="default", labels={"app": "web"}, spread=spread, affinity=[])
+    assert web.rules["topology.kubernetes.io/zone"].allowed == {"a", "b"}
+
+
+def _anti(name: str, ns: str, term: dict, labels: dict | None = None) -> dict:
+    p = pod(name, "1", "1Gi", ns=ns)
+    p["metadata"]["labels"] = labels or {"app": "web"}
+    p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", **term}]}}
+    return p
+
+
+def _claims(pods: list[dict]) -> list[list[str]]:
+    sched = Scheduler([template_from_nodepool(nodepool(), [make_type("m", 4, 16)])])
+    return sorted(sorted(p.key for p in c.pods) for c in sched.solve([pod_info(p) for p in pods]).new_claims)
+
+
+def test_anti_affinity_namespaces_as_kube_scheduler_reads_them():
+    web = {"labelSelector": {"matchLabels": {"app": "web"}}}
+    # no namespaces, no namespaceSelector: the pod's own namespace only, so a/w and b/w may share a node
+    assert _claims([_anti("w", "a", web), _anti("w", "b", web)]) == [["a/w", "b/w"]]
+    # namespaceSelector {}: every namespace
+    every = {**web, "namespaceSelector": {}}
+    assert _claims([_anti("w", "a", every), _anti("w", "b", every)]) == [["a/w"], ["b/w"]]
+    # a non-empty namespaceSelector cannot be evaluated without Namespace objects: read as every namespace
+    picked = {**web, "namespaceSelector": {"matchLabels": {"team": "x"}}}
+    assert _claims([_anti("w", "a", picked), _anti("w", "b", picked)]) == [["a/w"], ["b/w"]]
+    # listed namespaces
+    listed = {**web, "namespaces": ["a", "b"]}
+    assert _claims([_anti("w", "a", listed), _anti("w", "b", listed)]) == [["a/w"], ["b/w"]]
+
+
+def test_a_term_without_label_selector_matches_no_pod_and_label_keys_narrow_it():
+    # no labelSelector: matches nothing (kube-scheduler's LabelSelectorAsSelector(nil)), so no exclusion
+    assert _claims([_anti(f"w{i}", "a", {}) for i in range(3)]) == [["a/w0", "a/w1", "a/w2"]]
+    # matchLabelKeys: only pods of the same pod-template-hash keep apart
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash"]}
+    pods = [_anti(f"w{i}", "a", term, {"app": "web", "pod-template-hash": h}) for i, h in enumerate(("1", "1", "2"))]
+    assert _claims(pods) == [["a/w0", "a/w2"], ["a/w1"]]
+    # mismatchLabelKeys: only pods of other tenants keep apart
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "mismatchLabelKeys": ["tenant"]}
+    pods = [_anti(f"w{i}", "a", term, {"app": "web", "tenant": t}) for i, t in enumerate(("x", "x", "y"))]
+    assert _claims(pods) == [["a/w0", "a/w1"], ["a/w2"]]
+
+
+def test_a_spread_without_label_selector_never_restricts():
+    pods = []
+    for i in range(4):
+        p = pod(f"s{i}", "1", "1Gi")
+        p["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                   "whenUnsatisfiable": "DoNotSchedule"}]
+        pods.append(p)
+    assert len(_claims(pods)) == 1
+
+
+ZONES3 = ("zone-a", "zone-b", "zone-c")
+
+
+def _open_claim_plan(pods: list[dict]) -> list[tuple[str | None, list[str]]]:
+    # one type that holds the whole batch, offered in 3 zones: first fit would put every pod on one claim
+    sched = Scheduler([template_from_nodepool(nodepool(), [make_type("m", 8, 32, zones=ZONES3)])])
+    res = sched.solve([pod_info(p) for p in pods])
+    assert not res.errors
+    out = []
+    for c in res.new_claims:
+        z = c.requirements.get("topology.kubernetes.io/zone")
+        one = next(iter(z.values)) if z is not None and not z.complement and len(z.values) == 1 else None
+        out.append((one, sorted(p.name for p in c.pods)))
+    return sorted(out, key=lambda t: t[1])
+
+
+def _web(i: int) -> dict:
+    # a hostname spread of maxSkew 3 makes the pods constrained (placed before the rest) but lets 3 share a
+    # node, whose zone they leave open
+    p = pod(f"web-{i}", "1", "1Gi")
+    p["metadata"]["labels"] = {"app": "web"}
+    p["spec"]["topologySpreadConstraints"] = [{"maxSkew": 3, "topologyKey": "kubernetes.io/hostname",
+                                               "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    return p
+
+
+def test_a_zone_spread_pod_does_not_settle_a_claim_whose_pods_would_break_it():
+    # side's zone spread (maxSkew 1) selects web. The 3 web pods share one claim with its zone open.
+    # Joining it would pin them all in side's zone: 3 there, 0 elsewhere, and kube-scheduler would then
+    # refuse side on that node (3 + 0 - 0 > 1). So side (smaller: placed after web) opens a claim of its own.
+    side = pod("side", "500m", "1Gi")
+    side["metadata"]["labels"] = {"app": "side"}
+    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [side])
+    assert [names for _, names in plan] == [["side"], ["web-0", "web-1", "web-2"]]
+    # with maxSkew 3 the claim may settle with side on it
+    side["spec"]["topologySpreadConstraints"][0]["maxSkew"] = 3
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [side])
+    assert [names for _, names in plan] == [["side", "web-0", "web-1", "web-2"]] and plan[0][0] is not None
+
+
+def test_zone_anti_affinity_keeps_off_an_open_claim_holding_a_pod_it_selects():
+    # db keeps away from web per zone; the web pods' claim has no zone yet, so db may not join it (it
+    # would settle db and web in one zone), though one claim would hold them all. db is smaller, so
+    # placed after web (a pod placed first would settle its claim's zone itself)
+    db = pod("db", "500m", "1Gi")
+    db["metadata"]["labels"] = {"app": "db"}
+    db["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [db])
+    assert [names for _, names in plan] == [["db"], ["web-0", "web-1", "web-2"]]
+
+
+def test_a_claim_holding_a_pod_that_a_zone_anti_affinity_selects_settles_outside_its_zone():
+    # web-0 (1 cpu, placed first) sits on a claim with its zone open. db (800m, pinned to zone-a by
+    # its node selector) keeps web out of its zone, so it opens its own claim. side (500m, placed
+    # last) then settles web-0's claim by its own zone spread; every zone has a count of 0 and zone-a
+    # comes first by name, but web-0 may not be in zone-a (the inverse rule for the claim's pods)
+    db = pod("db", "800m", "1Gi")
+    db["metadata"]["labels"] = {"app": "db"}
+    db["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
+    db["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    side = pod("side", "500m", "1Gi")
+    side["metadata"]["labels"] = {"app": "side"}
+    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
+                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "side"}}}]
+    plan = _open_claim_plan([db, _web(0), side])
+    assert plan == [("zone-a", ["db"]), ("zone-b", ["side", "web-0"])]
+
+
+def test_a_pod_does_not_settle_a_claim_whose_pods_would_break_a_spread_placed_before():
+    # side (900m) carries a zone spread over web (maxSkew 1) and is placed after the 3 web pods, whose
+    # claim keeps its zone open: side may not join it (3 in one zone) and settles zone-a alone, counting
+    # no web pod anywhere. other (600m, a zone spread of its own) may then not settle web's claim
+    # either: in whatever zone, side's choice would have seen 3 web pods there (3 - 0 > 1). It joins
+    # side's claim; web's claim stays open
+    side = pod("side", "900m", "1Gi")
+    side["metadata"]["labels"] = {"app": "side"}
+    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    other = pod("other", "600m", "1Gi")
+    other["metadata"]["labels"] = {"app": "other"}
+    other["spec"]["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
+                                                   "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "other"}}}]
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [side, other])
+    assert plan == [("zone-a", ["other", "side"]), (None, ["web-0", "web-1", "web-2"])]
+    # without side in the batch, other settles web's claim: no placed pod chose by counts that missed web
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [other])
+    assert plan == [("zone-a", ["other", "web-0", "web-1", "web-2"])]
