@@ -149,7 +149,9 @@ def predicted_cap(tables: Iterable[TypeTable], pods: Sequence[PodInfo], caps: Se
     Measured (single plans, uncapped vs the predicted cap; Karpenter's diverse mix, ``m = n/5``,
     ``D / m`` = 3.35 cores, cap 4): 5,000 pods on the AWS catalog 201.19 -> 157.50 USD/hour, on
     the KWOK catalog 116.29 -> 102.43; on Karpenter's 400 fake types 1,519 -> 1,197 at 5,000
-    pods and 3,113 -> 2,397 at 10,000. Caps of 8 and of 1-2 vCPUs were dearer on each."""
+    pods and 3,113 -> 2,397 at 10,000 (before :meth:`~karpy_core.scheduling.topology.Topology.settle`;
+    now 203.97 -> 158.68, 116.03 -> 102.70, 1,524 -> 1,200 at 5,000). Caps of 8 and of 1-2 vCPUs
+    were dearer on each. The diverse mix keeps first fit (:meth:`Scheduler._solve_large`)."""
     m = anti_affinity_nodes(pods)
     tables = [t for t in tables if "cpu" in t.index and t.prices.size]
     if m < 2 or not caps or not tables:
@@ -528,8 +530,10 @@ class Scheduler:
         Deterministic. Measured on ``benchmarks/cost.py``:
         hostname spread (300 pods) at the proved MILP optimum on both catalogs (from 1.26x and
         1.31x); zone spread (60 pods) from 1.40x and 1.42x to 1.04x and 1.01x of the optimum;
-        Karpenter's diverse mix at 500 pods 22% cheaper (AWS 18.80 -> 14.59 USD/hour, KWOK
-        12.63 -> 9.80), solving in ~2.5 s instead of 0.07 (AWS). Larger batches:
+        Karpenter's diverse mix at 500 pods 21% cheaper (AWS 18.80 -> 14.82 USD/hour, KWOK
+        12.63 -> 9.84; 14.59 and 9.80 before zone counts followed claims that settle later,
+        :meth:`~karpy_core.scheduling.topology.Topology.settle`), solving in ~2.5 s instead of
+        0.07 (AWS). Larger batches:
         :meth:`_solve_large`."""
         queue = queue_order(pods)
         constrained = [p for p in queue if not _plain(p)]

@@ -208,9 +208,10 @@ class OpenCheck:
     holds them yet (:meth:`Topology.settle` counts them after). With ``k`` the claim's pods the
     selector matches, by ``kind``:
 
-    * ``"spread"``, the pod's hard spread: domain ``d`` only when ``counts[d] + k <= bar``, where
-      ``bar = maxSkew + min - self`` (``min`` as now: it can only rise, so this is never looser than
-      kube-scheduler counting those pods);
+    * ``"spread"``, the pod's hard spread or one a placed pod carries (:attr:`Topology.watched`):
+      domain ``d`` only when ``counts[d] + k <= bar``, where ``bar = maxSkew + min - self``
+      (``min`` as now: it can only rise, so this is never looser than kube-scheduler counting
+      those pods; ``self`` 1 when the pod itself matches);
     * ``"anti"``, the pod's required anti-affinity term: no such claim at all when ``k > 0``;
     * ``"inverse"``, a placed pod's anti-affinity term (``counts``: the domains it occupies): none
       of those domains when ``k > 0``.
