@@ -391,7 +391,7 @@ def _open(run: SchedulingRun, members: list[tuple[int, list[PodInfo]]], table: T
             if not run.place_new(seed, att, run.verdict(seed, att)):
                 return [seed, *rest, *(p for _x, g in members[1:] for p in g)]
             claim = run.claims[-1]
-        elif not run.try_add(claim, rest[0], run.attempts(rest[0])[-1], None):
+        elif not run.try_add(claim, rest[0], run.attempts(rest[0])[-1], run.verdict(rest[0], run.attempts(rest[0])[-1])):
             refused.extend(rest)
             continue
         else:

@@ -102,7 +102,7 @@ def fill(run: SchedulingRun, pods: list[PodInfo], policy: PackingPolicy = Packin
             live = sum(1 for k in buckets if k not in excluded)
             chunk = max(1, min(len(bucket), -(-fit // max(1, live)) if balanced else fit))
             added = 0
-            if run.try_add(claim, bucket[0], run.attempts(bucket[0])[-1], None):
+            if run.try_add(claim, bucket[0], run.attempts(bucket[0])[-1], run.verdict(bucket[0], run.attempts(bucket[0])[-1])):
                 added = 1 + add_identical(run, claim, bucket[1:chunk], vec)
             del bucket[:added]
             if not bucket:

@@ -464,7 +464,7 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
                     break
                 if not (claim.requests + vecs[b] <= table.free[target]).all():
                     continue
-                if not run.try_add(claim, group[0], run.attempts(group[0])[-1], None):
+                if not run.try_add(claim, group[0], run.attempts(group[0])[-1], run.verdict(group[0], run.attempts(group[0])[-1])):
                     excluded.add(sig)
                     continue
                 added = 1

@@ -379,3 +379,28 @@ def test_a_pod_does_not_settle_a_claim_whose_pods_would_break_a_spread_placed_be
     # without side in the batch, other settles web's claim: no placed pod chose by counts that missed web
     plan = _open_claim_plan([_web(i) for i in range(3)] + [other])
     assert plan == [("zone-a", ["other", "web-0", "web-1", "web-2"])]
+
+
+def test_plain_pods_packed_into_new_claims_keep_out_of_a_zone_anti_affinity():
+    # a (1.5 cpu, zone-a) keeps app=side pods out of its zone and fills its 2-cpu claim. d (zone-a)
+    # and zb (app=side) are plain: both go to the packers, which seed a claim with d and then add
+    # pods of other signatures to it. zb must not join d's zone-a claim (kube-scheduler would refuse
+    # it there); Karpenter's sizes put them together before the packers asked the verdict
+    zones = ("zone-a", "zone-b", "zone-c")
+    a = pod("a", "1500m", "1Gi")
+    a["metadata"]["labels"] = {"app": "db"}
+    a["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
+    a["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "side"}}}]}}
+    d = pod("d", "1", "1Gi")
+    d["metadata"]["labels"] = {"app": "other"}
+    d["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
+    zb = pod("zb", "1", "1Gi")
+    zb["metadata"]["labels"] = {"app": "side"}
+    for sizing in (False, True):
+        sched = Scheduler([template_from_nodepool(nodepool(), [make_type("s", 2, 8, zones=zones)])], sizing=sizing)
+        res = sched.solve([pod_info(p) for p in (a, d, zb)])
+        zone_of = {p.name: next(iter(c.requirements.get("topology.kubernetes.io/zone").values))
+                   for c in res.new_claims for p in c.pods}
+        assert not res.errors and zone_of["a"] == zone_of["d"] == "zone-a" and zone_of["zb"] != "zone-a", (sizing, zone_of)
+
