@@ -144,7 +144,7 @@ def _term(term: Mapping[str, Any], namespace: str, labels: Mapping[str, str], an
     listed = tuple(sorted(str(n) for n in term.get("namespaces") or ()))
     ns_selector = term.get("namespaceSelector")
     namespaces: tuple[str, ...] | None = listed or (namespace,)
-    if ns_selector is not None and (anti or not (ns_selector.get("matchLabels") or ns_selector.get("matchExpressions"))):
+    if isinstance(ns_selector, Mapping) and (anti or not (ns_selector.get("matchLabels") or ns_selector.get("matchExpressions"))):
         namespaces = None
     return AffinityTerm(
         key=str(term.get("topologyKey") or LABEL_HOSTNAME),

@@ -304,6 +304,17 @@ def _open_claim_plan(pods: list[dict]) -> list[tuple[str | None, list[str]]]:
     return sorted(out, key=lambda t: t[1])
 
 
+def _zone_anti(name: str, cpu: str, app: str, against: str, zone: str | None = None) -> dict:
+    # a pod labelled app=<app> with a required zone anti-affinity against app=<against>, pinned to <zone>
+    p = pod(name, cpu, "1Gi")
+    p["metadata"]["labels"] = {"app": app}
+    if zone is not None:
+        p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": zone}
+    p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": against}}}]}}
+    return p
+
+
 def _web(i: int) -> dict:
     # a hostname spread of maxSkew 3 makes the pods constrained (placed before the rest) but lets 3 share a
     # node, whose zone they leave open
@@ -334,10 +345,7 @@ def test_zone_anti_affinity_keeps_off_an_open_claim_holding_a_pod_it_selects():
     # db keeps away from web per zone; the web pods' claim has no zone yet, so db may not join it (it
     # would settle db and web in one zone), though one claim would hold them all. db is smaller, so
     # placed after web (a pod placed first would settle its claim's zone itself)
-    db = pod("db", "500m", "1Gi")
-    db["metadata"]["labels"] = {"app": "db"}
-    db["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    db = _zone_anti("db", "500m", "db", "web")
     plan = _open_claim_plan([_web(i) for i in range(3)] + [db])
     assert [names for _, names in plan] == [["db"], ["web-0", "web-1", "web-2"]]
 
@@ -347,11 +355,7 @@ def test_a_claim_holding_a_pod_that_a_zone_anti_affinity_selects_settles_outside
     # its node selector) keeps web out of its zone, so it opens its own claim. side (500m, placed
     # last) then settles web-0's claim by its own zone spread; every zone has a count of 0 and zone-a
     # comes first by name, but web-0 may not be in zone-a (the inverse rule for the claim's pods)
-    db = pod("db", "800m", "1Gi")
-    db["metadata"]["labels"] = {"app": "db"}
-    db["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
-    db["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+    db = _zone_anti("db", "800m", "db", "web", zone="zone-a")
     side = pod("side", "500m", "1Gi")
     side["metadata"]["labels"] = {"app": "side"}
     side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
@@ -387,11 +391,7 @@ def test_plain_pods_packed_into_new_claims_keep_out_of_a_zone_anti_affinity():
     # pods of other signatures to it. zb must not join d's zone-a claim (kube-scheduler would refuse
     # it there); Karpenter's sizes put them together before the packers asked the verdict
     zones = ("zone-a", "zone-b", "zone-c")
-    a = pod("a", "1500m", "1Gi")
-    a["metadata"]["labels"] = {"app": "db"}
-    a["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
-    a["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "side"}}}]}}
+    a = _zone_anti("a", "1500m", "db", "side", zone="zone-a")
     d = pod("d", "1", "1Gi")
     d["metadata"]["labels"] = {"app": "other"}
     d["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
