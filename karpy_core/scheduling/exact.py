@@ -314,7 +314,7 @@ def plan_batch(run: SchedulingRun, pods: Sequence[PodInfo]) -> BatchPlan | None:
         return None
     by_sig: dict[tuple[Any, ...], list[PodInfo]] = {}
     for p in pods:  # the caller's order (first-fit decreasing) within each bucket
-        by_sig.setdefault(p.signature(), []).append(p)
+        by_sig.setdefault(run.pod_key(p), []).append(p)
     classes: dict[tuple[Any, ...], tuple[str, Requirements, dict[tuple[Any, ...], list[PodInfo]]]] = {}
     failed: list[PodInfo] = []
     for sig, group in sorted(by_sig.items(), key=lambda kv: ffd_key(kv[1][0])):

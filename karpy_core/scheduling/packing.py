@@ -56,7 +56,7 @@ def fill(run: SchedulingRun, pods: list[PodInfo], policy: PackingPolicy = Packin
     balanced = policy is PackingPolicy.BALANCED
     buckets: dict[tuple[Any, ...], list[PodInfo]] = {}
     for p in pods:  # pods arrive in first-fit-decreasing order; buckets keep it
-        buckets.setdefault(p.signature(), []).append(p)
+        buckets.setdefault(run.pod_key(p), []).append(p)
     failed: list[PodInfo] = []
     while buckets:
         first_sig = min(buckets, key=lambda k: ffd_key(buckets[k][0]))

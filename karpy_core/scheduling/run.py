@@ -30,12 +30,12 @@ from karpy_core.scheduling.nodes import ExistingNode, NodeUsage
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
 from karpy_core.scheduling.preferences import Attempt, build_attempts
-from karpy_core.scheduling.requirements import Requirements
+from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.reservations import ReservationLedger
 from karpy_core.scheduling.resources import Resources
 from karpy_core.scheduling.taints import Taint
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, request_vector
-from karpy_core.scheduling.topology import Placement, Topology, Verdict
+from karpy_core.scheduling.topology import AffinityTerm, Placement, Topology, Verdict
 
 __all__ = ["Inputs", "SchedulingRun"]
 
@@ -194,6 +194,18 @@ class SchedulingRun:
             cached = self._attempt_cache[sig] = build_attempts(pod, self.inputs.preference_policy)
         return cached
 
+    def pod_key(self, pod: PodInfo) -> tuple[Any, ...]:
+        """The key under which pods are interchangeable in this run: the pod's
+        :meth:`~karpy_core.scheduling.pod.PodInfo.signature`, plus its namespace and labels when
+        it has no topology rules of its own but a placed pod's anti-affinity selects it. Such a
+        plain pod is kept out of domains by labels its signature leaves out, so a look-alike with
+        other labels may go where it may not (packers' buckets, placement cursors and failed
+        NodePools are keyed by this)."""
+        sig = pod.signature()
+        if pod.has_topology or not self.topology.has_anti or not self.topology.anti_selects(pod.namespace, pod.labels):
+            return sig
+        return (*sig, pod.namespace, tuple(sorted(pod.labels.items())))
+
     def verdict(self, pod: PodInfo, att: Attempt) -> Verdict | None:
         """The pod's topology verdict for this attempt, or None when topology cannot matter."""
         if not att.constrained and not (self.topology.has_anti and self.topology.anti_selects(pod.namespace, pod.labels)):
@@ -225,12 +237,57 @@ class SchedulingRun:
         self.topology.record(pod.namespace, pod.labels, Placement(dict(labels), taints), anti)
         if att.spread:
             self.topology.watch(pod.namespace, att.spread)
+        fences = [t for t in anti if t.key != LABEL_HOSTNAME and t.key in labels]
+        if fences:
+            self._fence(fences, labels)
+
+    def _fence(self, terms: list[AffinityTerm], labels: Mapping[str, str]) -> None:
+        """Keep the planned NodeClaims whose domain on a term's key is still open out of the
+        domain (``labels[term.key]``) a pod with these required anti-affinity terms just took,
+        when they hold a pod the term selects. kube-scheduler binds those pods first (they were
+        placed first), so it would refuse the new pod if such a claim launched in that domain;
+        counts cannot see it while the claim is open (Karpenter leaves this gap). A claim is left
+        as it is when no offering of its types, limits and minValues remain outside the domain:
+        the same gap as before, never a claim that cannot launch."""
+        best_effort = self.inputs.min_values_policy is MinValuesPolicy.BEST_EFFORT
+        for claim in self.claims:
+            if not claim.pods:
+                continue
+            for t in terms:
+                domain = labels[t.key]
+                req = claim.requirements.get(t.key)
+                if claim.settled(t.key) or (req is not None and not req.has(domain)) or not claim.matching(t.selector, t.namespaces):
+                    continue
+                table = claim.table
+                before = claim.requirements.labels()
+                narrowed = claim.requirements.copy()
+                narrowed.add(Requirement(t.key, True, frozenset((domain,))))
+                mask = self.limit_mask(claim, claim.mask & table.offering_mask(narrowed))
+                if not np.count_nonzero(mask) or not (best_effort or table.min_values_problem(mask) is None):
+                    continue
+                held = frozenset[str]()
+                if self.ledger.active:
+                    settled = self.ledger.settle(table, claim.hostname, narrowed, mask)
+                    if settled is None:
+                        continue
+                    narrowed, mask, held = settled
+                    self.ledger.commit(claim.hostname, held)
+                    claim.reservations = held
+                claim.requirements, claim.mask, claim.price, claim.free_room = narrowed, mask, None, None
+                self.room_changed(claim)
+                self.reserve(claim, mask)
+                now = {**narrowed.labels(), LABEL_HOSTNAME: claim.hostname}
+                newly = frozenset(now).difference(before, (LABEL_HOSTNAME,))
+                if newly:  # left one domain: its pods count there from now on
+                    where = Placement(now, table.template.taints)
+                    for p in claim.pods:
+                        self.topology.settle(p.namespace, p.labels, where, newly)
 
     # ---- existing nodes -----------------------------------------------------------------
     def place_existing(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> ExistingNode | None:
         """Put ``pod`` on the first existing node that takes it; returns that node or None."""
         cached = self.cached(att, verdict)
-        sig = (pod.signature(), att.level)
+        sig = (self.pod_key(pod), att.level)
         start = self._node_cursor.get(sig, 0) if cached else 0
         for i in range(start, len(self.usage)):
             use = self.usage[i]
@@ -257,7 +314,7 @@ class SchedulingRun:
         the claim's price already pays for; :meth:`place_free`). A claim that refuses a signature
         never takes it later (claims only fill up), so each signature keeps a cursor."""
         cached = self.cached(att, verdict)
-        sig = (pod.signature(), att.level, free)
+        sig = (self.pod_key(pod), att.level, free)
         start = self._claim_cursor.get(sig, 0) if cached else 0
         for i in self.roomy(pod, start, self.locked(verdict)):
             claim = self.claims[i]
@@ -423,6 +480,13 @@ class SchedulingRun:
             if settled is None:
                 return False
             requirements, mask, held = settled
+        labels = {**requirements.labels(), LABEL_HOSTNAME: claim.hostname}
+        newly = frozenset(labels).difference(before, (LABEL_HOSTNAME,)) if before is not None else frozenset()
+        if newly and (self.topology.has_anti or self.topology.watched) and self.topology.settle_refused(
+                claim, pod.namespace, pod.labels, {k: labels[k] for k in newly},
+                verdict.open_checks if verdict is not None else ()) is not None:
+            return False  # the pod's own requirements would settle the claim where its pods may not go
+        if self.ledger.active:
             self.ledger.commit(claim.hostname, held)
             claim.reservations = held
         claim.requirements = requirements
@@ -433,8 +497,6 @@ class SchedulingRun:
         claim.pods.append(pod)
         claim.host_ports |= pod.host_ports
         self.reserve(claim, mask)
-        labels = {**requirements.labels(), LABEL_HOSTNAME: claim.hostname}
-        newly = frozenset(labels).difference(before, (LABEL_HOSTNAME,)) if before is not None else frozenset()
         if newly:  # the pod settled a domain: count the claim's earlier pods there (Topology.settle)
             where = Placement(labels, table.template.taints)
             for p in claim.pods[:-1]:
@@ -486,7 +548,7 @@ class SchedulingRun:
     # ---- new claims ---------------------------------------------------------------------
     def place_new(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Open a NodeClaim for ``pod`` from the first NodePool (by weight) that takes it."""
-        sig = (pod.signature(), att.level)
+        sig = (self.pod_key(pod), att.level)
         failed = self.new_failed.setdefault(sig, set()) if self.cached(att, verdict) else set()
         for template in self.inputs.templates:
             if template.name in failed:

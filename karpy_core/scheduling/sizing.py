@@ -367,7 +367,7 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
     of their pods), valid when every pod of the batch uses one NodePool."""
     buckets: dict[tuple[Any, ...], list[PodInfo]] = {}
     for p in pods:
-        buckets.setdefault(p.signature(), []).append(p)
+        buckets.setdefault(run.pod_key(p), []).append(p)
     failed: list[PodInfo] = []
     weights: dict[str, FloatArray] = {}
     budget = [ROLLOUT_STEPS]  # look-ahead claims left for this packing

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -336,6 +336,8 @@ class Topology:
         self._placed: list[tuple[str, Mapping[str, str], Placement, tuple[tuple[str, str], ...], frozenset[str] | None]] = []
         # anti-affinity terms of placed pods: (key, selector, namespaces) -> domains they occupy
         self._anti: dict[tuple[str, str, tuple[str, ...] | None], set[str]] = {}
+        self._selects: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
+        """:meth:`anti_selects` per (namespace, sorted labels); cleared when a term joins :attr:`_anti`."""
         self._selectors: dict[str, dict[str, Any] | None] = {}
         self._watched: list[tuple[str, SpreadConstraint]] = []
         """(namespace, constraint): hard spreads on keys other than the hostname that a placed pod
@@ -359,6 +361,7 @@ class Topology:
         del self._placed[n:]
         self._counts = {k: dict(v) for k, v in counts.items()}
         self._anti = {k: set(v) for k, v in anti.items()}
+        self._selects.clear()
 
     @property
     def has_anti(self) -> bool:
@@ -393,7 +396,11 @@ class Topology:
         self._count(namespace, labels, where, None)
         for t in anti_terms:
             if t.key in where.labels:
-                self._anti.setdefault((t.key, t.selector, t.namespaces), set()).add(where.labels[t.key])
+                tk = (t.key, t.selector, t.namespaces)
+                if tk not in self._anti:
+                    self._anti[tk] = set()
+                    self._selects.clear()
+                self._anti[tk].add(where.labels[t.key])
 
     @property
     def watched(self) -> list[tuple[str, SpreadConstraint]]:
@@ -427,10 +434,46 @@ class Topology:
                 d = where.labels[key]
                 counts[d] = counts.get(d, 0) + 1
 
+    def settle_refused(self, claim: OpenClaim, namespace: str, labels: Mapping[str, str],
+                       settles: Mapping[str, str], checked: Container[str] = ()) -> Infeasible | None:
+        """Why a pod in ``namespace`` with ``labels`` may not settle ``claim`` (holding pods) at
+        ``settles`` (``{key: domain}``, the keys other than the hostname it pins by its own
+        requirements), or None. The claim's pods would count there from then on
+        (:meth:`settle`), so the pod is refused where they break a placed pod's anti-affinity
+        term (the inverse rule) or a hard spread a placed pod carries (:attr:`watched`), as
+        :class:`OpenCheck` rules it for keys the pod's verdict covers. Keys in ``checked`` are
+        skipped: the pod's :class:`Verdict` ruled them already."""
+        for key, domain in settles.items():
+            if key in checked or key == LABEL_HOSTNAME:
+                continue
+            for (k, sel, nss), occupied in self._anti.items():
+                if k == key and domain in occupied and claim.matching(sel, nss):
+                    return _OPEN_ANTI
+            lkey: tuple[tuple[str, str], ...] | None = None
+            for ns, c in self._watched:
+                if c.key != key:
+                    continue
+                n = claim.matching(c.selector, (ns,))
+                if not n:
+                    continue
+                counts = self._group(c.key, c.selector, (ns,))
+                domains = self.domains.get(c.key, set()) | set(counts)
+                global_min = min((counts.get(d, 0) for d in domains), default=0) if len(domains) >= c.min_domains else 0
+                if lkey is None:
+                    lkey = tuple(sorted(labels.items()))
+                self_match = 1 if ns == namespace and self._match(c.selector, labels, lkey) else 0
+                if counts.get(domain, 0) + n > c.max_skew + global_min - self_match:
+                    return _OPEN_SPREAD
+        return None
+
     def anti_selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """True when some placed pod's anti-affinity term selects a pod with these labels."""
         lkey = tuple(sorted(labels.items()))
-        return any((ns is None or namespace in ns) and self._match(sel, labels, lkey) for (_, sel, ns) in self._anti)
+        hit = self._selects.get((namespace, lkey))
+        if hit is None:
+            hit = self._selects[(namespace, lkey)] = any(
+                (ns is None or namespace in ns) and self._match(sel, labels, lkey) for (_, sel, ns) in self._anti)
+        return hit
 
     def _spread_counts(self, c: SpreadConstraint, namespace: str, node_filter: Any) -> dict[str, int]:
         if node_filter is None:

@@ -315,6 +315,26 @@ def _zone_anti(name: str, cpu: str, app: str, against: str, zone: str | None = N
     return p
 
 
+def test_a_plain_look_alike_that_a_zone_anti_affinity_selects_is_checked_on_its_own():
+    # d and zb have one signature (1 cpu, pinned to zone-a) and differ only in labels. a's zone
+    # anti-affinity keeps app=side out of zone-a, so kube-scheduler would refuse zb anywhere: it must
+    # stay pending, not ride along when the packers add d's look-alikes to d's zone-a claim (the
+    # cost-sized packer put them on one claim before look-alikes were keyed by their labels too)
+    zones = ("zone-a", "zone-b", "zone-c")
+    a = _zone_anti("a", "1500m", "db", "side", zone="zone-a")
+    d = pod("d", "1", "1Gi")
+    d["metadata"]["labels"] = {"app": "other"}
+    zb = pod("zb", "1", "1Gi")
+    zb["metadata"]["labels"] = {"app": "side"}
+    for p in (d, zb):
+        p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
+    for sizing in (False, True):
+        sched = Scheduler([template_from_nodepool(nodepool(), [make_type("s", 2, 8, zones=zones), make_type("m", 4, 16, zones=zones)])], sizing=sizing)
+        res = sched.solve([pod_info(p) for p in (a, d, zb)])
+        placed = {p.name for c in res.new_claims for p in c.pods}
+        assert placed == {"a", "d"} and set(res.errors) == {"default/zb"}, (sizing, placed, res.errors)
+
+
 def _web(i: int) -> dict:
     # a hostname spread of maxSkew 3 makes the pods constrained (placed before the rest) but lets 3 share a
     # node, whose zone they leave open
@@ -323,6 +343,27 @@ def _web(i: int) -> dict:
     p["spec"]["topologySpreadConstraints"] = [{"maxSkew": 3, "topologyKey": "kubernetes.io/hostname",
                                                "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
     return p
+
+
+def test_a_plain_pod_does_not_settle_a_claim_in_a_zone_a_placed_anti_affinity_keeps_its_pods_out_of():
+    # web (2 cpu, a hostname spread: constrained, its claim's zone left open) is placed first; a
+    # (1 cpu, zone-a) keeps app=web out of zone-a, so it opens a claim of its own there. p is plain and
+    # pinned to zone-a: joining web's claim would settle it in zone-a with web in it, which
+    # kube-scheduler would refuse web for. p goes to a's claim instead
+    zones = ("zone-a", "zone-b", "zone-c")
+    web = _web(0)
+    web["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    a = _zone_anti("a", "1", "db", "web", zone="zone-a")
+    p = pod("p", "500m", "1Gi")
+    p["metadata"]["labels"] = {"app": "x"}
+    p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
+    for sizing in (False, True):
+        sched = Scheduler([template_from_nodepool(nodepool(), [make_type("m", 4, 16, zones=zones)])], sizing=sizing)
+        res = sched.solve([pod_info(x) for x in (web, a, p)])
+        together = {q.name: {o.name for o in c.pods} for c in res.new_claims for q in c.pods}
+        zone = {q.name: c.requirements.get("topology.kubernetes.io/zone") for c in res.new_claims for q in c.pods}
+        assert not res.errors and together["p"] == {"a", "p"}, (sizing, together)
+        assert zone["web-0"] is None or "zone-a" not in zone["web-0"].values, (sizing, zone["web-0"])
 
 
 def test_a_zone_spread_pod_does_not_settle_a_claim_whose_pods_would_break_it():
@@ -383,6 +424,23 @@ def test_a_pod_does_not_settle_a_claim_whose_pods_would_break_a_spread_placed_be
     # without side in the batch, other settles web's claim: no placed pod chose by counts that missed web
     plan = _open_claim_plan([_web(i) for i in range(3)] + [other])
     assert plan == [("zone-a", ["other", "web-0", "web-1", "web-2"])]
+
+
+def test_a_plain_pod_whose_node_selector_would_settle_a_claim_breaking_a_placed_spread_goes_elsewhere():
+    # as above, side settles zone-a alone. p is plain (no verdict of its own) and pinned to zone-a: on
+    # web's claim it would put 3 web pods in side's zone (3 - 0 > 1), so it joins side's claim instead
+    side = pod("side", "900m", "1Gi")
+    side["metadata"]["labels"] = {"app": "side"}
+    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    p = pod("p", "600m", "1Gi")
+    p["metadata"]["labels"] = {"app": "other"}
+    p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [side, p])
+    assert plan == [("zone-a", ["p", "side"]), (None, ["web-0", "web-1", "web-2"])]
+    # without side, p settles web's claim: nothing placed counted web
+    plan = _open_claim_plan([_web(i) for i in range(3)] + [p])
+    assert plan == [("zone-a", ["p", "web-0", "web-1", "web-2"])]
 
 
 def test_plain_pods_packed_into_new_claims_keep_out_of_a_zone_anti_affinity():
