@@ -405,16 +405,22 @@ def test_a_claim_holding_a_pod_that_a_zone_anti_affinity_selects_settles_outside
     assert plan == [("zone-a", ["db"]), ("zone-b", ["side", "web-0"])]
 
 
+def _side_over_web() -> dict:
+    # side (900m): a hard zone spread of maxSkew 1 over app=web
+    side = pod("side", "900m", "1Gi")
+    side["metadata"]["labels"] = {"app": "side"}
+    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    return side
+
+
 def test_a_pod_does_not_settle_a_claim_whose_pods_would_break_a_spread_placed_before():
     # side (900m) carries a zone spread over web (maxSkew 1) and is placed after the 3 web pods, whose
     # claim keeps its zone open: side may not join it (3 in one zone) and settles zone-a alone, counting
     # no web pod anywhere. other (600m, a zone spread of its own) may then not settle web's claim
     # either: in whatever zone, side's choice would have seen 3 web pods there (3 - 0 > 1). It joins
     # side's claim; web's claim stays open
-    side = pod("side", "900m", "1Gi")
-    side["metadata"]["labels"] = {"app": "side"}
-    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    side = _side_over_web()
     other = pod("other", "600m", "1Gi")
     other["metadata"]["labels"] = {"app": "other"}
     other["spec"]["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
@@ -429,10 +435,7 @@ def test_a_pod_does_not_settle_a_claim_whose_pods_would_break_a_spread_placed_be
 def test_a_plain_pod_whose_node_selector_would_settle_a_claim_breaking_a_placed_spread_goes_elsewhere():
     # as above, side settles zone-a alone. p is plain (no verdict of its own) and pinned to zone-a: on
     # web's claim it would put 3 web pods in side's zone (3 - 0 > 1), so it joins side's claim instead
-    side = pod("side", "900m", "1Gi")
-    side["metadata"]["labels"] = {"app": "side"}
-    side["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]
+    side = _side_over_web()
     p = pod("p", "600m", "1Gi")
     p["metadata"]["labels"] = {"app": "other"}
     p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
