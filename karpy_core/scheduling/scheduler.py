@@ -624,6 +624,8 @@ class Scheduler:
         # Phase 2: the rest go to existing nodes and the claims phase 1 opened, first fit.
         # Phase 3: what is left is packed into new claims one claim at a time, sized by cost when
         #          ``sizing`` is on (see sizing.fill_best), else as Karpenter sizes them (packing.fill).
+        # Then the claims still open on zone that hold pods a placed hard zone spread counts get a
+        # zone (SchedulingRun.settle_open_zones).
         marginal = cap == "marginal"
         if isinstance(cap, int):
             run.claim_caps = tuple({name: t.capacity[:, t.index["cpu"]] <= c * 1000 for name, t in self.inputs.tables.items()}
@@ -662,6 +664,7 @@ class Scheduler:
                         leftover.append(pod)
         for pod in fill_best(run, leftover, self.inputs.sizing):
             reasons[pod.key] = why(run, pod)
+        run.settle_open_zones()
         cost = run.new_claims_cost(0)
         claims = [finalize(c, self.inputs.max_instance_types) for c in run.claims]
         return SchedulingResults(claims, existing, {k: r.message for k, r in reasons.items()}, reasons), cost, run

@@ -466,6 +466,16 @@ class Topology:
                     return _OPEN_SPREAD
         return None
 
+    def spread_counts(self, c: SpreadConstraint, namespace: str) -> Mapping[str, int]:
+        """Pods counted per domain of ``c``'s key that ``c``'s selector matches in ``namespace``
+        (every node counted: the node filters of :meth:`prepare` left out). Read only."""
+        return self._group(c.key, c.selector, (namespace,))
+
+    def anti_occupied(self, claim: OpenClaim, key: str, domain: str) -> bool:
+        """True when a placed pod's anti-affinity term on ``key`` occupies ``domain`` and selects
+        one of ``claim``'s pods (the inverse rule keeps them out of it)."""
+        return any(k == key and domain in occupied and claim.matching(sel, nss) for (k, sel, nss), occupied in self._anti.items())
+
     def anti_selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """True when some placed pod's anti-affinity term selects a pod with these labels."""
         lkey = tuple(sorted(labels.items()))

@@ -405,6 +405,24 @@ def test_a_claim_holding_a_pod_that_a_zone_anti_affinity_selects_settles_outside
     assert plan == [("zone-a", ["db"]), ("zone-b", ["side", "web-0"])]
 
 
+def test_a_not_in_leaving_one_zone_settles_the_claim_there():
+    # web-0 (1 cpu, placed first) sits on a claim with its zone open; the type is offered in zone-a
+    # and zone-b only. db (800m, pinned to zone-a) keeps web out of its zone: web-0's claim gets
+    # NotIn zone-a, which leaves zone-b alone, so the claim is settled there and web-0 counts in
+    # zone-b. z (500m, pinned to zone-b, also keeping away from web) would share zone-b with web-0
+    # wherever it went there, so kube-scheduler would refuse it: it stays pending
+    db = _zone_anti("db", "800m", "db", "web", zone="zone-a")
+    z = _zone_anti("z", "500m", "z", "web", zone="zone-b")
+    sched = Scheduler([template_from_nodepool(nodepool(), [make_type("m", 8, 32)])])
+    res = sched.solve([pod_info(p) for p in (db, _web(0), z)])
+    zones = {}
+    for c in res.new_claims:
+        req = c.requirements.get("topology.kubernetes.io/zone")
+        for p in c.pods:
+            zones[p.name] = None if req is None or req.complement else sorted(req.values)
+    assert zones == {"db": ["zone-a"], "web-0": ["zone-b"]} and set(res.errors) == {"default/z"}
+
+
 def _side_over_web() -> dict:
     # side (900m): a hard zone spread of maxSkew 1 over app=web
     side = pod("side", "900m", "1Gi")
@@ -419,28 +437,52 @@ def test_a_pod_does_not_settle_a_claim_whose_pods_would_break_a_spread_placed_be
     # claim keeps its zone open: side may not join it (3 in one zone) and settles zone-a alone, counting
     # no web pod anywhere. other (600m, a zone spread of its own) may then not settle web's claim
     # either: in whatever zone, side's choice would have seen 3 web pods there (3 - 0 > 1). It joins
-    # side's claim; web's claim stays open
+    # side's claim. Once planned, web's claim is pinned to a zone other than side's
+    # (SchedulingRun.settle_open_zones): 3 web pods in zone-b leave side's zone-a at 0 - 0 <= 1
     side = _side_over_web()
     other = pod("other", "600m", "1Gi")
     other["metadata"]["labels"] = {"app": "other"}
     other["spec"]["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
                                                    "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "other"}}}]
     plan = _open_claim_plan([_web(i) for i in range(3)] + [side, other])
-    assert plan == [("zone-a", ["other", "side"]), (None, ["web-0", "web-1", "web-2"])]
+    assert plan == [("zone-a", ["other", "side"]), ("zone-b", ["web-0", "web-1", "web-2"])]
     # without side in the batch, other settles web's claim: no placed pod chose by counts that missed web
     plan = _open_claim_plan([_web(i) for i in range(3)] + [other])
     assert plan == [("zone-a", ["other", "web-0", "web-1", "web-2"])]
 
 
+def test_an_open_claim_takes_a_dearer_zone_only_where_the_cheaper_breaks_a_spread():
+    # as above, side settles zone-a alone and web's 3 pods share a claim with its zone open. The
+    # cheap type is offered only in zone-a, a dearer one only in zone-b: in zone-a web would lift
+    # side's zone to 3 - 0 > 1, so web's claim takes zone-b and the dearer type (0.50, not 0.40)
+    catalog = [make_type("cheap", 8, 32, price=0.40, zones=("zone-a",)), make_type("dear", 8, 32, price=0.50, zones=("zone-b",))]
+
+    def plan(pods):
+        res = Scheduler([template_from_nodepool(nodepool(), catalog)]).solve([pod_info(p) for p in pods])
+        assert not res.errors
+        out = []
+        for c in res.new_claims:
+            z = c.requirements.get("topology.kubernetes.io/zone")
+            one = next(iter(z.values)) if z is not None and not z.complement and len(z.values) == 1 else None
+            out.append((one, c.instance_types[0].name, sorted(p.name for p in c.pods)))
+        return sorted(out, key=lambda t: t[2])
+
+    assert plan([_web(i) for i in range(3)] + [_side_over_web()]) == [
+        ("zone-a", "cheap", ["side"]), ("zone-b", "dear", ["web-0", "web-1", "web-2"])]
+    # with no spread placed, nothing is pinned: web's claim stays open and launches on the cheap type
+    assert plan([_web(i) for i in range(3)]) == [(None, "cheap", ["web-0", "web-1", "web-2"])]
+
+
 def test_a_plain_pod_whose_node_selector_would_settle_a_claim_breaking_a_placed_spread_goes_elsewhere():
     # as above, side settles zone-a alone. p is plain (no verdict of its own) and pinned to zone-a: on
     # web's claim it would put 3 web pods in side's zone (3 - 0 > 1), so it joins side's claim instead
+    # (web's claim then settles outside zone-a, as above)
     side = _side_over_web()
     p = pod("p", "600m", "1Gi")
     p["metadata"]["labels"] = {"app": "other"}
     p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "zone-a"}
     plan = _open_claim_plan([_web(i) for i in range(3)] + [side, p])
-    assert plan == [("zone-a", ["p", "side"]), (None, ["web-0", "web-1", "web-2"])]
+    assert plan == [("zone-a", ["p", "side"]), ("zone-b", ["web-0", "web-1", "web-2"])]
     # without side, p settles web's claim: nothing placed counted web
     plan = _open_claim_plan([_web(i) for i in range(3)] + [p])
     assert plan == [("zone-a", ["p", "web-0", "web-1", "web-2"])]
