@@ -29,6 +29,7 @@ Determinism: every iteration is over sorted or insertion-ordered sequences, neve
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.run import Inputs, SchedulingRun
 from karpy_core.scheduling.sizing import fill_best, unit_prices
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
-from karpy_core.scheduling.topology import SpreadConstraint
+from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint
 from karpy_core.utils.selectors import selector_matches
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
@@ -124,16 +125,31 @@ def anti_affinity_nodes(pods: Sequence[PodInfo]) -> int:
     namespaces) and that the term's selector matches, so no two of them may share a node (a
     Deployment with self anti-affinity: one node per replica). 0 when there is none."""
     groups: dict[tuple[str, tuple[str, ...] | None], int] = {}
-    parsed: dict[str, dict[str, object] | None] = {}
     for p in pods:
-        for t in p.affinity:
-            if not t.anti or t.key != LABEL_HOSTNAME:
-                continue
-            if t.selector not in parsed:
-                parsed[t.selector] = json.loads(t.selector)
-            if t.looks_in(p.namespace) and selector_matches(parsed[t.selector], p.labels):
-                groups[(t.selector, t.namespaces)] = groups.get((t.selector, t.namespaces), 0) + 1
+        for t in _own_node_terms(p):
+            groups[(t.selector, t.namespaces)] = groups.get((t.selector, t.namespaces), 0) + 1
     return max(groups.values(), default=0)
+
+
+_selector = functools.lru_cache(maxsize=4096)(json.loads)
+"""A label selector parsed from its JSON text, shared (callers only read it)."""
+
+
+def _own_node_terms(pod: PodInfo) -> list[AffinityTerm]:
+    """The required ``kubernetes.io/hostname`` anti-affinity terms of ``pod`` that select ``pod``
+    itself: while it has one, no other pod of its group may share its node."""
+    return [t for t in pod.affinity if t.anti and t.key == LABEL_HOSTNAME and t.looks_in(pod.namespace)
+            and selector_matches(_selector(t.selector), pod.labels)]
+
+
+def own_nodes_first(pods: Sequence[PodInfo]) -> list[PodInfo]:
+    """``pods`` (in queue order) with those that need a node of their own (:func:`_own_node_terms`:
+    a Deployment with self anti-affinity on hostname) moved to the front, each group keeping its
+    order. Placed first, each opens its claim and the others then fill those claims; in first-fit
+    decreasing order the small ones come last, when every claim already holds one of their group,
+    and each opens a claim holding nothing else (Karpenter's diverse mix at 500 pods, AWS: nine
+    c8a.medium with one 100m pod each, 0.46 USD/hour)."""
+    return sorted(pods, key=lambda p: not _own_node_terms(p))
 
 
 def predicted_cap(tables: Iterable[TypeTable], pods: Sequence[PodInfo], caps: Sequence[int]) -> int | None:
@@ -522,7 +538,8 @@ class Scheduler:
         requirements decide exactly as without the cap): first fit spreads them over more,
         smaller nodes instead of stacking one pod of every group on the first claims (Karpenter's
         order). By marginal cost (:meth:`SchedulingRun.place_cheapest`), each such pod goes to the
-        planned claim whose price rises least with it, or to a new claim when that is cheaper.
+        planned claim whose price rises least with it, or to a new claim when that is cheaper;
+        pods that need a node of their own go first (:func:`own_nodes_first`).
         The marginal-cost plan is also made with its plain pods joining planned claims only where
         the claim's price stays the same (:meth:`SchedulingRun.place_free`; the rest sized by cost
         as new claims). The cheapest plan that leaves no more pods
@@ -631,7 +648,10 @@ class Scheduler:
             run.claim_caps = tuple({name: t.capacity[:, t.index["cpu"]] <= c * 1000 for name, t in self.inputs.tables.items()}
                                    for c in [cap, *(c for c in caps if c > cap)])
         leftover: list[PodInfo] = []
-        for phase, pods_in_phase in ((1, [p for p in queue if not _plain(p)]), (2, [p for p in queue if _plain(p)])):
+        first = [p for p in queue if not _plain(p)]
+        if marginal:
+            first = own_nodes_first(first)
+        for phase, pods_in_phase in ((1, first), (2, [p for p in queue if _plain(p)])):
             if phase == 2:
                 run.claim_caps = ()
             for pod in pods_in_phase:

@@ -525,3 +525,22 @@ def test_no_predicted_cap_where_larger_types_are_cheaper_per_core():
     assert predicted_cap(tables, infos, size_caps(tables, infos)) is None
     res = solve([nodepool()], large_batch(), catalog=catalog)
     assert cost(res) == 24.1 and types(res) == ["large"] * 14 + ["small"] * 86 and not res.errors
+
+
+def test_own_nodes_first_moves_only_pods_their_own_anti_affinity_selects():
+    # the marginal-cost variant places pods that need a node of their own first, each group in its
+    # queue order: web pods (self anti-affinity on hostname) jump the queue; a pod whose term
+    # selects other pods, or whose term looks in another namespace, does not
+    from karpy_core.scheduling.scheduler import own_nodes_first, queue_order
+
+    big = preferring_pod("big")
+    big["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    small_web = anti_pod("web-small")
+    small_web["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m"
+    other_term = anti_pod("api-0")
+    other_term["metadata"]["labels"] = {"app": "api"}  # carries the web term but is not web
+    elsewhere = anti_pod("web-ns", ns="other")
+    elsewhere["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["namespaces"] = ["default"]
+    infos = queue_order([pod_info(p) for p in [big, preferring_pod("pref"), small_web, other_term, anti_pod("web-0"), elsewhere]])
+    assert [p.name for p in infos][:2] == ["big", "api-0"]
+    assert [p.name for p in own_nodes_first(infos)] == ["web-0", "web-small", "big", "api-0", "web-ns", "pref"]
