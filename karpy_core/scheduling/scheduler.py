@@ -167,7 +167,7 @@ def predicted_cap(tables: Iterable[TypeTable], pods: Sequence[PodInfo], caps: Se
     the KWOK catalog 116.29 -> 102.43; on Karpenter's 400 fake types 1,519 -> 1,197 at 5,000
     pods and 3,113 -> 2,397 at 10,000 (before :meth:`~karpy_core.scheduling.topology.Topology.settle`;
     now 203.97 -> 158.68, 116.03 -> 102.70, 1,524 -> 1,200 at 5,000). Caps of 8 and of 1-2 vCPUs
-    were dearer on each. The diverse mix keeps first fit (:meth:`Scheduler._solve_large`)."""
+    were dearer on each. The diverse mix is planned under this cap (:meth:`Scheduler._solve_large`)."""
     m = anti_affinity_nodes(pods)
     tables = [t for t in tables if "cpu" in t.index and t.prices.size]
     if m < 2 or not caps or not tables:
@@ -547,11 +547,11 @@ class Scheduler:
         Deterministic. Measured on ``benchmarks/cost.py``:
         hostname spread (300 pods) at the proved MILP optimum on both catalogs (from 1.26x and
         1.31x); zone spread (60 pods) from 1.40x and 1.42x to 1.04x and 1.01x of the optimum;
-        Karpenter's diverse mix at 500 pods 21% cheaper (AWS 18.80 -> 14.82 USD/hour, KWOK
-        12.63 -> 9.84; 14.59 and 9.80 before zone counts followed claims that settle later,
-        :meth:`~karpy_core.scheduling.topology.Topology.settle`), solving in ~2.5 s instead of
-        0.07 (AWS). Larger batches:
-        :meth:`_solve_large`."""
+        Karpenter's diverse mix at 500 pods 23% cheaper (AWS 18.80 -> 14.51 USD/hour, KWOK
+        12.63 -> 9.82; 14.82 and 9.84 before the marginal-cost plan placed pods that need a node
+        of their own first, :func:`own_nodes_first`, and open claims were pinned to zones,
+        :meth:`SchedulingRun.settle_open_zones`), solving in ~2.5-4 s instead of 0.07 (AWS).
+        Larger batches: :meth:`_solve_large`."""
         queue = queue_order(pods)
         constrained = [p for p in queue if not _plain(p)]
         if self.inputs.sizing and len(constrained) > CAPPED_TOPOLOGY_PODS:
@@ -574,19 +574,20 @@ class Scheduler:
         once per variant: one plan under the :func:`predicted_cap`. It stands when it leaves
         nothing pending and relaxes no minValues; otherwise the first-fit plan is made too and the
         capped one must beat it as a variant must (:class:`_Judge`). The first-fit plan alone
-        when no cap is predicted, or when a pod has a hard zone spread: whether a plan breaks one
-        can only be judged against first fit (:func:`_zone_skew_breaks`), and making both plans
-        of every such batch would double its solve time. (Replayed in placement order, counting
-        every pod placed before by its claim's final zone, Karpenter's diverse mix at 5,000 pods
-        under cap 4 still places 254-422 of its 1,000 zone-spread pods where kube-scheduler
-        would refuse them, first fit 0-5.)
+        when no cap is predicted.
 
-        Measured (Karpenter's diverse mix without its zone-spread fifth, 4,000 pods, second solve
-        of one scheduler, first fit -> predicted cap 4): Karpenter's 400 fake types 1,243.89 ->
-        1,006.57 USD/hour (1.06 -> 1.30 s), AWS catalog 174.95 -> 132.06 (1.16 -> 1.52 s), KWOK
-        catalog 95.73 -> 86.69 (0.82 -> 0.75 s)."""
-        if any(c.key == LABEL_ZONE and c.hard for p in constrained for c in p.spread):
-            return self._solve_once(pods, queue, None)[0]
+        Hard zone spreads no longer keep a batch on first fit: that rule rested on replaying
+        plans with the claims still open on zone counted nowhere, where first fit's ~990 open
+        claims (of ~1,000) hid their pods. Launched in their zones, first fit's plan of
+        Karpenter's diverse mix at 5,000 pods leaves 342-678 of its 1,000 zone-spread pods where
+        kube-scheduler refuses them once every other pod is bound; under cap 4, with
+        :meth:`SchedulingRun.settle_open_zones`, 0-99 (``benchmarks/spread_replay.py``, "final").
+
+        Measured (second solve of one scheduler, first fit -> predicted cap 4): Karpenter's
+        diverse mix without its zone-spread fifth, 4,000 pods: Karpenter's 400 fake types
+        1,243.89 -> 1,006.57 USD/hour (1.06 -> 1.30 s), AWS catalog 174.95 -> 132.06 (1.16 ->
+        1.52 s), KWOK catalog 95.73 -> 86.69 (0.82 -> 0.75 s); the whole mix at 5,000 pods:
+        1,524.33 -> 1,199.82, AWS 204.99 -> 160.57, KWOK 116.03 -> 102.70."""
         caps = size_caps(self.inputs.tables.values(), constrained)
         cap = predicted_cap(self.inputs.tables.values(), pods, caps)
         if cap is None:
@@ -645,6 +646,7 @@ class Scheduler:
         # zone (SchedulingRun.settle_open_zones).
         marginal = cap == "marginal"
         if isinstance(cap, int):
+            run.room_scan = 0
             run.claim_caps = tuple({name: t.capacity[:, t.index["cpu"]] <= c * 1000 for name, t in self.inputs.tables.items()}
                                    for c in [cap, *(c for c in caps if c > cap)])
         leftover: list[PodInfo] = []

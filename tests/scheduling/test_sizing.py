@@ -474,8 +474,9 @@ def test_large_batch_is_planned_under_the_predicted_cap():
     assert_valid(res)
 
 
-def test_large_batch_with_a_hard_zone_spread_keeps_first_fit():
-    # whether a capped plan breaks a zone spread is only known against first fit: such a batch keeps it
+def test_large_batch_with_a_hard_zone_spread_is_planned_under_the_predicted_cap():
+    # a hard zone spread no longer keeps a large batch on first fit: its plan is made once, under
+    # the predicted cap, like any other (first fit's zones were no cleaner once its open claims launch)
     from karpy_core.scheduling.scheduler import queue_order
 
     zonal = pod("zonal", "1", "1Gi")
@@ -486,7 +487,8 @@ def test_large_batch_with_a_hard_zone_spread_keeps_first_fit():
     sched = Scheduler([template_from_nodepool(nodepool(), TIERED)], sizing=True)
     first_fit = sched._solve_once(infos, queue_order(infos), None)[1]
     res = sched.solve(infos)
-    assert cost(res) == round(first_fit, 6) and cost(res) > 30 and not res.errors
+    assert round(first_fit, 6) == 31.0 and cost(res) == 17.0 and not res.errors
+    assert any(p.name == "zonal" for c in res.new_claims for p in c.pods)
 
 
 @pytest.mark.parametrize("seed", range(20))
