@@ -592,7 +592,14 @@ class _Builder:
             obj = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
             what = f"{api_version} {kind}"
-            for err in exc.errors():
+            errors = exc.errors()
+            # the names are checked too (first, as metadata comes first), so one run reports
+            # every problem of the document
+            meta = data.get("metadata")
+            if isinstance(meta, dict) and not any(err["loc"][:1] == ("metadata",) for err in errors):
+                fields = {k: meta.get(k) if isinstance(meta.get(k), str) else None for k in ("name", "generateName", "namespace")}
+                self._record_name_problems(fields["name"], fields["generateName"], fields["namespace"], api_version, kind, where, label)
+            for err in errors:
                 path = format_path(err["loc"])
                 prefix = f"{path}: " if path else ""
                 self.problems.append(f"{where} {label}: {prefix}{_describe(err, what)}")
@@ -629,17 +636,24 @@ class _Builder:
     def _names_ok(self, obj: KubeObject, api_version: str, kind: str, where: str, label: str) -> bool:
         """Check ``metadata.name``/``generateName``/``namespace`` as kube-apiserver does
         (:mod:`karpy_core.apis.names`); problems are recorded and False returned."""
+        meta = obj.metadata
+        return self._record_name_problems(meta.name, meta.generate_name, meta.namespace, api_version, kind, where, label)
+
+    def _record_name_problems(self, name: str | None, generate_name: str | None, namespace: str | None,
+                              api_version: str, kind: str, where: str, label: str) -> bool:
+        """Record the problems of an object's name, generateName and namespace (each may be
+        None: not given); True when there are none. Also used for a document whose other fields
+        failed validation, so its names are reported in the same run."""
         rule = name_rule(api_version, kind)
         longest = NODEPOOL_NAME_MAX if (api_version, kind) == (NodePool.API_VERSION, NodePool.KIND) else None
-        meta = obj.metadata
         found = []
-        if meta.name:
-            found += [f"metadata.name: {p}" for p in name_problems(meta.name, rule, max_length=longest)]
-        if meta.generate_name:
-            found += [f"metadata.generateName: {p}" for p in name_problems(meta.generate_name, rule, prefix=True)]
-        if meta.namespace:
-            found += [f"metadata.namespace: {p}" for p in name_problems(meta.namespace, "label")]
-        if longest is not None and meta.name and len(meta.name) > longest and found:
+        if name:
+            found += [f"metadata.name: {p}" for p in name_problems(name, rule, max_length=longest)]
+        if generate_name:
+            found += [f"metadata.generateName: {p}" for p in name_problems(generate_name, rule, prefix=True)]
+        if namespace:
+            found += [f"metadata.namespace: {p}" for p in name_problems(namespace, "label")]
+        if longest is not None and name and len(name) > longest and found:
             found[0] += " (it is the karpenter.sh/nodepool label value of every NodeClaim and Node it launches)"
         self.problems.extend(f"{where} {label}: {p}" for p in found)
         return not found

@@ -218,6 +218,18 @@ def test_nodepool_named_dash_x_is_refused_as_the_api_server_refuses_it():
     assert problems == [f"bomb.yaml doc 1 NodePool/-x: metadata.name: {SUBDOMAIN}"]
 
 
+def test_a_bad_name_is_reported_with_the_other_problems_of_its_document():
+    # one run names every problem: the name too, when another field fails validation
+    text = NODEPOOL_HEAD.replace("name: bomb", "name: Bad_Name").replace("spec:\n", "spec:\n  limits: {cpu: lots}\n", 1)
+    assert problems_of(text) == [
+        f"bomb.yaml doc 1 NodePool/Bad_Name: metadata.name: {SUBDOMAIN}",
+        "bomb.yaml doc 1 NodePool/Bad_Name: spec.limits.cpu: 'lots' is not a Kubernetes quantity (expected e.g. '500m', '2', '4Gi')",
+    ]
+    # a metadata field of the wrong type is reported once, by validation
+    broken = NODEPOOL_HEAD.replace("metadata: {name: bomb}", "metadata: {name: Bad_Name, labels: 3}")
+    assert [p.split(": ", 1)[1].split(":")[0] for p in problems_of(broken)] == ["metadata.labels"]
+
+
 def test_nodepool_name_must_fit_the_nodepool_label():
     name = "a" * 64
     problems = problems_of(NODEPOOL_HEAD.replace("name: bomb", f"name: {name}"))
