@@ -128,6 +128,35 @@ def _pin(reqs: Requirements, choice: Mapping[str, str]) -> Requirements | str:
     return reqs
 
 
+def unmet_nodepool_requirements(table: TypeTable) -> str:
+    """Text naming which of a NodePool's requirements no instance type meets, for the
+    explanation of a pod that asks nothing of its own: each requirement no listed type meets
+    alone, with the values the types do carry for its key (``kubernetes.io/arch In [sparc]
+    (instance types have amd64, arm64)``); else, when they only fail together, those that
+    some type does not meet; says so when the NodePool lists no instance type at all."""
+    template = table.template
+    types = template.instance_types
+    if not types:
+        return "the NodePool requirements (the NodePool has no instance types)"
+    alone = []
+    for req in template.requirements:
+        if any(it.requirements.intersects(Requirements.of(req)) for it in types):
+            continue
+        seen = sorted({v for it in types if (r := it.requirements.get(req.key)) is not None and not r.complement for v in r.values})
+        have = f" (instance types have {', '.join(seen[:8])}{', ...' if len(seen) > 8 else ''})" if seen else ""
+        alone.append(f"{req.describe()}{have}")
+    if alone:
+        return "the NodePool requirement" + ("s " if len(alone) > 1 else " ") + "; ".join(alone)
+    narrowing = [r.describe() for r in template.requirements
+                 if not all(it.requirements.intersects(Requirements.of(r)) for it in types)]
+    return f"the NodePool requirements together ({', '.join(narrowing) or template.requirements.describe()})"
+
+
+def _pool_requirements_text(claim: ClaimState, table: TypeTable) -> str:
+    # a claim holding pods was narrowed by them too: only a new claim's types are the NodePool's
+    return "the NodePool requirements" if claim.pods else unmet_nodepool_requirements(table)
+
+
 def check_claim(
     claim: ClaimState,
     pod: PodInfo,
@@ -205,7 +234,8 @@ def check_claim(
         if (explain or verdict is not None) and not np.count_nonzero(compat):  # count_nonzero: a C call, cheaper than .any()
             last = _NO_TYPE
             if explain:
-                reasons.append(Infeasible(K.NO_MATCHING_TYPE, f"no instance type matches {term.describe() or 'the NodePool requirements'}"))
+                wanted = term.describe() or _pool_requirements_text(claim, table)
+                reasons.append(Infeasible(K.NO_MATCHING_TYPE, f"no instance type matches {wanted}"))
             continue
         if verdict is not None:
             choice = verdict.choose(candidate_domains(claim.hostname, reqs, set(verdict.rules), domains),
