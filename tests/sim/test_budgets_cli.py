@@ -132,3 +132,15 @@ def test_cli_reads_a_scenarios_nodepools(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (pool,) = json.loads(result.stdout)["nodepools"]
     assert [(s["from"], s["allowed"]["all"]) for s in pool["steps"]] == [("2026-12-04T10:00:00Z", 0), ("2026-12-04T17:00:00Z", 3)]
+
+
+def test_readme_budgets_example_is_what_the_shipped_file_prints() -> None:
+    # the README's `karpy budgets` block runs on docs/examples/business-hours-budgets.yaml and shows its output
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    start = readme.index("$ karpy budgets docs/examples/business-hours-budgets.yaml")
+    block = readme[start:readme.index("```", start)].splitlines()
+    args = block[0].split()[3:]  # after "$ karpy budgets"
+    result = invoke_cli("budgets", str(root / args[0]), *args[1:])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.rstrip("\n").splitlines() == block[1:]
