@@ -8,7 +8,7 @@ JSON document shape (``karpy simulate -o json``)::
                  "price_per_hour", "labels", "taints", "allocatable": {"cpu","memory","pods"},
                  "requested": {"cpu","memory"}, "pods": ["ns/name", ...]}],
       "pods": [{"namespace", "name", "node", "reason"}],
-      "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],
+      "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],  # null where none applies
       "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},
       "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside)
       "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},  # plain runs only (see below)
@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,7 @@ from karpy_core.scheduling.resources import Resources, add_into, parse_resource_
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
 from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
-from karpy_core.sim.simulator import Simulator
+from karpy_core.sim.simulator import SimEvent, Simulator
 from karpy_core.state.cluster import daemonset_pod_infos
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.quantity import format_quantity
@@ -365,6 +366,25 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
     return reference(list(tables.values()), pods, upper_bound=cost, time_limit=time_limit)
 
 
+def event_dicts(events: Sequence[SimEvent]) -> list[dict[str, Any]]:
+    """The JSON form of ``events`` (:meth:`SimEvent.to_dict`), with the NodeClaim of each node
+    named where the event itself names only the node (evictions, drains, disruption decisions:
+    the node's NodeClaim is known from its register event; nodes of a multi-node command joined
+    by commas, as the node field is). ``nodeclaim`` and ``node`` are null where the event has
+    none (scenario steps; a launch before its node exists; a Node karpy did not create)."""
+    claim_of = {e.node: e.nodeclaim for e in events if e.node and e.nodeclaim and "," not in e.node}
+    out = []
+    for e in events:
+        d = e.to_dict()
+        nodes = [n for n in e.node.split(",") if n]
+        if not e.nodeclaim and nodes and all(n in claim_of for n in nodes):
+            d["nodeclaim"] = ",".join(claim_of[n] for n in nodes)
+        for k in ("nodeclaim", "node"):
+            d[k] = d[k] or None
+        out.append(d)
+    return out
+
+
 async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None = None,
                        reference_time_limit: float | None = REFERENCE_TIME_LIMIT) -> SimulationReport:
     """Summarise the simulator's cluster: nodes with prices and pods, every pod's placement or the
@@ -430,7 +450,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         provider=provider_info or {"name": sim.provider.name},
         nodes=nodes,
         pods=pod_reports,
-        events=[e.to_dict() for e in sim.events],
+        events=event_dicts(sim.events),
         explanations=dict(sim.explanations),
         cost_over_time=list(sim.cost_over_time) if sim.disruption_enabled else None,
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},

@@ -108,6 +108,11 @@ async def test_default_after_a_scale_down_settles_within_two_percent_of_the_opti
     creates = [e for e in rdoc["events"] if e["kind"] == "replacement-create" and last["node"] in e["details"].get("for", [])]
     deletes = [e for e in rdoc["events"] if e["kind"] == "delete" and e["node"] == last["node"]]
     assert len(creates) >= 2 and deletes and max(c["t"] for c in creates) < deletes[0]["t"]
+    # events name the NodeClaim of the node they act on (known from its register event), null where none applies
+    claim_of = {e["node"]: e["nodeclaim"] for e in rdoc["events"] if e["kind"] == "register"}
+    assert last["nodeclaim"] == ",".join(claim_of[n] for n in last["node"].split(","))
+    assert all(e["nodeclaim"] == claim_of[e["node"]] for e in rdoc["events"] if e["kind"] == "evict" and e["node"] in claim_of)
+    assert all(e["nodeclaim"] is None and e["node"] is None for e in rdoc["events"] if e["kind"] == "scenario")
     print(f"karpy {report.cost_per_hour:.4f}, Karpenter {karpenter.cost_per_hour:.4f}, Karpenter's launch + karpy's "
           f"consolidation {repacked.cost_per_hour:.4f} USD/h; optimum {optimum:.4f}")
     # a node that stays says why, with the threshold
