@@ -592,8 +592,9 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
             lines.append("    pods: " + ", ".join(shown) + (f", +{more} more" if more > 0 else ""))
     s = report.summary()
     lines.append("")
+    noun = "node" if s["nodes"] == 1 else "nodes"
     lines.append(
-        f"total: {s['nodes']} nodes ({s['nodes_launched']} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
+        f"total: {s['nodes']} {noun} ({s['nodes_launched']} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
         f"(~{s['cost_per_hour'] * HOURS_PER_MONTH:.2f} USD/month at {HOURS_PER_MONTH} h)"
     )
     ref = _reference_line(report)

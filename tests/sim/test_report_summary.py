@@ -314,3 +314,12 @@ def test_zone_split_is_the_optimum_by_zone():
     # anything but zone spread alone is not its case
     assert optimum.zone_split(optimum.build_problem(_table(types), _pods(4, "1"))) is None
     assert optimum.zone_split(optimum.build_problem(_table(types), _pods(4, "1", **_spread("kubernetes.io/hostname", 1)))) is None
+
+
+async def test_the_total_line_counts_one_node_in_the_singular(tmp_path: Path):
+    import yaml
+
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump_all([nodepool(), NODECLASS, deployment(replicas=1)]))
+    text = render_text(await run_simulation([str(path)]))
+    assert next(x for x in text.splitlines() if x.startswith("total: ")).startswith("total: 1 node (1 launched by karpy), ")
