@@ -16,6 +16,13 @@ amd64/linux NodePool) it prints:
   reference sees karpy's own type table (allocatable minus DaemonSet overhead, max-pods) and pod
   requests and selectors.
 
+End to end (workloads of at most ``--e2e-pods`` pods, default 1,000): the same manifests run
+through ``karpy simulate``'s simulator with disruption on, until no pod and no disruption is
+pending (:func:`end_to_end`): ``e2e $/h`` is what was launched (before the first disruption),
+``settled`` what runs at the end, ``claims`` the NodeClaims created in all, ``disr`` the nodes
+disrupted, ``e2e/ref`` settled against the reference. The first-batch columns time and price
+one ``Scheduler.solve``; these see every later pass, kube-scheduler's binding and consolidation.
+
 ``--overlay FILE`` (repeatable) applies the NodeOverlays in FILE to the catalog first (as the
 ``NodeOverlay`` gate does): every plan and reference is then priced, and sized, by the overlaid types.
 
@@ -146,7 +153,66 @@ def workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[dict[s
         # without the zone-spread fifth: the large batches planned under a predicted size cap
         ("diverse-nozone-5000", [], [p for p in diverse(5000) if not p["metadata"]["name"].startswith("zspread")], "spread+affinity"),
     ]
-    return out
+    return out + new_workloads(catalog)
+
+
+def _with_requirements(pool: dict[str, Any], name: str, changes: dict[str, list[str]], *, weight: int | None = None,
+                       limits: dict[str, str] | None = None) -> dict[str, Any]:
+    """A copy of ``pool`` named ``name`` whose requirements on the keys of ``changes`` are ``In``
+    those values (added where missing), with ``weight`` and ``limits`` when given."""
+    tspec = pool["spec"]["template"]["spec"]
+    reqs = [r for r in tspec["requirements"] if r["key"] not in changes]
+    reqs += [{"key": k, "operator": "In", "values": v} for k, v in changes.items()]
+    spec: dict[str, Any] = {**pool["spec"], "template": {**pool["spec"]["template"], "spec": {**tspec, "requirements": reqs}}}
+    if weight is not None:
+        spec["weight"] = weight
+    if limits is not None:
+        spec["limits"] = limits
+    return {"kind": "NodePool", "metadata": {"name": name}, "spec": spec}
+
+
+def _statefulset(name: str, n: int, cpu: str, mem: str, extra: dict[str, Any]) -> dict[str, Any]:
+    d = _deploy(name, cpu, mem, n, extra)
+    return {**d, "kind": "StatefulSet", "spec": {**d["spec"], "serviceName": name}}
+
+
+def new_workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], str | None]]:
+    """Workloads unlike the first ones (issue 27): memory-heavy, odd cpu/memory ratios, two
+    NodePools with weights and limits, spot only, big DaemonSets, arm64 and amd64 selectors, a
+    StatefulSet with zone spread and host ports, 450 mixed pods. A workload's own NodePools (in
+    its manifests) replace the catalog's."""
+    base = nodepool(catalog)
+    ct = "karpenter.sh/capacity-type"
+    arch = "kubernetes.io/arch"
+    rng = random.Random(11)
+    memheavy = [_deploy(f"mem{i}", rng.choice(["250m", "500m", "1"]), rng.choice(["3Gi", "6Gi", "12Gi", "20Gi"]), n)
+                for i, n in enumerate([14, 10, 8, 6])]
+    odd = [_deploy(f"odd{i}", c, m, n) for i, (c, m, n) in enumerate(
+        [("700m", "5Gi", 16), ("1300m", "900Mi", 14), ("2700m", "3300Mi", 10), ("300m", "7Gi", 12), ("1900m", "11Gi", 8),
+         ("450m", "450Mi", 12)])]
+    big_ds = [{"kind": "DaemonSet", "metadata": {"name": n}, "spec": {"template": {"metadata": {"labels": {"app": n}}, "spec": {
+        "tolerations": [{"operator": "Exists"}], "containers": [{"name": "c", "resources": {"requests": {"cpu": c, "memory": m}}}]}}}}
+        for n, c, m in (("log-agent", "500m", "1Gi"), ("security-agent", "1", "2Gi"))]
+    both = _with_requirements(base, "multiarch", {arch: ["amd64", "arm64"]})
+    archs = [_deploy(f"arch{i}", c, m, n, {"nodeSelector": {arch: a}} if a else None) for i, (a, c, m, n) in enumerate(
+        [("arm64", "1", "2Gi", 20), ("amd64", "500m", "1Gi", 20), ("arm64", "2", "4Gi", 8), (None, "250m", "512Mi", 16)])]
+    zone_key = "topology.kubernetes.io/zone"
+    sts = _statefulset("kafka", 12, "2", "8Gi", {
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": zone_key, "whenUnsatisfiable": "DoNotSchedule",
+                                       "labelSelector": {"matchLabels": {"app": "kafka"}}}],
+        "containers": [{"name": "c", "ports": [{"containerPort": 9092, "hostPort": 9092}],
+                        "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]})
+    return [
+        ("memheavy-38", memheavy, [], None),
+        ("oddratio-72", odd, [], None),
+        ("2pools-limits", [_with_requirements(base, "preferred", {}, weight=50, limits={"cpu": "24"}),
+                           _with_requirements(base, "fallback", {}, weight=10), *mix(6, 120, 8)], [], None),
+        ("spot-only", [_with_requirements(base, "spot", {ct: ["spot"]}), *mix(6, 120, 9)], [], None),
+        ("bigds-120", [*mix(6, 120, 10), *big_ds], [], None),
+        ("arch-64", [both, *archs], [], None),
+        ("sts-zspread-hostport", [sts, *mix(4, 60, 12)], [], "spread+ports"),
+        ("mix10-450", mix(10, 450, 13), [], None),
+    ]
 
 
 def nodepool(catalog: str) -> dict[str, Any]:
@@ -165,9 +231,9 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     from karpy_core.scheduling.scheduler import Scheduler
     from karpy_core.scheduling.template import template_from_nodepool, type_tables
 
-    pods_raw, ds_raw, _ = expand(docs)
+    pods_raw, ds_raw, own_pools = expand(docs)
     pods_raw += raw_pods
-    pool = nodepool(catalog)
+    pool = own_pools[0] if own_pools else nodepool(catalog)
     if name == "seed004":  # the demo selects workload-type=karpenter, which seed 004's NodePool sets as a template label
         pool = {**pool, "spec": {**pool["spec"], "template": {**pool["spec"]["template"], "metadata": {"labels": {"workload-type": "karpenter"}}}}}  # noqa: E501
     if overlays:
@@ -177,10 +243,11 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
             print(f"      overlays not applied: invalid {store.invalid}, in conflict {store.conflicts}")
         instance_types = store.apply_all(pool["metadata"]["name"], instance_types)
     template = template_from_nodepool(pool, instance_types)
+    templates = [template, *(template_from_nodepool(p, instance_types) for p in own_pools[1:])]
     pods = [pod_info(p) for p in pods_raw]
     dss = [pod_info(p) for p in ds_raw]
-    tables = type_tables([template], dss)
-    scheduler = Scheduler([template], daemonsets=dss, tables=tables, sizing=True)  # as the provisioner runs it
+    tables = type_tables(templates, dss)
+    scheduler = Scheduler(templates, daemonsets=dss, tables=tables, sizing=True)  # as the provisioner runs it
     t0 = time.perf_counter()
     results = scheduler.solve(pods)
     solve_s = time.perf_counter() - t0
@@ -195,7 +262,8 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
             continue
         zones[o.zone] = zones.get(o.zone, 0) + 1
     used = [v for v in zones.values() if v]
-    problem = costref.build_problem(tables[template.name], pods)
+    # several NodePools: their kinds pooled (weights and limits are not modelled: a bound)
+    problem = costref.build_problem([tables[t.name] for t in templates], pods)
     ffd = costref.ffd_plan(problem)
     ref_kind, ref, bound, milp_s, note = "LP", None, None, 0.0, ""
     model = problem.topology
@@ -243,6 +311,67 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
     }
 
 
+def e2e_objects(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict[str, Any]],
+                pool: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The objects ``karpy simulate`` is given for a workload: the catalog's NodePool (or ``pool``;
+    the KWOK one names the default EC2NodeClass, which the simulated provider accepts for any
+    catalog), the default EC2NodeClass, the workload manifests (apiVersion and selector filled
+    in) and the raw pods."""
+    own = [d for d in docs if d and d.get("kind") == "NodePool"]
+    base = pool or (own[0] if own else nodepool(catalog))
+    if name == "seed004":
+        base = {**base, "spec": {**base["spec"], "template": {**base["spec"]["template"], "metadata": {"labels": {"workload-type": "karpenter"}}}}}  # noqa: E501
+    def kwok_ref(p: dict[str, Any]) -> dict[str, Any]:
+        if catalog != "kwok":
+            return p
+        tspec = {**p["spec"]["template"]["spec"], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+        return {**p, "spec": {**p["spec"], "template": {**p["spec"]["template"], "spec": tspec}}}
+
+    objs: list[dict[str, Any]] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                                   **{k: v for k, v in kwok_ref(p).items() if k != "kind"}} for p in [base, *own[1:]]]
+    objs += [d for d in _default_docs() if d.get("kind") == "EC2NodeClass"]
+    versions = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "DaemonSet": "apps/v1"}
+    for d in docs:
+        if not d or d.get("kind") not in versions:
+            continue
+        d = {**d, "apiVersion": d.get("apiVersion") or versions[d["kind"]], "spec": dict(d["spec"])}
+        if d["kind"] != "NodePool":
+            d["spec"].setdefault("selector", {"matchLabels": dict((d["spec"]["template"].get("metadata") or {}).get("labels") or {})})
+        objs.append(d)
+    objs += [{"apiVersion": "v1", "kind": "Pod", **p, "status": {"phase": "Pending"}} for p in raw_pods]
+    return objs
+
+
+def end_to_end(catalog: str, objs: list[dict[str, Any]], max_hours: float = 6.0) -> dict[str, Any]:
+    """Run ``objs`` through the simulator as ``karpy simulate`` does, with disruption on, until no
+    pod is pending and no disruption is pending (or ``max_hours`` of simulated time). Returns
+    ``launched`` (USD/hour once provisioning settled, before the first disruption), ``settled``
+    (USD/hour at the end), ``claims`` (NodeClaims created in all), ``launched_nodes``,
+    ``settled_nodes``, ``disrupted`` (nodes disrupted), ``pending`` (pods pending at the end) and
+    ``seconds`` (wall time of the run)."""
+    import asyncio
+
+    from karpy_core.cli import _load_sim_provider
+    from karpy_core.sim.simulator import Simulator
+
+    provider, clock, cluster, _ = _load_sim_provider("simulated", None, str(KWOK) if catalog == "kwok" else None, None)
+    sim = Simulator(provider, clock=clock, cluster=cluster, disruption=True)
+    sim.apply(objs)
+    t0 = time.perf_counter()
+    asyncio.run(sim.run(max_seconds=max_hours * 3600))
+    seconds = time.perf_counter() - t0
+    kinds = [e.kind for e in sim.events]
+    first_disrupt = next((e.t for e in sim.events if e.kind == "disrupt"), None)
+    samples = sim.cost_over_time
+    before = [s for s in samples if first_disrupt is None or s["t"] < first_disrupt] or samples[:1]
+    launched = max(before, key=lambda s: s["cost_per_hour"]) if before else {"cost_per_hour": 0.0, "nodes": 0}
+    settled = samples[-1] if samples else {"cost_per_hour": 0.0, "nodes": 0}
+    pending = sum(1 for p in cluster.objects("Pod") if not (p.get("spec") or {}).get("nodeName"))
+    return {"launched": launched["cost_per_hour"], "launched_nodes": launched["nodes"], "settled": settled["cost_per_hour"],
+            "settled_nodes": settled["nodes"], "claims": kinds.count("nodeclaim-create"), "disrupted": kinds.count("disrupt"),
+            "pending": pending, "seconds": seconds}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--catalog", nargs="+", default=["aws", "kwok"], choices=["aws", "kwok"])
@@ -252,6 +381,8 @@ def main() -> None:
     parser.add_argument("--show-types", action="store_true", help="print karpy's and the optimum's node types")
     parser.add_argument("--overlay", action="append", default=[], metavar="FILE",
                         help="NodeOverlay manifests applied to the catalog (prices and capacities), repeatable")
+    parser.add_argument("--e2e-pods", type=int, default=1000,
+                        help="run workloads of at most this many pods end to end in the simulator (0: none)")
     args = parser.parse_args()
     overlays = [d for f in args.overlay for d in _yaml(f) if d and d.get("kind") == "NodeOverlay"]
     from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
@@ -259,7 +390,7 @@ def main() -> None:
 
     print(f"{'catalog':<5} {'workload':<20} {'pods':>5} {'ds':>2} | {'karpy $/h':>9} {'nodes':>5} {'solve s':>7} "
           f"{'zones':>5} {'max/min':>7} | {'FFD $/h':>9} {'nodes':>5} | {'ref':<6} {'$/h':>9} {'s':>5} | "
-          f"{'karpy/ref':>9} {'FFD/ref':>8}  note")
+          f"{'karpy/ref':>9} {'FFD/ref':>8} | {'e2e $/h':>9} {'settled':>9} {'claims':>6} {'disr':>4} {'e2e/ref':>7}  note")
     rows = []
     for catalog in args.catalog:
         its = load_aws_catalog() if catalog == "aws" else load_kwok_catalog(KWOK)
@@ -272,9 +403,15 @@ def main() -> None:
             ref_shown = r["ref"] if r["ref"] is not None else r["bound"]
             kr = r["karpy"] / b if b else float("nan")
             fr = r["ffd"] / b if b else float("nan")
+            if r["pods"] <= args.e2e_pods and not overlays:
+                e = r["e2e"] = end_to_end(catalog, e2e_objects(catalog, name, docs, raw))
+                e2e = (f"{e['launched']:>9.4f} {e['settled']:>9.4f} {e['claims']:>6} {e['disrupted']:>4} "
+                       f"{(e['settled'] / b if b else float('nan')):>7.3f}" + (f" e2e-pending={e['pending']}" if e["pending"] else ""))
+            else:
+                e2e = f"{'-':>9} {'-':>9} {'-':>6} {'-':>4} {'-':>7}"
             print(f"{catalog:<5} {name:<20} {r['pods']:>5} {r['ds']:>2} | {r['karpy']:>9.4f} {r['karpy_nodes']:>5} {r['solve_s']:>7.3f} "
                   f"{r['zones']:>5} {str(r['zmax']) + '/' + str(r['zmin']):>7} | {r['ffd']:>9.4f} {r['ffd_nodes']:>5} | "
-                  f"{r['ref_kind']:<6} {ref_shown:>9.4f} {r['ref_s']:>5.1f} | {kr:>9.3f} {fr:>8.3f}  {r['note']}"
+                  f"{r['ref_kind']:<6} {ref_shown:>9.4f} {r['ref_s']:>5.1f} | {kr:>9.3f} {fr:>8.3f} | {e2e}  {r['note']}"
                   + (f" pending={r['pending']}" if r["pending"] else ""))
             if args.show_types:
                 print(f"      karpy: {' '.join(f'{v}x{k}' for k, v in sorted(r['karpy_types'].items()))}")
@@ -290,6 +427,12 @@ def main() -> None:
           f"(worst {worst['catalog']}/{worst['workload']} {worst['karpy'] / worst['bound']:.3f}), FFD/ref geomean {_geo(fr_all):.3f}; "
           f"karpy cheaper than FFD in {sum(r['karpy'] < r['ffd'] - 1e-9 for r in rows)}, equal in "
           f"{sum(abs(r['karpy'] - r['ffd']) <= 1e-9 for r in rows)}, dearer in {sum(r['karpy'] > r['ffd'] + 1e-9 for r in rows)}")
+    ran = [r for r in rows if "e2e" in r]
+    if ran:
+        over = [r for r in ran if r["e2e"]["launched"] > r["karpy"] * (1 + 1e-6)]
+        print(f"end to end: {len(ran)} runs; launched = first-batch plan in {len(ran) - len(over)}"
+              + (f", more in {', '.join(r['catalog'] + '/' + r['workload'] for r in over)}" if over else "")
+              + f"; settled/ref geomean {_geo([r['e2e']['settled'] / r['bound'] for r in ran if r['bound']]):.3f}")
 
 
 if __name__ == "__main__":

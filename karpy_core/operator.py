@@ -241,7 +241,7 @@ class Operator:
         self._buffer_due: float | None = None
         self.registration = RegistrationHealth()
         self.lifecycle = NodeClaimLifecycle(kube=self.kube, provider=provider, clock=self.clock, events=self.events,
-                                            registration=self.registration)
+                                            registration=self.registration, nominations=self.nominations)
         self.termination = NodeTermination(kube=self.kube, clock=self.clock, events=self.events)
         self.disruption = Disruption(kube=self.kube, provider=provider, clock=self.clock, nominations=self.nominations,
                                      events=self.events, feature_gates=self.settings.feature_gates,

@@ -444,22 +444,27 @@ class SchedulingRun:
         sig = (self.pod_key(pod), att.level)
         start = self._node_cursor.get(sig, 0) if cached else 0
         for i in range(start, len(self.usage)):
-            use = self.usage[i]
-            node = use.node
-            if check_node(use, pod, att.terms) is not None:
-                continue
-            if verdict is not None:
-                candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in verdict.rules}
-                if isinstance(verdict.choose(candidate), Infeasible):
-                    continue
-            use.add(pod)
-            self.record(pod, att, node.labels, node.taints)
-            if cached:
-                self._node_cursor[sig] = i
-            return node
+            if self.place_on(self.usage[i], pod, att, verdict):
+                if cached:
+                    self._node_cursor[sig] = i
+                return self.usage[i].node
         if cached:
             self._node_cursor[sig] = len(self.usage)
         return None
+
+    def place_on(self, use: NodeUsage, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """Put ``pod`` on the existing node ``use`` when it takes it (taints, node affinity, free
+        room, host ports, the topology verdict); returns whether it did."""
+        node = use.node
+        if check_node(use, pod, att.terms) is not None:
+            return False
+        if verdict is not None:
+            candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in verdict.rules}
+            if isinstance(verdict.choose(candidate), Infeasible):
+                return False
+        use.add(pod)
+        self.record(pod, att, node.labels, node.taints)
+        return True
 
     # ---- planned claims -----------------------------------------------------------------
     def place_planned(self, pod: PodInfo, att: Attempt, verdict: Verdict | None, *, free: bool = False) -> bool:

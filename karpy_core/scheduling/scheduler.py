@@ -13,6 +13,10 @@ decreasing):
       ``limits`` (each open claim reserves the largest capacity among its remaining types).
 3. Pods that fit nowhere get a reason naming, per NodePool, the first check that ruled it out.
 
+Before all of this, pods nominated to an existing node (``nominated``: the NodeClaims a previous
+pass planned them on, still in flight) go back there while it takes them, and count as bound
+to it for the rest of the solve (:meth:`Scheduler._keep_nominated`).
+
 Where each concern lives: the placement checks in :mod:`~karpy_core.scheduling.feasibility`,
 preference relaxation in :mod:`~karpy_core.scheduling.preferences`, a run's mutable state and
 placement steps in :mod:`~karpy_core.scheduling.run`, packing of plain pods into new claims in
@@ -28,6 +32,7 @@ Determinism: every iteration is over sorted or insertion-ordered sequences, neve
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -466,6 +471,10 @@ class Scheduler:
         tables: type tables to reuse, by NodePool name (from :func:`type_tables` over the same
             templates and DaemonSets); a table built for another template object is rebuilt.
         unready: NodePools left out because they are not Ready: name -> why (for explanations).
+        nominated: pod key (``namespace/name``) -> the name of the existing node (or in-flight
+            NodeClaim) a previous pass planned it on: each such pod goes back there first, while
+            the node takes it (:meth:`_keep_nominated`), so a pass never re-packs what an
+            earlier one planned.
         sizing: size new NodeClaims of plain pods by cost (:func:`~karpy_core.scheduling.sizing.fill_best`;
             the provisioner's choice). False (the default) keeps Karpenter's sizes - fill a claim
             while its largest type fits, launch the cheapest that holds it - which Karpenter-style
@@ -491,6 +500,7 @@ class Scheduler:
         tables: Mapping[str, TypeTable] | None = None,
         unready: Mapping[str, str] | None = None,
         sizing: bool = False,
+        nominated: Mapping[str, str] | None = None,
     ):
         ordered = tuple(sorted(templates, key=lambda t: (-t.weight, t.name)))
         given = tables or {}
@@ -514,6 +524,8 @@ class Scheduler:
             use_caches=use_caches,
             sizing=sizing,
         )
+        self._base = self.inputs
+        self.nominated: Mapping[str, str] = dict(nominated or {})
         self._last: SchedulingRun | None = None
 
     @property
@@ -552,6 +564,47 @@ class Scheduler:
         of their own first, :func:`own_nodes_first`, and open claims were pinned to zones,
         :meth:`SchedulingRun.settle_open_zones`), solving in ~2.5-4 s instead of 0.07 (AWS).
         Larger batches: :meth:`_solve_large`."""
+        self.inputs = self._base
+        kept: dict[str, str] = {}
+        if self.nominated:
+            kept, self.inputs = self._keep_nominated(pods)
+            if kept:
+                pods = [p for p in pods if p.key not in kept]
+        results = self._solve(pods)
+        if kept:
+            results.existing = {**kept, **results.existing}
+        return results
+
+    def _keep_nominated(self, pods: Sequence[PodInfo]) -> tuple[dict[str, str], Inputs]:
+        """Put each pod of ``pods`` nominated to an existing node back on it, in queue order,
+        where the node still takes it (taints, node affinity, free room, host ports, topology:
+        :meth:`SchedulingRun.place_on`, trying its preferences as a placement does). Returns the
+        pods kept (pod key -> node name) and the inputs the rest is solved with: those nodes'
+        ``requested`` grown by the kept pods, which join ``bound_pods`` (copies bound to the
+        node), so topology and host ports count them."""
+        run = SchedulingRun(self.inputs, list(pods))
+        by_name = {u.node.name: u for u in run.usage}
+        kept: dict[str, str] = {}
+        bound: list[PodInfo] = []
+        for pod in queue_order([p for p in pods if p.key in self.nominated]):
+            use = by_name.get(self.nominated[pod.key])
+            if use is None or pod.unsupported:
+                continue
+            for att in run.attempts(pod):
+                if run.place_on(use, pod, att, run.verdict(pod, att)):
+                    kept[pod.key] = use.node.name
+                    held = copy.copy(pod)
+                    held.node_name = use.node.name
+                    bound.append(held)
+                    break
+        if not kept:
+            return kept, self.inputs
+        nodes = tuple(dataclasses.replace(u.node, requested=u.requested) if u.requested is not u.node.requested else u.node
+                      for u in run.usage)
+        return kept, dataclasses.replace(self.inputs, nodes=nodes, bound_pods=(*self.inputs.bound_pods, *bound), memo={})
+
+    def _solve(self, pods: Sequence[PodInfo]) -> SchedulingResults:
+        """:meth:`solve` of the pods no nomination kept."""
         queue = queue_order(pods)
         constrained = [p for p in queue if not _plain(p)]
         if self.inputs.sizing and len(constrained) > CAPPED_TOPOLOGY_PODS:

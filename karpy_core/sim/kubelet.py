@@ -11,8 +11,10 @@ These stand in for the parts of a real cluster karpy does not own:
   node affinity matches (the DaemonSet controller adds the standard ``not-ready``,
   ``unreachable`` and ``unschedulable`` tolerations).
 * :class:`KubeSchedulerSimulator` - binds pending pods to nodes that fit them (first fit over
-  nodes by name, honouring taints, node affinity and free resources) and marks the rest
-  ``PodScheduled=False/Unschedulable``, which is what karpy's provisioner watches for.
+  nodes by name, honouring taints, node affinity and free resources; a pod's
+  ``status.nominatedNodeName`` first, with the room of the pods nominated to a node held for
+  them, as kube-scheduler does) and marks the rest ``PodScheduled=False/Unschedulable``, which
+  is what karpy's provisioner watches for.
 """
 
 from __future__ import annotations
@@ -231,7 +233,11 @@ class KubeSchedulerSimulator:
         # each pod's PodInfo is parsed once per version and shared: narrow a copy by its volumes
         infos = [apply_volume_requirements(copy.copy(p.info), *volume_terms(p.raw, pvcs, pvs, scs)) for p in pending]
         by_key = {i.key: p.raw for i, p in zip(infos, pending, strict=True)}
-        results = Scheduler([], existing, bound_pods=bound).solve(infos)
+        # kube-scheduler tries a pod's status.nominatedNodeName first and holds the room of the
+        # pods nominated to a node against other pods (KEP-1923; the scheduling queue's nominator)
+        nominated = {i.key: str((p.raw.get("status") or {}).get("nominatedNodeName") or "")
+                     for i, p in zip(infos, pending, strict=True)}
+        results = Scheduler([], existing, bound_pods=bound, nominated={k: v for k, v in nominated.items() if v}).solve(infos)
         changes = 0
         for key, node_name in sorted(results.existing.items()):
             await self.cluster.bind(by_key[key], node_name)

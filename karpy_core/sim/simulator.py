@@ -148,7 +148,7 @@ class Simulator:
                                        capacity_buffers=self.feature_gates.CapacityBuffer)
         self.buffer_status = CapacityBufferStatus(kube=self.cluster, clock=self.clock) if self.feature_gates.CapacityBuffer else None
         """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
-        self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock)
+        self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
         self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
         self.disruption_enabled = disruption
         self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations,

@@ -126,8 +126,9 @@ async def test_pdb_with_zero_disruptions_keeps_the_node(tmp_path):
            "spec": {"minAvailable": "100%", "selector": {"matchLabels": {"app": "web"}}}}
     path = scenario(tmp_path, [
         {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=10), pdb]},
-        # 5 left keep pods on both cost-sized nodes (fewer would empty one: emptiness needs no PDB)
-        {"at": "2h", "scale": {"deployment": "web", "replicas": 5}},
+        # the pods land as planned (3 on c6a.xlarge, 7 on c6a.2xlarge); 8 left keep pods on both
+        # nodes (5 would empty the smaller one: emptiness needs no PDB)
+        {"at": "2h", "scale": {"deployment": "web", "replicas": 8}},
     ], until="4h")
     report = await run_simulation([path])
     doc = report.to_dict()
@@ -141,9 +142,9 @@ async def test_do_not_disrupt_blocks_consolidation_but_not_expiration(tmp_path):
     path = scenario(tmp_path, [
         {"at": "0s", "apply": [nodepool(tspec=tspec), NODECLASS,
                                deployment(replicas=10, annotations={"karpenter.sh/do-not-disrupt": "true"})]},
-        # 5 left keep pods on both cost-sized nodes (fewer would empty one, and an empty node
-        # carries no do-not-disrupt pod)
-        {"at": "1h", "scale": {"deployment": "web", "replicas": 5}},
+        # the pods land as planned (3 on c6a.xlarge, 7 on c6a.2xlarge); 8 left keep pods on both
+        # nodes (5 would empty the smaller one, and an empty node carries no do-not-disrupt pod)
+        {"at": "1h", "scale": {"deployment": "web", "replicas": 8}},
     ], until="5h")
     doc = await run(path)
     assert not [e for e in kinds(doc, "disrupt") if e["t"] < 3 * 3600]

@@ -57,6 +57,7 @@ from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.cluster import condition, is_true
+from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import ViewCache
 from karpy_core.utils.clock import Clock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
@@ -111,13 +112,19 @@ class NodeClaimLifecycle:
         clock: the clock (virtual in the simulator).
         events: where Karpenter's lifecycle events go; none: not published.
         registration: launch outcomes for ``NodeRegistrationHealthy`` (shared with the NodePool status controller).
+        nominations: the provisioner's pod nominations: at registration, before the
+            ``karpenter.sh/unregistered`` taint goes, each pending pod nominated to the NodeClaim
+            gets ``status.nominatedNodeName`` = the Node's name, which kube-scheduler tries first
+            and holds room for (KEP-1923 "try nominated node first"; its nominator counts a node's
+            nominated pods against other pods of no higher priority), so the pods land as planned.
     """
 
     name = "nodeclaim.lifecycle"
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, events: EventRecorder | None = None,
-                 registration: RegistrationHealth | None = None):
+                 registration: RegistrationHealth | None = None, nominations: Nominations | None = None):
         self.kube = kube
+        self.nominations = nominations
         self.provider = provider
         self.clock = clock
         self.events = events
@@ -306,6 +313,7 @@ class NodeClaimLifecycle:
         for t in [*(spec.get("taints") or []), *(spec.get("startupTaints") or [])]:
             if (t.get("key"), t.get("effect")) not in have:
                 taints.append(dict(t))
+        await self._nominate_pods(name, node_name)
         finalizers = list(node["metadata"].get("finalizers") or [])
         if FINALIZER_TERMINATION not in finalizers:
             finalizers.append(FINALIZER_TERMINATION)
@@ -321,6 +329,19 @@ class NodeClaimLifecycle:
         pool = (nc["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
         self._record(nc, True)
         return [LifecycleEvent("register", name, node=node_name, details={"nodepool": pool})]
+
+    async def _nominate_pods(self, nodeclaim: str, node_name: str) -> None:
+        """Set ``status.nominatedNodeName`` on the pods nominated to ``nodeclaim`` (a pod gone
+        meanwhile is skipped)."""
+        if self.nominations is None:
+            return
+        for key in self.nominations.pods_of(nodeclaim):
+            namespace, _, pod = key.partition("/")
+            try:
+                await self.kube.patch("Pod", pod, {"status": {"nominatedNodeName": node_name}}, namespace, status=True)
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
 
     async def _initialize(self, nc: dict[str, Any], node: dict[str, Any]) -> list[LifecycleEvent]:
         name = nc["metadata"]["name"]

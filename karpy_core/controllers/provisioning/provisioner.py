@@ -7,12 +7,16 @@ planned node (``generateName: <nodepool>-``, owner reference to the NodePool, te
 taints, startup taints, the NodePool hash). Launching is the NodeClaim lifecycle controller's job.
 Every node and in-flight NodeClaim the pass places pending pods on, and every NodeClaim it
 creates, is nominated (:mod:`karpy_core.state.nominations`) so disruption leaves it alone while
-kube-scheduler binds the pods.
+kube-scheduler binds the pods. Each pod placed on a NodeClaim still in flight, or on one the pass
+creates, is nominated to it, and the next pass puts it back there while the claim is in flight
+(``Scheduler(nominated=...)``): no pass re-packs what an earlier one planned, and no pod gets
+a second NodeClaim while its planned one launches.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +47,7 @@ from karpy_core.state.cluster import (
     nodepool_usage,
     ready_nodepools,
 )
-from karpy_core.state.nominations import Nominations
+from karpy_core.state.nominations import Nominations, in_flight_targets
 from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
@@ -87,12 +91,14 @@ async def build_scheduler(
     preference_policy: str = "Respect",
     min_values_policy: str = "Strict",
     sizing: bool = True,
+    nominated: Mapping[str, str] | None = None,
 ) -> tuple[Scheduler, list[NodePoolTemplate]]:
     """Build a :class:`Scheduler` for ``snapshot``: Ready NodePools (:func:`ready_nodepools`, weight
     order) with their instance types, existing nodes and in-flight NodeClaims, DaemonSets, and
     NodePool usage; new NodeClaims sized by cost (``sizing``; False: Karpenter's sizes, the
     largest type fills first). ``instance_types`` (NodePool name -> types), when given, is used
-    and filled in.
+    and filled in. ``nominated``: pod key -> existing node name, the pods put back on the nodes
+    or in-flight NodeClaims an earlier pass planned them on (see :class:`Scheduler`).
 
     Raises:
         CloudProviderError: the provider failed to list instance types.
@@ -120,6 +126,7 @@ async def build_scheduler(
         min_values_policy=min_values_policy,
         unready=unready,
         sizing=sizing,
+        nominated=nominated,
     )
     return scheduler, templates
 
@@ -208,9 +215,13 @@ class Provisioner:
         pending = snapshot.pending_pod_views()
         result = ProvisioningResult(pending=len(pending))
         virtual = list(snapshot.virtual_pod_views)
+        planned = self.nominations.pod_targets({p.key for p in [*pending, *virtual]})
         if not pending and not virtual:
             self.last = result
             return result
+        in_flight = in_flight_targets(snapshot)
+        claim_node = {claim: node for node, claim in in_flight.items()}
+        nominated = {pod: claim_node[claim] for pod, claim in planned.items() if claim in claim_node}
         pending = [*pending, *virtual]
         pods: list[PodInfo] = []
         bad: dict[str, str] = {}
@@ -225,7 +236,7 @@ class Provisioner:
                 bad[p.key] = f"invalid pod: {exc}"
         scheduler, templates = await build_scheduler(
             snapshot, self.provider, preference_policy=self.preference_policy, min_values_policy=self.min_values_policy,
-            sizing=self.sizing,
+            sizing=self.sizing, nominated=nominated,
         )
         result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
         results = scheduler.solve(pods)
@@ -237,10 +248,12 @@ class Provisioner:
             result.buffers = _split_virtual(results, result.pods, {v.key: v for v in virtual})
             await self._patch_buffer_conditions(result.buffers)
         self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
+        self.nominations.nominate_pods({pod: in_flight[node] for pod, node in results.existing.items() if node in in_flight})
         for plan in results.new_claims:
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
             result.created.append(created)
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
+            self.nominations.nominate_pods({p.key: created["metadata"]["name"] for p in plan.pods})
         self.last = result
         return result
 
