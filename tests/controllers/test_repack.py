@@ -136,6 +136,37 @@ def test_spot_candidates_are_repacked_onto_on_demand_only():
     assert any(d.node == "a" and d.method is REPACK for d in log)
 
 
+def test_spot_to_spot_gate_lets_the_repack_replace_spot_by_spot_with_15_types():
+    """SpotToSpotConsolidation on: the spot l8 (0.16 USD/h) with 4.5 cores of pods splits into a
+    spot m4 + s2 (0.08 + 0.04) only where each replacement keeps 15 instance types (here: 15
+    price-tied twins of each size); with the 4 plain types the log names the 15-type rule, never
+    'spot-to-spot consolidation is disabled'."""
+    from karpy_core.featuregates import FeatureGates
+
+    gates = FeatureGates(SpotToSpotConsolidation=True)
+    few = {"default": [make_type(n, c, 2 * c, capacity_types=("on-demand", "spot")) for n, c in
+                       (("s2", 2), ("m4", 4), ("l8", 8), ("xl16", 16))]}
+    snap = split_snapshot()
+    snap.nodes[0]["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+    log = []
+    assert plan_disruption(snap, few, NOW, log=log, methods=[REPACK], feature_gates=gates) is None
+    mine = [d for d in log if d.node == "a" and d.method is REPACK]
+    assert mine and all("disabled" not in d.reason for d in mine)
+    assert any(d.kind is DecisionKind.SPOT_TO_SPOT_OPTIONS and "needs 15" in d.reason for d in mine)
+    many = {"default": [make_type(f"{n}-{i:02d}", c, 2 * c, capacity_types=("on-demand", "spot"))
+                        for n, c in (("s2", 2), ("m4", 4), ("l8", 8)) for i in range(15)]}
+    snap = snapshot([("a", "l8-00", 8)], [pod(f"p{i}", "a", cpu="1500m") for i in range(3)])
+    snap.nodes[0]["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+    plan = plan_disruption(snap, many, NOW, methods=[REPACK], feature_gates=gates)
+    assert plan is not None and plan.method is REPACK
+    assert sorted(len(r.instance_types) for r in plan.replacements) == [15, 15]
+    assert plan.replacement_price == pytest.approx(0.12)
+    # gate off: only on-demand replacements, and no on-demand split is cheaper (0.30 > 0.16)
+    log = []
+    assert plan_disruption(snap, many, NOW, log=log, methods=[REPACK]) is None
+    assert any(d.node == "a" and d.method is REPACK and d.kind is DecisionKind.BELOW_MIN_SAVINGS for d in log)
+
+
 def test_min_values_survive_the_price_trim_or_the_repack_does_not_happen():
     """With minValues 2 on the instance type, a replacement of one type only is refused; with 2
     cheap enough types per replacement (a price-tied twin of each small type) it goes ahead."""

@@ -237,7 +237,7 @@ def validate_plan(
         return Invalidation(DecisionKind.PENDING_PODS, "pending pods can be placed: consolidation waits for provisioning")
     gates = feature_gates or FeatureGates()
     if isinstance(method, RepackConsolidation):
-        return RepackConsolidation(min_savings=min_savings).revalidate(ctx, fresh, plan)
+        return RepackConsolidation(min_savings=min_savings).revalidate(ctx, fresh, plan, spot_to_spot=gates.SpotToSpotConsolidation)
     ev = evaluate(ctx, fresh, consolidation=method.consolidation, spot_to_spot=gates.SpotToSpotConsolidation)
     if ev.problem is not None:
         return Invalidation(ev.problem.kind, f"re-simulation failed: {ev.why}")

@@ -34,7 +34,8 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    takes the strictest. Each replacement keeps the types whose worst price fits the slack left
    after the cheapest choice (shared equally between the replacements), so any launch meets the
    threshold, and no fewer than the NodePool's ``minValues`` ask. Spot candidates are only
-   replaced by on-demand (``SpotToSpotConsolidation`` off);
+   replaced by on-demand with ``SpotToSpotConsolidation`` off; with it on, by spot too, where a
+   spot replacement keeps at least 15 instance types (:func:`_priced`);
 5. the group saving the most USD/hour wins (ties: fewer nodes, then the order above); its
    replacements are launched and Initialized before the candidates are drained (the disruption
    controller's replace-before-delete), after the 15 s validation delay and a re-run of
@@ -65,6 +66,7 @@ from karpy_core.controllers.disruption.methods.consolidation import Consolidatio
 from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_NODE_MAX_CANDIDATES
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, worst_price
+from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT, allows_spot
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, subtract
@@ -255,16 +257,26 @@ def _min_values_short(claim: PlannedNodeClaim, types: Sequence[InstanceType]) ->
     return None
 
 
-def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: float
+def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: float, *, spot_to_spot: bool = False
             ) -> tuple[list[PlannedNodeClaim], float, Invalidation | None]:
     """Trim each claim's types to what keeps Σ worst prices within ``budget`` (USD/hour); returns
     the trimmed claims, Σ of their cheapest worst prices and a problem (spot-to-spot) or None.
     When even the cheapest choice exceeds ``budget`` the claims are returned untrimmed with that
-    price (the caller sees it is below the threshold)."""
+    price (the caller sees it is below the threshold).
+
+    A group of spot nodes is replaced by on-demand only, unless ``spot_to_spot`` (the
+    ``SpotToSpotConsolidation`` gate): then a replacement whose NodePool allows spot is pinned to
+    spot (Karpenter's spot-to-spot replacement), priced at its worst spot offering, and must keep
+    at least :data:`MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT` instance types within the budget, the
+    churn guard of Karpenter's single-node spot-to-spot consolidation."""
     spot = all(c.capacity_type == "spot" for c in group)
     pinned: list[PlannedNodeClaim] = []
     for claim in claims:
-        if spot:
+        if spot and spot_to_spot and allows_spot(claim):  # pinned to spot, as Karpenter's spot-to-spot replacement
+            reqs = claim.requirements.copy()
+            reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset({"spot"})))
+            claim = dataclasses.replace(claim, requirements=reqs)
+        elif spot:
             ct = claim.requirements.get(LABEL_CAPACITY_TYPE)
             if ct is not None and not ct.has("on-demand"):
                 return [], 0.0, Invalidation(DecisionKind.SPOT_TO_SPOT,
@@ -289,6 +301,10 @@ def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: 
         short = _min_values_short(claim, types)
         if short is not None:
             return [], 0.0, Invalidation(DecisionKind.NOT_CHEAPER, f"too few instance types are cheap enough to keep {short}")
+        if spot and spot_to_spot and allows_spot(claim) and len(types) < MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT:
+            return [], 0.0, Invalidation(DecisionKind.SPOT_TO_SPOT_OPTIONS,
+                                         f"spot-to-spot: only {len(types)} instance types are cheap enough, needs "
+                                         f"{MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT}")
         reqs = claim.requirements.copy()
         reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
         out.append(dataclasses.replace(claim, instance_types=types, requirements=reqs))
@@ -296,7 +312,7 @@ def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: 
 
 
 def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min_savings: float, *,
-                 caps: _Caps | None = None, limit: list[int] | None = None) -> RepackOutcome:
+                 caps: _Caps | None = None, limit: list[int] | None = None, spot_to_spot: bool = False) -> RepackOutcome:
     """Re-plan ``group``'s pods with ``group`` removed (see the module docstring, steps 3-4).
 
     Args:
@@ -305,6 +321,7 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
         default_min_savings: the controller's fraction, for pools without the annotation.
         caps: a per-pass cache (internal; built when None).
         limit: a one-element budget of scheduler runs, decremented per run (None: no limit).
+        spot_to_spot: the ``SpotToSpotConsolidation`` gate (see :func:`_priced`).
 
     Returns:
         The best outcome; ``problem`` set when no run schedules every pod, the runs ran out, or
@@ -336,7 +353,7 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
         if claims is None:
             first_problem = first_problem or problem
             continue
-        trimmed, cost, problem = _priced(claims, group, price - required)
+        trimmed, cost, problem = _priced(claims, group, price - required, spot_to_spot=spot_to_spot)
         if problem is not None:
             first_problem = first_problem or problem
             priced_problem = priced_problem or problem
@@ -407,7 +424,8 @@ class RepackConsolidation(Consolidation):
         limit = [self.max_simulations]
         best: RepackOutcome | None = None
         for group in _groups(alone, within):
-            out = repack_group(ctx.sim, group, self.min_savings, caps=caps, limit=limit)
+            out = repack_group(ctx.sim, group, self.min_savings, caps=caps, limit=limit,
+                               spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if out.ok:
                 if _better(out, best):
                     best = out
@@ -425,11 +443,13 @@ class RepackConsolidation(Consolidation):
             budgets.take(c, self.reason)
         return DisruptionPlan(self.name, self.reason, list(best.group), best.replacements, best.price, best.launch_price)
 
-    def revalidate(self, sim: SimulationContext, cands: Sequence[Candidate], plan: DisruptionPlan) -> Invalidation | None:
+    def revalidate(self, sim: SimulationContext, cands: Sequence[Candidate], plan: DisruptionPlan, *,
+                   spot_to_spot: bool = False) -> Invalidation | None:
         """After the validation delay, on a fresh snapshot: the same group must still repack
         within the threshold into as many replacements, each planned replacement's instance types
-        among those of one fresh replacement. None when the command holds, else why not."""
-        out = repack_group(sim, cands, self.min_savings)
+        among those of one fresh replacement. None when the command holds, else why not.
+        ``spot_to_spot``: the ``SpotToSpotConsolidation`` gate."""
+        out = repack_group(sim, cands, self.min_savings, spot_to_spot=spot_to_spot)
         if out.problem is not None:
             return Invalidation(out.problem.kind, f"re-simulation failed: {out.problem.message}")
         if not out.ok:
