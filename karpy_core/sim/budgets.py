@@ -121,6 +121,10 @@ def preview(nodepools: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[st
     return out
 
 
+UNLIMITED = "unlimited"
+"""Shown where no budget is active for a reason (Karpenter's MaxInt32): every node may go."""
+
+
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -136,7 +140,8 @@ def _budget_text(b: Mapping[str, Any]) -> str:
 
 def render_table(previews: Sequence[PoolPreview], start: float, horizon: float = 24 * 3600.0) -> str:
     """The preview as text: per NodePool its budgets, then one row per step (time UTC, allowed
-    nodes per reason and ``all``, the active budgets by index)."""
+    nodes per reason and ``all``, ``unlimited`` where no budget is active for it, the active
+    budgets by index)."""
     lines = [f"disruption budgets from {_iso(start)} for {horizon / 3600:g}h (UTC)"]
     for p in previews:
         lines.append("")
@@ -144,7 +149,7 @@ def render_table(previews: Sequence[PoolPreview], start: float, horizon: float =
         for i, b in enumerate(p.budgets):
             lines.append(f"  budget[{i}] {_budget_text(b)}")
         header = ["FROM", *(c.upper() for c in COLUMNS), "ACTIVE BUDGETS"]
-        rows = [[_iso(s.at), *(str(s.allowed[c]) for c in COLUMNS),
+        rows = [[_iso(s.at), *(UNLIMITED if s.allowed[c] is None else str(s.allowed[c]) for c in COLUMNS),
                  ",".join(str(i) for i in s.active) or "-"] for s in p.steps]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for r in [header, *rows]:
@@ -154,7 +159,8 @@ def render_table(previews: Sequence[PoolPreview], start: float, horizon: float =
 
 def render_json(previews: Sequence[PoolPreview], start: float, horizon: float = 24 * 3600.0) -> dict[str, Any]:
     """The preview as a JSON-ready dict: ``{from, hours, nodepools: [{name, nodes, nodesFrom,
-    budgets, steps: [{from, allowed: {Empty, Drifted, Underutilized, all}, activeBudgets}]}]}``."""
+    budgets, steps: [{from, allowed: {Empty, Drifted, Underutilized, all}, activeBudgets}]}]}``;
+    an allowance is ``null`` where no budget is active for the reason (unlimited)."""
     return {
         "from": _iso(start),
         "hours": horizon / 3600,

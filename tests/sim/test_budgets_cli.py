@@ -68,6 +68,25 @@ def test_preview_counts_by_hand() -> None:
     assert [(s.at, s.allowed["Underutilized"]) for s in inside] == [(ts("2026-12-04T12:30:00"), 0), (ts("2026-12-04T17:00:00"), 3)]
 
 
+def test_a_reason_without_an_active_budget_is_unlimited(tmp_path: Path) -> None:
+    """Only Underutilized has a budget: Empty and Drifted are unlimited (Karpenter's MaxInt32),
+    not the node count; ``all`` is the one limit there is."""
+    pool = {"metadata": {"name": "p"}, "spec": {"disruption": {"budgets": [{"nodes": "2", "reasons": ["Underutilized"]}]}}}
+    (step,) = preview_budgets(pool, 25, ts("2026-12-04T06:00:00"))
+    assert step.allowed == {"Empty": None, "Drifted": None, "Underutilized": 2, "all": 2}
+    path = tmp_path / "np.yaml"
+    path.write_text(BUSINESS.replace("""      - {nodes: "0", schedule: "0 9 * * mon-fri", duration: 8h}
+      - {nodes: "10%"}
+      - {nodes: "5", reasons: [Drifted]}
+""", """      - {nodes: "5", reasons: [Drifted]}
+""") + "".join(_node(f"n{i}", "business") for i in range(25)))
+    out = invoke_cli("budgets", str(path), "--at", "2026-12-04T06:00:00Z").stdout
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("2026-")]
+    assert rows == [["2026-12-04T06:00:00Z", "unlimited", "5", "unlimited", "5", "0"]]
+    doc = json.loads(invoke_cli("budgets", str(path), "--at", "2026-12-04T06:00:00Z", "-o", "json").stdout)
+    assert doc["nodepools"][0]["steps"][0]["allowed"] == {"Empty": None, "Drifted": 5, "Underutilized": None, "all": 5}
+
+
 def test_cli_table_counts_nodes_in_manifests(manifests: Path) -> None:
     result = invoke_cli("budgets", str(manifests), "--at", "2026-12-04T06:00:00Z")
     assert result.exit_code == 0, result.output

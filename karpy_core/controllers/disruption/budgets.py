@@ -35,6 +35,7 @@ __all__ = [
     "budget_active",
     "budget_nodes",
     "allowed_disruptions",
+    "budget_limit",
     "next_budget_change",
     "BudgetTracker",
     "BudgetStep",
@@ -104,6 +105,16 @@ def allowed_disruptions(nodepool: dict[str, Any], reason: str, now: float, *, to
         total: the pool's managed, initialized, not-deleting nodes (the base of percentages).
         disrupting: nodes of the pool already being disrupted (they count against the budget).
     """
+    allowed = budget_limit(nodepool, reason, now, total=total)
+    if allowed is None:  # no active budget for this reason: unlimited (Karpenter: MaxInt)
+        allowed = total
+    return max(0, allowed - disrupting)
+
+
+def budget_limit(nodepool: dict[str, Any], reason: str, now: float, *, total: int) -> int | None:
+    """The fewest nodes any budget of ``nodepool`` active at ``now`` for ``reason`` allows
+    (``total`` is the base of percentages), or None when no budget applies: unlimited, as
+    Karpenter's ``GetAllowedDisruptionsByReason`` returns MaxInt32 then."""
     allowed: int | None = None
     for b in budgets_of(nodepool):
         reasons = b.get("reasons") or []
@@ -113,9 +124,7 @@ def allowed_disruptions(nodepool: dict[str, Any], reason: str, now: float, *, to
             continue
         n = budget_nodes(b, total)
         allowed = n if allowed is None else min(allowed, n)
-    if allowed is None:  # no active budget for this reason: unlimited (Karpenter: MaxInt)
-        allowed = total
-    return max(0, allowed - disrupting)
+    return allowed
 
 
 def next_budget_change(nodepool: dict[str, Any], now: float) -> float | None:
@@ -174,13 +183,14 @@ class BudgetStep:
         at: seconds since the epoch (UTC) from which this allowance holds.
         allowed: reason (``Empty``, ``Drifted``, ``Underutilized``) and :data:`PREVIEW_ALL` ->
             nodes that may be disrupted at once (Karpenter ``GetAllowedDisruptionsByReason``: the
-            minimum over the active budgets listing the reason or no reason; with no active
-            budget for a reason, every node of the pool).
+            minimum over the active budgets listing the reason or no reason), None where no
+            budget is active for the reason: unlimited (Karpenter's MaxInt32; the controller then
+            lets every node of the pool go).
         active: indices (0-based) into the pool's budgets active at ``at``.
     """
 
     at: float
-    allowed: dict[str, int]
+    allowed: dict[str, int | None]
     active: tuple[int, ...]
 
 
@@ -203,8 +213,9 @@ def preview_budgets(nodepool: dict[str, Any], total: int, start: float, *, horiz
     steps: list[BudgetStep] = []
     t = start
     while t <= start + horizon:
-        allowed = {r: allowed_disruptions(nodepool, r, t, total=total, disrupting=0) for r in reasons}
-        allowed[PREVIEW_ALL] = min(allowed.values())
+        allowed: dict[str, int | None] = {r: budget_limit(nodepool, r, t, total=total) for r in reasons}
+        limited = [v for v in allowed.values() if v is not None]
+        allowed[PREVIEW_ALL] = min(limited) if limited else None
         active = tuple(i for i, b in enumerate(budgets) if budget_active(b, t))
         if not steps or steps[-1].allowed != allowed:
             steps.append(BudgetStep(t, allowed, active))
