@@ -820,6 +820,9 @@ class CRDSpec:
     overlays: Callable[[], dict[str, Overlay]] = dict
     scale: tuple[str, str] | None = None
     """``(specReplicasPath, statusReplicasPath)`` of a ``scale`` subresource (``kubectl scale``)."""
+    also_served: tuple[str, ...] = ()
+    """Older versions served with the same schema (conversion ``None``: the API server only
+    rewrites ``apiVersion``), the stored version being :attr:`version`."""
 
     @property
     def group(self) -> str:
@@ -932,13 +935,15 @@ def crd_specs() -> list[CRDSpec]:
                 _AGE,
             ),
             overlays=_capacitybuffer_overlays,
+            also_served=("v1alpha1",),  # the version Karpenter's docs show; same schema as v1beta1
         ),
     ]
 
 
 def build_crd(spec: CRDSpec) -> dict[str, Any]:
     """The ``CustomResourceDefinition`` object (a plain dict) for one :class:`CRDSpec`:
-    cluster-scoped, one served and stored version, ``status`` subresource, printer columns."""
+    cluster-scoped or namespaced, one stored version (plus :attr:`CRDSpec.also_served`, served
+    with the same schema), ``status`` subresource, printer columns."""
     kind = spec.model.KIND
     names: dict[str, Any] = {
         "kind": kind,
@@ -950,6 +955,7 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
         names["shortNames"] = list(spec.short_names)
     if spec.categories:
         names["categories"] = list(spec.categories)
+    schema = openapi_schema(spec.model, spec.overlays())
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -960,14 +966,15 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
             "scope": "Namespaced" if spec.model.NAMESPACED else "Cluster",
             "versions": [
                 {
-                    "name": spec.version,
+                    "name": name,
                     "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": openapi_schema(spec.model, spec.overlays())},
+                    "storage": name == spec.version,
+                    "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
                     "subresources": {"status": {}, **({"scale": {"specReplicasPath": spec.scale[0],
                                                                    "statusReplicasPath": spec.scale[1]}} if spec.scale else {})},
                     "additionalPrinterColumns": [dict(c) for c in spec.columns],
                 }
+                for name in (*spec.also_served, spec.version)
             ],
         },
     }

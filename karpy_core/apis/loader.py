@@ -396,6 +396,13 @@ def _describe(err: Any, what: str) -> str:
     return f"{err['msg']}; got {_show(value)}"
 
 
+CONVERTED_VERSIONS: dict[tuple[str, str], str] = {
+    ("autoscaling.x-k8s.io/v1alpha1", "CapacityBuffer"): "autoscaling.x-k8s.io/v1beta1",
+}
+"""``(apiVersion, kind)`` accepted and read as the apiVersion it maps to: versions the CRD also
+serves with the same schema (the CapacityBuffer example in Karpenter's docs is v1alpha1)."""
+
+
 def old_api_message(api_version: str, kind: str) -> str:
     """Why a pre-v1 Karpenter kind is refused and what replaces it (field renames included)."""
     head = f"{api_version} {kind} is the old API, removed in Karpenter v1"
@@ -572,6 +579,10 @@ class _Builder:
             missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
             self.problems.append(f"{where} {label}: {', '.join(missing)}: required field is missing (or not a string)")
             return
+        converted = CONVERTED_VERSIONS.get((api_version, kind))
+        if converted is not None:  # served with the same schema: converted as the API server does
+            api_version = converted
+            data = {**data, "apiVersion": converted}
         group, _, version = api_version.rpartition("/")
         cls = self.registry.get((api_version, kind))
         if cls is None:

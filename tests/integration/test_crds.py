@@ -908,3 +908,29 @@ async def test_every_seed_document_gets_the_same_verdict(kube: client.ApiClient,
                 disagreements.append(f"{path.name} doc {index + 1}: model {model!r}, API server {server!r}")
     assert seen >= 6
     assert disagreements == []
+
+
+async def test_capacitybuffer_v1alpha1_is_served_and_read_as_v1beta1(kube: client.ApiClient) -> None:
+    """The version Karpenter's docs show (``autoscaling.x-k8s.io/v1alpha1``) is served by the same
+    CRD with the same schema (a strict create, an unknown field refused) and read back at the
+    stored v1beta1."""
+    api = client.CustomObjectsApi(kube)
+    body = {"apiVersion": "autoscaling.x-k8s.io/v1alpha1", "kind": "CapacityBuffer",
+            "metadata": {"name": "docs-example", "namespace": "default"},
+            "spec": {"provisioningStrategy": "buffer.x-k8s.io/active-capacity", "podTemplateRef": {"name": "web-buffer-template"},
+                     "replicas": 5, "limits": {"cpu": "20", "memory": "40Gi"}}}
+    try:
+        await api.create_namespaced_custom_object("autoscaling.x-k8s.io", "v1alpha1", "default", "capacitybuffers", body,
+                                                  field_validation="Strict")
+        got = await api.get_namespaced_custom_object("autoscaling.x-k8s.io", "v1beta1", "default", "capacitybuffers", "docs-example")
+        assert got["apiVersion"] == "autoscaling.x-k8s.io/v1beta1" and got["spec"]["replicas"] == 5
+        bad = {**body, "metadata": {"name": "bad", "namespace": "default"}, "spec": {**body["spec"], "replicaz": 1}}
+        with pytest.raises(ApiException) as err:
+            await api.create_namespaced_custom_object("autoscaling.x-k8s.io", "v1alpha1", "default", "capacitybuffers", bad,
+                                                      field_validation="Strict")
+        assert "replicaz" in str(err.value.body)
+    finally:
+        try:
+            await api.delete_namespaced_custom_object("autoscaling.x-k8s.io", "v1beta1", "default", "capacitybuffers", "docs-example")
+        except ApiException:
+            pass

@@ -126,6 +126,25 @@ def test_simulate_scenario_with_the_gate_reports_headroom(tmp_path: Path) -> Non
     assert off.exit_code == 0 and "capacity_buffers" not in json.loads(off.stdout)
 
 
+def test_the_v1alpha1_buffer_of_karpenters_docs_is_read_as_v1beta1(tmp_path: Path) -> None:
+    """``autoscaling.x-k8s.io/v1alpha1`` (the version Karpenter's docs show) loads, validates and
+    provisions exactly as v1beta1; an unknown field is still named."""
+    alpha = {**capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=2), "apiVersion": "autoscaling.x-k8s.io/v1alpha1"}
+    manifests = tmp_path / "m.yaml"
+    manifests.write_text(yaml.safe_dump_all([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), alpha]))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump({"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "cb"},
+                                        "featureGates": {"CapacityBuffer": True}, "until": "10m",
+                                        "steps": [{"at": "0s", "apply": "m.yaml"}]}))
+    result = invoke_cli("simulate", str(scenario), "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["capacity_buffers"]["buffers"] == {"default/headroom": 2}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**alpha, "spec": {**alpha["spec"], "replicaz": 2}}))
+    out = invoke_cli("validate", str(bad))
+    assert out.exit_code != 0 and "replicaz" in out.output
+
+
 async def test_controller_wiring_with_the_gate() -> None:
     """The controller (Operator) caches CapacityBuffers and PodTemplates, writes their status,
     triggers provisioning for a ready buffer and launches its headroom; Nominate events name real
