@@ -194,6 +194,28 @@ async def test_shrinking_a_buffer_lets_emptiness_remove_the_extra_room_only() ->
     assert list(sim.provisioner.last.buffers["default/headroom"].existing.values()) == left
 
 
+async def test_an_empty_buffer_node_goes_once_its_headroom_fits_on_another_node() -> None:
+    """Seven 1-cpu pods fill an m5.2xlarge (B); a buffer of one 1-cpu chunk then launches an
+    m5.large (A) for it. Scaled to 5 pods, B has room for the chunk: A, empty but for the
+    headroom, is deleted and the chunk is counted on B (before: A was kept as holding headroom,
+    because the first-fit placement of the chunk took A, first by name)."""
+    types = {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large", "m5.2xlarge"]}]}
+    sim = simulator()
+    sim.apply([NODECLASS, nodepool(tspec=types), pod_template(), deployment(replicas=7)])
+    await sim.run(max_seconds=600)
+    (b,) = nodes(sim)
+    sim.apply([capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=1)])
+    await sim.run(max_seconds=600)
+    (a,) = set(nodes(sim)) - {b}
+    assert a < b  # the chunk's first-fit placement takes A first
+    sim.cluster.patch_sync("Deployment", "web", {"spec": {"replicas": 5}}, "default")
+    await sim.run(max_seconds=3600)
+    assert nodes(sim) == [b]
+    (decided,) = [e for e in sim.events if e.kind == "disrupt-decided"]
+    assert (decided.node, decided.details["method"]) == (a, "emptiness")
+    assert list(sim.provisioner.last.buffers["default/headroom"].existing.values()) == [b]
+
+
 async def test_consolidation_keeps_room_for_the_headroom() -> None:
     """Six 1-cpu pods on m5.xlarge nodes (4 vCPU), scaled down to two: without a buffer one node
     is left; with a buffer of three 1-cpu chunks consolidation must leave room for five cpu."""

@@ -119,6 +119,16 @@ class SimulationContext:
                     self._buffer_hosts[node] = self._buffer_hosts.get(node, 0) + 1
         return self._buffer_hosts
 
+    def buffer_fits_without(self, removed: set[str]) -> bool:
+        """True when every CapacityBuffer virtual pod has room on the initialized nodes left once
+        ``removed`` are gone (no new NodeClaim): a node that :meth:`buffer_hosts` gives headroom
+        may still go when that headroom fits elsewhere. True when there is no virtual pod."""
+        if not self.virtual:
+            return True
+        sched, uninitialized = self.scheduler(removed, {}, self.virtual)
+        results = sched.solve(self.virtual)
+        return not results.errors and not results.new_claims and not set(results.existing.values()) & uninitialized
+
     def node(self, name: str) -> ExistingNode | None:
         """The first of :attr:`nodes` named ``name``, or None."""
         return self._node_by_name.get(name)

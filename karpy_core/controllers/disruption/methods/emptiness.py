@@ -54,8 +54,11 @@ class Emptiness:
                          DecisionDetails(budget=self.reason))
                 continue
             held = ctx.sim.buffer_hosts().get(c.name, 0)
-            if held:  # Karpenter emptiness.go: a node hosting buffer pods is not empty
-                ctx.keep(c, self.name, DecisionKind.NO_ROOM, f"empty, but it holds CapacityBuffer headroom ({held} virtual pod(s))")
+            # Karpenter emptiness.go: a node hosting buffer pods is not empty; karpy lets it go
+            # when the headroom fits on the nodes that stay (with every node chosen so far gone)
+            if held and not ctx.sim.buffer_fits_without({*(x.name for x in chosen), c.name}):
+                ctx.keep(c, self.name, DecisionKind.NO_ROOM,
+                         f"empty, but it holds CapacityBuffer headroom ({held} virtual pod(s)) that fits on no other node")
                 continue
             budgets.take(c, self.reason)
             chosen.append(c)
