@@ -148,6 +148,9 @@ async def run_simulation(
     cloud_provider: str = "simulated",
     provider_options: dict[str, Any] | None = None,
     feature_gates: str | None = None,
+    min_values_policy: str = "Strict",
+    batch_idle_seconds: float = 1.0,
+    batch_max_seconds: float = 10.0,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
@@ -159,7 +162,9 @@ async def run_simulation(
     default); ``provider_options`` are its options (``--provider-option``), given to its
     ``create_plugin`` with ``region`` and ``instance_types_file`` when those are set and ``kube``,
     the in-memory cluster (see :func:`_load_sim_provider`). ``feature_gates`` is a
-    ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``.
+    ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``;
+    ``min_values_policy``, ``batch_idle_seconds`` and ``batch_max_seconds`` are the controller's
+    ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``.
 
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
@@ -177,7 +182,7 @@ async def run_simulation(
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
                                         preference_policy=preference_policy, until=until, max_pods=cap,
                                         cloud_provider=cloud_provider, provider_options=provider_options,
-                                        feature_gates=feature_gates)
+                                        feature_gates=feature_gates, batching=(min_values_policy, batch_idle_seconds, batch_max_seconds))
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -186,7 +191,8 @@ async def run_simulation(
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
-                    feature_gates=gates_from(feature_gates))
+                    feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
+                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds)
     from karpy_core.sim.simulator import is_simulated
 
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
@@ -265,7 +271,8 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
 
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
                              preference_policy: str, until: str | None, max_pods: int, cloud_provider: str = "simulated",
-                             provider_options: dict[str, Any] | None = None, feature_gates: str | None = None) -> Any:
+                             provider_options: dict[str, Any] | None = None, feature_gates: str | None = None,
+                             batching: tuple[str, float, float] = ("Strict", 1.0, 10.0)) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
@@ -281,7 +288,8 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
         raise ConfigurationError(f"--until: {why}")
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
-                    feature_gates=gates_from(feature_gates, scenario.feature_gates))
+                    feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
+                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2])
     await run_scenario(sim, scenario, end)
     pricing = getattr(provider.plugin, "pricing_note", None)
     return await build_report(
@@ -326,7 +334,8 @@ def simulate(
         help="region whose zones and offerings the default catalog uses (simulated provider: default us-east-1)")] = None,
     instance_types: Annotated[str | None, typer.Option("--instance-types", help="instance-type catalog in Karpenter's KWOK format")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
-    preference_policy: Annotated[str, typer.Option(help="Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
+    preference_policy: Annotated[str, typer.Option(
+        help="PREFERENCE_POLICY: Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
     explain: Annotated[str | None, typer.Option(help="explain one pod's placement: NAMESPACE/NAME (or NAME in default)")] = None,
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
@@ -341,8 +350,24 @@ def simulate(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
     feature_gates: Annotated[str | None, typer.Option(
         "--feature-gates", help="FEATURE_GATES for the simulated controller: Name=true|false,... (over a scenario's featureGates)")] = None,
+    min_values_policy: Annotated[str | None, typer.Option(
+        "--min-values-policy", help="MIN_VALUES_POLICY: Strict or BestEffort (relax minValues, annotate the NodeClaim)")] = None,
+    batch_idle_duration: Annotated[str | None, typer.Option(
+        "--batch-idle-duration",
+        help="BATCH_IDLE_DURATION: idle time that closes a provisioning batch (Go duration) [default: 1s]")] = None,
+    batch_max_duration: Annotated[str | None, typer.Option(
+        "--batch-max-duration", help="BATCH_MAX_DURATION: longest provisioning batch (Go duration) [default: 10s]")] = None,
+    vm_memory_overhead_percent: Annotated[float | None, typer.Option(
+        "--vm-memory-overhead-percent", help="VM_MEMORY_OVERHEAD_PERCENT: memory the hypervisor keeps [default: 0.075]")] = None,
+    reserved_enis: Annotated[int | None, typer.Option(
+        "--reserved-enis", help="RESERVED_ENIS: ENIs left out of max-pods [default: 0]")] = None,
 ) -> None:
-    """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost."""
+    """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost.
+
+    The options that change a decision take the controller's names and values (the controller's
+    settings model checks them: karpy_core/settings.py SIMULATE_SETTINGS)."""
+    from karpy_core.settings import simulation_settings
+
     try:
         provider_options = parse_provider_options(list(provider_option or []))
         _check_provider_name(cloud_provider)
@@ -350,8 +375,15 @@ def simulate(
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
         if max_pods < 1:
             raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
-        if preference_policy not in ("Respect", "Ignore"):
-            raise ConfigurationError(f"--preference-policy must be Respect or Ignore, not {preference_policy!r}")
+        settings = simulation_settings(
+            {"preference_policy": preference_policy, "min_values_policy": min_values_policy,
+             "batch_idle_duration": batch_idle_duration, "batch_max_duration": batch_max_duration,
+             "vm_memory_overhead_percent": vm_memory_overhead_percent, "reserved_enis": reserved_enis,
+             "feature_gates": feature_gates},
+            cloud_provider=cloud_provider if cloud_provider in ("simulated", "aws") else "simulated")
+        if cloud_provider == "simulated":
+            catalog = {k: v for k, v in settings.provider_options().items() if k in ("vm_memory_overhead_percent", "reserved_enis")}
+            provider_options = _merge_provider_options(catalog, provider_options)
         gates_from(feature_gates)  # refuse a bad --feature-gates before loading anything
         from karpy_core.sim.scenario import is_scenario_file
 
@@ -368,8 +400,10 @@ def simulate(
                                      "plain manifests are simulated until nothing changes, without disruption")
         report = asyncio.run(
             run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=preference_policy, until=until, max_pods=max_pods,
-                           cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates)
+                           preference_policy=settings.preference_policy, until=until, max_pods=max_pods,
+                           cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates,
+                           min_values_policy=settings.min_values_policy, batch_idle_seconds=settings.batch_idle_duration,
+                           batch_max_seconds=settings.batch_max_duration)
         )
     except KarpyError as exc:
         _fail(exc)

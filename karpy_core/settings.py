@@ -42,6 +42,8 @@ __all__ = [
     "KarpySettings",
     "load_settings",
     "parse_feature_gates",
+    "SIMULATE_SETTINGS",
+    "simulation_settings",
     "setting_names",
 ]
 
@@ -415,6 +417,27 @@ def setting_names() -> list[tuple[str, str, str, Any, str, str]]:
         extra = _extra(info)
         out.append((name, str(extra["env"][0]), str(extra["flag"]), info.default, info.description or "", str(extra["karpy"])))
     return out
+
+
+SIMULATE_SETTINGS: tuple[str, ...] = ("preference_policy", "min_values_policy", "batch_idle_duration", "batch_max_duration",
+                                       "vm_memory_overhead_percent", "reserved_enis", "feature_gates")
+"""The controller settings that change a decision, which ``karpy simulate`` takes as flags of the
+same names (``--min-values-policy``...), parsed and checked by the same model."""
+
+
+def simulation_settings(flags: Mapping[str, Any], *, cloud_provider: str = "simulated") -> KarpySettings:
+    """The settings ``karpy simulate`` runs with: its flags (field name -> value, None: not given;
+    only :data:`SIMULATE_SETTINGS`) over the defaults, read by :class:`KarpySettings` as the
+    controller reads its own, so names, values and errors are the controller's. The environment
+    is not read: a simulation depends on its command line alone.
+
+    Raises:
+        ConfigurationError: a value the controller would refuse, named by setting and flag.
+    """
+    unknown = sorted(set(flags) - set(SIMULATE_SETTINGS))
+    if unknown:
+        raise ConfigurationError(f"karpy simulate does not take setting(s) {', '.join(unknown)}")
+    return load_settings({**flags, "cloud_provider": cloud_provider}, env={})
 
 
 def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> KarpySettings:

@@ -49,7 +49,7 @@ from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_provisionable
-from karpy_core.state.nominations import Nominations
+from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import VirtualClock
 
@@ -72,6 +72,8 @@ MIB = 1024 * 1024
 """Bytes per MiB (memory in the timeline is in MiB)."""
 BATCH_IDLE_SECONDS = 1.0
 """Provisioning batch idle window (Karpenter ``BATCH_IDLE_DURATION``, 1 s)."""
+BATCH_MAX_SECONDS = 10.0
+"""Provisioning batch maximum (Karpenter ``BATCH_MAX_DURATION``, 10 s)."""
 DISRUPTION_POLL_SECONDS = 10.0
 """Disruption controller poll period (Karpenter: 10 s)."""
 
@@ -107,6 +109,11 @@ class Simulator:
             (:data:`~karpy_core.sim.workloads.DEFAULT_MAX_PODS`); :meth:`step` raises
             :class:`~karpy_core.errors.ManifestError` naming the workload beyond it.
         feature_gates: Karpenter's feature gates (karpy's defaults when None).
+        min_values_policy: ``MIN_VALUES_POLICY`` (``Strict`` or ``BestEffort``).
+        batch_idle_seconds: ``BATCH_IDLE_DURATION``: the clock advances this much before a
+            provisioning pass that has new pending pods.
+        batch_max_seconds: ``BATCH_MAX_DURATION``: sets the node nomination window
+            (:func:`~karpy_core.state.nominations.nomination_window`).
     """
 
     def __init__(
@@ -121,6 +128,9 @@ class Simulator:
         disruption: bool = False,
         max_pods: int = DEFAULT_MAX_PODS,
         feature_gates: FeatureGates | None = None,
+        min_values_policy: str = "Strict",
+        batch_idle_seconds: float = BATCH_IDLE_SECONDS,
+        batch_max_seconds: float = BATCH_MAX_SECONDS,
     ):
         self.clock = clock or VirtualClock()
         self.feature_gates = feature_gates or FeatureGates()
@@ -142,9 +152,10 @@ class Simulator:
         self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
-        self.nominations = Nominations()
+        self.batch_idle_seconds = batch_idle_seconds
+        self.nominations = Nominations(nomination_window(batch_max_seconds))
         self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy,
-                                       nominations=self.nominations, clock=self.clock,
+                                       min_values_policy=min_values_policy, nominations=self.nominations, clock=self.clock,
                                        capacity_buffers=self.feature_gates.CapacityBuffer)
         self.buffer_status = CapacityBufferStatus(kube=self.cluster, clock=self.clock) if self.feature_gates.CapacityBuffer else None
         """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
@@ -400,7 +411,7 @@ class Simulator:
         # off its 10 s grid (which froze consolidation, drift and expiration behind it).
         if (pending or buffered) and (keys, self.cluster.revision) != self._provisioned:  # buffers: headroom kept on every change
             if keys - self._pending_keys:
-                self.clock.advance(BATCH_IDLE_SECONDS)
+                self.clock.advance(self.batch_idle_seconds)
             self._pending_keys = keys
             result = await self.provisioner.reconcile()
             if result.results is not None:
