@@ -234,16 +234,22 @@ class TypeTable:
         self._compat_by_id: dict[int, tuple[Requirements, np.ndarray]] = {}
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
         self._minvalue_keys = [mv for mv in template.requirements if mv.min_values]
-        self._label_ids: dict[str, np.ndarray] = {}
+        self._label_values: dict[str, np.ndarray] = {}
+        """Per minValues key: a (types x distinct values) matrix, True where the type's requirement
+        on the key has the value (several for zone and capacity type: a type's offerings)."""
         self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray | None]] = {}
         for mv in self._minvalue_keys:
-            ids: dict[str, int] = {}
-            col = np.full(n, -1, dtype=np.int64)
-            for i, it in enumerate(types):
+            per_type = []
+            for it in types:
                 req = it.requirements.get(mv.key)
-                if req is not None and not req.complement and len(req.values) == 1:
-                    col[i] = ids.setdefault(next(iter(req.values)), len(ids))
-            self._label_ids[mv.key] = col
+                per_type.append(req.values if req is not None and not req.complement else frozenset())
+            names = sorted(set().union(*per_type)) if per_type else []
+            index = {v: j for j, v in enumerate(names)}
+            matrix = np.zeros((n, len(names)), dtype=bool)
+            for i, values in enumerate(per_type):
+                for v in values:
+                    matrix[i, index[v]] = True
+            self._label_values[mv.key] = matrix
 
     def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:
         """``requests`` as a row over :attr:`resources`; None when a requested resource is one no
@@ -315,12 +321,15 @@ class TypeTable:
         return out
 
     def min_values_problem(self, mask: np.ndarray) -> str | None:
-        """Which ``minValues`` requirement the types in ``mask`` fail, or None (Strict policy)."""
+        """Which ``minValues`` requirement the types in ``mask`` fail, or None (Strict policy).
+        The distinct values of a key are those of the types' requirements on it, all of them for
+        a key a type has several values of (zones and capacity types, from its offerings), as
+        Karpenter's ``InstanceTypes.SatisfiesMinValues`` collects them."""
         for r in self._minvalue_keys:
-            col = self._label_ids[r.key][mask]
-            distinct = len(np.unique(col[col >= 0]))
+            matrix = self._label_values[r.key]
+            distinct = int(matrix[mask].any(axis=0).sum()) if matrix.shape[1] else 0
             if distinct < (r.min_values or 0):
-                return f"minValues {r.min_values} on {r.key} (only {distinct} distinct values left)"
+                return f"minValues {r.min_values} on {r.key} (only {distinct} distinct value{'' if distinct == 1 else 's'} left)"
         return None
 
 

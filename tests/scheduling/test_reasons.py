@@ -46,7 +46,16 @@ def test_reason_messages_keep_their_wording():
         make_type("d.8xlarge", 32, 64, labels={"family": "d"})]
     mv = nodepool(requirements=[{"key": "family", "operator": "Exists", "minValues": 3}], labels={})
     res = Scheduler([template_from_nodepool(mv, catalog)]).solve([pod_info(pod("big", "8", "8Gi"))])
-    assert "minValues 3 on family (only 1 distinct values left)" in res.errors["default/big"]
+    assert "minValues 3 on family (only 1 distinct value left)" in res.errors["default/big"]
+    # a key the types hold several values of (the zones of their offerings) counts them all, as
+    # Karpenter's SatisfiesMinValues: two zones meet minValues 2 (it read 0 distinct values)
+    zoned = [make_type(n, 4, 8, zones=("zone-a", "zone-b")) for n in ("m1", "m2")]
+    two = nodepool(requirements=[{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a", "zone-b"],
+                                  "minValues": 2}])
+    assert not Scheduler([template_from_nodepool(two, zoned)]).solve([pod_info(pod("a", "1"))]).errors
+    three = nodepool(requirements=[{"key": "topology.kubernetes.io/zone", "operator": "Exists", "minValues": 3}])
+    res = Scheduler([template_from_nodepool(three, zoned)]).solve([pod_info(pod("a", "1"))])
+    assert "minValues 3 on topology.kubernetes.io/zone (only 2 distinct values left)" in res.errors["default/a"]
     none = Scheduler([]).solve([pod_info(pod("a"))])
     assert none.errors["default/a"] == "no NodePool is available to launch capacity (none defined, or none Ready)"
     assert none.reasons["default/a"].kinds == {K.NO_NODEPOOL}
