@@ -576,8 +576,9 @@ class Scheduler:
         return results
 
     def _keep_nominated(self, pods: Sequence[PodInfo]) -> tuple[dict[str, str], Inputs]:
-        """Put each pod of ``pods`` nominated to an existing node back on it, in queue order,
-        where the node still takes it (taints, node affinity, free room, host ports, topology:
+        """Put each pod of ``pods`` nominated to an existing node back on it, in queue order
+        (then again the ones refused, while that keeps more: a topology spread may refuse a pod
+        until the rest of its plan is back, as kube-scheduler retries it), where the node still takes it (taints, node affinity, free room, host ports, topology:
         :meth:`SchedulingRun.place_on`, trying its preferences as a placement does). Returns the
         pods kept (pod key -> node name) and the inputs the rest is solved with: those nodes'
         ``requested`` grown by the kept pods, which join ``bound_pods`` (copies bound to the
@@ -586,17 +587,22 @@ class Scheduler:
         by_name = {u.node.name: u for u in run.usage}
         kept: dict[str, str] = {}
         bound: list[PodInfo] = []
-        for pod in queue_order([p for p in pods if p.key in self.nominated]):
-            use = by_name.get(self.nominated[pod.key])
-            if use is None or pod.unsupported:
-                continue
-            for att in run.attempts(pod):
-                if run.place_on(use, pod, att, run.verdict(pod, att)):
+        waiting = [p for p in queue_order([p for p in pods if p.key in self.nominated])
+                   if not p.unsupported and self.nominated[p.key] in by_name]
+        while waiting:  # a pod a spread refuses now may fit once the rest of its plan is back
+            refused: list[PodInfo] = []
+            for pod in waiting:
+                use = by_name[self.nominated[pod.key]]
+                if any(run.place_on(use, pod, att, run.verdict(pod, att)) for att in run.attempts(pod)):
                     kept[pod.key] = use.node.name
                     held = copy.copy(pod)
                     held.node_name = use.node.name
                     bound.append(held)
-                    break
+                else:
+                    refused.append(pod)
+            if len(refused) == len(waiting):
+                break
+            waiting = refused
         if not kept:
             return kept, self.inputs
         nodes = tuple(dataclasses.replace(u.node, requested=u.requested) if u.requested is not u.node.requested else u.node
