@@ -16,7 +16,8 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    that sizes new NodeClaims for pending pods: ``Scheduler(sizing=True)``), and once per *size
    cap* (only the types with at most ``c`` allocatable millicores, for each distinct ``c``
    between the largest pod and the group's total request), those filling each claim while its
-   largest type fits. Sizing the uncapped run by cost brought ``benchmarks/repack.py``'s
+   largest type fits (a group with a pod carrying topology rules is never sized: its sized
+   solve would plan every size cap and marginal-cost variant, seconds for a few hundred pods). Sizing the uncapped run by cost brought ``benchmarks/repack.py``'s
    oddratio-72, after a 70% scale-down, from 1.152x to 1.041x of the remaining pods' lower bound
    (the fresh plan's cost) with no other workload changed and about the same simulation time;
    sizing every capped run as well changed nothing more and made passes up to 15x slower. A capped run
@@ -228,7 +229,10 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
         nodes += [n for n in sim.nodes if not n.initialized]
         offered = {n.name for n in nodes}
         bound = [b for b in sim.bound if b.node_name in offered]
-    sched = Scheduler(templates, nodes, sim.daemonsets, usage, bound_pods=bound, tables=tables, sizing=cap is None)
+    # sized by cost on the uncapped run of plain pods only: with topology rules a sized solve
+    # plans every size cap and the marginal-cost variants (seconds for a few hundred pods)
+    sized = cap is None and not any(p.has_topology for p in pods)
+    sched = Scheduler(templates, nodes, sim.daemonsets, usage, bound_pods=bound, tables=tables, sizing=sized)
     results = sched.solve([*pods, *sim.virtual])
     if results.errors:
         key, why = sorted(results.errors.items())[0]
