@@ -578,7 +578,8 @@ class Scheduler:
     def _keep_nominated(self, pods: Sequence[PodInfo]) -> tuple[dict[str, str], Inputs]:
         """Put each pod of ``pods`` nominated to an existing node back on it, in queue order
         (then again the ones refused, while that keeps more: a topology spread may refuse a pod
-        until the rest of its plan is back, as kube-scheduler retries it), where the node still takes it (taints, node affinity, free room, host ports, topology:
+        until the rest of its plan is back, as kube-scheduler retries it), where the node still
+        takes it (taints, node affinity, free room, host ports, topology:
         :meth:`SchedulingRun.place_on`, trying its preferences as a placement does). Returns the
         pods kept (pod key -> node name) and the inputs the rest is solved with: those nodes'
         ``requested`` grown by the kept pods, which join ``bound_pods`` (copies bound to the

@@ -121,6 +121,9 @@ class WorkloadSimulator:
         an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
         self.failed_creates: dict[str, str] = {}
         """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod."""
+        self._owned_rs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        """(namespace, Deployment name) -> the ReplicaSets it controls, listed once per pass (one
+        listing per Deployment copied every ReplicaSet: quadratic in the Deployments)."""
 
     def reconcile(self) -> int:
         """Create and delete pods as the workloads ask; returns the number of changes.
@@ -132,8 +135,13 @@ class WorkloadSimulator:
         changes = 0
         pods = self.cluster.objects("Pod")
         # ReplicaSets a Deployment controls are kept by (and counted as) that Deployment
-        workloads = {kind: [o for o in self.cluster.objects(kind) if not _deployment_owned(o)]
-                     for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
+        listed = {kind: self.cluster.objects(kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
+        workloads = {kind: [o for o in objs if not _deployment_owned(o)] for kind, objs in listed.items()}
+        self._owned_rs = {}
+        for rs in listed["ReplicaSet"]:
+            for ref in rs["metadata"].get("ownerReferences") or ():
+                if ref.get("kind") == "Deployment" and ref.get("controller"):
+                    self._owned_rs.setdefault((rs["metadata"].get("namespace", "default"), ref.get("name", "")), []).append(rs)
         self._check_cap(len([p for p in pods if not p["metadata"].get("ownerReferences")]), workloads)
         by_owner: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         for p in pods:
@@ -253,13 +261,9 @@ class WorkloadSimulator:
         meta = dep["metadata"]
         ns = meta.get("namespace", "default")
         changes = 0
-        for rs in self.cluster.objects("ReplicaSet"):
-            rmeta = rs["metadata"]
-            if rmeta.get("namespace") != ns or rmeta["name"] == name:
-                continue
-            if any(r.get("kind") == "Deployment" and r.get("name") == meta["name"] and r.get("controller")
-                   for r in rmeta.get("ownerReferences") or ()):
-                self.cluster.delete_sync("ReplicaSet", rmeta["name"], ns)
+        for rs in self._owned_rs.get((ns, meta["name"]), ()):
+            if rs["metadata"]["name"] != name:
+                self.cluster.delete_sync("ReplicaSet", rs["metadata"]["name"], ns)
                 changes += 1
         current = self.cluster.peek("ReplicaSet", name, ns)
         if current is None:

@@ -16,11 +16,12 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    that sizes new NodeClaims for pending pods: ``Scheduler(sizing=True)``), and once per *size
    cap* (only the types with at most ``c`` allocatable millicores, for each distinct ``c``
    between the largest pod and the group's total request), those filling each claim while its
-   largest type fits (a group with a pod carrying topology rules is never sized: its sized
-   solve would plan every size cap and marginal-cost variant, seconds for a few hundred pods). Sizing the uncapped run by cost brought ``benchmarks/repack.py``'s
-   oddratio-72, after a 70% scale-down, from 1.152x to 1.041x of the remaining pods' lower bound
-   (the fresh plan's cost) with no other workload changed and about the same simulation time;
-   sizing every capped run as well changed nothing more and made passes up to 15x slower. A capped run
+   largest type fits. A group with a pod carrying topology rules is never sized: its sized solve
+   would plan every size cap and marginal-cost variant, seconds for a few hundred pods. Sizing
+   the uncapped run brought ``benchmarks/repack.py``'s oddratio-72, after a 70% scale-down,
+   from 1.152x to 1.041x of the remaining pods' lower bound (the fresh plan's cost), no other
+   workload changed, in about the same simulation time; sizing every capped run as well changed
+   nothing more and made passes up to 15x slower. A capped run
    makes the scheduler fill smaller claims, which on a price-linear catalog is how "one big node"
    becomes "two smaller, cheaper ones"; the cheapest run wins. Pods may also move onto other
    nodes' free room (the :data:`REPACK_NEIGHBOURS` roomiest when no topology constraint is
