@@ -239,16 +239,16 @@ class TypeTable:
         on the key has the value (several for zone and capacity type: a type's offerings)."""
         self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray | None]] = {}
         for mv in self._minvalue_keys:
-            per_type = []
+            per_type: list[frozenset[str]] = []
             for it in types:
                 req = it.requirements.get(mv.key)
                 per_type.append(req.values if req is not None and not req.complement else frozenset())
-            names = sorted(set().union(*per_type)) if per_type else []
-            index = {v: j for j, v in enumerate(names)}
-            matrix = np.zeros((n, len(names)), dtype=bool)
-            for i, values in enumerate(per_type):
-                for v in values:
-                    matrix[i, index[v]] = True
+            seen: list[str] = sorted(frozenset().union(*per_type)) if per_type else []
+            column = {value: j for j, value in enumerate(seen)}
+            matrix = np.zeros((n, len(seen)), dtype=bool)
+            for row, values in enumerate(per_type):
+                for value in values:
+                    matrix[row, column[value]] = True
             self._label_values[mv.key] = matrix
 
     def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:

@@ -121,6 +121,7 @@ class WorkloadSimulator:
         an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
         self.failed_creates: dict[str, str] = {}
         """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod."""
+        self._owners_by_base: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
         self._owned_rs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         """(namespace, Deployment name) -> the ReplicaSets it controls, listed once per pass (one
         listing per Deployment copied every ReplicaSet: quadratic in the Deployments)."""
@@ -147,6 +148,11 @@ class WorkloadSimulator:
         for p in pods:
             for ref in p["metadata"].get("ownerReferences") or ():
                 by_owner.setdefault((p["metadata"]["namespace"], ref.get("kind", ""), ref.get("name", "")), []).append(p)
+        # owner (namespace, kind, name without its last "-segment") -> owners: a Deployment's
+        # ReplicaSets are "<deployment>-<template hash>", found without scanning every owner
+        self._owners_by_base = {}
+        for key in by_owner:
+            self._owners_by_base.setdefault((key[0], key[1], key[2].rpartition("-")[0]), []).append(key)
         for d in workloads["Deployment"]:
             changes += self._sync(d, "ReplicaSet", by_owner, stateful=False)
         for rs in workloads["ReplicaSet"]:
@@ -188,9 +194,9 @@ class WorkloadSimulator:
             owner_name = own_name or meta["name"]
         # pods of this workload with an old template (different owner name for Deployments)
         prefix_owner = [
-            (key, ps) for key, ps in by_owner.items() if key[0] == ns and key[1] == owner_kind and key[2] != owner_name
-            and obj["kind"] == "Deployment" and key[2].startswith(meta["name"] + "-") and len(key[2]) == len(owner_name)
-        ]
+            (key, by_owner[key]) for key in self._owners_by_base.get((ns, owner_kind, meta["name"]), ())
+            if key[2] != owner_name and len(key[2]) == len(owner_name)
+        ] if obj["kind"] == "Deployment" else []
         changes = 0
         for _, stale in prefix_owner:
             for p in stale:
