@@ -146,6 +146,9 @@ async def test_registration_nominates_the_pods_before_the_unregistered_taint_goe
     cluster = InMemoryCluster(clock)
     cluster.create_sync("Pod", _pod("web", "1"))
     cluster.create_sync("Pod", _pod("other", "1"))
+    bound = _pod("bound", "1")
+    bound["spec"]["nodeName"] = "elsewhere"  # kube-scheduler bound it meanwhile: left alone
+    cluster.create_sync("Pod", bound)
     claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
              "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
              "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
@@ -156,7 +159,7 @@ async def test_registration_nominates_the_pods_before_the_unregistered_taint_goe
     cluster.create_sync("NodeClaim", claim)
     cluster.create_sync("Node", node)
     noms = Nominations()
-    noms.nominate_pods({"default/web": "np-abc", "default/gone": "np-abc"})
+    noms.nominate_pods({"default/web": "np-abc", "default/gone": "np-abc", "default/bound": "np-abc"})
     order: list[str] = []
     patch = cluster.patch
 
@@ -170,6 +173,7 @@ async def test_registration_nominates_the_pods_before_the_unregistered_taint_goe
     await lifecycle._register(await cluster.get("NodeClaim", "np-abc"), await cluster.get("Node", "ip-10-0-0-1"))
     assert (await cluster.get("Pod", "web", "default"))["status"]["nominatedNodeName"] == "ip-10-0-0-1"
     assert "nominatedNodeName" not in (await cluster.get("Pod", "other", "default"))["status"]
+    assert "nominatedNodeName" not in (await cluster.get("Pod", "bound", "default"))["status"] and "Pod/bound" not in order
     assert order.index("Pod/web") < order.index("Node/ip-10-0-0-1")  # before the node is schedulable
 
 

@@ -331,13 +331,18 @@ class NodeClaimLifecycle:
         return [LifecycleEvent("register", name, node=node_name, details={"nodepool": pool})]
 
     async def _nominate_pods(self, nodeclaim: str, node_name: str) -> None:
-        """Set ``status.nominatedNodeName`` on the pods nominated to ``nodeclaim`` (a pod gone
-        meanwhile is skipped)."""
+        """Set ``status.nominatedNodeName`` on the pods nominated to ``nodeclaim`` that are still
+        pending (a pod gone, bound or deleting meanwhile is skipped)."""
         if self.nominations is None:
             return
         for key in self.nominations.pods_of(nodeclaim):
             namespace, _, pod = key.partition("/")
             try:
+                current = await self.kube.get("Pod", pod, namespace)
+                spec, meta = current.get("spec") or {}, current.get("metadata") or {}
+                if spec.get("nodeName") or meta.get("deletionTimestamp") or \
+                        (current.get("status") or {}).get("nominatedNodeName") == node_name:
+                    continue
                 await self.kube.patch("Pod", pod, {"status": {"nominatedNodeName": node_name}}, namespace, status=True)
             except KubeAPIError as exc:
                 if exc.status != 404:
