@@ -32,6 +32,7 @@ Run: ``.venv/bin/python benchmarks/cost.py [--only NAME...] [--catalog aws kwok]
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
@@ -316,7 +317,8 @@ def e2e_objects(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: l
     """The objects ``karpy simulate`` is given for a workload: the catalog's NodePool (or ``pool``;
     the KWOK one names the default EC2NodeClass, which the simulated provider accepts for any
     catalog), the default EC2NodeClass, the workload manifests (apiVersion and selector filled
-    in) and the raw pods."""
+    in) and the raw pods as one Deployment per distinct (labels, spec), labelled
+    ``karpy-bench-group`` (selectors of the pods' own rules match their labels as before)."""
     own = [d for d in docs if d and d.get("kind") == "NodePool"]
     base = pool or (own[0] if own else nodepool(catalog))
     if name == "seed004":
@@ -338,7 +340,18 @@ def e2e_objects(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: l
         if d["kind"] != "NodePool":
             d["spec"].setdefault("selector", {"matchLabels": dict((d["spec"]["template"].get("metadata") or {}).get("labels") or {})})
         objs.append(d)
-    objs += [{"apiVersion": "v1", "kind": "Pod", **p, "status": {"phase": "Pending"}} for p in raw_pods]
+    # raw pods (Karpenter's diverse mix) as Deployments of their distinct (labels, spec): an
+    # evicted bare pod would be gone for good, and the settled cost would price fewer pods
+    groups: dict[str, tuple[dict[str, Any], int]] = {}
+    for p in raw_pods:
+        shape = {"labels": (p.get("metadata") or {}).get("labels") or {}, "spec": p.get("spec") or {}}
+        key = json.dumps(shape, sort_keys=True)
+        groups[key] = (shape, groups[key][1] + 1 if key in groups else 1)
+    for i, (shape, n) in enumerate(groups.values()):
+        labels = {**shape["labels"], "karpy-bench-group": str(i)}
+        objs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"raw{i}", "namespace": "default"},
+                     "spec": {"replicas": n, "selector": {"matchLabels": {"karpy-bench-group": str(i)}},
+                              "template": {"metadata": {"labels": labels}, "spec": shape["spec"]}}})
     return objs
 
 
@@ -347,8 +360,9 @@ def end_to_end(catalog: str, objs: list[dict[str, Any]], max_hours: float = 6.0)
     pod is pending and no disruption is pending (or ``max_hours`` of simulated time). Returns
     ``launched`` (USD/hour once provisioning settled, before the first disruption), ``settled``
     (USD/hour at the end), ``claims`` (NodeClaims created in all), ``launched_nodes``,
-    ``settled_nodes``, ``disrupted`` (nodes disrupted), ``pending`` (pods pending at the end) and
-    ``seconds`` (wall time of the run)."""
+    ``settled_nodes``, ``disrupted`` (nodes disrupted), ``pending`` (pods pending at the end),
+    ``lost`` (bare pods that an eviction removed for good: no controller recreates them, so
+    ``settled`` prices fewer pods) and ``seconds`` (wall time of the run)."""
     import asyncio
 
     from karpy_core.cli import _load_sim_provider
@@ -366,10 +380,14 @@ def end_to_end(catalog: str, objs: list[dict[str, Any]], max_hours: float = 6.0)
     before = [s for s in samples if first_disrupt is None or s["t"] < first_disrupt] or samples[:1]
     launched = max(before, key=lambda s: s["cost_per_hour"]) if before else {"cost_per_hour": 0.0, "nodes": 0}
     settled = samples[-1] if samples else {"cost_per_hour": 0.0, "nodes": 0}
-    pending = sum(1 for p in cluster.objects("Pod") if not (p.get("spec") or {}).get("nodeName"))
+    pods = [p for p in cluster.objects("Pod")
+            if not any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences") or ())]
+    pending = sum(1 for p in pods if not (p.get("spec") or {}).get("nodeName"))
+    expected = sum(int(o["spec"].get("replicas", 1)) for o in objs if o.get("kind") in ("Deployment", "StatefulSet", "ReplicaSet"))
+    expected += sum(1 for o in objs if o.get("kind") == "Pod")
     return {"launched": launched["cost_per_hour"], "launched_nodes": launched["nodes"], "settled": settled["cost_per_hour"],
             "settled_nodes": settled["nodes"], "claims": kinds.count("nodeclaim-create"), "disrupted": kinds.count("disrupt"),
-            "pending": pending, "seconds": seconds}
+            "pending": pending, "lost": max(0, expected - len(pods)), "seconds": seconds}
 
 
 def main() -> None:
@@ -406,7 +424,8 @@ def main() -> None:
             if r["pods"] <= args.e2e_pods and not overlays:
                 e = r["e2e"] = end_to_end(catalog, e2e_objects(catalog, name, docs, raw))
                 e2e = (f"{e['launched']:>9.4f} {e['settled']:>9.4f} {e['claims']:>6} {e['disrupted']:>4} "
-                       f"{(e['settled'] / b if b else float('nan')):>7.3f}" + (f" e2e-pending={e['pending']}" if e["pending"] else ""))
+                       f"{(e['settled'] / b if b and not e['lost'] else float('nan')):>7.3f}"
+                       + (f" e2e-pending={e['pending']}" if e["pending"] else "") + (f" e2e-lost={e['lost']}" if e["lost"] else ""))
             else:
                 e2e = f"{'-':>9} {'-':>9} {'-':>6} {'-':>4} {'-':>7}"
             print(f"{catalog:<5} {name:<20} {r['pods']:>5} {r['ds']:>2} | {r['karpy']:>9.4f} {r['karpy_nodes']:>5} {r['solve_s']:>7.3f} "
@@ -432,7 +451,8 @@ def main() -> None:
         over = [r for r in ran if r["e2e"]["launched"] > r["karpy"] * (1 + 1e-6)]
         print(f"end to end: {len(ran)} runs; launched = first-batch plan in {len(ran) - len(over)}"
               + (f", more in {', '.join(r['catalog'] + '/' + r['workload'] for r in over)}" if over else "")
-              + f"; settled/ref geomean {_geo([r['e2e']['settled'] / r['bound'] for r in ran if r['bound']]):.3f}")
+              + f"; settled/ref geomean {_geo([r['e2e']['settled'] / r['bound'] for r in ran if r['bound'] and not r['e2e']['lost']]):.3f}"
+              + " (runs that lost bare pods to evictions left out)")
 
 
 if __name__ == "__main__":
