@@ -682,14 +682,26 @@ class SchedulingRun:
         rule, a variant :meth:`Scheduler.solve` tries for pods with topology rules); ties keep
         the earlier claim, then a planned claim over a new one. True when placed."""
         best: tuple[float, int] | None = None
-        for i in self.roomy(pod, 0, self.locked(verdict)):
+        locked = self.locked(verdict)
+        # A pod never makes a claim cheaper (its types and offerings only narrow), so the first
+        # claim that takes it at its current price is the answer: look for it first among the
+        # claims with room at that price (a vector compare), then scan the rest.
+        checked: dict[int, float | None] = {}
+        for i in self.roomy(pod, 0, locked):
             claim = self.claims[i]
-            fit = self.check(claim, pod, att, verdict)
-            if not isinstance(fit, Fit):
+            vec = claim.table.vector(pod.requests)
+            if vec is None or not (self._free_rooms(claim) >= vec).all(axis=1).any():
                 continue
-            delta = self.claim_price(claim.table, fit.requirements, fit.mask) - self.current_price(claim)
-            if best is None or delta < best[0] - 1e-12:
+            delta = self._delta(claim, pod, att, verdict)
+            checked[i] = delta
+            if delta is not None and delta <= 1e-12:
                 best = (delta, i)
+                break
+        else:
+            for i in self.roomy(pod, 0, locked):
+                delta = checked[i] if i in checked else self._delta(self.claims[i], pod, att, verdict)
+                if delta is not None and (best is None or delta < best[0] - 1e-12):
+                    best = (delta, i)
         if best is not None:
             # what place_new would open: a claim of the first NodePool (by weight) that takes the pod
             alone = next((a for a in (self._alone_price(t, pod, att, verdict) for t in self.inputs.templates)
@@ -697,6 +709,14 @@ class SchedulingRun:
             if best[0] <= alone + 1e-12 and self.try_add(self.claims[best[1]], pod, att, verdict):
                 return True
         return self.place_new(pod, att, verdict)
+
+    def _delta(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> float | None:
+        """How much ``claim``'s cheapest offering rises with ``pod`` (USD/hour, >= 0), or None
+        when the claim cannot take it."""
+        fit = self.check(claim, pod, att, verdict)
+        if not isinstance(fit, Fit):
+            return None
+        return self.claim_price(claim.table, fit.requirements, fit.mask) - self.current_price(claim)
 
     def _alone_price(self, template: NodePoolTemplate, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> float:
         """USD/hour of a new claim of ``template`` holding only ``pod`` (``inf`` when it cannot)."""
