@@ -119,6 +119,8 @@ PERMISSIONS: tuple[Permission, ...] = (
                "taint, and deleting the Node of a terminated NodeClaim"),
     Permission("", "pods", ("list", "watch"), "informer cache; provisioner, disruption, node.termination",
                "pending pods drive provisioning; bound pods are what disruption moves and termination drains"),
+    Permission("", "pods", ("get",), "nodeclaim.lifecycle",
+               "at registration a nominated pod is read (from the informer cache) to skip one bound meanwhile"),
     Permission("", "pods/status", ("patch",), "nodeclaim.lifecycle",
                "at registration the pods planned on a NodeClaim get status.nominatedNodeName, the Node kube-scheduler "
                "tries first for them and holds their room on"),

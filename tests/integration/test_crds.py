@@ -257,8 +257,11 @@ async def test_crds_are_established_with_names_and_columns(kube: client.ApiClien
         assert conditions["Established"] == "True" and conditions["NamesAccepted"] == "True"
         assert crd["status"]["acceptedNames"]["kind"] == spec.model.KIND
         assert crd["status"]["acceptedNames"].get("shortNames", []) == list(spec.short_names)
-        (version,) = crd["spec"]["versions"]
-        assert [c["name"] for c in version["additionalPrinterColumns"]] == [c["name"] for c in spec.columns]
+        versions = crd["spec"]["versions"]
+        assert [v["name"] for v in versions] == [*spec.also_served, spec.version]
+        assert [v["name"] for v in versions if v["storage"]] == [spec.version]
+        for version in versions:
+            assert [c["name"] for c in version["additionalPrinterColumns"]] == [c["name"] for c in spec.columns]
 
 
 async def test_install_is_idempotent(kube: client.ApiClient) -> None:
