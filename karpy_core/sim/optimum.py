@@ -219,6 +219,8 @@ class Problem:
     unplaceable: int = 0
     zones: list[str] = field(default_factory=list)
     topology: TopologyModel = field(default_factory=lambda: TopologyModel())
+    limits: PoolLimits | None = None
+    """NodePool ``limits`` the model keeps (``build_problem(..., limits=True)``), None: ignored."""
 
     def pruned(self) -> Problem:
         """The problem without dominated kinds (same optimum; see the module docstring)."""
@@ -226,9 +228,12 @@ class Problem:
         n = len(self.prices)
         zones = np.array(self.zones if self.zones else [""] * n, dtype=object)
         by_zone = self.topology.zoned
+        stand_in = self.limits.dominance() if self.limits is not None else None
         for a in range(n):
             better = ((self.prices <= self.prices[a]) & (self.free >= self.free[a]).all(axis=1)
                       & (self.compat >= self.compat[:, a:a + 1]).all(axis=0))
+            if stand_in is not None:  # a kind counting more against a limit is no stand-in
+                better &= stand_in[a]
             if by_zone:  # a kind only stands in for one of its own zone when zones are counted
                 better &= zones == zones[a]
             better[a] = False
@@ -244,7 +249,42 @@ class Problem:
         idx = np.array(keep, dtype=np.int64)
         return Problem(self.resources, self.requests, self.counts, [self.names[i] for i in keep],
                        [self.type_names[i] for i in keep], self.prices[idx], self.free[idx], self.compat[:, idx],
-                       self.ffd_order, self.unplaceable, [str(zones[i]) for i in keep], self.topology)
+                       self.ffd_order, self.unplaceable, [str(zones[i]) for i in keep], self.topology,
+                       self.limits.take(idx) if self.limits is not None else None)
+
+
+@dataclass
+class PoolLimits:
+    """NodePool ``limits`` in the model: the NodePool of each kind, each kind's capacity in the
+    limited resources, and each limited NodePool's limits.
+
+    Attributes:
+        pools: NodePool name per kind.
+        resources: the limited resources (``cpu``, ``memory``... and ``nodes``, a count).
+        capacity: ``(kinds, resources)`` what one node of the kind counts against a limit: its
+            instance type's capacity (Karpenter counts a NodeClaim's capacity), 1 for ``nodes``.
+        limits: NodePool name -> ``{resource: amount}`` (internal units), only limited NodePools.
+    """
+
+    pools: list[str]
+    resources: list[str]
+    capacity: IntArray
+    limits: dict[str, dict[str, int]]
+
+    def take(self, idx: IntArray) -> PoolLimits:
+        """The same limits over the kinds ``idx`` (in that order)."""
+        return PoolLimits([self.pools[int(i)] for i in idx], self.resources, self.capacity[idx], self.limits)
+
+    def dominance(self) -> BoolArray:
+        """``(kinds, kinds)``: where kind ``b`` (column) may stand in for kind ``a`` (row) as far
+        as the limits go: ``b``'s NodePool is unlimited, or it is ``a``'s and ``b`` counts no more
+        against its limits."""
+        pools = np.array(self.pools, dtype=object)
+        unlimited = np.array([p not in self.limits for p in self.pools], dtype=bool)
+        same = pools[:, None] == pools[None, :]
+        smaller = (self.capacity[None, :, :] <= self.capacity[:, None, :]).all(axis=2)
+        out: BoolArray = unlimited[None, :] | (same & smaller)
+        return out
 
 
 @dataclass
@@ -277,10 +317,13 @@ class MilpResult:
     variables: int
 
 
-def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo]) -> Problem:
+def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], *, limits: bool = False) -> Problem:
     """The packing problem of ``pods`` on the NodePool of ``tables`` (one table, or several: their
     kinds are pooled, each admitting the pods its NodePool's requirements and taints allow; see the
     module docstring). A resource some pod requests but no table offers makes that pod unplaceable.
+    ``limits``: keep the NodePools' ``limits`` (:class:`PoolLimits`): :func:`solve_milp` then plans
+    within them, while :func:`ffd_plan` and the bounds still ignore them, so an upper bound given
+    to the MILP must come from a plan within the limits.
     """
     table_list = [tables] if isinstance(tables, TypeTable) else list(tables)
     groups: dict[tuple[object, ...], list[PodInfo]] = {}
@@ -296,6 +339,8 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
     prices: list[float] = []
     frees: list[IntArray] = []
     compat: list[BoolArray] = []
+    pool_of: list[str] = []
+    caps: list[dict[str, int]] = []
     for table in table_list:
         template = table.template
         prefix = f"{template.name}:" if len(table_list) > 1 else ""
@@ -333,6 +378,8 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
                 prices.append(price)
                 frees.append(free_all[i])
                 compat.append(np.frombuffer(key, dtype=bool).copy())
+                pool_of.append(template.name)
+                caps.append({**it.capacity, "nodes": 1})
     compat_arr = np.array(compat, dtype=bool).T.reshape(len(shapes), len(names))
     counts = np.array([len(g) for g in shapes], dtype=np.int64)
     placeable = compat_arr.any(axis=1)
@@ -343,9 +390,15 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
     mem = used.index("memory") if "memory" in used else None
     order = sorted(range(len(counts)), key=lambda s: (-(req[s, cpu] if cpu is not None else 0),
                                                       -(req[s, mem] if mem is not None else 0), s))
+    pool_limits: PoolLimits | None = None
+    limited = {t.template.name: dict(t.template.limits) for t in table_list if t.template.limits}
+    if limits and limited:
+        keys = sorted({r for lim in limited.values() for r in lim})
+        capacity = np.array([[c.get(r, 0) for r in keys] for c in caps], dtype=np.int64).reshape(len(names), len(keys))
+        pool_limits = PoolLimits(pool_of, keys, capacity, limited)
     return Problem(used, req, counts, names, tnames, np.array(prices, dtype=np.float64),
                    np.array(frees, dtype=np.int64).reshape(len(names), len(used)), compat_arr, order, unplaceable,
-                   zones, topo.remapped([int(i) for i in np.flatnonzero(placeable)]))
+                   zones, topo.remapped([int(i) for i in np.flatnonzero(placeable)]), pool_limits)
 
 
 def ffd_plan(problem: Problem) -> Plan:
@@ -536,6 +589,14 @@ def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0
         idx = [y for k, y, _ in bins if p.free[k, r] > 0]
         rows.append((demand, highspy.kHighsInf, idx, [float(p.free[k, r]) for k, y, _ in bins if p.free[k, r] > 0]))
     rows.extend(_topology_rows(p, bins, highspy.kHighsInf))
+    if p.limits is not None:  # NodePool limits: the capacity of its nodes within each limit
+        for pool, lim in sorted(p.limits.limits.items()):
+            for res, amount in sorted(lim.items()):
+                c = p.limits.resources.index(res)
+                held = [(y, float(p.limits.capacity[k, c])) for k, y, _ in bins
+                        if p.limits.pools[k] == pool and p.limits.capacity[k, c] > 0]
+                if held:
+                    rows.append((-highspy.kHighsInf, float(amount), [y for y, _ in held], [v for _, v in held]))
     if lower_bound is not None and fixed is None:
         rows.append((lower_bound * (1 - 1e-9), highspy.kHighsInf, [y for _, y, _ in bins], [float(p.prices[k]) for k, _, _ in bins]))
     rows = [(lo2, hi2, idx, list(v)) for (lo, hi, idx, val) in rows for lo2, hi2, v in [_scaled(lo, hi, val)]]

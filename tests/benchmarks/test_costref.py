@@ -155,3 +155,22 @@ def test_lp_bound_keeps_its_best_kind_with_memory_in_bytes():
     k = problem.names.index(next(n for n in problem.names if n.startswith("c6a.48xlarge@")))
     alone = 5000 * 1000 / float(problem.free[k, problem.resources.index("cpu")]) * float(problem.prices[k])
     assert costref.lp_bound(problem) <= alone * (1 + 1e-9)
+
+
+def test_nodepool_limits_are_kept_when_asked():
+    """Pool ``cheap`` (weight 50, 0.03 USD/h per core, limit 4 cpu) and ``dear`` (0.05 per core).
+    Three 1.9-core pods: without limits a cheap c4 and c2 (0.12 + 0.06 = 0.18 USD/h); within the
+    limit the cheap nodes hold 4 cores (a c4, or two c2: 0.12 either way, two pods) and the third
+    pod needs a dear d2 (0.10): 0.22, hand-checked."""
+    cheap = [make_type(f"c{c}", c, 2 * c, price=0.03 * c) for c in (2, 4, 8)]
+    dear = [make_type(f"d{c}", c, 2 * c, price=0.05 * c) for c in (2, 4, 8)]
+    tables = type_tables([template_from_nodepool(nodepool("cheap", weight=50, limits={"cpu": "4"}), cheap),
+                          template_from_nodepool(nodepool("dear"), dear)], [])
+    pods = _pods(3, "1900m")
+    free = costref.solve_milp(costref.build_problem(list(tables.values()), pods), 10.0)
+    assert free is not None and free.optimal and free.value == pytest.approx(0.18)  # c2 + c4 (6 cores), limits ignored
+    problem = costref.build_problem(list(tables.values()), pods, limits=True)
+    assert problem.limits is not None and problem.limits.limits == {"cheap": {"cpu": 4000}}
+    kept = costref.solve_milp(problem, 10.0)
+    assert kept is not None and kept.optimal and kept.value == pytest.approx(0.22)
+    assert kept.plan.get("d2") == 1 and 2 * kept.plan.get("c2", 0) + 4 * kept.plan.get("c4", 0) == 4
