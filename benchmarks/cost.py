@@ -179,11 +179,15 @@ def _statefulset(name: str, n: int, cpu: str, mem: str, extra: dict[str, Any]) -
 
 def new_workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], str | None]]:
     """Workloads unlike the first ones (issue 27): memory-heavy, odd cpu/memory ratios, two
-    NodePools with weights and limits, spot only, big DaemonSets, arm64 and amd64 selectors, a
+    NodePools with weights and limits (the same types in both; a limited general-purpose
+    NodePool preferred over a compute one: NodePool limits are in the MILP), spot only, big DaemonSets, arm64 and amd64 selectors, a
     StatefulSet with zone spread and host ports, 450 mixed pods. A workload's own NodePools (in
     its manifests) replace the catalog's."""
     base = nodepool(catalog)
     ct = "karpenter.sh/capacity-type"
+    # a general/memory family NodePool preferred up to 24 cores, a compute family one after it
+    fam_key = "karpenter.k8s.aws/instance-category" if catalog == "aws" else "karpenter.kwok.sh/instance-family"
+    general, compute = (["m", "r"], ["c"]) if catalog == "aws" else (["m", "s"], ["c"])
     arch = "kubernetes.io/arch"
     rng = random.Random(11)
     memheavy = [_deploy(f"mem{i}", rng.choice(["250m", "500m", "1"]), rng.choice(["3Gi", "6Gi", "12Gi", "20Gi"]), n)
@@ -208,6 +212,8 @@ def new_workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[di
         ("oddratio-72", odd, [], None),
         ("2pools-limits", [_with_requirements(base, "preferred", {}, weight=50, limits={"cpu": "24"}),
                            _with_requirements(base, "fallback", {}, weight=10), *mix(6, 120, 8)], [], None),
+        ("limit-general-first", [_with_requirements(base, "general", {fam_key: general}, weight=50, limits={"cpu": "24"}),
+                                 _with_requirements(base, "compute", {fam_key: compute}, weight=10), *mix(6, 120, 2)], [], None),
         ("spot-only", [_with_requirements(base, "spot", {ct: ["spot"]}), *mix(6, 120, 9)], [], None),
         ("bigds-120", [*mix(6, 120, 10), *big_ds], [], None),
         ("arch-64", [both, *archs], [], None),
@@ -263,8 +269,9 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
             continue
         zones[o.zone] = zones.get(o.zone, 0) + 1
     used = [v for v in zones.values() if v]
-    # several NodePools: their kinds pooled (weights and limits are not modelled: a bound)
-    problem = costref.build_problem([tables[t.name] for t in templates], pods)
+    # several NodePools: their kinds pooled (weights are not modelled; limits are, in the MILP)
+    limited = any(t.limits for t in templates)
+    problem = costref.build_problem([tables[t.name] for t in templates], pods, limits=limited)
     ffd = costref.ffd_plan(problem)
     ref_kind, ref, bound, milp_s, note = "LP", None, None, 0.0, ""
     model = problem.topology
@@ -280,6 +287,8 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
         # optimum sooner. FFD ignores topology: with rules modelled its plan is no upper bound.
         fallback = costref.upper_bound_alone(problem) if model.constrained else ffd.cost
         ub = min(fallback, karpy_cost) if not results.errors else fallback
+        if limited:  # FFD ignores the limits: only karpy's plan is one within them
+            ub = karpy_cost if not results.errors else fallback * 2
         m = costref.solve_milp(problem, ub * (1 + 1e-6), time_limit=time_limit)
         if m is not None:
             milp_s = m.seconds

@@ -772,6 +772,27 @@ class SchedulingRun:
             rem[r] = rem[r] + claim.reserved.get(r, 0) - v
         claim.reserved = new_reserved
 
+    def release_above(self, claim: ClaimState, target: int) -> None:
+        """Where the claim's NodePool has limits: drop the claim's types larger than type
+        ``target`` (row of its table) in a limited resource, and count only what is left against
+        the limits. A claim reserves its largest type's capacity (Karpenter's rule); once the
+        packer sized it for ``target``, holding the rest kept the NodePool's limit for types the
+        claim will not launch, and the next pods went to a lower-weight NodePool (a 24-cpu limit
+        held by a claim sized at 4 cpu). The claim keeps every type up to ``target``'s size."""
+        rem = self.remaining[claim.table.template.name]
+        if rem is None:
+            return
+        table = claim.table
+        cols = [table.index[r] for r in rem if r != "nodes" and r in table.index]
+        if not cols:
+            return
+        mask = claim.mask & (table.capacity[:, cols] <= table.capacity[target, cols]).all(axis=1)
+        if not mask[target] or mask.sum() == claim.mask.sum():
+            return
+        claim.mask = mask
+        self.reserve(claim, mask)
+        self.room_changed(claim)
+
     # ---- alternatives -------------------------------------------------------------------
     def checkpoint(self) -> tuple[Any, ...]:
         """State to :meth:`restore` when trying an alternative packing of new claims."""

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_ZONE
+from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.scheduling.claim import MAX_INSTANCE_TYPES, PlannedNodeClaim, finalize
 from karpy_core.scheduling.exact import ClassTable, class_table
 from karpy_core.scheduling.explain import explain_detail, why
@@ -53,6 +53,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.run import Inputs, SchedulingRun
 from karpy_core.scheduling.sizing import fill_best, unit_prices
+from karpy_core.scheduling.taints import untolerated
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint
 from karpy_core.utils.selectors import selector_matches
@@ -189,6 +190,35 @@ def predicted_cap(tables: Iterable[TypeTable], pods: Sequence[PodInfo], caps: Se
                 # fit's larger nodes can be cheaper, and this plan is not compared with it
                 return cap if float(unit[holds].min()) <= cheapest * (1 + CAP_PER_CORE_SLACK) else None
     return None
+
+
+LIMIT_FILLS = (1.0, 0.7)
+"""Shares of a limited NodePool's cpu left that :meth:`Scheduler._limit_deals` hands out by
+saving per core (claims round the pods' requests up to whole instance types, so a full share
+may not fit)."""
+
+
+def _pool_cpu(results: SchedulingResults, pool: str) -> int:
+    """Millicores of the cheapest instance types of the claims ``results`` opens in NodePool ``pool``."""
+    return sum(c.instance_types[0].capacity.get("cpu", 0) for c in results.new_claims if c.nodepool == pool and c.instance_types)
+
+
+def _admits(template: NodePoolTemplate, pod: PodInfo) -> bool:
+    """Whether a NodePool may hold ``pod`` at all: its taints tolerated and one of its
+    node-affinity terms compatible with the NodePool's requirements."""
+    return untolerated(template.taints, pod.tolerations) is None and any(
+        template.requirements.conflict(term) is None for term in pod.requirement_terms)
+
+
+def _in_pool(pod: PodInfo, pool: str, inside: bool) -> PodInfo:
+    """A copy of ``pod`` whose node-affinity terms also ask for NodePool ``pool``
+    (``karpenter.sh/nodepool`` In, or NotIn when not ``inside``)."""
+    terms = []
+    for t in pod.requirement_terms:
+        term = t.copy()
+        term.add(Requirement(LABEL_NODEPOOL, not inside, frozenset((pool,))))
+        terms.append(term)
+    return dataclasses.replace(pod, requirement_terms=terms, _signature=None)
 
 
 def _pinned(pod: PodInfo, zone: str) -> PodInfo:
@@ -616,8 +646,14 @@ class Scheduler:
         constrained = [p for p in queue if not _plain(p)]
         if self.inputs.sizing and len(constrained) > CAPPED_TOPOLOGY_PODS:
             return self._solve_large(pods, queue, constrained)
-        best = self._solve_once(pods, queue, None)
-        if not (self.inputs.sizing and constrained):
+        best: tuple[SchedulingResults, float, SchedulingRun] = self._solve_once(pods, queue, None)
+        if self.inputs.sizing and not constrained:
+            for deal in self._limit_deals(pods, best[0]):
+                if (len(deal[0].errors), deal[1]) < (len(best[0].errors), best[1] * (1 - 1e-9)):
+                    best = deal
+            self._last = best[2]
+            return best[0]
+        if not self.inputs.sizing:
             return best[0]
         caps = size_caps(self.inputs.tables.values(), constrained)
         consider = _Judge.against(best, constrained)
@@ -659,6 +695,81 @@ class Scheduler:
         consider(trial)
         self._last = consider.best[2]
         return consider.best[0]
+
+    def _limit_deals(self, pods: Sequence[PodInfo], base: SchedulingResults) -> list[tuple[SchedulingResults, float, SchedulingRun]]:
+        """Plans of a batch of plain pods where a NodePool's cpu limit sent pods to a NodePool of
+        lower weight (first fit fills the limited NodePool with the largest pods, whatever they
+        save there): the limited NodePool's cpu goes to the pods it saves the most on, per core
+        (each pod's value under either NodePool's LP dual prices, :func:`unit_prices`; pods it
+        saves nothing on still fill it, it is the preferred NodePool), up to :data:`LIMIT_FILLS`
+        of its cpu left; those pods are pinned to it (``karpenter.sh/nodepool`` In), the other
+        candidates kept out of it (NotIn), and the batch planned again. A plan that gives the
+        preferred NodePool less cpu than first fit did is dropped (weight is a preference: a
+        NodePool of prepaid capacity is filled first). Empty when no pod was sent past a limited
+        NodePool. The caller keeps the cheapest plan that leaves no more pods pending.
+
+        Measured (``benchmarks/cost.py`` limit-general-first: a 24-cpu general-purpose NodePool
+        preferred over a compute one, mix6-120): AWS 7.165 -> 5.640 USD/hour against the
+        limits-aware MILP's 5.532 (bound 5.408), KWOK 4.247 -> 3.854 (3.728)."""
+        order = {t.name: i for i, t in enumerate(self.inputs.templates)}
+        by_name = {t.name: t for t in self.inputs.templates}
+        placed = {p.key: c.nodepool for c in base.new_claims for p in c.pods}
+        spilled: dict[str, str] = {}  # pod key -> the limited NodePool it would have preferred
+        for p in pods:
+            pool = placed.get(p.key)
+            if pool is None:
+                continue
+            for t in self.inputs.templates[:order[pool]]:
+                left = self.inputs.limits_left.get(t.name)
+                if left is None or "cpu" not in left or not _admits(t, p):
+                    continue
+                spilled[p.key] = t.name
+                break
+        if not spilled:
+            return []
+        limited = by_name[sorted(set(spilled.values()), key=order.__getitem__)[0]]
+        candidates = [p for p in pods if _admits(limited, p) and placed.get(p.key) is not None]
+        others = {placed[p.key] for p in candidates if placed[p.key] != limited.name}
+        if not others:
+            return []
+        fallback = by_name[sorted(others, key=order.__getitem__)[0]]
+        values = {}
+        for t in (limited, fallback):
+            table = self.inputs.tables[t.name]
+            demand = np.zeros(len(table.resources), dtype=np.int64)
+            for p in candidates:
+                vec = table.vector(p.requests)
+                if vec is not None:
+                    demand += vec
+            values[t.name] = (table, unit_prices(table, table.cheapest_prices(t.requirements), demand))
+        def saving(p: PodInfo) -> float:
+            out = []
+            for name in (fallback.name, limited.name):
+                table, w = values[name]
+                vec = table.vector(p.requests)
+                out.append(float(vec @ w) if vec is not None else float("inf"))
+            return (out[0] - out[1]) / max(p.requests.get("cpu", 0), 1)
+        ranked = sorted(candidates, key=lambda p: (-saving(p), p.key))
+        budget = (self.inputs.limits_left[limited.name] or {}).get("cpu", 0)
+        trials = []
+        for fill in LIMIT_FILLS:
+            chosen: set[str] = set()
+            used = 0
+            for p in ranked:
+                cpu = p.requests.get("cpu", 0)
+                if used + cpu > fill * budget:
+                    continue
+                chosen.add(p.key)
+                used += cpu
+            keyed = {p.key: p for p in pods}
+            batch = [_in_pool(p, limited.name, p.key in chosen) if p.key in spilled or p.key in chosen or
+                     placed.get(p.key) == limited.name else p for p in pods]
+            results, usd, run = self._solve_once(batch, queue_order(batch), None)
+            for c in results.new_claims:  # the plan carries the caller's pods, not the pinned copies
+                c.pods[:] = [keyed[q.key] for q in c.pods]
+            if _pool_cpu(results, limited.name) >= _pool_cpu(base, limited.name):
+                trials.append((results, usd, run))  # never less of the preferred NodePool than first fit
+        return trials
 
     def _zonal(self, pods: Sequence[PodInfo], base: SchedulingRun) -> tuple[SchedulingResults, float, SchedulingRun] | None:
         """The zone-pinned variant, for batches whose only topology rules are zone spread: keep

@@ -480,5 +480,6 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
                 if not progressed:
                     break
                 continue
+            run.release_above(claim, target)  # a limited NodePool keeps room for its next claims
             break
     return failed

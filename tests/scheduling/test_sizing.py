@@ -546,3 +546,23 @@ def test_own_nodes_first_moves_only_pods_their_own_anti_affinity_selects():
     infos = queue_order([pod_info(p) for p in [big, preferring_pod("pref"), small_web, other_term, anti_pod("web-0"), elsewhere]])
     assert [p.name for p in infos][:2] == ["big", "api-0"]
     assert [p.name for p in own_nodes_first(infos)] == ["web-0", "web-small", "big", "api-0", "web-ns", "pref"]
+
+
+def test_a_limited_preferred_nodepool_gets_the_pods_it_saves_most_on():
+    """``general`` (weight 50, 8-cpu limit; g4: 4 cpu 32 GiB 0.20 USD/h, g8: 8 cpu 64 GiB 0.40)
+    and ``compute`` (memory-poor: c2 2 cpu 4 GiB 0.08, c4 0.16, c8 8 cpu 16 GiB 0.32). Four
+    2-cpu/13-GiB pods and one 3-cpu/2-GiB pod. Largest cpu first puts the 3-cpu pod into general,
+    and the 13-GiB pods left over then need a c8 each on compute. By hand: the four memory pods
+    fill general's 8 cpu (a g8, 52 GiB), the 3-cpu pod takes a c4: 0.40 + 0.16 = 0.56, the
+    optimum (on compute a 13-GiB pod needs a c8 of its own), with general's 8 cpu used in full."""
+    general = [make_type("g4", 4, 32, price=0.20, labels={"family": "g"}), make_type("g8", 8, 64, price=0.40, labels={"family": "g"})]
+    compute = [make_type(f"c{c}", c, 2 * c, price=0.04 * c, labels={"family": "c"}) for c in (2, 4, 8)]
+    pools = [nodepool("general", weight=50, limits={"cpu": "8"}, requirements=[{"key": "family", "operator": "In", "values": ["g"]}]),
+             nodepool("compute", weight=10, requirements=[{"key": "family", "operator": "In", "values": ["c"]}])]
+    pods = [pod(f"mem{i}", "2", "13Gi") for i in range(4)] + [pod("cpu", "3", "2Gi")]
+    assert cost(solve(pools, pods, catalog=general + compute, sizing=False)) > 0.56
+    res = solve(pools, pods, catalog=general + compute)
+    assert_valid(res)
+    assert cost(res) == 0.56 and not res.errors
+    where = {p.name: c.nodepool for c in res.new_claims for p in c.pods}
+    assert where == {"mem0": "general", "mem1": "general", "mem2": "general", "mem3": "general", "cpu": "compute"}
