@@ -163,8 +163,16 @@ class PlannedNodeClaim:
         return o.price if o is not None else 0.0
 
     def spec_requirements(self) -> list[dict[str, object]]:
-        """``spec.requirements`` for the NodeClaim object (node-selector dicts)."""
-        return self.requirements.to_selectors()
+        """``spec.requirements`` for the NodeClaim object (node-selector dicts). A ``minValues``
+        above the values an ``In`` lists (a claim that relaxed it, BestEffort) is lowered to that
+        count, as the CRD requires."""
+        out = self.requirements.to_selectors()
+        for sel in out:
+            values = sel.get("values")
+            mv = sel.get("minValues")
+            if sel.get("operator") == "In" and isinstance(values, list) and isinstance(mv, int) and mv > len(values):
+                sel["minValues"] = len(values)
+        return out
 
 
 def _pin_reservations(claim: ClaimState, reqs: Requirements) -> BoolArray:

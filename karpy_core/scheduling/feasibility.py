@@ -275,7 +275,7 @@ def check_claim(
                 reasons.append(Infeasible(K.LIMIT_EXCEEDED, _limits_detail(table, remaining, fit)))
             continue
         relaxed = False
-        problem = table.min_values_problem(limited)
+        problem = table.min_values_problem(limited, reqs)
         if problem is not None:
             if min_values is not MinValuesPolicy.BEST_EFFORT:
                 last = _MIN_VALUES

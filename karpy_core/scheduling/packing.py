@@ -128,7 +128,7 @@ def add_identical(run: SchedulingRun, claim: ClaimState, pods: list[PodInfo], ve
     mask = claim.mask
     while k > 0:
         mask = run.limit_mask(claim, claim.mask & (per_type >= k))
-        if np.count_nonzero(mask) and (best_effort or table.min_values_problem(mask) is None):
+        if np.count_nonzero(mask) and (best_effort or table.min_values_problem(mask, claim.requirements) is None):
             break
         k //= 2
     if k <= 0:

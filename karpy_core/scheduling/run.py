@@ -295,7 +295,7 @@ class SchedulingRun:
         narrowed = claim.requirements.copy()
         narrowed.add(requirement)
         mask = self.limit_mask(claim, claim.mask & table.offering_mask(narrowed))
-        if not np.count_nonzero(mask) or not (best_effort or table.min_values_problem(mask) is None):
+        if not np.count_nonzero(mask) or not (best_effort or table.min_values_problem(mask, narrowed) is None):
             return False
         if requirement.complement and requirement.key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
             # NotIn leaving one value offered settles the key: the claim's pods count there

@@ -235,6 +235,7 @@ class TypeTable:
         self._offer: dict[tuple[Any, ...], np.ndarray] = {}
         self._minvalue_keys = [mv for mv in template.requirements if mv.min_values]
         self._label_values: dict[str, np.ndarray] = {}
+        self._label_names: dict[str, list[str]] = {}
         """Per minValues key: a (types x distinct values) matrix, True where the type's requirement
         on the key has the value (several for zone and capacity type: a type's offerings)."""
         self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray | None]] = {}
@@ -250,6 +251,7 @@ class TypeTable:
                 for value in values:
                     matrix[row, column[value]] = True
             self._label_values[mv.key] = matrix
+            self._label_names[mv.key] = seen
 
     def vector(self, requests: Mapping[str, int]) -> np.ndarray | None:
         """``requests`` as a row over :attr:`resources`; None when a requested resource is one no
@@ -320,13 +322,18 @@ class TypeTable:
             self._cheapest[key] = out
         return out
 
-    def min_values_problem(self, mask: np.ndarray) -> str | None:
+    def min_values_problem(self, mask: np.ndarray, requirements: Requirements | None = None) -> str | None:
         """Which ``minValues`` requirement the types in ``mask`` fail, or None (Strict policy).
         The distinct values of a key are those of the types' requirements on it, all of them for
         a key a type has several values of (zones and capacity types, from its offerings), as
-        Karpenter's ``InstanceTypes.SatisfiesMinValues`` collects them."""
+        Karpenter's ``InstanceTypes.SatisfiesMinValues`` collects them, that the claim's
+        ``requirements`` (narrowed by its pods) still allow: a NodeClaim's ``In`` may not list
+        fewer values than its ``minValues`` (the CRD refuses it)."""
         for r in self._minvalue_keys:
             matrix = self._label_values[r.key]
+            if matrix.shape[1] and requirements is not None and (narrowed := requirements.get(r.key)) is not None:
+                allowed = np.fromiter((narrowed.has(v) for v in self._label_names[r.key]), dtype=bool, count=matrix.shape[1])
+                matrix = matrix[:, allowed]
             distinct = int(matrix[mask].any(axis=0).sum()) if matrix.shape[1] else 0
             if distinct < (r.min_values or 0):
                 return f"minValues {r.min_values} on {r.key} (only {distinct} distinct value{'' if distinct == 1 else 's'} left)"

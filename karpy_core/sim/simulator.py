@@ -110,8 +110,8 @@ class Simulator:
             :class:`~karpy_core.errors.ManifestError` naming the workload beyond it.
         feature_gates: Karpenter's feature gates (karpy's defaults when None).
         min_values_policy: ``MIN_VALUES_POLICY`` (``Strict`` or ``BestEffort``).
-        batch_idle_seconds: ``BATCH_IDLE_DURATION``: the clock advances this much before a
-            provisioning pass that has new pending pods.
+        batch_idle_seconds: ``BATCH_IDLE_DURATION``: the clock advances this much (at most
+            ``batch_max_seconds``) before a provisioning pass that has new pending pods.
         batch_max_seconds: ``BATCH_MAX_DURATION``: sets the node nomination window
             (:func:`~karpy_core.state.nominations.nomination_window`).
     """
@@ -153,6 +153,7 @@ class Simulator:
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.batch_idle_seconds = batch_idle_seconds
+        self.batch_max_seconds = batch_max_seconds
         self.nominations = Nominations(nomination_window(batch_max_seconds))
         self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy,
                                        min_values_policy=min_values_policy, nominations=self.nominations, clock=self.clock,
@@ -411,7 +412,8 @@ class Simulator:
         # off its 10 s grid (which froze consolidation, drift and expiration behind it).
         if (pending or buffered) and (keys, self.cluster.revision) != self._provisioned:  # buffers: headroom kept on every change
             if keys - self._pending_keys:
-                self.clock.advance(self.batch_idle_seconds)
+                # the batch closes once idle, or at its maximum (all pods arrive in one step here)
+                self.clock.advance(min(self.batch_idle_seconds, self.batch_max_seconds))
             self._pending_keys = keys
             result = await self.provisioner.reconcile()
             if result.results is not None:

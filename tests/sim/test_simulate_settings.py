@@ -69,3 +69,35 @@ def test_bad_values_are_refused_with_the_controllers_names(tmp_path: Path) -> No
         simulation_settings({"cluster_name": "x"})
     assert set(SIMULATE_SETTINGS) >= {"min_values_policy", "batch_idle_duration", "batch_max_duration",
                                       "vm_memory_overhead_percent", "reserved_enis", "feature_gates", "preference_policy"}
+
+
+def test_batch_max_duration_caps_the_idle_wait(tmp_path: Path) -> None:
+    path = _manifests(tmp_path)
+    first = [e["t"] for e in _run(path)["events"] if e["kind"] == "nodeclaim-create"]
+    capped = [e["t"] for e in _run(path, "--batch-idle-duration", "1m", "--batch-max-duration", "10s")["events"]
+              if e["kind"] == "nodeclaim-create"]
+    assert capped[0] == first[0] + 9.0  # 10 s, not 60: the batch closes at its maximum
+
+
+ZONE_MIN_VALUES = {"requirements": [
+    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a", "us-east-1b", "us-east-1c"], "minValues": 2},
+    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}]}
+
+
+def test_zone_min_values_count_the_zones_a_pod_leaves(tmp_path: Path) -> None:
+    """minValues 2 on three zones launches (the types hold every zone); a pod pinned to one zone
+    leaves 1: Strict keeps it pending, naming the count; BestEffort launches a valid NodeClaim
+    (its minValues lowered to the 1 zone it lists, annotated relaxed). It used to create a
+    NodeClaim the CRD refuses, retried forever."""
+    free = yaml.safe_load_all((Path(_manifests(tmp_path, ZONE_MIN_VALUES))).read_text())
+    docs = list(free)
+    assert _run(str(tmp_path / "m.yaml"))["summary"]["pods_pending"] == 0
+    docs[2]["spec"]["template"]["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": "us-east-1a"}
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(yaml.safe_dump_all(docs))
+    strict = _run(str(pinned))
+    assert strict["summary"]["pods_pending"] == 2 and not [e for e in strict["events"] if e["kind"] == "reconcile-failed"]
+    reasons = [p.get("reason", "") for p in strict["pods"]]
+    assert all("minValues 2 on topology.kubernetes.io/zone (only 1 distinct value left)" in r for r in reasons), reasons
+    relaxed = _run(str(pinned), "--min-values-policy", "BestEffort")
+    assert relaxed["summary"]["pods_pending"] == 0 and not [e for e in relaxed["events"] if e["kind"] == "reconcile-failed"]
