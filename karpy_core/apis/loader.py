@@ -589,7 +589,7 @@ class _Builder:
             if version in _OLD_VERSIONS.get(group, ()):
                 self.problems.append(f"{where} {label}: {old_api_message(api_version, kind)}")
                 return
-            known = sorted(v for (v, k) in self.registry if k == kind and v.rpartition("/")[0] == group)
+            known = sorted({v for (v, k) in [*self.registry, *CONVERTED_VERSIONS] if k == kind and v.rpartition("/")[0] == group})
             if known:
                 self.problems.append(
                     f"{where} {label}: apiVersion: {api_version} is not supported for {kind}; use {' or '.join(known)}"

@@ -115,7 +115,7 @@ def preview(nodepools: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[st
         elif name in claims:
             total, where = claims[name], "NodeClaims in the manifests"
         else:
-            total, where = 0, "no nodes given (use --nodes)"
+            total, where = 0, "none given: use --nodes"
         pool = dict(np)
         out.append(PoolPreview(name, total, where, budgets_of(pool), preview_budgets(pool, total, start, horizon=horizon)))
     return out

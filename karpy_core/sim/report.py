@@ -314,6 +314,25 @@ def _overlay_warnings(sim: Simulator) -> list[str]:
         + [f"NodeOverlay {n} not applied: {why}" for n, why in sorted(store.invalid.items())]
 
 
+def _buffer_warnings(sim: Simulator) -> list[str]:
+    """CapacityBuffers present with the gate off; with it on, buffers whose PodTemplate is missing."""
+    objs = sim.cluster.objects("CapacityBuffer")
+    if not objs:
+        return []
+    if not sim.feature_gates.CapacityBuffer:
+        return [f"{len(objs)} CapacityBuffer(s) not provisioned: the CapacityBuffer feature gate is off "
+                "(--feature-gates CapacityBuffer=true)"]
+    templates = {(t["metadata"].get("namespace", "default"), t["metadata"]["name"]) for t in sim.cluster.objects("PodTemplate")}
+    out = []
+    for b in objs:
+        ref = ((b.get("spec") or {}).get("podTemplateRef") or {}).get("name")
+        ns = b["metadata"].get("namespace", "default")
+        if ref and (ns, ref) not in templates:
+            out.append(f"CapacityBuffer {ns}/{b['metadata']['name']}: podTemplateRef names PodTemplate {ns}/{ref}, "
+                       "which is not among the manifests: no headroom")
+    return out
+
+
 def _workloads(sim: Simulator) -> list[dict[str, Any]]:
     """``[{kind, namespace, name, pods}]``: the pods (DaemonSets' aside, finished ones included)
     by their top owner (a Deployment's ReplicaSet counts as the Deployment); pods without an
@@ -456,7 +475,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
         decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
         warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())]
-        + _overlay_warnings(sim),
+        + _overlay_warnings(sim) + _buffer_warnings(sim),
         timeline=list(sim.timeline) if sim.disruption_enabled else None,
         workloads=_workloads(sim),
         overlays=overlays,

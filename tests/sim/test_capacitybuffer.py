@@ -106,7 +106,14 @@ async def test_gate_off_ignores_buffers() -> None:
     sim.apply([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
     await sim.run(max_seconds=300)
     assert nodes(sim) == [] and "status" not in sim.cluster.peek("CapacityBuffer", "headroom", "default")
-    assert (await build_report(sim)).headroom is None
+    report = await build_report(sim)
+    assert report.headroom is None
+    assert any("CapacityBuffer feature gate is off" in w for w in report.warnings)
+    # gate on, no PodTemplate of that name: said, not silent
+    on = simulator()
+    on.apply([NODECLASS, nodepool(tspec=ONE_TYPE), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
+    await on.run(max_seconds=300)
+    assert any("PodTemplate default/chunk, which is not among the manifests" in w for w in (await build_report(on)).warnings)
 
 
 def test_simulate_scenario_with_the_gate_reports_headroom(tmp_path: Path) -> None:
