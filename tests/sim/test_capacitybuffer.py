@@ -116,14 +116,19 @@ async def test_gate_off_ignores_buffers() -> None:
     assert any("PodTemplate default/chunk, which is not among the manifests" in w for w in (await build_report(on)).warnings)
 
 
-def test_simulate_scenario_with_the_gate_reports_headroom(tmp_path: Path) -> None:
-    manifests = tmp_path / "m.yaml"
-    manifests.write_text(yaml.safe_dump_all([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(),
-                                             capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=2)]))
+def buffer_scenario(tmp_path: Path, buffer: dict[str, Any]) -> Path:
+    """A 10-minute Scenario (CapacityBuffer gate on) applying the one-type NodePool, the chunk
+    PodTemplate and ``buffer``."""
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump_all([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), buffer]))
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump({"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "cb"},
                                         "featureGates": {"CapacityBuffer": True}, "until": "10m",
                                         "steps": [{"at": "0s", "apply": "m.yaml"}]}))
+    return scenario
+
+
+def test_simulate_scenario_with_the_gate_reports_headroom(tmp_path: Path) -> None:
+    scenario = buffer_scenario(tmp_path, capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=2))
     result = invoke_cli("simulate", str(scenario), "-o", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -137,13 +142,7 @@ def test_the_v1alpha1_buffer_of_karpenters_docs_is_read_as_v1beta1(tmp_path: Pat
     """``autoscaling.x-k8s.io/v1alpha1`` (the version Karpenter's docs show) loads, validates and
     provisions exactly as v1beta1; an unknown field is still named."""
     alpha = {**capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=2), "apiVersion": "autoscaling.x-k8s.io/v1alpha1"}
-    manifests = tmp_path / "m.yaml"
-    manifests.write_text(yaml.safe_dump_all([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), alpha]))
-    scenario = tmp_path / "s.yaml"
-    scenario.write_text(yaml.safe_dump({"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "cb"},
-                                        "featureGates": {"CapacityBuffer": True}, "until": "10m",
-                                        "steps": [{"at": "0s", "apply": "m.yaml"}]}))
-    result = invoke_cli("simulate", str(scenario), "-o", "json")
+    result = invoke_cli("simulate", str(buffer_scenario(tmp_path, alpha)), "-o", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["capacity_buffers"]["buffers"] == {"default/headroom": 2}
     bad = tmp_path / "bad.yaml"
