@@ -21,10 +21,9 @@ the pending pods afresh over the claims' exact room, which left some without roo
 a second claim for them (``karpy simulate`` of ``benchmarks/cost.py``'s mix6-120: 9 NodeClaims,
 6.549 USD/hour, for a 5-claim plan of 5.409). A pod nomination has no time limit: it lasts while
 the pod is pending and its NodeClaim is in flight (:func:`in_flight_targets`), so a boot longer
-than the node window cannot undo it; Karpenter's provisioner reaches the same end by counting
-the in-flight NodeClaim's pods (``pkg/controllers/state/cluster.go`` ``NominateNodeForPod``,
-``UpdatePodToNodeClaimMapping``). It is held in memory: a restarted controller plans the pending
-pods afresh once.
+than the node window cannot undo it. Karpenter re-plans the pending pods over its in-flight
+NodeClaims on every pass (it nominates nodes, ``NominateNodeForPod``, not pods to them). It is
+held in memory: a restarted controller plans the pending pods afresh once.
 """
 
 from __future__ import annotations
