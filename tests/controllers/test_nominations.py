@@ -217,3 +217,35 @@ async def test_provisioner_second_pass_creates_nothing_for_pods_nominated_to_in_
     # a fresh provisioner (a restart: no nominations) re-packs and launches more
     fresh = await Provisioner(kube=cluster, provider=provider, clock=clock).reconcile()
     assert fresh.created
+
+
+async def test_a_refused_nomination_does_not_block_registration():
+    """The pods/status patch is a hint: a 403 (a chart without the grant) is logged, and the node
+    still registers (its unregistered taint comes off)."""
+    from karpy_core.errors import KubeAPIError
+
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cluster.create_sync("Pod", _pod("web", "1"))
+    cluster.create_sync("NodeClaim", {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                      "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
+                                      "spec": {}, "status": {"providerID": "fake:///i-1"}})
+    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {}},
+                                 "spec": {"providerID": "fake:///i-1",
+                                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+                                 "status": {}})
+    patch = cluster.patch
+
+    async def forbidden(kind: str, name: str, body: dict[str, Any], namespace: str | None = None, *, status: bool = False) -> Any:
+        if kind == "Pod":
+            raise KubeAPIError("pods/status is forbidden", status=403, reason="Forbidden")
+        return await patch(kind, name, body, namespace, status=status)
+
+    cluster.patch = forbidden  # type: ignore[method-assign]
+    noms = Nominations()
+    noms.nominate_pods({"default/web": "np-abc"})
+    provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
+    lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
+    await lifecycle._register(await cluster.get("NodeClaim", "np-abc"), await cluster.get("Node", "n1"))
+    assert not (await cluster.get("Node", "n1"))["spec"].get("taints")
+    assert (await cluster.get("NodeClaim", "np-abc"))["status"]["nodeName"] == "n1"

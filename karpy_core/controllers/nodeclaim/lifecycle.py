@@ -332,7 +332,9 @@ class NodeClaimLifecycle:
 
     async def _nominate_pods(self, nodeclaim: str, node_name: str) -> None:
         """Set ``status.nominatedNodeName`` on the pods nominated to ``nodeclaim`` that are still
-        pending (a pod gone, bound or deleting meanwhile is skipped)."""
+        pending (a pod gone, bound or deleting meanwhile is skipped). A hint only: an API error
+        (a chart without the ``pods/status`` grant, a timeout) is logged and registration goes
+        on, since an unregistered node would be deleted by liveness."""
         if self.nominations is None:
             return
         for key in self.nominations.pods_of(nodeclaim):
@@ -346,7 +348,8 @@ class NodeClaimLifecycle:
                 await self.kube.patch("Pod", pod, {"status": {"nominatedNodeName": node_name}}, namespace, status=True)
             except KubeAPIError as exc:
                 if exc.status != 404:
-                    raise
+                    log.warning("nominating pod %s to node %s failed; registering anyway", key, node_name,
+                                extra=fields(error=exc))
 
     async def _initialize(self, nc: dict[str, Any], node: dict[str, Any]) -> list[LifecycleEvent]:
         name = nc["metadata"]["name"]
