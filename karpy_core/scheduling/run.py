@@ -589,12 +589,17 @@ class SchedulingRun:
     def _keeps_price(self, claim: ClaimState, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Whether ``pod`` fits ``claim`` with its cheapest offering no dearer (the room check on
         the types at the current price first, then :meth:`check`)."""
-        vec = claim.table.vector(pod.requests)
-        if vec is None or not (self._free_rooms(claim) >= vec).all(axis=1).any():
-            return False  # no type at the claim's price has the room left
+        if not self._room_at_price(claim, pod):
+            return False
         fit = self.check(claim, pod, att, verdict)
         return isinstance(fit, Fit) and \
             self.claim_price(claim.table, fit.requirements, fit.mask) <= self.current_price(claim) + 1e-12
+
+    def _room_at_price(self, claim: ClaimState, pod: PodInfo) -> bool:
+        """Whether some type of ``claim`` at its current price has room left for ``pod`` (a
+        vector compare; necessary for the pod to join without raising the price)."""
+        vec = claim.table.vector(pod.requests)
+        return vec is not None and bool((self._free_rooms(claim) >= vec).all(axis=1).any())
 
     @staticmethod
     def _free_rooms(claim: ClaimState) -> IntArray:
@@ -689,8 +694,7 @@ class SchedulingRun:
         checked: dict[int, float | None] = {}
         for i in self.roomy(pod, 0, locked):
             claim = self.claims[i]
-            vec = claim.table.vector(pod.requests)
-            if vec is None or not (self._free_rooms(claim) >= vec).all(axis=1).any():
+            if not self._room_at_price(claim, pod):
                 continue
             delta = self._delta(claim, pod, att, verdict)
             checked[i] = delta

@@ -38,6 +38,7 @@ import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -210,25 +211,26 @@ def _admits(template: NodePoolTemplate, pod: PodInfo) -> bool:
         template.requirements.conflict(term) is None for term in pod.requirement_terms)
 
 
-def _in_pool(pod: PodInfo, pool: str, inside: bool) -> PodInfo:
-    """A copy of ``pod`` whose node-affinity terms also ask for NodePool ``pool``
-    (``karpenter.sh/nodepool`` In, or NotIn when not ``inside``)."""
+def _narrowed(pod: PodInfo, requirement: Requirement, **changes: Any) -> PodInfo:
+    """A copy of ``pod`` with ``requirement`` added to each of its node-affinity terms (and the
+    other fields in ``changes``)."""
     terms = []
     for t in pod.requirement_terms:
         term = t.copy()
-        term.add(Requirement(LABEL_NODEPOOL, not inside, frozenset((pool,))))
+        term.add(requirement)
         terms.append(term)
-    return dataclasses.replace(pod, requirement_terms=terms, _signature=None)
+    return dataclasses.replace(pod, requirement_terms=terms, _signature=None, **changes)
+
+
+def _in_pool(pod: PodInfo, pool: str, inside: bool) -> PodInfo:
+    """A copy of ``pod`` whose node-affinity terms also ask for NodePool ``pool``
+    (``karpenter.sh/nodepool`` In, or NotIn when not ``inside``)."""
+    return _narrowed(pod, Requirement(LABEL_NODEPOOL, not inside, frozenset((pool,))))
 
 
 def _pinned(pod: PodInfo, zone: str) -> PodInfo:
     """A copy of ``pod`` without spread constraints, its node-affinity terms narrowed to ``zone``."""
-    terms = []
-    for t in pod.requirement_terms:
-        term = t.copy()
-        term.add(Requirement(LABEL_ZONE, False, frozenset((zone,))))
-        terms.append(term)
-    return dataclasses.replace(pod, requirement_terms=terms, spread=(), _signature=None)
+    return _narrowed(pod, Requirement(LABEL_ZONE, False, frozenset((zone,))), spread=())
 
 
 def _zonal_assignment(inputs: Inputs, pods: Sequence[PodInfo], base: SchedulingRun) -> dict[str, str] | None:
@@ -753,6 +755,7 @@ class Scheduler:
             return (out[0] - out[1]) / max(p.requests.get("cpu", 0), 1)
         ranked = sorted(candidates, key=lambda p: (-saving(p), p.key))
         budget = (self.inputs.limits_left[limited.name] or {}).get("cpu", 0)
+        keyed = {p.key: p for p in pods}
         trials = []
         for fill in LIMIT_FILLS:
             chosen: set[str] = set()
@@ -763,7 +766,6 @@ class Scheduler:
                     continue
                 chosen.add(p.key)
                 used += cpu
-            keyed = {p.key: p for p in pods}
             batch = [_in_pool(p, limited.name, p.key in chosen) if p.key in spilled or p.key in chosen or
                      placed.get(p.key) == limited.name else p for p in pods]
             results, usd, run = self._solve_once(batch, queue_order(batch), None)

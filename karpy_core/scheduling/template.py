@@ -236,6 +236,7 @@ class TypeTable:
         self._minvalue_keys = [mv for mv in template.requirements if mv.min_values]
         self._label_values: dict[str, np.ndarray] = {}
         self._label_names: dict[str, list[str]] = {}
+        self._allowed: dict[Requirement, np.ndarray] = {}
         """Per minValues key: a (types x distinct values) matrix, True where the type's requirement
         on the key has the value (several for zone and capacity type: a type's offerings)."""
         self._vectors: dict[int, tuple[Mapping[str, int], np.ndarray | None]] = {}
@@ -332,7 +333,10 @@ class TypeTable:
         for r in self._minvalue_keys:
             matrix = self._label_values[r.key]
             if matrix.shape[1] and requirements is not None and (narrowed := requirements.get(r.key)) is not None:
-                allowed = np.fromiter((narrowed.has(v) for v in self._label_names[r.key]), dtype=bool, count=matrix.shape[1])
+                allowed = self._allowed.get(narrowed)
+                if allowed is None:  # per narrowed requirement: check_claim asks for every pod
+                    allowed = self._allowed[narrowed] = np.fromiter(
+                        (narrowed.has(v) for v in self._label_names[r.key]), dtype=bool, count=matrix.shape[1])
                 matrix = matrix[:, allowed]
             distinct = int(matrix[mask].any(axis=0).sum()) if matrix.shape[1] else 0
             if distinct < (r.min_values or 0):
