@@ -72,14 +72,27 @@ async def test_pods_nominated_to_in_flight_claims_get_no_second_claim(kube: Asyn
         assert second.results is not None
         assert not [c for c in second.created if c["metadata"]["labels"].get("karpenter.sh/nodepool") == pool]
         assert {k: v for k, v in second.results.existing.items() if k in planned} == planned
-        # registration writes each pod's nominatedNodeName through the status subresource
+        # registration writes each pod's nominatedNodeName through the status subresource; what
+        # kube-apiserver returns is checked, not a later read: kube-scheduler, retrying a pod it
+        # still cannot place (no such node here), may clear the field again meanwhile
         claim = first.created[0]["metadata"]["name"]
-        lifecycle = NodeClaimLifecycle(kube=kube, provider=provider, clock=RealClock(), nominations=noms)
-        await lifecycle._nominate_pods(claim, f"{claim}-node")
-        nominated = [k for k, v in planned.items() if v == claim]
-        for key in nominated:
-            got = await kube.get("Pod", key.partition("/")[2], "default")
-            assert got["status"]["nominatedNodeName"] == f"{claim}-node"
+        accepted: dict[str, str] = {}
+        patch = kube.patch
+
+        async def recorded(kind: str, name: str, body: dict[str, Any], namespace: str | None = None, *,
+                           status: bool = False) -> dict[str, Any]:
+            out = await patch(kind, name, body, namespace, status=status)
+            if kind == "Pod":
+                accepted[f"{namespace}/{name}"] = str((out.get("status") or {}).get("nominatedNodeName"))
+            return out
+
+        kube.patch = recorded  # type: ignore[method-assign]
+        try:
+            lifecycle = NodeClaimLifecycle(kube=kube, provider=provider, clock=RealClock(), nominations=noms)
+            await lifecycle._nominate_pods(claim, f"{claim}-node")
+        finally:
+            del kube.patch  # the client's own method again
+        assert accepted == {k: f"{claim}-node" for k, v in planned.items() if v == claim}
     finally:
         for p in pods:
             try:
