@@ -1,19 +1,20 @@
-"""Small topology batches: the cost and solve time of the variant search against one plan
+"""Topology batches: the cost and solve time of the variant search against one plan
 (issue 27, item 5: "bring every size within 1.2x of the pre-sizing speed").
 
-A batch with at most ``CAPPED_TOPOLOGY_PODS`` pods carrying topology rules is planned once per
+A batch with at most ``SEARCHED_TOPOLOGY_PODS`` pods carrying topology rules is planned once per
 size cap, by marginal cost (twice) and pinned by zone, and the cheapest plan wins
 (``Scheduler.solve``); a larger one gets one plan under the predicted size cap
-(``Scheduler._solve_large``). For each workload this prints both, side by side, in one process:
+(``Scheduler._solve_large``). For each workload this prints, in one process:
 
-* ``variants``: USD/hour and solve seconds of ``Scheduler.solve`` as it is;
-* ``one plan``: the same batch forced onto the one-plan path (``CAPPED_TOPOLOGY_PODS = 0``);
-* ``one plan+hs``: that path with hostname topology spreads also counted by
-  ``anti_affinity_nodes`` (largest group / maxSkew nodes), a change measured here and not made.
+* ``search``: USD/hour and solve seconds with every batch searched (``SEARCHED_TOPOLOGY_PODS``
+  raised past the batch);
+* ``one plan``: every batch on the one-plan path (``SEARCHED_TOPOLOGY_PODS = 0``), and its cost
+  as a ratio of the search's;
+* ``shipped``: which of the two the shipped threshold picks.
 
 Workloads: Karpenter's diverse mix at 200, 500 and 620 pods on its 400 fake types
 (``scheduling_karpenter.py``) and ``cost.py``'s topology workloads on the AWS and KWOK catalogs.
-Each solve is timed alone (best of ``--reps``), without tracing.
+Each solve is timed alone (best of ``--reps``, a fresh scheduler each), without tracing.
 
 Run: ``.venv/bin/python benchmarks/topology_paths.py [--reps 2]``
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,26 +34,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import cost  # noqa: E402
 from scheduling_karpenter import CATALOG, NODEPOOL, diverse  # noqa: E402
 
-from karpy_core.apis.labels import LABEL_HOSTNAME  # noqa: E402
 from karpy_core.scheduling import scheduler as S  # noqa: E402
 from karpy_core.scheduling.pod import PodInfo, pod_info  # noqa: E402
 from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodepool, type_tables  # noqa: E402
-from karpy_core.utils.selectors import selector_matches  # noqa: E402
-
-
-def with_hostname_spreads(base: Callable[[Sequence[PodInfo]], int]) -> Callable[[Sequence[PodInfo]], int]:
-    """``anti_affinity_nodes`` that also counts, per hard hostname spread (selector, maxSkew), the
-    pods it selects divided by maxSkew (rounded up)."""
-    def nodes(pods: Sequence[PodInfo]) -> int:
-        groups: dict[tuple[str, str, int], int] = {}
-        for p in pods:
-            for c in p.spread:
-                if c.hard and c.key == LABEL_HOSTNAME and selector_matches(S._selector(c.selector), p.labels):
-                    k = (p.namespace, c.selector, c.max_skew)
-                    groups[k] = groups.get(k, 0) + 1
-        spread = max((-(-n // k[2]) for k, n in groups.items()), default=0)
-        return max(base(pods), spread)
-    return nodes
 
 
 def cases() -> list[tuple[str, NodePoolTemplate, list[PodInfo], list[PodInfo]]]:
@@ -93,19 +76,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=2)
     args = parser.parse_args()
-    cap, nodes = S.CAPPED_TOPOLOGY_PODS, S.anti_affinity_nodes
-    print(f"{'workload':<30} {'pods':>5} | {'variants $/h':>12} {'s':>6} | {'one plan $/h':>12} {'s':>6} {'x$':>6} | "
-          f"{'+hs $/h':>9} {'s':>6} {'x$':>6}")
+    shipped = S.SEARCHED_TOPOLOGY_PODS
+    print(f"threshold: SEARCHED_TOPOLOGY_PODS = {shipped}")
+    print(f"{'workload':<30} {'pods':>5} {'topo':>5} | {'search $/h':>10} {'s':>6} | {'one plan $/h':>12} {'s':>6} {'x$':>6} | shipped")
     for name, template, pods, dss in cases():
         row: list[Any] = []
-        for mode in ("variants", "one", "one+hs"):
-            S.CAPPED_TOPOLOGY_PODS = cap if mode == "variants" else 0
-            S.anti_affinity_nodes = with_hostname_spreads(nodes) if mode == "one+hs" else nodes
+        for limit in (10**9, 0):
+            S.SEARCHED_TOPOLOGY_PODS = limit
             row.append(timed(template, pods, dss, args.reps))
-        S.CAPPED_TOPOLOGY_PODS, S.anti_affinity_nodes = cap, nodes
-        (v, vs), (o, os_), (h, hs) = row
-        print(f"{name:<30} {len(pods):>5} | {v:>12.4f} {vs:>6.3f} | {o:>12.4f} {os_:>6.3f} {o / v:>6.3f} | "
-              f"{h:>9.4f} {hs:>6.3f} {h / v:>6.3f}")
+        S.SEARCHED_TOPOLOGY_PODS = shipped
+        (v, vs), (o, os_) = row
+        topo = sum(not S._plain(p) for p in pods)
+        print(f"{name:<30} {len(pods):>5} {topo:>5} | {v:>10.4f} {vs:>6.3f} | {o:>12.4f} {os_:>6.3f} {o / v:>6.3f} | "
+              f"{'search' if topo <= shipped else 'one plan'}")
         sys.stdout.flush()
 
 

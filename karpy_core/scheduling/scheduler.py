@@ -84,11 +84,21 @@ def queue_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
     return sorted(pods, key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.created, p.namespace, p.name))
 
 
-CAPPED_TOPOLOGY_PODS = 500
+SEARCHED_TOPOLOGY_PODS = 100
 """Batches with at most this many pods with topology rules are also planned with size caps, by
-marginal cost and pinned by zone (:meth:`Scheduler.solve`); larger ones keep the single first-fit
-plan, or one under :func:`predicted_cap` (:meth:`Scheduler._solve_large`; each variant is one
-more plan: up to :data:`MAX_SIZE_CAPS` + 3)."""
+marginal cost and pinned by zone, and the cheapest plan wins (:meth:`Scheduler.solve`); larger
+ones get one plan under :func:`predicted_cap` (:meth:`Scheduler._solve_large`).
+
+Why 100 (issue 27, item 5: solve time within 1.2x of the planner before cost sizing): the
+search makes up to :data:`MAX_SIZE_CAPS` + 3 plans, the marginal-cost ones several times slower
+than first fit, so it costs 10-40x one plan at any size; one plan under the predicted cap costs
+about one first-fit plan. Karpenter's diverse mix (4 pods in 5 with topology rules) on its 400
+fake types, search against one plan (``benchmarks/topology_paths.py``): 200 pods 50.05 USD/hour
+in 0.45 s against 51.62 in 0.03 s; 500 pods 117.40 in 1.69 s against 121.81 in 0.07 s (first
+fit, the plan before cost sizing: 143.21 in 0.07 s). Up to 100 such pods the search takes at most
+about 0.5 s, well inside one batch window (``BATCH_IDLE_DURATION``, 1 s), and it is where one plan
+misses most: zone spreads (60 pods, 1.40x the search's cost) and StatefulSets with host ports
+(1.34x)."""
 MAX_SIZE_CAPS = 8
 """Size caps tried per batch at most (:func:`size_caps`)."""
 
@@ -126,16 +136,28 @@ dearer per vCPU than the cheapest of all (c6a.large against c6a.4xlarge); on the
 the capped plan was dearer than first fit it was 29-50% dearer."""
 
 
-def anti_affinity_nodes(pods: Sequence[PodInfo]) -> int:
-    """The most nodes some hostname anti-affinity forces ``pods`` onto: the largest group of pods
-    that share one required ``kubernetes.io/hostname`` anti-affinity term (selector and
+def forced_nodes(pods: Sequence[PodInfo]) -> int:
+    """The most nodes some hostname rule forces ``pods`` onto (0 when none does): the largest group
+    of pods that share one required ``kubernetes.io/hostname`` anti-affinity term (selector and
     namespaces) and that the term's selector matches, so no two of them may share a node (a
-    Deployment with self anti-affinity: one node per replica). 0 when there is none."""
+    Deployment with self anti-affinity: one node per replica); or, for a hard
+    ``kubernetes.io/hostname`` topology spread, the pods of one namespace its selector matches
+    divided by its ``maxSkew``, rounded up (a new node is a domain with no pods, so a claim takes
+    at most ``maxSkew`` of them while another node has none).
+
+    Counting the spreads (measured with ``benchmarks/topology_paths.py``, one plan under
+    :func:`predicted_cap`, 300 pods in hostname spreads with DaemonSets): AWS catalog 15.77 ->
+    12.55 USD/hour, KWOK catalog 10.99 -> 8.71 (the variant search's 12.00 and 8.71)."""
     groups: dict[tuple[str, tuple[str, ...] | None], int] = {}
+    spreads: dict[tuple[str, str, int], int] = {}
     for p in pods:
         for t in _own_node_terms(p):
             groups[(t.selector, t.namespaces)] = groups.get((t.selector, t.namespaces), 0) + 1
-    return max(groups.values(), default=0)
+        for c in p.spread:
+            if c.hard and c.key == LABEL_HOSTNAME and selector_matches(_selector(c.selector), p.labels):
+                k = (p.namespace, c.selector, max(c.max_skew, 1))
+                spreads[k] = spreads.get(k, 0) + 1
+    return max(max(groups.values(), default=0), max((-(-n // k[2]) for k, n in spreads.items()), default=0))
 
 
 _selector = functools.lru_cache(maxsize=4096)(json.loads)
@@ -161,7 +183,7 @@ def own_nodes_first(pods: Sequence[PodInfo]) -> list[PodInfo]:
 
 def predicted_cap(tables: Iterable[TypeTable], pods: Sequence[PodInfo], caps: Sequence[int]) -> int | None:
     """The size cap (vCPUs, one of ``caps``) for a batch too large to plan once per cap
-    (:meth:`Scheduler.solve`): the batch needs at least ``m`` nodes (:func:`anti_affinity_nodes`),
+    (:meth:`Scheduler.solve`): the batch needs at least ``m`` nodes (:func:`forced_nodes`),
     so with its cpu requests ``D`` (millicores) spread evenly each holds ``D / m``; the smallest
     cap with a type whose free cpu (allocatable minus DaemonSet overhead) holds that. None when
     nothing forces two or more nodes, no capped type holds ``D / m``, or the types of that cap
@@ -175,7 +197,7 @@ def predicted_cap(tables: Iterable[TypeTable], pods: Sequence[PodInfo], caps: Se
     pods and 3,113 -> 2,397 at 10,000 (before :meth:`~karpy_core.scheduling.topology.Topology.settle`;
     now 203.97 -> 158.68, 116.03 -> 102.70, 1,524 -> 1,200 at 5,000). Caps of 8 and of 1-2 vCPUs
     were dearer on each. The diverse mix is planned under this cap (:meth:`Scheduler._solve_large`)."""
-    m = anti_affinity_nodes(pods)
+    m = forced_nodes(pods)
     tables = [t for t in tables if "cpu" in t.index and t.prices.size]
     if m < 2 or not caps or not tables:
         return None
@@ -231,6 +253,14 @@ def _in_pool(pod: PodInfo, pool: str, inside: bool) -> PodInfo:
 def _pinned(pod: PodInfo, zone: str) -> PodInfo:
     """A copy of ``pod`` without spread constraints, its node-affinity terms narrowed to ``zone``."""
     return _narrowed(pod, Requirement(LABEL_ZONE, False, frozenset((zone,))), spread=())
+
+
+def _zone_spread_only(constrained: Sequence[PodInfo]) -> bool:
+    """Whether every pod of ``constrained`` has one rule, a hard zone topology spread (the batches
+    :meth:`Scheduler._zonal` may pin; it checks the rest)."""
+    return bool(constrained) and all(
+        len(p.spread) == 1 and p.spread[0].key == LABEL_ZONE and p.spread[0].hard and not p.affinity
+        and not p.preferred_affinity and not p.preferred_node_terms for p in constrained)
 
 
 def _zonal_assignment(inputs: Inputs, pods: Sequence[PodInfo], base: SchedulingRun) -> dict[str, str] | None:
@@ -573,7 +603,7 @@ class Scheduler:
     def solve(self, pods: Sequence[PodInfo]) -> SchedulingResults:
         """Place ``pods``; returns the plan. Never raises for unschedulable pods: they get reasons.
 
-        With ``sizing``, a batch with at most :data:`CAPPED_TOPOLOGY_PODS` pods that carry topology
+        With ``sizing``, a batch with at most :data:`SEARCHED_TOPOLOGY_PODS` pods that carry topology
         rules (spread, pod affinity, preferences) is also planned once per size cap
         (:func:`size_caps`), once by marginal cost and, when zone spread is its only rule, once
         pinned by zone (:meth:`_zonal`). Under a cap, the claims those pods open
@@ -588,14 +618,15 @@ class Scheduler:
         the claim's price stays the same (:meth:`SchedulingRun.place_free`; the rest sized by cost
         as new claims). The cheapest plan that leaves no more pods
         pending and relaxes minValues on no more claims wins; ties keep the uncapped plan.
-        Deterministic. Measured on ``benchmarks/cost.py``:
-        hostname spread (300 pods) at the proved MILP optimum on both catalogs (from 1.26x and
-        1.31x); zone spread (60 pods) from 1.40x and 1.42x to 1.04x and 1.01x of the optimum;
-        Karpenter's diverse mix at 500 pods 23% cheaper (AWS 18.80 -> 14.51 USD/hour, KWOK
-        12.63 -> 9.82; 14.82 and 9.84 before the marginal-cost plan placed pods that need a node
-        of their own first, :func:`own_nodes_first`, and open claims were pinned to zones,
-        :meth:`SchedulingRun.settle_open_zones`), solving in ~2.5-4 s instead of 0.07 (AWS).
-        Larger batches: :meth:`_solve_large`."""
+        Deterministic. Measured on ``benchmarks/cost.py``, searched: zone spread (60 pods) from
+        1.40x and 1.42x of the MILP optimum to 1.04x and 1.01x (then the zone-pinned plan: at the
+        optimum); hostname spread (300 pods) at the proved optimum on both catalogs (from 1.26x
+        and 1.31x); Karpenter's diverse mix at 500 pods 23% cheaper (AWS 18.80 -> 14.51 USD/hour,
+        KWOK 12.63 -> 9.82), but solving in 1.7-2.7 s instead of 0.07-0.12. Those two now have
+        more than :data:`SEARCHED_TOPOLOGY_PODS` pods with rules and get one plan
+        (:meth:`_solve_large`): hostname spread 12.55 (AWS, 1.05x the search) and 8.71 (KWOK,
+        the same), diverse mix 15.77 (1.09x) and 10.17 (1.04x), each in 0.02-0.08 s
+        (``benchmarks/topology_paths.py``)."""
         self.inputs = self._base
         kept: dict[str, str] = {}
         if self.nominated:
@@ -646,7 +677,7 @@ class Scheduler:
         """:meth:`solve` of the pods no nomination kept."""
         queue = queue_order(pods)
         constrained = [p for p in queue if not _plain(p)]
-        if self.inputs.sizing and len(constrained) > CAPPED_TOPOLOGY_PODS:
+        if self.inputs.sizing and len(constrained) > SEARCHED_TOPOLOGY_PODS:
             return self._solve_large(pods, queue, constrained)
         best: tuple[SchedulingResults, float, SchedulingRun] = self._solve_once(pods, queue, None)
         if self.inputs.sizing and not constrained:
@@ -668,11 +699,12 @@ class Scheduler:
         return consider.best[0]
 
     def _solve_large(self, pods: Sequence[PodInfo], queue: list[PodInfo], constrained: Sequence[PodInfo]) -> SchedulingResults:
-        """A batch with more than :data:`CAPPED_TOPOLOGY_PODS` constrained pods, too many to plan
+        """A batch with more than :data:`SEARCHED_TOPOLOGY_PODS` constrained pods, too many to plan
         once per variant: one plan under the :func:`predicted_cap`. It stands when it leaves
         nothing pending and relaxes no minValues; otherwise the first-fit plan is made too and the
-        capped one must beat it as a variant must (:class:`_Judge`). The first-fit plan alone
-        when no cap is predicted.
+        capped one must beat it as a variant must (:class:`_Judge`). When no cap is predicted,
+        the first-fit plan, and for a batch whose only rule is a hard zone spread
+        (:func:`_zone_spread_only`) also the zone-pinned plan (:meth:`_zonal`), the cheaper one.
 
         Hard zone spreads no longer keep a batch on first fit: that rule rested on replaying
         plans with the claims still open on zone counted nowhere, where first fit's ~990 open
@@ -689,7 +721,13 @@ class Scheduler:
         caps = size_caps(self.inputs.tables.values(), constrained)
         cap = predicted_cap(self.inputs.tables.values(), pods, caps)
         if cap is None:
-            return self._solve_once(pods, queue, None)[0]
+            first = self._solve_once(pods, queue, None)
+            if not _zone_spread_only(constrained):
+                return first[0]
+            consider = _Judge.against(first, constrained)
+            consider(self._zonal(pods, first[2]))
+            self._last = consider.best[2]
+            return consider.best[0]
         trial = self._solve_once(pods, queue, cap, caps)
         if not trial[0].errors and not any(c.min_values_relaxed for c in trial[0].new_claims):
             return trial[0]

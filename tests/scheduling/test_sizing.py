@@ -311,6 +311,16 @@ def test_zone_pinned_variant_evens_out_the_zones_and_sizes_them():
     assert cost(solve([nodepool()], batch, catalog=ZONAL)) == 0.24
 
 
+def test_zone_pinned_variant_also_for_batches_past_the_search(monkeypatch):
+    # above SEARCHED_TOPOLOGY_PODS a batch gets one plan; one whose only rule is a zone spread
+    # predicts no size cap, and its zone-pinned plan is weighed against first fit's
+    from karpy_core.scheduling import scheduler as S
+
+    batch = [zone_pod(f"a{i}", "a", "2") for i in range(3)] + [zone_pod("b0", "b", "2")]
+    monkeypatch.setattr(S, "SEARCHED_TOPOLOGY_PODS", 0)
+    assert cost(solve([nodepool()], batch, catalog=ZONAL)) == 0.24  # first fit alone: 0.48
+
+
 def test_zone_pinned_variant_only_for_zone_spread_alone():
     hostname = spread_pod("h0", "h", "1")
     assert _zonal_plan([zone_pod("a0", "a", "2"), hostname])[1] is None
@@ -432,16 +442,37 @@ def large_batch() -> list[dict]:
     return [anti_pod(f"web-{i}") for i in range(100)] + [preferring_pod(f"pref-{i}") for i in range(420)]
 
 
-def test_anti_affinity_nodes_counts_the_largest_mutually_exclusive_group():
-    from karpy_core.scheduling.scheduler import anti_affinity_nodes
+def test_forced_nodes_counts_the_largest_mutually_exclusive_group():
+    from karpy_core.scheduling.scheduler import forced_nodes
 
     pods = [anti_pod(f"w{i}") for i in range(5)] + [anti_pod(f"d{i}", "db") for i in range(3)]
     pods += [anti_pod(f"o{i}", ns="other") for i in range(7)]  # the term looks in its own namespace: a group of its own
     unmatched = anti_pod("x")
     unmatched["metadata"]["labels"] = {"app": "api"}  # carries the web term, but the selector does not match it
-    assert anti_affinity_nodes([pod_info(p) for p in [*pods, unmatched]]) == 7
-    assert anti_affinity_nodes([pod_info(p) for p in pods[:5]]) == 5
-    assert anti_affinity_nodes([pod_info(pod("plain"))]) == 0
+    assert forced_nodes([pod_info(p) for p in [*pods, unmatched]]) == 7
+    assert forced_nodes([pod_info(p) for p in pods[:5]]) == 5
+    assert forced_nodes([pod_info(pod("plain"))]) == 0
+
+
+def hostname_spread_pod(name: str, skew: int, *, hard: bool = True, app: str = "spread") -> dict:
+    p = pod(name, "500m", "512Mi")
+    p["metadata"]["labels"] = {"app": app}
+    p["spec"]["topologySpreadConstraints"] = [{
+        "maxSkew": skew, "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": app}}}]
+    return p
+
+
+def test_forced_nodes_counts_hard_hostname_spreads_per_max_skew():
+    from karpy_core.scheduling.scheduler import forced_nodes
+
+    # 9 pods, maxSkew 2: while another node holds none, a node takes at most 2 -> ceil(9 / 2) = 5
+    assert forced_nodes([pod_info(hostname_spread_pod(f"s{i}", 2)) for i in range(9)]) == 5
+    assert forced_nodes([pod_info(hostname_spread_pod(f"s{i}", 1)) for i in range(9)]) == 9
+    # a soft spread forces nothing; the larger of a spread and an anti-affinity group counts
+    assert forced_nodes([pod_info(hostname_spread_pod(f"s{i}", 1, hard=False)) for i in range(9)]) == 0
+    mixed = [hostname_spread_pod(f"s{i}", 3) for i in range(9)] + [anti_pod(f"w{i}") for i in range(4)]
+    assert forced_nodes([pod_info(p) for p in mixed]) == 4
 
 
 def test_predicted_cap_is_the_smallest_cap_that_holds_an_even_share():
@@ -460,7 +491,7 @@ def test_predicted_cap_is_the_smallest_cap_that_holds_an_even_share():
 
 
 def test_large_batch_is_planned_under_the_predicted_cap():
-    # 520 constrained pods (more than CAPPED_TOPOLOGY_PODS): one node per web pod. Karpenter's
+    # 520 constrained pods (more than SEARCHED_TOPOLOGY_PODS): one node per web pod. Karpenter's
     # first fit stacks 30 preferring pods with each of the first 14 web pods (16 cores, 14 larges)
     # and leaves 86 web pods alone on smalls: 14 x 1.60 + 86 x 0.10 = 31.00. Capped at 4 cores:
     # a web pod and 6 preferring pods per medium (70 mediums) and 30 lone web pods on smalls:
