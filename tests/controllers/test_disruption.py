@@ -415,3 +415,36 @@ def test_every_method_satisfies_the_protocol_in_karpenters_order_then_the_repack
     assert [m.consolidation for m in methods.values()] == [False, False, False, True, True, True]
     assert list(methods)[-1] is DisruptionMethod.REPACK_CONSOLIDATION
     assert methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION].max_simulations == 3
+
+
+async def test_instance_types_are_asked_again_until_the_nodeclass_is_ready_and_on_a_timer():
+    """Issue 29: the AWS plugin answers [] while the EC2NodeClass is not Ready; the disruption
+    controller kept that answer until the NodePool changed, and priced every node at 0."""
+    from karpy_core.controllers.disruption import Disruption
+    from karpy_core.controllers.disruption.controller import INSTANCE_TYPES_REFRESH
+
+    class LateNodeClass:
+        """Answers [] until ``ready``, then ``TYPES["default"]``; counts the calls."""
+
+        def __init__(self) -> None:
+            self.ready = False
+            self.calls = 0
+
+        async def get_instance_types(self, nodepool):
+            self.calls += 1
+            return list(TYPES["default"]) if self.ready else []
+
+    clock = VirtualClock(NOW)
+    provider = LateNodeClass()
+    disruption = Disruption(kube=InMemoryCluster(clock), provider=provider, clock=clock)  # type: ignore[arg-type]
+    snap = ClusterSnapshot(nodepools=[nodepool()])
+    assert await disruption.instance_types(snap) == {"default": []}
+    assert await disruption.instance_types(snap) == {"default": []} and provider.calls == 2  # [] is never kept
+    provider.ready = True
+    got = await disruption.instance_types(snap)
+    assert [t.name for t in got["default"]] == ["small", "large"] and provider.calls == 3
+    await disruption.instance_types(snap)
+    assert provider.calls == 3  # kept while fresh
+    clock.advance(INSTANCE_TYPES_REFRESH)
+    await disruption.instance_types(snap)
+    assert provider.calls == 4  # asked again once the refresh interval has passed

@@ -28,13 +28,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -197,15 +200,28 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
 # --- AWS: the Karpenter values file, moto --------------------------------------------------------------
 
 
-async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
-    devcluster: Any, admin: AsyncKubeClient, render: Any, release_namespace: str, moto_url: str, scratch: Path, tmp_path: Path,  # noqa: F811
-) -> None:
+@dataclass
+class AwsChart:
+    """The AWS controller as the chart renders it, running against moto (see :func:`aws_chart`)."""
+
+    controller: ChartController
+    cluster: str
+    seeded: Any
+    health_port: int
+    metrics_port: int
+
+
+@asynccontextmanager
+async def aws_chart(devcluster: Any, admin: AsyncKubeClient, render: Any, ns: str, tag: str, moto_url: str, scratch: Path,  # noqa: F811
+                    tmp_path: Path, before_start: Callable[[str], Awaitable[None]] | None = None) -> AsyncIterator[AwsChart]:
+    """Render the chart with Karpenter's values file (``cloud: aws``), seed moto, create the
+    rendered RBAC, run the controller container under the chart's ServiceAccount and wait for
+    ``/readyz``; ``before_start(cluster)`` runs just before the controller starts. On exit the
+    controller gets SIGTERM, then: no 403 in its log, exit code 0, cloud clients closed."""
     values = yaml.safe_load(KARPENTER_VALUES_FILE.read_text())
     assert "cloud" not in values  # the file is a Karpenter user's; karpy's default cloud is aws
     values["cloud"] = "aws"
-    ns, tag = release_namespace, uuid.uuid4().hex[:6]
     cluster = values["settings"]["clusterName"]
-    pool, app = f"chart-{tag}", f"chart-{tag}"
     objects = render(f"karpy-{tag}", ns, values)
     container = _controller_container(objects)
     assert container["args"] == ["--cloud-provider=aws"]
@@ -216,7 +232,6 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
 
     created: list[str] = []
     controller: ChartController | None = None
-    kubelet: asyncio.Task[None] | None = None
     try:
         created = _create_all(devcluster.api, [o for o in objects if o["kind"] in RBAC_KINDS], dry_run=False)
         (sa,) = [o for o in objects if o["kind"] == "ServiceAccount"]
@@ -229,98 +244,193 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
         changed = {k for k in env if rendered.get(k) != env[k]}
         assert changed <= SUBSTITUTED | {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED"}
         assert rendered["AWS_REGION"] == REGION and rendered["CLUSTER_NAME"] == cluster  # from the values file, unchanged
-
-        # The user's NodeClass and NodePool exist before the install (the EC2NodeClass status loop
-        # then resolves it on its first pass; it repeats every 60 s).
-        await admin.create("EC2NodeClass", {
-            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": pool},
-            "spec": {"role": "KarpenterNodeRole-eks", "amiSelectorTerms": [{"alias": "al2023@latest"}],
-                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
-                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}]}})
-        await admin.create("NodePool", nodepool(pool, tag, types=["m5.large"]))
+        if before_start is not None:
+            await before_start(cluster)
         controller = ChartController(container, env, tmp_path / "controller.log", scratch)
 
         async def ready() -> bool:
+            assert controller is not None
             controller.alive()
             return _http(health_port, "/readyz")[0] == 200
 
         await wait_for(ready, 90, "the controller's /readyz")
         assert _http(health_port, "/healthz")[0] == 200
-
-        async def nodeclass_ready() -> bool:
-            controller.alive()
-            status = (await admin.get("EC2NodeClass", pool)).get("status") or {}
-            return {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready") == "True"
-
-        await wait_for(nodeclass_ready, 90, "the EC2NodeClass status written Ready (nodeclasses/status under the chart's RBAC)")
-
-        registered: set[str] = set()
-        kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
-        await admin.create("Deployment", deployment(app, tag, 2, cpu="500m"))
-
-        async def provisioned() -> list[dict[str, Any]] | None:
-            controller.alive()
-            assert not kubelet.done() or kubelet.result()
-            return await _running(admin, app, pool, 2)
-
-        pods = await wait_for(provisioned, 180, "2 pods Running on nodes karpy launched in moto")
-        claims = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
-        assert claims and registered
-        ids = {c["status"]["providerID"].rsplit("/", 1)[-1]: c for c in claims}
-        async with session().client("ec2", endpoint_url=moto_url) as ec2:
-            reservations = (await ec2.describe_instances(InstanceIds=sorted(ids)))["Reservations"]
-        instances = [i for r in reservations for i in r["Instances"]]
-        assert len(instances) == len(ids)
-        for inst in instances:
-            claim = ids[inst["InstanceId"]]
-            tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
-            assert inst["State"]["Name"] == "running"
-            assert inst["InstanceType"] == claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m5.large"
-            assert inst["SubnetId"] in seeded.subnets.values()
-            assert tags["karpenter.sh/nodepool"] == pool and tags["karpenter.sh/nodeclaim"] == claim["metadata"]["name"]
-            assert tags[f"kubernetes.io/cluster/{cluster}"] == "owned"
-        node_names = {n["metadata"]["name"] for n in await nodes_of(admin, pool)}
-        assert {p["spec"]["nodeName"] for p in pods} <= node_names
-
-        status, metrics = _http(metrics_port, "/metrics")
-        assert status == 200 and "karpenter_nodeclaims_created_total" in metrics
-
-        # Scale to zero and delete the NodeClaims: the instances are terminated in moto.
-        await admin.delete("Deployment", app, "default")
-        for c in claims:
-            await admin.delete("NodeClaim", c["metadata"]["name"])
-
-        async def terminated() -> bool:
-            controller.alive()
-            async with session().client("ec2", endpoint_url=moto_url) as ec2:
-                resp = await ec2.describe_instances(InstanceIds=sorted(ids))
-            states = {i["State"]["Name"] for r in resp["Reservations"] for i in r["Instances"]}
-            return states <= {"shutting-down", "terminated"} and not await claims_of(admin, pool)
-
-        await wait_for(terminated, 120, "the NodeClaims finalized and their instances terminated")
+        yield AwsChart(controller, cluster, seeded, health_port, metrics_port)
     finally:
-        if kubelet is not None:
-            kubelet.cancel()
         code = controller.stop() if controller is not None else None
         if controller is not None:
             print("--- controller log (tail) ---\n" + controller.log_path.read_text()[-8000:])
-        try:
-            await admin.delete("Deployment", app, "default")
-        except Exception:
-            pass
-        for kind in ("NodePool", "EC2NodeClass"):
-            try:
-                await admin.delete(kind, pool)
-            except Exception:
-                pass
         for path in reversed(created):
             _delete(devcluster.api, path)
-    assert controller is not None
     log = controller.log_path.read_text()
     forbidden = [line for line in log.splitlines() if _FORBIDDEN.search(line)]
     assert not forbidden, "403 under the chart's RBAC:\n" + "\n".join(forbidden[:20])
     assert code == 0, f"the controller exited with {code} on SIGTERM:\n{log[-4000:]}"
     assert "Unclosed client session" not in log, "the cloud clients were not closed on shutdown"
+
+
+def ec2nodeclass(name: str, cluster: str) -> dict[str, Any]:
+    """An EC2NodeClass selecting the seeded subnets and security group by discovery tag."""
+    return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": name},
+            "spec": {"role": "KarpenterNodeRole-eks", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                     "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
+                     "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}]}}
+
+
+async def _nodeclass_ready(admin: AsyncKubeClient, name: str) -> bool:
+    status = (await admin.get("EC2NodeClass", name)).get("status") or {}
+    return {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready") == "True"
+
+
+async def _remove(admin: AsyncKubeClient, app: str, pool: str) -> None:
+    for kind, name, ns in (("Deployment", app, "default"), ("NodePool", pool, None), ("EC2NodeClass", pool, None)):
+        try:
+            await admin.delete(kind, name, ns) if ns else await admin.delete(kind, name)
+        except Exception:
+            pass
+
+
+async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
+    devcluster: Any, admin: AsyncKubeClient, render: Any, release_namespace: str, moto_url: str, scratch: Path, tmp_path: Path,  # noqa: F811
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    pool, app = f"chart-{tag}", f"chart-{tag}"
+
+    async def user_objects(cluster: str) -> None:
+        # The user's NodeClass and NodePool exist before the install (the EC2NodeClass status loop
+        # then resolves it on its first pass; it repeats every 60 s).
+        await admin.create("EC2NodeClass", ec2nodeclass(pool, cluster))
+        await admin.create("NodePool", nodepool(pool, tag, types=["m5.large"]))
+
+    kubelet: asyncio.Task[None] | None = None
+    try:
+        async with aws_chart(devcluster, admin, render, release_namespace, tag, moto_url, scratch, tmp_path, user_objects) as chart:
+            controller, cluster = chart.controller, chart.cluster
+
+            async def nodeclass_ready() -> bool:
+                controller.alive()
+                return await _nodeclass_ready(admin, pool)
+
+            await wait_for(nodeclass_ready, 90, "the EC2NodeClass status written Ready (nodeclasses/status under the chart's RBAC)")
+
+            registered: set[str] = set()
+            kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
+            await admin.create("Deployment", deployment(app, tag, 2, cpu="500m"))
+
+            async def provisioned() -> list[dict[str, Any]] | None:
+                controller.alive()
+                assert not kubelet.done() or kubelet.result()
+                return await _running(admin, app, pool, 2)
+
+            pods = await wait_for(provisioned, 180, "2 pods Running on nodes karpy launched in moto")
+            claims = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
+            assert claims and registered
+            ids = {c["status"]["providerID"].rsplit("/", 1)[-1]: c for c in claims}
+            async with session().client("ec2", endpoint_url=moto_url) as ec2:
+                reservations = (await ec2.describe_instances(InstanceIds=sorted(ids)))["Reservations"]
+            instances = [i for r in reservations for i in r["Instances"]]
+            assert len(instances) == len(ids)
+            for inst in instances:
+                claim = ids[inst["InstanceId"]]
+                tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
+                assert inst["State"]["Name"] == "running"
+                assert inst["InstanceType"] == claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m5.large"
+                assert inst["SubnetId"] in chart.seeded.subnets.values()
+                assert tags["karpenter.sh/nodepool"] == pool and tags["karpenter.sh/nodeclaim"] == claim["metadata"]["name"]
+                assert tags[f"kubernetes.io/cluster/{cluster}"] == "owned"
+            node_names = {n["metadata"]["name"] for n in await nodes_of(admin, pool)}
+            assert {p["spec"]["nodeName"] for p in pods} <= node_names
+
+            status, metrics = _http(chart.metrics_port, "/metrics")
+            assert status == 200 and "karpenter_nodeclaims_created_total" in metrics
+
+            # Scale to zero and delete the NodeClaims: the instances are terminated in moto.
+            await admin.delete("Deployment", app, "default")
+            for c in claims:
+                await admin.delete("NodeClaim", c["metadata"]["name"])
+
+            async def terminated() -> bool:
+                controller.alive()
+                async with session().client("ec2", endpoint_url=moto_url) as ec2:
+                    resp = await ec2.describe_instances(InstanceIds=sorted(ids))
+                states = {i["State"]["Name"] for r in resp["Reservations"] for i in r["Instances"]}
+                return states <= {"shutting-down", "terminated"} and not await claims_of(admin, pool)
+
+            await wait_for(terminated, 120, "the NodeClaims finalized and their instances terminated")
+    finally:
+        if kubelet is not None:
+            kubelet.cancel()
+        await _remove(admin, app, pool)
+
+
+async def test_aws_consolidation_works_when_the_controller_starts_before_the_nodeclass_is_ready(
+    devcluster: Any, admin: AsyncKubeClient, render: Any, release_namespace: str, moto_url: str, scratch: Path, tmp_path: Path,  # noqa: F811
+) -> None:
+    """Issue 29: the NodePool exists and its EC2NodeClass does not yet when the controller starts,
+    so the AWS plugin answers ``[]`` for its instance types; once the NodeClass is Ready, an
+    underutilized node must be consolidated (the disruption controller kept the empty list, and
+    priced nodes at 0, until the NodePool changed)."""
+    tag = uuid.uuid4().hex[:6]
+    pool, app = f"late-{tag}", f"late-{tag}"
+    types = ["m5.large", "m5.2xlarge"]
+    np_obj = nodepool(pool, tag, types=types, consolidate_after="0s")
+    np_obj["spec"]["disruption"]["budgets"] = [{"nodes": "100%"}]
+
+    async def user_objects(cluster: str) -> None:
+        await admin.create("NodePool", np_obj)  # its NodeClass comes later
+
+    kubelet: asyncio.Task[None] | None = None
+    try:
+        async with aws_chart(devcluster, admin, render, release_namespace, tag, moto_url, scratch, tmp_path, user_objects) as chart:
+            controller = chart.controller
+
+            async def passes() -> bool:  # a planning pass has read the NodePool's instance types (empty)
+                controller.alive()
+                return any(line.startswith("karpenter_nodepools_allowed_disruptions{") and f'nodepool="{pool}"' in line
+                           for line in _http(chart.metrics_port, "/metrics")[1].splitlines())
+
+            await wait_for(passes, 60, "a disruption pass before the EC2NodeClass exists")
+            await admin.create("EC2NodeClass", ec2nodeclass(pool, chart.cluster))
+
+            async def nodeclass_ready() -> bool:
+                controller.alive()
+                return await _nodeclass_ready(admin, pool)
+
+            await wait_for(nodeclass_ready, 90, "the EC2NodeClass Ready")
+            registered: set[str] = set()
+            kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
+            # six 1-cpu pods: one m5.2xlarge (0.384 USD/hour) is cheaper than six m5.large (0.096 each)
+            await admin.create("Deployment", deployment(app, tag, 6, cpu="1"))
+
+            async def provisioned() -> list[dict[str, Any]] | None:
+                controller.alive()
+                assert not kubelet.done() or kubelet.result()
+                return await _running(admin, app, pool, 6)
+
+            await wait_for(provisioned, 180, "6 pods Running")
+            (big,) = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
+            assert big["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m5.2xlarge"
+            await admin.patch("Deployment", app, {"spec": {"replicas": 1}}, "default")
+
+            async def consolidated() -> list[dict[str, Any]] | None:
+                controller.alive()
+                claims = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
+                pods = await _running(admin, app, pool, 1)
+                if pods is None or [c["metadata"]["name"] for c in claims] == [big["metadata"]["name"]]:
+                    return None
+                return claims if big["metadata"]["name"] not in {c["metadata"]["name"] for c in claims} else None
+
+            claims = await wait_for(consolidated, 240, "the underutilized m5.2xlarge replaced by a cheaper node")
+            assert [c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in claims] == ["m5.large"]
+            log = controller.log()
+            assert 'Instance Type "m5.2xlarge" not found' not in log
+            # priced from the instance types (0.0000 while the controller had none)
+            assert re.search(rf"single-node-consolidation: replace {big['metadata']['name']} with 1 node\(s\) \[m5\.large[^]]*\] "
+                             r"\(0\.3840 -> 0\.0960 USD/hour\)", log), log[-4000:]
+    finally:
+        if kubelet is not None:
+            kubelet.cancel()
+        await _remove(admin, app, pool)
 
 
 # --- KakaoCloud: the fake OpenAPI server ---------------------------------------------------------------

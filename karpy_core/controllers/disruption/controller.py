@@ -133,6 +133,25 @@ class DisruptionEvent:
     decision: DecisionKind | None = None
 
 
+INSTANCE_TYPES_REFRESH = 60.0
+"""Seconds the disruption controller reuses a NodePool's instance types before asking the
+provider again: offerings marked unavailable after an insufficient-capacity error come back
+after 3 minutes (Karpenter's ``UnavailableOfferingsTTL``), and prices and NodeClass status
+change between NodePool generations; the provider's own cache makes the call cheap."""
+
+
+def _types_signature(types: list[InstanceType]) -> str:
+    """A digest of what a plan reads from ``types``: names, and each offering's zone, capacity
+    type, price and availability (so the idle pass notices when they change)."""
+    h = hashlib.sha256()
+    for it in types:
+        h.update(it.name.encode())
+        for o in it.offerings:
+            h.update(f"|{o.zone}:{o.capacity_type}:{o.price!r}:{o.available}:{o.reservation_id}:{o.reservation_capacity}".encode())
+        h.update(b";")
+    return h.hexdigest()[:16]
+
+
 @dataclass(frozen=True, slots=True)
 class PlanningPass:
     """One run of the planner, for metrics: the snapshot and instance types it read, its decision
@@ -201,24 +220,41 @@ class Disruption:
         """Node name -> (time, decision) lines; a line equal to the node's last line of the same
         method (or stage) is not repeated."""
         self._pods_seen: dict[str, frozenset[str]] = {}
-        self._types: dict[tuple[str, Any, Any, int], list[InstanceType]] = {}
+        self._types: dict[tuple[str, Any, Any, int], tuple[float, list[InstanceType], str]] = {}
+        """(NodePool name, generation, resourceVersion, overlay generation) -> (fetched at, the
+        provider's instance types, :func:`_types_signature`)."""
+        self._signatures: dict[str, str] = {}
+        """NodePool name -> :func:`_types_signature` of the types the last pass read."""
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
         self.observer: Callable[[PlanningPass], None] | None = None
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
-        """NodePool name -> instance types, cached per NodePool generation (and NodeOverlay store)."""
+        """NodePool name -> instance types, kept per NodePool generation (and NodeOverlay store)
+        for at most :data:`INSTANCE_TYPES_REFRESH` seconds of the controller's clock; an empty
+        list is never kept. A provider answers ``[]`` while the NodePool's NodeClass is not
+        Ready (the AWS plugin does): kept, that left consolidation without prices until the
+        NodePool changed. Karpenter's disruption asks its cloud provider on every pass; its
+        providers cache the types and see a NodeClass change at once."""
         from karpy_core.apis.nodepool import NodePool
 
+        now = self.clock.now()
         out: dict[str, list[InstanceType]] = {}
         for np_obj in snapshot.nodepools:
             meta = np_obj["metadata"]
             key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None,
                    getattr(self.provider, "overlay_generation", 0))
-            if key not in self._types:
-                self._types[key] = await self.provider.get_instance_types(NodePool.model_validate(np_obj))
-            out[meta["name"]] = self._types[key]
+            kept = self._types.get(key)
+            if kept is None or now - kept[0] >= INSTANCE_TYPES_REFRESH:
+                types = await self.provider.get_instance_types(NodePool.model_validate(np_obj))
+                for old in [k for k in self._types if k[0] == meta["name"]]:
+                    del self._types[old]
+                kept = (now, types, _types_signature(types))
+                if types:
+                    self._types[key] = kept
+            out[meta["name"]] = kept[1]
+            self._signatures[meta["name"]] = kept[2]
         return out
 
     def _log(self, now: float, lines: list[NodeDecision]) -> None:
@@ -345,7 +381,9 @@ class Disruption:
                 snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         if self.pending is None:
             # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
-            fp = self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}"
+            # new instance types (a NodeClass turned Ready, offerings or prices changed) re-plan too
+            fp = (self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}|"
+                  + ",".join(f"{k}={v}" for k, v in sorted(self._signatures.items()) if k in types))
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
                 wake.extend(w for w in (self._idle[1],) if w is not None)
             else:
