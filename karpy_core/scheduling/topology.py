@@ -512,7 +512,10 @@ class Topology:
         lkey = tuple(sorted(labels.items()))
 
         def rule(key: str) -> _KeyRule:
-            return rules.setdefault(key, _KeyRule())
+            r = rules.get(key)
+            if r is None:  # not setdefault: that builds a rule on every call
+                r = rules[key] = _KeyRule()
+            return r
 
         for (key, sel, nss), occupied in self._anti.items():
             if (nss is None or namespace in nss) and self._match(sel, labels, lkey):
