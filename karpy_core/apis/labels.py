@@ -20,6 +20,9 @@ LABEL_REGION = "topology.kubernetes.io/region"
 # karpenter.sh labels
 LABEL_NODEPOOL = "karpenter.sh/nodepool"
 LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+LABEL_EXCLUDE_BALANCERS = "node.kubernetes.io/exclude-from-external-load-balancers"
+"""Set to ``karpenter`` on a Node being terminated (Karpenter's terminator): service
+controllers take it out of external load balancers before its pods are drained."""
 LABEL_REGISTERED = "karpenter.sh/registered"
 LABEL_INITIALIZED = "karpenter.sh/initialized"
 LABEL_DO_NOT_SYNC_TAINTS = "karpenter.sh/do-not-sync-taints"

@@ -326,6 +326,9 @@ class NodePoolStatus(KubeModel):
     """How many nodes the pool has now."""
     conditions: list[Condition] = Field(default_factory=list)
     """The pool's state: ValidationSucceeded, NodeClassReady, NodeRegistrationHealthy and Ready."""
+    node_class_observed_generation: Int | None = None
+    """The generation of the NodeClass this status last saw; when the NodeClass changes,
+    NodeRegistrationHealthy starts over (Unknown) until new launches report."""
 
 
 class NodePool(KubeObject):

@@ -145,6 +145,8 @@ class NodePoolStatus:
                 "nodes": int(u.get("nodes", 0)),
                 "conditions": conds,
             }
+            if class_gen is not None:  # Karpenter's status.nodeClassObservedGeneration
+                status["nodeClassObservedGeneration"] = class_gen
             current = np_obj.get("status") or {}
             if {k: current.get(k) or ({} if k == "resources" else current.get(k)) for k in status} != status:
                 # a JSON merge patch only removes a key that is set to null: drop resources no longer in use
@@ -158,6 +160,9 @@ class NodePoolStatus:
         name = np_obj["metadata"]["name"]
         prev = condition(np_obj, NODE_REGISTRATION_HEALTHY)
         reset = self.registration.reset_on_change(name, (np_obj["metadata"].get("generation"), class_gen))
+        observed = (np_obj.get("status") or {}).get("nodeClassObservedGeneration")
+        # also across restarts: the NodeClass changed since the status last saw it (Karpenter's rule)
+        reset = reset or (observed is not None and class_gen is not None and observed != class_gen)
         found = self.registration.status(name)
         if found is None:
             if prev is not None and not reset and prev.get("status") in ("True", "False"):

@@ -19,9 +19,7 @@ from karpy_core.apis.crds import generate
 DATA = Path(__file__).resolve().parents[1] / "data" / "upstream_crd_described_paths.json"
 
 NOT_MODELLED = {
-    "karpenter.sh_nodepools.yaml": {
-        "status.nodeClassObservedGeneration",  # karpy resets NodeRegistrationHealthy from its own memory of generations
-    },
+    "karpenter.sh_nodepools.yaml": set(),
     "karpenter.sh_nodeclaims.yaml": set(),
     # the EC2NodeClass sub-objects karpy keeps as free-form maps (network interfaces, placement
     # group, connection tracking, CPU options): their parent field is described, their inner

@@ -139,11 +139,17 @@ def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None,
         o
         for o in objects
         if o["kind"] == kind
+        and (name is not None or not _aggregated(o))  # the controller's own, not the -admin role
         and (namespace is None or o["metadata"].get("namespace") == namespace)
         and (name is None or o["metadata"]["name"] == name)
     ]
     assert len(found) == 1, f"expected one {kind} (namespace={namespace}, name={name}), got {[o['metadata'] for o in found]}"
     return found[0]
+
+
+def _aggregated(obj: dict[str, Any]) -> bool:
+    """The <fullname>-admin ClusterRole, aggregated into "admin" (bound to nobody by the chart)."""
+    return (obj["metadata"].get("labels") or {}).get("rbac.authorization.k8s.io/aggregate-to-admin") == "true"
 
 
 def _kinds(objects: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
@@ -198,6 +204,7 @@ def test_aws_objects(render: Render) -> None:
     objects = render(AWS_VALUES)
     assert _kinds(objects) == sorted(
         [
+            ("ClusterRole", None),
             ("ClusterRole", None),
             ("ClusterRoleBinding", None),
             ("Deployment", NAMESPACE),
@@ -291,8 +298,15 @@ def test_aws_pdb_service_and_no_servicemonitor(render: Render) -> None:
     assert not [o for o in objects if o["kind"] == "ServiceMonitor"]
 
 
+PROMETHEUS_OPERATOR = ("--api-versions", "monitoring.coreos.com/v1")
+"""`helm template` arguments for a cluster that serves the ServiceMonitor API."""
+
+
 def test_servicemonitor_when_enabled(render: Render) -> None:
-    objects = render(_merge(AWS_VALUES, {"serviceMonitor": {"enabled": True, "additionalLabels": {"release": "prom"}, "endpointConfig": {"interval": "15s"}}}))
+    enabled = _merge(AWS_VALUES, {"serviceMonitor": {"enabled": True, "additionalLabels": {"release": "prom"}, "endpointConfig": {"interval": "15s"}}})
+    # as Karpenter's chart: none where the cluster lacks the monitoring.coreos.com API (the install would fail)
+    assert not [o for o in render(enabled) if o["kind"] == "ServiceMonitor"]
+    objects = render(enabled, *PROMETHEUS_OPERATOR)
     monitor = _one(objects, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prom"
     assert monitor["spec"]["endpoints"] == [{"port": "http-metrics", "path": "/metrics", "interval": "15s"}]
@@ -384,6 +398,8 @@ def _rendered_rules(objects: list[dict[str, Any]]) -> set[Rule]:
     """Flatten the rendered ClusterRole and Roles into :class:`Rule` grants (scope from where they apply)."""
     out: set[Rule] = set()
     for role in objects:
+        if role["kind"] == "ClusterRole" and _aggregated(role):
+            continue
         if role["kind"] == "ClusterRole":
             scope = SCOPE_CLUSTER
         elif role["kind"] == "Role":
@@ -700,7 +716,8 @@ def test_karpenter_values_file_renders_unchanged(helm: str, helm_env: dict[str, 
     """`helm template -f karpenter-values.yaml` with no other value: schema-valid, lint-clean."""
     proc = _run(helm, helm_env, "lint", "--strict", str(CHART), "-f", str(KARPENTER_VALUES_FILE))
     assert proc.returncode == 0, f"helm lint failed:\n{proc.stdout}\n{proc.stderr}"
-    proc = _run(helm, helm_env, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(KARPENTER_VALUES_FILE))
+    proc = _run(helm, helm_env, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(KARPENTER_VALUES_FILE),
+                *PROMETHEUS_OPERATOR)
     assert proc.returncode == 0, proc.stderr
     objects = [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
     assert {o["kind"] for o in objects} >= {"Deployment", "ServiceAccount", "ClusterRole", "Role", "PodDisruptionBudget",
@@ -709,7 +726,7 @@ def test_karpenter_values_file_renders_unchanged(helm: str, helm_env: dict[str, 
 
 def test_karpenter_values_file_deployment(render: Render) -> None:
     values = karpenter_values()
-    objects = render(values)
+    objects = render(values, *PROMETHEUS_OPERATOR)
     deployment = _one(objects, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     container = _container(objects)
@@ -1045,3 +1062,60 @@ def test_pod_level_karpenter_keys(render: Render) -> None:
     assert (pod["hostNetwork"], pod["dnsPolicy"], pod["schedulerName"]) == (True, "ClusterFirstWithHostNet", "custom")
     assert pod["initContainers"][0]["name"] == "wait"
     assert "terminationGracePeriodSeconds" not in pod
+
+
+# --- Karpenter's names, resources and the admin role (issue 29) ------------------------------------
+
+
+def test_release_named_karpenter_renders_karpenters_names(helm: str, helm_env: dict[str, str], tmp_path: Path) -> None:
+    """`helm install karpenter charts/karpy -n kube-system` with a Karpenter values file that names
+    no ServiceAccount: every object is "karpenter" as with Karpenter's chart (IRSA / Pod Identity
+    trust `system:serviceaccount:kube-system:karpenter`; the dashboards select job="karpenter",
+    the Service's name, which a ServiceMonitor scrape job takes)."""
+    values = karpenter_values()
+    del values["serviceAccount"]["name"]
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    proc = _run(helm, helm_env, "template", "karpenter", str(CHART), "--namespace", "kube-system", "-f", str(path), *PROMETHEUS_OPERATOR)
+    assert proc.returncode == 0, proc.stderr
+    objects = [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert names >= {("ServiceAccount", "karpenter"), ("Service", "karpenter"), ("Deployment", "karpenter"),
+                     ("ClusterRole", "karpenter"), ("ClusterRole", "karpenter-admin"), ("ClusterRoleBinding", "karpenter"),
+                     ("PodDisruptionBudget", "karpenter"), ("ServiceMonitor", "karpenter")}
+    service = _one(objects, "Service")
+    assert service["metadata"]["labels"]["app.kubernetes.io/name"] == "karpenter"
+    assert _one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "karpenter"
+    monitor = _one(objects, "ServiceMonitor")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    # Prometheus names a ServiceMonitor's scrape job after the Service: Karpenter's dashboard finds it
+    import re
+
+    dashboard = (REPO / "tests" / "data" / "grafana" / "karpenter-performance-dashboard.json").read_text()
+    jobs = set(re.findall(r'job=\\"([^"\\]+)\\"', dashboard))
+    assert jobs == {service["metadata"]["name"]}
+
+
+def test_admin_role_aggregates_nodepools_nodeclaims_and_the_nodeclass(render: Render) -> None:
+    for values, group, resource in ((AWS_VALUES, "karpenter.k8s.aws", "ec2nodeclasses"),
+                                    (KAKAOCLOUD_VALUES, "karpenter.kakaocloud.com", "kcnodeclasses")):
+        (admin,) = [o for o in render(values) if o["kind"] == "ClusterRole" and _aggregated(o)]
+        assert admin["metadata"]["name"].endswith("-admin")
+        verbs = ["get", "list", "watch", "create", "delete", "patch"]
+        assert admin["rules"] == [
+            {"apiGroups": ["karpenter.sh"], "resources": ["nodepools", "nodepools/status", "nodeclaims", "nodeclaims/status"], "verbs": verbs},
+            {"apiGroups": [group], "resources": [resource], "verbs": verbs}]
+        bound = {b["roleRef"]["name"] for b in render(values) if b["kind"] in ("ClusterRoleBinding", "RoleBinding")}
+        assert admin["metadata"]["name"] not in bound  # aggregated into "admin", granted to nobody by the chart
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ({}, {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}),  # karpy's default
+    ({"controller": {"resources": {}}}, None),  # Karpenter's default: none
+    ({"controller": {"resources": {"requests": {"cpu": "1"}}}}, {"requests": {"cpu": "1"}}),
+    # karpy's older name, merged with its default as Helm merges maps
+    ({"resources": {"requests": {"cpu": "2"}}}, {"requests": {"cpu": "2", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}),
+])
+def test_controller_resources_empty_means_none(render: Render, values: dict[str, Any], expected: dict[str, Any] | None) -> None:
+    container = _container(render(_merge(AWS_VALUES, values)))
+    assert container.get("resources") == expected

@@ -217,6 +217,32 @@ async def test_nodeclass_ready_for_missing_unknown_and_unserved_kinds():
     assert condition(cluster.peek("NodePool", "missing"), "Ready")["status"] == "True"
 
 
+async def test_nodeclass_observed_generation_and_registration_health_reset_across_restarts():
+    """``status.nodeClassObservedGeneration`` is the NodeClass generation the status last saw; a
+    NodeClass changed while no controller ran resets NodeRegistrationHealthy (Karpenter's rule),
+    an unchanged one keeps it."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    p = nodepool("p")
+    p["spec"]["template"]["spec"]["nodeClassRef"] = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}
+    cluster.create_sync("NodePool", p)
+    cluster.create_sync("EC2NodeClass", {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "d"},
+                                         "spec": {"role": "a"}})
+    health = RegistrationHealth()
+    health.record("p", True)
+    await NodePoolStatus(kube=cluster, clock=clock, registration=health).reconcile()
+    gen = cluster.peek("EC2NodeClass", "d")["metadata"]["generation"]
+    assert cluster.peek("NodePool", "p")["status"]["nodeClassObservedGeneration"] == gen
+    assert condition(cluster.peek("NodePool", "p"), "NodeRegistrationHealthy")["status"] == "True"
+    await NodePoolStatus(kube=cluster, clock=clock).reconcile()  # a restart: no memory, the NodeClass unchanged
+    assert condition(cluster.peek("NodePool", "p"), "NodeRegistrationHealthy")["status"] == "True"
+    cluster.patch_sync("EC2NodeClass", "d", {"spec": {"role": "b"}})
+    await NodePoolStatus(kube=cluster, clock=clock).reconcile()  # another restart, after the NodeClass changed
+    obj = cluster.peek("NodePool", "p")
+    assert obj["status"]["nodeClassObservedGeneration"] == gen + 1
+    assert condition(obj, "NodeRegistrationHealthy")["status"] == "Unknown"
+
+
 def test_nodeclaim_carries_the_nodeclass_label():
     """nodeclaimtemplate.go: ``<group>/<kind lower-cased>: <name>`` on every NodeClaim (and so its Node)."""
     from karpy_core.apis.labels import nodeclass_label_key

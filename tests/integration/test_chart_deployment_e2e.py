@@ -214,17 +214,17 @@ class AwsChart:
 @asynccontextmanager
 async def aws_chart(devcluster: Any, admin: AsyncKubeClient, render: Any, ns: str, tag: str, moto_url: str, scratch: Path,  # noqa: F811
                     tmp_path: Path, before_start: Callable[[str], Awaitable[None]] | None = None) -> AsyncIterator[AwsChart]:
-    """Render the chart with Karpenter's values file (``cloud: aws``), seed moto, create the
+    """Render the chart as release "karpenter" with Karpenter's values file, unchanged, seed moto, create the
     rendered RBAC, run the controller container under the chart's ServiceAccount and wait for
     ``/readyz``; ``before_start(cluster)`` runs just before the controller starts. On exit the
     controller gets SIGTERM, then: no 403 in its log, exit code 0, cloud clients closed."""
     values = yaml.safe_load(KARPENTER_VALUES_FILE.read_text())
-    assert "cloud" not in values  # the file is a Karpenter user's; karpy's default cloud is aws
-    values["cloud"] = "aws"
+    assert "cloud" not in values  # the file is a Karpenter user's, used unchanged: karpy's default cloud is aws
     cluster = values["settings"]["clusterName"]
-    objects = render(f"karpy-{tag}", ns, values)
+    objects = render("karpenter", ns, values)  # Karpenter's release name: Karpenter's object names
     container = _controller_container(objects)
     assert container["args"] == ["--cloud-provider=aws"]
+    assert {(o["kind"], o["metadata"]["name"]) for o in objects} >= {("ServiceAccount", "karpenter"), ("Service", "karpenter")}
 
     seeded = await seed(moto_url, discovery=cluster)
     async with session().client("sqs", endpoint_url=moto_url) as sqs:  # the queue the user's CloudFormation made

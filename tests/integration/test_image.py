@@ -145,7 +145,8 @@ async def test_image_entrypoint_provisions_on_the_dev_cluster(bundle, image_modu
     with open(log_path, "wb") as log:
         proc = image_module.spawn_in_rootfs(
             rootfs, [*args, "--cloud-provider", "simulated", "--kwok", "--kubeconfig", "/tmp/kubeconfig",
-                     "--namespace", "default", "--health-port", "0", "--health-host", "127.0.0.1"],
+                     "--namespace", "default", "--health-port", "0", "--health-host", "127.0.0.1",
+                     "--metrics-port", "0"],  # a free port: 8080 may be taken on the test machine
             env=env, cwd=runtime["process"]["cwd"], uid=runtime["process"]["user"]["uid"],
             gid=runtime["process"]["user"]["gid"], stdout=log, stderr=subprocess.STDOUT)
     try:

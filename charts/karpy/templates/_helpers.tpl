@@ -1,18 +1,20 @@
 {{/*
-Chart name, truncated to the 63 characters Kubernetes allows in a label value.
+The name in resource names and app.kubernetes.io/name: nameOverride, else Karpenter's chart name
+"karpenter" (not this chart's, karpy), so a release "karpenter" renders Karpenter's object names
+(IRSA trust policies, dashboards' job="karpenter"). Truncated to the 63 characters of a label value.
 */}}
 {{- define "karpy.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- default "karpenter" .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/*
-Full name: <release>-<chart>, or the release name alone when it already contains the chart name.
+Full name: <release>-<name>, or the release name alone when it already contains the name.
 */}}
 {{- define "karpy.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- $name := include "karpy.name" . }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- else }}
