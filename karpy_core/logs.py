@@ -10,7 +10,9 @@ the ``WithValues`` fields)::
 * ``logger`` is ``controller`` for karpy's own loggers (Karpenter names its one logger so);
   another library's logger keeps its own name (``botocore.endpoint``).
 * ``controller`` is the controller whose task wrote the line (:func:`bind_controller`, set by
-  the operator for each controller loop) - Karpenter's controller-runtime field.
+  the operator for each controller loop) - Karpenter's controller-runtime field; inside one
+  object's reconcile (:func:`reconciling`) also the object, ``namespace``, ``name`` and
+  ``reconcileID``.
 * Objects are fields, not words in the message: ``extra=fields(nodeclaim=..., nodepool=...,
   node=...)`` gives ``{"NodeClaim": {"name": ...}, "NodePool": {"name": ...}, "Node": {"name":
   ...}}`` as Karpenter's ``log.FromContext(ctx).WithValues("NodeClaim", klog.KObj(nc))``.
@@ -28,6 +30,7 @@ import logging
 import os
 import sys
 import traceback
+import uuid
 from collections.abc import Coroutine, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
@@ -46,6 +49,7 @@ __all__ = [
     "controller_name",
     "fields",
     "parse_debug_loggers",
+    "reconciling",
     "spawn",
 ]
 
@@ -58,6 +62,7 @@ KEY_ORDER = ("level", "time", "logger", "message", "commit", "controller")
 T = TypeVar("T")
 
 _CONTROLLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("karpy_controller", default=None)
+_RECONCILE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("karpy_reconcile", default=None)
 
 
 def controller_name() -> str | None:
@@ -70,6 +75,20 @@ def spawn(coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
     ctx = contextvars.copy_context()
     ctx.run(_CONTROLLER.set, name)
     return asyncio.create_task(coro, name=name, context=ctx)
+
+
+@contextmanager
+def reconciling(kind: str, name: str, namespace: str = "") -> Iterator[None]:
+    """Lines logged inside the block carry what controller-runtime adds to every line of one
+    reconcile in Karpenter: the object (``kind`` as the key, ``{"name": ...}`` or with its
+    ``namespace``), ``namespace`` ("" for cluster-scoped kinds), ``name`` and a fresh
+    ``reconcileID`` (a UUID), so log-based alerts and queries written for Karpenter match."""
+    ref: dict[str, str] = {"name": name, **({"namespace": namespace} if namespace else {})}
+    token = _RECONCILE.set({kind: ref, "namespace": namespace, "name": name, "reconcileID": str(uuid.uuid4())})
+    try:
+        yield
+    finally:
+        _RECONCILE.reset(token)
 
 
 @contextmanager
@@ -173,6 +192,8 @@ def _karpenter_names(_logger: Any, _method: str, ed: MutableMapping[str, Any]) -
     ctl = _CONTROLLER.get()
     if ctl and "controller" not in ed:
         ed["controller"] = ctl
+    for key, value in (_RECONCILE.get() or {}).items():
+        ed.setdefault(key, value)
     return ed
 
 

@@ -444,10 +444,6 @@ class Operator:
             pool = claim["metadata"]["labels"].get("karpenter.sh/nodepool", "")
             self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=pool, min_values_relaxed=_min_values_relaxed(claim)).inc()
             types = [it.name for it in plan.instance_types[:5]]
-            more = len(plan.instance_types) - len(types)
-            log.info("created nodeclaim", extra=fields(
-                nodeclaim=claim, nodepool=pool, pods=len(plan.pods),
-                **{"instance-types": ", ".join(types) + (f" and {more} other(s)" if more > 0 else "")}))
             await self.events.publish(
                 claim, "Normal", "Provisioned",
                 f"NodeClaim for {len(plan.pods)} pod(s); instance types (cheapest first): {', '.join(types)}",

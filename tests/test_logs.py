@@ -154,3 +154,50 @@ async def test_a_failing_provider_controller_is_logged_with_its_traceback(lines:
     assert line["level"] == "ERROR" and line["controller"] == "aws.interruption"
     assert line["error"] == "RuntimeError: queue deleted"
     assert "in broken" in line["stacktrace"]
+
+
+async def test_karpenters_lifecycle_lines_from_a_simulated_scale_down(lines: Any) -> None:
+    """Issue 29: the lines Karpenter users alert on, with its messages and keys, from the real
+    controllers (the simulator runs them): provisioning, launch, registration, initialization,
+    a disruption command, the drain's taint, the Node and NodeClaim deletions."""
+    from pathlib import Path
+
+    from karpy_core.cli import run_simulation
+
+    scenario = Path(__file__).resolve().parents[1] / "docs" / "examples" / "default-scale-down.yaml"
+    await run_simulation([str(scenario)])
+    got = lines()
+    by_message: dict[str, list[dict[str, Any]]] = {}
+    for g in got:
+        by_message.setdefault(g["message"], []).append(g)
+    for message in ("found provisionable pod(s)", "computed new nodeclaim(s) to fit pod(s)", "created nodeclaim", "launched nodeclaim",
+                    "registered nodeclaim", "initialized nodeclaim", "disrupting node(s)", "tainted node", "deleted node",
+                    "deleted nodeclaim"):
+        assert by_message.get(message), f"no {message!r} line"
+    found = by_message["found provisionable pod(s)"][0]
+    assert re.fullmatch(r"[\w-]+/[\w.-]+(, [\w-]+/[\w.-]+){0,4}( and \d+ other\(s\))?", found["Pods"]), found
+    assert found["duration"].endswith("ms")
+    computed = by_message["computed new nodeclaim(s) to fit pod(s)"][0]
+    assert computed["nodeclaims"] >= 1 and computed["pods"] >= 1
+    created = by_message["created nodeclaim"][0]
+    assert created["NodeClaim"]["name"] and created["NodePool"]["name"] and created["instance-types"] and created["requests"]
+    launched = by_message["launched nodeclaim"][0]
+    # controller-runtime's reconcile keys on every line of one object's reconcile
+    name = launched["NodeClaim"]["name"]
+    assert launched["name"] == name and launched["namespace"] == "" and re.fullmatch(r"[0-9a-f-]{36}", launched["reconcileID"])
+    assert launched["provider-id"] and launched["instance-type"] and launched["zone"] and launched["capacity-type"] in ("on-demand", "spot")
+    assert launched["allocatable"]["cpu"]
+    registered = next(g for g in by_message["registered nodeclaim"] if g["NodeClaim"]["name"] == name)
+    assert registered["Node"]["name"] and registered["provider-id"] == launched["provider-id"]
+    assert registered["reconcileID"] != launched["reconcileID"]  # one ID per reconcile
+    initialized = next(g for g in by_message["initialized nodeclaim"] if g["NodeClaim"]["name"] == name)
+    assert initialized["allocatable"]["cpu"]
+    disrupting = by_message["disrupting node(s)"][0]
+    assert re.fullmatch(r"(Underutilized|Empty|Drifted)/[a-z-]+: (delete|replace): nodepools=\[[\w-]+\]: \[[\w., -]+\]"
+                        r"( -> \[\d+ replacements?\])? \(savings: \$\d+\.\d\d\)", disrupting["command"]), disrupting["command"]
+    assert disrupting["disrupted-node-count"] == len(disrupting["disrupted-nodes"]) >= 1
+    assert disrupting["replacement-node-count"] == len(disrupting["replacement-nodes"])
+    assert {"Node", "NodeClaim", "instance-type", "capacity-type"} <= set(disrupting["disrupted-nodes"][0])
+    tainted = by_message["tainted node"][0]
+    assert tainted["taint.Key"] == "karpenter.sh/disrupted" and tainted["taint.Effect"] == "NoSchedule" and tainted["Node"]["name"]
+    assert by_message["deleted node"][0]["Node"]["name"] and by_message["deleted nodeclaim"][0]["NodeClaim"]["name"]

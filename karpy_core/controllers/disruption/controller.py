@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from karpy_core.apis.labels import TAINT_DISRUPTED
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, TAINT_DISRUPTED
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers import events as karpenter_events
@@ -52,7 +52,7 @@ from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
 from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
-from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
+from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan, pretty_list
 from karpy_core.errors import KubeAPIError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
@@ -545,6 +545,7 @@ class Disruption:
     async def _execute(self, cmd: _Command, now: float) -> list[DisruptionEvent]:
         plan = cmd.plan
         events: list[DisruptionEvent] = []
+        log.info("disrupting node(s)", extra=command_log_values(plan))
         for c in plan.candidates:
             await self._set_taint(c.name, True)
             await self._set_reason(c.nodeclaim_name, plan.reason)
@@ -569,6 +570,36 @@ class Disruption:
         else:
             self.queued.append(cmd)
         return events
+
+
+def command_log_values(plan: DisruptionPlan) -> dict[str, Any]:
+    """The fields of Karpenter's ``disrupting node(s)`` line (``disruption/queue.go``,
+    ``Command.String`` and ``Command.LogValues``): ``command`` (``<reason>/<method>: <decision>:
+    nodepools=[...]: [nodes] [-> [N replacement(s)]] (savings: $x.xx)``, savings in USD/hour),
+    ``decision``, ``disrupted-node-count``, ``replacement-node-count``, ``pod-count`` (pods to
+    reschedule), ``disrupted-nodes`` (Node, NodeClaim, instance-type, capacity-type each) and
+    ``replacement-nodes`` (capacity-type, and instance-types when there is one replacement)."""
+    nodes = ", ".join(c.name for c in plan.candidates)
+    pools = ",".join(dict.fromkeys(c.nodepool for c in plan.candidates if c.nodepool))
+    n = len(plan.replacements)
+    to = f" -> [{n} replacement{'' if n == 1 else 's'}]" if n else ""
+    command = (f"{plan.reason.value}/{plan.method.value}: {plan.decision.value}: nodepools=[{pools}]: [{nodes}]{to} "
+               f"(savings: ${plan.savings_per_hour:.2f})")
+    replacements = []
+    for r in plan.replacements:
+        types = r.requirements.get(LABEL_CAPACITY_TYPE)
+        allowed = set(types.values) if types is not None and not types.complement else {"reserved", "spot", "on-demand"}
+        entry: dict[str, Any] = {"capacity-type": next((t for t in ("reserved", "spot") if t in allowed), "on-demand")}
+        if n == 1:
+            entry["instance-types"] = pretty_list([it.name for it in r.instance_types])
+        replacements.append(entry)
+    return {
+        "command": command, "decision": plan.decision.value, "disrupted-node-count": len(plan.candidates),
+        "replacement-node-count": n, "pod-count": sum(len(c.pods) for c in plan.candidates),
+        "disrupted-nodes": [{"Node": {"name": c.name}, "NodeClaim": {"name": c.nodeclaim_name}, "instance-type": c.instance_type,
+                             "capacity-type": c.capacity_type} for c in plan.candidates],
+        "replacement-nodes": replacements,
+    }
 
 
 def _decision_events(snapshot: ClusterSnapshot, lines: list[NodeDecision]) -> list[Event]:

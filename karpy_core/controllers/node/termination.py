@@ -40,6 +40,7 @@ from karpy_core.apis.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
     ANNOTATION_TERMINATION_TIMESTAMP,
     FINALIZER_TERMINATION,
+    LABEL_EXCLUDE_BALANCERS,
     TAINT_DISRUPTED,
 )
 from karpy_core.controllers import events as karpenter_events
@@ -47,6 +48,7 @@ from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_c
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import reconciling
 from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
@@ -179,7 +181,8 @@ class NodeTermination:
         self._backoff = {k: v for k, v in self._backoff.items() if k in live}
         claims = await self.kube.list("NodeClaim")
         for node in nodes:
-            events.extend(await self._terminate(node, pods, claims))
+            with reconciling("Node", node["metadata"]["name"]):
+                events.extend(await self._terminate(node, pods, claims))
         return events
 
     async def _terminate(self, node: dict[str, Any], pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[TerminationEvent]:
@@ -195,9 +198,17 @@ class NodeTermination:
                     if exc.status != 404:
                         raise
         taints = list((node.get("spec") or {}).get("taints") or [])
-        if not any(t.get("key") == TAINT_DISRUPTED for t in taints):
-            taints.append({"key": TAINT_DISRUPTED, "effect": "NoSchedule"})
-            await self.kube.patch("Node", name, {"spec": {"taints": taints}})
+        tainted = any(t.get("key") == TAINT_DISRUPTED for t in taints)
+        excluded = (node["metadata"].get("labels") or {}).get(LABEL_EXCLUDE_BALANCERS) == "karpenter"
+        if not tainted or not excluded:
+            # as Karpenter's terminator: the disrupted taint, and out of external load balancers
+            # before the drain (their targets would otherwise point at a node going away)
+            patch: dict[str, Any] = {"metadata": {"labels": {LABEL_EXCLUDE_BALANCERS: "karpenter"}}}
+            if not tainted:
+                patch["spec"] = {"taints": [*taints, {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}]}
+            await self.kube.patch("Node", name, patch)
+            # Karpenter's line and keys (node/termination/terminator/terminator.go)
+            log.info("tainted node", extra={"taint.Key": TAINT_DISRUPTED, "taint.Value": "", "taint.Effect": "NoSchedule"})
         on_node = [
             p for p in pods
             if (p.get("spec") or {}).get("nodeName") == name
@@ -278,6 +289,7 @@ class NodeTermination:
         except KubeAPIError as exc:
             if exc.status != 404:
                 raise
+        log.info("deleted node")  # Karpenter's line (node/termination/controller.go)
         events.append(TerminationEvent("node-finalized", name))
         return events
 

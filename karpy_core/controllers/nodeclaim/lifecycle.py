@@ -33,10 +33,13 @@ from typing import Any
 
 from karpy_core.apis.labels import (
     FINALIZER_TERMINATION,
+    LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_INITIALIZED,
+    LABEL_INSTANCE_TYPE,
     LABEL_NODEPOOL,
     LABEL_REGISTERED,
+    LABEL_ZONE,
     TAINT_UNREGISTERED,
     nodeclass_label_key,
 )
@@ -54,7 +57,7 @@ from karpy_core.errors import (
 )
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.logs import fields
+from karpy_core.logs import fields, reconciling
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.cluster import condition, is_true
 from karpy_core.state.nominations import Nominations
@@ -142,12 +145,13 @@ class NodeClaimLifecycle:
         by_pid = {str(n["spec"]["providerID"]): n for n in nodes if (n.get("spec") or {}).get("providerID")}
         failures = 0
         for nc in await self.kube.list("NodeClaim"):
-            try:
-                events.extend(await self.reconcile_one(nc, by_pid))
-            except (KubeAPIError, CloudProviderError, ValueError) as exc:
-                # one NodeClaim's failure must not stall the others; it is retried next pass
-                failures += 1
-                log.warning("reconciling nodeclaim failed; retrying", extra=fields(nodeclaim=nc, error=exc))
+            with reconciling("NodeClaim", nc["metadata"]["name"]):
+                try:
+                    events.extend(await self.reconcile_one(nc, by_pid))
+                except (KubeAPIError, CloudProviderError, ValueError) as exc:
+                    # one NodeClaim's failure must not stall the others; it is retried next pass
+                    failures += 1
+                    log.warning("reconciling nodeclaim failed; retrying", extra=fields(nodeclaim=nc, error=exc))
         if failures:
             events.append(LifecycleEvent("reconcile-failed", "", reason=f"{failures} NodeClaim(s) failed; retrying"))
         self._views.sweep()
@@ -280,15 +284,20 @@ class NodeClaimLifecycle:
             if condition({"status": status}, t) is None:
                 status["conditions"] = _set_condition(status["conditions"], t, "Unknown", "AwaitingReconciliation", "", now)
         await self.kube.patch("NodeClaim", name, {"status": status}, status=True)
+        log.info("launched nodeclaim", extra=fields(  # Karpenter's line and keys (nodeclaim/lifecycle/launch.go)
+            provider_id=status.get("providerID", ""), **{"instance-type": labels.get(LABEL_INSTANCE_TYPE, ""),
+                                                         "zone": labels.get(LABEL_ZONE, ""),
+                                                         "capacity-type": labels.get(LABEL_CAPACITY_TYPE, ""),
+                                                         "allocatable": status.get("allocatable") or {}}))
         return [
             LifecycleEvent(
                 "launch",
                 name,
                 details={
                     "providerID": status.get("providerID", ""),
-                    "instanceType": labels.get("node.kubernetes.io/instance-type", ""),
-                    "zone": labels.get("topology.kubernetes.io/zone", ""),
-                    "capacityType": labels.get("karpenter.sh/capacity-type", ""),
+                    "instanceType": labels.get(LABEL_INSTANCE_TYPE, ""),
+                    "zone": labels.get(LABEL_ZONE, ""),
+                    "capacityType": labels.get(LABEL_CAPACITY_TYPE, ""),
                 },
             )
         ]
@@ -328,6 +337,7 @@ class NodeClaimLifecycle:
         await self.kube.patch("NodeClaim", name, {"status": {"nodeName": node_name, "conditions": conds}}, status=True)
         pool = (nc["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", "")
         self._record(nc, True)
+        log.info("registered nodeclaim", extra=fields(node=node_name, provider_id=(nc.get("status") or {}).get("providerID")))
         return [LifecycleEvent("register", name, node=node_name, details={"nodepool": pool})]
 
     async def _nominate_pods(self, nodeclaim: str, node_name: str) -> None:
@@ -371,6 +381,8 @@ class NodeClaimLifecycle:
         conds = _set_condition(conds, "Initialized", "True", "Initialized", "", now)
         conds = _set_condition(conds, "Ready", "True", "Ready", "", now)
         await self.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
+        log.info("initialized nodeclaim", extra=fields(node=node_name, provider_id=(nc.get("status") or {}).get("providerID"),
+                                                       allocatable=(node.get("status") or {}).get("allocatable") or {}))
         return [LifecycleEvent("initialize", name, node=node_name)]
 
     async def _finalize(self, nc: dict[str, Any], nodes_by_pid: dict[str, dict[str, Any]]) -> list[LifecycleEvent]:
@@ -406,4 +418,5 @@ class NodeClaimLifecycle:
         except KubeAPIError as exc:
             if exc.status != 404:
                 raise
+        log.info("deleted nodeclaim", extra=fields(provider_id=pid))
         return events

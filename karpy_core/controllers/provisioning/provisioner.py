@@ -16,7 +16,9 @@ a second NodeClaim while its planned one launches.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,7 @@ from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.capacitybuffer import BufferPlacement, owner_of, provisioning_conditions
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import fields
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import format_resource_list
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler, SchedulingResults
@@ -52,7 +55,9 @@ from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
-__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler"]
+__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -239,7 +244,9 @@ class Provisioner:
             sizing=self.sizing, nominated=nominated,
         )
         result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
+        started = time.perf_counter()
         results = scheduler.solve(pods)
+        _log_decision(results, pods, time.perf_counter() - started, in_flight)
         results.errors.update(bad)
         result.results = results
         result.scheduler = scheduler
@@ -251,6 +258,9 @@ class Provisioner:
         self.nominations.nominate_pods({pod: in_flight[node] for pod, node in results.existing.items() if node in in_flight})
         for plan in results.new_claims:
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
+            log.info("created nodeclaim", extra=fields(  # Karpenter's line and keys (provisioning/provisioner.go)
+                nodeclaim=created, nodepool=plan.nodepool, requests=((created.get("spec") or {}).get("resources") or {}).get("requests"),
+                **{"instance-types": pretty_list([it.name for it in plan.instance_types])}))
             result.created.append(created)
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
             self.nominations.nominate_pods({p.key: created["metadata"]["name"] for p in plan.pods})
@@ -272,6 +282,30 @@ class Provisioner:
             except KubeAPIError as exc:
                 if exc.status != 404:
                     raise
+
+
+def pretty_list(items: Sequence[str], most: int = 5) -> str:
+    """The first ``most`` items, comma separated, then `` and N other(s)`` (Karpenter's
+    ``pretty.Slice`` and ``instanceTypeList``, the form its log lines use)."""
+    head = ", ".join(items[:most])
+    return head + (f" and {len(items) - most} other(s)" if len(items) > most else "")
+
+
+def _log_decision(results: SchedulingResults, pods: Sequence[PodInfo], seconds: float, unready: Mapping[str, str]) -> None:
+    """Karpenter's two lines for a batch that needs new NodeClaims: ``found provisionable pod(s)``
+    (``Pods``: the first five, ``duration``: the solve, as Go prints a duration) and ``computed new
+    nodeclaim(s) to fit pod(s)`` (``nodeclaims``, ``pods`` on them); then, when pods go to nodes
+    still launching (``unready``: their names), ``computed unready node(s) will fit pod(s)``
+    (``nodes``, ``pods``) (``provisioning/provisioner.go``, ``scheduling/scheduler.go``). Virtual
+    CapacityBuffer pods are counted as Karpenter counts them."""
+    on_new = sum(len(c.pods) for c in results.new_claims)
+    if not on_new:
+        return
+    log.info("found provisionable pod(s)", extra={"Pods": pretty_list([p.key for p in pods]), "duration": f"{seconds * 1000:.3f}ms"})
+    log.info("computed new nodeclaim(s) to fit pod(s)", extra={"nodeclaims": len(results.new_claims), "pods": on_new})
+    waiting = [node for node in results.existing.values() if node in unready]
+    if waiting:
+        log.info("computed unready node(s) will fit pod(s)", extra={"nodes": len(set(waiting)), "pods": len(waiting)})
 
 
 def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual: dict[str, Any]) -> dict[str, BufferPlacement]:
