@@ -48,8 +48,7 @@ from karpy_core.apis.labels import (
     LABEL_INSTANCE_TYPE,
     LABEL_NODEPOOL,
     LABEL_ZONE,
-    WELL_KNOWN_LABELS,
-    well_known_extra,
+    metric_label_keys,
 )
 from karpy_core.scheduling.pod import effective_requests
 from karpy_core.scheduling.resources import parse_resource_list
@@ -273,7 +272,7 @@ class ClusterStateCollector:
     @staticmethod
     def node_label_keys() -> list[tuple[str, str]]:
         """(node label key, metric label name) for every well-known label, sorted by metric label."""
-        keys = {metric_label_name(k): k for k in (*WELL_KNOWN_LABELS, *well_known_extra())}
+        keys = {metric_label_name(k): k for k in sorted(metric_label_keys())}
         return sorted(((k, name) for name, k in keys.items()), key=lambda kv: kv[1])
 
     def frozen(self, families: list[Metric]) -> _FrozenState:

@@ -127,6 +127,32 @@ def test_every_family_has_karpenters_type_labels_and_buckets():
     assert not companions, "client_golang exports no _created series"
 
 
+def test_node_metrics_carry_karpenters_aws_labels():
+    """Issue 29: Karpenter's node gauges have a label per AWS well-known label
+    (``pkg/apis/v1/labels.go``); the bandwidth, clock speed, encryption-in-transit, tenancy,
+    Nitro Enclaves, placement group, zone ID and interruptible-reservation ones were missing."""
+    from karpy_core.cloudprovider.catalog.aws import register_aws_labels
+
+    register_aws_labels()
+    clock = VirtualClock(T0)
+    cluster = InMemoryCluster(clock)
+    n1 = node("n1")
+    n1["metadata"]["labels"]["karpenter.k8s.aws/instance-network-bandwidth"] = "750"
+    n1["metadata"]["labels"]["topology.k8s.aws/zone-id"] = "use1-az1"
+    cluster.create_sync("Node", n1)
+    m = Metrics(now=clock.now)
+    m.attach_state(cluster, lambda: True)
+    names = {name for _, name in m.state.node_label_keys()}
+    assert names >= {"instance_network_bandwidth", "instance_ebs_bandwidth", "instance_cpu_sustained_clock_speed_mhz",
+                     "instance_encryption_in_transit_supported", "instance_tenancy", "nitro_sandbox", "placement_group_id",
+                     "placement_group_partition", "capacity_reservation_interruptible", "zone_id"}
+    fams = parse(m.render().decode())
+    rows = [ls for _, ls, _ in fams["karpenter_nodes_allocatable"][1] if ls.get("node_name") == "n1"]
+    assert rows
+    for ls in rows:  # each resource type's sample: the node's label, or "" where the node has none
+        assert ls["instance_network_bandwidth"] == "750" and ls["zone_id"] == "use1-az1" and ls["instance_tenancy"] == ""
+
+
 # ---- gauges never stale ---------------------------------------------------------------------------
 
 def test_node_and_pod_gauges_follow_the_cluster_and_vanish_with_their_objects():

@@ -99,6 +99,24 @@ def well_known_extra() -> frozenset[str]:
     return frozenset(_extra_well_known)
 
 
+_metric_only: set[str] = set()
+
+
+def register_metric_labels(labels: set[str] | frozenset[str]) -> None:
+    """Add node labels that become label dimensions of the node metrics
+    (``karpenter_nodes_allocatable`` and the like) without being well known to scheduling: a
+    provider's labels that Karpenter lists as well known but karpy does not resolve for every
+    instance type (AWS: tenancy, Nitro Enclaves, placement group, zone ID). Karpenter derives its
+    node metrics' labels from its whole well-known set."""
+    _metric_only.update(labels)
+
+
+def metric_label_keys() -> frozenset[str]:
+    """Every node label the node metrics carry: the well-known labels, the provider's registered
+    ones and :func:`register_metric_labels`'."""
+    return frozenset(WELL_KNOWN_LABELS) | frozenset(_extra_well_known) | frozenset(_metric_only)
+
+
 def is_well_known(key: str) -> bool:
     """True for labels whose value a provider resolves for every instance type."""
     return key in WELL_KNOWN_LABELS or key in _extra_well_known

@@ -297,11 +297,30 @@ def test_labels_of_a_general_purpose_type(catalog) -> None:
         "karpenter.k8s.aws/instance-hypervisor": "nitro",
         "karpenter.k8s.aws/instance-memory": "8192",
         "karpenter.k8s.aws/instance-size": "large",
+        # Karpenter's bandwidth table and DescribeInstanceTypes (aws-instance-type-details.json)
+        "karpenter.k8s.aws/instance-network-bandwidth": "750",
+        "karpenter.k8s.aws/instance-ebs-bandwidth": "4750",
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz": "3100",
+        "karpenter.k8s.aws/instance-encryption-in-transit-supported": "false",
         LABEL_ARCH: "amd64",
         LABEL_OS: "linux",
         LABEL_INSTANCE_TYPE: "m5.large",
         LABEL_REGION: "us-east-1",
     }
+
+
+def test_a_network_bandwidth_requirement_is_enforced(catalog) -> None:
+    """Issue 29: ``instance-network-bandwidth Gt 1000`` launched a t4g.small (128 Mbps): the label
+    was not known, so the requirement constrained nothing. Now types without a known bandwidth are
+    out, as in Karpenter (the label is DoesNotExist for them)."""
+    from karpy_core.scheduling.requirements import Requirements
+
+    wanted = Requirements.from_selector_terms([{"key": "karpenter.k8s.aws/instance-network-bandwidth", "operator": "Gt", "values": ["1000"]}])
+    fits = {name for name, it in catalog.items() if it.requirements.conflict(wanted) is None}
+    assert "t4g.small" not in fits and "m5.large" not in fits and "m5.2xlarge" in fits  # 128, 750, 2500 Mbps
+    assert all(int(catalog[n].requirements.labels()["karpenter.k8s.aws/instance-network-bandwidth"]) > 1000 for n in fits)
+    encrypted = {n for n, it in catalog.items() if it.requirements.labels().get("karpenter.k8s.aws/instance-encryption-in-transit-supported") == "true"}
+    assert "m6i.large" in encrypted and "m5.large" not in encrypted
 
 
 def test_labels_that_do_not_apply_are_does_not_exist(catalog) -> None:

@@ -57,6 +57,7 @@ from karpy_core.apis.labels import (
     LABEL_RESERVATION_ID,
     LABEL_RESERVATION_TYPE,
     LABEL_WINDOWS_BUILD,
+    register_metric_labels,
     register_well_known_labels,
 )
 from karpy_core.cloudprovider.types import InstanceType, Offering, Overhead
@@ -91,7 +92,13 @@ __all__ = [
     "LABEL_INSTANCE_ACCELERATOR_NAME",
     "LABEL_INSTANCE_ACCELERATOR_MANUFACTURER",
     "LABEL_INSTANCE_ACCELERATOR_COUNT",
+    "LABEL_INSTANCE_NETWORK_BANDWIDTH",
+    "LABEL_INSTANCE_EBS_BANDWIDTH",
+    "LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ",
+    "LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED",
+    "load_type_details",
     "UNDERIVABLE_AWS_LABELS",
+    "AWS_METRIC_ONLY_LABELS",
     "cpu_manufacturer",
     "AWS_WELL_KNOWN_LABELS",
     "RESOURCE_NVIDIA_GPU",
@@ -161,6 +168,10 @@ LABEL_INSTANCE_CPU_MANUFACTURER = "karpenter.k8s.aws/instance-cpu-manufacturer"
 LABEL_INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
 LABEL_INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
 LABEL_INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
+LABEL_INSTANCE_NETWORK_BANDWIDTH = "karpenter.k8s.aws/instance-network-bandwidth"
+LABEL_INSTANCE_EBS_BANDWIDTH = "karpenter.k8s.aws/instance-ebs-bandwidth"
+LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ = "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz"
+LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
 
 AWS_WELL_KNOWN_LABELS = frozenset(
     {
@@ -181,6 +192,10 @@ AWS_WELL_KNOWN_LABELS = frozenset(
         LABEL_INSTANCE_ACCELERATOR_NAME,
         LABEL_INSTANCE_ACCELERATOR_MANUFACTURER,
         LABEL_INSTANCE_ACCELERATOR_COUNT,
+        LABEL_INSTANCE_NETWORK_BANDWIDTH,
+        LABEL_INSTANCE_EBS_BANDWIDTH,
+        LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ,
+        LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED,
     }
 )
 """The ``karpenter.k8s.aws/instance-*`` labels this catalog resolves for every type (Karpenter
@@ -189,16 +204,13 @@ Labels the static data cannot support (:data:`UNDERIVABLE_AWS_LABELS`) are delib
 resolved nor registered."""
 
 UNDERIVABLE_AWS_LABELS = frozenset({
-    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
-    "karpenter.k8s.aws/instance-ebs-bandwidth",
-    "karpenter.k8s.aws/instance-network-bandwidth",
-    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
     "karpenter.k8s.aws/nitro-sandbox",
     "karpenter.k8s.aws/instance-tenancy",
 })
-"""Karpenter's AWS instance labels the bundled data has no field for (``ProcessorInfo`` clock
-speed, ``EbsInfo``, the generated bandwidth table, ``NetworkInfo``, ``NitroEnclavesSupport``) or
-that karpy cannot honour (dedicated tenancy is not launched); see docs/aws.md."""
+"""Karpenter's AWS instance labels the bundled data has no field for (``NitroEnclavesSupport``)
+or that karpy cannot honour (dedicated tenancy is not launched); see docs/aws.md. The network
+and EBS bandwidth, sustained clock speed and encryption-in-transit labels come from
+``aws-instance-type-details.json`` (:func:`load_type_details`)."""
 
 _NEURON_NAMES = {"inf1": "inferentia", "inf2": "inferentia2", "trn1": "trainium", "trn1n": "trainium", "trn2": "trainium2"}
 """``instance-accelerator-name`` of the Inferentia/Trainium families (kebab-cased device names of
@@ -385,6 +397,13 @@ class InstanceTypeSpec:
         efa_interfaces: ``EfaInfo.MaximumEfaInterfaces``.
         usage_classes: ``SupportedUsageClasses`` (``on-demand``, ``spot``, ``capacity-block``).
         on_demand_price: USD/hour, None when unknown.
+        network_bandwidth_mbps: baseline network bandwidth, Mbps (Karpenter's generated table);
+            None when unknown.
+        ebs_bandwidth_mbps: ``EbsOptimizedInfo.MaximumBandwidthInMbps`` of an EBS-optimized-by-
+            default type; None otherwise.
+        sustained_clock_mhz: ``ProcessorInfo.SustainedClockSpeedInGhz`` x 1000, rounded; None
+            when unknown.
+        encryption_in_transit: ``NetworkInfo.EncryptionInTransitSupported``.
     """
 
     name: str
@@ -401,6 +420,10 @@ class InstanceTypeSpec:
     efa_interfaces: int = 0
     usage_classes: tuple[str, ...] = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT)
     on_demand_price: float | None = None
+    network_bandwidth_mbps: int | None = None
+    ebs_bandwidth_mbps: int | None = None
+    sustained_clock_mhz: int | None = None
+    encryption_in_transit: bool = False
 
     @classmethod
     def from_catalog_entry(cls, entry: Mapping[str, Any]) -> InstanceTypeSpec | None:
@@ -429,6 +452,7 @@ class InstanceTypeSpec:
         name = str(entry["name"])
         family = name.split(".", 1)[0]
         price = entry.get("on_demand_usd_per_hour_us_east_1")
+        details = load_type_details().get(name) or {}
         return cls(
             name=name,
             vcpu=int(entry["vcpu"]),
@@ -443,6 +467,10 @@ class InstanceTypeSpec:
             neuron_devices=_NEURON_DEVICES.get(name, 0),
             usage_classes=tuple(entry.get("usage_classes") or ()),
             on_demand_price=None if price is None else float(price),
+            network_bandwidth_mbps=details.get("network_bandwidth_mbps"),
+            ebs_bandwidth_mbps=details.get("ebs_bandwidth_mbps"),
+            sustained_clock_mhz=details.get("sustained_clock_mhz"),
+            encryption_in_transit=bool(details.get("encryption_in_transit")),
         )
 
 
@@ -793,6 +821,12 @@ def compute_requirements(spec: InstanceTypeSpec, region: str, *, ami_family: str
     by_key[LABEL_INSTANCE_CPU] = _single(LABEL_INSTANCE_CPU, str(spec.vcpu))
     by_key[LABEL_INSTANCE_MEMORY] = _single(LABEL_INSTANCE_MEMORY, str(spec.memory_mib))
     by_key[LABEL_INSTANCE_HYPERVISOR] = _single(LABEL_INSTANCE_HYPERVISOR, spec.hypervisor)
+    for label, number in ((LABEL_INSTANCE_NETWORK_BANDWIDTH, spec.network_bandwidth_mbps),
+                          (LABEL_INSTANCE_EBS_BANDWIDTH, spec.ebs_bandwidth_mbps),
+                          (LABEL_INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ, spec.sustained_clock_mhz)):
+        by_key[label] = _single(label, str(number)) if number is not None else _absent(label)
+    by_key[LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED] = _single(LABEL_INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED,
+                                                                    "true" if spec.encryption_in_transit else "false")
 
     parsed = parse_instance_type_name(spec.name)
     for label, part in (
@@ -903,6 +937,20 @@ def register_aws_labels() -> None:
     labels (defined only on reserved offerings) well known, so pods may select them before a node
     exists. Idempotent; called whenever the AWS catalog is built."""
     register_well_known_labels(AWS_WELL_KNOWN_LABELS | {LABEL_RESERVATION_ID, LABEL_RESERVATION_TYPE})
+    register_metric_labels(AWS_METRIC_ONLY_LABELS)
+
+
+AWS_METRIC_ONLY_LABELS = frozenset({
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+    "karpenter.k8s.aws/nitro-sandbox",
+    "karpenter.k8s.aws/instance-tenancy",
+    "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
+    "topology.k8s.aws/zone-id",
+})
+"""The rest of Karpenter's AWS well-known labels (``pkg/apis/v1/labels.go``): label dimensions of
+the node metrics, as in Karpenter, but not resolved per instance type (see
+:data:`UNDERIVABLE_AWS_LABELS`; the zone ID is set on nodes at launch)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -912,6 +960,16 @@ def register_aws_labels() -> None:
 
 def _read_data(name: str) -> Any:
     return json.loads(importlib_resources.files("karpy_core").joinpath("data", name).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def load_type_details() -> dict[str, dict[str, Any]]:
+    """Instance type -> ``network_bandwidth_mbps``, ``ebs_bandwidth_mbps``, ``sustained_clock_mhz``
+    (each an int or None) and ``encryption_in_transit`` (memoised; do not mutate), from
+    ``aws-instance-type-details.json``: Karpenter's generated bandwidth table and EC2's
+    DescribeInstanceTypes answers, as ``hack/aws_type_details.py`` extracts them."""
+    data: dict[str, dict[str, Any]] = _read_data("aws-instance-type-details.json")
+    return data
 
 
 @functools.cache

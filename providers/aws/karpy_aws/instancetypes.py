@@ -44,6 +44,7 @@ from karpy_core.cloudprovider.catalog.aws import (
     GPUInfo,
     InstanceTypeSpec,
     build_instance_type,
+    load_type_details,
     register_aws_labels,
 )
 from karpy_core.cloudprovider.types import InstanceType, Offering
@@ -110,8 +111,12 @@ def spec_from_describe(info: Mapping[str, Any], on_demand_price: float | None) -
     storage = info.get("InstanceStorageInfo") or {}
     local = int(storage.get("TotalSizeInGB") or 0)
     hypervisor = "" if info.get("BareMetal") else str(info.get("Hypervisor") or "")
+    ebs = info.get("EbsInfo") or {}
+    optimized = ebs.get("EbsOptimizedInfo") or {}
+    cpu = info.get("ProcessorInfo")
+    name = str(info["InstanceType"])
     return InstanceTypeSpec(
-        name=str(info["InstanceType"]),
+        name=name,
         vcpu=int((info.get("VCpuInfo") or {}).get("DefaultVCpus") or 0),
         memory_mib=int((info.get("MemoryInfo") or {}).get("SizeInMiB") or 0),
         architecture=arch,
@@ -125,6 +130,12 @@ def spec_from_describe(info: Mapping[str, Any], on_demand_price: float | None) -
         efa_interfaces=int((net.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0),
         usage_classes=tuple(info.get("SupportedUsageClasses") or ()),
         on_demand_price=on_demand_price,
+        # as Karpenter's computeRequirements: the bandwidth from its generated table, the rest from EC2
+        network_bandwidth_mbps=(load_type_details().get(name) or {}).get("network_bandwidth_mbps"),
+        ebs_bandwidth_mbps=int(optimized["MaximumBandwidthInMbps"])
+        if ebs.get("EbsOptimizedSupport") == "default" and optimized.get("MaximumBandwidthInMbps") is not None else None,
+        sustained_clock_mhz=round(float(cpu.get("SustainedClockSpeedInGhz") or 0) * 1000) if cpu is not None else None,
+        encryption_in_transit=bool(net.get("EncryptionInTransitSupported")),
     )
 
 
