@@ -351,6 +351,33 @@ async def test_nodeclass_controller_writes_status(plugin_factory):
     assert conds["ValidationSucceeded"]["reason"] == "TagValidationFailed"
 
 
+async def test_nodeclass_controller_restamps_claims_karpenter_launched(plugin_factory):
+    """Issue 29: NodeClaims Karpenter launched carry its EC2NodeClass hash and hash version (v4);
+    the status loop re-stamps them with karpy's (the hash only where not already drifted), so
+    NodeClassDrift works after the switch."""
+    from karpy_aws.nodeclass import NODECLASS_HASH_ANNOTATION, NODECLASS_HASH_VERSION, NODECLASS_HASH_VERSION_ANNOTATION, nodeclass_hash
+
+    from .test_conformance_aws import NODECLASS
+
+    kube = InMemoryCluster()
+    kube.create_sync("EC2NodeClass", to_kube_dict(NODECLASS))
+    karpenters = {NODECLASS_HASH_ANNOTATION: "4711", NODECLASS_HASH_VERSION_ANNOTATION: "v4"}
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+    drifted = [{"type": "Drifted", "status": "True", "reason": "NodeClassDrift", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    for name, conds in (("old", []), ("old-drifted", drifted)):
+        kube.create_sync("NodeClaim", {"metadata": {"name": name, "annotations": dict(karpenters)},
+                                       "spec": {"nodeClassRef": ref, "requirements": []}, "status": {"conditions": conds}})
+    kube.create_sync("NodeClaim", {"metadata": {"name": "unhashed"}, "spec": {"nodeClassRef": ref, "requirements": []}})
+    plugin = plugin_factory(kube=kube)
+    assert await plugin.nodeclass_controller().reconcile() == {"default": True}
+    current = nodeclass_hash(NODECLASS)
+    assert kube.peek("NodeClaim", "old")["metadata"]["annotations"] == {
+        NODECLASS_HASH_ANNOTATION: current, NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
+    assert kube.peek("NodeClaim", "old-drifted")["metadata"]["annotations"] == {
+        NODECLASS_HASH_ANNOTATION: "4711", NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
+    assert not kube.peek("NodeClaim", "unhashed")["metadata"].get("annotations")
+
+
 async def test_spot_prices_from_moto_are_bogus_and_replaced(plugin_factory):
     from karpy_core.cloudprovider.catalog.aws import spot_price
 

@@ -116,3 +116,27 @@ async def test_unlaunched_and_deleting_claims_are_not_checked():
     await cluster.delete("NodeClaim", "a")
     fake.drift.update(a="AMIDrift", fresh="AMIDrift")
     assert await drift.reconcile() == [] and asked(fake) == []
+
+
+async def test_claims_karpenter_launched_are_restamped_so_drift_works_after_the_switch():
+    """Issue 29: a NodeClaim Karpenter launched carries Karpenter's NodePool hash and hash version
+    (v3); karpy's hash differs and its version too, so hash drift was skipped for that claim for
+    good. As Karpenter does when its hash version changes, the claim is re-stamped with karpy's
+    hash and version (unless already drifted), and a later NodePool change is drift."""
+    _clock, cluster, fake, drift = setup(["a", "b"])
+    for name in ("a", "b"):
+        await cluster.patch("NodeClaim", name, {"metadata": {"annotations": {"karpenter.sh/nodepool-hash": "6521318931735402658",
+                                                                             "karpenter.sh/nodepool-hash-version": "v3"}}})
+    drifted_before = {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted", "message": "", "lastTransitionTime": iso(0)}
+    await cluster.patch("NodeClaim", "b", {"status": {"conditions": [
+        *cluster.peek("NodeClaim", "b")["status"]["conditions"], drifted_before]}}, status=True)
+    assert await drift.reconcile() == []  # the switch itself is no drift
+    pool = cluster.peek("NodePool", "default")
+    a, b = (cluster.peek("NodeClaim", n)["metadata"]["annotations"] for n in ("a", "b"))
+    assert a == {"karpenter.sh/nodepool-hash": nodepool_hash(pool), "karpenter.sh/nodepool-hash-version": "karpy-v1"}
+    # already drifted under Karpenter: its hash is kept (the versions cannot be compared), it stays drifted
+    assert b == {"karpenter.sh/nodepool-hash": "6521318931735402658", "karpenter.sh/nodepool-hash-version": "karpy-v1"}
+    assert condition(cluster.peek("NodeClaim", "b"), "Drifted")["status"] == "True"
+    await cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}})
+    events = await drift.reconcile()
+    assert ("drifted", "NodePoolDrifted") in [(e.kind, e.reason) for e in events if e.nodeclaim == "a"]

@@ -161,6 +161,7 @@ class NodeClaimDrift:
             reason, message = "", ""
             if pool is not None:
                 pool_hash = self._views.nodepool(pool).hash  # once per NodePool version
+                nc = await self._restamp(nc, pool_hash)
                 reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, pool_hash)
             if not reason:
                 reason = await self._provider_reason(nc, now, memo)
@@ -172,6 +173,28 @@ class NodeClaimDrift:
             del self._checks[gone]
         self._views.sweep()
         return events
+
+    async def _restamp(self, nc: dict[str, Any], pool_hash: str) -> dict[str, Any]:
+        """``nc`` with its NodePool hash re-stamped when it carries another hash version (a
+        NodeClaim Karpenter launched, after the switch to karpy; or one from an older karpy):
+        the version becomes :data:`HASH_VERSION` and, unless the claim is already drifted, the
+        hash becomes the NodePool's current one, so a later NodePool change is drift again.
+        Karpenter's ``nodepool/hash`` controller does the same when its hash version changes
+        (designs/drift-hash-versioning.md). A claim without a hash is left alone (no hash drift)."""
+        ann = nc["metadata"].get("annotations") or {}
+        if ANNOTATION_NODEPOOL_HASH not in ann or ann.get(ANNOTATION_NODEPOOL_HASH_VERSION) == HASH_VERSION:
+            return nc
+        patch = {ANNOTATION_NODEPOOL_HASH_VERSION: HASH_VERSION}
+        if condition(nc, CONDITION_DRIFTED) is None:
+            patch[ANNOTATION_NODEPOOL_HASH] = pool_hash
+        try:
+            updated = await self.kube.patch("NodeClaim", nc["metadata"]["name"], {"metadata": {"annotations": patch}})
+        except KubeAPIError as exc:
+            if exc.status != 404:
+                raise
+            return nc
+        log.info("re-stamped nodepool hash", extra=fields(nodeclaim=nc, **{"hash-version": ann.get(ANNOTATION_NODEPOOL_HASH_VERSION)}))
+        return updated
 
     async def _write(self, nc: dict[str, Any], reason: str, message: str, now: float) -> DriftEvent | None:
         name = nc["metadata"]["name"]

@@ -605,8 +605,32 @@ class EC2NodeClassController:
                 continue
             res = await self.resolver.resolve(nc)
             await self._patch(name, res.nodeclass.status.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            await self._restamp(name, nodeclass_hash(nc))
             out[name] = res.ready
         return out
+
+    async def _restamp(self, name: str, current: str) -> None:
+        """Re-stamp the NodeClaims of EC2NodeClass ``name`` that carry another hash version (those
+        Karpenter launched, after the switch to karpy): the version becomes
+        :data:`NODECLASS_HASH_VERSION` and, unless the claim is already drifted, the hash becomes
+        ``current``, so a later NodeClass change is drift again. Karpenter's ``nodeclass/hash``
+        controller does the same when its hash version changes. Claims without a hash are left
+        alone."""
+        for claim in await self.kube.list("NodeClaim"):
+            meta = claim["metadata"]
+            ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+            ann = meta.get("annotations") or {}
+            if (ref.get("kind") != "EC2NodeClass" or ref.get("name") != name or meta.get("deletionTimestamp")
+                    or NODECLASS_HASH_ANNOTATION not in ann or ann.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION):
+                continue
+            patch = {NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
+            if not any(c.get("type") == "Drifted" for c in (claim.get("status") or {}).get("conditions") or []):
+                patch[NODECLASS_HASH_ANNOTATION] = current
+            try:
+                await self.kube.patch("NodeClaim", meta["name"], {"metadata": {"annotations": patch}})
+            except KubeAPIError as exc:
+                if exc.status != 404:
+                    raise
 
     async def _patch(self, name: str, status: dict[str, Any]) -> None:
         try:
