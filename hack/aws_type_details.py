@@ -38,7 +38,8 @@ def main() -> None:
     import moto
 
     table = bandwidth_table(Path(sys.argv[1]).read_text())
-    described = json.load(gzip.open(Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"))
+    with gzip.open(Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz") as f:
+        described = json.load(f)
     out: dict[str, dict[str, int | bool | None]] = {}
     for name in sorted(set(described) | set(table)):
         info = described.get(name) or {}

@@ -550,8 +550,28 @@ def _ec2nodeclass_overlays() -> dict[str, Overlay]:
             },
             rules=[_rule("has(self.snapshotID) || has(self.volumeSize)", "snapshotID or volumeSize must be defined")],
         ),
+        "PlacementGroupSelector": Overlay(rules=[
+            _rule("has(self.name) || has(self.id)", "expected at least one, got none, ['name', 'id']"),
+            _rule("!(has(self.name) && has(self.id))", "'name' and 'id' are mutually exclusive"),
+        ]),
+        "ConnectionTracking": Overlay(rules=[
+            _rule("has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",
+                  "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"),
+        ]),
         "EC2NodeClassSpec": Overlay(
             properties={
+                "networkInterfaces": {
+                    "x-kubernetes-validations": [
+                        _rule("self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && "
+                              "x.interfaceType == 'interface')",
+                              "networkInterfaces must include a primary interface with interfaceType='interface'"),
+                        _rule("self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex)"
+                              ".size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == "
+                              "y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",
+                              "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, "
+                              "and can have at most one efa device per network card"),
+                    ]
+                },
                 "amiSelectorTerms": {
                     "x-kubernetes-validations": [
                         _rule(

@@ -139,6 +139,55 @@ async def test_seed_002_gp3_volumes_imds_and_spot_fleet(plugin_factory, seeded):
     assert nc["status"]["capacity"]["ephemeral-storage"] == "100Gi"
 
 
+async def test_network_interfaces_connection_tracking_prefixes_and_placement_group_reach_the_launch_template(
+        plugin_factory, seeded, tmp_path):
+    """Issue 29: EC2NodeClass v1.14 fields that were accepted as free-form maps and then ignored
+    are typed, validated and written into the launch template as Karpenter writes them."""
+    import yaml
+
+    docs = list(yaml.safe_load_all((DATA / "seeds/002-gp3-block-devices.yaml").read_text()))
+    spec = docs[0]["spec"]
+    spec["networkInterfaces"] = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                                 {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"}]
+    spec["connectionTracking"] = {"tcpEstablishedTimeout": 3600, "udpTimeout": 45}
+    spec["ipPrefixCount"] = 2
+    spec["placementGroupSelector"] = {"name": "analytics"}
+    path = tmp_path / "nodeclass.yaml"
+    path.write_text(yaml.safe_dump_all(d for d in docs if d))
+    plugin = plugin_factory()
+    sim = await simulate(plugin, [path], [deployment("web", 1)])
+    assert instance_ids(sim), sim.pending_reasons
+    req = plugin.launcher.fleet_requests[-1]
+    lt = await launch_template_data(seeded.url, req["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    primary, efa = sorted(lt["NetworkInterfaces"], key=lambda n: n["DeviceIndex"])
+    assert primary["Groups"] == efa["Groups"] == [seeded.security_group]
+    assert (primary["NetworkCardIndex"], primary["InterfaceType"], primary["Ipv4PrefixCount"]) == (0, "interface", 2)
+    assert primary["ConnectionTrackingSpecification"] == {"TcpEstablishedTimeout": 3600, "UdpTimeout": 45}
+    assert (efa["DeviceIndex"], efa["InterfaceType"]) == (1, "efa-only") and "ConnectionTrackingSpecification" not in efa
+    assert lt["Placement"] == {"GroupName": "analytics"}
+
+
+def test_typed_nodeclass_fields_refuse_what_the_crd_refuses():
+    from pydantic import ValidationError
+
+    from .test_conformance_aws import NODECLASS
+
+    base = to_kube_dict(NODECLASS)
+    for field, value, message in (
+        ("networkInterfaces", [{"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "interface"}], "primary interface"),
+        ("networkInterfaces", [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                               {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"}], "duplicate"),
+        ("placementGroupSelector", {"name": "a", "id": "pg-1"}, "mutually exclusive"),
+        ("placementGroupSelector", {"id": "PG_1"}, "pattern"),
+        ("connectionTracking", {}, "at least one of"),
+        ("connectionTracking", {"udpTimeout": 90}, "less than or equal to 60"),
+        ("cpuOptions", {"nestedVirtualization": "on"}, "'enabled' or 'disabled'"),
+    ):
+        bad = {**base, "spec": {**base["spec"], field: value}}
+        with pytest.raises(ValidationError, match=message):
+            EC2NodeClass.model_validate(bad)
+
+
 async def test_general_purpose_example_on_demand_cmr(plugin_factory, seeded, shared_dir):
     plugin = plugin_factory()
     sim = await simulate(plugin, [shared_dir / "inputs/nodepools/general-purpose.yaml"], [deployment("app", 4)])

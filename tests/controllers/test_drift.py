@@ -123,7 +123,7 @@ async def test_claims_karpenter_launched_are_restamped_so_drift_works_after_the_
     (v3); karpy's hash differs and its version too, so hash drift was skipped for that claim for
     good. As Karpenter does when its hash version changes, the claim is re-stamped with karpy's
     hash and version (unless already drifted), and a later NodePool change is drift."""
-    _clock, cluster, fake, drift = setup(["a", "b"])
+    _clock, cluster, _fake, drift = setup(["a", "b"])
     for name in ("a", "b"):
         await cluster.patch("NodeClaim", name, {"metadata": {"annotations": {"karpenter.sh/nodepool-hash": "6521318931735402658",
                                                                              "karpenter.sh/nodepool-hash-version": "v3"}}})

@@ -16,9 +16,12 @@ kubelet reserved/eviction keys; at most one ``rootVolume`` block device; ``ebs``
 (``httpEndpoint: enabled``, ``httpProtocolIPv6: disabled``, ``httpPutResponseHopLimit: 1``,
 ``httpTokens: required``), field by field.
 
-Accepted but not interpreted by karpy (newer upstream fields): ``ipPrefixCount``,
-``networkInterfaces``, ``placementGroupSelector``,
-``connectionTracking``, ``cpuOptions``.
+``networkInterfaces`` (a primary interface, no (card, device) pair twice, one ``efa-only`` per
+card, at most 150), ``placementGroupSelector`` (``name`` or ``id``), ``connectionTracking`` (at
+least one timeout, upstream's ranges) and ``cpuOptions`` are typed as upstream's CRD has them;
+the first three and ``ipPrefixCount`` go into the launch template (:mod:`karpy_aws.launch`).
+``cpuOptions.nestedVirtualization`` is validated but not sent: the bundled EC2 API model
+(botocore) has no such launch-template field yet.
 """
 
 from __future__ import annotations
@@ -375,6 +378,73 @@ class MetadataOptions(KubeModel):
     """required: only session-token (IMDSv2) requests are answered; optional: IMDSv1 requests are answered too."""
 
 
+class NetworkInterface(KubeModel):
+    """One ``networkInterfaces`` entry: the network card and device index of an interface and
+    whether it is a regular (``interface``) or an EFA-only (``efa-only``) one."""
+
+    network_card_index: Int = Field(ge=0)
+    """The network card the interface is attached to (0 is the primary card)."""
+    device_index: Int = Field(ge=0)
+    """The interface's device index on its card (0 with card 0: the primary interface)."""
+    interface_type: Literal["interface", "efa-only"]
+    """interface: a regular ENA interface (EFA too where the type supports it); efa-only: an EFA device with no IP traffic."""
+
+
+class PlacementGroupSelector(KubeModel):
+    """The placement group instances launch into, by ``name`` or by ``id`` (``pg-...``): exactly one."""
+
+    name: Str | None = Field(default=None, min_length=1)
+    """The placement group's name."""
+    id: Str | None = Field(default=None, pattern=r"^pg-[0-9a-z]+$")
+    """The placement group's ID, pg-..."""
+
+    @model_validator(mode="after")
+    def _one(self) -> PlacementGroupSelector:
+        if self.name is None and self.id is None:
+            raise ValueError("expected at least one, got none, ['name', 'id']")
+        if self.name is not None and self.id is not None:
+            raise ValueError("'name' and 'id' are mutually exclusive")
+        return self
+
+
+class ConnectionTracking(KubeModel):
+    """Idle timeouts (seconds) of the instances' network interfaces' connection tracking; at
+    least one must be set (EC2 ``ConnectionTrackingSpecificationRequest``)."""
+
+    tcp_established_timeout: Int | None = Field(default=None, ge=60, le=432000)
+    """Seconds an idle established TCP connection is tracked (60 to 432000)."""
+    udp_stream_timeout: Int | None = Field(default=None, ge=60, le=180)
+    """Seconds an idle UDP stream (traffic seen both ways more than once) is tracked (60 to 180)."""
+    udp_timeout: Int | None = Field(default=None, ge=30, le=60)
+    """Seconds other idle UDP flows are tracked (30 to 60)."""
+
+    @model_validator(mode="after")
+    def _any(self) -> ConnectionTracking:
+        if self.tcp_established_timeout is None and self.udp_stream_timeout is None and self.udp_timeout is None:
+            raise ValueError("at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set")
+        return self
+
+
+class CPUOptions(KubeModel):
+    """CPU options of the instances."""
+
+    nested_virtualization: Literal["enabled", "disabled"] | None = None
+    """Whether the instances may run nested virtual machines (enabled or disabled)."""
+
+
+def _check_network_interfaces(items: list[NetworkInterface]) -> list[NetworkInterface]:
+    """Karpenter's two rules: a primary interface (card 0, device 0, ``interface``) when any is
+    given; no (card, device) pair twice and at most one ``efa-only`` interface per card."""
+    if items and not any(i.network_card_index == 0 and i.device_index == 0 and i.interface_type == "interface" for i in items):
+        raise ValueError("networkInterfaces must include a primary interface with interfaceType='interface'")
+    pairs = [(i.network_card_index, i.device_index) for i in items]
+    efa = [i.network_card_index for i in items if i.interface_type == "efa-only"]
+    if len(set(pairs)) != len(pairs) or len(set(efa)) != len(efa):
+        raise ValueError("networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, "
+                         "and can have at most one efa device per network card")
+    return items
+
+
 def _check_tags(tags: dict[str, str]) -> dict[str, str]:
     for key in tags:
         if key == "":
@@ -427,14 +497,14 @@ class EC2NodeClassSpec(KubeModel):
     """The EC2 Fleet context (a reserved-capacity context ID) launches are made with."""
     ip_prefix_count: Int | None = None
     """How many IPv4 prefixes to assign to the primary network interface (prefix delegation)."""
-    network_interfaces: list[Annotated[dict[str, Any], Field(description=(
-        "One network interface: its networkCardIndex, deviceIndex and interfaceType (interface or efa-only)."))]] | None = None
+    network_interfaces: Annotated[list[NetworkInterface], AfterValidator(_check_network_interfaces)] | None = Field(
+        default=None, max_length=150)
     """The network interfaces each instance gets (network card and device indexes, interface type such as efa-only)."""
-    placement_group_selector: dict[str, Any] | None = None
+    placement_group_selector: PlacementGroupSelector | None = None
     """The placement group (by name or ID) instances launch into."""
-    connection_tracking: dict[str, Any] | None = None
+    connection_tracking: ConnectionTracking | None = None
     """Timeouts of the network interfaces' connection tracking (established TCP, UDP streams, other UDP)."""
-    cpu_options: dict[str, Any] | None = None
+    cpu_options: CPUOptions | None = None
     """CPU options of the instances, such as nested virtualization."""
 
     @field_validator("ami_selector_terms")

@@ -8,8 +8,10 @@ Steps (Karpenter ``pkg/providers/instance/instance.go``, ``pkg/providers/launcht
 2. One subnet per zone: the first of the NodeClass's status subnets in that zone (most free IPs).
 3. One launch template per AMI, named ``karpenter.k8s.aws/<hash of its data>``: ImageId, base64
    user data, IamInstanceProfile, Monitoring, MetadataOptions (+ ``InstanceMetadataTags:
-   disabled``), BlockDeviceMappings (GiB, rounded up), and ``NetworkInterfaces[0]`` carrying the
-   security groups. Found by DescribeLaunchTemplates (cached 60 s), else created.
+   disabled``), BlockDeviceMappings (GiB, rounded up), ``NetworkInterfaces`` (the NodeClass's
+   ``networkInterfaces``, else one primary interface; each with the security groups, the primary
+   with ``ipPrefixCount`` and ``connectionTracking``) and ``Placement`` (``placementGroupSelector``).
+   Found by DescribeLaunchTemplates (cached 60 s), else created.
 4. ``CreateFleet(Type=instant, TotalTargetCapacity=1)`` with one override per instance type x
    zonal subnet (cheapest first), ``price-capacity-optimized`` for spot, ``lowest-price`` for
    on-demand, and identical tags on the instance, its volumes and the fleet.
@@ -47,7 +49,7 @@ from karpy_core.errors import CreateError, InsufficientCapacityError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from karpy_aws.apis import AMI, EC2NodeClass
+    from karpy_aws.apis import AMI, EC2NodeClass, NetworkInterface
     from karpy_aws.cache import UnavailableOfferings
     from karpy_aws.capacityreservation import CapacityReservations
     from karpy_aws.clients import AWSClients
@@ -96,6 +98,35 @@ def default_block_devices(family: str) -> list[dict[str, Any]]:
     if family.startswith("Windows"):
         return [{"DeviceName": "/dev/sda1", "Ebs": ebs(50)}]
     return []
+
+
+def _network_interfaces(nodeclass: EC2NodeClass) -> list[dict[str, Any]]:
+    """``LaunchTemplateData.NetworkInterfaces``: the NodeClass's ``networkInterfaces`` (card and
+    device index, ``interface`` or ``efa-only``), else the one primary interface; every interface
+    carries the security groups; the primary one (card 0, device 0) also the public IP choice,
+    ``ipPrefixCount`` (``Ipv4PrefixCount``) and ``connectionTracking`` (seconds), as Karpenter's
+    launch template provider sets them."""
+    spec = nodeclass.spec
+    groups = [g.id for g in nodeclass.status.security_groups]
+    wanted: list[NetworkInterface | None] = list(spec.network_interfaces or []) or [None]
+    out: list[dict[str, Any]] = []
+    for ni in wanted:
+        nic: dict[str, Any] = {"DeviceIndex": 0 if ni is None else ni.device_index, "Groups": groups}
+        if ni is not None:
+            nic["NetworkCardIndex"] = ni.network_card_index
+            nic["InterfaceType"] = ni.interface_type
+        if ni is None or (ni.network_card_index == 0 and ni.device_index == 0):
+            if spec.associate_public_ip_address is not None:
+                nic["AssociatePublicIpAddress"] = spec.associate_public_ip_address
+            if spec.ip_prefix_count is not None:
+                nic["Ipv4PrefixCount"] = spec.ip_prefix_count
+            ct = spec.connection_tracking
+            if ct is not None:
+                nic["ConnectionTrackingSpecification"] = {k: v for k, v in (
+                    ("TcpEstablishedTimeout", ct.tcp_established_timeout), ("UdpStreamTimeout", ct.udp_stream_timeout),
+                    ("UdpTimeout", ct.udp_timeout)) if v is not None}
+        out.append(nic)
+    return out
 
 
 def _block_devices(nodeclass: EC2NodeClass) -> list[dict[str, Any]]:
@@ -210,9 +241,7 @@ class Launcher:
         )
         user_data = render_user_data(family, boot, spec.user_data)
         mo = spec.metadata_options
-        nic: dict[str, Any] = {"DeviceIndex": 0, "Groups": [g.id for g in nodeclass.status.security_groups]}
-        if spec.associate_public_ip_address is not None:
-            nic["AssociatePublicIpAddress"] = spec.associate_public_ip_address
+        nics = _network_interfaces(nodeclass)
         data: dict[str, Any] = {
             "ImageId": ami.id,
             "UserData": encode(user_data),
@@ -224,12 +253,15 @@ class Launcher:
                 "HttpTokens": mo.http_tokens,
                 "InstanceMetadataTags": "disabled",
             },
-            "NetworkInterfaces": [nic],
+            "NetworkInterfaces": nics,
             "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tag_list(launch_tags(
                 self.cluster_name, nodeclaim.metadata.labels.get(LABEL_NODEPOOL, ""), nodeclass))}],
         }
         if nodeclass.status.instance_profile:
             data["IamInstanceProfile"] = {"Name": nodeclass.status.instance_profile}
+        pg = spec.placement_group_selector
+        if pg is not None:  # Karpenter: the launch template's Placement names the group
+            data["Placement"] = {"GroupId": pg.id} if pg.id else {"GroupName": pg.name}
         bdm = _block_devices(nodeclass)
         if bdm:
             data["BlockDeviceMappings"] = bdm
