@@ -15,6 +15,9 @@
   ``CapacityReservationIds`` and the ``state``, ``owner-id``, ``instance-match-criteria``,
   ``tag:<k>`` and ``tag-key`` filters; ``FAULTS.ice_code`` sets the code injected ICE uses
   (``ReservationCapacityExceeded`` for a full reservation).
+* Nor placement groups: a server-side ``describe_placement_groups`` answers from :data:`FAULTS`
+  ``.placement_groups`` (raw EC2 ``PlacementGroup`` dicts) by ``GroupNames`` / ``GroupIds``, and
+  with EC2's ``InvalidPlacementGroup.Unknown`` for an unknown one.
 * DescribeInstanceTypes is cached for the whole session in one shared ``InstanceTypeData``.
 """
 
@@ -73,6 +76,7 @@ class Faults:
     calls: list[dict[str, Any]] = field(default_factory=list)
     ice_code: str = "InsufficientInstanceCapacity"
     reservations: list[dict[str, Any]] = field(default_factory=list)
+    placement_groups: list[dict[str, Any]] = field(default_factory=list)
 
     def reset(self) -> None:
         self.ice_types.clear()
@@ -80,6 +84,7 @@ class Faults:
         self.calls.clear()
         self.ice_code = "InsufficientInstanceCapacity"
         self.reservations.clear()
+        self.placement_groups.clear()
 
 
 FAULTS = Faults()
@@ -148,6 +153,19 @@ def _install_fleet_faults() -> None:
         return ActionResult({"CapacityReservations": out})
 
     fleets.Fleets.describe_capacity_reservations = describe_capacity_reservations
+
+    def describe_placement_groups(self: Any) -> Any:
+        from moto.ec2.exceptions import EC2ClientError
+
+        names = self._get_param("GroupNames") or []
+        ids = self._get_param("GroupIds") or []
+        found = [g for g in FAULTS.placement_groups if (not names or g["GroupName"] in names) and (not ids or g["GroupId"] in ids)]
+        missing = [n for n in names if n not in {g["GroupName"] for g in found}] + [i for i in ids if i not in {g["GroupId"] for g in found}]
+        if missing:  # EC2's answer for an unknown name or ID
+            raise EC2ClientError("InvalidPlacementGroup.Unknown", f"The Placement Group '{missing[0]}' is unknown.")
+        return ActionResult({"PlacementGroups": found})
+
+    fleets.Fleets.describe_placement_groups = describe_placement_groups
 
 
 def _with_param(get: Any, name: str, value: Any) -> Any:

@@ -155,6 +155,17 @@ async def test_network_interfaces_connection_tracking_prefixes_and_placement_gro
     path = tmp_path / "nodeclass.yaml"
     path.write_text(yaml.safe_dump_all(d for d in docs if d))
     plugin = plugin_factory()
+    # PlacementGroupReady: False while the group does not exist, and nothing launches
+    nc = EC2NodeClass.model_validate({**docs[0], "metadata": {"name": "default"}, "spec": {
+        **spec, "role": "KarpenterNodeRole-eks", "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}]}})
+    res = await plugin.resolver.resolve(nc, use_cache=False)
+    pg = condition(res.nodeclass, "PlacementGroupReady")
+    assert not res.ready and (pg.status, pg.reason) == ("False", "PlacementGroupNotFound") and "analytics" in pg.message
+    FAULTS.placement_groups.append({"GroupName": "analytics", "GroupId": "pg-0abc", "Strategy": "cluster", "State": "available"})
+    res = await plugin.resolver.resolve(nc, use_cache=False)
+    assert res.ready and condition(res.nodeclass, "PlacementGroupReady").status == "True"
+    assert condition(res.nodeclass, "CapacityReservationsReady").status == "True"  # the gate is on: present, as in Karpenter
     sim = await simulate(plugin, [path], [deployment("web", 1)])
     assert instance_ids(sim), sim.pending_reasons
     req = plugin.launcher.fleet_requests[-1]

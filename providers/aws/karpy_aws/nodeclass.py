@@ -84,6 +84,7 @@ __all__ = [
     "COND_VALIDATION",
     "COND_SG_CLUSTER_TAG",
     "COND_CAPACITY_RESERVATIONS",
+    "COND_PLACEMENT_GROUP",
     "NODECLASS_HASH_ANNOTATION",
     "NODECLASS_HASH_VERSION_ANNOTATION",
     "NODECLASS_HASH_VERSION",
@@ -106,6 +107,7 @@ COND_INSTANCE_PROFILE = "InstanceProfileReady"
 COND_VALIDATION = "ValidationSucceeded"
 COND_SG_CLUSTER_TAG = "SecurityGroupsClusterTagConflict"
 COND_CAPACITY_RESERVATIONS = "CapacityReservationsReady"
+COND_PLACEMENT_GROUP = "PlacementGroupReady"
 CONDITION_TYPES = (COND_AMIS, COND_SUBNETS, COND_SECURITY_GROUPS, COND_INSTANCE_PROFILE, COND_VALIDATION)
 """The conditions that roll up into ``Ready``, in reconcile order."""
 
@@ -279,10 +281,14 @@ class NodeClassResolver:
         steps[COND_SECURITY_GROUPS], status.security_groups, sg_warning = await self._security_groups(nc)
         steps[COND_INSTANCE_PROFILE], status.instance_profile = await self._instance_profile(nc)
         steps[COND_VALIDATION] = await self._validate(nc, status, steps)
-        rollup: tuple[str, ...] = CONDITION_TYPES
-        if self.reserved_capacity and nc.spec.capacity_reservation_selector_terms:
-            steps[COND_CAPACITY_RESERVATIONS], status.capacity_reservations = await self._capacity_reservations(nc)
-            rollup = (*CONDITION_TYPES, COND_CAPACITY_RESERVATIONS)
+        steps[COND_PLACEMENT_GROUP] = await self._placement_group(nc)
+        rollup: tuple[str, ...] = (*CONDITION_TYPES, COND_PLACEMENT_GROUP)
+        if self.reserved_capacity:  # as Karpenter: part of Ready while the gate is on, True without selector terms
+            if nc.spec.capacity_reservation_selector_terms:
+                steps[COND_CAPACITY_RESERVATIONS], status.capacity_reservations = await self._capacity_reservations(nc)
+            else:
+                steps[COND_CAPACITY_RESERVATIONS] = _Step("True", COND_CAPACITY_RESERVATIONS, "")
+            rollup = (*rollup, COND_CAPACITY_RESERVATIONS)
 
         now = datetime.fromtimestamp(self._now(), UTC)
         generation = nc.metadata.generation if hasattr(nc.metadata, "generation") else None
@@ -322,6 +328,27 @@ class NodeClassResolver:
                          f"DescribeCapacityReservations failed ({exc.code}): {exc}; the controller's role needs "
                          f"ec2:DescribeCapacityReservations"), []
         return _Step("True", "CapacityReservationsReady", ""), found
+
+    # ------------------------------------------------------------------ placement group
+    async def _placement_group(self, nc: EC2NodeClass) -> _Step:
+        """``PlacementGroupReady`` (Karpenter ``nodeclass/placementgroup.go``): True without a
+        ``placementGroupSelector``; else True when DescribePlacementGroups finds the group by
+        name or ID, ``PlacementGroupNotFound`` when it does not, ``PlacementGroupResolutionFailed``
+        on another error."""
+        sel = nc.spec.placement_group_selector
+        if sel is None:
+            return _Step("True", COND_PLACEMENT_GROUP, "")
+        ec2 = await self.clients.ec2()
+        query = {"GroupIds": [sel.id]} if sel.id else {"GroupNames": [sel.name]}
+        try:
+            resp = await call(ec2.describe_placement_groups, "DescribePlacementGroups", **query)
+        except CloudProviderError as exc:
+            if exc.code in ("InvalidPlacementGroup.Unknown", "InvalidGroup.NotFound", "InvalidPlacementGroupId.Malformed"):
+                return _Step("False", "PlacementGroupNotFound", f"Placement group {sel.id or sel.name!r} not found")
+            return _Step("False", "PlacementGroupResolutionFailed", f"Failed to resolve placement group ({exc.code}): {exc}")
+        if not [g for g in resp.get("PlacementGroups") or [] if g.get("State") in (None, "available")]:
+            return _Step("False", "PlacementGroupNotFound", f"Placement group {sel.id or sel.name!r} not found")
+        return _Step("True", COND_PLACEMENT_GROUP, "")
 
     # ------------------------------------------------------------------ subnets
     async def _subnets(self, nc: EC2NodeClass) -> tuple[_Step, list[Subnet]]:
