@@ -105,6 +105,9 @@ PERMISSIONS: tuple[Permission, ...] = (
                "the ValidationSucceeded (RuntimeValidation, Conflict) and Ready conditions of each NodeOverlay"),
     Permission("karpenter.k8s.aws", "ec2nodeclasses", ("get", "list", "watch"), "informer cache; EC2NodeClass controller, drift",
                "the launch settings of each NodeClaim and the NodeClass drift hash", clouds=_AWS),
+    Permission("karpenter.k8s.aws", "ec2nodeclasses", ("patch",), "EC2NodeClass controller",
+               "the karpenter.k8s.aws/termination finalizer: added to each, removed once its instance profile and "
+               "launch templates are cleaned up", clouds=_AWS),
     Permission("karpenter.k8s.aws", "ec2nodeclasses/status", ("patch",), "EC2NodeClass controller",
                "resolved subnets, security groups, AMIs, instance profile and the Ready condition", clouds=_AWS),
     Permission("karpenter.kakaocloud.com", "kcnodeclasses", ("get", "list", "watch"), "informer cache; KCNodeClass resolver, drift",

@@ -438,6 +438,46 @@ async def test_nodeclass_controller_restamps_claims_karpenter_launched(plugin_fa
     assert not kube.peek("NodeClaim", "unhashed")["metadata"].get("annotations")
 
 
+async def test_deleted_nodeclass_waits_for_its_claims_then_cleans_up_what_karpy_made(plugin_factory, seeded):
+    """Issue 29: Karpenter's termination finalizer on the EC2NodeClass. While a NodeClaim uses it
+    the NodeClass stays (an event names the claim); then its managed instance profile and the
+    launch templates tagged with it go, and so does the NodeClass. A launch template of another
+    NodeClass and one without karpy's tags stay."""
+    from karpy_aws.nodeclass import NODECLASS_FINALIZER
+
+    from .test_conformance_aws import NODECLASS
+
+    kube = InMemoryCluster()
+    kube.create_sync("EC2NodeClass", to_kube_dict(NODECLASS))
+    plugin = plugin_factory(kube=kube)
+    ctl = plugin.nodeclass_controller()
+    assert await ctl.reconcile() == {"default": True}
+    assert kube.peek("EC2NodeClass", "default")["metadata"]["finalizers"] == [NODECLASS_FINALIZER]
+    profile = kube.peek("EC2NodeClass", "default")["status"]["instanceProfile"]
+    async with session().client("ec2", endpoint_url=seeded.url) as ec2:
+        for name, nodeclass in (("karpenter.k8s.aws/mine", "default"), ("karpenter.k8s.aws/other", "other")):
+            await ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": "ami-1"}, TagSpecifications=[
+                {"ResourceType": "launch-template", "Tags": [{"Key": "eks:eks-cluster-name", "Value": CLUSTER},
+                                                            {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": nodeclass}]}])
+        await ec2.create_launch_template(LaunchTemplateName="someone-elses", LaunchTemplateData={"ImageId": "ami-1"})
+    kube.create_sync("NodeClaim", {"metadata": {"name": "c1"}, "spec": {"requirements": [], "nodeClassRef": REF}})
+    await kube.delete("EC2NodeClass", "default")
+    await ctl.reconcile()
+    assert kube.peek("EC2NodeClass", "default") is not None
+    assert plugin.events.find("WaitingOnNodeClaimTermination")[-1].message == "Waiting on NodeClaim termination for c1"
+    async with session().client("iam", endpoint_url=seeded.url) as iam:
+        await iam.get_instance_profile(InstanceProfileName=profile)  # still there
+    await kube.delete("NodeClaim", "c1")
+    await ctl.reconcile()
+    assert kube.peek("EC2NodeClass", "default") is None
+    async with session().client("iam", endpoint_url=seeded.url) as iam:
+        with pytest.raises(Exception, match="NoSuchEntity"):
+            await iam.get_instance_profile(InstanceProfileName=profile)
+    async with session().client("ec2", endpoint_url=seeded.url) as ec2:
+        left = {t["LaunchTemplateName"] for t in (await ec2.describe_launch_templates())["LaunchTemplates"]}
+    assert {"karpenter.k8s.aws/other", "someone-elses"} <= left and "karpenter.k8s.aws/mine" not in left
+
+
 async def test_spot_prices_from_moto_are_bogus_and_replaced(plugin_factory):
     from karpy_core.cloudprovider.catalog.aws import spot_price
 

@@ -85,6 +85,7 @@ __all__ = [
     "COND_SG_CLUSTER_TAG",
     "COND_CAPACITY_RESERVATIONS",
     "COND_PLACEMENT_GROUP",
+    "NODECLASS_FINALIZER",
     "NODECLASS_HASH_ANNOTATION",
     "NODECLASS_HASH_VERSION_ANNOTATION",
     "NODECLASS_HASH_VERSION",
@@ -111,6 +112,9 @@ COND_PLACEMENT_GROUP = "PlacementGroupReady"
 CONDITION_TYPES = (COND_AMIS, COND_SUBNETS, COND_SECURITY_GROUPS, COND_INSTANCE_PROFILE, COND_VALIDATION)
 """The conditions that roll up into ``Ready``, in reconcile order."""
 
+NODECLASS_FINALIZER = "karpenter.k8s.aws/termination"
+"""The finalizer every EC2NodeClass gets (Karpenter ``v1.TerminationFinalizer``): its instance
+profile and launch templates are cleaned up before it goes (:meth:`EC2NodeClassController._finalize`)."""
 NODECLASS_HASH_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash"
 NODECLASS_HASH_VERSION_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 INSTANCE_PROFILE_ANNOTATION = "karpenter.k8s.aws/instance-profile-name"
@@ -501,8 +505,67 @@ class NodeClassResolver:
     def instance_profile_name(self, nc: EC2NodeClass) -> str:
         """``<cluster>_<digits>``: a stable name per (region, NodeClass name), at most 128 chars
         (Karpenter ``GetProfileName``)."""
-        digest = int(hashlib.sha256(f"{self.region}{nc.metadata.name}".encode()).hexdigest()[:15], 16)
+        return self._profile_name(nc.metadata.name or "")
+
+    def _profile_name(self, nodeclass: str) -> str:
+        digest = int(hashlib.sha256(f"{self.region}{nodeclass}".encode()).hexdigest()[:15], 16)
         return f"{self.cluster_name}_{digest}"[:128]
+
+    async def delete_instance_profile(self, nodeclass: str, uid: str | None) -> bool:
+        """Delete the instance profile karpy made for EC2NodeClass ``nodeclass`` (its roles
+        removed first); True when one was deleted. Only a profile whose tags name this cluster
+        (``kubernetes.io/cluster/<cluster>: owned``) and this NodeClass
+        (``karpenter.k8s.aws/ec2nodeclass``) is touched: a profile of the same name karpy cannot
+        prove it made is left alone.
+
+        Raises:
+            CloudProviderError: an IAM call failed (other than the profile being gone).
+        """
+        iam = await self.clients.get("iam")
+        name = self._profile_name(nodeclass)
+        try:
+            profile = (await call(iam.get_instance_profile, "GetInstanceProfile", InstanceProfileName=name))["InstanceProfile"]
+        except CloudProviderError as exc:
+            if exc.code == "NoSuchEntity":
+                return False
+            raise
+        tags = {t["Key"]: t["Value"] for t in profile.get("Tags") or []}
+        if tags.get(f"kubernetes.io/cluster/{self.cluster_name}") != "owned" or tags.get("karpenter.k8s.aws/ec2nodeclass") != nodeclass:
+            log.warning("instance profile not deleted: its tags do not show karpy made it for this NodeClass",
+                        extra={"EC2NodeClass": {"name": nodeclass}, "instance-profile": name})
+            return False
+        for role in profile.get("Roles") or []:
+            await call(iam.remove_role_from_instance_profile, "RemoveRoleFromInstanceProfile", InstanceProfileName=name,
+                       RoleName=role["RoleName"])
+        try:
+            await call(iam.delete_instance_profile, "DeleteInstanceProfile", InstanceProfileName=name)
+        except CloudProviderError as exc:
+            if exc.code != "NoSuchEntity":
+                raise
+        self.invalidate()
+        return True
+
+    async def delete_launch_templates(self, nodeclass: str) -> list[str]:
+        """Delete the launch templates tagged with this cluster (``eks:eks-cluster-name``) and
+        EC2NodeClass ``nodeclass`` (``karpenter.k8s.aws/ec2nodeclass``), the tags karpy creates
+        them with; returns their names.
+
+        Raises:
+            CloudProviderError: an EC2 call failed (other than a template being gone).
+        """
+        ec2 = await self.clients.ec2()
+        resp = await call(ec2.describe_launch_templates, "DescribeLaunchTemplates", Filters=[
+            {"Name": "tag:eks:eks-cluster-name", "Values": [self.cluster_name]},
+            {"Name": "tag:karpenter.k8s.aws/ec2nodeclass", "Values": [nodeclass]}])
+        deleted = []
+        for lt in resp.get("LaunchTemplates") or []:
+            try:
+                await call(ec2.delete_launch_template, "DeleteLaunchTemplate", LaunchTemplateId=lt["LaunchTemplateId"])
+            except CloudProviderError as exc:
+                if "NotFound" not in (exc.code or ""):
+                    raise
+            deleted.append(lt["LaunchTemplateName"])
+        return deleted
 
     async def _instance_profile(self, nc: EC2NodeClass) -> tuple[_Step, str | None]:
         if nc.spec.instance_profile is not None:
@@ -612,15 +675,24 @@ class EC2NodeClassController:
 
     name = "ec2nodeclass"
 
-    def __init__(self, *, kube: KubeClient, resolver: NodeClassResolver):
+    def __init__(self, *, kube: KubeClient, resolver: NodeClassResolver, events: EventRecorder | None = None):
         self.kube = kube
         self.resolver = resolver
+        self.events = events
 
     async def reconcile(self) -> dict[str, bool]:
-        """One pass; returns ``{name: ready}``."""
+        """One pass; returns ``{name: ready}`` for the NodeClasses not being deleted. Each one gets
+        the ``karpenter.k8s.aws/termination`` finalizer; one being deleted is finalized
+        (:meth:`_finalize`)."""
         out: dict[str, bool] = {}
         for obj in await self.kube.list("EC2NodeClass"):
             name = obj["metadata"]["name"]
+            if obj["metadata"].get("deletionTimestamp"):
+                await self._finalize(obj)
+                continue
+            finalizers = list(obj["metadata"].get("finalizers") or [])
+            if NODECLASS_FINALIZER not in finalizers:
+                await self._set_finalizers(obj, [*finalizers, NODECLASS_FINALIZER])
             try:
                 nc = EC2NodeClass.model_validate(obj)
             except ValidationError as exc:
@@ -635,6 +707,41 @@ class EC2NodeClassController:
             await self._restamp(name, nodeclass_hash(nc))
             out[name] = res.ready
         return out
+
+    async def _set_finalizers(self, obj: dict[str, Any], finalizers: list[str]) -> None:
+        """Patch ``metadata.finalizers`` with the ``resourceVersion`` read (a merge patch replaces
+        the list: a conflict means another writer changed it, and the next pass retries)."""
+        meta = obj["metadata"]
+        try:
+            await self.kube.patch("EC2NodeClass", meta["name"], {"metadata": {
+                "finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}})
+        except KubeAPIError as exc:
+            if exc.status not in (404, 409):
+                raise
+
+    async def _finalize(self, obj: dict[str, Any]) -> None:
+        """An EC2NodeClass being deleted (Karpenter ``nodeclass/controller.go`` ``finalize``): while
+        NodeClaims still use it, a ``WaitingOnNodeClaimTermination`` event names them and nothing
+        else happens; then the instance profile karpy made for its ``role`` is deleted (only one
+        whose tags show it is this cluster's and this NodeClass's), so are the launch templates
+        tagged with this cluster and NodeClass, and the finalizer comes off."""
+        meta = obj["metadata"]
+        name = meta["name"]
+        if NODECLASS_FINALIZER not in (meta.get("finalizers") or []):
+            return
+        users = sorted(c["metadata"]["name"] for c in await self.kube.list("NodeClaim")
+                       if ((c.get("spec") or {}).get("nodeClassRef") or {}).get("kind") == "EC2NodeClass"
+                       and ((c.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name)
+        if users:
+            if self.events is not None:
+                shown = ", ".join(users[:5]) + (f" and {len(users) - 5} other(s)" if len(users) > 5 else "")
+                await self.events.record("Normal", "WaitingOnNodeClaimTermination", f"EC2NodeClass/{name}",
+                                         f"Waiting on NodeClaim termination for {shown}")
+            return
+        if not (obj.get("spec") or {}).get("instanceProfile"):
+            await self.resolver.delete_instance_profile(name, meta.get("uid"))
+        await self.resolver.delete_launch_templates(name)
+        await self._set_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != NODECLASS_FINALIZER])
 
     async def _restamp(self, name: str, current: str) -> None:
         """Re-stamp the NodeClaims of EC2NodeClass ``name`` that carry another hash version (those

@@ -204,7 +204,7 @@ class AWSProvider:
         """
         if self.kube is None:
             raise ConfigurationError("aws provider: the EC2NodeClass controller needs the 'kube' option")
-        return EC2NodeClassController(kube=self.kube, resolver=self.resolver)
+        return EC2NodeClassController(kube=self.kube, resolver=self.resolver, events=self.events)
 
     def capacity_type_sync(self) -> CapacityTypeSync:
         """The reserved -> on-demand relabelling loop (:mod:`karpy_aws.capacitytype`).
