@@ -28,3 +28,19 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_dir() -> Path:
     return REPO
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    """Every test starts and ends with the root logger as it found it: a test that runs ``karpy
+    controller`` in-process (``configure_logging``) would otherwise leave a handler writing to the
+    CliRunner stream it has closed, and a later test's INFO lines (the controllers' Karpenter
+    lines) would fail on it."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level, filters = root.handlers[:], root.level, root.filters[:]
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    root.filters[:] = filters

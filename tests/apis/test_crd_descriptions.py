@@ -21,20 +21,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "upstream_crd_described_pa
 NOT_MODELLED = {
     "karpenter.sh_nodepools.yaml": set(),
     "karpenter.sh_nodeclaims.yaml": set(),
-    # the EC2NodeClass sub-objects karpy keeps as free-form maps (network interfaces, placement
-    # group, connection tracking, CPU options): their parent field is described, their inner
-    # fields are not modelled
-    "karpenter.k8s.aws_ec2nodeclasses.yaml": {
-        "spec.connectionTracking.tcpEstablishedTimeout",
-        "spec.connectionTracking.udpStreamTimeout",
-        "spec.connectionTracking.udpTimeout",
-        "spec.cpuOptions.nestedVirtualization",
-        "spec.networkInterfaces[].deviceIndex",
-        "spec.networkInterfaces[].interfaceType",
-        "spec.networkInterfaces[].networkCardIndex",
-        "spec.placementGroupSelector.id",
-        "spec.placementGroupSelector.name",
-    },
+    "karpenter.k8s.aws_ec2nodeclasses.yaml": set(),
 }
 
 
