@@ -282,6 +282,26 @@ async def _nodeclass_ready(admin: AsyncKubeClient, name: str) -> bool:
     return {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready") == "True"
 
 
+async def _provision(admin: AsyncKubeClient, chart: AwsChart, kubelet: asyncio.Task[None], deploy: dict[str, Any],
+                     pool: str) -> list[dict[str, Any]]:
+    """Wait for the EC2NodeClass ``pool`` to be Ready (its status written under the chart's
+    RBAC), create ``deploy`` and wait until all its pods run on nodes of ``pool``; returns them."""
+    async def nodeclass_ready() -> bool:
+        chart.controller.alive()
+        return await _nodeclass_ready(admin, pool)
+
+    await wait_for(nodeclass_ready, 90, "the EC2NodeClass status written Ready (nodeclasses/status under the chart's RBAC)")
+    await admin.create("Deployment", deploy)
+    replicas = deploy["spec"]["replicas"]
+
+    async def provisioned() -> list[dict[str, Any]] | None:
+        chart.controller.alive()
+        assert not kubelet.done() or kubelet.result()
+        return await _running(admin, deploy["metadata"]["name"], pool, replicas)
+
+    return await wait_for(provisioned, 180, f"{replicas} pods Running on nodes karpy launched in moto")
+
+
 async def _remove(admin: AsyncKubeClient, app: str, pool: str) -> None:
     for kind, name, ns in (("Deployment", app, "default"), ("NodePool", pool, None), ("EC2NodeClass", pool, None)):
         try:
@@ -310,23 +330,9 @@ async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
     try:
         async with aws_chart(devcluster, admin, render, release_namespace, tag, moto_url, scratch, tmp_path, user_objects) as chart:
             controller, cluster = chart.controller, chart.cluster
-
-            async def nodeclass_ready() -> bool:
-                controller.alive()
-                return await _nodeclass_ready(admin, pool)
-
-            await wait_for(nodeclass_ready, 90, "the EC2NodeClass status written Ready (nodeclasses/status under the chart's RBAC)")
-
             registered: set[str] = set()
             kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
-            await admin.create("Deployment", deployment(app, tag, 2, cpu="500m"))
-
-            async def provisioned() -> list[dict[str, Any]] | None:
-                controller.alive()
-                assert not kubelet.done() or kubelet.result()
-                return await _running(admin, app, pool, 2)
-
-            pods = await wait_for(provisioned, 180, "2 pods Running on nodes karpy launched in moto")
+            pods = await _provision(admin, chart, kubelet, deployment(app, tag, 2, cpu="500m"), pool)
             claims = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
             assert claims and registered
             ids = {c["status"]["providerID"].rsplit("/", 1)[-1]: c for c in claims}
@@ -395,23 +401,9 @@ async def test_aws_consolidation_works_when_the_controller_starts_before_the_nod
 
             await wait_for(passes, 60, "a disruption pass before the EC2NodeClass exists")
             await admin.create("EC2NodeClass", ec2nodeclass(pool, chart.cluster))
-
-            async def nodeclass_ready() -> bool:
-                controller.alive()
-                return await _nodeclass_ready(admin, pool)
-
-            await wait_for(nodeclass_ready, 90, "the EC2NodeClass Ready")
-            registered: set[str] = set()
-            kubelet = asyncio.create_task(_kubelet(admin, pool, registered))
+            kubelet = asyncio.create_task(_kubelet(admin, pool, set()))
             # six 1-cpu pods: one m5.2xlarge (0.384 USD/hour) is cheaper than six m5.large (0.096 each)
-            await admin.create("Deployment", deployment(app, tag, 6, cpu="1"))
-
-            async def provisioned() -> list[dict[str, Any]] | None:
-                controller.alive()
-                assert not kubelet.done() or kubelet.result()
-                return await _running(admin, app, pool, 6)
-
-            await wait_for(provisioned, 180, "6 pods Running")
+            await _provision(admin, chart, kubelet, deployment(app, tag, 6, cpu="1"), pool)
             (big,) = [c for c in await claims_of(admin, pool) if not c["metadata"].get("deletionTimestamp")]
             assert big["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "m5.2xlarge"
             await admin.patch("Deployment", app, {"spec": {"replicas": 1}}, "default")

@@ -782,7 +782,17 @@ CASES: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], 
     ("ec2-store-policy", ec2nodeclass, _set("spec.instanceStorePolicy", "RAID1"), "spec.instanceStorePolicy"),
     ("ec2-monitoring-string", ec2nodeclass, _set("spec.detailedMonitoring", "yes"), "spec.detailedMonitoring"),
     ("ec2-unknown-field", ec2nodeclass, _set("spec.userDatas", "x"), "spec.userDatas"),
-    ("ec2-opaque-fields-ok", ec2nodeclass, _set("spec.cpuOptions", {"coreCount": 2, "threadsPerCore": 1}), None),
+    ("ec2-v114-fields-ok", ec2nodeclass, lambda d: d["spec"].update(
+        networkInterfaces=[{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                           {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"}],
+        connectionTracking={"tcpEstablishedTimeout": 3600}, placementGroupSelector={"id": "pg-0abc"},
+        cpuOptions={"nestedVirtualization": "enabled"}), None),
+    ("ec2-conntrack-range", ec2nodeclass, _set("spec.connectionTracking", {"udpTimeout": 90}), "spec.connectionTracking.udpTimeout"),
+    ("ec2-nic-no-primary", ec2nodeclass, _set("spec.networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "interface"}]), "spec.networkInterfaces"),
+    ("ec2-pg-both", ec2nodeclass, _set("spec.placementGroupSelector", {"name": "a", "id": "pg-1"}), "spec.placementGroupSelector"),
+    ("ec2-cpu-options-value", ec2nodeclass, _set("spec.cpuOptions", {"nestedVirtualization": "on"}),
+     "spec.cpuOptions.nestedVirtualization"),
     # KCNodeClass
     ("kc-ok-base", kcnodeclass, lambda d: None, None),
     ("kc-root-20", kcnodeclass, _set("spec.rootVolume.sizeGiB", 20), "spec.rootVolume.sizeGiB"),
