@@ -256,24 +256,21 @@ def _pinned(pod: PodInfo, zone: str) -> PodInfo:
 
 
 def _zone_spread_only(constrained: Sequence[PodInfo]) -> bool:
-    """Whether every pod of ``constrained`` has one rule, a hard zone topology spread (the batches
-    :meth:`Scheduler._zonal` may pin; it checks the rest)."""
+    """Whether every pod of ``constrained`` has one rule, a hard zone topology spread without
+    ``minDomains`` above 1 (the batches :meth:`Scheduler._zonal` may pin; it checks the rest)."""
     return bool(constrained) and all(
-        len(p.spread) == 1 and p.spread[0].key == LABEL_ZONE and p.spread[0].hard and not p.affinity
-        and not p.preferred_affinity and not p.preferred_node_terms for p in constrained)
+        len(p.spread) == 1 and p.spread[0].key == LABEL_ZONE and p.spread[0].hard and p.spread[0].min_domains <= 1
+        and not p.affinity and not p.preferred_affinity and not p.preferred_node_terms for p in constrained)
 
 
 def _zonal_assignment(inputs: Inputs, pods: Sequence[PodInfo], base: SchedulingRun) -> dict[str, str] | None:
     """Pod key -> zone for the spread pods of a zone-spread-only batch (see :meth:`Scheduler._zonal`),
     or None when the batch does not qualify."""
     constrained = [p for p in pods if not _plain(p)]
-    if not constrained:
+    if not _zone_spread_only(constrained):
         return None
     groups: dict[tuple[str, SpreadConstraint], list[PodInfo]] = {}
     for p in constrained:
-        if (p.affinity or p.preferred_affinity or p.preferred_node_terms or len(p.spread) != 1
-                or p.spread[0].key != LABEL_ZONE or not p.spread[0].hard or p.spread[0].min_domains > 1):
-            return None
         groups.setdefault((p.namespace, p.spread[0]), []).append(p)
     where: dict[str, str] = {}
     for claim in base.claims:

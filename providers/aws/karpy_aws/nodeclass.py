@@ -685,10 +685,15 @@ class EC2NodeClassController:
         the ``karpenter.k8s.aws/termination`` finalizer; one being deleted is finalized
         (:meth:`_finalize`)."""
         out: dict[str, bool] = {}
+        claims: list[dict[str, Any]] | None = None  # listed once per pass, when first needed
         for obj in await self.kube.list("EC2NodeClass"):
             name = obj["metadata"]["name"]
+            if claims is None:
+                claims = await self.kube.list("NodeClaim")
+            mine = [c for c in claims if ((c.get("spec") or {}).get("nodeClassRef") or {}).get("kind") == "EC2NodeClass"
+                    and ((c.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name]
             if obj["metadata"].get("deletionTimestamp"):
-                await self._finalize(obj)
+                await self._finalize(obj, mine)
                 continue
             finalizers = list(obj["metadata"].get("finalizers") or [])
             if NODECLASS_FINALIZER not in finalizers:
@@ -704,7 +709,7 @@ class EC2NodeClassController:
                 continue
             res = await self.resolver.resolve(nc)
             await self._patch(name, res.nodeclass.status.model_dump(by_alias=True, exclude_none=True, mode="json"))
-            await self._restamp(name, nodeclass_hash(nc))
+            await self._restamp(mine, nodeclass_hash(nc))
             out[name] = res.ready
         return out
 
@@ -719,19 +724,18 @@ class EC2NodeClassController:
             if exc.status not in (404, 409):
                 raise
 
-    async def _finalize(self, obj: dict[str, Any]) -> None:
+    async def _finalize(self, obj: dict[str, Any], claims: list[dict[str, Any]]) -> None:
         """An EC2NodeClass being deleted (Karpenter ``nodeclass/controller.go`` ``finalize``): while
         NodeClaims still use it, a ``WaitingOnNodeClaimTermination`` event names them and nothing
         else happens; then the instance profile karpy made for its ``role`` is deleted (only one
         whose tags show it is this cluster's and this NodeClass's), so are the launch templates
-        tagged with this cluster and NodeClass, and the finalizer comes off."""
+        tagged with this cluster and NodeClass, and the finalizer comes off. ``claims``: the
+        NodeClaims that reference it."""
         meta = obj["metadata"]
         name = meta["name"]
         if NODECLASS_FINALIZER not in (meta.get("finalizers") or []):
             return
-        users = sorted(c["metadata"]["name"] for c in await self.kube.list("NodeClaim")
-                       if ((c.get("spec") or {}).get("nodeClassRef") or {}).get("kind") == "EC2NodeClass"
-                       and ((c.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name)
+        users = sorted(c["metadata"]["name"] for c in claims)
         if users:
             if self.events is not None:
                 shown = ", ".join(users[:5]) + (f" and {len(users) - 5} other(s)" if len(users) > 5 else "")
@@ -743,19 +747,18 @@ class EC2NodeClassController:
         await self.resolver.delete_launch_templates(name)
         await self._set_finalizers(obj, [f for f in meta.get("finalizers") or [] if f != NODECLASS_FINALIZER])
 
-    async def _restamp(self, name: str, current: str) -> None:
-        """Re-stamp the NodeClaims of EC2NodeClass ``name`` that carry another hash version (those
+    async def _restamp(self, claims: list[dict[str, Any]], current: str) -> None:
+        """Re-stamp ``claims`` (those of one EC2NodeClass) that carry another hash version (those
         Karpenter launched, after the switch to karpy): the version becomes
         :data:`NODECLASS_HASH_VERSION` and, unless the claim is already drifted, the hash becomes
         ``current``, so a later NodeClass change is drift again. Karpenter's ``nodeclass/hash``
         controller does the same when its hash version changes. Claims without a hash are left
         alone."""
-        for claim in await self.kube.list("NodeClaim"):
+        for claim in claims:
             meta = claim["metadata"]
-            ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
             ann = meta.get("annotations") or {}
-            if (ref.get("kind") != "EC2NodeClass" or ref.get("name") != name or meta.get("deletionTimestamp")
-                    or NODECLASS_HASH_ANNOTATION not in ann or ann.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION):
+            if (meta.get("deletionTimestamp") or NODECLASS_HASH_ANNOTATION not in ann
+                    or ann.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION):
                 continue
             patch = {NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
             if not any(c.get("type") == "Drifted" for c in (claim.get("status") or {}).get("conditions") or []):
