@@ -3,19 +3,30 @@
     KarpyError
     ├── ManifestError              a user's YAML is wrong; names file, document, kind/name, field
     ├── ConfigurationError         bad CLI options, settings or missing plugins/extras
+    │   └── KubeconfigError            a kubeconfig or in-cluster config that cannot be used
+    ├── QuantityError              a string that is not a Kubernetes quantity (also a ValueError)
     ├── CloudProviderError         a cloud call failed; keeps the cloud's error ``code``
     │   ├── NodeClaimNotFoundError     the instance behind a NodeClaim is gone
     │   ├── InsufficientCapacityError  no offering could be launched (ICE and friends)
     │   ├── NodeClassNotReadyError     the NodeClass is not Ready; nothing was launched
     │   └── CreateError                launch failed; carries a condition reason and message
     ├── KubeAPIError               the Kubernetes API refused a call (status code, reason)
+    │   ├── NotFoundError              404: the object (or its kind) does not exist
+    │   └── ConflictError              409: a stale resourceVersion, or the object already exists
     └── KubeUnreachableError       the Kubernetes API server could not be reached at all
+
+Raise Kubernetes API errors with :meth:`KubeAPIError.from_status`, which picks the subclass by
+status code, so ``except NotFoundError`` (or :func:`ignore_not_found`) is the one way to treat
+"already gone" as success, as controller-runtime's ``client.IgnoreNotFound`` does.
 
 The cloud-provider classes mirror Karpenter's ``pkg/cloudprovider/types.go`` errors and the
 reactions the NodeClaim lifecycle controller has to each.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TypeVar
 
 __all__ = [
     "KarpyError",
@@ -27,8 +38,15 @@ __all__ = [
     "NodeClassNotReadyError",
     "CreateError",
     "KubeAPIError",
+    "NotFoundError",
+    "ConflictError",
+    "ignore_not_found",
     "KubeUnreachableError",
+    "KubeconfigError",
+    "QuantityError",
 ]
+
+T = TypeVar("T")
 
 
 class KarpyError(Exception):
@@ -50,6 +68,18 @@ class ManifestError(KarpyError):
 
 class ConfigurationError(KarpyError):
     """Invalid settings, CLI options, or a plugin/extra that is missing."""
+
+
+class KubeconfigError(ConfigurationError, ValueError):
+    """A kubeconfig file or in-cluster configuration that cannot be used: no such context,
+    cluster or user, no server, or the service-account files missing (raised by
+    :mod:`karpy_core.kube.transport`). Also a ``ValueError``, as it was before it joined this tree."""
+
+
+class QuantityError(KarpyError, ValueError):
+    """A string that is not a Kubernetes quantity (e.g. ``"1.5 Gi"`` or ``"lots"``), raised by
+    :func:`karpy_core.utils.quantity.parse_quantity`. Also a ``ValueError``, so callers that
+    validate numbers and quantities together catch both with one clause."""
 
 
 class CloudProviderError(KarpyError):
@@ -106,6 +136,35 @@ class KubeAPIError(KarpyError):
         self.reason = reason
         self.causes = tuple(causes)
         super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+
+    @classmethod
+    def from_status(cls, message: str, *, status: int, reason: str = "", causes: tuple[str, ...] = ()) -> KubeAPIError:
+        """The error for an API answer: :class:`NotFoundError` for 404, :class:`ConflictError`
+        for 409, else a plain :class:`KubeAPIError`. ``reason`` defaults to the Status reason
+        kube-apiserver gives those codes (``NotFound``, ``Conflict``)."""
+        if status == 404:
+            return NotFoundError(message, status=status, reason=reason or "NotFound", causes=causes)
+        if status == 409:
+            return ConflictError(message, status=status, reason=reason or "Conflict", causes=causes)
+        return KubeAPIError(message, status=status, reason=reason, causes=causes)
+
+
+class NotFoundError(KubeAPIError):
+    """404: the object, or its kind (a CRD not installed), does not exist."""
+
+
+class ConflictError(KubeAPIError):
+    """409: the write used a stale ``resourceVersion`` (reason ``Conflict``) or the object
+    already exists (reason ``AlreadyExists``)."""
+
+
+async def ignore_not_found(call: Awaitable[T]) -> T | None:
+    """Await ``call``; None when it raised :class:`NotFoundError` (the object is already gone),
+    its result otherwise. Every other error propagates (controller-runtime ``client.IgnoreNotFound``)."""
+    try:
+        return await call
+    except NotFoundError:
+        return None
 
 
 class KubeUnreachableError(KarpyError):

@@ -1094,7 +1094,7 @@ async def install(api_client: Any, *, timeout: float = 60.0) -> list[str]:
         return response.status, (json.loads(text) if text else {})
 
     def fail(status: int, body: dict[str, Any], what: str) -> KubeAPIError:
-        return KubeAPIError(f"{what}: {body.get('message', body)}", status=status, reason=body.get("reason", ""))
+        return KubeAPIError.from_status(f"{what}: {body.get('message', body)}", status=status, reason=body.get("reason", ""))
 
     names = []
     deadline = time.monotonic() + timeout
@@ -1122,7 +1122,7 @@ async def install(api_client: Any, *, timeout: float = 60.0) -> list[str]:
                 if listed < 300:
                     break
             if time.monotonic() > deadline:
-                raise KubeAPIError(f"CRD {name} not established after {timeout}s: {conditions}", status=504)
+                raise KubeAPIError.from_status(f"CRD {name} not established after {timeout}s: {conditions}", status=504)
             await asyncio.sleep(0.2)
     return names
 

@@ -31,7 +31,7 @@ __all__ = ["admit_pod", "merge_tolerations"]
 
 def _forbidden(pod: Mapping[str, Any], why: str) -> KubeAPIError:
     name = (pod.get("metadata") or {}).get("name") or ""
-    return KubeAPIError(f'pods "{name}" is forbidden: {why}', status=403, reason="Forbidden")
+    return KubeAPIError.from_status(f'pods "{name}" is forbidden: {why}', status=403, reason="Forbidden")
 
 
 def _quantities(raw: Mapping[str, Any] | None) -> dict[str, Decimal | str] | None:

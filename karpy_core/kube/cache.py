@@ -214,7 +214,7 @@ class CachedKubeClient:
         ns = (namespace or "default") if KINDS[kind].namespaced else ""
         obj = self._store[kind].get((ns, name))
         if obj is None:
-            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f'{kind} "{name}" not found', status=404, reason="NotFound")
         return _copy(obj)
 
     def _write_through(self, kind: str, obj: dict[str, Any] | None, type_: str = "MODIFIED") -> None:

@@ -110,7 +110,7 @@ class AsyncKubeClient:
     def _info(kind: str) -> KindInfo:
         info = KINDS.get(kind)
         if info is None:
-            raise KubeAPIError(f"kind {kind} is not known to karpy", status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f"kind {kind} is not known to karpy", status=404, reason="NotFound")
         return info
 
     def _path(self, kind: str, name: str | None = None, namespace: str | None = None, sub: str | None = None) -> str:
@@ -148,13 +148,13 @@ class AsyncKubeClient:
             payload = json.loads(data) if data else None
         except ValueError:
             if 200 <= status <= 299:
-                raise KubeAPIError(f"unreadable response to {method} {path}: {data[:200]!r}", status=status) from None
+                raise KubeAPIError.from_status(f"unreadable response to {method} {path}: {data[:200]!r}", status=status) from None
             payload = {"message": data.decode(errors="replace").strip(), "reason": "NotFound" if status == 404 else ""}
         if not 200 <= status <= 299:
             reason = (payload or {}).get("reason", "") if isinstance(payload, dict) else ""
             message = (payload or {}).get("message", data.decode(errors="replace")) if isinstance(payload, dict) else str(data)
             causes = ((payload.get("details") or {}).get("causes") or []) if isinstance(payload, dict) else []
-            raise KubeAPIError(message, status=status, reason=reason,
+            raise KubeAPIError.from_status(message, status=status, reason=reason,
                                causes=tuple(str(c.get("message", "")) for c in causes if isinstance(c, dict)))
         return payload
 
@@ -257,7 +257,7 @@ class AsyncKubeClient:
                     if etype == "ERROR":
                         if obj.get("code") == 410:
                             raise _Gone()
-                        raise KubeAPIError(
+                        raise KubeAPIError.from_status(
                             obj.get("message", "watch error"), status=int(obj.get("code") or 500), reason=obj.get("reason", "")
                         )
                     obj.setdefault("apiVersion", info.api_version)
@@ -295,7 +295,7 @@ class AsyncKubeClient:
             if resp.status == 410:
                 raise _Gone()
             if resp.status != 200:
-                raise KubeAPIError((await resp.read()).decode(errors="replace"), status=resp.status)
+                raise KubeAPIError.from_status((await resp.read()).decode(errors="replace"), status=resp.status)
             async for line in resp.content:
                 line = line.strip()
                 if not line:

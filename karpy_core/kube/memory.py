@@ -73,7 +73,7 @@ class InMemoryCluster:
     def _key(self, kind: str, name: str, namespace: str | None) -> tuple[str, str]:
         info = KINDS.get(kind)
         if info is None:
-            raise KubeAPIError(f"kind {kind} is not served", status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f"kind {kind} is not served", status=404, reason="NotFound")
         return ((namespace or "default") if info.namespaced else "", name)
 
     def _bump(self, obj: dict[str, Any]) -> None:
@@ -171,7 +171,7 @@ class InMemoryCluster:
             self.sync_disruption_budgets()
         obj = self._store[kind].get(self._key(kind, name, namespace))
         if obj is None:
-            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f'{kind} "{name}" not found', status=404, reason="NotFound")
         return copy.deepcopy(obj)
 
     def create_sync(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +179,7 @@ class InMemoryCluster:
         obj = copy.deepcopy(obj)
         info = KINDS.get(kind)
         if info is None:
-            raise KubeAPIError(f"kind {kind} is not served", status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f"kind {kind} is not served", status=404, reason="NotFound")
         if kind == "Pod":
             classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
             obj = admit_pod(obj, classes)
@@ -189,7 +189,7 @@ class InMemoryCluster:
         if not meta.get("name"):
             prefix = meta.get("generateName")
             if not prefix:
-                raise KubeAPIError("name or generateName is required", status=422, reason="Invalid")
+                raise KubeAPIError.from_status("name or generateName is required", status=422, reason="Invalid")
             while True:
                 self._names[prefix] = self._names.get(prefix, 0) + 1
                 candidate = f"{prefix}{_suffix(self._names[prefix])}"
@@ -202,7 +202,7 @@ class InMemoryCluster:
             meta.pop("namespace", None)
         key = self._key(kind, meta["name"], meta.get("namespace"))
         if key in self._store[kind]:
-            raise KubeAPIError(f'{kind} "{meta["name"]}" already exists', status=409, reason="AlreadyExists")
+            raise KubeAPIError.from_status(f'{kind} "{meta["name"]}" already exists', status=409, reason="AlreadyExists")
         self._uid += 1
         meta.setdefault("uid", f"00000000-0000-4000-8000-{self._uid:012d}")
         meta.setdefault("creationTimestamp", iso(self.clock.now()))
@@ -222,7 +222,7 @@ class InMemoryCluster:
         key = self._key(kind, name, namespace)
         obj = self._store[kind].get(key)
         if obj is None:
-            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f'{kind} "{name}" not found', status=404, reason="NotFound")
         if status:
             patch = {"status": patch.get("status", {})}
         elif "status" in patch and kind in ("NodePool", "NodeClaim", "NodeOverlay", "EC2NodeClass", "KCNodeClass", "CapacityBuffer"):
@@ -251,10 +251,10 @@ class InMemoryCluster:
         key = self._key(kind, meta.get("name", ""), meta.get("namespace"))
         current = self._store[kind].get(key)
         if current is None:
-            raise KubeAPIError(f'{kind} "{meta.get("name")}" not found', status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f'{kind} "{meta.get("name")}" not found', status=404, reason="NotFound")
         rv = meta.get("resourceVersion")
         if rv and rv != current["metadata"].get("resourceVersion"):
-            raise KubeAPIError(
+            raise KubeAPIError.from_status(
                 f"Operation cannot be fulfilled on {kind} {meta.get('name')}: the object has been modified", status=409, reason="Conflict"
             )
         new = copy.deepcopy(obj)
@@ -273,10 +273,10 @@ class InMemoryCluster:
         key = self._key(kind, name, namespace)
         obj = self._store[kind].get(key)
         if obj is None:
-            raise KubeAPIError(f'{kind} "{name}" not found', status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f'{kind} "{name}" not found', status=404, reason="NotFound")
         meta = obj["metadata"]
         if uid is not None and meta.get("uid") != uid:
-            raise KubeAPIError(f"precondition failed: uid {uid} != {meta.get('uid')}", status=409, reason="Conflict")
+            raise KubeAPIError.from_status(f"precondition failed: uid {uid} != {meta.get('uid')}", status=409, reason="Conflict")
         if meta.get("finalizers"):
             if not meta.get("deletionTimestamp"):
                 meta["deletionTimestamp"] = iso(self.clock.now())
@@ -294,9 +294,9 @@ class InMemoryCluster:
         meta = pod["metadata"]
         current = await self.get("Pod", meta["name"], meta.get("namespace"))
         if current["spec"].get("nodeName"):
-            raise KubeAPIError(f"pod {meta['name']} is already bound", status=409, reason="Conflict")
+            raise KubeAPIError.from_status(f"pod {meta['name']} is already bound", status=409, reason="Conflict")
         if self.peek("Node", node_name) is None:
-            raise KubeAPIError(f'node "{node_name}" not found', status=404, reason="NotFound")
+            raise KubeAPIError.from_status(f'node "{node_name}" not found', status=404, reason="NotFound")
         self.patch_sync(
             "Pod",
             meta["name"],
@@ -321,7 +321,7 @@ class InMemoryCluster:
         ns = meta.get("namespace") or "default"
         current = await self.get("Pod", meta["name"], ns)
         if meta.get("uid") and meta["uid"] != current["metadata"].get("uid"):
-            raise KubeAPIError(
+            raise KubeAPIError.from_status(
                 f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {current['metadata'].get('uid')}",
                 status=409, reason="Conflict",
             )
@@ -329,7 +329,7 @@ class InMemoryCluster:
         pdbs = [b for (bns, _), b in sorted(self._store["PodDisruptionBudget"].items()) if bns == ns]
         verdict = eviction_verdict(current, pdbs)
         if verdict.action == "deny":
-            raise KubeAPIError(verdict.message, status=verdict.status, reason=verdict.reason,
+            raise KubeAPIError.from_status(verdict.message, status=verdict.status, reason=verdict.reason,
                                causes=(verdict.cause,) if verdict.cause else ())
         if verdict.action == "decrement":
             pdb = self._store["PodDisruptionBudget"][(ns, verdict.pdb)]

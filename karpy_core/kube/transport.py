@@ -29,6 +29,8 @@ from typing import Any
 import aiohttp
 from aiolimiter import AsyncLimiter
 
+from karpy_core.errors import KubeconfigError
+
 __all__ = ["KubeconfigError", "Transport", "TokenSource", "load_incluster", "load_kubeconfig"]
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -38,10 +40,6 @@ CONNECTION_LIMIT = 100
 """Concurrent connections to the API server (kubernetes-asyncio's default pool size)."""
 READ_BUFSIZE = 2**21
 """aiohttp read buffer, bytes: one watch event line can be as large as an etcd object (1.5 MiB)."""
-
-
-class KubeconfigError(ValueError):
-    """The kubeconfig names a context, cluster or user it does not define, or has no server."""
 
 
 @dataclass(slots=True)

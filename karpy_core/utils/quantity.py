@@ -18,6 +18,8 @@ import functools
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
+from karpy_core.errors import QuantityError
+
 __all__ = [
     "QuantityError",
     "parse_quantity",
@@ -44,9 +46,6 @@ _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
 )
 
-
-class QuantityError(ValueError):
-    """A string that is not a Kubernetes quantity (e.g. ``"1.5 Gi"`` or ``"lots"``)."""
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
