@@ -79,6 +79,7 @@ import base64
 import contextlib
 import ctypes
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -95,6 +96,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -358,7 +360,7 @@ def _build_locked(go: str, target: Path, verbose: bool) -> dict[str, Path]:
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((_LOOPBACK, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -571,6 +573,20 @@ class DevCluster:
             # Each component runs in its own session: signal its whole group.
             os.killpg(proc.pid, sig)
 
+    @property
+    def _workdir(self) -> Path:
+        """The work directory; only valid once :meth:`_prepare_workdir` ran (during start)."""
+        if self.workdir is None:
+            raise DevClusterError("the dev cluster has no work directory yet (not started)")
+        return self.workdir
+
+    @property
+    def _log_dir(self) -> Path:
+        """The components' log directory (``<workdir>/logs``), once started."""
+        if self.log_dir is None:
+            raise DevClusterError("the dev cluster has no log directory yet (not started)")
+        return self.log_dir
+
     def _prepare_workdir(self) -> None:
         if self._requested_workdir is not None:
             self.workdir = self._requested_workdir
@@ -582,7 +598,7 @@ class DevCluster:
         (self.workdir / "pki").mkdir(exist_ok=True)
 
     def _make_pki(self) -> None:
-        pki = self.workdir / "pki"
+        pki = self._workdir / "pki"
         # Certificate authority.
         (pki / "ca.cnf").write_text(
             "[req]\ndistinguished_name = dn\nprompt = no\nx509_extensions = ext\n"
@@ -649,8 +665,8 @@ class DevCluster:
         self.ca_file = pki / "ca.crt"
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
-        (self.log_dir / f"{name}.cmdline").write_text(" \\\n  ".join(argv) + "\n")
+        log = open(self._log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
+        (self._log_dir / f"{name}.cmdline").write_text(" \\\n  ".join(argv) + "\n")
         in_main_thread = threading.current_thread() is threading.main_thread()
         try:
             proc = subprocess.Popen(
@@ -670,7 +686,7 @@ class DevCluster:
         self._procs.append((name, proc))
         return proc
 
-    def _wait(self, what: str, component: str, check, timeout: float | None = None) -> None:
+    def _wait(self, what: str, component: str, check: Callable[[], bool], timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout or self.start_timeout)
         last_error: object = None
         while time.monotonic() < deadline:
@@ -678,7 +694,7 @@ class DevCluster:
                 if proc.poll() is not None:
                     raise DevClusterError(
                         f"{name} exited with code {proc.returncode} while waiting for {what}; "
-                        f"log {self.log_dir / (name + '.log')}:\n{self.logs(name)}"
+                        f"log {self._log_dir / (name + '.log')}:\n{self.logs(name)}"
                     )
             try:
                 if check():
@@ -688,7 +704,7 @@ class DevCluster:
             time.sleep(0.25)
         raise DevClusterError(
             f"timed out after {timeout or self.start_timeout:.0f}s waiting for {what} (last error: {last_error!r}); "
-            f"log {self.log_dir / (component + '.log')}:\n{self.logs(component)}"
+            f"log {self._log_dir / (component + '.log')}:\n{self.logs(component)}"
         )
 
     def _start_etcd(self, binary: Path) -> None:
@@ -701,7 +717,7 @@ class DevCluster:
             [
                 str(binary),
                 "--name=devcluster",
-                f"--data-dir={self.workdir / 'etcd-data'}",
+                f"--data-dir={self._workdir / 'etcd-data'}",
                 f"--listen-client-urls={self.etcd_url}",
                 f"--advertise-client-urls={self.etcd_url}",
                 f"--listen-peer-urls={peer_url}",
@@ -714,9 +730,12 @@ class DevCluster:
             ],
         )
 
+        etcd_url = self.etcd_url
+        assert etcd_url is not None, "set with the etcd ports above"
+
         def healthy() -> bool:
-            with urllib.request.urlopen(self.etcd_url + "/health", timeout=2) as resp:
-                return json.loads(resp.read()).get("health") == "true"
+            with urllib.request.urlopen(etcd_url + "/health", timeout=2) as resp:
+                return bool(json.loads(resp.read()).get("health") == "true")
 
         self._wait("etcd /health", "etcd", healthy)
 
@@ -724,7 +743,7 @@ class DevCluster:
         port = _free_port()
         self.ports["kube-apiserver"] = port
         self.server = f"https://{_LOOPBACK}:{port}"
-        pki = self.workdir / "pki"
+        pki = self._workdir / "pki"
         self._spawn(
             "kube-apiserver",
             [
@@ -733,7 +752,7 @@ class DevCluster:
                 f"--bind-address={_LOOPBACK}",
                 f"--advertise-address={_LOOPBACK}",
                 f"--secure-port={port}",
-                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+                f"--cert-dir={self._workdir / 'apiserver-certs'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
                 f"--client-ca-file={pki / 'ca.crt'}",
@@ -754,13 +773,14 @@ class DevCluster:
         self._ssl = None
 
         def ready() -> bool:
-            return self.api("GET", "/readyz", raw=True, timeout=5).strip() == "ok"
+            return bool(self.api("GET", "/readyz", raw=True, timeout=5).strip() == "ok")
 
         self._wait("kube-apiserver /readyz", "kube-apiserver", ready)
 
     def _write_kubeconfig(self) -> None:
+        assert self.ca_file is not None, "the CA is made before the kubeconfig"
         ca_data = base64.b64encode(self.ca_file.read_bytes()).decode()
-        self.kubeconfig = self.workdir / "kubeconfig"
+        self.kubeconfig = self._workdir / "kubeconfig"
         # JSON is valid YAML, and every kubeconfig loader accepts it.
         config = {
             "apiVersion": "v1",
@@ -777,7 +797,7 @@ class DevCluster:
     def _start_controller_manager(self, binary: Path) -> None:
         port = _free_port()
         self.ports["kube-controller-manager"] = port
-        pki = self.workdir / "pki"
+        pki = self._workdir / "pki"
         self._spawn(
             "kube-controller-manager",
             [
@@ -819,7 +839,7 @@ class DevCluster:
     def _start_kwok(self, binary: Path, stages: Path) -> None:
         # kwok always merges ~/.kwok/kwok.yaml into its config: give it an
         # empty home so only our stages apply.
-        home = self.workdir / "kwok-home"
+        home = self._workdir / "kwok-home"
         home.mkdir(exist_ok=True)
         env = dict(os.environ, HOME=str(home))
         self._spawn(
@@ -843,12 +863,12 @@ class DevCluster:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert on loopback
         with urllib.request.urlopen(f"https://{_LOOPBACK}:{port}/healthz", context=ctx, timeout=5) as resp:
-            return resp.read().decode().strip() == "ok"
+            return bool(resp.read().decode().strip() == "ok")
 
     def _wait_components_healthy(self) -> None:
         for name in ("kube-controller-manager", "kube-scheduler"):
             if name in self.ports:
-                self._wait(f"{name} /healthz", name, lambda p=self.ports[name]: self._healthz(p))
+                self._wait(f"{name} /healthz", name, functools.partial(self._healthz, self.ports[name]))
         if self.run_controller_manager:
             # The ServiceAccount admission plugin rejects pods until the
             # controller manager has created the namespace's "default" SA.
@@ -924,7 +944,7 @@ def main(argv: list[str] | None = None) -> int:
     p_up.add_argument("--keep", action="store_true", help="keep the temporary work dir after stopping")
     p_up.set_defaults(func=_cmd_up)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return int(args.func(args))
 
 
 if __name__ == "__main__":

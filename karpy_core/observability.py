@@ -116,7 +116,7 @@ def _resource_value(name: str, amount: int) -> float:
     return amount / 1000 if name == "cpu" else float(amount)
 
 
-class QuantileSummary(_QuantileSummaryBase):
+class QuantileSummary(_QuantileSummaryBase):  # type: ignore[misc]  # prometheus-summary ships no annotations
     """A Prometheus summary with quantiles over a sliding 10-minute window (5 age buckets), like
     client_golang's with Karpenter's objectives (:data:`SUMMARY_QUANTILES`, error 0.01). The
     ``quantile`` label is formatted as Go does (``0``, ``0.5``, ``1``), so dashboard queries such as
@@ -465,7 +465,7 @@ class Metrics:
     """
 
     def __init__(self, *, now: Callable[[], float] | None = None, version: str | None = None) -> None:
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         r = self.registry = CollectorRegistry()
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)

@@ -528,7 +528,7 @@ class Operator:
             nc = await self.kube.get("NodeClaim", nodeclaim)
         except KubeAPIError:
             return ""
-        return (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, "")
+        return str((nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, ""))
 
     async def _drift_step(self) -> None:
         """One drift pass: ``Drifted`` conditions, a ``karpenter_nodeclaims_drifted_total`` count

@@ -222,7 +222,7 @@ def _merge(into: dict[Any, Any], extra: dict[Any, Any]) -> None:
             into[key] = value
 
 
-class _StrictKeysLoader(_BaseLoader):
+class _StrictKeysLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
     """Safe YAML loader that records repeated mapping keys (with their path and lines) instead of
     silently keeping the last value. Nested nodes are built depth-first so paths are known."""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from karpy_core.apis.capacitybuffer import ACTIVE_CAPACITY
 from karpy_core.controllers.conditions import set_condition
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import KubeAPIError, ignore_not_found
 from karpy_core.kube.port import KubeClient
 from karpy_core.state.buffers import (
     ANNOTATION_BUFFER_NAME,
@@ -109,11 +109,9 @@ class CapacityBufferStatus:
             status = desired_status(b, templates, workloads, self.clock.now())
             if status != (b.get("status") or {}):
                 meta = b["metadata"]
-                try:
-                    await self.kube.patch("CapacityBuffer", meta["name"], {"status": status}, meta.get("namespace"), status=True)
-                except KubeAPIError as exc:
-                    if exc.status != 404:  # deleted meanwhile
-                        raise
+                # a buffer deleted meanwhile needs no status
+                await ignore_not_found(self.kube.patch("CapacityBuffer", meta["name"], {"status": status}, meta.get("namespace"),
+                                                       status=True))
             ready += buffer_ready({**b, "status": status})
         return ready
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.controllers.conditions import NODE_REGISTRATION_HEALTHY
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import NotFoundError
 from karpy_core.kube.port import KINDS, KubeClient
 from karpy_core.scheduling.resources import Resources, add_into, format_resource_list, parse_resource_list
 from karpy_core.state.cluster import condition, is_managed
@@ -180,10 +180,8 @@ class NodePoolStatus:
             return False, "NodeClassNotFound", f"NodeClass not found on cluster ({kind}/{name}: not a kind karpy serves)", None
         try:
             obj = await self.kube.get(kind, name)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return False, "NodeClassNotFound", f"NodeClass not found on cluster ({kind}/{name})", None
-            raise
+        except NotFoundError:
+            return False, "NodeClassNotFound", f"NodeClass not found on cluster ({kind}/{name})", None
         gen = obj["metadata"].get("generation")
         if obj["metadata"].get("deletionTimestamp"):
             return False, "NodeClassTerminating", "NodeClass is Terminating", gen

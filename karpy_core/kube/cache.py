@@ -23,7 +23,7 @@ import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import KubeAPIError, NotFoundError
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 
@@ -51,7 +51,8 @@ def _strip(obj: dict[str, Any]) -> dict[str, Any]:
 def _copy(obj: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of a cached (JSON-shaped) object."""
     try:
-        return pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+        copied: dict[str, Any] = pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+        return copied
     except Exception:  # something pickle cannot take (never from the API server)
         return copy.deepcopy(obj)
 
@@ -142,21 +143,20 @@ class CachedKubeClient:
                     self._apply(kind, ev)
             except asyncio.CancelledError:
                 raise
+            except NotFoundError:
+                # The kind is not served (its CRD is not installed): nothing to cache; look again later.
+                self._listed.add(kind)
+                self._failing.pop(kind, None)
+                self._synced[kind].set()
+                if kind not in self._missing:
+                    log.info("kind not served by the API server (CRD not installed?); checking again every 30s",
+                             extra={"kind": kind})
+                    self._missing.add(kind)
+                await asyncio.sleep(30.0)
             except KubeAPIError as exc:
-                if exc.status == 404:
-                    # The kind is not served (its CRD is not installed): nothing to cache; look again later.
-                    self._listed.add(kind)
-                    self._failing.pop(kind, None)
-                    self._synced[kind].set()
-                    if kind not in self._missing:
-                        log.info("kind not served by the API server (CRD not installed?); checking again every 30s",
-                                 extra={"kind": kind})
-                        self._missing.add(kind)
-                    await asyncio.sleep(30.0)
-                else:
-                    self._failed(kind, exc)
-                    log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": str(exc)})
-                    await asyncio.sleep(1.0)
+                self._failed(kind, exc)
+                log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": str(exc)})
+                await asyncio.sleep(1.0)
             except Exception as exc:  # keep watching whatever happens
                 self._failed(kind, exc)
                 log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": f"{type(exc).__name__}: {exc}"})

@@ -189,7 +189,8 @@ class AsyncKubeClient:
         return items, rv
 
     async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        return await self._request("GET", self._path(kind, name, self._ns(kind, namespace)))
+        out: dict[str, Any] = await self._request("GET", self._path(kind, name, self._ns(kind, namespace)))
+        return out
 
     def _ns(self, kind: str, namespace: str | None) -> str | None:
         return (namespace or "default") if self._info(kind).namespaced else None
@@ -200,18 +201,23 @@ class AsyncKubeClient:
         body.setdefault("apiVersion", info.api_version)
         body.setdefault("kind", kind)
         ns = self._ns(kind, (obj.get("metadata") or {}).get("namespace"))
-        return await self._request("POST", self._path(kind, namespace=ns), query=[("fieldManager", self.field_manager)], body=body)
+        query = [("fieldManager", self.field_manager)]
+        out: dict[str, Any] = await self._request("POST", self._path(kind, namespace=ns), query=query, body=body)
+        return out
 
     async def patch(
         self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
     ) -> dict[str, Any]:
         path = self._path(kind, name, self._ns(kind, namespace), "status" if status else None)
-        return await self._request("PATCH", path, query=[("fieldManager", self.field_manager)], body=patch, content_type=MERGE_PATCH)
+        query = [("fieldManager", self.field_manager)]
+        out: dict[str, Any] = await self._request("PATCH", path, query=query, body=patch, content_type=MERGE_PATCH)
+        return out
 
     async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
         path = self._path(kind, meta.get("name"), self._ns(kind, meta.get("namespace")))
-        return await self._request("PUT", path, query=[("fieldManager", self.field_manager)], body=obj)
+        out: dict[str, Any] = await self._request("PUT", path, query=[("fieldManager", self.field_manager)], body=obj)
+        return out
 
     async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
@@ -360,7 +366,7 @@ async def kubernetes_api_client(kubeconfig: str | None = None, context: str | No
         if path:
             return await k8s_config.new_client_from_config(config_file=path, context=context)
         cfg = k8s_client.Configuration()
-        k8s_config.load_incluster_config(client_configuration=cfg)
+        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         return k8s_client.ApiClient(cfg)
     except (k8s_config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS) as exc:
         raise _config_error(path, exc) from exc

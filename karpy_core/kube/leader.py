@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock
 
@@ -91,19 +91,15 @@ class LeaderElector:
         }
         try:
             lease = await self.kube.get("Lease", self.name, self.namespace)
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFoundError:
             try:
                 await self.kube.create(
                     "Lease",
                     {"metadata": {"name": self.name, "namespace": self.namespace},
                      "spec": {**spec, "acquireTime": _micro(now), "leaseTransitions": 0}},
                 )
-            except KubeAPIError as exc2:
-                if exc2.status == 409:
-                    return False
-                raise
+            except ConflictError:
+                return False
             self._observed_at = now
             return True
         meta = lease["metadata"]
@@ -122,10 +118,8 @@ class LeaderElector:
             new_spec["leaseTransitions"] = int(cur.get("leaseTransitions") or 0) + 1
         try:
             updated = await self.kube.replace("Lease", {**lease, "spec": new_spec})
-        except KubeAPIError as exc:
-            if exc.status == 409:
-                return False
-            raise
+        except ConflictError:
+            return False
         self._observed_rv = updated["metadata"].get("resourceVersion", "")
         self._observed_at = now
         return True

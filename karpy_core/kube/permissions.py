@@ -22,12 +22,14 @@ object. :class:`RecordingKubeClient` records both as the requests that imply the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+
+_T = TypeVar("_T")
 
 __all__ = [
     "CLOUDS",
@@ -297,7 +299,7 @@ class RecordingKubeClient:
             ns = namespace or "default"
         return info.group, info.plural, ns
 
-    async def _call(self, reqs: list[RecordedRequest], call: Any) -> Any:
+    async def _call(self, reqs: list[RecordedRequest], call: Awaitable[_T]) -> _T:
         try:
             out = await call
         except KubeAPIError as exc:

@@ -19,7 +19,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import ConflictError, NotFoundError
 from karpy_core.kube.port import KubeClient
 
 if TYPE_CHECKING:
@@ -67,10 +67,8 @@ class KwokNodeBackend:
     async def find(self, nodeclaim_name: str) -> NodeClaim | None:
         try:
             node = await self.kube.get("Node", nodeclaim_name)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except NotFoundError:
+            return None
         return self._claim_from_node(node)
 
     async def register(self, launched: NodeClaim) -> None:
@@ -108,9 +106,8 @@ class KwokNodeBackend:
         }
         try:
             await self.kube.create("Node", node)
-        except KubeAPIError as exc:
-            if exc.status != 409:
-                raise
+        except ConflictError:
+            pass
 
     async def deregister(self, provider_id: str) -> bool:
         for node in await self.kube.list("Node"):
@@ -118,10 +115,8 @@ class KwokNodeBackend:
                 if not node["metadata"].get("deletionTimestamp"):
                     try:
                         await self.kube.delete("Node", node["metadata"]["name"])
-                    except KubeAPIError as exc:
-                        if exc.status == 404:
-                            return False
-                        raise
+                    except NotFoundError:
+                        return False
                 return True
         return False
 

@@ -458,7 +458,7 @@ def _highs() -> object:
     null = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(null, 1)
-        h = highspy.Highs()
+        h = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's constructor has no annotations
     finally:
         os.dup2(saved, 1)
         os.close(saved)

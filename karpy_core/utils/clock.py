@@ -13,7 +13,7 @@ import itertools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 __all__ = ["Clock", "RealClock", "VirtualClock", "iso", "now_function"]
 
@@ -39,7 +39,7 @@ def now_function(clock: object, owner: str) -> Callable[[], float]:
         return time.time
     now = getattr(clock, "now", None)
     if callable(now):
-        return now
+        return cast("Callable[[], float]", now)
     if callable(clock):
         return clock
     from karpy_core.errors import ConfigurationError

@@ -89,3 +89,31 @@ async def test_watch_relists_after_410_gone(kube: AsyncKubeClient, devcluster) -
                 await kube.delete("PodDisruptionBudget", f"{tag}-{suffix}", "default")
             except Exception:
                 pass
+
+
+async def test_api_errors_are_typed_by_status(kube: AsyncKubeClient, devcluster) -> None:
+    """kube-apiserver's 404 and 409 arrive as NotFoundError and ConflictError (both KubeAPIError),
+    with the Status object's reason; ignore_not_found turns only the 404 into None."""
+    from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError, ignore_not_found
+
+    name = f"typed-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(NotFoundError) as missing:
+        await kube.get("Lease", name, "default")
+    assert missing.value.status == 404 and missing.value.reason == "NotFound"
+    assert await ignore_not_found(kube.get("Lease", name, "default")) is None
+    assert await ignore_not_found(kube.delete("Lease", name, "default")) is None
+
+    created = await kube.create("Lease", {"metadata": {"name": name, "namespace": "default"}, "spec": {"holderIdentity": "a"}})
+    with pytest.raises(ConflictError) as exists:
+        await kube.create("Lease", {"metadata": {"name": name, "namespace": "default"}})
+    assert exists.value.status == 409 and exists.value.reason == "AlreadyExists"
+    stale = {**created, "spec": {"holderIdentity": "b"}}
+    await kube.replace("Lease", {**created, "spec": {"holderIdentity": "c"}})
+    with pytest.raises(ConflictError) as conflict:
+        await kube.replace("Lease", stale)  # the resourceVersion it carries is no longer current
+    assert conflict.value.reason == "Conflict"
+    assert await ignore_not_found(kube.get("Lease", name, "default")) is not None
+    with pytest.raises(KubeAPIError) as invalid:  # other errors pass through ignore_not_found
+        await ignore_not_found(kube.create("Lease", {"metadata": {"name": "Not_A_Valid_Name", "namespace": "default"}}))
+    assert invalid.value.status == 422 and not isinstance(invalid.value, (NotFoundError, ConflictError))
+    await kube.delete("Lease", name, "default")

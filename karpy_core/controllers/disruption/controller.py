@@ -53,7 +53,7 @@ from karpy_core.controllers.disruption.karpenter_events import decision_events
 from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan, pretty_list
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import KubeAPIError, NotFoundError, ignore_not_found
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
@@ -295,10 +295,8 @@ class Disruption:
     async def _set_taint(self, node: str, on: bool) -> None:
         try:
             obj = await self.kube.get("Node", node)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return
-            raise
+        except NotFoundError:
+            return
         taints = [t for t in _taints(obj) if t.get("key") != TAINT_DISRUPTED]
         if on:
             taints.append({"key": TAINT_DISRUPTED, "effect": "NoSchedule"})
@@ -308,10 +306,8 @@ class Disruption:
     async def _set_reason(self, nodeclaim: str, reason: DisruptionReason | None) -> None:
         try:
             nc = await self.kube.get("NodeClaim", nodeclaim)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return
-            raise
+        except NotFoundError:
+            return
         conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionReason"]
         if reason:
             conds.append({"type": "DisruptionReason", "status": "True", "reason": reason.value, "message": "",
@@ -338,9 +334,7 @@ class Disruption:
         try:
             await self.kube.delete("NodeClaim", name)
             return True
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFoundError:
             return False
 
     # ---- the pass ------------------------------------------------------------------------------
@@ -487,11 +481,7 @@ class Disruption:
                 conds = clear_condition(conds, CONSOLIDATABLE)
             patch = patch_conditions(nc, sorted(conds, key=lambda c: str(c.get("type"))))
             if patch is not None:
-                try:
-                    await self.kube.patch("NodeClaim", nc["metadata"]["name"], patch, status=True)
-                except KubeAPIError as exc:
-                    if exc.status != 404:
-                        raise
+                await ignore_not_found(self.kube.patch("NodeClaim", nc["metadata"]["name"], patch, status=True))
                 wrote = True
         return wrote
 

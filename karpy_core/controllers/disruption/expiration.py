@@ -15,7 +15,7 @@ from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.controllers.disruption.candidates import parse_ts
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock
 
@@ -101,9 +101,7 @@ class Expiration:
         for name, at in expired_nodeclaims(await self.kube.list("NodeClaim"), now):
             try:
                 await self.kube.delete("NodeClaim", name)
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
+            except NotFoundError:
                 continue
             events.append(ExpirationEvent(ExpirationEventKind.EXPIRE, name, f"expireAfter elapsed {now - at:.0f}s ago"))
         return events

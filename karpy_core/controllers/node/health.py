@@ -27,7 +27,7 @@ from typing import Any
 from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import RepairPolicy
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.utils.clock import Clock, iso
@@ -126,10 +126,8 @@ class NodeRepair:
                 try:
                     await self.kube.patch("NodeClaim", name, {"metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: iso(now)}}})
                     await self.kube.delete("NodeClaim", name)
-                except KubeAPIError as exc:
-                    if exc.status == 404:
-                        continue
-                    raise
+                except NotFoundError:
+                    continue
                 log.info("repairing node: deleting its nodeclaim", extra=fields(node=node, nodeclaim=name, nodepool=pool or None,
                                                                                reason=why))
                 events.append(RepairEvent("repair", node["metadata"]["name"], name, pool, why))

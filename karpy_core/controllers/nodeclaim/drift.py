@@ -26,7 +26,7 @@ from typing import Any
 from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
 from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
-from karpy_core.errors import CloudProviderError, KubeAPIError
+from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.requirements import Requirements
@@ -189,9 +189,7 @@ class NodeClaimDrift:
             patch[ANNOTATION_NODEPOOL_HASH] = pool_hash
         try:
             updated = await self.kube.patch("NodeClaim", nc["metadata"]["name"], {"metadata": {"annotations": patch}})
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        except NotFoundError:
             return nc
         log.info("re-stamped nodepool hash", extra=fields(nodeclaim=nc, **{"hash-version": ann.get(ANNOTATION_NODEPOOL_HASH_VERSION)}))
         return updated
@@ -214,10 +212,8 @@ class NodeClaimDrift:
             kind = "undrifted"
         try:
             await self.kube.patch("NodeClaim", name, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}}, status=True)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except NotFoundError:
+            return None
         log.info("nodeclaim drifted" if reason else "nodeclaim no longer drifted",
                  extra=fields(nodeclaim=name, reason=reason or None, detail=message or None))
         return DriftEvent(kind, name, reason, message)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from karpy_core.errors import KubeAPIError, NodeClaimNotFoundError
+from karpy_core.errors import NodeClaimNotFoundError, ignore_not_found
 from karpy_core.logs import fields
 
 if TYPE_CHECKING:
@@ -84,11 +84,7 @@ async def garbage_collect(
         done.append(pid)
         for node in await kube.list("Node"):
             if (node.get("spec") or {}).get("providerID") == pid:
-                try:
-                    await kube.delete("Node", node["metadata"]["name"])
-                except KubeAPIError as exc:
-                    if exc.status != 404:
-                        raise
+                await ignore_not_found(kube.delete("Node", node["metadata"]["name"]))
     return done
 
 
@@ -113,11 +109,7 @@ async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider)
         )
         if ready:
             continue
-        try:
-            await kube.delete("NodeClaim", meta["name"])
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        await ignore_not_found(kube.delete("NodeClaim", meta["name"]))
         log.info("garbage collected nodeclaim: its instance is gone", extra=fields(nodeclaim=meta["name"], provider_id=pid))
         done.append(meta["name"])
     return done

@@ -33,7 +33,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.capacitybuffer import BufferPlacement, owner_of, provisioning_conditions
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import KubeAPIError, NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.pod import PodInfo
@@ -279,9 +279,8 @@ class Provisioner:
             try:
                 await self.kube.patch("CapacityBuffer", meta["name"], {"status": {"conditions": conds}}, meta.get("namespace"),
                                       status=True)
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
+            except NotFoundError:
+                pass
 
 
 def pretty_list(items: Sequence[str], most: int = 5) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.controllers.static.capacity import node_limit, scale_down_order, scale_up_count, static_claim, static_counts
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.template import template_from_nodepool
@@ -119,9 +119,7 @@ class StaticCapacity:
                 for name in scale_down_order(snapshot, pool.name, excess, now):
                     try:
                         await self.kube.delete("NodeClaim", name)
-                    except KubeAPIError as exc:
-                        if exc.status != 404:
-                            raise
+                    except NotFoundError:
                         continue
                     events.append(StaticEvent("nodeclaim-delete", pool.name, name, "static: scale down", details))
         return events

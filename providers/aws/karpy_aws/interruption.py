@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from karpy_aws.errors import call
 from karpy_core.apis.labels import CAPACITY_TYPE_SPOT, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import NotFoundError
 from karpy_core.observability import DURATION_BUCKETS
 
 if TYPE_CHECKING:
@@ -209,7 +209,6 @@ class InterruptionHandler:
             try:
                 await self.kube.delete("NodeClaim", name)
                 deleted.append(name)
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
+            except NotFoundError:
+                pass
         return deleted

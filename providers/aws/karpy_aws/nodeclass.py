@@ -67,7 +67,7 @@ from karpy_aws.errors import call, error_code
 from karpy_core.apis.base import Condition
 from karpy_core.apis.labels import LABEL_ARCH
 from karpy_core.cloudprovider.catalog.aws import LABEL_INSTANCE_GPU_COUNT, LABEL_INSTANCE_GPU_MANUFACTURER
-from karpy_core.errors import CloudProviderError, KubeAPIError
+from karpy_core.errors import CloudProviderError, KubeAPIError, ignore_not_found
 
 if TYPE_CHECKING:
     from karpy_aws.clients import AWSClients
@@ -763,11 +763,7 @@ class EC2NodeClassController:
             patch = {NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
             if not any(c.get("type") == "Drifted" for c in (claim.get("status") or {}).get("conditions") or []):
                 patch[NODECLASS_HASH_ANNOTATION] = current
-            try:
-                await self.kube.patch("NodeClaim", meta["name"], {"metadata": {"annotations": patch}})
-            except KubeAPIError as exc:
-                if exc.status != 404:
-                    raise
+            await ignore_not_found(self.kube.patch("NodeClaim", meta["name"], {"metadata": {"annotations": patch}}))
 
     async def _patch(self, name: str, status: dict[str, Any]) -> None:
         try:

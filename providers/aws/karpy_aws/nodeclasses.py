@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from karpy_aws.apis import AMI, EC2NodeClass
-from karpy_core.errors import KubeAPIError, NodeClassNotReadyError
+from karpy_core.errors import NodeClassNotReadyError, NotFoundError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 
 if TYPE_CHECKING:
@@ -59,10 +59,8 @@ class NodeClassSource:
         if self.kube is not None:
             try:
                 obj = await self.kube.get("EC2NodeClass", name)
-            except KubeAPIError as exc:
-                if exc.status == 404:
-                    return self.nodeclasses.get(name)
-                raise
+            except NotFoundError:
+                return self.nodeclasses.get(name)
             try:
                 return EC2NodeClass.model_validate(obj)
             except ValidationError as exc:

@@ -258,7 +258,7 @@ class KakaoCloudClient:
                                      headers={"Content-Type": "application/json"})
                 if r.status_code >= 300:
                     raise _parse_error(r, "iam")
-        token = r.headers.get("X-Subject-Token")
+        token: str | None = r.headers.get("X-Subject-Token")
         register_secret(token)
         if not token:
             raise KakaoCloudAuthError("token response has no X-Subject-Token header", status=r.status_code,
