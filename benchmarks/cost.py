@@ -74,7 +74,9 @@ def _pod(name: str, labels: dict[str, str], spec: dict[str, Any], owner: str, ki
 def expand(docs: list[dict[str, Any]], replicas: dict[str, int] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:  # noqa: E501
     """(pods, DaemonSet pods (one per DaemonSet), NodePools) from manifests: ``spec.replicas`` copies
     of each Deployment/StatefulSet/ReplicaSet template (``replicas`` overrides by name)."""
-    pods, ds, pools = [], [], []
+    pods: list[dict[str, Any]] = []
+    ds: list[dict[str, Any]] = []
+    pools: list[dict[str, Any]] = []
     for d in docs:
         if not d:
             continue

@@ -109,7 +109,7 @@ def lp_bound(catalog: list[Any], pods: list[Any]) -> float | None:
         for r, v in p.requests.items():
             demand[r] = demand.get(r, 0) + v
     resources = [r for r in ("cpu", "memory", "pods") if demand.get(r)]
-    h = highspy.Highs()
+    h = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy ships no annotations
     h.setOptionValue("output_flag", False)
     cols = []
     for it in catalog:

@@ -223,7 +223,7 @@ async def test_no_consolidation_loop_over_a_steady_day(tmp_path):
     assert doc["summary"]["pods_pending"] == 0
 
 
-def day_of_scale_downs(tmp_path, replicas=100):
+def day_of_scale_downs(tmp_path: Path, replicas: int = 100) -> str:
     """Ten Deployments of ``replicas`` pods (250m/500m/1 core), w0 scaled to a fifth at 4 h and w1
     to a tenth at 8 h, over 24 h. benchmarks/simulate_day.py times it at 1,000 pods."""
     workloads = [deployment(f"w{i}", replicas, ["250m", "500m", "1"][i % 3]) for i in range(10)]
