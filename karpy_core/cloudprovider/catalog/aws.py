@@ -8,7 +8,12 @@ Two layers:
    catalog below. Each formula cites its source: ``aws/karpenter-provider-aws``
    ``pkg/providers/instancetype/types.go`` (``computeCapacity``, ``memory``, ``ENILimitedPods``,
    ``pods``, ``kubeReservedResources``, ``evictionThreshold``, ``computeRequirements``,
-   ``createOfferings``), summarised in ``reference/karpenter-aws-behaviour.md`` section 3.
+   ``createOfferings``), summarised in ``reference/karpenter-aws-behaviour.md`` section 3. The
+   overhead formulas that are not AWS's own (kube-reserved, system-reserved, the kubelet's
+   eviction defaults) are in :mod:`karpy_core.cloudprovider.overhead`, shared with other
+   providers; :func:`compute_overhead` decides which pod count AWS bills memory for. Everything
+   here stays in core (not in the ``karpy-aws`` plugin) because the ``simulated`` provider's
+   catalog is built from all of it.
 2. **The static catalog** (:func:`load_aws_catalog`): ``karpy_core/data/aws-instance-types.json``
    (1,373 EC2 types, from moto's ``DescribeInstanceTypes`` dump and Karpenter's generated
    on-demand price table) and ``aws-offerings-<region>.json`` (zone -> types offered there).
