@@ -4,11 +4,12 @@
 #
 #   install-provider.sh [--dry-run | --check-only] CLOUD PROVIDER PROVIDER_PACKAGE
 #
-# CLOUD             built-in cloud whose extra is installed when PROVIDER_PACKAGE is empty: aws or kakaocloud
+# CLOUD             karpy's own cloud whose plugin (its distribution in ./providers/CLOUD, karpy-CLOUD)
+#                   is installed when PROVIDER_PACKAGE is empty: aws or kakaocloud
 # PROVIDER          name of the plugin (its `karpy.cloudprovider` entry point); empty: CLOUD
 # PROVIDER_PACKAGE  pip requirement(s) of a third-party provider, installed beside karpy, e.g.
 #                   "karpy-provider-example==1.2.0" or "./providers/example" (the build context
-#                   holds providers/); empty: karpy's own extra ".[CLOUD]"
+#                   holds providers/); empty: karpy's own plugin "./providers/CLOUD"
 #
 # --dry-run prints "provider=<name>" and the pip command and stops; --check-only skips the
 # install and only checks that the plugin loads (tests/charts/test_dockerfile.py runs both).
@@ -38,7 +39,8 @@ if [ -z "$package" ]; then
         echo "PROVIDER=$provider needs PROVIDER_PACKAGE (the pip requirement that provides it)" >&2
         exit 1
     fi
-    requirements=".[$cloud]"
+    # the plugin from the build context, exactly as a third party's: only this cloud's package
+    requirements=". ./providers/$cloud"
 else
     requirements=". $package"
 fi

@@ -6,10 +6,11 @@ No container registry and no Docker daemon are needed: the images are assembled 
 * a Debian root filesystem made by ``mmdebstrap --variant=extract`` with ``python3`` and its
   dependencies only (no shell, no apt/dpkg, no compilers), unpacked from the packages of the
   Debian suite in :data:`DEBIAN_SUITE` (``deb.debian.org``);
-* karpy's wheel, built from this checkout, installed with the cloud's extra
-  (``karpy[aws]`` or ``karpy[kakaocloud]``) into a virtualenv at ``/opt/karpy`` by the image's
-  own interpreter (under ``chroot``), from wheels ``pip download`` fetched from PyPI for the
-  image's Python version and glibc;
+* karpy's wheel and the wheel of the cloud's plugin only (``karpy-aws`` or ``karpy-kakaocloud``,
+  each its own distribution built from ``providers/<cloud>``; the other cloud's package is not in
+  the image), both built from this checkout, installed into a virtualenv at ``/opt/karpy`` by the
+  image's own interpreter (under ``chroot``), with their dependencies from wheels ``pip download``
+  fetched from PyPI for the image's Python version and glibc;
 
 and written as an OCI image layout with ``umoci`` (two layers: the Debian base, shared by both
 clouds, and ``/opt/karpy``).  The image runs as UID/GID 65532 with the entrypoint
@@ -32,7 +33,8 @@ Caching (outside the repository, ``${KARPY_CACHE_DIR:-~/.cache/karpy}/images/``)
 * ``wheels/``: the downloaded dependency wheels (reused offline when they satisfy the
   requirements, so a source change alone needs no network);
 * ``karpy-<cloud>/``: the OCI layout, tagged with karpy's version, and ``karpy-<cloud>.key``:
-  a hash of the base key, the cloud, this script and every source file that goes into the wheel.
+  a hash of the base key, the cloud, this script and every source file that goes into the two
+  wheels (karpy's and the cloud's plugin's; the other plugin's sources are not part of it).
   When the hash matches, ``build`` returns the cached image without doing anything.
 
 This file is also imported by ``tests/integration/test_image.py`` (:func:`build`,
@@ -374,19 +376,27 @@ def build_base(refresh: bool = False) -> tuple[Path, Path]:
 # karpy's wheel and its dependencies
 # --------------------------------------------------------------------------------------------
 
-SOURCE_ROOTS = ("pyproject.toml", "README.md", "karpy_core", "providers")
+SOURCE_ROOTS = ("pyproject.toml", "README.md", "karpy_core")
+"""What karpy's own wheel is built from."""
 
 
-def source_files() -> list[Path]:
-    """Every file that goes into karpy's wheel (bytecode and build leftovers excluded)."""
+def plugin_dir(cloud: str) -> Path:
+    """The cloud's plugin distribution (``providers/<cloud>``: its pyproject.toml and package)."""
+    return REPO / "providers" / cloud
+
+
+def source_files(cloud: str) -> list[Path]:
+    """Every file that goes into karpy's wheel and the cloud's plugin wheel (bytecode and build
+    leftovers excluded)."""
     files: list[Path] = []
-    for rel in SOURCE_ROOTS:
+    for rel in (*SOURCE_ROOTS, str(plugin_dir(cloud).relative_to(REPO))):
         top = REPO / rel
         if top.is_file():
             files.append(top)
             continue
         for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.endswith(".egg-info"))
+            # (build/: what pip wheel leaves in the plugin's directory; never a source)
+            dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "build") and not d.endswith(".egg-info"))
             files.extend(Path(dirpath) / f for f in sorted(filenames) if not f.endswith((".pyc", ".pyo")))
     return files
 
@@ -396,7 +406,7 @@ def image_key(cloud: str) -> str:
     digest = hashlib.sha256()
     for part in (base_key(), cloud, Path(__file__).read_bytes()):
         digest.update(part if isinstance(part, bytes) else part.encode())
-    for path in source_files():
+    for path in source_files(cloud):
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
@@ -418,33 +428,39 @@ def _pip(*args: str) -> list[str]:
     return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
 
 
-def build_wheel(out_dir: Path) -> Path:
-    """Build karpy's wheel from this checkout into ``out_dir`` and return its path."""
-    _run(_pip("wheel", "--quiet", "--no-deps", "--wheel-dir", str(out_dir), str(REPO)))
-    wheels = sorted(out_dir.glob("karpy-*.whl"))
-    if len(wheels) != 1:
-        raise ImageBuildError(f"expected one karpy wheel in {out_dir}, found {wheels}")
-    return wheels[0]
+def build_wheels(out_dir: Path, cloud: str) -> tuple[Path, Path]:
+    """Build karpy's wheel and the cloud's plugin wheel (``providers/<cloud>``) from this checkout
+    into ``out_dir``; return (karpy's, the plugin's)."""
+    _run(_pip("wheel", "--quiet", "--no-deps", "--wheel-dir", str(out_dir), str(REPO), str(plugin_dir(cloud))))
+    found = []
+    for pattern in ("karpy-*.whl", f"karpy_{cloud}-*.whl"):
+        wheels = sorted(out_dir.glob(pattern))
+        if len(wheels) != 1:
+            raise ImageBuildError(f"expected one {pattern} wheel in {out_dir}, found {wheels}")
+        found.append(wheels[0])
+    return found[0], found[1]
 
 
-def download_wheels(karpy_wheel: Path, cloud: str, tags: Sequence[str]) -> Path:
-    """Fetch the wheels ``karpy[cloud]`` needs (and pip's) into the shared cache; return that directory.
+def download_wheels(karpy_wheel: Path, plugin_wheel: Path, cloud: str, tags: Sequence[str]) -> Path:
+    """Fetch the wheels karpy and the cloud's plugin need (and pip's) into the shared cache; return
+    that directory.
 
-    Tries the cache alone first (no network), then PyPI.  karpy's own wheel is never kept there.
+    Tries the cache alone first (no network), then PyPI.  karpy's and the plugins' own wheels are
+    never kept there.
     """
     wheels = cache_dir() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    reqs = [f"karpy[{cloud}] @ {karpy_wheel.as_uri()}", "pip"]
+    reqs = [f"karpy @ {karpy_wheel.as_uri()}", f"karpy-{cloud} @ {plugin_wheel.as_uri()}", "pip"]
     base = _pip("download", "--quiet", "--dest", str(wheels), "--find-links", str(wheels), *tags)
     with _locked(cache_dir() / ".wheels.lock"):
         try:
             try:
                 _run([*base, "--no-index", *reqs])
             except ImageBuildError:
-                log(f"downloading wheels for karpy[{cloud}] from PyPI")
+                log(f"downloading wheels for karpy and karpy-{cloud} from PyPI")
                 _run([*base, *reqs])
         finally:
-            for stale in wheels.glob("karpy-*.whl"):
+            for stale in [*wheels.glob("karpy-*.whl"), *wheels.glob("karpy_*.whl")]:
                 stale.unlink()
     return wheels
 
@@ -466,8 +482,9 @@ VENV_NO_BYTECODE = ("kubernetes_asyncio",)
 BOTOCORE_CREDENTIAL_SERVICES = ("sts", "sso", "sso-oidc", "signin")
 
 
-def _install_karpy(stage: Path, karpy_wheel: Path, wheels: Path, cloud: str) -> None:
-    """Create /opt/karpy in ``stage`` and pip-install ``karpy[cloud]`` into it with the image's interpreter."""
+def _install_karpy(stage: Path, karpy_wheel: Path, plugin_wheel: Path, wheels: Path, cloud: str) -> None:
+    """Create /opt/karpy in ``stage`` and pip-install karpy and the cloud's plugin (only that one)
+    into it with the image's interpreter."""
     inside = stage / "tmp" / "karpy-build"
     shutil.rmtree(inside, ignore_errors=True)
     (inside / "wheels").mkdir(parents=True)
@@ -475,13 +492,15 @@ def _install_karpy(stage: Path, karpy_wheel: Path, wheels: Path, cloud: str) -> 
         os.link(whl, inside / "wheels" / whl.name) if whl.stat().st_dev == inside.stat().st_dev \
             else shutil.copy2(whl, inside / "wheels" / whl.name)
     shutil.copy2(karpy_wheel, inside / karpy_wheel.name)
+    shutil.copy2(plugin_wheel, inside / plugin_wheel.name)
     pip_whl = sorted((inside / "wheels").glob("pip-*.whl"))[-1].name
     pip = [f"{VENV}/bin/python", f"/tmp/karpy-build/wheels/{pip_whl}/pip", "--disable-pip-version-check",
            "--no-cache-dir"]
     try:
         run_in_rootfs(stage, ["/usr/bin/python3", "-m", "venv", "--without-pip", VENV])
         run_in_rootfs(stage, [*pip, "install", "--quiet", "--no-index", "--find-links", "/tmp/karpy-build/wheels",
-                              "--no-warn-script-location", f"/tmp/karpy-build/{karpy_wheel.name}[{cloud}]"])
+                              "--no-warn-script-location", f"/tmp/karpy-build/{karpy_wheel.name}",
+                              f"/tmp/karpy-build/{plugin_wheel.name}"])
         run_in_rootfs(stage, [*pip, "check"])
     finally:
         shutil.rmtree(inside, ignore_errors=True)
@@ -491,12 +510,17 @@ def _install_karpy(stage: Path, karpy_wheel: Path, wheels: Path, cloud: str) -> 
                     "[s.create_client(n, region_name='us-east-1', aws_access_key_id='x', aws_secret_access_key='x') "
                     "for n in s.get_available_services()]")
         run_in_rootfs(stage, [f"{VENV}/bin/python", "-c", services], uid=UID, gid=GID, cwd="/tmp")
-    # The image as the controller sees it: the CLI imports, the cloud's plugin loads, no matplotlib.
+    # The image as the controller sees it: the CLI imports, the cloud's plugin loads and is the only
+    # one besides the simulated provider, the other cloud's package is absent, no matplotlib.
     check = ("import importlib.util, sys; from importlib.metadata import entry_points; "
              "assert importlib.util.find_spec('matplotlib') is None, 'matplotlib in the image'; "
+             "names = sorted(ep.name for ep in entry_points(group='karpy.cloudprovider')); "
+             "assert names == sorted([sys.argv[1], 'simulated']), names; "
+             "assert importlib.util.find_spec(sys.argv[2]) is None, sys.argv[2] + ' in the image'; "
              "eps = [ep for ep in entry_points(group='karpy.cloudprovider') if ep.name == sys.argv[1]]; "
-             "assert eps, 'no karpy.cloudprovider entry point ' + sys.argv[1]; eps[0].load()")
-    run_in_rootfs(stage, [f"{VENV}/bin/python", "-c", check, cloud], uid=UID, gid=GID, cwd="/tmp")
+             "eps[0].load()")
+    other = next(f"karpy_{c}" for c in CLOUDS if c != cloud)
+    run_in_rootfs(stage, [f"{VENV}/bin/python", "-c", check, cloud, other], uid=UID, gid=GID, cwd="/tmp")
     run_in_rootfs(stage, [f"{VENV}/bin/karpy", "--help"], uid=UID, gid=GID, cwd="/tmp")
 
 
@@ -551,7 +575,7 @@ def _assemble(layout: Path, tag: str, layers: Sequence[Path], cloud: str) -> Non
     ref = f"{layout}:{tag}"
     _run(["umoci", "init", "--layout", str(layout)])
     _run(["umoci", "new", "--image", ref])
-    for layer, what in zip(layers, ("Debian base (mmdebstrap)", f"karpy[{cloud}] in {VENV}"), strict=True):
+    for layer, what in zip(layers, ("Debian base (mmdebstrap)", f"karpy and karpy-{cloud} in {VENV}"), strict=True):
         _run(["umoci", "raw", "add-layer", "--image", ref, "--history.created_by", what, str(layer)])
     config, labels = image_config(cloud)
     argv = ["umoci", "config", "--image", ref, "--os", "linux", "--architecture", "amd64",
@@ -617,11 +641,11 @@ def build(cloud: str, *, force: bool = False, refresh_base: bool = False, archiv
             with tempfile.TemporaryDirectory(prefix=f"build-{cloud}-", dir=images) as tmpdir:
                 tmp = Path(tmpdir)
                 log(f"building karpy-{cloud}:{tag}")
-                karpy_wheel = build_wheel(tmp / "dist")
-                wheels = download_wheels(karpy_wheel, cloud, _target_tags(rootfs))
+                karpy_wheel, plugin_wheel = build_wheels(tmp / "dist", cloud)
+                wheels = download_wheels(karpy_wheel, plugin_wheel, cloud, _target_tags(rootfs))
                 stage = tmp / "stage"
                 _run(["cp", "-a", "--reflink=auto", str(rootfs), str(stage)])
-                _install_karpy(stage, karpy_wheel, wheels, cloud)
+                _install_karpy(stage, karpy_wheel, plugin_wheel, wheels, cloud)
                 karpy_layer = tmp / "karpy.tar"
                 _tar_layer(stage, karpy_layer, [VENV.lstrip("/").split("/")[0]])  # "opt", with its mode
                 new_layout = tmp / "layout"

@@ -1,9 +1,15 @@
 """CustomResourceDefinitions (``apiextensions.k8s.io/v1``) generated from karpy's pydantic models.
 
 One CRD per kind karpy owns: ``NodePool`` and ``NodeClaim`` (``karpenter.sh/v1``), ``NodeOverlay``
-(``karpenter.sh/v1alpha1``), ``EC2NodeClass``
-(``karpenter.k8s.aws/v1``) and ``KCNodeClass`` (``karpenter.kakaocloud.com/v1alpha1``), all
-cluster-scoped, with the ``status`` subresource and ``kubectl get`` columns of Karpenter's own CRDs.
+(``karpenter.sh/v1alpha1``) and ``CapacityBuffer`` (``autoscaling.x-k8s.io/v1beta1``), plus every
+kind an installed plugin's ``karpy.apis`` entry point returns as a
+:class:`~karpy_core.apis.crdspec.CRDSpec` (karpy's own plugins: ``EC2NodeClass``,
+``karpenter.k8s.aws/v1``, from ``karpy_aws.crd``; ``KCNodeClass``,
+``karpenter.kakaocloud.com/v1alpha1``, from ``karpy_kakaocloud.crd``), with the ``status``
+subresource and ``kubectl get`` columns of Karpenter's own CRDs. This module imports no plugin:
+the plugins' overlays are written with the public helpers below (:func:`cel_rule`,
+:func:`cel_string`, :func:`cel_list`, :data:`QUANTITY_PATTERN`, :data:`PERCENT_PATTERN`,
+:data:`GO_DURATION_PATTERN`).
 
 How a schema is made:
 
@@ -19,7 +25,8 @@ How a schema is made:
 3. What pydantic validators check in Python (label keys, restricted domains, durations, cron
    schedules, mutually exclusive selector fields...) cannot be read from the JSON Schema; it is
    restated here, per model class and field, as patterns and CEL ``x-kubernetes-validations``
-   (an :class:`Overlay` per class, in the ``_<kind>_overlays()`` functions). Every such rule
+   (an :class:`Overlay` per class, in the ``_<kind>_overlays()`` functions here and in the
+   plugins' ``crd`` modules). Every such rule
    mirrors the model's validator, so a manifest the loader accepts is accepted by the API server
    and the other way round (the few known differences are listed in :func:`generate`).
    ``tests/integration/test_crds.py`` checks that agreement against a real kube-apiserver.
@@ -42,8 +49,7 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +61,7 @@ from pydantic_core import core_schema
 from karpy_core.apis import base, labels
 from karpy_core.apis.base import KubeObject, to_kube_dict
 from karpy_core.apis.core import LABEL_VALUE, QUALIFIED_NAME
+from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay, printer_column
 from karpy_core.apis.durations import BUDGET_DURATION, DURATION, DURATION_OR_NEVER
 
 __all__ = [
@@ -64,6 +71,11 @@ __all__ = [
     "Overlay",
     "QUANTITY_PATTERN",
     "CRON_PATTERN",
+    "PERCENT_PATTERN",
+    "GO_DURATION_PATTERN",
+    "cel_string",
+    "cel_list",
+    "cel_rule",
     "crd_specs",
     "openapi_schema",
     "build_crd",
@@ -97,8 +109,9 @@ _LABEL_NAME_PATTERN = QUALIFIED_NAME.pattern.replace(
 """:data:`~karpy_core.apis.core.QUALIFIED_NAME` with the 63-character limit of the name part."""
 assert QUALIFIED_NAME.pattern != _LABEL_NAME_PATTERN, "QUALIFIED_NAME changed: update _LABEL_NAME_PATTERN"
 
-_PERCENT_PATTERN = r"(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%"
-_GO_DURATION_PATTERN = r"^[-+]?(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|mm|m|h|d|w|y))+)$"
+PERCENT_PATTERN = r"(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%"
+"""A percentage 0%..100% with up to two decimals (no anchors: a part of a larger pattern)."""
+GO_DURATION_PATTERN = r"^[-+]?(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|mm|m|h|d|w|y))+)$"
 """What :func:`karpy_core.apis.durations.parse_duration` (durationpy) accepts: Go's units plus
 durationpy's ``d``, ``w``, ``mm`` and ``y``."""
 
@@ -129,16 +142,19 @@ def _cron_pattern() -> str:
 CRON_PATTERN = _cron_pattern()
 
 
-def _q(text: str) -> str:
+def cel_string(text: str) -> str:
     """A CEL single-quoted string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _cel_list(items: Iterable[str]) -> str:
-    return "[" + ", ".join(_q(i) for i in items) + "]"
+def cel_list(items: Iterable[str]) -> str:
+    """A CEL list literal of quoted strings: ``['a', 'b']``."""
+    return "[" + ", ".join(cel_string(i) for i in items) + "]"
 
 
-def _rule(rule: str, message: str, field_path: str | None = None, reason: str | None = None) -> dict[str, Any]:
+def cel_rule(rule: str, message: str, field_path: str | None = None, reason: str | None = None) -> dict[str, Any]:
+    """One ``x-kubernetes-validations`` entry: the CEL ``rule``, the ``message`` the API server
+    returns when it is false, and optionally the ``fieldPath`` it is reported at and a ``reason``."""
     out: dict[str, Any] = {"rule": rule, "message": message}
     if field_path:
         out["fieldPath"] = field_path
@@ -159,28 +175,28 @@ def _label_key_checks(var: str) -> list[tuple[str, str]]:
     exceptions = labels.LABEL_DOMAIN_EXCEPTIONS
     starts = "|".join(_re(e) for e in exceptions)
     ends = "|".join(_re(e.rstrip("/")) for e in exceptions)
-    exempt = f"{var} in {_cel_list(sorted(labels.WELL_KNOWN_LABELS))} || {var}.matches({_q(f'^({starts}|[^/]*({ends})/)')})"
-    checks = [(f"{var} != {_q(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted')]
+    exempt = f"{var} in {cel_list(sorted(labels.WELL_KNOWN_LABELS))} || {var}.matches({cel_string(f'^({starts}|[^/]*({ends})/)')})"
+    checks = [(f"{var} != {cel_string(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted')]
     for restricted in labels.RESTRICTED_LABEL_DOMAINS:
-        in_domain = f"{var}.matches({_q(f'^([^/]*[.])?{_re(restricted)}/')})"
+        in_domain = f"{var}.matches({cel_string(f'^([^/]*[.])?{_re(restricted)}/')})"
         checks.append((f"{exempt} || !{in_domain}", f'label domain "{restricted}" is restricted'))
     return checks
 
 
 def _requirement_key_rules() -> list[dict[str, Any]]:
-    return [_rule(cond, msg) for cond, msg in _label_key_checks("self")]
+    return [cel_rule(cond, msg) for cond, msg in _label_key_checks("self")]
 
 
 def _template_label_rules() -> list[dict[str, Any]]:
     rules = [
-        _rule(
-            f"self.all(k, k.matches({_q(_LABEL_NAME_PATTERN)}) && k.matches({_q(_PREFIX_PATTERN)}))",
+        cel_rule(
+            f"self.all(k, k.matches({cel_string(_LABEL_NAME_PATTERN)}) && k.matches({cel_string(_PREFIX_PATTERN)}))",
             "label keys must be valid label keys: an optional DNS prefix of at most 253 characters and '/', "
             "then at most 63 characters (alphanumerics, '-', '_', '.', starting and ending alphanumeric)",
         )
     ]
-    rules += [_rule(f"self.all(k, {cond})", msg) for cond, msg in _label_key_checks("k")]
-    rules.append(_rule(f"self.all(k, k != {_q(labels.LABEL_NODEPOOL)})", f'label "{labels.LABEL_NODEPOOL}" is restricted'))
+    rules += [cel_rule(f"self.all(k, {cond})", msg) for cond, msg in _label_key_checks("k")]
+    rules.append(cel_rule(f"self.all(k, k != {cel_string(labels.LABEL_NODEPOOL)})", f'label "{labels.LABEL_NODEPOOL}" is restricted'))
     return rules
 
 
@@ -206,38 +222,25 @@ def _quantity_schema() -> dict[str, Any]:
 # --------------------------------------------------------------------------- overlays
 
 
-@dataclass(frozen=True)
-class Overlay:
-    """What the JSON Schema of one model class lacks.
-
-    ``properties`` maps a wire (camelCase) field name to a schema fragment deep-merged into the
-    converted field (``x-kubernetes-validations`` lists are appended); ``replace`` swaps a
-    field's schema wholesale; ``rules`` are CEL rules on the object itself."""
-
-    properties: dict[str, dict[str, Any]] = field(default_factory=dict)
-    replace: dict[str, dict[str, Any]] = field(default_factory=dict)
-    rules: list[dict[str, Any]] = field(default_factory=list)
-
-
 def _requirement_overlay() -> Overlay:
-    integer_ops = _cel_list(["Gt", "Lt", "Gte", "Lte"])
+    integer_ops = cel_list(["Gt", "Lt", "Gte", "Lte"])
     return Overlay(
         properties={
             "key": {**_LABEL_KEY_SCHEMA, "x-kubernetes-validations": _requirement_key_rules()},
             "values": {"items": dict(_LABEL_VALUE_SCHEMA)},
         },
         rules=[
-            _rule(
+            cel_rule(
                 "self.operator != 'In' || (has(self.values) && self.values.size() != 0)",
                 "requirements with operator 'In' must have a value defined",
                 ".values",
             ),
-            _rule(
+            cel_rule(
                 f"!(self.operator in {integer_ops}) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
                 "requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value",
                 ".values",
             ),
-            _rule(
+            cel_rule(
                 "!(self.operator == 'In' && has(self.minValues) && has(self.values)) || self.values.size() >= self.minValues",
                 "requirements with 'minValues' must have at least that many values specified in the 'values' field",
                 ".minValues",
@@ -264,11 +267,12 @@ def _node_class_ref_overlay() -> Overlay:
 def _static_nodepool_rules() -> list[dict[str, Any]]:
     """Karpenter ``nodepool.go``'s rules on ``NodePoolSpec`` for static pools (``replicas``)."""
     return [
-        _rule("has(self.replicas) == has(oldSelf.replicas)",
-              "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"),
-        _rule("!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",
-              "only 'limits.nodes' is supported on static NodePools"),
-        _rule("!has(self.replicas) || !has(self.weight)", "'weight' is not supported on static NodePools"),
+        cel_rule("has(self.replicas) == has(oldSelf.replicas)",
+                 "Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"),
+        cel_rule("!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 "
+                 "|| (size(self.limits) == 1 && 'nodes' in self.limits))",
+                 "only 'limits.nodes' is supported on static NodePools"),
+        cel_rule("!has(self.replicas) || !has(self.weight)", "'weight' is not supported on static NodePools"),
     ]
 
 
@@ -301,7 +305,7 @@ def _nodepool_overlays() -> dict[str, Overlay]:
                 "duration": {"pattern": BUDGET_DURATION.pattern},
             },
             rules=[
-                _rule(
+                cel_rule(
                     "has(self.schedule) == has(self.duration)",
                     "'schedule' must be set with 'duration' (and 'duration' with 'schedule')",
                 )
@@ -320,45 +324,45 @@ def _nodeclaim_overlays() -> dict[str, Overlay]:
                 "expireAfter": {"pattern": DURATION_OR_NEVER.pattern},
                 "terminationGracePeriod": {"pattern": DURATION.pattern},
             },
-            rules=[_rule("self == oldSelf", "spec is immutable")],
+            rules=[cel_rule("self == oldSelf", "spec is immutable")],
         ),
     }
 
 
 def _nodeoverlay_overlays() -> dict[str, Overlay]:
     """``karpenter.sh_nodeoverlays.yaml``'s rules, mirroring :mod:`karpy_core.apis.nodeoverlay`."""
-    integer_ops = _cel_list(["Gt", "Lt", "Gte", "Lte"])
+    integer_ops = cel_list(["Gt", "Lt", "Gte", "Lte"])
     from karpy_core.apis.nodeoverlay import PRICE_ADJUSTMENT_PATTERN, PRICE_PATTERN, RESTRICTED_CAPACITY
 
     return {
         "NodeOverlayRequirement": Overlay(
             properties={
                 "key": {**_LABEL_KEY_SCHEMA, "x-kubernetes-validations": [
-                    _rule("self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] "
-                          "|| !self.find('^([^/]+)').endsWith('karpenter.sh')",
-                          'label domain "karpenter.sh" is restricted'),
-                    _rule(f"self != {_q(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted'),
+                    cel_rule("self in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] "
+                             "|| !self.find('^([^/]+)').endsWith('karpenter.sh')",
+                             'label domain "karpenter.sh" is restricted'),
+                    cel_rule(f"self != {cel_string(labels.LABEL_HOSTNAME)}", f'label "{labels.LABEL_HOSTNAME}" is restricted'),
                 ]},
                 "values": {"items": dict(_LABEL_VALUE_SCHEMA)},
             },
             rules=[
-                _rule("!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() != 0)",
-                      "requirements with operator 'In' or 'NotIn' must have a value defined", ".values"),
-                _rule(f"!(self.operator in {integer_ops}) "
-                      "|| (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
-                      "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value", ".values"),
-                _rule("!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",
-                      "requirements with operator 'Exists' or 'DoesNotExist' take no values", ".values"),
+                cel_rule("!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() != 0)",
+                         "requirements with operator 'In' or 'NotIn' must have a value defined", ".values"),
+                cel_rule(f"!(self.operator in {integer_ops}) "
+                         "|| (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
+                         "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value", ".values"),
+                cel_rule("!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",
+                         "requirements with operator 'Exists' or 'DoesNotExist' take no values", ".values"),
             ],
         ),
         "NodeOverlaySpec": Overlay(
             properties={
                 "capacity": {"x-kubernetes-validations": [
-                    _rule(f"self.all(x, !(x in {_cel_list(RESTRICTED_CAPACITY)}))", "invalid resource restricted")]},
+                    cel_rule(f"self.all(x, !(x in {cel_list(RESTRICTED_CAPACITY)}))", "invalid resource restricted")]},
                 "price": {"pattern": PRICE_PATTERN},
                 "priceAdjustment": {"pattern": PRICE_ADJUSTMENT_PATTERN},
             },
-            rules=[_rule("!has(self.price) || !has(self.priceAdjustment)", "cannot set both 'price' and 'priceAdjustment'")],
+            rules=[cel_rule("!has(self.price) || !has(self.priceAdjustment)", "cannot set both 'price' and 'priceAdjustment'")],
         ),
     }
 
@@ -368,255 +372,12 @@ def _capacitybuffer_overlays() -> dict[str, Overlay]:
     return {
         "CapacityBufferSpec": Overlay(
             rules=[
-                _rule("!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
-                      "If podTemplateRef is set, replicas or limits must also be set"),
-                _rule("!(has(self.podTemplateRef) && has(self.scalableRef))",
-                      "You must define either PodTemplateRef or ScalableRef, but not both"),
+                cel_rule("!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)",
+                         "If podTemplateRef is set, replicas or limits must also be set"),
+                cel_rule("!(has(self.podTemplateRef) && has(self.scalableRef))",
+                         "You must define either PodTemplateRef or ScalableRef, but not both"),
             ],
         ),
-    }
-
-
-def _selector_tags() -> dict[str, Any]:
-    return {
-        "x-kubernetes-validations": [
-            _rule(
-                "self.all(k, k != '' && self[k] != '')",
-                "empty tag keys or values aren't supported (use '*' to match any value)",
-            )
-        ]
-    }
-
-
-def _ec2nodeclass_overlays() -> dict[str, Overlay]:
-    from karpy_aws import apis as aws
-
-    reserved = ["cpu", "memory", "ephemeral-storage", "pid"]
-    signals = [
-        "memory.available",
-        "nodefs.available",
-        "nodefs.inodesFree",
-        "imagefs.available",
-        "imagefs.inodesFree",
-        "pid.available",
-    ]
-    assert tuple(reserved) == aws._RESERVED_KEYS and tuple(signals) == aws._EVICTION_SIGNALS, "kubelet keys changed"
-
-    def reserved_map() -> dict[str, Any]:
-        return {
-            "maxProperties": len(reserved),
-            "x-kubernetes-validations": [
-                _rule(f"self.all(k, k in {_cel_list(reserved)})", f"valid keys are {reserved}"),
-                _rule(
-                    "self.all(k, !isQuantity(string(self[k])) || !quantity(string(self[k])).isLessThan(quantity('0')))",
-                    "cannot be a negative resource quantity",
-                ),
-            ],
-        }
-
-    def signal_map(values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "maxProperties": len(signals),
-            "additionalProperties": values,
-            "x-kubernetes-validations": [
-                _rule(f"self.all(k, k in {_cel_list(signals)})", f"valid keys are {signals}"),
-            ],
-        }
-
-    eviction_value = {"pattern": rf"^({_PERCENT_PATTERN}|{QUANTITY_PATTERN[1:-1]})$"}
-    families = ", ".join(repr(f) for f in aws.ALIAS_FAMILIES)
-    tag_rules = [_rule("self.all(k, k != '')", "empty tag keys aren't supported")]
-    tag_rules += [_rule(f"self.all(k, k != {_q(key)})", f"tag contains a restricted tag matching {key}") for key in aws.RESTRICTED_TAG_KEYS]
-    tag_rules.append(
-        _rule("self.all(k, !k.startsWith('kubernetes.io/cluster'))", "tag contains a restricted tag matching kubernetes.io/cluster/")
-    )
-    alias_families = _cel_list(aws.ALIAS_FAMILIES)
-    return {
-        "SubnetSelectorTerm": Overlay(
-            properties={"tags": _selector_tags(), "id": {"pattern": "subnet-[0-9a-z]+"}},
-            rules=[
-                _rule("has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"),
-                _rule(
-                    "!has(self.id) || !has(self.tags)",
-                    "'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term",
-                ),
-            ],
-        ),
-        "SecurityGroupSelectorTerm": Overlay(
-            properties={"tags": _selector_tags(), "id": {"pattern": "sg-[0-9a-z]+"}},
-            rules=[
-                _rule("has(self.tags) || has(self.id) || has(self.name)", "expected at least one, got none, ['tags', 'id', 'name']"),
-                _rule(
-                    "!has(self.id) || !(has(self.tags) || has(self.name))",
-                    "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",
-                ),
-                _rule(
-                    "!has(self.name) || !has(self.tags)",
-                    "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",
-                ),
-            ],
-        ),
-        "CapacityReservationSelectorTerm": Overlay(
-            properties={"tags": _selector_tags(), "id": {"pattern": "^cr-[0-9a-z]+$"}, "ownerID": {"pattern": "^[0-9]{12}$"}},
-            rules=[
-                _rule("has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",
-                      "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"),
-                _rule(
-                    "!has(self.id) || !(has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria))",
-                    "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term",
-                ),
-            ],
-        ),
-        "CapacityReservation": Overlay(
-            properties={"id": {"pattern": "^cr-[0-9a-z]+$"}, "ownerID": {"pattern": "^[0-9]{12}$"}},
-        ),
-        "AMISelectorTerm": Overlay(
-            properties={
-                "alias": {
-                    "maxLength": 30,
-                    "x-kubernetes-validations": [
-                        _rule(
-                            "self.matches('^[a-zA-Z0-9]+@.+$')",
-                            "'alias' is improperly formatted, must match the format 'family@version'",
-                        ),
-                        _rule(
-                            f"!self.contains('@') || self.substring(0, self.indexOf('@')) in {alias_families}",
-                            f"family is not supported, must be one of the following: {families}",
-                        ),
-                        _rule(
-                            "!self.startsWith('windows') || self.matches('^[a-z0-9]+@latest$')",
-                            "windows families may only specify version 'latest'",
-                        ),
-                    ],
-                },
-                "tags": _selector_tags(),
-                "id": {"pattern": "ami-[0-9a-z]+"},
-            },
-            rules=[
-                _rule(
-                    "has(self.alias) || has(self.tags) || has(self.id) || has(self.name) || has(self.owner) || has(self.ssmParameter)",
-                    "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",
-                ),
-                _rule(
-                    "!has(self.id) || !(has(self.alias) || has(self.tags) || has(self.name) || has(self.owner))",
-                    "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",
-                ),
-                _rule(
-                    "!has(self.alias) || !(has(self.id) || has(self.tags) || has(self.name) || has(self.owner))",
-                    "'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",
-                ),
-            ],
-        ),
-        "KubeletConfiguration": Overlay(
-            properties={
-                "systemReserved": reserved_map(),
-                "kubeReserved": reserved_map(),
-                "evictionHard": signal_map(eviction_value),
-                "evictionSoft": signal_map(eviction_value),
-                "evictionSoftGracePeriod": signal_map({"pattern": _GO_DURATION_PATTERN}),
-            },
-            rules=[
-                _rule(
-                    "!(has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent)) "
-                    "|| self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",
-                    "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
-                ),
-                _rule(
-                    "!has(self.evictionSoft) || self.evictionSoft.all(k, has(self.evictionSoftGracePeriod) "
-                    "&& k in self.evictionSoftGracePeriod)",
-                    "every evictionSoft key needs a matching evictionSoftGracePeriod",
-                ),
-                _rule(
-                    "!has(self.evictionSoftGracePeriod) || self.evictionSoftGracePeriod.all(k, has(self.evictionSoft) "
-                    "&& k in self.evictionSoft)",
-                    "every evictionSoftGracePeriod key needs a matching evictionSoft",
-                ),
-            ],
-        ),
-        "BlockDevice": Overlay(
-            replace={
-                "volumeSize": {
-                    "type": "string",
-                    # "59604Gi" is the longest size at most 64T; the bound keeps the CEL rule cheap.
-                    "maxLength": 16,
-                    "pattern": "^[1-9][0-9]*(Gi|G|Ti|T)$",
-                    "x-kubernetes-validations": [
-                        _rule(
-                            "!isQuantity(self) || !quantity(self).isGreaterThan(quantity('64T'))",
-                            "volumeSize must be at most 64T",
-                        )
-                    ],
-                }
-            },
-            rules=[_rule("has(self.snapshotID) || has(self.volumeSize)", "snapshotID or volumeSize must be defined")],
-        ),
-        "PlacementGroupSelector": Overlay(rules=[
-            _rule("has(self.name) || has(self.id)", "expected at least one, got none, ['name', 'id']"),
-            _rule("!(has(self.name) && has(self.id))", "'name' and 'id' are mutually exclusive"),
-        ]),
-        "ConnectionTracking": Overlay(rules=[
-            _rule("has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",
-                  "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set"),
-        ]),
-        "EC2NodeClassSpec": Overlay(
-            properties={
-                "networkInterfaces": {
-                    "x-kubernetes-validations": [
-                        _rule("self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && "
-                              "x.interfaceType == 'interface')",
-                              "networkInterfaces must include a primary interface with interfaceType='interface'"),
-                        _rule("self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex)"
-                              ".size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == "
-                              "y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",
-                              "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, "
-                              "and can have at most one efa device per network card"),
-                    ]
-                },
-                "amiSelectorTerms": {
-                    "x-kubernetes-validations": [
-                        _rule(
-                            "!self.exists(t, has(t.alias)) || self.size() == 1",
-                            "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",
-                        )
-                    ]
-                },
-                "tags": {"x-kubernetes-validations": tag_rules},
-                "blockDeviceMappings": {
-                    "x-kubernetes-validations": [
-                        _rule(
-                            "self.filter(m, has(m.rootVolume) && m.rootVolume).size() <= 1",
-                            "must have only one blockDeviceMappings with rootVolume",
-                        )
-                    ]
-                },
-            },
-            rules=[
-                _rule("has(self.role) != has(self.instanceProfile)", "must specify exactly one of ['role', 'instanceProfile']"),
-                _rule(
-                    "(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
-                    " || (has(oldSelf.role) == has(oldSelf.instanceProfile))",
-                    "changing from 'role' to 'instanceProfile' (or back) is not supported; delete and recreate the node class to change it",
-                ),
-                _rule(
-                    "has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",
-                    "must specify amiFamily if amiSelectorTerms does not contain an alias",
-                ),
-                _rule(
-                    "!has(self.amiFamily) || self.amiFamily == 'Custom' || self.amiSelectorTerms.all(t, !has(t.alias) "
-                    "|| t.alias.startsWith(self.amiFamily.lowerAscii() + '@'))",
-                    "if set, amiFamily must be 'Custom' or the family of the alias (al2023@... -> AL2023)",
-                ),
-            ],
-        ),
-    }
-
-
-def _kcnodeclass_overlays() -> dict[str, Overlay]:
-    from karpy_kakaocloud import apis as kc
-
-    return {
-        "KCNodeClassSpec": Overlay(properties={"keyName": {"minLength": 4, "maxLength": 250, "pattern": kc._KEY_NAME.pattern}}),
-        "Bootstrap": Overlay(properties={"kubernetesVersion": {"pattern": r"^[0-9]+\.[0-9]+$"}}),
     }
 
 
@@ -828,75 +589,32 @@ def openapi_schema(model: type[KubeObject], overlays: dict[str, Overlay] | None 
 # --------------------------------------------------------------------------- CRDs
 
 
-@dataclass(frozen=True)
-class CRDSpec:
-    """Everything about one CRD that is not in the model: names, columns, extra rules."""
-
-    model: type[KubeObject]
-    plural: str
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ("karpenter",)
-    columns: tuple[dict[str, Any], ...] = ()
-    overlays: Callable[[], dict[str, Overlay]] = dict
-    scale: tuple[str, str] | None = None
-    """``(specReplicasPath, statusReplicasPath)`` of a ``scale`` subresource (``kubectl scale``)."""
-    also_served: tuple[str, ...] = ()
-    """Older versions served with the same schema (conversion ``None``: the API server only
-    rewrites ``apiVersion``), the stored version being :attr:`version`."""
-
-    @property
-    def group(self) -> str:
-        return self.model.group()
-
-    @property
-    def version(self) -> str:
-        return self.model.API_VERSION.rsplit("/", 1)[1]
-
-    @property
-    def filename(self) -> str:
-        """``<group>_<plural>.yaml``, the naming of Karpenter's ``pkg/apis/crds``."""
-        return f"{self.group}_{self.plural}.yaml"
-
-
-def _column(name: str, json_path: str, kind: str = "string", priority: int = 0) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "jsonPath": json_path, "type": kind}
-    if priority:
-        out["priority"] = priority
-    return out
-
-
-_READY = _column("Ready", '.status.conditions[?(@.type=="Ready")].status')
-_AGE = _column("Age", ".metadata.creationTimestamp", "date")
-
-
 def crd_specs() -> list[CRDSpec]:
-    """The kinds, in a fixed order: NodePool, NodeClaim, NodeOverlay, EC2NodeClass, KCNodeClass, CapacityBuffer
+    """The kinds, in a fixed order: karpy core's NodePool, NodeClaim, NodeOverlay and CapacityBuffer
     (``autoscaling.x-k8s.io/v1beta1``, namespaced; upstream's CRD shape, served with the
-    CapacityBuffer gate).
-
-    The provider packages (``karpy_aws``, ``karpy_kakaocloud``) are imported here, not at module
-    import, so ``karpy_core`` stays importable without them.
+    CapacityBuffer gate), then the :class:`CRDSpec` entries of the installed plugins' ``karpy.apis``
+    entry points, in entry-point name order (karpy's: ``aws`` -> EC2NodeClass, ``kakaocloud`` ->
+    KCNodeClass). A plugin that fails to load is skipped with a warning
+    (:func:`karpy_core.apis.registry.api_entries`).
     """
-    from karpy_aws.apis import EC2NodeClass
-    from karpy_kakaocloud.apis import KCNodeClass
-
     from karpy_core.apis.capacitybuffer import CapacityBuffer
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodeoverlay import NodeOverlay
     from karpy_core.apis.nodepool import NodePool
+    from karpy_core.apis.registry import plugin_crd_specs
 
-    return [
+    core = [
         CRDSpec(
             NodePool,
             "nodepools",
             columns=(
-                _column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
-                _column("Nodes", ".status.resources.nodes"),
-                _READY,
-                _AGE,
-                _column("Weight", ".spec.weight", "integer", 1),
-                _column("CPU", ".status.resources.cpu", priority=1),
-                _column("Memory", ".status.resources.memory", priority=1),
+                printer_column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+                printer_column("Nodes", ".status.resources.nodes"),
+                READY_COLUMN,
+                AGE_COLUMN,
+                printer_column("Weight", ".spec.weight", "integer", 1),
+                printer_column("CPU", ".status.resources.cpu", priority=1),
+                printer_column("Memory", ".status.resources.memory", priority=1),
             ),
             overlays=_nodepool_overlays,
             scale=(".spec.replicas", ".status.nodes"),  # kubebuilder:subresource:scale in nodepool.go
@@ -905,17 +623,17 @@ def crd_specs() -> list[CRDSpec]:
             NodeClaim,
             "nodeclaims",
             columns=(
-                _column("Type", ".metadata.labels.node\\.kubernetes\\.io/instance-type"),
-                _column("Capacity", ".metadata.labels.karpenter\\.sh/capacity-type"),
-                _column("Zone", ".metadata.labels.topology\\.kubernetes\\.io/zone"),
-                _column("Node", ".status.nodeName"),
-                _READY,
-                _AGE,
-                _column("ImageID", ".status.imageID", priority=1),
-                _column("ID", ".status.providerID", priority=1),
-                _column("NodePool", ".metadata.labels.karpenter\\.sh/nodepool", priority=1),
-                _column("NodeClass", ".spec.nodeClassRef.name", priority=1),
-                _column("Drifted", '.status.conditions[?(@.type=="Drifted")].status', priority=1),
+                printer_column("Type", ".metadata.labels.node\\.kubernetes\\.io/instance-type"),
+                printer_column("Capacity", ".metadata.labels.karpenter\\.sh/capacity-type"),
+                printer_column("Zone", ".metadata.labels.topology\\.kubernetes\\.io/zone"),
+                printer_column("Node", ".status.nodeName"),
+                READY_COLUMN,
+                AGE_COLUMN,
+                printer_column("ImageID", ".status.imageID", priority=1),
+                printer_column("ID", ".status.providerID", priority=1),
+                printer_column("NodePool", ".metadata.labels.karpenter\\.sh/nodepool", priority=1),
+                printer_column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+                printer_column("Drifted", '.status.conditions[?(@.type=="Drifted")].status', priority=1),
             ),
             overlays=_nodeclaim_overlays,
         ),
@@ -923,22 +641,8 @@ def crd_specs() -> list[CRDSpec]:
             NodeOverlay,
             "nodeoverlays",
             short_names=("overlays",),
-            columns=(_READY, _AGE, _column("Weight", ".spec.weight", "integer", 1)),
+            columns=(READY_COLUMN, AGE_COLUMN, printer_column("Weight", ".spec.weight", "integer", 1)),
             overlays=_nodeoverlay_overlays,
-        ),
-        CRDSpec(
-            EC2NodeClass,
-            "ec2nodeclasses",
-            short_names=("ec2nc", "ec2ncs"),
-            columns=(_READY, _AGE, _column("Role", ".spec.role", priority=1)),
-            overlays=_ec2nodeclass_overlays,
-        ),
-        CRDSpec(
-            KCNodeClass,
-            "kcnodeclasses",
-            short_names=("kcnc",),
-            columns=(_READY, _AGE),
-            overlays=_kcnodeclass_overlays,
         ),
         CRDSpec(
             CapacityBuffer,
@@ -946,18 +650,19 @@ def crd_specs() -> list[CRDSpec]:
             short_names=("cb",),
             categories=("autoscaling",),
             columns=(
-                _column("Strategy", ".spec.provisioningStrategy"),
-                _column("PodTemplate", ".status.podTemplateRef.name"),
-                _column("Replicas", ".status.replicas", "integer"),
-                _column("ConditionsType", ".status.conditions[*].type"),
-                _column("ConditionsStatus", ".status.conditions[*].status"),
-                _column("ConditionsReason", ".status.conditions[*].reason"),
-                _AGE,
+                printer_column("Strategy", ".spec.provisioningStrategy"),
+                printer_column("PodTemplate", ".status.podTemplateRef.name"),
+                printer_column("Replicas", ".status.replicas", "integer"),
+                printer_column("ConditionsType", ".status.conditions[*].type"),
+                printer_column("ConditionsStatus", ".status.conditions[*].status"),
+                printer_column("ConditionsReason", ".status.conditions[*].reason"),
+                AGE_COLUMN,
             ),
             overlays=_capacitybuffer_overlays,
             also_served=("v1alpha1",),  # the version Karpenter's docs show; same schema as v1beta1
         ),
     ]
+    return core + plugin_crd_specs()
 
 
 def build_crd(spec: CRDSpec) -> dict[str, Any]:
@@ -1001,7 +706,7 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
 
 
 def generate() -> dict[str, dict[str, Any]]:
-    """Filename (``karpenter.sh_nodepools.yaml``...) -> CRD object, for the five kinds.
+    """Filename (``karpenter.sh_nodepools.yaml``...) -> CRD object, for every :func:`crd_specs` kind.
 
     Known differences with the loader (:mod:`karpy_core.apis.loader`), all in corners:
 

@@ -56,8 +56,8 @@ def test_script_is_valid_sh() -> None:
 @pytest.mark.parametrize(
     ("args", "provider", "pip"),
     [
-        (("aws", "", ""), "aws", "pip install --prefer-binary .[aws]"),
-        (("kakaocloud", "", ""), "kakaocloud", "pip install --prefer-binary .[kakaocloud]"),
+        (("aws", "", ""), "aws", "pip install --prefer-binary . ./providers/aws"),
+        (("kakaocloud", "", ""), "kakaocloud", "pip install --prefer-binary . ./providers/kakaocloud"),
         (("aws", "example", "karpy-provider-example==1.2.0"), "example", "pip install --prefer-binary . karpy-provider-example==1.2.0"),
         (("aws", "example", "./providers/example"), "example", "pip install --prefer-binary . ./providers/example"),
     ],

@@ -35,14 +35,13 @@ from karpy_core.cloudprovider.catalog.aws import (
     compute_capacity,
     compute_overhead,
     eni_limited_pods,
-    eviction_threshold,
-    kube_reserved_cpu,
     load_aws_catalog,
     memory_capacity,
     parse_instance_type_name,
     pods_capacity,
     spot_price,
 )
+from karpy_core.cloudprovider.overhead import eviction_threshold, kube_reserved_cpu
 from karpy_core.errors import ConfigurationError
 from karpy_core.scheduling.requirements import Operator
 from karpy_core.scheduling.resources import format_resource_list

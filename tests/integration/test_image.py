@@ -106,6 +106,30 @@ def test_image_root_filesystem_has_no_shell_compilers_or_package_manager(bundle)
     assert {"python3", "python3.11", "libc6", "libstdc++6"} <= status and not {"dpkg", "tar"} & status
 
 
+@pytest.mark.parametrize("bundle", CLOUDS, indirect=True)
+async def test_image_carries_only_its_own_cloud_plugin(bundle, image_module, request):
+    """Each cloud's plugin is its own distribution (providers/<cloud>/pyproject.toml): the image
+    installs karpy's wheel and that one plugin's wheel, so `karpy providers` run inside lists the
+    cloud and the built-in simulated provider only, and the other cloud's package is absent."""
+    rootfs, runtime = bundle
+    cloud = request.node.callspec.params["bundle"]
+    other = next(c for c in CLOUDS if c != cloud)
+    listed = (await _run_inside(image_module, rootfs, runtime, ["/opt/karpy/bin/karpy", "providers"])).split()
+    assert listed == sorted([cloud, "simulated"])
+    site = rootfs / "opt/karpy/lib/python3.11/site-packages"
+    assert (site / f"karpy_{cloud}" / "plugin.py").is_file() and (site / f"karpy_{cloud}" / "py.typed").is_file()
+    assert not (site / f"karpy_{other}").exists() and not list(site.glob(f"karpy_{other}-*.dist-info"))
+    dists = sorted(p.name.split("-")[0] for p in site.glob("karpy*.dist-info"))
+    assert dists == ["karpy", f"karpy_{cloud}"]
+    # the other cloud's SDK is not pulled in either (aioboto3 for aws, httpx for kakaocloud)
+    sdk = {"aws": "aioboto3", "kakaocloud": "httpx"}
+    assert (site / sdk[cloud]).is_dir() and not (site / sdk[other]).exists()
+    # the plugin in the image is this checkout's (the cache key covers its sources)
+    repo = Path(__file__).resolve().parents[2]
+    rel = Path(f"karpy_{cloud}") / "plugin.py"
+    assert (site / rel).read_bytes() == (repo / "providers" / cloud / rel).read_bytes()
+
+
 async def _run_inside(image_module, rootfs: Path, runtime: dict[str, Any], argv: list[str]) -> str:
     proc = image_module.spawn_in_rootfs(
         rootfs, argv, env=_image_env(runtime), cwd=runtime["process"]["cwd"],
@@ -125,7 +149,7 @@ async def test_image_entrypoint_provisions_on_the_dev_cluster(bundle, image_modu
     # the cloud's provider plugin is installed in the image and loads there (its SDK is in the image),
     # and OpenSSL's default trust store (certifi's bundle) has CA certificates
     listed = (await _run_inside(image_module, rootfs, runtime, [args[0], "providers"])).split()
-    assert cloud in listed and "simulated" in listed
+    assert listed == sorted([cloud, "simulated"])
     plugin = await _run_inside(image_module, rootfs, runtime, [
         "/opt/karpy/bin/python", "-c",
         "from karpy_core.cloudprovider.provider import load_provider; import sys, karpy_core; "

@@ -45,7 +45,8 @@ def doc_files() -> dict[str, str]:
 # ------------------------------------------------------------------------------ the virtualenv
 def _venv_key() -> str:
     versions = [importlib.metadata.version(d) for d in ("pytest", "pytest-asyncio")]
-    text = "\n".join([str(ROOT), (ROOT / "pyproject.toml").read_text(), sys.version, *versions])
+    pyprojects = [(ROOT / rel / "pyproject.toml").read_text() for rel in (".", "providers/aws", "providers/kakaocloud")]
+    text = "\n".join([str(ROOT), *pyprojects, sys.version, *versions])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -54,14 +55,15 @@ def _run(cmd: list[str | Path], **kw: object) -> subprocess.CompletedProcess[str
 
 
 def _build_venv(target: Path) -> None:
-    """A fresh virtualenv at ``target`` with karpy (editable, this checkout) and the test tools;
+    """A fresh virtualenv at ``target`` with karpy and its two cloud plugins (editable, this
+    checkout, one pip call as CONTRIBUTING.md's) and the test tools;
     built in place (scripts name their interpreter by absolute path), marked complete last."""
     shutil.rmtree(target, ignore_errors=True)
     created = _run([sys.executable, "-m", "venv", target])
     assert created.returncode == 0, created.stderr
     pins = [f"pytest=={importlib.metadata.version('pytest')}", f"pytest-asyncio=={importlib.metadata.version('pytest-asyncio')}"]
     pip = _run([target / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                "-e", ROOT, "setuptools>=77", *pins])
+                "-e", ROOT, "-e", ROOT / "providers" / "aws", "-e", ROOT / "providers" / "kakaocloud", "setuptools>=77", *pins])
     assert pip.returncode == 0, f"could not build the plugin test virtualenv:\n{pip.stdout[-2000:]}\n{pip.stderr[-4000:]}"
     (target / "karpy-plugin-venv.ok").write_text(str(ROOT) + "\n")
     _prune_older(target)

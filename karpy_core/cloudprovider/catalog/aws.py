@@ -8,7 +8,12 @@ Two layers:
    catalog below. Each formula cites its source: ``aws/karpenter-provider-aws``
    ``pkg/providers/instancetype/types.go`` (``computeCapacity``, ``memory``, ``ENILimitedPods``,
    ``pods``, ``kubeReservedResources``, ``evictionThreshold``, ``computeRequirements``,
-   ``createOfferings``), summarised in ``reference/karpenter-aws-behaviour.md`` section 3.
+   ``createOfferings``), summarised in ``reference/karpenter-aws-behaviour.md`` section 3. The
+   overhead formulas that are not AWS's own (kube-reserved, system-reserved, the kubelet's
+   eviction defaults) are in :mod:`karpy_core.cloudprovider.overhead`, shared with other
+   providers; :func:`compute_overhead` decides which pod count AWS bills memory for. Everything
+   here stays in core (not in the ``karpy-aws`` plugin) because the ``simulated`` provider's
+   catalog is built from all of it.
 2. **The static catalog** (:func:`load_aws_catalog`): ``karpy_core/data/aws-instance-types.json``
    (1,373 EC2 types, from moto's ``DescribeInstanceTypes`` dump and Karpenter's generated
    on-demand price table) and ``aws-offerings-<region>.json`` (zone -> types offered there).
@@ -60,6 +65,7 @@ from karpy_core.apis.labels import (
     register_metric_labels,
     register_well_known_labels,
 )
+from karpy_core.cloudprovider.overhead import eviction_threshold, kube_reserved, system_reserved
 from karpy_core.cloudprovider.types import InstanceType, Offering, Overhead
 from karpy_core.errors import ConfigurationError
 from karpy_core.scheduling.requirements import Requirement, Requirements
@@ -117,10 +123,6 @@ __all__ = [
     "pods_capacity",
     "ephemeral_storage_capacity",
     "compute_capacity",
-    "kube_reserved_cpu",
-    "kube_reserved",
-    "system_reserved",
-    "eviction_threshold",
     "compute_overhead",
     "parse_instance_type_name",
     "compute_requirements",
@@ -314,7 +316,6 @@ Values from karpenter-provider-aws ``pkg/providers/instancetype/zz_generated.vpc
 (generated 2026-08-06); e.g. p4d.24xlarge: 15 x 49 + 2 = 737 pods, as in EKS ``eni-max-pods.txt``."""
 
 _MIB = 1024 * 1024
-_GI = 1024 * _MIB
 
 
 class AMIFamily:
@@ -573,9 +574,6 @@ class AWSCatalogOptions:
             raise ConfigurationError(f"invalid kubelet/ephemeral-storage setting: {exc}") from exc
 
 
-_MEMORY_AVAILABLE = "memory.available"
-_NODEFS_AVAILABLE = "nodefs.available"
-
 # ---------------------------------------------------------------------------------------------
 # Capacity (types.go computeCapacity)
 # ---------------------------------------------------------------------------------------------
@@ -676,75 +674,9 @@ def compute_capacity(spec: InstanceTypeSpec, options: AWSCatalogOptions | None =
 
 
 # ---------------------------------------------------------------------------------------------
-# Overhead (types.go kubeReservedResources, systemReservedResources, evictionThreshold)
+# Overhead (types.go kubeReservedResources, systemReservedResources, evictionThreshold): the
+# formulas are provider-neutral, in karpy_core.cloudprovider.overhead; AWS decides which pods count
 # ---------------------------------------------------------------------------------------------
-
-_CPU_RESERVED_RANGES = ((0, 1000, 6000), (1000, 2000, 1000), (2000, 4000, 500), (4000, 1 << 31, 250))
-"""(start m, end m, rate per 100,000): 6 % of the first core, 1 % of the second, 0.5 % of cores 3-4,
-0.25 % of the rest (Bottlerocket PR 1388, used by Karpenter ``kubeReservedResources``)."""
-
-
-def kube_reserved_cpu(vcpu: int) -> int:
-    """kube-reserved CPU in **millicores**, each range's share truncated to whole millicores as
-    Karpenter's ``int64(r * percentage)`` does. 2 vCPU -> 70, 4 -> 80, 96 -> 310."""
-    millicores = vcpu * 1000
-    total = 0
-    for start, end, rate in _CPU_RESERVED_RANGES:
-        if millicores >= start:
-            span = min(millicores, end) - start
-            total += span * rate // 100_000
-    return total
-
-
-def kube_reserved(vcpu: int, pods: int, overrides: Mapping[str, str] | None = None) -> Resources:
-    """kube-reserved: cpu per :func:`kube_reserved_cpu`, memory ``11 x pods + 255`` MiB,
-    ephemeral-storage 1Gi; each key in ``overrides`` (quantities) replaces the computed value.
-
-    ``pods`` is the count the AMI family bills memory for: the ENI-limited count on
-    AL2/AL2023/Custom, the pods capacity otherwise (see :func:`compute_overhead`).
-    """
-    out: Resources = {
-        "cpu": kube_reserved_cpu(vcpu),
-        "memory": (11 * pods + 255) * _MIB,
-        "ephemeral-storage": _GI,
-    }
-    for name, quantity in (overrides or {}).items():
-        out[name] = to_internal(name, quantity)
-    return out
-
-
-def system_reserved(overrides: Mapping[str, str] | None = None) -> Resources:
-    """system-reserved: exactly the user's ``kubelet.systemReserved`` (empty by default)."""
-    return {name: to_internal(name, q) for name, q in (overrides or {}).items()}
-
-
-def _eviction_signal(capacity: int, value: str, resource: str) -> int:
-    if value.endswith("%"):
-        percent = float(value[:-1])
-        if percent == 100:  # kubelet: 100% disables the threshold
-            percent = 0.0
-        return math.ceil(float(capacity) / 100 * percent)
-    return to_internal(resource, value)
-
-
-def eviction_threshold(
-    memory_bytes: int, ephemeral_bytes: int, eviction_hard: Mapping[str, str] | None = None
-) -> Resources:
-    """Hard eviction threshold in bytes: memory 100Mi and ephemeral-storage
-    ``ceil(capacity / 100 x 10)`` by default; ``memory.available``/``nodefs.available`` in
-    ``eviction_hard`` replace them (a percentage is of the node capacity, ``100%`` = 0).
-    ``evictionSoft`` is not considered (reference section 3)."""
-    out: Resources = {
-        "memory": 100 * _MIB,
-        "ephemeral-storage": math.ceil(float(ephemeral_bytes) / 100 * 10),
-    }
-    hard = eviction_hard or {}
-    if _MEMORY_AVAILABLE in hard:
-        out["memory"] = _eviction_signal(memory_bytes, hard[_MEMORY_AVAILABLE], "memory")
-    if _NODEFS_AVAILABLE in hard:
-        out["ephemeral-storage"] = _eviction_signal(ephemeral_bytes, hard[_NODEFS_AVAILABLE], "ephemeral-storage")
-    return out
-
 
 def compute_overhead(
     spec: InstanceTypeSpec, options: AWSCatalogOptions | None = None, capacity: Resources | None = None

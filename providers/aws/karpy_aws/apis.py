@@ -32,6 +32,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Quantity, Str
+from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay, printer_column
 from karpy_core.apis.durations import parse_duration
 from karpy_core.utils.quantity import parse_quantity
 
@@ -655,6 +656,21 @@ class EC2NodeClass(KubeObject):
     status: EC2NodeClassStatus = Field(default_factory=EC2NodeClassStatus)
 
 
-def api_kinds() -> list[type[KubeObject]]:
-    """Entry point ``karpy.apis: aws``: the kinds this provider defines."""
-    return [EC2NodeClass]
+def _crd_overlays() -> dict[str, Overlay]:
+    from karpy_aws.crd import ec2nodeclass_overlays  # only when a CRD is generated
+
+    return ec2nodeclass_overlays()
+
+
+def api_kinds() -> list[type[KubeObject] | CRDSpec]:
+    """Entry point ``karpy.apis: aws``: the kinds this provider defines, with their CRDs
+    (``karpy_core.apis.crds`` renders them; the CEL rules are in :mod:`karpy_aws.crd`)."""
+    return [
+        CRDSpec(
+            EC2NodeClass,
+            "ec2nodeclasses",
+            short_names=("ec2nc", "ec2ncs"),
+            columns=(READY_COLUMN, AGE_COLUMN, printer_column("Role", ".spec.role", priority=1)),
+            overlays=_crd_overlays,
+        )
+    ]

@@ -27,6 +27,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator, Field
 
 from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Str
+from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay
 
 __all__ = [
     "MAX_NODEPOOL_NAME",
@@ -194,6 +195,13 @@ class KCNodeClass(KubeObject):
     status: KCNodeClassStatus = Field(default_factory=KCNodeClassStatus)
 
 
-def api_kinds() -> list[type[KubeObject]]:
-    """Entry point ``karpy.apis: kakaocloud``: the kinds this provider defines."""
-    return [KCNodeClass]
+def _crd_overlays() -> dict[str, Overlay]:
+    from karpy_kakaocloud.crd import kcnodeclass_overlays  # only when a CRD is generated
+
+    return kcnodeclass_overlays()
+
+
+def api_kinds() -> list[type[KubeObject] | CRDSpec]:
+    """Entry point ``karpy.apis: kakaocloud``: the kinds this provider defines, with their CRDs
+    (``karpy_core.apis.crds`` renders them; the rules are in :mod:`karpy_kakaocloud.crd`)."""
+    return [CRDSpec(KCNodeClass, "kcnodeclasses", short_names=("kcnc",), columns=(READY_COLUMN, AGE_COLUMN), overlays=_crd_overlays)]

@@ -31,7 +31,7 @@ from karpy_core.apis.labels import (
     LABEL_OS,
     register_well_known_labels,
 )
-from karpy_core.cloudprovider.catalog.aws import kube_reserved
+from karpy_core.cloudprovider.overhead import kube_reserved
 from karpy_core.cloudprovider.types import InstanceType, Offering, Overhead
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_kakaocloud.pricing import PriceTable
