@@ -103,3 +103,46 @@ def _no_leaked_tasks(request: pytest.FixtureRequest):
 
     request._get_active_fixturedef(_RUNNER).addfinalizer(check)
     yield
+
+
+# --- the e2e marker ---------------------------------------------------------------------------
+# A test is `e2e` when it needs a real process or server: the control plane built from Go modules,
+# the controller images, moto's server, the fake KakaoCloud OpenAPI server, helm, or a pip
+# install. `pytest -m 'not e2e'` is the quick loop (CONTRIBUTING.md); the full run is unchanged.
+# Marked here by where a test lives and which fixtures it uses, so a new test using one of these
+# fixtures is marked without being edited.
+
+E2E_PATHS = (
+    "tests/integration/",  # the real control plane (devcluster), the controller images
+    "tests/test_fault_injection.py",  # moto server mode and the fake KakaoCloud OpenAPI, with faults
+    "tests/kakaocloud/test_conformance.py",  # starts the fake KakaoCloud OpenAPI per test
+)
+E2E_FIXTURES = {
+    # fixture name -> the module defining it (another fixture of the same name is not e2e)
+    "moto_url": "tests.aws.conftest",  # moto's ThreadedMotoServer
+    "fake": "tests.kakaocloud.conftest",  # the fake KakaoCloud OpenAPI server
+    "helm": "tests.charts.test_helm",  # the helm binary (built by hack/helm.sh when not cached)
+    "env": "tests.plugins.test_doc_example_plugin",  # pip-installs the documentation's example plugin
+}
+E2E_MARKERS = ("devcluster", "faults")
+
+
+def is_e2e(item: pytest.Item) -> bool:
+    """Whether ``item`` needs a real process or server (see :data:`E2E_PATHS`, :data:`E2E_FIXTURES`)."""
+    path = item.path.relative_to(REPO).as_posix()
+    if path.startswith(E2E_PATHS) or any(item.get_closest_marker(m) for m in E2E_MARKERS):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name, module in E2E_FIXTURES.items():
+        defs = info.name2fixturedefs.get(name)
+        if defs and getattr(defs[-1].func, "__module__", None) == module:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_e2e(item):
+            item.add_marker(pytest.mark.e2e)
