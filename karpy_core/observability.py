@@ -310,7 +310,7 @@ class ClusterStateCollector:
         seen[key] = entry
         return None if entry is None else (entry[1], entry[2], entry[3])
 
-    def _collect_state(self, source: StateSource) -> Iterable[Metric]:
+    def _collect_state(self, source: StateSource) -> Iterable[Metric]:  # noqa: C901
         now = self.now()
         label_keys = self.node_label_keys()
         node_labels = [name for _, name in label_keys] + ["node_name", "phase", "managed"]

@@ -450,7 +450,7 @@ class _Converter:
         self.used: set[str] = set()
         self._stack: list[str] = []
 
-    def convert(self, node: dict[str, Any], path: str, def_name: str | None = None) -> dict[str, Any]:
+    def convert(self, node: dict[str, Any], path: str, def_name: str | None = None) -> dict[str, Any]:  # noqa: C901
         if "$ref" in node:
             name = node["$ref"].rsplit("/", 1)[-1]
             if name in self._stack:

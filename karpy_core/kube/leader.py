@@ -150,8 +150,10 @@ class LeaderElector:
         try:
             while not work.done():
                 sleeper = asyncio.ensure_future(self.clock.sleep(self.retry_period))
-                await asyncio.wait({work, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-                sleeper.cancel()
+                try:
+                    await asyncio.wait({work, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+                finally:  # also when run() is cancelled: the sleep must not outlive it
+                    sleeper.cancel()
                 if work.done():
                     break
                 if await self._attempt():

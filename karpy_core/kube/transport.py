@@ -16,6 +16,7 @@ when the server cannot be reached.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -68,8 +69,8 @@ class TokenSource:
         if self.token_file is not None:
             now = time.monotonic()
             if now - self._read_at >= TOKEN_REREAD_SECONDS:
-                with open(self.token_file) as fh:
-                    self._cached = f"Bearer {fh.read().strip()}"
+                token = await asyncio.to_thread(_read_text, self.token_file)
+                self._cached = f"Bearer {token.strip()}"
                 self._read_at = now
             return self._cached
         if self.refresh is not None:
@@ -248,6 +249,24 @@ def _named(entries: Any, name: str, what: str, key: str) -> dict[str, Any]:
     raise KubeconfigError(f"Invalid kube-config file. Expected object with name {name} in {what} list")
 
 
+def _read_text(path: str) -> str:
+    """The text of ``path`` (run in a thread: file reads block the event loop)."""
+    with open(path) as fh:
+        return fh.read()
+
+
+def _read_kubeconfig(path: str) -> tuple[Any, str]:
+    """The kubeconfig at ``path`` parsed, and its directory (relative references resolve there).
+
+    Raises:
+        OSError: unreadable. yaml.YAMLError: not YAML.
+    """
+    import yaml
+
+    with open(path) as fh:
+        return yaml.safe_load(fh), os.path.dirname(os.path.abspath(path))
+
+
 def _path(value: str, base: str) -> str:
     return value if os.path.isabs(value) else os.path.join(base, value)
 
@@ -262,10 +281,7 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
         OSError: unreadable files. yaml.YAMLError: not YAML.
         KubeconfigError: no such context/cluster/user, or no server.
     """
-    import yaml
-
-    with open(path) as fh:
-        doc = yaml.safe_load(fh)
+    doc, base = await asyncio.to_thread(_read_kubeconfig, path)
     if not isinstance(doc, dict):
         raise KubeconfigError("Invalid kube-config file. No configuration found.")
     ctx_name = context or doc.get("current-context")
@@ -279,7 +295,6 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
     server = cluster.get("server")
     if not server:
         raise KubeconfigError("Invalid kube-config file. No server in the cluster entry.")
-    base = os.path.dirname(os.path.abspath(path))
     auth = TokenSource()
     if user.get("token"):
         auth = TokenSource(fixed=f"Bearer {user['token']}")

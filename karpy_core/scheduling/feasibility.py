@@ -157,7 +157,7 @@ def _pool_requirements_text(claim: ClaimState, table: TypeTable) -> str:
     return "the NodePool requirements" if claim.pods else unmet_nodepool_requirements(table)
 
 
-def check_claim(
+def check_claim(  # noqa: C901
     claim: ClaimState,
     pod: PodInfo,
     att: Attempt,

@@ -321,7 +321,7 @@ class SchedulingRun:
                 self.topology.settle(p.namespace, p.labels, where, newly)
         return True
 
-    def settle_open_zones(self) -> int:
+    def settle_open_zones(self) -> int:  # noqa: C901
         """Pick a zone for each planned claim still open on zone that holds pods a hard zone
         spread of a placed pod counts (:attr:`~karpy_core.scheduling.topology.Topology.watched`);
         returns how many claims were pinned. Run once the plan is made.

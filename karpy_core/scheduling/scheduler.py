@@ -327,7 +327,7 @@ DEAL_SWEEPS = 12
 """Most improving moves the zone-pinned variant's local search makes (:func:`_improve_deal`)."""
 
 
-def _improve_deal(inputs: Inputs, pods: Sequence[PodInfo], zones: dict[str, str]) -> dict[str, str]:
+def _improve_deal(inputs: Inputs, pods: Sequence[PodInfo], zones: dict[str, str]) -> dict[str, str]:  # noqa: C901
     """``zones`` (pod key -> zone, from :func:`_zonal_assignment`) improved by local search on
     the exact cost of each zone's pods (:func:`~karpy_core.scheduling.exact.class_table`): move a
     spread group's pod from one zone to another, or swap pods of two groups between two zones,

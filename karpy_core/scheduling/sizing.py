@@ -358,7 +358,7 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
     return failed
 
 
-def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | None = None, *,
+def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | None = None, *,  # noqa: C901
                proportional: bool = False, targets: int = ROLLOUT_TARGETS[0]) -> list[PodInfo]:
     """Pack plain pods into new NodeClaims sized by cost (see the module docstring); returns the
     pods that fit nowhere. ``targets``: how many targets the look-ahead compares per claim.

@@ -524,7 +524,7 @@ def _topology_rows(p: Problem, per_kind: Sequence[tuple[int, int, dict[int, int]
     return rows
 
 
-def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0,
+def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0,  # noqa: C901
                max_variables: int = 60000, lower_bound: float | None = None,
                fixed: dict[int, int] | None = None) -> MilpResult | None:
     """The bin-indexed MILP (module docstring) on the pruned ``problem``; None when it would have

@@ -97,7 +97,7 @@ def is_scenario_file(path: str | Path) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == "Scenario"
 
 
-def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> Scenario:
+def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> Scenario:  # noqa: C901
     """Parse a scenario file.
 
     Raises:

@@ -201,7 +201,7 @@ _ALLOWED_KEYS = {
 }
 
 
-def _walk(node: dict[str, Any], path: str, problems: list[str]) -> None:
+def _walk(node: dict[str, Any], path: str, problems: list[str]) -> None:  # noqa: C901
     extra = set(node) - _ALLOWED_KEYS
     if extra:
         problems.append(f"{path}: keys not allowed in a structural schema {sorted(extra)}")

@@ -90,7 +90,7 @@ class Faults:
 FAULTS = Faults()
 
 
-def _install_fleet_faults() -> None:
+def _install_fleet_faults() -> None:  # noqa: C901
     import moto.ec2.responses.fleets as fleets
 
     if getattr(fleets.Fleets.create_fleet, "_karpy_patched", False):

@@ -106,6 +106,7 @@ def test_pruning_keeps_the_optimum():
     assert m is not None and m.value == pytest.approx(0.16)
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 def test_default_scenario_ffd_matches_karpy_and_optimum_is_below():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import cost

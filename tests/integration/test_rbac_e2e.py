@@ -110,7 +110,7 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def test_controller_runs_under_the_chart_rbac_without_a_403(
+async def test_controller_runs_under_the_chart_rbac_without_a_403(  # noqa: C901
     devcluster: Any, render: Any, release_namespace: str, log_scan: _LogScan, tmp_path: Path,  # noqa: F811 - fixture
 ) -> None:
     api = devcluster.api

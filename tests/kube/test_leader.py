@@ -107,3 +107,25 @@ async def _renew_forever(holder: LeaderElector) -> None:
     while True:
         await holder._try()
         await asyncio.sleep(0.1)
+
+
+async def test_cancelling_the_leader_leaves_no_task_behind():
+    """Cancelling ``run`` (the operator's shutdown) stops the lead work and the renew sleep too."""
+    cluster = InMemoryCluster()
+    a = LeaderElector(cluster, name="karpy", namespace="karpy", identity="a", clock=RealClock(),
+                      lease_duration=60.0, renew_deadline=40.0, retry_period=30.0)
+    running = asyncio.Event()
+
+    async def lead() -> None:
+        running.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(a.run(lead))
+    await asyncio.wait_for(running.wait(), 5)
+    await asyncio.sleep(0)  # run() is now waiting out its 30 s renew period
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0)
+    left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+    assert left == [] and not a.is_leader
+    assert (await cluster.get("Lease", "karpy", "karpy"))["spec"].get("holderIdentity") in (None, "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -144,10 +145,11 @@ async def test_recorder_records_a_watch_as_list_then_watch() -> None:
     seen = []
 
     async def consume() -> None:
-        async for ev in rec.watch("Node"):
-            seen.append(ev.type)
-            if ev.type == "SYNCED":
-                return
+        async with contextlib.aclosing(rec.watch("Node")) as events:
+            async for ev in events:
+                seen.append(ev.type)
+                if ev.type == "SYNCED":
+                    return
 
     await asyncio.wait_for(consume(), 5)
     assert seen == ["ADDED", "SYNCED"]

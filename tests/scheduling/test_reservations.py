@@ -9,6 +9,7 @@ import pytest
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_RESERVATION_ID
 from karpy_core.cloudprovider.types import InstanceType, Offering, without_reserved
+from karpy_core.scheduling.infeasible import InfeasibleKind
 from karpy_core.scheduling.pod import pod_info
 from karpy_core.scheduling.reservations import ReservationLedger
 from karpy_core.scheduling.scheduler import Scheduler
@@ -100,7 +101,8 @@ def test_reserved_only_nodepool_leaves_pods_pending_once_full():
     res = solve(catalog, [pod(f"p{i}", "1500m", "1Gi") for i in range(2)], [pool])
     assert len(res.new_claims) == 1 and ct(res.new_claims[0]) == {"reserved"}
     assert list(res.errors) == ["default/p1"]
-    assert "capacity reservation is used up: cr-1 (0 left)" in res.errors["default/p1"]
+    assert res.reasons["default/p1"].pool("default").kinds == (InfeasibleKind.RESERVATION_EXHAUSTED,)
+    assert "cr-1" in res.errors["default/p1"]
 
 
 def test_nodepool_excluding_reserved_never_takes_it():

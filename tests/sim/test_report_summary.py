@@ -124,6 +124,7 @@ async def test_scale_down_summary_counts_the_consolidation_saving(tmp_path):
     ]
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 def test_timeline_json_carries_series_per_nodepool(tmp_path):
     od = _pinned_pool("od")
     spot = _pinned_pool("spot", capacity="spot")
@@ -158,6 +159,7 @@ def test_timeline_json_carries_series_per_nodepool(tmp_path):
     assert (tmp_path / "t.png").stat().st_size > 0  # -o json --timeline writes the PNG too
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
     pytest.importorskip("matplotlib")
     report = await karpenter_run(karpenter_only_scale_down(tmp_path))

@@ -193,6 +193,7 @@ async def test_nodeclass_change_drifts_through_the_provider(tmp_path):
     assert doc["summary"]["pods_pending"] == 0
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 async def test_a_pod_that_can_never_schedule_does_not_freeze_disruption(tmp_path):
     """One pending pod no NodePool can run (a typo'd selector) sits next to a workload that scales
     down: consolidation and drift go on (Karpenter needs only the non-pending pods to reschedule)."""
@@ -234,11 +235,13 @@ def day_of_scale_downs(tmp_path: Path, replicas: int = 100) -> str:
     ], until="24h")
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 async def test_a_day_of_scale_downs_binds_every_remaining_pod(tmp_path):
     doc = await run(day_of_scale_downs(tmp_path, replicas=20))
     assert doc["summary"]["pods_bound"] == 166 and doc["summary"]["pods_pending"] == 0
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 def test_cli_scenario_json_explain_node_and_png(tmp_path):
     result = CliRunner().invoke(app, ["simulate", str(DATA / "scale-down.yaml"), "--until", "4h", "-o", "json"])
     assert result.exit_code == 0, result.output

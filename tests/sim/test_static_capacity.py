@@ -125,6 +125,7 @@ def cli(*args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)
 def test_spot_to_spot_in_a_scenario_and_the_explain_lines(tmp_path: Path) -> None:
     # gate on, the whole catalog: a cheaper spot node replaces the underutilized spot node
     doc = json.loads(cli(spot_scenario(tmp_path, True), "-o", "json"))

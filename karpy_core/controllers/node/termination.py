@@ -185,7 +185,7 @@ class NodeTermination:
                 events.extend(await self._terminate(node, pods, claims))
         return events
 
-    async def _terminate(self, node: dict[str, Any], pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[TerminationEvent]:
+    async def _terminate(self, node: dict[str, Any], pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[TerminationEvent]:  # noqa: C901
         name = node["metadata"]["name"]
         events: list[TerminationEvent] = []
         now = self.clock.now()

@@ -242,8 +242,8 @@ class KakaoCloudProvider:
         async with self._init_lock:
             if self._keyring is None:
                 path = self._keyring_file or os.environ.get(ENV_KEYRING_FILE)
-                if path or (self.kube is None and Path(DEFAULT_KEYRING_FILE).exists()):
-                    self._keyring = keyring_from_file(path or DEFAULT_KEYRING_FILE)
+                if path or (self.kube is None and await asyncio.to_thread(Path(DEFAULT_KEYRING_FILE).exists)):
+                    self._keyring = await asyncio.to_thread(keyring_from_file, path or DEFAULT_KEYRING_FILE)
                 else:
                     self._keyring = await keyring_from_secret(
                         self._need_kube("reading the keyring Secret"), namespace=self.namespace, name=self._keyring_secret
@@ -555,7 +555,7 @@ class KakaoCloudProvider:
         pem = self._ca_pem
         if pem is None:
             try:
-                pem = Path(self._ca_file).read_text()
+                pem = await asyncio.to_thread(Path(self._ca_file).read_text)
             except OSError as exc:
                 pem = self._kube_client_ca() if self._ca_file == DEFAULT_CA_FILE else None
                 if pem is None:
