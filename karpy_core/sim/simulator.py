@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
 from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
@@ -138,15 +139,13 @@ class Simulator:
         ``featureGates``): the controllers below take them as the controller's do."""
         self.start = self.clock.now()
         self.provider = provider
-        if hasattr(provider, "set_feature_gates"):
-            provider.set_feature_gates(self.feature_gates)
         if cluster is None:
             serve_plugin_node_classes()
             cluster = InMemoryCluster(self.clock)
         self.cluster = cluster
-        plugin = getattr(provider, "plugin", None)
-        if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
-            plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
+        # a plugin built without a kube client reads its NodeClasses from this cluster
+        provider.prepare(ProviderContext(kube=self.cluster, feature_gates=self.feature_gates, clock=self.clock, simulation=True))
+        plugin = provider.plugin
         self._nodeclasses = plugin if isinstance(plugin, SimulatedProvider) else None
         """The simulated cloud's NodeClass status loop, run each step (NodeClassReady needs their Ready)."""
         self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)

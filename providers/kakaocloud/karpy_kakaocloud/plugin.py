@@ -56,7 +56,7 @@ from collections import Counter as Tally
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter
 
@@ -104,7 +104,12 @@ from karpy_kakaocloud.settings import KakaoCloudSettings, endpoints_from_env
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.context import ProviderContext
+    from karpy_core.cloudprovider.contract import CloseHook, CloudProviderPlugin, PrepareHook
     from karpy_core.kube.port import KubeClient
+
+    class _Contract(CloudProviderPlugin, PrepareHook, CloseHook, Protocol):
+        """The hooks this plugin implements (mypy checks their signatures)."""
 
 __all__ = ["MAX_NODEPOOL_NAME", "KakaoCloudProvider", "UnownedInstanceError", "create_plugin"]
 
@@ -208,6 +213,8 @@ class KakaoCloudProvider:
         )
         self.reported: dict[str, str] = {}
         """instance id -> reason, for every VM reported as not owned (latest reason)."""
+        self._served_on: list[CollectorRegistry] = []
+        """The registries :attr:`unowned_instances` is registered on (``karpy_prepare``)."""
 
     def __repr__(self) -> str:
         return f"KakaoCloudProvider(cluster_name={self.cluster_name!r})"
@@ -390,6 +397,23 @@ class KakaoCloudProvider:
     @hookimpl
     def karpy_name(self) -> str:
         return "kakaocloud"
+
+    @hookimpl
+    def karpy_prepare(self, context: ProviderContext) -> None:
+        """Take karpy's context: its kube client when the ``kube`` option named none
+        (:meth:`bind_kube`), and the controller's registry, on which
+        ``karpy_kakaocloud_unowned_instances_total`` is served (once per registry)."""
+        if self.kube is None and context.kube is not None:
+            self.bind_kube(context.kube)
+        registry = context.registry
+        if registry is not None and all(r is not registry for r in self._served_on):
+            registry.register(self.unowned_instances)
+            self._served_on.append(registry)
+
+    @hookimpl
+    async def karpy_close(self) -> None:
+        """:meth:`aclose`."""
+        await self.aclose()
 
     @hookimpl
     def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
@@ -873,6 +897,10 @@ class KakaoCloudProvider:
         if zone and zone not in nc.zones:
             return "SubnetDrift"
         return ""
+
+
+if TYPE_CHECKING:
+    _conforms: type[_Contract] = KakaoCloudProvider
 
 
 # --------------------------------------------------------------------------------------------
