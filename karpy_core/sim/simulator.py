@@ -26,11 +26,11 @@ type), requested and allocatable cpu and memory, and the pending pods (:meth:`Si
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
-from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
 from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
@@ -143,8 +143,10 @@ class Simulator:
             serve_plugin_node_classes()
             cluster = InMemoryCluster(self.clock)
         self.cluster = cluster
-        # a plugin built without a kube client reads its NodeClasses from this cluster
-        provider.prepare(ProviderContext(kube=self.cluster, feature_gates=self.feature_gates, clock=self.clock, simulation=True))
+        # a plugin built without a kube client reads its NodeClasses from this cluster; the rest of
+        # an earlier context (a test's Operator: its metrics registry) is kept
+        provider.prepare(dataclasses.replace(provider.context, kube=self.cluster, feature_gates=self.feature_gates,
+                                             clock=self.clock, simulation=True))
         plugin = provider.plugin
         self._nodeclasses = plugin if isinstance(plugin, SimulatedProvider) else None
         """The simulated cloud's NodeClass status loop, run each step (NodeClassReady needs their Ready)."""
