@@ -86,3 +86,15 @@ def test_a_plugin_without_optional_hooks_has_no_pricing_note_and_starts_and_clos
     cloud = CloudProvider(FakeProvider())
     cloud.prepare(ProviderContext(registry=CollectorRegistry()))
     assert cloud.pricing_note() is None and cloud.controllers() == []
+
+
+def test_karpy_reads_no_plugin_attribute_by_name() -> None:
+    """Capabilities are hooks (or the ProviderContext), never probed with getattr/hasattr."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "karpy_core"
+    probe = re.compile(r"\b(?:getattr|hasattr)\(\s*(?:[\w.]*plugin\b|[\w.]+,\s*[\"']plugin[\"'])")
+    found = [f"{path.relative_to(root.parent)}:{n}" for path in sorted(root.rglob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1) if probe.search(line)]
+    assert not found, found
