@@ -74,7 +74,8 @@ def karpy_prepare(context: ProviderContext) -> None:
     """**Optional.** Take karpy's :class:`~karpy_core.cloudprovider.context.ProviderContext`:
     the kube client (use it unless your options named one), the feature gates, the cluster name,
     the clock and the Prometheus registry to register your own metrics on. Called by the
-    controller and the simulator before any other hook is used, and again whenever the context
+    controller and the simulator after load (``karpy_name`` and ``karpy_supported_node_classes``
+    may already have been called) and before any other hook, and again whenever the context
     changes (each call replaces the last; register metrics once per registry). Not async, no I/O:
     do start-up I/O in ``karpy_start``.
 
