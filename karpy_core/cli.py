@@ -199,7 +199,7 @@ async def run_simulation(
     ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
     loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
     await sim.run()
-    pricing = getattr(provider.plugin, "pricing_note", None)
+    pricing = provider.pricing_note()
     inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
         f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
     report = await build_report(
@@ -291,7 +291,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
                     feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
                     batch_idle_seconds=batching[1], batch_max_seconds=batching[2])
     await run_scenario(sim, scenario, end)
-    pricing = getattr(provider.plugin, "pricing_note", None)
+    pricing = provider.pricing_note()
     return await build_report(
         sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                             "scenario": scenario.name, "until_seconds": end},
@@ -570,10 +570,8 @@ async def run_controller(
             provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
         provider_options = {**provider_options, "kube": kube}  # NodeClasses (status, drift), Secrets, events
         provider = load_provider(cloud_provider, provider_options)
-        prepare = getattr(provider.plugin, "prepare", None)  # optional: settings a provider discovers (AWS: the endpoint)
-        if prepare is not None:
-            await prepare()
-        operator = Operator(kube=kube, provider=provider, settings=settings)
+        operator = Operator(kube=kube, provider=provider, settings=settings)  # prepares the provider (its context)
+        await provider.start()  # optional start-up I/O: settings a provider discovers (AWS: the endpoint)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -586,10 +584,9 @@ async def run_controller(
     finally:
         # The provider's cloud clients (aiobotocore, httpx) are closed before the loop ends, or
         # asyncio logs "Unclosed client session" errors on every shutdown.
-        aclose = getattr(getattr(provider, "plugin", None), "aclose", None)
-        if aclose is not None:
+        if provider is not None:
             try:
-                await aclose()
+                await provider.close()
             except Exception as exc:  # shutting down: report, never mask the original error
                 logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
         await kube.close()

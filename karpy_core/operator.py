@@ -21,10 +21,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, Field
 
 from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL, LABEL_ZONE
+from karpy_core.cloudprovider.context import ProviderContext
+from karpy_core.cloudprovider.metrics import CloudCallMetrics
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.capacitybuffer import REQUEUE_SECONDS as CAPACITY_BUFFER_REQUEUE
@@ -217,12 +218,10 @@ class Operator:
         self.clock = clock or RealClock()
         self.metrics = metrics or Metrics(now=self.clock.now)
         self.provider = provider
-        provider.observer = self._observe_cloud_call
-        if hasattr(provider, "set_feature_gates"):
-            provider.set_feature_gates(self.settings.feature_gates)
-        provider_registry = getattr(provider.plugin, "metrics_registry", None)
-        if isinstance(provider_registry, CollectorRegistry):
-            self.metrics.adopt(provider_registry)
+        provider.prepare(ProviderContext(
+            kube=kube, feature_gates=self.settings.feature_gates, cluster_name=self.settings.cluster_name, clock=self.clock,
+            registry=self.metrics.registry,
+            cloud_call_metrics=CloudCallMetrics(self.metrics.cloudprovider_duration, self.metrics.cloudprovider_errors)))
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
         gates = self.settings.feature_gates
         buffer_kinds = list(self.BUFFER_KINDS) if gates.CapacityBuffer else []
@@ -273,18 +272,6 @@ class Operator:
         self.started = False
         self.elector: LeaderElector | None = None
         self.first_nodeclaim_at: float | None = None
-
-    def _observe_cloud_call(self, method: str, seconds: float, error: str) -> None:
-        """``karpenter_cloudprovider_duration_seconds`` / ``..._errors_total``, labelled with the
-        calling controller (the asyncio task's name, e.g. ``nodeclaim.lifecycle``)."""
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:  # called outside an event loop
-            task = None
-        labels = {"controller": task.get_name() if task is not None else "", "method": method, "provider": self.provider.name}
-        self.metrics.cloudprovider_duration.labels(**labels).observe(seconds)
-        if error:
-            self.metrics.cloudprovider_errors.labels(**labels, error=error).inc()
 
     def _observe_planning(self, p: PlanningPass) -> None:
         """Metrics of one disruption planning pass: eligible nodes per method, evaluation time,

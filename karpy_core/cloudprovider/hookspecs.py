@@ -6,6 +6,14 @@ through pluggy **returns an awaitable**; karpy's :class:`~karpy_core.cloudprovid
 facade awaits it. Exactly one plugin is active at a time, so no hook is ``firstresult`` and no
 fallback chain across plugins exists.
 
+The optional hooks (``karpy_prepare``, ``karpy_start``, ``karpy_close``, ``karpy_controllers``,
+``karpy_pricing_note``) are every capability karpy hands a plugin or asks of it besides the
+cloud operations: the context (kube client, feature gates, cluster name, clock, metrics registry)
+arrives through ``karpy_prepare`` as one frozen
+:class:`~karpy_core.cloudprovider.context.ProviderContext`. karpy reads no other attribute of a
+plugin. :class:`~karpy_core.cloudprovider.contract.CloudProviderPlugin` is the same contract as a
+``typing.Protocol`` for mypy.
+
 Implementations mark their methods with :data:`karpy_core.cloudprovider.hookimpl` and may accept
 fewer parameters than the spec (pluggy's opt-in arguments), so new parameters are additive.
 
@@ -26,6 +34,7 @@ import pluggy
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
 
 __all__ = ["PROJECT", "ControllerLoop", "hookspec"]
@@ -57,6 +66,50 @@ def karpy_supported_node_classes() -> list[tuple[str, str]]:  # type: ignore[emp
     default. Not async.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def karpy_prepare(context: ProviderContext) -> None:
+    """**Optional.** Take karpy's :class:`~karpy_core.cloudprovider.context.ProviderContext`:
+    the kube client (use it unless your options named one), the feature gates, the cluster name,
+    the clock and the Prometheus registry to register your own metrics on. Called by the
+    controller and the simulator after load (``karpy_name`` and ``karpy_supported_node_classes``
+    may already have been called) and before any other hook, and again whenever the context
+    changes (each call replaces the last; register metrics once per registry). Not async, no I/O:
+    do start-up I/O in ``karpy_start``.
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def karpy_start() -> Awaitable[None]:  # type: ignore[empty-body]
+    """**Optional.** Start-up I/O (awaitable), awaited once by ``karpy controller`` after
+    ``karpy_prepare`` and before the controllers run, e.g. discovering settings left unset (AWS:
+    the cluster endpoint through EKS ``DescribeCluster``). Raise ``ConfigurationError`` to stop
+    the controller with that message.
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def karpy_close() -> Awaitable[None]:  # type: ignore[empty-body]
+    """**Optional.** Release the cloud clients (awaitable): awaited once when karpy stops (the
+    controller's shutdown, the conformance kit's teardown). An error is logged, never raised
+    over the one that stopped karpy.
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def karpy_pricing_note() -> str:  # type: ignore[empty-body]
+    """**Optional.** One line saying where the provider's prices come from (e.g. ``"static
+    price list, us-east-1"``), printed under the ``karpy simulate`` report's first line. Not async.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -49,17 +49,23 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.cloudprovider.calls import CallsDecorator, CloudCalls
 from karpy_core.cloudprovider.types import InstanceType, Offering
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.utils.quantity import QuantityError
 
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_core.apis.nodepool import NodePool
+
 __all__ = [
     "AppliedChange",
     "LAUNCH_OVERLAY",
+    "OverlaidCalls",
     "OverlayRule",
     "OverlayStore",
     "PoolTypes",
@@ -458,3 +464,49 @@ def launch_overlay(store: OverlayStore | None, nodepool: str) -> Iterator[None]:
         yield
     finally:
         LAUNCH_OVERLAY.reset(token)
+
+
+# --------------------------------------------------------------------------- the decorator
+
+class OverlaidCalls(CallsDecorator):
+    """The NodeOverlay decorator (upstream ``pkg/cloudprovider/overlay``): while a store is set
+    (the ``NodeOverlay`` gate is on), ``get_instance_types`` returns the NodePool's overlaid types
+    (:meth:`OverlayStore.apply_all`) and ``create`` runs with :data:`LAUNCH_OVERLAY` set to the
+    NodeClaim's NodePool's overlay (:func:`launch_overlay`), so the launch kernel ranks overlaid
+    prices and capacities.
+
+    Args:
+        inner: the calls being decorated (their instance types are the overlays' input).
+
+    Attributes:
+        store: the overlay store (None: NodeOverlays off); set by the NodeOverlay controller.
+        generation: bumped by :meth:`set_store` when the store's content changes (cache keys).
+    """
+
+    def __init__(self, inner: CloudCalls):
+        super().__init__(inner)
+        self.store: OverlayStore | None = None
+        self.generation = 0
+
+    def set_store(self, store: OverlayStore) -> bool:
+        """Use ``store`` from now on; True (and :attr:`generation` bumped) when it applies other
+        updates than the current one (otherwise only the current one's status fields are refreshed)."""
+        current = self.store
+        if current is not None and current.fingerprint() == store.fingerprint():
+            current.invalid, current.conflicts, current.applied = store.invalid, store.conflicts, store.applied
+            return False
+        self.store = store
+        self.generation += 1
+        return True
+
+    async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """The inner create, ranking the NodeClaim's NodePool's overlaid types."""
+        nodepool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
+        with launch_overlay(self.store, nodepool):
+            return await self.inner.create(nodeclaim)
+
+    async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        """The inner types, overlaid for ``nodepool`` while a store is set."""
+        types = await self.inner.get_instance_types(nodepool)
+        store = self.store
+        return types if store is None else store.apply_all(nodepool.metadata.name or "", types)

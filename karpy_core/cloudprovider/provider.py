@@ -9,34 +9,40 @@ awaits the async hooks so callers get plain values.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
-import inspect
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
 from karpy_core.cloudprovider import hookspecs
+from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
-from karpy_core.cloudprovider.overlay import OverlayStore, launch_overlay
-from karpy_core.cloudprovider.types import RepairPolicy, without_reserved
+from karpy_core.cloudprovider.metrics import MeteredCalls
+from karpy_core.cloudprovider.overlay import OverlaidCalls, OverlayStore
+from karpy_core.cloudprovider.reservations import ReservedCapacityCalls
+from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.errors import ConfigurationError
-from karpy_core.featuregates import FeatureGates
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
     from karpy_core.cloudprovider.types import InstanceType
+    from karpy_core.featuregates import FeatureGates
 
-__all__ = ["ENTRY_POINT_GROUP", "CloudProvider", "available_providers", "load_provider"]
+__all__ = ["ENTRY_POINT_GROUP", "OPTIONAL_HOOKS", "CloudProvider", "Decorated", "available_providers", "compose",
+           "load_provider"]
 
 ENTRY_POINT_GROUP = "karpy.cloudprovider"
 
 _HOOKS = [name for name in dir(hookspecs) if name.startswith("karpy_")]
-OPTIONAL_HOOKS = frozenset({"karpy_controllers"})
+OPTIONAL_HOOKS = frozenset({"karpy_controllers", "karpy_prepare", "karpy_start", "karpy_close", "karpy_pricing_note"})
 """Hooks a plugin may leave out (at most one implementation each)."""
+
+log = logging.getLogger("karpy.cloudprovider")
 
 
 def available_providers() -> list[str]:
@@ -44,14 +50,43 @@ def available_providers() -> list[str]:
     return sorted(ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decorated:
+    """The decorator stack over a plugin's calls (:func:`compose`), outermost first.
+
+    Attributes:
+        outer: what the facade's async methods call (overlays over reservations over metrics).
+        overlays: the NodeOverlay decorator (its store and generation).
+        reserved: the capacity-reservation decorator; its ``get_instance_types`` is the raw,
+            non-overlaid view the NodeOverlay controller evaluates.
+        metered: the cloud-call metrics decorator, directly over the plugin.
+    """
+
+    outer: CloudCalls
+    overlays: OverlaidCalls
+    reserved: ReservedCapacityCalls
+    metered: MeteredCalls
+
+    def layers(self) -> tuple[CloudCalls, ...]:
+        """Every decorator, outermost first (each is prepared with the context)."""
+        return (self.overlays, self.reserved, self.metered)
+
+
+def compose(plugin_calls: CloudCalls, provider: str) -> Decorated:
+    """Wrap a plugin's calls in karpy's decorators, the one place they are composed:
+    NodeOverlays (:class:`~karpy_core.cloudprovider.overlay.OverlaidCalls`) over capacity
+    reservations (:class:`~karpy_core.cloudprovider.reservations.ReservedCapacityCalls`) over
+    the cloud-call metrics (:class:`~karpy_core.cloudprovider.metrics.MeteredCalls`, innermost,
+    so only the cloud's own time is measured). ``provider`` is the metrics' ``provider`` label."""
+    metered = MeteredCalls(plugin_calls, provider)
+    reserved = ReservedCapacityCalls(metered)
+    overlays = OverlaidCalls(reserved)
+    return Decorated(outer=overlays, overlays=overlays, reserved=reserved, metered=metered)
 
 
 class CloudProvider:
-    """Calls the hooks of exactly one plugin and awaits them.
+    """Calls the hooks of exactly one plugin, through karpy's decorators; the one object
+    controllers use to reach the cloud.
 
     Args:
         plugin: an object whose methods are marked with ``karpy_core.cloudprovider.hookimpl``.
@@ -70,7 +105,7 @@ class CloudProvider:
         except pluggy.PluginValidationError as exc:
             raise ConfigurationError(f"cloud provider plugin {plugin!r} implements an unknown hook: {exc}") from exc
         for name in _HOOKS:
-            impls = getattr(self._pm.hook, name).get_hookimpls()
+            impls = self._caller(name).get_hookimpls()
             if name in OPTIONAL_HOOKS and len(impls) <= 1:
                 continue
             if len(impls) != 1:
@@ -78,43 +113,61 @@ class CloudProvider:
                     f"cloud provider plugin {plugin!r} must implement hook {name} exactly once (found {len(impls)})"
                 )
         self.plugin = plugin
+        """The plugin object (for its own tests; karpy calls it only through its hooks)."""
         self.name: str = self._call_sync("karpy_name")
-        self.observer: Callable[[str, float, str], None] | None = None
-        """Called after every async hook with (method, seconds, error class name or "")."""
-        self.feature_gates = FeatureGates()
-        """Set by the operator and the simulator; with ``ReservedCapacity=false``
-        :meth:`get_instance_types` drops every ``reserved`` offering (Karpenter's AWS provider
-        then builds none), so nothing schedules or launches into a capacity reservation. The
-        plugin sees the gates too, as its ``feature_gates`` attribute when it has one."""
-        self.overlays: OverlayStore | None = None
-        """The NodeOverlay store while the ``NodeOverlay`` gate is on (None: off): every
-        :meth:`get_instance_types` and :meth:`create` sees overlaid instance types, as upstream's
-        ``pkg/cloudprovider/overlay`` decorator wraps the cloud provider."""
-        self.overlay_generation = 0
-        """Bumped by :meth:`set_overlays` when the store's content changes (cache keys)."""
+        self.decorated = compose(PluginCalls(self._pm), self.name)
+        """The decorator stack every async method goes through (:func:`compose`)."""
+        self.context = ProviderContext()
+        """The context of the last :meth:`prepare` (defaults until then)."""
 
-    def set_feature_gates(self, gates: FeatureGates) -> None:
-        """Give the facade (and a plugin with a ``feature_gates`` attribute) ``gates``."""
-        self.feature_gates = gates
-        if hasattr(self.plugin, "feature_gates"):
-            self.plugin.feature_gates = gates
+    def _caller(self, hook: str) -> Any:
+        return getattr(self._pm.hook, hook)  # the hook caller pluggy made from the hookspec of that name
+
+    def _implemented(self, hook: str) -> bool:
+        return bool(self._caller(hook).get_hookimpls())
 
     def _call_sync(self, hook: str, **kwargs: Any) -> Any:
-        return getattr(self._pm.hook, hook)(**kwargs)[0]
+        return self._caller(hook)(**kwargs)[0]
 
-    async def _call(self, hook: str, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        error = ""
-        try:
-            return await _maybe_await(self._call_sync(hook, **kwargs))
-        except Exception as exc:
-            error = type(exc).__name__
-            raise
-        finally:
-            if self.observer is not None:
-                method = "".join(part.capitalize() for part in hook.removeprefix("karpy_").split("_"))
-                self.observer(method, time.perf_counter() - start, error)
+    # ------------------------------------------------------------------ the context
+    def prepare(self, context: ProviderContext) -> None:
+        """Give ``context`` to the decorators and to the plugin's ``karpy_prepare`` hook (when it
+        has one). Called by the composition roots before the controllers run; a later call
+        replaces the context."""
+        self.context = context
+        for layer in self.decorated.layers():
+            layer.prepare(context)
+        if self._implemented("karpy_prepare"):
+            self._caller("karpy_prepare")(context=context)  # returns None: pluggy's result list is empty
 
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """The prepared context's feature gates."""
+        return self.context.feature_gates
+
+    def set_feature_gates(self, gates: FeatureGates) -> None:
+        """:meth:`prepare` with the current context's ``feature_gates`` replaced by ``gates``."""
+        self.prepare(dataclasses.replace(self.context, feature_gates=gates))
+
+    async def start(self) -> None:
+        """Await the plugin's optional ``karpy_start`` (start-up I/O), once, before the controllers run.
+
+        Raises:
+            ConfigurationError: the plugin cannot start with its settings.
+        """
+        if self._implemented("karpy_start"):
+            await self._call_sync("karpy_start")
+
+    async def close(self) -> None:
+        """Await the plugin's optional ``karpy_close`` (release its clients)."""
+        if self._implemented("karpy_close"):
+            await self._call_sync("karpy_close")
+
+    def pricing_note(self) -> str | None:
+        """The plugin's ``karpy_pricing_note`` (where its prices come from), or None."""
+        return str(self._call_sync("karpy_pricing_note")) if self._implemented("karpy_pricing_note") else None
+
+    # ------------------------------------------------------------------ sync hooks
     def supported_node_classes(self) -> list[tuple[str, str]]:
         """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""
         return list(self._call_sync("karpy_supported_node_classes"))
@@ -126,10 +179,9 @@ class CloudProvider:
 
     def controllers(self) -> list[ControllerLoop]:
         """The provider's background loops (see the optional ``karpy_controllers`` hook)."""
-        hook = self._pm.hook.karpy_controllers
-        if not hook.get_hookimpls():
+        if not self._implemented("karpy_controllers"):
             return []
-        return list(hook()[0] or [])
+        return list(self._call_sync("karpy_controllers") or [])
 
     def repair_policies(self) -> list[RepairPolicy]:
         """The provider's node-repair policies; Karpenter-style mappings are read with
@@ -143,55 +195,63 @@ class CloudProvider:
             out.append(p if isinstance(p, RepairPolicy) else RepairPolicy.from_mapping(cast("Mapping[str, object]", p)))
         return out
 
+    # ------------------------------------------------------------------ NodeOverlays
+    @property
+    def overlays(self) -> OverlayStore | None:
+        """The NodeOverlay store while the ``NodeOverlay`` gate is on (None: off): every
+        :meth:`get_instance_types` and :meth:`create` sees overlaid instance types
+        (:class:`~karpy_core.cloudprovider.overlay.OverlaidCalls`)."""
+        return self.decorated.overlays.store
+
+    @overlays.setter
+    def overlays(self, store: OverlayStore | None) -> None:
+        self.decorated.overlays.store = store
+
+    @property
+    def overlay_generation(self) -> int:
+        """Bumped by :meth:`set_overlays` when the store's content changes (cache keys)."""
+        return self.decorated.overlays.generation
+
     def set_overlays(self, store: OverlayStore) -> bool:
         """Use ``store`` from now on; returns True (and bumps :attr:`overlay_generation`) when it
         applies other updates than the current one."""
-        current = self.overlays
-        if current is not None and current.fingerprint() == store.fingerprint():
-            current.invalid, current.conflicts, current.applied = store.invalid, store.conflicts, store.applied
-            return False
-        self.overlays = store
-        self.overlay_generation += 1
-        return True
+        return self.decorated.overlays.set_store(store)
 
+    # ------------------------------------------------------------------ async hooks
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_create`. With NodeOverlays on, the
         launch kernel ranks the NodeClaim's NodePool's overlaid instance types
         (:data:`~karpy_core.cloudprovider.overlay.LAUNCH_OVERLAY`)."""
-        nodepool = nodeclaim.metadata.labels.get("karpenter.sh/nodepool", "")
-        with launch_overlay(self.overlays, nodepool):
-            return cast("NodeClaim", await self._call("karpy_create", nodeclaim=nodeclaim))
+        return await self.decorated.outer.create(nodeclaim)
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_delete`."""
-        await self._call("karpy_delete", nodeclaim=nodeclaim)
+        await self.decorated.outer.delete(nodeclaim)
 
     async def get(self, provider_id: str) -> NodeClaim:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_get`."""
-        return cast("NodeClaim", await self._call("karpy_get", provider_id=provider_id))
+        return await self.decorated.outer.get(provider_id)
 
     async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_get_instance_types` (a new list;
         the instance types themselves are shared with the plugin and must not be mutated). With
-        NodeOverlays on, the types the overlays select are overlaid copies."""
-        types = await self.raw_instance_types(nodepool)
-        store = self.overlays
-        return types if store is None else store.apply_all(nodepool.metadata.name or "", types)
+        NodeOverlays on, the types the overlays select are overlaid copies; with
+        ``ReservedCapacity=false`` no reserved offering is among them."""
+        return await self.decorated.outer.get_instance_types(nodepool)
 
     async def raw_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         """The plugin's instance types without NodeOverlays (what the overlay controller evaluates),
         reserved offerings dropped with ``ReservedCapacity=false``."""
-        types = list(await self._call("karpy_get_instance_types", nodepool=nodepool))
-        return types if self.feature_gates.ReservedCapacity else without_reserved(types)
+        return await self.decorated.reserved.get_instance_types(nodepool)
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_is_drifted`: a reason or ``""``."""
-        return str(await self._call("karpy_is_drifted", nodeclaim=nodeclaim) or "")
+        return await self.decorated.outer.is_drifted(nodeclaim)
 
     # defined last: inside the class body, ``list`` names this method from here on
     async def list(self) -> list[NodeClaim]:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_list`."""
-        return list(await self._call("karpy_list"))
+        return await self.decorated.outer.list()
 
 
 def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProvider:

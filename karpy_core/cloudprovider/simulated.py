@@ -91,6 +91,8 @@ from karpy_core.utils.clock import now_function
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.context import ProviderContext
+    from karpy_core.cloudprovider.contract import FullCloudProviderPlugin
 
 __all__ = ["PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "SimulatedOptions", "SimulatedProvider", "SimulatedReservation",
            "create_plugin"]
@@ -475,6 +477,26 @@ class SimulatedProvider:
         return patched
 
     @hookimpl
+    def karpy_prepare(self, context: ProviderContext) -> None:
+        """Read NodeClasses from ``context.kube`` unless the ``kube`` option named a client (the
+        simulator's in-memory cluster, for a plugin built without one)."""
+        if self.kube is None:
+            self.kube = context.kube
+
+    @hookimpl
+    async def karpy_start(self) -> None:
+        """Nothing to discover: the catalog is local."""
+
+    @hookimpl
+    async def karpy_close(self) -> None:
+        """Nothing to close: no cloud client."""
+
+    @hookimpl
+    def karpy_pricing_note(self) -> str:
+        """:attr:`pricing_note`."""
+        return self.pricing_note
+
+    @hookimpl
     def karpy_controllers(self) -> list[ControllerLoop]:
         """With ``kube``: one loop that keeps NodeClasses Ready (:meth:`reconcile_nodeclasses`, every 10 s)."""
         if self.kube is None:
@@ -500,6 +522,10 @@ class SimulatedProvider:
     def karpy_repair_policies(self) -> list[RepairPolicy]:
         """Karpenter's KWOK provider's policies: Ready False or Unknown for 10 minutes."""
         return ready_repair_policies(600)
+
+
+if TYPE_CHECKING:
+    _conforms: type[FullCloudProviderPlugin] = SimulatedProvider  # mypy checks every hook's signature
 
 
 class SimulatedOptions(ProviderOptions):

@@ -26,6 +26,7 @@ type), requested and allocatable cpu and memory, and the pending pods (:meth:`Si
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,15 +139,15 @@ class Simulator:
         ``featureGates``): the controllers below take them as the controller's do."""
         self.start = self.clock.now()
         self.provider = provider
-        if hasattr(provider, "set_feature_gates"):
-            provider.set_feature_gates(self.feature_gates)
         if cluster is None:
             serve_plugin_node_classes()
             cluster = InMemoryCluster(self.clock)
         self.cluster = cluster
-        plugin = getattr(provider, "plugin", None)
-        if isinstance(plugin, SimulatedProvider) and plugin.kube is None:
-            plugin.kube = self.cluster  # NodeClass drift reads the NodeClasses applied to this cluster
+        # a plugin built without a kube client reads its NodeClasses from this cluster; the rest of
+        # an earlier context (a test's Operator: its metrics registry) is kept
+        provider.prepare(dataclasses.replace(provider.context, kube=self.cluster, feature_gates=self.feature_gates,
+                                             clock=self.clock, simulation=True))
+        plugin = provider.plugin
         self._nodeclasses = plugin if isinstance(plugin, SimulatedProvider) else None
         """The simulated cloud's NodeClass status loop, run each step (NodeClassReady needs their Ready)."""
         self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)

@@ -29,6 +29,9 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
   ``allocatable <= capacity``, prices ``>= 0``;
 * create -> get -> list -> delete round trip, with the created NodeClaim's labels consistent
   with an offering of the instance type it names, and capacity/allocatable set;
+* create is idempotent by NodeClaim name: creating the same NodeClaim again (a retry) or a new
+  NodeClaim object of the same name (a controller restart) answers the instance already launched
+  (same provider ID), and ``list`` shows one instance for that name;
 * delete is idempotent: repeated deletes end with ``NodeClaimNotFoundError``, and get then raises
   it too;
 * get of an unknown provider ID raises ``NodeClaimNotFoundError``;
@@ -86,9 +89,7 @@ class ProviderConformance:
         raise NotImplementedError("subclass ProviderConformance and implement make_provider()")
 
     async def close_provider(self, provider: CloudProvider) -> None:
-        close = getattr(provider.plugin, "aclose", None)
-        if close is not None:
-            await close()
+        await provider.close()
 
     def node_class_ref(self) -> dict[str, str]:
         return {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
@@ -185,13 +186,29 @@ class ProviderConformance:
             await provider.get(launched.status.provider_id or "")
 
     async def test_hook_results_are_typed(self, provider: CloudProvider) -> None:
-        assert all(isinstance(p, RepairPolicy) for p in provider.plugin.karpy_repair_policies())  # type: ignore[attr-defined]
+        assert all(isinstance(p, RepairPolicy) for p in provider.repair_policies())
         assert all(isinstance(t, InstanceType) for t in await provider.get_instance_types(self.make_nodepool()))
         launched = await provider.create(self.make_nodeclaim(self._name()))
         try:
             assert isinstance(launched, NodeClaim)
             assert isinstance(await provider.is_drifted(launched), str)
             assert all(isinstance(nc, NodeClaim) for nc in await provider.list())
+        finally:
+            await self._delete_until_gone(provider, launched)
+
+    async def test_create_is_idempotent_by_nodeclaim_name(self, provider: CloudProvider) -> None:
+        name = self._name()
+        claim = self.make_nodeclaim(name)
+        launched = await provider.create(claim)
+        pid = launched.status.provider_id
+        try:
+            retried = await provider.create(claim)  # a retry: the same object again
+            restarted = await provider.create(self.make_nodeclaim(name))  # a restart: a new object, the same name
+            assert retried.status.provider_id == pid, "a retried create launched a second instance"
+            assert restarted.status.provider_id == pid, "a create after a restart launched a second instance"
+            assert restarted.metadata.labels.get(LABEL_INSTANCE_TYPE) == launched.metadata.labels.get(LABEL_INSTANCE_TYPE)
+            mine = [nc.status.provider_id for nc in await provider.list() if nc.metadata.name == name]
+            assert mine == [pid], f"list shows {len(mine)} instances for NodeClaim {name}, not one"
         finally:
             await self._delete_until_gone(provider, launched)
 

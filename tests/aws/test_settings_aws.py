@@ -136,7 +136,7 @@ async def test_cluster_endpoint_is_discovered_with_describe_cluster(plugin_facto
     assert "cluster_endpoint" not in opts  # unset: to be discovered
     plugin = plugin_factory(**opts, cluster_endpoint=None)
     assert plugin.cluster_endpoint == ""
-    await plugin.prepare()
+    await plugin.discover_cluster_endpoint()
     assert created["endpoint"].startswith("https://")
     assert plugin.cluster_endpoint == plugin.launcher.cluster_endpoint == created["endpoint"]
     assert plugin.launcher.ca_bundle == created["certificateAuthority"]["data"]
@@ -146,14 +146,14 @@ async def test_cluster_endpoint_setting_wins_over_discovery(plugin_factory: Any,
     opts = load_settings({"cloud_provider": "aws"}, {"CLUSTER_NAME": CLUSTER, "CLUSTER_ENDPOINT": "https://api.example:6443",
                                                      "CLUSTER_CA_BUNDLE": "Q0E="}).provider_options()
     plugin = plugin_factory(**opts)
-    await plugin.prepare()  # no EKS cluster exists in moto: nothing is asked
+    await plugin.discover_cluster_endpoint()  # no EKS cluster exists in moto: nothing is asked
     assert (plugin.launcher.cluster_endpoint, plugin.launcher.ca_bundle) == ("https://api.example:6443", "Q0E=")
 
 
 async def test_cluster_endpoint_discovery_failure_names_the_setting(plugin_factory: Any, seeded: Any) -> None:
     plugin = plugin_factory(cluster_endpoint=None, cluster_name="no-such-cluster")
     with pytest.raises(ConfigurationError, match=r"CLUSTER_ENDPOINT is not set and discovering it failed.*--cluster-endpoint"):
-        await plugin.prepare()
+        await plugin.discover_cluster_endpoint()
 
 
 async def test_interruption_queue_setting_runs_the_poller(plugin_factory: Any, seeded: Any) -> None:

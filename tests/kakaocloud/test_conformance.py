@@ -33,7 +33,7 @@ class TestKakaoCloudConformance(ProviderConformance):
         return CloudProvider(plugin)
 
     async def close_provider(self, provider: CloudProvider) -> None:
-        await provider.plugin.aclose()
+        await provider.close()
         await self.fake.close()
 
     def node_class_ref(self) -> dict[str, str]:

@@ -93,7 +93,8 @@ _MESSAGE_TYPES = {"spot_interrupted": "spot_interrupted", "rebalance": "rebalanc
 
 class InterruptionMetrics:
     """The AWS provider's interruption metrics (Karpenter ``pkg/controllers/interruption/metrics.go``),
-    in the provider's own registry; the controller serves it with its own (``Metrics.adopt``).
+    in the provider's own registry; ``karpy_prepare`` registers them on the controller's too
+    (:attr:`ProviderContext.registry <karpy_core.cloudprovider.context.ProviderContext.registry>`).
 
     - ``karpenter_interruption_received_messages_total{message_type}``
     - ``karpenter_interruption_deleted_messages_total``
@@ -112,6 +113,10 @@ class InterruptionMetrics:
         self.latency = Histogram("karpenter_interruption_message_queue_duration_seconds", "Amount of time an interruption "
                                  "message is on the queue before it is processed by karpenter.", buckets=DURATION_BUCKETS,
                                  registry=registry)
+
+    def collectors(self) -> tuple[Counter, Counter, Histogram]:
+        """The three metric families, to register on another registry."""
+        return (self.received, self.deleted, self.latency)
 
     @staticmethod
     def message_type(msg: InterruptionMessage | None) -> str:

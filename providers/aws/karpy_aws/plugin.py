@@ -72,6 +72,8 @@ from karpy_core.utils.loops import every
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
+    from karpy_core.cloudprovider.context import ProviderContext
+    from karpy_core.cloudprovider.contract import FullCloudProviderPlugin
     from karpy_core.kube.port import KubeClient
 
 __all__ = ["AWSOptions", "AWSProvider", "PROVIDER_ID_SCHEME", "SUPPORTED_NODE_CLASSES", "create_plugin", "parse_provider_id"]
@@ -132,6 +134,8 @@ class AWSProvider:
                                  ca_bundle=ca_bundle, cluster_cidr=cluster_cidr, unavailable=self.unavailable,
                                  events=self.events, now=self.now, capacity_reservations=self.capacity_reservations)
         self._feature_gates = FeatureGates()
+        self._served_on: list[CollectorRegistry] = []
+        """The registries the plugin's metrics are registered on (``karpy_prepare``)."""
 
     @property
     def feature_gates(self) -> FeatureGates:
@@ -145,9 +149,9 @@ class AWSProvider:
         self.resolver.reserved_capacity = self.instance_types.reserved_capacity = gates.ReservedCapacity
         self.resolver.invalidate()
 
-    async def prepare(self) -> None:
-        """Find what the settings left unset, before the controller starts (the CLI awaits it
-        once; :meth:`karpy_create` too, so a plugin used without the CLI launches the same way):
+    async def discover_cluster_endpoint(self) -> None:
+        """Find what the settings left unset, before the controller starts (``karpy_start``, which
+        ``karpy controller`` awaits once; :meth:`karpy_create` too, so a plugin used without the CLI launches the same way):
         with ``cluster_endpoint`` (``CLUSTER_ENDPOINT``) empty, EKS ``DescribeCluster`` on
         ``cluster_name`` gives the endpoint, and the CA bundle when ``ca_bundle``
         (``CLUSTER_CA_BUNDLE``) is empty too (Karpenter ``operator.go`` does the same at start).
@@ -247,6 +251,35 @@ class AWSProvider:
         return "aws"
 
     @hookimpl
+    def karpy_prepare(self, context: ProviderContext) -> None:
+        """Take karpy's context: its kube client when the ``kube`` option named none (EC2NodeClass
+        reads, events), the feature gates (:attr:`feature_gates`), and the controller's registry,
+        on which the interruption metrics are served (once per registry)."""
+        if self.kube is None and context.kube is not None:
+            self.kube = self.events.kube = context.kube
+        self.feature_gates = context.feature_gates
+        registry = context.registry
+        if registry is not None and all(r is not registry for r in self._served_on):
+            for collector in self.interruption_metrics.collectors():
+                registry.register(collector)
+            self._served_on.append(registry)
+
+    @hookimpl
+    async def karpy_start(self) -> None:
+        """:meth:`discover_cluster_endpoint`."""
+        await self.discover_cluster_endpoint()
+
+    @hookimpl
+    async def karpy_close(self) -> None:
+        """:meth:`aclose`."""
+        await self.aclose()
+
+    @hookimpl
+    def karpy_pricing_note(self) -> str:
+        """:attr:`pricing_note`."""
+        return self.pricing_note
+
+    @hookimpl
     def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
         return list(SUPPORTED_NODE_CLASSES)
 
@@ -312,7 +345,7 @@ class AWSProvider:
             InsufficientCapacityError: nothing compatible is available, or every override failed.
             CreateError: bad requirements, or AWS refused the launch (reason = AWS code).
         """
-        await self.prepare()
+        await self.discover_cluster_endpoint()
         return await create_instance(nodeclaim, nodeclasses=self.nodeclass_source, inventory=self.inventory,
                                      launcher=self.launcher)
 
@@ -358,12 +391,16 @@ class AWSProvider:
         return await drift_reason(nodeclaim, nc, self._describe_provider_id, security_group_drift=self.security_group_drift)
 
 
+if TYPE_CHECKING:
+    _conforms: type[FullCloudProviderPlugin] = AWSProvider  # mypy checks every hook's signature
+
+
 def create_plugin(options: Mapping[str, Any] | None = None) -> AWSProvider:
     """Entry-point factory (``karpy.cloudprovider`` group, name ``aws``).
 
     Options: the fields of :class:`~karpy_aws.options.AWSOptions` - region (default: the SDK's,
     :func:`karpy_aws.region.resolve_region`), cluster_name (required), cluster_endpoint (default:
-    EKS DescribeCluster, see :meth:`AWSProvider.prepare`),
+    EKS DescribeCluster, see :meth:`AWSProvider.discover_cluster_endpoint`),
     endpoint_url (loopback emulator only), interruption_queue, vm_memory_overhead_percent, reserved_enis, kube,
     nodeclasses (``{name: EC2NodeClass}`` when there is no kube client), clock, session,
     kubernetes_version, cluster_cidr, ca_bundle, instance_type_data, dry_run,

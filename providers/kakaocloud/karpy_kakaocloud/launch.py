@@ -1,6 +1,6 @@
 """The pure parts of a KakaoCloud launch: the VM name and the ``POST /api/v1/instances`` body.
 
-The provider (:mod:`karpy_kakaocloud.plugin`) picks the offering with the core launch kernel,
+The provider (:mod:`karpy_kakaocloud.create`) picks the offering with the core launch kernel,
 gathers what is remote (flavor, worker image, bootstrap token, CA hash) and then builds the body
 here; nothing in this module does I/O.
 """

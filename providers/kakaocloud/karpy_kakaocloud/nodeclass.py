@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from karpy_core.utils.clock import iso
-from karpy_kakaocloud.apis import CONDITION_TYPES
+from karpy_kakaocloud.apis import CONDITION_TYPES, GROUP
 from karpy_kakaocloud.client import (
     KakaoCloudAPIError,
     KakaoCloudAuthError,
@@ -42,7 +42,10 @@ from karpy_kakaocloud.instancetypes import ZONES
 if TYPE_CHECKING:
     from karpy_core.kube.port import KubeClient
 
-__all__ = ["ResolvedNodeClass", "Condition", "resolve", "write_status", "version_tuple"]
+__all__ = ["SUPPORTED_NODE_CLASSES", "ResolvedNodeClass", "Condition", "resolve", "write_status", "version_tuple"]
+
+SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [(GROUP, "KCNodeClass")]
+"""The NodeClass kinds the KakaoCloud provider accepts in ``nodeClassRef``."""
 
 
 @dataclass(frozen=True)

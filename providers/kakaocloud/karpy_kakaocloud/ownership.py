@@ -22,7 +22,7 @@ and 2 random bytes) and a 24-character MAC over
 on the NodeClaim (annotation :data:`NONCE_ANNOTATION`) *before* the POST and draws a new one for
 every POST, so a pending record names exactly one POST. A record verifies only under a keyring
 key; create adopts a pending VM only when its nonce is the NodeClaim's current one and the VM was
-created within the launch window of the nonce's time (see ``plugin.py``): an older VM renamed
+created within the launch window of the nonce's time (see ``unowned.py``): an older VM renamed
 and given a copied record is refused by its ``created_at``. A record copied onto another VM is byte-identical
 to the original, so when two VMs carry the same pending record karpy cannot tell which one it made
 and touches neither (:data:`Ownership.PENDING` VMs are adopted, or garbage-collected like owned

@@ -1,0 +1,56 @@
+"""What karpy hands a cloud plugin at start: one frozen :class:`ProviderContext`.
+
+The composition roots build it (``Operator.__init__`` in the controller, the simulator's provider
+setup) and give it to the facade's :meth:`~karpy_core.cloudprovider.provider.CloudProvider.prepare`,
+which passes it to the plugin's ``karpy_prepare(context)`` hook
+(:mod:`karpy_core.cloudprovider.hookspecs`). Every capability karpy offers a plugin is a field here,
+typed; a plugin reads none of them any other way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from karpy_core.featuregates import FeatureGates
+from karpy_core.utils.clock import Clock, RealClock
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from karpy_core.cloudprovider.metrics import CloudCallMetrics
+    from karpy_core.kube.port import KubeClient
+
+__all__ = ["ProviderContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderContext:
+    """The controller's (or simulator's) capabilities a plugin may use.
+
+    Attributes:
+        kube: the API client (the real cluster in the controller, the in-memory one in the
+            simulator), or None (unit tests without a cluster). A plugin given a ``kube`` option
+            at construction keeps that one; otherwise it uses this one.
+        feature_gates: Karpenter's ``FEATURE_GATES`` (e.g. ``ReservedCapacity=false``: list, offer
+            and launch into no capacity reservation).
+        cluster_name: ``CLUSTER_NAME`` (``""`` in the simulator and in tests).
+        clock: the clock karpy's controllers run on (virtual in the simulator). Informational:
+            the in-tree plugins keep the ``clock`` option they were built with.
+        registry: the Prometheus registry the controller serves on ``/metrics``: register the
+            plugin's own metrics on it (once per registry: ``prepare`` may be called again).
+            None where nothing is served (the simulator, tests).
+        cloud_call_metrics: ``karpenter_cloudprovider_duration_seconds`` /
+            ``karpenter_cloudprovider_errors_total``, observed by the facade's metrics decorator
+            (:mod:`karpy_core.cloudprovider.metrics`) around every async hook call; None: not
+            observed. Plugins do not use it.
+        simulation: True in ``karpy simulate`` (and the simulator in tests).
+    """
+
+    kube: KubeClient | None = None
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    cluster_name: str = ""
+    clock: Clock = field(default_factory=RealClock)
+    registry: CollectorRegistry | None = None
+    cloud_call_metrics: CloudCallMetrics | None = None
+    simulation: bool = False

@@ -1,0 +1,194 @@
+"""The VMs karpy owns: ``karpy_get``, ``karpy_list`` and ``karpy_delete`` of :mod:`karpy_kakaocloud.plugin`.
+
+:class:`InstanceInventory` acts only on VMs whose description verifies under a keyring key for
+this cluster and NodeClaim (:mod:`karpy_kakaocloud.ownership`); ``list`` also returns VMs left with
+a unique pending record (garbage collection terminates them). Any other VM that looks like karpy's
+is reported (:class:`~karpy_kakaocloud.unowned.UnownedReporter`) and answered with
+:class:`~karpy_kakaocloud.unowned.UnownedInstanceError`. Delete waits for the API's 404 and then
+raises ``NodeClaimNotFoundError`` (karpy's "done").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter as Tally
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy_core.errors import KubeAPIError, NodeClaimNotFoundError
+from karpy_core.logs import fields
+from karpy_kakaocloud import bootstrap
+from karpy_kakaocloud.apis import GROUP
+from karpy_kakaocloud.client import KakaoCloudNotFoundError
+from karpy_kakaocloud.instancetypes import arch_of, flavor_gpus
+from karpy_kakaocloud.ownership import NONCE_ANNOTATION, Ownership, Verdict
+from karpy_kakaocloud.unowned import UnownedInstanceError, created_at
+
+if TYPE_CHECKING:
+    from karpy_core.apis.nodeclaim import NodeClaim
+    from karpy_kakaocloud.plugin import KakaoCloudProvider
+    from karpy_kakaocloud.unowned import UnownedReporter
+
+__all__ = ["InstanceInventory"]
+
+log = logging.getLogger("karpy.kakaocloud")
+
+
+class InstanceInventory:
+    """The owned VMs, on behalf of the plugin.
+
+    Args:
+        cloud: the plugin (client, keyring, cluster identity, settings, kube client, clock, sleep).
+        unowned: classification and reporting of VMs karpy cannot prove it owns.
+    """
+
+    def __init__(self, cloud: KakaoCloudProvider, unowned: UnownedReporter):
+        self.cloud = cloud
+        self.unowned = unowned
+
+    async def get(self, provider_id: str) -> NodeClaim:
+        """The NodeClaim view of an owned VM.
+
+        Raises:
+            NodeClaimNotFoundError: no such VM; ``UnownedInstanceError`` when it is not provably ours.
+        """
+        inst, v = await self.owned_instance(provider_id, "get", None)
+        return await self.claim_from_instance(inst, v)
+
+    async def list_owned(self) -> list[NodeClaim]:
+        """Every VM whose ownership record verifies for this cluster (KE VMs skipped via
+        ``is_k8se``). VMs that look like karpy's but do not verify are reported, never returned."""
+        await self.cloud.ensure()
+        out = []
+        instances = sorted(await self.cloud.client.list_instances(), key=lambda i: str(i.get("id")))
+        records = Tally(str(i.get("description")) for i in instances if not i.get("is_k8se"))
+        for inst in instances:
+            if inst.get("is_k8se"):
+                continue
+            v = self.unowned.classify(inst)
+            if v.ownership is Ownership.PENDING:
+                reason = await self.pending_problem(inst, v, records)
+                if reason is not None:
+                    await self.unowned.report(inst, reason, "garbage-collect", v.nodeclaim)
+                    continue
+            if v.ownership in (Ownership.OWNED, Ownership.PENDING):
+                if str(inst.get("status") or "").lower() != "deleting":
+                    out.append(await self.claim_from_instance(inst, v))
+            elif self.unowned.looks_like_ours(inst):
+                await self.unowned.report(inst, v.ownership.value, "garbage-collect", v.nodeclaim)
+        return out
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        """Delete the NodeClaim's VM after verifying ownership, wait for 404, then raise
+        ``NodeClaimNotFoundError`` (karpy's "done"). Returns None when the wait times out (karpy
+        calls again).
+
+        Raises:
+            NodeClaimNotFoundError: the VM is gone (or ``UnownedInstanceError``: not ours, left alone).
+        """
+        pid = nodeclaim.status.provider_id
+        claim = nodeclaim.metadata.name or ""
+        if not pid:
+            raise NodeClaimNotFoundError(f"NodeClaim {claim}: no providerID")
+        inst, _ = await self.owned_instance(pid, "delete", claim)
+        iid = str(inst["id"])
+        if str(inst.get("status") or "").lower() != "deleting" and not await self.cloud.client.delete_instance(iid):
+            raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} is gone")
+        log.info("deleting VM", extra=fields(nodeclaim=claim, instance=iid))
+        deadline = self.cloud.clock() + self.cloud.settings.delete_timeout
+        while self.cloud.clock() < deadline:
+            await self.cloud.sleep(self.cloud.settings.delete_poll_interval)
+            try:
+                await self.cloud.client.get_instance(iid)
+            except KakaoCloudNotFoundError:
+                raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} terminated") from None
+        return None
+
+    async def owned_instance(self, provider_id: str, action: str, claim_name: str | None) -> tuple[dict[str, Any], Verdict]:
+        """The VM behind ``provider_id`` and its verdict, when karpy may ``action`` it (for ``claim_name`` when given).
+
+        Raises:
+            NodeClaimNotFoundError: malformed ID or no such VM; ``UnownedInstanceError`` (reported) when not provably ours."""
+        parsed = bootstrap.parse_provider_id(provider_id)
+        if parsed is None:
+            raise NodeClaimNotFoundError(f"{provider_id!r} is not a KakaoCloud provider ID")
+        await self.cloud.ensure()
+        try:
+            inst = await self.cloud.client.get_instance(parsed[1])
+        except KakaoCloudNotFoundError:
+            raise NodeClaimNotFoundError(f"KakaoCloud VM {parsed[1]} does not exist") from None
+        if inst.get("is_k8se"):
+            await self.unowned.report(inst, "k8se", action, claim_name)
+            raise UnownedInstanceError(f"VM {parsed[1]} belongs to a Kubernetes Engine node pool", code="k8se")
+        v = self.unowned.classify(inst)
+        reason = None if v.owned else v.ownership.value
+        if v.ownership is Ownership.PENDING and action == "delete":
+            # a VM left before signing (garbage collection): karpy's when its record is unique
+            same = [i for i in await self.cloud.client.list_instances(name=str(inst.get("name") or ""))
+                    if not i.get("is_k8se") and i.get("description") == inst.get("description")]
+            reason = await self.pending_problem(inst, v, {str(inst.get("description")): max(1, len(same))})
+        if reason is None and claim_name is not None and v.nodeclaim != claim_name:
+            reason = "other-nodeclaim"
+        if reason is not None:
+            await self.unowned.report(inst, reason, action, claim_name or v.nodeclaim)
+            raise UnownedInstanceError(f"VM {parsed[1]} is not provably owned by this cluster ({reason}); left alone", code=reason)
+        return inst, v
+
+    async def pending_problem(self, inst: dict[str, Any], v: Verdict, records: Mapping[str, int]) -> str | None:
+        """Why a VM with a verifying pending record is not karpy's to terminate, or None.
+
+        ``duplicate-record``: the same record sits on another live VM (one of them is a copy and
+        karpy cannot tell which). ``outside-launch-window``: created outside the window of the
+        nonce's POST time (:meth:`~karpy_kakaocloud.unowned.UnownedReporter.in_launch_window`).
+        ``copied-record``: the NodeClaim it names launched another VM
+        from the POST of this very nonce (karpy POSTs once per nonce, so this one is a copy).
+        """
+        if records.get(str(inst.get("description")), 0) > 1:
+            return "duplicate-record"
+        if not self.unowned.in_launch_window(inst, v):
+            return "outside-launch-window"
+        if self.cloud.kube is not None and v.nodeclaim:
+            try:
+                claim = await self.cloud.kube.get("NodeClaim", v.nodeclaim)
+            except KubeAPIError:
+                return None
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            pid = (claim.get("status") or {}).get("providerID") or ""
+            if annotations.get(NONCE_ANNOTATION) == v.nonce and pid and not pid.endswith("/" + str(inst.get("id"))):
+                return "copied-record"
+        return None
+
+    async def claim_from_instance(self, instance: dict[str, Any], verdict: Verdict) -> NodeClaim:
+        """The NodeClaim view of an owned VM (spec and labels from the stored NodeClaim when there is one)."""
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        zone = str(instance.get("availability_zone") or "")
+        flavor = instance.get("flavor") or {}
+        spec: dict[str, Any] = {"requirements": [], "nodeClassRef": {"group": GROUP, "kind": "KCNodeClass", "name": "unknown"}}
+        meta: dict[str, Any] = {"name": verdict.nodeclaim, "labels": {}}
+        created = created_at(instance)
+        if created is not None:
+            meta["creationTimestamp"] = datetime.fromtimestamp(created, UTC).isoformat()
+        if self.cloud.kube is not None and verdict.nodeclaim:
+            try:
+                existing = await self.cloud.kube.get("NodeClaim", verdict.nodeclaim)
+                spec = existing.get("spec") or spec
+                meta["labels"] = dict((existing.get("metadata") or {}).get("labels") or {})
+            except KubeAPIError:
+                pass
+        labels = meta["labels"]
+        labels.update({LABEL_ZONE: zone, LABEL_CAPACITY_TYPE: "on-demand"})
+        if flavor.get("name"):
+            labels[LABEL_INSTANCE_TYPE] = str(flavor["name"])
+            labels["kubernetes.io/arch"] = arch_of(flavor)
+        status: dict[str, Any] = {"providerID": bootstrap.provider_id(zone, str(instance["id"]))}
+        if flavor.get("vcpus") and flavor.get("memory_mb"):
+            cap = {"cpu": str(int(flavor["vcpus"])), "memory": f"{int(flavor['memory_mb'])}Mi", "pods": str(self.cloud.max_pods)}
+            if flavor_gpus(flavor):
+                cap["nvidia.com/gpu"] = str(flavor_gpus(flavor))
+            status["capacity"] = cap
+        if (instance.get("image") or {}).get("id"):
+            status["imageID"] = instance["image"]["id"]
+        return NodeClaim.model_validate({"metadata": meta, "spec": spec, "status": status})
