@@ -266,7 +266,7 @@ class NodeTermination:
             # Karpenter's line and keys (node/termination/terminator/terminator.go)
             log.info("tainted node", extra={"taint.Key": TAINT_DISRUPTED, "taint.Value": "", "taint.Effect": "NoSchedule"})
         on_node = [
-            p.raw for p in pods
+            p for p in pods
             if p.node_name == name and not p.terminal
             and not _is_mirror(p.raw)
             and not tolerates_disrupted_taint(p.raw)
@@ -281,24 +281,23 @@ class NodeTermination:
         elif deadline is not None:
             await self._publish(karpenter_events.node_termination_grace_period_expiring(node.raw, iso(deadline)))
         evict_reason = drain_reason(claim)
-        remaining = list(on_node)
-        tiers = sorted({drain_tier(p) for p in on_node})
-        current = [p for p in on_node if tiers and drain_tier(p) == tiers[0]]
-        for pod in sorted(current, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
-            key = f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+        tiers = sorted({drain_tier(p.raw) for p in on_node})
+        current = [p for p in on_node if tiers and drain_tier(p.raw) == tiers[0]]
+        for view in sorted(current, key=lambda p: (p.namespace, p.name)):
+            pod, key = view.raw, view.key
             grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
             grace = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
             if deadline is not None and now < deadline - grace:
                 self._wake_at(deadline - grace)
-            bkey = pod["metadata"].get("uid") or key
+            bkey = view.uid or key
             failures, retry_at = self._backoff.get(bkey, (0, now))
             try:
                 if deadline is not None and now >= deadline - grace:
-                    await self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+                    await self.kube.delete("Pod", view.name, view.namespace)
                     events.append(TerminationEvent(TerminationEventKind.FORCE_DELETE, name, key, reason="terminationGracePeriod deadline"))
                     await self._publish(karpenter_events.disrupt_pod_delete(pod, max(int(deadline - now), 1), iso(deadline)))
                     continue
-                if pod["metadata"].get("deletionTimestamp"):
+                if view.deleting:
                     continue
                 if (pod["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT) == "true":
                     events.append(TerminationEvent(TerminationEventKind.DRAIN_WAIT, name, key, reason="karpenter.sh/do-not-disrupt"))
@@ -324,11 +323,9 @@ class NodeTermination:
                     await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{why} (Pod={key})"))
                     continue
                 raise
-        if remaining:
-            left = await self.kube.list("Pod")
-            still = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in left
-                     if (p.get("spec") or {}).get("nodeName") == name}
-            waiting = [p for p in remaining if (p["metadata"].get("namespace"), p["metadata"]["name"]) in still]
+        if on_node:
+            still = {v.key for v in (self._view("Pod", p) for p in await self.kube.list("Pod")) if v.node_name == name}
+            waiting = [p for p in on_node if p.key in still]
             if waiting:
                 await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{len(waiting)} pods are waiting to be evicted"))
                 return events
