@@ -83,6 +83,24 @@ class NodeClaimLifecycle:
         """None: the lifecycle runs on changes and the resync."""
         return None
 
+    @property
+    def nominations(self) -> Nominations | None:
+        """The provisioner's pod nominations registration reads (shared by every phase)."""
+        return self.deps.nominations
+
+    @nominations.setter
+    def nominations(self, value: Nominations | None) -> None:
+        self.deps.nominations = value
+
+    @property
+    def events(self) -> EventRecorder | None:
+        """Where the phases publish their events (None: nowhere)."""
+        return self.deps.events
+
+    @events.setter
+    def events(self, value: EventRecorder | None) -> None:
+        self.deps.events = value
+
     async def reconcile(self) -> list[LifecycleEvent]:
         """One pass over every NodeClaim; returns what happened. One NodeClaim's failure (API,
         cloud provider, a malformed object) is logged and retried next pass."""
