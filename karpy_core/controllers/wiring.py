@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.base import Controller, Runnable, Wake, Waker
@@ -32,9 +33,11 @@ from karpy_core.controllers.static.controller import StaticCapacity
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.observability import Metrics
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["ControllerContext", "Controllers", "DisruptionLoop", "ProviderLoop", "build_controllers"]
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, TAINT_DISRUPTED
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -51,7 +51,6 @@ from karpy_core.controllers.disruption.decisions import (
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
 from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
-from karpy_core.controllers.disruption.metrics import DisruptionMetrics
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan, pretty_list
 from karpy_core.errors import KubeAPIError
@@ -59,10 +58,13 @@ from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.observability import Metrics
 from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, is_true, with_virtual_pods
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
+
+if TYPE_CHECKING:
+    from karpy_core.controllers.disruption.metrics import DisruptionMetrics
+    from karpy_core.observability import Metrics
 
 __all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PlanningPass"]
 
@@ -231,7 +233,11 @@ class Disruption:
         """NodePool name -> :func:`_types_signature` of the types the last pass read."""
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
-        self.metrics = DisruptionMetrics(metrics, kube) if metrics is not None else None
+        self.metrics: DisruptionMetrics | None = None
+        if metrics is not None:  # imported here: the simulator, which counts nothing, need not load the metrics stack
+            from karpy_core.controllers.disruption.metrics import DisruptionMetrics
+
+            self.metrics = DisruptionMetrics(metrics, kube)
         self.observer: Callable[[PlanningPass], None] | None = self.metrics.observe_planning if self.metrics is not None else None
 
     # ---- helpers ------------------------------------------------------------------------------

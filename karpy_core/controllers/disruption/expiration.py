@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.controllers import events as karpenter_events
@@ -20,8 +20,10 @@ from karpy_core.controllers.disruption.candidates import parse_ts
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.observability import Metrics
 from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent", "ExpirationEventKind"]
 

@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -34,9 +34,11 @@ from karpy_core.errors import KubeAPIError
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.observability import Metrics
 from karpy_core.utils.clock import Clock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["RepairEventKind", "NodeRepair", "RepairEvent", "UNHEALTHY_THRESHOLD_PERCENT", "unhealthy_reason"]
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.labels import (
@@ -51,11 +51,13 @@ from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError, ignore
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import reconciling
-from karpy_core.observability import Metrics
 from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason", "drain_tier",
            "tolerates_disrupted_taint", "is_stuck_terminating",

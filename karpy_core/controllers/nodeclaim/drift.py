@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
 from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
@@ -33,11 +33,13 @@ from karpy_core.errors import CloudProviderError, KubeAPIError
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.observability import Metrics
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.state.cluster import condition, is_true
 from karpy_core.state.views import ViewCache
 from karpy_core.utils.clock import Clock, iso
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["NodeClaimDrift", "DriftEvent", "DriftEventKind", "static_drift", "PROVIDER_RECHECK", "REASON_NODEPOOL_DRIFTED",
            "REASON_REQUIREMENTS_DRIFTED", "CONDITION_DRIFTED"]

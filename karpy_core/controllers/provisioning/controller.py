@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL
 from karpy_core.controllers import events as karpenter_events
@@ -27,9 +27,11 @@ from karpy_core.controllers.provisioning.batcher import Batcher, BatchWindow
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import WatchEvent
-from karpy_core.observability import Metrics
 from karpy_core.state.views import is_provisionable
 from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["ProvisioningController", "awaiting_scheduler", "PENDING_REQUEUE_SECONDS"]
 

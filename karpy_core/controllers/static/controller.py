@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.base import Wake
@@ -33,10 +33,12 @@ from karpy_core.controllers.static.capacity import node_limit, scale_down_order,
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.observability import Metrics
 from karpy_core.scheduling.template import template_from_nodepool
 from karpy_core.state.cluster import collect_snapshot, daemonset_pod_infos
 from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["StaticEventKind", "StaticCapacity", "StaticEvent"]
 

@@ -6,16 +6,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.nodepool_status import RegistrationHealth
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.observability import Metrics
 from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import NodeClaimView, NodeView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["LifecycleEvent", "LifecycleEventKind", "LifecycleDeps", "set_lifecycle_condition", "CONTROLLER"]
 

@@ -11,7 +11,7 @@ gone, ``InstanceTerminating=True`` from the first call, then remove the finalize
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import FINALIZER_TERMINATION, nodeclass_label_key
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -35,10 +35,12 @@ from karpy_core.errors import CloudProviderError, KubeAPIError, NodeClaimNotFoun
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields, reconciling
-from karpy_core.observability import Metrics
 from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import NodeClaimView, NodeView
 from karpy_core.utils.clock import Clock, iso
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["NodeClaimLifecycle"]
 
