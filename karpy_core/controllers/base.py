@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.port import WatchEvent
+from karpy_core.kube.port import KubeClient, WatchEvent
+from karpy_core.state.cluster import ViewSource
+from karpy_core.state.views import ObjectView, ViewCache
 
 _T = TypeVar("_T")
 
-__all__ = ["Wake", "Controller", "Runnable", "Observer", "Waker", "ALL_EVENTS", "NODECLASS_KINDS", "wakes", "ignore_kube_error"]
+__all__ = ["Wake", "Controller", "Runnable", "Observer", "Waker", "ALL_EVENTS", "NODECLASS_KINDS", "wakes", "ignore_kube_error",
+           "list_views"]
 
 ALL_EVENTS: frozenset[str] = frozenset({"ADDED", "MODIFIED", "DELETED"})
 """Every watch event type."""
@@ -146,3 +149,14 @@ async def ignore_kube_error(call: Awaitable[_T]) -> _T | None:
         return await call
     except KubeAPIError:
         return None
+
+
+async def list_views(kube: KubeClient, kind: str, cache: ViewCache) -> list[ObjectView]:
+    """Every ``kind`` object as its view, sorted by namespace and name: the informer cache's or
+    the in-memory cluster's own views when ``kube`` keeps them (no copy, no parse), else the
+    listed dicts parsed through ``cache`` (once per object version). Read them, never modify them."""
+    if isinstance(kube, ViewSource):
+        found = kube.views(kind)
+        if found is not None:
+            return list(found)
+    return [cache.view(kind, obj) for obj in await kube.list(kind)]

@@ -45,7 +45,7 @@ from karpy_core.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.base import Wake
+from karpy_core.controllers.base import Wake, list_views
 from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
 from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError, ignore_not_found
 from karpy_core.kube.events import Event, EventRecorder
@@ -203,24 +203,21 @@ class NodeTermination:
     def _wake_at(self, t: float) -> None:
         self.wake = t if self.wake is None else min(self.wake, t)
 
-    def _view(self, kind: str, obj: dict[str, Any]) -> Any:
-        return self._views.view(kind, obj)
-
     async def reconcile(self) -> list[TerminationEvent]:
         """One pass over the deleted Nodes carrying the finalizer; returns what was done."""
         events: list[TerminationEvent] = []
         self.wake = None
         nodes: list[NodeView] = [
-            v for v in (self._view("Node", n) for n in await self.kube.list("Node"))
-            if v.deleting and FINALIZER_TERMINATION in (v.raw["metadata"].get("finalizers") or ())
+            v for v in await list_views(self.kube, "Node", self._views)
+            if isinstance(v, NodeView) and v.deleting and FINALIZER_TERMINATION in (v.raw["metadata"].get("finalizers") or ())
         ]
         if not nodes:
             self._views.sweep()
             return events
-        pods: list[PodView] = [self._view("Pod", p) for p in await self.kube.list("Pod")]
+        pods = [p for p in await list_views(self.kube, "Pod", self._views) if isinstance(p, PodView)]
         live = {p.uid or p.key for p in pods}
         self._backoff = {k: v for k, v in self._backoff.items() if k in live}
-        claims: list[NodeClaimView] = [self._view("NodeClaim", c) for c in await self.kube.list("NodeClaim")]
+        claims = [c for c in await list_views(self.kube, "NodeClaim", self._views) if isinstance(c, NodeClaimView)]
         for node in nodes:
             with reconciling("Node", node.name):
                 events.extend(await self._terminate(node, pods, claims))
@@ -326,7 +323,7 @@ class NodeTermination:
                     continue
                 raise
         if on_node:
-            still = {v.key for v in (self._view("Pod", p) for p in await self.kube.list("Pod")) if v.node_name == name}
+            still = {v.key for v in await list_views(self.kube, "Pod", self._views) if isinstance(v, PodView) and v.node_name == name}
             waiting = [p for p in on_node if p.key in still]
             if waiting:
                 await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{len(waiting)} pods are waiting to be evicted"))

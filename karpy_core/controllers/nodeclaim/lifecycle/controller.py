@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from karpy_core.apis.labels import FINALIZER_TERMINATION, nodeclass_label_key
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.base import Wake
+from karpy_core.controllers.base import Wake, list_views
 from karpy_core.controllers.conditions import INSTANCE_TERMINATING, set_condition
 from karpy_core.controllers.nodeclaim.lifecycle.common import (
     CONTROLLER,
@@ -107,27 +107,28 @@ class NodeClaimLifecycle:
         """One pass over every NodeClaim; returns what happened. One NodeClaim's failure (API,
         cloud provider, a malformed object) is logged and retried next pass."""
         events: list[LifecycleEvent] = []
-        nodes = [self.deps.node(n) for n in await self.kube.list("Node")]
-        by_pid = {n.provider_id: n for n in nodes if n.provider_id}
+        views = self.deps.views
+        by_pid = {n.provider_id: n for n in await list_views(self.kube, "Node", views) if isinstance(n, NodeView) and n.provider_id}
         failures = 0
-        for nc in await self.kube.list("NodeClaim"):
-            with reconciling("NodeClaim", nc["metadata"]["name"]):
+        for nc in await list_views(self.kube, "NodeClaim", views):
+            assert isinstance(nc, NodeClaimView)
+            with reconciling("NodeClaim", nc.name):
                 try:
                     events.extend(await self.reconcile_one(nc, by_pid))
                 except (KubeAPIError, CloudProviderError, ValueError) as exc:
                     failures += 1
-                    log.warning("reconciling nodeclaim failed; retrying", extra=fields(nodeclaim=nc, error=exc))
+                    log.warning("reconciling nodeclaim failed; retrying", extra=fields(nodeclaim=nc.raw, error=exc))
         if failures:
             events.append(LifecycleEvent(LifecycleEventKind.RECONCILE_FAILED, "", reason=f"{failures} NodeClaim(s) failed; retrying"))
         self.deps.views.sweep()
         return events
 
-    async def reconcile_one(self, obj: dict[str, Any], nodes_by_pid: dict[str, NodeView]) -> list[LifecycleEvent]:
-        """Take one NodeClaim (a dict) through its next phase; ``nodes_by_pid``: the Nodes by provider ID."""
-        nc = self.deps.claim(obj)
+    async def reconcile_one(self, obj: dict[str, Any] | NodeClaimView, nodes_by_pid: dict[str, NodeView]) -> list[LifecycleEvent]:
+        """Take one NodeClaim (its view, or a dict) through its next phase; ``nodes_by_pid``: the Nodes by provider ID."""
+        nc = obj if isinstance(obj, NodeClaimView) else self.deps.claim(obj)
         if nc.deleting:
             return await self._finalize(nc, nodes_by_pid)
-        finalizers = list(obj["metadata"].get("finalizers") or [])
+        finalizers = list(nc.raw["metadata"].get("finalizers") or [])
         if FINALIZER_TERMINATION not in finalizers:
             nc = self.deps.claim(await self.kube.patch(
                 "NodeClaim", nc.name, {"metadata": {"finalizers": [*finalizers, FINALIZER_TERMINATION]}}))
