@@ -23,6 +23,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, Field
@@ -170,6 +171,7 @@ class Operator:
         self.drift, self.expiration, self.disruption, self.gc, self.repair = c.drift, c.expiration, c.disruption, c.gc, c.repair
         self.overlays, self.buffer_status, self.static = c.overlays, c.buffer_status, c.static
         self._wake: dict[str, asyncio.Event] = {}
+        self._routes: dict[tuple[str, str], tuple[list[Callable[[str, WatchEvent], None]], list[str]]] = {}
         self._running: list[Controller | Runnable] = self.controllers.runnable()
         for controller in self._running:
             self._register(controller)
@@ -214,12 +216,27 @@ class Operator:
         :class:`~karpy_core.controllers.base.Observer` gets the event itself)."""
         if kind == "Pod":
             self.metrics.observe_pod(ev.type, ev.object)
+        route = self._routes.get((kind, ev.type))
+        if route is None:
+            route = self._routes[(kind, ev.type)] = self._route(kind, ev.type)
+        observers, names = route
+        for observe in observers:
+            observe(kind, ev)
+        for name in names:
+            self.waker.poke(name)
+
+    def _route(self, kind: str, type_: str) -> tuple[list[Callable[[str, WatchEvent], None]], list[str]]:
+        """Who a ``type_`` event on a ``kind`` object goes to: the observers' ``observe`` and the
+        names of the controllers to wake (worked out once per kind and event type)."""
+        observers: list[Callable[[str, WatchEvent], None]] = []
+        names: list[str] = []
         for c in self._running:
-            if wakes(c.wakes_on, kind, ev.type):
+            if wakes(c.wakes_on, kind, type_):
                 if isinstance(c, Observer):
-                    c.observe(kind, ev)
+                    observers.append(c.observe)
                 else:
-                    self.waker.poke(c.name)
+                    names.append(c.name)
+        return observers, names
 
     def _register(self, c: Controller | Runnable) -> None:
         if isinstance(c, Runnable):
