@@ -265,7 +265,7 @@ async def test_node_termination_counts_nodes_terminated_total():
         clock.advance(5)
         m = op.metrics
         for _ in range(5):  # evict the pod, then (once it is gone) remove the finalizer
-            await op._termination_step()
+            await op.termination.reconcile()
             for _ in range(20):
                 await asyncio.sleep(0)
             if cluster.peek("Node", "n1") is None:
@@ -311,7 +311,7 @@ async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeout
     lines = [NodeDecision("n1", DisruptionMethod.EMPTINESS, Verdict.KEEP, DecisionKind.NO_ROOM, "has pods"),
              NodeDecision("n1", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.SIMULATION_LIMIT, "limit"),
              NodeDecision("n2", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.NO_ROOM, "no room")]
-    op._observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), node("n2")], nodepools=[pool]), {POOL: types}, lines,
+    op.disruption.metrics.observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), node("n2")], nodepools=[pool]), {POOL: types}, lines,
                                       0.25, None, T0))
     m = parse(op.metrics.render().decode())  # ~1 MB: every offering of the simulated catalog, parsed once
     assert value(m, "karpenter_voluntary_disruption_eligible_nodes", reason="empty") == 1

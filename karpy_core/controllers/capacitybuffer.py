@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.capacitybuffer import ACTIVE_CAPACITY
+from karpy_core.controllers.base import Wake, Waker
 from karpy_core.controllers.conditions import set_condition
 from karpy_core.errors import KubeAPIError, ignore_not_found
 from karpy_core.kube.port import KubeClient
@@ -78,17 +79,41 @@ class CapacityBufferStatus:
     Args:
         kube: the cluster.
         clock: the time stamped on changed conditions.
+        waker: wakes the provisioner after a pass with a ready buffer (its headroom is re-placed:
+            a real pod that took it makes a new node); None: nobody is woken.
     """
 
     name = "capacitybuffer"
+    wakes_on = (Wake.on("CapacityBuffer", "PodTemplate"),)
+    resync_seconds: float | None = None
+    first_delay = 0.0
 
-    def __init__(self, *, kube: KubeClient, clock: Clock | None = None):
+    def __init__(self, *, kube: KubeClient, clock: Clock | None = None, waker: Waker | None = None):
         self.kube = kube
         self.clock = clock or RealClock()
+        self.waker = waker
+        self._due: float | None = None
+
+    def next_due(self) -> float | None:
+        """:data:`REQUEUE_SECONDS` after the last pass began (upstream's requeue)."""
+        return self._due
 
     async def reconcile(self) -> int:
         """One pass over every buffer; returns how many ready buffers there are (0: no headroom
-        to provision). The CapacityBuffer kind not served or not permitted counts as none.
+        to provision), and wakes provisioning when there are some.
+
+        Raises:
+            KubeAPIError: as :meth:`write_status`.
+        """
+        self._due = self.clock.now() + REQUEUE_SECONDS
+        ready = await self.write_status()
+        if ready and self.waker is not None:
+            self.waker.poke("provisioner")
+        return ready
+
+    async def write_status(self) -> int:
+        """Write every buffer's status; returns how many are ready. The CapacityBuffer kind not
+        served or not permitted counts as none.
 
         Raises:
             KubeAPIError: listing PodTemplates or workloads, or patching a status, failed.

@@ -9,7 +9,8 @@ given ``None`` for an optional object skips that event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 from karpy_core.kube.events import NORMAL, WARNING, Event, TokenBucket
@@ -25,29 +26,67 @@ __all__ = [
     "disrupt_pod_delete", "node_failed_to_drain", "node_awaiting_volume_detachment",
     "node_termination_grace_period_expiring", "nodeclaim_termination_grace_period_expiring",
     "failed_consistency_check", "insufficient_capacity", "nodeclass_not_ready", "unregistered_taint_missing",
-    "title",
+    "title", "Reason", "PUBLISH_DEDUPE_SECONDS", "ref",
+    "provisioned", "launched", "launched_message", "launch_failed", "registered", "initialized", "liveness_deleted",
+    "nodeclaim_terminated", "drifted", "node_repair", "nodepool_repair_blocked", "garbage_collected", "expired",
 ]
 
-# pkg/events/reason.go
-DISRUPTION_BLOCKED = "DisruptionBlocked"
-DISRUPTION_LAUNCHING = "DisruptionLaunching"
-DISRUPTION_TERMINATING = "DisruptionTerminating"
-DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
-UNCONSOLIDATABLE = "Unconsolidatable"
-FAILED_SCHEDULING = "FailedScheduling"
-NO_COMPATIBLE_INSTANCE_TYPES = "NoCompatibleInstanceTypes"
-NOMINATED = "Nominated"
-NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
-DISRUPTED = "Disrupted"
-EVICTED = "Evicted"
-FAILED_DRAINING = "FailedDraining"
-TERMINATION_GRACE_PERIOD_EXPIRING = "TerminationGracePeriodExpiring"
-TERMINATION_FAILED = "FailedTermination"
-FAILED_CONSISTENCY_CHECK = "FailedConsistencyCheck"
-INSUFFICIENT_CAPACITY_ERROR = "InsufficientCapacityError"
-UNREGISTERED_TAINT_MISSING = "UnregisteredTaintMissing"
-NODE_CLASS_NOT_READY = "NodeClassNotReady"
-AWAITING_VOLUME_DETACHMENT = "AwaitingVolumeDetachment"
+class Reason(StrEnum):
+    """Every event reason karpy publishes: Karpenter's ``pkg/events/reason.go`` and its
+    controllers' own (``Launched``, ``Registered``, ...)."""
+
+    DISRUPTION_BLOCKED = "DisruptionBlocked"
+    DISRUPTION_LAUNCHING = "DisruptionLaunching"
+    DISRUPTION_TERMINATING = "DisruptionTerminating"
+    DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
+    UNCONSOLIDATABLE = "Unconsolidatable"
+    FAILED_SCHEDULING = "FailedScheduling"
+    NO_COMPATIBLE_INSTANCE_TYPES = "NoCompatibleInstanceTypes"
+    NOMINATED = "Nominated"
+    NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
+    DISRUPTED = "Disrupted"
+    EVICTED = "Evicted"
+    FAILED_DRAINING = "FailedDraining"
+    TERMINATION_GRACE_PERIOD_EXPIRING = "TerminationGracePeriodExpiring"
+    TERMINATION_FAILED = "FailedTermination"
+    FAILED_CONSISTENCY_CHECK = "FailedConsistencyCheck"
+    INSUFFICIENT_CAPACITY_ERROR = "InsufficientCapacityError"
+    UNREGISTERED_TAINT_MISSING = "UnregisteredTaintMissing"
+    NODE_CLASS_NOT_READY = "NodeClassNotReady"
+    AWAITING_VOLUME_DETACHMENT = "AwaitingVolumeDetachment"
+    # the NodeClaim's life, as the controllers that act publish it
+    PROVISIONED = "Provisioned"
+    LAUNCHED = "Launched"
+    LAUNCH_FAILED = "LaunchFailed"
+    REGISTERED = "Registered"
+    INITIALIZED = "Initialized"
+    LIVENESS_DELETED = "LivenessDeleted"
+    TERMINATED = "Terminated"
+    DRIFTED = "Drifted"
+    NODE_REPAIR = "NodeRepair"
+    GARBAGE_COLLECTED = "GarbageCollected"
+
+
+# pkg/events/reason.go (the plain strings, as before the enum)
+DISRUPTION_BLOCKED = Reason.DISRUPTION_BLOCKED.value
+DISRUPTION_LAUNCHING = Reason.DISRUPTION_LAUNCHING.value
+DISRUPTION_TERMINATING = Reason.DISRUPTION_TERMINATING.value
+DISRUPTION_WAITING_READINESS = Reason.DISRUPTION_WAITING_READINESS.value
+UNCONSOLIDATABLE = Reason.UNCONSOLIDATABLE.value
+FAILED_SCHEDULING = Reason.FAILED_SCHEDULING.value
+NO_COMPATIBLE_INSTANCE_TYPES = Reason.NO_COMPATIBLE_INSTANCE_TYPES.value
+NOMINATED = Reason.NOMINATED.value
+NODE_REPAIR_BLOCKED = Reason.NODE_REPAIR_BLOCKED.value
+DISRUPTED = Reason.DISRUPTED.value
+EVICTED = Reason.EVICTED.value
+FAILED_DRAINING = Reason.FAILED_DRAINING.value
+TERMINATION_GRACE_PERIOD_EXPIRING = Reason.TERMINATION_GRACE_PERIOD_EXPIRING.value
+TERMINATION_FAILED = Reason.TERMINATION_FAILED.value
+FAILED_CONSISTENCY_CHECK = Reason.FAILED_CONSISTENCY_CHECK.value
+INSUFFICIENT_CAPACITY_ERROR = Reason.INSUFFICIENT_CAPACITY_ERROR.value
+UNREGISTERED_TAINT_MISSING = Reason.UNREGISTERED_TAINT_MISSING.value
+NODE_CLASS_NOT_READY = Reason.NODE_CLASS_NOT_READY.value
+AWAITING_VOLUME_DETACHMENT = Reason.AWAITING_VOLUME_DETACHMENT.value
 
 MINUTE = 60.0
 
@@ -253,3 +292,98 @@ def unregistered_taint_missing(nodeclaim: dict[str, Any]) -> Event:
     return Event(nodeclaim, WARNING, UNREGISTERED_TAINT_MISSING,
                  "Missing karpenter.sh/unregistered taint which prevents registration related race conditions on "
                  "Karpenter-managed nodes", (_uid(nodeclaim),))
+
+
+# ---- the NodeClaim's life as karpy's controllers publish it --------------------------------------
+# These name their object by kind and name only and are deduplicated as EventRecorder.publish does
+# (same object, reason and message within 5 minutes).
+
+PUBLISH_DEDUPE_SECONDS = 300.0
+"""Suppression window of the events below (``EventRecorder.publish``'s default)."""
+
+
+def ref(kind: str, name: str) -> dict[str, Any]:
+    """The object reference these events are published on: ``kind``, its apiVersion and ``metadata.name``."""
+    return {"kind": kind, "apiVersion": _API[kind], "metadata": {"name": name}}
+
+
+def _published(obj: Mapping[str, Any], type_: str, reason: Reason, message: str) -> Event:
+    meta = obj.get("metadata") or {}
+    values = (str(obj.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+              str(meta.get("uid") or ""), message)
+    return Event(dict(obj), type_, reason.value, message, values, PUBLISH_DEDUPE_SECONDS)
+
+
+def provisioned(nodeclaim: dict[str, Any], pods: int, instance_types: Sequence[str]) -> Event:
+    """A NodeClaim was created for ``pods`` pods: ``NodeClaim for <n> pod(s); instance types
+    (cheapest first): <the first five>``."""
+    return _published(nodeclaim, NORMAL, Reason.PROVISIONED,
+                      f"NodeClaim for {pods} pod(s); instance types (cheapest first): {', '.join(instance_types)}")
+
+
+def launched_message(details: Mapping[str, Any]) -> str:
+    """The ``Launched`` event's text: ``Launched <type> (<capacity type>) in <zone>, providerID <id>``
+    from the launch details (``instanceType``, ``capacityType``, ``zone``, ``providerID``; parts
+    that are unknown are left out)."""
+    parts = [details.get("instanceType") or "an instance"]
+    if details.get("capacityType"):
+        parts.append(f"({details['capacityType']})")
+    if details.get("zone"):
+        parts.append(f"in {details['zone']}")
+    text = "Launched " + " ".join(parts)
+    return text + (f", providerID {details['providerID']}" if details.get("providerID") else "")
+
+
+def launched(nodeclaim: str, details: Mapping[str, Any]) -> Event:
+    """The NodeClaim's instance was created (:func:`launched_message`)."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.LAUNCHED, launched_message(details))
+
+
+def launch_failed(nodeclaim: str, reason: str, message: str) -> Event:
+    """The launch failed: ``<error reason>: <message>``."""
+    return _published(ref("NodeClaim", nodeclaim), WARNING, Reason.LAUNCH_FAILED, f"{reason}: {message}")
+
+
+def registered(nodeclaim: str, node: str) -> Event:
+    """``Node <name> registered``."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.REGISTERED, f"Node {node} registered")
+
+
+def initialized(nodeclaim: str, node: str) -> Event:
+    """``Node <name> initialized``."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.INITIALIZED, f"Node {node} initialized")
+
+
+def liveness_deleted(nodeclaim: str, why: str) -> Event:
+    """Liveness deleted the NodeClaim (``not launched within 5m``, ``not registered within 15m``)."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.LIVENESS_DELETED, why)
+
+
+def nodeclaim_terminated(nodeclaim: str, why: str) -> Event:
+    """The NodeClaim's instance is gone and its finalizer removed."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.TERMINATED, why)
+
+
+def drifted(nodeclaim: str, message: str) -> Event:
+    """The NodeClaim drifted (the drift message, or its reason)."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.DRIFTED, message)
+
+
+def node_repair(node: str, nodeclaim: str, why: str) -> Event:
+    """An unhealthy Node's NodeClaim is deleted: ``deleting NodeClaim <name>: <why>``."""
+    return _published(ref("Node", node), WARNING, Reason.NODE_REPAIR, f"deleting NodeClaim {nodeclaim}: {why}")
+
+
+def nodepool_repair_blocked(nodepool: str, why: str) -> Event:
+    """Repair is blocked on the NodePool (karpy's, beside Karpenter's per-Node :func:`node_repair_blocked`)."""
+    return _published(ref("NodePool", nodepool), WARNING, Reason.NODE_REPAIR_BLOCKED, why)
+
+
+def garbage_collected(nodeclaim: str) -> Event:
+    """The NodeClaim's instance no longer exists: the NodeClaim was deleted."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.GARBAGE_COLLECTED, "the instance no longer exists")
+
+
+def expired(nodeclaim: str) -> Event:
+    """The NodeClaim outlived ``expireAfter``: ``Disrupting NodeClaim: Expired``."""
+    return _published(ref("NodeClaim", nodeclaim), NORMAL, Reason.DISRUPTION_TERMINATING, "Disrupting NodeClaim: Expired")

@@ -30,6 +30,7 @@ from karpy_core.cloudprovider.overlay import (
     compile_overlays,
 )
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.base import NODECLASS_KINDS, Wake, Waker
 from karpy_core.controllers.conditions import patch_conditions, set_condition
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient
@@ -63,10 +64,19 @@ class NodeOverlayController:
         provider: the facade; its raw instance types are evaluated and :meth:`CloudProvider.set_overlays`
             receives the store.
         clock: for the conditions' ``lastTransitionTime``.
+        waker: wakes the provisioner and the disruption controller when the overlaid prices or
+            capacities change (pending pods may fit now; upstream marks the cluster
+            unconsolidated); None: nobody is woken (the simulator steps them anyway).
     """
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+    name = "nodeoverlay.controller"
+    wakes_on = (Wake.on("NodeOverlay", "NodePool", NODECLASS_KINDS),)
+    resync_seconds: float | None = None
+    first_delay = 0.0
+
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, waker: Waker | None = None):
         self.kube = kube
+        self.waker = waker
         self.provider = provider
         self.clock = clock
         if provider.overlays is None:
@@ -74,8 +84,28 @@ class NodeOverlayController:
         self._inputs: Any = None
         """What the last pass evaluated: overlay and NodePool generations, the instance types' identities."""
 
+    def next_due(self) -> float | None:
+        """None: overlays are evaluated on changes and the resync."""
+        return None
+
     async def reconcile(self) -> OverlayPass:
-        """One pass (see the module docstring).
+        """One pass (see the module docstring); when the overlaid instance types changed, logs
+        the store and wakes provisioning and disruption.
+
+        Raises:
+            KubeAPIError: as :meth:`evaluate`.
+        """
+        result = await self.evaluate()
+        if result.changed:
+            log.info("node overlays applied", extra={"applied": result.store.applied, "conflicts": result.store.conflicts,
+                                                     "invalid": sorted(result.store.invalid)})
+            if self.waker is not None:
+                self.waker.poke("provisioner")
+                self.waker.poke("disruption")
+        return result
+
+    async def evaluate(self) -> OverlayPass:
+        """Evaluate the NodeOverlays and write their status (see the module docstring).
 
         Raises:
             KubeAPIError: listing NodeOverlays or NodePools failed (a status patch that fails with

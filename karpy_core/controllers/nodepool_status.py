@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.controllers.base import Wake
 from karpy_core.controllers.conditions import NODE_REGISTRATION_HEALTHY
 from karpy_core.errors import NotFoundError
 from karpy_core.kube.port import KINDS, KubeClient
@@ -96,6 +97,13 @@ class NodePoolStatus:
     """Keeps every NodePool's status current."""
 
     name = "nodepool.status"
+    wakes_on = (Wake.on("NodeClaim", "Node", "NodePool"),)
+    resync_seconds: float | None = None
+    first_delay = 0.0
+
+    def next_due(self) -> float | None:
+        """None: NodePool status runs on changes and the resync."""
+        return None
 
     def __init__(self, *, kube: KubeClient, clock: Clock, registration: RegistrationHealth | None = None,
                  unreported_is_ready: bool = False, managed: Collection[tuple[str, str]] | None = None):

@@ -33,16 +33,10 @@ from typing import Any
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
-from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
-from karpy_core.controllers.disruption import Disruption, Expiration
 from karpy_core.controllers.disruption.controller import poll_tick
-from karpy_core.controllers.node.termination import NodeTermination
-from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
-from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
-from karpy_core.controllers.nodeoverlay import NodeOverlayController
-from karpy_core.controllers.nodepool_status import NodePoolStatus
-from karpy_core.controllers.provisioning.provisioner import Provisioner
-from karpy_core.controllers.static.controller import StaticCapacity, StaticEvent
+from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent
+from karpy_core.controllers.static.controller import StaticEvent, StaticEventKind
+from karpy_core.controllers.wiring import ControllerContext, build_controllers
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
@@ -156,26 +150,24 @@ class Simulator:
         self.batch_idle_seconds = batch_idle_seconds
         self.batch_max_seconds = batch_max_seconds
         self.nominations = Nominations(nomination_window(batch_max_seconds))
-        self.provisioner = Provisioner(kube=self.cluster, provider=provider, preference_policy=preference_policy,
-                                       min_values_policy=min_values_policy, nominations=self.nominations, clock=self.clock,
-                                       capacity_buffers=self.feature_gates.CapacityBuffer)
-        self.buffer_status = CapacityBufferStatus(kube=self.cluster, clock=self.clock) if self.feature_gates.CapacityBuffer else None
+        self.controllers = build_controllers(ControllerContext(
+            kube=self.cluster, provider=provider, clock=self.clock, feature_gates=self.feature_gates, nominations=self.nominations,
+            preference_policy=preference_policy, min_values_policy=min_values_policy, unreported_is_ready=True))
+        """Every controller, built as the operator builds them (no EventRecorder, no metrics)."""
+        c = self.controllers
+        self.provisioner = c.provisioner
+        self.buffer_status = c.buffer_status
         """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
-        self.lifecycle = NodeClaimLifecycle(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations)
-        self.termination = NodeTermination(kube=self.cluster, clock=self.clock)
+        self.lifecycle = c.lifecycle
+        self.termination = c.termination
         self.disruption_enabled = disruption
-        self.disruption = Disruption(kube=self.cluster, provider=provider, clock=self.clock, nominations=self.nominations,
-                                     feature_gates=self.feature_gates)
-        self.disruption.capacity_buffers = self.feature_gates.CapacityBuffer
-        self.static = StaticCapacity(kube=self.cluster, provider=provider, clock=self.clock) \
-            if self.feature_gates.StaticCapacity else None
+        self.disruption = c.disruption
+        self.static = c.static
         """Static NodePools' node counts (the StaticCapacity gate), as in the controller."""
-        self.expiration = Expiration(kube=self.cluster, clock=self.clock)
-        self.drift = NodeClaimDrift(kube=self.cluster, provider=provider, clock=self.clock)
-        self.nodepool_status = NodePoolStatus(kube=self.cluster, clock=self.clock, unreported_is_ready=True,
-                                              managed=provider.managed_node_classes())
-        self.overlays = NodeOverlayController(kube=self.cluster, provider=provider, clock=self.clock) \
-            if self.feature_gates.NodeOverlay else None
+        self.expiration = c.expiration
+        self.drift = c.drift
+        self.nodepool_status = c.nodepool_status
+        self.overlays = c.overlays
         """The NodeOverlay controller (gate ``NodeOverlay``); None: NodeOverlay objects are stored but ignored."""
         self._overlay_inputs: Any = None
         self._disruption_rv: int | None = None
@@ -226,7 +218,7 @@ class Simulator:
         n = 0
         for e in events:
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, reason=e.reason, details={"nodepool": e.nodepool, **e.details}))
-            n += e.kind != "static-limit"
+            n += e.kind is not StaticEventKind.STATIC_LIMIT
         return n
 
     def _t(self) -> float:

@@ -300,14 +300,14 @@ async def test_provisioning_publishes_no_compatible_instance_types_and_failed_sc
     cluster.create_sync("Pod", waiting)
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
     op.provisioner.kube = cluster  # no informer cache in a unit test
-    assert await op._provision_once() == 1
+    assert await op.provisioning.provision_once() == 1
     nct = events_of(cluster, "NoCompatibleInstanceTypes")
     assert len(nct) == 1 and nct[0]["involvedObject"]["kind"] == "NodePool" and nct[0]["type"] == "Warning"
     assert nct[0]["message"] == "NodePool requirements filtered out all compatible available instance types"
     failed = events_of(cluster, "FailedScheduling")
     assert len(failed) == 1 and failed[0]["involvedObject"]["name"] == "web"
     assert failed[0]["message"].startswith("Failed to schedule pod, ")
-    await op._provision_once()  # deduplicated: 1 minute for the NodePool, 5 for the pod
+    await op.provisioning.provision_once()  # deduplicated: 1 minute for the NodePool, 5 for the pod
     assert len(events_of(cluster, "NoCompatibleInstanceTypes")) == 1 and len(events_of(cluster, "FailedScheduling")) == 1
 
 
@@ -349,7 +349,7 @@ async def test_termination_waits_for_volume_attachments_then_sets_volumes_detach
 
 
 def test_launched_event_is_words_not_a_dict():
-    from karpy_core.operator import launched_message
+    from karpy_core.controllers.events import launched_message
 
     text = launched_message({"providerID": "aws:///us-east-1a/i-1", "instanceType": "m5.large", "zone": "us-east-1a",
                              "capacityType": "spot"})

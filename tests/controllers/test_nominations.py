@@ -170,7 +170,7 @@ async def test_registration_nominates_the_pods_before_the_unregistered_taint_goe
     cluster.patch = spy  # type: ignore[method-assign]
     provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
     lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
-    await lifecycle._register(await cluster.get("NodeClaim", "np-abc"), await cluster.get("Node", "ip-10-0-0-1"))
+    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")), lifecycle.deps.node(await cluster.get("Node", "ip-10-0-0-1")))
     assert (await cluster.get("Pod", "web", "default"))["status"]["nominatedNodeName"] == "ip-10-0-0-1"
     assert "nominatedNodeName" not in (await cluster.get("Pod", "other", "default"))["status"]
     assert "nominatedNodeName" not in (await cluster.get("Pod", "bound", "default"))["status"] and "Pod/bound" not in order
@@ -246,6 +246,6 @@ async def test_a_refused_nomination_does_not_block_registration():
     noms.nominate_pods({"default/web": "np-abc"})
     provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
     lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
-    await lifecycle._register(await cluster.get("NodeClaim", "np-abc"), await cluster.get("Node", "n1"))
+    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")), lifecycle.deps.node(await cluster.get("Node", "n1")))
     assert not (await cluster.get("Node", "n1"))["spec"].get("taints")
     assert (await cluster.get("NodeClaim", "np-abc"))["status"]["nodeName"] == "n1"

@@ -137,14 +137,14 @@ async def test_the_operator_runs_the_static_controller_only_with_the_gate() -> N
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings(feature_gates=gates))
     assert op.static is not None and op.disruption.feature_gates.SpotToSpotConsolidation
     op.static.kube = cluster  # no informer cache in a unit test
-    await op._static_step()
+    await op.static.reconcile()
     claims = cluster.objects("NodeClaim")
     assert len(claims) == 3 and all(c["metadata"]["labels"]["karpenter.sh/nodepool"] == "default" for c in claims)
     types = {r["key"]: r["values"] for r in claims[0]["spec"]["requirements"]}["node.kubernetes.io/instance-type"]
     assert types == ["m5.large", "m5.xlarge"]  # the template's types, the cheapest launched by the provider
     assert op.metrics.nodeclaims_created.labels(reason="provisioned", nodepool="default", min_values_relaxed="false")._value.get() == 3
-    await op._static_step()  # at the count: nothing more
+    await op.static.reconcile()  # at the count: nothing more
     assert len(cluster.objects("NodeClaim")) == 3
     cluster.patch_sync("NodePool", "default", {"spec": {"replicas": 1}})
-    await op._static_step()
+    await op.static.reconcile()
     assert len([c for c in cluster.objects("NodeClaim") if not c["metadata"].get("deletionTimestamp")]) == 1

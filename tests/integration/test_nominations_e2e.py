@@ -89,7 +89,7 @@ async def test_pods_nominated_to_in_flight_claims_get_no_second_claim(kube: Asyn
         kube.patch = recorded  # type: ignore[method-assign]
         try:
             lifecycle = NodeClaimLifecycle(kube=kube, provider=provider, clock=RealClock(), nominations=noms)
-            await lifecycle._nominate_pods(claim, f"{claim}-node")
+            await lifecycle.registration._nominate_pods(claim, f"{claim}-node")
         finally:
             del kube.patch  # the client's own method again
         assert accepted == {k: f"{claim}-node" for k, v in planned.items() if v == claim}

@@ -171,12 +171,12 @@ async def test_controller_wiring_with_the_gate() -> None:
         cluster.create_sync(obj["kind"], obj)
     await op.kube.start()
     try:
-        await op._buffer_step()
+        await op.buffer_status.reconcile()
         assert op.batcher._event.is_set()  # a ready buffer triggers a provisioning pass
-        assert op._buffer_due == clock.now() + 30
+        assert op.buffer_status.next_due() == clock.now() + 30
         for _ in range(20):  # the informer sees the status patch
             await asyncio.sleep(0)
-        assert await op._provision_once() == 0  # no real pending pod ...
+        assert await op.provisioning.provision_once() == 0  # no real pending pod ...
         assert len(cluster.objects("NodeClaim")) == 2  # ... but room for the two chunks
         assert not [e for e in cluster.objects("Event") if e.get("reason") == "Nominated"]
     finally:

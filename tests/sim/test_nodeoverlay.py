@@ -279,7 +279,7 @@ async def test_the_operator_runs_the_overlay_controller_only_with_the_gate() -> 
     assert on.overlays is not None and "NodeOverlay" in on.kube.kinds
     await on.kube.start()
     try:
-        await on._overlay_step()
+        await on.overlays.reconcile()
     finally:
         await on.kube.stop()
     pool = next(v for v in cluster.views("NodePool") or ())

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, TAINT_DISRUPTED
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -61,6 +61,10 @@ from karpy_core.logs import fields
 from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, is_true, with_virtual_pods
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
+
+if TYPE_CHECKING:
+    from karpy_core.controllers.disruption.metrics import DisruptionMetrics
+    from karpy_core.observability import Metrics
 
 __all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PlanningPass"]
 
@@ -194,17 +198,19 @@ class Disruption:
         events: where Karpenter's disruption events go (``DisruptionBlocked``, ``Unconsolidatable``,
             ``DisruptionLaunching``, ``DisruptionWaitingReadiness``, ``DisruptionTerminating``); none: not published.
         feature_gates: ``FEATURE_GATES`` handed to the planner (karpy's defaults when None).
+        metrics: where the controller's metrics (and its per-command log lines) go
+            (:class:`~karpy_core.controllers.disruption.metrics.DisruptionMetrics`); None: not published.
 
     Attributes:
-        observer: called after each planning pass with a :class:`PlanningPass` (the controller's
-            metrics); None for none.
+        observer: called after each planning pass with a :class:`PlanningPass` (with
+            ``metrics``: the planning metrics); None for none.
     """
 
     name = "disruption"
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None,
                  nominations: Nominations | None = None, events: EventRecorder | None = None,
-                 feature_gates: FeatureGates | None = None):
+                 feature_gates: FeatureGates | None = None, metrics: Metrics | None = None):
         self.kube = kube
         self.feature_gates = feature_gates or FeatureGates()
         self.events = events
@@ -227,7 +233,12 @@ class Disruption:
         """NodePool name -> :func:`_types_signature` of the types the last pass read."""
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
-        self.observer: Callable[[PlanningPass], None] | None = None
+        self.metrics: DisruptionMetrics | None = None
+        if metrics is not None:  # imported here: the simulator, which counts nothing, need not load the metrics stack
+            from karpy_core.controllers.disruption.metrics import DisruptionMetrics
+
+            self.metrics = DisruptionMetrics(metrics, kube)
+        self.observer: Callable[[PlanningPass], None] | None = self.metrics.observe_planning if self.metrics is not None else None
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
@@ -339,7 +350,13 @@ class Disruption:
 
     # ---- the pass ------------------------------------------------------------------------------
     async def reconcile(self) -> list[DisruptionEvent]:
-        """One pass (see the module docstring); returns what was done."""
+        """One pass (see the module docstring) and its metrics; returns what was done."""
+        events = await self._pass()
+        if self.metrics is not None:
+            await self.metrics.observe_events(events)
+        return events
+
+    async def _pass(self) -> list[DisruptionEvent]:
         now = self.clock.now()
         events: list[DisruptionEvent] = []
         snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())

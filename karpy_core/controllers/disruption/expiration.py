@@ -11,13 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.durations import duration_seconds
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.base import ignore_kube_error
 from karpy_core.controllers.disruption.candidates import parse_ts
 from karpy_core.errors import NotFoundError
+from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
 
 __all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent", "ExpirationEventKind"]
 
@@ -86,13 +92,17 @@ class Expiration:
     Args:
         kube: the cluster.
         clock: the clock.
+        events: where ``DisruptionTerminating`` (``Disrupting NodeClaim: Expired``) goes; None: not published.
+        metrics: ``karpenter_nodeclaims_disrupted_total{reason="expired"}``; None: not counted.
     """
 
     name = "nodeclaim.expiration"
 
-    def __init__(self, *, kube: KubeClient, clock: Clock):
+    def __init__(self, *, kube: KubeClient, clock: Clock, events: EventRecorder | None = None, metrics: Metrics | None = None):
         self.kube = kube
         self.clock = clock
+        self.events = events
+        self.metrics = metrics
 
     async def reconcile(self) -> list[ExpirationEvent]:
         """Delete every expired NodeClaim; one event per deletion."""
@@ -104,4 +114,9 @@ class Expiration:
             except NotFoundError:
                 continue
             events.append(ExpirationEvent(ExpirationEventKind.EXPIRE, name, f"expireAfter elapsed {now - at:.0f}s ago"))
+        for ev in events:
+            if self.metrics is not None:
+                self.metrics.observe_disrupted("expired", await ignore_kube_error(self.kube.get("NodeClaim", ev.nodeclaim)))
+            if self.events is not None:
+                await self.events.record(karpenter_events.expired(ev.nodeclaim))
         return events

@@ -22,18 +22,25 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import RepairPolicy
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.base import Wake, ignore_kube_error
 from karpy_core.errors import NotFoundError
+from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.utils.clock import Clock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
 
-__all__ = ["NodeRepair", "RepairEvent", "UNHEALTHY_THRESHOLD_PERCENT", "unhealthy_reason"]
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
+
+__all__ = ["RepairEventKind", "NodeRepair", "RepairEvent", "UNHEALTHY_THRESHOLD_PERCENT", "unhealthy_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +48,19 @@ UNHEALTHY_THRESHOLD_PERCENT = 20
 """Above this share of a NodePool's nodes unhealthy (rounded up), repair stops (Karpenter ``health``)."""
 
 
+class RepairEventKind(StrEnum):
+    """What the node-repair controller did."""
+
+    REPAIR = "repair"
+    REPAIR_BLOCKED = "repair-blocked"
+
+
 @dataclass
 class RepairEvent:
-    """``kind`` is ``repair`` (NodeClaim deleted) or ``repair-blocked`` (the pool's 20% valve)."""
+    """``kind`` is ``repair`` (NodeClaim deleted) or ``repair-blocked`` (the pool's 20% valve;
+    ``node`` lists the unhealthy Nodes, comma-separated)."""
 
-    kind: str
+    kind: RepairEventKind
     node: str
     nodeclaim: str = ""
     nodepool: str = ""
@@ -74,12 +89,20 @@ class NodeRepair:
         kube: the cluster.
         provider: the cloud provider (its repair policies).
         clock: the clock.
+        events: where ``NodeRepair`` / ``NodeRepairBlocked`` go; None: not published.
+        metrics: ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}``; None: not counted.
     """
 
     name = "node.health"
+    wakes_on: tuple[Wake, ...] = ()
+    resync_seconds: float | None = None
+    first_delay = 0.0
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, events: EventRecorder | None = None,
+                 metrics: Metrics | None = None):
         self.kube = kube
+        self.events = events
+        self.metrics = metrics
         self.provider = provider
         self.clock = clock
         self._blocked: set[str] = set()
@@ -117,7 +140,8 @@ class NodeRepair:
             if len(sick) > allowed:
                 blocked_now.add(pool)
                 if pool not in self._blocked:
-                    events.append(RepairEvent("repair-blocked", ",".join(n["metadata"]["name"] for n, _, _ in sick), nodepool=pool,
+                    events.append(RepairEvent(RepairEventKind.REPAIR_BLOCKED, ",".join(n["metadata"]["name"] for n, _, _ in sick),
+                                              nodepool=pool,
                                               reason=f"{len(sick)} of {totals[pool]} nodes unhealthy, more than "
                                                      f"{UNHEALTHY_THRESHOLD_PERCENT}% ({allowed}): not repairing any"))
                 continue
@@ -130,6 +154,29 @@ class NodeRepair:
                     continue
                 log.info("repairing node: deleting its nodeclaim", extra=fields(node=node, nodeclaim=name, nodepool=pool or None,
                                                                                reason=why))
-                events.append(RepairEvent("repair", node["metadata"]["name"], name, pool, why))
+                events.append(RepairEvent(RepairEventKind.REPAIR, node["metadata"]["name"], name, pool, why))
         self._blocked = blocked_now
+        await self._publish(events)
         return events
+
+    def next_due(self) -> float | None:
+        """None: repair runs on the resync."""
+        return None
+
+    async def _publish(self, events: list[RepairEvent]) -> None:
+        """Per repair: ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}`` and a
+        ``NodeRepair`` event; per newly blocked NodePool: ``NodeRepairBlocked`` on it and
+        Karpenter's on each unhealthy Node (``node/health/events.go``)."""
+        for ev in events:
+            if ev.kind is RepairEventKind.REPAIR:
+                if self.metrics is not None:
+                    claim = await ignore_kube_error(self.kube.get("NodeClaim", ev.nodeclaim))
+                    self.metrics.observe_disrupted("unhealthy", claim or {"metadata": {"labels": {LABEL_NODEPOOL: ev.nodepool}}})
+                if self.events is not None:
+                    await self.events.record(karpenter_events.node_repair(ev.node, ev.nodeclaim, ev.reason))
+            elif self.events is not None:
+                await self.events.record(karpenter_events.nodepool_repair_blocked(ev.nodepool, ev.reason))
+                for node in filter(None, ev.node.split(",")):
+                    await self.events.record(*karpenter_events.node_repair_blocked(
+                        {"kind": "Node", "metadata": {"name": node}}, None, {"kind": "NodePool", "metadata": {"name": ev.nodepool}},
+                        f"more than {UNHEALTHY_THRESHOLD_PERCENT}% nodes are unhealthy in the nodepool"))

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.labels import (
@@ -44,16 +45,22 @@ from karpy_core.apis.labels import (
     TAINT_DISRUPTED,
 )
 from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.base import Wake, list_views
 from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError, ignore_not_found
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import reconciling
 from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
+from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
 
-__all__ = ["NodeTermination", "TerminationEvent", "drain_tier", "tolerates_disrupted_taint", "is_stuck_terminating",
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
+
+__all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason", "drain_tier",
+           "tolerates_disrupted_taint", "is_stuck_terminating",
            "CRITICAL_PRIORITY_CLASSES"]
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
@@ -70,15 +77,36 @@ rate-limited eviction queue (``terminator/eviction.go``), "429 (PDB) means backo
 log = logging.getLogger(__name__)
 
 
+class TerminationEventKind(StrEnum):
+    """What the termination controller did."""
+
+    EVICT = "evict"
+    EVICT_BLOCKED = "evict-blocked"
+    DRAIN_WAIT = "drain-wait"
+    FORCE_DELETE = "force-delete"
+    NODE_FINALIZED = "node-finalized"
+
+
 @dataclass
 class TerminationEvent:
-    """``kind`` is evict, evict-blocked, drain-wait (do-not-disrupt pod waiting), force-delete
-    (past the terminationGracePeriod deadline) or node-finalized."""
+    """``kind``: evict, evict-blocked, drain-wait (do-not-disrupt pod waiting), force-delete
+    (past the terminationGracePeriod deadline) or node-finalized; ``pod`` is ``ns/name``."""
 
-    kind: str
+    kind: TerminationEventKind
     node: str
     pod: str = ""
     reason: str = ""
+
+
+FORCEFUL_TERMINATION = "Forceful Termination"
+"""``karpenter_pods_drained_total``'s ``reason`` when the NodeClaim has no ``DisruptionReason``."""
+
+
+def drain_reason(claim: NodeClaimView | None) -> str:
+    """Why a node's pods are drained: its NodeClaim's ``DisruptionReason`` condition reason when
+    True, else ``Forceful Termination`` (Karpenter ``terminator/eviction.go``)."""
+    cond = condition_of(claim.conditions, "DisruptionReason") if claim is not None else None
+    return cond.reason if cond is not None and cond.is_true and cond.reason else FORCEFUL_TERMINATION
 
 
 def _owned_by_daemonset(pod: dict[str, Any]) -> bool:
@@ -130,170 +158,186 @@ class NodeTermination:
     Sets the NodeClaim's ``Drained`` condition (Unknown/``Draining`` while draining, True once
     drained) and publishes Karpenter's termination events to ``events`` when given: ``Evicted``
     and ``Disrupted`` on pods, ``FailedDraining`` and ``TerminationGracePeriodExpiring`` on the
-    Node, ``TerminationGracePeriodExpiring`` on the NodeClaim when its deadline is set.
+    Node, ``TerminationGracePeriodExpiring`` on the NodeClaim when its deadline is set. With
+    ``metrics``: ``karpenter_pods_eviction_requests_total`` (200, 429),
+    ``karpenter_pods_drained_total`` and the Node's termination metrics once it is finalized.
     """
 
     name = "node.termination"
+    wakes_on = (Wake.on("NodeClaim", "Node"), Wake.on("Pod", types=("DELETED",)))
+    resync_seconds: float | None = None
+    first_delay = 0.0
 
-    def __init__(self, *, kube: KubeClient, clock: Clock | None = None, events: EventRecorder | None = None):
+    def __init__(self, *, kube: KubeClient, clock: Clock | None = None, events: EventRecorder | None = None,
+                 metrics: Metrics | None = None):
         self.kube = kube
         self.events = events
+        self.metrics = metrics
         self.clock = clock or RealClock()
         self.wake: float | None = None
         """The earliest future forced-deletion or eviction-retry time seen by the last pass (the
         simulator jumps its clock there; the operator wakes the controller then), or None."""
         self._backoff: dict[str, tuple[int, float]] = {}
         """Pod uid (or ``ns/name``) -> (refused evictions so far, epoch seconds of the next try)."""
+        self._views = ViewCache()
+
+    def next_due(self) -> float | None:
+        """:attr:`wake`: the next forced deletion or eviction retry."""
+        return self.wake
 
     async def _publish(self, *evs: Event) -> None:
         if self.events is not None:
             await self.events.record(*evs)
 
-    async def _set_drained(self, claim: dict[str, Any] | None, drained: bool) -> None:
+    async def _set_drained(self, claim: NodeClaimView | None, drained: bool) -> None:
         """``Drained``: Unknown/``Draining`` when first seen draining, True when drained."""
-        if claim is None or (not drained and any(c.get("type") == DRAINED for c in (claim.get("status") or {}).get("conditions") or [])):
+        if claim is None or (not drained and condition_of(claim.conditions, DRAINED) is not None):
             return
-        conds = set_condition(list((claim.get("status") or {}).get("conditions") or []), DRAINED, "True" if drained else "Unknown",
+        conds = set_condition(list((claim.raw.get("status") or {}).get("conditions") or []), DRAINED, "True" if drained else "Unknown",
                               iso(self.clock.now()), "" if drained else "Draining", "" if drained else "Draining")
-        patch = patch_conditions(claim, conds)
+        patch = patch_conditions(claim.raw, conds)
         if patch is None:
             return
-        try:
-            await self.kube.patch("NodeClaim", claim["metadata"]["name"], patch, status=True)
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        await ignore_not_found(self.kube.patch("NodeClaim", claim.name, patch, status=True))
 
     def _wake_at(self, t: float) -> None:
         self.wake = t if self.wake is None else min(self.wake, t)
 
     async def reconcile(self) -> list[TerminationEvent]:
+        """One pass over the deleted Nodes carrying the finalizer; returns what was done."""
         events: list[TerminationEvent] = []
         self.wake = None
-        nodes = [
-            n for n in await self.kube.list("Node")
-            if n["metadata"].get("deletionTimestamp") and FINALIZER_TERMINATION in (n["metadata"].get("finalizers") or [])
+        nodes: list[NodeView] = [
+            v for v in await list_views(self.kube, "Node", self._views)
+            if isinstance(v, NodeView) and v.deleting and FINALIZER_TERMINATION in (v.raw["metadata"].get("finalizers") or ())
         ]
         if not nodes:
+            self._views.sweep()
             return events
-        pods = await self.kube.list("Pod")
-        live = {p["metadata"].get("uid") or _key(p) for p in pods}
+        pods = [p for p in await list_views(self.kube, "Pod", self._views) if isinstance(p, PodView)]
+        live = {p.uid or p.key for p in pods}
         self._backoff = {k: v for k, v in self._backoff.items() if k in live}
-        claims = await self.kube.list("NodeClaim")
+        claims = [c for c in await list_views(self.kube, "NodeClaim", self._views) if isinstance(c, NodeClaimView)]
         for node in nodes:
-            with reconciling("Node", node["metadata"]["name"]):
+            with reconciling("Node", node.name):
                 events.extend(await self._terminate(node, pods, claims))
+        self._views.sweep()
         return events
 
-    async def _terminate(self, node: dict[str, Any], pods: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[TerminationEvent]:  # noqa: C901
-        name = node["metadata"]["name"]
+    def _count(self, ev: TerminationEvent, node: NodeView, claims: list[NodeClaimView]) -> None:
+        """The metrics of one thing done (as Karpenter's terminator counts them)."""
+        m = self.metrics
+        if m is None:
+            return
+        if ev.kind is TerminationEventKind.NODE_FINALIZED:
+            m.observe_node_terminated(node.raw, self.clock.now())
+        elif ev.kind is TerminationEventKind.EVICT_BLOCKED:
+            m.pods_eviction_requests.labels(code="429").inc()
+        elif ev.kind in (TerminationEventKind.EVICT, TerminationEventKind.FORCE_DELETE):
+            if ev.kind is TerminationEventKind.EVICT:
+                m.pods_eviction_requests.labels(code="200").inc()
+            m.pods_drained.labels(reason=drain_reason(next((c for c in claims if c.node_name == node.name), None))).inc()
+
+    async def _terminate(self, node: NodeView, pods: list[PodView], claims: list[NodeClaimView]) -> list[TerminationEvent]:
+        events = await self._drain(node, pods, claims)
+        for ev in events:
+            self._count(ev, node, claims)
+        return events
+
+    async def _drain(self, node: NodeView, pods: list[PodView], claims: list[NodeClaimView]) -> list[TerminationEvent]:
+        name = node.name
         events: list[TerminationEvent] = []
         now = self.clock.now()
-        pid = (node.get("spec") or {}).get("providerID")
+        pid = node.provider_id
         for c in claims:
-            if pid and (c.get("status") or {}).get("providerID") == pid and not c["metadata"].get("deletionTimestamp"):
-                try:
-                    await self.kube.delete("NodeClaim", c["metadata"]["name"])
-                except KubeAPIError as exc:
-                    if exc.status != 404:
-                        raise
-        taints = list((node.get("spec") or {}).get("taints") or [])
-        tainted = any(t.get("key") == TAINT_DISRUPTED for t in taints)
-        excluded = (node["metadata"].get("labels") or {}).get(LABEL_EXCLUDE_BALANCERS) == "karpenter"
+            if pid and c.provider_id == pid and not c.deleting:
+                await ignore_not_found(self.kube.delete("NodeClaim", c.name))
+        tainted = any(t.key == TAINT_DISRUPTED for t in node.taints)
+        excluded = node.labels.get(LABEL_EXCLUDE_BALANCERS) == "karpenter"
         if not tainted or not excluded:
             # as Karpenter's terminator: the disrupted taint, and out of external load balancers
             # before the drain (their targets would otherwise point at a node going away)
             patch: dict[str, Any] = {"metadata": {"labels": {LABEL_EXCLUDE_BALANCERS: "karpenter"}}}
             if not tainted:
+                taints = list((node.raw.get("spec") or {}).get("taints") or [])
                 patch["spec"] = {"taints": [*taints, {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}]}
             await self.kube.patch("Node", name, patch)
             # Karpenter's line and keys (node/termination/terminator/terminator.go)
             log.info("tainted node", extra={"taint.Key": TAINT_DISRUPTED, "taint.Value": "", "taint.Effect": "NoSchedule"})
         on_node = [
             p for p in pods
-            if (p.get("spec") or {}).get("nodeName") == name
-            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and not _is_mirror(p)
-            and not tolerates_disrupted_taint(p)
-            and not is_stuck_terminating(p, now)
+            if p.node_name == name and not p.terminal
+            and not _is_mirror(p.raw)
+            and not tolerates_disrupted_taint(p.raw)
+            and not is_stuck_terminating(p.raw, now)
         ]
-        deadline = await self._deadline(node, claims)
-        claim: dict[str, Any] | None = next((c for c in claims if pid and (c.get("status") or {}).get("providerID") == pid), None)
+        claim = next((c for c in claims if pid and c.provider_id == pid), None)
+        deadline = await self._deadline(node, claim)
         await self._set_drained(claim, False)
-        ann = (claim["metadata"].get("annotations") or {}) if claim is not None else {}
-        if ann.get(ANNOTATION_TERMINATION_TIMESTAMP):
-            await self._publish(karpenter_events.node_termination_grace_period_expiring(node, ann[ANNOTATION_TERMINATION_TIMESTAMP]))
+        stamp = claim.annotations.get(ANNOTATION_TERMINATION_TIMESTAMP) if claim is not None else None
+        if stamp:
+            await self._publish(karpenter_events.node_termination_grace_period_expiring(node.raw, stamp))
         elif deadline is not None:
-            await self._publish(karpenter_events.node_termination_grace_period_expiring(node, iso(deadline)))
-        evict_reason = "Forceful Termination"
-        for c in ((claim or {}).get("status") or {}).get("conditions") or []:
-            if c.get("type") == "DisruptionReason" and c.get("status") == "True" and c.get("reason"):
-                evict_reason = str(c["reason"])
-        remaining = list(on_node)
-        tiers = sorted({drain_tier(p) for p in on_node})
-        current = [p for p in on_node if tiers and drain_tier(p) == tiers[0]]
-        for pod in sorted(current, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
-            key = f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
+            await self._publish(karpenter_events.node_termination_grace_period_expiring(node.raw, iso(deadline)))
+        evict_reason = drain_reason(claim)
+        tiers = sorted({drain_tier(p.raw) for p in on_node})
+        current = [p for p in on_node if tiers and drain_tier(p.raw) == tiers[0]]
+        for view in sorted(current, key=lambda p: (p.namespace, p.name)):
+            pod, key = view.raw, view.key
             grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
             grace = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
             if deadline is not None and now < deadline - grace:
                 self._wake_at(deadline - grace)
-            bkey = pod["metadata"].get("uid") or key
+            bkey = view.uid or key
             failures, retry_at = self._backoff.get(bkey, (0, now))
             try:
                 if deadline is not None and now >= deadline - grace:
-                    await self.kube.delete("Pod", pod["metadata"]["name"], pod["metadata"].get("namespace"))
-                    events.append(TerminationEvent("force-delete", name, key, reason="terminationGracePeriod deadline"))
+                    await self.kube.delete("Pod", view.name, view.namespace)
+                    events.append(TerminationEvent(TerminationEventKind.FORCE_DELETE, name, key, reason="terminationGracePeriod deadline"))
                     await self._publish(karpenter_events.disrupt_pod_delete(pod, max(int(deadline - now), 1), iso(deadline)))
                     continue
-                if pod["metadata"].get("deletionTimestamp"):
+                if view.deleting:
                     continue
                 if (pod["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT) == "true":
-                    events.append(TerminationEvent("drain-wait", name, key, reason="karpenter.sh/do-not-disrupt"))
+                    events.append(TerminationEvent(TerminationEventKind.DRAIN_WAIT, name, key, reason="karpenter.sh/do-not-disrupt"))
                     continue
                 if now < retry_at:
                     self._wake_at(retry_at)
                     continue
                 await self.kube.evict(pod)
                 self._backoff.pop(bkey, None)
-                events.append(TerminationEvent("evict", name, key))
+                events.append(TerminationEvent(TerminationEventKind.EVICT, name, key))
                 await self._publish(karpenter_events.evict_pod(pod, evict_reason))
+            except (NotFoundError, ConflictError):  # gone, or replaced under the same name (UID precondition)
+                continue
             except KubeAPIError as exc:
-                if exc.status in (404, 409):  # gone, or replaced under the same name (UID precondition)
-                    continue
                 if exc.status in (429, 500):  # a PDB refused it (or several PDBs select the pod)
                     failures += 1
                     retry_at = now + min(EVICTION_BACKOFF_BASE_SECONDS * 2 ** (failures - 1), EVICTION_BACKOFF_MAX_SECONDS)
                     self._backoff[bkey] = (failures, retry_at)
                     self._wake_at(retry_at)
                     reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
-                    events.append(TerminationEvent("evict-blocked", name, key, reason=reason))
+                    events.append(TerminationEvent(TerminationEventKind.EVICT_BLOCKED, name, key, reason=reason))
                     why = "eviction does not support multiple PDBs" if exc.status == 500 else "evicting pod violates a PDB"
-                    await self._publish(karpenter_events.node_failed_to_drain(node, f"{why} (Pod={key})"))
+                    await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{why} (Pod={key})"))
                     continue
                 raise
-        if remaining:
-            left = await self.kube.list("Pod")
-            still = {(p["metadata"].get("namespace"), p["metadata"]["name"]) for p in left
-                     if (p.get("spec") or {}).get("nodeName") == name}
-            waiting = [p for p in remaining if (p["metadata"].get("namespace"), p["metadata"]["name"]) in still]
+        if on_node:
+            still = {v.key for v in await list_views(self.kube, "Pod", self._views) if isinstance(v, PodView) and v.node_name == name}
+            waiting = [p for p in on_node if p.key in still]
             if waiting:
-                await self._publish(karpenter_events.node_failed_to_drain(node, f"{len(waiting)} pods are waiting to be evicted"))
+                await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{len(waiting)} pods are waiting to be evicted"))
                 return events
         await self._set_drained(claim, True)
-        if not await self._volumes_detached(node, claim, pods, deadline, now):
+        if not await self._volumes_detached(node.raw, claim, [p.raw for p in pods], deadline, now):
             return events
-        finalizers = [f for f in node["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
-        try:
-            await self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}})
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+        finalizers = [f for f in node.raw["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
+        await ignore_not_found(self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}}))
         log.info("deleted node")  # Karpenter's line (node/termination/controller.go)
-        events.append(TerminationEvent("node-finalized", name))
+        events.append(TerminationEvent(TerminationEventKind.NODE_FINALIZED, name))
         return events
 
-    async def _volumes_detached(self, node: dict[str, Any], claim: dict[str, Any] | None, pods: list[dict[str, Any]],
+    async def _volumes_detached(self, node: dict[str, Any], claim: NodeClaimView | None, pods: list[dict[str, Any]],
                                 deadline: float | None, now: float) -> bool:
         """True when the drained Node may go: no VolumeAttachment of a drained pod's volume is left,
         or the terminationGracePeriod deadline has passed. Sets ``VolumesDetached`` and publishes
@@ -335,45 +379,38 @@ class NodeTermination:
                 if (c["metadata"].get("namespace") or "default", c["metadata"]["name"]) in claims
                 and (c.get("spec") or {}).get("volumeName")}
 
-    async def _set_condition(self, claim: dict[str, Any] | None, type_: str, status: str, reason: str = "") -> None:
+    async def _set_condition(self, claim: NodeClaimView | None, type_: str, status: str, reason: str = "") -> None:
         if claim is None:
             return
-        try:
-            current = await self.kube.get("NodeClaim", claim["metadata"]["name"])
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                return
-            raise
+        current = await ignore_not_found(self.kube.get("NodeClaim", claim.name))
+        if current is None:
+            return
         conds = set_condition(list((current.get("status") or {}).get("conditions") or []), type_, status,
                               iso(self.clock.now()), reason, reason)
         patch = patch_conditions(current, conds)
         if patch is not None:
-            await self.kube.patch("NodeClaim", claim["metadata"]["name"], patch, status=True)
+            await self.kube.patch("NodeClaim", claim.name, patch, status=True)
 
-    async def _deadline(self, node: dict[str, Any], claims: list[dict[str, Any]]) -> float | None:
+    async def _deadline(self, node: NodeView, claim: NodeClaimView | None) -> float | None:
         """The drain deadline from the NodeClaim's ``terminationGracePeriod`` (epoch seconds), or
         None; recorded once as the ``karpenter.sh/nodeclaim-termination-timestamp`` annotation."""
-        pid = (node.get("spec") or {}).get("providerID")
-        claim = next((c for c in claims if pid and (c.get("status") or {}).get("providerID") == pid), None)
         if claim is None:
             return None
-        ann = claim["metadata"].get("annotations") or {}
-        if ann.get(ANNOTATION_TERMINATION_TIMESTAMP):
-            return parse_rfc3339(ann[ANNOTATION_TERMINATION_TIMESTAMP])
+        stamp = claim.annotations.get(ANNOTATION_TERMINATION_TIMESTAMP)
+        if stamp:
+            return parse_rfc3339(stamp)
         try:
-            tgp = duration_seconds((claim.get("spec") or {}).get("terminationGracePeriod"))
+            tgp = duration_seconds((claim.raw.get("spec") or {}).get("terminationGracePeriod"))
         except ValueError:
             return None
         if tgp is None:
             return None
-        start = parse_rfc3339(claim["metadata"].get("deletionTimestamp") or node["metadata"].get("deletionTimestamp")) or self.clock.now()
+        start = parse_rfc3339(claim.raw["metadata"].get("deletionTimestamp") or node.raw["metadata"].get("deletionTimestamp")) \
+            or self.clock.now()
         deadline = start + tgp
         try:
-            await self.kube.patch("NodeClaim", claim["metadata"]["name"],
-                                  {"metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: iso(deadline)}}})
-        except KubeAPIError as exc:
-            if exc.status != 404:
-                raise
+            await self.kube.patch("NodeClaim", claim.name, {"metadata": {"annotations": {ANNOTATION_TERMINATION_TIMESTAMP: iso(deadline)}}})
+        except NotFoundError:
             return deadline
-        await self._publish(karpenter_events.nodeclaim_termination_grace_period_expiring(claim, iso(deadline)))
+        await self._publish(karpenter_events.nodeclaim_termination_grace_period_expiring(claim.raw, iso(deadline)))
         return deadline

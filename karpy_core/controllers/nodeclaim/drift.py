@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
 from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.base import NODECLASS_KINDS, Wake, ignore_kube_error
 from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError
+from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.requirements import Requirements
@@ -34,7 +38,10 @@ from karpy_core.state.cluster import condition, is_true
 from karpy_core.state.views import ViewCache
 from karpy_core.utils.clock import Clock, iso
 
-__all__ = ["NodeClaimDrift", "DriftEvent", "static_drift", "PROVIDER_RECHECK", "REASON_NODEPOOL_DRIFTED",
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
+
+__all__ = ["NodeClaimDrift", "DriftEvent", "DriftEventKind", "static_drift", "PROVIDER_RECHECK", "REASON_NODEPOOL_DRIFTED",
            "REASON_REQUIREMENTS_DRIFTED", "CONDITION_DRIFTED"]
 
 log = logging.getLogger(__name__)
@@ -71,12 +78,19 @@ def static_drift(nodeclaim: dict[str, Any], node: dict[str, Any] | None, nodepoo
     return (REASON_REQUIREMENTS_DRIFTED, f"requirements no longer satisfied: {why}") if why else ("", "")
 
 
+class DriftEventKind(StrEnum):
+    """What the drift controller changed."""
+
+    DRIFTED = "drifted"
+    UNDRIFTED = "undrifted"
+
+
 @dataclass
 class DriftEvent:
     """``kind`` is ``drifted`` (condition set, ``reason`` the drift reason) or ``undrifted``
     (condition cleared)."""
 
-    kind: str
+    kind: DriftEventKind
     nodeclaim: str
     reason: str = ""
     message: str = ""
@@ -97,12 +111,20 @@ class NodeClaimDrift:
         provider: the cloud provider (``is_drifted``).
         clock: the clock (virtual in the simulator).
         recheck_seconds: seconds between provider checks of one claim (default 300).
+        events: where the ``Drifted`` events go; None: not published.
+        metrics: ``karpenter_nodeclaims_drifted_total``; None: not counted.
     """
 
     name = "nodeclaim.disruption.drift"
+    wakes_on = (Wake.on("NodePool", NODECLASS_KINDS),)
+    resync_seconds: float | None = None
+    first_delay = 0.0
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, recheck_seconds: float = PROVIDER_RECHECK):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, recheck_seconds: float = PROVIDER_RECHECK,
+                 events: EventRecorder | None = None, metrics: Metrics | None = None):
         self.kube = kube
+        self.events = events
+        self.metrics = metrics
         self.provider = provider
         self.clock = clock
         self.recheck_seconds = recheck_seconds
@@ -172,7 +194,20 @@ class NodeClaimDrift:
         for gone in set(self._checks) - live:
             del self._checks[gone]
         self._views.sweep()
+        await self._publish(events)
         return events
+
+    async def _publish(self, events: list[DriftEvent]) -> None:
+        """A ``Drifted`` event and a ``karpenter_nodeclaims_drifted_total`` count per newly drifted NodeClaim."""
+        for ev in events:
+            if ev.kind is not DriftEventKind.DRIFTED:
+                continue
+            if self.metrics is not None:
+                claim = await ignore_kube_error(self.kube.get("NodeClaim", ev.nodeclaim))
+                pool = ((claim or {}).get("metadata", {}).get("labels") or {}).get(LABEL_NODEPOOL, "")
+                self.metrics.nodeclaims_drifted.labels(type=ev.reason, nodepool=pool).inc()
+            if self.events is not None:
+                await self.events.record(karpenter_events.drifted(ev.nodeclaim, ev.message or ev.reason))
 
     async def _restamp(self, nc: dict[str, Any], pool_hash: str) -> dict[str, Any]:
         """``nc`` with its NodePool hash re-stamped when it carries another hash version (a
@@ -204,12 +239,12 @@ class NodeClaimDrift:
                    "lastTransitionTime": cur["lastTransitionTime"] if cur is not None and cur.get("status") == "True"
                    and cur.get("lastTransitionTime") else iso(now)}
             conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != CONDITION_DRIFTED] + [new]
-            kind = "drifted"
+            kind = DriftEventKind.DRIFTED
         else:
             if cur is None:
                 return None
             conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != CONDITION_DRIFTED]
-            kind = "undrifted"
+            kind = DriftEventKind.UNDRIFTED
         try:
             await self.kube.patch("NodeClaim", name, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}}, status=True)
         except NotFoundError:

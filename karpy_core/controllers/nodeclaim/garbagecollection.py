@@ -20,12 +20,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.base import Wake
 from karpy_core.errors import NodeClaimNotFoundError, ignore_not_found
 from karpy_core.logs import fields
 
 if TYPE_CHECKING:
     from karpy_core.cloudprovider.provider import CloudProvider
+    from karpy_core.kube.events import EventRecorder
     from karpy_core.kube.port import KubeClient
+    from karpy_core.observability import Metrics
     from karpy_core.utils.clock import Clock
 
 __all__ = ["GC_MIN_AGE_SECONDS", "SKIP_REASONS", "garbage_collect", "collect_orphaned_nodeclaims", "GarbageCollection"]
@@ -116,12 +120,21 @@ async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider)
 
 
 class GarbageCollection:
-    """Both collections, one pass per :meth:`reconcile` (the operator runs it every 2 minutes)."""
+    """Both collections, one pass per :meth:`reconcile` (the operator runs it every 2 minutes,
+    first 10 s after starting). With ``events``/``metrics``, each NodeClaim deleted because its
+    instance is gone gets a ``GarbageCollected`` event and counts in
+    ``karpenter_nodeclaims_disrupted_total{reason="garbage_collected"}``."""
 
     name = "nodeclaim.garbagecollection"
+    wakes_on: tuple[Wake, ...] = ()
+    resync_seconds: float | None = 120.0
+    first_delay = 10.0
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, events: EventRecorder | None = None,
+                 metrics: Metrics | None = None):
         self.kube = kube
+        self.events = events
+        self.metrics = metrics
         self.provider = provider
         self.clock = clock
         self.skipped: dict[str, str] = {}
@@ -129,7 +142,20 @@ class GarbageCollection:
 
     async def reconcile(self) -> tuple[list[str], list[str]]:
         """Returns (instances terminated, NodeClaims deleted); :attr:`skipped` says what was left and why."""
+        before = {c["metadata"]["name"]: c for c in await self.kube.list("NodeClaim")} if self.metrics is not None else {}
         skipped: dict[str, str] = {}
         leaked = await garbage_collect(self.kube, self.provider, self.clock, skipped=skipped)
         self.skipped = skipped
-        return leaked, await collect_orphaned_nodeclaims(self.kube, self.provider)
+        orphaned = await collect_orphaned_nodeclaims(self.kube, self.provider)
+        for name in orphaned:
+            if self.metrics is not None:
+                self.metrics.observe_disrupted("garbage_collected", before.get(name))
+            if self.events is not None:
+                await self.events.record(karpenter_events.garbage_collected(name))
+        if leaked:
+            log.info("terminated leaked instances", extra={"provider-ids": list(leaked)})
+        return leaked, orphaned
+
+    def next_due(self) -> float | None:
+        """None: garbage collection runs every :attr:`resync_seconds`."""
+        return None

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.base import Wake
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan
 from karpy_core.controllers.static.capacity import node_limit, scale_down_order, scale_up_count, static_claim, static_counts
 from karpy_core.errors import NotFoundError
@@ -35,9 +37,20 @@ from karpy_core.scheduling.template import template_from_nodepool
 from karpy_core.state.cluster import collect_snapshot, daemonset_pod_infos
 from karpy_core.utils.clock import Clock
 
-__all__ = ["StaticCapacity", "StaticEvent"]
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
+
+__all__ = ["StaticEventKind", "StaticCapacity", "StaticEvent"]
 
 log = logging.getLogger("karpy.static")
+
+
+class StaticEventKind(StrEnum):
+    """What the static capacity controller did."""
+
+    NODECLAIM_CREATE = "nodeclaim-create"
+    NODECLAIM_DELETE = "nodeclaim-delete"
+    STATIC_LIMIT = "static-limit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +66,7 @@ class StaticEvent:
         details: ``current``, ``desired`` (and ``limit``), JSON-ready.
     """
 
-    kind: str
+    kind: StaticEventKind
     nodepool: str
     nodeclaim: str = ""
     reason: str = ""
@@ -67,12 +80,18 @@ class StaticCapacity:
         kube: the cluster.
         provider: the cloud provider (instance types for the NodeClaims' requirements).
         clock: time source (``now`` for the scale-down order's lifetime remaining).
+        metrics: ``karpenter_nodeclaims_created_total{reason="provisioned"}`` per NodeClaim
+            created (as Karpenter's static provisioner counts them); None: not counted.
     """
 
-    name = "static"
+    name = "static.provisioning"
+    wakes_on = (Wake.on("NodePool", "NodeClaim"),)
+    resync_seconds: float | None = None
+    first_delay = 0.0
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, metrics: Metrics | None = None):
         self.kube = kube
+        self.metrics = metrics
         self.provider = provider
         self.clock = clock
         self._limit_logged: set[tuple[str, int]] = set()
@@ -105,12 +124,15 @@ class StaticCapacity:
                                  extra=fields(nodepool=pool.name, **{**details, "provision-count": n}))
                         for _ in range(n):
                             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, pool))
-                            events.append(StaticEvent("nodeclaim-create", pool.name, created["metadata"]["name"],
+                            events.append(StaticEvent(StaticEventKind.NODECLAIM_CREATE, pool.name, created["metadata"]["name"],
                                                       "static: replicas", details))
+                            if self.metrics is not None:
+                                self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=pool.name,
+                                                                       min_values_relaxed="false").inc()
                 elif counts.active + counts.pending_disruption < desired and (pool.name, desired) not in self._limit_logged:
                     self._limit_logged.add((pool.name, desired))
                     log.info("nodepool node limit reached", extra=fields(nodepool=pool.name, **details))
-                    events.append(StaticEvent("static-limit", pool.name, reason=f"limits.nodes ({limit}) reached",
+                    events.append(StaticEvent(StaticEventKind.STATIC_LIMIT, pool.name, reason=f"limits.nodes ({limit}) reached",
                                               details={**details, "limit": limit}))
             excess = counts.active - desired
             if excess > 0:
@@ -121,5 +143,9 @@ class StaticCapacity:
                         await self.kube.delete("NodeClaim", name)
                     except NotFoundError:
                         continue
-                    events.append(StaticEvent("nodeclaim-delete", pool.name, name, "static: scale down", details))
+                    events.append(StaticEvent(StaticEventKind.NODECLAIM_DELETE, pool.name, name, "static: scale down", details))
         return events
+
+    def next_due(self) -> float | None:
+        """None: static capacity runs on changes and the resync."""
+        return None

@@ -1,0 +1,194 @@
+"""One place that builds every acting controller, for the controller (``karpy_core/operator.py``)
+and the simulator (``karpy_core/sim/simulator.py``) alike.
+
+:func:`build_controllers` takes one :class:`ControllerContext` (the cluster, the cloud provider,
+the clock, the feature gates, where events and metrics go, the shared nominations and
+registration outcomes) and returns :class:`Controllers`: each controller by role, and
+:meth:`Controllers.runnable`, the ones the operator runs, gated as Karpenter gates them
+(``NodeOverlay``, ``CapacityBuffer``, ``StaticCapacity``, ``NodeRepair``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.controllers.base import Controller, Runnable, Wake, Waker
+from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
+from karpy_core.controllers.disruption.controller import Disruption, DisruptionEvent, DisruptionSettings
+from karpy_core.controllers.disruption.expiration import Expiration
+from karpy_core.controllers.node.health import NodeRepair
+from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
+from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
+from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
+from karpy_core.controllers.nodeoverlay import NodeOverlayController
+from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
+from karpy_core.controllers.provisioning.batcher import BatchWindow
+from karpy_core.controllers.provisioning.controller import ProvisioningController
+from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity
+from karpy_core.featuregates import FeatureGates
+from karpy_core.kube.events import EventRecorder
+from karpy_core.kube.port import KubeClient
+from karpy_core.state.nominations import Nominations
+from karpy_core.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from karpy_core.observability import Metrics
+
+__all__ = ["ControllerContext", "Controllers", "DisruptionLoop", "ProviderLoop", "build_controllers"]
+
+
+@dataclass(frozen=True)
+class _Window:
+    idle_seconds: float = 1.0
+    max_seconds: float = 10.0
+
+
+@dataclass
+class ControllerContext:
+    """What every controller is built from.
+
+    Attributes:
+        kube: the cluster (the operator's informer-cached client, or the in-memory cluster).
+        provider: the cloud provider.
+        clock: real or virtual.
+        feature_gates: ``FEATURE_GATES``.
+        nominations: the provisioner's nominations, shared with lifecycle and disruption.
+        events: where Kubernetes Events go; None (the simulator): none published.
+        metrics: the Prometheus metrics; None (the simulator): none counted.
+        registration: launch outcomes shared by lifecycle and NodePool status; None: not recorded
+            (the simulator: NodePool status keeps its own, empty).
+        waker: lets one controller wake another (the operator registers each controller's wake-up).
+        batch: the provisioning batch window (``idle_seconds``, ``max_seconds``).
+        preference_policy: ``Respect`` or ``Ignore``.
+        min_values_policy: ``Strict`` or ``BestEffort``.
+        disruption: the disruption controller's settings (minimum savings, ...).
+        node_repair: run node repair (Karpenter's ``NodeRepair`` gate, overridable by the setting).
+        unreported_is_ready: NodePool status counts a NodeClass without ``Ready`` as Ready (the
+            simulator, which runs no provider's NodeClass status controller).
+    """
+
+    kube: KubeClient
+    provider: CloudProvider
+    clock: Clock
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    nominations: Nominations = field(default_factory=Nominations)
+    events: EventRecorder | None = None
+    metrics: Metrics | None = None
+    registration: RegistrationHealth | None = None
+    waker: Waker = field(default_factory=Waker)
+    batch: BatchWindow = field(default_factory=_Window)
+    preference_policy: str = "Respect"
+    min_values_policy: str = "Strict"
+    disruption: DisruptionSettings = field(default_factory=DisruptionSettings)
+    node_repair: bool = True
+    unreported_is_ready: bool = False
+
+
+class DisruptionLoop:
+    """The operator's ``disruption`` controller: expiration, then one disruption pass (Karpenter
+    runs expiration as its own controller; one loop keeps a deletion and the next plan ordered).
+    Woken by CapacityBuffer/PodTemplate changes (the headroom consolidation must keep) and by
+    deleted NodeClaims and Nodes (a finished disruption frees its budget for the next command)."""
+
+    name = "disruption"
+    wakes_on = (Wake.on("CapacityBuffer", "PodTemplate"), Wake.on("NodeClaim", "Node", types=("DELETED",)))
+    resync_seconds: float | None = None
+    first_delay = 0.0
+
+    def __init__(self, expiration: Expiration, disruption: Disruption):
+        self.expiration = expiration
+        self.disruption = disruption
+
+    def next_due(self) -> float | None:
+        """The disruption controller's next due time (validation delay, budget edge, expiry)."""
+        return self.disruption.next_due()
+
+    async def reconcile(self) -> list[DisruptionEvent]:
+        """Delete expired NodeClaims, then one disruption pass; returns the disruption's events."""
+        await self.expiration.reconcile()
+        return await self.disruption.reconcile()
+
+
+class ProviderLoop:
+    """A cloud provider's background controller (``karpy_controllers`` hook) as a :class:`Runnable`."""
+
+    wakes_on: tuple[Wake, ...] = ()
+
+    def __init__(self, name: str, loop: Callable[[], Awaitable[None]]):
+        self.name = name
+        self._loop = loop
+
+    async def run(self) -> None:
+        """The provider's loop."""
+        await self._loop()
+
+    def trigger(self) -> None:
+        """Provider loops run on their own schedule."""
+
+
+@dataclass
+class Controllers:
+    """Every controller, by role (None: off by its feature gate or setting)."""
+
+    provisioner: Provisioner
+    provisioning: ProvisioningController
+    lifecycle: NodeClaimLifecycle
+    termination: NodeTermination
+    nodepool_status: NodePoolStatus
+    drift: NodeClaimDrift
+    expiration: Expiration
+    disruption: Disruption
+    gc: GarbageCollection
+    repair: NodeRepair | None = None
+    overlays: NodeOverlayController | None = None
+    buffer_status: CapacityBufferStatus | None = None
+    static: StaticCapacity | None = None
+    provider: CloudProvider | None = None
+
+    def runnable(self) -> list[Controller | Runnable]:
+        """What the operator runs, in start order: the provisioner, lifecycle, termination,
+        NodePool status, the gated ones, drift, disruption (with expiration) and garbage
+        collection (the provider's own loops: :meth:`provider_loops`)."""
+        gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
+        return [self.provisioning, self.lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
+                DisruptionLoop(self.expiration, self.disruption), self.gc]
+
+    def provider_loops(self) -> list[ProviderLoop]:
+        """The cloud provider's own controllers (its ``karpy_controllers`` hook, asked when called)."""
+        return [ProviderLoop(name, loop) for name, loop in self.provider.controllers()] if self.provider is not None else []
+
+
+def build_controllers(ctx: ControllerContext) -> Controllers:
+    """Build every controller from ``ctx``, honouring its feature gates."""
+    gates = ctx.feature_gates
+    kube, provider, clock = ctx.kube, ctx.provider, ctx.clock
+    provisioner = Provisioner(kube=kube, provider=provider, preference_policy=ctx.preference_policy,
+                              min_values_policy=ctx.min_values_policy, nominations=ctx.nominations, clock=clock,
+                              capacity_buffers=gates.CapacityBuffer)
+    disruption = Disruption(kube=kube, provider=provider, clock=clock, nominations=ctx.nominations, events=ctx.events,
+                            feature_gates=gates, settings=ctx.disruption, metrics=ctx.metrics)
+    disruption.capacity_buffers = gates.CapacityBuffer
+    return Controllers(
+        provisioner=provisioner,
+        provisioning=ProvisioningController(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
+        lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics,
+                                     registration=ctx.registration, nominations=ctx.nominations),
+        termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        nodepool_status=NodePoolStatus(kube=kube, clock=clock, registration=ctx.registration,
+                                       unreported_is_ready=ctx.unreported_is_ready, managed=provider.managed_node_classes()),
+        drift=NodeClaimDrift(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        expiration=Expiration(kube=kube, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        disruption=disruption,
+        gc=GarbageCollection(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        repair=NodeRepair(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics)
+        if ctx.node_repair else None,
+        overlays=NodeOverlayController(kube=kube, provider=provider, clock=clock, waker=ctx.waker) if gates.NodeOverlay else None,
+        buffer_status=CapacityBufferStatus(kube=kube, clock=clock, waker=ctx.waker) if gates.CapacityBuffer else None,
+        static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=ctx.metrics) if gates.StaticCapacity else None,
+        provider=provider,
+    )
