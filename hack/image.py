@@ -428,10 +428,26 @@ def _pip(*args: str) -> list[str]:
     return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
 
 
+def stage_sources(cloud: str, dest: Path) -> tuple[Path, Path]:
+    """Copy the files :func:`source_files` lists (karpy's and the cloud's plugin's) into ``dest``
+    under their paths in the checkout; return (karpy's project dir, the plugin's) there.
+
+    Wheels are built from this copy, not from the checkout: setuptools packs what an earlier
+    build left in ``build/lib``, so a checkout that once built a wheel holding a package that has
+    since moved (``karpy_aws`` before it became its own distribution) would put it back in."""
+    for path in source_files(cloud):
+        target = dest / path.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return dest, dest / plugin_dir(cloud).relative_to(REPO)
+
+
 def build_wheels(out_dir: Path, cloud: str) -> tuple[Path, Path]:
-    """Build karpy's wheel and the cloud's plugin wheel (``providers/<cloud>``) from this checkout
-    into ``out_dir``; return (karpy's, the plugin's)."""
-    _run(_pip("wheel", "--quiet", "--no-deps", "--wheel-dir", str(out_dir), str(REPO), str(plugin_dir(cloud))))
+    """Build karpy's wheel and the cloud's plugin wheel (``providers/<cloud>``) from a clean copy
+    of this checkout's sources (:func:`stage_sources`) into ``out_dir``; return (karpy's, the plugin's)."""
+    with tempfile.TemporaryDirectory(prefix="karpy-wheel-src-") as tmp:
+        project, plugin = stage_sources(cloud, Path(tmp))
+        _run(_pip("wheel", "--quiet", "--no-deps", "--wheel-dir", str(out_dir), str(project), str(plugin)))
     found = []
     for pattern in ("karpy-*.whl", f"karpy_{cloud}-*.whl"):
         wheels = sorted(out_dir.glob(pattern))

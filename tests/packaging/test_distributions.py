@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import email.parser
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -51,8 +52,17 @@ def _pip(*args: str | Path) -> subprocess.CompletedProcess[str]:
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The three wheels built from this checkout: {distribution name: wheel path}."""
     out = tmp_path_factory.mktemp("wheels")
+    # built from a copy of the sources alone: setuptools would pack what an earlier build of this
+    # checkout left in build/lib (hack/image.py's stage_sources does the same for the images)
+    src = tmp_path_factory.mktemp("src")
+    leftovers = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc")
+    for rel in ("pyproject.toml", "README.md", "karpy_core", "providers/aws", "providers/kakaocloud"):
+        if (REPO / rel).is_dir():
+            shutil.copytree(REPO / rel, src / rel, ignore=leftovers)
+        else:
+            shutil.copy2(REPO / rel, src / rel)
     built = _pip("wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", out,
-                 REPO, REPO / "providers" / "aws", REPO / "providers" / "kakaocloud")
+                 src, src / "providers" / "aws", src / "providers" / "kakaocloud")
     assert built.returncode == 0, built.stderr[-4000:]
     found = {p.name.split("-")[0].replace("_", "-"): p for p in out.glob("*.whl")}
     assert set(found) == {"karpy", "karpy-aws", "karpy-kakaocloud"}, found
