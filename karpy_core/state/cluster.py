@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL, TAINT_UNREGISTERED
 from karpy_core.errors import KubeAPIError
@@ -111,10 +111,14 @@ class ClusterSnapshot:
         virtual_pods: CapacityBuffer headroom as pending pod dicts (:mod:`karpy_core.state.buffers`):
             scheduled as if pending, never in ``pods`` (empty unless the CapacityBuffer gate is on).
 
+    NodePools that do not validate (:attr:`NodePoolView.error`, what the CRD's validation
+    would have refused) are left out with a logged error, once per version: the deciding code
+    never sees a half-parsed NodePool, and their nodes count as those of a missing NodePool.
+
     Attributes:
-        node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order.
-        nodes, nodeclaims, nodepools, pods: the same objects as API dicts (their views' ``raw``),
-            for code that still reads dicts.
+        node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order (valid
+            NodePools only).
+        invalid_nodepools: the NodePools left out because they do not validate.
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
         virtual_pod_views: the CapacityBuffer virtual pods, as views.
     """
@@ -128,15 +132,12 @@ class ClusterSnapshot:
         "_pods_by_node",
         "_pools_by_name",
         "daemonsets",
+        "invalid_nodepools",
         "node_views",
         "nodeclaim_views",
-        "nodeclaims",
         "nodepool_views",
-        "nodepools",
-        "nodes",
         "pdbs",
         "pod_views",
-        "pods",
         "pvcs",
         "pvs",
         "storage_classes",
@@ -147,10 +148,7 @@ class ClusterSnapshot:
     nodeclaim_views: tuple[NodeClaimView, ...]
     nodepool_views: tuple[NodePoolView, ...]
     pod_views: tuple[PodView, ...]
-    nodes: tuple[Raw, ...]
-    nodeclaims: tuple[Raw, ...]
-    nodepools: tuple[Raw, ...]
-    pods: tuple[Raw, ...]
+    invalid_nodepools: tuple[NodePoolView, ...]
     daemonsets: tuple[Raw, ...]
     pdbs: tuple[Raw, ...]
     pvcs: tuple[Raw, ...]
@@ -183,16 +181,17 @@ class ClusterSnapshot:
         set_ = object.__setattr__
         node_views = _views(nodes, "Node", NodeView, views)
         claim_views = _views(nodeclaims, "NodeClaim", NodeClaimView, views)
-        pool_views = _views(nodepools, "NodePool", NodePoolView, views)
+        all_pools = _views(nodepools, "NodePool", NodePoolView, views)
+        pool_views = tuple(v for v in all_pools if v.valid)
+        invalid = tuple(v for v in all_pools if not v.valid)
+        for bad in invalid:
+            bad.log_invalid()
         pod_views = _views(pods, "Pod", PodView, views)
         set_(self, "node_views", node_views)
         set_(self, "nodeclaim_views", claim_views)
         set_(self, "nodepool_views", pool_views)
         set_(self, "pod_views", pod_views)
-        set_(self, "nodes", tuple(v.raw for v in node_views))
-        set_(self, "nodeclaims", tuple(v.raw for v in claim_views))
-        set_(self, "nodepools", tuple(v.raw for v in pool_views))
-        set_(self, "pods", tuple(v.raw for v in pod_views))
+        set_(self, "invalid_nodepools", invalid)
         set_(self, "daemonsets", tuple(daemonsets))
         set_(self, "pdbs", tuple(pdbs))
         set_(self, "pvcs", tuple(pvcs))
@@ -258,25 +257,15 @@ class ClusterSnapshot:
         """The provisionable pods (:func:`~karpy_core.state.views.is_provisionable`)."""
         return [p for p in self.pod_views if p.provisionable]
 
-    def pending_pods(self) -> list[Raw]:
-        """The provisionable pods as API dicts."""
-        return [p.raw for p in self.pod_views if p.provisionable]
 
-
-def node_class_ref(nodepool: Mapping[str, Any]) -> tuple[str, str]:
-    """``(group, kind)`` of a NodePool's ``spec.template.spec.nodeClassRef`` (empty strings when unset)."""
-    ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
-    return str(ref.get("group") or ""), str(ref.get("kind") or "")
-
-
-def is_managed(nodepool: Mapping[str, Any], managed: Collection[tuple[str, str]] | None) -> bool:
+def is_managed(nodepool: NodePoolView, managed: Collection[tuple[str, str]] | None) -> bool:
     """Whether karpy's loaded provider manages ``nodepool``: its ``nodeClassRef`` ``(group, kind)``
     is one the provider supports (``managed``, from ``supported_node_classes``; None: every
     NodePool). Karpenter's ``nodepoolutils.IsManaged``: other NodePools are ignored by
     provisioning, disruption and NodePool status alike (another controller's, for another cloud)."""
     if managed is None:
         return True
-    group, kind = node_class_ref(nodepool)
+    group, kind = nodepool.node_class_ref
     if not group:  # a hand-written dict without the group (the API requires one): match the kind
         return any(k == kind for _, k in managed)
     return (group, kind) in managed
@@ -313,7 +302,8 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
     nodeclaims = await read("NodeClaim")
     nodepools = await read("NodePool")
     if managed is not None:
-        nodepools = [p for p in nodepools if is_managed(p if isinstance(p, Mapping) else p.raw, managed)]
+        pools = _views(cast("Sequence[Raw | NodePoolView]", nodepools), "NodePool", NodePoolView, views)
+        nodepools = [p for p in pools if not p.valid or is_managed(p, managed)]
     pods = await read("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")
