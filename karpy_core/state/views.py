@@ -47,11 +47,13 @@ __all__ = [
     "NodePoolView",
     "NodeView",
     "ObjectView",
+    "OwnerRef",
     "PodView",
     "ViewCache",
     "build_view",
     "condition_of",
     "is_provisionable",
+    "pod_limits",
 ]
 
 log = logging.getLogger(__name__)
@@ -146,6 +148,43 @@ ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
 ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """One ``metadata.ownerReferences`` entry: ``api_version``, ``kind``, ``name``."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+def _owners(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+    refs = meta.get("ownerReferences")
+    if not refs:
+        return ()
+    return tuple(OwnerRef(str(o.get("apiVersion") or ""), str(o.get("kind") or ""), str(o.get("name") or ""))
+                 for o in refs if isinstance(o, Mapping))
+
+
+def pod_limits(spec: Mapping[str, Any]) -> Resources:
+    """Sum of a pod spec's container limits (max with any init container's), plus pod overhead and
+    one ``pods`` slot, as Karpenter's ``resources.Ceiling`` does for limits (internal units).
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+    """
+    total: Resources = {}
+    for c in spec.get("containers") or ():
+        for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
+            total[name] = total.get(name, 0) + amount
+    for c in spec.get("initContainers") or ():
+        for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
+            total[name] = max(total.get(name, 0), amount)
+    for name, amount in parse_resource_list(spec.get("overhead")).items():
+        total[name] = total.get(name, 0) + amount
+    total["pods"] = total.get("pods", 0) + 1
+    return total
+
+
 def _int(value: Any) -> int:
     try:
         return int(value or 0)
@@ -161,7 +200,7 @@ class PodView:
         name, namespace, uid, resource_version: identity (``namespace`` defaults to ``default``).
         labels, annotations: read-only metadata maps.
         created: ``metadata.creationTimestamp`` (RFC 3339 text, "" when unset).
-        owner_kinds: the ``kind`` of each ``metadata.ownerReferences`` entry.
+        owners: ``metadata.ownerReferences``.
         node_name: ``spec.nodeName`` ("" when not bound).
         priority: ``spec.priority`` (0 when unset or not an integer).
         phase: ``status.phase``.
@@ -179,7 +218,7 @@ class PodView:
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     created: str = ""
-    owner_kinds: tuple[str, ...] = ()
+    owners: tuple[OwnerRef, ...] = ()
     node_name: str = ""
     priority: int = 0
     phase: str = ""
@@ -187,6 +226,7 @@ class PodView:
     provisionable: bool = False
     conditions: tuple[Condition, ...] = ()
     _info: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _totals: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Raw) -> PodView:
@@ -202,7 +242,7 @@ class PodView:
             labels=_labels(meta, "labels"),
             annotations=_labels(meta, "annotations"),
             created=str(meta.get("creationTimestamp") or ""),
-            owner_kinds=tuple(str(o.get("kind") or "") for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)),
+            owners=_owners(meta),
             node_name=str(spec.get("nodeName") or ""),
             priority=_int(spec.get("priority")),
             phase=str((pod.get("status") or {}).get("phase") or ""),
@@ -227,9 +267,37 @@ class PodView:
         return bool(self.node_name) and not self.terminal
 
     @property
+    def owner_kinds(self) -> tuple[str, ...]:
+        """The ``kind`` of each owner."""
+        return tuple(o.kind for o in self.owners)
+
+    @property
     def daemon(self) -> bool:
         """Owned by a DaemonSet."""
-        return "DaemonSet" in self.owner_kinds
+        return any(o.kind == "DaemonSet" for o in self.owners)
+
+    @property
+    def requests_and_limits(self) -> tuple[Resources, Resources]:
+        """``(effective requests, limits)`` of the pod spec (:func:`~karpy_core.scheduling.pod.effective_requests`,
+        :func:`pod_limits`), internal units, parsed once per version (shared: do not modify).
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed (raised again on each use).
+        """
+        got = self._totals
+        if got is _UNSET:
+            from karpy_core.scheduling.pod import effective_requests
+            from karpy_core.utils.quantity import QuantityError
+
+            spec = self.raw.get("spec") or {}
+            try:
+                got = (effective_requests(spec), pod_limits(spec))
+            except QuantityError as exc:
+                got = exc
+            object.__setattr__(self, "_totals", got)
+        if isinstance(got, Exception):
+            raise got
+        return got  # type: ignore[no-any-return]
 
     @property
     def reschedulable(self) -> bool:
@@ -237,7 +305,7 @@ class PodView:
         pod (Karpenter ``pod.IsReschedulable``)."""
         if self.deleting or self.terminal:
             return False
-        if "DaemonSet" in self.owner_kinds or "Node" in self.owner_kinds:
+        if any(o.kind in ("DaemonSet", "Node") for o in self.owners):
             return False
         return ANNOTATION_MIRROR not in self.annotations
 
@@ -557,6 +625,7 @@ class NodePoolView:
         consolidation_policy: ``spec.disruption.consolidationPolicy`` (defaulted).
         consolidate_after: ``spec.disruption.consolidateAfter`` (defaulted, ``Never`` included).
         limits: ``spec.limits`` as quantity text (read-only).
+        usage: ``status.resources`` as quantity text (read-only; what the status controller wrote).
         node_class_ref: ``(group, kind)`` of ``spec.template.spec.nodeClassRef``.
         annotations: read-only ``metadata.annotations``.
         replicas: ``spec.replicas`` of a static pool, None for a dynamic one (:attr:`static`).
@@ -578,6 +647,7 @@ class NodePoolView:
     consolidation_policy: str = "WhenEmptyOrUnderutilized"
     consolidate_after: str = "0s"
     limits: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    usage: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     node_class_ref: tuple[str, str] = ("", "")
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     conditions: tuple[Condition, ...] = ()
@@ -628,6 +698,8 @@ class NodePoolView:
             limits=MappingProxyType({str(k): str(v) for k, v in spec.limits.items()}) if spec.limits else _EMPTY,
             node_class_ref=(ref.group, ref.kind),
             replicas=spec.replicas,
+            usage=MappingProxyType({str(k): str(v) for k, v in model.status.resources.items()})
+            if model.status is not None and model.status.resources else _EMPTY,
         )
         object.__setattr__(view, "_model", model)
         return view

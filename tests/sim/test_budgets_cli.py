@@ -130,8 +130,10 @@ async def test_allowed_disruptions_gauge_is_the_budget_as_upstream() -> None:
     from tests.test_metrics import node
 
     op = Operator(kube=InMemoryCluster(), provider=load_provider("simulated", {}))
-    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-            "spec": {"disruption": {"budgets": [{"nodes": "3"}, {"nodes": "1", "reasons": ["Drifted"]}]}}}
+    from tests.scheduling.helpers import nodepool
+
+    pool = nodepool()  # a valid NodePool (one without a template is left out of every decision)
+    pool["spec"]["disruption"] = {"budgets": [{"nodes": "3"}, {"nodes": "1", "reasons": ["Drifted"]}]}
     deleting = node("n2")
     deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     op._observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), deleting], nodepools=[pool]), {}, [], 0.1, None,
