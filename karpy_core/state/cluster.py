@@ -24,10 +24,12 @@ from karpy_core.scheduling.scheduler import ExistingNode
 from karpy_core.scheduling.taints import Taint
 from karpy_core.state.buffers import buffer_ready, virtual_pods_of
 from karpy_core.state.views import (
+    CapacityBufferView,
     NodeClaimView,
     NodePoolView,
     NodeView,
     ObjectView,
+    PodTemplateOwnerView,
     PodView,
     ViewCache,
     build_view,
@@ -337,18 +339,28 @@ def with_virtual_pods(snapshot: ClusterSnapshot, virtual_pods: Iterable[Raw]) ->
                            virtual_pods=virtual_pods)
 
 
+async def read_pod_template_owners(kube: KubeClient, kind: str) -> list[PodTemplateOwnerView]:
+    """Every ``kind`` object (PodTemplate, Deployment, ReplicaSet, StatefulSet) as a
+    :class:`~karpy_core.state.views.PodTemplateOwnerView`.
+
+    Raises:
+        KubeAPIError: the list failed.
+    """
+    return [PodTemplateOwnerView.of(o, kind) for o in await kube.list(kind)]
+
+
 async def buffer_pods(kube: KubeClient) -> list[Raw]:
     """The virtual pods of the ready CapacityBuffers; PodTemplates and the workload kinds the
     buffers name are listed only when needed."""
     try:
-        found = [b for b in await kube.list("CapacityBuffer") if buffer_ready(b)]
+        found = [b for b in map(CapacityBufferView.of, await kube.list("CapacityBuffer")) if buffer_ready(b)]
         if not found:
             return []
-        templates = await kube.list("PodTemplate") if any((b.get("spec") or {}).get("podTemplateRef") for b in found) else []
-        kinds = {str(((b.get("spec") or {}).get("scalableRef") or {}).get("kind") or "") for b in found}
-        workloads: dict[str, list[Raw]] = {}
+        templates = await read_pod_template_owners(kube, "PodTemplate") if any(b.pod_template_ref for b in found) else []
+        kinds = {b.scalable_ref[0] for b in found if b.scalable_ref is not None}
+        workloads: dict[str, list[PodTemplateOwnerView]] = {}
         for kind in ("Deployment", "ReplicaSet", "StatefulSet"):  # SCALABLE_KINDS, spelled out for the RBAC check
-            workloads[kind] = await kube.list(kind) if kind in kinds else []
+            workloads[kind] = await read_pod_template_owners(kube, kind) if kind in kinds else []
     except KubeAPIError:  # the CRD not installed, or not permitted: no headroom
         return []
     return virtual_pods_of(found, templates, workloads)

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "VIEW_KINDS",
     "Budget",
+    "CapacityBufferView",
+    "PodTemplateOwnerView",
     "Condition",
     "DEFAULT_BUDGET",
     "NodeClaimView",
@@ -854,3 +856,123 @@ class ViewCache:
 
     def __len__(self) -> int:
         return len(self._views)
+
+
+# ---- CapacityBuffers and the objects they name -----------------------------------------------
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CapacityBufferView:
+    """An ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffer (:mod:`karpy_core.state.buffers`).
+
+    Attributes:
+        name, namespace, uid, generation: identity (``generation`` None when unset).
+        pod_template_ref: ``spec.podTemplateRef.name`` ("" when unset).
+        scalable_ref: ``(kind, name)`` of ``spec.scalableRef``, None when unset.
+        replicas, percentage: ``spec.replicas`` and ``spec.percentage`` (None when unset or not
+            integers).
+        limits: ``spec.limits`` (quantity text by resource; read-only).
+        provisioning_strategy: ``spec.provisioningStrategy`` ("" when unset).
+        status_replicas: ``status.replicas`` (0 when unset).
+        conditions: ``status.conditions``.
+        raw: the CapacityBuffer dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    name: str = ""
+    namespace: str = "default"
+    uid: str = ""
+    generation: int | None = None
+    pod_template_ref: str = ""
+    scalable_ref: tuple[str, str] | None = None
+    replicas: int | None = None
+    percentage: int | None = None
+    limits: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    provisioning_strategy: str = ""
+    status_replicas: int = 0
+    conditions: tuple[Condition, ...] = ()
+
+    @classmethod
+    def of(cls, buffer: Raw) -> CapacityBufferView:
+        """The view of a CapacityBuffer dict."""
+        meta = buffer.get("metadata") or {}
+        spec = buffer.get("spec") or {}
+        ref = spec.get("podTemplateRef") or {}
+        scalable = spec.get("scalableRef")
+        limits = spec.get("limits")
+        return cls(
+            raw=buffer,
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or "default"),
+            uid=str(meta.get("uid") or ""),
+            generation=_opt_int(meta.get("generation")),
+            pod_template_ref=str(ref.get("name") or "") if isinstance(ref, Mapping) else "",
+            scalable_ref=(str(scalable.get("kind") or ""), str(scalable.get("name") or ""))
+            if isinstance(scalable, Mapping) and scalable else None,
+            replicas=_opt_int(spec.get("replicas")),
+            percentage=_opt_int(spec.get("percentage")),
+            limits=MappingProxyType(dict(limits)) if isinstance(limits, Mapping) and limits else _EMPTY,
+            provisioning_strategy=str(spec.get("provisioningStrategy") or ""),
+            status_replicas=_int((buffer.get("status") or {}).get("replicas")),
+            conditions=_conditions(buffer),
+        )
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition ``type_``, or None."""
+        return condition_of(self.conditions, type_)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodTemplateOwnerView:
+    """An object a CapacityBuffer takes its pod shape from: a PodTemplate (``template``), or a
+    Deployment, ReplicaSet or StatefulSet (``spec.template``, ``spec.replicas``).
+
+    Attributes:
+        kind, name, namespace: identity (``kind`` as listed).
+        generation: ``metadata.generation`` (None when unset).
+        template: the pod template (``{metadata, spec}``, read-only; empty when unset).
+        replicas: the workload's ``spec.replicas`` (Kubernetes' default 1 when unset; 1 for a PodTemplate).
+        raw: the object's dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    kind: str = ""
+    name: str = ""
+    namespace: str = "default"
+    generation: int | None = None
+    template: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    replicas: int = 1
+
+    @classmethod
+    def of(cls, obj: Raw, kind: str) -> PodTemplateOwnerView:
+        """The view of ``obj``, a ``kind`` dict (``PodTemplate`` or a workload kind); its own
+        ``kind`` field, when set, wins."""
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind") or kind)
+        if kind == "PodTemplate":
+            template, replicas = obj.get("template"), 1
+        else:
+            spec = obj.get("spec") or {}
+            template = spec.get("template")
+            replicas = _int(spec["replicas"]) if spec.get("replicas") is not None else 1
+        return cls(
+            raw=obj,
+            kind=kind,
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or "default"),
+            generation=_opt_int(meta.get("generation")),
+            template=template if isinstance(template, Mapping) else _EMPTY,
+            replicas=replicas,
+        )
