@@ -200,16 +200,16 @@ class PodView:
 
     Attributes:
         name, namespace, uid, resource_version: identity (``namespace`` defaults to ``default``).
-        labels, annotations: read-only metadata maps.
         created: ``metadata.creationTimestamp`` (RFC 3339 text, "" when unset).
-        owners: ``metadata.ownerReferences``.
         node_name: ``spec.nodeName`` ("" when not bound).
         priority: ``spec.priority`` (0 when unset or not an integer).
         phase: ``status.phase``.
         deleting: ``metadata.deletionTimestamp`` is set.
         provisionable: :func:`is_provisionable`.
-        conditions: ``status.conditions``.
         raw: the Pod dict (read-only).
+
+    :attr:`labels`, :attr:`annotations`, :attr:`owners` and :attr:`conditions` are parsed on
+    first use and kept (a cluster has many pods; most versions are never read for them).
     """
 
     raw: Raw = field(repr=False, compare=False)
@@ -217,18 +217,18 @@ class PodView:
     namespace: str = "default"
     uid: str = ""
     resource_version: str = ""
-    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     created: str = ""
-    owners: tuple[OwnerRef, ...] = ()
     node_name: str = ""
     priority: int = 0
     phase: str = ""
     deleting: bool = False
     provisionable: bool = False
-    conditions: tuple[Condition, ...] = ()
     _info: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _totals: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _labels: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _annotations: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _owners: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _conditions: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Raw) -> PodView:
@@ -241,17 +241,52 @@ class PodView:
             namespace=str(meta.get("namespace") or "default"),
             uid=str(meta.get("uid") or ""),
             resource_version=str(meta.get("resourceVersion") or ""),
-            labels=_labels(meta, "labels"),
-            annotations=_labels(meta, "annotations"),
             created=str(meta.get("creationTimestamp") or ""),
-            owners=_owners(meta),
             node_name=str(spec.get("nodeName") or ""),
             priority=_int(spec.get("priority")),
             phase=str((pod.get("status") or {}).get("phase") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
             provisionable=is_provisionable(pod),
-            conditions=_conditions(pod),
         )
+
+    def _meta(self) -> Mapping[str, Any]:
+        return self.raw.get("metadata") or {}
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """``metadata.labels`` (read-only; parsed on first use)."""
+        got = self._labels
+        if got is _UNSET:
+            got = _labels(self._meta(), "labels")
+            object.__setattr__(self, "_labels", got)
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """``metadata.annotations`` (read-only; parsed on first use)."""
+        got = self._annotations
+        if got is _UNSET:
+            got = _labels(self._meta(), "annotations")
+            object.__setattr__(self, "_annotations", got)
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def owners(self) -> tuple[OwnerRef, ...]:
+        """``metadata.ownerReferences`` (parsed on first use)."""
+        got = self._owners
+        if got is _UNSET:
+            got = _owners(self._meta())
+            object.__setattr__(self, "_owners", got)
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def conditions(self) -> tuple[Condition, ...]:
+        """``status.conditions`` (parsed on first use)."""
+        got = self._conditions
+        if got is _UNSET:
+            got = _conditions(self.raw)
+            object.__setattr__(self, "_conditions", got)
+        return got  # type: ignore[no-any-return]
 
     @property
     def key(self) -> str:
