@@ -463,3 +463,18 @@ async def test_instance_types_are_asked_again_until_the_nodeclass_is_ready_and_o
     clock.advance(INSTANCE_TYPES_REFRESH)
     await disruption.instance_types(snap)
     assert provider.calls == 4  # asked again once the refresh interval has passed
+
+
+def test_nodes_of_an_invalid_nodepool_are_not_candidates():
+    """A NodePool the model rejects (here ``weight: 0``, below the CRD's minimum of 1) is left out
+    of the snapshot: its nodes are kept as of a missing NodePool, not consolidated under a
+    half-parsed pool (karpy used to read the weight as 0 and go on)."""
+    from karpy_core.controllers.disruption.decisions import DecisionKind
+
+    pool = nodepool()
+    pool["spec"]["weight"] = 0
+    snap = snapshot(["a"], [], pool)
+    assert snap.nodepool("default") is None and [p.name for p in snap.invalid_nodepools] == ["default"]
+    log = []
+    assert plan_disruption(snap, TYPES, NOW, log=log) is None
+    assert [(d.node, d.kind) for d in log] == [("a", DecisionKind.NODEPOOL_NOT_FOUND)]
