@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from karpy_core.apis.labels import LABEL_NODEPOOL, TAINT_DISRUPTED
 from karpy_core.apis.nodepool import Budget, NodePool
@@ -88,7 +88,7 @@ class Condition:
 def _conditions(obj: Mapping[str, Any]) -> tuple[Condition, ...]:
     out = []
     for c in (obj.get("status") or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type"):
+        if isinstance(c, dict) and c.get("type"):
             out.append(
                 Condition(
                     type=str(c["type"]),
@@ -110,10 +110,12 @@ def condition_of(conditions: Iterable[Condition], type_: str) -> Condition | Non
 
 
 def _labels(meta: Mapping[str, Any], key: str) -> Mapping[str, str]:
+    """A read-only view of the string map ``meta[key]`` (labels, annotations): the API's JSON
+    map itself, not a copy (a view never mutates ``raw``, and nobody else may)."""
     raw = meta.get(key)
     if not raw:
         return _EMPTY
-    return MappingProxyType({str(k): str(v) for k, v in raw.items()})
+    return MappingProxyType(raw if isinstance(raw, dict) else dict(raw))
 
 
 def _memo(view: Any, slot: str, build: Callable[[], _T]) -> _T:
@@ -150,9 +152,9 @@ ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
 ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerRef:
-    """One ``metadata.ownerReferences`` entry: ``api_version``, ``kind``, ``name``."""
+class OwnerRef(NamedTuple):
+    """One ``metadata.ownerReferences`` entry: ``api_version``, ``kind``, ``name`` (a named tuple:
+    built for every pod version read, it must be cheap)."""
 
     api_version: str
     kind: str
@@ -164,7 +166,7 @@ def _owners(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
     if not refs:
         return ()
     return tuple(OwnerRef(str(o.get("apiVersion") or ""), str(o.get("kind") or ""), str(o.get("name") or ""))
-                 for o in refs if isinstance(o, Mapping))
+                 for o in refs if isinstance(o, dict))
 
 
 def pod_limits(spec: Mapping[str, Any]) -> Resources:
@@ -229,6 +231,8 @@ class PodView:
     _annotations: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _owners: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _conditions: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _resched: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _cost: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Raw) -> PodView:
@@ -339,17 +343,33 @@ class PodView:
     @property
     def reschedulable(self) -> bool:
         """Must go somewhere else if its node goes: active, not a DaemonSet, node-owned or mirror
-        pod (Karpenter ``pod.IsReschedulable``)."""
-        if self.deleting or self.terminal:
-            return False
-        if any(o.kind in ("DaemonSet", "Node") for o in self.owners):
-            return False
-        return ANNOTATION_MIRROR not in self.annotations
+        pod (Karpenter ``pod.IsReschedulable``). Computed once per version."""
+        got = self._resched
+        if got is _UNSET:
+            got = not (self.deleting or self.terminal or self._owned_by_daemon_or_node()) \
+                and ANNOTATION_MIRROR not in self.annotations
+            object.__setattr__(self, "_resched", got)
+        return got  # type: ignore[no-any-return]
+
+    def _owned_by_daemon_or_node(self) -> bool:
+        got = self._owners
+        if got is not _UNSET:
+            return any(o.kind in ("DaemonSet", "Node") for o in got)
+        # the owners' kinds straight from the version's dict: cheaper than building them all
+        return any(isinstance(o, dict) and o.get("kind") in ("DaemonSet", "Node")
+                   for o in self._meta().get("ownerReferences") or ())
 
     @property
     def eviction_cost(self) -> float:
         """Karpenter's ``EvictionCost``: 1 + pod-deletion-cost / 2^27 + priority / 2^25, clamped to
-        [-10, 10] (a deletion cost that is not a number counts 0)."""
+        [-10, 10] (a deletion cost that is not a number counts 0). Computed once per version."""
+        got = self._cost
+        if got is _UNSET:
+            got = self._eviction_cost()
+            object.__setattr__(self, "_cost", got)
+        return got  # type: ignore[no-any-return]
+
+    def _eviction_cost(self) -> float:
         text = self.annotations.get(ANNOTATION_DELETION_COST)
         if text is None and not self.priority:
             return 1.0
@@ -562,7 +582,7 @@ class NodeClaimView:
             provider_id=str(status.get("providerID") or ""),
             node_name=str(status.get("nodeName") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
-            requirements=tuple(r for r in spec.get("requirements") or () if isinstance(r, Mapping)),
+            requirements=tuple(r for r in spec.get("requirements") or () if isinstance(r, dict)),
             taints=parse_taints(spec.get("taints")),
             startup_taints=parse_taints(spec.get("startupTaints")),
             expire_after=str(spec.get("expireAfter") or ""),
