@@ -50,8 +50,8 @@ from karpy_core.apis.labels import (
     LABEL_ZONE,
     metric_label_keys,
 )
-from karpy_core.scheduling.pod import effective_requests
 from karpy_core.scheduling.resources import parse_resource_list
+from karpy_core.state.views import Condition, NodeClaimView, NodePoolView, NodeView, ObjectView, PodView
 from karpy_core.utils.quantity import QuantityError
 from karpy_core.utils.timestamps import try_parse_rfc3339
 
@@ -196,37 +196,24 @@ def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
-    """Sum of container limits (max with any init container's), plus pod overhead and one ``pods``
-    slot, as Karpenter's ``resources.Ceiling`` does for limits."""
-    total: dict[str, int] = {}
-    for c in spec.get("containers") or ():
-        for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
-            total[name] = total.get(name, 0) + amount
-    for c in spec.get("initContainers") or ():
-        for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
-            total[name] = max(total.get(name, 0), amount)
-    for name, amount in parse_resource_list(spec.get("overhead")).items():
-        total[name] = total.get(name, 0) + amount
-    total["pods"] = total.get("pods", 0) + 1
-    return total
-
-
-def _owner_link(meta: Mapping[str, Any]) -> str:
-    """The first owner as the self link Karpenter labels ``karpenter_pods_state`` with
+def _owner_link(pod: PodView) -> str:
+    """The pod's first owner as the self link Karpenter labels ``karpenter_pods_state`` with
     (``/apis/apps/v1/namespaces/default/replicasets/web-6d4cf56db6``)."""
-    owners = meta.get("ownerReferences") or ()
-    if not owners:
+    if not pod.owners:
         return ""
-    o = owners[0]
-    kind = str(o.get("kind", "")).lower()
-    return f"/apis/{o.get('apiVersion', '')}/namespaces/{meta.get('namespace', 'default')}/{kind}s/{o.get('name', '')}"
+    o = pod.owners[0]
+    return f"/apis/{o.api_version}/namespaces/{pod.namespace}/{o.kind.lower()}s/{o.name}"
+
+
+def _is_true(condition: Condition | None) -> bool:
+    return condition is not None and condition.is_true
 
 
 class StateSource(Protocol):
-    """What the scrape-time collector reads: the informer cache (or the in-memory cluster)."""
+    """What the scrape-time collector reads: the informer cache (or the in-memory cluster), its
+    objects as views parsed once per version (:mod:`karpy_core.state.views`)."""
 
-    def views(self, kind: str) -> Sequence[Any] | None: ...
+    def views(self, kind: str) -> Sequence[ObjectView] | None: ...
 
 
 class ClusterStateCollector:
@@ -259,8 +246,6 @@ class ClusterStateCollector:
 
     def __init__(self, queue: SchedulingQueue, now: Callable[[], float]) -> None:
         self.source: StateSource | None = None
-        self._pods: dict[str, tuple[str, dict[str, int], dict[str, int], bool] | None] = {}
-        """Pod uid -> (resourceVersion, requests, limits, DaemonSet-owned) of the last scrape (None: unparseable)."""
         self._local = threading.local()
         self.synced: Callable[[], bool] = lambda: False
         self.queue = queue
@@ -295,29 +280,14 @@ class ClusterStateCollector:
             return
         yield from self._collect_state(source)
 
-    def _pod_resources(self, p: Any, seen: dict[str, tuple[str, dict[str, int], dict[str, int], bool] | None]
-                       ) -> tuple[dict[str, int], dict[str, int], bool] | None:
-        """A bound pod's (requests, limits, DaemonSet-owned), parsed once per resourceVersion."""
-        key = p.uid or p.key
-        entry = self._pods.get(key)
-        if entry is None or entry[0] != p.resource_version:
-            spec = p.raw.get("spec") or {}
-            try:
-                daemon = any(o.get("kind") == "DaemonSet" for o in (p.raw.get("metadata") or {}).get("ownerReferences") or ())
-                entry = (p.resource_version, effective_requests(spec), _pod_limits(spec), daemon)
-            except QuantityError:
-                entry = None
-        seen[key] = entry
-        return None if entry is None else (entry[1], entry[2], entry[3])
-
     def _collect_state(self, source: StateSource) -> Iterable[Metric]:  # noqa: C901
         now = self.now()
         label_keys = self.node_label_keys()
         node_labels = [name for _, name in label_keys] + ["node_name", "phase", "managed"]
-        nodes = list(source.views("Node") or ())
-        pods = list(source.views("Pod") or ())
-        claims = list(source.views("NodeClaim") or ())
-        pools = list(source.views("NodePool") or ())
+        nodes = cast("list[NodeView]", list(source.views("Node") or ()))
+        pods = cast("list[PodView]", list(source.views("Pod") or ()))
+        claims = cast("list[NodeClaimView]", list(source.views("NodeClaim") or ()))
+        pools = cast("list[NodePoolView]", list(source.views("NodePool") or ()))
 
         families = {
             "allocatable": "Node allocatable are the resources allocatable by nodes.",
@@ -331,33 +301,32 @@ class ClusterStateCollector:
         }
         fam = {k: GaugeMetricFamily(f"karpenter_nodes_{k}", h, labels=[*node_labels, "resource_type"]) for k, h in families.items()}
         lifetime = GaugeMetricFamily("karpenter_nodes_current_lifetime_seconds", "Node age in seconds", labels=node_labels)
-        by_node: dict[str, list[Any]] = {}
+        by_node: dict[str, list[PodView]] = {}
         for p in pods:
-            if p.node_name and p.phase not in ("Succeeded", "Failed"):
+            if p.bound:
                 by_node.setdefault(p.node_name, []).append(p)
-        seen: dict[str, tuple[str, dict[str, int], dict[str, int], bool] | None] = {}
         alloc_total: dict[str, int] = {}
         used_total: dict[str, int] = {}
-        node_by_name = {}
+        node_by_name: dict[str, NodeView] = {}
         for n in nodes:
             node_by_name[n.name] = n
-            status = n.raw.get("status") or {}
             try:
-                allocatable = parse_resource_list(status.get("allocatable"))
-                capacity = parse_resource_list(status.get("capacity"))
+                allocatable = n.allocatable
+                capacity = n.capacity
             except QuantityError:
                 continue
             base = [n.labels.get(k, "") for k, _ in label_keys]
-            base += [n.name, str(status.get("phase") or ""), "true" if n.labels.get(LABEL_NODEPOOL) else "false"]
+            base += [n.name, n.phase, "true" if n.nodepool else "false"]
             pod_req: dict[str, int] = {}
             pod_lim: dict[str, int] = {}
             ds_req: dict[str, int] = {}
             ds_lim: dict[str, int] = {}
             for p in by_node.get(n.name, ()):
-                parsed = self._pod_resources(p, seen)
-                if parsed is None:
+                try:
+                    req, lim = p.requests_and_limits  # parsed once per pod version
+                except QuantityError:
                     continue
-                req, lim, daemon = parsed
+                daemon = p.daemon
                 for target, src in ((pod_req, req), (pod_lim, lim), *(((ds_req, req), (ds_lim, lim)) if daemon else ())):
                     for r, v in src.items():
                         target[r] = target.get(r, 0) + v
@@ -366,14 +335,13 @@ class ClusterStateCollector:
                                 ("total_daemon_requests", ds_req), ("total_daemon_limits", ds_lim), ("system_overhead", overhead)):
                 for r in sorted(values):
                     fam[key].add_metric([*base, metric_resource_name(r)], _resource_value(r, values[r]))
-            created = try_parse_rfc3339((n.raw.get("metadata") or {}).get("creationTimestamp"))
+            created = try_parse_rfc3339(n.created or None)
             if created is not None:
                 lifetime.add_metric(base, max(0.0, now - created))
             for r, v in allocatable.items():
                 alloc_total[r] = alloc_total.get(r, 0) + v
             for r, v in pod_req.items():
                 used_total[r] = used_total.get(r, 0) + v
-        self._pods = seen
         yield from fam.values()
         yield lifetime
         util = GaugeMetricFamily("karpenter_cluster_utilization_percent", "Utilization of allocatable resources by pod requests",
@@ -397,20 +365,17 @@ class ClusterStateCollector:
         for p in pods:
             node = node_by_name.get(p.node_name)
             nl: Mapping[str, str] = node.labels if node is not None else {}
-            ready = _condition(p.raw, "Ready")
-            meta = p.raw.get("metadata") or {}
             state.add_metric([
-                p.name, p.namespace, _owner_link(meta), p.node_name, "true" if p.node_name else "false",
+                p.name, p.namespace, _owner_link(p), p.node_name, "true" if p.node_name else "false",
                 nl.get(LABEL_NODEPOOL, ""), nl.get(LABEL_ZONE, ""), nl.get(LABEL_ARCH, ""), nl.get(LABEL_CAPACITY_TYPE, ""),
-                nl.get(LABEL_INSTANCE_TYPE, ""), p.phase, "true" if ready and ready.get("status") == "True" else "false",
+                nl.get(LABEL_INSTANCE_TYPE, ""), p.phase, "true" if _is_true(p.condition("Ready")) else "false",
                 "true" if nl.get(LABEL_NODEPOOL) else "false",
             ], 1)
             if p.phase == "Pending":
-                created = try_parse_rfc3339(meta.get("creationTimestamp"))
+                created = try_parse_rfc3339(p.created or None)
                 if created is not None:
                     unstarted.add_metric([p.name, p.namespace], max(0.0, now - created))
-                    sched = _condition(p.raw, "PodScheduled")
-                    if not sched or sched.get("status") != "True":
+                    if not _is_true(p.condition("PodScheduled")):
                         unbound.add_metric([p.name, p.namespace], max(0.0, now - created))
         yield state
         yield unstarted
@@ -422,10 +387,9 @@ class ClusterStateCollector:
                                   "resources provisioned. Labeled by nodepool name and resource type.",
                                   labels=["resource_type", "nodepool"])
         for pool in pools:
-            for family, raw in ((usage, (pool.raw.get("status") or {}).get("resources")),
-                                (limit, (pool.raw.get("spec") or {}).get("limits"))):
+            for family, quantities in ((usage, pool.usage), (limit, pool.limits)):
                 try:
-                    values = parse_resource_list(raw)
+                    values = parse_resource_list(quantities)
                 except QuantityError:
                     continue
                 for r in sorted(values):

@@ -191,7 +191,9 @@ def test_node_and_pod_gauges_follow_the_cluster_and_vanish_with_their_objects():
 def test_nodepool_usage_and_limit_come_from_the_nodepool_and_go_with_it():
     cluster = InMemoryCluster()
     cluster.create_sync("NodePool", {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": POOL},
-                                     "spec": {"limits": {"cpu": "100", "memory": "400Gi"}, "template": {"spec": {}}},
+                                     "spec": {"limits": {"cpu": "100", "memory": "400Gi"}, "template": {"spec": {
+                                         "requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                                              "name": "default"}}}},
                                      "status": {"resources": {"cpu": "8", "memory": "32Gi", "nodes": "2"}}})
     m = Metrics()
     m.attach_state(cluster, lambda: True)

@@ -40,6 +40,8 @@ from karpy_core.state.buffers import (
     buffer_ready,
     resolve_buffer,
 )
+from karpy_core.state.cluster import read_pod_template_owners
+from karpy_core.state.views import CapacityBufferView, PodTemplateOwnerView
 from karpy_core.utils.clock import Clock, RealClock, iso
 
 __all__ = ["BufferPlacement", "CapacityBufferStatus", "desired_status", "provisioning_conditions", "REQUEUE_SECONDS"]
@@ -48,13 +50,13 @@ REQUEUE_SECONDS = 30.0
 """Karpenter's buffer controller reconciles each buffer again after 30 s (``RequeueAfter``)."""
 
 
-def desired_status(buffer: Mapping[str, Any], pod_templates: Sequence[Mapping[str, Any]],
-                   workloads: Mapping[str, Sequence[Mapping[str, Any]]], now: float) -> dict[str, Any]:
+def desired_status(buffer: CapacityBufferView, pod_templates: Sequence[PodTemplateOwnerView],
+                   workloads: Mapping[str, Sequence[PodTemplateOwnerView]], now: float) -> dict[str, Any]:
     """The status :class:`CapacityBufferStatus` writes for ``buffer`` (a new dict; ``now`` in epoch
     seconds stamps a changed condition)."""
-    status = dict(buffer.get("status") or {})
+    status = dict(buffer.raw.get("status") or {})  # written back: the API dict
     res = resolve_buffer(buffer, pod_templates, workloads)
-    generation = (buffer.get("metadata") or {}).get("generation")
+    generation = buffer.generation
     conds = list(status.get("conditions") or [])
     if res.ready:
         status["replicas"] = res.replicas
@@ -68,7 +70,7 @@ def desired_status(buffer: Mapping[str, Any], pod_templates: Sequence[Mapping[st
     else:
         status.pop("podTemplateRef", None)
         status.pop("podTemplateGeneration", None)
-    status["provisioningStrategy"] = (buffer.get("spec") or {}).get("provisioningStrategy") or ACTIVE_CAPACITY
+    status["provisioningStrategy"] = buffer.provisioning_strategy or ACTIVE_CAPACITY
     status["conditions"] = conds
     return status
 
@@ -119,25 +121,23 @@ class CapacityBufferStatus:
             KubeAPIError: listing PodTemplates or workloads, or patching a status, failed.
         """
         try:
-            buffers = await self.kube.list("CapacityBuffer")
+            buffers = [CapacityBufferView.of(b) for b in await self.kube.list("CapacityBuffer")]
         except KubeAPIError:
             return 0
         if not buffers:
             return 0
-        templates = await self.kube.list("PodTemplate") if any((b.get("spec") or {}).get("podTemplateRef") for b in buffers) else []
-        kinds = {str(((b.get("spec") or {}).get("scalableRef") or {}).get("kind") or "") for b in buffers}
-        workloads: dict[str, list[dict[str, Any]]] = {}
+        templates = await read_pod_template_owners(self.kube, "PodTemplate") if any(b.pod_template_ref for b in buffers) else []
+        kinds = {b.scalable_ref[0] for b in buffers if b.scalable_ref is not None}
+        workloads: dict[str, list[PodTemplateOwnerView]] = {}
         for kind in ("Deployment", "ReplicaSet", "StatefulSet"):  # SCALABLE_KINDS, spelled out for the RBAC check
-            workloads[kind] = await self.kube.list(kind) if kind in kinds else []
+            workloads[kind] = await read_pod_template_owners(self.kube, kind) if kind in kinds else []
         ready = 0
         for b in buffers:
             status = desired_status(b, templates, workloads, self.clock.now())
-            if status != (b.get("status") or {}):
-                meta = b["metadata"]
+            if status != (b.raw.get("status") or {}):
                 # a buffer deleted meanwhile needs no status
-                await ignore_not_found(self.kube.patch("CapacityBuffer", meta["name"], {"status": status}, meta.get("namespace"),
-                                                       status=True))
-            ready += buffer_ready({**b, "status": status})
+                await ignore_not_found(self.kube.patch("CapacityBuffer", b.name, {"status": status}, b.namespace, status=True))
+            ready += buffer_ready(CapacityBufferView.of({**b.raw, "status": status}))
         return ready
 
 
@@ -172,7 +172,7 @@ def provisioning_conditions(buffers: Sequence[Mapping[str, Any]], placements: Ma
     are left out (as upstream, which leaves the condition alone then)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for b in buffers:
-        key = buffer_key(b)
+        key = buffer_key(CapacityBufferView.of(dict(b)))
         status = b.get("status") or {}
         conds = list(status.get("conditions") or [])
         gen = (b.get("metadata") or {}).get("generation")

@@ -32,6 +32,7 @@ from karpy_core.errors import NotFoundError
 from karpy_core.kube.port import KINDS, KubeClient
 from karpy_core.scheduling.resources import Resources, add_into, format_resource_list, parse_resource_list
 from karpy_core.state.cluster import condition, is_managed
+from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, iso
 
 __all__ = ["NodePoolStatus", "RegistrationHealth", "REGISTRATION_BUFFER", "UNHEALTHY_FRACTION"]
@@ -134,18 +135,24 @@ class NodePoolStatus:
         patched = 0
         now = iso(self.clock.now())
         for np_obj in pools:
-            if not is_managed(np_obj, self.managed):
+            view = NodePoolView.of(np_obj)
+            if not is_managed(view, self.managed):
                 continue  # another cloud's NodePool: its NodeClass may not even be readable here
-            name = np_obj["metadata"]["name"]
+            name = view.name
             ref = ((np_obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
             class_ok, class_reason, class_msg, class_gen = await self._nodeclass_ready(ref)
             u = usage.get(name, {})
+            # Karpenter's validation controller: a NodePool the model rejects is ValidationSucceeded=False,
+            # so not Ready (the decisions leave it out: ClusterSnapshot)
+            valid_msg = "" if view.valid else view.error
+            ok = class_ok and view.valid
+            why = f"ValidationSucceeded=False: {valid_msg}" if not view.valid else f"NodeClassReady=False: {class_msg}"
             conds = [
-                _cond("ValidationSucceeded", True, "ValidationSucceeded", "", now, condition(np_obj, "ValidationSucceeded")),
+                _cond("ValidationSucceeded", view.valid, "ValidationSucceeded" if view.valid else "NodePoolValidationFailed",
+                      valid_msg, now, condition(np_obj, "ValidationSucceeded")),
                 _cond("NodeClassReady", class_ok, class_reason, class_msg, now, condition(np_obj, "NodeClassReady")),
                 self._registration_condition(np_obj, class_gen, now),
-                _cond("Ready", class_ok, "Ready" if class_ok else "UnhealthyDependents",
-                      "" if class_ok else f"NodeClassReady=False: {class_msg}", now, condition(np_obj, "Ready")),
+                _cond("Ready", ok, "Ready" if ok else "UnhealthyDependents", "" if ok else why, now, condition(np_obj, "Ready")),
             ]
             resources: dict[str, Any] = format_resource_list(u) if u else {}
             status: dict[str, Any] = {

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from karpy_core.errors import KubeAPIError, NotFoundError
-from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+from karpy_core.kube.port import KINDS, KubeClient, KubeObject, Pod, WatchEvent
 from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 
 __all__ = ["CachedKubeClient"]
@@ -245,10 +245,10 @@ class CachedKubeClient:
     async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         await self.kube.delete(kind, name, namespace, uid=uid)
 
-    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+    async def bind(self, pod: Pod | KubeObject, node_name: str) -> None:
         await self.kube.bind(pod, node_name)
 
-    async def evict(self, pod: dict[str, Any]) -> None:
+    async def evict(self, pod: Pod | KubeObject) -> None:
         await self.kube.evict(pod)
 
     def watch(self, kind: str):  # type: ignore[no-untyped-def,unused-ignore]

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.port import KINDS, KindInfo, WatchEvent
+from karpy_core.kube.port import KINDS, KindInfo, KubeObject, Pod, WatchEvent
 from karpy_core.kube.transport import Transport
 
 __all__ = ["AsyncKubeClient", "MERGE_PATCH", "kubernetes_api_client"]
@@ -225,7 +225,7 @@ class AsyncKubeClient:
             body["preconditions"] = {"uid": uid}
         await self._request("DELETE", self._path(kind, name, self._ns(kind, namespace)), body=body)
 
-    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+    async def bind(self, pod: Pod | KubeObject, node_name: str) -> None:
         meta = pod["metadata"]
         body = {
             "apiVersion": "v1",
@@ -235,7 +235,7 @@ class AsyncKubeClient:
         }
         await self._request("POST", self._path("Pod", meta["name"], meta.get("namespace", "default"), "binding"), body=body)
 
-    async def evict(self, pod: dict[str, Any]) -> None:
+    async def evict(self, pod: Pod | KubeObject) -> None:
         meta = pod["metadata"]
         body = {
             "apiVersion": "policy/v1",

@@ -22,7 +22,7 @@ from typing import Any
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.admission import admit_pod
-from karpy_core.kube.port import KINDS, WatchEvent
+from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
 from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
@@ -290,7 +290,7 @@ class InMemoryCluster:
     async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         self.delete_sync(kind, name, namespace, uid=uid)
 
-    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+    async def bind(self, pod: Pod | KubeObject, node_name: str) -> None:
         meta = pod["metadata"]
         current = await self.get("Pod", meta["name"], meta.get("namespace"))
         if current["spec"].get("nodeName"):
@@ -310,7 +310,7 @@ class InMemoryCluster:
             meta.get("namespace"),
         )
 
-    async def evict(self, pod: dict[str, Any]) -> None:
+    async def evict(self, pod: Pod | KubeObject) -> None:
         """``POST pods/<name>/eviction`` as kube-apiserver answers it
         (:func:`karpy_core.utils.pdb.eviction_verdict`): 429 ``TooManyRequests`` past the budget
         or while a PDB's status is stale, 500 when several PDBs select the pod, 403 on a negative

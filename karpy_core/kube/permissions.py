@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
+from karpy_core.kube.port import KINDS, KubeClient, KubeObject, Pod, WatchEvent
 
 _T = TypeVar("_T")
 
@@ -361,12 +361,12 @@ class RecordingKubeClient:
         group, plural, ns = self._target(kind, namespace)
         await self._call([RecordedRequest("delete", group, plural, ns, name)], self.inner.delete(kind, name, namespace, uid=uid))
 
-    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+    async def bind(self, pod: Pod | KubeObject, node_name: str) -> None:
         meta = pod.get("metadata") or {}
         req = RecordedRequest("create", "", "pods/binding", meta.get("namespace") or "default", meta.get("name", ""))
         await self._call([req], self.inner.bind(pod, node_name))
 
-    async def evict(self, pod: dict[str, Any]) -> None:
+    async def evict(self, pod: Pod | KubeObject) -> None:
         meta = pod.get("metadata") or {}
         req = RecordedRequest("create", "", "pods/eviction", meta.get("namespace") or "default", meta.get("name", ""))
         await self._call([req], self.inner.evict(pod))

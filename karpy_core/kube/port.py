@@ -16,9 +16,219 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
-__all__ = ["KindInfo", "KINDS", "KubeClient", "WatchEvent", "serve_kind", "serve_plugin_node_classes"]
+__all__ = [
+    "KindInfo",
+    "KINDS",
+    "KubeClient",
+    "KubeObject",
+    "WatchEvent",
+    "serve_kind",
+    "serve_plugin_node_classes",
+    "ObjectMeta",
+    "OwnerReference",
+    "ConditionDict",
+    "TaintDict",
+    "Pod",
+    "PodSpec",
+    "PodStatus",
+    "Node",
+    "NodeSpec",
+    "NodeStatus",
+    "NodeClaim",
+    "NodeClaimSpec",
+    "NodeClaimStatus",
+    "NodePool",
+    "NodePoolSpec",
+    "NodePoolStatus",
+]
+
+# ---- wire types ----------------------------------------------------------------------------
+# The JSON shapes the port hands out, as TypedDicts with every key optional (``total=False``):
+# what a reader may find, with the types the API server gives. They document and type the edge
+# parsers (:mod:`karpy_core.state.views` builds each view from one of these) without forcing
+# casts on the code that passes objects through: the port's list/get/create/patch still speak
+# :data:`KubeObject`, the dict every adapter stores. Only the fields karpy reads are declared;
+# a TypedDict is structural, so the other fields are there at run time all the same.
+
+KubeObject = dict[str, Any]
+"""Any API object as the port stores and returns it (JSON shape, camelCase keys)."""
+
+
+class OwnerReference(TypedDict, total=False):
+    """``metav1.OwnerReference``."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+class ObjectMeta(TypedDict, total=False):
+    """``metav1.ObjectMeta`` (timestamps are RFC 3339 text)."""
+
+    name: str
+    generateName: str
+    namespace: str
+    uid: str
+    resourceVersion: str
+    generation: int
+    creationTimestamp: str
+    deletionTimestamp: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    finalizers: list[str]
+    ownerReferences: list[OwnerReference]
+
+
+class ConditionDict(TypedDict, total=False):
+    """One ``status.conditions`` entry (``status`` is ``"True"``, ``"False"`` or ``"Unknown"``)."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    observedGeneration: int
+
+
+class TaintDict(TypedDict, total=False):
+    """``core/v1 Taint``."""
+
+    key: str
+    value: str
+    effect: str
+    timeAdded: str
+
+
+class PodSpec(TypedDict, total=False):
+    """``core/v1 PodSpec``: the fields karpy's parsers read (containers and the scheduling
+    constraints stay API dicts: :func:`karpy_core.scheduling.pod.pod_info` parses them)."""
+
+    nodeName: str
+    nodeSelector: dict[str, str]
+    priority: int
+    priorityClassName: str
+    schedulerName: str
+    terminationGracePeriodSeconds: int
+    containers: list[dict[str, Any]]
+    initContainers: list[dict[str, Any]]
+    overhead: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    affinity: dict[str, Any]
+    topologySpreadConstraints: list[dict[str, Any]]
+    volumes: list[dict[str, Any]]
+
+
+class PodStatus(TypedDict, total=False):
+    """``core/v1 PodStatus``."""
+
+    phase: str
+    conditions: list[ConditionDict]
+    nominatedNodeName: str
+
+
+class Pod(TypedDict, total=False):
+    """``core/v1 Pod``."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: PodSpec
+    status: PodStatus
+
+
+class NodeSpec(TypedDict, total=False):
+    """``core/v1 NodeSpec``."""
+
+    providerID: str
+    unschedulable: bool
+    taints: list[TaintDict]
+
+
+class NodeStatus(TypedDict, total=False):
+    """``core/v1 NodeStatus`` (quantities are text)."""
+
+    phase: str
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    conditions: list[ConditionDict]
+
+
+class Node(TypedDict, total=False):
+    """``core/v1 Node``."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: NodeSpec
+    status: NodeStatus
+
+
+class NodeClaimSpec(TypedDict, total=False):
+    """``karpenter.sh/v1 NodeClaimSpec``."""
+
+    requirements: list[dict[str, Any]]
+    resources: dict[str, dict[str, str]]
+    taints: list[TaintDict]
+    startupTaints: list[TaintDict]
+    nodeClassRef: dict[str, str]
+    expireAfter: str
+    terminationGracePeriod: str
+
+
+class NodeClaimStatus(TypedDict, total=False):
+    """``karpenter.sh/v1 NodeClaimStatus``."""
+
+    providerID: str
+    nodeName: str
+    imageID: str
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    conditions: list[ConditionDict]
+    lastPodEventTime: str
+
+
+class NodeClaim(TypedDict, total=False):
+    """``karpenter.sh/v1 NodeClaim``."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: NodeClaimSpec
+    status: NodeClaimStatus
+
+
+class NodePoolSpec(TypedDict, total=False):
+    """``karpenter.sh/v1 NodePoolSpec`` (the template and disruption stay API dicts: the
+    pydantic :class:`karpy_core.apis.nodepool.NodePool` validates them)."""
+
+    template: dict[str, Any]
+    disruption: dict[str, Any]
+    limits: dict[str, str]
+    weight: int
+    replicas: int
+
+
+class NodePoolStatus(TypedDict, total=False):
+    """``karpenter.sh/v1 NodePoolStatus``."""
+
+    resources: dict[str, str]
+    nodes: int
+    conditions: list[ConditionDict]
+    nodeClassObservedGeneration: int
+
+
+class NodePool(TypedDict, total=False):
+    """``karpenter.sh/v1 NodePool``."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: NodePoolSpec
+    status: NodePoolStatus
 
 
 @dataclass(frozen=True)
@@ -110,31 +320,34 @@ class WatchEvent:
     it, or SYNCED (empty object) once, after the ADDED events of the initial list."""
 
     type: str
-    object: dict[str, Any]
+    object: KubeObject
 
 
 class KubeClient(Protocol):
-    """List/watch/create/patch/delete plus the pod subresources karpy uses. All methods are async."""
+    """List/watch/create/patch/delete plus the pod subresources karpy uses. All methods are async.
 
-    async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+    Objects are :data:`KubeObject` dicts; ``bind`` and ``evict`` take a :class:`Pod` (a view's
+    ``raw`` dict or a typed one). The wire TypedDicts above say what each kind holds."""
+
+    async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[KubeObject]:
         """Every object of ``kind`` (in ``namespace`` when given)."""
         ...
 
-    async def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> KubeObject:
         """One object. Raises KubeAPIError(404) when absent."""
         ...
 
-    async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, kind: str, obj: KubeObject) -> KubeObject:
         """Create; honours ``metadata.generateName``. Raises KubeAPIError(409) when it exists."""
         ...
 
     async def patch(
-        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
-    ) -> dict[str, Any]:
+        self, kind: str, name: str, patch: KubeObject, namespace: str | None = None, *, status: bool = False
+    ) -> KubeObject:
         """JSON merge-patch (RFC 7386) of the object, or of its status subresource."""
         ...
 
-    async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    async def replace(self, kind: str, obj: KubeObject) -> KubeObject:
         """PUT the whole object; ``metadata.resourceVersion`` is a precondition (409 on mismatch)."""
         ...
 
@@ -142,11 +355,11 @@ class KubeClient(Protocol):
         """Delete (sets ``deletionTimestamp`` while finalizers remain). ``uid`` is a precondition."""
         ...
 
-    async def bind(self, pod: dict[str, Any], node_name: str) -> None:
+    async def bind(self, pod: Pod | KubeObject, node_name: str) -> None:
         """Bind a pending pod to a node (``pods/binding``)."""
         ...
 
-    async def evict(self, pod: dict[str, Any]) -> None:
+    async def evict(self, pod: Pod | KubeObject) -> None:
         """Evict through the Eviction API. Raises KubeAPIError(429) when a PDB forbids it."""
         ...
 

@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
-from karpy_core.controllers.disruption.budgets import PREVIEW_ALL, BudgetStep, budgets_of, preview_budgets
+from karpy_core.apis.nodepool import Budget
+from karpy_core.controllers.disruption.budgets import PREVIEW_ALL, BudgetStep, preview_budgets
 from karpy_core.controllers.disruption.decisions import DisruptionReason
 from karpy_core.errors import ConfigurationError
+from karpy_core.state.views import NodePoolView
 
 __all__ = ["PoolPreview", "parse_node_counts", "preview", "render_json", "render_table", "parse_at"]
 
@@ -36,7 +38,7 @@ class PoolPreview:
     nodepool: str
     nodes: int
     nodes_from: str
-    budgets: list[dict[str, Any]]
+    budgets: list[Budget]
     steps: list[BudgetStep]
 
 
@@ -92,10 +94,13 @@ def preview(nodepools: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[st
             every: int | None = None, per_pool: Mapping[str, int] | None = None,
             horizon: float = 24 * 3600.0) -> list[PoolPreview]:
     """The preview of each NodePool (name order) from ``start`` (epoch seconds) over ``horizon``
-    seconds. ``objects`` are the other manifests (Nodes and NodeClaims give node counts).
+    seconds. ``objects`` are the other manifests (Nodes and NodeClaims give node counts). Each
+    NodePool is parsed by the API model (:class:`~karpy_core.state.views.NodePoolView`), the
+    budgets as the disruption controller reads them.
 
     Raises:
-        ConfigurationError: ``per_pool`` names a NodePool that is not given.
+        ConfigurationError: ``per_pool`` names a NodePool that is not given, or a NodePool does
+            not validate.
     """
     per_pool = dict(per_pool or {})
     names = {str(np["metadata"]["name"]) for np in nodepools}
@@ -116,8 +121,11 @@ def preview(nodepools: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[st
             total, where = claims[name], "NodeClaims in the manifests"
         else:
             total, where = 0, "none given: use --nodes"
-        pool = dict(np)
-        out.append(PoolPreview(name, total, where, budgets_of(pool), preview_budgets(pool, total, start, horizon=horizon)))
+        view = NodePoolView.of(dict(np))
+        if not view.valid:
+            raise ConfigurationError(f"NodePool {name} does not validate: {view.error}")
+        budgets = list(view.budgets)
+        out.append(PoolPreview(name, total, where, budgets, preview_budgets(budgets, total, start, horizon=horizon)))
     return out
 
 
@@ -129,12 +137,12 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _budget_text(b: Mapping[str, Any]) -> str:
-    text = f"nodes={b.get('nodes', '10%')}"
-    if b.get("reasons"):
-        text += f" reasons={','.join(b['reasons'])}"
-    if b.get("schedule"):
-        text += f" schedule={b['schedule']!r} duration={b.get('duration')}"
+def _budget_text(b: Budget) -> str:
+    text = f"nodes={b.nodes}"
+    if b.reasons:
+        text += f" reasons={','.join(b.reasons)}"
+    if b.schedule:
+        text += f" schedule={b.schedule!r} duration={b.duration}"
     return text
 
 
@@ -165,7 +173,8 @@ def render_json(previews: Sequence[PoolPreview], start: float, horizon: float = 
         "from": _iso(start),
         "hours": horizon / 3600,
         "nodepools": [
-            {"name": p.nodepool, "nodes": p.nodes, "nodesFrom": p.nodes_from, "budgets": p.budgets,
+            {"name": p.nodepool, "nodes": p.nodes, "nodesFrom": p.nodes_from,
+             "budgets": [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in p.budgets],
              "steps": [{"from": _iso(s.at), "allowed": dict(s.allowed), "activeBudgets": list(s.active)} for s in p.steps]}
             for p in previews
         ],

@@ -1,6 +1,8 @@
 """CapacityBuffer headroom: how many chunks a buffer asks for, and the virtual pods that stand for them.
 
-Pure (dicts in, dicts out). Source: kubernetes-sigs/karpenter ``pkg/controllers/capacitybuffer``
+Pure: views in (:class:`~karpy_core.state.views.CapacityBufferView`,
+:class:`~karpy_core.state.views.PodTemplateOwnerView`, parsed once where the objects are read),
+virtual Pod dicts out. Source: kubernetes-sigs/karpenter ``pkg/controllers/capacitybuffer``
 (``computeReplicas``, ``calculateLimitReplicas``, ``calculatePercentageReplicas``),
 ``pkg/state/virtualpods`` (``BuildVirtualPods``, ``sanitizeVirtualPodSpec``) and
 ``pkg/apis/autoscaling/v1beta1/constants.go`` (annotations, conditions, reasons).
@@ -26,6 +28,7 @@ from typing import Any
 
 from karpy_core.scheduling.pod import effective_requests
 from karpy_core.scheduling.resources import parse_resource_list
+from karpy_core.state.views import CapacityBufferView, PodTemplateOwnerView, PodView
 
 __all__ = [
     "ANNOTATION_BUFFER_NAME",
@@ -65,22 +68,14 @@ REASON_EMPTY = "BufferEmpty"
 Raw = dict[str, Any]
 
 
-def _ns(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "default")
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
-def buffer_key(buffer: Mapping[str, Any]) -> str:
+def buffer_key(buffer: CapacityBufferView) -> str:
     """``namespace/name`` of a CapacityBuffer."""
-    return f"{_ns(buffer)}/{_name(buffer)}"
+    return buffer.key
 
 
-def is_virtual_pod(pod: Mapping[str, Any]) -> bool:
+def is_virtual_pod(pod: PodView) -> bool:
     """True for a CapacityBuffer's virtual pod (the fake-pod annotation is ``"true"``)."""
-    return ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_FAKE_POD) == "true"
+    return pod.annotations.get(ANNOTATION_FAKE_POD) == "true"
 
 
 def percentage_replicas(workload_replicas: int, percentage: int) -> int:
@@ -102,17 +97,21 @@ def limit_replicas(limits: Mapping[str, Any], pod_spec: Mapping[str, Any]) -> in
     return min(counts) if counts else None
 
 
-def compute_replicas(spec: Mapping[str, Any], pod_spec: Mapping[str, Any] | None, workload_replicas: int | None) -> int:
-    """The chunks a buffer asks for (module docstring): ``spec`` is ``CapacityBuffer.spec``,
-    ``workload_replicas`` the scalableRef's replicas (None for a podTemplateRef buffer)."""
+def compute_replicas(buffer: CapacityBufferView, pod_spec: Mapping[str, Any] | None, workload_replicas: int | None) -> int:
+    """The chunks ``buffer`` asks for (module docstring): ``pod_spec`` is the chunk's pod spec,
+    ``workload_replicas`` the scalableRef's replicas (None for a podTemplateRef buffer).
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a limit or request is not a quantity.
+    """
     candidates: list[int] = []
-    if spec.get("percentage") is not None and workload_replicas:
-        candidates.append(percentage_replicas(workload_replicas, int(spec["percentage"])))
-    if spec.get("replicas") is not None:
-        candidates.append(int(spec["replicas"]))
+    if buffer.percentage is not None and workload_replicas:
+        candidates.append(percentage_replicas(workload_replicas, buffer.percentage))
+    if buffer.replicas is not None:
+        candidates.append(buffer.replicas)
     desired = max(candidates, default=0)
-    if spec.get("limits") and pod_spec is not None:
-        cap = limit_replicas(spec["limits"], pod_spec)
+    if buffer.limits and pod_spec is not None:
+        cap = limit_replicas(buffer.limits, pod_spec)
         if cap is not None:
             return min(desired, cap) if candidates else cap
     return desired
@@ -129,7 +128,7 @@ class Resolution:
         pod_template: the PodTemplate's name (podTemplateRef buffers), and its generation.
     """
 
-    template: Raw | None
+    template: Mapping[str, Any] | None
     replicas: int
     reason: str
     message: str
@@ -141,62 +140,57 @@ class Resolution:
         return self.template is not None
 
 
-def _find(objects: Iterable[Mapping[str, Any]], kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+def _find(objects: Iterable[PodTemplateOwnerView], kind: str, namespace: str, name: str) -> PodTemplateOwnerView | None:
     for o in objects:
-        if o.get("kind", kind) == kind and _ns(o) == namespace and _name(o) == name:
+        if o.kind == kind and o.namespace == namespace and o.name == name:
             return o
     return None
 
 
-def resolve_buffer(buffer: Mapping[str, Any], pod_templates: Sequence[Mapping[str, Any]],
-                   workloads: Mapping[str, Sequence[Mapping[str, Any]]]) -> Resolution:
+def resolve_buffer(buffer: CapacityBufferView, pod_templates: Sequence[PodTemplateOwnerView],
+                   workloads: Mapping[str, Sequence[PodTemplateOwnerView]]) -> Resolution:
     """Resolve ``buffer``'s pod shape and chunk count (Karpenter ``resolveAndUpdateStatus``).
 
     Args:
-        buffer: the CapacityBuffer dict.
-        pod_templates: the PodTemplate dicts.
+        buffer: the CapacityBuffer.
+        pod_templates: the PodTemplates.
         workloads: kind (Deployment, ReplicaSet, StatefulSet) -> the objects of that kind.
     """
-    spec = buffer.get("spec") or {}
-    ns = _ns(buffer)
-    ref = spec.get("podTemplateRef")
-    scalable = spec.get("scalableRef")
+    ns = buffer.namespace
+    ref = buffer.pod_template_ref
+    scalable = buffer.scalable_ref
     if not ref and not scalable:
         return Resolution(None, 0, REASON_RESOLUTION_FAILED, "Neither podTemplateRef nor scalableRef is set")
     try:
         if ref:
-            found = _find(pod_templates, "PodTemplate", ns, str(ref.get("name") or ""))
+            found = _find(pod_templates, "PodTemplate", ns, ref)
             if found is None:
-                return Resolution(None, 0, REASON_TEMPLATE_NOT_FOUND, f'podtemplates "{ref.get("name")}" not found')
-            template = dict(found.get("template") or {})
-            gen = (found.get("metadata") or {}).get("generation")
-            return Resolution(template, compute_replicas(spec, template.get("spec") or {}, None), REASON_RESOLVED,
-                              "Pod template resolved successfully", str(ref.get("name")), int(gen) if gen is not None else None)
+                return Resolution(None, 0, REASON_TEMPLATE_NOT_FOUND, f'podtemplates "{ref}" not found')
+            template = found.template
+            return Resolution(template, compute_replicas(buffer, template.get("spec") or {}, None), REASON_RESOLVED,
+                              "Pod template resolved successfully", ref, found.generation)
         assert scalable is not None  # neither-set returned above
-        kind = str(scalable.get("kind") or "")
+        kind, name = scalable
         if kind not in workloads:
             return Resolution(None, 0, REASON_RESOLUTION_FAILED,
                               f"unsupported scalableRef kind {kind!r} (Deployment, ReplicaSet or StatefulSet)")
-        found = _find(workloads[kind], kind, ns, str(scalable.get("name") or ""))
+        found = _find(workloads[kind], kind, ns, name)
         if found is None:
-            return Resolution(None, 0, REASON_SCALABLE_NOT_FOUND, f'{kind.lower()}s "{scalable.get("name")}" not found')
-        wspec = found.get("spec") or {}
-        template = dict(wspec.get("template") or {})
-        replicas = int(wspec.get("replicas", 1) if wspec.get("replicas") is not None else 1)
-        return Resolution(template, compute_replicas(spec, template.get("spec") or {}, replicas), REASON_RESOLVED,
+            return Resolution(None, 0, REASON_SCALABLE_NOT_FOUND, f'{kind.lower()}s "{name}" not found')
+        template = found.template
+        return Resolution(template, compute_replicas(buffer, template.get("spec") or {}, found.replicas), REASON_RESOLVED,
                           "Pod template resolved successfully")
     except (ValueError, TypeError, ArithmeticError) as exc:  # a malformed quantity in the template or limits
         return Resolution(None, 0, REASON_RESOLUTION_FAILED, str(exc))
 
 
-def buffer_ready(buffer: Mapping[str, Any]) -> bool:
+def buffer_ready(buffer: CapacityBufferView) -> bool:
     """True when the buffer's status says ``ReadyForProvisioning=True`` with replicas > 0 (what
     Karpenter's virtual-pod cache serves)."""
-    status = buffer.get("status") or {}
-    if not int(status.get("replicas") or 0) > 0:
+    if not buffer.status_replicas > 0:
         return False
-    return any(c.get("type") == CONDITION_READY_FOR_PROVISIONING and c.get("status") == "True"
-               for c in status.get("conditions") or ())
+    cond = buffer.condition(CONDITION_READY_FOR_PROVISIONING)
+    return cond is not None and cond.is_true
 
 
 def _sanitize(spec: Mapping[str, Any]) -> Raw:
@@ -213,10 +207,10 @@ def _sanitize(spec: Mapping[str, Any]) -> Raw:
     return out
 
 
-def virtual_pods(buffer: Mapping[str, Any], template: Mapping[str, Any], replicas: int) -> list[Raw]:
-    """``replicas`` virtual pods of ``buffer`` shaped by ``template`` (module docstring)."""
-    meta = buffer.get("metadata") or {}
-    name, ns, uid = _name(buffer), _ns(buffer), str(meta.get("uid") or buffer_key(buffer))
+def virtual_pods(buffer: CapacityBufferView, template: Mapping[str, Any], replicas: int) -> list[Raw]:
+    """``replicas`` virtual pods of ``buffer`` shaped by ``template`` (module docstring), as the
+    Pod dicts the snapshot parses like any pod."""
+    name, ns, uid = buffer.name, buffer.namespace, buffer.uid or buffer.key
     spec = _sanitize(template.get("spec") or {})
     labels = dict((template.get("metadata") or {}).get("labels") or {})
     return [{
@@ -228,8 +222,8 @@ def virtual_pods(buffer: Mapping[str, Any], template: Mapping[str, Any], replica
     } for i in range(1, replicas + 1)]
 
 
-def virtual_pods_of(buffers: Sequence[Mapping[str, Any]], pod_templates: Sequence[Mapping[str, Any]],
-                    workloads: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[Raw]:
+def virtual_pods_of(buffers: Sequence[CapacityBufferView], pod_templates: Sequence[PodTemplateOwnerView],
+                    workloads: Mapping[str, Sequence[PodTemplateOwnerView]]) -> list[Raw]:
     """Every virtual pod of the ready buffers (:func:`buffer_ready`), buffers in key order; the
     count is the buffer's ``status.replicas``, the shape resolved from its spec now."""
     out: list[Raw] = []
@@ -239,5 +233,5 @@ def virtual_pods_of(buffers: Sequence[Mapping[str, Any]], pod_templates: Sequenc
         res = resolve_buffer(b, pod_templates, workloads)
         if res.template is None:
             continue
-        out.extend(virtual_pods(b, res.template, int((b.get("status") or {}).get("replicas") or 0)))
+        out.extend(virtual_pods(b, res.template, b.status_replicas))
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL, TAINT_UNREGISTERED
 from karpy_core.errors import KubeAPIError
@@ -24,10 +24,12 @@ from karpy_core.scheduling.scheduler import ExistingNode
 from karpy_core.scheduling.taints import Taint
 from karpy_core.state.buffers import buffer_ready, virtual_pods_of
 from karpy_core.state.views import (
+    CapacityBufferView,
     NodeClaimView,
     NodePoolView,
     NodeView,
     ObjectView,
+    PodTemplateOwnerView,
     PodView,
     ViewCache,
     build_view,
@@ -111,10 +113,14 @@ class ClusterSnapshot:
         virtual_pods: CapacityBuffer headroom as pending pod dicts (:mod:`karpy_core.state.buffers`):
             scheduled as if pending, never in ``pods`` (empty unless the CapacityBuffer gate is on).
 
+    NodePools that do not validate (:attr:`NodePoolView.error`, what the CRD's validation
+    would have refused) are left out with a logged error, once per version: the deciding code
+    never sees a half-parsed NodePool, and their nodes count as those of a missing NodePool.
+
     Attributes:
-        node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order.
-        nodes, nodeclaims, nodepools, pods: the same objects as API dicts (their views' ``raw``),
-            for code that still reads dicts.
+        node_views, nodeclaim_views, nodepool_views, pod_views: the views, in order (valid
+            NodePools only).
+        invalid_nodepools: the NodePools left out because they do not validate.
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
         virtual_pod_views: the CapacityBuffer virtual pods, as views.
     """
@@ -128,15 +134,12 @@ class ClusterSnapshot:
         "_pods_by_node",
         "_pools_by_name",
         "daemonsets",
+        "invalid_nodepools",
         "node_views",
         "nodeclaim_views",
-        "nodeclaims",
         "nodepool_views",
-        "nodepools",
-        "nodes",
         "pdbs",
         "pod_views",
-        "pods",
         "pvcs",
         "pvs",
         "storage_classes",
@@ -147,10 +150,7 @@ class ClusterSnapshot:
     nodeclaim_views: tuple[NodeClaimView, ...]
     nodepool_views: tuple[NodePoolView, ...]
     pod_views: tuple[PodView, ...]
-    nodes: tuple[Raw, ...]
-    nodeclaims: tuple[Raw, ...]
-    nodepools: tuple[Raw, ...]
-    pods: tuple[Raw, ...]
+    invalid_nodepools: tuple[NodePoolView, ...]
     daemonsets: tuple[Raw, ...]
     pdbs: tuple[Raw, ...]
     pvcs: tuple[Raw, ...]
@@ -183,16 +183,17 @@ class ClusterSnapshot:
         set_ = object.__setattr__
         node_views = _views(nodes, "Node", NodeView, views)
         claim_views = _views(nodeclaims, "NodeClaim", NodeClaimView, views)
-        pool_views = _views(nodepools, "NodePool", NodePoolView, views)
+        all_pools = _views(nodepools, "NodePool", NodePoolView, views)
+        pool_views = tuple(v for v in all_pools if v.valid)
+        invalid = tuple(v for v in all_pools if not v.valid)
+        for bad in invalid:
+            bad.log_invalid()
         pod_views = _views(pods, "Pod", PodView, views)
         set_(self, "node_views", node_views)
         set_(self, "nodeclaim_views", claim_views)
         set_(self, "nodepool_views", pool_views)
         set_(self, "pod_views", pod_views)
-        set_(self, "nodes", tuple(v.raw for v in node_views))
-        set_(self, "nodeclaims", tuple(v.raw for v in claim_views))
-        set_(self, "nodepools", tuple(v.raw for v in pool_views))
-        set_(self, "pods", tuple(v.raw for v in pod_views))
+        set_(self, "invalid_nodepools", invalid)
         set_(self, "daemonsets", tuple(daemonsets))
         set_(self, "pdbs", tuple(pdbs))
         set_(self, "pvcs", tuple(pvcs))
@@ -258,25 +259,15 @@ class ClusterSnapshot:
         """The provisionable pods (:func:`~karpy_core.state.views.is_provisionable`)."""
         return [p for p in self.pod_views if p.provisionable]
 
-    def pending_pods(self) -> list[Raw]:
-        """The provisionable pods as API dicts."""
-        return [p.raw for p in self.pod_views if p.provisionable]
 
-
-def node_class_ref(nodepool: Mapping[str, Any]) -> tuple[str, str]:
-    """``(group, kind)`` of a NodePool's ``spec.template.spec.nodeClassRef`` (empty strings when unset)."""
-    ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
-    return str(ref.get("group") or ""), str(ref.get("kind") or "")
-
-
-def is_managed(nodepool: Mapping[str, Any], managed: Collection[tuple[str, str]] | None) -> bool:
+def is_managed(nodepool: NodePoolView, managed: Collection[tuple[str, str]] | None) -> bool:
     """Whether karpy's loaded provider manages ``nodepool``: its ``nodeClassRef`` ``(group, kind)``
     is one the provider supports (``managed``, from ``supported_node_classes``; None: every
     NodePool). Karpenter's ``nodepoolutils.IsManaged``: other NodePools are ignored by
     provisioning, disruption and NodePool status alike (another controller's, for another cloud)."""
     if managed is None:
         return True
-    group, kind = node_class_ref(nodepool)
+    group, kind = nodepool.node_class_ref
     if not group:  # a hand-written dict without the group (the API requires one): match the kind
         return any(k == kind for _, k in managed)
     return (group, kind) in managed
@@ -313,7 +304,8 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
     nodeclaims = await read("NodeClaim")
     nodepools = await read("NodePool")
     if managed is not None:
-        nodepools = [p for p in nodepools if is_managed(p if isinstance(p, Mapping) else p.raw, managed)]
+        pools = _views(cast("Sequence[Raw | NodePoolView]", nodepools), "NodePool", NodePoolView, views)
+        nodepools = [p for p in pools if not p.valid or is_managed(p, managed)]
     pods = await read("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")
@@ -347,18 +339,28 @@ def with_virtual_pods(snapshot: ClusterSnapshot, virtual_pods: Iterable[Raw]) ->
                            virtual_pods=virtual_pods)
 
 
+async def read_pod_template_owners(kube: KubeClient, kind: str) -> list[PodTemplateOwnerView]:
+    """Every ``kind`` object (PodTemplate, Deployment, ReplicaSet, StatefulSet) as a
+    :class:`~karpy_core.state.views.PodTemplateOwnerView`.
+
+    Raises:
+        KubeAPIError: the list failed.
+    """
+    return [PodTemplateOwnerView.of(o, kind) for o in await kube.list(kind)]
+
+
 async def buffer_pods(kube: KubeClient) -> list[Raw]:
     """The virtual pods of the ready CapacityBuffers; PodTemplates and the workload kinds the
     buffers name are listed only when needed."""
     try:
-        found = [b for b in await kube.list("CapacityBuffer") if buffer_ready(b)]
+        found = [b for b in map(CapacityBufferView.of, await kube.list("CapacityBuffer")) if buffer_ready(b)]
         if not found:
             return []
-        templates = await kube.list("PodTemplate") if any((b.get("spec") or {}).get("podTemplateRef") for b in found) else []
-        kinds = {str(((b.get("spec") or {}).get("scalableRef") or {}).get("kind") or "") for b in found}
-        workloads: dict[str, list[Raw]] = {}
+        templates = await read_pod_template_owners(kube, "PodTemplate") if any(b.pod_template_ref for b in found) else []
+        kinds = {b.scalable_ref[0] for b in found if b.scalable_ref is not None}
+        workloads: dict[str, list[PodTemplateOwnerView]] = {}
         for kind in ("Deployment", "ReplicaSet", "StatefulSet"):  # SCALABLE_KINDS, spelled out for the RBAC check
-            workloads[kind] = await kube.list(kind) if kind in kinds else []
+            workloads[kind] = await read_pod_template_owners(kube, kind) if kind in kinds else []
     except KubeAPIError:  # the CRD not installed, or not permitted: no headroom
         return []
     return virtual_pods_of(found, templates, workloads)

@@ -24,32 +24,38 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from karpy_core.apis.labels import LABEL_NODEPOOL
+from karpy_core.apis.labels import LABEL_NODEPOOL, TAINT_DISRUPTED
+from karpy_core.apis.nodepool import Budget, NodePool
 from karpy_core.logs import fields
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
-    from karpy_core.apis.nodepool import NodePool
     from karpy_core.scheduling.pod import PodInfo
+    from karpy_core.scheduling.requirements import Requirements
 
 __all__ = [
     "VIEW_KINDS",
     "Budget",
+    "CapacityBufferView",
+    "PodTemplateOwnerView",
     "Condition",
+    "DEFAULT_BUDGET",
     "NodeClaimView",
     "NodePoolReadiness",
     "NodePoolView",
     "NodeView",
     "ObjectView",
+    "OwnerRef",
     "PodView",
     "ViewCache",
     "build_view",
     "condition_of",
     "is_provisionable",
+    "pod_limits",
 ]
 
 log = logging.getLogger(__name__)
@@ -82,7 +88,7 @@ class Condition:
 def _conditions(obj: Mapping[str, Any]) -> tuple[Condition, ...]:
     out = []
     for c in (obj.get("status") or {}).get("conditions") or ():
-        if isinstance(c, Mapping) and c.get("type"):
+        if isinstance(c, dict) and c.get("type"):
             out.append(
                 Condition(
                     type=str(c["type"]),
@@ -104,10 +110,12 @@ def condition_of(conditions: Iterable[Condition], type_: str) -> Condition | Non
 
 
 def _labels(meta: Mapping[str, Any], key: str) -> Mapping[str, str]:
+    """A read-only view of the string map ``meta[key]`` (labels, annotations): the API's JSON
+    map itself, not a copy (a view never mutates ``raw``, and nobody else may)."""
     raw = meta.get(key)
     if not raw:
         return _EMPTY
-    return MappingProxyType({str(k): str(v) for k, v in raw.items()})
+    return MappingProxyType(raw if isinstance(raw, dict) else dict(raw))
 
 
 def _memo(view: Any, slot: str, build: Callable[[], _T]) -> _T:
@@ -139,17 +147,71 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
     return False
 
 
+ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
+"""The annotation the kubelet puts on a static (mirror) pod."""
+ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+class OwnerRef(NamedTuple):
+    """One ``metadata.ownerReferences`` entry: ``api_version``, ``kind``, ``name`` (a named tuple:
+    built for every pod version read, it must be cheap)."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+def _owners(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+    refs = meta.get("ownerReferences")
+    if not refs:
+        return ()
+    return tuple(OwnerRef(str(o.get("apiVersion") or ""), str(o.get("kind") or ""), str(o.get("name") or ""))
+                 for o in refs if isinstance(o, dict))
+
+
+def pod_limits(spec: Mapping[str, Any]) -> Resources:
+    """Sum of a pod spec's container limits (max with any init container's), plus pod overhead and
+    one ``pods`` slot, as Karpenter's ``resources.Ceiling`` does for limits (internal units).
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+    """
+    total: Resources = {}
+    for c in spec.get("containers") or ():
+        for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
+            total[name] = total.get(name, 0) + amount
+    for c in spec.get("initContainers") or ():
+        for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
+            total[name] = max(total.get(name, 0), amount)
+    for name, amount in parse_resource_list(spec.get("overhead")).items():
+        total[name] = total.get(name, 0) + amount
+    total["pods"] = total.get("pods", 0) + 1
+    return total
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class PodView:
     """A Pod.
 
     Attributes:
         name, namespace, uid, resource_version: identity (``namespace`` defaults to ``default``).
+        created: ``metadata.creationTimestamp`` (RFC 3339 text, "" when unset).
         node_name: ``spec.nodeName`` ("" when not bound).
+        priority: ``spec.priority`` (0 when unset or not an integer).
         phase: ``status.phase``.
         deleting: ``metadata.deletionTimestamp`` is set.
         provisionable: :func:`is_provisionable`.
         raw: the Pod dict (read-only).
+
+    :attr:`labels`, :attr:`annotations`, :attr:`owners` and :attr:`conditions` are parsed on
+    first use and kept (a cluster has many pods; most versions are never read for them).
     """
 
     raw: Raw = field(repr=False, compare=False)
@@ -157,27 +219,78 @@ class PodView:
     namespace: str = "default"
     uid: str = ""
     resource_version: str = ""
+    created: str = ""
     node_name: str = ""
+    priority: int = 0
     phase: str = ""
     deleting: bool = False
     provisionable: bool = False
     _info: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _totals: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _labels: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _annotations: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _owners: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _conditions: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _resched: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _cost: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Raw) -> PodView:
         """The view of a Pod dict."""
         meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
         return cls(
             raw=pod,
             name=str(meta.get("name") or ""),
             namespace=str(meta.get("namespace") or "default"),
             uid=str(meta.get("uid") or ""),
             resource_version=str(meta.get("resourceVersion") or ""),
-            node_name=str((pod.get("spec") or {}).get("nodeName") or ""),
+            created=str(meta.get("creationTimestamp") or ""),
+            node_name=str(spec.get("nodeName") or ""),
+            priority=_int(spec.get("priority")),
             phase=str((pod.get("status") or {}).get("phase") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
             provisionable=is_provisionable(pod),
         )
+
+    def _meta(self) -> Mapping[str, Any]:
+        return self.raw.get("metadata") or {}
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """``metadata.labels`` (read-only; parsed on first use)."""
+        got = self._labels
+        if got is _UNSET:
+            got = _labels(self._meta(), "labels")
+            object.__setattr__(self, "_labels", got)
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """``metadata.annotations`` (read-only; parsed on first use)."""
+        got = self._annotations
+        if got is _UNSET:
+            got = _labels(self._meta(), "annotations")
+            object.__setattr__(self, "_annotations", got)
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def owners(self) -> tuple[OwnerRef, ...]:
+        """``metadata.ownerReferences`` (parsed on first use)."""
+        got = self._owners
+        if got is _UNSET:
+            got = _owners(self._meta())
+            object.__setattr__(self, "_owners", got)
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def conditions(self) -> tuple[Condition, ...]:
+        """``status.conditions`` (parsed on first use)."""
+        got = self._conditions
+        if got is _UNSET:
+            got = _conditions(self.raw)
+            object.__setattr__(self, "_conditions", got)
+        return got  # type: ignore[no-any-return]
 
     @property
     def key(self) -> str:
@@ -193,6 +306,85 @@ class PodView:
     def bound(self) -> bool:
         """Bound to a node and not finished (it uses the node's resources)."""
         return bool(self.node_name) and not self.terminal
+
+    @property
+    def owner_kinds(self) -> tuple[str, ...]:
+        """The ``kind`` of each owner."""
+        return tuple(o.kind for o in self.owners)
+
+    @property
+    def daemon(self) -> bool:
+        """Owned by a DaemonSet."""
+        return any(o.kind == "DaemonSet" for o in self.owners)
+
+    @property
+    def requests_and_limits(self) -> tuple[Resources, Resources]:
+        """``(effective requests, limits)`` of the pod spec (:func:`~karpy_core.scheduling.pod.effective_requests`,
+        :func:`pod_limits`), internal units, parsed once per version (shared: do not modify).
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed (raised again on each use).
+        """
+        got = self._totals
+        if got is _UNSET:
+            from karpy_core.scheduling.pod import effective_requests
+            from karpy_core.utils.quantity import QuantityError
+
+            spec = self.raw.get("spec") or {}
+            try:
+                got = (effective_requests(spec), pod_limits(spec))
+            except QuantityError as exc:
+                got = exc
+            object.__setattr__(self, "_totals", got)
+        if isinstance(got, Exception):
+            raise got
+        return got  # type: ignore[no-any-return]
+
+    @property
+    def reschedulable(self) -> bool:
+        """Must go somewhere else if its node goes: active, not a DaemonSet, node-owned or mirror
+        pod (Karpenter ``pod.IsReschedulable``). Computed once per version."""
+        got = self._resched
+        if got is _UNSET:
+            got = not (self.deleting or self.terminal or self._owned_by_daemon_or_node()) \
+                and ANNOTATION_MIRROR not in self.annotations
+            object.__setattr__(self, "_resched", got)
+        return got  # type: ignore[no-any-return]
+
+    def _owned_by_daemon_or_node(self) -> bool:
+        got = self._owners
+        if got is not _UNSET:
+            return any(o.kind in ("DaemonSet", "Node") for o in got)
+        # the owners' kinds straight from the version's dict: cheaper than building them all
+        return any(isinstance(o, dict) and o.get("kind") in ("DaemonSet", "Node")
+                   for o in self._meta().get("ownerReferences") or ())
+
+    @property
+    def eviction_cost(self) -> float:
+        """Karpenter's ``EvictionCost``: 1 + pod-deletion-cost / 2^27 + priority / 2^25, clamped to
+        [-10, 10] (a deletion cost that is not a number counts 0). Computed once per version."""
+        got = self._cost
+        if got is _UNSET:
+            got = self._eviction_cost()
+            object.__setattr__(self, "_cost", got)
+        return got  # type: ignore[no-any-return]
+
+    def _eviction_cost(self) -> float:
+        text = self.annotations.get(ANNOTATION_DELETION_COST)
+        if text is None and not self.priority:
+            return 1.0
+        cost = 1.0
+        if text is not None:
+            try:
+                cost += float(text) / 2**27
+            except ValueError:
+                pass
+        cost += self.priority / 2**25
+        return max(-10.0, min(10.0, cost))
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition ``type_``, or None."""
+        return condition_of(self.conditions, type_)
 
     @property
     def info(self) -> PodInfo:
@@ -239,11 +431,13 @@ class NodeView:
     Attributes:
         name, uid, resource_version: identity.
         labels, annotations: read-only metadata maps.
+        created: ``metadata.creationTimestamp`` (RFC 3339 text, "" when unset).
         provider_id: ``spec.providerID`` ("" when unset).
         nodepool: the ``karpenter.sh/nodepool`` label, None for a node karpy does not manage.
         deleting: ``metadata.deletionTimestamp`` is set.
         unschedulable: ``spec.unschedulable``.
         taints: ``spec.taints``.
+        phase: ``status.phase`` ("" when unset).
         conditions: ``status.conditions``.
         initialized: labelled ``karpenter.sh/initialized=true`` (or not managed by a NodePool).
         raw: the Node dict (read-only).
@@ -255,13 +449,16 @@ class NodeView:
     resource_version: str = ""
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    created: str = ""
     provider_id: str = ""
     nodepool: str | None = None
     deleting: bool = False
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
+    phase: str = ""
     conditions: tuple[Condition, ...] = ()
     _allocatable: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _capacity: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, node: Raw) -> NodeView:
@@ -276,11 +473,13 @@ class NodeView:
             resource_version=str(meta.get("resourceVersion") or ""),
             labels=labels,
             annotations=_labels(meta, "annotations"),
+            created=str(meta.get("creationTimestamp") or ""),
             provider_id=str(spec.get("providerID") or ""),
             nodepool=labels.get(LABEL_NODEPOOL),
             deleting=bool(meta.get("deletionTimestamp")),
             unschedulable=bool(spec.get("unschedulable")),
             taints=parse_taints(spec.get("taints")),
+            phase=str((node.get("status") or {}).get("phase") or ""),
             conditions=_conditions(node),
         )
 
@@ -296,6 +495,11 @@ class NodeView:
         return c is not None and c.is_true
 
     @property
+    def disrupted(self) -> bool:
+        """Tainted ``karpenter.sh/disrupted`` (a disruption command holds it)."""
+        return any(t.key == TAINT_DISRUPTED for t in self.taints)
+
+    @property
     def allocatable(self) -> Resources:
         """``status.allocatable`` in internal units (millicores, bytes, counts); parsed once.
         Shared: do not modify.
@@ -304,6 +508,15 @@ class NodeView:
             karpy_core.utils.quantity.QuantityError: a quantity is malformed.
         """
         return _memo(self, "_allocatable", lambda: parse_resource_list((self.raw.get("status") or {}).get("allocatable")))
+
+    @property
+    def capacity(self) -> Resources:
+        """``status.capacity`` in internal units; parsed once. Shared: do not modify.
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+        """
+        return _memo(self, "_capacity", lambda: parse_resource_list((self.raw.get("status") or {}).get("capacity")))
 
 
 # ---- NodeClaims ------------------------------------------------------------------------------
@@ -314,12 +527,16 @@ class NodeClaimView:
     Attributes:
         name, uid, resource_version: identity.
         labels, annotations: read-only metadata maps.
+        created: ``metadata.creationTimestamp`` (RFC 3339 text, "" when unset).
         nodepool: the ``karpenter.sh/nodepool`` label (None when absent).
         provider_id: ``status.providerID`` ("" before launch).
         node_name: ``status.nodeName`` ("" before registration).
         deleting: ``metadata.deletionTimestamp`` is set.
         requirements: ``spec.requirements`` as the API dicts (read-only).
         taints, startup_taints: ``spec.taints``, ``spec.startupTaints``.
+        expire_after: ``spec.expireAfter`` ("" when unset).
+        termination_grace_period: ``spec.terminationGracePeriod`` ("" when unset).
+        last_pod_event_time: ``status.lastPodEventTime`` (RFC 3339 text, "" when unset).
         conditions: ``status.conditions``.
         raw: the NodeClaim dict (read-only).
     """
@@ -330,6 +547,7 @@ class NodeClaimView:
     resource_version: str = ""
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    created: str = ""
     nodepool: str | None = None
     provider_id: str = ""
     node_name: str = ""
@@ -337,6 +555,9 @@ class NodeClaimView:
     requirements: tuple[Mapping[str, Any], ...] = ()
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
+    expire_after: str = ""
+    termination_grace_period: str = ""
+    last_pod_event_time: str = ""
     conditions: tuple[Condition, ...] = ()
     _capacity: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _allocatable: Any = field(default=_UNSET, init=False, repr=False, compare=False)
@@ -356,13 +577,17 @@ class NodeClaimView:
             resource_version=str(meta.get("resourceVersion") or ""),
             labels=labels,
             annotations=_labels(meta, "annotations"),
+            created=str(meta.get("creationTimestamp") or ""),
             nodepool=labels.get(LABEL_NODEPOOL),
             provider_id=str(status.get("providerID") or ""),
             node_name=str(status.get("nodeName") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
-            requirements=tuple(r for r in spec.get("requirements") or () if isinstance(r, Mapping)),
+            requirements=tuple(r for r in spec.get("requirements") or () if isinstance(r, dict)),
             taints=parse_taints(spec.get("taints")),
             startup_taints=parse_taints(spec.get("startupTaints")),
+            expire_after=str(spec.get("expireAfter") or ""),
+            termination_grace_period=str(spec.get("terminationGracePeriod") or ""),
+            last_pod_event_time=str(status.get("lastPodEventTime") or ""),
             conditions=_conditions(claim),
         )
 
@@ -390,6 +615,10 @@ class NodeClaimView:
         """
         return _memo(self, "_allocatable",
                      lambda: parse_resource_list((self.raw.get("status") or {}).get("allocatable") or self._requests()))
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition ``type_``, or None."""
+        return condition_of(self.conditions, type_)
 
     def is_true(self, type_: str) -> bool:
         """The condition ``type_`` is ``True``."""
@@ -419,48 +648,27 @@ class NodePoolReadiness(enum.Enum):
     """It has conditions and ``Ready`` is not ``True`` (its NodeClass is not ready, ...)."""
     DELETING = "Deleting"
     """``metadata.deletionTimestamp`` is set."""
+    INVALID = "Invalid"
+    """The NodePool does not validate against the API model (:attr:`NodePoolView.error`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """One ``spec.disruption.budgets`` entry.
+DEFAULT_BUDGET = Budget(nodes="10%")
+"""The budget of a NodePool without ``disruption.budgets`` (Karpenter's CRD default, 10%);
+shared, do not modify."""
 
-    Attributes:
-        nodes: ``"N"`` or ``"N%"`` of the pool's nodes.
-        reasons: the disruption reasons it applies to (empty: every reason).
-        schedule: cron schedule (UTC) or "" for always active.
-        duration: how long after each schedule tick it is active (Go duration text, "" if unset).
-    """
-
-    nodes: str = "10%"
-    reasons: tuple[str, ...] = ()
-    schedule: str = ""
-    duration: str = ""
-
-
-DEFAULT_BUDGET = Budget()
-"""The budget of a NodePool without ``disruption.budgets`` (Karpenter's CRD default, 10%)."""
-
-
-def _budgets(spec: Mapping[str, Any]) -> tuple[Budget, ...]:
-    raw = (spec.get("disruption") or {}).get("budgets")
-    if not raw:
-        return (DEFAULT_BUDGET,)
-    return tuple(
-        Budget(
-            nodes=str(b.get("nodes", "10%")).strip(),
-            reasons=tuple(str(r) for r in b.get("reasons") or ()),
-            schedule=str(b.get("schedule") or ""),
-            duration=str(b.get("duration") or ""),
-        )
-        for b in raw
-        if isinstance(b, Mapping)
-    )
+_DEFAULT_BUDGETS: tuple[Budget, ...] = (DEFAULT_BUDGET,)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class NodePoolView:
-    """A ``karpenter.sh/v1`` NodePool.
+    """A ``karpenter.sh/v1`` NodePool, built from its validated API model
+    (:class:`karpy_core.apis.nodepool.NodePool`: one parser, the model's rules and defaults).
+
+    A NodePool the model rejects (one the CRD's validation would have refused, e.g. ``weight:
+    0`` or a malformed budget) gets a view with :attr:`error` set, readiness ``INVALID`` and the
+    defaults in every other spec field (``node_class_ref`` is read as given, for
+    :func:`~karpy_core.state.cluster.is_managed`); :class:`~karpy_core.state.cluster.ClusterSnapshot` leaves such
+    pools out with a logged error, so nothing decides on half-parsed values.
 
     Attributes:
         name, uid, resource_version, generation: identity (``generation`` 0 when unset).
@@ -469,8 +677,17 @@ class NodePoolView:
             ("" when ready).
         weight: ``spec.weight`` (0 when unset).
         startup_taints: ``spec.template.spec.startupTaints``.
-        budgets: ``spec.disruption.budgets`` (the default 10% budget when unset).
+        budgets: ``spec.disruption.budgets`` (the model's :class:`~karpy_core.apis.nodepool.Budget`;
+            the default 10% budget when unset).
+        consolidation_policy: ``spec.disruption.consolidationPolicy`` (defaulted).
+        consolidate_after: ``spec.disruption.consolidateAfter`` (defaulted, ``Never`` included).
+        limits: ``spec.limits`` as quantity text (read-only).
+        usage: ``status.resources`` as quantity text (read-only; what the status controller wrote).
+        node_class_ref: ``(group, kind)`` of ``spec.template.spec.nodeClassRef``.
+        annotations: read-only ``metadata.annotations``.
         replicas: ``spec.replicas`` of a static pool, None for a dynamic one (:attr:`static`).
+        conditions: ``status.conditions``.
+        error: why the NodePool does not validate ("" when it does).
         raw: the NodePool dict (read-only).
     """
 
@@ -483,19 +700,38 @@ class NodePoolView:
     unready_reason: str = ""
     weight: int = 0
     startup_taints: tuple[Taint, ...] = ()
-    budgets: tuple[Budget, ...] = (DEFAULT_BUDGET,)
+    budgets: tuple[Budget, ...] = _DEFAULT_BUDGETS
+    consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    consolidate_after: str = "0s"
+    limits: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    usage: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    node_class_ref: tuple[str, str] = ("", "")
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     conditions: tuple[Condition, ...] = ()
     replicas: int | None = None
+    error: str = ""
     _model: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _hash: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _requirements: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _logged: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, nodepool: Raw) -> NodePoolView:
-        """The view of a NodePool dict."""
+        """The view of a NodePool dict, validated by the API model once (never raises: an invalid
+        NodePool gets :attr:`error`)."""
         meta = nodepool.get("metadata") or {}
-        spec = nodepool.get("spec") or {}
-        tspec = (spec.get("template") or {}).get("spec") or {}
         conds = _conditions(nodepool)
+        identity: dict[str, Any] = dict(raw=nodepool, name=str(meta.get("name") or ""), uid=str(meta.get("uid") or ""),
+                                        resource_version=str(meta.get("resourceVersion") or ""),
+                                        generation=_int(meta.get("generation")), conditions=conds,
+                                        annotations=_labels(meta, "annotations"))
+        try:
+            model = NodePool.model_validate(nodepool)
+        except ValueError as exc:  # pydantic.ValidationError
+            ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
+            ref_kind = (str(ref.get("group") or ""), str(ref.get("kind") or "")) if isinstance(ref, Mapping) else ("", "")
+            return cls(**identity, readiness=NodePoolReadiness.INVALID, unready_reason="invalid NodePool",
+                       node_class_ref=ref_kind, error=str(exc))
         readiness, why = NodePoolReadiness.READY, ""
         if meta.get("deletionTimestamp"):
             readiness, why = NodePoolReadiness.DELETING, "being deleted"
@@ -504,34 +740,37 @@ class NodePoolView:
             if ready is None or not ready.is_true:
                 readiness = NodePoolReadiness.NOT_READY
                 why = (ready.message or ready.reason if ready is not None else "") or "Ready is not True"
-        try:
-            weight = int(spec.get("weight") or 0)
-        except (TypeError, ValueError):
-            weight = 0
-        try:
-            generation = int(meta.get("generation") or 0)
-        except (TypeError, ValueError):
-            generation = 0
-        replicas: int | None = None
-        if spec.get("replicas") is not None:
-            try:
-                replicas = max(0, int(spec["replicas"]))
-            except (TypeError, ValueError):
-                replicas = None
-        return cls(
-            raw=nodepool,
-            name=str(meta.get("name") or ""),
-            uid=str(meta.get("uid") or ""),
-            resource_version=str(meta.get("resourceVersion") or ""),
-            generation=generation,
+        spec = model.spec
+        tspec = spec.template.spec
+        ref = tspec.node_class_ref
+        view = cls(
+            **identity,
             readiness=readiness,
             unready_reason=why,
-            weight=weight,
-            startup_taints=parse_taints(tspec.get("startupTaints")),
-            budgets=_budgets(spec),
-            conditions=conds,
-            replicas=replicas,
+            weight=spec.weight or 0,
+            startup_taints=parse_taints((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("startupTaints")),
+            budgets=tuple(spec.disruption.budgets) or _DEFAULT_BUDGETS,
+            consolidation_policy=spec.disruption.consolidation_policy,
+            consolidate_after=spec.disruption.consolidate_after,
+            limits=MappingProxyType({str(k): str(v) for k, v in spec.limits.items()}) if spec.limits else _EMPTY,
+            node_class_ref=(ref.group, ref.kind),
+            replicas=spec.replicas,
+            usage=MappingProxyType({str(k): str(v) for k, v in model.status.resources.items()})
+            if model.status is not None and model.status.resources else _EMPTY,
         )
+        object.__setattr__(view, "_model", model)
+        return view
+
+    @property
+    def valid(self) -> bool:
+        """The NodePool validates (:attr:`error` is empty)."""
+        return not self.error
+
+    def log_invalid(self) -> None:
+        """Log :attr:`error` once per version (the first call on this view)."""
+        if self.error and self._logged is _UNSET:
+            object.__setattr__(self, "_logged", True)
+            log.error("NodePool does not validate, ignored", extra=fields(nodepool=self.name, error=self.error))
 
     @property
     def static(self) -> bool:
@@ -551,14 +790,12 @@ class NodePoolView:
 
     @property
     def model(self) -> NodePool:
-        """The pydantic :class:`~karpy_core.apis.nodepool.NodePool` handed to the cloud provider,
-        validated once per version (shared: do not modify).
+        """The pydantic :class:`~karpy_core.apis.nodepool.NodePool` the view was built from, handed
+        to the cloud provider (shared: do not modify).
 
         Raises:
             pydantic.ValidationError: the object does not validate (a ``ValueError``).
         """
-        from karpy_core.apis.nodepool import NodePool
-
         return _memo(self, "_model", lambda: NodePool.model_validate(self.raw))
 
     @property
@@ -568,6 +805,22 @@ class NodePoolView:
         from karpy_core.apis.hashing import nodepool_hash
 
         return _memo(self, "_hash", lambda: nodepool_hash(self.raw))
+
+    @property
+    def requirements(self) -> Requirements | None:
+        """``spec.template.spec.requirements`` as the scheduler's
+        :class:`~karpy_core.scheduling.requirements.Requirements`, parsed once per version; None
+        when they cannot be parsed."""
+        return _memo(self, "_requirements", self._parse_requirements)
+
+    def _parse_requirements(self) -> Requirements | None:
+        from karpy_core.scheduling.requirements import Requirements
+
+        tspec = ((self.raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+        try:
+            return Requirements.from_selector_terms(tspec.get("requirements") or ())
+        except ValueError:
+            return None
 
 
 # ---- building and caching ------------------------------------------------------------------
@@ -633,6 +886,18 @@ class ViewCache:
         assert isinstance(view, NodeClaimView)
         return view
 
+    def node(self, obj: Raw) -> NodeView:
+        """:meth:`view` of a Node dict."""
+        view = self.view("Node", obj)
+        assert isinstance(view, NodeView)
+        return view
+
+    def pod(self, obj: Raw) -> PodView:
+        """:meth:`view` of a Pod dict."""
+        view = self.view("Pod", obj)
+        assert isinstance(view, PodView)
+        return view
+
     def nodepool(self, obj: Raw) -> NodePoolView:
         """:meth:`view` of a NodePool dict."""
         view = self.view("NodePool", obj)
@@ -646,3 +911,123 @@ class ViewCache:
 
     def __len__(self) -> int:
         return len(self._views)
+
+
+# ---- CapacityBuffers and the objects they name -----------------------------------------------
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CapacityBufferView:
+    """An ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffer (:mod:`karpy_core.state.buffers`).
+
+    Attributes:
+        name, namespace, uid, generation: identity (``generation`` None when unset).
+        pod_template_ref: ``spec.podTemplateRef.name`` ("" when unset).
+        scalable_ref: ``(kind, name)`` of ``spec.scalableRef``, None when unset.
+        replicas, percentage: ``spec.replicas`` and ``spec.percentage`` (None when unset or not
+            integers).
+        limits: ``spec.limits`` (quantity text by resource; read-only).
+        provisioning_strategy: ``spec.provisioningStrategy`` ("" when unset).
+        status_replicas: ``status.replicas`` (0 when unset).
+        conditions: ``status.conditions``.
+        raw: the CapacityBuffer dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    name: str = ""
+    namespace: str = "default"
+    uid: str = ""
+    generation: int | None = None
+    pod_template_ref: str = ""
+    scalable_ref: tuple[str, str] | None = None
+    replicas: int | None = None
+    percentage: int | None = None
+    limits: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    provisioning_strategy: str = ""
+    status_replicas: int = 0
+    conditions: tuple[Condition, ...] = ()
+
+    @classmethod
+    def of(cls, buffer: Raw) -> CapacityBufferView:
+        """The view of a CapacityBuffer dict."""
+        meta = buffer.get("metadata") or {}
+        spec = buffer.get("spec") or {}
+        ref = spec.get("podTemplateRef") or {}
+        scalable = spec.get("scalableRef")
+        limits = spec.get("limits")
+        return cls(
+            raw=buffer,
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or "default"),
+            uid=str(meta.get("uid") or ""),
+            generation=_opt_int(meta.get("generation")),
+            pod_template_ref=str(ref.get("name") or "") if isinstance(ref, Mapping) else "",
+            scalable_ref=(str(scalable.get("kind") or ""), str(scalable.get("name") or ""))
+            if isinstance(scalable, Mapping) and scalable else None,
+            replicas=_opt_int(spec.get("replicas")),
+            percentage=_opt_int(spec.get("percentage")),
+            limits=MappingProxyType(dict(limits)) if isinstance(limits, Mapping) and limits else _EMPTY,
+            provisioning_strategy=str(spec.get("provisioningStrategy") or ""),
+            status_replicas=_int((buffer.get("status") or {}).get("replicas")),
+            conditions=_conditions(buffer),
+        )
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition ``type_``, or None."""
+        return condition_of(self.conditions, type_)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodTemplateOwnerView:
+    """An object a CapacityBuffer takes its pod shape from: a PodTemplate (``template``), or a
+    Deployment, ReplicaSet or StatefulSet (``spec.template``, ``spec.replicas``).
+
+    Attributes:
+        kind, name, namespace: identity (``kind`` as listed).
+        generation: ``metadata.generation`` (None when unset).
+        template: the pod template (``{metadata, spec}``, read-only; empty when unset).
+        replicas: the workload's ``spec.replicas`` (Kubernetes' default 1 when unset; 1 for a PodTemplate).
+        raw: the object's dict (read-only).
+    """
+
+    raw: Raw = field(repr=False, compare=False)
+    kind: str = ""
+    name: str = ""
+    namespace: str = "default"
+    generation: int | None = None
+    template: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    replicas: int = 1
+
+    @classmethod
+    def of(cls, obj: Raw, kind: str) -> PodTemplateOwnerView:
+        """The view of ``obj``, a ``kind`` dict (``PodTemplate`` or a workload kind); its own
+        ``kind`` field, when set, wins."""
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind") or kind)
+        if kind == "PodTemplate":
+            template, replicas = obj.get("template"), 1
+        else:
+            spec = obj.get("spec") or {}
+            template = spec.get("template")
+            replicas = _int(spec["replicas"]) if spec.get("replicas") is not None else 1
+        return cls(
+            raw=obj,
+            kind=kind,
+            name=str(meta.get("name") or ""),
+            namespace=str(meta.get("namespace") or "default"),
+            generation=_opt_int(meta.get("generation")),
+            template=template if isinstance(template, Mapping) else _EMPTY,
+            replicas=replicas,
+        )

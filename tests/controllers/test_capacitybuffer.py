@@ -16,7 +16,7 @@ from karpy_core.state.buffers import (
     resolve_buffer,
     virtual_pods,
 )
-from karpy_core.state.views import is_provisionable
+from karpy_core.state.views import CapacityBufferView, PodTemplateOwnerView, PodView, is_provisionable
 from karpy_core.utils.clock import VirtualClock
 from tests.cli import invoke_cli
 
@@ -33,6 +33,14 @@ def template(name: str = "chunk", **kw: Any) -> dict[str, Any]:
 def buffer(name: str = "b", **s: Any) -> dict[str, Any]:
     return {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
             "metadata": {"name": name, "namespace": "default", "uid": "u1", "generation": 1}, "spec": s}
+
+
+def view(**s: Any) -> CapacityBufferView:
+    return CapacityBufferView.of(buffer(**s))
+
+
+def owners(*objs: dict[str, Any]) -> list[PodTemplateOwnerView]:
+    return [PodTemplateOwnerView.of(o, str(o["kind"])) for o in objs]
 
 
 def deployment(replicas: int) -> dict[str, Any]:
@@ -56,22 +64,24 @@ def test_limits_floor_the_smallest_resource() -> None:
 
 def test_replicas_percentage_and_limits_combine_as_upstream() -> None:
     pod = spec(cpu="1")
-    assert compute_replicas({"replicas": 3}, pod, None) == 3
-    assert compute_replicas({"replicas": 2, "percentage": 50}, pod, 10) == 5  # max(2, 5)
-    assert compute_replicas({"replicas": 8, "limits": {"cpu": "5"}}, pod, None) == 5  # capped
-    assert compute_replicas({"limits": {"cpu": "4500m"}}, pod, None) == 4  # limits alone
-    assert compute_replicas({"percentage": 20}, pod, 0) == 0
+    assert compute_replicas(view(replicas=3), pod, None) == 3
+    assert compute_replicas(view(replicas=2, percentage=50), pod, 10) == 5  # max(2, 5)
+    assert compute_replicas(view(replicas=8, limits={"cpu": "5"}), pod, None) == 5  # capped
+    assert compute_replicas(view(limits={"cpu": "4500m"}), pod, None) == 4  # limits alone
+    assert compute_replicas(view(percentage=20), pod, 0) == 0
 
 
 def test_resolve_names_the_missing_reference() -> None:
-    missing = resolve_buffer(buffer(podTemplateRef={"name": "nope"}, replicas=1), [], {"Deployment": []})
+    missing = resolve_buffer(view(podTemplateRef={"name": "nope"}, replicas=1), [], {"Deployment": []})
     assert (missing.ready, missing.reason) == (False, "PodTemplateNotFound")
-    workload = resolve_buffer(buffer(scalableRef={"kind": "Deployment", "name": "web"}, percentage=30), [],
-                              {"Deployment": [deployment(10)], "ReplicaSet": [], "StatefulSet": []})
+    workload = resolve_buffer(view(scalableRef={"kind": "Deployment", "name": "web"}, percentage=30), [],
+                              {"Deployment": owners(deployment(10)), "ReplicaSet": [], "StatefulSet": []})
     assert (workload.ready, workload.replicas, workload.reason) == (True, 3, "Resolved")
-    gone = resolve_buffer(buffer(scalableRef={"kind": "Deployment", "name": "other"}, replicas=1), [], {"Deployment": []})
+    found = resolve_buffer(view(podTemplateRef={"name": "chunk"}, replicas=2), owners(template()), {})
+    assert (found.ready, found.replicas, found.pod_template, found.pod_template_generation) == (True, 2, "chunk", 2)
+    gone = resolve_buffer(view(scalableRef={"kind": "Deployment", "name": "other"}, replicas=1), [], {"Deployment": []})
     assert gone.reason == "ScalableRefNotFound"
-    odd = resolve_buffer(buffer(scalableRef={"kind": "Job", "name": "x"}, replicas=1), [], {"Deployment": []})
+    odd = resolve_buffer(view(scalableRef={"kind": "Job", "name": "x"}, replicas=1), [], {"Deployment": []})
     assert odd.reason == "ResolutionFailed"
 
 
@@ -80,10 +90,10 @@ def test_virtual_pods_are_pending_placeholders_without_volumes_or_node() -> None
     t["spec"]["nodeName"] = "n1"
     t["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "x"}}, {"name": "cfg", "configMap": {"name": "c"}}]
     t["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/d"}, {"name": "cfg", "mountPath": "/c"}]
-    pods = virtual_pods(buffer(), t, 2)
+    pods = virtual_pods(view(), t, 2)
     assert [p["metadata"]["name"] for p in pods] == ["capacity-buffer-b-1", "capacity-buffer-b-2"]
     p = pods[0]
-    assert is_virtual_pod(p) and p["metadata"]["annotations"][ANNOTATION_FAKE_POD] == "true"
+    assert is_virtual_pod(PodView.of(p)) and p["metadata"]["annotations"][ANNOTATION_FAKE_POD] == "true"
     assert is_provisionable(p) and "nodeName" not in p["spec"] and p["spec"]["priority"] == -(2**31)
     assert [v["name"] for v in p["spec"]["volumes"]] == ["cfg"]
     assert [m["name"] for m in p["spec"]["containers"][0]["volumeMounts"]] == ["cfg"]

@@ -36,7 +36,8 @@ def test_a_simulation_sees_the_bound_pods_that_can_change_it_and_only_those() ->
         _bound("web-gone", "node-0003", {"app": "web"}),
         _bound("other", "node-0002", {"app": "db"}),
     ]
-    snap = ClusterSnapshot(nodes=list(snap.nodes), nodeclaims=list(snap.nodeclaims), nodepools=list(snap.nodepools), pods=[*snap.pods, *extra], pdbs=list(snap.pdbs))
+    snap = ClusterSnapshot(nodes=snap.node_views, nodeclaims=snap.nodeclaim_views, nodepools=snap.nodepool_views,
+                           pods=[*snap.pod_views, *extra], pdbs=list(snap.pdbs))
     ctx = SimulationContext(snap, MIXED_TYPES)
     plain = pod_info({"metadata": {"name": "new", "namespace": "default"}, "spec": {}})
     names = [b.name for b in ctx.relevant_bound([plain], {"node-0003"})]

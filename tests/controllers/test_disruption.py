@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from karpy_core.apis.hashing import nodepool_hash
+from karpy_core.apis.nodepool import Budget
 from karpy_core.controllers.disruption.budgets import allowed_disruptions, budget_active, budget_nodes
 from karpy_core.controllers.disruption.expiration import expired_nodeclaims
 from karpy_core.controllers.disruption.planner import plan_disruption
 from karpy_core.controllers.node.termination import NodeTermination, drain_tier
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import ClusterSnapshot
+from karpy_core.state.views import NodeClaimView
 from karpy_core.utils.clock import VirtualClock, iso
 from tests.scheduling.helpers import make_type, nodepool
 
@@ -49,17 +51,30 @@ def snapshot(nodes, pods, pool=None, pdbs=()):
     return ClusterSnapshot(nodes=[p[0] for p in pairs], nodeclaims=[p[1] for p in pairs], nodepools=[pool], pods=pods, pdbs=list(pdbs))
 
 
+def relabel(snap: ClusterSnapshot, **labels: str) -> ClusterSnapshot:
+    """``snap`` with ``labels`` added to its first Node and NodeClaim (views are parsed once:
+    a changed object is a new snapshot)."""
+    import copy
+
+    nodes = [copy.deepcopy(n.raw) for n in snap.node_views]
+    claims = [copy.deepcopy(c.raw) for c in snap.nodeclaim_views]
+    nodes[0]["metadata"]["labels"].update(labels)
+    claims[0]["metadata"]["labels"].update(labels)
+    return ClusterSnapshot(nodes=nodes, nodeclaims=claims, nodepools=snap.nodepool_views, pods=snap.pod_views, pdbs=snap.pdbs)
+
+
 def test_budget_rounding_and_windows():
-    assert budget_nodes({"nodes": "10%"}, 15) == 2 and budget_nodes({"nodes": "3"}, 15) == 3
-    window = {"nodes": "0", "schedule": "0 1 * * *", "duration": "2h"}
+    assert budget_nodes(Budget(nodes="10%"), 15) == 2 and budget_nodes(Budget(nodes="3"), 15) == 3
+    window = Budget(nodes="0", schedule="0 1 * * *", duration="2h")
     assert budget_active(window, 1767225600.0 + 3600 + 60)
     assert not budget_active(window, 1767225600.0 + 3 * 3600 + 1)
-    pool = {"spec": {"disruption": {"budgets": [window, {"nodes": "50%"}]}}}
-    assert allowed_disruptions(pool, "Empty", 1767225600.0 + 2 * 3600, total=4, disrupting=0) == 0
-    assert allowed_disruptions(pool, "Empty", 1767225600.0 + 4 * 3600, total=4, disrupting=1) == 1
-    reasons = {"spec": {"disruption": {"budgets": [{"nodes": "0", "reasons": ["Drifted"]}]}}}
+    budgets = [window, Budget(nodes="50%")]
+    assert allowed_disruptions(budgets, "Empty", 1767225600.0 + 2 * 3600, total=4, disrupting=0) == 0
+    assert allowed_disruptions(budgets, "Empty", 1767225600.0 + 4 * 3600, total=4, disrupting=1) == 1
+    reasons = [Budget(nodes="0", reasons=["Drifted"])]
     assert allowed_disruptions(reasons, "Drifted", NOW, total=4, disrupting=0) == 0
     assert allowed_disruptions(reasons, "Empty", NOW, total=4, disrupting=0) == 4
+    assert allowed_disruptions([], "Empty", NOW, total=15, disrupting=0) == 2  # none set: the default 10%
 
 
 def test_empty_node_is_deleted_and_the_log_says_why():
@@ -139,7 +154,7 @@ def test_expiration_lists_old_claims_only():
     old = {"metadata": {"name": "old", "creationTimestamp": iso(NOW - 3 * 3600)}, "spec": {"expireAfter": "2h"}}
     new = {"metadata": {"name": "new", "creationTimestamp": iso(NOW - 3600)}, "spec": {"expireAfter": "2h"}}
     never = {"metadata": {"name": "never", "creationTimestamp": iso(NOW - 9e6)}, "spec": {"expireAfter": "Never"}}
-    assert [n for n, _ in expired_nodeclaims([old, new, never], NOW)] == ["old"]
+    assert [n for n, _ in expired_nodeclaims(map(NodeClaimView.of, [old, new, never]), NOW)] == ["old"]
 
 
 def test_drain_tiers_in_order():
@@ -300,7 +315,7 @@ def test_nominated_node_is_not_a_candidate_until_the_nomination_ends():
     assert any(d.node == "a" and d.verdict == "keep" and "nominated for a pending pod" in d.reason for d in log)
     # nominated by NodeClaim name (a claim that had no node when the pods were placed on it)
     snap = snapshot(["a"], [])
-    assert plan_disruption(snap, TYPES, NOW, nominated={snap.nodeclaims[0]["metadata"]["name"]: NOW + 1}) is None
+    assert plan_disruption(snap, TYPES, NOW, nominated={snap.nodeclaim_views[0].name: NOW + 1}) is None
     assert plan_disruption(snap, TYPES, NOW, nominated={"a": NOW}).candidates[0].name == "a"  # ended
 
 
@@ -448,3 +463,18 @@ async def test_instance_types_are_asked_again_until_the_nodeclass_is_ready_and_o
     clock.advance(INSTANCE_TYPES_REFRESH)
     await disruption.instance_types(snap)
     assert provider.calls == 4  # asked again once the refresh interval has passed
+
+
+def test_nodes_of_an_invalid_nodepool_are_not_candidates():
+    """A NodePool the model rejects (here ``weight: 0``, below the CRD's minimum of 1) is left out
+    of the snapshot: its nodes are kept as of a missing NodePool, not consolidated under a
+    half-parsed pool (karpy used to read the weight as 0 and go on)."""
+    from karpy_core.controllers.disruption.decisions import DecisionKind
+
+    pool = nodepool()
+    pool["spec"]["weight"] = 0
+    snap = snapshot(["a"], [], pool)
+    assert snap.nodepool("default") is None and [p.name for p in snap.invalid_nodepools] == ["default"]
+    log = []
+    assert plan_disruption(snap, TYPES, NOW, log=log) is None
+    assert [(d.node, d.kind) for d in log] == [("a", DecisionKind.NODEPOOL_NOT_FOUND)]

@@ -14,7 +14,7 @@ from karpy_core.kube.events import Event, EventRecorder, TokenBucket
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import ClusterSnapshot, condition
 from karpy_core.utils.clock import VirtualClock, iso
-from tests.controllers.test_disruption import NOW, TYPES, node_and_claim, pod, snapshot
+from tests.controllers.test_disruption import NOW, TYPES, node_and_claim, pod, relabel, snapshot
 from tests.scheduling.helpers import make_type, nodepool
 
 
@@ -25,18 +25,16 @@ def events_of(cluster: InMemoryCluster, reason: str) -> list[dict]:
 def _snap_events(snap: ClusterSnapshot, types=TYPES):
     lines = []
     plan_disruption(snap, types, NOW, log=lines)
-    nodes = {n["metadata"]["name"]: n for n in snap.nodes}
-    claims = {c["status"]["nodeName"]: c for c in snap.nodeclaims}
-    return decision_events(lines, nodes, claims, {p["metadata"]["name"]: p for p in snap.nodepools})
+    nodes = {n.name: n for n in snap.node_views}
+    claims = {c.node_name: c for c in snap.nodeclaim_views}
+    return decision_events(lines, nodes, claims, {p.name: p for p in snap.nodepool_views})
 
 
 def test_spot_to_spot_is_unconsolidatable_on_node_and_nodeclaim():
     """consolidation.go: a spot node whose cheaper replacement could only be spot."""
     pool = nodepool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}])
     types = {"default": [make_type("small", 2, 4, capacity_types=("spot",)), make_type("large", 8, 16, capacity_types=("spot",))]}
-    snap = snapshot([("a", "large")], [pod("p1", "a")], pool)
-    for o in (*snap.nodes, *snap.nodeclaims):
-        o["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+    snap = relabel(snapshot([("a", "large")], [pod("p1", "a")], pool), **{"karpenter.sh/capacity-type": "spot"})
     evs = _snap_events(snap, types)
     assert sorted(e.involved["kind"] for e in evs) == ["Node", "NodeClaim"]
     assert {e.reason for e in evs} == {"Unconsolidatable"} and len(evs) == 2

@@ -8,6 +8,7 @@ from typing import Any
 from karpy_core.cloudprovider.provider import load_provider
 from karpy_core.sim.simulator import Simulator
 from karpy_core.state.cluster import is_managed
+from karpy_core.state.views import NodePoolView
 
 
 def nodepool(name: str, group: str, kind: str) -> dict[str, Any]:
@@ -24,11 +25,15 @@ def pod(name: str, pool: str) -> dict[str, Any]:
 
 def test_is_managed_compares_group_and_kind() -> None:
     managed = {("karpenter.k8s.aws", "EC2NodeClass")}
-    assert is_managed(nodepool("a", "karpenter.k8s.aws", "EC2NodeClass"), managed)
-    assert not is_managed(nodepool("b", "karpenter.kakaocloud.com", "KCNodeClass"), managed)
-    assert not is_managed(nodepool("c", "example.com", "EC2NodeClass"), managed)  # same kind, other group
-    assert is_managed(nodepool("d", "", "EC2NodeClass"), managed)  # hand-written dict without the group
-    assert is_managed(nodepool("e", "karpenter.kakaocloud.com", "KCNodeClass"), None)
+
+    def view(*args: str) -> NodePoolView:
+        return NodePoolView.of(nodepool(*args))
+
+    assert is_managed(view("a", "karpenter.k8s.aws", "EC2NodeClass"), managed)
+    assert not is_managed(view("b", "karpenter.kakaocloud.com", "KCNodeClass"), managed)
+    assert not is_managed(view("c", "example.com", "EC2NodeClass"), managed)  # same kind, other group
+    assert is_managed(view("d", "", "EC2NodeClass"), managed)  # a dict without the group (invalid: read as given)
+    assert is_managed(view("e", "karpenter.kakaocloud.com", "KCNodeClass"), None)
 
 
 async def test_another_clouds_nodepool_is_neither_provisioned_nor_given_a_status() -> None:

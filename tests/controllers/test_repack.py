@@ -9,7 +9,8 @@ import pytest
 from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
 from karpy_core.controllers.disruption.methods.repack import ANNOTATION_MIN_SAVINGS, DEFAULT_MIN_SAVINGS, min_savings_of
 from karpy_core.controllers.disruption.planner import plan_disruption, validate_plan
-from tests.controllers.test_disruption import NOW, pod, snapshot
+from karpy_core.state.views import NodePoolView
+from tests.controllers.test_disruption import NOW, pod, relabel, snapshot
 from tests.scheduling.helpers import make_type, nodepool
 
 TYPES = {"default": [make_type("s2", 2, 4), make_type("m4", 4, 8), make_type("l8", 8, 16), make_type("xl16", 16, 32)]}
@@ -75,11 +76,15 @@ def test_below_the_threshold_the_node_stays_and_the_log_says_how_much_it_would_s
 
 
 def test_min_savings_annotation_parsing():
-    pool = {"metadata": {"annotations": {ANNOTATION_MIN_SAVINGS: "0.2"}}}
-    assert min_savings_of(pool, DEFAULT_MIN_SAVINGS) == 0.2
+    def pool(annotations: dict[str, str]) -> NodePoolView:
+        raw = nodepool()
+        raw["metadata"]["annotations"] = annotations
+        return NodePoolView.of(raw)
+
+    assert min_savings_of(pool({ANNOTATION_MIN_SAVINGS: "0.2"}), DEFAULT_MIN_SAVINGS) == 0.2
     for bad in ("1.5", "-0.1", "lots"):
-        assert min_savings_of({"metadata": {"annotations": {ANNOTATION_MIN_SAVINGS: bad}}}, 0.1) == 0.1
-    assert min_savings_of({"metadata": {}}, 0.1) == 0.1
+        assert min_savings_of(pool({ANNOTATION_MIN_SAVINGS: bad}), 0.1) == 0.1
+    assert min_savings_of(pool({}), 0.1) == 0.1
 
 
 def test_do_not_disrupt_pdb_and_budget_block_the_repack():
@@ -128,8 +133,7 @@ def test_revalidation_keeps_a_valid_command_and_drops_one_below_a_raised_thresho
 def test_spot_candidates_are_repacked_onto_on_demand_only():
     spot_types = {"default": [make_type(n, c, 2 * c, capacity_types=("on-demand", "spot")) for n, c in
                               (("s2", 2), ("m4", 4), ("l8", 8), ("xl16", 16))]}
-    snap = split_snapshot()
-    snap.nodes[0]["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+    snap = relabel(split_snapshot(), **{"karpenter.sh/capacity-type": "spot"})
     # the spot l8 costs 0.16; on-demand m4 + s2 cost 0.30: no cheaper on-demand split exists
     log = []
     assert plan_disruption(snap, spot_types, NOW, log=log) is None
@@ -146,8 +150,7 @@ def test_spot_to_spot_gate_lets_the_repack_replace_spot_by_spot_with_15_types():
     gates = FeatureGates(SpotToSpotConsolidation=True)
     few = {"default": [make_type(n, c, 2 * c, capacity_types=("on-demand", "spot")) for n, c in
                        (("s2", 2), ("m4", 4), ("l8", 8), ("xl16", 16))]}
-    snap = split_snapshot()
-    snap.nodes[0]["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+    snap = relabel(split_snapshot(), **{"karpenter.sh/capacity-type": "spot"})
     log = []
     assert plan_disruption(snap, few, NOW, log=log, methods=[REPACK], feature_gates=gates) is None
     mine = [d for d in log if d.node == "a" and d.method is REPACK]
@@ -155,8 +158,8 @@ def test_spot_to_spot_gate_lets_the_repack_replace_spot_by_spot_with_15_types():
     assert any(d.kind is DecisionKind.SPOT_TO_SPOT_OPTIONS and "needs 15" in d.reason for d in mine)
     many = {"default": [make_type(f"{n}-{i:02d}", c, 2 * c, capacity_types=("on-demand", "spot"))
                         for n, c in (("s2", 2), ("m4", 4), ("l8", 8)) for i in range(15)]}
-    snap = snapshot([("a", "l8-00", 8)], [pod(f"p{i}", "a", cpu="1500m") for i in range(3)])
-    snap.nodes[0]["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot"
+    snap = relabel(snapshot([("a", "l8-00", 8)], [pod(f"p{i}", "a", cpu="1500m") for i in range(3)]),
+                   **{"karpenter.sh/capacity-type": "spot"})
     plan = plan_disruption(snap, many, NOW, methods=[REPACK], feature_gates=gates)
     assert plan is not None and plan.method is REPACK
     assert sorted(len(r.instance_types) for r in plan.replacements) == [15, 15]

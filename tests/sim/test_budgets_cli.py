@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from karpy_core.apis.nodepool import Budget
 from karpy_core.controllers.disruption.budgets import preview_budgets
 from tests.cli import invoke_cli
 
@@ -51,9 +52,7 @@ def manifests(tmp_path: Path) -> Path:
 
 
 def test_preview_counts_by_hand() -> None:
-    pool = {"metadata": {"name": "business"},
-            "spec": {"disruption": {"budgets": [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"},
-                                                {"nodes": "10%"}]}}}
+    pool = [Budget(nodes="0", schedule="0 9 * * mon-fri", duration="8h"), Budget(nodes="10%")]
     # Friday 06:00 UTC, 25 nodes: 10% of 25 rounds up to 3; 09:00-17:00 the 0 budget wins
     steps = preview_budgets(pool, 25, ts("2026-12-04T06:00:00"))
     assert [(s.at, s.allowed["all"], s.active) for s in steps] == [
@@ -71,7 +70,7 @@ def test_preview_counts_by_hand() -> None:
 def test_a_reason_without_an_active_budget_is_unlimited(tmp_path: Path) -> None:
     """Only Underutilized has a budget: Empty and Drifted are unlimited (Karpenter's MaxInt32),
     not the node count; ``all`` is the one limit there is."""
-    pool = {"metadata": {"name": "p"}, "spec": {"disruption": {"budgets": [{"nodes": "2", "reasons": ["Underutilized"]}]}}}
+    pool = [Budget(nodes="2", reasons=["Underutilized"])]
     (step,) = preview_budgets(pool, 25, ts("2026-12-04T06:00:00"))
     assert step.allowed == {"Empty": None, "Drifted": None, "Underutilized": 2, "all": 2}
     path = tmp_path / "np.yaml"
@@ -131,8 +130,10 @@ async def test_allowed_disruptions_gauge_is_the_budget_as_upstream() -> None:
     from tests.test_metrics import node
 
     op = Operator(kube=InMemoryCluster(), provider=load_provider("simulated", {}))
-    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-            "spec": {"disruption": {"budgets": [{"nodes": "3"}, {"nodes": "1", "reasons": ["Drifted"]}]}}}
+    from tests.scheduling.helpers import nodepool
+
+    pool = nodepool()  # a valid NodePool (one without a template is left out of every decision)
+    pool["spec"]["disruption"] = {"budgets": [{"nodes": "3"}, {"nodes": "1", "reasons": ["Drifted"]}]}
     deleting = node("n2")
     deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
     op.disruption.metrics.observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), deleting], nodepools=[pool]), {}, [], 0.1, None,

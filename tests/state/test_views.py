@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from karpy_core.apis.nodepool import Budget
 from karpy_core.kube.cache import CachedKubeClient
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import ClusterSnapshot, bound_pod_infos, collect_snapshot, existing_nodes, ready_nodepools
@@ -50,7 +51,8 @@ def test_snapshot_is_immutable_and_indexed() -> None:
     assert snap.node_by_provider_id("fake:///n1") is snap.node_views[0]
     assert [p.name for p in snap.pods_on("n1")] == ["a"]
     assert snap.nodepool("default") is not None and snap.nodepool("default").ready
-    assert [p["metadata"]["name"] for p in snap.pods] == ["a", "b", "c"]  # dicts for code that reads dicts
+    assert [p.name for p in snap.pod_views] == ["a", "b", "c"]
+    assert not hasattr(snap, "pods") and not hasattr(snap, "nodepools")  # views only: no dict accessors
 
 
 def test_ready_nodepools_one_rule() -> None:
@@ -75,7 +77,8 @@ def test_nodepool_view_budgets_and_model_cached() -> None:
     cache = ViewCache()
     view = cache.nodepool(pool)
     assert cache.nodepool(dict(pool)) is view  # same uid and resourceVersion: the same view
-    assert view.budgets[0].nodes == "20%" and view.budgets[0].reasons == ("Drifted",)
+    assert view.budgets[0].nodes == "20%" and view.budgets[0].reasons == ["Drifted"]
+    assert isinstance(view.budgets[0], Budget)  # one Budget type: the API model's
     assert view.model is view.model  # validated once
     assert NodePoolView.of(nodepool()).budgets[0].nodes == "10%"  # the default budget
     cache.sweep()
@@ -125,3 +128,59 @@ def test_rfc3339() -> None:
     with pytest.raises(ValueError):
         parse_rfc3339("yesterday")
     assert try_parse_rfc3339("yesterday") is None
+
+
+def test_nodepool_view_is_built_from_the_model_defaults_included() -> None:
+    pool = nodepool(weight=30)
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmpty"}
+    view = NodePoolView.of(pool)
+    assert view.valid and view.weight == 30 and view.consolidation_policy == "WhenEmpty"
+    assert view.consolidate_after == "0s" and [b.nodes for b in view.budgets] == ["10%"]  # the model's defaults
+    assert view.node_class_ref == ("karpenter.k8s.aws", "EC2NodeClass")
+    assert view.model.spec.weight == 30  # the model the view was built from, not a second parse
+
+
+@pytest.mark.parametrize("bad", [
+    {"weight": 0},  # the CRD's minimum is 1: used to be read as weight 0
+    {"weight": "heavy"},
+    {"disruption": {"budgets": [{"nodes": "lots"}]}},  # used to fail later, in the budget arithmetic
+    {"disruption": {"budgets": [{"nodes": "1", "schedule": "@daily"}]}},  # schedule without duration
+])
+def test_an_invalid_nodepool_is_left_out_with_a_logged_error(bad: dict, caplog: pytest.LogCaptureFixture) -> None:
+    """Karpenter's CRD validation keeps such NodePools out of the cluster; one that is there anyway
+    (an older CRD, validation off) is left out of every decision with an error logged once per
+    version, never decided on with half-parsed values (weight 0, a budget that raises later)."""
+    good = nodepool("good")
+    broken = nodepool("broken")
+    broken["metadata"].update(uid="u2", resourceVersion="3")
+    broken["spec"].update(bad)
+    view = NodePoolView.of(broken)
+    assert not view.valid and view.readiness is NodePoolReadiness.INVALID and "spec" in view.error
+    cache = ViewCache()
+    with caplog.at_level(logging.ERROR):
+        snap = ClusterSnapshot(nodepools=[good, broken], views=cache)
+        again = ClusterSnapshot(nodepools=[good, broken], views=cache)
+    assert [p.name for p in snap.nodepool_views] == ["good"] and snap.nodepool("broken") is None
+    assert [p.name for p in again.invalid_nodepools] == ["broken"]
+    assert ready_nodepools(snap) == ([snap.nodepool("good")], {})
+    logged = [r for r in caplog.records if getattr(r, "NodePool", None) == {"name": "broken"}]
+    assert len(logged) == 1 and logged[0].levelno == logging.ERROR  # once per version
+
+
+async def test_an_invalid_nodepool_is_not_provisioned_for_and_its_status_says_why() -> None:
+    from karpy_core.controllers.nodepool_status import NodePoolStatus
+    from karpy_core.state.cluster import condition
+    from karpy_core.utils.clock import VirtualClock
+
+    cluster = InMemoryCluster()
+    broken = nodepool("broken")
+    broken["spec"]["weight"] = 0
+    cluster.create_sync("NodePool", broken)
+    assert await NodePoolStatus(kube=cluster, clock=VirtualClock(0.0), unreported_is_ready=True).reconcile() == 1
+    got = await cluster.get("NodePool", "broken")
+    valid = condition(got, "ValidationSucceeded")
+    assert valid is not None and valid["status"] == "False" and valid["reason"] == "NodePoolValidationFailed"
+    assert "spec.weight" in valid["message"]
+    assert condition(got, "Ready")["status"] == "False"
+    snap = await collect_snapshot(cluster)
+    assert snap.nodepool_views == () and [p.name for p in snap.invalid_nodepools] == ["broken"]

@@ -16,19 +16,21 @@ Source: Karpenter ``pkg/apis/v1/nodepool.go`` (``GetAllowedDisruptionsByReason``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from croniter import croniter  # type: ignore[import-untyped, unused-ignore]
 
 from karpy_core.apis.durations import duration_seconds
+from karpy_core.apis.nodepool import Budget
 from karpy_core.controllers.disruption.candidates import Candidate, disrupting_counts
 from karpy_core.controllers.disruption.decisions import DisruptionReason
 from karpy_core.state.cluster import ClusterSnapshot
+from karpy_core.state.views import DEFAULT_BUDGET
 
 __all__ = [
-    "DEFAULT_BUDGETS",
+    "DEFAULT_BUDGET",
     "REASON_EMPTY",
     "REASON_DRIFTED",
     "REASON_UNDERUTILIZED",
@@ -47,8 +49,9 @@ REASON_EMPTY = DisruptionReason.EMPTY
 REASON_DRIFTED = DisruptionReason.DRIFTED
 REASON_UNDERUTILIZED = DisruptionReason.UNDERUTILIZED
 
-DEFAULT_BUDGETS: tuple[dict[str, Any], ...] = ({"nodes": "10%"},)
-"""``spec.disruption.budgets`` when the NodePool sets none (Karpenter's CRD default)."""
+Budgets = Sequence[Budget]
+"""A NodePool's ``spec.disruption.budgets``, validated (:attr:`karpy_core.state.views.NodePoolView.budgets`,
+``NodePool.spec.disruption.budgets``); empty means Karpenter's default ``[{nodes: "10%"}]``."""
 
 _MACROS = {
     "@annually": "0 0 1 1 *",
@@ -65,60 +68,56 @@ def _cron(schedule: str) -> str:
     return _MACROS.get(schedule.strip(), schedule)
 
 
-def budgets_of(nodepool: dict[str, Any]) -> list[dict[str, Any]]:
-    """The NodePool's budgets, or the default ``[{nodes: "10%"}]``."""
-    budgets = ((nodepool.get("spec") or {}).get("disruption") or {}).get("budgets")
-    return list(budgets) if budgets else [dict(b) for b in DEFAULT_BUDGETS]
+def _or_default(budgets: Budgets) -> Budgets:
+    return budgets if budgets else (DEFAULT_BUDGET,)
 
 
-def budget_active(budget: dict[str, Any], now: float) -> bool:
+def budget_active(budget: Budget, now: float) -> bool:
     """True when ``budget`` applies at ``now`` (seconds since the epoch, UTC).
 
-    Karpenter's rule: the first schedule tick after ``now - duration`` is not after ``now``.
-    Raises ``ValueError`` for a malformed schedule or duration (the API validation rejects them).
+    Karpenter's rule: the first schedule tick after ``now - duration`` is not after ``now``. The
+    model has validated the schedule and duration already.
     """
-    schedule = budget.get("schedule")
-    if not schedule:
+    if not budget.schedule:
         return True
-    duration = duration_seconds(budget.get("duration") or "0s") or 0.0
+    duration = duration_seconds(budget.duration or "0s") or 0.0
     start = datetime.fromtimestamp(now - duration, UTC)
-    nxt: float = croniter(_cron(schedule), start).get_next(float)
+    nxt: float = croniter(_cron(budget.schedule), start).get_next(float)
     return nxt <= now
 
 
-def budget_nodes(budget: dict[str, Any], total: int) -> int:
+def budget_nodes(budget: Budget, total: int) -> int:
     """``nodes`` of ``budget`` resolved against ``total`` nodes: ``"3"`` -> 3, ``"10%"`` of 15 -> 2
     (rounded up)."""
-    raw = str(budget.get("nodes", "10%")).strip()
+    raw = budget.nodes
     if raw.endswith("%"):
         return math.ceil(int(raw[:-1]) * total / 100)
     return int(raw)
 
 
-def allowed_disruptions(nodepool: dict[str, Any], reason: str, now: float, *, total: int, disrupting: int) -> int:
-    """Nodes of ``nodepool`` that may start being disrupted for ``reason`` at ``now``.
+def allowed_disruptions(budgets: Budgets, reason: str, now: float, *, total: int, disrupting: int) -> int:
+    """Nodes of a NodePool that may start being disrupted for ``reason`` at ``now``.
 
     Args:
-        nodepool: the NodePool dict.
+        budgets: the NodePool's budgets (:attr:`NodePoolView.budgets <karpy_core.state.views.NodePoolView.budgets>`).
         reason: ``Empty``, ``Drifted`` or ``Underutilized``.
         now: seconds since the epoch.
         total: the pool's managed, initialized, not-deleting nodes (the base of percentages).
         disrupting: nodes of the pool already being disrupted (they count against the budget).
     """
-    allowed = budget_limit(nodepool, reason, now, total=total)
+    allowed = budget_limit(budgets, reason, now, total=total)
     if allowed is None:  # no active budget for this reason: unlimited (Karpenter: MaxInt)
         allowed = total
     return max(0, allowed - disrupting)
 
 
-def budget_limit(nodepool: dict[str, Any], reason: str, now: float, *, total: int) -> int | None:
-    """The fewest nodes any budget of ``nodepool`` active at ``now`` for ``reason`` allows
-    (``total`` is the base of percentages), or None when no budget applies: unlimited, as
-    Karpenter's ``GetAllowedDisruptionsByReason`` returns MaxInt32 then."""
+def budget_limit(budgets: Budgets, reason: str, now: float, *, total: int) -> int | None:
+    """The fewest nodes any of ``budgets`` active at ``now`` for ``reason`` allows (``total`` is
+    the base of percentages), or None when no budget applies: unlimited, as Karpenter's
+    ``GetAllowedDisruptionsByReason`` returns MaxInt32 then."""
     allowed: int | None = None
-    for b in budgets_of(nodepool):
-        reasons = b.get("reasons") or []
-        if reasons and reason not in reasons:
+    for b in _or_default(budgets):
+        if b.reasons and reason not in b.reasons:
             continue
         if not budget_active(b, now):
             continue
@@ -127,16 +126,15 @@ def budget_limit(nodepool: dict[str, Any], reason: str, now: float, *, total: in
     return allowed
 
 
-def next_budget_change(nodepool: dict[str, Any], now: float) -> float | None:
-    """The earliest time after ``now`` at which a scheduled budget of ``nodepool`` starts or stops
+def next_budget_change(budgets: Budgets, now: float) -> float | None:
+    """The earliest time after ``now`` at which one of ``budgets`` with a schedule starts or stops
     applying (for the simulator's clock jumps), or None when no budget has a schedule."""
     best: float | None = None
-    for b in budgets_of(nodepool):
-        schedule = b.get("schedule")
-        if not schedule:
+    for b in budgets:
+        if not b.schedule:
             continue
-        duration = duration_seconds(b.get("duration") or "0s") or 0.0
-        it = croniter(_cron(schedule), datetime.fromtimestamp(now - duration, UTC))
+        duration = duration_seconds(b.duration or "0s") or 0.0
+        it = croniter(_cron(b.schedule), datetime.fromtimestamp(now - duration, UTC))
         for _ in range(3):
             tick = it.get_next(float)
             for edge in (tick, tick + duration):
@@ -161,8 +159,8 @@ class BudgetTracker:
 
     def left(self, cand: Candidate, reason: DisruptionReason) -> int:
         """Nodes of ``cand``'s pool that may still be disrupted for ``reason`` (may be negative
-        when the budget shrank). Raises ``ValueError`` for a malformed budget schedule."""
-        allowed = allowed_disruptions(cand.pool, reason, self.now, total=self.total.get(cand.nodepool, 0),
+        when the budget shrank)."""
+        allowed = allowed_disruptions(cand.pool.budgets, reason, self.now, total=self.total.get(cand.nodepool, 0),
                                       disrupting=self.disrupting.get(cand.nodepool, 0))
         return allowed - self.used.get((cand.nodepool, reason), 0)
 
@@ -194,32 +192,29 @@ class BudgetStep:
     active: tuple[int, ...]
 
 
-def preview_budgets(nodepool: dict[str, Any], total: int, start: float, *, horizon: float = 24 * 3600.0) -> list[BudgetStep]:
-    """The disruption allowance of ``nodepool`` at ``start`` and at every change in
+def preview_budgets(budgets: Budgets, total: int, start: float, *, horizon: float = 24 * 3600.0) -> list[BudgetStep]:
+    """The disruption allowance of a NodePool with ``budgets`` at ``start`` and at every change in
     ``(start, start + horizon]``: each step starts where a scheduled budget opens or closes and
     changes some count (steps that change nothing are merged into the previous one).
 
     Args:
-        nodepool: the NodePool dict.
+        budgets: the NodePool's validated budgets (empty: the default 10%).
         total: the pool's node count, the base of percentages (rounded up, as Karpenter).
         start: seconds since the epoch (UTC).
         horizon: seconds after ``start`` to look ahead (24 h by default).
-
-    Raises:
-        ValueError: a malformed schedule or duration.
     """
     reasons = [r.value for r in DisruptionReason]
-    budgets = budgets_of(nodepool)
+    budgets = _or_default(budgets)
     steps: list[BudgetStep] = []
     t = start
     while t <= start + horizon:
-        allowed: dict[str, int | None] = {r: budget_limit(nodepool, r, t, total=total) for r in reasons}
+        allowed: dict[str, int | None] = {r: budget_limit(budgets, r, t, total=total) for r in reasons}
         limited = [v for v in allowed.values() if v is not None]
         allowed[PREVIEW_ALL] = min(limited) if limited else None
         active = tuple(i for i, b in enumerate(budgets) if budget_active(b, t))
         if not steps or steps[-1].allowed != allowed:
             steps.append(BudgetStep(t, allowed, active))
-        nxt = next_budget_change(nodepool, t)
+        nxt = next_budget_change(budgets, t)
         if nxt is None or nxt <= t:
             break
         t = nxt

@@ -40,7 +40,7 @@ from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.conditions import CONSOLIDATABLE, clear_condition, patch_conditions, set_condition
 from karpy_core.controllers.disruption.budgets import next_budget_change
-from karpy_core.controllers.disruption.candidates import build_candidates, consolidatable_at, is_reschedulable
+from karpy_core.controllers.disruption.candidates import build_candidates, consolidatable_at
 from karpy_core.controllers.disruption.decisions import (
     DecisionKind,
     DecisionStage,
@@ -58,7 +58,7 @@ from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, is_true, with_virtual_pods
+from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, with_virtual_pods
 from karpy_core.state.nominations import Nominations
 from karpy_core.utils.clock import Clock, iso
 
@@ -248,24 +248,22 @@ class Disruption:
         Ready (the AWS plugin does): kept, that left consolidation without prices until the
         NodePool changed. Karpenter's disruption asks its cloud provider on every pass; its
         providers cache the types and see a NodeClass change at once."""
-        from karpy_core.apis.nodepool import NodePool
-
         now = self.clock.now()
         out: dict[str, list[InstanceType]] = {}
-        for np_obj in snapshot.nodepools:
-            meta = np_obj["metadata"]
-            key = (meta["name"], meta.get("generation"), meta.get("resourceVersion") if meta.get("generation") is None else None,
+        for pool in snapshot.nodepool_views:
+            gen = pool.generation or None
+            key = (pool.name, gen, pool.resource_version if gen is None else None,
                    getattr(self.provider, "overlay_generation", 0))
             kept = self._types.get(key)
             if kept is None or now - kept[0] >= INSTANCE_TYPES_REFRESH:
-                types = await self.provider.get_instance_types(NodePool.model_validate(np_obj))
-                for old in [k for k in self._types if k[0] == meta["name"]]:
+                types = await self.provider.get_instance_types(pool.model)
+                for old in [k for k in self._types if k[0] == pool.name]:
                     del self._types[old]
                 kept = (now, types, _types_signature(types))
                 if types:
                     self._types[key] = kept
-            out[meta["name"]] = kept[1]
-            self._signatures[meta["name"]] = kept[2]
+            out[pool.name] = kept[1]
+            self._signatures[pool.name] = kept[2]
         return out
 
     def _log(self, now: float, lines: list[NodeDecision]) -> None:
@@ -422,7 +420,7 @@ class Disruption:
                         wake.append(threshold)
         for cmd in self.queued:
             wake.append(cmd.started_at + self.settings.replacement_timeout)
-        exp = next_expiry(snapshot.nodeclaims, now)
+        exp = next_expiry(snapshot.nodeclaim_views, now)
         if exp is not None:
             wake.append(exp)
         self._wake = min(wake) if wake else None
@@ -430,14 +428,14 @@ class Disruption:
 
     def _fingerprint(self, snapshot: ClusterSnapshot) -> str:
         h = hashlib.sha256()
-        for kind, objs in (("n", snapshot.nodes), ("c", snapshot.nodeclaims), ("p", snapshot.nodepools),
-                           ("b", snapshot.pdbs), ("d", snapshot.daemonsets)):
+        for kind, views in (("n", snapshot.node_views), ("c", snapshot.nodeclaim_views), ("p", snapshot.nodepool_views)):
+            for view in views:
+                h.update(f"{kind}:{view.name}:{view.resource_version};".encode())
+        for kind, objs in (("b", snapshot.pdbs), ("d", snapshot.daemonsets)):
             for o in objs:
                 h.update(f"{kind}:{o['metadata'].get('name')}:{o['metadata'].get('resourceVersion')};".encode())
-        for p in snapshot.pods:
-            m = p["metadata"]
-            h.update(f"{m.get('namespace')}/{m['name']}@{(p.get('spec') or {}).get('nodeName')}:"
-                     f"{(p.get('status') or {}).get('phase')}:{bool(m.get('deletionTimestamp'))};".encode())
+        for p in snapshot.pod_views:
+            h.update(f"{p.key}@{p.node_name}:{p.phase}:{p.deleting};".encode())
         for v in snapshot.virtual_pod_views:  # CapacityBuffer headroom: its size and shape change the plan too
             h.update(f"v:{v.key}:{json.dumps(v.raw.get('spec'), sort_keys=True)};".encode())
         return h.hexdigest()
@@ -449,8 +447,8 @@ class Disruption:
         for c in build_candidates(snapshot, types, now):
             if c.consolidatable_at is not None and c.consolidatable_at > now:
                 times.append(c.consolidatable_at)
-        for p in snapshot.nodepools:
-            t = next_budget_change(p, now)
+        for pool in snapshot.nodepool_views:
+            t = next_budget_change(pool.budgets, now)
             if t is not None:
                 times.append(t)
         return min(times) if times else None
@@ -459,21 +457,20 @@ class Disruption:
         """Set ``status.lastPodEventTime`` on NodeClaims whose node gained or lost a pod since
         the last pass (Karpenter ``nodeclaim/podevents``). Returns True when something was written."""
         by_node: dict[str, set[str]] = {}
-        for p in snapshot.pods:
-            node = (p.get("spec") or {}).get("nodeName")
-            if node and is_reschedulable(p):
-                by_node.setdefault(node, set()).add(f"{p['metadata'].get('namespace')}/{p['metadata']['name']}")
-        claims = {(c.get("status") or {}).get("nodeName"): c for c in snapshot.nodeclaims if (c.get("status") or {}).get("nodeName")}
+        for p in snapshot.pod_views:
+            if p.node_name and p.reschedulable:
+                by_node.setdefault(p.node_name, set()).add(p.key)
+        claims = {c.node_name: c for c in snapshot.nodeclaim_views if c.node_name}
         wrote = False
         seen: dict[str, frozenset[str]] = {}
-        for n in snapshot.nodes:
-            name = n["metadata"]["name"]
+        for n in snapshot.node_views:
+            name = n.name
             pods = frozenset(by_node.get(name, ()))
             seen[name] = pods
             prev = self._pods_seen.get(name)
             nc = claims.get(name)
-            if prev is not None and prev != pods and nc is not None and not nc["metadata"].get("deletionTimestamp"):
-                await self.kube.patch("NodeClaim", nc["metadata"]["name"], {"status": {"lastPodEventTime": iso(now)}}, status=True)
+            if prev is not None and prev != pods and nc is not None and not nc.deleting:
+                await self.kube.patch("NodeClaim", nc.name, {"status": {"lastPodEventTime": iso(now)}}, status=True)
                 wrote = True
         self._pods_seen = seen
         return wrote
@@ -482,32 +479,31 @@ class Disruption:
         """Keep each NodeClaim's ``Consolidatable`` condition (Karpenter ``nodeclaim/disruption/consolidation.go``):
         True from ``consolidateAfter`` past the last pod event (or initialization), absent before,
         without ``Initialized`` or with ``consolidateAfter: Never``. Returns True when something was written."""
-        pools = {p["metadata"]["name"]: p for p in snapshot.nodepools}
         wrote = False
-        for nc in snapshot.nodeclaims:
-            pool = pools.get((nc["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""))
-            if pool is None or nc["metadata"].get("deletionTimestamp"):
+        for nc in snapshot.nodeclaim_views:
+            pool = snapshot.nodepool(nc.nodepool or "")
+            if pool is None or nc.deleting:
                 continue
-            at = consolidatable_at(nc, pool) if is_true(nc, "Initialized") else None
-            conds = list((nc.get("status") or {}).get("conditions") or [])
+            at = consolidatable_at(nc, pool) if nc.is_true("Initialized") else None
+            conds = list((nc.raw.get("status") or {}).get("conditions") or [])  # written back: the API dicts
             if at is not None and now >= at:
-                if is_true(nc, CONSOLIDATABLE):
+                if nc.is_true(CONSOLIDATABLE):
                     continue
                 conds = set_condition(conds, CONSOLIDATABLE, "True", iso(now))
             else:
                 conds = clear_condition(conds, CONSOLIDATABLE)
-            patch = patch_conditions(nc, sorted(conds, key=lambda c: str(c.get("type"))))
+            patch = patch_conditions(nc.raw, sorted(conds, key=lambda c: str(c.get("type"))))
             if patch is not None:
-                await ignore_not_found(self.kube.patch("NodeClaim", nc["metadata"]["name"], patch, status=True))
+                await ignore_not_found(self.kube.patch("NodeClaim", nc.name, patch, status=True))
                 wrote = True
         return wrote
 
     async def _progress(self, snapshot: ClusterSnapshot, now: float) -> list[DisruptionEvent]:
         events: list[DisruptionEvent] = []
-        claims = {c["metadata"]["name"]: c for c in snapshot.nodeclaims}
+        claims = {c.name: c for c in snapshot.nodeclaim_views}
         keep: list[_Command] = []
         for cmd in self.queued:
-            failed = [r for r in cmd.replacements if r not in claims or claims[r]["metadata"].get("deletionTimestamp")]
+            failed = [r for r in cmd.replacements if r not in claims or claims[r].deleting]
             timed_out = now - cmd.started_at >= self.settings.replacement_timeout
             if failed or timed_out:
                 kind = DecisionKind.REPLACEMENT_FAILED if failed else DecisionKind.REPLACEMENT_TIMEOUT
@@ -519,13 +515,14 @@ class Disruption:
                 events.append(DisruptionEvent(DisruptionEventKind.FAILED, ",".join(cmd.nodes), reason=why, decision=kind))
                 continue
             for r in cmd.replacements:
-                await self._publish([karpenter_events.launching(claims[r], cmd.plan.reason.value)])
-                if not is_true(claims[r], "Initialized"):
-                    await self._publish([karpenter_events.waiting_on_readiness(claims[r])])
-            if all(is_true(claims[r], "Initialized") for r in cmd.replacements):
+                await self._publish([karpenter_events.launching(claims[r].raw, cmd.plan.reason.value)])
+                if not claims[r].is_true("Initialized"):
+                    await self._publish([karpenter_events.waiting_on_readiness(claims[r].raw)])
+            if all(claims[r].is_true("Initialized") for r in cmd.replacements):
                 for c in cmd.plan.candidates:
                     if await self._delete_claim(c.nodeclaim_name):
-                        await self._terminating(c.name, claims.get(c.nodeclaim_name), cmd.plan.reason.value)
+                        claim = claims.get(c.nodeclaim_name)
+                        await self._terminating(c.name, claim.raw if claim is not None else None, cmd.plan.reason.value)
                         events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason.value,
                                                       details={"method": cmd.plan.method.value}))
                 continue
@@ -538,14 +535,14 @@ class Disruption:
         events = []
         deleting = {(c.get("status") or {}).get("providerID") for c in await self.kube.list("NodeClaim")
                     if c["metadata"].get("deletionTimestamp")}
-        for n in snapshot.nodes:
-            if n["metadata"].get("deletionTimestamp") or n["metadata"]["name"] in busy:
+        for n in snapshot.node_views:
+            if n.deleting or n.name in busy:
                 continue
-            if (n.get("spec") or {}).get("providerID") in deleting:
+            if n.provider_id in deleting:
                 continue
-            if any(t.get("key") == TAINT_DISRUPTED for t in _taints(n)):
-                await self._set_taint(n["metadata"]["name"], False)
-                events.append(DisruptionEvent(DisruptionEventKind.UNTAINT, n["metadata"]["name"],
+            if n.disrupted:
+                await self._set_taint(n.name, False)
+                events.append(DisruptionEvent(DisruptionEventKind.UNTAINT, n.name,
                                               reason="stale karpenter.sh/disrupted taint"))
         return events
 
@@ -571,7 +568,7 @@ class Disruption:
         if not plan.replacements:
             for c in plan.candidates:
                 if await self._delete_claim(c.nodeclaim_name):
-                    await self._terminating(c.name, c.nodeclaim, plan.reason.value)
+                    await self._terminating(c.name, c.nodeclaim.raw, plan.reason.value)
                     events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason.value,
                                                   details={"method": plan.method.value}))
         else:
@@ -610,10 +607,9 @@ def command_log_values(plan: DisruptionPlan) -> dict[str, Any]:
 
 
 def _decision_events(snapshot: ClusterSnapshot, lines: list[NodeDecision]) -> list[Event]:
-    nodes = {n["metadata"]["name"]: n for n in snapshot.nodes}
-    by_pid = {(c.get("status") or {}).get("providerID"): c for c in snapshot.nodeclaims if (c.get("status") or {}).get("providerID")}
-    claims = {name: by_pid[pid] for name, n in nodes.items() if (pid := (n.get("spec") or {}).get("providerID")) in by_pid}
-    pools = {p["metadata"]["name"]: p for p in snapshot.nodepools}
+    nodes = {n.name: n for n in snapshot.node_views}
+    claims = {n.name: c for n in snapshot.node_views if (c := snapshot.nodeclaim_by_provider_id(n.provider_id)) is not None}
+    pools = {p.name: p for p in snapshot.nodepool_views}
     return decision_events(lines, nodes, claims, pools)
 
 

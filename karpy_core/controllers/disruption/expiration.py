@@ -8,10 +8,10 @@ do-not-disrupt until the NodeClaim's ``terminationGracePeriod`` runs out
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.controllers import events as karpenter_events
@@ -20,6 +20,7 @@ from karpy_core.controllers.disruption.candidates import parse_ts
 from karpy_core.errors import NotFoundError
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
+from karpy_core.state.views import NodeClaimView, ViewCache
 from karpy_core.utils.clock import Clock
 
 if TYPE_CHECKING:
@@ -28,38 +29,38 @@ if TYPE_CHECKING:
 __all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent", "ExpirationEventKind"]
 
 
-def expires_at(nodeclaim: dict[str, Any]) -> float | None:
+def expires_at(nodeclaim: NodeClaimView) -> float | None:
     """Epoch seconds at which the NodeClaim expires (creation + ``expireAfter``, default 720h), or
     None for ``Never``. Raises ``ValueError`` for a malformed duration."""
-    after = duration_seconds((nodeclaim.get("spec") or {}).get("expireAfter") or "720h")
-    created = parse_ts(nodeclaim["metadata"].get("creationTimestamp"))
+    after = duration_seconds(nodeclaim.expire_after or "720h")
+    created = parse_ts(nodeclaim.created or None)
     if after is None or created is None:
         return None
     return created + after
 
 
-def _expiries(nodeclaims: Sequence[dict[str, Any]]) -> list[tuple[str, float]]:
+def _expiries(nodeclaims: Iterable[NodeClaimView]) -> list[tuple[str, float]]:
     """``(name, expiry time)`` of every NodeClaim not deleting that has a readable ``expireAfter``."""
     out = []
     for nc in nodeclaims:
-        if nc["metadata"].get("deletionTimestamp"):
+        if nc.deleting:
             continue
         try:
             at = expires_at(nc)
         except ValueError:
             continue
         if at is not None:
-            out.append((nc["metadata"]["name"], at))
+            out.append((nc.name, at))
     return out
 
 
-def expired_nodeclaims(nodeclaims: list[dict[str, Any]], now: float) -> list[tuple[str, float]]:
+def expired_nodeclaims(nodeclaims: Iterable[NodeClaimView], now: float) -> list[tuple[str, float]]:
     """``(name, expired at)`` of the NodeClaims past ``expireAfter`` at ``now`` and not deleting,
     sorted by name."""
     return sorted((name, at) for name, at in _expiries(nodeclaims) if now >= at)
 
 
-def next_expiry(nodeclaims: Sequence[dict[str, Any]], now: float) -> float | None:
+def next_expiry(nodeclaims: Iterable[NodeClaimView], now: float) -> float | None:
     """The earliest expiry after ``now`` (for the simulator's clock jumps), or None."""
     return min((at for _, at in _expiries(nodeclaims) if at > now), default=None)
 
@@ -103,12 +104,15 @@ class Expiration:
         self.clock = clock
         self.events = events
         self.metrics = metrics
+        self._views = ViewCache()
 
     async def reconcile(self) -> list[ExpirationEvent]:
         """Delete every expired NodeClaim; one event per deletion."""
         now = self.clock.now()
         events = []
-        for name, at in expired_nodeclaims(await self.kube.list("NodeClaim"), now):
+        claims = [self._views.nodeclaim(nc) for nc in await self.kube.list("NodeClaim")]
+        self._views.sweep()
+        for name, at in expired_nodeclaims(claims, now):
             try:
                 await self.kube.delete("NodeClaim", name)
             except NotFoundError:

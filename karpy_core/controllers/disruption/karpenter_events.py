@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from karpy_core.controllers import events as ev
 from karpy_core.controllers.disruption.decisions import DecisionKind, DecisionStage, NodeDecision, Verdict
 from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT
 from karpy_core.kube.events import Event
+from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView
 
 __all__ = ["karpenter_message", "decision_events", "sentence"]
 
@@ -89,8 +89,8 @@ def karpenter_message(d: NodeDecision, *, nodepool: str, instance_type: str) -> 
     return None
 
 
-def decision_events(lines: Iterable[NodeDecision], nodes: Mapping[str, dict[str, Any]],
-                    claims_by_node: Mapping[str, dict[str, Any]], nodepools: Mapping[str, dict[str, Any]]) -> list[Event]:
+def decision_events(lines: Iterable[NodeDecision], nodes: Mapping[str, NodeView],
+                    claims_by_node: Mapping[str, NodeClaimView], nodepools: Mapping[str, NodePoolView]) -> list[Event]:
     """The events of one pass's decision ``lines``: per node (with its NodeClaim: Karpenter only
     publishes for nodes it manages) the first Karpenter event of its lines, and a NodePool's
     ``DisruptionBlocked`` for each reason its budget stopped. ``nodes`` and ``nodepools`` are
@@ -102,12 +102,12 @@ def decision_events(lines: Iterable[NodeDecision], nodes: Mapping[str, dict[str,
         node = nodes.get(d.node)
         if node is None:
             continue
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        pool = str(labels.get("karpenter.sh/nodepool", ""))
+        labels = node.labels
+        pool = node.nodepool or ""
         if d.kind is DecisionKind.BUDGET_EXHAUSTED and d.details.budget is not None and pool in nodepools:
             if (pool, d.details.budget.value) not in pools_blocked:
                 pools_blocked.add((pool, d.details.budget.value))
-                out.append(ev.nodepool_blocked(nodepools[pool], d.details.budget.value))
+                out.append(ev.nodepool_blocked(nodepools[pool].raw, d.details.budget.value))
             continue
         claim = claims_by_node.get(d.node)
         if claim is None or d.node in seen:
@@ -117,5 +117,6 @@ def decision_events(lines: Iterable[NodeDecision], nodes: Mapping[str, dict[str,
             continue
         seen.add(d.node)
         reason, message = found
-        out.extend(ev.blocked(node, claim, message) if reason == ev.DISRUPTION_BLOCKED else ev.unconsolidatable(node, claim, message))
+        out.extend(ev.blocked(node.raw, claim.raw, message) if reason == ev.DISRUPTION_BLOCKED
+                   else ev.unconsolidatable(node.raw, claim.raw, message))
     return out

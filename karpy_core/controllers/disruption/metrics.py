@@ -59,11 +59,11 @@ class DisruptionMetrics:
             self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
         total, _ = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
-        for pool in p.snapshot.nodepools:
-            name = pool["metadata"]["name"]
+        for pool in p.snapshot.nodepool_views:
+            name = pool.name
             for reason in DisruptionReason:
                 try:  # the budget's allowance before the nodes already disrupting, as upstream's gauge
-                    n = allowed_disruptions(pool, reason, p.now, total=total.get(name, 0), disrupting=0)
+                    n = allowed_disruptions(pool.budgets, reason, p.now, total=total.get(name, 0), disrupting=0)
                 except ValueError:
                     continue
                 allowed[(name, reason.value)] = float(max(n, 0))

@@ -28,7 +28,7 @@ from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
-from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list, subtract
+from karpy_core.scheduling.resources import Resources, add_into, subtract
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, template_from_nodepool, type_tables
 from karpy_core.state.cluster import (
@@ -139,11 +139,10 @@ class SimulationContext:
         left out: they do not wait on consolidation."""
         if self._schedulable_pending is None:
             infos = []
-            for p in self.snapshot.pending_pods():
-                try:
-                    infos.append(pod_info(p))
-                except ValueError:
-                    continue
+            for p in self.snapshot.pending_pod_views():
+                info = p.try_info()
+                if info is not None:
+                    infos.append(info)
             if not infos:
                 self._schedulable_pending = []
             else:
@@ -155,11 +154,11 @@ class SimulationContext:
     def pod_infos(self, cand: Candidate) -> list[PodInfo] | str:
         out = []
         for p in cand.pods:
-            key = f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}"
+            key = p.key
             info = self._pod_infos.get(key)
             if info is None:
-                try:
-                    raw = {**p, "spec": {k: v for k, v in (p.get("spec") or {}).items() if k != "nodeName"}}
+                try:  # the pod as if pending: the scheduler's parser, without nodeName
+                    raw = {**p.raw, "spec": {k: v for k, v in (p.raw.get("spec") or {}).items() if k != "nodeName"}}
                     info = pod_info(raw)
                 except ValueError as exc:
                     return f"pod {key} cannot be simulated: {exc}"
@@ -234,10 +233,8 @@ def claim_capacity(cands: Sequence[Candidate]) -> dict[str, Resources]:
     removing them frees of the pool's limits."""
     out: dict[str, Resources] = {}
     for c in cands:
-        status = c.nodeclaim.get("status") or {}
-        cap = status.get("capacity") or ((c.nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {}
         acc = out.setdefault(c.nodepool, {})
-        add_into(acc, parse_resource_list(cap))
+        add_into(acc, c.nodeclaim.capacity)
         acc["nodes"] = acc.get("nodes", 0) + 1
     return out
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.hashing import HASH_VERSION
 from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
@@ -33,9 +33,8 @@ from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
-from karpy_core.scheduling.requirements import Requirements
 from karpy_core.state.cluster import condition, is_true
-from karpy_core.state.views import ViewCache
+from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, ViewCache
 from karpy_core.utils.clock import Clock, iso
 
 if TYPE_CHECKING:
@@ -53,28 +52,24 @@ PROVIDER_RECHECK = 300.0
 """Seconds between two provider drift checks of one NodeClaim (Karpenter ``drift.go``: 5 minutes)."""
 
 
-def static_drift(nodeclaim: dict[str, Any], node: dict[str, Any] | None, nodepool: dict[str, Any],
-                 current_hash: str | None = None) -> tuple[str, str]:
+def static_drift(nodeclaim: NodeClaimView, node: NodeView | None, nodepool: NodePoolView) -> tuple[str, str]:
     """``(reason, message)`` of the NodeClaim's drift from its NodePool, ``("", "")`` when none.
 
     ``reason`` is ``NodePoolDrifted`` (template hash changed, same hash version) or
     ``RequirementsDrifted`` (the Node's labels, or the NodeClaim's when there is no Node yet, no
-    longer satisfy the NodePool's requirements). ``current_hash`` saves recomputing the NodePool's
-    hash for each claim.
+    longer satisfy the NodePool's requirements). The NodePool's hash and requirements are
+    computed once per NodePool version (:attr:`NodePoolView.hash`, :attr:`NodePoolView.requirements`).
     """
-    ann = nodeclaim["metadata"].get("annotations") or {}
+    ann = nodeclaim.annotations
     have = ann.get(ANNOTATION_NODEPOOL_HASH)
     if have and ann.get(ANNOTATION_NODEPOOL_HASH_VERSION, HASH_VERSION) == HASH_VERSION:
-        want = current_hash if current_hash is not None else nodepool_hash(nodepool)
+        want = nodepool.hash
         if have != want:
             return REASON_NODEPOOL_DRIFTED, f"NodePool template changed (hash {have} -> {want})"
-    tspec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
-    try:
-        reqs = Requirements.from_selector_terms(tspec.get("requirements") or ())
-    except ValueError:
+    reqs = nodepool.requirements
+    if reqs is None:
         return "", ""
-    labels = ((node or nodeclaim)["metadata"].get("labels")) or {}
-    why = reqs.matches_labels(labels)
+    why = reqs.matches_labels((node or nodeclaim).labels)
     return (REASON_REQUIREMENTS_DRIFTED, f"requirements no longer satisfied: {why}") if why else ("", "")
 
 
@@ -168,9 +163,8 @@ class NodeClaimDrift:
                 operator logs it and retries on its next pass. Provider errors do not raise.
         """
         now = self.clock.now()
-        pools = {p["metadata"]["name"]: p for p in await self.kube.list("NodePool")}
-        nodes = {(n.get("spec") or {}).get("providerID"): n for n in await self.kube.list("Node")
-                 if (n.get("spec") or {}).get("providerID")}
+        pools = {v.name: v for v in map(self._views.nodepool, await self.kube.list("NodePool")) if v.valid}
+        nodes = {v.provider_id: v for v in map(self._views.node, await self.kube.list("Node")) if v.provider_id}
         memo: dict[tuple[str, str], str | None] = {}
         events: list[DriftEvent] = []
         live: set[str] = set()
@@ -182,9 +176,9 @@ class NodeClaimDrift:
             pool = pools.get((nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, ""))
             reason, message = "", ""
             if pool is not None:
-                pool_hash = self._views.nodepool(pool).hash  # once per NodePool version
-                nc = await self._restamp(nc, pool_hash)
-                reason, message = static_drift(nc, nodes.get((nc.get("status") or {}).get("providerID")), pool, pool_hash)
+                nc = await self._restamp(nc, pool.hash)  # the hash: once per NodePool version
+                claim = self._views.nodeclaim(nc)
+                reason, message = static_drift(claim, nodes.get(claim.provider_id), pool)
             if not reason:
                 reason = await self._provider_reason(nc, now, memo)
                 message = f"the cloud provider reports {reason}" if reason else ""

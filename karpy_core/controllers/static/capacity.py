@@ -16,10 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.labels import TAINT_DISRUPTED
-from karpy_core.controllers.disruption.candidates import _eviction_cost as eviction_cost
-from karpy_core.controllers.disruption.candidates import do_not_disrupt_blocks, is_reschedulable, parse_ts
+from karpy_core.controllers.disruption.candidates import do_not_disrupt_blocks, lifetime_remaining
 from karpy_core.scheduling.claim import ClaimState, finalize
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.scheduler import PlannedNodeClaim
@@ -106,10 +104,6 @@ def scale_up_count(replicas: int, counts: StaticCounts, limit: int | None) -> in
     return max(0, want)
 
 
-def _pods_on(snapshot: ClusterSnapshot, node: str) -> list[dict[str, Any]]:
-    return [p.raw for p in snapshot.pods_on(node)]
-
-
 def scale_down_order(snapshot: ClusterSnapshot, nodepool: str, count: int, now: float) -> list[str]:
     """The names of the ``count`` NodeClaims of ``nodepool`` to delete when it has more than
     ``replicas`` (Karpenter static ``deprovisioning/controller.go``, ``getDeprovisioningCandidates``):
@@ -140,16 +134,13 @@ def scale_down_order(snapshot: ClusterSnapshot, nodepool: str, count: int, now: 
         node = snapshot.node_by_provider_id(pid)
         if node is None or node.raw["metadata"].get("deletionTimestamp") or _marked_for_disruption(snapshot, raw):
             continue
-        pods = [p for p in _pods_on(snapshot, node.name) if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        moving = [p for p in pods if is_reschedulable(p)]
+        pods = [p for p in snapshot.pods_on(node.name) if not p.terminal]
+        moving = [p for p in pods if p.reschedulable]
         blocked = any(do_not_disrupt_blocks(p, now) for p in pods)
         if not moving and not blocked:
             empty.append(name)
             continue
-        created = parse_ts(raw["metadata"].get("creationTimestamp")) or now
-        expire = duration_seconds(((raw.get("spec") or {}).get("expireAfter")) or "720h")
-        remaining = 1.0 if expire is None or expire <= 0 else max(0.0, min(1.0, (created + expire - now) / expire))
-        busy.append((blocked, sum(eviction_cost(p) for p in moving) * remaining, name))
+        busy.append((blocked, sum(p.eviction_cost for p in moving) * lifetime_remaining(nc, now), name))
     ordered = unresolved + empty + [name for _, _, name in sorted(busy)]
     return ordered[:count]
 

@@ -9,15 +9,13 @@ from typing import ClassVar
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason, Invalidation
 from karpy_core.controllers.disruption.methods.base import PassContext
-from karpy_core.controllers.static.capacity import is_static_pool
 
 __all__ = ["Consolidation", "consolidation_policy", "consolidation_order"]
 
 
 def consolidation_policy(cand: Candidate) -> str:
     """The candidate's NodePool ``spec.disruption.consolidationPolicy`` (default ``WhenEmptyOrUnderutilized``)."""
-    policy = ((cand.pool.get("spec") or {}).get("disruption") or {}).get("consolidationPolicy", "WhenEmptyOrUnderutilized")
-    return str(policy)
+    return cand.pool.consolidation_policy
 
 
 def consolidation_order(c: Candidate) -> tuple[float, str]:
@@ -42,7 +40,7 @@ class Consolidation:
         for c in candidates:
             if c.blocked or c.empty:
                 continue
-            if is_static_pool(c.pool):
+            if c.pool.static:
                 ctx.keep(c, self.name, DecisionKind.STATIC_NODEPOOL, "static NodePool (spec.replicas): never consolidated")
             elif consolidation_policy(c) == "WhenEmpty":
                 ctx.keep(c, self.name, DecisionKind.POLICY_WHEN_EMPTY, "consolidationPolicy is WhenEmpty and the node is not empty")

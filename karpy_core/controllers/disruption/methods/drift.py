@@ -21,7 +21,6 @@ from karpy_core.controllers.disruption.decisions import (
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import evaluate
-from karpy_core.controllers.static.capacity import is_static_pool
 
 __all__ = ["Drift", "has_termination_grace_period", "keep_over_budget", "still_drifted"]
 
@@ -29,7 +28,7 @@ __all__ = ["Drift", "has_termination_grace_period", "keep_over_budget", "still_d
 def has_termination_grace_period(cand: Candidate) -> bool:
     """True when ``cand``'s NodeClaim sets ``spec.terminationGracePeriod`` (drift may then go
     through do-not-disrupt and PDBs, as in Karpenter)."""
-    return bool((cand.nodeclaim.get("spec") or {}).get("terminationGracePeriod"))
+    return bool(cand.nodeclaim.termination_grace_period)
 
 
 def keep_over_budget(ctx: PassContext, cand: Candidate, method: DisruptionMethod) -> None:
@@ -57,7 +56,7 @@ class Drift:
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
         """The first drifted candidate whose pods fit elsewhere, with its replacements, or None
         (static NodePools' nodes are :class:`~.static_drift.StaticDrift`'s)."""
-        drifted = sorted((c for c in candidates if c.drifted and not is_static_pool(c.pool)
+        drifted = sorted((c for c in candidates if c.drifted and not c.pool.static
                           and (not c.blocked or self.may_disrupt_blocked(c))),
                          key=lambda c: (not c.empty, c.created, c.name))
         for c in drifted:

@@ -18,7 +18,6 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.static.capacity import is_static_pool
 
 __all__ = ["Emptiness"]
 
@@ -38,7 +37,7 @@ class Emptiness:
         for c in candidates:
             if c.blocked or not c.empty:
                 continue
-            if is_static_pool(c.pool):
+            if c.pool.static:
                 ctx.keep(c, self.name, DecisionKind.STATIC_NODEPOOL, "empty, but of a static NodePool (spec.replicas): never emptied")
                 continue
             if c.consolidatable_at is None:

@@ -56,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider.types import InstanceType
@@ -74,6 +74,7 @@ from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
+from karpy_core.state.views import NodePoolView
 
 __all__ = [
     "ANNOTATION_MIN_SAVINGS",
@@ -124,11 +125,11 @@ def parse_min_savings(text: str) -> float:
     return value
 
 
-def min_savings_of(pool: dict[str, Any], default: float) -> float:
+def min_savings_of(pool: NodePoolView, default: float) -> float:
     """The minimum savings fraction for nodes of NodePool ``pool``: its
     :data:`ANNOTATION_MIN_SAVINGS` when set to a fraction in [0, 1), else ``default`` (a value
     that does not parse is ignored, as Karpenter ignores malformed annotations)."""
-    raw = ((pool.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_MIN_SAVINGS)
+    raw = pool.annotations.get(ANNOTATION_MIN_SAVINGS)
     if raw is None:
         return default
     try:

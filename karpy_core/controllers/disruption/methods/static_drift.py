@@ -27,7 +27,7 @@ from karpy_core.controllers.disruption.decisions import (
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.drift import has_termination_grace_period, keep_over_budget, still_drifted
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.static.capacity import is_static_pool, node_limit, static_claim, static_counts
+from karpy_core.controllers.static.capacity import node_limit, static_claim, static_counts
 from karpy_core.scheduling.template import template_from_nodepool
 
 __all__ = ["StaticDrift"]
@@ -45,7 +45,7 @@ class StaticDrift:
         """Up to the budget's worth of one static pool's drifted nodes with a replacement each, or None."""
         by_pool: dict[str, list[Candidate]] = {}
         for c in candidates:
-            if c.drifted and is_static_pool(c.pool) and (not c.blocked or self.may_disrupt_blocked(c)):
+            if c.drifted and c.pool.static and (not c.blocked or self.may_disrupt_blocked(c)):
                 by_pool.setdefault(c.nodepool, []).append(c)
         snapshot = ctx.sim.snapshot
         for pool_name in sorted(by_pool):
