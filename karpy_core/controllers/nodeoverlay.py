@@ -32,7 +32,7 @@ from karpy_core.cloudprovider.overlay import (
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.base import NODECLASS_KINDS, Wake, Waker
 from karpy_core.controllers.conditions import patch_conditions, set_condition
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import ConflictError, NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock, iso
 
@@ -156,9 +156,7 @@ class NodeOverlayController:
             try:
                 await self.kube.patch("NodeOverlay", name, patch, status=True)
                 result.patched.append(name)
-            except KubeAPIError as exc:
-                if exc.status not in (404, 409):
-                    raise
+            except (NotFoundError, ConflictError):
                 inputs = None  # evaluate again next pass
         result.changed = self.provider.set_overlays(store)
         self._inputs = inputs

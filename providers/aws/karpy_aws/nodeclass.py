@@ -41,6 +41,7 @@ filter of a repeated name.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -67,7 +68,7 @@ from karpy_aws.errors import call, error_code
 from karpy_core.apis.base import Condition
 from karpy_core.apis.labels import LABEL_ARCH
 from karpy_core.cloudprovider.catalog.aws import LABEL_INSTANCE_GPU_COUNT, LABEL_INSTANCE_GPU_MANUFACTURER
-from karpy_core.errors import CloudProviderError, KubeAPIError, ignore_not_found
+from karpy_core.errors import CloudProviderError, ConflictError, KubeAPIError, NotFoundError, ignore_not_found
 
 if TYPE_CHECKING:
     from karpy_aws.clients import AWSClients
@@ -717,12 +718,9 @@ class EC2NodeClassController:
         """Patch ``metadata.finalizers`` with the ``resourceVersion`` read (a merge patch replaces
         the list: a conflict means another writer changed it, and the next pass retries)."""
         meta = obj["metadata"]
-        try:
+        with contextlib.suppress(NotFoundError, ConflictError):
             await self.kube.patch("EC2NodeClass", meta["name"], {"metadata": {
                 "finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}})
-        except KubeAPIError as exc:
-            if exc.status not in (404, 409):
-                raise
 
     async def _finalize(self, obj: dict[str, Any], claims: list[dict[str, Any]]) -> None:
         """An EC2NodeClass being deleted (Karpenter ``nodeclass/controller.go`` ``finalize``): while

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import CAPACITY_TYPE_ON_DEMAND, LABEL_NODEPOOL
 from karpy_core.cloudprovider.launch import LaunchChoice, cheapest_launchable, launch_constraints, stamp_launched
-from karpy_core.errors import CreateError, KubeAPIError, NodeClassNotReadyError
+from karpy_core.errors import CreateError, KubeAPIError, NodeClassNotReadyError, NotFoundError
 from karpy_core.logs import fields
 from karpy_kakaocloud import bootstrap, ownership
 from karpy_kakaocloud.apis import MAX_NODEPOOL_NAME
@@ -230,9 +230,9 @@ class VMLauncher:
         try:
             await self.cloud.kube.patch("NodeClaim", nodeclaim.metadata.name or "",
                                         {"metadata": {"annotations": {NONCE_ANNOTATION: nonce}}})
+        except NotFoundError:
+            return
         except KubeAPIError as exc:
-            if exc.status == 404:
-                return
             raise CreateError(f"NodeClaim {nodeclaim.metadata.name}: cannot record the launch nonce: {exc.status} {exc.reason}",
                               condition_reason="NonceNotRecorded") from None
 

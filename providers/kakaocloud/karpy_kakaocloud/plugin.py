@@ -67,7 +67,7 @@ from prometheus_client import CollectorRegistry
 
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
-from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError
+from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError, NotFoundError
 from karpy_core.logs import fields
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.apis import MAX_NODEPOOL_NAME
@@ -279,10 +279,8 @@ class KakaoCloudProvider:
         kube = self.need_kube("reading KCNodeClass objects")
         try:
             obj = await kube.get("KCNodeClass", name)
-        except KubeAPIError as exc:
-            if exc.status == 404:
-                raise NodeClassNotReadyError(f"KCNodeClass {name} does not exist", code="NodeClassNotFound") from None
-            raise
+        except NotFoundError:
+            raise NodeClassNotReadyError(f"KCNodeClass {name} does not exist", code="NodeClassNotFound") from None
         key = f"{name}/{obj['metadata'].get('generation', 1)}"
         cached = self._nodeclasses.get(key)
         now = self.clock()
