@@ -380,17 +380,8 @@ class KakaoCloudProvider:
     # ------------------------------------------------------------------ hooks: create, get, list, delete, drift
     @hookimpl
     async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """Launch one VM for ``nodeclaim`` (see the module docstring): admit, adopt an earlier
-        attempt's VM if there is one, else pick the cheapest offering (core launch kernel), plan,
-        POST once per nonce, sign and wait for ``active``.
-
-        Raises:
-            NodeClassNotReadyError: the KCNodeClass is missing or not Ready (``code`` = Ready reason).
-            InsufficientCapacityError: no flavor/offering fits, or the API reports a capacity/quota error.
-            CreateError: reasons ``NodePoolNameTooLong``, ``AuthenticationFailed``, ``InvalidRequest``,
-                ``APIUnavailable``, ``OwnershipRecordFailed``, ``InstanceFailed``, ``InstanceNotActive``,
-                ``NonceNotRecorded`` (the launch nonce could not be written on the NodeClaim; nothing POSTed)...
-        """
+        """Launch one VM for ``nodeclaim``: :meth:`karpy_kakaocloud.create.VMLauncher.create`
+        (its docstring lists the errors raised and their condition reasons)."""
         return await self.launcher.create(nodeclaim)
 
     @hookimpl
