@@ -659,6 +659,13 @@ shared, do not modify."""
 _DEFAULT_BUDGETS: tuple[Budget, ...] = (DEFAULT_BUDGET,)
 
 
+def _without_status(nodepool: Raw) -> dict[str, Any]:
+    """The NodePool without ``status`` for the model: the status is what controllers wrote (karpy's
+    or a newer Karpenter's, whose CRD may carry fields this model does not know); the view reads
+    what it needs of it (conditions, ``resources``) from the dict itself."""
+    return {k: v for k, v in nodepool.items() if k != "status"}
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class NodePoolView:
     """A ``karpenter.sh/v1`` NodePool, built from its validated API model
@@ -726,13 +733,17 @@ class NodePoolView:
                                         generation=_int(meta.get("generation")), conditions=conds,
                                         annotations=_labels(meta, "annotations"))
         try:
-            model = NodePool.model_validate(nodepool)
+            model = NodePool.model_validate(_without_status(nodepool))
         except ValueError as exc:  # pydantic.ValidationError
             ref = ((((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
             ref_kind = (str(ref.get("group") or ""), str(ref.get("kind") or "")) if isinstance(ref, Mapping) else ("", "")
             return cls(**identity, readiness=NodePoolReadiness.INVALID, unready_reason="invalid NodePool",
                        node_class_ref=ref_kind, error=str(exc))
         readiness, why = NodePoolReadiness.READY, ""
+        status = nodepool.get("status")
+        resources = status.get("resources") if isinstance(status, Mapping) else None
+        if not isinstance(resources, Mapping):
+            resources = None
         if meta.get("deletionTimestamp"):
             readiness, why = NodePoolReadiness.DELETING, "being deleted"
         elif conds:
@@ -755,8 +766,7 @@ class NodePoolView:
             limits=MappingProxyType({str(k): str(v) for k, v in spec.limits.items()}) if spec.limits else _EMPTY,
             node_class_ref=(ref.group, ref.kind),
             replicas=spec.replicas,
-            usage=MappingProxyType({str(k): str(v) for k, v in model.status.resources.items()})
-            if model.status is not None and model.status.resources else _EMPTY,
+            usage=MappingProxyType({str(k): str(v) for k, v in resources.items()}) if resources else _EMPTY,
         )
         object.__setattr__(view, "_model", model)
         return view
@@ -796,7 +806,7 @@ class NodePoolView:
         Raises:
             pydantic.ValidationError: the object does not validate (a ``ValueError``).
         """
-        return _memo(self, "_model", lambda: NodePool.model_validate(self.raw))
+        return _memo(self, "_model", lambda: NodePool.model_validate(_without_status(self.raw)))
 
     @property
     def hash(self) -> str:

@@ -140,6 +140,19 @@ def test_nodepool_view_is_built_from_the_model_defaults_included() -> None:
     assert view.model.spec.weight == 30  # the model the view was built from, not a second parse
 
 
+def test_a_status_the_model_does_not_know_keeps_the_nodepool_valid() -> None:
+    """The status is what controllers wrote: a newer Karpenter's CRD may carry status fields (and
+    condition fields) karpy's model lacks; the NodePool stays valid and its usage is read."""
+    pool = nodepool(weight=5)
+    pool["status"] = {"resources": {"cpu": "3", "nodes": "2"}, "someNewerField": {"x": 1},
+                      "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
+                                      "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1, "newKey": "y"}]}
+    view = NodePoolView.of(pool)
+    assert view.valid and view.error == "" and view.readiness is NodePoolReadiness.READY
+    assert dict(view.usage) == {"cpu": "3", "nodes": "2"} and view.weight == 5
+    assert view.model.spec.weight == 5
+
+
 @pytest.mark.parametrize("bad", [
     {"weight": 0},  # the CRD's minimum is 1: used to be read as weight 0
     {"weight": "heavy"},
