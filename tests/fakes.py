@@ -1,11 +1,15 @@
-"""A call-recording cloud provider for controller tests, with injectable errors."""
+"""A call-recording cloud provider for controller tests, with injectable errors; typed helpers that
+read an object or condition the test expects to exist."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.errors import NodeClaimNotFoundError
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.state.cluster import condition
 from tests.scheduling.helpers import make_type
 
 
@@ -20,7 +24,7 @@ class FakeProvider:
         self.drift: dict[str, str] = {}
         """NodeClaim name -> the drift reason ``is_drifted`` reports."""
         self.next_drift_error: Exception | None = None
-        self.repair: list[dict] = []
+        self.repair: list[dict[str, Any]] = []
         """What ``repair_policies`` returns."""
 
     @hookimpl
@@ -78,3 +82,18 @@ class FakeProvider:
     @hookimpl
     def karpy_repair_policies(self):
         return self.repair
+
+
+def must_peek(cluster: InMemoryCluster, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    """``cluster.peek`` of an object the test expects to exist."""
+    obj = cluster.peek(kind, name, namespace)
+    assert obj is not None, f"{kind} {namespace}/{name} not found"
+    return obj
+
+
+def must_condition(obj: Mapping[str, Any] | None, type_: str) -> dict[str, Any]:
+    """The status condition ``type_`` of ``obj``, which the test expects to be set."""
+    assert obj is not None
+    cond = condition(obj, type_)
+    assert cond is not None, f"no {type_} condition"
+    return cond

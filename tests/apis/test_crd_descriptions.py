@@ -18,7 +18,7 @@ from karpy_core.apis.crds import generate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "upstream_crd_described_paths.json"
 
-NOT_MODELLED = {
+NOT_MODELLED: dict[str, set[str]] = {
     "karpenter.sh_nodepools.yaml": set(),
     "karpenter.sh_nodeclaims.yaml": set(),
     "karpenter.k8s.aws_ec2nodeclasses.yaml": set(),

@@ -320,7 +320,7 @@ def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
     return value
 
 
-MINIMAL = {
+MINIMAL: dict[str, dict[str, Any]] = {
     "karpenter.sh_nodepools.yaml": {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",

@@ -559,7 +559,7 @@ def test_ec2nodeclass_rules(spec: dict[str, Any], path: str, text: str) -> None:
 
 
 def test_ec2nodeclass_block_devices() -> None:
-    bdm = [
+    bdm: list[dict[str, Any]] = [
         {
             "deviceName": "/dev/xvda",
             "rootVolume": True,
@@ -664,7 +664,7 @@ def test_kcnodeclass_defaults_and_rules() -> None:
     assert nc.spec.root_volume.size_gib == 50 and nc.spec.root_volume.delete_on_termination is True
     assert nc.spec.bootstrap.mode == "Kubeadm" and nc.spec.bootstrap.kubernetes_version == "1.34"
     assert to_kube_dict(nc)["spec"]["rootVolume"] == {"sizeGiB": 50, "deleteOnTermination": True}
-    cases = [
+    cases: list[tuple[dict[str, Any], str, str]] = [
         ({"rootVolume": {"sizeGiB": 20}}, "spec.rootVolume.sizeGiB", "greater than or equal to 30"),
         ({"rootVolume": {"sizeGiB": "50"}}, "spec.rootVolume.sizeGiB", "valid integer"),
         (

@@ -19,6 +19,7 @@ from karpy_core.state.buffers import (
 from karpy_core.state.views import CapacityBufferView, PodTemplateOwnerView, PodView, is_provisionable
 from karpy_core.utils.clock import VirtualClock
 from tests.cli import invoke_cli
+from tests.fakes import must_peek
 
 
 def spec(cpu: str = "1", memory: str = "1Gi", **extra: Any) -> dict[str, Any]:
@@ -106,12 +107,12 @@ async def test_status_controller_writes_replicas_and_ready_condition() -> None:
     cluster.create_sync("CapacityBuffer", buffer(podTemplateRef={"name": "chunk"}, replicas=3))
     cluster.create_sync("CapacityBuffer", buffer("lost", podTemplateRef={"name": "nope"}, replicas=3))
     assert await CapacityBufferStatus(kube=cluster).reconcile() == 1
-    ok = cluster.peek("CapacityBuffer", "b", "default")["status"]
+    ok = must_peek(cluster, "CapacityBuffer", "b", "default")["status"]
     assert ok["replicas"] == 3 and ok["podTemplateRef"] == {"name": "chunk"} and ok["podTemplateGeneration"] == 1
     assert ok["provisioningStrategy"] == "buffer.x-k8s.io/active-capacity"
     (cond,) = ok["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("ReadyForProvisioning", "True", "Resolved")
-    lost = cluster.peek("CapacityBuffer", "lost", "default")["status"]
+    lost = must_peek(cluster, "CapacityBuffer", "lost", "default")["status"]
     assert "replicas" not in lost
     assert [(c["status"], c["reason"]) for c in lost["conditions"]] == [("False", "PodTemplateNotFound")]
 

@@ -8,8 +8,9 @@ import gc
 import pytest
 
 from karpy_core.apis.durations import duration_seconds
+from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.simulation import SimulationContext
-from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.utils.gcpause import gc_paused
 from karpy_core.utils.quantity import QuantityError, to_internal
@@ -88,10 +89,17 @@ def test_memoized_parsers_answer_as_before() -> None:
             duration_seconds("soon")
 
 
-def _placements(ctx: SimulationContext, cands: list, filtered: bool) -> tuple[object, ...]:
+Placements = tuple[dict[str, str], list[tuple[str, list[str], list[str]]], dict[str, str]]
+
+
+def _placements(ctx: SimulationContext, cands: list[Candidate], filtered: bool) -> Placements:
     from karpy_core.controllers.disruption.simulation import claim_capacity
 
-    pods = [p for c in cands for p in ctx.pod_infos(c)]
+    pods: list[PodInfo] = []
+    for c in cands:
+        infos = ctx.pod_infos(c)
+        assert not isinstance(infos, str), infos  # a reason the candidate's pods cannot move
+        pods.extend(infos)
     sched, _ = ctx.scheduler({c.name for c in cands}, claim_capacity(cands), pods if filtered else None)
     res = sched.solve(pods)
     claims = [(c.nodepool, sorted(p.key for p in c.pods), [it.name for it in c.instance_types]) for c in res.new_claims]

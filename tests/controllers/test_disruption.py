@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pytest
 
 from karpy_core.apis.hashing import nodepool_hash
 from karpy_core.apis.nodepool import Budget
 from karpy_core.controllers.disruption.budgets import allowed_disruptions, budget_active, budget_nodes
+from karpy_core.controllers.disruption.decisions import NodeDecision
 from karpy_core.controllers.disruption.expiration import expired_nodeclaims
 from karpy_core.controllers.disruption.planner import plan_disruption
 from karpy_core.controllers.node.termination import NodeTermination, drain_tier
@@ -14,13 +18,14 @@ from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView
 from karpy_core.utils.clock import VirtualClock, iso
+from tests.fakes import must_peek
 from tests.scheduling.helpers import make_type, nodepool
 
 NOW = 1767225600.0 + 3 * 3600  # 2026-01-01T03:00:00Z
 TYPES = {"default": [make_type("small", 2, 4), make_type("large", 8, 16)]}
 
 
-def node_and_claim(name, itype="large", cpu=8, pool=None):
+def node_and_claim(name, itype="large", cpu=8, *, pool=None):
     pool = pool or nodepool()
     labels = {"karpenter.sh/nodepool": "default", "karpenter.sh/initialized": "true", "node.kubernetes.io/instance-type": itype,
               "topology.kubernetes.io/zone": "zone-a", "karpenter.sh/capacity-type": "on-demand", "kubernetes.io/hostname": name,
@@ -44,7 +49,7 @@ def pod(name, node, cpu="500m", annotations=None, labels=None):
             "status": {"phase": "Running"}}
 
 
-def snapshot(nodes, pods, pool=None, pdbs=()):
+def snapshot(nodes: Iterable[str | tuple[str, str] | tuple[str, str, int]], pods, pool=None, pdbs=()):
     pool = pool or nodepool()
     pool.setdefault("spec", {}).setdefault("disruption", {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]})
     pairs = [node_and_claim(*n, pool=pool) if isinstance(n, tuple) else node_and_claim(n, pool=pool) for n in nodes]
@@ -78,9 +83,10 @@ def test_budget_rounding_and_windows():
 
 
 def test_empty_node_is_deleted_and_the_log_says_why():
-    log = []
+    log: list[NodeDecision] = []
     snap = snapshot(["a", "b"], [pod("p1", "a")])
     plan = plan_disruption(snap, TYPES, NOW, log=log)
+    assert plan is not None
     assert plan.method == "emptiness" and [c.name for c in plan.candidates] == ["b"] and plan.decision == "delete"
     assert any(d.node == "b" and d.verdict == "disrupt" for d in log)
 
@@ -88,13 +94,14 @@ def test_empty_node_is_deleted_and_the_log_says_why():
 def test_consolidate_after_not_elapsed_keeps_empty_node():
     pool = nodepool()
     pool["spec"]["disruption"] = {"consolidateAfter": "2h", "budgets": [{"nodes": "100%"}]}
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(snapshot(["a"], [], pool), TYPES, NOW, log=log) is None
     assert any("consolidatable in 3600s" in d.reason for d in log)
 
 
 def test_underutilized_large_node_is_replaced_by_a_cheaper_one():
     plan = plan_disruption(snapshot(["a"], [pod("p1", "a")]), TYPES, NOW)
+    assert plan is not None
     assert plan.method == "single-node-consolidation" and plan.decision == "replace"
     assert [it.name for it in plan.replacements[0].instance_types] == ["small"]
     assert plan.savings_per_hour > 0
@@ -103,6 +110,7 @@ def test_underutilized_large_node_is_replaced_by_a_cheaper_one():
 def test_pods_fit_elsewhere_multi_node_delete():
     plan = plan_disruption(snapshot(["a", "b", "c"], [pod("p1", "a"), pod("p2", "b"), pod("p3", "c")]), TYPES, NOW)
     # the largest valid prefix wins: all three large nodes go, replaced by one small node
+    assert plan is not None
     assert plan.method == "multi-node-consolidation" and len(plan.candidates) == 3
     assert plan.decision == "replace" and plan.replacements[0].instance_types[0].name == "small"
 
@@ -118,7 +126,7 @@ def pending_pod(name, cpu="500m", node_selector=None):
 
 def test_pending_pods_hold_consolidation_only_when_they_can_be_placed():
     bound = [pod("p1", "a")]
-    log = []
+    log: list[NodeDecision] = []
     waiting = snapshot(["a"], [*bound, pending_pod("new")])
     assert plan_disruption(waiting, TYPES, NOW, log=log) is None
     assert any("default/new" in d.reason and "waits for provisioning" in d.reason for d in log)
@@ -129,7 +137,7 @@ def test_pending_pods_hold_consolidation_only_when_they_can_be_placed():
 
 
 def test_do_not_disrupt_and_pdb_block_voluntary_disruption():
-    log = []
+    log: list[NodeDecision] = []
     snap = snapshot(["a"], [pod("p1", "a", annotations={"karpenter.sh/do-not-disrupt": "true"})])
     assert plan_disruption(snap, TYPES, NOW, log=log) is None
     assert any("do-not-disrupt" in d.reason for d in log)
@@ -144,10 +152,12 @@ def test_drift_by_hash_and_by_requirements():
     snap = snapshot(["a"], [pod("p1", "a", cpu="7")], pool)
     pool["spec"]["template"]["metadata"]["labels"] = {"team": "blue"}  # template changed after launch
     plan = plan_disruption(snap, TYPES, NOW, methods=("drift",))
+    assert plan is not None
     assert plan.method == "drift" and len(plan.replacements) == 1
     pool2 = nodepool(requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}])
     snap2 = snapshot(["a"], [pod("p1", "a")], pool2)
-    assert "requirements no longer satisfied" in plan_disruption(snap2, TYPES, NOW, methods=("drift",)).candidates[0].drifted
+    plan2 = plan_disruption(snap2, TYPES, NOW, methods=("drift",))
+    assert plan2 is not None and "requirements no longer satisfied" in plan2.candidates[0].drifted
 
 
 def test_expiration_lists_old_claims_only():
@@ -159,7 +169,7 @@ def test_expiration_lists_old_claims_only():
 
 def test_drain_tiers_in_order():
     ds = {"kind": "DaemonSet", "name": "ds"}
-    plain = {"metadata": {"ownerReferences": []}, "spec": {}}
+    plain: dict[str, Any] = {"metadata": {"ownerReferences": []}, "spec": {}}
     crit = {"metadata": {"ownerReferences": []}, "spec": {"priorityClassName": "system-node-critical"}}
     assert drain_tier(plain) == 0
     assert drain_tier({"metadata": {"ownerReferences": [ds]}, "spec": {}}) == 1
@@ -308,7 +318,7 @@ def test_nodepool_usage_frees_deleting_claims_and_counts_unlaunched_ones():
 
 def test_nominated_node_is_not_a_candidate_until_the_nomination_ends():
     """Karpenter ValidateNodeDisruptable: "node is nominated for a pending pod" (statenode.go)."""
-    log = []
+    log: list[NodeDecision] = []
     snap = snapshot(["a", "b"], [])
     plan = plan_disruption(snap, TYPES, NOW, log=log, nominated={"a": NOW + 20, "b-claim": NOW + 5})
     assert plan is not None and [c.name for c in plan.candidates] == ["b"]
@@ -316,7 +326,8 @@ def test_nominated_node_is_not_a_candidate_until_the_nomination_ends():
     # nominated by NodeClaim name (a claim that had no node when the pods were placed on it)
     snap = snapshot(["a"], [])
     assert plan_disruption(snap, TYPES, NOW, nominated={snap.nodeclaim_views[0].name: NOW + 1}) is None
-    assert plan_disruption(snap, TYPES, NOW, nominated={"a": NOW}).candidates[0].name == "a"  # ended
+    ended = plan_disruption(snap, TYPES, NOW, nominated={"a": NOW})
+    assert ended is not None and ended.candidates[0].name == "a"  # the nomination ended
 
 
 async def test_node_chosen_for_a_pending_pod_is_not_disrupted_as_empty():
@@ -342,6 +353,7 @@ async def test_node_chosen_for_a_pending_pod_is_not_disrupted_as_empty():
     provider = load_provider("simulated", {})
     nominations = Nominations()
     result = await Provisioner(kube=cluster, provider=provider, nominations=nominations, clock=clock).reconcile()
+    assert result.results is not None
     assert result.results.existing == {"default/web": "a"} and not result.created
     disruption = Disruption(kube=cluster, provider=provider, clock=clock, nominations=nominations)
     events = await disruption.reconcile()
@@ -365,7 +377,7 @@ async def test_drain_stops_waiting_for_a_pod_stuck_terminating():
     stuck["metadata"]["finalizers"] = ["example.com/kubelet-gone"]  # nothing will ever remove it
     cluster.create_sync("Pod", stuck)
     cluster.delete_sync("Pod", "stuck", "default")
-    assert cluster.peek("Pod", "stuck", "default")["metadata"]["deletionTimestamp"]
+    assert must_peek(cluster, "Pod", "stuck", "default")["metadata"]["deletionTimestamp"]
     cluster.delete_sync("Node", "a")
     term = NodeTermination(kube=cluster, clock=clock)
     assert [e.kind for e in await term.reconcile()] == []  # still terminating: the drain waits
@@ -388,9 +400,10 @@ def test_decision_log_is_typed_and_validation_says_why_as_a_kind():
         validate_plan,
     )
 
-    log = []
+    log: list[NodeDecision] = []
     snap = snapshot(["a", "b"], [pod("p1", "a")])
     plan = plan_disruption(snap, TYPES, NOW, log=log)
+    assert plan is not None
     assert plan.method is DisruptionMethod.EMPTINESS and plan.reason is DisruptionReason.EMPTY
     assert plan.decision is DecisionKind.DELETE and plan.reason.metric_label == "empty"
     disrupt = [d for d in log if d.verdict is Verdict.DISRUPT]
@@ -421,6 +434,7 @@ def test_decision_log_is_typed_and_validation_says_why_as_a_kind():
 def test_every_method_satisfies_the_protocol_in_karpenters_order_then_the_repack():
     from karpy_core.controllers.disruption.decisions import DisruptionMethod, DisruptionReason
     from karpy_core.controllers.disruption.methods import DEFAULT_ORDER, Method, build_methods
+    from karpy_core.controllers.disruption.methods.consolidation_single import SingleNodeConsolidation
 
     methods: dict[DisruptionMethod, Method] = build_methods(max_single_simulations=3)
     assert list(methods) == list(DEFAULT_ORDER) == list(DisruptionMethod)
@@ -429,7 +443,8 @@ def test_every_method_satisfies_the_protocol_in_karpenters_order_then_the_repack
                                                      DisruptionReason.UNDERUTILIZED]
     assert [m.consolidation for m in methods.values()] == [False, False, False, True, True, True]
     assert list(methods)[-1] is DisruptionMethod.REPACK_CONSOLIDATION
-    assert methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION].max_simulations == 3
+    single = methods[DisruptionMethod.SINGLE_NODE_CONSOLIDATION]
+    assert isinstance(single, SingleNodeConsolidation) and single.max_simulations == 3
 
 
 async def test_instance_types_are_asked_again_until_the_nodeclass_is_ready_and_on_a_timer():
@@ -475,6 +490,6 @@ def test_nodes_of_an_invalid_nodepool_are_not_candidates():
     pool["spec"]["weight"] = 0
     snap = snapshot(["a"], [], pool)
     assert snap.nodepool("default") is None and [p.name for p in snap.invalid_nodepools] == ["default"]
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(snap, TYPES, NOW, log=log) is None
     assert [(d.node, d.kind) for d in log] == [("a", DecisionKind.NODEPOOL_NOT_FOUND)]

@@ -11,7 +11,7 @@ from karpy_core.errors import CloudProviderError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import collect_snapshot, condition
 from karpy_core.utils.clock import VirtualClock, iso
-from tests.fakes import FakeProvider
+from tests.fakes import FakeProvider, must_condition, must_peek
 from tests.scheduling.helpers import make_type, nodepool
 
 NODECLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
@@ -65,7 +65,7 @@ async def test_provider_drift_sets_the_condition_and_the_planner_rolls_the_node(
     clock.advance(1)
     events = await drift.reconcile()
     assert [(e.kind, e.nodeclaim, e.reason) for e in events] == [("drifted", "a", "AMIDrift")]
-    cond = condition(cluster.peek("NodeClaim", "a"), "Drifted")
+    cond = must_condition(cluster.peek("NodeClaim", "a"), "Drifted")
     assert cond["status"] == "True" and cond["reason"] == "AMIDrift"
     assert condition(cluster.peek("NodeClaim", "b"), "Drifted") is None
 
@@ -104,7 +104,7 @@ async def test_static_drift_wins_and_skips_the_provider():
     events = await drift.reconcile()
     assert [(e.kind, e.reason) for e in events] == [("drifted", "NodePoolDrifted")]
     assert asked(fake) == []
-    assert condition(cluster.peek("NodeClaim", "a"), "Drifted")["message"].startswith("NodePool template changed")
+    assert must_condition(cluster.peek("NodeClaim", "a"), "Drifted")["message"].startswith("NodePool template changed")
 
 
 async def test_unlaunched_and_deleting_claims_are_not_checked():
@@ -129,14 +129,14 @@ async def test_claims_karpenter_launched_are_restamped_so_drift_works_after_the_
                                                                              "karpenter.sh/nodepool-hash-version": "v3"}}})
     drifted_before = {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted", "message": "", "lastTransitionTime": iso(0)}
     await cluster.patch("NodeClaim", "b", {"status": {"conditions": [
-        *cluster.peek("NodeClaim", "b")["status"]["conditions"], drifted_before]}}, status=True)
+        *must_peek(cluster, "NodeClaim", "b")["status"]["conditions"], drifted_before]}}, status=True)
     assert await drift.reconcile() == []  # the switch itself is no drift
     pool = cluster.peek("NodePool", "default")
-    a, b = (cluster.peek("NodeClaim", n)["metadata"]["annotations"] for n in ("a", "b"))
+    a, b = (must_peek(cluster, "NodeClaim", n)["metadata"]["annotations"] for n in ("a", "b"))
     assert a == {"karpenter.sh/nodepool-hash": nodepool_hash(pool), "karpenter.sh/nodepool-hash-version": "karpy-v1"}
     # already drifted under Karpenter: its hash is kept (the versions cannot be compared), it stays drifted
     assert b == {"karpenter.sh/nodepool-hash": "6521318931735402658", "karpenter.sh/nodepool-hash-version": "karpy-v1"}
-    assert condition(cluster.peek("NodeClaim", "b"), "Drifted")["status"] == "True"
+    assert must_condition(cluster.peek("NodeClaim", "b"), "Drifted")["status"] == "True"
     await cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}})
     events = await drift.reconcile()
     assert ("drifted", "NodePoolDrifted") in [(e.kind, e.reason) for e in events if e.nodeclaim == "a"]

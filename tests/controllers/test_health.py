@@ -3,6 +3,8 @@ immediate termination deadline; the 20% valve blocks a pool-wide outage; unmanag
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
@@ -10,8 +12,8 @@ from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock, iso
 from tests.fakes import FakeProvider
 
-POLICIES = [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800},
-            {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": "30m"}]
+POLICIES: list[dict[str, Any]] = [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800},
+                                  {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": "30m"}]
 
 
 def add_node(cluster: InMemoryCluster, name: str, ready: str, since: float, *, managed: bool = True) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from karpy_core.cloudprovider.provider import load_provider
 from karpy_core.controllers.disruption import Disruption
+from karpy_core.controllers.disruption.decisions import NodeDecision
 from karpy_core.controllers.disruption.karpenter_events import decision_events
 from karpy_core.controllers.disruption.planner import plan_disruption
 from karpy_core.controllers.node.termination import NodeTermination
@@ -15,6 +16,7 @@ from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import ClusterSnapshot, condition
 from karpy_core.utils.clock import VirtualClock, iso
 from tests.controllers.test_disruption import NOW, TYPES, node_and_claim, pod, relabel, snapshot
+from tests.fakes import must_condition, must_peek
 from tests.scheduling.helpers import make_type, nodepool
 
 
@@ -23,7 +25,7 @@ def events_of(cluster: InMemoryCluster, reason: str) -> list[dict]:
 
 
 def _snap_events(snap: ClusterSnapshot, types=TYPES):
-    lines = []
+    lines: list[NodeDecision] = []
     plan_disruption(snap, types, NOW, log=lines)
     nodes = {n.name: n for n in snap.node_views}
     claims = {c.node_name: c for c in snap.nodeclaim_views}
@@ -94,7 +96,7 @@ async def test_disruption_controller_publishes_and_sets_consolidatable():
     rec = EventRecorder(cluster, clock)
     d = Disruption(kube=cluster, provider=load_provider("simulated", {}), clock=clock, events=rec)
     await d.reconcile()
-    c = condition(cluster.peek("NodeClaim", "a"), "Consolidatable")
+    c = condition(must_peek(cluster, "NodeClaim", "a"), "Consolidatable")
     assert c is not None and c["status"] == "True" and c["reason"] == "Consolidatable"  # initialized 1h ago > 30m
     evs = events_of(cluster, "Unconsolidatable")
     assert sorted(e["involvedObject"]["kind"] for e in evs) == ["Node", "NodeClaim"]
@@ -103,7 +105,7 @@ async def test_disruption_controller_publishes_and_sets_consolidatable():
     cluster.create_sync("Pod", pod("p2", "a"))
     clock.advance(10)
     await d.reconcile()
-    assert condition(cluster.peek("NodeClaim", "a"), "Consolidatable") is None
+    assert condition(must_peek(cluster, "NodeClaim", "a"), "Consolidatable") is None
 
 
 async def test_empty_node_deletion_publishes_disruption_terminating():
@@ -141,7 +143,7 @@ async def test_termination_drained_condition_and_events():
     rec = EventRecorder(cluster, clock)
     term = NodeTermination(kube=cluster, clock=clock, events=rec)
     await term.reconcile()
-    drained = condition(cluster.peek("NodeClaim", "a"), "Drained")
+    drained = condition(must_peek(cluster, "NodeClaim", "a"), "Drained")
     assert drained is not None and (drained["status"], drained["reason"]) == ("Unknown", "Draining")
     assert [e["message"] for e in events_of(cluster, "Evicted")] == ["Evicted pod: Underutilized"]
     assert events_of(cluster, "Evicted")[0]["involvedObject"]["kind"] == "Pod"
@@ -152,7 +154,7 @@ async def test_termination_drained_condition_and_events():
     cluster.patch_sync("Pod", "web", {"metadata": {"finalizers": []}}, namespace="default")
     clock.advance(1)
     await term.reconcile()
-    assert condition(cluster.peek("NodeClaim", "a"), "Drained")["status"] == "True"
+    assert must_condition(must_peek(cluster, "NodeClaim", "a"), "Drained")["status"] == "True"
 
 
 async def test_insufficient_capacity_event_and_registration_health():
@@ -174,14 +176,17 @@ async def test_insufficient_capacity_event_and_registration_health():
     health = RegistrationHealth()
     assert health.status("p") is None
     health.record("p", True)
-    assert health.status("p")[0] == "True"
+    st = health.status("p")
+    assert st is not None and st[0] == "True"
     health.record("p", False, "LaunchFailed", "boom")
-    assert health.status("p")[0] == "True"  # 1 failure of a 4-outcome buffer: below half
+    st = health.status("p")
+    assert st is not None and st[0] == "True"  # 1 failure of a 4-outcome buffer: below half
     health.record("p", False, "LaunchFailed", "boom")
     assert health.status("p") == ("False", "LaunchFailed", "boom")  # 2 of 4: NodeRegistrationHealthy=False
     for _ in range(3):
         health.record("p", True)
-    assert health.status("p")[0] == "True"  # the failures left the buffer
+    st = health.status("p")
+    assert st is not None and st[0] == "True"  # the failures left the buffer
 
 
 async def test_nodeclass_ready_for_missing_unknown_and_unserved_kinds():
@@ -198,21 +203,21 @@ async def test_nodeclass_ready_for_missing_unknown_and_unserved_kinds():
     cluster.create_sync("NodePool", pool("kwok", "KWOKNodeClass", "karpenter.kwok.sh"))
     await status.reconcile()
     for name in ("missing", "kwok"):
-        obj = cluster.peek("NodePool", name)
-        ncr = condition(obj, "NodeClassReady")
+        obj = must_peek(cluster, "NodePool", name)
+        ncr = must_condition(obj, "NodeClassReady")
         assert (ncr["status"], ncr["reason"]) == ("False", "NodeClassNotFound")
-        assert condition(obj, "Ready")["status"] == "False"
-        assert condition(obj, "NodeRegistrationHealthy")["status"] == "Unknown"
+        assert must_condition(obj, "Ready")["status"] == "False"
+        assert must_condition(obj, "NodeRegistrationHealthy")["status"] == "Unknown"
     cluster.create_sync("EC2NodeClass", {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "d"},
                                          "spec": {}})
     await status.reconcile()
-    ncr = condition(cluster.peek("NodePool", "missing"), "NodeClassReady")
+    ncr = must_condition(must_peek(cluster, "NodePool", "missing"), "NodeClassReady")
     assert (ncr["status"], ncr["reason"]) == ("False", "NodeClassReadinessUnknown")
     cluster.patch_sync("EC2NodeClass", "d", {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready",
                                                                          "lastTransitionTime": iso(NOW)}]}}, status=True)
     await status.reconcile()
-    assert condition(cluster.peek("NodePool", "missing"), "NodeClassReady")["status"] == "True"
-    assert condition(cluster.peek("NodePool", "missing"), "Ready")["status"] == "True"
+    assert must_condition(must_peek(cluster, "NodePool", "missing"), "NodeClassReady")["status"] == "True"
+    assert must_condition(must_peek(cluster, "NodePool", "missing"), "Ready")["status"] == "True"
 
 
 async def test_nodeclass_observed_generation_and_registration_health_reset_across_restarts():
@@ -229,16 +234,16 @@ async def test_nodeclass_observed_generation_and_registration_health_reset_acros
     health = RegistrationHealth()
     health.record("p", True)
     await NodePoolStatus(kube=cluster, clock=clock, registration=health).reconcile()
-    gen = cluster.peek("EC2NodeClass", "d")["metadata"]["generation"]
-    assert cluster.peek("NodePool", "p")["status"]["nodeClassObservedGeneration"] == gen
-    assert condition(cluster.peek("NodePool", "p"), "NodeRegistrationHealthy")["status"] == "True"
+    gen = must_peek(cluster, "EC2NodeClass", "d")["metadata"]["generation"]
+    assert must_peek(cluster, "NodePool", "p")["status"]["nodeClassObservedGeneration"] == gen
+    assert must_condition(must_peek(cluster, "NodePool", "p"), "NodeRegistrationHealthy")["status"] == "True"
     await NodePoolStatus(kube=cluster, clock=clock).reconcile()  # a restart: no memory, the NodeClass unchanged
-    assert condition(cluster.peek("NodePool", "p"), "NodeRegistrationHealthy")["status"] == "True"
+    assert must_condition(must_peek(cluster, "NodePool", "p"), "NodeRegistrationHealthy")["status"] == "True"
     cluster.patch_sync("EC2NodeClass", "d", {"spec": {"role": "b"}})
     await NodePoolStatus(kube=cluster, clock=clock).reconcile()  # another restart, after the NodeClass changed
-    obj = cluster.peek("NodePool", "p")
+    obj = must_peek(cluster, "NodePool", "p")
     assert obj["status"]["nodeClassObservedGeneration"] == gen + 1
-    assert condition(obj, "NodeRegistrationHealthy")["status"] == "Unknown"
+    assert must_condition(obj, "NodeRegistrationHealthy")["status"] == "Unknown"
 
 
 def test_nodeclaim_carries_the_nodeclass_label():
@@ -278,7 +283,7 @@ async def test_registration_without_the_unregistered_taint_is_reported_and_recor
                              registration=health).reconcile()  # the next pass labels claim and node
     missing = events_of(cluster, "UnregisteredTaintMissing")
     assert len(missing) == 1 and missing[0]["involvedObject"]["name"] == "c1" and missing[0]["type"] == "Warning"
-    assert cluster.peek("Node", "n1")["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == "d"
+    assert must_peek(cluster, "Node", "n1")["metadata"]["labels"]["karpenter.k8s.aws/ec2nodeclass"] == "d"
     assert health.status("default") == ("True", "NodeRegistrationHealthy", "")
 
 
@@ -336,14 +341,14 @@ async def test_termination_waits_for_volume_attachments_then_sets_volumes_detach
     cluster.delete_sync("Node", "a")
     term = NodeTermination(kube=cluster, clock=clock, events=EventRecorder(cluster, clock))
     assert [e.kind for e in await term.reconcile()] == []  # drained, but the volume is still attached
-    vd = condition(cluster.peek("NodeClaim", "a"), "VolumesDetached")
+    vd = must_condition(must_peek(cluster, "NodeClaim", "a"), "VolumesDetached")
     assert (vd["status"], vd["reason"]) == ("Unknown", "AwaitingVolumeDetachment")
     assert events_of(cluster, "AwaitingVolumeDetachment")[0]["message"] == "Awaiting deletion of bound volumeattachments (va-1)"
     assert cluster.peek("Node", "a") is not None
     cluster.delete_sync("VolumeAttachment", "va-1")
     clock.advance(5)
     assert [e.kind for e in await term.reconcile()] == ["node-finalized"]
-    assert condition(cluster.peek("NodeClaim", "a"), "VolumesDetached")["status"] == "True"
+    assert must_condition(must_peek(cluster, "NodeClaim", "a"), "VolumesDetached")["status"] == "True"
 
 
 def test_launched_event_is_words_not_a_dict():

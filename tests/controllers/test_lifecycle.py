@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.errors import CreateError, InsufficientCapacityError, KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.state.cluster import condition
 from karpy_core.utils.clock import VirtualClock
-from tests.fakes import FakeProvider
+from tests.fakes import FakeProvider, must_condition, must_peek
 
-CLAIM = {
+CLAIM: dict[str, Any] = {
     "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
     "spec": {
         "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small"]}],
@@ -31,7 +32,7 @@ def setup():
 
 
 def kubelet_registers(cluster: InMemoryCluster, name: str, *, ready: bool = True) -> None:
-    nc = cluster.peek("NodeClaim", name)
+    nc = must_peek(cluster, "NodeClaim", name)
     cluster.create_sync("Node", {
         "metadata": {"name": "ip-10-0-0-1", "labels": {}},
         "spec": {"providerID": nc["status"]["providerID"], "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
@@ -48,7 +49,7 @@ async def test_launch_register_initialize():
     assert nc["metadata"]["finalizers"] == ["karpenter.sh/termination"]
     assert nc["status"]["providerID"] == "fake:///zone-a/default-abcde"
     assert nc["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "small"
-    assert condition(nc, "Launched")["status"] == "True" and condition(nc, "Registered")["status"] == "Unknown"
+    assert must_condition(nc, "Launched")["status"] == "True" and must_condition(nc, "Registered")["status"] == "Unknown"
 
     kubelet_registers(cluster, "default-abcde")
     assert [e.kind for e in await lc.reconcile()] == ["register"]
@@ -57,15 +58,15 @@ async def test_launch_register_initialize():
     assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
     assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
     assert [t["key"] for t in node["spec"]["taints"]] == ["cni-not-ready"]
-    assert cluster.peek("NodeClaim", "default-abcde")["status"]["nodeName"] == "ip-10-0-0-1"
+    assert must_peek(cluster, "NodeClaim", "default-abcde")["status"]["nodeName"] == "ip-10-0-0-1"
 
     # startup taint still there: not initialized
     assert await lc.reconcile() == []
     cluster.patch_sync("Node", "ip-10-0-0-1", {"spec": {"taints": []}})
     assert [e.kind for e in await lc.reconcile()] == ["initialize"]
     nc = cluster.peek("NodeClaim", "default-abcde")
-    assert condition(nc, "Initialized")["status"] == "True" and condition(nc, "Ready")["status"] == "True"
-    assert cluster.peek("Node", "ip-10-0-0-1")["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+    assert must_condition(nc, "Initialized")["status"] == "True" and must_condition(nc, "Ready")["status"] == "True"
+    assert must_peek(cluster, "Node", "ip-10-0-0-1")["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
     assert fake.calls == [("create", "default-abcde")]
 
 
@@ -84,10 +85,10 @@ async def test_create_error_sets_launched_unknown_and_retries():
     _clock, cluster, fake, lc = setup()
     fake.next_create_error = CreateError("throttled", condition_reason="RequestLimitExceeded")
     await lc.reconcile()
-    cond = condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")
+    cond = must_condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")
     assert (cond["status"], cond["reason"]) == ("Unknown", "RequestLimitExceeded")
     await lc.reconcile()
-    assert condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")["status"] == "True"
+    assert must_condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")["status"] == "True"
     assert fake.calls == [("create", "default-abcde"), ("create", "default-abcde")]
 
 
@@ -98,7 +99,7 @@ async def test_liveness_deletes_unregistered_claim_after_15_minutes():
     assert await lc.reconcile() == []
     clock.advance(2 * 60)
     assert [e.kind for e in await lc.reconcile()] == ["liveness-delete"]
-    assert cluster.peek("NodeClaim", "default-abcde")["metadata"]["deletionTimestamp"]
+    assert must_peek(cluster, "NodeClaim", "default-abcde")["metadata"]["deletionTimestamp"]
     events = await lc.reconcile()  # finalize: terminate the instance, drop the finalizer
     assert [e.kind for e in events] == []  # first delete call succeeds; instance terminating
     events = await lc.reconcile()
@@ -115,7 +116,7 @@ async def test_finalize_deletes_node_first_then_instance():
     await cluster.delete("NodeClaim", "default-abcde")
     events = await lc.reconcile()
     assert [e.kind for e in events] == ["delete"]
-    assert cluster.peek("Node", "ip-10-0-0-1")["metadata"]["deletionTimestamp"]
+    assert must_peek(cluster, "Node", "ip-10-0-0-1")["metadata"]["deletionTimestamp"]
     assert ("delete", "default-abcde") not in fake.calls  # the node must go first
     cluster.patch_sync("Node", "ip-10-0-0-1", {"metadata": {"finalizers": []}})  # node termination done
     await lc.reconcile()
@@ -140,13 +141,13 @@ async def test_kwok_backend_finds_an_instance_launched_before_a_crash():
     cluster.create_sync("NodeClaim", claim)
     first = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock)
     await first.reconcile()
-    pid = cluster.peek("NodeClaim", "default-abcde")["status"]["providerID"]
+    pid = must_peek(cluster, "NodeClaim", "default-abcde")["status"]["providerID"]
     # the controller crashed after the Node was made but before it recorded the launch
     cluster.patch_sync("NodeClaim", "default-abcde", {"status": {"providerID": None, "conditions": []}}, status=True)
     restarted = load_provider("simulated", {"node_backend": KwokNodeBackend(cluster)})
     events = await NodeClaimLifecycle(kube=cluster, provider=restarted, clock=clock).reconcile()
     assert [e.kind for e in events] == ["launch"]
-    assert cluster.peek("NodeClaim", "default-abcde")["status"]["providerID"] == pid
+    assert must_peek(cluster, "NodeClaim", "default-abcde")["status"]["providerID"] == pid
     assert len(cluster.objects("Node")) == 1
     assert [c.status.provider_id for c in await restarted.list()] == [pid]
 
@@ -162,9 +163,9 @@ async def test_nodepool_status_drops_resources_of_deleted_nodeclaims_and_settles
                                       "status": {"capacity": {"cpu": "2", "memory": "4Gi"}}})
     status = NodePoolStatus(kube=cluster, clock=clock)
     assert await status.reconcile() == 1
-    assert cluster.peek("NodePool", "default")["status"]["resources"] == {"cpu": "2", "memory": "4Gi", "nodes": "1"}
+    assert must_peek(cluster, "NodePool", "default")["status"]["resources"] == {"cpu": "2", "memory": "4Gi", "nodes": "1"}
     cluster.delete_sync("NodeClaim", "a")
     assert await status.reconcile() == 1
-    assert cluster.peek("NodePool", "default")["status"]["resources"] == {}
-    assert cluster.peek("NodePool", "default")["status"]["nodes"] == 0
+    assert must_peek(cluster, "NodePool", "default")["status"]["resources"] == {}
+    assert must_peek(cluster, "NodePool", "default")["status"]["nodes"] == 0
     assert await status.reconcile() == 0  # settled: no patch loop

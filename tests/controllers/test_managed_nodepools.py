@@ -9,6 +9,7 @@ from karpy_core.cloudprovider.provider import load_provider
 from karpy_core.sim.simulator import Simulator
 from karpy_core.state.cluster import is_managed
 from karpy_core.state.views import NodePoolView
+from tests.fakes import must_peek
 
 
 def nodepool(name: str, group: str, kind: str) -> dict[str, Any]:
@@ -49,6 +50,6 @@ async def test_another_clouds_nodepool_is_neither_provisioned_nor_given_a_status
     await sim.run(max_seconds=120)
     claims = sim.cluster.objects("NodeClaim")
     assert [c["metadata"]["labels"]["karpenter.sh/nodepool"] for c in claims] == ["aws"]
-    assert sim.cluster.peek("Pod", "for-kc", "default")["spec"].get("nodeName") is None
-    assert sim.cluster.peek("NodePool", "aws").get("status", {}).get("nodes") == 1
-    assert "status" not in sim.cluster.peek("NodePool", "kc")  # not ours: no conditions written
+    assert must_peek(sim.cluster, "Pod", "for-kc", "default")["spec"].get("nodeName") is None
+    assert must_peek(sim.cluster, "NodePool", "aws").get("status", {}).get("nodes") == 1
+    assert "status" not in must_peek(sim.cluster, "NodePool", "kc")  # not ours: no conditions written

@@ -60,7 +60,7 @@ def test_nominated_pods_go_back_to_their_claim_and_hold_its_room():
 
 
 def test_in_flight_targets_follow_the_claim_until_it_is_initialized():
-    claim = {"metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}}, "spec": {}, "status": {}}
+    claim: dict[str, Any] = {"metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}}, "spec": {}, "status": {}}
     assert in_flight_targets(ClusterSnapshot(nodeclaims=[claim])) == {"np-abc": "np-abc"}
     launched = {**claim, "status": {"providerID": "fake:///i-1", "nodeName": "ip-10-0-0-1"}}
     node = {"metadata": {"name": "ip-10-0-0-1", "labels": {"karpenter.sh/nodepool": "np"}}, "spec": {"providerID": "fake:///i-1"},
@@ -161,11 +161,12 @@ async def test_registration_nominates_the_pods_before_the_unregistered_taint_goe
     noms = Nominations()
     noms.nominate_pods({"default/web": "np-abc", "default/gone": "np-abc", "default/bound": "np-abc"})
     order: list[str] = []
-    patch = cluster.patch
+    real_patch = cluster.patch
 
-    async def spy(kind: str, name: str, body: dict[str, Any], namespace: str | None = None, *, status: bool = False) -> Any:
+    async def spy(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
+                  status: bool = False) -> dict[str, Any]:
         order.append(f"{kind}/{name}")
-        return await patch(kind, name, body, namespace, status=status)
+        return await real_patch(kind, name, patch, namespace, status=status)
 
     cluster.patch = spy  # type: ignore[method-assign]
     provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
@@ -234,12 +235,13 @@ async def test_a_refused_nomination_does_not_block_registration():
                                  "spec": {"providerID": "fake:///i-1",
                                           "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
                                  "status": {}})
-    patch = cluster.patch
+    real_patch = cluster.patch
 
-    async def forbidden(kind: str, name: str, body: dict[str, Any], namespace: str | None = None, *, status: bool = False) -> Any:
+    async def forbidden(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
+                        status: bool = False) -> dict[str, Any]:
         if kind == "Pod":
             raise KubeAPIError("pods/status is forbidden", status=403, reason="Forbidden")
-        return await patch(kind, name, body, namespace, status=status)
+        return await real_patch(kind, name, patch, namespace, status=status)
 
     cluster.patch = forbidden  # type: ignore[method-assign]
     noms = Nominations()

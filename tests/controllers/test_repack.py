@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
+from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason, NodeDecision
 from karpy_core.controllers.disruption.methods.repack import ANNOTATION_MIN_SAVINGS, DEFAULT_MIN_SAVINGS, min_savings_of
 from karpy_core.controllers.disruption.planner import plan_disruption, validate_plan
 from karpy_core.state.views import NodePoolView
@@ -25,7 +25,7 @@ def split_snapshot(pool=None, pods_extra=None, pdbs=()):
 
 
 def test_one_big_node_is_split_into_two_cheaper_nodes():
-    log = []
+    log: list[NodeDecision] = []
     plan = plan_disruption(split_snapshot(), TYPES, NOW, log=log)
     assert plan is not None and plan.method is REPACK and plan.reason is DisruptionReason.UNDERUTILIZED
     assert [c.name for c in plan.candidates] == ["a"] and plan.decision == "replace"
@@ -47,7 +47,7 @@ def test_three_nodes_are_merged_into_two():
     Karpenter's N -> 1 needs 18 cores (more than xl16). Together: xl16 takes 5 pods (15 cores),
     m4 the sixth: 1.00 < 1.20 USD/h."""
     pods = [pod(f"{n}{i}", n, cpu="3") for n in "abc" for i in range(2)]
-    log = []
+    log: list[NodeDecision] = []
     plan = plan_disruption(snapshot([("a", "l8", 8), ("b", "l8", 8), ("c", "l8", 8)], pods), TYPES, NOW, log=log)
     assert plan is not None and plan.method is REPACK
     assert sorted(c.name for c in plan.candidates) == ["a", "b", "c"]
@@ -59,7 +59,7 @@ def test_three_nodes_are_merged_into_two():
 
 
 def test_below_the_threshold_the_node_stays_and_the_log_says_how_much_it_would_save():
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(split_snapshot(), TYPES, NOW, log=log, min_savings=0.3) is None
     line = next(d for d in log if d.node == "a" and d.method is REPACK)
     assert line.kind is DecisionKind.BELOW_MIN_SAVINGS
@@ -88,7 +88,7 @@ def test_min_savings_annotation_parsing():
 
 
 def test_do_not_disrupt_pdb_and_budget_block_the_repack():
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(split_snapshot(pods_extra={"annotations": {"karpenter.sh/do-not-disrupt": "true"}}), TYPES, NOW,
                            log=log) is None
     assert any(d.node == "a" and d.kind is DecisionKind.DO_NOT_DISRUPT for d in log)
@@ -135,7 +135,7 @@ def test_spot_candidates_are_repacked_onto_on_demand_only():
                               (("s2", 2), ("m4", 4), ("l8", 8), ("xl16", 16))]}
     snap = relabel(split_snapshot(), **{"karpenter.sh/capacity-type": "spot"})
     # the spot l8 costs 0.16; on-demand m4 + s2 cost 0.30: no cheaper on-demand split exists
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(snap, spot_types, NOW, log=log) is None
     assert any(d.node == "a" and d.method is REPACK for d in log)
 
@@ -151,7 +151,7 @@ def test_spot_to_spot_gate_lets_the_repack_replace_spot_by_spot_with_15_types():
     few = {"default": [make_type(n, c, 2 * c, capacity_types=("on-demand", "spot")) for n, c in
                        (("s2", 2), ("m4", 4), ("l8", 8), ("xl16", 16))]}
     snap = relabel(split_snapshot(), **{"karpenter.sh/capacity-type": "spot"})
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(snap, few, NOW, log=log, methods=[REPACK], feature_gates=gates) is None
     mine = [d for d in log if d.node == "a" and d.method is REPACK]
     assert mine and all("disabled" not in d.reason for d in mine)
@@ -174,7 +174,7 @@ def test_min_values_survive_the_price_trim_or_the_repack_does_not_happen():
     """With minValues 2 on the instance type, a replacement of one type only is refused; with 2
     cheap enough types per replacement (a price-tied twin of each small type) it goes ahead."""
     flexible = [{"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2}]
-    log = []
+    log: list[NodeDecision] = []
     assert plan_disruption(split_snapshot(nodepool(requirements=flexible)), TYPES, NOW, log=log) is None
     assert any(d.method is REPACK and "minValues 2" in d.reason for d in log)
     twins = {"default": [*TYPES["default"], make_type("s2b", 2, 4), make_type("m4b", 4, 8)]}
@@ -186,7 +186,7 @@ def test_min_values_survive_the_price_trim_or_the_repack_does_not_happen():
 def test_the_decision_log_keeps_one_line_per_change_of_verdict_per_method():
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.controllers.disruption.controller import Disruption
-    from karpy_core.controllers.disruption.decisions import NodeDecision, Verdict
+    from karpy_core.controllers.disruption.decisions import Verdict
     from karpy_core.kube.memory import InMemoryCluster
     from karpy_core.utils.clock import VirtualClock
 

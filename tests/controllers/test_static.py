@@ -134,7 +134,7 @@ async def test_the_operator_runs_the_static_controller_only_with_the_gate() -> N
     off = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
     assert off.static is None and not off.disruption.feature_gates.SpotToSpotConsolidation
     gates = FeatureGates(StaticCapacity=True, SpotToSpotConsolidation=True)
-    op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings(feature_gates=gates))
+    op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings.model_validate({"feature_gates": gates}))
     assert op.static is not None and op.disruption.feature_gates.SpotToSpotConsolidation
     op.static.kube = cluster  # no informer cache in a unit test
     await op.static.reconcile()

@@ -51,7 +51,7 @@ def test_build_controllers_honours_the_feature_gates():
 def test_the_change_listener_wakes_controllers_by_their_declared_kinds():
     clock = VirtualClock()
     op = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock,
-                  settings=ControllerSettings(feature_gates=FeatureGates(NodeOverlay=True)))
+                  settings=ControllerSettings.model_validate({"feature_gates": FeatureGates(NodeOverlay=True)}))
 
     def woken(kind: str, type_: str) -> set[str]:
         for ev in op._wake.values():

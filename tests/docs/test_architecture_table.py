@@ -62,9 +62,9 @@ def _resolve_path(token: str, earlier: list[str]) -> str | None:
             bases.append(d)
             d = d.parent
     bases += [Path("karpy_core"), Path("docs")]
-    for base in bases:
-        if (REPO / base / token).exists():
-            return str(base / token)
+    for base_dir in bases:
+        if (REPO / base_dir / token).exists():
+            return str(base_dir / token)
     return None
 
 

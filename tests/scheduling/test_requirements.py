@@ -14,15 +14,19 @@ def test_gt_is_canonicalised_to_inclusive_bound_and_filters_in_values():
     r = reqs.get("gen")
     assert r is not None and r.gte == 3 and r.operator() == Operator.GT
     both = reqs.union_with(sel(("gen", "In", ["1", "2", "3", "5"])))
-    assert both.get("gen").values == frozenset({"3", "5"})
-    assert both.get("gen").operator() == Operator.IN
+    gen = both.get("gen")
+    assert gen is not None
+    assert gen.values == frozenset({"3", "5"})
+    assert gen.operator() == Operator.IN
 
 
 def test_in_intersect_notin_and_exists():
     a = sel(("zone", "In", ["a", "b", "c"]))
     b = sel(("zone", "NotIn", ["b"]))
-    assert a.union_with(b).get("zone").values == frozenset({"a", "c"})
-    assert a.union_with(sel(("zone", "Exists", []))).get("zone").values == frozenset({"a", "b", "c"})
+    ab = a.union_with(b).get("zone")
+    assert ab is not None and ab.values == frozenset({"a", "c"})
+    exists = a.union_with(sel(("zone", "Exists", []))).get("zone")
+    assert exists is not None and exists.values == frozenset({"a", "b", "c"})
 
 
 def test_conflicts_name_both_sides():

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy_core.scheduling.infeasible import InfeasibleKind
 from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.scheduler import ExistingNode, Scheduler
 from karpy_core.scheduling.taints import Taint
 from karpy_core.scheduling.template import template_from_nodepool
 
 from .helpers import GI, make_type, nodepool, pod
+
+
+def _zone_req(reqs: Requirements) -> Requirement:
+    r = reqs.get("topology.kubernetes.io/zone")
+    assert r is not None
+    return r
+
 
 CATALOG = [
     make_type("small", 2, 4),
@@ -154,10 +164,10 @@ def test_daemonset_selecting_karpenter_lifecycle_labels_counts_as_overhead():
     are "true" on its nodes (pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go), so a
     DaemonSet selecting them lands on the new node and must be in its overhead."""
     pool = nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}])
-    registered = {"metadata": {"name": "reg-agent"},
+    registered: dict[str, Any] = {"metadata": {"name": "reg-agent"},
                   "spec": {"nodeSelector": {"karpenter.sh/registered": "true"},
                            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}
-    initialized = {"metadata": {"name": "init-agent"},
+    initialized: dict[str, Any] = {"metadata": {"name": "init-agent"},
                    "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                        "nodeSelectorTerms": [{"matchExpressions": [
                            {"key": "karpenter.sh/initialized", "operator": "In", "values": ["true"]}]}]}}},
@@ -517,7 +527,7 @@ def test_plain_pods_packed_into_new_claims_keep_out_of_a_zone_anti_affinity():
     for sizing in (False, True):
         sched = Scheduler([template_from_nodepool(nodepool(), [make_type("s", 2, 8, zones=zones)])], sizing=sizing)
         res = sched.solve([pod_info(p) for p in (a, d, zb)])
-        zone_of = {p.name: next(iter(c.requirements.get("topology.kubernetes.io/zone").values))
+        zone_of = {p.name: next(iter(_zone_req(c.requirements).values))
                    for c in res.new_claims for p in c.pods}
         assert not res.errors and zone_of["a"] == zone_of["d"] == "zone-a" and zone_of["zb"] != "zone-a", (sizing, zone_of)
 

@@ -156,7 +156,12 @@ def test_unit_prices_are_dual_feasible_and_bound_the_plan():
     table = sched.tables[template.name]
     prices = table.cheapest_prices(template.requirements)
     infos = [pod_info(p) for p in pods]
-    demand = sum(table.vector(p.requests) for p in infos)
+    rows = []
+    for p in infos:
+        row = table.vector(p.requests)
+        assert row is not None
+        rows.append(row)
+    demand = np.sum(rows, axis=0)
     w = unit_prices(table, prices, demand)
     ok = np.isfinite(prices)
     assert (table.free[ok] @ w <= prices[ok] * (1 + 1e-9)).all()  # no type's room is worth more than it costs

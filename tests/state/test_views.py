@@ -50,7 +50,8 @@ def test_snapshot_is_immutable_and_indexed() -> None:
     assert snap.node("n2") is snap.node_views[1]
     assert snap.node_by_provider_id("fake:///n1") is snap.node_views[0]
     assert [p.name for p in snap.pods_on("n1")] == ["a"]
-    assert snap.nodepool("default") is not None and snap.nodepool("default").ready
+    default = snap.nodepool("default")
+    assert default is not None and default.ready
     assert [p.name for p in snap.pod_views] == ["a", "b", "c"]
     assert not hasattr(snap, "pods") and not hasattr(snap, "nodepools")  # views only: no dict accessors
 
@@ -67,7 +68,8 @@ def test_ready_nodepools_one_rule() -> None:
     pools, unready = ready_nodepools(snap)
     assert [p.name for p in pools] == ["fresh", "ready"]
     assert unready == {"broken": "no subnets"}
-    assert snap.nodepool("gone").readiness is NodePoolReadiness.DELETING
+    gone_view = snap.nodepool("gone")
+    assert gone_view is not None and gone_view.readiness is NodePoolReadiness.DELETING
 
 
 def test_nodepool_view_budgets_and_model_cached() -> None:
@@ -194,6 +196,7 @@ async def test_an_invalid_nodepool_is_not_provisioned_for_and_its_status_says_wh
     valid = condition(got, "ValidationSucceeded")
     assert valid is not None and valid["status"] == "False" and valid["reason"] == "NodePoolValidationFailed"
     assert "spec.weight" in valid["message"]
-    assert condition(got, "Ready")["status"] == "False"
+    ready_cond = condition(got, "Ready")
+    assert ready_cond is not None and ready_cond["status"] == "False"
     snap = await collect_snapshot(cluster)
     assert snap.nodepool_views == () and [p.name for p in snap.invalid_nodepools] == ["broken"]

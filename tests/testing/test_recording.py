@@ -123,7 +123,8 @@ async def test_a_controller_under_test_deletes_a_leaked_instance_through_the_fak
     cloud.prepare(ProviderContext(kube=cluster, clock=clock))  # launch times on the test's clock
     leaked = await cloud.create(nodeclaim_for("leaked", REF))
     gc = GarbageCollection(kube=cluster, provider=cloud, clock=clock)
-    assert (await cloud.get(leaked.status.provider_id or "")).metadata.creation_timestamp.timestamp() == clock.now()
+    launched = (await cloud.get(leaked.status.provider_id or "")).metadata.creation_timestamp
+    assert launched is not None and launched.timestamp() == clock.now()
     clock.advance(3600)
     recorder.fail("delete", CloudProviderError("API down"))
     with pytest.raises(CloudProviderError):
