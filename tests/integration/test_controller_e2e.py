@@ -122,8 +122,9 @@ def start_operator(kube: AsyncKubeClient, tag: str) -> tuple[Operator, asyncio.T
     """An in-process operator (simulated provider, kwok Nodes) on its own Lease, running as a task."""
     # as `karpy controller` wires it: the provider reads the cluster (its NodeClass loop marks them Ready)
     provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube), "kube": kube})
-    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
-        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings.model_validate(dict(
+        leader=LeaderSettings.model_validate(dict(namespace="default", lease_name=f"lease-{tag}")), health_port=0,
+        health_host="127.0.0.1")))
     return operator, asyncio.create_task(operator.run())
 
 
