@@ -184,13 +184,13 @@ def _check_example(tmp_dir: Path, case: tuple[str, str]) -> None:
     assert rss_mb < MAX_RSS_MB, f"peak RSS {rss_mb:.0f} MB after {base}"
 
 
-FUZZ_SETTINGS = {"deadline": None, "database": None, "print_blob": True,
-                 "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much]}
+FUZZ_SETTINGS = settings(deadline=None, database=None, print_blob=True,
+                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 
 
 def test_fuzz_validate_and_simulate(bases, tmp_path):
-    @settings(max_examples=CI_EXAMPLES, **FUZZ_SETTINGS)
+    @settings(FUZZ_SETTINGS, max_examples=CI_EXAMPLES)
     @given(case=mutated(bases))
     def check(case: tuple[str, str]) -> None:
         _check_example(tmp_path, case)
@@ -201,7 +201,7 @@ def test_fuzz_validate_and_simulate(bases, tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("KARPY_SLOW") != "1", reason="the 2,000-example profile runs with KARPY_SLOW=1")
 def test_fuzz_validate_and_simulate_slow(bases, tmp_path):
-    @settings(max_examples=2000, **FUZZ_SETTINGS)
+    @settings(FUZZ_SETTINGS, max_examples=2000)
     @given(case=mutated(bases))
     def check(case: tuple[str, str]) -> None:
         _check_example(tmp_path, case)

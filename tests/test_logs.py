@@ -147,7 +147,8 @@ async def test_a_failing_provider_controller_is_logged_with_its_traceback(lines:
 
     provider.controllers = lambda: [("aws.interruption", broken)]  # type: ignore[method-assign]
     op = Operator(kube=InMemoryCluster(clock), provider=provider, clock=clock,
-                  settings=ControllerSettings(leader=LeaderSettings(enabled=False), node_repair=False))
+                  settings=ControllerSettings.model_validate(dict(leader=LeaderSettings.model_validate(dict(enabled=False)),
+                                                                    node_repair=False)))
     with pytest.raises(RuntimeError, match="queue deleted"):
         await asyncio.wait_for(op._lead(), 30)  # hang guard only
     line = next(g for g in lines() if g["message"] == "controller stopped")

@@ -313,6 +313,7 @@ async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeout
     lines = [NodeDecision("n1", DisruptionMethod.EMPTINESS, Verdict.KEEP, DecisionKind.NO_ROOM, "has pods"),
              NodeDecision("n1", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.SIMULATION_LIMIT, "limit"),
              NodeDecision("n2", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.NO_ROOM, "no room")]
+    assert op.disruption.metrics is not None
     op.disruption.metrics.observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), node("n2")], nodepools=[pool]), {POOL: types}, lines,
                                       0.25, None, T0))
     m = parse(op.metrics.render().decode())  # ~1 MB: every offering of the simulated catalog, parsed once

@@ -124,7 +124,7 @@ def _install_fleet_faults() -> None:  # noqa: C901
         return original(self)
 
     create_fleet._karpy_patched = True  # type: ignore[attr-defined]
-    fleets.Fleets.create_fleet = create_fleet
+    fleets.Fleets.create_fleet = create_fleet  # type: ignore[method-assign]  # patching moto's responder
 
     def describe_capacity_reservations(self: Any) -> Any:
         ids = self._get_param("CapacityReservationIds") or []
@@ -152,7 +152,7 @@ def _install_fleet_faults() -> None:  # noqa: C901
                 out.append(r)
         return ActionResult({"CapacityReservations": out})
 
-    fleets.Fleets.describe_capacity_reservations = describe_capacity_reservations
+    fleets.Fleets.describe_capacity_reservations = describe_capacity_reservations  # type: ignore[attr-defined]  # an action moto lacks
 
     def describe_placement_groups(self: Any) -> Any:
         from moto.ec2.exceptions import EC2ClientError
@@ -165,7 +165,7 @@ def _install_fleet_faults() -> None:  # noqa: C901
             raise EC2ClientError("InvalidPlacementGroup.Unknown", f"The Placement Group '{missing[0]}' is unknown.")
         return ActionResult({"PlacementGroups": found})
 
-    fleets.Fleets.describe_placement_groups = describe_placement_groups
+    fleets.Fleets.describe_placement_groups = describe_placement_groups  # type: ignore[attr-defined]  # an action moto lacks
 
 
 def _with_param(get: Any, name: str, value: Any) -> Any:
@@ -213,7 +213,8 @@ def _inject_amis_and_ssm() -> None:
                                    root_device_type="ebs", root_device_name="/dev/xvda")
     ssm = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
     for name, value in SSM.items():
-        ssm._parameters[name].append(Parameter(
+        # moto's Parameter leaves CloudFormationModel's abstract hooks unimplemented; moto builds it the same way
+        ssm._parameters[name].append(Parameter(  # type: ignore[abstract]
             account_id=DEFAULT_ACCOUNT_ID, name=name, value=value, parameter_type="String", description=None,
             allowed_pattern=None, keyid=None, last_modified_date=datetime.now(UTC), version=1, data_type="aws:ec2:image"))
 

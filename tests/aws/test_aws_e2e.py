@@ -30,6 +30,13 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
+def stored(kube: InMemoryCluster, kind: str, name: str) -> dict[str, Any]:
+    """An object the test expects in the in-memory cluster."""
+    obj = kube.peek(kind, name)
+    assert obj is not None, (kind, name)
+    return obj
+
+
 def deployment(name: str, replicas: int, cpu: str = "500m") -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
@@ -405,9 +412,9 @@ async def test_nodeclass_controller_writes_status(plugin_factory):
     kube.create_sync("EC2NodeClass", bad)
     plugin = plugin_factory(kube=kube)
     assert await plugin.nodeclass_controller().reconcile() == {"bad": False, "default": True}
-    status = kube.peek("EC2NodeClass", "default")["status"]
+    status = stored(kube, "EC2NodeClass", "default")["status"]
     assert status["subnets"] and status["securityGroups"] and status["amis"] and status["instanceProfile"]
-    conds = {c["type"]: c for c in kube.peek("EC2NodeClass", "bad")["status"]["conditions"]}
+    conds = {c["type"]: c for c in stored(kube, "EC2NodeClass", "bad")["status"]["conditions"]}
     assert conds["ValidationSucceeded"]["reason"] == "TagValidationFailed"
 
 
@@ -431,11 +438,11 @@ async def test_nodeclass_controller_restamps_claims_karpenter_launched(plugin_fa
     plugin = plugin_factory(kube=kube)
     assert await plugin.nodeclass_controller().reconcile() == {"default": True}
     current = nodeclass_hash(NODECLASS)
-    assert kube.peek("NodeClaim", "old")["metadata"]["annotations"] == {
+    assert stored(kube, "NodeClaim", "old")["metadata"]["annotations"] == {
         NODECLASS_HASH_ANNOTATION: current, NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
-    assert kube.peek("NodeClaim", "old-drifted")["metadata"]["annotations"] == {
+    assert stored(kube, "NodeClaim", "old-drifted")["metadata"]["annotations"] == {
         NODECLASS_HASH_ANNOTATION: "4711", NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION}
-    assert not kube.peek("NodeClaim", "unhashed")["metadata"].get("annotations")
+    assert not stored(kube, "NodeClaim", "unhashed")["metadata"].get("annotations")
 
 
 async def test_deleted_nodeclass_waits_for_its_claims_then_cleans_up_what_karpy_made(plugin_factory, seeded):
@@ -452,8 +459,8 @@ async def test_deleted_nodeclass_waits_for_its_claims_then_cleans_up_what_karpy_
     plugin = plugin_factory(kube=kube)
     ctl = plugin.nodeclass_controller()
     assert await ctl.reconcile() == {"default": True}
-    assert kube.peek("EC2NodeClass", "default")["metadata"]["finalizers"] == [NODECLASS_FINALIZER]
-    profile = kube.peek("EC2NodeClass", "default")["status"]["instanceProfile"]
+    assert stored(kube, "EC2NodeClass", "default")["metadata"]["finalizers"] == [NODECLASS_FINALIZER]
+    profile = stored(kube, "EC2NodeClass", "default")["status"]["instanceProfile"]
     async with session().client("ec2", endpoint_url=seeded.url) as ec2:
         for name, nodeclass in (("karpenter.k8s.aws/mine", "default"), ("karpenter.k8s.aws/other", "other")):
             await ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"ImageId": "ami-1"}, TagSpecifications=[
@@ -558,4 +565,4 @@ async def test_registered_instances_get_name_and_nodeclaim_tags(plugin_factory, 
         t = tags(inst)
         assert t["Name"] == nc["status"]["nodeName"] and t["karpenter.sh/nodeclaim"] == nc["metadata"]["name"]
         assert t["eks:eks-cluster-name"] == CLUSTER
-        assert sim.cluster.peek("NodeClaim", nc["metadata"]["name"])["metadata"]["annotations"]["karpenter.k8s.aws/tagged"] == "true"
+        assert stored(sim.cluster, "NodeClaim", nc["metadata"]["name"])["metadata"]["annotations"]["karpenter.k8s.aws/tagged"] == "true"

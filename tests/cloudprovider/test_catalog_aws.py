@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from importlib import resources
+from typing import Any
 
 import pytest
 
@@ -43,11 +44,18 @@ from karpy_core.cloudprovider.catalog.aws import (
 )
 from karpy_core.cloudprovider.overhead import eviction_threshold, kube_reserved_cpu
 from karpy_core.errors import ConfigurationError
-from karpy_core.scheduling.requirements import Operator
+from karpy_core.scheduling.requirements import Operator, Requirement, Requirements
 from karpy_core.scheduling.resources import format_resource_list
 
 MI = 1024 * 1024
 GI = 1024 * MI
+
+
+def _req(reqs: Requirements, key: str) -> Requirement:
+    """The requirement on ``key``, which the test expects to be there."""
+    req = reqs.get(key)
+    assert req is not None, key
+    return req
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +88,7 @@ def test_catalog_lists_launchable_offered_types_sorted() -> None:
     assert len(set(names)) == len(names)
     # Mac types (x86_64_mac / arm64_mac) are not launchable by Karpenter.
     assert not any(n.startswith("mac") for n in names)
-    assert {it.requirements.get(LABEL_ARCH).any_value() for it in us} == {"amd64", "arm64"}
+    assert {_req(it.requirements, LABEL_ARCH).any_value() for it in us} == {"amd64", "arm64"}
 
 
 def test_catalog_is_memoised_per_region_and_options() -> None:
@@ -231,7 +239,7 @@ def test_pods_capacity_by_ami_family_and_kubelet_settings() -> None:
 
 
 def _spec(**kw) -> InstanceTypeSpec:
-    base = dict(name="m5.large", vcpu=2, memory_mib=8192, architecture="amd64", max_enis=3, ipv4_per_eni=10)
+    base: dict[str, Any] = dict(name="m5.large", vcpu=2, memory_mib=8192, architecture="amd64", max_enis=3, ipv4_per_eni=10)
     base.update(kw)
     return InstanceTypeSpec(**base)
 
@@ -394,7 +402,7 @@ def test_windows_ami_family() -> None:
     assert amd.requirements.labels()[LABEL_WINDOWS_BUILD] == "10.0.20348"
     assert amd.capacity["pods"] == 110
     arm = build_instance_type(_spec(name="m6g.large", architecture="arm64"), [], "us-east-1", opts)
-    assert arm.requirements.get(LABEL_OS).is_empty()
+    assert _req(arm.requirements, LABEL_OS).is_empty()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.cloudprovider.catalog.kwok import KWOK_WELL_KNOWN_LABELS, load_kwok_catalog, parse_kwok_catalog
 from karpy_core.errors import ConfigurationError
+from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import format_resource_list
 
 DATA = Path(os.environ.get("KARPY_SHARED_DATA", "/work/shared/data"))
@@ -25,6 +26,13 @@ KWOK_FILE = DATA / "kwok" / "instance_types.json"
 FAKE400_FILE = DATA / "bench" / "karpenter-fake-400.json"
 MI = 1024 * 1024
 GI = 1024 * MI
+
+
+def _req(reqs: Requirements, key: str) -> Requirement:
+    """The requirement on ``key``, which the test expects to be there."""
+    req = reqs.get(key)
+    assert req is not None, key
+    return req
 
 pytestmark = pytest.mark.skipif(not KWOK_FILE.is_file(), reason="shared data directory not available")
 
@@ -73,7 +81,7 @@ def test_kwok_catalog_loads_144_types() -> None:
         "karpenter.kwok.sh/instance-cpu": "1",
         "karpenter.kwok.sh/instance-memory": "2Gi",
     }
-    assert it.requirements.get(LABEL_CAPACITY_TYPE).values == frozenset({"spot", "on-demand"})
+    assert _req(it.requirements, LABEL_CAPACITY_TYPE).values == frozenset({"spot", "on-demand"})
 
 
 def test_fake_400_catalog_with_its_overhead() -> None:
@@ -87,7 +95,7 @@ def test_fake_400_catalog_with_its_overhead() -> None:
     assert last.name == "fake-it-399"
     assert last.capacity == {"cpu": 400_000, "memory": 800 * GI, "pods": 4000}
     assert last.allocatable["cpu"] == 399_900
-    assert first.requirements.get(LABEL_OS).values == frozenset({"linux", "windows", "darwin"})
+    assert _req(first.requirements, LABEL_OS).values == frozenset({"linux", "windows", "darwin"})
     assert sorted((o.capacity_type, o.zone) for o in first.offerings) == [
         ("on-demand", "test-zone-1"),
         ("on-demand", "test-zone-2"),

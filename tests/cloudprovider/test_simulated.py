@@ -42,6 +42,12 @@ def claim(name: str | None, requirements: list[dict], requests: dict[str, str] |
     )
 
 
+def pid(nodeclaim: NodeClaim) -> str:
+    """The provider ID of a launched NodeClaim."""
+    assert nodeclaim.status.provider_id is not None
+    return nodeclaim.status.provider_id
+
+
 def req(key: str, operator: str, *values: str) -> dict:
     out: dict = {"key": key, "operator": operator}
     if values:
@@ -123,7 +129,7 @@ async def test_load_provider_through_the_entry_point() -> None:
     out = await cloud.create(claim("ap", [req(LABEL_INSTANCE_TYPE, "In", "t2.small")]))
     assert out.metadata.labels[LABEL_REGION] == "ap-northeast-2"
     assert out.metadata.labels[LABEL_ZONE] in {"ap-northeast-2a", "ap-northeast-2c"}
-    assert out.status.provider_id.startswith("simulated:///ap-northeast-2")
+    assert pid(out).startswith("simulated:///ap-northeast-2")
 
 
 def test_options_are_validated() -> None:
@@ -149,6 +155,7 @@ async def test_node_classes_option_narrows_the_nodeclass_kinds() -> None:
     rec.requests.clear()
     cloud = load_provider("simulated", {"kube": rec, "node_classes": ["EC2NodeClass"]})
     assert cloud.supported_node_classes() == [("karpenter.k8s.aws", "EC2NodeClass")]
+    assert isinstance(cloud.plugin, SimulatedProvider)
     assert await cloud.plugin.reconcile_nodeclasses() == 1
     assert {r.resource for r in rec.requests} == {"ec2nodeclasses", "ec2nodeclasses/status"}
     assert load_provider("simulated", {}).supported_node_classes() == SUPPORTED_NODE_CLASSES  # default: all
@@ -217,15 +224,15 @@ async def test_get_list_delete_round_trip(cloud: CloudProvider) -> None:
     a = await cloud.create(claim("a", TYPES_OD))
     b = await cloud.create(claim("b", TYPES_OD))
     assert b.status.provider_id == f"simulated:///{b.metadata.labels[LABEL_ZONE]}/i-00000002"
-    got = await cloud.get(a.status.provider_id)
+    got = await cloud.get(pid(a))
     assert got == a
     assert got is not a
     listed = await cloud.list()
-    assert [n.status.provider_id for n in listed] == sorted([a.status.provider_id, b.status.provider_id])  # by provider ID
+    assert [n.status.provider_id for n in listed] == sorted([pid(a), pid(b)])  # by provider ID
 
     await cloud.delete(a)
     with pytest.raises(NodeClaimNotFoundError):
-        await cloud.get(a.status.provider_id)
+        await cloud.get(pid(a))
     with pytest.raises(NodeClaimNotFoundError):
         await cloud.delete(a)  # idempotent contract: the second delete reports "gone"
     assert [n.metadata.name for n in await cloud.list()] == ["b"]
@@ -238,7 +245,7 @@ async def test_get_list_delete_round_trip(cloud: CloudProvider) -> None:
 async def test_returned_claims_are_copies(cloud: CloudProvider) -> None:
     out = await cloud.create(claim("a", TYPES_OD))
     out.metadata.labels["mutated"] = "yes"
-    again = await cloud.get(out.status.provider_id)
+    again = await cloud.get(pid(out))
     assert "mutated" not in again.metadata.labels
 
 

@@ -415,12 +415,14 @@ def test_scheduler_keeps_controller_off_managed_nodes(devcluster: Any, render: C
         for node in nodes:
             api("POST", "/api/v1/nodes", node)
         for name in names:
-            _wait_for(
-                f"kwok to mark {name} Ready and lift the not-ready taint",
-                lambda name=name: (n := api("GET", f"/api/v1/nodes/{name}"))
-                and any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions") or [])
-                and not any(t["key"].startswith("node.kubernetes.io/") for t in n["spec"].get("taints") or []),
-            )
+
+            def node_ready(name: str = name) -> Any:
+                n = api("GET", f"/api/v1/nodes/{name}")
+                return (n
+                        and any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions") or [])
+                        and not any(t["key"].startswith("node.kubernetes.io/") for t in n["spec"].get("taints") or []))
+
+            _wait_for(f"kwok to mark {name} Ready and lift the not-ready taint", node_ready)
         _create_all(api, objects, dry_run=False)
         (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
         selector = ",".join(f"{k}%3D{v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())

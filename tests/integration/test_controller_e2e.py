@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from karpy_core.cloudprovider.provider import load_provider
+from karpy_core.cloudprovider.simulated import SimulatedProvider
 from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.operator import ControllerSettings, LeaderSettings, Operator
 from karpy_core.sim.kwok_nodes import KwokNodeBackend
@@ -24,6 +25,13 @@ from karpy_core.state.cluster import condition
 from .karpy_env import ControllerProcess, wait_for
 
 pytestmark = pytest.mark.devcluster
+
+
+def present_condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    """The status condition ``type_`` of ``obj``, which the test expects to be set."""
+    cond = condition(obj, type_)
+    assert cond is not None, type_
+    return cond
 
 
 def nodepool(name: str, label: str, types: list[str] | None = None, consolidate_after: str = "Never",
@@ -122,8 +130,9 @@ def start_operator(kube: AsyncKubeClient, tag: str) -> tuple[Operator, asyncio.T
     """An in-process operator (simulated provider, kwok Nodes) on its own Lease, running as a task."""
     # as `karpy controller` wires it: the provider reads the cluster (its NodeClass loop marks them Ready)
     provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube), "kube": kube})
-    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
-        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1"))
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings.model_validate(dict(
+        leader=LeaderSettings.model_validate(dict(namespace="default", lease_name=f"lease-{tag}")), health_port=0,
+        health_host="127.0.0.1")))
     return operator, asyncio.create_task(operator.run())
 
 
@@ -193,7 +202,7 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
         assert claims and len(nodes) == len(claims)
         for c in claims:
             for cond in ("Launched", "Registered", "Initialized", "Ready"):
-                assert condition(c, cond)["status"] == "True", (c["metadata"]["name"], cond)
+                assert present_condition(c, cond)["status"] == "True", (c["metadata"]["name"], cond)
             assert c["status"]["providerID"].startswith("simulated:///")
         node_names = {n["metadata"]["name"] for n in nodes}
         pods = await pods_of(kube, app)
@@ -211,7 +220,7 @@ async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devc
         metrics = await scrape(operator)
         assert f'karpenter_nodeclaims_created_total{{min_values_relaxed="false",nodepool="{pool}",reason="provisioned"}} {len(claims)}.0' in metrics
         assert "karpenter_scheduler_scheduling_duration_seconds_count" in metrics
-        assert condition({"status": status}, "Ready")["status"] == "True"
+        assert present_condition({"status": status}, "Ready")["status"] == "True"
 
         # one decision engine: the simulator decides the same instance types
         from karpy_core.cli import run_simulation
@@ -407,7 +416,9 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
 
             async def one_node() -> bool:
                 pods = await running(2)
-                return bool(pods) and len(await nodes_of(kube, pool)) == 1 and len({p["spec"]["nodeName"] for p in pods}) == 1
+                if not pods:
+                    return False
+                return len(await nodes_of(kube, pool)) == 1 and len({p["spec"]["nodeName"] for p in pods}) == 1
 
             await wait_for(one_node, 180, "consolidation onto one node")
         await assert_dashboards_have_data(operator, kube, pool)
@@ -432,13 +443,14 @@ async def test_simulated_provider_marks_nodeclasses_ready_through_the_status_sub
     await kube.create("EC2NodeClass", nodeclass(name))
     provider = load_provider("simulated", {"kube": kube})
     assert [n for n, _ in provider.controllers()] == ["simulated.nodeclass"]
+    assert isinstance(provider.plugin, SimulatedProvider)
     try:
         assert await provider.plugin.reconcile_nodeclasses() >= 1
-        ready = condition(await kube.get("EC2NodeClass", name), "Ready")
+        ready = present_condition(await kube.get("EC2NodeClass", name), "Ready")
         assert ready["status"] == "True" and ready["observedGeneration"] == 1
         await kube.patch("EC2NodeClass", name, {"spec": {"tags": {"team": "x"}}})  # a new generation is re-marked
         await provider.plugin.reconcile_nodeclasses()
-        assert condition(await kube.get("EC2NodeClass", name), "Ready")["observedGeneration"] == 2
+        assert present_condition(await kube.get("EC2NodeClass", name), "Ready")["observedGeneration"] == 2
         before = (await kube.get("EC2NodeClass", name))["metadata"]["resourceVersion"]
         await provider.plugin.reconcile_nodeclasses()
         assert (await kube.get("EC2NodeClass", name))["metadata"]["resourceVersion"] == before  # nothing to write

@@ -90,9 +90,8 @@ def _target(body: dict[str, Any]) -> tuple[str, str, str]:
 async def create(api: client.ApiClient, body: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
     """POST with ``fieldValidation=Strict`` (kubectl's default), as kubectl create would."""
     group, version, plural = _target(body)
-    return await client.CustomObjectsApi(api).create_cluster_custom_object(
-        group, version, plural, body, field_validation="Strict", dry_run="All" if dry_run else None
-    )
+    options: dict[str, Any] = {"field_validation": "Strict", "dry_run": "All" if dry_run else None}  # None: not a dry run
+    return await client.CustomObjectsApi(api).create_cluster_custom_object(group, version, plural, body, **options)
 
 
 async def get(api: client.ApiClient, kind: str, name: str) -> dict[str, Any]:
@@ -114,6 +113,7 @@ async def rejected(coro: Any) -> tuple[int, str]:
     try:
         result = await coro
     except ApiException as exc:
+        assert exc.body is not None
         body = json.loads(exc.body)
         causes = [f"{c.get('field', '')}: {c.get('message', '')}" for c in (body.get("details") or {}).get("causes") or []]
         return exc.status, "\n".join([body.get("message", ""), *causes])
@@ -126,6 +126,7 @@ async def server_verdict(api: client.ApiClient, body: dict[str, Any]) -> str | N
     try:
         await create(api, body, dry_run=True)
     except ApiException as exc:
+        assert exc.body is not None
         return f"{exc.status} {json.loads(exc.body).get('message')}"
     return None
 
@@ -251,7 +252,8 @@ def nodeoverlay() -> dict[str, Any]:
 async def test_crds_are_established_with_names_and_columns(kube: client.ApiClient) -> None:
     ext = client.ApiextensionsV1Api(kube)
     for spec in crds.crd_specs():
-        response = await ext.read_custom_resource_definition(f"{spec.plural}.{spec.group}", _preload_content=False)
+        # _preload_content=False: the raw aiohttp response, not the typed model
+        response: Any = await ext.read_custom_resource_definition(f"{spec.plural}.{spec.group}", _preload_content=False)
         crd = json.loads(await response.text())
         conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
         assert conditions["Established"] == "True" and conditions["NamesAccepted"] == "True"
@@ -287,19 +289,20 @@ async def test_published_examples_are_accepted_with_defaults(kube: client.ApiCli
     assert len(docs) >= 30 and {d["kind"] for _, _, d, _ in docs} == {"NodePool", "EC2NodeClass"}
     created: list[tuple[str, str]] = []
     failures: list[str] = []
+    from_loader: Any  # NodePool or EC2NodeClass: kinds with a spec
     try:
         for file, index, doc, from_loader in docs:
             body = unique(doc, f"{Path(file).stem}-{index}")
             try:
                 await create(kube, body)
             except ApiException as exc:
-                failures.append(f"{file} doc {index + 1} {doc['kind']}/{doc['metadata']['name']}: {exc.status} {exc.body}")
+                failures.append(f"{file} doc {index + 1} {doc['kind']}/{doc['metadata']['name']}: {exc.status} {exc.body!r}")
                 continue
             created.append((doc["kind"], body["metadata"]["name"]))
             stored = await get(kube, doc["kind"], body["metadata"]["name"])
             _check_defaults(doc, stored, f"{file} doc {index + 1}")
             # The server's object, read back through karpy's model, is what the loader produced.
-            from_server = MODELS[doc["kind"]].model_validate(stored, by_alias=True, by_name=False)
+            from_server: Any = MODELS[doc["kind"]].model_validate(stored, by_alias=True, by_name=False)
             assert from_server.spec == from_loader.spec, f"{file} doc {index + 1}"
     finally:
         for kind, name in created:
@@ -482,7 +485,7 @@ def _requirement(req: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
 
 REQS = "spec.template.spec.requirements[1]"
 # (id, base, mutation, field the loader and the API server must both name, or None when both accept)
-CASES: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], None], str | None]] = [
+CASES: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], object], str | None]] = [
     # NodePool
     ("np-ok-base", nodepool, lambda d: None, None),
     ("np-bad-operator", nodepool, _requirement({"key": "kubernetes.io/os", "operator": "Equals", "values": ["linux"]}), f"{REQS}.operator"),
@@ -928,7 +931,7 @@ async def test_capacitybuffer_v1alpha1_is_served_and_read_as_v1beta1(kube: clien
     CRD with the same schema (a strict create, an unknown field refused) and read back at the
     stored v1beta1."""
     api = client.CustomObjectsApi(kube)
-    body = {"apiVersion": "autoscaling.x-k8s.io/v1alpha1", "kind": "CapacityBuffer",
+    body: dict[str, Any] = {"apiVersion": "autoscaling.x-k8s.io/v1alpha1", "kind": "CapacityBuffer",
             "metadata": {"name": "docs-example", "namespace": "default"},
             "spec": {"provisioningStrategy": "buffer.x-k8s.io/active-capacity", "podTemplateRef": {"name": "web-buffer-template"},
                      "replicas": 5, "limits": {"cpu": "20", "memory": "40Gi"}}}

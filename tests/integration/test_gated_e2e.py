@@ -30,9 +30,9 @@ pytestmark = pytest.mark.devcluster
 def start_gated_operator(kube: AsyncKubeClient, tag: str, gates: FeatureGates) -> tuple[Operator, asyncio.Task[None]]:
     """An in-process operator (simulated provider, kwok Nodes) with ``gates``, on its own Lease."""
     provider = load_provider("simulated", {"node_backend": KwokNodeBackend(kube), "kube": kube})
-    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings(
-        leader=LeaderSettings(namespace="default", lease_name=f"lease-{tag}"), health_port=0, health_host="127.0.0.1",
-        feature_gates=gates))
+    operator = Operator(kube=kube, provider=provider, settings=ControllerSettings.model_validate(dict(
+        leader=LeaderSettings.model_validate(dict(namespace="default", lease_name=f"lease-{tag}")), health_port=0,
+        health_host="127.0.0.1", feature_gates=gates)))
     return operator, asyncio.create_task(operator.run())
 
 

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ UID = 65532
 
 
 @pytest.fixture(scope="module")
-def bundle(images, image_module, request, tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+def bundle(images, image_module, request, tmp_path_factory) -> Iterator[tuple[Path, dict[str, Any]]]:
     """The cloud's image unpacked by umoci (once per cloud): (root filesystem, OCI runtime config)."""
     image = images[request.param]
     path = tmp_path_factory.mktemp(f"bundle-{request.param}") / "bundle"

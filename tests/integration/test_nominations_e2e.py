@@ -77,11 +77,11 @@ async def test_pods_nominated_to_in_flight_claims_get_no_second_claim(kube: Asyn
         # still cannot place (no such node here), may clear the field again meanwhile
         claim = first.created[0]["metadata"]["name"]
         accepted: dict[str, str] = {}
-        patch = kube.patch
+        original_patch = kube.patch
 
-        async def recorded(kind: str, name: str, body: dict[str, Any], namespace: str | None = None, *,
+        async def recorded(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
                            status: bool = False) -> dict[str, Any]:
-            out = await patch(kind, name, body, namespace, status=status)
+            out = await original_patch(kind, name, patch, namespace, status=status)
             if kind == "Pod":
                 accepted[f"{namespace}/{name}"] = str((out.get("status") or {}).get("nominatedNodeName"))
             return out

@@ -154,9 +154,9 @@ async def test_controller_runs_under_the_chart_rbac_without_a_403(  # noqa: C901
                                                    "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}})
         provider = load_provider("simulated", {"node_backend": KwokNodeBackend(admin), "kube": recorder,
                                                "node_classes": ["EC2NodeClass"]})
-        operator = Operator(kube=recorder, provider=provider, settings=ControllerSettings(
-            leader=LeaderSettings(namespace=ns, lease_name=f"karpy-{tag}"), health_port=0, health_host="127.0.0.1",
-            resync_seconds=2.0))
+        operator = Operator(kube=recorder, provider=provider, settings=ControllerSettings.model_validate(dict(
+            leader=LeaderSettings.model_validate(dict(namespace=ns, lease_name=f"karpy-{tag}")), health_port=0,
+            health_host="127.0.0.1", resync_seconds=2.0)))
         task = asyncio.create_task(operator.run())
         await settled(lambda: asyncio.sleep(0, operator.started), 30, "the operator to lead and start")
         await admin.create("Deployment", deployment(app, tag, 2, cpu="500m"))

@@ -97,7 +97,7 @@ class FakeKakaoCloud:
             {"minor_version": v, "patch_version": f"{v}.1", "next_version": None, "eol": "2027-01-01T00:00:00Z", "is_deprecated": False}
             for v in ("1.33", "1.34", "1.35")
         ]
-        self.ke_images = []
+        self.ke_images: list[dict[str, Any]] = []
         for v in ("1.34", "1.35"):
             for arch, gpu in (("x86_64", False), ("x86_64", True), ("aarch64", False)):
                 self.ke_images.append({
@@ -119,7 +119,7 @@ class FakeKakaoCloud:
         }
         self.keypairs = {"karpy-key": {"id": "kp-1", "name": "karpy-key", "fingerprint": "aa:bb", "type": "ssh"}}
         self.volume_types = [{"id": "vt-ssd", "name": "SSD", "description": "default"}]
-        flavors = [
+        flavors: list[tuple[str, int, int, str, tuple[str, int] | None]] = [
             ("m2a.large", 2, 8192, "x86_64", None), ("m2a.xlarge", 4, 16384, "x86_64", None),
             ("m2a.2xlarge", 8, 32768, "x86_64", None), ("c2a.large", 2, 4096, "x86_64", None),
             ("c2a.xlarge", 4, 8192, "x86_64", None), ("r2a.large", 2, 16384, "x86_64", None),
@@ -127,14 +127,14 @@ class FakeKakaoCloud:
             ("bm.i3", 64, 262144, "x86_64", None),
         ]
         self.flavors = {}
-        for name, vcpus, mem, arch, gpu in flavors:
+        for name, vcpus, mem, arch, accel in flavors:
             fid = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
             family, _, size = name.partition(".")
             self.flavors[fid] = {
                 "id": fid, "name": name, "vcpus": vcpus, "memory_mb": mem, "architecture": arch, "root_gb": 0,
                 "instance_family": family, "instance_size": size, "manufacturer": "AMD", "is_burstable": False,
-                "instance_type": "bm" if name.startswith("bm") else ("gpu" if gpu else "vm"),
-                "hw_type": "GPU" if gpu else None, "hw_name": gpu[0] if gpu else None, "hw_count": gpu[1] if gpu else 0,
+                "instance_type": "bm" if name.startswith("bm") else ("gpu" if accel else "vm"),
+                "hw_type": "GPU" if accel else None, "hw_name": accel[0] if accel else None, "hw_count": accel[1] if accel else 0,
                 "availability_zone": ["kr-central-2-a", "kr-central-2-b", "kr-central-2-c"],
             }
         self.server: TestServer | None = None
@@ -227,7 +227,9 @@ class FakeKakaoCloud:
 
     def _authorised(self, request: web.Request) -> bool:
         token = request.headers.get("X-Auth-Token")
-        return bool(token) and self.tokens.get(token, 0.0) > time.time()
+        if not token:
+            return False
+        return self.tokens.get(token, 0.0) > time.time()
 
     async def _dispatch(self, request: web.Request, method: str, path: str) -> web.StreamResponse:
         if path == "/iam/identity/v3/auth/tokens" and method == "POST":
@@ -363,7 +365,8 @@ class FakeKakaoCloud:
         image_ids = {i["id"] for i in self.ke_images}
         if body.get("image_id") not in image_ids:
             problems.append("unknown image_id")
-        flavor = self.flavors.get(body.get("flavor_id"))
+        flavor_id = body.get("flavor_id")
+        flavor = self.flavors.get(flavor_id) if isinstance(flavor_id, str) else None
         if flavor is None:
             problems.append("unknown flavor_id")
         subnets = body.get("subnets") or []

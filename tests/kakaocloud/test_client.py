@@ -64,7 +64,8 @@ async def test_wrong_credentials(fake):
     finally:
         await c.aclose()
     err = info.value
-    assert isinstance(err, CloudProviderError) and err.code == "401" and err.service == "iam"
+    assert isinstance(err, CloudProviderError) and err.code == "401"
+    assert info.value.service == "iam"  # a KakaoCloudAPIError attribute
     assert "wrong-secret-xyz" not in str(err) and "wrong-secret-xyz" not in repr(err)
 
 

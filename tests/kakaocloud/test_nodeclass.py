@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from karpy_kakaocloud.instancetypes import LABEL_INSTANCE_GPU_COUNT, LABEL_INSTANCE_GPU_NAME, instance_types_from_flavors
@@ -16,12 +17,14 @@ from tests.kakaocloud.test_conformance import NODECLASS
 
 async def resolve_with(make_provider, **spec_changes):
     kube = InMemoryCluster()
-    nc = copy.deepcopy(NODECLASS)
+    nc: dict[str, Any] = copy.deepcopy(NODECLASS)
     nc["spec"].update(spec_changes)
     await kube.create("KCNodeClass", nc)
     plugin = make_provider(kube=kube)
     resolved = await plugin.reconcile_nodeclass("default")
-    conds = {c["type"]: (c["status"], c["reason"]) for c in kube.peek("KCNodeClass", "default")["status"]["conditions"]}
+    stored = kube.peek("KCNodeClass", "default")
+    assert stored is not None
+    conds = {c["type"]: (c["status"], c["reason"]) for c in stored["status"]["conditions"]}
     return resolved, conds
 
 

@@ -58,7 +58,9 @@ async def test_seed_004_flow(fake, make_provider):
     sim, plugin = await start(fake, make_provider)
     resolved = await plugin.reconcile_nodeclass("karpenter-default")
     assert resolved.ready, resolved.not_ready_message()
-    status = sim.cluster.peek("KCNodeClass", "karpenter-default")["status"]
+    stored = sim.cluster.peek("KCNodeClass", "karpenter-default")
+    assert stored is not None
+    status = stored["status"]
     conds = {c["type"]: c["status"] for c in status["conditions"]}
     assert conds == dict.fromkeys(
         ["KubernetesVersionReady", "ImagesReady", "SubnetsReady", "SecurityGroupsReady", "KeyPairReady", "Ready"], "True"
@@ -94,7 +96,9 @@ async def test_seed_004_flow(fake, make_provider):
 
     # list (garbage collection's view) sees exactly the launched VMs
     listed = await sim.provider.list()
-    assert sorted(c.status.provider_id for c in listed) == sorted(n["spec"]["providerID"] for n in nodes)
+    listed_ids = [c.status.provider_id for c in listed]
+    assert None not in listed_ids
+    assert sorted(i for i in listed_ids if i is not None) == sorted(n["spec"]["providerID"] for n in nodes)
 
     await sim.cluster.delete("Deployment", "karpenter-demo", "default")
     await sim.step()

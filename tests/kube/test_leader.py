@@ -79,9 +79,10 @@ async def test_standby_replica_is_ready_while_its_lease_attempts_reach_the_api_s
     holder = elector(cluster, "other")
     assert await holder._try()
     renew = asyncio.create_task(_renew_forever(holder))
-    settings = ControllerSettings(leader=LeaderSettings(enabled=True, namespace="karpy", lease_name="karpy",
-                                                        lease_duration=1.0, renew_deadline=0.6, retry_period=0.1),
-                                  health_port=0, metrics_port=None, health_host="127.0.0.1")
+    settings = ControllerSettings.model_validate(dict(
+        leader=LeaderSettings.model_validate(dict(enabled=True, namespace="karpy", lease_name="karpy",
+                                                  lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)),
+        health_port=0, metrics_port=None, health_host="127.0.0.1"))
     operator = Operator(kube=cluster, provider=load_provider("simulated", {}), settings=settings)
     assert operator.ready() == (False, "informer caches not started (not leading yet, or still listing)")
     run = asyncio.create_task(operator.run())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from typing import cast
+
 import pytest
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster, merge_patch
+from karpy_core.kube.port import WatchEvent
 
 
 def pod(name: str, labels: dict[str, str], phase: str = "Running") -> dict:
@@ -79,7 +83,8 @@ def test_merge_patch_rfc7386():
 async def test_watch_lists_then_syncs_then_streams():
     c = InMemoryCluster()
     await c.create("Node", {"metadata": {"name": "n1"}})
-    stream = c.watch("Node")
+    # watch is an async generator annotated AsyncIterator (no aclose in its type)
+    stream = cast(AsyncGenerator[WatchEvent, None], c.watch("Node"))
     first = await anext(stream)
     synced = await anext(stream)
     await c.create("Node", {"metadata": {"name": "n2"}})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+from collections.abc import AsyncGenerator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -24,7 +25,7 @@ from karpy_core.kube.permissions import (
     permitted,
     rules_for,
 )
-from karpy_core.kube.port import KINDS
+from karpy_core.kube.port import KINDS, WatchEvent
 
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 KAKAO_VALUES = {"credentials": {"secretName": "kc-creds"}, "sigKey": {"secretName": "kc-keys"}}
@@ -145,7 +146,8 @@ async def test_recorder_records_a_watch_as_list_then_watch() -> None:
     seen = []
 
     async def consume() -> None:
-        async with contextlib.aclosing(rec.watch("Node")) as events:
+        # watch is an async generator annotated AsyncIterator (no aclose in its type)
+        async with contextlib.aclosing(cast(AsyncGenerator[WatchEvent, None], rec.watch("Node"))) as events:
             async for ev in events:
                 seen.append(ev.type)
                 if ev.type == "SYNCED":

@@ -88,7 +88,8 @@ async def _until(predicate: Any, what: str, timeout: float = 30.0) -> None:
 
 async def test_readyz_follows_cache_sync_and_api_server_reachability(apiserver: FakeAPIServer) -> None:
     kube = AsyncKubeClient(Transport(Access(server=f"http://127.0.0.1:{apiserver.port}")))
-    settings = ControllerSettings(leader=LeaderSettings(enabled=False), health_host="127.0.0.1", health_port=0, metrics_port=0)
+    settings = ControllerSettings.model_validate(dict(leader=LeaderSettings.model_validate(dict(enabled=False)),
+                                                     health_host="127.0.0.1", health_port=0, metrics_port=0))
     operator = Operator(kube=kube, provider=load_provider("simulated", {}), settings=settings)
     run = asyncio.create_task(operator.run())
     try:

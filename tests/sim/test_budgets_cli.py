@@ -136,6 +136,7 @@ async def test_allowed_disruptions_gauge_is_the_budget_as_upstream() -> None:
     pool["spec"]["disruption"] = {"budgets": [{"nodes": "3"}, {"nodes": "1", "reasons": ["Drifted"]}]}
     deleting = node("n2")
     deleting["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    assert op.disruption.metrics is not None
     op.disruption.metrics.observe_planning(PlanningPass(ClusterSnapshot(nodes=[node("n1"), deleting], nodepools=[pool]), {}, [], 0.1, None,
                                       ts("2026-12-04T06:00:00")))
     samples = {(labels["nodepool"], labels["reason"]): v

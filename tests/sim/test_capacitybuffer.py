@@ -36,6 +36,13 @@ def simulator(gate: bool = True) -> Simulator:
     return Simulator(load_provider("simulated", {}), feature_gates=FeatureGates(CapacityBuffer=gate), disruption=True)
 
 
+def headroom(sim: Simulator) -> dict[str, Any]:
+    """The CapacityBuffer these tests apply, as stored."""
+    obj = sim.cluster.peek("CapacityBuffer", "headroom", "default")
+    assert obj is not None
+    return obj
+
+
 def nodes(sim: Simulator) -> list[str]:
     return sorted(n["metadata"]["name"] for n in sim.cluster.objects("Node"))
 
@@ -46,7 +53,7 @@ async def test_three_replicas_of_a_one_cpu_template_launch_room_for_three_and_a_
     await sim.run(max_seconds=300)
     first = nodes(sim)
     assert len(first) == 3 and not sim.cluster.objects("Pod")  # room only: no pod is created or bound
-    status = sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]
+    status = headroom(sim)["status"]
     assert status["replicas"] == 3
     assert {c["type"]: c["reason"] for c in status["conditions"]} == {"ReadyForProvisioning": "Resolved",
                                                                       "Provisioning": "FitsExistingCapacity"}
@@ -73,7 +80,10 @@ async def test_three_replicas_of_a_one_cpu_template_launch_room_for_three_and_a_
     room = report.headroom
     assert room is not None and room.buffers == {"default/headroom": 3}
     assert sorted(n.node for n in room.nodes) == sorted(set(after) - {web["spec"]["nodeName"]})
-    price = {n.name: n.price_per_hour for n in report.nodes}
+    price: dict[str, float] = {}
+    for n in report.nodes:
+        assert n.price_per_hour is not None
+        price[n.name] = n.price_per_hour
     assert all(0 < n.fraction <= 1 for n in room.nodes)
     assert room.cost_per_hour == round(sum(price[n.node] * n.fraction for n in room.nodes), 6) > 0
     text = render_text(report)
@@ -89,7 +99,7 @@ async def test_percentage_of_a_deployment() -> None:
     sim.apply([NODECLASS, nodepool(), web,
                capacity_buffer(scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "web"}, percentage=50)])
     await sim.run(max_seconds=300)
-    status = sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]
+    status = headroom(sim)["status"]
     assert status["replicas"] == 2 and "podTemplateRef" not in status  # ceil(4 * 50%)
     placed = sim.provisioner.last.buffers["default/headroom"]
     assert len(placed.existing) == 2 and not placed.new
@@ -98,14 +108,14 @@ async def test_percentage_of_a_deployment() -> None:
     sim.cluster.patch_sync("Deployment", "web", {"spec": {"replicas": 6}}, "default")
     await sim.run(max_seconds=600)
     assert all(p["spec"].get("nodeName") in before for p in sim.cluster.objects("Pod"))
-    assert sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]["replicas"] == 3  # ceil(6 * 50%)
+    assert headroom(sim)["status"]["replicas"] == 3  # ceil(6 * 50%)
 
 
 async def test_gate_off_ignores_buffers() -> None:
     sim = simulator(gate=False)
     sim.apply([NODECLASS, nodepool(tspec=ONE_TYPE), pod_template(), capacity_buffer(podTemplateRef={"name": "chunk"}, replicas=3)])
     await sim.run(max_seconds=300)
-    assert nodes(sim) == [] and "status" not in sim.cluster.peek("CapacityBuffer", "headroom", "default")
+    assert nodes(sim) == [] and "status" not in headroom(sim)
     report = await build_report(sim)
     assert report.headroom is None
     assert any("CapacityBuffer feature gate is off" in w for w in report.warnings)
@@ -161,7 +171,7 @@ async def test_controller_wiring_with_the_gate() -> None:
 
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
-    settings = ControllerSettings(feature_gates=FeatureGates(CapacityBuffer=True))
+    settings = ControllerSettings.model_validate(dict(feature_gates=FeatureGates(CapacityBuffer=True)))
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=settings)
     assert {"CapacityBuffer", "PodTemplate"} <= set(op.kube.kinds)
     off = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock)
@@ -171,6 +181,7 @@ async def test_controller_wiring_with_the_gate() -> None:
         cluster.create_sync(obj["kind"], obj)
     await op.kube.start()
     try:
+        assert op.buffer_status is not None
         await op.buffer_status.reconcile()
         assert op.batcher._event.is_set()  # a ready buffer triggers a provisioning pass
         assert op.buffer_status.next_due() == clock.now() + 30
@@ -193,7 +204,7 @@ async def test_shrinking_a_buffer_lets_emptiness_remove_the_extra_room_only() ->
     await sim.run(max_seconds=1800)
     left = nodes(sim)
     assert len(left) == 1  # two nodes no longer hold headroom: empty, deleted; one keeps the remaining chunk
-    assert sim.cluster.peek("CapacityBuffer", "headroom", "default")["status"]["replicas"] == 1
+    assert headroom(sim)["status"]["replicas"] == 1
     (decided,) = [e for e in sim.events if e.kind == "disrupt-decided"]
     assert (decided.reason, decided.details["method"]) == ("Empty", "emptiness")
     assert sorted(decided.node.split(",")) == sorted(set(nodes_before) - set(left))

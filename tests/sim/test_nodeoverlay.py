@@ -17,6 +17,7 @@ from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.settings import load_settings
+from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import VirtualClock
 from tests.sim.manifests import EC2NODECLASS
 
@@ -220,6 +221,7 @@ async def test_controller_sets_validation_conditions_and_feeds_the_provider() ->
     assert conds("bad")["ValidationSucceeded"] == ("False", "RuntimeValidation", "invalid capacity: pods in resource, restricted")
     # the facade now serves overlaid types: heavy on m5.large, b-price on everything else
     pool = next(v for v in cluster.views("NodePool") or ())
+    assert isinstance(pool, NodePoolView)
     types = {it.name: it for it in await provider.get_instance_types(pool.model)}
     raw = {it.name: it for it in await provider.raw_instance_types(pool.model)}
     m5_raw = next(o for o in raw["m5.large"].offerings if o.capacity_type == "on-demand")
@@ -275,7 +277,7 @@ async def test_the_operator_runs_the_overlay_controller_only_with_the_gate() -> 
     cluster.create_sync("NodeOverlay", yaml.safe_load(DISCOUNT))
     provider = load_provider("simulated")
     on = Operator(kube=cluster, provider=provider, clock=clock,
-                  settings=ControllerSettings(feature_gates=FeatureGates(NodeOverlay=True)))
+                  settings=ControllerSettings.model_validate(dict(feature_gates=FeatureGates(NodeOverlay=True))))
     assert on.overlays is not None and "NodeOverlay" in on.kube.kinds
     await on.kube.start()
     try:
@@ -283,6 +285,7 @@ async def test_the_operator_runs_the_overlay_controller_only_with_the_gate() -> 
     finally:
         await on.kube.stop()
     pool = next(v for v in cluster.views("NodePool") or ())
+    assert isinstance(pool, NodePoolView)
     m5 = next(it for it in await provider.get_instance_types(pool.model) if it.name == "m5.large")
     assert {round(o.price, 4) for o in m5.offerings if o.capacity_type == "on-demand"} == {0.0096}
     status = next(o for o in cluster.objects("NodeOverlay"))["status"]

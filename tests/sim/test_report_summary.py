@@ -166,7 +166,9 @@ async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
     fig = timeline_figure(report)
     try:
         assert len(fig.axes) == 5  # cost (+ its nodes axis), cpu, memory, pending
-        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        legend = fig.axes[0].get_legend()
+        assert legend is not None
+        labels = [t.get_text() for t in legend.get_texts()]
         assert labels == ["default / on-demand", "nodes", "disruption: Underutilized (1)"]
         for ax in fig.axes[1:4]:
             assert ax.get_legend() is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,7 +20,7 @@ from karpy_core.errors import ManifestError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 
-NODECLASS = {
+NODECLASS: dict[str, Any] = {
     "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
     "spec": {"role": "r", "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}],
              "amiSelectorTerms": [{"alias": "al2023@latest"}]},
@@ -43,7 +44,7 @@ def nodepool(disruption=None, tspec=None, labels=None):
 
 
 def deployment(name="web", replicas=10, cpu="1", annotations=None, anti=False):
-    spec = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
     if anti:
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}]}}
