@@ -4,6 +4,7 @@ overlay rules) is rendered after karpy's own."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import warnings
 from typing import Any, ClassVar
 
@@ -47,7 +48,7 @@ class _EntryPoint:
 @pytest.fixture
 def widget_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     """The installed entry points plus a ``widget`` one returning WidgetNodeClass's CRDSpec."""
-    installed = list(registry.entry_points(group=registry.ENTRY_POINT_GROUP))
+    installed = list(importlib.metadata.entry_points(group=registry.ENTRY_POINT_GROUP))
     monkeypatch.setattr(registry, "entry_points", lambda group: [*installed, _EntryPoint("widget", [WIDGET])])
 
 

@@ -33,7 +33,7 @@ import aioboto3
 import pytest
 from karpy_aws.instancetypes import InstanceTypeData
 from karpy_aws.plugin import AWSProvider, create_plugin
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core import DEFAULT_ACCOUNT_ID  # type: ignore[attr-defined]  # moto re-exports it without __all__
 from moto.core.responses import ActionResult
 from moto.server import ThreadedMotoServer
 

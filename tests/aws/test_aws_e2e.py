@@ -30,6 +30,13 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
+def _cond(nodeclass, type_: str):
+    """The NodeClass's ``type_`` condition, which the test expects to be there."""
+    found = condition(nodeclass, type_)
+    assert found is not None, f"no {type_} condition"
+    return found
+
+
 def stored(kube: InMemoryCluster, kind: str, name: str) -> dict[str, Any]:
     """An object the test expects in the in-memory cluster."""
     obj = kube.peek(kind, name)
@@ -167,12 +174,12 @@ async def test_network_interfaces_connection_tracking_prefixes_and_placement_gro
         **spec, "role": "KarpenterNodeRole-eks", "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}],
         "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": CLUSTER}}]}})
     res = await plugin.resolver.resolve(nc, use_cache=False)
-    pg = condition(res.nodeclass, "PlacementGroupReady")
+    pg = _cond(res.nodeclass, "PlacementGroupReady")
     assert not res.ready and (pg.status, pg.reason) == ("False", "PlacementGroupNotFound") and "analytics" in pg.message
     FAULTS.placement_groups.append({"GroupName": "analytics", "GroupId": "pg-0abc", "Strategy": "cluster", "State": "available"})
     res = await plugin.resolver.resolve(nc, use_cache=False)
-    assert res.ready and condition(res.nodeclass, "PlacementGroupReady").status == "True"
-    assert condition(res.nodeclass, "CapacityReservationsReady").status == "True"  # the gate is on: present, as in Karpenter
+    assert res.ready and _cond(res.nodeclass, "PlacementGroupReady").status == "True"
+    assert _cond(res.nodeclass, "CapacityReservationsReady").status == "True"  # the gate is on: present, as in Karpenter
     sim = await simulate(plugin, [path], [deployment("web", 1)])
     assert instance_ids(sim), sim.pending_reasons
     req = plugin.launcher.fleet_requests[-1]
@@ -362,7 +369,7 @@ async def test_every_nodepool_example_resolves_ready_or_explains(plugin_factory,
             if obj.KIND != "EC2NodeClass":
                 continue
             res = await plugin.resolver.resolve(_as_model(obj), use_cache=False)
-            ready = condition(res.nodeclass, "Ready")
+            ready = _cond(res.nodeclass, "Ready")
             assert ready is not None and ready.status in ("True", "False")
             if ready.status == "False":
                 assert ready.reason and ready.message, path.name
@@ -382,7 +389,7 @@ async def test_sg_cluster_tag_conflict_and_subnet_not_found_messages(moto_url, i
 
         res = await plugin.resolver.resolve(NODECLASS)
         assert res.ready
-        warn = condition(res.nodeclass, COND_SG_CLUSTER_TAG)
+        warn = _cond(res.nodeclass, COND_SG_CLUSTER_TAG)
         assert warn is not None and warn.status == "True"
         for g in seeded.extra["cluster_sgs"]:
             assert g in warn.message
@@ -390,13 +397,13 @@ async def test_sg_cluster_tag_conflict_and_subnet_not_found_messages(moto_url, i
         bad = NODECLASS.model_copy(deep=True)
         bad.spec.subnet_selector_terms[0].tags = {"karpenter.sh/discovery": "nope"}
         res = await plugin.resolver.resolve(bad)
-        sub = condition(res.nodeclass, "SubnetsReady")
+        sub = _cond(res.nodeclass, "SubnetsReady")
         assert not res.ready and sub.reason == "SubnetsNotFound" and "tag:karpenter.sh/discovery=nope" in sub.message
         # restricted tags slipped past admission (model_construct) are refused at runtime too
         tagged = NODECLASS.model_copy(deep=True)
         tagged.spec.tags = {"karpenter.sh/nodepool": "x"}
         res = await plugin.resolver.resolve(tagged)
-        assert condition(res.nodeclass, "ValidationSucceeded").reason == "TagValidationFailed"
+        assert _cond(res.nodeclass, "ValidationSucceeded").reason == "TagValidationFailed"
     finally:
         await plugin.aclose()
 

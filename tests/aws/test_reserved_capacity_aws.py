@@ -32,6 +32,13 @@ from .test_aws_e2e import REF, launch_template_data
 OWNER = "123456789012"
 
 
+def _cond(nodeclass, type_: str):
+    """The NodeClass's ``type_`` condition, which the test expects to be there."""
+    found = condition(nodeclass, type_)
+    assert found is not None, f"no {type_} condition"
+    return found
+
+
 def reservation(rid: str, itype: str = "m5.large", zone: str = "ap-northeast-2a", *, available: int = 2,
                 tags: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
     return {"CapacityReservationId": rid, "OwnerId": OWNER, "InstanceType": itype, "InstancePlatform": "Linux/UNIX",
@@ -80,7 +87,7 @@ async def test_status_lists_the_selected_active_reservations(plugin_factory):
     assert (first.instance_type, first.availability_zone, first.owner_id, first.reservation_type, first.state) == (
         "m5.large", "ap-northeast-2a", OWNER, "default", "active")
     assert block.reservation_type == "capacity-block" and block.state == "expiring" and block.end_time
-    assert condition(res.nodeclass, COND_CAPACITY_RESERVATIONS).status == "True"
+    assert _cond(res.nodeclass, COND_CAPACITY_RESERVATIONS).status == "True"
     assert res.ready
     dumped = status.model_dump(by_alias=True, exclude_none=True, mode="json")
     assert dumped["capacityReservations"][0]["ownerID"] == OWNER
@@ -192,5 +199,5 @@ async def test_gate_off_lists_and_launches_no_reservation(plugin_factory):
     assert sorted(c["metadata"]["labels"][LABEL_CAPACITY_TYPE] for c in claims) == ["on-demand"] * 3
     res = await plugin.resolver.resolve(nodeclass(ML))
     assert res.nodeclass.status.capacity_reservations == []
-    assert condition(res.nodeclass, COND_CAPACITY_RESERVATIONS) is None
-    assert condition(res.nodeclass, COND_READY).status == "True"
+    assert _cond(res.nodeclass, COND_CAPACITY_RESERVATIONS) is None
+    assert _cond(res.nodeclass, COND_READY).status == "True"

@@ -54,6 +54,7 @@ def test_four_one_cpu_pods_optimum_is_two_mediums():
     assert m.plan == {"medium": 2}
     assert costref.lp_bound(problem) <= 0.16 + 1e-9
     karpy = Scheduler([template]).solve(_pods(4, "1"))
+    assert m.value is not None
     assert sum(c.cheapest_offering_price() for c in karpy.new_claims) >= m.value - 1e-9
 
 

@@ -67,7 +67,7 @@ async def test_gc_reports_each_unclaimed_instance_it_leaves_alone(caplog):
     assert gc.skipped == {"fake:///zone-a/young": "too-young", "fake:///zone-a/launching": "launch-in-progress",
                           "fake:///zone-a/no-time": "no-creation-time"}
     warned = [r for r in caplog.records if r.levelname == "WARNING"]
-    assert [(r.getMessage(), r.NodeClaim, getattr(r, "provider-id"), r.reason) for r in warned] == [  # type: ignore[attr-defined]
+    assert [(r.getMessage(), r.NodeClaim, getattr(r, "provider-id"), r.reason) for r in warned] == [
         ("garbage collection leaves an unclaimed instance alone", {"name": "no-time"}, "fake:///zone-a/no-time", "no-creation-time")]
     assert ("delete", "launching") not in fake.calls and ("delete", "young") not in fake.calls
     # once the launch recorded another providerID, the instance it named is a leak

@@ -163,7 +163,8 @@ def resolve(symbol: str, modules: list[ModuleType], named: list[Any]) -> Any | N
             obj = root
             for part in path[:-1]:
                 obj = getattr(obj, part)
-            return getattr(obj, path[-1], True)
+            value = getattr(obj, path[-1], True)
+            return True if value is None else value  # (an attribute whose value is None is found all the same)
     return None
 
 

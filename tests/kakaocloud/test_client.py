@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from karpy_kakaocloud.client import (
     KakaoCloudAuthError,
@@ -19,7 +21,7 @@ from tests.kakaocloud.conftest import FAST
 
 @pytest.fixture
 async def client(fake):
-    fields = {k: v for k, v in FAST.items() if k in KakaoCloudSettings.__dataclass_fields__}
+    fields: dict[str, Any] = {k: v for k, v in FAST.items() if k in KakaoCloudSettings.__dataclass_fields__}
     c = KakaoCloudClient(Credentials(fake.credential_id, Secret(fake.credential_secret)),
                          settings=KakaoCloudSettings(endpoints=fake.endpoints(), **fields))
     yield c

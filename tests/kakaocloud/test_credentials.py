@@ -55,7 +55,8 @@ def test_keyring_ok_and_repr_hides_keys(tmp_path):
     path = tmp_path / "keyring.json"
     path.write_text(keyring_json("k2", {"k1": KEY1, "k2": KEY2}))
     ring = keyring_from_file(path)
-    assert ring.active.id == "k2" and ring.get("k1").key == KEY1
+    k1 = ring.get("k1")
+    assert ring.active.id == "k2" and k1 is not None and k1.key == KEY1
     assert KEY1.hex() not in repr(ring) and base64.b64encode(KEY1).decode() not in repr(ring.keys)
     with pytest.raises(ConfigurationError, match="cannot read"):
         keyring_from_file(tmp_path / "missing.json")
@@ -87,7 +88,7 @@ def test_credentials_from_env():
     env = {"KAKAOCLOUD_APPLICATION_CREDENTIAL_ID": "abc", "KAKAOCLOUD_APPLICATION_CREDENTIAL_SECRET": "shh",
            "KAKAOCLOUD_REGION": "kr-central-2", "KAKAOCLOUD_PROJECT_ID": "p1"}
     creds = credentials_from_env(env)
-    assert creds.project_id == "p1" and creds.secret.reveal() == "shh"
+    assert creds is not None and creds.project_id == "p1" and creds.secret.reveal() == "shh"
     assert credentials_from_env({}) is None
     with pytest.raises(ConfigurationError):
         credentials_from_env({"KAKAOCLOUD_APPLICATION_CREDENTIAL_ID": "abc"})

@@ -63,9 +63,11 @@ async def test_instance_types_from_flavors(fake):
     names = [t.name for t in types]
     assert "bm.i3" not in names and names == sorted(names)
     gpu = next(t for t in types if t.name == "p2a.xlarge")
-    assert gpu.capacity["nvidia.com/gpu"] == 1 and gpu.requirements.get(LABEL_INSTANCE_GPU_NAME).has("a100")
+    gpu_name = gpu.requirements.get(LABEL_INSTANCE_GPU_NAME)
+    assert gpu.capacity["nvidia.com/gpu"] == 1 and gpu_name is not None and gpu_name.has("a100")
     cpu = next(t for t in types if t.name == "m2a.large")
-    assert cpu.requirements.get(LABEL_INSTANCE_GPU_COUNT).is_empty()
+    gpu_count = cpu.requirements.get(LABEL_INSTANCE_GPU_COUNT)
+    assert gpu_count is not None and gpu_count.is_empty()
     assert cpu.requirements.labels()["kubernetes.io/arch"] == "amd64"
     assert next(t for t in types if t.name == "m2g.large").requirements.labels()["kubernetes.io/arch"] == "arm64"
     assert [o.capacity_type for o in cpu.offerings] == ["on-demand"]

@@ -64,7 +64,7 @@ async def test_crashed_leader_is_replaced_after_lease_duration():
 class _Unreachable(InMemoryCluster):
     """An API server that stopped answering: every request fails at the transport."""
 
-    async def get(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def get(self, *args, **kwargs):
         raise OSError("connection refused")
 
 

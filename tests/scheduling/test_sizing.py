@@ -138,7 +138,7 @@ def test_node_selectors_are_honoured_when_sizing():
     res = solve([nodepool()], pods, catalog=catalog)
     assert not res.errors
     for c in res.new_claims:
-        zones = {p.requirement_terms[0].get("topology.kubernetes.io/zone").values for p in c.pods}  # type: ignore[union-attr]
+        zones = {p.requirement_terms[0].get("topology.kubernetes.io/zone").values for p in c.pods}  # type: ignore[union-attr,unused-ignore]
         assert len(zones) == 1  # never two zones on one claim
     assert cost(res) == pytest.approx(0.30 + 0.20)  # zone-a: medium + small; zone-b: medium
     assert_valid(res)

@@ -163,7 +163,7 @@ async def test_the_launched_node_carries_the_overlay_capacity(tmp_path: Path) ->
         seen.extend(sim.cluster.objects("Node"))
         return await build(sim, **kw)
 
-    report_module.build_report = spy  # type: ignore[assignment]
+    report_module.build_report = spy
     try:
         await run_simulation([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")], feature_gates="NodeOverlay=true")
     finally:

@@ -46,7 +46,7 @@ def test_snapshot_is_immutable_and_indexed() -> None:
     snap = ClusterSnapshot(nodes=[_node("n1"), _node("n2")], pods=[_pod("a", "n1"), _pod("b", "n2"), _pod("c")],
                            nodepools=[nodepool()])
     with pytest.raises(AttributeError):
-        snap.nodes = ()  # type: ignore[misc]
+        snap.node_views = ()
     assert snap.node("n2") is snap.node_views[1]
     assert snap.node_by_provider_id("fake:///n1") is snap.node_views[0]
     assert [p.name for p in snap.pods_on("n1")] == ["a"]
