@@ -77,6 +77,8 @@ __all__ = [
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KARPY_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "karpenter.kakaocloud.com")
+_PLUGIN_OF_GROUP = {"karpenter.k8s.aws": "karpy-aws (providers/aws)", "karpenter.kakaocloud.com": "karpy-kakaocloud (providers/kakaocloud)"}
+"""The distribution that serves each in-tree provider's API group."""
 _OLD_VERSIONS = {"karpenter.sh": ("v1alpha5", "v1beta1"), "karpenter.k8s.aws": ("v1alpha1", "v1beta1")}
 
 
@@ -512,6 +514,8 @@ class _Builder:
     def __init__(self, registry: dict[tuple[str, str], type[KubeObject]]) -> None:
         self.registry = registry
         self.result = LoadedManifests()
+        self._unvalidated_nodeclasses: set[tuple[str, str, str]] = set()
+        """(group, kind, name) of in-tree providers' NodeClasses loaded while their plugin is not installed."""
         self.problems: list[str] = []
         self._seen: dict[tuple[str, str, str, str], KubeObject] = {}
 
@@ -595,7 +599,15 @@ class _Builder:
                     f"{where} {label}: apiVersion: {api_version} is not supported for {kind}; use {' or '.join(known)}"
                 )
                 return
-            if group in _KARPY_GROUPS:
+            plugin = _PLUGIN_OF_GROUP.get(group)
+            if plugin is not None and kind.endswith("NodeClass"):
+                # an in-tree provider's NodeClass whose plugin is not installed: the NodePools that
+                # name it are not told it is missing (it is there), only that it is not validated
+                name = (data.get("metadata") or {}).get("name") if isinstance(data.get("metadata"), dict) else None
+                self._unvalidated_nodeclasses.add((group, kind, str(name or "")))
+                self.result.warnings.append(f"{where} {label}: not validated: its plugin, {plugin}, is not installed "
+                                            "(the simulated cloud does not need it)")
+            elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)
             return
@@ -716,7 +728,8 @@ class _Builder:
                     f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef: kind {ref.kind} is not a "
                     f"NodeClass of group {ref.group} (that group has {', '.join(sorted(kinds))})"
                 )
-            elif (ref.group, ref.kind, ref.name) not in self.result.nodeclasses:
+            elif (ref.group, ref.kind, ref.name) not in self.result.nodeclasses \
+                    and (ref.group, ref.kind, ref.name) not in self._unvalidated_nodeclasses:
                 self.result.warnings.append(
                     f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
                     f"{ref.group} {ref.kind}/{ref.name}, which is not among the loaded manifests"

@@ -98,3 +98,38 @@ def test_core_generates_only_its_own_kinds_without_plugins(monkeypatch: pytest.M
         "karpenter.sh_nodeoverlays.yaml",
         "karpenter.sh_nodepools.yaml",
     ]
+
+
+def test_an_in_tree_nodeclass_without_its_plugin_is_named_not_validated_and_not_missing() -> None:
+    """`pip install karpy` alone (the README's first command) knows no EC2NodeClass: the loader says
+    once that it is not validated and which distribution serves it, and the NodePool naming it is
+    not told its NodeClass is missing (it is in the manifests)."""
+    from karpy_core.apis.loader import load_text
+    from karpy_core.apis.registry import core_kinds
+
+    core_only = {(cls.API_VERSION, cls.KIND): cls for cls in core_kinds()}
+    text = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general-purpose}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+"""
+    loaded = load_text(text, "np.yaml", registry=core_only)
+    assert [p.name for p in loaded.nodepools] == ["general-purpose"] and not loaded.nodeclasses
+    assert loaded.warnings == ["np.yaml doc 2 EC2NodeClass/default: not validated: its plugin, karpy-aws (providers/aws), "
+                               "is not installed (the simulated cloud does not need it)"]
+    with_aws = load_text(text, "np.yaml")  # the plugin installed: validated, no warning
+    assert with_aws.warnings == [] and ("karpenter.k8s.aws", "EC2NodeClass", "default") in with_aws.nodeclasses
