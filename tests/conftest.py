@@ -116,6 +116,7 @@ E2E_PATHS = (
     "tests/integration/",  # the real control plane (devcluster), the controller images
     "tests/test_fault_injection.py",  # moto server mode and the fake KakaoCloud OpenAPI, with faults
     "tests/kakaocloud/test_conformance.py",  # starts the fake KakaoCloud OpenAPI per test
+    "tests/packaging/",  # builds the three wheels and pip-installs the AWS plugin into a new venv
 )
 E2E_FIXTURES = {
     # fixture name -> the module defining it (another fixture of the same name is not e2e)
