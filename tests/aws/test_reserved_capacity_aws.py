@@ -199,5 +199,5 @@ async def test_gate_off_lists_and_launches_no_reservation(plugin_factory):
     assert sorted(c["metadata"]["labels"][LABEL_CAPACITY_TYPE] for c in claims) == ["on-demand"] * 3
     res = await plugin.resolver.resolve(nodeclass(ML))
     assert res.nodeclass.status.capacity_reservations == []
-    assert _cond(res.nodeclass, COND_CAPACITY_RESERVATIONS) is None
+    assert condition(res.nodeclass, COND_CAPACITY_RESERVATIONS) is None
     assert _cond(res.nodeclass, COND_READY).status == "True"

@@ -385,7 +385,9 @@ def test_scheduler_keeps_controller_off_managed_nodes(devcluster: Any, render: C
     never on the managed one; the control run without it, with one unmanaged node only, shows the
     scheduler would otherwise put one on the managed node."""
     api = devcluster.api
-    suffix = namespace[-8:]
+    # a letter first: an all-digit suffix (1 namespace in 40) would reach helm as a YAML number
+    # in the nodeSelector and fail the chart's values schema
+    suffix = "x" + namespace[-7:]
     group_key, taint_key = "karpy.test/node-group", "karpy.test/chart"
     free, free2, managed = f"chart-free-{suffix}", f"chart-free2-{suffix}", f"chart-managed-{suffix}"
     # Both nodes are in the user's node group (nodeSelector and the user's own affinity term
