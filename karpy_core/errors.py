@@ -41,6 +41,7 @@ __all__ = [
     "NotFoundError",
     "ConflictError",
     "ignore_not_found",
+    "ignore_kube_error",
     "KubeUnreachableError",
     "KubeconfigError",
     "QuantityError",
@@ -170,3 +171,13 @@ async def ignore_not_found(call: Awaitable[T]) -> T | None:
 class KubeUnreachableError(KarpyError):
     """No answer from the Kubernetes API server (connection refused, timeout, TLS or DNS failure):
     a runtime failure, not a mistake in the input (``karpy`` exits 1 on it, 2 on bad input)."""
+
+
+async def ignore_kube_error(call: Awaitable[T]) -> T | None:
+    """Await ``call``; None when the API answered with any error, 404 or not. Only for reads whose
+    result is optional, e.g. a NodeClaim read for a metric's or an event's labels: a missing label
+    beats a failed pass. Everything else uses :func:`ignore_not_found`."""
+    try:
+        return await call
+    except KubeAPIError:
+        return None

@@ -6,6 +6,9 @@ Kubernetes well-known labels (``k8s.io/api/core/v1/well_known_labels.go``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 GROUP = "karpenter.sh"
 
 # Kubernetes well-known labels
@@ -86,6 +89,13 @@ RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh")
 labels and the exceptions below (Karpenter ``pkg/apis/v1/labels.go``)."""
 
 LABEL_DOMAIN_EXCEPTIONS = ("kops.k8s.io", "node.kubernetes.io/", "node-restriction.kubernetes.io")
+
+
+def min_values_relaxed(claim: Mapping[str, Any] | None) -> str:
+    """``karpenter_nodeclaims_created_total``'s ``min_values_relaxed`` label of a NodeClaim dict:
+    ``"true"`` when it carries :data:`ANNOTATION_MIN_VALUES_RELAXED` ``"true"``, else ``"false"``."""
+    ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
+    return "true" if ann.get(ANNOTATION_MIN_VALUES_RELAXED) == "true" else "false"
 
 
 def register_well_known_labels(labels: set[str] | frozenset[str]) -> None:

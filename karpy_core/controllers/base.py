@@ -15,18 +15,17 @@ controllers) are :class:`Runnable`: the runner spawns their ``run()`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KubeClient, WatchEvent
 from karpy_core.state.cluster import ViewSource
 from karpy_core.state.views import ObjectView, ViewCache
 
 _T = TypeVar("_T")
 
-__all__ = ["Wake", "Controller", "Runnable", "Observer", "Waker", "ALL_EVENTS", "NODECLASS_KINDS", "wakes", "ignore_kube_error",
+__all__ = ["Wake", "Controller", "Runnable", "Observer", "Waker", "ALL_EVENTS", "NODECLASS_KINDS", "wakes",
            "list_views"]
 
 ALL_EVENTS: frozenset[str] = frozenset({"ADDED", "MODIFIED", "DELETED"})
@@ -140,15 +139,6 @@ class Waker:
         wakeup = self._wakeups.get(name)
         if wakeup is not None:
             wakeup()
-
-
-async def ignore_kube_error(call: Awaitable[_T]) -> _T | None:
-    """Await ``call``; None when the API answered with any error (a read for an event's or a
-    metric's labels: a missing label beats a failed pass)."""
-    try:
-        return await call
-    except KubeAPIError:
-        return None
 
 
 async def list_views(kube: KubeClient, kind: str, cache: ViewCache) -> list[ObjectView]:

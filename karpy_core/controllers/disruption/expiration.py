@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.base import ignore_kube_error
 from karpy_core.controllers.disruption.candidates import parse_ts
-from karpy_core.errors import NotFoundError
+from karpy_core.errors import NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.state.views import NodeClaimView, ViewCache

@@ -7,12 +7,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL
-from karpy_core.controllers.base import ignore_kube_error
+from karpy_core.apis.labels import LABEL_NODEPOOL, min_values_relaxed
 from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
 from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
 from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
+from karpy_core.errors import ignore_kube_error
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.observability import CONSOLIDATION_TYPES, Metrics
@@ -20,15 +20,9 @@ from karpy_core.observability import CONSOLIDATION_TYPES, Metrics
 if TYPE_CHECKING:
     from karpy_core.controllers.disruption.controller import DisruptionEvent, PlanningPass
 
-__all__ = ["DisruptionMetrics", "min_values_relaxed"]
+__all__ = ["DisruptionMetrics"]
 
 log = logging.getLogger("karpy.disruption")
-
-
-def min_values_relaxed(claim: dict[str, Any] | None) -> str:
-    """``min_values_relaxed`` label: the NodeClaim's ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation."""
-    ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
-    return "true" if ann.get(ANNOTATION_MIN_VALUES_RELAXED) == "true" else "false"
 
 
 class DisruptionMetrics:

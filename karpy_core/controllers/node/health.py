@@ -29,8 +29,8 @@ from karpy_core.apis.labels import ANNOTATION_TERMINATION_TIMESTAMP, LABEL_NODEP
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.base import Wake, ignore_kube_error
-from karpy_core.errors import NotFoundError
+from karpy_core.controllers.base import Wake
+from karpy_core.errors import NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields

@@ -28,8 +28,8 @@ from karpy_core.apis.hashing import HASH_VERSION
 from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.base import NODECLASS_KINDS, Wake, ignore_kube_error
-from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError
+from karpy_core.controllers.base import NODECLASS_KINDS, Wake
+from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields

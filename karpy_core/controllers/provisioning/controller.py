@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from karpy_core.apis.labels import ANNOTATION_MIN_VALUES_RELAXED, LABEL_NODEPOOL
+from karpy_core.apis.labels import LABEL_NODEPOOL, min_values_relaxed
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake
 from karpy_core.controllers.provisioning.batcher import Batcher, BatchWindow
@@ -62,11 +62,6 @@ def awaiting_scheduler(pod: dict[str, Any]) -> bool:
 def _pod_key(pod: dict[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
-
-
-def _min_values_relaxed(claim: dict[str, Any] | None) -> str:
-    ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
-    return "true" if ann.get(ANNOTATION_MIN_VALUES_RELAXED) == "true" else "false"
 
 
 class ProvisioningController:
@@ -154,7 +149,7 @@ class ProvisioningController:
         for claim, plan in zip(result.created, result.results.new_claims, strict=False):
             if self.metrics is not None:
                 self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=claim["metadata"]["labels"].get(LABEL_NODEPOOL, ""),
-                                                       min_values_relaxed=_min_values_relaxed(claim)).inc()
+                                                       min_values_relaxed=min_values_relaxed(claim)).inc()
             if self.events is None:
                 continue
             await self.events.record(karpenter_events.provisioned(claim, len(plan.pods), [it.name for it in plan.instance_types[:5]]))
