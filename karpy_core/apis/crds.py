@@ -111,9 +111,9 @@ assert QUALIFIED_NAME.pattern != _LABEL_NAME_PATTERN, "QUALIFIED_NAME changed: u
 
 PERCENT_PATTERN = r"(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%"
 """A percentage 0%..100% with up to two decimals (no anchors: a part of a larger pattern)."""
-GO_DURATION_PATTERN = r"^[-+]?(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|mm|m|h|d|w|y))+)$"
-"""What :func:`karpy_core.apis.durations.parse_duration` (durationpy) accepts: Go's units plus
-durationpy's ``d``, ``w``, ``mm`` and ``y``."""
+GO_DURATION_PATTERN = r"^[-+]?(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
+"""The grammar of Go's ``time.ParseDuration``, which :func:`karpy_core.apis.durations.parse_duration`
+follows (its range, at most ``2562047h47m16.854775807s``, is checked there, not by a pattern)."""
 
 
 def _cron_pattern() -> str:
