@@ -145,7 +145,7 @@ class NodeOverlaySpec(KubeModel):
     @field_validator("price_adjustment")
     @classmethod
     def _price_adjustment(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(PRICE_ADJUSTMENT_PATTERN, value):
+        if value is not None and not re.fullmatch(PRICE_ADJUSTMENT_PATTERN, value, re.ASCII):
             raise ValueError(f"must be a signed amount such as '+1.2' or '-0.5', or a percentage such as '+10%' or '-15%' "
                              f"(a decrease at most '-100%'); got {value!r}")
         return value
@@ -153,7 +153,7 @@ class NodeOverlaySpec(KubeModel):
     @field_validator("price")
     @classmethod
     def _price(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(PRICE_PATTERN, value):
+        if value is not None and not re.fullmatch(PRICE_PATTERN, value, re.ASCII):
             raise ValueError(f"must be a non-negative decimal price such as '5.0' (USD/hour); got {value!r}")
         return value
 

@@ -79,7 +79,7 @@ KWOK_WELL_KNOWN_LABELS = frozenset(
 KWOK_DEFAULT_PODS = 110
 """Pods when ``resources.pods`` is absent (KWOK ``setDefaultOptions``, the kubelet default)."""
 
-_AWS_SIZE = re.compile(r"^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$")
+_AWS_SIZE = re.compile(r"^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$", re.ASCII)
 _FAMILY_DELIM = re.compile(r"[.-]")
 _OVERHEAD_KEYS = {
     "kubeReserved": "kube_reserved",

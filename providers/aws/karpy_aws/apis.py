@@ -92,7 +92,7 @@ _EVICTION_SIGNALS = (
     "imagefs.inodesFree",
     "pid.available",
 )
-_PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$")
+_PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$", re.ASCII)  # Go: \d is ASCII
 
 
 def _check_selector_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -106,7 +106,8 @@ SelectorTags = Annotated[dict[Str, Str], Field(max_length=20), AfterValidator(_c
 
 
 def _pattern(regex: str, what: str) -> Any:
-    compiled = re.compile(regex)
+    # Go's regexp (the CRD's pattern): $ is the end of the text, not before a final newline
+    compiled = re.compile(regex[:-1] + r"\Z" if regex.endswith("$") else regex)
 
     def check(value: str) -> str:
         if not compiled.search(value):
@@ -246,7 +247,7 @@ def _check_eviction(values: dict[str, str]) -> dict[str, str]:
             raise ValueError(f"invalid key {key!r}: valid keys are {list(_EVICTION_SIGNALS)}")
         if not isinstance(value, str):
             raise ValueError(f"{key}: must be a string such as '10%' or '100Mi'; got {value!r}")
-        if not _PERCENT.match(value):
+        if not _PERCENT.fullmatch(value):
             try:
                 parse_quantity(value)
             except ValueError:
