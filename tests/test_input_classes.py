@@ -290,3 +290,28 @@ def test_quantities_apimachinery_accepts_simulate(tmp_path: Path, cpu: str, core
         assert "pods: 0 bound, 2 pending" in result.stdout
     else:
         assert "pods: 2 bound, 0 pending" in result.stdout
+
+
+@pytest.mark.parametrize(("limit", "message"), [
+    ("0.5", "must be an integer or a string; got the number 0.5 (quote it: '0.5')"),
+    ('"-"', "'-' is not a Kubernetes quantity (expected e.g. '500m', '2', '4Gi'; no spaces)"),
+    ('" 10"', "' 10' is not a Kubernetes quantity (expected e.g. '500m', '2', '4Gi'; no spaces)"),
+    ('"1e1.5"', "'1e1.5' is not a Kubernetes quantity (expected e.g. '500m', '2', '4Gi')"),
+])
+def test_crd_quantities_follow_the_crd_pattern(tmp_path: Path, limit: str, message: str) -> None:
+    """NodePool limits are int-or-string with karpy's (and Karpenter's) quantity pattern: what the
+    API server refuses for the CRD although ParseQuantity (a Pod's requests) would take it."""
+    nodepool = _write(tmp_path, "np.yaml", _nodepool(f"  limits: {{cpu: {limit}}}\n"))
+    result = invoke_cli("validate", nodepool)
+    assert result.exit_code == 2
+    assert _problems(result) == [f"{nodepool} doc 1 NodePool/default: spec.limits.cpu: {message}"]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_instance_type_catalog_json_constants_are_refused(tmp_path: Path, constant: str) -> None:
+    """Python's json reads NaN/Infinity; Go's encoding/json (Karpenter's KWOK catalog) does not."""
+    catalog = _write(tmp_path, "catalog.json", f'[{{"name": "x", "offerings": [], "resources": {{"cpu": {constant}}}}}]')
+    result = invoke_cli("simulate", _write(tmp_path, "app.yaml", _deployment()), "--instance-types", catalog)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"error: {catalog}: not valid JSON: {constant} is not a JSON number "
+                                     "(Go's encoding/json, which Karpenter reads the catalog with, refuses it)")

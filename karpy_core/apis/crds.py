@@ -100,8 +100,9 @@ class CRDGenerationError(RuntimeError):
 
 # --------------------------------------------------------------------------- patterns and CEL
 
-QUANTITY_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE])?$"
-"""A Kubernetes quantity, the grammar of :func:`karpy_core.utils.quantity.parse_quantity`."""
+QUANTITY_PATTERN = base.QUANTITY_PATTERN
+"""A Kubernetes quantity in a CRD (:data:`karpy_core.apis.base.QUANTITY_PATTERN`), within the grammar
+of :func:`karpy_core.utils.quantity.parse_quantity`."""
 
 _LABEL_NAME_PATTERN = QUALIFIED_NAME.pattern.replace(
     "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"

@@ -28,7 +28,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from karpy_core.apis.base import Condition, Int, KubeModel, KubeObject, Quantity, Str
+from karpy_core.apis.base import Condition, CRDQuantity, Int, KubeModel, KubeObject, Str
 from karpy_core.apis.core import check_label_key, check_label_value
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_NODEPOOL
 
@@ -135,7 +135,7 @@ class NodeOverlaySpec(KubeModel):
     or a percentage ("+10%", "-15%"); a price never goes below 0."""
     price: Str | None = None
     """The selected offerings' price in USD/hour, replacing the provider's ("5.0")."""
-    capacity: dict[Str, Quantity] | None = None
+    capacity: dict[Str, CRDQuantity] | None = None
     """Extended resources added to the selected instance types' capacity (hugepages-2Mi,
     example.com/device...); cpu, memory, ephemeral-storage and pods may not be set."""
     weight: Int | None = Field(default=None, ge=1, le=10000)
