@@ -223,6 +223,15 @@ class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import tim
         self.refuse(node, f"{node.value!r} is not a JSON number (JSON has no infinity or NaN); quote it to make it a string")
         return None
 
+    def construct_kube_int(self, node: yaml.ScalarNode) -> int | str:
+        """An integer; a plain scalar that only looks like one (``0x_``, ``0b_``: PyYAML's
+        resolver takes it, ``int()`` does not) is the string as written, as go-yaml reads it."""
+        try:
+            value: int = self.construct_yaml_int(node)
+        except ValueError:
+            return str(node.value)
+        return value
+
     def construct_not_json(self, node: yaml.Node) -> None:
         name = node.tag.removeprefix(_TAG)
         self.refuse(node, _NOT_JSON.get(name, f"the tag {node.tag!r} is not a JSON type; remove it"))
@@ -233,6 +242,7 @@ for _name in _NOT_JSON:
     KubeYAMLLoader.add_constructor(_TAG + _name, KubeYAMLLoader.construct_not_json)
 KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_not_json)
 KubeYAMLLoader.add_constructor(_FLOAT, KubeYAMLLoader.construct_kube_float)
+KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)
 
 
 def _raise_first(loader: KubeYAMLLoader, node: yaml.Node) -> None:

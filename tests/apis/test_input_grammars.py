@@ -170,6 +170,8 @@ def test_crd_duration_patterns_match_the_whole_ascii_text(text: str) -> None:
     ("a: 1:20", {"a": "1:20"}),
     ("a: 1:20.5", {"a": "1:20.5"}),
     ("a: 0x1F", {"a": 31}),
+    ("a: 0x_", {"a": "0x_"}),
+    ("a: -0b_", {"a": "-0b_"}),
     ("a: 1.5", {"a": 1.5}),
     ("{1: a, true: b, 1.5: c, no: d}", {"1": "a", "true": "b", "1.5": "c", "false": "d"}),
     ("a: !!str 2024-01-01", {"a": "2024-01-01"}),
