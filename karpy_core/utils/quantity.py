@@ -133,7 +133,14 @@ def parse_quantity(value: str | int | float) -> Decimal:
         if value != value or value in (float("inf"), float("-inf")):
             raise QuantityError(f"{value!r} is not a quantity (not a finite number)")
         return Decimal(repr(value))
-    text = str(value)
+    return _parse_text(str(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_text(value: str) -> Decimal:
+    """:func:`parse_quantity` of a string, memoized (a manifest repeats the same few quantities;
+    Decimals are immutable; errors are not cached)."""
+    text = value
     start, end = 0, len(text)
     while start < end and text[start] in _GO_SPACE:
         start += 1
