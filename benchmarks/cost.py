@@ -40,14 +40,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import costref  # noqa: E402
 from scheduling_karpenter import diverse  # noqa: E402
+
+from karpy_core.utils.kubeyaml import safe_load_all  # noqa: E402
 
 SHARED = Path("/work/shared")
 KWOK = SHARED / "data/kwok/instance_types.json"
@@ -115,11 +115,11 @@ def mix(shapes: int, total: int, seed: int, *, extra: Any = None) -> list[dict[s
 
 
 def _yaml(path: Path | str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+    return [d for d in safe_load_all(Path(path).read_text()) if d]
 
 
 def _default_docs() -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(resources.files("karpy_core.data").joinpath("default-scenario.yaml").read_text()) if d]
+    return [d for d in safe_load_all(resources.files("karpy_core.data").joinpath("default-scenario.yaml").read_text()) if d]
 
 
 def _spread(key: str) -> Any:

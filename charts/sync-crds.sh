@@ -6,7 +6,8 @@
 #   charts/sync-crds.sh --check   # change nothing; exit 1 and list the differences when stale
 #
 # Copies, not symlinks: `helm package` and OCI pushes of a chart directory must not depend on
-# files outside it. tests/charts/test_helm.py fails when the copies are stale.
+# files outside it. tests/charts/test_helm.py fails when the copies are stale. Without --check the
+# per-cloud charts are regenerated too (hack/charts.py).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 src="${repo}/crds"
@@ -54,4 +55,8 @@ done
 if ${check} && ((stale)); then
     echo "sync-crds: the chart's CRDs are stale; run charts/sync-crds.sh" >&2
     exit 1
+fi
+if ! ${check}; then
+    # the per-cloud charts (charts/karpenter, charts/karpenter-provider-kakaocloud) copy these CRDs
+    "${PYTHON:-python3}" "${repo}/hack/charts.py"
 fi

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
-import durationpy
 from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -749,10 +748,12 @@ class _RegistryProxy:
 
 
 def _duration_seconds(text: str) -> float:
-    """A Go duration (``30s``, ``1h30m``, ``0s``) in seconds (durationpy); unparseable text counts as positive."""
+    """A Go duration (``30s``, ``1h30m``, ``0s``) in seconds; unparseable text counts as positive."""
+    from karpy_core.apis.durations import parse_duration
+
     try:
-        return float(durationpy.from_str(text).total_seconds())
-    except Exception:
+        return parse_duration(text).total_seconds()
+    except ValueError:
         return 1.0
 
 

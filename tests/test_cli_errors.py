@@ -140,7 +140,7 @@ def test_timeline_without_an_extension_is_a_png_at_exactly_that_path(tmp_path):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (tmp_path / "out.png").exists()
 
 
-@pytest.mark.parametrize("until", ["999999999h", "8785h"])
+@pytest.mark.parametrize("until", ["2562047h", "8785h"])
 def test_until_beyond_a_year_is_refused(until, tmp_path):
     result = run("simulate", str(DATA / "scenarios" / "scale-down.yaml"), "--until", until)
     assert result.exit_code == 2

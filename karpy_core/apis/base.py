@@ -25,6 +25,7 @@ remembering where the loader found it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
@@ -40,6 +41,9 @@ __all__ = [
     "Str",
     "Quantity",
     "ResourceList",
+    "QUANTITY_PATTERN",
+    "CRDQuantity",
+    "CRDResourceList",
     "MAX_QUANTITY",
     "NonNegativeQuantity",
     "ComputeResourceList",
@@ -90,6 +94,33 @@ def _check_non_negative(value: str) -> str:
     return value
 
 
+QUANTITY_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE])?$"
+"""The pattern karpy's CRDs give quantity fields (``x-kubernetes-int-or-string``): what both the
+API server's pattern check and the controller's ``ParseQuantity`` accept (no whitespace, a digit
+required, an integer exponent)."""
+_CRD_QUANTITY = re.compile(QUANTITY_PATTERN)
+
+
+def _check_crd_quantity(value: Any) -> Any:
+    """The CRD layer in front of :func:`_check_quantity` for karpy's own kinds (NodePool,
+    NodeClaim, NodeOverlay, CapacityBuffer, NodeClasses): an integer, or a string matching
+    :data:`QUANTITY_PATTERN` as a whole (Go's regexp: no final newline). A YAML float (``0.5``) is
+    refused, as the CRD's ``anyOf: [integer, string]`` refuses it.
+
+    Raises:
+        ValueError: a float, or a string the pattern refuses (``" 1"``, ``"-"``, ``"1e1.5"``).
+    """
+    if isinstance(value, float):
+        raise ValueError(f"must be an integer or a string; got the number {value!r} (quote it: {str(value)!r})")
+    if isinstance(value, str) and _CRD_QUANTITY.fullmatch(value) is None:
+        try:
+            parse_quantity(value)
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (expected e.g. '500m', '2', '4Gi'; no spaces)")
+    return value
+
+
 Quantity = Annotated[str, BeforeValidator(_check_quantity)]
 """A Kubernetes resource quantity (``"250m"``, ``2``, ``"4Gi"``), validated with
 :func:`karpy_core.utils.quantity.parse_quantity` and stored as its string form (``2`` -> ``"2"``).
@@ -97,6 +128,13 @@ Convert to integers with :func:`karpy_core.utils.quantity.to_internal` at the po
 
 ResourceList = dict[str, Quantity]
 """``core/v1 ResourceList``: resource name -> quantity (``{"cpu": "2", "memory": "4Gi"}``)."""
+
+CRDQuantity = Annotated[str, BeforeValidator(_check_quantity), BeforeValidator(_check_crd_quantity)]
+"""A :data:`Quantity` in a CRD (karpy's and Karpenter's kinds): also :func:`_check_crd_quantity`
+(run first), as the API server checks the CRD's pattern before the controller parses it."""
+
+CRDResourceList = dict[str, CRDQuantity]
+"""A :data:`ResourceList` in a CRD (``NodePool.spec.limits``, ``NodeClaim.spec.resources``...)."""
 
 NonNegativeQuantity = Annotated[str, BeforeValidator(_check_quantity), AfterValidator(_check_non_negative)]
 """A :data:`Quantity` that must be >= 0, as the API server requires of container requests and

@@ -19,11 +19,11 @@ from pydantic import Field, model_validator
 
 from karpy_core.apis.base import (
     Condition,
+    CRDResourceList,
     Int,
     KubeModel,
     KubeObject,
     LenientObject,
-    ResourceList,
     Str,
 )
 from karpy_core.apis.core import PodTemplateSpec
@@ -81,7 +81,7 @@ class CapacityBufferSpec(KubeModel):
     """How many chunks to keep room for (with ``percentage`` the larger wins, ``limits`` caps it)."""
     percentage: Count | None = None
     """Chunks as a percentage of ``scalableRef``'s replicas, rounded up, at least 1."""
-    limits: ResourceList | None = None
+    limits: CRDResourceList | None = None
     """Upper bound on the chunks' total requests (e.g. cpu: 10); alone, as many chunks as fit."""
 
     @model_validator(mode="after")

@@ -75,7 +75,7 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 def check_label_key(key: str) -> str:
     """Validate a Kubernetes label key (``prefix/name``); returns it or raises ``ValueError``."""
     prefix, _, name = key.rpartition("/")
-    if not QUALIFIED_NAME.match(key) or len(name) > 63 or len(prefix) > 253:
+    if not QUALIFIED_NAME.fullmatch(key) or len(name) > 63 or len(prefix) > 253:
         raise ValueError(
             f"{key!r} is not a valid label key (an optional DNS prefix and '/', then at most 63 "
             "characters: alphanumerics, '-', '_', '.', starting and ending alphanumeric)"
@@ -85,7 +85,7 @@ def check_label_key(key: str) -> str:
 
 def check_label_value(value: str) -> str:
     """Validate a Kubernetes label value; returns it or raises ``ValueError``."""
-    if len(value) > 63 or not LABEL_VALUE.match(value):
+    if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a valid label value (at most 63 characters: alphanumerics, '-', '_', '.', "
             "starting and ending alphanumeric)"

@@ -100,8 +100,9 @@ class CRDGenerationError(RuntimeError):
 
 # --------------------------------------------------------------------------- patterns and CEL
 
-QUANTITY_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE])?$"
-"""A Kubernetes quantity, the grammar of :func:`karpy_core.utils.quantity.parse_quantity`."""
+QUANTITY_PATTERN = base.QUANTITY_PATTERN
+"""A Kubernetes quantity in a CRD (:data:`karpy_core.apis.base.QUANTITY_PATTERN`), within the grammar
+of :func:`karpy_core.utils.quantity.parse_quantity`."""
 
 _LABEL_NAME_PATTERN = QUALIFIED_NAME.pattern.replace(
     "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
@@ -111,9 +112,9 @@ assert QUALIFIED_NAME.pattern != _LABEL_NAME_PATTERN, "QUALIFIED_NAME changed: u
 
 PERCENT_PATTERN = r"(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%"
 """A percentage 0%..100% with up to two decimals (no anchors: a part of a larger pattern)."""
-GO_DURATION_PATTERN = r"^[-+]?(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|mm|m|h|d|w|y))+)$"
-"""What :func:`karpy_core.apis.durations.parse_duration` (durationpy) accepts: Go's units plus
-durationpy's ``d``, ``w``, ``mm`` and ``y``."""
+GO_DURATION_PATTERN = r"^[-+]?(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
+"""The grammar of Go's ``time.ParseDuration``, which :func:`karpy_core.apis.durations.parse_duration`
+follows (its range, at most ``2562047h47m16.854775807s``, is checked there, not by a pattern)."""
 
 
 def _cron_pattern() -> str:

@@ -60,6 +60,8 @@ from karpy_core.apis.workloads import (
     StatefulSet,
 )
 from karpy_core.errors import ManifestError
+from karpy_core.utils import kubeyaml
+from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -90,9 +92,6 @@ def substitute(text: str, variables: dict[str, str] | None) -> str:
 
 
 # --------------------------------------------------------------------------- YAML parsing
-
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 MAX_NESTING_DEPTH = 100
 """Deepest nesting (mappings and sequences inside each other) a document may have. Kubernetes'
@@ -192,21 +191,17 @@ def check_yaml_limits(node: yaml.Node | None) -> None:
 
 
 def safe_load_all(text: str) -> Iterator[Any]:
-    """``yaml.safe_load_all`` with the alias and nesting bounds of :func:`check_yaml_limits`
-    (for YAML karpy reads outside manifests, e.g. Scenario files). Lazy, like PyYAML's: a
-    document is parsed when the iteration reaches it.
+    """Every document of ``text`` as kube-apiserver reads YAML (JSON-compatible values:
+    :func:`karpy_core.utils.kubeyaml.safe_load_all`), with the alias and nesting bounds of
+    :func:`check_yaml_limits` (for YAML karpy reads outside manifests, e.g. Scenario files). Lazy:
+    a document is parsed when the iteration reaches it.
 
     Raises:
-        yaml.YAMLError: syntax errors, and :class:`YAMLLimitError` for a refused document.
+        yaml.YAMLError: syntax errors, :class:`YAMLLimitError` for a refused document and
+            :class:`~karpy_core.utils.kubeyaml.NonJSONValueError` for a value JSON cannot carry
+            (``!!binary``, ``!!set``, ``.inf``...), naming its field.
     """
-    loader = _BaseLoader(text)
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            check_yaml_limits(node)
-            yield loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
+    return kubeyaml.safe_load_all(text, check_yaml_limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,28 +219,13 @@ def _merge(into: dict[Any, Any], extra: dict[Any, Any]) -> None:
             into[key] = value
 
 
-class _StrictKeysLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
-    """Safe YAML loader that records repeated mapping keys (with their path and lines) instead of
-    silently keeping the last value. Nested nodes are built depth-first so paths are known."""
+class _StrictKeysLoader(KubeYAMLLoader):
+    """:class:`~karpy_core.utils.kubeyaml.KubeYAMLLoader` that also records repeated mapping keys
+    (with their path and lines) instead of silently keeping the last value."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[_Duplicate] = []
-        self._path: list[str | int] = []
-
-    def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> list[Any]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"expected a sequence node, but found {node.id}", node.start_mark
-            )
-        out = []
-        for i, child in enumerate(node.value):
-            self._path.append(i)
-            try:
-                out.append(self.construct_object(child, deep=True))
-            finally:
-                self._path.pop()
-        return out
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, yaml.MappingNode):
@@ -257,21 +237,15 @@ class _StrictKeysLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import 
         mapping: dict[Any, Any] = {}
         first_line: dict[Any, int] = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                hash(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
-                ) from None
-            self._path.append(str(key))
+            key = self.construct_key(node, key_node)
+            self.path.append(str(key))
             try:
                 value = self.construct_object(value_node, deep=True)
             finally:
-                self._path.pop()
+                self.path.pop()
             line = key_node.start_mark.line + 1
             if key in mapping and id(key_node) in own and key in first_line:
-                self.duplicates.append(_Duplicate((*self._path, str(key)), line, first_line[key]))
+                self.duplicates.append(_Duplicate((*self.path, str(key)), line, first_line[key]))
                 if isinstance(mapping[key], dict) and isinstance(value, dict):
                     _merge(mapping[key], value)
                     continue
@@ -287,6 +261,8 @@ class _RawDocument:
     line: int
     data: Any
     duplicates: list[_Duplicate]
+    values: list[YAMLValueProblem] = field(default_factory=list)
+    """Values JSON cannot carry (``!!binary``, ``!!set``, ``.inf``...): the document is not validated."""
 
 
 def _parse(text: str) -> Iterator[_RawDocument]:
@@ -299,9 +275,10 @@ def _parse(text: str) -> Iterator[_RawDocument]:
             index += 1
             check_yaml_limits(node)
             loader.duplicates = []
+            loader.problems = []
             data = loader.construct_document(node) if node is not None else None
             line = node.start_mark.line + 1 if node is not None else 0
-            yield _RawDocument(index, line, data, loader.duplicates)
+            yield _RawDocument(index, line, data, loader.duplicates, loader.problems)
     finally:
         loader.dispose()
 
@@ -553,9 +530,12 @@ class _Builder:
             )
 
     def _add_document(self, raw: _RawDocument, file: str) -> None:
+        where = f"{file} doc {raw.index}"
+        if raw.values and not isinstance(raw.data, dict):
+            self.problems.extend(f"{where}: {problem.text()}" for problem in raw.values)
+            return
         if raw.data is None:
             return
-        where = f"{file} doc {raw.index}"
         data = raw.data
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
@@ -566,6 +546,10 @@ class _Builder:
                 f"{where} {label}: {format_path(dup.path)}: repeated key {str(dup.path[-1])!r} at line {dup.line} "
                 f"(first at line {dup.first_line}); each key may appear once per mapping"
             )
+        if raw.values:
+            # kubectl converts YAML to JSON before anything else: such a document never gets further
+            self.problems.extend(f"{where} {label}: {problem.text()}" for problem in raw.values)
+            return
         api_version = data.get("apiVersion")
         if data.get("kind") == "List" and api_version == "v1" and isinstance(data.get("items"), list):
             for item_no, item in enumerate(data["items"], start=1):

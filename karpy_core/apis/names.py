@@ -70,6 +70,6 @@ def name_problems(name: str, rule: NameRule, *, prefix: bool = False, max_length
     out = []
     if len(name) > limit:
         out.append(f"must be no more than {limit} characters (got {len(name)})")
-    if not pattern.match(checked):
+    if not pattern.fullmatch(checked):
         out.append(f"must be {words}")
     return out

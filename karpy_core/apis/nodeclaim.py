@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from karpy_core.apis.base import Condition, KubeModel, KubeObject, ResourceList, Str
+from karpy_core.apis.base import Condition, CRDResourceList, KubeModel, KubeObject, Str
 from karpy_core.apis.core import Taint
 from karpy_core.apis.nodepool import (
     API_VERSION,
@@ -61,7 +61,7 @@ CONDITION_CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 class ResourceRequests(KubeModel):
     """``spec.resources``: the summed requests of the pods (and daemonsets) the NodeClaim was made for."""
 
-    requests: ResourceList = Field(default_factory=dict)
+    requests: CRDResourceList = Field(default_factory=dict)
     """The resources the node must offer: the requests of the pods it was planned for, plus the
     DaemonSets that will run on it."""
 
@@ -104,9 +104,9 @@ class NodeClaimStatus(KubeModel):
     aws:///us-east-1a/i-0123456789abcdef0."""
     image_id: Str | None = Field(default=None, alias="imageID")
     """Identifier of the machine image the instance was launched from (an AMI ID on AWS)."""
-    capacity: ResourceList = Field(default_factory=dict)
+    capacity: CRDResourceList = Field(default_factory=dict)
     """The resources the launched instance type has, before any reservation."""
-    allocatable: ResourceList = Field(default_factory=dict)
+    allocatable: CRDResourceList = Field(default_factory=dict)
     """The resources left for pods once the kubelet's and the system's reservations and the
     eviction threshold are taken off the capacity."""
     conditions: list[Condition] = Field(default_factory=list)

@@ -28,7 +28,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from karpy_core.apis.base import Condition, Int, KubeModel, KubeObject, Quantity, Str
+from karpy_core.apis.base import Condition, CRDQuantity, Int, KubeModel, KubeObject, Str
 from karpy_core.apis.core import check_label_key, check_label_value
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_NODEPOOL
 
@@ -135,7 +135,7 @@ class NodeOverlaySpec(KubeModel):
     or a percentage ("+10%", "-15%"); a price never goes below 0."""
     price: Str | None = None
     """The selected offerings' price in USD/hour, replacing the provider's ("5.0")."""
-    capacity: dict[Str, Quantity] | None = None
+    capacity: dict[Str, CRDQuantity] | None = None
     """Extended resources added to the selected instance types' capacity (hugepages-2Mi,
     example.com/device...); cpu, memory, ephemeral-storage and pods may not be set."""
     weight: Int | None = Field(default=None, ge=1, le=10000)
@@ -145,7 +145,7 @@ class NodeOverlaySpec(KubeModel):
     @field_validator("price_adjustment")
     @classmethod
     def _price_adjustment(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(PRICE_ADJUSTMENT_PATTERN, value):
+        if value is not None and not re.fullmatch(PRICE_ADJUSTMENT_PATTERN, value, re.ASCII):
             raise ValueError(f"must be a signed amount such as '+1.2' or '-0.5', or a percentage such as '+10%' or '-15%' "
                              f"(a decrease at most '-100%'); got {value!r}")
         return value
@@ -153,7 +153,7 @@ class NodeOverlaySpec(KubeModel):
     @field_validator("price")
     @classmethod
     def _price(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(PRICE_PATTERN, value):
+        if value is not None and not re.fullmatch(PRICE_PATTERN, value, re.ASCII):
             raise ValueError(f"must be a non-negative decimal price such as '5.0' (USD/hour); got {value!r}")
         return value
 

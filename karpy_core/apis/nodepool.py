@@ -26,7 +26,7 @@ from typing import Annotated, ClassVar, Literal
 from croniter import croniter
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from karpy_core.apis.base import Condition, Int, KubeModel, KubeObject, ResourceList, Str
+from karpy_core.apis.base import Condition, CRDResourceList, Int, KubeModel, KubeObject, Str
 from karpy_core.apis.core import Taint, check_label_key, check_label_value
 from karpy_core.apis.durations import BUDGET_DURATION, DURATION, DURATION_OR_NEVER, check_duration
 from karpy_core.apis.labels import LABEL_NODEPOOL, is_restricted_label
@@ -292,7 +292,7 @@ class NodePoolSpec(KubeModel):
     """What each NodeClaim (and so each node) of the pool is made from."""
     disruption: Disruption = Field(default_factory=Disruption)
     """When and how fast the pool's nodes may be consolidated or replaced."""
-    limits: ResourceList = Field(default_factory=dict)
+    limits: CRDResourceList = Field(default_factory=dict)
     """Upper bounds on the resources (cpu, memory, nodes, any extended resource) of all the
     pool's nodes together; no node is launched that would take the pool past one."""
     weight: Int | None = Field(default=None, ge=1, le=100)
@@ -320,7 +320,7 @@ class NodePoolStatus(KubeModel):
     """``NodePool.status``: provisioned ``resources`` (incl. ``nodes``), node count, conditions
     (``ValidationSucceeded``, ``NodeClassReady``, ``NodeRegistrationHealthy``, ``Ready``)."""
 
-    resources: ResourceList = Field(default_factory=dict)
+    resources: CRDResourceList = Field(default_factory=dict)
     """The capacity of the pool's current nodes added up, per resource (and nodes)."""
     nodes: Int | None = None
     """How many nodes the pool has now."""

@@ -57,7 +57,7 @@ def _int_or_percent(value: Any) -> int | str:
         if value < 0:
             raise ValueError(f"must not be negative; got {value}")
         return value
-    if not _PERCENT.match(value):
+    if not _PERCENT.fullmatch(value):
         raise ValueError(f"a string here must be a percentage such as '25%'; got {value!r}")
     return value
 

@@ -86,8 +86,8 @@ CONFLICT_MESSAGE = "conflict with another overlay"
 """Upstream's condition message for a conflict."""
 
 _RESTRICTED_CAPACITY = ("cpu", "memory", "ephemeral-storage", "pods")
-_PRICE = re.compile(r"^\d+(\.\d+)?$")
-_ADJUSTMENT = re.compile(r"^(([+-](\d*\.?\d+))|(\+\d*\.?\d+%)|(-\d{1,2}(\.\d+)?%)|(-100%))$")
+_PRICE = re.compile(r"^\d+(\.\d+)?$", re.ASCII)
+_ADJUSTMENT = re.compile(r"^(([+-](\d*\.?\d+))|(\+\d*\.?\d+%)|(-\d{1,2}(\.\d+)?%)|(-100%))$", re.ASCII)
 
 
 def adjusted_price(price: float, change: str) -> float:

@@ -259,12 +259,13 @@ def _read_kubeconfig(path: str) -> tuple[Any, str]:
     """The kubeconfig at ``path`` parsed, and its directory (relative references resolve there).
 
     Raises:
-        OSError: unreadable. yaml.YAMLError: not YAML.
+        OSError: unreadable. yaml.YAMLError: not YAML, or a value JSON cannot carry (client-go
+            reads kubeconfigs through sigs.k8s.io/yaml too: :mod:`karpy_core.utils.kubeyaml`).
     """
-    import yaml
+    from karpy_core.utils.kubeyaml import safe_load
 
     with open(path) as fh:
-        return yaml.safe_load(fh), os.path.dirname(os.path.abspath(path))
+        return safe_load(fh.read()), os.path.dirname(os.path.abspath(path))
 
 
 def _path(value: str, base: str) -> str:

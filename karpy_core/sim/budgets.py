@@ -53,7 +53,7 @@ def parse_node_counts(values: Sequence[str]) -> tuple[int | None, dict[str, int]
     for v in values:
         name, sep, count = v.rpartition("=")
         text = count.strip()
-        if not text.isdigit() or (sep and not name.strip()):
+        if not (text.isascii() and text.isdigit()) or (sep and not name.strip()):
             raise ConfigurationError(f"--nodes: {v!r} is not N or NODEPOOL=N (a count >= 0)")
         if sep:
             per[name.strip()] = int(text)

@@ -40,6 +40,7 @@ from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
 from karpy_core.featuregates import FeatureGates, gates_from
 from karpy_core.kube.memory import merge_patch
+from karpy_core.utils.kubeyaml import describe_yaml_error
 
 __all__ = ["Scenario", "ScenarioStep", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
 
@@ -108,7 +109,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     problems: list[str] = []
     try:
         docs = list(safe_load_all(p.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        raise ManifestError([f"{p}: cannot read scenario: {describe_yaml_error(exc)}"]) from exc
+    except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError([f"{p}: cannot read scenario: {exc}"]) from exc
     if len(docs) > 1:
         raise ManifestError([f"{p}: cannot read scenario: expected a single document, found {len(docs)}"])

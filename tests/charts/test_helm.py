@@ -1119,3 +1119,95 @@ def test_admin_role_aggregates_nodepools_nodeclaims_and_the_nodeclass(render: Re
 def test_controller_resources_empty_means_none(render: Render, values: dict[str, Any], expected: dict[str, Any] | None) -> None:
     container = _container(render(_merge(AWS_VALUES, values)))
     assert container.get("resources") == expected
+
+
+# --- one chart per cloud (hack/charts.py) -----------------------------------------------------------
+
+KAKAOCLOUD_CHART = REPO / "charts" / "karpenter-provider-kakaocloud"
+KARPENTER_CHART = REPO / "charts" / "karpenter"
+GUIDE_SETS = ("--set", "clusterName=kc-cluster", "--set", "projectID=0123456789abcdef0123456789abcdef",
+              "--set", "credentials.secretName=kakaocloud-credentials", "--set", "sigKey.secretName=karpenter-sigkey")
+"""The values of KakaoCloud's provider guide, as its `helm upgrade --install karpenter-provider-kakaocloud` command sets them."""
+
+
+def _guide_install(helm: str, helm_env: dict[str, str], chart: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The guide's command (`helm upgrade --install karpenter-provider-kakaocloud <chart> --namespace
+    karpenter-kakaocloud --set ...`), rendered with `helm template` (CRDs included)."""
+    return _run(helm, helm_env, "template", "karpenter-provider-kakaocloud", str(chart), "--namespace", "karpenter-kakaocloud",
+                "--include-crds", *GUIDE_SETS, *extra)
+
+
+def test_kakaocloud_guide_command_installs_the_kakaocloud_controller(helm: str, helm_env: dict[str, str]) -> None:
+    proc = _guide_install(helm, helm_env, KAKAOCLOUD_CHART)
+    assert proc.returncode == 0, proc.stderr
+    objects = [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+    deployment = _one(objects, "Deployment")
+    # the guide checks `kubectl -n karpenter-kakaocloud get deployment karpenter-provider-kakaocloud`
+    assert (deployment["metadata"]["name"], deployment["metadata"]["namespace"]) == ("karpenter-provider-kakaocloud", "karpenter-kakaocloud")
+    container = _container(objects)
+    assert container["image"] == "karpy-kakaocloud:0.1.0"
+    assert container["args"] == ["--cloud-provider=kakaocloud"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["KAKAOCLOUD_PROJECT_ID"]["value"] == "0123456789abcdef0123456789abcdef"
+    assert env["CLUSTER_NAME"]["value"] == "kc-cluster"
+    assert env["KAKAOCLOUD_APPLICATION_CREDENTIAL_ID"]["valueFrom"]["secretKeyRef"]["name"] == "kakaocloud-credentials"
+    assert not set(env) & AWS_ONLY_ENV
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert any((v.get("secret") or {}).get("secretName") == "karpenter-sigkey" for v in volumes.values())
+    crds = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition")
+    assert "kcnodeclasses.karpenter.kakaocloud.com" in crds and "nodepools.karpenter.sh" in crds
+    assert "ec2nodeclasses.karpenter.k8s.aws" not in crds
+    role = _one(objects, "ClusterRole")
+    assert _allows(role, "karpenter.kakaocloud.com", "kcnodeclasses", "watch")
+    assert not [r for r in _rules(role) if "karpenter.k8s.aws" in r.get("apiGroups", [])]
+
+
+def test_kakaocloud_guide_command_against_the_aws_default_names_cloud(helm: str, helm_env: dict[str, str]) -> None:
+    """charts/karpy defaults to cloud=aws: the guide's values there are refused, not an AWS controller."""
+    for chart in (CHART, KARPENTER_CHART):
+        proc = _guide_install(helm, helm_env, chart)
+        assert proc.returncode != 0, f"{chart.name} rendered:\n{proc.stdout[:2000]}"
+        assert ('cloud is "aws", but projectID, credentials.secretName, sigKey.secretName are KakaoCloud\'s: set cloud=kakaocloud '
+                "(or install the karpenter-provider-kakaocloud chart, charts/karpenter-provider-kakaocloud, whose cloud is kakaocloud)"
+                ) in proc.stderr
+        assert "karpy-aws" not in proc.stdout
+    # ... and with cloud=kakaocloud charts/karpy renders what the per-cloud chart renders
+    ok = _guide_install(helm, helm_env, CHART, "--set", "cloud=kakaocloud")
+    assert ok.returncode == 0, ok.stderr
+    assert _container([d for d in yaml.safe_load_all(ok.stdout) if d])["image"] == "karpy-kakaocloud:0.1.0"
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"kakaocloud": {"projectID": "p"}}, 'cloud is "aws", but kakaocloud.projectID is KakaoCloud\'s'),
+    ({"sigKey": {"secretName": "s"}}, 'cloud is "aws", but sigKey.secretName is KakaoCloud\'s'),
+    ({"cloudProvider": "example", "nodeClass": {"group": "karpenter.example.com", "resource": "examplenodeclasses"},
+      "credentials": {"secretName": "c"}}, 'cloudProvider is "example", but credentials.secretName is KakaoCloud\'s'),
+])
+def test_kakaocloud_values_with_another_provider_are_refused(template_cmd: Callable[..., subprocess.CompletedProcess[str]],
+                                                             values: dict[str, Any], message: str) -> None:
+    proc = template_cmd(_merge(AWS_VALUES, values))
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_karpenter_chart_renders_as_charts_karpy(helm: str, helm_env: dict[str, str]) -> None:
+    """charts/karpenter with Karpenter's values file renders charts/karpy's objects (only the chart
+    label and the template paths name the chart), and passes `helm lint --strict`."""
+    rendered = {}
+    for chart in (CHART, KARPENTER_CHART):
+        proc = _run(helm, helm_env, "template", "karpenter", str(chart), "--namespace", "kube-system", "-f", str(KARPENTER_VALUES_FILE),
+                    *PROMETHEUS_OPERATOR)
+        assert proc.returncode == 0, proc.stderr
+        rendered[chart.name] = proc.stdout.replace(f"# Source: {chart.name}/", "# Source: ").replace(
+            f"helm.sh/chart: {chart.name}-", "helm.sh/chart: ")
+    assert rendered["karpenter"] == rendered["karpy"]
+    proc = _run(helm, helm_env, "lint", "--strict", str(KARPENTER_CHART), "-f", str(KARPENTER_VALUES_FILE))
+    assert proc.returncode == 0, f"helm lint failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize(("chart", "values_file"), [(KARPENTER_CHART, "aws-values.yaml"), (KAKAOCLOUD_CHART, "kakaocloud-values.yaml")])
+def test_cloud_charts_lint_strict(helm: str, helm_env: dict[str, str], chart: Path, values_file: str) -> None:
+    proc = _run(helm, helm_env, "lint", "--strict", str(chart), "-f", str(chart / "ci" / values_file))
+    assert proc.returncode == 0, f"helm lint failed:\n{proc.stdout}\n{proc.stderr}"
+    proc = _run(helm, helm_env, "lint", str(chart))
+    assert proc.returncode == 0, f"helm lint (no values) failed:\n{proc.stdout}\n{proc.stderr}"

@@ -107,11 +107,11 @@ def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, s
 def render(helm_bin: tuple[str, dict[str, str]], tmp_path: Path) -> Callable[..., list[dict[str, Any]]]:
     helm, env = helm_bin
 
-    def run(release: str, namespace: str, values: dict[str, Any], *extra: str) -> list[dict[str, Any]]:
+    def run(release: str, namespace: str, values: dict[str, Any], *extra: str, chart: Path = CHART) -> list[dict[str, Any]]:
         path = tmp_path / f"{release}.yaml"
         path.write_text(yaml.safe_dump(values))
         proc = subprocess.run(
-            [helm, "template", release, str(CHART), "--namespace", namespace, "-f", str(path), *extra],
+            [helm, "template", release, str(chart), "--namespace", namespace, "-f", str(path), *extra],
             capture_output=True,
             text=True,
             timeout=120,
@@ -220,6 +220,22 @@ def test_karpenter_values_file_passes_server_side_dry_run(devcluster: Any, rende
     _create_all(devcluster.api, objects, dry_run=True)
     served = render("karpenter", namespace, values, "--api-versions", "monitoring.coreos.com/v1")
     assert [o["metadata"]["name"] for o in served if o["kind"] == "ServiceMonitor"] == ["karpenter"]
+
+
+def test_cloud_charts_pass_server_side_dry_run(devcluster: Any, render: Callable[..., list[dict[str, Any]]], namespace: str) -> None:
+    """The per-cloud charts as their users install them: KakaoCloud's guide values (clusterName,
+    projectID, credentials.secretName, sigKey.secretName, nothing else) with
+    charts/karpenter-provider-kakaocloud, Karpenter's values file with charts/karpenter."""
+    guide = {"clusterName": "kc-cluster", "projectID": "0123456789abcdef0123456789abcdef",
+             "credentials": {"secretName": "kakaocloud-credentials"}, "sigKey": {"secretName": "karpenter-sigkey"}}
+    objects = render("karpenter-provider-kakaocloud", namespace, guide, chart=REPO / "charts" / "karpenter-provider-kakaocloud")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    assert deployment["metadata"]["name"] == "karpenter-provider-kakaocloud"
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "karpy-kakaocloud:0.1.0"
+    _create_all(devcluster.api, objects, dry_run=True)
+    objects = render("karpenter", namespace, yaml.safe_load(KARPENTER_VALUES_FILE.read_text()), chart=REPO / "charts" / "karpenter")
+    assert [o["spec"]["template"]["spec"]["containers"][0]["args"] for o in objects if o["kind"] == "Deployment"] == [["--cloud-provider=aws"]]
+    _create_all(devcluster.api, objects, dry_run=True)
 
 
 def test_chart_crds_pass_server_side_dry_run(devcluster: Any, render: Callable[..., list[dict[str, Any]]], namespace: str) -> None:

@@ -334,12 +334,32 @@ chart variable that extraEnv or controller.env sets again is left out, so the us
 {{- end }}
 
 {{/*
+KakaoCloud's values (projectID, kakaocloud.projectID, credentials.secretName, sigKey.secretName)
+with a controller that is not KakaoCloud's: the KakaoCloud guide's command against a chart whose
+`cloud` is aws would otherwise install an AWS controller. An error naming `cloud` instead.
+*/}}
+{{- define "karpy.validateCloud" -}}
+{{- $provider := include "karpy.provider" . }}
+{{- if ne $provider "kakaocloud" }}
+{{- $set := list }}
+{{- range $pair := list (list "projectID" .Values.projectID) (list "kakaocloud.projectID" (.Values.kakaocloud).projectID) (list "credentials.secretName" (.Values.credentials).secretName) (list "sigKey.secretName" (.Values.sigKey).secretName) }}
+{{- if and (not (kindIs "invalid" (index $pair 1))) (ne (toString (index $pair 1)) "") }}{{ $set = append $set (index $pair 0) }}{{ end }}
+{{- end }}
+{{- if $set }}
+{{- $which := ternary (printf "cloud is %q" (include "karpy.cloud" .)) (printf "cloudProvider is %q" $provider) (eq (toString .Values.cloudProvider) "") }}
+{{- fail (printf "%s, but %s %s KakaoCloud's: set cloud=kakaocloud (or install the karpenter-provider-kakaocloud chart, charts/karpenter-provider-kakaocloud, whose cloud is kakaocloud)" $which (join ", " $set) (ternary "is" "are" (eq (len $set) 1))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
 Values karpy's controller refuses (karpy_core/settings.py: KarpySettings.REFUSED,
 UNIMPLEMENTED_GATES, AWS_GATES) fail here, naming the value, instead of crash-looping the pods.
 tests/charts/test_helm.py checks this list against the settings module.
 */}}
 {{- define "karpy.validate" -}}
 {{- $s := .Values.settings }}
+{{- include "karpy.validateCloud" . }}
 {{- $gates := $s.featureGates | default dict }}
 {{- $refused := list
   (list "settings.disableClusterStateObservability" (eq (toString $s.disableClusterStateObservability) "true") "karpy always publishes its cluster-state metrics")

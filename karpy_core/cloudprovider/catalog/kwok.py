@@ -79,7 +79,7 @@ KWOK_WELL_KNOWN_LABELS = frozenset(
 KWOK_DEFAULT_PODS = 110
 """Pods when ``resources.pods`` is absent (KWOK ``setDefaultOptions``, the kubelet default)."""
 
-_AWS_SIZE = re.compile(r"^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$")
+_AWS_SIZE = re.compile(r"^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$", re.ASCII)
 _FAMILY_DELIM = re.compile(r"[.-]")
 _OVERHEAD_KEYS = {
     "kubeReserved": "kube_reserved",
@@ -117,6 +117,16 @@ class _Ctx:
     def error(self, field: str, problem: str) -> ConfigurationError:
         who = f"entry {self.index}" + (f" ({self.name})" if self.name else "")
         return ConfigurationError(f"{self.source}: {who}: {field}: {problem}")
+
+
+def _no_constant(name: str) -> Any:
+    """``NaN``/``Infinity``/``-Infinity``: Python's json takes them, Go's encoding/json (Karpenter's
+    KWOK catalog reader) does not.
+
+    Raises:
+        ValueError: always, naming the constant.
+    """
+    raise ValueError(f"{name} is not a JSON number (Go's encoding/json, which Karpenter reads the catalog with, refuses it)")
 
 
 def _resource_list(raw: Any, ctx: _Ctx, field: str) -> Resources:
@@ -290,10 +300,10 @@ def load_kwok_catalog(path: str | os.PathLike[str], *, default_overhead: bool = 
         register_well_known_labels(KWOK_WELL_KNOWN_LABELS)
         return cached
     try:
-        data = json.loads(resolved.read_text(encoding="utf-8"))
+        data = json.loads(resolved.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except OSError as exc:
         raise ConfigurationError(f"{p}: cannot read instance-types file: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # json.JSONDecodeError, and NaN/Infinity (_no_constant)
         raise ConfigurationError(f"{p}: not valid JSON: {exc}") from exc
     catalog = parse_kwok_catalog(data, source=str(p), default_overhead=default_overhead)
     _CACHE[key] = catalog

@@ -31,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Quantity, Str
+from karpy_core.apis.base import Bool, Condition, CRDQuantity, Int, KubeModel, KubeObject, Str
 from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay, printer_column
 from karpy_core.apis.durations import parse_duration
 from karpy_core.utils.quantity import parse_quantity
@@ -92,7 +92,7 @@ _EVICTION_SIGNALS = (
     "imagefs.inodesFree",
     "pid.available",
 )
-_PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$")
+_PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$", re.ASCII)  # Go: \d is ASCII
 
 
 def _check_selector_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -106,7 +106,8 @@ SelectorTags = Annotated[dict[Str, Str], Field(max_length=20), AfterValidator(_c
 
 
 def _pattern(regex: str, what: str) -> Any:
-    compiled = re.compile(regex)
+    # Go's regexp (the CRD's pattern): $ is the end of the text, not before a final newline
+    compiled = re.compile(regex[:-1] + r"\Z" if regex.endswith("$") else regex)
 
     def check(value: str) -> str:
         if not compiled.search(value):
@@ -246,7 +247,7 @@ def _check_eviction(values: dict[str, str]) -> dict[str, str]:
             raise ValueError(f"invalid key {key!r}: valid keys are {list(_EVICTION_SIGNALS)}")
         if not isinstance(value, str):
             raise ValueError(f"{key}: must be a string such as '10%' or '100Mi'; got {value!r}")
-        if not _PERCENT.match(value):
+        if not _PERCENT.fullmatch(value):
             try:
                 parse_quantity(value)
             except ValueError:
@@ -276,9 +277,9 @@ class KubeletConfiguration(KubeModel):
     """The most pods the kubelet runs on the node; overrides the count derived from the instance type's network interfaces."""
     pods_per_core: Int | None = Field(default=None, ge=0)
     """The most pods per vCPU; the node's pod limit is the lower of this times its vCPUs and maxPods."""
-    system_reserved: Annotated[dict[Str, Quantity], AfterValidator(_check_reserved)] | None = None
+    system_reserved: Annotated[dict[Str, CRDQuantity], AfterValidator(_check_reserved)] | None = None
     """Resources (cpu, memory, ephemeral-storage, pid) held back for the operating system's daemons, taken off the node's allocatable."""
-    kube_reserved: Annotated[dict[Str, Quantity], AfterValidator(_check_reserved)] | None = None
+    kube_reserved: Annotated[dict[Str, CRDQuantity], AfterValidator(_check_reserved)] | None = None
     """Resources (cpu, memory, ephemeral-storage, pid) held back for Kubernetes' own daemons, taken off the
     node's allocatable; default computed from the instance size."""
     eviction_hard: Annotated[dict[Str, Str], AfterValidator(_check_eviction)] | None = None
@@ -340,7 +341,7 @@ class BlockDevice(KubeModel):
     """Throughput in MiB/s, for gp3 volumes."""
     volume_initialization_rate: Int | None = Field(default=None, ge=100, le=300)
     """The rate, in MiB/s (100 to 300), at which a volume created from a snapshot is filled in."""
-    volume_size: Annotated[Quantity, AfterValidator(_check_volume_size)] | None = None
+    volume_size: Annotated[CRDQuantity, AfterValidator(_check_volume_size)] | None = None
     """The volume's size, as a quantity (e.g. 20Gi, 100G); bounds depend on the volume type."""
     volume_type: Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"] | None = None
     """The EBS volume type: standard, io1, io2, gp2, sc1, st1 or gp3."""

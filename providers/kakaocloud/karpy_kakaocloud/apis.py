@@ -68,7 +68,7 @@ _KEY_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]*[a-zA-Z0-9]$")
 
 
 def _check_key_name(value: str) -> str:
-    if not 4 <= len(value) <= 250 or not _KEY_NAME.match(value):
+    if not 4 <= len(value) <= 250 or not _KEY_NAME.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a key pair name (4..250 characters: letters, digits, '-', '_', "
             "starting and ending with a letter or digit)"

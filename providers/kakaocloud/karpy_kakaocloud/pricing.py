@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from karpy_core.errors import ConfigurationError
+from karpy_core.utils.kubeyaml import describe_yaml_error, safe_load
 
 __all__ = ["DEFAULT_RULE", "LinearRule", "PriceTable", "load_price_table"]
 
@@ -111,9 +112,9 @@ def load_price_table(path: str | Path) -> PriceTable:
             prices[norm[name_col]] = _positive(norm.get("price"), f"{p} line {i} ({norm[name_col]})")
         return PriceTable(prices=prices, source=str(p))
     try:
-        doc = yaml.safe_load(text) or {}
+        doc = safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigurationError(f"{p}: not valid YAML: {exc}") from None
+        raise ConfigurationError(f"{p}: not valid YAML: {describe_yaml_error(exc)}") from None
     if not isinstance(doc, dict):
         raise ConfigurationError(f"{p}: expected a mapping with 'prices' and/or 'rule'")
     unknown = sorted(set(doc) - {"prices", "rule"})
