@@ -24,7 +24,7 @@ from karpy_core.scheduling.claim import PlannedNodeClaim
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import Resources, subtract
-from karpy_core.scheduling.scheduler import SchedulingResults, Scheduler
+from karpy_core.scheduling.scheduler import Scheduler, SchedulingResults
 
 __all__ = ["MAX_ORDERINGS", "kube_schedule", "moved_pods_fit", "replacement_node"]
 

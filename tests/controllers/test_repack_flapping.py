@@ -56,7 +56,7 @@ def tight() -> ClusterSnapshot:
     return snap([mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT)])
 
 
-def unchecked_plan(s: ClusterSnapshot, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def unchecked_plan(s: ClusterSnapshot, monkeypatch: pytest.MonkeyPatch):
     """The repack's plan without the kube-scheduler check (what it decided before issue 34)."""
     with monkeypatch.context() as m:
         m.setattr(repack, "_kube_misfit", lambda *a: None)

@@ -16,6 +16,13 @@ One :meth:`Disruption.reconcile` pass (Karpenter ``pkg/controllers/disruption/co
    the candidates at once when there are none;
 5. otherwise, a new command is planned and held for validation.
 
+Each pass also looks for consolidations undone (a node launched for the pods a command moved:
+:mod:`~karpy_core.controllers.disruption.undone`): a ``disruption undone`` warning and a
+:attr:`DisruptionEventKind.UNDONE` event each, and the move is not planned again until the
+workload or the offerings change (``plan_disruption(avoid=...)``); a command's replacements are
+nominated while the pods they are for are on their way, so no method (emptiness included) takes
+them meanwhile.
+
 Every pass appends the planner's typed per-node decision records
 (:class:`~karpy_core.controllers.disruption.decisions.NodeDecision`) to :attr:`Disruption.decisions`,
 the log ``karpy simulate --explain-node`` prints; each new record is also logged at debug level

@@ -26,7 +26,16 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    becomes "two smaller, cheaper ones"; the cheapest run wins. Pods may also move onto other
    nodes' free room (the :data:`REPACK_NEIGHBOURS` roomiest when no topology constraint is
    involved, else every node). A run is rejected when a pod does not schedule or would land on a node that
-   is not initialized;
+   is not initialized, and when kube-scheduler would not reproduce it: the run packs the pods one
+   exact way, but once evicted they are placed by kube-scheduler, first fit in its own order
+   (:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`, the placement the simulator's
+   stand-in binds with, replayed with the replacements at their smallest and first or last by
+   name); where that leaves a pod pending, the provisioner would launch a node for it and the
+   saving is gone (issue 34: a 1% threshold on a memory-heavy mix repacked every 100 s for 8
+   hours). Such a run is made roomier (:func:`_with_slack`: a replacement gives up its cheapest
+   type, up to :data:`REPACK_SLACK_STEPS` times, while the threshold holds) before the next
+   cheapest run is tried; a group whose every qualifying run fails says
+   ``kube-scheduler-misfit``;
 4. churn control: the command must save at least ``min_savings`` (a fraction) of the price of the
    nodes it disrupts: ``Σ price - Σ replacement price >= min_savings x Σ price`` (USD/hour), with
    each replacement priced at the worst offering of the instance types it keeps (the price
@@ -38,7 +47,9 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    threshold, and no fewer than the NodePool's ``minValues`` ask. Spot candidates are only
    replaced by on-demand with ``SpotToSpotConsolidation`` off; with it on, by spot too, where a
    spot replacement keeps at least 15 instance types (:func:`_priced`);
-5. the group saving the most USD/hour wins (ties: fewer nodes, then the order above); its
+5. the group saving the most USD/hour wins (ties: fewer nodes, then the order above; a move
+   undone since the workload and the offerings last changed, ``PassContext.avoid``, is passed
+   over: ``undone-before``); its
    replacements are launched and Initialized before the candidates are drained (the disruption
    controller's replace-before-delete), after the 15 s validation delay and a re-run of
    :func:`repack_group` on a fresh snapshot (:meth:`RepackConsolidation.revalidate`).
@@ -421,7 +432,8 @@ def _with_slack(sim: SimulationContext, group: Sequence[Candidate], pods: Sequen
         for i, claim in enumerate(current):
             if len(claim.instance_types) <= 1:
                 continue
-            cheapest = min(range(len(claim.instance_types)), key=lambda j, c=claim: (worst_price(c.instance_types[j], c), j))
+            prices = [(worst_price(it, claim), j) for j, it in enumerate(claim.instance_types)]
+            cheapest = min(prices)[1]
             types = [it for j, it in enumerate(claim.instance_types) if j != cheapest]
             reqs = claim.requirements.copy()
             reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
