@@ -387,7 +387,13 @@ class Disruption:
         nominated = self.nominations.active(now) if self.nominations is not None else {}
         # a command's replacements are not candidates while its pods are on their way to them
         nominated = {**nominated, **self.undone.protected(snapshot, now + self.undone.window)}
-        workload = workload_fingerprint(snapshot, {k: v for k, v in self._signatures.items() if k in types})
+        cached: list[str] = []
+
+        def workload() -> str:  # computed only when a move is undone or remembered
+            if not cached:
+                cached.append(workload_fingerprint(snapshot, {k: v for k, v in self._signatures.items() if k in types}))
+            return cached[0]
+
         events += self._undone(snapshot, now, workload)
         avoid = self.undone.avoid(workload)
         wake: list[float] = []
@@ -569,7 +575,7 @@ class Disruption:
                                               reason="stale karpenter.sh/disrupted taint"))
         return events
 
-    def _undone(self, snapshot: ClusterSnapshot, now: float, workload: str) -> list[DisruptionEvent]:
+    def _undone(self, snapshot: ClusterSnapshot, now: float, workload: Callable[[], str]) -> list[DisruptionEvent]:
         """The consolidations found undone this pass (:meth:`UndoneMoves.observe`): one warning
         line and one :attr:`DisruptionEventKind.UNDONE` event each."""
         pods_of = self.nominations.pods_of if self.nominations is not None else None

@@ -162,7 +162,7 @@ class UndoneMoves:
                 return
 
     def observe(self, snapshot: ClusterSnapshot, now: float, pods_of: Callable[[str], list[str]] | None,
-                fingerprint: str) -> list[Undone]:
+                fingerprint: str | Callable[[], str]) -> list[Undone]:
         """The moves undone since the last call (see the module docstring), each reported once.
 
         Args:
@@ -172,8 +172,11 @@ class UndoneMoves:
                 launched or chose it for (its pod nominations,
                 :meth:`~karpy_core.state.nominations.Nominations.pods_of`); None when unknown (any
                 new NodeClaim while a pod of a moved owner is pending counts).
-            fingerprint: :func:`workload_fingerprint` now, kept with each undone move.
+            fingerprint: :func:`workload_fingerprint` now (or a function computing it, called
+                only when a move is found undone), kept with each undone move.
         """
+        if not self._moves:
+            return []
         pending: dict[Owner, list[str]] = {}
         for p in snapshot.pending_pod_views():
             o = _owner(p)
@@ -188,6 +191,8 @@ class UndoneMoves:
             if hit is None:
                 keep.append(m)
                 continue
+            if callable(fingerprint):
+                fingerprint = fingerprint()
             self._undone[m.key] = fingerprint
             out.append(Undone(m.key, m.method, m.reason, tuple(m.nodes), hit[0], hit[1]))
         self._moves = keep
@@ -211,10 +216,14 @@ class UndoneMoves:
                 return nc.name, pods
         return None
 
-    def avoid(self, fingerprint: str) -> frozenset[str]:
-        """The keys of the moves undone while the workload and offerings were ``fingerprint``;
-        those undone under another are forgotten."""
-        self._undone = {k: f for k, f in self._undone.items() if f == fingerprint}
+    def avoid(self, fingerprint: str | Callable[[], str]) -> frozenset[str]:
+        """The keys of the moves undone while the workload and offerings were ``fingerprint`` (or
+        what a function returns, called only when some move was undone); those undone under
+        another are forgotten."""
+        if not self._undone:
+            return frozenset()
+        fp = fingerprint() if callable(fingerprint) else fingerprint
+        self._undone = {k: f for k, f in self._undone.items() if f == fp}
         return frozenset(self._undone)
 
     def protected(self, snapshot: ClusterSnapshot, until: float) -> dict[str, float]:
