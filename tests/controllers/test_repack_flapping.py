@@ -145,3 +145,24 @@ def test_replacements_are_protected_while_the_moved_pods_are_on_their_way():
     gone = ClusterSnapshot(nodes=[], nodeclaims=[], nodepools=s.nodepool_views,
                            pods=[mkpod(f"p{i}", "default-r1", c, m) for i, (c, m) in enumerate(TIGHT)])
     assert moves.protected(gone, NOW + 600) == {}
+
+
+def test_an_empty_replacement_is_not_taken_while_its_pods_are_on_their_way():
+    s = tight()
+    plan = plan_disruption(s, TYPES, NOW)
+    assert plan is not None
+    moves = UndoneMoves()
+    moves.executed(plan, s, NOW)
+    moves.replacements_created(["a"], ["r"])
+    # the replacement is Initialized and still empty; "a" is being drained
+    pool = s.nodepool_views[0]
+    node, claim = node_and_claim("r", "r4", 4, pool=pool.raw)
+    base = snap([mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT)])
+    during = ClusterSnapshot(nodes=[*(n.raw for n in base.node_views), node], nodeclaims=[*(c.raw for c in base.nodeclaim_views), claim],
+                             nodepools=base.nodepool_views, pods=base.pod_views)
+    unprotected = plan_disruption(during, TYPES, NOW + 60, methods=["emptiness"])
+    assert unprotected is not None and [c.name for c in unprotected.candidates] == ["r"]  # what emptiness would do
+    log: list[NodeDecision] = []
+    assert plan_disruption(during, TYPES, NOW + 60, methods=["emptiness"], log=log,
+                           nominated=moves.protected(during, NOW + 660)) is None
+    assert any(d.node == "r" and d.kind is DecisionKind.NOMINATED for d in log)

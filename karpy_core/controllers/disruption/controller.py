@@ -385,8 +385,12 @@ class Disruption:
             snapshot = with_virtual_pods(snapshot, await buffer_pods(self.kube))
         types = await self.instance_types(snapshot)
         nominated = self.nominations.active(now) if self.nominations is not None else {}
-        # a command's replacements are not candidates while its pods are on their way to them
+        # a command's replacements are not candidates while its pods are on their way to them, nor
+        # is a NodeClaim the provisioner launched or chose for pods still pending (pod nominations)
         nominated = {**nominated, **self.undone.protected(snapshot, now + self.undone.window)}
+        if self.nominations is not None:
+            waiting = self.nominations.claims_for({p.key for p in snapshot.pending_pod_views()})
+            nominated.update({claim: max(nominated.get(claim, 0.0), now + self.nominations.window) for claim in sorted(waiting)})
         cached: list[str] = []
 
         def workload() -> str:  # computed only when a move is undone or remembered
