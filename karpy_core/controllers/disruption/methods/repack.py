@@ -32,8 +32,8 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    stand-in binds with, replayed with the replacements at their smallest and first or last by
    name); where that leaves a pod pending, the provisioner would launch a node for it and the
    saving is gone (issue 34: a 1% threshold on a memory-heavy mix repacked every 100 s for 8
-   hours). Such a run is made roomier (:func:`_with_slack`: a replacement gives up its cheapest
-   type, up to :data:`REPACK_SLACK_STEPS` times, while the threshold holds) before the next
+   hours). Such a run is made roomier (:func:`_with_slack`: a replacement gives up its smallest
+   types, up to :data:`REPACK_SLACK_STEPS` times, while the threshold holds) before the next
    cheapest run is tried; a group whose every qualifying run fails says
    ``kube-scheduler-misfit``;
 4. churn control: the command must save at least ``min_savings`` (a fraction) of the price of the
@@ -80,7 +80,7 @@ from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, worst_price
 from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT, allows_spot
-from karpy_core.scheduling.kubescheduler import moved_pods_fit
+from karpy_core.scheduling.kubescheduler import moved_pods_fit, replacement_node
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, subtract
@@ -127,8 +127,8 @@ them there is valid in the whole cluster, and a run costs a few milliseconds ins
 over every bound pod. Otherwise every node is offered."""
 
 REPACK_SLACK_STEPS = 6
-"""Most instance types a repack gives up (the cheapest of one replacement each time) to make a
-run kube-scheduler cannot reproduce roomy enough that it can (:func:`_with_slack`)."""
+"""Most times a repack makes one replacement of a run kube-scheduler cannot reproduce roomier
+(its smallest types given up) to find one it can (:func:`_with_slack`)."""
 
 _EPS = 1e-9
 
@@ -422,19 +422,23 @@ def _cheapest(runs: Sequence[RepackOutcome]) -> int:
 def _with_slack(sim: SimulationContext, group: Sequence[Candidate], pods: Sequence[PodInfo], claims: list[PlannedNodeClaim],
                 base: RepackOutcome, spot_to_spot: bool) -> RepackOutcome | None:
     """A run whose moved pods kube-scheduler would not all place, made roomier: up to
-    :data:`REPACK_SLACK_STEPS` times, the replacement whose cheapest instance type costs least to
-    give up gives it up (its smallest allocatable grows), until kube-scheduler places every pod
-    (:func:`_kube_misfit`) or the threshold is no longer met. Returns the first such run that
-    qualifies, else None."""
+    :data:`REPACK_SLACK_STEPS` times, one replacement gives up the instance types that make its
+    smallest room (those with the least cpu or memory among its types,
+    :func:`~karpy_core.scheduling.kubescheduler.replacement_node`), the one whose run then costs
+    least, until kube-scheduler places every pod (:func:`_kube_misfit`) or the threshold is no
+    longer met. Returns the first such run that qualifies, else None."""
     current = list(claims)
     for _ in range(REPACK_SLACK_STEPS):
         best: tuple[float, list[PlannedNodeClaim], list[PlannedNodeClaim]] | None = None
         for i, claim in enumerate(current):
             if len(claim.instance_types) <= 1:
                 continue
-            prices = [(worst_price(it, claim), j) for j, it in enumerate(claim.instance_types)]
-            cheapest = min(prices)[1]
-            types = [it for j, it in enumerate(claim.instance_types) if j != cheapest]
+            # the types that make the replacement's smallest room (replacement_node): the least of a resource
+            floor = replacement_node(claim, "").allocatable
+            types = [it for it in claim.instance_types
+                     if not any(it.allocatable.get(r, 0) <= floor.get(r, 0) for r in ("cpu", "memory"))]
+            if not types:
+                continue
             reqs = claim.requirements.copy()
             reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
             variant = [*current[:i], dataclasses.replace(claim, instance_types=types, requirements=reqs), *current[i + 1:]]
