@@ -504,6 +504,10 @@ class Metrics:
             "timeout. Labeled by consolidation type.", ["consolidation_type"], registry=r)
         for kind in ("multi", "single"):
             self.consolidation_timeouts.labels(kind)
+        self.disruption_undone = Counter(
+            "karpenter_voluntary_disruption_undone", "Number of consolidation commands undone: a node was launched for pods the "
+            "command moved (karpy's own; the same move is not made again until the workload or the offerings change). Labeled "
+            "by disruption reason and consolidation type.", ["reason", "consolidation_type"], registry=r)
         self.disruption_failed_validations = Counter(
             "karpenter_voluntary_disruption_failed_validations", "Number of candidates that were selected for disruption but failed "
             "validation. Labeled by consolidation type.", ["consolidation_type"], registry=r)

@@ -10,7 +10,9 @@ These stand in for the parts of a real cluster karpy does not own:
 * DaemonSet pods are created on every node whose taints they tolerate and whose labels their
   node affinity matches (the DaemonSet controller adds the standard ``not-ready``,
   ``unreachable`` and ``unschedulable`` tolerations).
-* :class:`KubeSchedulerSimulator` - binds pending pods to nodes that fit them (first fit over
+* :class:`KubeSchedulerSimulator` - binds pending pods to nodes that fit them
+  (:func:`~karpy_core.scheduling.kubescheduler.kube_schedule`, which the disruption planner
+  replays for the pods a consolidation moves: first fit over
   nodes by name, honouring taints, node affinity and free resources; a pod's
   ``status.nominatedNodeName`` first, with the room of the pods nominated to a node held for
   them, as kube-scheduler does) and marks the rest ``PodScheduled=False/Unschedulable``, which
@@ -200,7 +202,8 @@ class KubeSchedulerSimulator:
         """One scheduling cycle over every pending pod, with the same placement rules karpy's
         scheduler applies to existing nodes (taints, node affinity, resources, host ports,
         topology spread and pod affinity), honouring every taint as kube-scheduler does."""
-        from karpy_core.scheduling.scheduler import ExistingNode, Scheduler
+        from karpy_core.scheduling.kubescheduler import kube_schedule
+        from karpy_core.scheduling.nodes import ExistingNode
         from karpy_core.state.cluster import ClusterSnapshot, bound_pod_infos
 
         nodes = [
@@ -237,7 +240,8 @@ class KubeSchedulerSimulator:
         # pods nominated to a node against other pods (KEP-1923; the scheduling queue's nominator)
         nominated = {i.key: str((p.raw.get("status") or {}).get("nominatedNodeName") or "")
                      for i, p in zip(infos, pending, strict=True)}
-        results = Scheduler([], existing, bound_pods=bound, nominated={k: v for k, v in nominated.items() if v}).solve(infos)
+        # the placement the disruption planner replays (scheduling/kubescheduler.py)
+        results = kube_schedule(existing, bound, infos, {k: v for k, v in nominated.items() if v})
         changes = 0
         for key, node_name in sorted(results.existing.items()):
             await self.cluster.bind(by_key[key], node_name)

@@ -18,7 +18,8 @@ JSON document shape (``karpy simulate -o json``)::
                     "memory_requested_mib", "memory_allocatable_mib"}}}],  # scenarios only
       "day": {"seconds", "total_usd", "start_cost_per_hour", "end_cost_per_hour", "peak_cost_per_hour",
               "consolidation_savings_usd", "consolidation_savings_per_hour",
-              "disruptions": {REASON: {"commands", "nodes"}}, "peak_pending_pods", "peak_pending_t"}
+              "disruptions": {REASON: {"commands", "nodes"}}, "undone": {REASON: count},
+              "peak_pending_pods", "peak_pending_t"}
                                                               # scenarios only (:class:`DaySummary`)
     }
 
@@ -210,9 +211,13 @@ class DaySummary:
             hours from the command to the end of the run: what keeping the consolidated nodes
             (instead of their replacements) until the end would have cost more. It counts each
             command against the cluster it found, so a node consolidated twice counts twice.
+            Commands later found undone are left out of both (their saving went to the node
+            launched for their pods).
         disruptions: reason -> ``{"commands", "nodes"}``: ``disrupt`` commands by their
             Karpenter reason (``Empty``, ``Underutilized``, ``Drifted``) and the nodes they took,
             plus ``Expired`` for NodeClaims the expiration controller deleted (one command each).
+        undone: reason -> consolidation commands undone (``disrupt-undone`` events: a node was
+            launched for the pods they moved, :mod:`~karpy_core.controllers.disruption.undone`).
         peak_pending_pods: most pods pending at once (``timeline``'s ``pending_pods``).
         peak_pending_t: the first time that peak was reached, seconds.
     """
@@ -227,6 +232,7 @@ class DaySummary:
     disruptions: dict[str, dict[str, int]]
     peak_pending_pods: int
     peak_pending_t: float
+    undone: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -235,7 +241,7 @@ class DaySummary:
             "peak_cost_per_hour": self.peak_cost_per_hour,
             "consolidation_savings_per_hour": round(self.consolidation_savings_per_hour, 6),
             "consolidation_savings_usd": round(self.consolidation_savings_usd, 6),
-            "disruptions": self.disruptions, "peak_pending_pods": self.peak_pending_pods,
+            "disruptions": self.disruptions, "undone": self.undone, "peak_pending_pods": self.peak_pending_pods,
             "peak_pending_t": self.peak_pending_t,
         }
 
@@ -266,12 +272,18 @@ def day_summary(report: SimulationReport) -> DaySummary:
     settle = min(marks, default=end)
     before = [s for s in series if s["t"] < settle] or series[:1]
     disruptions: dict[str, dict[str, int]] = {}
+    undone: dict[str, int] = {}
+    undone_nodes: set[str] = set()
+    for e in report.events:
+        if e["kind"] == "disrupt-undone":
+            undone[e["reason"]] = undone.get(e["reason"], 0) + 1
+            undone_nodes.add(e.get("node") or "")
     saved_h = saved_usd = 0.0
     for e in disrupts:
         d = disruptions.setdefault(e["reason"], {"commands": 0, "nodes": 0})
         d["commands"] += 1
         d["nodes"] += len([n for n in (e.get("node") or "").split(",") if n])
-        if e["reason"] in CONSOLIDATION_REASONS:
+        if e["reason"] in CONSOLIDATION_REASONS and (e.get("node") or "") not in undone_nodes:
             per_h = float((e.get("details") or {}).get("savings_per_hour") or 0.0)
             saved_h += per_h
             saved_usd += per_h * max(0.0, end - e["t"]) / 3600
@@ -289,6 +301,7 @@ def day_summary(report: SimulationReport) -> DaySummary:
         end_cost_per_hour=series[-1]["cost_per_hour"], peak_cost_per_hour=max(s["cost_per_hour"] for s in series),
         consolidation_savings_per_hour=saved_h, consolidation_savings_usd=saved_usd,
         disruptions=dict(sorted(disruptions.items())), peak_pending_pods=peak, peak_pending_t=peak_t,
+        undone=dict(sorted(undone.items())),
     )
 
 
@@ -556,6 +569,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
     dis = "; ".join(f"{reason}: {_plural(v['commands'], 'command')}, {_plural(v['nodes'], 'node')}"
                     for reason, v in d.disruptions.items()) or "none"
     n_cons = sum(v["commands"] for r, v in d.disruptions.items() if r in CONSOLIDATION_REASONS)
+    undone = "; ".join(f"{reason}: {_plural(n, 'command')}" for reason, n in d.undone.items()) or "none"
     return [
         f"summary of the run ({_duration(d.seconds)} simulated):",
         f"  spent:          {d.total_usd:.4f} USD (USD/hour integrated over the run)",
@@ -564,6 +578,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
         f"  consolidation:  saved {d.consolidation_savings_usd:.4f} USD ({d.consolidation_savings_per_hour:.4f} USD/hour "
         f"removed by {_plural(n_cons, 'command')}, each counted until the end)",
         f"  disruptions:    {dis}",
+        f"  undone:         {undone} (a node launched for the pods a consolidation moved)",
         f"  pending pods:   peak {d.peak_pending_pods}" + (f" at {_duration(d.peak_pending_t)}" if d.peak_pending_pods else ""),
     ]
 

@@ -77,6 +77,12 @@ class Nominations:
         """The pods (``namespace/name``, sorted) nominated to the NodeClaim ``nodeclaim``."""
         return sorted(k for k, v in self._pods.items() if v == nodeclaim)
 
+    def claims_for(self, pending: Collection[str]) -> set[str]:
+        """The NodeClaims (by name) some of the ``pending`` pods are nominated to; forgets nothing
+        (the disruption controller's read: those claims are not taken while their pods are on
+        their way)."""
+        return {v for k, v in self._pods.items() if k in pending}
+
     def pod_targets(self, pending: Collection[str]) -> dict[str, str]:
         """The pod nominations of the ``pending`` pods (pod key -> NodeClaim name); those of pods
         no longer pending are forgotten."""

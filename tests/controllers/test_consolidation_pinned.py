@@ -18,7 +18,10 @@ Two clusters:
   a zone node selector, a host port, a PDB that allows nothing, do-not-disrupt
   pods, nodes not consolidatable yet and drifted nodes: every path of the simulation that
   depends on pods already bound. Drift wins the default order; multi-node consolidation alone
-  replaces 28 nodes by one; at 80-97% utilization single-node consolidation walks 40-50
+  replaces 27 nodes by one (28 until issue 34: with node-0202 in the prefix, kube-scheduler
+  placing the moved pods with the replacement first by name fills it with larger pods and leaves
+  the host-port, anti-affine ``default/p-0157-0`` without a node, so the 28-node command would be
+  undone by a launch); at 80-97% utilization single-node consolidation walks 40-50
   candidates (not cheaper, too many replacements) before it finds one.
 """
 
@@ -195,36 +198,31 @@ EXPECTED: dict[str, dict[str, Any]] = {"bench-default": {"plan": {"method": "mul
                    "lines": ["node-0237 delete"]},
  "mixed-multi": {"plan": {"method": "multi-node-consolidation",
                           "decision": "replace",
-                          "candidates": ["node-0189", "node-0153", "node-0081", "node-0009", "node-0229", "node-0193",
-                                         "node-0157", "node-0049", "node-0233", "node-0198", "node-0197", "node-0162",
-                                         "node-0161", "node-0126", "node-0089", "node-0054", "node-0053", "node-0018",
-                                         "node-0017", "node-0237", "node-0225", "node-0201", "node-0129", "node-0093",
-                                         "node-0045", "node-0021", "node-0238", "node-0202"],
+                          "candidates": ["node-0189", "node-0153", "node-0081", "node-0009", "node-0229", "node-0193", "node-0157",
+                                         "node-0049", "node-0233", "node-0198", "node-0197", "node-0162", "node-0161", "node-0126",
+                                         "node-0089", "node-0054", "node-0053", "node-0018", "node-0017", "node-0237", "node-0225",
+                                         "node-0201", "node-0129", "node-0093", "node-0045", "node-0021", "node-0238"],
                           "replacements": [(["m.xlarge", "m.2xlarge", "m.4xlarge"],
                                             [("karpenter.sh/capacity-type", False, ["on-demand", "spot"]),
                                              ("karpenter.sh/nodepool", False, ["default"]),
-                                             ("node.kubernetes.io/instance-type", False,
-                                              ["m.2xlarge", "m.4xlarge", "m.xlarge"]),
+                                             ("node.kubernetes.io/instance-type", False, ["m.2xlarge", "m.4xlarge", "m.xlarge"]),
                                              ("topology.kubernetes.io/zone", False, ["zone-a", "zone-b"])])],
-                          "price": 18.64,
+                          "price": 18.24,
                           "replacement_price": 0.08},
                  "log": {"candidate/keep/do-not-disrupt": 19,
                          "candidate/keep/pdb-blocks": 18,
-                         "multi-node-consolidation/disrupt/replace": 28,
+                         "multi-node-consolidation/disrupt/replace": 27,
                          "multi-node-consolidation/keep/not-consolidatable-yet": 11},
-                 "lines": ["node-0019 not-consolidatable-yet", "node-0038 not-consolidatable-yet",
-                           "node-0057 not-consolidatable-yet", "node-0076 not-consolidatable-yet",
-                           "node-0095 not-consolidatable-yet", "node-0114 not-consolidatable-yet",
-                           "node-0133 not-consolidatable-yet", "node-0152 not-consolidatable-yet",
-                           "node-0171 not-consolidatable-yet", "node-0190 not-consolidatable-yet",
-                           "node-0228 not-consolidatable-yet", "node-0189 replace", "node-0153 replace", "node-0081 replace",
-                           "node-0009 replace", "node-0229 replace", "node-0193 replace", "node-0157 replace",
-                           "node-0049 replace", "node-0233 replace", "node-0198 replace", "node-0197 replace",
-                           "node-0162 replace", "node-0161 replace", "node-0126 replace", "node-0089 replace",
-                           "node-0054 replace", "node-0053 replace", "node-0018 replace", "node-0017 replace",
-                           "node-0237 replace", "node-0225 replace", "node-0201 replace", "node-0129 replace",
-                           "node-0093 replace", "node-0045 replace", "node-0021 replace", "node-0238 replace",
-                           "node-0202 replace"]},
+                 "lines": ["node-0019 not-consolidatable-yet", "node-0038 not-consolidatable-yet", "node-0057 not-consolidatable-yet",
+                           "node-0076 not-consolidatable-yet", "node-0095 not-consolidatable-yet", "node-0114 not-consolidatable-yet",
+                           "node-0133 not-consolidatable-yet", "node-0152 not-consolidatable-yet", "node-0171 not-consolidatable-yet",
+                           "node-0190 not-consolidatable-yet", "node-0228 not-consolidatable-yet", "node-0189 replace",
+                           "node-0153 replace", "node-0081 replace", "node-0009 replace", "node-0229 replace", "node-0193 replace",
+                           "node-0157 replace", "node-0049 replace", "node-0233 replace", "node-0198 replace", "node-0197 replace",
+                           "node-0162 replace", "node-0161 replace", "node-0126 replace", "node-0089 replace", "node-0054 replace",
+                           "node-0053 replace", "node-0018 replace", "node-0017 replace", "node-0237 replace", "node-0225 replace",
+                           "node-0201 replace", "node-0129 replace", "node-0093 replace", "node-0045 replace", "node-0021 replace",
+                           "node-0238 replace"]},
  "tight-single": {"plan": {"method": "single-node-consolidation",
                            "decision": "delete",
                            "candidates": ["node-0206"],

@@ -114,12 +114,14 @@ async def test_scale_down_summary_counts_the_consolidation_saving(tmp_path):
     assert day.consolidation_savings_per_hour == pytest.approx(0.459)
     assert day.consolidation_savings_usd == pytest.approx(0.459 * (21600 - 7280) / 3600)
     assert day.peak_pending_pods == 10
+    assert day.undone == {}  # the replacement held the pods: nothing launched for them
     text = render_text(report)
-    assert text.splitlines()[-5:] == [
+    assert text.splitlines()[-6:] == [
         f"  spent:          {day.total_usd:.4f} USD (USD/hour integrated over the run)",
         "  USD/hour:       0.6120 at start -> 0.1530 at end (peak 0.7650)",
         f"  consolidation:  saved {0.459 * 14320 / 3600:.4f} USD (0.4590 USD/hour removed by 1 command, each counted until the end)",
         "  disruptions:    Underutilized: 1 command, 1 node",
+        "  undone:         none (a node launched for the pods a consolidation moved)",
         f"  pending pods:   peak 10 at {int(day.peak_pending_t)}s",
     ]
 

@@ -16,6 +16,13 @@ One :meth:`Disruption.reconcile` pass (Karpenter ``pkg/controllers/disruption/co
    the candidates at once when there are none;
 5. otherwise, a new command is planned and held for validation.
 
+Each pass also looks for consolidations undone (a node launched for the pods a command moved:
+:mod:`~karpy_core.controllers.disruption.undone`): a ``disruption undone`` warning and a
+:attr:`DisruptionEventKind.UNDONE` event each, and the move is not planned again until the
+workload or the offerings change (``plan_disruption(avoid=...)``); a command's replacements are
+nominated while the pods they are for are on their way, so no method (emptiness included) takes
+them meanwhile.
+
 Every pass appends the planner's typed per-node decision records
 (:class:`~karpy_core.controllers.disruption.decisions.NodeDecision`) to :attr:`Disruption.decisions`,
 the log ``karpy simulate --explain-node`` prints; each new record is also logged at debug level
@@ -52,6 +59,7 @@ from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
 from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
+from karpy_core.controllers.disruption.undone import UndoneMoves, workload_fingerprint
 from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan, pretty_list
 from karpy_core.errors import KubeAPIError, NotFoundError, ignore_not_found
 from karpy_core.featuregates import FeatureGates
@@ -113,6 +121,10 @@ class DisruptionEventKind(StrEnum):
     """A queued command's replacement failed or timed out; candidates un-tainted."""
     UNTAINT = "untaint"
     """A stale ``karpenter.sh/disrupted`` taint was removed."""
+    UNDONE = "disrupt-undone"
+    """A consolidation's moved pods got a node launched for them: the move is undone and not
+    taken again until the workload or the offerings change
+    (:mod:`~karpy_core.controllers.disruption.undone`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +245,9 @@ class Disruption:
         """NodePool name -> :func:`_types_signature` of the types the last pass read."""
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
+        self.undone = UndoneMoves()
+        """The consolidations made, those undone (a launch for the pods they moved) and not to be
+        made again, and the replacements whose pods are on their way (nominated meanwhile)."""
         self.metrics: DisruptionMetrics | None = None
         if metrics is not None:  # imported here: the simulator, which counts nothing, need not load the metrics stack
             from karpy_core.controllers.disruption.metrics import DisruptionMetrics
@@ -370,6 +385,21 @@ class Disruption:
             snapshot = with_virtual_pods(snapshot, await buffer_pods(self.kube))
         types = await self.instance_types(snapshot)
         nominated = self.nominations.active(now) if self.nominations is not None else {}
+        # a command's replacements are not candidates while its pods are on their way to them, nor
+        # is a NodeClaim the provisioner launched or chose for pods still pending (pod nominations)
+        nominated = {**nominated, **self.undone.protected(snapshot, now + self.undone.window)}
+        if self.nominations is not None:
+            waiting = self.nominations.claims_for({p.key for p in snapshot.pending_pod_views()})
+            nominated.update({claim: max(nominated.get(claim, 0.0), now + self.nominations.window) for claim in sorted(waiting)})
+        cached: list[str] = []
+
+        def workload() -> str:  # computed only when a move is undone or remembered
+            if not cached:
+                cached.append(workload_fingerprint(snapshot, {k: v for k, v in self._signatures.items() if k in types}))
+            return cached[0]
+
+        events += self._undone(snapshot, now, workload)
+        avoid = self.undone.avoid(workload)
         wake: list[float] = []
         if self.pending is not None:
             due = self.pending.decided_at + self.settings.validation_delay
@@ -386,12 +416,13 @@ class Disruption:
                                               details={"method": cmd.plan.method.value}, decision=why.kind))
                 self._idle = None
             else:
-                events += await self._execute(cmd, now)
+                events += await self._execute(cmd, now, snapshot)
                 snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         if self.pending is None:
             # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
             # new instance types (a NodeClass turned Ready, offerings or prices changed) re-plan too
             fp = (self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}|"
+                  + f"{len(avoid)}|"
                   + ",".join(f"{k}={v}" for k, v in sorted(self._signatures.items()) if k in types))
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
                 wake.extend(w for w in (self._idle[1],) if w is not None)
@@ -400,7 +431,7 @@ class Disruption:
                 t0 = time.perf_counter()
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
                                        max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
-                                       min_savings=self.settings.min_savings, feature_gates=self.feature_gates)
+                                       min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)
@@ -513,6 +544,7 @@ class Disruption:
                     await self._set_reason(c.nodeclaim_name, None)
                     self._log(now, [NodeDecision(c.name, cmd.plan.method, Verdict.KEEP, kind, f"command abandoned: {why}")])
                 events.append(DisruptionEvent(DisruptionEventKind.FAILED, ",".join(cmd.nodes), reason=why, decision=kind))
+                self.undone.finished(cmd.nodes, now)
                 continue
             for r in cmd.replacements:
                 await self._publish([karpenter_events.launching(claims[r].raw, cmd.plan.reason.value)])
@@ -525,6 +557,7 @@ class Disruption:
                         await self._terminating(c.name, claim.raw if claim is not None else None, cmd.plan.reason.value)
                         events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason.value,
                                                       details={"method": cmd.plan.method.value}))
+                self.undone.finished(cmd.nodes, now)
                 continue
             keep.append(cmd)
         self.queued = keep
@@ -546,10 +579,27 @@ class Disruption:
                                               reason="stale karpenter.sh/disrupted taint"))
         return events
 
-    async def _execute(self, cmd: _Command, now: float) -> list[DisruptionEvent]:
+    def _undone(self, snapshot: ClusterSnapshot, now: float, workload: Callable[[], str]) -> list[DisruptionEvent]:
+        """The consolidations found undone this pass (:meth:`UndoneMoves.observe`): one warning
+        line and one :attr:`DisruptionEventKind.UNDONE` event each."""
+        pods_of = self.nominations.pods_of if self.nominations is not None else None
+        out = []
+        for u in self.undone.observe(snapshot, now, pods_of, workload):
+            log.warning("disruption undone", extra=fields(
+                node=",".join(u.nodes), nodeclaim=u.nodeclaim, method=u.method.value,
+                reason=f"a node was launched for {len(u.pods)} pod(s) the command moved (e.g. {u.pods[0]}); "
+                       "the same move is not made again until the workload or the offerings change"))
+            out.append(DisruptionEvent(DisruptionEventKind.UNDONE, ",".join(u.nodes), u.nodeclaim, reason=u.reason.value,
+                                       details={"method": u.method.value, "pods": list(u.pods)}))
+        if out:
+            self._idle = None
+        return out
+
+    async def _execute(self, cmd: _Command, now: float, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
         plan = cmd.plan
         events: list[DisruptionEvent] = []
         log.info("disrupting node(s)", extra=command_log_values(plan))
+        self.undone.executed(plan, snapshot, now)
         for c in plan.candidates:
             await self._set_taint(c.name, True)
             await self._set_reason(c.nodeclaim_name, plan.reason)
@@ -565,12 +615,14 @@ class Disruption:
             events.append(DisruptionEvent(DisruptionEventKind.REPLACEMENT_CREATE, nodeclaim=created["metadata"]["name"],
                                           reason=plan.reason.value, details={"nodepool": r.nodepool, "for": cmd.nodes,
                                                    "cheapest_price": round(r.cheapest_offering_price(), 6)}))
+        self.undone.replacements_created(cmd.nodes, cmd.replacements)
         if not plan.replacements:
             for c in plan.candidates:
                 if await self._delete_claim(c.nodeclaim_name):
                     await self._terminating(c.name, c.nodeclaim.raw, plan.reason.value)
                     events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason.value,
                                                   details={"method": plan.method.value}))
+            self.undone.finished(cmd.nodes, now)
         else:
             self.queued.append(cmd)
         return events

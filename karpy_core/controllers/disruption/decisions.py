@@ -106,6 +106,12 @@ class DecisionKind(StrEnum):
     BELOW_MIN_SAVINGS = "below-min-savings"
     SPOT_TO_SPOT_OPTIONS = "spot-to-spot-options"
     """Single-node spot-to-spot needs 15 cheaper spot instance types."""
+    KUBE_SCHEDULER_MISFIT = "kube-scheduler-misfit"
+    """The moved pods fit the planned arrangement, but kube-scheduler's own placement of them
+    (``scheduling/kubescheduler.py``) leaves one pending: the move would be undone."""
+    UNDONE_BEFORE = "undone-before"
+    """The same move was taken and undone (a launch for the pods it moved) since the workload and
+    the offerings last changed."""
     # static NodePools (spec.replicas)
     STATIC_NODEPOOL = "static-nodepool"
     """Static pools are never consolidated or emptied, and their drift is ``static-drift``'s."""

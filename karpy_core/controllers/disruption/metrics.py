@@ -75,7 +75,8 @@ class DisruptionMetrics:
         """Per command decided/executed/dropped a log line; ``karpenter_disruption_decisions_total``,
         ``..._failed_validations_total``, ``karpenter_nodeclaims_disrupted_total`` (reason
         ``empty``, ``drifted``, ``underutilized``) per deleted NodeClaim and
-        ``karpenter_nodeclaims_created_total`` per replacement."""
+        ``karpenter_nodeclaims_created_total`` per replacement; ``karpenter_voluntary_disruption_undone_total``
+        (``reason``, ``consolidation_type``) per command found undone."""
         from karpy_core.controllers.disruption.controller import DisruptionEventKind as K
 
         m = self.metrics
@@ -86,6 +87,9 @@ class DisruptionMetrics:
                     reason=ev.details.get("summary") or ev.reason))
             if ev.kind is K.DISRUPT:
                 m.observe_disruption_decision(ev.details.get("method", ""), ev.details.get("decision", ""))
+            elif ev.kind is K.UNDONE:
+                reason, ctype = CONSOLIDATION_TYPES.get(ev.details.get("method", ""), (ev.reason.lower(), ""))
+                m.disruption_undone.labels(reason=reason, consolidation_type=ctype).inc()
             elif ev.kind is K.INVALIDATED:
                 m.disruption_failed_validations.labels(
                     consolidation_type=CONSOLIDATION_TYPES.get(ev.details.get("method", ""), ("", ""))[1]).inc()

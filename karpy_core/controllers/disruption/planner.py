@@ -133,6 +133,7 @@ def plan_disruption(
     nominated: Mapping[str, float] | None = None,
     min_savings: float = DEFAULT_MIN_SAVINGS,
     feature_gates: FeatureGates | None = None,
+    avoid: frozenset[str] = frozenset(),
 ) -> DisruptionPlan | None:
     """Decide one disruption command for ``snapshot`` at ``now``.
 
@@ -152,6 +153,10 @@ def plan_disruption(
             a command disrupts (a NodePool's ``karpy.sh/consolidation-min-savings`` wins).
         feature_gates: ``FEATURE_GATES`` (karpy's defaults when None): ``SpotToSpotConsolidation``
             lets consolidation replace spot nodes by cheaper spot ones.
+        avoid: :meth:`DisruptionPlan.move_key` of the consolidations undone since the workload
+            and the offerings last changed (the disruption controller's
+            :class:`~karpy_core.controllers.disruption.undone.UndoneMoves`): a method whose
+            command is one of them is passed over (the repack tries its next group).
 
     Returns:
         The first command found, or None. Never raises for cluster content; a NodePool with a
@@ -160,7 +165,7 @@ def plan_disruption(
     """
     with gc_paused():  # a pass allocates many long-lived objects and no cycles (see karpy_core.utils.gcpause)
         return _plan(snapshot, instance_types, now, log, methods, exclude, max_single_simulations, nominated, min_savings,
-                     feature_gates)
+                     feature_gates, avoid)
 
 
 def _plan(
@@ -174,13 +179,15 @@ def _plan(
     nominated: Mapping[str, float] | None,
     min_savings: float,
     feature_gates: FeatureGates | None,
+    avoid: frozenset[str] = frozenset(),
 ) -> DisruptionPlan | None:
     """:func:`plan_disruption`'s body (same arguments)."""
     order = _ordered(methods, max_single_simulations, min_savings)
     _log = log if log is not None else []
     cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log, nominated=nominated) if c.name not in exclude]
     budgets = BudgetTracker(snapshot, now)
-    ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log, feature_gates or FeatureGates(), instance_types)
+    ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log, feature_gates or FeatureGates(), instance_types,
+                      avoid)
     for c in cands:
         if c.blocked:
             _log.append(NodeDecision(c.name, DecisionStage.CANDIDATE, Verdict.KEEP, c.blocked_kind or DecisionKind.DO_NOT_DISRUPT,
@@ -189,6 +196,12 @@ def _plan(
         if _pending_guard(ctx, method, cands):
             return None
         plan = method.compute(ctx, cands, budgets)
+        if plan is not None and avoid and method.consolidation and plan.move_key() in avoid:
+            for c in plan.candidates:
+                ctx.keep(c, method.name, DecisionKind.UNDONE_BEFORE, "the same move was undone (a node launched for the pods "
+                         "it moved) since the workload and the offerings last changed")
+            budgets = BudgetTracker(snapshot, now)  # the passed-over command's nodes were taken from it
+            continue
         if plan is not None:
             for c in plan.candidates:
                 details = DecisionDetails(price=c.price, replacement_price=round(plan.replacement_price, 6), nodes=len(plan.candidates))

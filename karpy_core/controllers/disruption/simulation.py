@@ -3,7 +3,10 @@
 
 A fresh :class:`~karpy_core.scheduling.scheduler.Scheduler` over the cluster without the
 candidates solves the candidates' pods. A set of candidates is rejected if a pod cannot be placed,
-lands on a node that is not initialized yet, or (consolidation) needs more than one new node. A
+lands on a node that is not initialized yet, or (consolidation) needs more than one new node, or
+is one kube-scheduler would not reproduce (a pod it would leave pending once the candidates'
+pods are evicted and placed first fit on the nodes that stay and the replacement:
+:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`). A
 consolidation replacement keeps only the instance types whose worst compatible offering costs less
 than the candidates together (``WorstLaunchPrice`` < Σ price, USD/hour); spot candidates are
 replaced by spot only with the ``SpotToSpotConsolidation`` gate on
@@ -25,6 +28,7 @@ from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidation
 from karpy_core.controllers.disruption.spot_to_spot import allows_spot
 from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_replacement
+from karpy_core.scheduling.kubescheduler import moved_pods_fit
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
@@ -266,6 +270,7 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
         if isinstance(infos, str):
             return Evaluation.reject(DecisionKind.POD_NOT_SIMULATABLE, infos)
         pods.extend(infos)
+    moved = list(pods)
     pods.extend(ctx.virtual)
     sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands), pods)
     results = sched.solve(pods)
@@ -293,7 +298,8 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
         s2s = spot_replacement(claim, total, single=len(cands) == 1)
         if s2s.replacement is None:
             return Evaluation.reject(s2s.kind or DecisionKind.SPOT_TO_SPOT, s2s.why)
-        return Evaluation(None, s2s.why, [s2s.replacement], s2s.replacement.cheapest_offering_price())
+        return _reproducible(ctx, cands, moved, Evaluation(None, s2s.why, [s2s.replacement],
+                                                          s2s.replacement.cheapest_offering_price()))
     cheaper = [it for it in claim.instance_types if worst_price(it, claim) < total]
     if not cheaper:
         return Evaluation.reject(DecisionKind.NOT_CHEAPER, f"no instance type cheaper than {total:.4f} USD/hour fits the pods")
@@ -313,4 +319,22 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
                                      "spot-to-spot consolidation is disabled and no cheaper on-demand type fits")
         reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in cheaper)))
     replacement = dataclasses.replace(claim, instance_types=cheaper, requirements=reqs)
-    return Evaluation(None, "replace with a cheaper node", [replacement], replacement.cheapest_offering_price())
+    return _reproducible(ctx, cands, moved, Evaluation(None, "replace with a cheaper node", [replacement],
+                                                      replacement.cheapest_offering_price()))
+
+
+def _reproducible(ctx: SimulationContext, cands: Sequence[Candidate], pods: Sequence[PodInfo], ev: Evaluation) -> Evaluation:
+    """``ev`` when kube-scheduler, placing the evicted ``pods`` on the initialized nodes that stay
+    and on ``ev``'s replacement at its smallest (first or last by name), binds every one
+    (:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`); else a
+    ``kube-scheduler-misfit`` rejection: the replacement is sized for the pods the simulation put
+    on it, while kube-scheduler fills the first node by name that takes each pod, and a pod left
+    without room gets a node launched for it (issue 34). A delete needs no check: the simulation
+    placed the pods on the nodes that stay by kube-scheduler's own first fit."""
+    removed = {c.name for c in cands}
+    nodes = [n for n in ctx.nodes if n.name not in removed and n.initialized]
+    miss = moved_pods_fit(nodes, ctx.relevant_bound(pods, removed), pods, ev.replacements)
+    if miss is None:
+        return ev
+    return Evaluation.reject(DecisionKind.KUBE_SCHEDULER_MISFIT,
+                             f"pod {miss[0]} would stay pending where kube-scheduler places the moved pods: {miss[1]}")

@@ -36,6 +36,8 @@ class PassContext:
         gates: ``FEATURE_GATES`` (``SpotToSpotConsolidation`` changes consolidation's replacements).
         instance_types: NodePool name -> its instance types (static drift builds its replacements
             from them: static pools have no scheduling template in ``sim``).
+        avoid: :func:`~karpy_core.controllers.disruption.plan.move_key` of the moves undone since
+            the workload and the offerings last changed: not taken again.
     """
 
     now: float
@@ -43,6 +45,7 @@ class PassContext:
     log: list[NodeDecision]
     gates: FeatureGates = field(default_factory=FeatureGates)
     instance_types: Mapping[str, list[InstanceType]] = field(default_factory=dict)
+    avoid: frozenset[str] = frozenset()
 
     def keep(self, cand: Candidate, method: DisruptionMethod, kind: DecisionKind, reason: str,
              details: DecisionDetails | None = None) -> None:

@@ -26,7 +26,16 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    becomes "two smaller, cheaper ones"; the cheapest run wins. Pods may also move onto other
    nodes' free room (the :data:`REPACK_NEIGHBOURS` roomiest when no topology constraint is
    involved, else every node). A run is rejected when a pod does not schedule or would land on a node that
-   is not initialized;
+   is not initialized, and when kube-scheduler would not reproduce it: the run packs the pods one
+   exact way, but once evicted they are placed by kube-scheduler, first fit in its own order
+   (:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`, the placement the simulator's
+   stand-in binds with, replayed with the replacements at their smallest and first or last by
+   name); where that leaves a pod pending, the provisioner would launch a node for it and the
+   saving is gone (issue 34: a 1% threshold on a memory-heavy mix repacked every 100 s for 8
+   hours). Such a run is made roomier (:func:`_with_slack`: a replacement gives up its smallest
+   types, up to :data:`REPACK_SLACK_STEPS` times, while the threshold holds) before the next
+   cheapest run is tried; a group whose every qualifying run fails says
+   ``kube-scheduler-misfit``;
 4. churn control: the command must save at least ``min_savings`` (a fraction) of the price of the
    nodes it disrupts: ``Σ price - Σ replacement price >= min_savings x Σ price`` (USD/hour), with
    each replacement priced at the worst offering of the instance types it keeps (the price
@@ -38,7 +47,9 @@ Tried after Karpenter's four methods, so it only acts where they find nothing. E
    threshold, and no fewer than the NodePool's ``minValues`` ask. Spot candidates are only
    replaced by on-demand with ``SpotToSpotConsolidation`` off; with it on, by spot too, where a
    spot replacement keeps at least 15 instance types (:func:`_priced`);
-5. the group saving the most USD/hour wins (ties: fewer nodes, then the order above); its
+5. the group saving the most USD/hour wins (ties: fewer nodes, then the order above; a move
+   undone since the workload and the offerings last changed, ``PassContext.avoid``, is passed
+   over: ``undone-before``); its
    replacements are launched and Initialized before the candidates are drained (the disruption
    controller's replace-before-delete), after the 15 s validation delay and a re-run of
    :func:`repack_group` on a fresh snapshot (:meth:`RepackConsolidation.revalidate`).
@@ -69,6 +80,7 @@ from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, worst_price
 from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT, allows_spot
+from karpy_core.scheduling.kubescheduler import moved_pods_fit, replacement_node
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, subtract
@@ -113,6 +125,10 @@ REPACK_NEIGHBOURS = 32
 claims, when neither they nor any bound pod has topology or anti-affinity constraints: placing
 them there is valid in the whole cluster, and a run costs a few milliseconds instead of a pass
 over every bound pod. Otherwise every node is offered."""
+
+REPACK_SLACK_STEPS = 6
+"""Most times a repack makes one replacement of a run kube-scheduler cannot reproduce roomier
+(its smallest types given up) to find one it can (:func:`_with_slack`)."""
 
 _EPS = 1e-9
 
@@ -347,7 +363,8 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
             return dataclasses.replace(base, problem=Invalidation(DecisionKind.POD_NOT_SIMULATABLE, infos))
         pods.extend(infos)
     cache = caps if caps is not None else _Caps(sim)
-    best: RepackOutcome | None = None
+    runs: list[RepackOutcome] = []
+    untrimmed: list[list[PlannedNodeClaim]] = []
     first_problem: Invalidation | None = None
     priced_problem: Invalidation | None = None  # a run that scheduled but could not be priced (spot, minValues)
     for cap in cache.for_pods(pods):
@@ -364,15 +381,97 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
             first_problem = first_problem or problem
             priced_problem = priced_problem or problem
             continue
-        out = dataclasses.replace(base, replacements=trimmed, replacement_price=cost,
-                                  launch_price=sum(c.cheapest_offering_price() for c in trimmed))
-        if best is None or out.replacement_price < best.replacement_price - _EPS or \
-                (abs(out.replacement_price - best.replacement_price) <= _EPS and len(out.replacements) < len(best.replacements)):
-            best = out
-    if best is not None:
-        return dataclasses.replace(best, rejected=priced_problem.message if priced_problem is not None else "")
+        runs.append(dataclasses.replace(base, replacements=trimmed, replacement_price=cost,
+                                        launch_price=sum(c.cheapest_offering_price() for c in trimmed)))
+        untrimmed.append(claims)
+    rejected = priced_problem.message if priced_problem is not None else ""
+    misfit: Invalidation | None = None
+    while runs:
+        i = _cheapest(runs)
+        out, claims = runs.pop(i), untrimmed.pop(i)
+        if not out.ok:  # the cheapest run left falls short of the threshold: the dearer ones do too
+            break
+        misfit = _kube_misfit(sim, group, pods, out.replacements)
+        if misfit is None:
+            return dataclasses.replace(out, rejected=rejected)
+        roomier = _with_slack(sim, group, pods, claims, base, spot_to_spot)
+        if roomier is not None:
+            return dataclasses.replace(roomier, rejected=rejected)
+    else:
+        out = None
+    if misfit is not None:  # a cheaper run saved enough but kube-scheduler would not reproduce it
+        return dataclasses.replace(base, problem=misfit)
+    if out is not None:
+        return dataclasses.replace(out, rejected=rejected)
     return dataclasses.replace(base, problem=first_problem or Invalidation(DecisionKind.SIMULATION_LIMIT,
                                                                             "not evaluated this pass (simulation limit reached)"))
+
+
+def _cheapest(runs: Sequence[RepackOutcome]) -> int:
+    """The index of the cheapest run (Σ worst replacement prices; within 1e-9 USD/hour, fewer
+    replacements; then the first made)."""
+    best = 0
+    for i, out in enumerate(runs):
+        b = runs[best]
+        if out.replacement_price < b.replacement_price - _EPS or \
+                (abs(out.replacement_price - b.replacement_price) <= _EPS and len(out.replacements) < len(b.replacements)):
+            best = i
+    return best
+
+
+def _with_slack(sim: SimulationContext, group: Sequence[Candidate], pods: Sequence[PodInfo], claims: list[PlannedNodeClaim],
+                base: RepackOutcome, spot_to_spot: bool) -> RepackOutcome | None:
+    """A run whose moved pods kube-scheduler would not all place, made roomier: up to
+    :data:`REPACK_SLACK_STEPS` times, one replacement gives up the instance types that make its
+    smallest room (those with the least cpu or memory among its types,
+    :func:`~karpy_core.scheduling.kubescheduler.replacement_node`), the one whose run then costs
+    least, until kube-scheduler places every pod (:func:`_kube_misfit`) or the threshold is no
+    longer met. Returns the first such run that qualifies, else None."""
+    current = list(claims)
+    for _ in range(REPACK_SLACK_STEPS):
+        best: tuple[float, list[PlannedNodeClaim], list[PlannedNodeClaim]] | None = None
+        for i, claim in enumerate(current):
+            if len(claim.instance_types) <= 1:
+                continue
+            # the types that make the replacement's smallest room (replacement_node): the least of a resource
+            floor = replacement_node(claim, "").allocatable
+            types = [it for it in claim.instance_types
+                     if not any(it.allocatable.get(r, 0) <= floor.get(r, 0) for r in ("cpu", "memory"))]
+            if not types:
+                continue
+            reqs = claim.requirements.copy()
+            reqs.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(it.name for it in types)))
+            variant = [*current[:i], dataclasses.replace(claim, instance_types=types, requirements=reqs), *current[i + 1:]]
+            trimmed, cost, problem = _priced(variant, group, base.price - base.required, spot_to_spot=spot_to_spot)
+            if problem is None and (best is None or cost < best[0] - _EPS):
+                best = (cost, variant, trimmed)
+        if best is None:
+            return None
+        cost, current, trimmed = best
+        out = dataclasses.replace(base, replacements=trimmed, replacement_price=cost,
+                                  launch_price=sum(c.cheapest_offering_price() for c in trimmed))
+        if not out.ok:
+            return None
+        if _kube_misfit(sim, group, pods, trimmed) is None:
+            return out
+    return None
+
+
+def _kube_misfit(sim: SimulationContext, group: Sequence[Candidate], pods: Sequence[PodInfo],
+                 replacements: Sequence[PlannedNodeClaim]) -> Invalidation | None:
+    """None when kube-scheduler, placing ``pods`` on the initialized nodes left without ``group``
+    and on ``replacements`` at their smallest, binds every one whatever the replacements' names
+    (:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`); else why not. A run packs the
+    pods as the provisioning scheduler would (sized by cost, one exact arrangement); the pods
+    are then evicted and kube-scheduler places them first fit in its own order: where that
+    leaves one pending, the provisioner launches a node for it and the saving is gone."""
+    removed = {c.name for c in group}
+    nodes = [n for n in sim.nodes if n.name not in removed and n.initialized]
+    miss = moved_pods_fit(nodes, sim.relevant_bound(pods, removed), pods, replacements)
+    if miss is None:
+        return None
+    return Invalidation(DecisionKind.KUBE_SCHEDULER_MISFIT,
+                        f"pod {miss[0]} would stay pending where kube-scheduler places the moved pods: {miss[1]}")
 
 
 def _groups(alone: Sequence[Candidate], within: Sequence[Candidate]) -> list[tuple[Candidate, ...]]:
@@ -385,6 +484,10 @@ def _groups(alone: Sequence[Candidate], within: Sequence[Candidate]) -> list[tup
         if 1 <= i < min(len(within), REPACK_MAX_GROUP):
             out.append(tuple(within[: i + 1]))
     return out
+
+
+def _plan(method: RepackConsolidation, out: RepackOutcome) -> DisruptionPlan:
+    return DisruptionPlan(method.name, method.reason, list(out.group), out.replacements, out.price, out.launch_price)
 
 
 def _better(a: RepackOutcome, b: RepackOutcome | None) -> bool:
@@ -432,6 +535,10 @@ class RepackConsolidation(Consolidation):
         for group in _groups(alone, within):
             out = repack_group(ctx.sim, group, self.min_savings, caps=caps, limit=limit,
                                spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            if out.ok and ctx.avoid and _plan(self, out).move_key() in ctx.avoid:
+                out = dataclasses.replace(out, problem=Invalidation(
+                    DecisionKind.UNDONE_BEFORE, "the same move was undone (a node launched for the pods it moved) since the "
+                    "workload and the offerings last changed"))
             if out.ok:
                 if _better(out, best):
                     best = out
@@ -447,7 +554,7 @@ class RepackConsolidation(Consolidation):
             return None
         for c in best.group:
             budgets.take(c, self.reason)
-        return DisruptionPlan(self.name, self.reason, list(best.group), best.replacements, best.price, best.launch_price)
+        return _plan(self, best)
 
     def revalidate(self, sim: SimulationContext, cands: Sequence[Candidate], plan: DisruptionPlan, *,
                    spot_to_spot: bool = False) -> Invalidation | None:
