@@ -1,4 +1,6 @@
-"""Scrubbing credentials out of anything karpy writes: log lines, log fields, tracebacks, Events.
+"""Scrubbing credentials out of anything karpy writes: log lines, log fields, tracebacks, Events,
+exception messages (:class:`karpy_core.errors.KarpyError`) and every status field stored in the
+API server (:func:`redact_stored`, on both KubeClient adapters' write paths).
 
 Two mechanisms, applied together by :meth:`Redactor.scrub`:
 
@@ -13,7 +15,8 @@ Two mechanisms, applied together by :meth:`Redactor.scrub`:
   between two signings): the values of ``Authorization``, ``Proxy-Authorization``,
   ``X-Auth-Token``, ``X-Subject-Token``, ``X-Amz-Security-Token`` headers (in ``name: value``
   lines, SigV4 canonical requests, ``{'Name': b'value'}`` dict reprs and httpcore's
-  ``(b'Name', b'value')`` tuples), ``aws_session_token=``/``aws_secret_access_key=`` style
+  ``(b'Name', b'value')`` tuples), SigV4 signatures (``Signature=``/``Signature:`` and 64 hex
+  digits), ``aws_session_token=``/``aws_secret_access_key=`` style
   assignments, quoted ``"…secret…"``/``"…token…"``/``"password"`` fields and their XML
   elements (``<SessionToken>``, ``<SecretAccessKey>`` in STS answers), AWS access key ids
   (``AKIA``/``ASIA`` + 16, the formats in AWS IAM's "Understanding unique ID prefixes") and
@@ -51,6 +54,7 @@ __all__ = [
     "Redactor",
     "redact",
     "redact_processor",
+    "redact_stored",
     "register_secret",
 ]
 
@@ -72,6 +76,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # aws_session_token=…, AWS_SECRET_ACCESS_KEY: …, X-Amz-Security-Token=… (query strings)
     (re.compile(r"""(?i)(\b(?:aws_session_token|aws_security_token|aws_secret_access_key|x-amz-security-token|"""
                 r"""x-amz-credential|x-amz-signature)\b['"]?\s*[:=]\s*b?['"]?)[^'"\s&,;]+"""), rf"\g<1>{MASK}"),
+    # SigV4 signatures outside a header line: an error body echoing "…, Signature=<64 hex>",
+    # botocore.auth's DEBUG "Signature:\n<64 hex>"
+    (re.compile(r"(?i)(\bSignature\s*[=:]\s*)[0-9a-f]{64}\b"), rf"\g<1>{MASK}"),
     # <SecretAccessKey>…</SecretAccessKey>, <SessionToken>… (STS/IAM XML answers botocore logs at DEBUG)
     (re.compile(r"(?i)(<(?:SecretAccessKey|SessionToken|Token|Password)>)[^<]*"), rf"\g<1>{MASK}"),
     # "secret": "…", 'token': '…', "password": "…" (JSON or dict reprs; quoted values only), but not
@@ -228,6 +235,38 @@ def register_secret(value: str | bytes | None) -> None:
 def redact(text: str) -> str:
     """``text`` scrubbed by :data:`REDACTOR` (see :meth:`Redactor.scrub`)."""
     return REDACTOR.scrub(text)
+
+
+_EVENT_TEXT_FIELDS = ("message", "note", "reason", "action")
+_UNSCRUBBED_KINDS = frozenset({"Secret"})
+"""Kinds whose stored content is a credential on purpose (a kubeadm bootstrap token Secret)."""
+
+
+def redact_stored(kind: str, body: Any) -> Any:
+    """``body`` (an object, a merge patch or a status patch karpy is about to write to the API
+    server) with its free-text fields scrubbed by :data:`REDACTOR`: every string under ``status``
+    (condition messages and reasons, any status field) and, for ``Event``, ``message``, ``note``,
+    ``reason`` and ``action``. Called by both KubeClient adapters' write paths (``create``,
+    ``patch``, ``replace``), so no controller, provider or helper can store a secret by
+    forgetting to scrub. ``spec``, ``metadata`` and a ``Secret``'s data are left as they are
+    (they carry intended values: a bootstrap token Secret is a credential by design). Returns a
+    new dict when anything changed, ``body`` itself otherwise."""
+    if not isinstance(body, dict) or kind in _UNSCRUBBED_KINDS:
+        return body
+    out = body
+    status = body.get("status")
+    if isinstance(status, (dict, list, str)):
+        scrubbed = REDACTOR.scrub_value(status)
+        if scrubbed != status:
+            out = {**out, "status": scrubbed}
+    if kind == "Event":
+        for key in _EVENT_TEXT_FIELDS:
+            value = body.get(key)
+            if isinstance(value, str):
+                scrubbed_text = REDACTOR.scrub(value)
+                if scrubbed_text != value:
+                    out = {**out, key: scrubbed_text}
+    return out
 
 
 _STANDARD_RECORD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
