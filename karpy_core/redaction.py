@@ -69,29 +69,37 @@ _MIN_B64_CORE = 12
 """Shortest base64 fragment searched for inside larger blobs (fewer characters match by chance)."""
 
 _HEADER_NAMES = r"proxy-authorization|authorization|x-auth-token|x-subject-token|x-amz-security-token"
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+_PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    # (pattern, replacement, triggers): a pattern runs only when one of its triggers (lower case)
+    # is in the ASCII text, which none of them can match otherwise; non-ASCII text runs them all
     # ('X-Auth-Token', 'v') / (b'X-Auth-Token', b'v') (httpcore), {'Authorization': b'v'} (botocore),
     # "Authorization: v" lines, "x-amz-security-token:v" (SigV4 canonical request)
-    (re.compile(rf"""(?i)(\b(?:{_HEADER_NAMES})\b['"]?\s*[:,=]\s*b?['"]?)[^'"\r\n]+"""), rf"\g<1>{MASK}"),
+    (re.compile(rf"""(?i)(\b(?:{_HEADER_NAMES})\b['"]?\s*[:,=]\s*b?['"]?)[^'"\r\n]+"""), rf"\g<1>{MASK}",
+     ("authorization", "x-auth-token", "x-subject-token", "x-amz-security-token")),
     # aws_session_token=…, AWS_SECRET_ACCESS_KEY: …, X-Amz-Security-Token=… (query strings)
     (re.compile(r"""(?i)(\b(?:aws_session_token|aws_security_token|aws_secret_access_key|x-amz-security-token|"""
-                r"""x-amz-credential|x-amz-signature)\b['"]?\s*[:=]\s*b?['"]?)[^'"\s&,;]+"""), rf"\g<1>{MASK}"),
+                r"""x-amz-credential|x-amz-signature)\b['"]?\s*[:=]\s*b?['"]?)[^'"\s&,;]+"""), rf"\g<1>{MASK}",
+     ("aws_session_token", "aws_security_token", "aws_secret_access_key", "x-amz-security-token", "x-amz-credential",
+      "x-amz-signature")),
     # SigV4 signatures outside a header line: an error body echoing "…, Signature=<64 hex>",
     # botocore.auth's DEBUG "Signature:\n<64 hex>"
-    (re.compile(r"(?i)(\bSignature\s*[=:]\s*)[0-9a-f]{64}\b"), rf"\g<1>{MASK}"),
+    (re.compile(r"(?i)(\bSignature\s*[=:]\s*)[0-9a-f]{64}\b"), rf"\g<1>{MASK}", ("signature",)),
     # <SecretAccessKey>…</SecretAccessKey>, <SessionToken>… (STS/IAM XML answers botocore logs at DEBUG)
-    (re.compile(r"(?i)(<(?:SecretAccessKey|SessionToken|Token|Password)>)[^<]*"), rf"\g<1>{MASK}"),
+    (re.compile(r"(?i)(<(?:SecretAccessKey|SessionToken|Token|Password)>)[^<]*"), rf"\g<1>{MASK}",
+     ("<secretaccesskey>", "<sessiontoken>", "<token>", "<password>")),
     # "secret": "…", 'token': '…', "password": "…" (JSON or dict reprs; quoted values only), but not
     # the idempotency and pagination tokens AWS APIs take (ClientToken, NextToken), which debugging needs
     (re.compile(r"""(?i)(['"](?!(?:client|next|continuation|idempotency)[_-]?token['"])[\w-]*(?:secret|token|password)[\w-]*['"]"""
-                r"""\s*:\s*b?['"])[^'"]+"""), rf"\g<1>{MASK}"),
+                r"""\s*:\s*b?['"])[^'"]+"""), rf"\g<1>{MASK}", ("secret", "token", "password")),
     # AWS access key ids: long-term (AKIA) and temporary (ASIA)
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), MASK),
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), MASK, ("akia", "asia")),
     # kubeadm bootstrap tokens
-    (re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"), MASK),
+    (re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"), MASK, (".",)),
     # JSON Web Tokens (service-account tokens, OIDC web-identity tokens): header.payload.signature
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), MASK),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), MASK, ("eyj",)),
 )
+
+_TRIGGERS = tuple(re.compile("|".join(re.escape(t) for t in triggers)) for _, _, triggers in _PATTERNS)
 
 
 def _b64_forms(raw: bytes) -> set[str]:
@@ -203,8 +211,10 @@ class Redactor:
                     last = stop
                 parts.append(text[last:])
                 text = "".join(parts)
-        for pattern, repl in _PATTERNS:
-            text = pattern.sub(repl, text)
+        lowered = text.lower() if text.isascii() else None
+        for (pattern, repl, _), trigger in zip(_PATTERNS, _TRIGGERS, strict=True):
+            if lowered is None or trigger.search(lowered):
+                text = pattern.sub(repl, text)
         return text
 
     def scrub_value(self, value: Any) -> Any:
