@@ -19,6 +19,8 @@ Raise Kubernetes API errors with :meth:`KubeAPIError.from_status`, which picks t
 status code, so ``except NotFoundError`` (or :func:`ignore_not_found`) is the one way to treat
 "already gone" as success, as controller-runtime's ``client.IgnoreNotFound`` does.
 
+Every message is scrubbed of credentials when the error is made (:class:`KarpyError`).
+
 The cloud-provider classes mirror Karpenter's ``pkg/cloudprovider/types.go`` errors and the
 reactions the NodeClaim lifecycle controller has to each.
 """
@@ -26,7 +28,9 @@ reactions the NodeClaim lifecycle controller has to each.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from karpy_core.redaction import redact
 
 __all__ = [
     "KarpyError",
@@ -51,7 +55,17 @@ T = TypeVar("T")
 
 
 class KarpyError(Exception):
-    """Root of every error karpy raises deliberately."""
+    """Root of every error karpy raises deliberately.
+
+    Every text argument is scrubbed of credentials when the error is made
+    (:func:`karpy_core.redaction.redact`): an error's text travels into logs, Events and the
+    NodeClaim's ``Launched`` condition, and a cloud's error body may echo the request (a token
+    header, the application-credential secret, AWS signed headers). Scrubbing here means no
+    raiser, and no reader of ``str(exc)``, can forget it.
+    """
+
+    def __init__(self, *args: Any):
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ManifestError(KarpyError):
@@ -118,7 +132,7 @@ class CreateError(CloudProviderError):
 
     def __init__(self, message: str, *, condition_reason: str, condition_message: str | None = None, code: str | None = None):
         self.condition_reason = condition_reason
-        self.condition_message = condition_message or message
+        self.condition_message = redact(condition_message or message)
         super().__init__(message, code=code)
 
 
@@ -135,7 +149,7 @@ class KubeAPIError(KarpyError):
     def __init__(self, message: str, *, status: int, reason: str = "", causes: tuple[str, ...] = ()):
         self.status = status
         self.reason = reason
-        self.causes = tuple(causes)
+        self.causes = tuple(redact(c) for c in causes)
         super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
 
     @classmethod

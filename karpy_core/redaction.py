@@ -1,4 +1,6 @@
-"""Scrubbing credentials out of anything karpy writes: log lines, log fields, tracebacks, Events.
+"""Scrubbing credentials out of anything karpy writes: log lines, log fields, tracebacks, Events,
+exception messages (:class:`karpy_core.errors.KarpyError`) and every status field stored in the
+API server (:func:`redact_stored`, on both KubeClient adapters' write paths).
 
 Two mechanisms, applied together by :meth:`Redactor.scrub`:
 
@@ -13,7 +15,8 @@ Two mechanisms, applied together by :meth:`Redactor.scrub`:
   between two signings): the values of ``Authorization``, ``Proxy-Authorization``,
   ``X-Auth-Token``, ``X-Subject-Token``, ``X-Amz-Security-Token`` headers (in ``name: value``
   lines, SigV4 canonical requests, ``{'Name': b'value'}`` dict reprs and httpcore's
-  ``(b'Name', b'value')`` tuples), ``aws_session_token=``/``aws_secret_access_key=`` style
+  ``(b'Name', b'value')`` tuples), SigV4 signatures (``Signature=``/``Signature:`` and 64 hex
+  digits), ``aws_session_token=``/``aws_secret_access_key=`` style
   assignments, quoted ``"…secret…"``/``"…token…"``/``"password"`` fields and their XML
   elements (``<SessionToken>``, ``<SecretAccessKey>`` in STS answers), AWS access key ids
   (``AKIA``/``ASIA`` + 16, the formats in AWS IAM's "Understanding unique ID prefixes") and
@@ -51,6 +54,7 @@ __all__ = [
     "Redactor",
     "redact",
     "redact_processor",
+    "redact_stored",
     "register_secret",
 ]
 
@@ -65,26 +69,37 @@ _MIN_B64_CORE = 12
 """Shortest base64 fragment searched for inside larger blobs (fewer characters match by chance)."""
 
 _HEADER_NAMES = r"proxy-authorization|authorization|x-auth-token|x-subject-token|x-amz-security-token"
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+_PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    # (pattern, replacement, triggers): a pattern runs only when one of its triggers (lower case)
+    # is in the ASCII text, which none of them can match otherwise; non-ASCII text runs them all
     # ('X-Auth-Token', 'v') / (b'X-Auth-Token', b'v') (httpcore), {'Authorization': b'v'} (botocore),
     # "Authorization: v" lines, "x-amz-security-token:v" (SigV4 canonical request)
-    (re.compile(rf"""(?i)(\b(?:{_HEADER_NAMES})\b['"]?\s*[:,=]\s*b?['"]?)[^'"\r\n]+"""), rf"\g<1>{MASK}"),
+    (re.compile(rf"""(?i)(\b(?:{_HEADER_NAMES})\b['"]?\s*[:,=]\s*b?['"]?)[^'"\r\n]+"""), rf"\g<1>{MASK}",
+     ("authorization", "x-auth-token", "x-subject-token", "x-amz-security-token")),
     # aws_session_token=…, AWS_SECRET_ACCESS_KEY: …, X-Amz-Security-Token=… (query strings)
     (re.compile(r"""(?i)(\b(?:aws_session_token|aws_security_token|aws_secret_access_key|x-amz-security-token|"""
-                r"""x-amz-credential|x-amz-signature)\b['"]?\s*[:=]\s*b?['"]?)[^'"\s&,;]+"""), rf"\g<1>{MASK}"),
+                r"""x-amz-credential|x-amz-signature)\b['"]?\s*[:=]\s*b?['"]?)[^'"\s&,;]+"""), rf"\g<1>{MASK}",
+     ("aws_session_token", "aws_security_token", "aws_secret_access_key", "x-amz-security-token", "x-amz-credential",
+      "x-amz-signature")),
+    # SigV4 signatures outside a header line: an error body echoing "…, Signature=<64 hex>",
+    # botocore.auth's DEBUG "Signature:\n<64 hex>"
+    (re.compile(r"(?i)(\bSignature\s*[=:]\s*)[0-9a-f]{64}\b"), rf"\g<1>{MASK}", ("signature",)),
     # <SecretAccessKey>…</SecretAccessKey>, <SessionToken>… (STS/IAM XML answers botocore logs at DEBUG)
-    (re.compile(r"(?i)(<(?:SecretAccessKey|SessionToken|Token|Password)>)[^<]*"), rf"\g<1>{MASK}"),
+    (re.compile(r"(?i)(<(?:SecretAccessKey|SessionToken|Token|Password)>)[^<]*"), rf"\g<1>{MASK}",
+     ("<secretaccesskey>", "<sessiontoken>", "<token>", "<password>")),
     # "secret": "…", 'token': '…', "password": "…" (JSON or dict reprs; quoted values only), but not
     # the idempotency and pagination tokens AWS APIs take (ClientToken, NextToken), which debugging needs
     (re.compile(r"""(?i)(['"](?!(?:client|next|continuation|idempotency)[_-]?token['"])[\w-]*(?:secret|token|password)[\w-]*['"]"""
-                r"""\s*:\s*b?['"])[^'"]+"""), rf"\g<1>{MASK}"),
+                r"""\s*:\s*b?['"])[^'"]+"""), rf"\g<1>{MASK}", ("secret", "token", "password")),
     # AWS access key ids: long-term (AKIA) and temporary (ASIA)
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), MASK),
+    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), MASK, ("akia", "asia")),
     # kubeadm bootstrap tokens
-    (re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"), MASK),
+    (re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b"), MASK, (".",)),
     # JSON Web Tokens (service-account tokens, OIDC web-identity tokens): header.payload.signature
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), MASK),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"), MASK, ("eyj",)),
 )
+
+_TRIGGERS = tuple(re.compile("|".join(re.escape(t) for t in triggers)) for _, _, triggers in _PATTERNS)
 
 
 def _b64_forms(raw: bytes) -> set[str]:
@@ -196,8 +211,10 @@ class Redactor:
                     last = stop
                 parts.append(text[last:])
                 text = "".join(parts)
-        for pattern, repl in _PATTERNS:
-            text = pattern.sub(repl, text)
+        lowered = text.lower() if text.isascii() else None
+        for (pattern, repl, _), trigger in zip(_PATTERNS, _TRIGGERS, strict=True):
+            if lowered is None or trigger.search(lowered):
+                text = pattern.sub(repl, text)
         return text
 
     def scrub_value(self, value: Any) -> Any:
@@ -228,6 +245,38 @@ def register_secret(value: str | bytes | None) -> None:
 def redact(text: str) -> str:
     """``text`` scrubbed by :data:`REDACTOR` (see :meth:`Redactor.scrub`)."""
     return REDACTOR.scrub(text)
+
+
+_EVENT_TEXT_FIELDS = ("message", "note", "reason", "action")
+_UNSCRUBBED_KINDS = frozenset({"Secret"})
+"""Kinds whose stored content is a credential on purpose (a kubeadm bootstrap token Secret)."""
+
+
+def redact_stored(kind: str, body: Any) -> Any:
+    """``body`` (an object, a merge patch or a status patch karpy is about to write to the API
+    server) with its free-text fields scrubbed by :data:`REDACTOR`: every string under ``status``
+    (condition messages and reasons, any status field) and, for ``Event``, ``message``, ``note``,
+    ``reason`` and ``action``. Called by both KubeClient adapters' write paths (``create``,
+    ``patch``, ``replace``), so no controller, provider or helper can store a secret by
+    forgetting to scrub. ``spec``, ``metadata`` and a ``Secret``'s data are left as they are
+    (they carry intended values: a bootstrap token Secret is a credential by design). Returns a
+    new dict when anything changed, ``body`` itself otherwise."""
+    if not isinstance(body, dict) or kind in _UNSCRUBBED_KINDS:
+        return body
+    out = body
+    status = body.get("status")
+    if isinstance(status, (dict, list, str)):
+        scrubbed = REDACTOR.scrub_value(status)
+        if scrubbed != status:
+            out = {**out, "status": scrubbed}
+    if kind == "Event":
+        for key in _EVENT_TEXT_FIELDS:
+            value = body.get(key)
+            if isinstance(value, str):
+                scrubbed_text = REDACTOR.scrub(value)
+                if scrubbed_text != value:
+                    out = {**out, key: scrubbed_text}
+    return out
 
 
 _STANDARD_RECORD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}

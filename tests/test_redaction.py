@@ -6,13 +6,17 @@ import base64
 import io
 import json
 import logging
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from karpy_core.cli import app
+from karpy_core.errors import CloudProviderError, ConfigurationError, CreateError, KubeAPIError
+from karpy_core.kube.client import AsyncKubeClient
+from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.observability import parse_debug_loggers
-from karpy_core.redaction import MASK, RedactingFilter, Redactor, redact, register_secret
+from karpy_core.redaction import MASK, RedactingFilter, Redactor, redact, redact_stored, register_secret
 from tests.secret_scan import capture_logs, forms
 
 TOKEN = "Zm9vYmFyLXNlY3JldC10b2tlbi12YWx1ZS0wMDE"
@@ -197,3 +201,87 @@ def test_a_loaded_provider_plugin_logs_at_karpys_level():
     finally:
         for name in ("karpy_mycloud", "karpy_named"):
             logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+# ---- issue 34 item 4: what is stored and raised, not only what is logged ------------------------------------
+SECRET = "stored-secret-value-0034-xyz"
+
+
+def test_redact_stored_scrubs_status_and_event_text_only():
+    register_secret(SECRET)
+    patch: dict[str, Any] = {"status": {"conditions": [{"type": "Launched", "status": "Unknown", "reason": "CreateFailed",
+                                        "message": f"HTTP 403: rejected headers: X-Auth-Token: tok-{SECRET}"}],
+                        "providerID": "kakaocloud:///kr-central-2-a/0c1f"}}
+    out = redact_stored("NodeClaim", patch)
+    message = out["status"]["conditions"][0]["message"]
+    assert SECRET not in message and "X-Auth-Token: " + MASK in message
+    assert out["status"]["providerID"] == "kakaocloud:///kr-central-2-a/0c1f"
+    assert SECRET in patch["status"]["conditions"][0]["message"]  # the caller's dict is left alone
+    event = {"kind": "Event", "reason": "LaunchFailed", "message": f"secret {SECRET}", "note": f"'token': '{SECRET}'"}
+    scrubbed = redact_stored("Event", event)
+    assert SECRET not in json.dumps(scrubbed) and scrubbed["reason"] == "LaunchFailed"
+    # spec/metadata carry intended values; a bootstrap token Secret is a credential by design
+    spec = {"spec": {"userData": f"x {SECRET}"}, "metadata": {"annotations": {"a": "b"}}}
+    assert redact_stored("NodeClaim", spec) is spec
+    boot = {"stringData": {"token-secret": SECRET}, "status": {"x": SECRET}}
+    assert redact_stored("Secret", boot) is boot
+    clean = {"status": {"conditions": [{"type": "Ready", "status": "True", "message": ""}]}}
+    assert redact_stored("NodeClaim", clean) is clean
+
+
+async def test_both_kubeclient_adapters_store_no_secret_whatever_the_caller_writes():
+    """The write path, not the callers: a status patch, a create and a replace quoting a secret."""
+    register_secret(SECRET)
+    kube = InMemoryCluster()
+    await kube.create("NodeClaim", {"metadata": {"name": "a"}, "spec": {},
+                                    "status": {"conditions": [{"type": "Launched", "message": SECRET}]}})
+    await kube.patch("NodeClaim", "a", {"status": {"conditions": [{"type": "Launched", "message": f"body: {SECRET}"}]}}, status=True)
+    obj = await kube.get("NodeClaim", "a")
+    obj["status"]["conditions"].append({"type": "Registered", "message": f"X-Auth-Token: {SECRET}"})
+    await kube.replace("NodeClaim", obj)
+    await kube.create("Event", {"metadata": {"name": "e", "namespace": "default"}, "reason": "R", "message": SECRET})
+    stored = json.dumps([kube.objects("NodeClaim"), kube.objects("Event")])
+    assert SECRET not in stored and MASK in stored
+
+    sent: list[tuple[str, str, Any]] = []
+
+    class Answer:
+        status = 200
+
+        async def read(self) -> bytes:
+            return b"{}"
+
+        def release(self) -> None:
+            pass
+
+    class Recording:
+        async def request(self, method: str, path: str, **kw: Any) -> Answer:
+            sent.append((method, path, kw.get("body")))
+            return Answer()
+
+        async def close(self) -> None:
+            pass
+
+    client = AsyncKubeClient(Recording())  # type: ignore[arg-type]
+    await client.patch("NodeClaim", "a", {"status": {"conditions": [{"message": SECRET}]}}, status=True)
+    await client.create("Event", {"metadata": {"name": "e"}, "message": f"token {SECRET}"})
+    await client.replace("NodeClaim", {"metadata": {"name": "a"}, "status": {"conditions": [{"message": SECRET}]}})
+    await client.create("Secret", {"metadata": {"name": "bootstrap-token-abcdef"}, "stringData": {"token-secret": SECRET}})
+    assert len(sent) == 4
+    assert SECRET not in json.dumps([body for _, _, body in sent[:3]])
+    assert sent[3][2]["stringData"]["token-secret"] == SECRET  # the bootstrap token is written as it is
+
+
+def test_karpy_errors_are_scrubbed_when_made():
+    register_secret(SECRET)
+    create = CreateError(f"KakaoCloud iam HTTP 400: body {{\"secret\": \"{SECRET}\"}}", condition_reason="CreateFailed")
+    assert SECRET not in str(create) and SECRET not in create.condition_message and MASK in create.condition_message
+    explicit = CreateError("x", condition_reason="R", condition_message=f"Authorization: AWS4-HMAC-SHA256 Signature={'a' * 64}")
+    assert "a" * 64 not in explicit.condition_message
+    kube = KubeAPIError.from_status(f"denied {SECRET}", status=403, reason="Forbidden", causes=(f"cause {SECRET}",))
+    assert SECRET not in str(kube) and SECRET not in kube.causes[0]
+    assert SECRET not in str(CloudProviderError(f"echo {SECRET}", code="AuthFailure"))
+    assert SECRET not in str(ConfigurationError(f"bad {SECRET}"))
+    # a SigV4 signature quoted on its own, as an error body may
+    assert "f" * 64 not in redact(f"signed with SignedHeaders=host;x-amz-date, Signature={'f' * 64} at")
+    assert "e" * 64 not in redact(f"Signature:\n{'e' * 64}")  # botocore.auth at DEBUG

@@ -11,6 +11,10 @@ Watches use ``?watch=true&allowWatchBookmarks=true`` from the list's ``resourceV
 bookmarks, reconnect after the server-side timeout, and relist (emitting a synthetic ADDED for each
 object, DELETED for objects gone meanwhile) when the server answers 410 Gone.
 
+Writes: every ``create``, ``patch`` and ``replace`` body passes
+:func:`karpy_core.redaction.redact_stored` first (status fields and Event text scrubbed of
+credentials), as in the in-memory adapter.
+
 Errors: non-2xx answers raise :class:`karpy_core.errors.KubeAPIError` with the status code and the
 Status object's reason and message.
 """
@@ -27,6 +31,7 @@ from typing import Any
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.port import KINDS, KindInfo, KubeObject, Pod, WatchEvent
 from karpy_core.kube.transport import Transport
+from karpy_core.redaction import redact_stored
 
 __all__ = ["AsyncKubeClient", "MERGE_PATCH", "kubernetes_api_client"]
 
@@ -197,7 +202,7 @@ class AsyncKubeClient:
 
     async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         info = self._info(kind)
-        body = dict(obj)
+        body = dict(redact_stored(kind, obj))
         body.setdefault("apiVersion", info.api_version)
         body.setdefault("kind", kind)
         ns = self._ns(kind, (obj.get("metadata") or {}).get("namespace"))
@@ -210,13 +215,15 @@ class AsyncKubeClient:
     ) -> dict[str, Any]:
         path = self._path(kind, name, self._ns(kind, namespace), "status" if status else None)
         query = [("fieldManager", self.field_manager)]
-        out: dict[str, Any] = await self._request("PATCH", path, query=query, body=patch, content_type=MERGE_PATCH)
+        out: dict[str, Any] = await self._request("PATCH", path, query=query, body=redact_stored(kind, patch),
+                                                  content_type=MERGE_PATCH)
         return out
 
     async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
         path = self._path(kind, meta.get("name"), self._ns(kind, meta.get("namespace")))
-        out: dict[str, Any] = await self._request("PUT", path, query=[("fieldManager", self.field_manager)], body=obj)
+        out: dict[str, Any] = await self._request("PUT", path, query=[("fieldManager", self.field_manager)],
+                                                  body=redact_stored(kind, obj))
         return out
 
     async def delete(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.admission import admit_pod
 from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
+from karpy_core.redaction import redact_stored
 from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
@@ -213,7 +214,7 @@ class InMemoryCluster:
         return copy.deepcopy(obj)
 
     async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-        return self.create_sync(kind, obj)
+        return self.create_sync(kind, redact_stored(kind, obj))
 
     def patch_sync(
         self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
@@ -244,9 +245,10 @@ class InMemoryCluster:
     async def patch(
         self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
     ) -> dict[str, Any]:
-        return self.patch_sync(kind, name, patch, namespace, status=status)
+        return self.patch_sync(kind, name, redact_stored(kind, patch), namespace, status=status)
 
     async def replace(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        obj = redact_stored(kind, obj)
         meta = obj.get("metadata") or {}
         key = self._key(kind, meta.get("name", ""), meta.get("namespace"))
         current = self._store[kind].get(key)

@@ -13,18 +13,25 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime, timedelta
+from xml.sax.saxutils import escape
 
 import aioboto3
+import aiohttp
+import pytest
 from aiobotocore.credentials import AioRefreshableCredentials
 from aiobotocore.session import AioSession
+from aiohttp import web
 from botocore.credentials import CredentialProvider
 from karpy_aws.clients import AWSClients
 
 from karpy_core.apis.base import to_kube_dict
 from karpy_core.apis.loader import load_documents
+from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.errors import CreateError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.observability import Metrics
 from karpy_core.operator import Operator
@@ -141,4 +148,96 @@ async def test_refreshed_role_credentials_are_registered_before_signing(moto_url
             assert redact(value) == MASK
     leaks = find_leaks({"logs": buf.getvalue()}, {f"{k} {i}": c[k] for i, c in enumerate(provider.issued)
                                                    for k in ("access_key", "secret_key", "token")})
+    assert not leaks, "\n".join(leaks[:10])
+
+
+class EchoingEC2:
+    """A loopback proxy to moto that answers every ``CreateFleet`` with a 400 EC2 error whose
+    message quotes the request, as some gateways do: its headers as a Python dict (the SigV4
+    ``Authorization`` header with ``Credential=`` and ``Signature=``, ``X-Amz-Security-Token``),
+    the signature once more on its own, and the form body. :attr:`signatures` keeps each
+    signature quoted."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream.rstrip("/")
+        self.signatures: list[str] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60), auto_decompress=False)
+        return self.url
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if b"Action=CreateFleet" in body:
+            signature = re.search(r"Signature=([0-9a-f]{64})", request.headers.get("Authorization", ""))
+            assert signature is not None
+            self.signatures.append(signature.group(1))
+            quoted = f"request rejected: headers={dict(request.headers)!r} Signature={signature.group(1)} body={body.decode()}"
+            xml = ('<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>InvalidParameterValue</Code>'
+                   f"<Message>{escape(quoted)}</Message></Error></Errors><RequestID>echo-0034</RequestID></Response>")
+            return web.Response(status=400, body=xml.encode(), content_type="text/xml")
+        assert self._session is not None
+        hop = {"host", "content-length", "transfer-encoding", "connection"}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in hop}
+        async with self._session.request(request.method, self.upstream + request.path_qs, data=body, headers=headers,
+                                         allow_redirects=False) as r:
+            data = await r.read()
+            out = {k: v for k, v in r.headers.items() if k.lower() not in hop | {"content-encoding", "date", "server"}}
+            return web.Response(status=r.status, body=data, headers=out)
+
+
+async def test_an_error_body_echoing_the_signed_request_is_never_stored_logged_or_raised(plugin_factory, seeded):
+    """Issue 34 item 4: a 400 quoting the signed headers (``Credential=``, ``Signature=``,
+    ``X-Amz-Security-Token``) reached the NodeClaim's ``Launched`` condition. Stored NodeClaims,
+    EC2NodeClasses and Events, the log and the raised error are searched for the access key, the
+    secret key, the session token and every signature quoted."""
+    proxy = EchoingEC2(seeded.url)
+    await proxy.start()
+    try:
+        with capture_logs() as buf:
+            plugin = plugin_factory(session=role_session(), endpoint_url=proxy.url)
+            provider = CloudProvider(plugin)
+            loaded = load_documents([str(DATA / "seeds/000-repaired.yaml"), str(DATA / "sim/000-inflate.yaml")],
+                                    {"CLUSTER_NAME": CLUSTER})
+            sim = Simulator(provider)
+            plugin.kube = plugin.events.kube = sim.cluster
+            sim.apply([to_kube_dict(o) for o in loaded.objects()])
+            for _ in range(3):  # provisioning and lifecycle passes: every CreateFleet answered 400
+                await sim.step()
+                if sim.cluster.objects("NodeClaim") and proxy.signatures:
+                    break
+            claims = sim.cluster.objects("NodeClaim")
+            launched = [c for nc in claims for c in (nc.get("status") or {}).get("conditions") or [] if c["type"] == "Launched"]
+            echoed = [c["message"] for c in launched if "request rejected" in c["message"]]
+            assert echoed, launched
+            with pytest.raises(CreateError) as info:
+                await provider.create(NodeClaim.model_validate(claims[0]))
+            messages = [str(info.value), info.value.condition_message]
+            assert "request rejected" in messages[0]
+            await plugin.aclose()
+    finally:
+        await proxy.close()
+    assert proxy.signatures
+    haystacks = {"logs": buf.getvalue(), "messages": "\n".join(messages),
+                 **{f"stored {kind}": json.dumps(sim.cluster.objects(kind)) for kind in ("NodeClaim", "EC2NodeClass", "Event")}}
+    secrets: dict[str, str | bytes] = {"access key": ACCESS_KEY, "secret key": SECRET_KEY, "session token": SESSION_TOKEN}
+    secrets.update({f"signature {i}": s for i, s in enumerate(proxy.signatures)})
+    leaks = find_leaks(haystacks, secrets)
     assert not leaks, "\n".join(leaks[:10])

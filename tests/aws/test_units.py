@@ -91,3 +91,31 @@ def test_provider_ids_options_and_unavailable_ttl():
     assert cache.is_unavailable("spot", "m5.large", "a")
     now[0] = 181
     assert not cache.is_unavailable("spot", "m5.large", "a")
+
+
+def test_an_aws_error_message_echoing_the_signed_request_is_scrubbed():
+    """Issue 34 item 4: aws_errors keeps AWS's own message; one that quotes the signed headers
+    leaves the error (and so the Launched condition) without the token, key id or signature."""
+    token, signature = "FwoGZXIvYXdzEJrUnregisteredEchoToken0034", "9" * 64
+    echo = (f"rejected: {{'X-Amz-Security-Token': '{token}', 'Authorization': 'AWS4-HMAC-SHA256 "
+            f"Credential=ASIAECHOECHOECHO0034/20261206/ap-northeast-2/ec2/aws4_request, "
+            f"SignedHeaders=host;x-amz-date, Signature={signature}'}} Signature={signature}")
+    with pytest.raises(CreateError) as info, aws_errors("CreateFleet", launch=True):
+        raise ClientError({"Error": {"Code": "InvalidParameterValue", "Message": echo}}, "CreateFleet")
+    for text in (str(info.value), info.value.condition_message):
+        assert "rejected" in text and "CreateFleet failed" in text
+        for secret in (token, signature, "ASIAECHOECHOECHO0034"):
+            assert secret not in text
+
+
+def test_a_malformed_shared_credentials_file_is_named_never_quoted(tmp_path, monkeypatch):
+    """A credentials file that fails to parse: botocore names the file; the line holding the
+    secret (configparser quotes it) stays out of the error karpy shows."""
+    secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYzqMalformed34"
+    path = tmp_path / "credentials"
+    path.write_text(f"[default]\naws_access_key_id = AKIAEXAMPLEEXAMPLE34\naws_secret_access_key {secret}\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(path))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "absent"))
+    with pytest.raises(Exception) as info:
+        create_plugin({"region": "ap-northeast-2", "cluster_name": "c", "cluster_endpoint": "https://x"})
+    assert str(path) in str(info.value) and secret not in str(info.value) and secret not in repr(info.value)

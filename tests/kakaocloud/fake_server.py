@@ -59,6 +59,7 @@ class Injection:
     code: str
     create_anyway: bool = False
     delay: float = 0.0
+    echo: bool = False
     hits: int = 0
 
 
@@ -141,15 +142,17 @@ class FakeKakaoCloud:
 
     # ------------------------------------------------------------------ control
     def inject(self, status: int, *, method: str | None = None, path: str | None = None, times: int = 1,
-               code: str | None = None, create_anyway: bool = False, delay: float = 0.0) -> Injection:
+               code: str | None = None, create_anyway: bool = False, delay: float = 0.0, echo: bool = False) -> Injection:
         """Make the next ``times`` calls matching ``method`` and ``path`` (a regex searched in the
         full path, prefix included) answer ``status``. With ``create_anyway`` the call is carried
         out first and its answer replaced by the error; with ``delay`` (seconds) the call is
         carried out and its own answer held that long (a read timeout for a shorter client
-        timeout; ``status`` is then ignored)."""
+        timeout; ``status`` is then ignored). With ``echo`` the error's message quotes the request
+        as some gateways do: every header (``X-Auth-Token`` included) and the body (an IAM request's
+        application-credential secret included)."""
         inj = Injection(status, method, re.compile(path) if path else None, times,
                         code or {429: "TooManyRequests", 401: "Unauthorized"}.get(status, f"Error{status}"), create_anyway,
-                        delay)
+                        delay, echo)
         self.injections.append(inj)
         return inj
 
@@ -212,6 +215,9 @@ class FakeKakaoCloud:
         path = request.path
         method = request.method
         inj = self._injected(method, path)
+        if inj is not None and inj.echo:
+            self.calls.append((method, path, inj.status))
+            return _err(inj.status, inj.code, await self._echo(request))
         if inj is not None and not inj.create_anyway and not inj.delay:
             self.calls.append((method, path, inj.status))
             return _err(inj.status, inj.code, f"injected {inj.status}")
@@ -224,6 +230,13 @@ class FakeKakaoCloud:
             resp = _err(inj.status, inj.code, f"injected {inj.status} after the work was done")
         self.calls.append((method, path, resp.status))
         return resp
+
+    @staticmethod
+    async def _echo(request: web.Request) -> str:
+        """The request as an error message quoting it: ``headers: Name: value; ... body: <text>``."""
+        headers = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
+        body = (await request.read()).decode(errors="replace")
+        return f"rejected {request.method} {request.path_qs} headers: {headers} body: {body}"
 
     def _authorised(self, request: web.Request) -> bool:
         token = request.headers.get("X-Auth-Token")

@@ -27,7 +27,7 @@ def b64(n: int, fill: int = 7) -> str:
 @pytest.mark.parametrize(
     ("doc", "fragment"),
     [
-        ({"activeKeyID": "toolong8", "keys": [{"id": "toolong8", "key": b64(32)}]}, "longer than 7"),
+        ({"activeKeyID": "toolong8", "keys": [{"id": "toolong8", "key": b64(32)}]}, "activeKeyID must be 1..7 characters"),
         ({"activeKeyID": "k9", "keys": [{"id": "k1", "key": b64(32)}]}, "is not one of the key ids"),
         ({"activeKeyID": "k1", "keys": [{"id": "k1", "key": b64(31)}]}, "exactly 32 bytes, got 31"),
         ({"activeKeyID": "k1", "keys": [{"id": "k1", "key": b64(33)}]}, "exactly 32 bytes, got 33"),
@@ -44,6 +44,24 @@ def test_keyring_rejected(doc, fragment):
     assert fragment in str(info.value)
     for k in doc.get("keys", []):
         assert k["key"] not in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["entry", "active", "both"])
+def test_keyring_with_id_and_key_swapped_names_the_field_never_the_key(where, tmp_path):
+    """Issue 34: a keyring file with key id and key swapped printed the key in the error."""
+    key = base64.b64encode(KEY2).decode()
+    entry = {"id": key, "key": "k1"} if where in ("entry", "both") else {"id": "k1", "key": key}
+    doc = {"activeKeyID": key if where in ("active", "both") else "k1", "keys": [entry]}
+    path = tmp_path / "keyring.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigurationError) as info:
+        keyring_from_file(path)
+    text = str(info.value)
+    assert ("keys[0].id" if where == "entry" else "activeKeyID") in text and str(path) in text
+    for form in (key, key.rstrip("="), KEY2.hex(), base64.urlsafe_b64encode(KEY2).decode()):
+        assert form not in text
+    # nor any 8-character piece of it (a prefix quoted in a shortened message)
+    assert not any(key[i:i + 8] in text for i in range(len(key) - 8))
 
 
 def test_keyring_not_json():

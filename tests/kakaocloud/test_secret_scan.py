@@ -15,17 +15,19 @@ import json
 import logging
 
 import pytest
+from karpy_kakaocloud.client import KakaoCloudAPIError
 from karpy_kakaocloud.credentials import Credentials, Secret
 
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.provider import CloudProvider
-from karpy_core.errors import CreateError
+from karpy_core.errors import CloudProviderError, CreateError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.observability import Metrics
 from karpy_core.operator import Operator
+from karpy_core.redaction import MASK
 from karpy_core.sim.simulator import Simulator
 from tests.kakaocloud.conftest import KEY1, KEY2, keyring_json, secret_obj
-from tests.kakaocloud.test_seed004 import NS, drain_all, seed_objects
+from tests.kakaocloud.test_seed004 import NS, drain_all, seed_objects, start
 from tests.secret_scan import capture_logs, find_leaks
 
 WRONG_SECRET = "WRONG-app-credential-secret-0042"
@@ -89,4 +91,61 @@ async def test_no_kakaocloud_secret_in_logs_events_or_metrics_at_debug(fake, mak
         secrets[f"bootstrap token secret {data['token-id']}"] = data["token-secret"]
     secrets.update({f"user data {i}": u for i, u in enumerate(user_data)})
     leaks = find_leaks({"logs": logs, "events": json.dumps(events), "metrics": exposition}, secrets)
+    assert not leaks, "\n".join(leaks[:10])
+
+
+async def test_an_error_body_echoing_the_request_is_never_stored_logged_or_raised(fake, make_provider):
+    """Issue 34 item 4: a gateway that quotes the request in its error (a 403 on create quoting
+    ``X-Auth-Token``, an IAM 400 quoting the application-credential secret) reached the NodeClaim's
+    ``Launched`` condition, stored in the API server. Every stored object, Event, log line and
+    exception message is searched."""
+    messages: list[str] = []
+    with capture_logs() as buf:
+        sim, plugin = await start(fake, make_provider)
+        assert (await plugin.reconcile_nodeclass("karpenter-default")).ready
+        fake.inject(403, method="POST", path=r"/bcs/api/v1/instances$", times=10**6, echo=True)
+        for _ in range(2):  # each step is a provisioning pass and two lifecycle passes: creates answered 403
+            await sim.step()
+        claims = sim.cluster.objects("NodeClaim")
+        launched = [c for nc in claims for c in (nc.get("status") or {}).get("conditions") or [] if c["type"] == "Launched"]
+        assert launched and all(c["status"] != "True" for c in launched)
+        echoed = [c["message"] for c in launched if "rejected POST /bcs/api/v1/instances" in c["message"]]
+        assert echoed and all(f"X-Auth-Token: {MASK}" in m for m in echoed), launched
+        with pytest.raises(CreateError) as info:
+            await CloudProvider(plugin).create(NodeClaim.model_validate(claims[0]))
+        messages += [str(info.value), info.value.condition_message]
+        assert "rejected POST" in str(info.value)
+
+        # the token expires; IAM refuses the new token request with a 400 quoting its body
+        fake.injections.clear()
+        fake.inject(400, method="POST", path=r"/iam/identity/v3/auth/tokens$", times=10**6, echo=True)
+        fake.expire_tokens()
+        for _ in range(2):
+            await sim.step()
+        claims = sim.cluster.objects("NodeClaim")
+        launched = [c for nc in claims for c in (nc.get("status") or {}).get("conditions") or [] if c["type"] == "Launched"]
+        assert any("rejected POST /iam" in c["message"] for c in launched), launched
+        try:
+            await plugin.reconcile_nodeclass("karpenter-default")
+        except KakaoCloudAPIError as exc:
+            messages.append(str(exc))
+        stored = sim.cluster.peek("KCNodeClass", "karpenter-default")
+        assert stored is not None and any("rejected POST /iam" in c["message"] for c in stored["status"]["conditions"])
+        with pytest.raises(CloudProviderError) as info2:  # the KCNodeClass is no longer Ready
+            try:
+                await CloudProvider(plugin).create(NodeClaim.model_validate(claims[0]))
+            except CloudProviderError:
+                logging.getLogger("karpy.operator").exception("launch failed")
+                raise
+        messages.append(str(info2.value))
+        assert "rejected POST /iam" in str(info2.value) and '"secret":"[REDACTED]"' in str(info2.value)
+        await plugin.aclose()
+    haystacks = {
+        "logs": buf.getvalue(), "messages": "\n".join(messages),
+        **{f"stored {kind}": json.dumps(sim.cluster.objects(kind)) for kind in ("NodeClaim", "KCNodeClass", "NodePool", "Event")},
+    }
+    secrets: dict[str, str | bytes] = {"credential secret": fake.credential_secret}
+    secrets.update({f"IAM token {i}": t for i, t in enumerate(fake.tokens)})
+    assert fake.tokens
+    leaks = find_leaks(haystacks, secrets)
     assert not leaks, "\n".join(leaks[:10])

@@ -13,15 +13,17 @@ Behaviour:
   401 (then the call is repeated once).
 * **Retries** (tenacity): 429, 5xx and transport errors, exponential backoff from
   ``backoff_base`` to ``backoff_max`` seconds, ``max_attempts`` in all. Instance creation is sent
-  once and never retried here: the provider repeats it (with a new launch nonce) only when the
-  server cannot have acted - 429, or a transport failure before the request left (``ConnectError``,
-  ``ConnectTimeout``, ``PoolTimeout``: code ``NotSent``) - and looks the VM up after a 5xx, a read
-  timeout or a dropped connection (code ``TransportError``), which may follow a VM the server made.
+  once and never retried here: the provider repeats it (with a new launch nonce) at once only when
+  the request never left (``ConnectError``, ``ConnectTimeout``, ``PoolTimeout``: code ``NotSent``)
+  and looks the VM up first after a 429, a 5xx, a read timeout or a dropped connection (code
+  ``TransportError``), any of which may follow a VM the server made.
 * **Errors** map onto :mod:`karpy_core.errors` through :class:`KakaoCloudAPIError` (a
   ``CloudProviderError`` keeping the API's ``code``), with the HTTP ``status`` and ``service``.
-  Messages never carry the credential secret, the token or request bodies; every token issued is
-  registered with :mod:`karpy_core.redaction`, and its logging filter blanks token headers in
-  httpcore's DEBUG logs.
+  Messages never carry the credential secret, the token or request bodies: the API's own message,
+  which may echo the request (an IAM 400 quoting the credential, a 403 quoting ``X-Auth-Token``),
+  is scrubbed (:func:`karpy_core.redaction.redact`) before it is cut to 500 characters and kept;
+  every token issued is registered with :mod:`karpy_core.redaction`, and its logging filter blanks
+  token headers in httpcore's DEBUG logs.
 
 Error tree::
 
@@ -46,7 +48,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from karpy_core.errors import CloudProviderError
-from karpy_core.redaction import RedactingFilter, register_secret
+from karpy_core.redaction import RedactingFilter, redact, register_secret
 from karpy_core.utils.timestamps import try_parse_rfc3339
 from karpy_kakaocloud.credentials import Credentials
 from karpy_kakaocloud.settings import KakaoCloudSettings
@@ -89,7 +91,7 @@ class KakaoCloudAPIError(CloudProviderError):
     def __init__(self, message: str, *, status: int, code: str | None, service: str):
         self.status = status
         self.service = service
-        self.api_message = message
+        self.api_message = redact(message)
         super().__init__(f"KakaoCloud {service} HTTP {status}: {message}", code=code)
 
 
@@ -150,7 +152,8 @@ def _parse_error(response: httpx.Response, service: str) -> KakaoCloudAPIError:
         code = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 429: "TooManyRequests"}.get(
             response.status_code, f"HTTP{response.status_code}"
         )
-    return _error_class(response.status_code)(message[:500], status=response.status_code, code=code, service=service)
+    # scrubbed before it is cut: half a secret would no longer be recognised
+    return _error_class(response.status_code)(redact(message)[:500], status=response.status_code, code=code, service=service)
 
 
 def _parse_expiry(text: str | None) -> float | None:
@@ -360,12 +363,12 @@ class KakaoCloudClient:
     async def create_instance(self, instance: dict[str, Any]) -> dict[str, Any]:
         """``POST /api/v1/instances`` with ``{"instance": ...}``; returns ``{id, security_groups, ...}``.
 
-        Sent once: never retried here. The provider repeats a POST that was refused before acting
-        (429, code ``NotSent``) with a new launch nonce, and looks the VM up after anything else.
+        Sent once: never retried here. The provider repeats a POST that never left (code
+        ``NotSent``) with a new launch nonce, and looks the VM up after anything else.
 
         Raises:
-            KakaoCloudRetryableError: ``status`` 5xx or 0 with code ``TransportError`` (the server may
-                have acted), or 429 / code ``NotSent`` (it did not).
+            KakaoCloudRetryableError: 429, 5xx or ``status`` 0 with code ``TransportError`` (the
+                server may have acted), or code ``NotSent`` (it did not).
             KakaoCloudAPIError: other refusals (subclass per status).
         """
         body = await self.request("bcs", "POST", "/api/v1/instances", json={"instance": instance}, retry_server_errors=False,

@@ -138,7 +138,9 @@ class VMLauncher:
         created within the nonce's launch window (:meth:`~karpy_kakaocloud.unowned.UnownedReporter.in_launch_window`). Either must have
         been created no earlier than ``claim_created - clock_skew`` (seconds since the epoch; None
         skips the check). Records that fail these rules are reported (``predates-nodeclaim``;
-        ``duplicate-record`` when one pending record sits on several VMs) and never adopted;
+        ``duplicate-record`` when one pending record sits on several VMs of any name created in
+        the launch window: :meth:`~karpy_kakaocloud.unowned.UnownedReporter.pending_counts` over a
+        full list) and never adopted;
         pending records of other nonces (earlier POSTs) are left to garbage collection."""
         signed: list[tuple[float, str, dict[str, Any]]] = []
         pending: list[dict[str, Any]] = []
@@ -163,7 +165,11 @@ class VMLauncher:
                 pending.append(inst)
         if signed:
             return min(signed, key=lambda t: (t[0], t[1]))[2], True
-        if len(pending) == 1:
+        if not pending:
+            return None
+        # a copy may carry another name: count the POST's possible VMs among every VM of the project
+        counts = self.unowned.pending_counts(await self.cloud.client.list_instances(), launch_window_only=True)
+        if len(pending) == 1 and nonce is not None and counts[(claim_name, nonce)] <= 1:
             return pending[0], False
         for inst in pending:
             await self.unowned.report(inst, "duplicate-record", "adopt", claim_name)
@@ -174,14 +180,15 @@ class VMLauncher:
     ) -> dict[str, Any]:
         """POST once per launch nonce; never again while that POST may have acted.
 
-        Before each POST a fresh nonce goes on the NodeClaim and into the pending record. A POST
-        refused before acting (429, ``NotSent``) is repeated with a new nonce after a backoff. After an
-        answer that leaves the outcome open (5xx, read timeout, dropped connection) the VM is
-        looked up by name and nonce up to ``create_lookups`` times; found, it is adopted. Only
-        when every lookup answered and none found it is the POST repeated (new nonce): a VM of the
-        earlier POST that shows up later carries a stale nonce, is never adopted and is garbage
-        collected. A lookup that fails ends the call (``APIUnavailable``); the next reconcile
-        looks the nonce up again before any POST.
+        Before each POST a fresh nonce goes on the NodeClaim and into the pending record. Only a
+        POST that never left (``NotSent``: no connection) is repeated at once, with a new nonce,
+        after a backoff. After any other retryable answer (429 included: a gateway may answer 429
+        after the VM was made; 5xx, read timeout, dropped connection) the VM is looked up by name
+        and nonce up to ``create_lookups`` times; found, it is adopted. Only when every lookup
+        answered and none found it is the POST repeated (new nonce): a VM of the earlier POST that
+        shows up later carries a stale nonce, is never adopted and is garbage collected. A lookup
+        that fails ends the call (``APIUnavailable``); the next reconcile looks the nonce up again
+        before any POST.
 
         Raises:
             CreateError / InsufficientCapacityError: as :meth:`create`.
@@ -196,7 +203,7 @@ class VMLauncher:
                 return await self.cloud.client.create_instance(body)
             except KakaoCloudRetryableError as exc:
                 last = exc
-                if exc.status == 429 or exc.code == NOT_SENT:  # refused before acting: POST again, new nonce
+                if exc.code == NOT_SENT:  # never left this process: POST again, new nonce
                     await self.cloud.sleep(min(self.cloud.settings.backoff_max, self.cloud.settings.backoff_base * 2**attempt))
                     continue
                 log.warning("kakaocloud: create of %s failed (%s %s), looking it up before anything else",

@@ -70,7 +70,7 @@ KEY_BYTES = 32
 """Every signing key is exactly 32 bytes (``head -c 32 /dev/urandom | base64`` in seed 004)."""
 MAX_KEY_ID_LENGTH = 7
 """Seed 004: "activeKeyID는 최대 7자"; applied to every key id, since any may become active."""
-_KEY_ID = re.compile(r"^[A-Za-z0-9._-]{1,7}$")
+_KEY_ID = re.compile(r"[A-Za-z0-9._-]{1,7}\Z")
 
 
 class Secret:
@@ -242,7 +242,9 @@ def parse_keyring(text: str | bytes, *, where: str = "keyring.json") -> Keyring:
     """Parse and validate ``keyring.json`` (see the module docstring).
 
     Raises:
-        ConfigurationError: naming ``where`` and the offending field (never a key's bytes).
+        ConfigurationError: naming ``where`` and the offending field, never a value that failed to
+            parse (a key pasted into ``id`` or ``activeKeyID`` would be printed otherwise); only key
+            ids that passed validation (1..7 id characters) are quoted.
     """
     try:
         doc = json.loads(text)
@@ -254,8 +256,11 @@ def parse_keyring(text: str | bytes, *, where: str = "keyring.json") -> Keyring:
     raw_keys = doc.get("keys")
     if not isinstance(active, str) or not active:
         raise ConfigurationError(f"{where}: activeKeyID must be a non-empty string")
-    if len(active) > MAX_KEY_ID_LENGTH:
-        raise ConfigurationError(f"{where}: activeKeyID {active!r} is longer than {MAX_KEY_ID_LENGTH} characters")
+    if not _KEY_ID.match(active):  # the value is not shown: a key pasted here would be printed
+        raise ConfigurationError(
+            f"{where}: activeKeyID must be 1..{MAX_KEY_ID_LENGTH} characters of letters, digits, '.', '_' or '-' "
+            f"(is it a key? the value is not shown)"
+        )
     if not isinstance(raw_keys, list) or not raw_keys:
         raise ConfigurationError(f"{where}: keys must be a non-empty list of {{id, key}} objects")
     keys: list[SigningKey] = []
@@ -264,9 +269,10 @@ def parse_keyring(text: str | bytes, *, where: str = "keyring.json") -> Keyring:
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not isinstance(entry.get("key"), str):
             raise ConfigurationError(f"{where}: keys[{i}] must be an object with string fields id and key")
         kid = entry["id"]
-        if not _KEY_ID.match(kid):
+        if not _KEY_ID.match(kid):  # never shown: with id and key swapped this is the key
             raise ConfigurationError(
-                f"{where}: keys[{i}].id {kid!r} must be 1..{MAX_KEY_ID_LENGTH} characters of letters, digits, '.', '_' or '-'"
+                f"{where}: keys[{i}].id must be 1..{MAX_KEY_ID_LENGTH} characters of letters, digits, '.', '_' or '-' "
+                f"(are id and key swapped? the value is not shown)"
             )
         if kid in seen:
             raise ConfigurationError(f"{where}: keys[{i}].id {kid!r} is repeated; key ids must be unique")
@@ -281,7 +287,7 @@ def parse_keyring(text: str | bytes, *, where: str = "keyring.json") -> Keyring:
             )
         keys.append(SigningKey(kid, key))
     if active not in seen:
-        raise ConfigurationError(f"{where}: activeKeyID {active!r} is not one of the key ids {sorted(seen)}")
+        raise ConfigurationError(f"{where}: activeKeyID is not one of the key ids {sorted(seen)}")
     return Keyring(active, tuple(keys))
 
 

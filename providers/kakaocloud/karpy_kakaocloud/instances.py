@@ -11,20 +11,19 @@ raises ``NodeClaimNotFoundError`` (karpy's "done").
 from __future__ import annotations
 
 import logging
-from collections import Counter as Tally
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy_core.errors import KubeAPIError, NodeClaimNotFoundError
+from karpy_core.errors import CloudProviderError, KubeAPIError, NodeClaimNotFoundError, NotFoundError
 from karpy_core.logs import fields
 from karpy_kakaocloud import bootstrap
 from karpy_kakaocloud.apis import GROUP
 from karpy_kakaocloud.client import KakaoCloudNotFoundError
 from karpy_kakaocloud.instancetypes import arch_of, flavor_gpus
 from karpy_kakaocloud.ownership import NONCE_ANNOTATION, Ownership, Verdict
-from karpy_kakaocloud.unowned import UnownedInstanceError, created_at
+from karpy_kakaocloud.unowned import UnownedInstanceError, created_at, pending_key
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -34,6 +33,9 @@ if TYPE_CHECKING:
 __all__ = ["InstanceInventory"]
 
 log = logging.getLogger("karpy.kakaocloud")
+
+UNVERIFIABLE = "unverifiable"
+"""Reason of a pending VM whose NodeClaim could not be read: kept and reported, never deleted."""
 
 
 class InstanceInventory:
@@ -63,7 +65,7 @@ class InstanceInventory:
         await self.cloud.ensure()
         out = []
         instances = sorted(await self.cloud.client.list_instances(), key=lambda i: str(i.get("id")))
-        records = Tally(str(i.get("description")) for i in instances if not i.get("is_k8se"))
+        records = self.unowned.pending_counts(instances)
         for inst in instances:
             if inst.get("is_k8se"):
                 continue
@@ -126,34 +128,46 @@ class InstanceInventory:
         reason = None if v.owned else v.ownership.value
         if v.ownership is Ownership.PENDING and action == "delete":
             # a VM left before signing (garbage collection): karpy's when its record is unique
-            same = [i for i in await self.cloud.client.list_instances(name=str(inst.get("name") or ""))
-                    if not i.get("is_k8se") and i.get("description") == inst.get("description")]
-            reason = await self.pending_problem(inst, v, {str(inst.get("description")): max(1, len(same))})
+            # among every VM of the project (the rule list() applies), whatever their names
+            reason = await self.pending_problem(inst, v, self.unowned.pending_counts(await self.cloud.client.list_instances()))
         if reason is None and claim_name is not None and v.nodeclaim != claim_name:
             reason = "other-nodeclaim"
+        if reason == UNVERIFIABLE:
+            # not proven foreign either: keep the VM, and keep the NodeClaim so the delete is retried
+            await self.unowned.report(inst, reason, action, claim_name or v.nodeclaim)
+            raise CloudProviderError(f"VM {parsed[1]}: its ownership could not be checked (the NodeClaim it names "
+                                     f"could not be read); left alone, retried later", code="OwnershipUnverifiable")
         if reason is not None:
             await self.unowned.report(inst, reason, action, claim_name or v.nodeclaim)
             raise UnownedInstanceError(f"VM {parsed[1]} is not provably owned by this cluster ({reason}); left alone", code=reason)
         return inst, v
 
-    async def pending_problem(self, inst: dict[str, Any], v: Verdict, records: Mapping[str, int]) -> str | None:
+    async def pending_problem(self, inst: dict[str, Any], v: Verdict, records: Mapping[tuple[str, str], int]) -> str | None:
         """Why a VM with a verifying pending record is not karpy's to terminate, or None.
 
-        ``duplicate-record``: the same record sits on another live VM (one of them is a copy and
+        ``records`` counts pending records per (NodeClaim, nonce) over every VM of the project
+        (:meth:`~karpy_kakaocloud.unowned.UnownedReporter.pending_counts`, the one duplicate rule).
+        ``duplicate-record``: the same record sits on another VM (one of them is a copy and
         karpy cannot tell which). ``outside-launch-window``: created outside the window of the
         nonce's POST time (:meth:`~karpy_kakaocloud.unowned.UnownedReporter.in_launch_window`).
         ``copied-record``: the NodeClaim it names launched another VM
         from the POST of this very nonce (karpy POSTs once per nonce, so this one is a copy).
+        ``unverifiable``: reading that NodeClaim failed with anything but 404 (a 500, a 429, no
+        answer): karpy cannot prove the record is not a copy, so the VM is kept (fails closed).
+        Only a 404 (the NodeClaim is gone) lets a unique pending record count as karpy's leftover.
         """
-        if records.get(str(inst.get("description")), 0) > 1:
+        key = pending_key(v)
+        if key is None or records.get(key, 0) > 1:
             return "duplicate-record"
         if not self.unowned.in_launch_window(inst, v):
             return "outside-launch-window"
         if self.cloud.kube is not None and v.nodeclaim:
             try:
                 claim = await self.cloud.kube.get("NodeClaim", v.nodeclaim)
-            except KubeAPIError:
+            except NotFoundError:
                 return None
+            except Exception:  # any other failure proves nothing: keep the VM
+                return UNVERIFIABLE
             annotations = (claim.get("metadata") or {}).get("annotations") or {}
             pid = (claim.get("status") or {}).get("providerID") or ""
             if annotations.get(NONCE_ANNOTATION) == v.nonce and pid and not pid.endswith("/" + str(inst.get("id"))):

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from karpy_core.redaction import redact
 from karpy_core.utils.clock import iso
 from karpy_kakaocloud.apis import CONDITION_TYPES, GROUP
 from karpy_kakaocloud.client import (
@@ -262,7 +263,7 @@ async def write_status(kube: KubeClient, resolved: ResolvedNodeClass, previous: 
             continue
         prev = old.get(t)
         ltt = prev.get("lastTransitionTime") if prev and prev.get("status") == c.status and prev.get("lastTransitionTime") else iso(now)
-        entry = {"type": t, "status": c.status, "reason": c.reason, "message": c.message[:1000], "lastTransitionTime": ltt}
+        entry = {"type": t, "status": c.status, "reason": c.reason, "message": redact(c.message)[:1000], "lastTransitionTime": ltt}
         gen = (previous.get("metadata") or {}).get("generation")
         if gen is not None:
             entry["observedGeneration"] = gen

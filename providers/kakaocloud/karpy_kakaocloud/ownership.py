@@ -65,7 +65,7 @@ __all__ = [
 PREFIX = "karpy1"
 DESCRIPTION_LIMIT = 100
 """BCS description limit, in characters (reference §2.6)."""
-DESCRIPTION_PATTERN = re.compile(r"""^[a-zA-Z0-9ㄱ-ㅎ가-힣 .,!?()\[\]{}:;"'@#%&*+=_/\\|<>~-]*$""")
+DESCRIPTION_PATTERN = re.compile(r"""^[a-zA-Z0-9ㄱ-ㅎ가-힣 .,!?()\[\]{}:;"'@#%&*+=_/\\|<>~-]*\Z""")
 """Characters BCS accepts in a description (reference §2.6, TF validator)."""
 MAC_CHARS = 32
 NONCE_CHARS = 8
@@ -74,12 +74,15 @@ PENDING_MAC_CHARS = MAC_CHARS - NONCE_CHARS
 MAC truncated to 24 base64url characters, 144 bits)."""
 NONCE_ANNOTATION = "karpenter.kakaocloud.com/launch-nonce"
 """NodeClaim annotation holding the nonce of the latest create POST (written before the POST)."""
-_NONCE = re.compile(r"^[A-Za-z0-9_-]{8}$")
+_NONCE = re.compile(r"[A-Za-z0-9_-]{8}")
 TAG_CHARS = 6
 MAX_NODECLAIM_NAME = 44
 """Longest NodeClaim name that fits with a 7-character key id (a 38-character NodePool name, ``-``
 and 5 random characters)."""
-_RECORD = re.compile(r"^karpy1:([0-9a-f]{6}):([A-Za-z0-9._-]{1,7}):([a-z0-9.-]{1,63}):(p?)([A-Za-z0-9_-]{32})$")
+_RECORD = re.compile(r"karpy1:([0-9a-f]{6}):([A-Za-z0-9._-]{1,7}):([a-z0-9.-]{1,63}):(p?)([A-Za-z0-9_-]{32})")
+"""An ownership record, matched with :meth:`re.Pattern.fullmatch` only: the whole description,
+nothing before or after it (``$`` would also accept a trailing newline, so a copied record plus
+``"\\n"`` would verify as a different description and escape the duplicate count)."""
 
 
 def max_nodeclaim_name(key_id: str) -> int:
@@ -137,7 +140,7 @@ def new_nonce(now: float) -> str:
 
 def nonce_time(nonce: str) -> float | None:
     """The POST time (seconds since the epoch) a nonce from :func:`new_nonce` carries, or None."""
-    if not _NONCE.match(nonce):
+    if not _NONCE.fullmatch(nonce):
         return None
     try:
         return float(int.from_bytes(base64.urlsafe_b64decode(nonce)[:4], "big"))
@@ -155,7 +158,7 @@ def _record(keyring: Keyring, cluster_identity: str, instance_id: str, nodeclaim
     if nonce is None:
         mac = _mac(key.key, cluster_identity, instance_id, nodeclaim, key.id)
     else:
-        if not _NONCE.match(nonce):
+        if not _NONCE.fullmatch(nonce):
             raise ValueError("a launch nonce is 8 base64url characters")
         mac = "p" + nonce + _pending_mac(key.key, cluster_identity, nonce, nodeclaim, key.id)
     text = f"{PREFIX}:{cluster_tag(cluster_identity)}:{key.id}:{nodeclaim}:{mac}"
@@ -185,7 +188,7 @@ def describe_pending(keyring: Keyring, cluster_identity: str, nodeclaim: str, no
 def verify(description: str | None, keyring: Keyring, cluster_identity: str, instance_id: str) -> Verdict:
     """Classify a VM by its description (constant-time MAC comparison). A pending record's
     :attr:`Verdict.nonce` is returned for the caller to match against the NodeClaim's."""
-    m = _RECORD.match(description or "")
+    m = _RECORD.fullmatch(description or "")
     if m is None:
         return Verdict(Ownership.UNSIGNED)
     tag, kid, nodeclaim, pending, mac = m.groups()

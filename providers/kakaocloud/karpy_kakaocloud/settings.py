@@ -89,8 +89,8 @@ class KakaoCloudSettings:
         nodeclass_ttl: seconds a resolved KCNodeClass (and its status) is reused. Default 60.
         catalog_ttl: seconds flavors are cached. Default 300.
         bootstrap_token_ttl: seconds a kubeadm bootstrap token lives. Default 3600.
-        create_lookups: after a create POST whose outcome is unknown (5xx, read timeout, dropped
-            connection), how many times the VM is looked up by name and launch nonce (with backoff)
+        create_lookups: after a create POST whose outcome is unknown (429, 5xx, read timeout,
+            dropped connection), how many times the VM is looked up by name and launch nonce (with backoff)
             before the POST counts as not acted on. Default 3.
         clock_skew: seconds a VM's ``created_at`` may precede its NodeClaim's
             ``creationTimestamp`` and still be adopted (``created_at`` has 1 s resolution; the

@@ -12,7 +12,8 @@ launch window is never deleted or adopted: :class:`UnownedReporter` logs it, pub
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections import Counter as Tally
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from karpy_core.kube.port import KubeClient
     from karpy_kakaocloud.plugin import KakaoCloudProvider
 
-__all__ = ["UnownedInstanceError", "UnownedReporter", "created_at"]
+__all__ = ["UnownedInstanceError", "UnownedReporter", "created_at", "pending_key"]
 
 log = logging.getLogger("karpy.kakaocloud")
 
@@ -36,7 +37,15 @@ class UnownedInstanceError(NodeClaimNotFoundError):
     """The instance behind a NodeClaim exists but karpy cannot prove it owns it (``code`` names why:
     ``unsigned``, ``tampered``, ``foreign-cluster``, ``unknown-key``, ``k8se``, ``pending``,
     ``other-nodeclaim``, ``duplicate-record``, ``copied-record``, ``predates-nodeclaim``,
-    ``outside-launch-window``). It is left alone and reported."""
+    ``outside-launch-window``, ``unverifiable``). It is left alone and reported."""
+
+
+def pending_key(v: Verdict) -> tuple[str, str] | None:
+    """What makes two pending records "the same POST": (NodeClaim, launch nonce); None for a
+    verdict that is not :attr:`~karpy_kakaocloud.ownership.Ownership.PENDING`."""
+    if v.ownership is not ownership.Ownership.PENDING or v.nodeclaim is None or v.nonce is None:
+        return None
+    return v.nodeclaim, v.nonce
 
 
 def created_at(instance: Mapping[str, Any]) -> float | None:
@@ -104,7 +113,7 @@ class UnownedReporter:
             except Exception as exc:  # events are best effort
                 log.debug("could not publish event: %s", type(exc).__name__)
 
-    def classify(self, instance: dict[str, Any]) -> Verdict:
+    def classify(self, instance: Mapping[str, Any]) -> Verdict:
         """The ownership verdict of the VM's description for this cluster."""
         return ownership.verify(instance.get("description"), self.cloud.keyring, self.cloud.cluster_identity,
                                 str(instance.get("id") or ""))
@@ -113,6 +122,25 @@ class UnownedReporter:
     def looks_like_ours(instance: dict[str, Any]) -> bool:
         """A karpy VM name or record prefix (reported when it does not verify)."""
         return str(instance.get("name") or "").startswith("karpy-") or str(instance.get("description") or "").startswith("karpy1:")
+
+    def pending_counts(self, instances: Iterable[Mapping[str, Any]], *, launch_window_only: bool = False) -> Tally[tuple[str, str]]:
+        """The one duplicate rule, shared by ``delete`` and garbage collection (``list``): how
+        many of ``instances`` (every VM of the project, whatever its name, status, age or
+        ``is_k8se``; a copy may be renamed) carry a verifying pending record of each
+        (NodeClaim, nonce) (:func:`pending_key`). A count above 1 means one of them is a copy and
+        karpy cannot tell which: none is deleted.
+
+        Adoption asks a narrower question, "which VM did this POST make", and passes
+        ``launch_window_only``: only VMs created in the nonce's launch window
+        (:meth:`in_launch_window`) can be that POST's, so only they are counted; two of them
+        still mean none is adopted."""
+        out: Tally[tuple[str, str]] = Tally()
+        for inst in instances:
+            v = self.classify(inst)
+            key = pending_key(v)
+            if key is not None and (not launch_window_only or self.in_launch_window(inst, v)):
+                out[key] += 1
+        return out
 
     def in_launch_window(self, inst: Mapping[str, Any], v: Verdict) -> bool:
         """Whether a pending VM's ``created_at`` lies in ``[t - clock_skew, t + request_timeout +
