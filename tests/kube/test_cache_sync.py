@@ -231,3 +231,27 @@ async def test_a_leader_resumed_past_its_renew_deadline_does_not_act() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def test_a_starting_nodes_not_ready_taint_leaves_its_room_usable() -> None:
+    """After an API server restart kube-controller-manager lifts a new node's not-ready taint late;
+    the node is registered, not initialized: its room still counts (Karpenter's known ephemeral
+    taints), so its pods get no second NodeClaim. Once initialized, every taint counts."""
+    from karpy_core.scheduling.nodes import ExistingNode
+    from karpy_core.scheduling.pod import pod_info
+    from karpy_core.scheduling.scheduler import Scheduler
+    from karpy_core.scheduling.taints import Taint
+
+    taints = (Taint("node.kubernetes.io/not-ready", "", "NoSchedule"), Taint("karpenter.sh/unregistered", "", "NoExecute"))
+    pod = pod_info({"metadata": {"name": "p", "namespace": "default"},
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+
+    def node(initialized: bool) -> ExistingNode:
+        return ExistingNode(name="n", labels={"kubernetes.io/hostname": "n"}, taints=taints,
+                            allocatable={"cpu": 4000, "memory": 16 * 1024**3, "pods": 110}, initialized=initialized)
+
+    assert Scheduler([], [node(False)]).solve([pod]).existing == {"default/p": "n"}
+    assert node(False).effective_taints() == ()
+    assert Scheduler([], [node(True)]).solve([pod]).existing == {}
+    ignored = Taint("node.kubernetes.io/not-ready", "", "NoExecute")  # only the NoSchedule one is ephemeral
+    assert ExistingNode(name="n", labels={}, taints=(ignored,), allocatable={}, initialized=False).effective_taints() == (ignored,)
