@@ -316,6 +316,9 @@ class Operator:
             )
             self.elector = elector
             self.sync.leading = elector.holds_lease
+            transport = getattr(self.raw_kube, "transport", None)
+            if transport is not None and hasattr(transport, "write_guard"):  # the HTTP client (not the in-memory one)
+                transport.write_guard = elector.holds_lease
             await elector.run(self._lead)
         finally:
             await self.health.stop()

@@ -255,3 +255,35 @@ def test_a_starting_nodes_not_ready_taint_leaves_its_room_usable() -> None:
     assert Scheduler([], [node(True)]).solve([pod]).existing == {}
     ignored = Taint("node.kubernetes.io/not-ready", "", "NoExecute")  # only the NoSchedule one is ephemeral
     assert ExistingNode(name="n", labels={}, taints=(ignored,), allocatable={}, initialized=False).effective_taints() == (ignored,)
+
+
+async def test_a_write_is_not_sent_once_the_lease_is_no_longer_held() -> None:
+    """The fence next to the wire: with the guard False a NodeClaim create is refused before any
+    connection is made (the port is closed: reaching it would raise a connection error instead);
+    GETs and Lease writes (the elector's own renewals and release) are not fenced."""
+    import socket
+
+    import aiohttp
+
+    from karpy_core.kube.client import AsyncKubeClient
+    from karpy_core.kube.transport import Access, Transport
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends
+    kube = AsyncKubeClient(Transport(Access(server=f"http://127.0.0.1:{port}")))
+    held = [False]
+    kube.transport.write_guard = lambda: held[0]
+    try:
+        with pytest.raises(KubeAPIError) as refused:
+            await kube.create("NodeClaim", _claim("x", 0))
+        assert refused.value.status == 503 and refused.value.reason == "NotLeader"
+        for call in (kube.get("NodeClaim", "x"),
+                     kube.replace("Lease", {"metadata": {"name": "l", "namespace": "default"}, "spec": {}})):
+            with pytest.raises((aiohttp.ClientError, OSError)):
+                await call
+        held[0] = True
+        with pytest.raises((aiohttp.ClientError, OSError)):  # sent (and the closed port refuses it)
+            await kube.create("NodeClaim", _claim("x", 0))
+    finally:
+        await kube.close()
