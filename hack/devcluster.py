@@ -739,8 +739,28 @@ class DevCluster:
 
         self._wait("etcd /health", "etcd", healthy)
 
-    def _start_apiserver(self, binary: Path) -> None:
-        port = _free_port()
+    def restart_apiserver(self, down_seconds: float = 5.0, sig: int = signal.SIGKILL) -> None:
+        """Kill kube-apiserver (``sig``, SIGKILL by default: no graceful shutdown), wait
+        ``down_seconds``, start it again with the same flags on the same port and wait until it
+        is ready. etcd, the other components and every client keep running (they reconnect), as
+        when a control-plane node's API server crashes and its static pod restarts.
+
+        Raises:
+            DevClusterError: the cluster is not started, or the API server does not come back.
+        """
+        with self._lock:
+            found = [(n, p) for n, p in self._procs if n == "kube-apiserver"]
+            if not found or "kube-apiserver" not in self.ports:
+                raise DevClusterError("kube-apiserver is not running")
+            for entry in found:
+                self._signal(entry[1], sig)
+                entry[1].wait()
+                self._procs.remove(entry)
+        time.sleep(down_seconds)
+        self._start_apiserver(self.binaries["kube-apiserver"], port=self.ports["kube-apiserver"])
+
+    def _start_apiserver(self, binary: Path, port: int | None = None) -> None:
+        port = port or _free_port()
         self.ports["kube-apiserver"] = port
         self.server = f"https://{_LOOPBACK}:{port}"
         pki = self._workdir / "pki"
