@@ -207,7 +207,7 @@ async def run_simulation(
         provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
     )
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
-    report.warnings = list(loaded.warnings) + report.warnings
+    report.warnings = list(loaded.warnings) + unserved_warnings(loaded.nodepools, provider) + report.warnings
     return report
 
 
@@ -246,6 +246,35 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     provider = load_provider(cloud_provider, {**options, "kube": cluster})
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+_PROVIDERS_OF_GROUP = {"karpenter.k8s.aws": ("aws", "simulated"), "karpenter.kakaocloud.com": ("kakaocloud", "simulated")}
+"""The installed-by-karpy providers that serve each in-tree NodeClass group (for a hint)."""
+
+
+def unserved_warnings(nodepools: Any, provider: Any) -> list[str]:
+    """One warning per NodePool that ``provider`` (a loaded
+    :class:`~karpy_core.cloudprovider.provider.CloudProvider`) leaves out because it does not serve
+    the kind of NodeClass the pool's ``nodeClassRef`` names (Karpenter's ``IsManaged``; the pool
+    launches nothing), naming the file, the pool, the kind, what the provider serves and which
+    installed provider would serve it. ``nodepools``: the loader's NodePool models."""
+    from karpy_core.cloudprovider.provider import available_providers
+    from karpy_core.state.cluster import unserved_reason
+
+    managed = provider.managed_node_classes()
+    if managed is None:
+        return []
+    installed = set(available_providers())
+    out = []
+    for pool in nodepools:
+        ref = pool.spec.template.spec.node_class_ref
+        if (ref.group, ref.kind) in managed:
+            continue
+        others = [p for p in _PROVIDERS_OF_GROUP.get(ref.group, ()) if p in installed and p != provider.name]
+        hint = f"; --cloud-provider {' or '.join(others)} serves it" if others else ""
+        out.append(f"{pool.source} {pool.ref()}: left out, launches nothing: "
+                   f"{unserved_reason((ref.group, ref.kind), managed, provider.name)}{hint}")
+    return out
 
 
 def _check_pod_cap(loaded: Any, cap: int) -> None:
@@ -447,13 +476,25 @@ def simulate(
 def validate(
     paths: Annotated[list[str], typer.Argument(help="YAML files or directories")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
+    max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
+    = 100_000,
+    cloud_provider: Annotated[str, typer.Option(
+        "--cloud-provider", help="installed provider plugin whose NodeClass kinds the NodePools are checked against "
+                                 "(karpy providers); a NodePool it does not serve is named")] = "simulated",
+    provider_option: Annotated[list[str] | None, typer.Option(
+        "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:
     """Load manifests (or one Scenario file, its steps and the manifests they apply) and report
-    every problem (exit 2) or what was found (exit 0)."""
+    every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud
+    provider would leave out (its NodeClass kind is not one the provider serves)."""
     from karpy_core.apis.loader import load_documents
     from karpy_core.sim.scenario import is_scenario_file, load_scenario
 
     try:
+        if max_pods < 1:
+            raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
+        options = parse_provider_options(list(provider_option or []))
+        _check_provider_name(cloud_provider)
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             actions = ", ".join(f"{s.action}@{s.at:g}s" for s in scenario.steps)
@@ -461,15 +502,16 @@ def validate(
             typer.echo(f"valid: Scenario {scenario.name}: {len(scenario.steps)} step(s) ({actions}){until}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+        from karpy_core.sim.workloads import pod_cap_problem
+
+        problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()], max_pods)
+        if problem:
+            raise ManifestError([problem])
+        if loaded.nodepools:
+            provider = _load_sim_provider(cloud_provider, None, None, options)[0]
+            loaded.warnings.extend(unserved_warnings(loaded.nodepools, provider))
     except KarpyError as exc:
         _fail(exc)
-        return
-    from karpy_core.sim.workloads import DEFAULT_MAX_PODS, pod_cap_problem
-
-    problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()],
-                              DEFAULT_MAX_PODS)
-    if problem:
-        _fail(ManifestError([problem]))
         return
     counts: dict[str, int] = {}
     for obj in loaded.objects():

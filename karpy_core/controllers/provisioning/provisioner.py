@@ -130,6 +130,7 @@ async def build_scheduler(
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
         unready=unready,
+        unserved=snapshot.unserved_nodepools,
         sizing=sizing,
         nominated=nominated,
     )
@@ -216,7 +217,8 @@ class Provisioner:
 
     async def reconcile(self) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
-        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
+        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers,
+                                          provider_name=self.provider.name)
         pending = snapshot.pending_pod_views()
         result = ProvisioningResult(pending=len(pending))
         virtual = list(snapshot.virtual_pod_views)
