@@ -29,7 +29,11 @@ import typer
 from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
+                  rich_markup_mode=None, context_settings={"max_content_width": 120})
+"""Help is click's plain layout (``rich_markup_mode=None``): paragraphs re-wrapped to the terminal
+(at most 120 columns) and every option name and help in full; rich's table cut option names and
+their environment variables with an ellipsis at 80 columns (a pipe, CI logs)."""
 
 DEFAULT_SCENARIO = "default-scenario.yaml"
 DEFAULT_REGION = "us-east-1"
@@ -355,7 +359,7 @@ def render_explain(report: Any, target: str) -> str:
     return "\n".join(lines)
 
 
-@app.command()
+@app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders: --set VAR=value")] = None,
@@ -451,8 +455,10 @@ def simulate(
         text = render_explain_node(report, explain_node)
         doc = {"explain_node": explain_node, "lines": text.splitlines(), "decisions": report.decision_records.get(explain_node, [])}
         typer.echo(json.dumps(doc, indent=2) if output == "json" else text)
+        if timeline:  # asked for explicitly: written as well, its path on stderr (stdout is the explanation)
+            _write_timeline(report, timeline, to_stderr=True)
         return
-    from karpy_core.sim.report import TimelineUnavailableError, render_text, write_timeline_png
+    from karpy_core.sim.report import render_text
 
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -461,18 +467,27 @@ def simulate(
     # The text report always draws the timeline; with -o json only an explicit --timeline does
     # (stdout stays pure JSON: the path and any problem go to stderr).
     if report.cost_over_time and (output != "json" or timeline):
-        try:
-            png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
-        except TimelineUnavailableError as exc:
-            typer.echo(f"timeline: not drawn: {exc}", err=True)
-            return
-        except OSError as exc:
-            _fail(OSError(f"cannot write the timeline: {exc}"))
-            return
-        typer.echo(f"timeline: {png}", err=output == "json")
+        _write_timeline(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png",
+                        to_stderr=output == "json")
 
 
-@app.command()
+def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:
+    """Write ``report``'s timeline image at ``path`` and print ``timeline: PATH`` (on stderr when
+    ``to_stderr``); without matplotlib say why on stderr. An unwritable path exits 1."""
+    from karpy_core.sim.report import TimelineUnavailableError, write_timeline_png
+
+    try:
+        png = write_timeline_png(report, path)
+    except TimelineUnavailableError as exc:
+        typer.echo(f"timeline: not drawn: {exc}", err=True)
+        return
+    except OSError as exc:
+        _fail(OSError(f"cannot write the timeline: {exc}"))
+        return
+    typer.echo(f"timeline: {png}", err=to_stderr)
+
+
+@app.command(short_help="Check manifests (or a Scenario file) as the API server would; name every problem.")
 def validate(
     paths: Annotated[list[str], typer.Argument(help="YAML files or directories")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
@@ -528,7 +543,7 @@ def validate(
         typer.echo(f"warning: {w}")
 
 
-@app.command()
+@app.command(short_help="Preview each NodePool's disruption budgets over the next 24 hours (UTC).")
 def budgets(
     paths: Annotated[list[str], typer.Argument(
         help="YAML files or directories with NodePools (and Nodes or NodeClaims), or one Scenario file (its applied manifests)")],
@@ -646,7 +661,7 @@ def _flag(name: str, *, help: str) -> Any:
     return typer.Option(f"{name}/--no-{name.removeprefix('--')}", help=help, show_default=False)
 
 
-@app.command()
+@app.command(short_help="Run the controller against a cluster (one active replica via a Lease).")
 def controller(
     cloud_provider: Annotated[str | None, _opt("--cloud-provider", help="installed provider plugin [KARPY_CLOUD_PROVIDER]")] = None,
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
@@ -776,7 +791,7 @@ def controller(
         _fail(exc)
 
 
-@app.command("install-crds")
+@app.command("install-crds", short_help="Create or update karpy's CRDs and the installed plugins' in a cluster.")
 def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
@@ -806,9 +821,9 @@ def install_crds(
         _fail(KubeUnreachableError(f"lost the Kubernetes API server: {exc}"))
 
 
-@app.command()
+@app.command(short_help="List the installed cloud-provider plugins.")
 def providers() -> None:
-    """List installed cloud-provider plugins (entry-point group ``karpy.cloudprovider``)."""
+    """List installed cloud-provider plugins (entry-point group karpy.cloudprovider)."""
     from karpy_core.cloudprovider.provider import available_providers
 
     for name in available_providers():
