@@ -1119,3 +1119,21 @@ def test_admin_role_aggregates_nodepools_nodeclaims_and_the_nodeclass(render: Re
 def test_controller_resources_empty_means_none(render: Render, values: dict[str, Any], expected: dict[str, Any] | None) -> None:
     container = _container(render(_merge(AWS_VALUES, values)))
     assert container.get("resources") == expected
+
+
+def test_plugin_guide_values_install_a_third_party_provider(render: Render) -> None:
+    """docs/cloudprovider.md section 6 installs tinycloud with the chart's generic values: the
+    values file on the page renders a controller running that plugin with its NodeClass RBAC."""
+    page = (REPO / "docs" / "cloudprovider.md").read_text()
+    block = page.split("For tinycloud, `tinycloud-values.yaml`:", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    values = yaml.safe_load("\n".join(line.removeprefix("   ") for line in block.splitlines()))
+    assert values["cloudProvider"] == "tinycloud"
+    objects = render(values)
+    container = _container(objects)
+    assert container["args"] == ["--cloud-provider=tinycloud", "--provider-option=zones=tiny-1a,tiny-1b"]
+    assert container["image"] == "registry.example.com/karpy-tinycloud:0.1.0"
+    assert _env(objects)["CLUSTER_NAME"] == "demo"
+    role = _one(objects, "ClusterRole")
+    assert _allows(role, "tinycloud.example.com", "tinynodeclasses", "watch")
+    assert _allows(role, "tinycloud.example.com", "tinynodeclasses/status", "patch")
+    assert "helm upgrade --install karpy charts/karpy -n karpy --create-namespace -f tinycloud-values.yaml" in page
