@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from karpy_core.apis.loader import load_documents
-from karpy_core.cloudprovider import provider as provider_module
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.errors import ConfigurationError
 from karpy_core.sim.report import REASON_COLORS, STACK_COLORS, render_text
@@ -169,7 +168,7 @@ def test_a_plugin_module_that_fails_to_import_is_one_line(tmp_path: Path, monkey
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     ep = importlib.metadata.EntryPoint("broken", "broken_plugin:create_plugin", "karpy.cloudprovider")
-    monkeypatch.setattr(provider_module.importlib.metadata, "entry_points", lambda group: [ep])
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [ep])
     with pytest.raises(ConfigurationError) as err:
         load_provider("broken")
     assert str(err.value) == "cloud provider 'broken' (broken_plugin:create_plugin) failed to load: RuntimeError: boom at import"

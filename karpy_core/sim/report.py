@@ -819,9 +819,9 @@ def timeline_figure(report: SimulationReport) -> Figure:
     if start is not None:
         import matplotlib.dates as mdates
 
-        locator = mdates.AutoDateLocator()
+        locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
         ax_pend.xaxis.set_major_locator(locator)
-        ax_pend.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))
+        ax_pend.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
         ax_pend.set_xlabel("simulated time (UTC)")
     else:
         ax_pend.set_xlabel("simulated time (hours since the start)")

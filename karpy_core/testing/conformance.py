@@ -235,7 +235,7 @@ class ProviderConformance:
                 pass
             else:
                 raise AssertionError(f"get({unknown}) of an unknown instance answered instance {got.status.provider_id} "
-                                     "(NodeClaim " + got.metadata.name + "); it must raise NodeClaimNotFoundError")
+                                     f"(NodeClaim {got.metadata.name}); it must raise NodeClaimNotFoundError")
         finally:
             for launched in (first, second):
                 await self._delete_until_gone(provider, launched)
