@@ -187,3 +187,17 @@ def test_help_has_no_rst_backticks_and_cuts_nothing(command: str) -> None:
         assert "..." not in commands  # every command's short help in full
     if command == "controller":  # long option names and their environment variables appear whole
         assert "--vm-memory-overhead-percent" in result.stdout and "[INTERRUPTION_QUEUE]" in result.stdout
+
+
+def test_an_unmodelled_object_defined_twice_is_replaced_not_created_twice(tmp_path: Path) -> None:
+    """Without the aws plugin an EC2NodeClass is such an object: examples/nodepools/ defines
+    several twice, and `karpy simulate examples/nodepools/ ...` answered 409 AlreadyExists."""
+    doc = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: %d}\n"
+    (tmp_path / "a.yaml").write_text(doc % 1)
+    (tmp_path / "b.yaml").write_text(doc % 2)
+    loaded = load_documents([tmp_path / "a.yaml", tmp_path / "b.yaml"])
+    widgets = [o for o in loaded.other if o.kind == "Widget"]
+    assert len(widgets) == 1 and widgets[0].model_dump(by_alias=True)["spec"] == {"size": 2}
+    assert [w for w in loaded.warnings if "redefines Widget/w" in w]
+    result = invoke_cli("simulate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "-o", "json")
+    assert result.exit_code == 0, result.output

@@ -546,6 +546,8 @@ class _Builder:
         """(group, kind, name) of in-tree providers' NodeClasses loaded while their plugin is not installed."""
         self.problems: list[str] = []
         self._seen: dict[tuple[str, str, str, str], KubeObject] = {}
+        self._passthrough_seen: dict[tuple[str, str, str, str], Passthrough] = {}
+        """Objects of kinds karpy does not model, by (group, kind, namespace, name): a later one replaces."""
 
     # one file ---------------------------------------------------------------------------
     def add_text(self, text: str, source_name: str, variables: dict[str, str] | None) -> None:
@@ -682,6 +684,15 @@ class _Builder:
         if not self._names_ok(obj, str(data.get("apiVersion")), str(data.get("kind")), where, label):
             return
         obj.with_source(source)
+        # as for modelled kinds, a later definition of the same object replaces the earlier one
+        # (the API server would refuse a second create, the simulator too)
+        identity = (str(obj.api_version).rpartition("/")[0], str(obj.kind), obj.metadata.namespace or "", obj.metadata.name or "")
+        previous = self._passthrough_seen.get(identity) if identity[3] else None
+        if previous is not None:
+            self.result.warnings.append(f"{where} {label}: redefines {label} from {previous.source}; the later definition is used")
+            self.result.other[:] = [o for o in self.result.other if o is not previous]
+        if identity[3]:
+            self._passthrough_seen[identity] = obj
         self.result.other.append(obj)
 
     def _names_ok(self, obj: KubeObject, api_version: str, kind: str, where: str, label: str) -> bool:
