@@ -493,9 +493,9 @@ def validate(
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
-    cloud_provider: Annotated[str, typer.Option(
-        "--cloud-provider", help="installed provider plugin whose NodeClass kinds the NodePools are checked against "
-                                 "(karpy providers); a NodePool it does not serve is named")] = "simulated",
+    cloud_provider: Annotated[str | None, typer.Option(
+        "--cloud-provider", help="installed provider plugin (karpy providers) the manifests are for: each NodePool "
+                                 "whose NodeClass kind it does not serve is named (default: no such check)")] = None,
     provider_option: Annotated[list[str] | None, typer.Option(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:
@@ -509,7 +509,10 @@ def validate(
         if max_pods < 1:
             raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
         options = parse_provider_options(list(provider_option or []))
-        _check_provider_name(cloud_provider)
+        if cloud_provider is None and options:
+            raise ConfigurationError("--provider-option needs --cloud-provider (the provider the options are for)")
+        if cloud_provider is not None:
+            _check_provider_name(cloud_provider)
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             actions = ", ".join(f"{s.action}@{s.at:g}s" for s in scenario.steps)
@@ -522,7 +525,7 @@ def validate(
         problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()], max_pods)
         if problem:
             raise ManifestError([problem])
-        if loaded.nodepools:
+        if loaded.nodepools and cloud_provider is not None:
             provider = _load_sim_provider(cloud_provider, None, None, options)[0]
             loaded.warnings.extend(unserved_warnings(loaded.nodepools, provider))
     except KarpyError as exc:

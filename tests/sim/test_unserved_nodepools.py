@@ -15,7 +15,7 @@ from tests.cli import invoke_cli
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 POOL = str(EXAMPLES / "nodepools/general-purpose.yaml")
 INFLATE = str(EXAMPLES / "workloads/inflate.yaml")
-ONLY_KC = ["--provider-option", "node_classes=KCNodeClass"]  # the simulated cloud serving KCNodeClass alone
+ONLY_KC = ["--cloud-provider", "simulated", "--provider-option", "node_classes=KCNodeClass"]  # the simulated cloud serving KCNodeClass alone
 
 
 def test_simulate_names_the_left_out_nodepool_in_warnings_and_pod_reasons() -> None:
@@ -44,8 +44,13 @@ def test_validate_names_the_nodepool_the_provider_leaves_out() -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("valid (1 warning below)")
     assert "NodePool/general-purpose: left out, launches nothing" in result.stdout
-    served = invoke_cli("validate", POOL, "--set", "CLUSTER_NAME=demo")  # the default simulated cloud serves it
+    served = invoke_cli("validate", POOL, "--cloud-provider", "simulated", "--set", "CLUSTER_NAME=demo")  # it serves EC2NodeClass
     assert served.exit_code == 0 and "left out" not in served.stdout
+    unchecked = invoke_cli("validate", POOL, "--set", "CLUSTER_NAME=demo")  # no provider named: no such check
+    assert unchecked.exit_code == 0 and unchecked.stdout.startswith("valid: ")
+    orphan = invoke_cli("validate", POOL, "--provider-option", "node_classes=KCNodeClass")
+    assert orphan.exit_code == 2
+    assert orphan.stderr.strip() == "error: --provider-option needs --cloud-provider (the provider the options are for)"
 
 
 def test_validate_refuses_an_unknown_provider_in_one_line() -> None:
