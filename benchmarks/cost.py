@@ -1,7 +1,7 @@
 """Cost benchmark: karpy's plan against Karpenter-style FFD and the exact optimum (issue 13).
 
 For each workload (5 to 5,000 pods) and catalog (karpy's AWS catalog with the default scenario's
-general-purpose NodePool; Karpenter's KWOK catalog, ``/work/shared/data/kwok``, with an on-demand
+general-purpose NodePool; Karpenter's KWOK catalog, ``examples/kwok-instance-types.json``, with an on-demand
 amd64/linux NodePool) it prints:
 
 * karpy: USD/hour (cheapest offering per new NodeClaim), nodes, solve seconds (only
@@ -49,8 +49,7 @@ from scheduling_karpenter import diverse  # noqa: E402
 
 from karpy_core.utils.kubeyaml import safe_load_all  # noqa: E402
 
-SHARED = Path("/work/shared")
-KWOK = SHARED / "data/kwok/instance_types.json"
+KWOK = ROOT / "examples/kwok-instance-types.json"
 SEEDS = ROOT / "tests/data/seeds"
 CPUS = ["100m", "250m", "500m", "1", "1500m", "2", "3500m"]
 MEMS = ["128Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi", "6Gi"]
@@ -134,11 +133,11 @@ def workloads(catalog: str) -> list[tuple[str, list[dict[str, Any]], list[dict[s
     sel = {0: {"nodeSelector": {"topology.kubernetes.io/zone": zone}}, 1: {"nodeSelector": {family[0]: family[1]}}}
     out: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], str | None]] = [
         ("default", [d for d in _default_docs() if d.get("kind") != "NodePool"], [], None),
-        ("boutique", _yaml(SHARED / "inputs/workloads/online-boutique.yaml"), [], None),
+        ("boutique", _yaml(ROOT / "examples/workloads/online-boutique.yaml"), [], None),
         ("seed004", _yaml(SEEDS / "004-karpenter-demo.yaml"), [], None),
     ]
     for n in (5, 50, 500, 5000):
-        docs = _yaml(SHARED / "inputs/workloads/inflate.yaml")
+        docs = _yaml(ROOT / "examples/workloads/inflate.yaml")
         docs[0]["spec"]["replicas"] = n
         out.append((f"inflate-{n}", docs, [], None))
     out += [

@@ -1,6 +1,6 @@
 """Karpenter's scheduling benchmark, reproduced, plus Deployment-shaped workloads and a cost bound.
 
-Workload (``../shared/reference/scheduling-benchmark.md``; Karpenter v1.14
+Workload (Karpenter v1.14
 ``scheduling_benchmark_test.go``): 400 synthetic instance types (``data/karpenter-fake-400.json``:
 type i has i+1 vCPU, 2(i+1) GiB, 10(i+1) pods, 100m/10Mi kube-reserved, 5 offerings in 3 zones
 priced 0.1 x vCPU + 0.1 x GB), one NodePool with no limits, no existing nodes, all pods pending.

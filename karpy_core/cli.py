@@ -29,7 +29,11 @@ import typer
 from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
+                  rich_markup_mode=None, context_settings={"max_content_width": 120})
+"""Help is click's plain layout (``rich_markup_mode=None``): paragraphs re-wrapped to the terminal
+(at most 120 columns) and every option name and help in full; rich's table cut option names and
+their environment variables with an ellipsis at 80 columns (a pipe, CI logs)."""
 
 DEFAULT_SCENARIO = "default-scenario.yaml"
 DEFAULT_REGION = "us-east-1"
@@ -207,7 +211,7 @@ async def run_simulation(
         provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
     )
     report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
-    report.warnings = list(loaded.warnings) + report.warnings
+    report.warnings = list(loaded.warnings) + unserved_warnings(loaded.nodepools, provider) + report.warnings
     return report
 
 
@@ -246,6 +250,35 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     provider = load_provider(cloud_provider, {**options, "kube": cluster})
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+_PROVIDERS_OF_GROUP = {"karpenter.k8s.aws": ("aws", "simulated"), "karpenter.kakaocloud.com": ("kakaocloud", "simulated")}
+"""The installed-by-karpy providers that serve each in-tree NodeClass group (for a hint)."""
+
+
+def unserved_warnings(nodepools: Any, provider: Any) -> list[str]:
+    """One warning per NodePool that ``provider`` (a loaded
+    :class:`~karpy_core.cloudprovider.provider.CloudProvider`) leaves out because it does not serve
+    the kind of NodeClass the pool's ``nodeClassRef`` names (Karpenter's ``IsManaged``; the pool
+    launches nothing), naming the file, the pool, the kind, what the provider serves and which
+    installed provider would serve it. ``nodepools``: the loader's NodePool models."""
+    from karpy_core.cloudprovider.provider import available_providers
+    from karpy_core.state.cluster import unserved_reason
+
+    managed = provider.managed_node_classes()
+    if managed is None:
+        return []
+    installed = set(available_providers())
+    out = []
+    for pool in nodepools:
+        ref = pool.spec.template.spec.node_class_ref
+        if (ref.group, ref.kind) in managed:
+            continue
+        others = [p for p in _PROVIDERS_OF_GROUP.get(ref.group, ()) if p in installed and p != provider.name]
+        hint = f"; --cloud-provider {' or '.join(others)} serves it" if others else ""
+        out.append(f"{pool.source} {pool.ref()}: left out, launches nothing: "
+                   f"{unserved_reason((ref.group, ref.kind), managed, provider.name)}{hint}")
+    return out
 
 
 def _check_pod_cap(loaded: Any, cap: int) -> None:
@@ -326,7 +359,7 @@ def render_explain(report: Any, target: str) -> str:
     return "\n".join(lines)
 
 
-@app.command()
+@app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders: --set VAR=value")] = None,
@@ -422,8 +455,10 @@ def simulate(
         text = render_explain_node(report, explain_node)
         doc = {"explain_node": explain_node, "lines": text.splitlines(), "decisions": report.decision_records.get(explain_node, [])}
         typer.echo(json.dumps(doc, indent=2) if output == "json" else text)
+        if timeline:  # asked for explicitly: written as well, its path on stderr (stdout is the explanation)
+            _write_timeline(report, timeline, to_stderr=True)
         return
-    from karpy_core.sim.report import TimelineUnavailableError, render_text, write_timeline_png
+    from karpy_core.sim.report import render_text
 
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -432,28 +467,52 @@ def simulate(
     # The text report always draws the timeline; with -o json only an explicit --timeline does
     # (stdout stays pure JSON: the path and any problem go to stderr).
     if report.cost_over_time and (output != "json" or timeline):
-        try:
-            png = write_timeline_png(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png")
-        except TimelineUnavailableError as exc:
-            typer.echo(f"timeline: not drawn: {exc}", err=True)
-            return
-        except OSError as exc:
-            _fail(OSError(f"cannot write the timeline: {exc}"))
-            return
-        typer.echo(f"timeline: {png}", err=output == "json")
+        _write_timeline(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png",
+                        to_stderr=output == "json")
 
 
-@app.command()
+def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:
+    """Write ``report``'s timeline image at ``path`` and print ``timeline: PATH`` (on stderr when
+    ``to_stderr``); without matplotlib say why on stderr. An unwritable path exits 1."""
+    from karpy_core.sim.report import TimelineUnavailableError, write_timeline_png
+
+    try:
+        png = write_timeline_png(report, path)
+    except TimelineUnavailableError as exc:
+        typer.echo(f"timeline: not drawn: {exc}", err=True)
+        return
+    except OSError as exc:
+        _fail(OSError(f"cannot write the timeline: {exc}"))
+        return
+    typer.echo(f"timeline: {png}", err=to_stderr)
+
+
+@app.command(short_help="Check manifests (or a Scenario file) as the API server would; name every problem.")
 def validate(
     paths: Annotated[list[str], typer.Argument(help="YAML files or directories")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
+    max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
+    = 100_000,
+    cloud_provider: Annotated[str | None, typer.Option(
+        "--cloud-provider", help="installed provider plugin (karpy providers) the manifests are for: each NodePool "
+                                 "whose NodeClass kind it does not serve is named (default: no such check)")] = None,
+    provider_option: Annotated[list[str] | None, typer.Option(
+        "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:
     """Load manifests (or one Scenario file, its steps and the manifests they apply) and report
-    every problem (exit 2) or what was found (exit 0)."""
+    every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud
+    provider would leave out (its NodeClass kind is not one the provider serves)."""
     from karpy_core.apis.loader import load_documents
     from karpy_core.sim.scenario import is_scenario_file, load_scenario
 
     try:
+        if max_pods < 1:
+            raise ConfigurationError(f"--max-pods must be at least 1, not {max_pods}")
+        options = parse_provider_options(list(provider_option or []))
+        if cloud_provider is None and options:
+            raise ConfigurationError("--provider-option needs --cloud-provider (the provider the options are for)")
+        if cloud_provider is not None:
+            _check_provider_name(cloud_provider)
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             actions = ", ".join(f"{s.action}@{s.at:g}s" for s in scenario.steps)
@@ -461,15 +520,16 @@ def validate(
             typer.echo(f"valid: Scenario {scenario.name}: {len(scenario.steps)} step(s) ({actions}){until}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+        from karpy_core.sim.workloads import pod_cap_problem
+
+        problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()], max_pods)
+        if problem:
+            raise ManifestError([problem])
+        if loaded.nodepools and cloud_provider is not None:
+            provider = _load_sim_provider(cloud_provider, None, None, options)[0]
+            loaded.warnings.extend(unserved_warnings(loaded.nodepools, provider))
     except KarpyError as exc:
         _fail(exc)
-        return
-    from karpy_core.sim.workloads import DEFAULT_MAX_PODS, pod_cap_problem
-
-    problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()],
-                              DEFAULT_MAX_PODS)
-    if problem:
-        _fail(ManifestError([problem]))
         return
     counts: dict[str, int] = {}
     for obj in loaded.objects():
@@ -486,7 +546,7 @@ def validate(
         typer.echo(f"warning: {w}")
 
 
-@app.command()
+@app.command(short_help="Preview each NodePool's disruption budgets over the next 24 hours (UTC).")
 def budgets(
     paths: Annotated[list[str], typer.Argument(
         help="YAML files or directories with NodePools (and Nodes or NodeClaims), or one Scenario file (its applied manifests)")],
@@ -604,7 +664,7 @@ def _flag(name: str, *, help: str) -> Any:
     return typer.Option(f"{name}/--no-{name.removeprefix('--')}", help=help, show_default=False)
 
 
-@app.command()
+@app.command(short_help="Run the controller against a cluster (one active replica via a Lease).")
 def controller(
     cloud_provider: Annotated[str | None, _opt("--cloud-provider", help="installed provider plugin [KARPY_CLOUD_PROVIDER]")] = None,
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
@@ -734,7 +794,7 @@ def controller(
         _fail(exc)
 
 
-@app.command("install-crds")
+@app.command("install-crds", short_help="Create or update karpy's CRDs and the installed plugins' in a cluster.")
 def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
@@ -764,9 +824,9 @@ def install_crds(
         _fail(KubeUnreachableError(f"lost the Kubernetes API server: {exc}"))
 
 
-@app.command()
+@app.command(short_help="List the installed cloud-provider plugins.")
 def providers() -> None:
-    """List installed cloud-provider plugins (entry-point group ``karpy.cloudprovider``)."""
+    """List installed cloud-provider plugins (entry-point group karpy.cloudprovider)."""
     from karpy_core.cloudprovider.provider import available_providers
 
     for name in available_providers():

@@ -1,4 +1,4 @@
-"""Shared fixtures: where ../shared lives (inputs, seeds, data)."""
+"""Shared fixtures: the repository's ``examples/`` (manifests the README and tests use), logging, leaked tasks."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 REPO = Path(__file__).resolve().parents[1]
 
 
+EXAMPLES = REPO / "examples"
+
+
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The project's ``shared/`` folder (sibling of the repository), skipped loudly when absent."""
-    for candidate in (REPO.parent / "shared", REPO / "shared"):
-        if (candidate / "inputs").is_dir():
-            return candidate
-    pytest.skip("SHARED INPUTS MISSING: ../shared/inputs not found beside the repository; these tests need it")
-    raise AssertionError("unreachable")
+def examples_dir() -> Path:
+    """The repository's ``examples/`` folder: ``nodepools/`` (Karpenter's v1 examples),
+    ``workloads/`` and ``kwok-instance-types.json``; part of every clone, never skipped."""
+    return EXAMPLES
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Property test: ``karpy validate`` and ``karpy simulate`` on mutated real manifests answer with
 exit 0 or 2 and never a traceback, in bounded time and memory (issue 10, section 4).
 
-Hypothesis takes a NodePool file and a workload file from ``../shared/inputs`` and applies up to
+Hypothesis takes a NodePool file and a workload file from the repository's ``examples/`` and applies up to
 three mutations: drop a field, replace a value (wrong types, huge and negative numbers, odd
 quantities, unicode, deep nesting, a YAML alias bomb), or rename a key. Both commands then run
 in-process (typer's CliRunner) on the mutated file; simulate runs with ``--max-pods 200`` so a
@@ -55,10 +55,9 @@ def _docs(path: Path) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def bases(shared_dir: Path) -> list[tuple[str, list[Any]]]:
-    inputs = shared_dir / "inputs"
-    out = [(f"nodepools/{n}", _docs(inputs / "nodepools" / n)) for n in NODEPOOLS]
-    out += [(f"workloads/{n}", _docs(inputs / "workloads" / n)) for n in WORKLOADS]
+def bases(examples_dir: Path) -> list[tuple[str, list[Any]]]:
+    out = [(f"nodepools/{n}", _docs(examples_dir / "nodepools" / n)) for n in NODEPOOLS]
+    out += [(f"workloads/{n}", _docs(examples_dir / "workloads" / n)) for n in WORKLOADS]
     return out
 
 
@@ -215,8 +214,8 @@ def _limit_memory() -> None:
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("hostile", ["alias-bomb", "deep", "replicas", "huge-cpu"])
-def test_hostile_input_under_a_1gib_address_space_limit(shared_dir, tmp_path, hostile):
-    docs = _docs(shared_dir / "inputs" / "workloads" / "inflate.yaml")
+def test_hostile_input_under_a_1gib_address_space_limit(examples_dir, tmp_path, hostile):
+    docs = _docs(examples_dir / "workloads" / "inflate.yaml")
     container = docs[0]["spec"]["template"]["spec"]["containers"][0]
     if hostile == "alias-bomb":
         docs[0]["spec"]["junk"] = _alias_bomb(12, 12)
@@ -229,7 +228,7 @@ def test_hostile_input_under_a_1gib_address_space_limit(shared_dir, tmp_path, ho
     text = yaml.safe_dump_all(docs).replace(DEEP, "[" * 900 + "]" * 900)
     path = tmp_path / "hostile.yaml"
     path.write_text(text)
-    nodepool = str(shared_dir / "inputs" / "nodepools" / "general-purpose.yaml")
+    nodepool = str(examples_dir / "nodepools" / "general-purpose.yaml")
     started = time.monotonic()  # simulate loads as validate does, then applies the pod cap
     proc = subprocess.run([sys.executable, "-m", "karpy_core.cli", "simulate", nodepool, str(path)], capture_output=True,
                           text=True, preexec_fn=_limit_memory, timeout=120)

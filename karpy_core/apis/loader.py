@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.core import Node, Pod
+from karpy_core.apis.durations import parse_duration
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -480,6 +481,33 @@ _BUCKETS: dict[type, str] = {
 }
 
 
+MAX_OBJECT_NAME = 253
+"""The longest name any Kubernetes object can have (a DNS-1123 subdomain)."""
+
+
+def _short(name: str, keep: int = 63) -> str:
+    """``name``, or its first ``keep`` characters and its length when longer (for messages)."""
+    return name if len(name) <= keep else f"{name[:keep]}... ({len(name):,} characters)"
+
+
+def _accepted_but_useless(nodepool: NodePool) -> list[str]:
+    """Warnings for NodePool values Karpenter's CRD accepts (``kubernetes-sigs/karpenter``
+    ``karpenter.sh_nodepools.yaml``: ``nodeClassRef.name`` only non-empty, ``expireAfter``
+    ``^(([0-9]+(s|m|h))+|Never)$``) that can never work: a ``nodeClassRef.name`` longer than any
+    object name (253), so the NodePool is never Ready; an ``expireAfter`` of zero, so every
+    NodeClaim expires (``nodeclaim/expiration``: creation + expireAfter) as soon as it is created."""
+    spec = nodepool.spec.template.spec
+    where = f"{nodepool.source} {nodepool.ref()}"
+    out = []
+    if len(spec.node_class_ref.name) > MAX_OBJECT_NAME:
+        out.append(f"{where}: spec.template.spec.nodeClassRef.name: {len(spec.node_class_ref.name):,} characters; no NodeClass "
+                   f"can have that name (at most {MAX_OBJECT_NAME}), so this NodePool is never Ready (Karpenter's CRD accepts it)")
+    if spec.expire_after != "Never" and parse_duration(spec.expire_after).total_seconds() == 0:
+        out.append(f"{where}: spec.template.spec.expireAfter: {spec.expire_after}: every NodeClaim expires as soon as it is "
+                   "created, so nodes churn and pods never stay (Karpenter's CRD accepts it; Never turns expiry off)")
+    return out
+
+
 def _identity(obj: KubeObject) -> tuple[str, str, str, str]:
     namespace = (obj.metadata.namespace or "default") if obj.NAMESPACED else ""
     return (obj.group(), obj.KIND, namespace, obj.name)
@@ -495,6 +523,8 @@ class _Builder:
         """(group, kind, name) of in-tree providers' NodeClasses loaded while their plugin is not installed."""
         self.problems: list[str] = []
         self._seen: dict[tuple[str, str, str, str], KubeObject] = {}
+        self._passthrough_seen: dict[tuple[str, str, str, str], Passthrough] = {}
+        """Objects of kinds karpy does not model, by (group, kind, namespace, name): a later one replaces."""
 
     # one file ---------------------------------------------------------------------------
     def add_text(self, text: str, source_name: str, variables: dict[str, str] | None) -> None:
@@ -638,6 +668,15 @@ class _Builder:
         if not self._names_ok(obj, str(data.get("apiVersion")), str(data.get("kind")), where, label):
             return
         obj.with_source(source)
+        # as for modelled kinds, a later definition of the same object replaces the earlier one
+        # (the API server would refuse a second create, the simulator too)
+        identity = (str(obj.api_version).rpartition("/")[0], str(obj.kind), obj.metadata.namespace or "", obj.metadata.name or "")
+        previous = self._passthrough_seen.get(identity) if identity[3] else None
+        if previous is not None:
+            self.result.warnings.append(f"{where} {label}: redefines {label} from {previous.source}; the later definition is used")
+            self.result.other[:] = [o for o in self.result.other if o is not previous]
+        if identity[3]:
+            self._passthrough_seen[identity] = obj
         self.result.other.append(obj)
 
     def _names_ok(self, obj: KubeObject, api_version: str, kind: str, where: str, label: str) -> bool:
@@ -700,6 +739,7 @@ class _Builder:
         }
         for nodepool in self.result.nodepools:
             ref = nodepool.spec.template.spec.node_class_ref
+            self.result.warnings.extend(_accepted_but_useless(nodepool))
             limit = name_limits.get((ref.group, ref.kind))
             if limit is not None and len(nodepool.name) > limit:
                 self.problems.append(
@@ -716,7 +756,7 @@ class _Builder:
                     and (ref.group, ref.kind, ref.name) not in self._unvalidated_nodeclasses:
                 self.result.warnings.append(
                     f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
-                    f"{ref.group} {ref.kind}/{ref.name}, which is not among the loaded manifests"
+                    f"{ref.group} {ref.kind}/{_short(ref.name)}, which is not among the loaded manifests"
                 )
         if self.problems:
             raise ManifestError(self.problems)

@@ -25,7 +25,7 @@ from karpy_core.cloudprovider.metrics import MeteredCalls
 from karpy_core.cloudprovider.overlay import OverlaidCalls, OverlayStore
 from karpy_core.cloudprovider.reservations import ReservedCapacityCalls
 from karpy_core.cloudprovider.types import RepairPolicy
-from karpy_core.errors import ConfigurationError
+from karpy_core.errors import ConfigurationError, KarpyError
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -43,6 +43,13 @@ OPTIONAL_HOOKS = frozenset({"karpy_controllers", "karpy_prepare", "karpy_start",
 """Hooks a plugin may leave out (at most one implementation each)."""
 
 log = logging.getLogger("karpy.cloudprovider")
+
+
+def plugin_label(plugin: object) -> str:
+    """A plugin object named for messages: ``module.Class`` (never its ``repr``, which shows an
+    address and may show state)."""
+    cls = type(plugin)
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def available_providers() -> list[str]:
@@ -100,18 +107,19 @@ class CloudProvider:
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         self._pm.register(plugin)
+        what = plugin_label(plugin)
         try:
             self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            raise ConfigurationError(f"cloud provider plugin {plugin!r} implements an unknown hook: {exc}") from exc
-        for name in _HOOKS:
-            impls = self._caller(name).get_hookimpls()
-            if name in OPTIONAL_HOOKS and len(impls) <= 1:
-                continue
-            if len(impls) != 1:
-                raise ConfigurationError(
-                    f"cloud provider plugin {plugin!r} must implement hook {name} exactly once (found {len(impls)})"
-                )
+            raise ConfigurationError(f"cloud provider plugin {what} implements an unknown hook: "
+                                     f"{str(exc).replace(repr(plugin), what)}") from exc
+        wrong = [(name, len(self._caller(name).get_hookimpls())) for name in _HOOKS]
+        wrong = [(name, n) for name, n in wrong if n != 1 and not (name in OPTIONAL_HOOKS and n == 0)]
+        if wrong:
+            raise ConfigurationError(
+                f"cloud provider plugin {what} must implement each hook exactly once: "
+                + ", ".join(f"{name} (found {n})" for name, n in wrong)
+            )
         self.plugin = plugin
         """The plugin object (for its own tests; karpy calls it only through its hooks)."""
         self.name: str = self._call_sync("karpy_name")
@@ -258,8 +266,10 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
     """Load the plugin registered as ``name`` in the ``karpy.cloudprovider`` group and wrap it.
 
     Raises:
-        ConfigurationError: no such plugin, or its extra is not installed (the message says which
-            ``pip install 'karpy[...]'`` to run).
+        ConfigurationError: no such plugin, its extra is not installed (the message says which
+            ``pip install 'karpy[...]'`` to run), its module or factory fails (one line naming the
+            entry point and the error), or it misses hooks (named by ``module.Class``).
+        KarpyError: what the plugin's factory raised of karpy's errors (e.g. its options).
     """
     eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not eps:
@@ -270,8 +280,16 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
         factory: Callable[[dict[str, Any]], object] = eps[0].load()
     except ImportError as exc:
         raise ConfigurationError(str(exc)) from exc
+    except Exception as exc:  # a broken plugin module: one line naming it, not a traceback
+        raise ConfigurationError(f"cloud provider {name!r} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}") from exc
     _plugin_logs_like_karpy(eps[0].module)
-    return CloudProvider(factory(dict(options or {})))
+    try:
+        plugin = factory(dict(options or {}))
+    except KarpyError:
+        raise
+    except Exception as exc:  # its factory failed other than on its options (those raise ConfigurationError)
+        raise ConfigurationError(f"cloud provider {name!r} ({eps[0].value}) failed to start: {type(exc).__name__}: {exc}") from exc
+    return CloudProvider(plugin)
 
 
 def _plugin_logs_like_karpy(module: str) -> None:

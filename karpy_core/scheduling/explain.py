@@ -54,12 +54,15 @@ def _exhausted(run: SchedulingRun, table: TypeTable) -> Infeasible:
 
 def why(run: SchedulingRun, pod: PodInfo) -> Unschedulable:
     """Why ``pod`` fits no existing node, planned claim or NodePool: per NodePool (by weight) the
-    first check that failed, then the NodePools that are not Ready."""
+    first check that failed, then the NodePools that are not Ready, then those left out because
+    the cloud provider does not serve their NodeClass kind."""
     if pod.unsupported:
         return Unschedulable(general=Infeasible(K.UNSUPPORTED, pod.unsupported))
     pools = [pool_verdict(run, t, pod) for t in run.inputs.templates]
     pools += [PoolVerdict(name, (Infeasible(K.NODEPOOL_NOT_READY, f"not Ready ({reason})"),))
               for name, reason in sorted(run.inputs.unready.items())]
+    pools += [PoolVerdict(name, (Infeasible(K.NODEPOOL_NOT_SERVED, f"left out: {reason}"),))
+              for name, reason in sorted(run.inputs.unserved.items())]
     if not pools:
         return Unschedulable(general=NO_NODEPOOL)
     return Unschedulable(tuple(pools))
@@ -78,6 +81,8 @@ def explain_detail(run: SchedulingRun, pod: PodInfo) -> list[str]:
             lines.append(f"    smallest change: {fix}")
     for name, reason in sorted(run.inputs.unready.items()):
         lines.append(f"NodePool {name}: not Ready ({reason}); it launches nothing until it is")
+    for name, reason in sorted(run.inputs.unserved.items()):
+        lines.append(f"NodePool {name}: left out: {reason}")
     for use in run.usage:
         rejected = check_node(use, pod, explain=True)
         lines.append(f"node {use.node.name}: {rejected.detail if rejected is not None else 'fits'}")

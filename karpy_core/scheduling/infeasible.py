@@ -24,6 +24,9 @@ class InfeasibleKind(Enum):
     NO_NODEPOOL = "no-nodepool"
     """No NodePool is defined or Ready."""
     NODEPOOL_NOT_READY = "nodepool-not-ready"
+    NODEPOOL_NOT_SERVED = "nodepool-not-served"
+    """The NodePool's NodeClass is of a kind the loaded cloud provider does not serve: karpy
+    leaves the NodePool out (Karpenter's ``nodepoolutils.IsManaged``)."""
     UNTOLERATED_TAINT = "untolerated-taint"
     NODE_LIMIT = "node-limit"
     """The NodePool's ``limits.nodes`` is reached."""

@@ -57,6 +57,8 @@ class Inputs:
         limits_left: per NodePool, ``limits - usage`` (internal units, ``nodes`` a count), None
             for a NodePool without limits.
         unready: NodePools left out because they are not Ready: name -> why.
+        unserved: NodePools left out because the cloud provider does not serve their NodeClass
+            kind: name -> why.
         preference_policy, min_values_policy: the policies.
         max_instance_types: instance types kept per NodeClaim.
         use_caches: False tries every node and claim for every pod (the pod-by-pod reference).
@@ -75,6 +77,7 @@ class Inputs:
     max_instance_types: int
     use_caches: bool
     sizing: bool = False
+    unserved: Mapping[str, str] = field(default_factory=dict)
     memo: dict[str, dict[Any, Any]] = field(default_factory=dict, compare=False)
     """Answers that depend on these inputs alone (domains per NodePool and per pod signature),
     shared by every run of one scheduler (:meth:`Scheduler.solve` may plan a batch several ways)."""

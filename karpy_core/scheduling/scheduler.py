@@ -530,6 +530,8 @@ class Scheduler:
         tables: type tables to reuse, by NodePool name (from :func:`type_tables` over the same
             templates and DaemonSets); a table built for another template object is rebuilt.
         unready: NodePools left out because they are not Ready: name -> why (for explanations).
+        unserved: NodePools left out because the cloud provider does not serve their NodeClass
+            kind: name -> why (for explanations; :attr:`ClusterSnapshot.unserved_nodepools`).
         nominated: pod key (``namespace/name``) -> the name of the existing node (or in-flight
             NodeClaim) a previous pass planned it on: each such pod goes back there first, while
             the node takes it (:meth:`_keep_nominated`), so a pass never re-packs what an
@@ -560,6 +562,7 @@ class Scheduler:
         unready: Mapping[str, str] | None = None,
         sizing: bool = False,
         nominated: Mapping[str, str] | None = None,
+        unserved: Mapping[str, str] | None = None,
     ):
         ordered = tuple(sorted(templates, key=lambda t: (-t.weight, t.name)))
         given = tables or {}
@@ -582,6 +585,7 @@ class Scheduler:
             max_instance_types=max_instance_types,
             use_caches=use_caches,
             sizing=sizing,
+            unserved=dict(unserved or {}),
         )
         self._base = self.inputs
         self.nominated: Mapping[str, str] = dict(nominated or {})

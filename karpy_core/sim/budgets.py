@@ -120,7 +120,8 @@ def preview(nodepools: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[st
         elif name in claims:
             total, where = claims[name], "NodeClaims in the manifests"
         else:
-            total, where = 0, "none given: use --nodes"
+            total, where = 0, (f"none found: no Node or NodeClaim labelled {LABEL_NODEPOOL}={name} in the files; "
+                               "--nodes N previews a pool of N nodes")
         view = NodePoolView.of(dict(np))
         if not view.valid:
             raise ConfigurationError(f"NodePool {name} does not validate: {view.error}")

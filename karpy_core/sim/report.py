@@ -11,6 +11,7 @@ JSON document shape (``karpy simulate -o json``)::
       "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],  # null where none applies
       "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},
       "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside)
+      "daemonsets": [{"namespace", "name", "requests": {RESOURCE: quantity}, "pods"}],  # overhead on each node they run on
       "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},  # plain runs only (see below)
       "cost_over_time": [{"t", "nodes", "cost_per_hour"}],    # scenarios only (karpy simulate SCENARIO)
       "timeline": [{"t", "pending_pods", "nodepools": {NAME: {"nodes", "cost_per_hour",
@@ -49,6 +50,7 @@ import contextlib
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,8 +146,15 @@ class SimulationReport:
     """Per-NodePool series of scenario runs (:attr:`Simulator.timeline`), None otherwise."""
     workloads: list[dict[str, Any]] = field(default_factory=list)
     """``[{kind, namespace, name, pods}]``: the workloads simulated and their pods (DaemonSets aside)."""
+    daemonsets: list[dict[str, Any]] = field(default_factory=list)
+    """``[{namespace, name, requests, pods}]``: each DaemonSet, what one of its pods requests (the
+    overhead it adds to every node it selects and tolerates, counted by the scheduler) and how many
+    of its pods run at the end."""
     reference: Reference | None = None
     """Plain runs: the optimum or a lower bound for the pods on launched nodes (module docstring)."""
+    start: float | None = None
+    """When the simulated clock started, seconds since the epoch (times in ``events`` are relative
+    to it); the timeline's x axis shows ``start + t`` in UTC."""
     headroom: Headroom | None = None
     """CapacityBuffer headroom (CapacityBuffer gate on): where it sits, its cost (``capacity_buffers`` in JSON)."""
 
@@ -172,6 +181,7 @@ class SimulationReport:
             "ignored": self.ignored,
             "summary": self.summary(),
             "workloads": self.workloads,
+            "daemonsets": self.daemonsets,
             **({"reference": {**self.reference.to_dict(), "gap": _round(self.reference.gap(self.cost_per_hour))}}
                if self.reference is not None else {}),
             **({"cost_over_time": self.cost_over_time} if self.cost_over_time is not None else {}),
@@ -370,6 +380,42 @@ def _workloads(sim: Simulator) -> list[dict[str, Any]]:
     return [{"kind": k, "namespace": ns, "name": n, "pods": c} for (k, ns, n), c in sorted(counts.items())]
 
 
+def _unrecorded_reason(sim: Simulator, key: str) -> str:
+    """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
+    it (on a NodeClaim still launching, or on a node that has not taken it yet) or never saw it
+    (the run ended first), or there is no NodePool at all."""
+    claim = sim.nominations.target_of(key)
+    if claim:
+        return f"pending: planned on NodeClaim {claim}, which had not taken it when the run ended"
+    if not sim.cluster.objects("NodePool"):
+        return "pending: no NodePool is defined"
+    return "pending: no provisioning pass placed or refused it before the run ended"
+
+
+def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
+    """``[{namespace, name, requests, pods}]`` per DaemonSet (namespace, name order): one pod's
+    requests (Kubernetes quantities, init containers and overhead included, as the scheduler
+    counts them) and the DaemonSet's pods at the end of the run."""
+    running: dict[tuple[str, str], int] = {}
+    for p in sim.cluster.objects("Pod"):
+        meta = p["metadata"]
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("kind") == "DaemonSet":
+                key = (meta.get("namespace", "default"), ref.get("name", ""))
+                running[key] = running.get(key, 0) + 1
+    out = []
+    for ds in sim.cluster.objects("DaemonSet"):
+        meta = ds.get("metadata") or {}
+        ns, name = meta.get("namespace", "default"), meta.get("name", "")
+        try:
+            (info,) = daemonset_pod_infos([ds])
+            requests = {r: format_quantity(r, v) for r, v in sorted(info.requests.items()) if v and r != "pods"}
+        except ValueError:  # refused earlier by the loader; never fail the report on it
+            requests = {}
+        out.append({"namespace": ns, "name": name, "requests": requests, "pods": running.get((ns, name), 0)})
+    return sorted(out, key=lambda d: (d["namespace"], d["name"]))
+
+
 async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]], cost: float,
                      time_limit: float) -> Reference:
     """The optimum or lower bound for the pods bound to nodes karpy launched (label
@@ -466,7 +512,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             continue
         reason = None
         if not node:
-            reason = sim.pending_reasons.get(key) or "pending: no decision recorded (is a NodePool defined?)"
+            reason = sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
     overlays: dict[str, list[str]] = {}
     store = getattr(sim.provider, "overlays", None)
@@ -491,7 +537,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         + _overlay_warnings(sim) + _buffer_warnings(sim),
         timeline=list(sim.timeline) if sim.disruption_enabled else None,
         workloads=_workloads(sim),
+        daemonsets=_daemonsets(sim),
         overlays=overlays,
+        start=sim.start,
     )
     if not sim.disruption_enabled and reference_time_limit is not None and report.cost_per_hour > 0:
         report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)
@@ -536,6 +584,11 @@ def _simulated_lines(report: SimulationReport, *, max_items: int = 14) -> list[s
         shown = ", ".join(f"{w['name'] or '(bare)'} x{w['pods']}" for w in items[:max_items])
         more = f", +{len(items) - max_items} more" if len(items) > max_items else ""
         parts.append(f"{_plural(len(items), kind)}: {shown}{more}")
+    if report.daemonsets:  # not workloads of their own: the overhead every node they run on carries
+        shown = ", ".join(f"{d['name']} ({', '.join(f'{r} {q}' for r, q in d['requests'].items()) or 'no requests'}) x{d['pods']}"
+                          for d in report.daemonsets[:max_items])
+        more = f", +{len(report.daemonsets) - max_items} more" if len(report.daemonsets) > max_items else ""
+        parts.append(f"{_plural(len(report.daemonsets), 'DaemonSet')} (overhead on every node they run on): {shown}{more}")
     body = [line for part in parts for line in textwrap.wrap(part, 110, initial_indent="  ", subsequent_indent="    ")]
     return [head, *body]
 
@@ -563,6 +616,19 @@ def _reference_line(report: SimulationReport) -> str | None:
     return f"{head}{left}: {verdict}"
 
 
+def _end_cost_note(report: SimulationReport, end_cost: float) -> list[str]:
+    """A line reconciling the run's end USD/hour (every launched instance, the cloud bills it from
+    launch) with the node table's total (registered Nodes), when they differ; else none."""
+    table = report.cost_per_hour
+    if abs(end_cost - table) < 5e-5:
+        return []
+    series = report.cost_over_time or []
+    launched = series[-1]["nodes"] if series else 0
+    in_table = sum(1 for n in report.nodes if n.nodepool)
+    return [f"                  (the node table's total is {table:.4f}: {launched} instance(s) launched at the end, "
+            f"{in_table} of them registered as Nodes; the others are billed but not in the table)"]
+
+
 def _day_lines(report: SimulationReport) -> list[str]:
     """The summary of a scenario run (:class:`DaySummary`), as text."""
     d = day_summary(report)
@@ -575,6 +641,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
         f"  spent:          {d.total_usd:.4f} USD (USD/hour integrated over the run)",
         f"  USD/hour:       {d.start_cost_per_hour:.4f} at start -> {d.end_cost_per_hour:.4f} at end "
         f"(peak {d.peak_cost_per_hour:.4f})",
+        *_end_cost_note(report, d.end_cost_per_hour),
         f"  consolidation:  saved {d.consolidation_savings_usd:.4f} USD ({d.consolidation_savings_per_hour:.4f} USD/hour "
         f"removed by {_plural(n_cons, 'command')}, each counted until the end)",
         f"  disruptions:    {dis}",
@@ -661,21 +728,27 @@ class TimelineUnavailableError(RuntimeError):
 
 REASON_COLORS = {"Empty": "tab:green", "Underutilized": "tab:orange", "Drifted": "tab:purple", "Expired": "tab:brown"}
 """Colour of each disruption reason's marks on the timeline (others: grey)."""
+STACK_COLORS = ("tab:blue", "tab:cyan", "tab:olive", "tab:pink", "#1f3b73", "#7fb3d5", "#8c8c3c", "#c9a0dc")
+"""Colours of the USD/hour stacks (NodePool / capacity type), cycled: none is a disruption
+reason's (:data:`REASON_COLORS`) or grey, so a marker never reads as a bar."""
 
 
 def _disruption_marks(report: SimulationReport) -> dict[str, list[float]]:
-    """Reason -> the hours of its disruption commands (``disrupt`` events; ``expire`` as Expired)."""
+    """Reason -> the times (seconds since the start) of its disruption commands (``disrupt``
+    events; ``expire`` as Expired)."""
     marks: dict[str, list[float]] = {}
     for e in report.events:
         if e["kind"] == "disrupt":
-            marks.setdefault(e["reason"] or "unknown", []).append(e["t"] / 3600)
+            marks.setdefault(e["reason"] or "unknown", []).append(e["t"])
         elif e["kind"] == "expire":
-            marks.setdefault("Expired", []).append(e["t"] / 3600)
+            marks.setdefault("Expired", []).append(e["t"])
     return dict(sorted(marks.items()))
 
 
 def timeline_figure(report: SimulationReport) -> Figure:
-    """The timeline as a matplotlib figure (Agg backend): four panels over simulated hours,
+    """The timeline as a matplotlib figure (Agg backend): four panels over simulated time, the x
+    axis in UTC (``report.start`` + t: budget windows are UTC crons; hours since the start when the
+    start is unknown),
 
     1. USD/hour stacked per NodePool and capacity type, with the node count (integer ticks) on a
        second axis;
@@ -704,7 +777,12 @@ def timeline_figure(report: SimulationReport) -> Figure:
     if not series:
         raise ValueError("no timeline series: run a scenario (karpy simulate SCENARIO --until ...)")
     end = _end_seconds(report)
-    ts = [s["t"] / 3600 for s in series] + [end / 3600]
+    start = report.start
+
+    def x(t: float) -> Any:  # a UTC datetime (matplotlib's date axis), else hours
+        return datetime.fromtimestamp(start + t, UTC) if start is not None else t / 3600
+
+    ts = [x(s["t"]) for s in series] + [x(end)]
 
     def col(f: Any) -> list[float]:
         vals = [float(f(s)) for s in series]
@@ -719,7 +797,8 @@ def timeline_figure(report: SimulationReport) -> Figure:
     ax_cost, ax_cpu, ax_mem, ax_pend = axes
     if stacks:
         ys = [col(lambda s, p=p, ct=ct: pools(s).get(p, {}).get("cost_by_capacity_type", {}).get(ct, 0.0)) for p, ct in stacks]
-        ax_cost.stackplot(ts, *ys, step="post", labels=[f"{p} / {ct}" for p, ct in stacks], alpha=0.75)
+        ax_cost.stackplot(ts, *ys, step="post", labels=[f"{p} / {ct}" for p, ct in stacks], alpha=0.75,
+                          colors=[STACK_COLORS[i % len(STACK_COLORS)] for i in range(len(stacks))])
     ax_cost.set_ylabel("USD/hour")
     ax_nodes = ax_cost.twinx()
     ax_nodes.step(ts, col(lambda s: sum(v["nodes"] for v in pools(s).values())), where="post", color="black", linewidth=1.2,
@@ -731,9 +810,9 @@ def timeline_figure(report: SimulationReport) -> Figure:
     h2, l2 = ax_nodes.get_legend_handles_labels()
     marks = _disruption_marks(report)
     for ax in axes:
-        for reason, hours in marks.items():
-            for h in hours:
-                ax.axvline(h, color=REASON_COLORS.get(reason, "grey"), alpha=0.6, linewidth=1.0, linestyle="--")
+        for reason, times in marks.items():
+            for t in times:
+                ax.axvline(x(t), color=REASON_COLORS.get(reason, "grey"), alpha=0.6, linewidth=1.0, linestyle="--")
     h3 = [Line2D([0], [0], color=REASON_COLORS.get(r, "grey"), linestyle="--", label=f"disruption: {r} ({len(v)})")
           for r, v in marks.items()]
     ax_cost.legend(h1 + h2 + h3, l1 + l2 + [str(h.get_label()) for h in h3], loc="upper right", fontsize=8)
@@ -752,7 +831,15 @@ def timeline_figure(report: SimulationReport) -> Figure:
     ax_pend.set_ylim(bottom=0)
     ax_pend.set_ylabel("pods")
     ax_pend.legend(loc="upper right", fontsize=8)
-    ax_pend.set_xlabel("simulated time (hours)")
+    if start is not None:
+        import matplotlib.dates as mdates
+
+        locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+        ax_pend.xaxis.set_major_locator(locator)
+        ax_pend.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
+        ax_pend.set_xlabel("simulated time (UTC)")
+    else:
+        ax_pend.set_xlabel("simulated time (hours since the start)")
     fig.tight_layout()
     return fig
 

@@ -112,6 +112,8 @@ class ClusterSnapshot:
         views: a cache to build views through (optional).
         virtual_pods: CapacityBuffer headroom as pending pod dicts (:mod:`karpy_core.state.buffers`):
             scheduled as if pending, never in ``pods`` (empty unless the CapacityBuffer gate is on).
+        unserved: NodePools already left out because the cloud provider does not serve their
+            NodeClass kind (:func:`collect_snapshot`): name -> why, for explanations only.
 
     NodePools that do not validate (:attr:`NodePoolView.error`, what the CRD's validation
     would have refused) are left out with a logged error, once per version: the deciding code
@@ -123,6 +125,8 @@ class ClusterSnapshot:
         invalid_nodepools: the NodePools left out because they do not validate.
         daemonsets, pdbs, pvcs, pvs, storage_classes: API dicts.
         virtual_pod_views: the CapacityBuffer virtual pods, as views.
+        unserved_nodepools: NodePool name -> why the provider does not serve it (not in
+            ``nodepool_views``; read by explanations, never by decisions).
     """
 
     __slots__ = (
@@ -143,6 +147,7 @@ class ClusterSnapshot:
         "pvcs",
         "pvs",
         "storage_classes",
+        "unserved_nodepools",
         "virtual_pod_views",
     )  # fmt: skip
 
@@ -157,6 +162,7 @@ class ClusterSnapshot:
     pvs: tuple[Raw, ...]
     storage_classes: tuple[Raw, ...]
     virtual_pod_views: tuple[PodView, ...]
+    unserved_nodepools: Mapping[str, str]
     _nodes_by_name: Mapping[str, NodeView]
     _nodes_by_pid: Mapping[str, NodeView]
     _claims_by_name: Mapping[str, NodeClaimView]
@@ -179,6 +185,7 @@ class ClusterSnapshot:
         *,
         views: ViewCache | None = None,
         virtual_pods: Iterable[Raw] = (),
+        unserved: Mapping[str, str] | None = None,
     ) -> None:
         set_ = object.__setattr__
         node_views = _views(nodes, "Node", NodeView, views)
@@ -200,6 +207,7 @@ class ClusterSnapshot:
         set_(self, "pvs", tuple(pvs))
         set_(self, "storage_classes", tuple(storage_classes))
         set_(self, "virtual_pod_views", tuple(PodView.of(p) for p in virtual_pods))
+        set_(self, "unserved_nodepools", MappingProxyType(dict(unserved or {})))
         set_(self, "_nodes_by_name", _index(node_views, "name"))
         set_(self, "_nodes_by_pid", _index(node_views, "provider_id"))
         set_(self, "_claims_by_name", _index(claim_views, "name"))
@@ -273,13 +281,27 @@ def is_managed(nodepool: NodePoolView, managed: Collection[tuple[str, str]] | No
     return (group, kind) in managed
 
 
+def unserved_reason(ref: tuple[str, str], managed: Collection[tuple[str, str]], provider: str = "") -> str:
+    """Why a NodePool whose ``nodeClassRef`` is ``ref`` (``(group, kind)``) is left out: its
+    NodeClass kind is not among ``managed`` (the provider's supported ``(group, kind)`` pairs),
+    e.g. ``its NodeClass kind EC2NodeClass (karpenter.k8s.aws) is not served by cloud provider
+    acme, which serves AcmeNodeClass (acme.example.com)``. ``provider``: its name, when known."""
+    group, kind = ref
+    served = ", ".join(f"{k} ({g})" for g, k in sorted(managed, key=lambda gk: (gk[1], gk[0]))) or "none"
+    who = f"cloud provider {provider}" if provider else "the cloud provider"
+    return f"its NodeClass kind {kind} ({group or 'no group'}) is not served by {who}, which serves {served}"
+
+
 async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
-                           managed: Collection[tuple[str, str]] | None = None, *, buffers: bool = False) -> ClusterSnapshot:
+                           managed: Collection[tuple[str, str]] | None = None, *, buffers: bool = False,
+                           provider_name: str = "") -> ClusterSnapshot:
     """Read the objects decisions need, nodes and NodeClaims first.
 
     ``managed`` (the provider's ``(group, kind)`` NodeClass kinds) leaves out the NodePools whose
     NodeClass the provider does not support (:func:`is_managed`); their NodeClaims stay, and
     without their NodePool they are neither candidates nor counted in any managed NodePool.
+    Why each was left out (:func:`unserved_reason`, naming ``provider_name``) is kept in
+    :attr:`ClusterSnapshot.unserved_nodepools` for explanations.
 
     Nodes, NodeClaims, NodePools and pods come as views from ``kube`` when it keeps them (a
     :class:`ViewSource`: the informer cache, the in-memory cluster); otherwise they are listed
@@ -303,9 +325,12 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
     nodes = await read("Node")
     nodeclaims = await read("NodeClaim")
     nodepools = await read("NodePool")
+    unserved: dict[str, str] = {}
     if managed is not None:
         pools = _views(cast("Sequence[Raw | NodePoolView]", nodepools), "NodePool", NodePoolView, views)
         nodepools = [p for p in pools if not p.valid or is_managed(p, managed)]
+        unserved = {p.name: unserved_reason(p.node_class_ref, managed, provider_name)
+                    for p in pools if p.valid and not is_managed(p, managed)}
     pods = await read("Pod")
     daemonsets = await kube.list("DaemonSet")
     pdbs = await kube.list("PodDisruptionBudget")
@@ -328,6 +353,7 @@ async def collect_snapshot(kube: KubeClient, views: ViewCache | None = None,
         volumes["StorageClass"],
         views=views,
         virtual_pods=virtual,
+        unserved=unserved,
     )
 
 
@@ -336,7 +362,7 @@ def with_virtual_pods(snapshot: ClusterSnapshot, virtual_pods: Iterable[Raw]) ->
     are shared, nothing is parsed again."""
     return ClusterSnapshot(snapshot.node_views, snapshot.nodeclaim_views, snapshot.nodepool_views, snapshot.pod_views,
                            snapshot.daemonsets, snapshot.pdbs, snapshot.pvcs, snapshot.pvs, snapshot.storage_classes,
-                           virtual_pods=virtual_pods)
+                           virtual_pods=virtual_pods, unserved=snapshot.unserved_nodepools)
 
 
 async def read_pod_template_owners(kube: KubeClient, kind: str) -> list[PodTemplateOwnerView]:

@@ -91,6 +91,10 @@ class Nominations:
         their way)."""
         return {v for k, v in self._pods.items() if k in pending}
 
+    def target_of(self, pod: str) -> str | None:
+        """The NodeClaim the pod ``namespace/name`` is nominated to, or None (read only)."""
+        return self._pods.get(pod)
+
     def pod_targets(self, pending: Collection[str]) -> dict[str, str]:
         """The pod nominations of the ``pending`` pods (pod key -> NodeClaim name); those of pods
         no longer pending are forgotten."""

@@ -34,7 +34,9 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
   (same provider ID), and ``list`` shows one instance for that name;
 * delete is idempotent: repeated deletes end with ``NodeClaimNotFoundError``, and get then raises
   it too;
-* get of an unknown provider ID raises ``NodeClaimNotFoundError``;
+* get answers the instance asked for: with two instances launched, each provider ID gets its own
+  NodeClaim, and an unknown provider ID raises ``NodeClaimNotFoundError`` (never another
+  instance: the garbage collector and the lifecycle controller would act on the wrong one);
 * hook results have the hookspecs' types (``NodeClaim``, ``InstanceType``, ``RepairPolicy``,
   a ``str`` drift reason).
 """
@@ -215,6 +217,28 @@ class ProviderConformance:
     async def test_get_unknown_is_not_found(self, provider: CloudProvider) -> None:
         with pytest.raises(NodeClaimNotFoundError):
             await provider.get(self.unknown_provider_id(provider))
+
+    async def test_get_answers_the_instance_asked_for(self, provider: CloudProvider) -> None:
+        """With instances launched, get answers each one by its own provider ID and an unknown ID
+        is not found, not answered with another instance."""
+        first = await provider.create(self.make_nodeclaim(self._name()))
+        second = await provider.create(self.make_nodeclaim(self._name()))
+        try:
+            for launched in (first, second):
+                pid = launched.status.provider_id or ""
+                got = await provider.get(pid)
+                assert got.status.provider_id == pid, f"get({pid}) answered instance {got.status.provider_id}"
+            unknown = self.unknown_provider_id(provider)
+            try:
+                got = await provider.get(unknown)
+            except NodeClaimNotFoundError:
+                pass
+            else:
+                raise AssertionError(f"get({unknown}) of an unknown instance answered instance {got.status.provider_id} "
+                                     f"(NodeClaim {got.metadata.name}); it must raise NodeClaimNotFoundError")
+        finally:
+            for launched in (first, second):
+                await self._delete_until_gone(provider, launched)
 
     async def _delete_until_gone(self, provider: CloudProvider, nodeclaim: NodeClaim) -> None:
         for _ in range(_MAX_DELETE_ATTEMPTS):

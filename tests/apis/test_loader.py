@@ -25,12 +25,6 @@ KC_VARS = {
 WINDOWS_CUSTOM = "windows-custom-userdata.yaml"
 
 
-@pytest.fixture(scope="module")
-def shared() -> Path:
-    path = Path(__file__).resolve().parents[2].parent / "shared"
-    if not (path / "inputs").is_dir():
-        pytest.skip(f"SHARED INPUTS MISSING: {path}/inputs not found; the loader input tests need it")
-    return path
 
 
 def problems_of(*args: object, **kwargs: object) -> list[str]:
@@ -42,21 +36,21 @@ def problems_of(*args: object, **kwargs: object) -> list[str]:
     return info.value.problems
 
 
-# --------------------------------------------------------------------------- shared inputs
+# --------------------------------------------------------------------------- examples/
 
 
-def input_files(shared: Path) -> list[Path]:
-    files = sorted((shared / "inputs" / "nodepools").glob("*.yaml")) + sorted(
-        (shared / "inputs" / "workloads").glob("*.yaml")
+def input_files(examples_dir: Path) -> list[Path]:
+    files = sorted((examples_dir / "nodepools").glob("*.yaml")) + sorted(
+        (examples_dir / "workloads").glob("*.yaml")
     )
     assert len(files) >= 20
     return files
 
 
 @pytest.mark.parametrize("variables", [VARS, {}], ids=["vars-set", "placeholders-literal"])
-def test_every_input_file_loads(shared: Path, variables: dict[str, str]) -> None:
+def test_every_input_file_loads(examples_dir: Path, variables: dict[str, str]) -> None:
     loaded_any = 0
-    for path in input_files(shared):
+    for path in input_files(examples_dir):
         result = load_documents([str(path)], variables)
         assert result.objects(), path
         for obj in result.objects():
@@ -72,8 +66,8 @@ def test_every_input_file_loads(shared: Path, variables: dict[str, str]) -> None
     assert loaded_any >= 20
 
 
-def test_placeholders_substituted_or_left_literal(shared: Path) -> None:
-    path = shared / "inputs" / "nodepools" / "general-purpose.yaml"
+def test_placeholders_substituted_or_left_literal(examples_dir: Path) -> None:
+    path = examples_dir / "nodepools" / "general-purpose.yaml"
     filled = load_documents([path], VARS).nodeclasses[("karpenter.k8s.aws", "EC2NodeClass", "default")]
     literal = load_documents([path], {}).nodeclasses[("karpenter.k8s.aws", "EC2NodeClass", "default")]
     assert isinstance(filled, EC2NodeClass) and isinstance(literal, EC2NodeClass)
@@ -82,8 +76,8 @@ def test_placeholders_substituted_or_left_literal(shared: Path) -> None:
     assert literal.spec.role == "KarpenterNodeRole-${CLUSTER_NAME}"
 
 
-def test_upstream_windows_example_with_versioned_group_loads_with_a_warning(shared: Path) -> None:
-    path = shared / "inputs" / "nodepools" / WINDOWS_CUSTOM
+def test_upstream_windows_example_with_versioned_group_loads_with_a_warning(examples_dir: Path) -> None:
+    path = examples_dir / "nodepools" / WINDOWS_CUSTOM
     loaded = load_documents([path], VARS)
     assert loaded.nodepools[0].spec.template.spec.node_class_ref.group == "karpenter.k8s.aws"
     assert loaded.nodeclass_for(loaded.nodepools[0]) is not None
@@ -93,8 +87,8 @@ def test_upstream_windows_example_with_versioned_group_loads_with_a_warning(shar
     ]
 
 
-def test_input_details(shared: Path) -> None:
-    nodepools = shared / "inputs" / "nodepools"
+def test_input_details(examples_dir: Path) -> None:
+    nodepools = examples_dir / "nodepools"
     result = load_documents([nodepools / "max-node-lifetime.yaml"], VARS)
     spec = result.nodepools[0].spec
     assert spec.template.spec.expire_after == "168h" and spec.template.spec.termination_grace_period == "24h"
@@ -118,8 +112,8 @@ def test_input_details(shared: Path) -> None:
     ] == ["4Gi", "20Gi"]
 
 
-def test_online_boutique(shared: Path) -> None:
-    result = load_documents([shared / "inputs" / "workloads" / "online-boutique.yaml"], {})
+def test_online_boutique(examples_dir: Path) -> None:
+    result = load_documents([examples_dir / "workloads" / "online-boutique.yaml"], {})
     assert len(result.deployments) == 12
     assert {o.kind for o in result.other} == {"Service", "ServiceAccount"} and len(result.other) == 23
     assert all(line.startswith("v1 Service") for line in result.ignored())
@@ -128,8 +122,8 @@ def test_online_boutique(shared: Path) -> None:
     assert frontend.spec.template.spec.containers[0].resources.requests == {"cpu": "100m", "memory": "64Mi"}
 
 
-def test_whole_directory_later_definition_wins(shared: Path) -> None:
-    nodepools = shared / "inputs" / "nodepools"
+def test_whole_directory_later_definition_wins(examples_dir: Path) -> None:
+    nodepools = examples_dir / "nodepools"
     paths = sorted(nodepools.glob("*.yaml"))
     result = load_documents([str(p) for p in paths], VARS)
     names = [np.name for np in result.nodepools]

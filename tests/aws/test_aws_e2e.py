@@ -213,9 +213,9 @@ def test_typed_nodeclass_fields_refuse_what_the_crd_refuses():
             EC2NodeClass.model_validate(bad)
 
 
-async def test_general_purpose_example_on_demand_cmr(plugin_factory, seeded, shared_dir):
+async def test_general_purpose_example_on_demand_cmr(plugin_factory, seeded, examples_dir):
     plugin = plugin_factory()
-    sim = await simulate(plugin, [shared_dir / "inputs/nodepools/general-purpose.yaml"], [deployment("app", 4)])
+    sim = await simulate(plugin, [examples_dir / "nodepools/general-purpose.yaml"], [deployment("app", 4)])
     ids = instance_ids(sim)
     assert ids, sim.pending_reasons
     for inst in await describe(seeded.url, ids):
@@ -360,10 +360,10 @@ EXPECTED = {
 }
 
 
-async def test_every_nodepool_example_resolves_ready_or_explains(plugin_factory, shared_dir):
+async def test_every_nodepool_example_resolves_ready_or_explains(plugin_factory, examples_dir):
     plugin = plugin_factory()
     results = {}
-    for path in sorted((shared_dir / "inputs/nodepools").glob("*.yaml")):
+    for path in sorted((examples_dir / "nodepools").glob("*.yaml")):
         loaded = load_documents([str(path)], {"CLUSTER_NAME": CLUSTER})
         for obj in loaded.objects():
             if obj.KIND != "EC2NodeClass":
@@ -503,13 +503,13 @@ async def test_spot_prices_from_moto_are_bogus_and_replaced(plugin_factory):
     assert "static" in plugin.pricing_note
 
 
-async def test_nodeclass_change_drifts_and_rolls_instances(plugin_factory, seeded, shared_dir):
+async def test_nodeclass_change_drifts_and_rolls_instances(plugin_factory, seeded, examples_dir):
     """Drift end to end on the AWS provider: an EC2NodeClass edit changes its hash, the drift
     controller marks every NodeClaim ``Drifted=NodeClassDrift``, and the disruption controller rolls
     them (replacement launched and initialized first); the old instances are terminated in EC2 and
     the new ones carry the new tag."""
     plugin = plugin_factory()
-    loaded = load_documents([str(shared_dir / "inputs/nodepools/general-purpose.yaml")], {"CLUSTER_NAME": CLUSTER})
+    loaded = load_documents([str(examples_dir / "nodepools/general-purpose.yaml")], {"CLUSTER_NAME": CLUSTER})
     sim = Simulator(CloudProvider(plugin), disruption=True)
     plugin.kube = sim.cluster
     plugin.events.kube = sim.cluster
@@ -557,11 +557,11 @@ async def test_create_after_a_restart_adopts_the_instance_instead_of_launching_a
         await second.karpy_delete(p)
 
 
-async def test_registered_instances_get_name_and_nodeclaim_tags(plugin_factory, seeded, shared_dir):
+async def test_registered_instances_get_name_and_nodeclaim_tags(plugin_factory, seeded, examples_dir):
     from karpy_aws.tagging import InstanceTagging
 
     plugin = plugin_factory()
-    sim = await simulate(plugin, [shared_dir / "inputs/nodepools/general-purpose.yaml"], [deployment("tagged", 3)])
+    sim = await simulate(plugin, [examples_dir / "nodepools/general-purpose.yaml"], [deployment("tagged", 3)])
     claims = [nc for nc in sim.cluster.objects("NodeClaim") if (nc.get("status") or {}).get("nodeName")]
     assert claims
     tagging = InstanceTagging(plugin)

@@ -1211,3 +1211,21 @@ def test_cloud_charts_lint_strict(helm: str, helm_env: dict[str, str], chart: Pa
     assert proc.returncode == 0, f"helm lint failed:\n{proc.stdout}\n{proc.stderr}"
     proc = _run(helm, helm_env, "lint", str(chart))
     assert proc.returncode == 0, f"helm lint (no values) failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_plugin_guide_values_install_a_third_party_provider(render: Render) -> None:
+    """docs/cloudprovider.md section 6 installs tinycloud with the chart's generic values: the
+    values file on the page renders a controller running that plugin with its NodeClass RBAC."""
+    page = (REPO / "docs" / "cloudprovider.md").read_text()
+    block = page.split("For tinycloud, `tinycloud-values.yaml`:", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    values = yaml.safe_load("\n".join(line.removeprefix("   ") for line in block.splitlines()))
+    assert values["cloudProvider"] == "tinycloud"
+    objects = render(values)
+    container = _container(objects)
+    assert container["args"] == ["--cloud-provider=tinycloud", "--provider-option=zones=tiny-1a,tiny-1b"]
+    assert container["image"] == "registry.example.com/karpy-tinycloud:0.1.0"
+    assert _env(objects)["CLUSTER_NAME"] == "demo"
+    role = _one(objects, "ClusterRole")
+    assert _allows(role, "tinycloud.example.com", "tinynodeclasses", "watch")
+    assert _allows(role, "tinycloud.example.com", "tinynodeclasses/status", "patch")
+    assert "helm upgrade --install karpy charts/karpy -n karpy --create-namespace -f tinycloud-values.yaml" in page

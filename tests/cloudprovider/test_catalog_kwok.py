@@ -21,9 +21,9 @@ from karpy_core.errors import ConfigurationError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import format_resource_list
 
-DATA = Path(os.environ.get("KARPY_SHARED_DATA", "/work/shared/data"))
-KWOK_FILE = DATA / "kwok" / "instance_types.json"
-FAKE400_FILE = DATA / "bench" / "karpenter-fake-400.json"
+REPO = Path(__file__).resolve().parents[2]
+KWOK_FILE = REPO / "examples" / "kwok-instance-types.json"
+FAKE400_FILE = REPO / "benchmarks" / "data" / "karpenter-fake-400.json"
 MI = 1024 * 1024
 GI = 1024 * MI
 
@@ -33,8 +33,6 @@ def _req(reqs: Requirements, key: str) -> Requirement:
     req = reqs.get(key)
     assert req is not None, key
     return req
-
-pytestmark = pytest.mark.skipif(not KWOK_FILE.is_file(), reason="shared data directory not available")
 
 
 def _entry(**overrides) -> dict:

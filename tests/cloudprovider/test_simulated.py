@@ -15,7 +15,7 @@ from karpy_core.cloudprovider.simulated import SUPPORTED_NODE_CLASSES, Simulated
 from karpy_core.errors import ConfigurationError, CreateError, InsufficientCapacityError, NodeClaimNotFoundError
 from karpy_core.scheduling.requirements import Requirements
 
-FAKE400_FILE = Path("/work/shared/data/bench/karpenter-fake-400.json")
+FAKE400_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "karpenter-fake-400.json"
 
 
 class FakeClock:
@@ -346,7 +346,6 @@ def test_mark_unavailable_rejects_unknown_offerings(plugin: SimulatedProvider) -
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not FAKE400_FILE.is_file(), reason="shared data directory not available")
 async def test_kwok_catalog_file() -> None:
     cloud = load_provider("simulated", {"instance_types_file": str(FAKE400_FILE)})
     types = await cloud.get_instance_types(None)  # type: ignore[arg-type]

@@ -273,10 +273,10 @@ async def test_install_is_idempotent(kube: client.ApiClient) -> None:
 # --------------------------------------------------------------------------- published manifests
 
 
-def _published(shared_dir: Path) -> list[tuple[str, int, dict[str, Any], KubeObject]]:
+def _published(examples_dir: Path) -> list[tuple[str, int, dict[str, Any], KubeObject]]:
     """(file, document index, raw document, what karpy's loader made of it) for every example."""
     out = []
-    for path in sorted((shared_dir / "inputs" / "nodepools").glob("*.yaml")):
+    for path in sorted((examples_dir / "nodepools").glob("*.yaml")):
         text = substitute(path.read_text(), {"CLUSTER_NAME": "demo"})
         loaded = {(o.KIND, o.name): o for o in load_text(text, path.name).objects()}
         for index, doc in enumerate(d for d in yaml.safe_load_all(text) if d):
@@ -284,8 +284,8 @@ def _published(shared_dir: Path) -> list[tuple[str, int, dict[str, Any], KubeObj
     return out
 
 
-async def test_published_examples_are_accepted_with_defaults(kube: client.ApiClient, shared_dir: Path) -> None:
-    docs = _published(shared_dir)
+async def test_published_examples_are_accepted_with_defaults(kube: client.ApiClient, examples_dir: Path) -> None:
+    docs = _published(examples_dir)
     assert len(docs) >= 30 and {d["kind"] for _, _, d, _ in docs} == {"NodePool", "EC2NodeClass"}
     created: list[tuple[str, str]] = []
     failures: list[str] = []

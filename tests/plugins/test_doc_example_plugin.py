@@ -147,8 +147,10 @@ def test_the_crd_snippet_renders_the_nodeclass_crd(env: Env) -> None:
 def test_the_conformance_kit_and_unit_tests_pass(env: Env) -> None:
     out = env.python("-m", "pytest", "-v", "-p", "no:cacheprovider", "tests")
     assert out.returncode == 0, out.stdout[-4000:]
-    # the kit's 7 checks (create idempotent by NodeClaim name among them) and the page's 3 unit tests
-    assert re.search(r"^=+ 10 passed", out.stdout.splitlines()[-1]), out.stdout[-2000:]
+    # the kit's 8 checks (create idempotent by NodeClaim name, get answering the instance asked
+    # for among them) and the page's 3 unit tests
+    assert re.search(r"^=+ 11 passed", out.stdout.splitlines()[-1]), out.stdout[-2000:]
+    assert "test_get_answers_the_instance_asked_for PASSED" in out.stdout, out.stdout[-4000:]
     assert "test_create_is_idempotent_by_nodeclaim_name PASSED" in out.stdout, out.stdout[-4000:]
 
 

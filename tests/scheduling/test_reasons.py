@@ -180,3 +180,13 @@ def test_everything_goes_through_the_constructor():
     assert Scheduler(other, tables=tables).tables["default"] is not tables["default"]
     with pytest.raises(ValueError):
         Scheduler(templates, preference_policy="Sometimes")
+
+
+def test_nodepools_the_provider_does_not_serve_are_typed_and_named():
+    """A NodePool left out because the cloud provider does not serve its NodeClass kind is named
+    in each pending pod's reason (not "no NodePool is available")."""
+    res = Scheduler([], unserved={"gp": "its NodeClass kind EC2NodeClass is not served"}).solve([pod_info(pod("a"))])
+    reason = res.reasons["default/a"]
+    assert reason.kinds == {K.NODEPOOL_NOT_SERVED}
+    assert [p.nodepool for p in reason.pools] == ["gp"]
+    assert "EC2NodeClass is not served" in reason.pool("gp").message

@@ -152,9 +152,9 @@ def test_host_ports_force_separate_nodes_and_daemonset_ports_count(tmp_path):
     ("spot", "spot.yaml", lambda n: n["capacity_type"] == "spot"),
     ("gpu-nvidia", "general-purpose.yaml", None),
 ])
-def test_upstream_workloads(tmp_path, shared_dir, workload, pool_file, check):
-    text = (shared_dir / "inputs/workloads" / f"{workload}.yaml").read_text().replace("replicas: 0", "replicas: 2")
-    pool = (shared_dir / "inputs/nodepools" / pool_file).read_text().replace("${CLUSTER_NAME}", "demo")
+def test_upstream_workloads(tmp_path, examples_dir, workload, pool_file, check):
+    text = (examples_dir / "workloads" / f"{workload}.yaml").read_text().replace("replicas: 0", "replicas: 2")
+    pool = (examples_dir / "nodepools" / pool_file).read_text().replace("${CLUSTER_NAME}", "demo")
     doc = simulate(tmp_path, pool, text)
     if check is None:
         # general-purpose allows only c/m/r instance categories: no NVIDIA GPU type qualifies
@@ -190,8 +190,8 @@ def test_zonal_volume_pins_the_pod_and_wffc_storage_class_limits_zones(tmp_path)
     assert orphan["node"] is None and orphan["reason"] == "PersistentVolumeClaim default/missing not found"
 
 
-def test_explain_names_the_constraint_and_the_smallest_change(tmp_path, shared_dir):
-    pool = (shared_dir / "inputs/nodepools/general-purpose.yaml").read_text().replace("${CLUSTER_NAME}", "x")
+def test_explain_names_the_constraint_and_the_smallest_change(tmp_path, examples_dir):
+    pool = (examples_dir / "nodepools/general-purpose.yaml").read_text().replace("${CLUSTER_NAME}", "x")
     tainted = POOL.replace("name: default}", "name: tainted}").replace(
         "      nodeClassRef:", "      taints: [{key: dedicated, value: batch, effect: NoSchedule}]\n      nodeClassRef:")
     path = tmp_path / "in.yaml"

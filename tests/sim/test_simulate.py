@@ -19,10 +19,10 @@ def simulate_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_general_purpose_online_boutique_binds_every_pod(shared_dir):
+def test_general_purpose_online_boutique_binds_every_pod(examples_dir):
     doc = simulate_json(
-        str(shared_dir / "inputs/nodepools/general-purpose.yaml"),
-        str(shared_dir / "inputs/workloads/online-boutique.yaml"),
+        str(examples_dir / "nodepools/general-purpose.yaml"),
+        str(examples_dir / "workloads/online-boutique.yaml"),
         "--set", "CLUSTER_NAME=demo",
     )
     summary = doc["summary"]
@@ -53,7 +53,7 @@ def test_seed_004_kcnodeclass_demo_on_simulated_provider():
     assert total_pods == 3
 
 
-def test_seed_000_cpu_limit_stops_growth(shared_dir):
+def test_seed_000_cpu_limit_stops_growth(examples_dir):
     doc = simulate_json(str(DATA / "seeds/000-repaired.yaml"), str(DATA / "sim/000-inflate.yaml"), "--region", "ap-northeast-2")
     nodes = doc["nodes"]
     cpus = sum(int(n["labels"]["karpenter.k8s.aws/instance-cpu"]) for n in nodes)
@@ -85,8 +85,8 @@ async def test_default_scenario_runs_and_binds_everything():
     assert s["cost_per_hour"] > 0
 
 
-def test_text_report_shows_costs_and_pending_reasons(shared_dir, tmp_path):
-    pool = (shared_dir / "inputs/nodepools/general-purpose.yaml").read_text()
+def test_text_report_shows_costs_and_pending_reasons(examples_dir, tmp_path):
+    pool = (examples_dir / "nodepools/general-purpose.yaml").read_text()
     pod = (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: armpod}\n"
         "spec:\n  nodeSelector: {kubernetes.io/arch: arm64}\n  containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]\n"
@@ -101,8 +101,8 @@ def test_text_report_shows_costs_and_pending_reasons(shared_dir, tmp_path):
 
 
 @pytest.mark.parametrize("region", ["us-east-1", "ap-northeast-2"])
-def test_regions_choose_their_zones(shared_dir, region):
-    doc = simulate_json(str(shared_dir / "inputs/nodepools/general-purpose.yaml"), str(shared_dir / "inputs/workloads/inflate.yaml"),
+def test_regions_choose_their_zones(examples_dir, region):
+    doc = simulate_json(str(examples_dir / "nodepools/general-purpose.yaml"), str(examples_dir / "workloads/inflate.yaml"),
                         "--set", "CLUSTER_NAME=x", "--region", region)
     assert doc["nodes"] and all(n["zone"].startswith(region) for n in doc["nodes"])
 
@@ -115,8 +115,8 @@ def test_nodepool_without_its_nodeclass_launches_nothing_and_says_why():
     assert reasons == {"NodePool orphan: not Ready (NodeClassReady=False: NodeClass not found on cluster (EC2NodeClass/nope))"}
 
 
-def test_scenario_only_options_and_unknown_names_fail_clearly(tmp_path, shared_dir):
-    plain = str(shared_dir / "inputs/nodepools/general-purpose.yaml")
+def test_scenario_only_options_and_unknown_names_fail_clearly(tmp_path, examples_dir):
+    plain = str(examples_dir / "nodepools/general-purpose.yaml")
     for args in (["--until", "2h"], ["--timeline", str(tmp_path / "t.png")], ["--explain-node", "x"]):
         result = CliRunner().invoke(app, ["simulate", plain, *args, "--set", "CLUSTER_NAME=demo"])
         assert result.exit_code == 2 and "a single Scenario file" in result.stderr, (args, result.output)
@@ -128,7 +128,7 @@ def test_scenario_only_options_and_unknown_names_fail_clearly(tmp_path, shared_d
     assert result.exit_code == 2 and "no node no-such-node" in result.stderr
 
 
-def test_validate_reports_every_label_checks_scenarios_and_hints(tmp_path, shared_dir):
+def test_validate_reports_every_label_checks_scenarios_and_hints(tmp_path, examples_dir):
     bad = tmp_path / "labels.yaml"
     bad.write_text("""apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -148,7 +148,7 @@ spec:
     bad.write_text(bad.read_text().replace('{good: "bad value", "bad key!": x, karpenter.sh/nodepool: y}', "{team: web}"))
     result = CliRunner().invoke(app, ["validate", str(bad)])
     assert result.exit_code == 0 and "kind KCNodeClass is not a NodeClass of group karpenter.k8s.aws" in result.stdout
-    result = CliRunner().invoke(app, ["validate", str(shared_dir / "inputs")])
+    result = CliRunner().invoke(app, ["validate", str(examples_dir)])
     assert "subdirectories are not read" in result.stdout and "nodepools" in result.stdout
     result = CliRunner().invoke(app, ["validate", str(DATA / "scenarios/scale-down.yaml")])
     assert result.exit_code == 0 and result.stdout.startswith("valid: Scenario scale-down: 2 step(s)")

@@ -8,6 +8,8 @@ import asyncio
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.metrics import CloudCallMetrics
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -134,3 +136,35 @@ async def test_a_controller_under_test_deletes_a_leaked_instance_through_the_fak
     leaked_ids, _ = await gc.reconcile()
     assert leaked_ids == [leaked.status.provider_id] and not recorder.instances
     assert len(recorder.calls_of("delete")) == 2
+
+
+class _AnswersAnotherInstance(RecordingProvider):
+    """A provider whose get answers some launched instance for an ID it does not know."""
+
+    @hookimpl
+    async def karpy_get(self, provider_id: str) -> NodeClaim:
+        if provider_id not in self.instances and self.instances:
+            provider_id = sorted(self.instances)[0]
+        return await super().karpy_get(provider_id)
+
+
+class _KitOnAnswersAnotherInstance(ProviderConformance):
+    async def make_provider(self) -> CloudProvider:
+        return CloudProvider(_AnswersAnotherInstance())
+
+    def unknown_provider_id(self, provider: CloudProvider) -> str:
+        return "recording:///test-zone-a/r-999999"
+
+
+async def test_the_kit_fails_a_provider_whose_get_answers_another_instance() -> None:
+    kit = _KitOnAnswersAnotherInstance()
+    provider = await kit.make_provider()
+    try:
+        with pytest.raises(AssertionError) as err:
+            await kit.test_get_answers_the_instance_asked_for(provider)
+        assert "get(recording:///test-zone-a/r-999999) of an unknown instance answered instance recording:///" in str(err.value)
+        assert "must raise NodeClaimNotFoundError" in str(err.value)
+        # the instances it launched were deleted even though the check failed
+        assert await provider.list() == []
+    finally:
+        await kit.close_provider(provider)

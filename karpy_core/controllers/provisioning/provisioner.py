@@ -135,6 +135,7 @@ async def build_scheduler(
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
         unready=unready,
+        unserved=snapshot.unserved_nodepools,
         sizing=sizing,
         nominated=nominated,
     )
@@ -234,7 +235,8 @@ class Provisioner:
         if not self.sync.ready(self.name):
             self.last = ProvisioningResult(synced=False)
             return self.last
-        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
+        snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers,
+                                          provider_name=self.provider.name)
         pending = snapshot.pending_pod_views()
         result = ProvisioningResult(pending=len(pending))
         virtual = list(snapshot.virtual_pod_views)
