@@ -18,6 +18,7 @@ written). Either way one ``error: ...`` line (or a list of problems) on stderr, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -558,6 +559,7 @@ async def run_controller(
     from karpy_core.operator import Operator
 
     serve_plugin_node_classes()  # a plugin's NodeClass kind is read, watched and cached like EC2NodeClass
+    interrupted = False
     kube = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
     provider = None
     try:
@@ -574,13 +576,21 @@ async def run_controller(
         await provider.start()  # optional start-up I/O: settings a provider discovers (AWS: the endpoint)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        received: list[int] = []
+
+        def stop(sig: int) -> None:
+            received.append(sig)
             if task is not None:
-                loop.add_signal_handler(sig, task.cancel)
+                task.cancel()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop, sig)
         try:
             await operator.run()
         except asyncio.CancelledError:
             pass
+        if signal.SIGINT in received:  # Ctrl-C: stopped cleanly, and the exit code says interrupted (130)
+            interrupted = True
     finally:
         # The provider's cloud clients (aiobotocore, httpx) are closed before the loop ends, or
         # asyncio logs "Unclosed client session" errors on every shutdown.
@@ -590,6 +600,8 @@ async def run_controller(
             except Exception as exc:  # shutting down: report, never mask the original error
                 logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
         await kube.close()
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _opt(*names: str, help: str) -> Any:
@@ -796,23 +808,61 @@ def karpenter_bool_flags(argv: list[str]) -> list[str]:
     return out
 
 
+EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C (SIGINT): 128 + the signal's number, as shells report it."""
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """SIGINT handler for every command: the first interrupt raises ``KeyboardInterrupt`` in the
+    main thread wherever it is (inside a coroutine's synchronous work too: ``asyncio.run`` keeps a
+    handler it finds installed, and its own only cancels the main task at its next real
+    suspension, which a simulation, all in memory, never reaches before it ends); a second one
+    while the first unwinds leaves at once."""
+    import signal
+
+    signal.signal(signal.SIGINT, _leave_now)
+    raise KeyboardInterrupt
+
+
+def _leave_now(signum: int, frame: Any) -> None:
+    """Exit 130 at once after ``karpy: interrupted`` on stderr: after the interrupt has unwound the
+    command (its ``finally`` blocks ran), or on a second Ctrl-C meanwhile. ``os._exit`` skips the
+    interpreter's teardown, which frees every object one by one (most of a second after a big
+    simulation) and would join a HiGHS solve still running in its thread."""
+    import os
+    import sys
+
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stderr.write("karpy: interrupted\n")
+        sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
-    ``error:`` line on stderr and exit 2, like every other refused setting."""
+    ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
+    any command at once (see :func:`_on_sigint`): ``karpy: interrupted`` on stderr, exit 130, no
+    traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM)."""
+    import signal
     import sys
 
     from typer.exceptions import TyperException
 
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
-    except typer.Abort:
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        code = EXIT_INTERRUPTED
     except TyperException as exc:  # click's UsageError and its kind (typer vendors click)
         message = getattr(exc, "format_message", None)
         if message is None:
             raise
         typer.echo(f"error: {message()}", err=True)
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
+    if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
+        _leave_now(signal.SIGINT, None)
     sys.exit(code if isinstance(code, int) else 0)
 
 
