@@ -452,14 +452,13 @@ def validate(
     """Load manifests (or one Scenario file, its steps and the manifests they apply) and report
     every problem (exit 2) or what was found (exit 0)."""
     from karpy_core.apis.loader import load_documents
-    from karpy_core.sim.scenario import is_scenario_file, load_scenario
+    from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario
 
     try:
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
-            actions = ", ".join(f"{s.action}@{s.at:g}s" for s in scenario.steps)
-            until = f", until {scenario.until:g}s" if scenario.until else ""
-            typer.echo(f"valid: Scenario {scenario.name}: {len(scenario.steps)} step(s) ({actions}){until}")
+            until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
+            typer.echo(f"valid: Scenario {scenario.name}: {scenario.summary()}{until}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])))
     except KarpyError as exc:
