@@ -152,6 +152,7 @@ async def run_simulation(
     min_values_policy: str = "Strict",
     batch_idle_seconds: float = 1.0,
     batch_max_seconds: float = 10.0,
+    progress: Any = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
@@ -165,7 +166,8 @@ async def run_simulation(
     the in-memory cluster (see :func:`_load_sim_provider`). ``feature_gates`` is a
     ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``;
     ``min_values_policy``, ``batch_idle_seconds`` and ``batch_max_seconds`` are the controller's
-    ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``.
+    ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``. ``progress`` (a
+    :class:`~karpy_core.sim.progress.Progress`, default none) is told each phase.
 
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
@@ -173,17 +175,21 @@ async def run_simulation(
     """
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text
+    from karpy_core.sim.progress import NO_PROGRESS
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
     from karpy_core.sim.simulator import Simulator
     from karpy_core.sim.workloads import DEFAULT_MAX_PODS
 
+    progress = progress or NO_PROGRESS
     cap = DEFAULT_MAX_PODS if max_pods is None else max_pods
     if len(paths) == 1 and is_scenario_file(paths[0]):
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
                                         preference_policy=preference_policy, until=until, max_pods=cap,
                                         cloud_provider=cloud_provider, provider_options=provider_options,
-                                        feature_gates=feature_gates, batching=(min_values_policy, batch_idle_seconds, batch_max_seconds))
+                                        feature_gates=feature_gates, batching=(min_values_policy, batch_idle_seconds, batch_max_seconds),
+                                        progress=progress)
+    progress.phase("loading manifests")
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -193,7 +199,7 @@ async def run_simulation(
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
                     feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
-                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds)
+                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
     from karpy_core.sim.simulator import is_simulated
 
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
@@ -273,7 +279,7 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
                              preference_policy: str, until: str | None, max_pods: int, cloud_provider: str = "simulated",
                              provider_options: dict[str, Any] | None = None, feature_gates: str | None = None,
-                             batching: tuple[str, float, float] = ("Strict", 1.0, 10.0)) -> Any:
+                             batching: tuple[str, float, float] = ("Strict", 1.0, 10.0), progress: Any = None) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
@@ -290,13 +296,98 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
                     feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
-                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2])
+                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
     await run_scenario(sim, scenario, end)
     pricing = provider.pricing_note()
     return await build_report(
         sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                             "scenario": scenario.name, "until_seconds": end},
     )
+
+
+class StderrProgress:
+    """``karpy simulate``'s :class:`~karpy_core.sim.progress.Progress` on stderr, for runs longer
+    than a couple of seconds; used as a context manager around the run.
+
+    On a terminal: a rich progress bar (spinner, phase, bar and count when the phase has a total,
+    elapsed time) that appears after :attr:`delay` seconds and is erased when the run ends, so a
+    quick run prints nothing extra. Elsewhere (a pipe, a CI log): one ``karpy: PHASE`` line per
+    phase not written before, starting once the run has lasted :attr:`log_after` seconds (the phase then under
+    way first), counts left out.
+    """
+
+    delay = 2.0
+    """Seconds before the bar appears on a terminal."""
+    log_after = 10.0
+    """Seconds before phase lines are written when stderr is not a terminal."""
+
+    def __init__(self, stream: Any = None) -> None:
+        import sys
+        import threading
+        import time
+
+        self._stream = stream if stream is not None else sys.stderr
+        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self._name = ""
+        self._logged: set[str] = set()
+        self._bar: Any = None
+        self._task: Any = None
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> StderrProgress:
+        import threading
+
+        if self._tty:
+            self._timer = threading.Timer(self.delay, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._bar is not None:
+                self._bar.stop()
+                self._bar = None
+            self._tty = False  # nothing more is drawn
+
+    def _show(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with self._lock:
+            if not self._tty:
+                return
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=Console(file=self._stream), transient=True)
+            self._task = self._bar.add_task(self._name or "starting", total=self._total, completed=self._completed)
+            self._bar.start()
+
+    _total: int | None = None
+    _completed = 0
+
+    def phase(self, name: str, total: int | None = None, completed: int = 0) -> None:
+        """A new phase (or new counts for it); see :class:`~karpy_core.sim.progress.Progress`."""
+        import time
+
+        with self._lock:
+            self._name, self._total, self._completed = name, total, completed
+            if self._bar is not None:
+                self._bar.update(self._task, description=name, total=total, completed=completed)
+            elif not self._tty and name not in self._logged and time.monotonic() - self._start >= self.log_after:
+                self._logged.add(name)
+                self._stream.write(f"karpy: {name}\n")
+                self._stream.flush()
+
+    def update(self, completed: int) -> None:
+        """``completed`` of the phase's total are done."""
+        with self._lock:
+            self._completed = completed
+            if self._bar is not None:
+                self._bar.update(self._task, completed=completed)
 
 
 def render_explain_node(report: Any, node: str) -> str:
@@ -399,13 +490,14 @@ def simulate(
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
                                      "(kind: Scenario, see docs/scenarios.md); "
                                      "plain manifests are simulated until nothing changes, without disruption")
-        report = asyncio.run(
-            run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=settings.preference_policy, until=until, max_pods=max_pods,
-                           cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates,
-                           min_values_policy=settings.min_values_policy, batch_idle_seconds=settings.batch_idle_duration,
-                           batch_max_seconds=settings.batch_max_duration)
-        )
+        with StderrProgress() as progress:
+            report = asyncio.run(
+                run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
+                               preference_policy=settings.preference_policy, until=until, max_pods=max_pods,
+                               cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates,
+                               min_values_policy=settings.min_values_policy, batch_idle_seconds=settings.batch_idle_duration,
+                               batch_max_seconds=settings.batch_max_duration, progress=progress)
+            )
     except KarpyError as exc:
         _fail(exc)
         return

@@ -21,6 +21,7 @@ from typing import Any
 
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.sim.progress import NO_PROGRESS, Progress
 
 __all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "pod_cap_problem", "template_hash", "wanted_pods"]
 
@@ -112,8 +113,10 @@ def _suffix(seed: str) -> str:
 class WorkloadSimulator:
     """Keeps each workload's pods in line with its spec, one :meth:`reconcile` at a time."""
 
-    def __init__(self, cluster: InMemoryCluster, *, max_pods: int = DEFAULT_MAX_PODS):
+    def __init__(self, cluster: InMemoryCluster, *, max_pods: int = DEFAULT_MAX_PODS, progress: Progress = NO_PROGRESS):
         self.cluster = cluster
+        self.progress = progress
+        """Told the pods created, when a pass creates many (``creating pods``)."""
         self.max_pods = max_pods
         """Most pods the cluster may hold; creating more raises :class:`ManifestError`."""
         self._next: dict[tuple[str, str], int] = {}
@@ -134,9 +137,9 @@ class WorkloadSimulator:
                 by the workload and field that asks for the most); nothing is created then.
         """
         changes = 0
-        pods = self.cluster.objects("Pod")
+        pods = self.cluster.snapshot("Pod")
         # ReplicaSets a Deployment controls are kept by (and counted as) that Deployment
-        listed = {kind: self.cluster.objects(kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
+        listed = {kind: self.cluster.snapshot(kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
         workloads = {kind: [o for o in objs if not _deployment_owned(o)] for kind, objs in listed.items()}
         self._owned_rs = {}
         for rs in listed["ReplicaSet"]:
@@ -218,13 +221,18 @@ class WorkloadSimulator:
             return changes
         names = {p["metadata"]["name"] for p in current}
         i = 0 if stateful else self._next.get((ns, owner_name), 0)
+        missing = want - len(current)
+        if missing >= 1000:
+            self.progress.phase(f"creating pods of {obj['kind']} {ns}/{meta['name']}", total=missing)
         while len(current) < want:
+            if missing >= 1000 and (want - len(current)) % 1000 == 0:
+                self.progress.update(missing - (want - len(current)))
             if stateful:
                 name = f"{meta['name']}-{i}"
             else:
                 name = f"{owner_name}-{_suffix(f'{ns}/{owner_name}/{i}')}"
             i += 1
-            if name in names or self.cluster.peek("Pod", name, ns) is not None:
+            if name in names or self.cluster.exists("Pod", name, ns):
                 continue
             tmeta = template.get("metadata") or {}
             labels = dict(tmeta.get("labels") or {})
@@ -243,11 +251,11 @@ class WorkloadSimulator:
                          "name": owner_name, "controller": True, **({"uid": owner_uid} if owner_uid else {})}
                     ],
                 },
-                "spec": copy.deepcopy(template.get("spec") or {}),
+                "spec": template.get("spec") or {},
                 "status": {"phase": "Pending"},
             }
             try:
-                created = self.cluster.create_sync("Pod", pod)
+                created = self.cluster.create_stored("Pod", pod)  # copied in: the template's spec is shared here
             except KubeAPIError as exc:
                 if exc.status not in (403, 422):
                     raise
