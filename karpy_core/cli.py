@@ -318,7 +318,7 @@ class StderrProgress:
 
     delay = 2.0
     """Seconds before the bar appears on a terminal."""
-    log_after = 10.0
+    log_after = 30.0
     """Seconds before phase lines are written when stderr is not a terminal."""
 
     def __init__(self, stream: Any = None) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.admission import admit_pod
 from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
-from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
+from karpy_core.state.views import VIEW_KINDS, ObjectView, PodView, build_view
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.clone import clone
 from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
@@ -33,16 +33,19 @@ from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
 __all__ = ["InMemoryCluster", "merge_patch"]
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge-patch: dicts merge recursively, ``None`` deletes, anything else replaces."""
+def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:
+    """RFC 7386 JSON merge-patch: dicts merge recursively, ``None`` deletes, anything else replaces.
+    The result is a new dict sharing what the patch leaves unchanged with ``target`` (neither
+    input is changed); the values taken from ``patch`` are copies, or ``patch``'s own with
+    ``copy=False`` (a patch nobody changes afterwards)."""
     if not isinstance(patch, dict):
-        return clone(patch)
+        return clone(patch) if copy else patch
     out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
         else:
-            out[k] = merge_patch(out.get(k), v)
+            out[k] = merge_patch(out.get(k), v, copy=copy)
     return out
 
 
@@ -180,7 +183,10 @@ class InMemoryCluster:
             obj = store[key]
             view = old.get(key)
             if view is None or view.resource_version != str(obj["metadata"].get("resourceVersion") or ""):
+                older = view
                 view = build_view(kind, obj)  # stored objects are never changed (see the module's docstring)
+                if isinstance(older, PodView) and isinstance(view, PodView):
+                    view.adopt_info(older)  # a status or nodeName change: the scheduling parse is kept
             fresh[key] = view
         self._views[kind] = fresh
         return list(fresh.values())
@@ -216,15 +222,24 @@ class InMemoryCluster:
         """Synchronous :meth:`create` (the simulator seeds manifests with it)."""
         return clone(self.create_stored(kind, obj))
 
-    def create_stored(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`create_sync` returning the stored object itself, not a copy (``obj`` is copied
-        in): for readers in this process (the simulator) that never modify it."""
+    def create_stored(self, kind: str, obj: dict[str, Any], *, given: bool = False) -> dict[str, Any]:
+        """:meth:`create_sync` returning the stored object itself, not a copy: for readers in this
+        process (the simulator) that never modify it. ``obj`` is copied in, unless ``given``: the
+        caller hands it over and never changes it or its parts again, which may then be shared
+        with other stored objects (the pods of one workload share their template's spec). A Pod
+        that RuntimeClass admission changes is copied either way."""
         info = KINDS.get(kind)
         if info is None:
             raise KubeAPIError.from_status(f"kind {kind} is not served", status=404, reason="NotFound")
         if kind == "Pod":
-            classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
-            obj = admit_pod(obj, classes)  # a deep copy, admitted
+            spec = obj.get("spec") or {}
+            if given and not spec.get("runtimeClassName") and spec.get("overhead") is None:
+                obj = {**obj, "metadata": dict(obj.get("metadata") or {})}  # admission has nothing to do (admit_pod)
+            else:
+                classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
+                obj = admit_pod(obj, classes)  # a deep copy, admitted
+        elif given:
+            obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
         else:
             obj = clone(obj)
         meta = obj.setdefault("metadata", {})
@@ -280,10 +295,12 @@ class InMemoryCluster:
             patch = {k: v for k, v in patch.items() if k != "status"}
         return self._patched(kind, key, obj, patch)
 
-    def _patched(self, kind: str, key: tuple[str, str], obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    def _patched(self, kind: str, key: tuple[str, str], obj: dict[str, Any], patch: dict[str, Any], *,
+                 given: bool = False) -> dict[str, Any]:
         """Store ``obj`` merge-patched with ``patch`` (a new dict sharing the unchanged parts;
-        ``obj`` is untouched) and return it, not a copy."""
-        new: dict[str, Any] = merge_patch(obj, patch)
+        ``obj`` is untouched) and return it, not a copy. ``given``: ``patch``'s values are stored
+        as they are (the caller never changes them)."""
+        new: dict[str, Any] = merge_patch(obj, patch, copy=not given)
         self._bump(new)
         if new.get("spec") != obj.get("spec"):
             new["metadata"]["generation"] = int(obj["metadata"].get("generation", 1)) + 1
@@ -357,18 +374,8 @@ class InMemoryCluster:
             raise KubeAPIError.from_status(f"pod {meta['name']} is already bound", status=409, reason="Conflict")
         if not self.exists("Node", node_name):
             raise KubeAPIError.from_status(f'node "{node_name}" not found', status=404, reason="NotFound")
-        self._patched(
-            "Pod",
-            key,
-            current,
-            {
-                "spec": {"nodeName": node_name},
-                "status": {
-                    "phase": "Running",
-                    "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
-                },
-            },
-        )
+        self._patched("Pod", key, current, {"spec": {"nodeName": node_name}, "status": {"phase": "Running", "conditions": _BOUND}},
+                      given=True)
 
     async def evict(self, pod: Pod | KubeObject) -> None:
         """``POST pods/<name>/eviction`` as kube-apiserver answers it
@@ -412,6 +419,10 @@ class InMemoryCluster:
         finally:
             self._watchers[kind].remove(queue)
 
+
+_BOUND: list[dict[str, str]] = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]
+"""A bound pod's conditions (the kubelet runs it at once), shared by every bound pod's stored
+version: stored objects are never changed."""
 
 _PDB_INPUTS = frozenset({"Pod", "PodDisruptionBudget", "ReplicaSet", "Deployment", "StatefulSet"})
 """Kinds whose changes the disruption controller recomputes PDB status for."""

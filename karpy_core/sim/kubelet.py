@@ -231,7 +231,11 @@ class KubeSchedulerSimulator:
 
         pvcs, pvs, scs = (self.cluster.snapshot(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))
         # each pod's PodInfo is parsed once per version and shared: narrow a copy by its volumes
-        infos = [apply_volume_requirements(copy.copy(p.info), *volume_terms(p.raw, pvcs, pvs, scs)) for p in pending]
+        infos = []
+        for view in pending:
+            terms, reason = volume_terms(view.raw, pvcs, pvs, scs)
+            # shared per pod version: narrowed on a copy, and only when its volumes say something
+            infos.append(apply_volume_requirements(copy.copy(view.info), terms, reason) if terms or reason else view.info)
         by_key = {i.key: p.raw for i, p in zip(infos, pending, strict=True)}
         # kube-scheduler tries a pod's status.nominatedNodeName first and holds the room of the
         # pods nominated to a node against other pods (KEP-1923; the scheduling queue's nominator)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.types import InstanceType
-from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
@@ -420,7 +420,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             types.setdefault(it.name, it)
             pool_types.setdefault(np_view.name, {})[it.name] = it
     sim.progress.phase("building the report")
-    pods = sim.cluster.snapshot("Pod")
+    pods = sim.cluster.views("Pod") or []
     nodes: list[NodeReport] = []
     by_name: dict[str, NodeReport] = {}
     for n in sim.cluster.snapshot("Node"):
@@ -441,14 +441,15 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         nodes.append(rep)
         by_name[rep.name] = rep
     pod_reports: list[PodReport] = []
-    for p in pods:
-        meta = p["metadata"]
+    for view in pods:
+        assert isinstance(view, PodView)
+        meta = view.raw["metadata"]
         key = f"{meta.get('namespace', 'default')}/{meta['name']}"
-        node = (p.get("spec") or {}).get("nodeName")
+        node = (view.raw.get("spec") or {}).get("nodeName")
         is_ds = any(r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or ())
         if node in by_name:
             with contextlib.suppress(ValueError):
-                add_into(by_name[node].requested, pod_info(p).requests)
+                add_into(by_name[node].requested, view.info.requests)  # parsed once per pod version
             (by_name[node].daemon_pods if is_ds else by_name[node].pods).append(key)
         if is_ds:
             continue

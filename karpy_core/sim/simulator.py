@@ -44,7 +44,6 @@ from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.progress import NO_PROGRESS, Progress
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
-from karpy_core.state.cluster import is_provisionable
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import VirtualClock
@@ -418,8 +417,8 @@ class Simulator:
         buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
         if self.static is not None:
             changes += self._record_static(await self.static.reconcile())
-        pending = [p for p in self.cluster.snapshot("Pod") if is_provisionable(p)]
-        keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)
+        pending = [v for v in self.cluster.views("Pod") or () if isinstance(v, PodView) and v.provisionable]  # is_provisionable
+        keys = frozenset(f"{v.namespace}/{v.name}" for v in pending)
         # Provision when the pending set or the cluster changed since the last pass; only pods new
         # to the set wait out the batch window. A pod that can never schedule is then tried once
         # per cluster change, and neither burns a second per step nor pushes the disruption poll

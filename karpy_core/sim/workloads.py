@@ -255,7 +255,8 @@ class WorkloadSimulator:
                 "status": {"phase": "Pending"},
             }
             try:
-                created = self.cluster.create_stored("Pod", pod)  # copied in: the template's spec is shared here
+                # handed over: every pod of this pass shares the template's spec (this pass's copy)
+                created = self.cluster.create_stored("Pod", pod, given=True)
             except KubeAPIError as exc:
                 if exc.status not in (403, 422):
                     raise
