@@ -28,8 +28,9 @@ __all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "pod_cap_problem", "template
 DEFAULT_MAX_PODS = 100_000
 """Most pods one simulation may hold at once (``karpy simulate --max-pods``). Karpenter's own
 scheduling benchmark tops out at 10,000 pods and the largest Kubernetes clusters tested upstream
-hold 150,000; a simulation needs about 5 KB of memory and a few milliseconds of CPU per pod, so
-100,000 pods is roughly 0.5 GB and minutes, while ``replicas: 2147483647`` would never finish."""
+hold 150,000; a simulation needs about 8 KB of memory and 0.6 ms of CPU per pod, so 100,000
+pods take about a minute of CPU and 0.9 GiB (``benchmarks/simulate_big.py``), while
+``replicas: 2147483647`` would never finish."""
 
 
 def _count(spec: dict[str, Any], key: str) -> int:
