@@ -18,6 +18,7 @@ written). Either way one ``error: ...`` line (or a list of problems) on stderr, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -155,6 +156,7 @@ async def run_simulation(
     min_values_policy: str = "Strict",
     batch_idle_seconds: float = 1.0,
     batch_max_seconds: float = 10.0,
+    progress: Any = None,
 ) -> Any:
     """Load manifests (or the embedded default), simulate, and return the
     :class:`~karpy_core.sim.report.SimulationReport`. A single ``kind: Scenario`` file runs over
@@ -168,7 +170,8 @@ async def run_simulation(
     the in-memory cluster (see :func:`_load_sim_provider`). ``feature_gates`` is a
     ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``;
     ``min_values_policy``, ``batch_idle_seconds`` and ``batch_max_seconds`` are the controller's
-    ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``.
+    ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``. ``progress`` (a
+    :class:`~karpy_core.sim.progress.Progress`, default none) is told each phase.
 
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
@@ -176,17 +179,21 @@ async def run_simulation(
     """
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text
+    from karpy_core.sim.progress import NO_PROGRESS
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
     from karpy_core.sim.simulator import Simulator
     from karpy_core.sim.workloads import DEFAULT_MAX_PODS
 
+    progress = progress or NO_PROGRESS
     cap = DEFAULT_MAX_PODS if max_pods is None else max_pods
     if len(paths) == 1 and is_scenario_file(paths[0]):
         return await _run_scenario_file(paths[0], variables=variables, region=region, instance_types=instance_types,
                                         preference_policy=preference_policy, until=until, max_pods=cap,
                                         cloud_provider=cloud_provider, provider_options=provider_options,
-                                        feature_gates=feature_gates, batching=(min_values_policy, batch_idle_seconds, batch_max_seconds))
+                                        feature_gates=feature_gates, batching=(min_values_policy, batch_idle_seconds, batch_max_seconds),
+                                        progress=progress)
+    progress.phase("loading manifests")
     if paths:
         loaded = load_documents(paths, variables or {})
     else:
@@ -196,7 +203,7 @@ async def run_simulation(
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
                     feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
-                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds)
+                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
     from karpy_core.sim.simulator import is_simulated
 
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
@@ -305,7 +312,7 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
                              preference_policy: str, until: str | None, max_pods: int, cloud_provider: str = "simulated",
                              provider_options: dict[str, Any] | None = None, feature_gates: str | None = None,
-                             batching: tuple[str, float, float] = ("Strict", 1.0, 10.0)) -> Any:
+                             batching: tuple[str, float, float] = ("Strict", 1.0, 10.0), progress: Any = None) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
@@ -322,13 +329,98 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
                     feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
-                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2])
+                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
     await run_scenario(sim, scenario, end)
     pricing = provider.pricing_note()
     return await build_report(
         sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                             "scenario": scenario.name, "until_seconds": end},
     )
+
+
+class StderrProgress:
+    """``karpy simulate``'s :class:`~karpy_core.sim.progress.Progress` on stderr, for runs longer
+    than a couple of seconds; used as a context manager around the run.
+
+    On a terminal: a rich progress bar (spinner, phase, bar and count when the phase has a total,
+    elapsed time) that appears after :attr:`delay` seconds and is erased when the run ends, so a
+    quick run prints nothing extra. Elsewhere (a pipe, a CI log): one ``karpy: PHASE`` line per
+    phase not written before, starting once the run has lasted :attr:`log_after` seconds (the phase then under
+    way first), counts left out.
+    """
+
+    delay = 2.0
+    """Seconds before the bar appears on a terminal."""
+    log_after = 30.0
+    """Seconds before phase lines are written when stderr is not a terminal."""
+
+    def __init__(self, stream: Any = None) -> None:
+        import sys
+        import threading
+        import time
+
+        self._stream = stream if stream is not None else sys.stderr
+        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self._name = ""
+        self._logged: set[str] = set()
+        self._bar: Any = None
+        self._task: Any = None
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> StderrProgress:
+        import threading
+
+        if self._tty:
+            self._timer = threading.Timer(self.delay, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._bar is not None:
+                self._bar.stop()
+                self._bar = None
+            self._tty = False  # nothing more is drawn
+
+    def _show(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with self._lock:
+            if not self._tty:
+                return
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=Console(file=self._stream), transient=True)
+            self._task = self._bar.add_task(self._name or "starting", total=self._total, completed=self._completed)
+            self._bar.start()
+
+    _total: int | None = None
+    _completed = 0
+
+    def phase(self, name: str, total: int | None = None, completed: int = 0) -> None:
+        """A new phase (or new counts for it); see :class:`~karpy_core.sim.progress.Progress`."""
+        import time
+
+        with self._lock:
+            self._name, self._total, self._completed = name, total, completed
+            if self._bar is not None:
+                self._bar.update(self._task, description=name, total=total, completed=completed)
+            elif not self._tty and name not in self._logged and time.monotonic() - self._start >= self.log_after:
+                self._logged.add(name)
+                self._stream.write(f"karpy: {name}\n")
+                self._stream.flush()
+
+    def update(self, completed: int) -> None:
+        """``completed`` of the phase's total are done."""
+        with self._lock:
+            self._completed = completed
+            if self._bar is not None:
+                self._bar.update(self._task, completed=completed)
 
 
 def render_explain_node(report: Any, node: str) -> str:
@@ -431,13 +523,14 @@ def simulate(
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
                                      "(kind: Scenario, see docs/scenarios.md); "
                                      "plain manifests are simulated until nothing changes, without disruption")
-        report = asyncio.run(
-            run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
-                           preference_policy=settings.preference_policy, until=until, max_pods=max_pods,
-                           cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates,
-                           min_values_policy=settings.min_values_policy, batch_idle_seconds=settings.batch_idle_duration,
-                           batch_max_seconds=settings.batch_max_duration)
-        )
+        with StderrProgress() as progress:
+            report = asyncio.run(
+                run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
+                               preference_policy=settings.preference_policy, until=until, max_pods=max_pods,
+                               cloud_provider=cloud_provider, provider_options=provider_options, feature_gates=feature_gates,
+                               min_values_policy=settings.min_values_policy, batch_idle_seconds=settings.batch_idle_duration,
+                               batch_max_seconds=settings.batch_max_duration, progress=progress)
+            )
     except KarpyError as exc:
         _fail(exc)
         return
@@ -503,7 +596,7 @@ def validate(
     every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud
     provider would leave out (its NodeClass kind is not one the provider serves)."""
     from karpy_core.apis.loader import load_documents
-    from karpy_core.sim.scenario import is_scenario_file, load_scenario
+    from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario
 
     try:
         if max_pods < 1:
@@ -515,9 +608,8 @@ def validate(
             _check_provider_name(cloud_provider)
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
-            actions = ", ".join(f"{s.action}@{s.at:g}s" for s in scenario.steps)
-            until = f", until {scenario.until:g}s" if scenario.until else ""
-            typer.echo(f"valid: Scenario {scenario.name}: {len(scenario.steps)} step(s) ({actions}){until}")
+            until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
+            typer.echo(f"valid: Scenario {scenario.name}: {scenario.summary()}{until}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])))
         from karpy_core.sim.workloads import pod_cap_problem
@@ -618,6 +710,7 @@ async def run_controller(
     from karpy_core.operator import Operator
 
     serve_plugin_node_classes()  # a plugin's NodeClass kind is read, watched and cached like EC2NodeClass
+    interrupted = False
     kube = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
     provider = None
     try:
@@ -634,13 +727,21 @@ async def run_controller(
         await provider.start()  # optional start-up I/O: settings a provider discovers (AWS: the endpoint)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        received: list[int] = []
+
+        def stop(sig: int) -> None:
+            received.append(sig)
             if task is not None:
-                loop.add_signal_handler(sig, task.cancel)
+                task.cancel()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop, sig)
         try:
             await operator.run()
         except asyncio.CancelledError:
             pass
+        if signal.SIGINT in received:  # Ctrl-C: stopped cleanly, and the exit code says interrupted (130)
+            interrupted = True
     finally:
         # The provider's cloud clients (aiobotocore, httpx) are closed before the loop ends, or
         # asyncio logs "Unclosed client session" errors on every shutdown.
@@ -650,6 +751,8 @@ async def run_controller(
             except Exception as exc:  # shutting down: report, never mask the original error
                 logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
         await kube.close()
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _opt(*names: str, help: str) -> Any:
@@ -856,23 +959,61 @@ def karpenter_bool_flags(argv: list[str]) -> list[str]:
     return out
 
 
+EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C (SIGINT): 128 + the signal's number, as shells report it."""
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """SIGINT handler for every command: the first interrupt raises ``KeyboardInterrupt`` in the
+    main thread wherever it is (inside a coroutine's synchronous work too: ``asyncio.run`` keeps a
+    handler it finds installed, and its own only cancels the main task at its next real
+    suspension, which a simulation, all in memory, never reaches before it ends); a second one
+    while the first unwinds leaves at once."""
+    import signal
+
+    signal.signal(signal.SIGINT, _leave_now)
+    raise KeyboardInterrupt
+
+
+def _leave_now(signum: int, frame: Any) -> None:
+    """Exit 130 at once after ``karpy: interrupted`` on stderr: after the interrupt has unwound the
+    command (its ``finally`` blocks ran), or on a second Ctrl-C meanwhile. ``os._exit`` skips the
+    interpreter's teardown, which frees every object one by one (most of a second after a big
+    simulation) and would join a HiGHS solve still running in its thread."""
+    import os
+    import sys
+
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stderr.write("karpy: interrupted\n")
+        sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
-    ``error:`` line on stderr and exit 2, like every other refused setting."""
+    ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
+    any command at once (see :func:`_on_sigint`): ``karpy: interrupted`` on stderr, exit 130, no
+    traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM)."""
+    import signal
     import sys
 
     from typer.exceptions import TyperException
 
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
-    except typer.Abort:
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        code = EXIT_INTERRUPTED
     except TyperException as exc:  # click's UsageError and its kind (typer vendors click)
         message = getattr(exc, "format_message", None)
         if message is None:
             raise
         typer.echo(f"error: {message()}", err=True)
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
+    if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
+        _leave_now(signal.SIGINT, None)
     sys.exit(code if isinstance(code, int) else 0)
 
 

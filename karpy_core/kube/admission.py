@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
+from karpy_core.utils.clone import clone
 from karpy_core.utils.quantity import QuantityError, parse_quantity
 
 __all__ = ["admit_pod", "merge_tolerations"]
@@ -106,7 +107,7 @@ def admit_pod(pod: dict[str, Any], runtime_classes: Mapping[str, Mapping[str, An
         rc = runtime_classes.get(str(name))
         if rc is None:
             raise _forbidden(pod, f'pod rejected: RuntimeClass "{name}" not found')
-    out = copy.deepcopy(pod)
+    out = clone(pod)
     ospec = out.setdefault("spec", {})
     overhead = rc.get("overhead") if rc is not None else None
     if overhead is not None:

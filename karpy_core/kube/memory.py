@@ -10,13 +10,15 @@ to date from the pods and their controllers (:mod:`karpy_core.utils.pdb`), as if
 reacted instantly. Pods are admitted by
 RuntimeClass (:mod:`karpy_core.kube.admission`: overhead, node selector and tolerations set from
 ``spec.runtimeClassName``, 403 on a missing class or a conflict).
-Objects are deep-copied in and out, so callers never share state with the store.
+Objects are deep-copied in and out, so callers never share state with the store. Inside, a
+stored object is never changed: every write stores a new dict (sharing the unchanged parts of the
+old one), so views and :meth:`InMemoryCluster.snapshot` hand out stored objects without copying
+them (their readers must not modify them either).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,23 +26,27 @@ from karpy_core.errors import KubeAPIError
 from karpy_core.kube.admission import admit_pod
 from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
 from karpy_core.redaction import redact_stored
-from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
+from karpy_core.state.views import VIEW_KINDS, ObjectView, PodView, build_view
 from karpy_core.utils.clock import Clock, RealClock, iso
+from karpy_core.utils.clone import clone
 from karpy_core.utils.pdb import charge, compute_status, eviction_verdict
 
 __all__ = ["InMemoryCluster", "merge_patch"]
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge-patch: dicts merge recursively, ``None`` deletes, anything else replaces."""
+def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:
+    """RFC 7386 JSON merge-patch: dicts merge recursively, ``None`` deletes, anything else replaces.
+    The result is a new dict sharing what the patch leaves unchanged with ``target`` (neither
+    input is changed); the values taken from ``patch`` are copies, or ``patch``'s own with
+    ``copy=False`` (a patch nobody changes afterwards)."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch) if copy else patch
     out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
         else:
-            out[k] = merge_patch(out.get(k), v)
+            out[k] = merge_patch(out.get(k), v, copy=copy)
     return out
 
 
@@ -64,6 +70,8 @@ class InMemoryCluster:
         self._pdb_recheck: float | None = None
         self._pdb_syncing = False
         self._views: dict[str, dict[tuple[str, str], ObjectView]] = {}
+        self._sorted: dict[str, list[tuple[str, str]]] = {}
+        """kind -> its store's keys in order, kept until an object of the kind is added or removed."""
 
     @property
     def revision(self) -> int:
@@ -78,12 +86,31 @@ class InMemoryCluster:
         return ((namespace or "default") if info.namespaced else "", name)
 
     def _bump(self, obj: dict[str, Any]) -> None:
+        """Give ``obj`` (a new dict, not yet stored) the next resourceVersion, in a metadata dict of
+        its own: the old version's metadata may be shared with it and is never changed."""
         self._rv += 1
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
+        obj["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(self._rv)}
+
+    def _keys(self, kind: str) -> list[tuple[str, str]]:
+        """The keys of ``kind``'s store, sorted (namespace, name); cached until one is added or removed."""
+        keys = self._sorted.get(kind)
+        if keys is None:
+            keys = self._sorted[kind] = sorted(self._store[kind])
+        return keys
+
+    def _put(self, kind: str, key: tuple[str, str], obj: dict[str, Any]) -> None:
+        store = self._store[kind]
+        if key not in store:
+            self._sorted.pop(kind, None)
+        store[key] = obj
+
+    def _drop(self, kind: str, key: tuple[str, str]) -> None:
+        del self._store[kind][key]
+        self._sorted.pop(kind, None)
 
     def _notify(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
         for q in self._watchers.get(kind, []):
-            q.put_nowait(WatchEvent(type_, copy.deepcopy(obj)))
+            q.put_nowait(WatchEvent(type_, clone(obj)))
         if kind in _PDB_INPUTS and not self._pdb_syncing:
             self._pdb_dirty = True
             if self._watchers.get("PodDisruptionBudget"):
@@ -115,8 +142,9 @@ class InMemoryCluster:
                 status = computed.to_status(int(pdb["metadata"].get("generation") or 1))
                 status = {k: v for k, v in status.items() if v is not None}
                 if pdb.get("status") != status:
-                    pdb["status"] = status
+                    pdb = {**pdb, "status": status}
                     self._bump(pdb)
+                    self._put("PodDisruptionBudget", key, pdb)
                     self._notify("PodDisruptionBudget", "MODIFIED", pdb)
             self._pdb_recheck = recheck
             self._pdb_dirty = False
@@ -128,7 +156,20 @@ class InMemoryCluster:
         if kind == "PodDisruptionBudget":
             self.sync_disruption_budgets()
         store = self._store[kind]
-        return [copy.deepcopy(store[k]) for k in sorted(store)]
+        return [clone(store[k]) for k in self._keys(kind)]
+
+    def snapshot(self, kind: str) -> list[dict[str, Any]]:
+        """Every ``kind`` object as stored, sorted by namespace then name, without copying: for
+        readers in this process (the simulator, its report) that never modify what they get.
+        :meth:`objects` gives copies."""
+        if kind == "PodDisruptionBudget":
+            self.sync_disruption_budgets()
+        store = self._store[kind]
+        return [store[k] for k in self._keys(kind)]
+
+    def exists(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """True when the object is stored (no copy made)."""
+        return self._key(kind, name, namespace) in self._store[kind]
 
     def views(self, kind: str) -> list[ObjectView] | None:
         """Every ``kind`` object as its view, sorted by namespace then name; None for a kind
@@ -139,11 +180,14 @@ class InMemoryCluster:
         old = self._views.get(kind, {})
         store = self._store[kind]
         fresh: dict[tuple[str, str], ObjectView] = {}
-        for key in sorted(store):
+        for key in self._keys(kind):
             obj = store[key]
             view = old.get(key)
             if view is None or view.resource_version != str(obj["metadata"].get("resourceVersion") or ""):
-                view = build_view(kind, copy.deepcopy(obj))
+                older = view
+                view = build_view(kind, obj)  # stored objects are never changed (see the module's docstring)
+                if isinstance(older, PodView) and isinstance(view, PodView):
+                    view.adopt_info(older)  # a status or nodeName change: the scheduling parse is kept
             fresh[key] = view
         self._views[kind] = fresh
         return list(fresh.values())
@@ -153,7 +197,7 @@ class InMemoryCluster:
         if kind == "PodDisruptionBudget":
             self.sync_disruption_budgets()
         obj = self._store[kind].get(self._key(kind, name, namespace))
-        return copy.deepcopy(obj) if obj is not None else None
+        return clone(obj) if obj is not None else None
 
     # ---- KubeClient -------------------------------------------------------------------------
     async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
@@ -173,17 +217,32 @@ class InMemoryCluster:
         obj = self._store[kind].get(self._key(kind, name, namespace))
         if obj is None:
             raise KubeAPIError.from_status(f'{kind} "{name}" not found', status=404, reason="NotFound")
-        return copy.deepcopy(obj)
+        return clone(obj)
 
     def create_sync(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         """Synchronous :meth:`create` (the simulator seeds manifests with it)."""
-        obj = copy.deepcopy(obj)
+        return clone(self.create_stored(kind, obj))
+
+    def create_stored(self, kind: str, obj: dict[str, Any], *, given: bool = False) -> dict[str, Any]:
+        """:meth:`create_sync` returning the stored object itself, not a copy: for readers in this
+        process (the simulator) that never modify it. ``obj`` is copied in, unless ``given``: the
+        caller hands it over and never changes it or its parts again, which may then be shared
+        with other stored objects (the pods of one workload share their template's spec). A Pod
+        that RuntimeClass admission changes is copied either way."""
         info = KINDS.get(kind)
         if info is None:
             raise KubeAPIError.from_status(f"kind {kind} is not served", status=404, reason="NotFound")
         if kind == "Pod":
-            classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
-            obj = admit_pod(obj, classes)
+            spec = obj.get("spec") or {}
+            if given and not spec.get("runtimeClassName") and spec.get("overhead") is None:
+                obj = {**obj, "metadata": dict(obj.get("metadata") or {})}  # admission has nothing to do (admit_pod)
+            else:
+                classes = {k[1]: v for k, v in self._store["RuntimeClass"].items()}
+                obj = admit_pod(obj, classes)  # a deep copy, admitted
+        elif given:
+            obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
+        else:
+            obj = clone(obj)
         meta = obj.setdefault("metadata", {})
         obj.setdefault("apiVersion", info.api_version)
         obj.setdefault("kind", kind)
@@ -209,9 +268,9 @@ class InMemoryCluster:
         meta.setdefault("creationTimestamp", iso(self.clock.now()))
         meta["generation"] = 1
         self._bump(obj)
-        self._store[kind][key] = obj
+        self._put(kind, key, obj)
         self._notify(kind, "ADDED", obj)
-        return copy.deepcopy(obj)
+        return obj
 
     async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         return self.create_sync(kind, redact_stored(kind, obj))
@@ -220,6 +279,13 @@ class InMemoryCluster:
         self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
     ) -> dict[str, Any]:
         """Synchronous :meth:`patch`."""
+        return clone(self.patch_stored(kind, name, patch, namespace, status=status))
+
+    def patch_stored(
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+    ) -> dict[str, Any]:
+        """:meth:`patch_sync` returning the stored object itself, not a copy: for readers in this
+        process (the simulator) that never modify it."""
         key = self._key(kind, name, namespace)
         obj = self._store[kind].get(key)
         if obj is None:
@@ -228,19 +294,25 @@ class InMemoryCluster:
             patch = {"status": patch.get("status", {})}
         elif "status" in patch and kind in ("NodePool", "NodeClaim", "NodeOverlay", "EC2NodeClass", "KCNodeClass", "CapacityBuffer"):
             patch = {k: v for k, v in patch.items() if k != "status"}
-        before_spec = copy.deepcopy(obj.get("spec"))
-        new = merge_patch(obj, patch)
-        if new.get("spec") != before_spec:
-            new["metadata"]["generation"] = int(obj["metadata"].get("generation", 1)) + 1
+        return self._patched(kind, key, obj, patch)
+
+    def _patched(self, kind: str, key: tuple[str, str], obj: dict[str, Any], patch: dict[str, Any], *,
+                 given: bool = False) -> dict[str, Any]:
+        """Store ``obj`` merge-patched with ``patch`` (a new dict sharing the unchanged parts;
+        ``obj`` is untouched) and return it, not a copy. ``given``: ``patch``'s values are stored
+        as they are (the caller never changes them)."""
+        new: dict[str, Any] = merge_patch(obj, patch, copy=not given)
         self._bump(new)
+        if new.get("spec") != obj.get("spec"):
+            new["metadata"]["generation"] = int(obj["metadata"].get("generation", 1)) + 1
         meta = new["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            del self._store[kind][key]
+            self._drop(kind, key)
             self._notify(kind, "DELETED", new)
-            return copy.deepcopy(new)
-        self._store[kind][key] = new
+            return new
+        self._put(kind, key, new)
         self._notify(kind, "MODIFIED", new)
-        return copy.deepcopy(new)
+        return new
 
     async def patch(
         self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
@@ -259,16 +331,16 @@ class InMemoryCluster:
             raise KubeAPIError.from_status(
                 f"Operation cannot be fulfilled on {kind} {meta.get('name')}: the object has been modified", status=409, reason="Conflict"
             )
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         for field_name in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
             if field_name in current["metadata"]:
                 new["metadata"][field_name] = current["metadata"][field_name]
         if new.get("spec") != current.get("spec"):
             new["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
         self._bump(new)
-        self._store[kind][key] = new
+        self._put(kind, key, new)
         self._notify(kind, "MODIFIED", new)
-        return copy.deepcopy(new)
+        return clone(new)
 
     def delete_sync(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         """Synchronous :meth:`delete`."""
@@ -281,11 +353,13 @@ class InMemoryCluster:
             raise KubeAPIError.from_status(f"precondition failed: uid {uid} != {meta.get('uid')}", status=409, reason="Conflict")
         if meta.get("finalizers"):
             if not meta.get("deletionTimestamp"):
-                meta["deletionTimestamp"] = iso(self.clock.now())
+                obj = {**obj, "metadata": {**meta, "deletionTimestamp": iso(self.clock.now())}}
                 self._bump(obj)
+                self._put(kind, key, obj)
                 self._notify(kind, "MODIFIED", obj)
             return
-        del self._store[kind][key]
+        self._drop(kind, key)
+        obj = dict(obj)
         self._bump(obj)
         self._notify(kind, "DELETED", obj)
 
@@ -294,23 +368,16 @@ class InMemoryCluster:
 
     async def bind(self, pod: Pod | KubeObject, node_name: str) -> None:
         meta = pod["metadata"]
-        current = await self.get("Pod", meta["name"], meta.get("namespace"))
+        key = self._key("Pod", meta["name"], meta.get("namespace"))
+        current = self._store["Pod"].get(key)
+        if current is None:
+            raise KubeAPIError.from_status(f'Pod "{meta["name"]}" not found', status=404, reason="NotFound")
         if current["spec"].get("nodeName"):
             raise KubeAPIError.from_status(f"pod {meta['name']} is already bound", status=409, reason="Conflict")
-        if self.peek("Node", node_name) is None:
+        if not self.exists("Node", node_name):
             raise KubeAPIError.from_status(f'node "{node_name}" not found', status=404, reason="NotFound")
-        self.patch_sync(
-            "Pod",
-            meta["name"],
-            {
-                "spec": {"nodeName": node_name},
-                "status": {
-                    "phase": "Running",
-                    "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
-                },
-            },
-            meta.get("namespace"),
-        )
+        self._patched("Pod", key, current, {"spec": {"nodeName": node_name}, "status": {"phase": "Running", "conditions": _BOUND}},
+                      given=True)
 
     async def evict(self, pod: Pod | KubeObject) -> None:
         """``POST pods/<name>/eviction`` as kube-apiserver answers it
@@ -335,8 +402,9 @@ class InMemoryCluster:
                                causes=(verdict.cause,) if verdict.cause else ())
         if verdict.action == "decrement":
             pdb = self._store["PodDisruptionBudget"][(ns, verdict.pdb)]
-            pdb["status"] = charge(pdb.get("status") or {}, meta["name"], self.clock.now())
+            pdb = {**pdb, "status": charge(pdb.get("status") or {}, meta["name"], self.clock.now())}
             self._bump(pdb)
+            self._put("PodDisruptionBudget", (ns, verdict.pdb), pdb)
             self._notify("PodDisruptionBudget", "MODIFIED", pdb)
         self.evictions.append(f"{ns}/{meta['name']}")
         self.delete_sync("Pod", meta["name"], ns)
@@ -353,6 +421,10 @@ class InMemoryCluster:
         finally:
             self._watchers[kind].remove(queue)
 
+
+_BOUND: list[dict[str, str]] = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]
+"""A bound pod's conditions (the kubelet runs it at once), shared by every bound pod's stored
+version: stored objects are never changed."""
 
 _PDB_INPUTS = frozenset({"Pod", "PodDisruptionBudget", "ReplicaSet", "Deployment", "StatefulSet"})
 """Kinds whose changes the disruption controller recomputes PDB status for."""

@@ -70,8 +70,8 @@ class KubeletSimulator:
         """The earliest future time at which this simulator has something to do, or None."""
         now = self.clock.now()
         due: list[float] = []
-        nodes = {(n.get("spec") or {}).get("providerID"): n for n in self.cluster.objects("Node")}
-        for nc in self.cluster.objects("NodeClaim"):
+        nodes = {(n.get("spec") or {}).get("providerID"): n for n in self.cluster.snapshot("Node")}
+        for nc in self.cluster.snapshot("NodeClaim"):
             pid = (nc.get("status") or {}).get("providerID")
             if pid and pid not in nodes:
                 launched = _ts((condition(nc, "Launched") or {}).get("lastTransitionTime"))
@@ -86,9 +86,9 @@ class KubeletSimulator:
         """Boot due instances, clear due startup taints, place DaemonSet pods. Returns changes."""
         now = self.clock.now()
         changes = 0
-        nodes = self.cluster.objects("Node")
+        nodes = self.cluster.snapshot("Node")
         by_pid = {(n.get("spec") or {}).get("providerID"): n for n in nodes}
-        for nc in self.cluster.objects("NodeClaim"):
+        for nc in self.cluster.snapshot("NodeClaim"):
             status = nc.get("status") or {}
             pid = status.get("providerID")
             if not pid or pid in by_pid or nc["metadata"].get("deletionTimestamp"):
@@ -115,7 +115,7 @@ class KubeletSimulator:
                 },
             )
             changes += 1
-        for n in self.cluster.objects("Node"):
+        for n in self.cluster.snapshot("Node"):
             ann = n["metadata"].get("annotations") or {}
             if ann.get("karpy.sh/startup-taints-pending") != "true":
                 continue
@@ -134,13 +134,13 @@ class KubeletSimulator:
 
     def _claim_for(self, node: dict[str, Any]) -> dict[str, Any] | None:
         pid = (node.get("spec") or {}).get("providerID")
-        for nc in self.cluster.objects("NodeClaim"):
+        for nc in self.cluster.snapshot("NodeClaim"):
             if (nc.get("status") or {}).get("providerID") == pid:
                 return nc
         return None
 
     def _daemonsets(self) -> int:
-        daemonsets = self.cluster.objects("DaemonSet")
+        daemonsets = self.cluster.snapshot("DaemonSet")
         if not daemonsets:
             return 0
         infos = daemonset_pod_infos(daemonsets)
@@ -232,9 +232,13 @@ class KubeSchedulerSimulator:
         pending = [p for p in pods if not p.node_name and not p.deleting]
         from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 
-        pvcs, pvs, scs = (self.cluster.objects(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))
+        pvcs, pvs, scs = (self.cluster.snapshot(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))
         # each pod's PodInfo is parsed once per version and shared: narrow a copy by its volumes
-        infos = [apply_volume_requirements(copy.copy(p.info), *volume_terms(p.raw, pvcs, pvs, scs)) for p in pending]
+        infos = []
+        for view in pending:
+            terms, reason = volume_terms(view.raw, pvcs, pvs, scs)
+            # shared per pod version: narrowed on a copy, and only when its volumes say something
+            infos.append(apply_volume_requirements(copy.copy(view.info), terms, reason) if terms or reason else view.info)
         by_key = {i.key: p.raw for i, p in zip(infos, pending, strict=True)}
         # kube-scheduler tries a pod's status.nominatedNodeName first and holds the room of the
         # pods nominated to a node against other pods (KEP-1923; the scheduling queue's nominator)
@@ -250,7 +254,7 @@ class KubeSchedulerSimulator:
             p = by_key[key]
             cond = condition(p, "PodScheduled")
             if cond is None or cond.get("reason") != "Unschedulable":
-                self.cluster.patch_sync(
+                self.cluster.patch_stored(
                     "Pod", p["metadata"]["name"],
                     {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                                 "message": f"0/{len(nodes)} nodes are available"}]}},

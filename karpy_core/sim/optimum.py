@@ -468,6 +468,28 @@ def _highs() -> object:
     return h
 
 
+def _run(h: object) -> None:
+    """``h.run()`` in a daemon thread, waited for in slices of 50 ms so that Ctrl-C (a
+    ``KeyboardInterrupt`` in the main thread, see :func:`karpy_core.cli.main`) stops the caller
+    at once instead of after the solve's time limit: HiGHS releases the GIL while it solves, but
+    Python runs signal handlers only between bytecodes of the main thread. On an interrupt the
+    solve is cancelled (``cancelSolve``) and the thread left to end by itself.
+
+    Raises:
+        KeyboardInterrupt: the run was interrupted (the solve's result is then not used).
+    """
+    import threading
+
+    thread = threading.Thread(target=h.run, name="karpy-highs", daemon=True)  # type: ignore[attr-defined]
+    try:
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.05)
+    except BaseException:
+        h.cancelSolve()  # type: ignore[attr-defined]
+        raise
+
+
 def _scaled(lo: float, hi: float, val: Sequence[float]) -> tuple[float, float, npt.NDArray[np.float64]]:
     """A row divided by its largest coefficient (same feasible set). Memory rows count bytes
     (1e11 per node) next to pod counts of 1: unscaled, HiGHS's tolerances let the LP lose its best
@@ -627,7 +649,7 @@ def solve_milp(problem: Problem, upper_bound: float, *, time_limit: float = 10.0
     h.setOptionValue("time_limit", float(time_limit))  # type: ignore[attr-defined]
     h.passModel(lp)  # type: ignore[attr-defined]
     t0 = time.perf_counter()
-    h.run()  # type: ignore[attr-defined]
+    _run(h)
     seconds = time.perf_counter() - t0
     info = h.getInfo()  # type: ignore[attr-defined]
     status = h.getModelStatus()  # type: ignore[attr-defined]
@@ -700,7 +722,7 @@ def cover_bound(problem: Problem, *, time_limit: float = 1.0) -> tuple[float, di
         lo, _, v = _scaled(lo, highspy.kHighsInf, val)
         h.addRow(lo, highspy.kHighsInf, len(idx), np.array(idx, dtype=np.int32), v)  # type: ignore[attr-defined]
     h.setOptionValue("time_limit", float(time_limit))  # type: ignore[attr-defined]
-    h.run()  # type: ignore[attr-defined]
+    _run(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
         return None
     sol = h.getSolution().col_value  # type: ignore[attr-defined]
@@ -778,7 +800,7 @@ def lp_bound(problem: Problem) -> float:
     for lo, hi, idx, val in rows:
         lo, hi, v = _scaled(lo, hi, val)
         h.addRow(lo, hi, len(idx), np.array(idx, dtype=np.int32), v)  # type: ignore[attr-defined]
-    h.run()  # type: ignore[attr-defined]
+    _run(h)
     return float(h.getInfo().objective_function_value)  # type: ignore[attr-defined]
 
 
@@ -859,7 +881,7 @@ def zone_split(problem: Problem, *, time_limit: float = 60.0, zone_time_limit: f
         if extra[g]:
             idx = [i for i, c in enumerate(cols) if g in c[1]]
             h.addRow(float(extra[g]), float(extra[g]), len(idx), np.array(idx, dtype=np.int32), np.ones(len(idx)))  # type: ignore[attr-defined]
-    h.run()  # type: ignore[attr-defined]
+    _run(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:  # type: ignore[attr-defined]
         return None
     sol = h.getSolution().col_value  # type: ignore[attr-defined]

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.types import InstanceType
-from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
@@ -327,7 +327,7 @@ def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | No
 
 def _overlay_warnings(sim: Simulator) -> list[str]:
     """NodeOverlays present with the gate off; overlays in conflict or failing validation (gate on)."""
-    objs = sim.cluster.objects("NodeOverlay")
+    objs = sim.cluster.snapshot("NodeOverlay")
     store = getattr(sim.provider, "overlays", None)
     if getattr(sim, "overlays", None) is None or store is None:
         return [f"{len(objs)} NodeOverlay(s) not applied: the NodeOverlay feature gate is off (--feature-gates NodeOverlay=true)"] \
@@ -339,13 +339,13 @@ def _overlay_warnings(sim: Simulator) -> list[str]:
 
 def _buffer_warnings(sim: Simulator) -> list[str]:
     """CapacityBuffers present with the gate off; with it on, buffers whose PodTemplate is missing."""
-    objs = sim.cluster.objects("CapacityBuffer")
+    objs = sim.cluster.snapshot("CapacityBuffer")
     if not objs:
         return []
     if not sim.feature_gates.CapacityBuffer:
         return [f"{len(objs)} CapacityBuffer(s) not provisioned: the CapacityBuffer feature gate is off "
                 "(--feature-gates CapacityBuffer=true)"]
-    templates = {(t["metadata"].get("namespace", "default"), t["metadata"]["name"]) for t in sim.cluster.objects("PodTemplate")}
+    templates = {(t["metadata"].get("namespace", "default"), t["metadata"]["name"]) for t in sim.cluster.snapshot("PodTemplate")}
     out = []
     for b in objs:
         ref = ((b.get("spec") or {}).get("podTemplateRef") or {}).get("name")
@@ -361,13 +361,13 @@ def _workloads(sim: Simulator) -> list[dict[str, Any]]:
     by their top owner (a Deployment's ReplicaSet counts as the Deployment); pods without an
     owner as one ``{kind: "Pod", name: ""}`` entry per namespace. Sorted by kind, namespace, name."""
     rs_owner: dict[tuple[str, str], str] = {}
-    for rs in sim.cluster.objects("ReplicaSet"):
+    for rs in sim.cluster.snapshot("ReplicaSet"):
         meta = rs["metadata"]
         dep = next((r.get("name", "") for r in meta.get("ownerReferences") or () if r.get("kind") == "Deployment"), None)
         if dep:
             rs_owner[(meta.get("namespace", "default"), meta["name"])] = dep
     counts: dict[tuple[str, str, str], int] = {}
-    for p in sim.cluster.objects("Pod"):
+    for p in sim.cluster.snapshot("Pod"):
         meta = p["metadata"]
         ns = meta.get("namespace", "default")
         ref = next((r for r in meta.get("ownerReferences") or () if r.get("controller", True)), None)
@@ -422,7 +422,7 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
     ``karpenter.sh/nodepool``), over every NodePool of the cluster with its instance types and
     DaemonSets (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the
     MILP's upper bound."""
-    launched = {n["metadata"]["name"] for n in sim.cluster.objects("Node") if (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)}
+    launched = {n["metadata"]["name"] for n in sim.cluster.snapshot("Node") if (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)}
     pods: list[PodInfo] = []
     for view in sim.cluster.views("Pod") or ():
         assert isinstance(view, PodView)
@@ -438,7 +438,7 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
     pools = [v for v in sim.cluster.views("NodePool") or () if isinstance(v, NodePoolView)]
     try:
         templates = [template_from_nodepool(v.raw, types_by_pool[v.name]) for v in pools]
-        tables = type_tables(templates, daemonset_pod_infos(sim.cluster.objects("DaemonSet")))
+        tables = type_tables(templates, daemonset_pod_infos(sim.cluster.snapshot("DaemonSet")))
     except ValueError as exc:
         return Reference("unavailable", note=f"cannot build the reference: {exc}")
     return reference(list(tables.values()), pods, upper_bound=cost, time_limit=time_limit)
@@ -478,10 +478,11 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         for it in types_by_pool[np_view.name]:
             types.setdefault(it.name, it)
             pool_types.setdefault(np_view.name, {})[it.name] = it
-    pods = sim.cluster.objects("Pod")
+    sim.progress.phase("building the report")
+    pods = sim.cluster.views("Pod") or []
     nodes: list[NodeReport] = []
     by_name: dict[str, NodeReport] = {}
-    for n in sim.cluster.objects("Node"):
+    for n in sim.cluster.snapshot("Node"):
         labels = dict(n["metadata"].get("labels") or {})
         pool = labels.get(LABEL_NODEPOOL)
         rep = NodeReport(
@@ -499,14 +500,15 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         nodes.append(rep)
         by_name[rep.name] = rep
     pod_reports: list[PodReport] = []
-    for p in pods:
-        meta = p["metadata"]
+    for view in pods:
+        assert isinstance(view, PodView)
+        meta = view.raw["metadata"]
         key = f"{meta.get('namespace', 'default')}/{meta['name']}"
-        node = (p.get("spec") or {}).get("nodeName")
+        node = (view.raw.get("spec") or {}).get("nodeName")
         is_ds = any(r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or ())
         if node in by_name:
             with contextlib.suppress(ValueError):
-                add_into(by_name[node].requested, pod_info(p).requests)
+                add_into(by_name[node].requested, view.info.requests)  # parsed once per pod version
             (by_name[node].daemon_pods if is_ds else by_name[node].pods).append(key)
         if is_ds:
             continue
@@ -542,6 +544,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         start=sim.start,
     )
     if not sim.disruption_enabled and reference_time_limit is not None and report.cost_per_hour > 0:
+        sim.progress.phase(f"computing the cheapest plan for comparison (HiGHS, at most {reference_time_limit:g} s)")
         report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)
     return report
 

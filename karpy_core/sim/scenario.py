@@ -42,7 +42,7 @@ from karpy_core.featuregates import FeatureGates, gates_from
 from karpy_core.kube.memory import merge_patch
 from karpy_core.utils.kubeyaml import describe_yaml_error
 
-__all__ = ["Scenario", "ScenarioStep", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
+__all__ = ["Scenario", "ScenarioStep", "format_seconds", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
 
 SCENARIO_API_VERSION = "karpy.sh/v1alpha1"
 MAX_UNTIL_SECONDS = 366 * 24 * 3600.0
@@ -59,6 +59,9 @@ def until_problem(seconds: float, text: object) -> str | None:
         return f"{text!r} is more than the {MAX_UNTIL_SECONDS / 3600:g}h (366 days) a simulation may run"
     return None
 _ACTIONS = ("apply", "scale", "delete", "patch")
+_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's safe dumper when PyYAML has it (the same text as ``yaml.safe_dump``, ten times faster):
+inline manifests and patched objects go back to text for the loader."""
 
 
 @dataclass
@@ -84,6 +87,44 @@ class Scenario:
     variables: dict[str, str] = field(default_factory=dict)
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     """The scenario's ``featureGates`` over karpy's defaults."""
+    _registry: dict[tuple[str, str], Any] | None = field(default=None, repr=False, compare=False)
+    _files: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+
+    def registry(self) -> dict[tuple[str, str], Any]:
+        """The kinds manifests are loaded as (:func:`~karpy_core.apis.registry.kind_registry`),
+        read once per scenario: reading the ``karpy.apis`` entry points scans every installed
+        distribution (milliseconds), which per step made a 50,000-step scenario take minutes."""
+        if self._registry is None:
+            from karpy_core.apis.registry import kind_registry
+
+            self._registry = kind_registry()
+        return self._registry
+
+    def summary(self) -> str:
+        """One line for ``karpy validate``: the number of steps, per action (in the order
+        apply, scale, delete, patch; actions without steps left out) and the times the first and
+        last run at, e.g. ``3 steps (1 apply, 2 scale) from 0s to 2h``."""
+        counts = {a: 0 for a in _ACTIONS}
+        for step in self.steps:
+            counts[step.action] += 1
+        per = ", ".join(f"{n} {a}" for a, n in counts.items() if n)
+        n = len(self.steps)
+        if not n:
+            return "0 steps"
+        span = (f" at {format_seconds(self.steps[0].at)}" if self.steps[0].at == self.steps[-1].at
+                else f" from {format_seconds(self.steps[0].at)} to {format_seconds(self.steps[-1].at)}")
+        return f"{n} step{'s' if n != 1 else ''} ({per}){span}"
+
+
+def format_seconds(t: float) -> str:
+    """``t`` seconds (>= 0) as a short Go-style duration (``90s`` -> ``1m30s``, ``7200`` -> ``2h``)."""
+    whole = int(t)
+    if whole != t:
+        return f"{t:g}s"
+    h, rest = divmod(whole, 3600)
+    m, sec = divmod(rest, 60)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{sec}s" if sec else "")
+    return out or "0s"
 
 
 def is_scenario_file(path: str | Path) -> bool:
@@ -177,6 +218,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     # Manifests a step applies are loaded (and validated) now, not hours into the run, and a patch
     # of an object the scenario itself applied is checked against what the patch would leave.
     known: dict[tuple[str, str], dict[str, Any]] = {}
+    checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
     for step in steps:
         try:
             if step.action == "apply":
@@ -185,8 +227,8 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
             elif step.action == "patch":
                 key = (str(step.body["kind"]), str(step.body["name"]))
                 if key in known:
-                    patched = merge_patch(copy.deepcopy(known[key]), copy.deepcopy(step.body["patch"]))
-                    _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch")
+                    patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
+                    _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
                     if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
                         raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[1]}: {_STATIC_TRANSITION}"])
                     known[key] = patched
@@ -195,7 +237,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
                 if key in known:
                     if not _is_static(known[key]):
                         raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[1]}: {_STATIC_TRANSITION}"])
-                    known[key] = merge_patch(copy.deepcopy(known[key]), {"spec": {"replicas": step.body["replicas"]}})
+                    known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
                 known.pop((str(step.body["kind"]), str(step.body["name"])), None)
         except ManifestError as exc:
@@ -247,12 +289,16 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
 
     body = step.body
     if isinstance(body, str) or (isinstance(body, list) and body and all(isinstance(b, str) for b in body)):
-        paths = [body] if isinstance(body, str) else body
-        loaded = load_documents([str((scenario.base / b).resolve()) for b in paths], scenario.variables)
-    elif isinstance(body, list | dict):
+        paths = tuple(str((scenario.base / b).resolve()) for b in ([body] if isinstance(body, str) else body))
+        if paths not in scenario._files:  # the same files applied again: loaded (and checked) once
+            loaded = load_documents(list(paths), scenario.variables, registry=scenario.registry())
+            served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
+            scenario._files[paths] = [to_kube_dict(o) for o in [*loaded.objects(), *served]]
+        return copy.deepcopy(scenario._files[paths])
+    if isinstance(body, list | dict):
         docs = body if isinstance(body, list) else [body]
-        loaded = load_text(yaml.safe_dump_all(docs, sort_keys=False), f"{scenario.source} steps[{step.index}].apply",
-                           scenario.variables)
+        loaded = load_text(yaml.dump_all(docs, Dumper=_DUMPER, sort_keys=False), f"{scenario.source} steps[{step.index}].apply",
+                           scenario.variables, registry=scenario.registry())
     else:
         raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
@@ -312,8 +358,8 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
             patch = dict(body.get("patch") or {})
             current = cluster.peek(kind, name, ns) if kind in KINDS else None
             if current is not None:
-                patched = merge_patch(copy.deepcopy(current), copy.deepcopy(patch))
-                _validate_patched(kind, patched, where)
+                patched = merge_patch(current, patch)
+                _validate_patched(kind, patched, where, scenario.registry())
                 if kind == "NodePool" and _is_static(current) != _is_static(patched):
                     raise ManifestError([f"{where}: NodePool {name}: {_STATIC_TRANSITION}"])
             cluster.patch_sync(kind, name, patch, ns)
@@ -325,27 +371,43 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
     raise ManifestError([f"{where}: unknown action"])
 
 
-def _validate_patched(kind: str, obj: dict[str, Any], where: str) -> None:
-    """Load the object a patch would leave through the same validation as ``apply``.
+def _validate_patched(kind: str, obj: dict[str, Any], where: str, registry: dict[tuple[str, str], Any],
+                      checked: dict[str, list[str]] | None = None) -> None:
+    """Load the object a patch would leave through the same validation as ``apply``, with the kinds
+    of ``registry``. ``checked`` (patched object as JSON -> its problems, without ``where``)
+    remembers objects already validated, so a scenario repeating the same patch validates it once.
 
     Raises:
         ManifestError: the patched object is invalid (each problem prefixed with ``where``).
     """
-    from karpy_core.apis.loader import load_text
-    from karpy_core.apis.registry import kind_registry
+    import json
 
-    registry = kind_registry()
+    from karpy_core.apis.loader import load_text
+
     if not any(k == kind for _, k in registry):
         return  # a kind karpy reads leniently (core objects): the cluster's own checks apply
     meta = obj.get("metadata") or {}
     doc = {"apiVersion": obj.get("apiVersion"), "kind": kind,
            "metadata": {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k) is not None},
            "spec": obj.get("spec")}
-    try:
-        load_text(yaml.safe_dump(doc, sort_keys=False), where)
-    except ManifestError as exc:
-        raise ManifestError([f"{where}: the patched {kind} would be invalid: {q.removeprefix(f'{where} doc 1 ')}"
-                             for q in exc.problems]) from exc
+    key = json.dumps(doc, sort_keys=True, default=str)
+    problems = checked.get(key) if checked is not None else None
+    if problems is None:
+        try:
+            load_text(yaml.dump(doc, Dumper=_DUMPER, sort_keys=False), _PATCHED, registry=registry)
+            problems = []
+        except ManifestError as exc:
+            problems = list(exc.problems)
+        if checked is not None:
+            checked[key] = problems
+    if problems:
+        raise ManifestError([f"{where}: the patched {kind} would be invalid: "
+                             f"{q.removeprefix(f'{_PATCHED} doc 1 ') if q.startswith(f'{_PATCHED} doc 1 ') else q.replace(_PATCHED, where)}"
+                             for q in problems])
+
+
+_PATCHED = "\x00patched"
+"""Source name of a patched object while it is validated, replaced by the step in the messages."""
 
 
 async def run_scenario(sim: Any, scenario: Scenario, until: float) -> None:

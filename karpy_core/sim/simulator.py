@@ -42,8 +42,8 @@ from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
+from karpy_core.sim.progress import NO_PROGRESS, Progress
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
-from karpy_core.state.cluster import is_provisionable
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import VirtualClock
@@ -109,6 +109,8 @@ class Simulator:
             ``batch_max_seconds``) before a provisioning pass that has new pending pods.
         batch_max_seconds: ``BATCH_MAX_DURATION``: sets the node nomination window
             (:func:`~karpy_core.state.nominations.nomination_window`).
+        progress: told the phases of :meth:`run` (creating pods, scheduling, provisioning,
+            launching) and the pods bound so far (:mod:`karpy_core.sim.progress`).
     """
 
     def __init__(
@@ -126,8 +128,12 @@ class Simulator:
         min_values_policy: str = "Strict",
         batch_idle_seconds: float = BATCH_IDLE_SECONDS,
         batch_max_seconds: float = BATCH_MAX_SECONDS,
+        progress: Progress = NO_PROGRESS,
     ):
         self.clock = clock or VirtualClock()
+        self.progress = progress
+        self._counted: tuple[float, int, int] = (-1.0, 0, 0)
+        """(when, pods bound, pods) of the last count for :attr:`progress`."""
         self.feature_gates = feature_gates or FeatureGates()
         """``FEATURE_GATES`` for this run (``karpy simulate --feature-gates``, a scenario's
         ``featureGates``): the controllers below take them as the controller's do."""
@@ -144,7 +150,7 @@ class Simulator:
         plugin = provider.plugin
         self._nodeclasses = plugin if isinstance(plugin, SimulatedProvider) else None
         """The simulated cloud's NodeClass status loop, run each step (NodeClassReady needs their Ready)."""
-        self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods)
+        self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods, progress=progress)
         self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.batch_idle_seconds = batch_idle_seconds
@@ -287,7 +293,7 @@ class Simulator:
                     self._prices[(pool.name, it.name, o.zone, o.capacity_type)] = o.price
         nodes = 0
         cost = 0.0
-        for nc in self.cluster.objects("NodeClaim"):
+        for nc in self.cluster.snapshot("NodeClaim"):
             labels = nc["metadata"].get("labels") or {}
             if not (nc.get("status") or {}).get("providerID"):
                 continue
@@ -309,7 +315,7 @@ class Simulator:
         if self.overlays is None:
             return
         inputs = tuple(sorted((kind, o["metadata"]["name"], o["metadata"].get("generation")) for kind in ("NodeOverlay", "NodePool")
-                              for o in self.cluster.objects(kind)))
+                              for o in self.cluster.snapshot(kind)))
         if inputs == self._overlay_inputs:
             return
         self._overlay_inputs = inputs
@@ -332,7 +338,7 @@ class Simulator:
             return pools.setdefault(name, {"nodes": 0, "cost_per_hour": 0.0, "cost_by_capacity_type": {}, "cpu_requested": 0.0,
                                            "cpu_allocatable": 0.0, "memory_requested_mib": 0.0, "memory_allocatable_mib": 0.0})
 
-        for nc in self.cluster.objects("NodeClaim"):
+        for nc in self.cluster.snapshot("NodeClaim"):
             labels = nc["metadata"].get("labels") or {}
             pool = labels.get(LABEL_NODEPOOL)
             if not pool or not (nc.get("status") or {}).get("providerID"):
@@ -344,7 +350,7 @@ class Simulator:
             entry["cost_per_hour"] += price
             entry["cost_by_capacity_type"][ct] = entry["cost_by_capacity_type"].get(ct, 0.0) + price
         node_pool: dict[str, str] = {}
-        for node in self.cluster.objects("Node"):
+        for node in self.cluster.snapshot("Node"):
             pool = (node["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
             if not pool:
                 continue
@@ -386,9 +392,23 @@ class Simulator:
         else:
             self.timeline.append(sample)
 
+    def _show(self, phase: str) -> None:
+        """Tell :attr:`progress` the phase and the pods bound so far out of those not deleting
+        (counted at most every half second of wall time: a count reads every pod)."""
+        if self.progress is NO_PROGRESS:
+            return
+        import time
+
+        now = time.monotonic()
+        if now - self._counted[0] > 0.5:
+            pods = [p for p in self.cluster.snapshot("Pod") if not p["metadata"].get("deletionTimestamp")]
+            self._counted = (now, sum(1 for p in pods if (p.get("spec") or {}).get("nodeName")), len(pods))
+        self.progress.phase(f"{phase} (pods bound)", total=self._counted[2], completed=self._counted[1])
+
     async def step(self) -> int:
         """One pass of every simulated and real controller; returns how many things changed."""
         changes = self.workloads.reconcile()
+        self._show("scheduling pods on the nodes there are")
         changes += await self.kube_scheduler.reconcile()
         if self._nodeclasses is not None:
             await self._nodeclasses.reconcile_nodeclasses()
@@ -397,8 +417,8 @@ class Simulator:
         buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
         if self.static is not None:
             changes += self._record_static(await self.static.reconcile())
-        pending = [p for p in self.cluster.objects("Pod") if is_provisionable(p)]
-        keys = frozenset(f"{p['metadata'].get('namespace', 'default')}/{p['metadata']['name']}" for p in pending)
+        pending = [v for v in self.cluster.views("Pod") or () if isinstance(v, PodView) and v.provisionable]  # is_provisionable
+        keys = frozenset(f"{v.namespace}/{v.name}" for v in pending)
         # Provision when the pending set or the cluster changed since the last pass; only pods new
         # to the set wait out the batch window. A pod that can never schedule is then tried once
         # per cluster change, and neither burns a second per step nor pushes the disruption poll
@@ -408,6 +428,7 @@ class Simulator:
                 # the batch closes once idle, or at its maximum (all pods arrive in one step here)
                 self.clock.advance(min(self.batch_idle_seconds, self.batch_max_seconds))
             self._pending_keys = keys
+            self._show(f"provisioning: karpy's scheduler places {len(pending):,} pending pods")
             result = await self.provisioner.reconcile()
             if result.results is not None:
                 self.pending_reasons = dict(result.results.errors)
@@ -430,6 +451,7 @@ class Simulator:
         elif not pending:
             self.pending_reasons = {}
             self._pending_keys = frozenset()
+        self._show("launching and registering nodes")
         ev = await self.lifecycle.reconcile()
         self._record(ev)
         changes += len(ev)

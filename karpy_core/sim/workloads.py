@@ -21,14 +21,16 @@ from typing import Any
 
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.sim.progress import NO_PROGRESS, Progress
 
 __all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "pod_cap_problem", "template_hash", "wanted_pods"]
 
 DEFAULT_MAX_PODS = 100_000
 """Most pods one simulation may hold at once (``karpy simulate --max-pods``). Karpenter's own
 scheduling benchmark tops out at 10,000 pods and the largest Kubernetes clusters tested upstream
-hold 150,000; a simulation needs about 5 KB of memory and a few milliseconds of CPU per pod, so
-100,000 pods is roughly 0.5 GB and minutes, while ``replicas: 2147483647`` would never finish."""
+hold 150,000; a simulation needs about 8 KB of memory and 0.6 ms of CPU per pod, so 100,000
+pods take about a minute of CPU and 0.9 GiB (``benchmarks/simulate_big.py``), while
+``replicas: 2147483647`` would never finish."""
 
 
 def _count(spec: dict[str, Any], key: str) -> int:
@@ -112,8 +114,10 @@ def _suffix(seed: str) -> str:
 class WorkloadSimulator:
     """Keeps each workload's pods in line with its spec, one :meth:`reconcile` at a time."""
 
-    def __init__(self, cluster: InMemoryCluster, *, max_pods: int = DEFAULT_MAX_PODS):
+    def __init__(self, cluster: InMemoryCluster, *, max_pods: int = DEFAULT_MAX_PODS, progress: Progress = NO_PROGRESS):
         self.cluster = cluster
+        self.progress = progress
+        """Told the pods created, when a pass creates many (``creating pods``)."""
         self.max_pods = max_pods
         """Most pods the cluster may hold; creating more raises :class:`ManifestError`."""
         self._next: dict[tuple[str, str], int] = {}
@@ -134,9 +138,9 @@ class WorkloadSimulator:
                 by the workload and field that asks for the most); nothing is created then.
         """
         changes = 0
-        pods = self.cluster.objects("Pod")
+        pods = self.cluster.snapshot("Pod")
         # ReplicaSets a Deployment controls are kept by (and counted as) that Deployment
-        listed = {kind: self.cluster.objects(kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
+        listed = {kind: self.cluster.snapshot(kind) for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")}
         workloads = {kind: [o for o in objs if not _deployment_owned(o)] for kind, objs in listed.items()}
         self._owned_rs = {}
         for rs in listed["ReplicaSet"]:
@@ -218,13 +222,18 @@ class WorkloadSimulator:
             return changes
         names = {p["metadata"]["name"] for p in current}
         i = 0 if stateful else self._next.get((ns, owner_name), 0)
+        missing = want - len(current)
+        if missing >= 1000:
+            self.progress.phase(f"creating pods of {obj['kind']} {ns}/{meta['name']}", total=missing)
         while len(current) < want:
+            if missing >= 1000 and (want - len(current)) % 1000 == 0:
+                self.progress.update(missing - (want - len(current)))
             if stateful:
                 name = f"{meta['name']}-{i}"
             else:
                 name = f"{owner_name}-{_suffix(f'{ns}/{owner_name}/{i}')}"
             i += 1
-            if name in names or self.cluster.peek("Pod", name, ns) is not None:
+            if name in names or self.cluster.exists("Pod", name, ns):
                 continue
             tmeta = template.get("metadata") or {}
             labels = dict(tmeta.get("labels") or {})
@@ -243,11 +252,12 @@ class WorkloadSimulator:
                          "name": owner_name, "controller": True, **({"uid": owner_uid} if owner_uid else {})}
                     ],
                 },
-                "spec": copy.deepcopy(template.get("spec") or {}),
+                "spec": template.get("spec") or {},
                 "status": {"phase": "Pending"},
             }
             try:
-                created = self.cluster.create_sync("Pod", pod)
+                # handed over: every pod of this pass shares the template's spec (this pass's copy)
+                created = self.cluster.create_stored("Pod", pod, given=True)
             except KubeAPIError as exc:
                 if exc.status not in (403, 422):
                     raise

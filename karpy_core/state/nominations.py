@@ -64,6 +64,8 @@ class Nominations:
         self.window = window
         self._until: dict[str, float] = {}
         self._pods: dict[str, str] = {}
+        self._by_claim: tuple[dict[str, str], dict[str, list[str]], set[str]] | None = None
+        """(the ``_pods`` dict grouped, NodeClaim -> its pods, NodeClaims whose list is sorted)."""
 
     def nominate(self, names: Iterable[str], now: float) -> None:
         """Nominate each name until ``now + window`` (extending an earlier nomination)."""
@@ -80,10 +82,22 @@ class Nominations:
         """Nominate pods (``namespace/name``) to NodeClaims (by name), replacing any earlier
         nomination of the same pods."""
         self._pods.update(targets)
+        self._by_claim = None
 
     def pods_of(self, nodeclaim: str) -> list[str]:
-        """The pods (``namespace/name``, sorted) nominated to the NodeClaim ``nodeclaim``."""
-        return sorted(k for k, v in self._pods.items() if v == nodeclaim)
+        """The pods (``namespace/name``, sorted) nominated to the NodeClaim ``nodeclaim``. The
+        pods are grouped by NodeClaim once per change of the nominations (one scan for all
+        NodeClaims: registering each of N NodeClaims scanned every nominated pod)."""
+        if self._by_claim is None or self._by_claim[0] is not self._pods:
+            grouped: dict[str, list[str]] = {}
+            for k, v in self._pods.items():
+                grouped.setdefault(v, []).append(k)
+            self._by_claim = (self._pods, grouped, set())
+        _, groups, done = self._by_claim
+        if nodeclaim not in done:
+            groups.get(nodeclaim, []).sort()
+            done.add(nodeclaim)
+        return list(groups.get(nodeclaim, ()))
 
     def claims_for(self, pending: Collection[str]) -> set[str]:
         """The NodeClaims (by name) some of the ``pending`` pods are nominated to; forgets nothing

@@ -19,6 +19,7 @@ read it, never mutate it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -64,6 +65,8 @@ Raw = dict[str, Any]
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _UNSET: Any = object()
 """Marker of a lazily parsed slot not computed yet."""
+_INFO_METADATA = ("name", "namespace", "uid", "labels", "annotations", "ownerReferences", "creationTimestamp")
+"""The metadata fields :func:`~karpy_core.scheduling.pod.pod_info` reads."""
 
 _T = TypeVar("_T")
 
@@ -408,6 +411,25 @@ class PodView:
                 log.warning("pod cannot be parsed, left out", extra=fields(pod=self.key, error=got))
             return None
         return got
+
+    def adopt_info(self, older: PodView) -> None:
+        """Take the :attr:`info` parsed for ``older`` (an earlier version of this pod) when this
+        version differs from it only where :func:`~karpy_core.scheduling.pod.pod_info` does not
+        look, or in ``spec.nodeName`` (a bind, a status or resourceVersion change): its metadata
+        fields and spec entries are the same objects (the in-memory cluster shares what a patch
+        leaves unchanged). The info is then that one with this version's ``node_name`` and
+        ``raw``; otherwise nothing changes and :attr:`info` is parsed on first use."""
+        got = older._info
+        if got is _UNSET or isinstance(got, ValueError) or self._info is not _UNSET:
+            return
+        old, new = older.raw, self.raw
+        om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+        if any(om.get(k) is not nm.get(k) for k in _INFO_METADATA):
+            return
+        ospec, nspec = old.get("spec") or {}, new.get("spec") or {}
+        if ospec is not nspec and any(ospec.get(k) is not nspec.get(k) for k in set(ospec) | set(nspec) if k != "nodeName"):
+            return
+        object.__setattr__(self, "_info", dataclasses.replace(got, node_name=self.node_name, raw=new))
 
     def _parse_info(self) -> tuple[PodInfo | ValueError, bool]:
         got = self._info

@@ -151,7 +151,7 @@ spec:
     result = CliRunner().invoke(app, ["validate", str(examples_dir)])
     assert "subdirectories are not read" in result.stdout and "nodepools" in result.stdout
     result = CliRunner().invoke(app, ["validate", str(DATA / "scenarios/scale-down.yaml")])
-    assert result.exit_code == 0 and result.stdout.startswith("valid: Scenario scale-down: 2 step(s)")
+    assert result.exit_code == 0 and result.stdout.startswith("valid: Scenario scale-down: 2 steps (1 apply, 1 scale)")
 
 
 def test_explain_honours_json_output():
