@@ -442,7 +442,6 @@ class DevCluster:
         self.ports: dict[str, int] = {}
         self.startup_seconds: float | None = None
         self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-        self._argv: dict[str, list[str]] = {}
         self._ssl: ssl.SSLContext | None = None
         self._lock = threading.Lock()
 
@@ -553,45 +552,6 @@ class DevCluster:
         if raw:
             return text
         return json.loads(text) if text else None
-
-    def kill_apiserver(self) -> None:
-        """SIGKILL kube-apiserver (as a crashed or OOM-killed API server) and wait until it is gone.
-
-        Everything else keeps running; :meth:`start_apiserver_again` brings it back on the same
-        port with the same flags. Raises :class:`DevClusterError` when it is not running.
-        """
-        with self._lock:
-            found = [(n, p) for n, p in self._procs if n == "kube-apiserver" and p.poll() is None]
-            if not found:
-                raise DevClusterError("kube-apiserver is not running")
-            for _name, proc in found:
-                self._signal(proc, signal.SIGKILL)
-                proc.wait()
-            self._procs = [(n, p) for n, p in self._procs if n != "kube-apiserver"]
-
-    def start_apiserver_again(self, *, wait: bool = True, timeout: float = 60.0) -> None:
-        """Start kube-apiserver again after :meth:`kill_apiserver`: the command line it was first
-        started with (same port, certificates, etcd and flags), so clients reconnect to the same
-        address. ``wait``: block until ``/readyz`` answers ok (at most ``timeout`` seconds).
-
-        Raises:
-            DevClusterError: the cluster was never started, the API server still runs, or it did
-                not become ready in time.
-        """
-        argv = self._argv.get("kube-apiserver")
-        if argv is None:
-            raise DevClusterError("kube-apiserver was never started")
-        if "kube-apiserver" in self.running():
-            raise DevClusterError("kube-apiserver is already running")
-        self._spawn("kube-apiserver", argv)
-        if wait:
-            self.wait_apiserver_ready(timeout)
-
-    def wait_apiserver_ready(self, timeout: float = 60.0) -> None:
-        """Block until kube-apiserver's ``/readyz`` answers ok. Raises :class:`DevClusterError`
-        after ``timeout`` seconds, or when a component exits meanwhile."""
-        self._wait("kube-apiserver /readyz", "kube-apiserver",
-                   lambda: bool(self.api("GET", "/readyz", raw=True, timeout=5).strip() == "ok"), timeout)
 
     def logs(self, component: str, lines: int = 60) -> str:
         """The last lines of a component's log (etcd, kube-apiserver, ...)."""
@@ -707,7 +667,6 @@ class DevCluster:
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = open(self._log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         (self._log_dir / f"{name}.cmdline").write_text(" \\\n  ".join(argv) + "\n")
-        self._argv[name] = list(argv)
         in_main_thread = threading.current_thread() is threading.main_thread()
         try:
             proc = subprocess.Popen(
@@ -780,8 +739,28 @@ class DevCluster:
 
         self._wait("etcd /health", "etcd", healthy)
 
-    def _start_apiserver(self, binary: Path) -> None:
-        port = _free_port()
+    def restart_apiserver(self, down_seconds: float = 5.0, sig: int = signal.SIGKILL) -> None:
+        """Kill kube-apiserver (``sig``, SIGKILL by default: no graceful shutdown), wait
+        ``down_seconds``, start it again with the same flags on the same port and wait until it
+        is ready. etcd, the other components and every client keep running (they reconnect), as
+        when a control-plane node's API server crashes and its static pod restarts.
+
+        Raises:
+            DevClusterError: the cluster is not started, or the API server does not come back.
+        """
+        with self._lock:
+            found = [(n, p) for n, p in self._procs if n == "kube-apiserver"]
+            if not found or "kube-apiserver" not in self.ports:
+                raise DevClusterError("kube-apiserver is not running")
+            for entry in found:
+                self._signal(entry[1], sig)
+                entry[1].wait()
+                self._procs.remove(entry)
+        time.sleep(down_seconds)
+        self._start_apiserver(self.binaries["kube-apiserver"], port=self.ports["kube-apiserver"])
+
+    def _start_apiserver(self, binary: Path, port: int | None = None) -> None:
+        port = port or _free_port()
         self.ports["kube-apiserver"] = port
         self.server = f"https://{_LOOPBACK}:{port}"
         pki = self._workdir / "pki"

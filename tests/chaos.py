@@ -77,11 +77,7 @@ class Cluster(Protocol):
     token: str | None
     ca_file: Path | None
 
-    def kill_apiserver(self) -> None: ...
-
-    def start_apiserver_again(self, *, wait: bool = True, timeout: float = 60.0) -> None: ...
-
-    def wait_apiserver_ready(self, timeout: float = 60.0) -> None: ...
+    def restart_apiserver(self, down_seconds: float = 5.0, sig: int = signal.SIGKILL) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -584,13 +580,13 @@ class Harness:
         """Start ``fault``; returns the coroutine function that ends it (waits for the end)."""
         w = self.workload
         if fault == "apiserver-restart":
-            self.cluster.kill_apiserver()
+            # kill, wait, start with the same flags, wait ready: blocking, so in a thread
+            restarting = asyncio.create_task(asyncio.to_thread(self.cluster.restart_apiserver, w.apiserver_down_seconds))
+            await asyncio.sleep(0.5)  # the kill happens first thing
 
-            async def restart() -> None:
-                await asyncio.sleep(w.apiserver_down_seconds)
-                self.cluster.start_apiserver_again(wait=False)
-                await asyncio.to_thread(self.cluster.wait_apiserver_ready, 60.0)
-            return restart
+            async def restarted() -> None:
+                await restarting
+            return restarted
         if fault in ("leader-kill", "leader-stop"):
             leader = replicas.leader()
             if leader is None:
