@@ -750,9 +750,10 @@ class Harness:
 
 
 def plan(faults: list[str], moments: list[str], trials: int) -> list[tuple[str, str]]:
-    """``trials`` trials of each fault kind, cycling through ``moments`` (so 4 trials of a kind
-    with the four moments hit each moment once). Returns (fault, moment) pairs in run order."""
-    return [(f, moments[i % len(moments)]) for f in faults for i in range(trials)]
+    """``trials`` trials of each fault kind, cycling through ``moments`` (4 trials of a kind with
+    the four moments hit each moment once); the k-th kind starts at the k-th moment, so a few
+    trials per kind still spread over every moment. Returns (fault, moment) pairs in run order."""
+    return [(f, moments[(i + k) % len(moments)]) for k, f in enumerate(faults) for i in range(trials)]
 
 
 def table(results: list[TrialResult]) -> str:
