@@ -276,15 +276,18 @@ class FaultProxy:
             while True:
                 read = asyncio.ensure_future(upstream.content.readany())
                 expired = asyncio.ensure_future(expire.wait())
-                done, _ = await asyncio.wait({read, expired}, return_when=asyncio.FIRST_COMPLETED)
+                try:
+                    done, _ = await asyncio.wait({read, expired}, return_when=asyncio.FIRST_COMPLETED)
+                finally:  # also when the handler is cancelled (the controller went away)
+                    for t in (read, expired):
+                        if not t.done():
+                            t.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                            await t
                 if read not in done:
-                    read.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await read
                     self.injected += 1
                     await resp.write(pending + (b"\n" if pending else b"") + self._gone_line())
                     break
-                expired.cancel()
                 chunk = read.result()
                 if not chunk:
                     if pending:
