@@ -748,10 +748,16 @@ class Harness:
 
     async def calibrate(self, consolidation: bool = True) -> list[TrialResult]:
         """The fault-free runs every fault trial compares with: a scale-up and, when
-        ``consolidation``, a scale-up then scale-down."""
+        ``consolidation``, a scale-up then scale-down. Without it a consolidation trial is held
+        to the ideal outcome: no NodeClaim beyond the scale-up's, and as many Nodes as the pods
+        left need (one 4-cpu type and 1-cpu pods: the disruption deletes, never replaces)."""
         out = [await self.run(None, "before-claims")]
         if consolidation:
             out.append(await self.run(None, "consolidation"))
+        else:
+            assert self.reference is not None
+            self.reference.total_claims = self.reference.scale_up_claims
+            self.reference.final_nodes = -(-self.workload.scale_down_to // PODS_PER_NODE)
         return out
 
 
