@@ -45,6 +45,7 @@ from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.logs import spawn
 from karpy_core.observability import HealthServer, Metrics
 from karpy_core.state.nominations import Nominations, nomination_window
+from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock, RealClock
 
 __all__ = ["ControllerSettings", "Operator", "Batcher", "awaiting_scheduler", "PENDING_REQUEUE_SECONDS"]
@@ -152,7 +153,10 @@ class Operator:
         buffer_kinds = list(self.BUFFER_KINDS) if gates.CapacityBuffer else []
         gated = [kind for kind, gate in self.GATED_KINDS.items() if getattr(gates, gate)]
         self.kube = CachedKubeClient(kube, [*self.CACHED_KINDS, *node_classes, *buffer_kinds, *gated])
-        self.metrics.attach_state(self.kube, self.kube.synced)
+        self.sync = ClusterSync(self.kube)
+        """Synced before acting: provisioning, disruption, static capacity and GC decide only while
+        the caches are synced and, with leader election, the lease is still held (set in :meth:`run`)."""
+        self.metrics.attach_state(self.kube, self.sync.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
         self.nominations = Nominations(nomination_window(self.settings.batch.max_seconds))
@@ -163,7 +167,7 @@ class Operator:
             events=self.events, metrics=self.metrics, registration=RegistrationHealth(), waker=self.waker,
             batch=self.settings.batch, preference_policy=self.settings.preference_policy,
             min_values_policy=self.settings.min_values_policy, node_repair=self.settings.node_repair,
-            disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings)))
+            disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings), sync=self.sync))
         c = self.controllers
         self.provisioner, self.provisioning, self.batcher = c.provisioner, c.provisioning, c.provisioning.batcher
         self.lifecycle, self.termination, self.nodepool_status = c.lifecycle, c.termination, c.nodepool_status
@@ -311,6 +315,10 @@ class Operator:
                 lease_duration=ls.lease_duration, renew_deadline=ls.renew_deadline, retry_period=ls.retry_period,
             )
             self.elector = elector
+            self.sync.leading = elector.holds_lease
+            transport = getattr(self.raw_kube, "transport", None)
+            if transport is not None and hasattr(transport, "write_guard"):  # the HTTP client (not the in-memory one)
+                transport.write_guard = elector.holds_lease
             await elector.run(self._lead)
         finally:
             await self.health.stop()

@@ -59,6 +59,10 @@ ANNOTATION_NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
 ANNOTATION_NODEPOOL_HASH_VERSION = "karpenter.sh/nodepool-hash-version"
 ANNOTATION_TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 ANNOTATION_MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
+ANNOTATION_NOMINATED_PODS = "karpy.sh/nominated-pods"
+"""karpy's own: on a NodeClaim the provisioner creates, the pods (``namespace/name``, sorted,
+comma separated) it was planned for, so the pod nominations survive a restart or a failover
+(:func:`karpy_core.state.nominations.recorded_targets`). Karpenter keeps them in memory only."""
 
 # Taints and finalizer
 TAINT_DISRUPTED = "karpenter.sh/disrupted"

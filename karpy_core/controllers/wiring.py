@@ -34,6 +34,7 @@ from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.state.nominations import Nominations
+from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock
 
 if TYPE_CHECKING:
@@ -70,6 +71,9 @@ class ControllerContext:
         node_repair: run node repair (Karpenter's ``NodeRepair`` gate, overridable by the setting).
         unreported_is_ready: NodePool status counts a NodeClass without ``Ready`` as Ready (the
             simulator, which runs no provider's NodeClass status controller).
+        sync: the synced-before-acting gate of provisioning, disruption (with expiration), static
+            capacity and garbage collection; None: one over ``kube`` (the in-memory cluster is
+            always synced).
     """
 
     kube: KubeClient
@@ -87,6 +91,7 @@ class ControllerContext:
     disruption: DisruptionSettings = field(default_factory=DisruptionSettings)
     node_repair: bool = True
     unreported_is_ready: bool = False
+    sync: ClusterSync | None = None
 
 
 class DisruptionLoop:
@@ -109,7 +114,10 @@ class DisruptionLoop:
         return self.disruption.next_due()
 
     async def reconcile(self) -> list[DisruptionEvent]:
-        """Delete expired NodeClaims, then one disruption pass; returns the disruption's events."""
+        """Delete expired NodeClaims, then one disruption pass; returns the disruption's events.
+        Neither runs while the cluster state is not synced (the disruption's gate)."""
+        if not self.disruption.sync.ready(self.name):
+            return []
         await self.expiration.reconcile()
         return await self.disruption.reconcile()
 
@@ -167,11 +175,12 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
     """Build every controller from ``ctx``, honouring its feature gates."""
     gates = ctx.feature_gates
     kube, provider, clock = ctx.kube, ctx.provider, ctx.clock
+    sync = ctx.sync if ctx.sync is not None else ClusterSync(kube)
     provisioner = Provisioner(kube=kube, provider=provider, preference_policy=ctx.preference_policy,
                               min_values_policy=ctx.min_values_policy, nominations=ctx.nominations, clock=clock,
-                              capacity_buffers=gates.CapacityBuffer)
+                              capacity_buffers=gates.CapacityBuffer, sync=sync)
     disruption = Disruption(kube=kube, provider=provider, clock=clock, nominations=ctx.nominations, events=ctx.events,
-                            feature_gates=gates, settings=ctx.disruption, metrics=ctx.metrics)
+                            feature_gates=gates, settings=ctx.disruption, metrics=ctx.metrics, sync=sync)
     disruption.capacity_buffers = gates.CapacityBuffer
     return Controllers(
         provisioner=provisioner,
@@ -184,11 +193,11 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
         drift=NodeClaimDrift(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics),
         expiration=Expiration(kube=kube, clock=clock, events=ctx.events, metrics=ctx.metrics),
         disruption=disruption,
-        gc=GarbageCollection(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        gc=GarbageCollection(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics, sync=sync),
         repair=NodeRepair(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics)
         if ctx.node_repair else None,
         overlays=NodeOverlayController(kube=kube, provider=provider, clock=clock, waker=ctx.waker) if gates.NodeOverlay else None,
         buffer_status=CapacityBufferStatus(kube=kube, clock=clock, waker=ctx.waker) if gates.CapacityBuffer else None,
-        static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=ctx.metrics) if gates.StaticCapacity else None,
+        static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=ctx.metrics, sync=sync) if gates.StaticCapacity else None,
         provider=provider,
     )

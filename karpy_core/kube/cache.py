@@ -27,11 +27,16 @@ from karpy_core.errors import KubeAPIError, NotFoundError
 from karpy_core.kube.port import KINDS, KubeClient, KubeObject, Pod, WatchEvent
 from karpy_core.state.views import VIEW_KINDS, ObjectView, build_view
 
-__all__ = ["CachedKubeClient"]
+__all__ = ["SYNC_KINDS", "CachedKubeClient"]
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[str, WatchEvent], None]
+
+SYNC_KINDS = ("Node", "NodeClaim", "NodePool", "Pod")
+"""The kinds provisioning and disruption decide on: :meth:`CachedKubeClient.state_synced` holds
+only while every one of them (that the cache watches) is listed and watched. Karpenter's
+``Synced`` checks NodeClaims and Nodes; NodePools and pods are the rest of every decision."""
 
 
 def _key(obj: dict[str, Any], kind: str) -> tuple[str, str]:
@@ -77,6 +82,10 @@ class CachedKubeClient:
         """Kinds whose initial list arrived (or that the server does not serve)."""
         self._failing: dict[str, str] = {}
         """Kinds whose watch failed and has not listed again since, with the error."""
+        self._live: set[str] = set()
+        """Kinds whose watch has listed since it last (re)started and not failed since."""
+        self._served: set[str] = set()
+        """Kinds the API server has listed at least once (a later 404 is a restart, not a missing CRD)."""
         self._views: dict[str, dict[tuple[str, str], ObjectView]] = {k: {} for k in self.kinds if k in VIEW_KINDS}
 
     def on_change(self, listener: Listener) -> None:
@@ -123,18 +132,45 @@ class CachedKubeClient:
         self._failing[kind] = f"{type(exc).__name__}: {exc}"[:300]
         self._synced[kind].set()  # start() returns; health() stays False until a list succeeds
 
+    def state_synced(self) -> tuple[bool, str]:
+        """Whether the objects decisions are made on are synced: ``(True, "")``, or ``(False,
+        reason)``. Synced means every kind of :data:`SYNC_KINDS` this cache watches has listed
+        since its watch last (re)started and its watch has not failed since, so the cache holds
+        every object the API server listed plus whatever this process wrote or the watch
+        delivered after that list. Karpenter's ``pkg/controllers/state/cluster.go`` ``Synced``
+        (every NodeClaim and Node the API server lists is in cluster state); the provisioner and
+        the disruption controller do nothing until it holds
+        (:class:`karpy_core.state.synced.ClusterSync`). A kind whose CRD is not served never is."""
+        waiting = []
+        for kind in SYNC_KINDS:
+            if kind not in self._store or kind in self._live:
+                continue
+            if kind in self._missing:
+                waiting.append(f"{kind} (not served by the API server)")
+            elif kind in self._failing:
+                waiting.append(f"{kind} (watch failing: {self._failing[kind]})")
+            elif kind in self._listed:
+                waiting.append(f"{kind} (relisting after a watch restart)")
+            else:
+                waiting.append(f"{kind} (not listed yet)")
+        if waiting:
+            return False, "informer caches not synced: " + "; ".join(waiting)
+        return True, ""
+
     async def _run(self, kind: str) -> None:
         while True:
+            self._live.discard(kind)  # (re)starting: unsynced until the new list is in
             try:
                 seen: set[tuple[str, str]] | None = set()
                 async for ev in self.kube.watch(kind):
                     if ev.type == "SYNCED":
-                        if seen is not None:  # (re)start: forget objects the new list no longer has
-                            for key in [k for k in self._store[kind] if k not in seen]:
-                                self._apply(kind, WatchEvent("DELETED", self._store[kind][key]))
+                        if seen is not None:
+                            self._forget_unlisted(kind, seen, _rv(ev.object))
                         seen = None
                         self._listed.add(kind)
+                        self._served.add(kind)
                         self._failing.pop(kind, None)
+                        self._live.add(kind)
                         self._synced[kind].set()
                         continue
                     self._missing.discard(kind)
@@ -143,7 +179,15 @@ class CachedKubeClient:
                     self._apply(kind, ev)
             except asyncio.CancelledError:
                 raise
-            except NotFoundError:
+            except NotFoundError as exc:
+                self._live.discard(kind)
+                if kind in self._served:
+                    # served before: a restarting API server answers 404 for a CRD's kind until it has
+                    # loaded the CRD again. Not "the CRD is gone": keep what is cached, stay unsynced.
+                    self._failed(kind, exc)
+                    log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": str(exc)})
+                    await asyncio.sleep(1.0)
+                    continue
                 # The kind is not served (its CRD is not installed): nothing to cache; look again later.
                 self._listed.add(kind)
                 self._failing.pop(kind, None)
@@ -154,13 +198,32 @@ class CachedKubeClient:
                     self._missing.add(kind)
                 await asyncio.sleep(30.0)
             except KubeAPIError as exc:
+                self._live.discard(kind)
                 self._failed(kind, exc)
                 log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": str(exc)})
                 await asyncio.sleep(1.0)
             except Exception as exc:  # keep watching whatever happens
+                self._live.discard(kind)
                 self._failed(kind, exc)
                 log.warning("watch failed; restarting in 1s", extra={"kind": kind, "error": f"{type(exc).__name__}: {exc}"})
                 await asyncio.sleep(1.0)
+
+    def _forget_unlisted(self, kind: str, seen: set[tuple[str, str]], list_rv: int) -> None:
+        """After a (re)list at ``list_rv``: drop the cached objects the list does not hold, except
+        those written after it (a ``resourceVersion`` above the list's): an object this process
+        created while the list was on its way, or one a just-restarted API server's list does not
+        hold yet. The watch resumes from the list's version, so it delivers their later changes
+        and deletion; until then they stay, as Karpenter's cluster state keeps a NodeClaim the
+        provisioner created until a watch says it is gone. With no list version (a source that
+        sends none) every unlisted object is dropped."""
+        store = self._store[kind]
+        for key in [k for k in store if k not in seen]:
+            obj = store[key]
+            if list_rv > 0 and _rv(obj) > list_rv:
+                log.info("relist does not hold an object written after it; kept until the watch reports it",
+                         extra={"kind": kind, "object": key[1], "resource-version": _rv(obj), "list-resource-version": list_rv})
+                continue
+            self._apply(kind, WatchEvent("DELETED", obj))
 
     def _apply(self, kind: str, ev: WatchEvent) -> None:
         key = _key(ev.object, kind)

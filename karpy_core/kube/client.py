@@ -252,7 +252,7 @@ class AsyncKubeClient:
         for item in items:
             known[_key(item)] = item
             yield WatchEvent("ADDED", item)
-        yield WatchEvent("SYNCED", {})
+        yield WatchEvent("SYNCED", {"metadata": {"resourceVersion": rv}})
         info = self._info(kind)
         while True:
             try:

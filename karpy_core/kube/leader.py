@@ -78,6 +78,8 @@ class LeaderElector:
         self._observed_rv = ""
         self._observed_at = 0.0
         self.is_leader = False
+        self.renewed_at: float | None = None
+        """Clock time of the last successful acquire or renewal while leading."""
         self.last_contact: float | None = None
         """Clock time of the last lease read or write the API server answered (any answer but a
         transport failure or a 5xx): a standby replica is healthy while this is recent."""
@@ -144,9 +146,9 @@ class LeaderElector:
         while not await self._attempt():
             await self.clock.sleep(self.retry_period)
         self.is_leader = True
+        self.renewed_at = self.clock.now()
         log.info("leader election: acquired the lease", extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity})
         work = asyncio.create_task(lead(), name="leader-work")
-        last_renew = self.clock.now()
         try:
             while not work.done():
                 sleeper = asyncio.ensure_future(self.clock.sleep(self.retry_period))
@@ -157,13 +159,14 @@ class LeaderElector:
                 if work.done():
                     break
                 if await self._attempt():
-                    last_renew = self.clock.now()
-                elif self.clock.now() - last_renew > self.renew_deadline:
+                    self.renewed_at = self.clock.now()
+                elif not self.holds_lease():
                     log.error("leader election: lost the lease",
                               extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity})
                     break
         finally:
             self.is_leader = False
+            self.renewed_at = None
             if not work.done():
                 work.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -171,6 +174,15 @@ class LeaderElector:
             await self.release()
         if work.done() and not work.cancelled() and work.exception() is not None:
             raise work.exception()  # type: ignore[misc]
+
+    def holds_lease(self) -> bool:
+        """Whether this replica may still act as leader: it leads and renewed the lease within the
+        last ``renew_deadline`` seconds (by its own clock). A leader frozen past its lease (SIGSTOP,
+        a stalled VM) resumes with this False at once, before its next renewal attempt has even
+        been answered, so nothing it had queued acts (the controllers' synced-before-acting gate
+        asks this, :class:`karpy_core.state.synced.ClusterSync`); a successor takes the lease only
+        ``lease_duration`` seconds after the last renewal it saw, later than this turns False."""
+        return self.is_leader and self.renewed_at is not None and self.clock.now() - self.renewed_at <= self.renew_deadline
 
     async def release(self) -> None:
         """Give the lease up if held (empty holder), so a successor need not wait it out."""

@@ -317,7 +317,9 @@ def serve_plugin_node_classes() -> tuple[str, ...]:
 @dataclass(frozen=True)
 class WatchEvent:
     """One watch event: ``type`` is ADDED, MODIFIED or DELETED with ``object`` the object after
-    it, or SYNCED (empty object) once, after the ADDED events of the initial list."""
+    it, or SYNCED once, after the ADDED events of the initial list (its object is empty, or holds
+    only ``metadata.resourceVersion``: the list's, which the informer cache compares with the
+    objects it already holds, see :meth:`karpy_core.kube.cache.CachedKubeClient.state_synced`)."""
 
     type: str
     object: KubeObject

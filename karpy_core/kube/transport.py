@@ -30,7 +30,7 @@ from typing import Any
 import aiohttp
 from aiolimiter import AsyncLimiter
 
-from karpy_core.errors import KubeconfigError
+from karpy_core.errors import KubeAPIError, KubeconfigError
 
 __all__ = ["KubeconfigError", "Transport", "TokenSource", "load_incluster", "load_kubeconfig"]
 
@@ -140,6 +140,11 @@ class Transport:
 
     def __init__(self, access: Access, *, qps: float | None = None, burst: int | None = None):
         self.access = access
+        self.write_guard: Callable[[], bool] | None = None
+        """Asked right before a write (POST, PUT, PATCH, DELETE) other than of a Lease is sent:
+        False refuses it (:meth:`request` raises). The operator sets it to the leader elector's
+        :meth:`~karpy_core.kube.leader.LeaderElector.holds_lease`, so a leader frozen past its
+        lease sends nothing it had queued (a fence as close to the wire as the client gets)."""
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | bool | None = None
         self.limiter: AsyncLimiter | None = None
@@ -188,6 +193,7 @@ class Transport:
 
         Raises:
             aiohttp.ClientError, OSError, TimeoutError: the server cannot be reached or did not answer.
+            KubeAPIError: a write refused by :attr:`write_guard` (503, reason ``NotLeader``).
         """
         if self.limiter is not None:
             await self.limiter.acquire()
@@ -197,6 +203,10 @@ class Transport:
         if auth:
             hdrs["Authorization"] = auth
         params = [(k, _query_value(v)) for k, v in (query or ()) if v is not None]
+        guard = self.write_guard
+        if guard is not None and method != "GET" and "/leases" not in path and not guard():
+            raise KubeAPIError.from_status(f"{method} {path} not sent: this replica no longer holds the leader lease",
+                                           status=503, reason="NotLeader")
         return await session.request(
             method,
             self.access.server.rstrip("/") + path,

@@ -16,6 +16,16 @@ from karpy_core.scheduling.taints import Taint
 __all__ = ["ExistingNode", "NodeUsage"]
 
 
+EPHEMERAL_TAINTS = frozenset({
+    ("karpenter.sh/unregistered", "NoExecute"),
+    ("node.kubernetes.io/not-ready", "NoSchedule"),
+    ("node.kubernetes.io/unreachable", "NoSchedule"),
+    ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+})
+"""(key, effect) of the taints a node not initialized yet is expected to lose (Karpenter
+``pkg/scheduling/taints.go`` ``KnownEphemeralTaints``)."""
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ExistingNode:
     """A node (or a launched NodeClaim whose node has not registered yet) that pods may use.
@@ -45,11 +55,18 @@ class ExistingNode:
 
     def effective_taints(self) -> tuple[Taint, ...]:
         """Taints pods must tolerate: all of them once initialized; before that, without the
-        startup taints and ``karpenter.sh/unregistered``."""
+        startup taints and the known ephemeral taints (:data:`EPHEMERAL_TAINTS`: ``unregistered``,
+        and the not-ready, unreachable and cloud-provider-uninitialized taints kube-controller-manager
+        and a cloud controller put on a node that is still starting), as Karpenter's
+        ``statenode.go`` ``Taints`` ignores ``scheduling.KnownEphemeralTaints`` on a managed node
+        not initialized yet. Without that, a registered node whose not-ready taint kube-controller-
+        manager had not lifted yet (slow after an API server restart) held no room, and its pods
+        got a second NodeClaim."""
         if self.initialized:
             return self.taints
         ignore = set(self.startup_taints)
-        return tuple(t for t in self.taints if t not in ignore and t.key != "karpenter.sh/unregistered")
+        return tuple(t for t in self.taints
+                     if t not in ignore and t.key != "karpenter.sh/unregistered" and (t.key, t.effect) not in EPHEMERAL_TAINTS)
 
     def free(self) -> Resources:
         """``allocatable - requested`` (internal units; may be negative)."""

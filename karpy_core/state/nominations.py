@@ -22,8 +22,14 @@ a second claim for them (``karpy simulate`` of ``benchmarks/cost.py``'s mix6-120
 6.549 USD/hour, for a 5-claim plan of 5.409). A pod nomination has no time limit: it lasts while
 the pod is pending and its NodeClaim is in flight (:func:`in_flight_targets`), so a boot longer
 than the node window cannot undo it. Karpenter re-plans the pending pods over its in-flight
-NodeClaims on every pass (it nominates nodes, ``NominateNodeForPod``, not pods to them). It is
-held in memory: a restarted controller plans the pending pods afresh once.
+NodeClaims on every pass (it nominates nodes, ``NominateNodeForPod``, not pods to them).
+
+Pod nominations are held in memory and also recorded on each NodeClaim the provisioner creates
+(the ``karpy.sh/nominated-pods`` annotation): a restarted controller, or a new leader after a
+failover, reads them back from the in-flight NodeClaims (:func:`recorded_targets`) and keeps
+those pods where they were planned, instead of packing them afresh over the claims' exact room
+(which launched a second NodeClaim for a pod whose first one was on its way: issue 34). A relist
+changes nothing: the nominations are not tied to the informer cache.
 """
 
 from __future__ import annotations
@@ -31,10 +37,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from karpy_core.apis.labels import ANNOTATION_NOMINATED_PODS
+
 if TYPE_CHECKING:
     from karpy_core.state.cluster import ClusterSnapshot
 
-__all__ = ["NOMINATION_WINDOW_SECONDS", "Nominations", "in_flight_targets", "nomination_window"]
+__all__ = ["NOMINATION_WINDOW_SECONDS", "Nominations", "in_flight_targets", "nomination_window", "recorded_targets"]
 
 NOMINATION_WINDOW_SECONDS = 20.0
 """``max(2 x 10 s batch max, 10 s)``: Karpenter ``statenode.go`` ``nominationWindow`` with default options."""
@@ -98,4 +106,22 @@ def in_flight_targets(snapshot: ClusterSnapshot) -> dict[str, str]:
             out[nc.name] = nc.name
         elif not node.deleting and not node.initialized:
             out[node.name] = nc.name
+    return out
+
+
+def recorded_targets(snapshot: ClusterSnapshot, pending: Collection[str]) -> dict[str, str]:
+    """The pod nominations recorded on the NodeClaims in flight (:func:`in_flight_targets`):
+    pod key (``namespace/name``) -> NodeClaim name, for the ``pending`` pods each in-flight claim's
+    ``karpy.sh/nominated-pods`` annotation names. A pod named by two claims (a planner's retry)
+    goes to the one created first (then by name). Claims deleting or initialized record nothing."""
+    claims = set(in_flight_targets(snapshot).values())
+    out: dict[str, str] = {}
+    ordered = sorted((nc for nc in snapshot.nodeclaim_views if nc.name in claims), key=lambda nc: (nc.created, nc.name))
+    for nc in ordered:
+        recorded = nc.annotations.get(ANNOTATION_NOMINATED_PODS)
+        if not recorded:
+            continue
+        for pod in recorded.split(","):
+            if pod in pending:
+                out.setdefault(pod, nc.name)
     return out

@@ -302,7 +302,7 @@ async def test_provisioning_publishes_no_compatible_instance_types_and_failed_sc
     waiting["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
     cluster.create_sync("Pod", waiting)
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
-    op.provisioner.kube = cluster  # no informer cache in a unit test
+    op.provisioner.kube = op.sync.source = cluster  # no informer cache in a unit test (nor its sync state)
     assert await op.provisioning.provision_once() == 1
     nct = events_of(cluster, "NoCompatibleInstanceTypes")
     assert len(nct) == 1 and nct[0]["involvedObject"]["kind"] == "NodePool" and nct[0]["type"] == "Warning"

@@ -215,9 +215,18 @@ async def test_provisioner_second_pass_creates_nothing_for_pods_nominated_to_in_
     assert not second.created and second.results is not None
     names = {i: c["metadata"]["name"] for i, c in enumerate(first.created)}
     assert second.results.existing == {p.key: names[i] for i, c in enumerate(first.results.new_claims) for p in c.pods}
-    # a fresh provisioner (a restart: no nominations) re-packs and launches more
-    fresh = await Provisioner(kube=cluster, provider=provider, clock=clock).reconcile()
-    assert fresh.created
+    planned = {p.key: names[i] for i, c in enumerate(first.results.new_claims) for p in c.pods}
+    # a fresh provisioner (a restart, a new leader: no nominations in memory) reads them back from
+    # the claims' karpy.sh/nominated-pods annotation and launches nothing more (issue 34)
+    fresh_noms = Nominations()
+    fresh = await Provisioner(kube=cluster, provider=provider, nominations=fresh_noms, clock=clock).reconcile()
+    assert not fresh.created and fresh.results is not None and fresh.results.existing == planned
+    assert fresh_noms.pods_of(names[0]) == sorted(p.key for p in first.results.new_claims[0].pods)
+    # without the record (what a restarted controller had before) the pods are re-packed and more launched
+    for c in cluster.objects("NodeClaim"):
+        cluster.patch_sync("NodeClaim", c["metadata"]["name"], {"metadata": {"annotations": {"karpy.sh/nominated-pods": None}}})
+    forgetful = await Provisioner(kube=cluster, provider=provider, clock=clock).reconcile()
+    assert forgetful.created
 
 
 async def test_a_refused_nomination_does_not_block_registration():

@@ -136,7 +136,7 @@ async def test_the_operator_runs_the_static_controller_only_with_the_gate() -> N
     gates = FeatureGates(StaticCapacity=True, SpotToSpotConsolidation=True)
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings.model_validate({"feature_gates": gates}))
     assert op.static is not None and op.disruption.feature_gates.SpotToSpotConsolidation
-    op.static.kube = cluster  # no informer cache in a unit test
+    op.static.kube = op.sync.source = cluster  # no informer cache in a unit test (nor its sync state)
     await op.static.reconcile()
     claims = cluster.objects("NodeClaim")
     assert len(claims) == 3 and all(c["metadata"]["labels"]["karpenter.sh/nodepool"] == "default" for c in claims)

@@ -60,6 +60,7 @@ from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snapshot, with_virtual_pods
 from karpy_core.state.nominations import Nominations
+from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock, iso
 
 if TYPE_CHECKING:
@@ -210,8 +211,10 @@ class Disruption:
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, settings: DisruptionSettings | None = None,
                  nominations: Nominations | None = None, events: EventRecorder | None = None,
-                 feature_gates: FeatureGates | None = None, metrics: Metrics | None = None):
+                 feature_gates: FeatureGates | None = None, metrics: Metrics | None = None, sync: ClusterSync | None = None):
         self.kube = kube
+        self.sync = sync if sync is not None else ClusterSync(kube)
+        """The synced-before-acting gate (:class:`~karpy_core.state.synced.ClusterSync`)."""
         self.feature_gates = feature_gates or FeatureGates()
         self.events = events
         self.provider = provider
@@ -357,6 +360,8 @@ class Disruption:
     async def _pass(self) -> list[DisruptionEvent]:
         now = self.clock.now()
         events: list[DisruptionEvent] = []
+        if not self.sync.ready("disruption"):  # Karpenter disruption/controller.go: "waiting on cluster sync"
+            return events
         snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._pod_events(snapshot, now):
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
@@ -385,6 +390,9 @@ class Disruption:
                 events.append(DisruptionEvent(DisruptionEventKind.INVALIDATED, ",".join(cmd.nodes), reason=why.message,
                                               details={"method": cmd.plan.method.value}, decision=why.kind))
                 self._idle = None
+            elif not self.sync.ready("disruption"):
+                self.pending = cmd  # decided on a synced view; validated again once synced
+                return events
             else:
                 events += await self._execute(cmd, now)
                 snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)

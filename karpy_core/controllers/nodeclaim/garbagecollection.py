@@ -24,6 +24,7 @@ from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake
 from karpy_core.errors import NodeClaimNotFoundError, ignore_not_found
 from karpy_core.logs import fields
+from karpy_core.state.synced import ClusterSync
 
 if TYPE_CHECKING:
     from karpy_core.cloudprovider.provider import CloudProvider
@@ -131,8 +132,11 @@ class GarbageCollection:
     first_delay = 10.0
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, events: EventRecorder | None = None,
-                 metrics: Metrics | None = None):
+                 metrics: Metrics | None = None, sync: ClusterSync | None = None):
         self.kube = kube
+        self.sync = sync if sync is not None else ClusterSync(kube)
+        """The synced-before-acting gate: an instance is never taken as leaked on a view that may
+        lack its NodeClaim (:class:`~karpy_core.state.synced.ClusterSync`)."""
         self.events = events
         self.metrics = metrics
         self.provider = provider
@@ -141,7 +145,10 @@ class GarbageCollection:
         """providerID -> reason for each unclaimed instance the last pass left alone."""
 
     async def reconcile(self) -> tuple[list[str], list[str]]:
-        """Returns (instances terminated, NodeClaims deleted); :attr:`skipped` says what was left and why."""
+        """Returns (instances terminated, NodeClaims deleted); :attr:`skipped` says what was left and
+        why. Nothing is done while the cluster state is not synced (logged)."""
+        if not self.sync.ready(self.name):
+            return [], []
         before = {c["metadata"]["name"]: c for c in await self.kube.list("NodeClaim")} if self.metrics is not None else {}
         skipped: dict[str, str] = {}
         leaked = await garbage_collect(self.kube, self.provider, self.clock, skipped=skipped)

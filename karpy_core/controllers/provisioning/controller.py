@@ -37,6 +37,10 @@ __all__ = ["ProvisioningController", "awaiting_scheduler", "PENDING_REQUEUE_SECO
 
 log = logging.getLogger("karpy.operator")
 
+UNSYNCED_RETRY_SECONDS = 1.0
+"""A pass that found the cluster state not synced is tried again after this long (Karpenter's
+provisioner requeues on the next batch, which its pod trigger opens within a second)."""
+
 PENDING_REQUEUE_SECONDS = 10.0
 """While provisionable pods remain, provisioning runs again after this long without any event
 (Karpenter's pod trigger controller requeues each provisionable pod after 10 s)."""
@@ -84,6 +88,8 @@ class ProvisioningController:
         self.clock = clock
         self.events = events
         self.metrics = metrics
+        self._retry: asyncio.Task[None] | None = None
+        """The re-trigger after a pass that found the cluster state not synced."""
         self._unmarked: set[str] = set()
         """UIDs of pods kube-scheduler has not marked or bound yet (see :func:`awaiting_scheduler`)."""
         self.batcher = Batcher(clock, batch, hold=lambda: bool(self._unmarked))
@@ -103,6 +109,10 @@ class ProvisioningController:
 
     def trigger(self) -> None:
         """Start a batch (pods that existed before, a NodeOverlay or CapacityBuffer change)."""
+        self.batcher.trigger()
+
+    async def _retrigger(self, seconds: float) -> None:
+        await self.clock.sleep(seconds)
         self.batcher.trigger()
 
     async def _requeue_pending(self) -> None:
@@ -125,6 +135,8 @@ class ProvisioningController:
         finally:
             if requeue is not None:
                 requeue.cancel()
+            if self._retry is not None:
+                self._retry.cancel()
 
     async def provision_once(self) -> int:
         """One provisioning pass with its metrics, logs and events; returns the number of
@@ -140,6 +152,11 @@ class ProvisioningController:
             self.batcher.trigger()
             return 0
         seconds = time.perf_counter() - t0
+        if not result.synced:  # the cluster state is not synced (logged): look again shortly
+            if self._retry is None or self._retry.done():
+                self._retry = asyncio.create_task(self._retrigger(UNSYNCED_RETRY_SECONDS), name="provisioner-unsynced-retry")
+            if not result.created:
+                return 0
         if self.metrics is not None:
             self.metrics.observe_reconcile(self.name, seconds, error=False)
             self.metrics.observe_scheduling(self.name, uuid.uuid4().hex, seconds,

@@ -27,6 +27,7 @@ from karpy_core.apis.labels import (
     ANNOTATION_MIN_VALUES_RELAXED,
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
+    ANNOTATION_NOMINATED_PODS,
     LABEL_NODEPOOL,
     nodeclass_label_key,
 )
@@ -50,7 +51,8 @@ from karpy_core.state.cluster import (
     nodepool_usage,
     ready_nodepools,
 )
-from karpy_core.state.nominations import Nominations, in_flight_targets
+from karpy_core.state.nominations import Nominations, in_flight_targets, recorded_targets
+from karpy_core.state.synced import ClusterSync
 from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
@@ -75,6 +77,9 @@ class ProvisioningResult:
     no_instance_types: list[dict[str, Any]] = field(default_factory=list)
     """Ready NodePools whose requirements leave no instance type with an available offering
     (Karpenter's ``NoCompatibleInstanceTypes`` event)."""
+    synced: bool = True
+    """False: the pass did nothing because the cluster state was not synced
+    (:class:`~karpy_core.state.synced.ClusterSync`); the controller tries again shortly."""
     buffers: dict[str, BufferPlacement] = field(default_factory=dict)
     """CapacityBuffer key (``ns/name``) -> where its virtual pods went. Virtual pods are taken out
     of ``results.existing``/``errors``/``reasons`` and ``pods`` (they are not pending pods) but
@@ -159,6 +164,8 @@ def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = 
     annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
     if plan.min_values_relaxed:
         annotations[ANNOTATION_MIN_VALUES_RELAXED] = "true"
+    if plan.pods:  # the pod nominations, for a successor (state/nominations.py recorded_targets)
+        annotations[ANNOTATION_NOMINATED_PODS] = ",".join(sorted({p.key for p in plan.pods}))
     spec: dict[str, Any] = {
         "requirements": plan.spec_requirements(),
         "resources": {"requests": format_resource_list(plan.requests)},
@@ -193,6 +200,8 @@ class Provisioner:
         nominations: where to record the nodes chosen for pending pods (shared with the
             disruption controller); a private one when not given.
         clock: time source for the nominations (real by default).
+        sync: the synced-before-acting gate (:class:`~karpy_core.state.synced.ClusterSync`); by
+            default one over ``kube`` (always open for a client that is never behind).
     """
 
     name = "provisioner"
@@ -200,8 +209,10 @@ class Provisioner:
     def __init__(
         self, *, kube: KubeClient, provider: CloudProvider, preference_policy: str = "Respect", min_values_policy: str = "Strict",
         nominations: Nominations | None = None, clock: Clock | None = None, capacity_buffers: bool = False,
+        sync: ClusterSync | None = None,
     ):
         self.kube = kube
+        self.sync = sync if sync is not None else ClusterSync(kube)
         self.provider = provider
         self.preference_policy = preference_policy
         self.min_values_policy = min_values_policy
@@ -215,16 +226,28 @@ class Provisioner:
         self.last: ProvisioningResult = ProvisioningResult()
 
     async def reconcile(self) -> ProvisioningResult:
-        """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending)."""
+        """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending).
+
+        Nothing is decided on a view that is not synced (``synced=False`` in the result, the reason
+        logged): Karpenter ``provisioner.go`` ``Schedule`` waits on ``cluster.Synced`` too. The
+        gate is checked again before each create, so a pass that lost its lease meanwhile stops."""
+        if not self.sync.ready(self.name):
+            self.last = ProvisioningResult(synced=False)
+            return self.last
         snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
         pending = snapshot.pending_pod_views()
         result = ProvisioningResult(pending=len(pending))
         virtual = list(snapshot.virtual_pod_views)
-        planned = self.nominations.pod_targets({p.key for p in [*pending, *virtual]})
+        waiting = {p.key for p in [*pending, *virtual]}
+        planned = self.nominations.pod_targets(waiting)
         if not pending and not virtual:
             self.last = result
             return result
         in_flight = in_flight_targets(snapshot)
+        recorded = {pod: claim for pod, claim in recorded_targets(snapshot, waiting).items() if pod not in planned}
+        if recorded:  # planned by a predecessor (a restart, a failover): kept where they were planned
+            self.nominations.nominate_pods(recorded)
+            planned.update(recorded)
         claim_node = {claim: node for node, claim in in_flight.items()}
         nominated = {pod: claim_node[claim] for pod, claim in planned.items() if claim in claim_node}
         pending = [*pending, *virtual]
@@ -257,6 +280,9 @@ class Provisioner:
         self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
         self.nominations.nominate_pods({pod: in_flight[node] for pod, node in results.existing.items() if node in in_flight})
         for plan in results.new_claims:
+            if not self.sync.ready(self.name):
+                result.synced = False
+                break
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
             log.info("created nodeclaim", extra=fields(  # Karpenter's line and keys (provisioning/provisioner.go)
                 nodeclaim=created, nodepool=plan.nodepool, requests=((created.get("spec") or {}).get("resources") or {}).get("requests"),

@@ -35,6 +35,7 @@ from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.scheduling.template import template_from_nodepool
 from karpy_core.state.cluster import collect_snapshot, daemonset_pod_infos
+from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock
 
 if TYPE_CHECKING:
@@ -89,15 +90,21 @@ class StaticCapacity:
     resync_seconds: float | None = None
     first_delay = 0.0
 
-    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, metrics: Metrics | None = None):
+    def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, metrics: Metrics | None = None,
+                 sync: ClusterSync | None = None):
         self.kube = kube
+        self.sync = sync if sync is not None else ClusterSync(kube)
+        """The synced-before-acting gate (:class:`~karpy_core.state.synced.ClusterSync`)."""
         self.metrics = metrics
         self.provider = provider
         self.clock = clock
         self._limit_logged: set[tuple[str, int]] = set()
 
     async def reconcile(self) -> list[StaticEvent]:
-        """One pass over every static NodePool; returns what was done."""
+        """One pass over every static NodePool; returns what was done (nothing while the cluster
+        state is not synced: it would count too few NodeClaims and launch more)."""
+        if not self.sync.ready(self.name):
+            return []
         snapshot = await collect_snapshot(self.kube)
         now = self.clock.now()
         events: list[StaticEvent] = []
