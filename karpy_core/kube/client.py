@@ -264,7 +264,8 @@ class AsyncKubeClient:
         while True:
             try:
                 async for etype, obj in self._watch_once(kind, rv):
-                    gone_in_a_row = 0  # the watch delivers again
+                    if etype != "ERROR":
+                        gone_in_a_row = 0  # the watch delivers again
                     if etype == "BOOKMARK":
                         rv = obj["metadata"].get("resourceVersion", rv)
                         continue

@@ -41,7 +41,11 @@ class _Stream:
         return self
 
     async def __anext__(self) -> tuple[str, dict[str, Any]]:
-        if self.number <= self.expired or (self.sent and self.number == self.expired + 1):
+        if self.number <= self.expired and self.number % 2:
+            raise _Gone()  # HTTP 410 on the watch request
+        if self.number <= self.expired:  # HTTP 200 and an ERROR event with code 410 (kube-apiserver's usual answer)
+            return "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
+        if self.sent and self.number == self.expired + 1:
             raise _Gone()
         if self.sent:
             raise AssertionError("the test stops reading after the event")
