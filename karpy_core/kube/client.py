@@ -42,6 +42,12 @@ REQUEST_TIMEOUT = 60.0
 """Seconds for one ordinary request."""
 WATCH_TIMEOUT = 300
 """Server-side watch timeout (``timeoutSeconds``); the watch reconnects afterwards."""
+RELIST_BACKOFF = 0.8
+RELIST_BACKOFF_MAX = 30.0
+"""Seconds before a relist that follows another 410 Gone with no event in between: 0.8 s doubling
+up to 30 s (client-go's reflector backoff, ``NewExponentialBackoffManager(800ms, 30s, ...)``); the
+first relist after a working watch is immediate. Without it a server (or proxy) answering every
+watch with 410 had each informer relisting in a tight loop, ~80 LISTs a second for nine kinds."""
 
 
 class AsyncKubeClient:
@@ -261,9 +267,12 @@ class AsyncKubeClient:
             yield WatchEvent("ADDED", item)
         yield WatchEvent("SYNCED", {"metadata": {"resourceVersion": rv}})
         info = self._info(kind)
+        gone_in_a_row = 0
         while True:
             try:
                 async for etype, obj in self._watch_once(kind, rv):
+                    if etype != "ERROR":
+                        gone_in_a_row = 0  # the watch delivers again
                     if etype == "BOOKMARK":
                         rv = obj["metadata"].get("resourceVersion", rv)
                         continue
@@ -282,6 +291,11 @@ class AsyncKubeClient:
                         known[_key(obj)] = obj
                     yield WatchEvent(etype, obj)
             except _Gone:
+                gone_in_a_row += 1
+                if gone_in_a_row > 1:
+                    delay = min(RELIST_BACKOFF_MAX, RELIST_BACKOFF * 2 ** (gone_in_a_row - 2))
+                    log.info("watch expired again before any event; backing off", extra={"kind": kind, "seconds": delay})
+                    await asyncio.sleep(delay)
                 log.info("watch expired (410 Gone); relisting", extra={"kind": kind})
                 items, rv = await self.list_with_version(kind)
                 current = {_key(i): i for i in items}
