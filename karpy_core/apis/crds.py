@@ -594,9 +594,9 @@ def crd_specs() -> list[CRDSpec]:
     """The kinds, in a fixed order: karpy core's NodePool, NodeClaim, NodeOverlay and CapacityBuffer
     (``autoscaling.x-k8s.io/v1beta1``, namespaced; upstream's CRD shape, served with the
     CapacityBuffer gate), the simulated provider's KWOKNodeClass (``karpenter.kwok.sh/v1alpha1``,
-    Karpenter's KWOK provider's; :mod:`karpy_core.apis.kwoknodeclass`), then the :class:`CRDSpec` entries of the installed plugins' ``karpy.apis``
-    entry points, in entry-point name order (karpy's: ``aws`` -> EC2NodeClass, ``kakaocloud`` ->
-    KCNodeClass). A plugin that fails to load is skipped with a warning
+    Karpenter's KWOK provider's; :mod:`karpy_core.apis.kwoknodeclass`), then the :class:`CRDSpec`
+    entries of the installed plugins' ``karpy.apis`` entry points, in entry-point name order
+    (karpy's: ``aws`` -> EC2NodeClass, ``kakaocloud`` -> KCNodeClass). A plugin that fails to load is skipped with a warning
     (:func:`karpy_core.apis.registry.api_entries`).
     """
     from karpy_core.apis.capacitybuffer import CapacityBuffer

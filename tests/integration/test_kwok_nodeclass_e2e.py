@@ -88,6 +88,8 @@ async def test_karpenters_kwok_nodepool_runs_pods_unchanged(kube, devcluster, tm
         # the NodeClass label Karpenter puts on nodes names the KWOK kind's group-qualified key
         assert all(n["metadata"]["labels"].get("karpenter.kwok.sh/kwoknodeclass") == "default" for n in ns)
         assert "NodeClass not found" not in controller.log()
+        # no controller wrote the class's status: it is still the CRD's default, as under Karpenter
+        assert (await kube.get("KWOKNodeClass", "default"))["status"] == stored["status"]
     finally:
         await _delete(kube, "Deployment", APP, "default")
         for c in await claims(kube):
