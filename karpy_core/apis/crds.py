@@ -701,7 +701,8 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
                     "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
                     "subresources": {"status": {}, **({"scale": {"specReplicasPath": spec.scale[0],
                                                                    "statusReplicasPath": spec.scale[1]}} if spec.scale else {})},
-                    "additionalPrinterColumns": [dict(c) for c in spec.columns],
+                    # none: no key, as controller-gen writes it (the API server drops an empty list)
+                    **({"additionalPrinterColumns": [dict(c) for c in spec.columns]} if spec.columns else {}),
                 }
                 for name in (*spec.also_served, spec.version)
             ],
