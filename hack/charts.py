@@ -10,7 +10,8 @@ Users install a chart per cloud, by the names they know:
   --set credentials.secretName=... --set sigKey.secretName=...``).
 
 Both are copies of ``charts/karpy`` (templates, values.schema.json, values) with their own
-``Chart.yaml`` name, ``cloud`` default, CRDs (Karpenter's and their cloud's NodeClass only) and
+``Chart.yaml`` name, ``cloud`` default, CRDs (Karpenter's and their cloud's NodeClass only: not the
+other cloud's, nor the simulated provider's KWOKNodeClass, which neither chart can run) and
 ``ci/`` values: edit ``charts/karpy``, then run this script. ``charts/karpy`` itself stays the
 chart that serves both clouds (``--set cloud=...``, default aws) and third-party providers.
 
@@ -54,7 +55,9 @@ CHARTS = (
                "karpy's KakaoCloud controller, installed as KakaoCloud's Karpenter provider is "
                "(karpenter.sh/v1 NodePool and NodeClaim, karpenter.kakaocloud.com/v1alpha1 KCNodeClass)."),
 )
-_NODECLASS_PREFIXES = tuple(c.nodeclass_crd_prefix for c in CHARTS)
+_NODECLASS_PREFIXES = (*(c.nodeclass_crd_prefix for c in CHARTS), "karpenter.kwok.sh_")
+"""CRD file prefixes of NodeClasses a generated chart only ships when it is that chart's cloud (the
+simulated provider's KWOKNodeClass: none of them)."""
 
 
 def _chart_yaml(chart: CloudChart) -> str:

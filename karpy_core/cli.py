@@ -901,7 +901,8 @@ def controller(
 def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
-    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, EC2NodeClass, KCNodeClass) in a cluster."""
+    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, CapacityBuffer, EC2NodeClass, KCNodeClass and the
+    simulated provider's KWOKNodeClass) in a cluster."""
     import aiohttp
 
     from karpy_core.apis.crds import install

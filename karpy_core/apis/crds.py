@@ -593,12 +593,14 @@ def openapi_schema(model: type[KubeObject], overlays: dict[str, Overlay] | None 
 def crd_specs() -> list[CRDSpec]:
     """The kinds, in a fixed order: karpy core's NodePool, NodeClaim, NodeOverlay and CapacityBuffer
     (``autoscaling.x-k8s.io/v1beta1``, namespaced; upstream's CRD shape, served with the
-    CapacityBuffer gate), then the :class:`CRDSpec` entries of the installed plugins' ``karpy.apis``
-    entry points, in entry-point name order (karpy's: ``aws`` -> EC2NodeClass, ``kakaocloud`` ->
-    KCNodeClass). A plugin that fails to load is skipped with a warning
+    CapacityBuffer gate), the simulated provider's KWOKNodeClass (``karpenter.kwok.sh/v1alpha1``,
+    Karpenter's KWOK provider's; :mod:`karpy_core.apis.kwoknodeclass`), then the :class:`CRDSpec`
+    entries of the installed plugins' ``karpy.apis`` entry points, in entry-point name order
+    (karpy's: ``aws`` -> EC2NodeClass, ``kakaocloud`` -> KCNodeClass). A plugin that fails to load is skipped with a warning
     (:func:`karpy_core.apis.registry.api_entries`).
     """
     from karpy_core.apis.capacitybuffer import CapacityBuffer
+    from karpy_core.apis.kwoknodeclass import crd_spec as kwok_crd_spec
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodeoverlay import NodeOverlay
     from karpy_core.apis.nodepool import NodePool
@@ -662,6 +664,7 @@ def crd_specs() -> list[CRDSpec]:
             overlays=_capacitybuffer_overlays,
             also_served=("v1alpha1",),  # the version Karpenter's docs show; same schema as v1beta1
         ),
+        kwok_crd_spec(),
     ]
     return core + plugin_crd_specs()
 
@@ -698,7 +701,8 @@ def build_crd(spec: CRDSpec) -> dict[str, Any]:
                     "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
                     "subresources": {"status": {}, **({"scale": {"specReplicasPath": spec.scale[0],
                                                                    "statusReplicasPath": spec.scale[1]}} if spec.scale else {})},
-                    "additionalPrinterColumns": [dict(c) for c in spec.columns],
+                    # none: no key, as controller-gen writes it (the API server drops an empty list)
+                    **({"additionalPrinterColumns": [dict(c) for c in spec.columns]} if spec.columns else {}),
                 }
                 for name in (*spec.also_served, spec.version)
             ],

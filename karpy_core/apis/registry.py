@@ -37,9 +37,11 @@ def core_kinds() -> list[type[KubeObject]]:
     """The kinds karpy core models: karpenter.sh/v1 NodePool and NodeClaim, core/v1 Pod and Node,
     apps/v1 Deployment/ReplicaSet/StatefulSet/DaemonSet, batch/v1 Job, policy/v1 PodDisruptionBudget,
     node.k8s.io/v1 RuntimeClass, autoscaling.x-k8s.io/v1beta1 CapacityBuffer and v1 PodTemplate, karpenter.sh/v1alpha1
-    NodeOverlay."""
+    NodeOverlay, and karpenter.kwok.sh/v1alpha1 KWOKNodeClass (the NodeClass of Karpenter's KWOK provider, which
+    karpy's built-in simulated provider serves)."""
     from karpy_core.apis.capacitybuffer import CapacityBuffer, PodTemplate
     from karpy_core.apis.core import Node, Pod
+    from karpy_core.apis.kwoknodeclass import KWOKNodeClass
     from karpy_core.apis.node import RuntimeClass
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodeoverlay import NodeOverlay
@@ -54,7 +56,7 @@ def core_kinds() -> list[type[KubeObject]]:
     )
 
     return [NodePool, NodeClaim, Pod, Node, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, PodDisruptionBudget,
-            RuntimeClass, CapacityBuffer, PodTemplate, NodeOverlay]
+            RuntimeClass, CapacityBuffer, PodTemplate, NodeOverlay, KWOKNodeClass]
 
 
 def _model(item: object) -> type[KubeObject]:

@@ -104,6 +104,8 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
     ("karpenter.kwok.sh", "KWOKNodeClass"),
 ]
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
+KWOK_NODE_CLASS = "KWOKNodeClass"
+"""Karpenter's KWOK provider's kind: Ready by its CRD's status default, not by :meth:`SimulatedProvider.reconcile_nodeclasses`."""
 
 ANNOTATION_NODECLASS_HASH = "karpy.sh/nodeclass-hash"
 """The simulated provider's record of the NodeClass spec an instance was launched with."""
@@ -451,7 +453,11 @@ class SimulatedProvider:
     async def reconcile_nodeclasses(self) -> int:
         """Give every NodeClass of a supported kind the cluster serves a ``Ready=True`` condition
         (a simulated cloud has nothing to resolve), so ``kubectl get ec2nodeclass`` reads as it
-        would on AWS. Needs ``kube``; returns how many NodeClasses were patched."""
+        would on AWS. Needs ``kube``; returns how many NodeClasses were patched.
+
+        Not KWOKNodeClass: Karpenter's KWOK provider sets no NodeClass status; the CRD's ``status``
+        default (one ``Ready=True``, :mod:`karpy_core.apis.kwoknodeclass`) makes it Ready, and a
+        status someone writes (``Ready=False``) stands, as it does under Karpenter."""
         from karpy_core.kube.port import KINDS
         from karpy_core.utils.clock import iso
 
@@ -459,7 +465,7 @@ class SimulatedProvider:
             return 0
         patched = 0
         for _, kind in self.node_classes:
-            if kind not in KINDS:
+            if kind not in KINDS or kind == KWOK_NODE_CLASS:
                 continue
             for obj in await self.kube.list(kind):
                 meta = obj["metadata"]

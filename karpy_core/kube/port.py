@@ -270,6 +270,8 @@ KINDS: dict[str, KindInfo] = {
     "NodeOverlay": KindInfo("karpenter.sh", "v1alpha1", "nodeoverlays", False),
     "EC2NodeClass": KindInfo("karpenter.k8s.aws", "v1", "ec2nodeclasses", False),
     "KCNodeClass": KindInfo("karpenter.kakaocloud.com", "v1alpha1", "kcnodeclasses", False),
+    # Karpenter's KWOK provider's NodeClass, served by the built-in simulated provider (karpy_core.apis.kwoknodeclass)
+    "KWOKNodeClass": KindInfo("karpenter.kwok.sh", "v1alpha1", "kwoknodeclasses", False),
 }
 
 

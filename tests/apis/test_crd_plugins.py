@@ -56,9 +56,9 @@ def test_a_plugins_crdspec_registers_its_kind_and_renders_its_crd(widget_plugin:
     assert registry.kind_registry()[("widgets.example.com/v1", "WidgetNodeClass")] is WidgetNodeClass
     specs = crds.crd_specs()
     kinds = [s.model.KIND for s in specs]
-    # karpy's own kinds first, then the plugins' by entry-point name (aws, kakaocloud, widget)
-    assert kinds[:4] == ["NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer"]
-    assert kinds[4:] == ["EC2NodeClass", "KCNodeClass", "WidgetNodeClass"]
+    # karpy's own kinds first (the simulated provider's KWOKNodeClass among them), then the plugins' by entry-point name (aws, kakaocloud, widget)
+    assert kinds[:5] == ["NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer", "KWOKNodeClass"]
+    assert kinds[5:] == ["EC2NodeClass", "KCNodeClass", "WidgetNodeClass"]
     crd = crds.generate()["widgets.example.com_widgetnodeclasses.yaml"]
     assert crd["metadata"]["name"] == "widgetnodeclasses.widgets.example.com"
     assert crd["spec"]["names"]["shortNames"] == ["wnc"] and crd["spec"]["scope"] == "Cluster"
@@ -94,6 +94,7 @@ def test_core_generates_only_its_own_kinds_without_plugins(monkeypatch: pytest.M
     monkeypatch.setattr(registry, "entry_points", lambda group: [])
     assert sorted(crds.generate()) == [
         "autoscaling.x-k8s.io_capacitybuffers.yaml",
+        "karpenter.kwok.sh_kwoknodeclasses.yaml",  # the built-in simulated provider's NodeClass
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.sh_nodeoverlays.yaml",
         "karpenter.sh_nodepools.yaml",

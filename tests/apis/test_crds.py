@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from karpy_core.apis import crds
 from karpy_core.apis.base import to_kube_dict
 from karpy_core.apis.capacitybuffer import CapacityBuffer
+from karpy_core.apis.kwoknodeclass import KWOKNodeClass
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodeoverlay import NodeOverlay
 from karpy_core.apis.nodepool import NodePool, _check_schedule
@@ -35,6 +36,7 @@ FILES = {
     "karpenter.k8s.aws_ec2nodeclasses.yaml": EC2NodeClass,
     "karpenter.kakaocloud.com_kcnodeclasses.yaml": KCNodeClass,
     "autoscaling.x-k8s.io_capacitybuffers.yaml": CapacityBuffer,
+    "karpenter.kwok.sh_kwoknodeclasses.yaml": KWOKNodeClass,
 }
 
 
@@ -251,7 +253,8 @@ def test_schemas_are_structural(generated: dict[str, dict[str, Any]]) -> None:
         assert problems == []
         assert set(schema["properties"]) == {"apiVersion", "kind", "metadata", "spec", "status"}
         assert schema["properties"]["metadata"] == {"type": "object"}
-        assert schema["required"] == ["spec"]
+        # Karpenter's KWOKNodeClass needs no spec (kwok/README's manifest has none)
+        assert schema.get("required") == (None if name == "karpenter.kwok.sh_kwoknodeclasses.yaml" else ["spec"])
 
 
 def test_no_part_preserves_unknown_fields(generated: dict[str, dict[str, Any]]) -> None:
@@ -383,7 +386,8 @@ MINIMAL: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(set(FILES) - {"karpenter.sh_nodeoverlays.yaml"}))  # NodeOverlay has no defaults
+# NodeOverlay has no defaults; KWOKNodeClass only a status default (test_kwoknodeclass_is_karpenters)
+@pytest.mark.parametrize("name", sorted(set(FILES) - {"karpenter.sh_nodeoverlays.yaml", "karpenter.kwok.sh_kwoknodeclasses.yaml"}))
 def test_crd_defaults_equal_model_defaults(generated: dict[str, dict[str, Any]], name: str) -> None:
     """What the API server stores after defaulting is what the model fills in: the model's dump
     of the bare manifest equals the defaulted manifest read back through the model."""
@@ -494,6 +498,36 @@ def test_ec2nodeclass_rules(generated: dict[str, dict[str, Any]]) -> None:
         assert key in tag_messages
     assert at(schema, "spec.subnetSelectorTerms")["minItems"] == 1 and at(schema, "spec.subnetSelectorTerms")["maxItems"] == 30
     assert at(schema, "spec.instanceStorePolicy")["enum"] == ["RAID0"]
+
+
+def test_kwoknodeclass_is_karpenters(generated: dict[str, dict[str, Any]]) -> None:
+    """The facts of Karpenter's ``kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml`` (v1.15.0):
+    names, scope, version, the ``nodeRegistrationDelay`` pattern and the ``status`` default that
+    makes every KWOKNodeClass Ready (Karpenter sets its status nowhere else)."""
+    crd = generated["karpenter.kwok.sh_kwoknodeclasses.yaml"]
+    assert crd["metadata"]["name"] == "kwoknodeclasses.karpenter.kwok.sh"
+    spec = crd["spec"]
+    assert spec["group"] == "karpenter.kwok.sh" and spec["scope"] == "Cluster"
+    assert spec["names"] == {"categories": ["karpenter"], "kind": "KWOKNodeClass", "listKind": "KWOKNodeClassList",
+                             "plural": "kwoknodeclasses", "shortNames": ["kwoknc", "kwokncs"], "singular": "kwoknodeclass"}
+    (version,) = spec["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}} and "additionalPrinterColumns" not in version
+    schema = schema_of(crd)
+    assert at(schema, "spec.nodeRegistrationDelay") | {"description": ""} == {
+        "type": "string", "pattern": "^([0-9]+(s|m|h))+$", "description": ""}
+    assert at(schema, "status")["default"] == {"conditions": [{
+        "lastTransitionTime": "2024-01-01T01:01:01Z", "message": "", "reason": "Ready", "status": "True", "type": "Ready"}]}
+    # the API server's defaulting of the README's bare manifest gives what the model loads
+    bare = {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "default"}}
+    defaulted = apply_defaults(schema, copy.deepcopy(bare))
+    assert to_kube_dict(KWOKNodeClass.model_validate(bare)) == to_kube_dict(KWOKNodeClass.model_validate(defaulted))
+    assert to_kube_dict(KWOKNodeClass.model_validate(bare))["status"] == at(schema, "status")["default"]
+    # the delay's pattern and Go's grammar, as the model checks them
+    assert KWOKNodeClass.model_validate({**bare, "spec": {"nodeRegistrationDelay": "1m30s"}}).spec.node_registration_delay == "1m30s"
+    for bad in ("1.5s", "90", "1d", "-1s"):
+        with pytest.raises(ValidationError, match="nodeRegistrationDelay"):
+            KWOKNodeClass.model_validate({**bare, "spec": {"nodeRegistrationDelay": bad}})
 
 
 def test_kcnodeclass_rules(generated: dict[str, dict[str, Any]]) -> None:

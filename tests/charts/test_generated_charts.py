@@ -31,4 +31,5 @@ def test_cloud_charts_share_charts_karpy_templates() -> None:
         crds = {p.name for p in (chart / "crds").glob("*.yaml")}
         assert any(c.startswith(own) for c in crds) and not any(c.startswith(other) for c in crds)
         assert "karpenter.sh_nodepools.yaml" in crds
+        assert "karpenter.kwok.sh_kwoknodeclasses.yaml" not in crds  # the simulated provider's: charts/karpy only
     assert yaml.safe_load((source / "values.yaml").read_text())["cloud"] == "aws"

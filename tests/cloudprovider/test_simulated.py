@@ -165,6 +165,26 @@ async def test_node_classes_option_narrows_the_nodeclass_kinds() -> None:
         create_plugin({"node_classes": []})
 
 
+async def test_kwoknodeclass_status_is_left_to_its_crd_default() -> None:
+    """Karpenter's KWOK provider writes no KWOKNodeClass status (its CRD default makes it Ready), so
+    the simulated cloud does not either: a Ready=False someone wrote stands, while an EC2NodeClass
+    next to it is marked Ready."""
+    from karpy_core.kube.memory import InMemoryCluster
+
+    cluster = InMemoryCluster()
+    await cluster.create("EC2NodeClass", {"metadata": {"name": "a"}, "spec": {}})
+    await cluster.create("KWOKNodeClass", {"metadata": {"name": "default"}})
+    down = {"type": "Ready", "status": "False", "reason": "Maintenance", "message": "set by hand",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await cluster.patch("KWOKNodeClass", "default", {"status": {"conditions": [down]}}, status=True)
+    cloud = load_provider("simulated", {"kube": cluster})
+    assert ("karpenter.kwok.sh", "KWOKNodeClass") in cloud.supported_node_classes()
+    assert isinstance(cloud.plugin, SimulatedProvider)
+    assert await cloud.plugin.reconcile_nodeclasses() == 1  # the EC2NodeClass only
+    assert (await cluster.get("KWOKNodeClass", "default"))["status"]["conditions"] == [down]
+    assert (await cluster.get("EC2NodeClass", "a"))["status"]["conditions"][0]["status"] == "True"
+
+
 def test_catalog_options_pass_through() -> None:
     plugin = create_plugin({"max_pods": 110, "ami_family": "Bottlerocket"})
     m5 = next(t for t in plugin.instance_types if t.name == "m5.large")

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis import crds
 from karpy_core.apis.base import KubeObject
+from karpy_core.apis.kwoknodeclass import KWOKNodeClass
 from karpy_core.apis.labels import is_restricted_label
 from karpy_core.apis.loader import format_path, load_documents, load_text, substitute
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -41,6 +42,7 @@ MODELS: dict[str, type[KubeObject]] = {
     "NodeOverlay": NodeOverlay,
     "EC2NodeClass": EC2NodeClass,
     "KCNodeClass": KCNodeClass,
+    "KWOKNodeClass": KWOKNodeClass,
 }
 SUFFIX = uuid.uuid4().hex[:6]
 
@@ -68,6 +70,7 @@ def kubeconfig(devcluster: Any) -> Path:
             "kcnodeclasses.karpenter.kakaocloud.com",
             "nodeoverlays.karpenter.sh",
             "capacitybuffers.autoscaling.x-k8s.io",
+            "kwoknodeclasses.karpenter.kwok.sh",
         ]
     )
     return Path(devcluster.kubeconfig)
@@ -217,6 +220,11 @@ def kcnodeclass() -> dict[str, Any]:
     }
 
 
+def kwoknodeclass() -> dict[str, Any]:
+    """Karpenter's kwok/README KWOKNodeClass: no spec at all."""
+    return {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass", "metadata": {"name": "crd-test"}}
+
+
 def nodeclaim() -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
@@ -263,7 +271,7 @@ async def test_crds_are_established_with_names_and_columns(kube: client.ApiClien
         assert [v["name"] for v in versions] == [*spec.also_served, spec.version]
         assert [v["name"] for v in versions if v["storage"]] == [spec.version]
         for version in versions:
-            assert [c["name"] for c in version["additionalPrinterColumns"]] == [c["name"] for c in spec.columns]
+            assert [c["name"] for c in version.get("additionalPrinterColumns", [])] == [c["name"] for c in spec.columns]
 
 
 async def test_install_is_idempotent(kube: client.ApiClient) -> None:
@@ -809,6 +817,12 @@ CASES: list[tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], 
     ("kc-key-short", kcnodeclass, _set("spec.keyName", "k"), "spec.keyName"),
     ("kc-key-ok", kcnodeclass, lambda d: d["spec"].update(keyName="my-key", tags={"team": "a"}), None),
     ("kc-keyring-field", kcnodeclass, _set("spec.activeKeyID", "k1"), "spec.activeKeyID"),
+    # KWOKNodeClass
+    ("kwok-ok-readme", kwoknodeclass, lambda d: None, None),
+    ("kwok-ok-delay", kwoknodeclass, _set("spec.nodeRegistrationDelay", "1m30s"), None),
+    ("kwok-delay-fraction", kwoknodeclass, _set("spec.nodeRegistrationDelay", "1.5s"), "spec.nodeRegistrationDelay"),
+    ("kwok-delay-days", kwoknodeclass, _set("spec.nodeRegistrationDelay", "1d"), "spec.nodeRegistrationDelay"),
+    ("kwok-unknown-field", kwoknodeclass, _set("spec.instanceTypes", ["a"]), "spec.instanceTypes"),
     # NodeClaim
     # NodeOverlay
     ("no-ok-base", nodeoverlay, lambda d: None, None),

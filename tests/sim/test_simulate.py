@@ -53,6 +53,20 @@ def test_seed_004_kcnodeclass_demo_on_simulated_provider():
     assert total_pods == 3
 
 
+def test_karpenters_kwok_nodepool_and_kwoknodeclass_place_every_pod():
+    """Karpenter's kwok/README NodePool and KWOKNodeClass, unchanged: the class is served (not
+    ignored), Ready by its CRD default, and the pool places the pods on spot amd64 nodes."""
+    doc = simulate_json(str(DATA / "kwok/karpenter-kwok-nodepool.yaml"), str(DATA / "kwok/inflate.yaml"))
+    assert not doc["ignored"]
+    assert doc["summary"]["pods_pending"] == 0 and doc["summary"]["pods_bound"] == 10
+    assert doc["nodes"]
+    for node in doc["nodes"]:
+        assert node["nodepool"] == "default" and node["capacity_type"] == "spot"
+        assert node["labels"]["kubernetes.io/arch"] == "amd64"
+        assert node["labels"]["karpenter.kwok.sh/kwoknodeclass"] == "default"
+    assert sum(len(n["pods"]) for n in doc["nodes"]) == 10
+
+
 def test_seed_000_cpu_limit_stops_growth(examples_dir):
     doc = simulate_json(str(DATA / "seeds/000-repaired.yaml"), str(DATA / "sim/000-inflate.yaml"), "--region", "ap-northeast-2")
     nodes = doc["nodes"]
