@@ -315,3 +315,75 @@ def test_instance_type_catalog_json_constants_are_refused(tmp_path: Path, consta
     assert result.exit_code == 2
     assert result.stderr.strip() == (f"error: {catalog}: not valid JSON: {constant} is not a JSON number "
                                      "(Go's encoding/json, which Karpenter reads the catalog with, refuses it)")
+
+
+# --- found by the fresh-user trial: what kube-apiserver refuses at create time ---------------------------
+
+RUNTIMECLASS_POD = """\
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {{name: r}}
+handler: h
+overhead: {{podFixed: {{cpu: '{overhead}'}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec: {{runtimeClassName: r, containers: [{{name: c, image: i, resources: {{requests: {{cpu: "4"}}}}}}]}}
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "simulate"])
+def test_negative_runtimeclass_overhead_is_refused(tmp_path: Path, command: str) -> None:
+    """A negative ``overhead.podFixed`` used to shrink the pod's requests (a 4-cpu pod on a 2-vCPU
+    node, exit 0); kube-apiserver refuses the RuntimeClass."""
+    nodepool = _write(tmp_path, "np.yaml", _nodepool(""))
+    app = _write(tmp_path, "rc.yaml", RUNTIMECLASS_POD.format(overhead="-3"))
+    result = invoke_cli(command, nodepool, app)
+    assert result.exit_code == 2, result.output
+    problems = _problems(result)
+    assert any("RuntimeClass/r" in p and "overhead.podFixed.cpu" in p for p in problems), problems
+
+
+def test_zero_runtimeclass_overhead_is_accepted(tmp_path: Path) -> None:
+    nodepool = _write(tmp_path, "np.yaml", _nodepool(""))
+    result = invoke_cli("simulate", nodepool, _write(tmp_path, "rc.yaml", RUNTIMECLASS_POD.format(overhead="0")))
+    assert result.exit_code == 0, result.output
+    assert "pods: 1 bound, 0 pending" in result.stdout
+
+
+AFFINITY_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{requirement}]
+  containers: [{{name: c, image: i}}]
+"""
+
+
+@pytest.mark.parametrize(("requirement", "message"), [
+    ("{key: a, operator: Gt, values: ['x', 'y']}", "must be specified single value when operator is 'Gt'"),
+    ("{key: a, operator: Lt, values: ['x']}", "'x' is not a 64-bit integer"),
+    ("{key: a, operator: In, values: []}", "must be specified when operator is 'In'"),
+    ("{key: a, operator: Exists, values: ['x']}", "may not be specified when operator is 'Exists'"),
+])
+def test_node_affinity_validate_refuses_what_simulate_could_not_use(tmp_path: Path, requirement: str, message: str) -> None:
+    """``validate`` used to call such a pod valid and ``simulate`` left it pending as invalid:
+    both refuse it now, naming the requirement, as kube-apiserver does."""
+    app = _write(tmp_path, "pod.yaml", AFFINITY_POD.format(requirement=requirement))
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, app)
+        assert result.exit_code == 2, result.output
+        problems = _problems(result)
+        assert any("matchExpressions[0]" in p and message in p for p in problems), problems
+
+
+def test_node_affinity_gt_with_one_integer_is_valid(tmp_path: Path) -> None:
+    app = _write(tmp_path, "pod.yaml", AFFINITY_POD.format(requirement="{key: a, operator: Gt, values: ['3']}"))
+    result = invoke_cli("validate", app)
+    assert result.exit_code == 0, result.output

@@ -145,11 +145,31 @@ class LabelSelector(LenientModel):
 
 
 class NodeSelectorRequirement(LenientModel):
-    """``core/v1 NodeSelectorRequirement`` (node affinity: ``Gt``/``Lt`` take one integer value)."""
+    """``core/v1 NodeSelectorRequirement`` (node affinity: ``Gt``/``Lt`` take one integer value).
+
+    Raises (as a validation error), as kube-apiserver's ``ValidateNodeSelectorRequirement``
+    (``pkg/apis/core/validation/validation.go``) refuses the pod:
+        ValueError: ``In``/``NotIn`` without values, ``Exists``/``DoesNotExist`` with values, or
+        ``Gt``/``Lt`` with other than one value parsing as a 64-bit integer.
+    """
 
     key: Str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: list[Str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> NodeSelectorRequirement:
+        op, values = self.operator, self.values
+        if op in ("In", "NotIn") and not values:
+            raise ValueError(f"values: must be specified when operator is {op!r}")
+        if op in ("Exists", "DoesNotExist") and values:
+            raise ValueError(f"values: may not be specified when operator is {op!r}")
+        if op in ("Gt", "Lt"):
+            if len(values) != 1:
+                raise ValueError(f"values: must be specified single value when operator is {op!r}; got {values}")
+            if not re.fullmatch(r"[+-]?[0-9]+", values[0]) or not -(2**63) <= int(values[0]) < 2**63:
+                raise ValueError(f"values[0]: {values[0]!r} is not a 64-bit integer (operator {op!r})")
+        return self
 
 
 class NodeSelectorTerm(LenientModel):

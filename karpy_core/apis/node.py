@@ -14,16 +14,18 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from karpy_core.apis.base import LenientModel, LenientObject, ResourceList, Str
+from karpy_core.apis.base import ComputeResourceList, LenientModel, LenientObject, Str
 from karpy_core.apis.core import Toleration
 
 __all__ = ["Overhead", "Scheduling", "RuntimeClass"]
 
 
 class Overhead(LenientModel):
-    """``node/v1 Overhead``: ``podFixed`` is added to every pod's requests (quantities)."""
+    """``node/v1 Overhead``: ``podFixed`` is added to every pod's requests (quantities, each >= 0:
+    kube-apiserver refuses a negative one, ``ValidateNonnegativeQuantity`` in
+    ``pkg/apis/node/validation``)."""
 
-    pod_fixed: ResourceList = Field(default_factory=dict)
+    pod_fixed: ComputeResourceList = Field(default_factory=dict)
 
 
 class Scheduling(LenientModel):

@@ -607,7 +607,7 @@ def _reference_line(report: SimulationReport) -> str | None:
     gap = ref.gap(cost) or 0.0
     what = ", ".join(f"{n} x {t}" for t, n in ref.plan.items()) if ref.plan else ref.note
     left = f" ({ref.unplaceable} pods fit no instance type, left out)" if ref.unplaceable else ""
-    head = f"{ref.status}: {ref.value:.4f} USD/hour for the {ref.pods} pods on launched nodes"
+    head = f"{ref.status}: {ref.value:.4f} USD/hour for the {ref.pods} pod{'' if ref.pods == 1 else 's'} on launched nodes"
     if what:
         head += f" ({what})"
     if abs(gap) < 1e-6:
