@@ -62,31 +62,19 @@ class Fault:
     times: int = 1
 
 
-class FaultProxy:
-    """A loopback HTTP proxy to ``upstream`` that injects :class:`Fault` s.
+class LoopbackProxy:
+    """A loopback HTTP server on 127.0.0.1 (a free port) whose every request goes to
+    :meth:`_handle`, with a client session for forwarding to ``upstream``; subclasses answer.
 
     Args:
         upstream: base URL of the real server (``http://127.0.0.1:port``).
-        error: ``(kind, request) -> (status, body bytes, content type)`` for injected answers,
-            ``kind`` one of ``5xx``, ``throttle``, ``expired``.
-        on_expire: what token expiry does server-side (None: answer ``error("expired")`` instead).
-        delay: seconds an answer is held for ``timeout-after-act`` (longer than the client's read timeout).
     """
 
-    def __init__(self, upstream: str, error: Callable[[str, web.Request], tuple[int, bytes, str]], *,
-                 on_expire: Callable[[], None] | None = None, delay: float = 1.0):
+    def __init__(self, upstream: str):
         self.upstream = upstream.rstrip("/")
-        self.error = error
-        self.on_expire = on_expire
-        self.delay = delay
-        self.fault: Fault | None = None
-        self.target: asyncio.Task[Any] | None = None
-        self.seen = 0
-        self.calls: list[tuple[int, str, str, int]] = []
-        self.armed_calls: list[tuple[int, str, str, int]] = []
+        self.url = ""
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self.url = ""
 
     async def start(self) -> str:
         app = web.Application(client_max_size=16 * 1024 * 1024)
@@ -105,6 +93,33 @@ class FaultProxy:
             await self._session.close()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raise NotImplementedError
+
+
+class FaultProxy(LoopbackProxy):
+    """A loopback HTTP proxy to ``upstream`` that injects :class:`Fault` s.
+
+    Args:
+        upstream: base URL of the real server (``http://127.0.0.1:port``).
+        error: ``(kind, request) -> (status, body bytes, content type)`` for injected answers,
+            ``kind`` one of ``5xx``, ``throttle``, ``expired``.
+        on_expire: what token expiry does server-side (None: answer ``error("expired")`` instead).
+        delay: seconds an answer is held for ``timeout-after-act`` (longer than the client's read timeout).
+    """
+
+    def __init__(self, upstream: str, error: Callable[[str, web.Request], tuple[int, bytes, str]], *,
+                 on_expire: Callable[[], None] | None = None, delay: float = 1.0):
+        super().__init__(upstream)
+        self.error = error
+        self.on_expire = on_expire
+        self.delay = delay
+        self.fault: Fault | None = None
+        self.target: asyncio.Task[Any] | None = None
+        self.seen = 0
+        self.calls: list[tuple[int, str, str, int]] = []
+        self.armed_calls: list[tuple[int, str, str, int]] = []
 
     def arm(self, fault: Fault | None, target: asyncio.Task[Any] | None) -> None:
         """Inject ``fault`` into the requests of ``target`` counted from now."""

@@ -62,7 +62,7 @@ from karpy_core.apis.workloads import (
 )
 from karpy_core.errors import ManifestError
 from karpy_core.utils import kubeyaml
-from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem
+from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem, format_yaml_path
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -290,18 +290,10 @@ def _parse(text: str) -> Iterator[_RawDocument]:
 def format_path(loc: Sequence[str | int]) -> str:
     """``("spec", "requirements", 2, "operator")`` -> ``spec.requirements[2].operator``; keys that
     are not plain identifiers are quoted (``labels["kubernetes.io/arch"]``). pydantic's internal
-    location tags (``function-after[...]``, ``[key]``) are dropped."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part.startswith("[") or (part.endswith("]") and "[" in part):
-            continue
-        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
-            out += f".{part}" if out else part
-        else:
-            out += f'["{part}"]'
-    return out
+    location tags (``function-after[...]``, ``[key]``) are dropped; the rest is
+    :func:`~karpy_core.utils.kubeyaml.format_yaml_path`."""
+    return format_yaml_path([part for part in loc if isinstance(part, int)
+                             or not (part.startswith("[") or (part.endswith("]") and "[" in part))])
 
 
 def _show(value: Any) -> str:

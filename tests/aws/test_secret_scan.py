@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from xml.sax.saxutils import escape
 
 import aioboto3
-import aiohttp
 import pytest
 from aiobotocore.credentials import AioRefreshableCredentials
 from aiobotocore.session import AioSession
@@ -37,6 +36,7 @@ from karpy_core.observability import Metrics
 from karpy_core.operator import Operator
 from karpy_core.redaction import MASK, redact
 from karpy_core.sim.simulator import Simulator
+from tests.faultinjection import LoopbackProxy
 from tests.secret_scan import capture_logs, find_leaks
 
 from .conftest import CLUSTER, REGION
@@ -151,7 +151,7 @@ async def test_refreshed_role_credentials_are_registered_before_signing(moto_url
     assert not leaks, "\n".join(leaks[:10])
 
 
-class EchoingEC2:
+class EchoingEC2(LoopbackProxy):
     """A loopback proxy to moto that answers every ``CreateFleet`` with a 400 EC2 error whose
     message quotes the request, as some gateways do: its headers as a Python dict (the SigV4
     ``Authorization`` header with ``Credential=`` and ``Signature=``, ``X-Amz-Security-Token``),
@@ -159,29 +159,8 @@ class EchoingEC2:
     signature quoted."""
 
     def __init__(self, upstream: str):
-        self.upstream = upstream.rstrip("/")
+        super().__init__(upstream)
         self.signatures: list[str] = []
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
-
-    async def start(self) -> str:
-        app = web.Application(client_max_size=16 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60), auto_decompress=False)
-        return self.url
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
