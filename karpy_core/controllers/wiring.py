@@ -215,4 +215,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
     )
     if ctx.dry_run:
         provisioner.dry_run = disruption.dry_run = built.expiration.dry_run = built.gc.dry_run = True
+        built.termination.dry_run = built.drift.dry_run = True
+        if built.repair is not None:
+            built.repair.dry_run = True
     return built

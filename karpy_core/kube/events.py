@@ -101,7 +101,8 @@ class EventRecorder:
         self.dry_run = False
         """True (``karpy controller --dry-run``): an Event is not created; it is logged at info
         level as ``event``, with the Event's own fields (``type``, ``reason``, ``message``,
-        ``involvedObject``) under the key ``event``, and ``dryRun: true``, under the same de-duplication and rate limits."""
+        ``involvedObject``) under the key ``Event`` (structlog's own ``event`` key is the message),
+        and ``dryRun: true``, under the same de-duplication and rate limits."""
 
     async def publish(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``obj``; never raises.
@@ -170,7 +171,7 @@ class EventRecorder:
         if len(self.published) > 1000:
             del self.published[:500]
         if self.dry_run:
-            log.info("event", extra={"event": {k: event[k] for k in ("type", "reason", "message", "involvedObject")},
+            log.info("event", extra={"Event": {k: event[k] for k in ("type", "reason", "message", "involvedObject")},
                                      "dryRun": True})
             return
         try:

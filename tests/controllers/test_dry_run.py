@@ -183,7 +183,7 @@ async def test_disruption_reports_the_command_once_and_executes_nothing(caplog: 
     assert len(would) == 1 and would[0].__dict__["disrupted-nodes"][0]["Node"] == {"name": "b"}
     assert would[0].__dict__["decision"] == "delete" and would[0].__dict__["dryRun"] is True
     # the DisruptionTerminating events are logged in the event format, not created
-    evs = [r.__dict__["event"] for r in caplog.records if r.getMessage() == "event"]
+    evs = [r.__dict__["Event"] for r in caplog.records if r.getMessage() == "event"]
     assert sorted(e["message"] for e in evs if e["reason"] == "DisruptionTerminating") == \
         ["Disrupting Node: Empty", "Disrupting NodeClaim: Empty"]
     assert _state(cluster) == before and not cluster.objects("Event")
@@ -217,3 +217,29 @@ async def test_expiration_reports_and_deletes_nothing(caplog: pytest.LogCaptureF
     assert [e.nodeclaim for e in events] == ["a"]
     assert [r.getMessage() for r in caplog.records] == ["dry run: would expire nodeclaim"]
     assert not cluster.objects("NodeClaim")[0]["metadata"].get("deletionTimestamp")
+
+
+async def test_drift_judges_a_karpenter_claim_as_restamped_not_as_drifted(caplog: pytest.LogCaptureFixture):
+    """A NodeClaim Karpenter launched carries Karpenter's hash: the acting controller re-stamps it
+    and sees no drift; the dry run withholds the re-stamp and must not call it drifted either."""
+    from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
+    from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = nodepool()
+    cluster.create_sync("NodePool", pool)
+    node, claim = node_and_claim("a", pool=pool)
+    claim["metadata"]["annotations"] = {ANNOTATION_NODEPOOL_HASH: "1234567890", ANNOTATION_NODEPOOL_HASH_VERSION: "v3"}
+    claim["status"]["conditions"].append({"type": "Launched", "status": "True"})
+    claim["spec"].update({"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}})
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    before = _state(cluster)
+    drift = NodeClaimDrift(kube=DryRunKubeClient(cluster, clock=clock), provider=load_provider("simulated", {}), clock=clock)
+    drift.dry_run = True
+    with caplog.at_level(logging.INFO, logger="karpy_core.controllers.nodeclaim.drift"):
+        assert await drift.reconcile() == []
+        assert await drift.reconcile() == []
+    assert "dry run: would re-stamp nodepool hash" in [r.getMessage() for r in caplog.records]
+    assert _state(cluster) == before
