@@ -243,3 +243,39 @@ async def test_drift_judges_a_karpenter_claim_as_restamped_not_as_drifted(caplog
         assert await drift.reconcile() == []
     assert "dry run: would re-stamp nodepool hash" in [r.getMessage() for r in caplog.records]
     assert _state(cluster) == before
+
+
+async def test_operator_dry_run_wires_every_fence_and_a_drain_evicts_nothing():
+    """``ControllerSettings(dry_run=True)``: no leader election, the provider's create/delete
+    fenced, no NodeClaim lifecycle, the dry-run metrics; a Node being deleted is drained on paper
+    only (the eviction is withheld and counted, the pod stays, Karpenter's drain counters stay 0)."""
+    import asyncio
+
+    from karpy_core.operator import ControllerSettings, Operator
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    node, _ = node_and_claim("a")
+    node["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    cluster.create_sync("Node", node)
+    cluster.create_sync("Pod", pod("web", "a"))
+    op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings(dry_run=True))
+    assert op.dry_run is not None and op.provider.dry_run and op.events.dry_run and not op.settings.leader.enabled
+    assert op.lifecycle not in op.controllers.runnable()
+    assert op.controllers.provisioner.dry_run and op.controllers.disruption.dry_run and op.termination.dry_run
+    await op.kube.start()
+    try:
+        await cluster.delete("Node", "a")  # the finalizer holds it: deletionTimestamp set
+        for _ in range(20):
+            await asyncio.sleep(0)
+        for _ in range(3):
+            await op.termination.reconcile()
+            clock.advance(5)
+        registry = op.metrics.registry
+        assert registry.get_sample_value("karpy_dry_run_writes_withheld_total", {"verb": "evict", "kind": "Pod"})
+        assert not registry.get_sample_value("karpenter_pods_eviction_requests_total", {"code": "200"})
+        assert cluster.peek("Pod", "web", "default") is not None
+        held = cluster.peek("Node", "a")
+        assert held is not None and "karpenter.sh/termination" in held["metadata"]["finalizers"]
+    finally:
+        await op.kube.stop()

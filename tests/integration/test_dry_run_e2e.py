@@ -48,6 +48,7 @@ class RecordingProxy(LoopbackProxy):
         super().__init__(upstream)
         self.ca_file = ca_file
         self.requests: list[tuple[str, str]] = []
+        self._active: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> str:
         url = await super().start()
@@ -57,12 +58,30 @@ class RecordingProxy(LoopbackProxy):
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0), auto_decompress=False)
         return url
 
+    async def close(self) -> None:
+        """End the answers still streaming (watches the controller left open), then stop."""
+        for task in list(self._active):
+            task.cancel()
+        await asyncio.gather(*self._active, return_exceptions=True)
+        await super().close()
+        await asyncio.sleep(0.2)  # the connections' own tasks end once the server has closed them
+
     def writes(self) -> list[tuple[str, str]]:
         """The recorded requests that are not reads."""
         return [r for r in self.requests if r[0] not in ("GET", "HEAD", "OPTIONS")]
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path_qs))
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
+        try:
+            return await self._forward(request)
+        finally:
+            if task is not None:
+                self._active.discard(task)
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
         body = await request.read()
