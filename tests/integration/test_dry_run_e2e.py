@@ -27,7 +27,7 @@ from karpy_core.kube.client import AsyncKubeClient
 from tests.faultinjection import LoopbackProxy
 
 from .karpy_env import ControllerProcess, wait_for
-from .test_controller_e2e import deployment, nodeclass, nodepool
+from .test_controller_e2e import _gone, cleanup, deployment, nodeclass, nodepool
 
 pytestmark = pytest.mark.devcluster
 
@@ -184,9 +184,14 @@ async def test_dry_run_controller_sends_no_write(devcluster, kube, tmp_path):
             if proc is not None:
                 proc.stop()
         await proxy.close()
-        for app in (web_app, burst):
-            with contextlib.suppress(Exception):
-                await kube.delete("Deployment", app, "default")
+        # a normal controller finalizes the test's NodeClaims and Nodes (their finalizers need one)
+        cleaner = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "cleanup.log", lease=f"lease-{tag}")
+        try:
+            await cleanup(kube, tag, burst)
+            await cleanup(kube, tag, web_app)
+            await wait_for(lambda: _gone(kube, tag), 90, "NodeClaims and Nodes to be finalized")
+        finally:
+            cleaner.stop()
         with contextlib.suppress(Exception):
             await kube.delete("NodePool", tag)
         with contextlib.suppress(Exception):
