@@ -441,7 +441,8 @@ def test_rbac_equals_the_permission_list(render: Render, cloud: str, values: dic
 
 
 @pytest.mark.parametrize(("cloud", "values"), [("aws", AWS_VALUES), ("kakaocloud", KAKAOCLOUD_VALUES)], ids=["aws", "kakaocloud"])
-def test_dry_run_renders_only_read_verbs(render: Render, cloud: str, values: dict[str, Any]) -> None:
+def test_dry_run_renders_only_read_verbs(render: Render, notes: Callable[[dict[str, Any]], str], cloud: str,
+                                        values: dict[str, Any]) -> None:
     """``dryRun: true``: the controller runs with --dry-run, one replica, and every Role and
     ClusterRole bound to its ServiceAccount grants get, list and watch only: exactly the reads of
     karpy_core/kube/permissions.py (no Lease: no leader election; no Event, eviction or status write)."""
@@ -459,6 +460,7 @@ def test_dry_run_renders_only_read_verbs(render: Render, cloud: str, values: dic
     deployment = _one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 1
     assert "--dry-run" in _container(objects)["args"]
+    assert "DRY RUN" in notes(_merge(values, {"dryRun": True})) and "DRY RUN" not in notes(values)
     # and without it, the acting controller keeps its writes and no --dry-run
     acting = render(values)
     assert "--dry-run" not in _container(acting)["args"]
