@@ -763,7 +763,7 @@ async def dry_run(
     ref = report.reference
     optimum = ref.value if ref is not None else None
     pending = {f"{p.namespace}/{p.name}": p.reason or "" for p in report.pods if not p.node}
-    disruptions = [e.to_dict() for e in sim.events if e.kind in {k.value for k in DisruptionEventKind}]
+    disruptions = [e.to_dict() for e in sim.events if isinstance(e.kind, DisruptionEventKind)]
     return LiveReport(
         now=start, horizon=horizon, read=read.count(), missing=read.missing, read_seconds=read.seconds, verdicts=verdicts,
         unmanaged=sorted(unmanaged), pending=pending, created=created, cost_now=cost_now, cost_provisioned=cost_provisioned,

@@ -41,11 +41,20 @@ class Recording:
 async def create(kube: AsyncKubeClient, c: LiveCluster) -> None:
     """Create every object; a NodeClaim's status through its status subresource; wait until kwok
     runs the pods and the PDBs' status is written."""
+    rs_uid = ""
     for obj in c.objects():
         status = obj.get("status") if obj["kind"] == "NodeClaim" else None
+        if obj["kind"] == "ReplicaSet":  # created empty, its pods adopted below, then scaled to them
+            rs_uid = (await kube.create("ReplicaSet", c.replicaset(0)))["metadata"]["uid"]
+            continue
+        if obj["kind"] == "Pod" and obj["metadata"].get("ownerReferences"):
+            obj = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [
+                {**r, "uid": rs_uid} for r in obj["metadata"]["ownerReferences"]]}}
         await kube.create(obj["kind"], {k: v for k, v in obj.items() if not (status and k == "status")})
         if status:
             await kube.patch("NodeClaim", obj["metadata"]["name"], {"status": status}, status=True)
+    if c.owned:
+        await kube.patch("ReplicaSet", f"{c.name}-rs", {"spec": {"replicas": c.owned}}, "default")
 
     async def running() -> bool:
         names = {p["metadata"]["name"] for p in c.pods}
@@ -53,6 +62,13 @@ async def create(kube: AsyncKubeClient, c: LiveCluster) -> None:
         return len(pods) == len(names) and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
 
     await wait_for(running, 60, "kwok to run the pods")
+    if c.owned:
+        async def adopted() -> bool:
+            rs = await kube.get("ReplicaSet", f"{c.name}-rs", "default")
+            pods = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("rs") == c.name]
+            return (rs.get("status") or {}).get("replicas") == c.owned and len(pods) == c.owned
+
+        await wait_for(adopted, 60, "the ReplicaSet to count its pods and create none")
     for pdb in c.pdbs:
         async def observed(name: str = pdb["metadata"]["name"]) -> bool:
             got = await kube.get("PodDisruptionBudget", name, "default")
@@ -64,9 +80,9 @@ async def create(kube: AsyncKubeClient, c: LiveCluster) -> None:
 async def delete(kube: AsyncKubeClient, c: LiveCluster) -> None:
     for obj in reversed(c.objects()):
         meta = obj["metadata"]
-        if obj["kind"] == "NodeClaim":  # no controller removes Karpenter's finalizer here
+        if obj["kind"] in ("NodeClaim", "Node"):  # no controller removes Karpenter's finalizer here
             try:
-                await kube.patch("NodeClaim", meta["name"], {"metadata": {"finalizers": None}})
+                await kube.patch(obj["kind"], meta["name"], {"metadata": {"finalizers": None}})
             except KubeAPIError:
                 pass
         try:
