@@ -94,7 +94,7 @@ async def delete(kube: AsyncKubeClient, c: LiveCluster) -> None:
 async def run(kube: AsyncKubeClient, c: LiveCluster) -> tuple[LiveReport, list[str]]:
     await create(kube, c)
     rec = Recording(kube)
-    report = await dry_run(rec, now=time.time(), reference_seconds=None)  # type: ignore[arg-type]
+    report = await dry_run(rec, now=time.time(), reference_seconds=None)
     return report, rec.calls
 
 
