@@ -277,7 +277,8 @@ class NodeVerdict:
         replacement: the replacement's instance type(s) (``replace`` only).
         method: the disruption method that decided (``delete``/``replace``), or the stage/method
             of the deciding ``keep`` line.
-        at: seconds after the live ``now`` the command was decided (None for ``keep``).
+        at: seconds after the live ``now`` the command was carried out (its nodes tainted, replacements
+            created; for a command decided at the round's end, the round's length); None for ``keep``.
         blocker: for ``keep``, why (:class:`Blocker`); None otherwise.
         kind: the planner's :class:`DecisionKind` behind it.
         reason: the planner's words.
@@ -491,9 +492,9 @@ def _fix(blocker: Blocker, d: NodeDecision, snapshot: ClusterSnapshot, now: floa
     """The smallest change that would free a node kept by ``d`` (see docs/dry-run.md)."""
     pool = snapshot.nodepool(nodepool)
     if blocker is Blocker.PDB:
-        return f"{d.reason}: raise that PodDisruptionBudget's maxUnavailable (or lower minAvailable) by 1, or add a replica"
+        return "raise that PodDisruptionBudget's maxUnavailable (or lower its minAvailable) by 1, or add a healthy replica"
     if blocker is Blocker.DO_NOT_DISRUPT:
-        return f"{d.reason}: remove the karpenter.sh/do-not-disrupt annotation (or let that pod finish)"
+        return "remove that karpenter.sh/do-not-disrupt annotation (or let the pod finish)"
     if blocker is Blocker.BUDGET:
         change = next_budget_change(pool.budgets, now) if pool is not None else None
         when = f"wait for the budget window to change at {_iso(change)}, or " if change else ""
@@ -510,7 +511,7 @@ def _fix(blocker: Blocker, d: NodeDecision, snapshot: ClusterSnapshot, now: floa
                     f"--consolidation-min-savings) to at most {max(saving, 0.0):.2f}")
         return f"lower karpy.sh/consolidation-min-savings on NodePool {nodepool}"
     if blocker is Blocker.TOPOLOGY:
-        return f"{d.reason}: raise the constraint's maxSkew, allow more domains, or make it preferred (ScheduleAnyway)"
+        return "raise the constraint's maxSkew, allow more domains, or make it preferred (ScheduleAnyway)"
     if blocker is Blocker.PENDING_PODS:
         return "let the pending pods be placed first (consolidation waits for provisioning)"
     if blocker is Blocker.POLICY:
@@ -803,7 +804,7 @@ def render_live_text(r: LiveReport) -> str:
                 lines.append(f"      to free it: {v.fix}")
         else:
             what = f"replace with {', '.join(v.replacement) or '?'}" if v.action == "replace" else "delete"
-            lines.append(head + f"{what} ({v.method}, decided at +{v.at or 0:.0f}s)")
+            lines.append(head + f"{what} ({v.method}, disrupted at +{v.at or 0:.0f}s)")
     lines.append("")
     lines.append(f"cost, USD/hour: now {r.cost_now:.4f}; after provisioning {r.cost_provisioned:.4f}; "
                  f"after the consolidation round {r.cost_after:.4f}; optimum {_money(r.optimum)} ({r.optimum_status})")
