@@ -41,20 +41,17 @@ class Recording:
 async def create(kube: AsyncKubeClient, c: LiveCluster) -> None:
     """Create every object; a NodeClaim's status through its status subresource; wait until kwok
     runs the pods and the PDBs' status is written."""
-    rs_uid = ""
     for obj in c.objects():
         status = obj.get("status") if obj["kind"] == "NodeClaim" else None
-        if obj["kind"] == "ReplicaSet":  # created empty, its pods adopted below, then scaled to them
-            rs_uid = (await kube.create("ReplicaSet", c.replicaset(0)))["metadata"]["uid"]
+        if obj["kind"] == "ReplicaSet":  # created after its pods: kube-controller-manager adopts them, creates none
             continue
         if obj["kind"] == "Pod" and obj["metadata"].get("ownerReferences"):
-            obj = {**obj, "metadata": {**obj["metadata"], "ownerReferences": [
-                {**r, "uid": rs_uid} for r in obj["metadata"]["ownerReferences"]]}}
+            obj = {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "ownerReferences"}}
         await kube.create(obj["kind"], {k: v for k, v in obj.items() if not (status and k == "status")})
         if status:
             await kube.patch("NodeClaim", obj["metadata"]["name"], {"status": status}, status=True)
     if c.owned:
-        await kube.patch("ReplicaSet", f"{c.name}-rs", {"spec": {"replicas": c.owned}}, "default")
+        await kube.create("ReplicaSet", c.replicaset())
 
     async def running() -> bool:
         names = {p["metadata"]["name"] for p in c.pods}
@@ -66,9 +63,10 @@ async def create(kube: AsyncKubeClient, c: LiveCluster) -> None:
         async def adopted() -> bool:
             rs = await kube.get("ReplicaSet", f"{c.name}-rs", "default")
             pods = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("rs") == c.name]
-            return (rs.get("status") or {}).get("replicas") == c.owned and len(pods) == c.owned
+            owned = [p for p in pods if any(r.get("kind") == "ReplicaSet" for r in p["metadata"].get("ownerReferences") or ())]
+            return (rs.get("status") or {}).get("replicas") == c.owned and len(pods) == len(owned) == c.owned
 
-        await wait_for(adopted, 60, "the ReplicaSet to count its pods and create none")
+        await wait_for(adopted, 60, "the ReplicaSet to adopt its pods and create none")
     for pdb in c.pdbs:
         async def observed(name: str = pdb["metadata"]["name"]) -> bool:
             got = await kube.get("PodDisruptionBudget", name, "default")

@@ -195,3 +195,26 @@ def test_blocker_of_maps_topology_words() -> None:
     assert blocker_of(room) is Blocker.NO_CHEAPER_FIT
     assert blocker_of(NodeDecision("n", DecisionStage.CANDIDATE, Verdict.KEEP, DecisionKind.NOT_INITIALIZED, "x")) \
         is Blocker.NOT_CANDIDATE
+
+
+async def test_evicted_replicaset_pods_come_back_and_need_room() -> None:
+    """Pods of a live ReplicaSet owned by a Deployment are recreated when the round evicts them,
+    so the nodes that stay must hold them all: 6 nodes with 3 pods of 500m (1.5 of 4 vCPU) each
+    consolidate onto 3 nodes (6 pods = 3 vCPU each), not fewer."""
+    c = LiveCluster("rs")
+    for i in range(6):
+        node = c.add_node(f"{i}")
+        for j in range(3):
+            c.add_pod(f"{i}-{j}", node, owned=True)
+    kube = live(c)
+    rs = kube.cluster.peek("ReplicaSet", "rs-rs", "default")
+    assert rs is not None
+    kube.cluster.patch_sync("ReplicaSet", "rs-rs", {"metadata": {"ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "rs", "controller": True}]}}, "default")
+    r = await dry_run(kube, now=NOW, reference_seconds=None)
+    bound = [p for p in r.simulation.pods if p.node]
+    assert len(bound) == 18 and not r.pending
+    kept = [v for v in r.verdicts if v.action == "keep"]
+    assert len(kept) == 3 and sum(v.action == "delete" for v in r.verdicts) == 3
+    assert r.cost_after == pytest.approx(r.cost_now / 2)
+    assert {n.name for n in r.simulation.nodes} == {v.node for v in kept}
