@@ -218,3 +218,52 @@ async def test_evicted_replicaset_pods_come_back_and_need_room() -> None:
     assert len(kept) == 3 and sum(v.action == "delete" for v in r.verdicts) == 3
     assert r.cost_after == pytest.approx(r.cost_now / 2)
     assert {n.name for n in r.simulation.nodes} == {v.node for v in kept}
+
+
+def _retarget(c: LiveCluster, group: str, kind: str, spec: dict[str, Any], types: dict[str, str]) -> list[dict[str, Any]]:
+    """``c``'s objects with its NodePool and NodeClaims pointing at a ``kind`` NodeClass and its
+    nodes relabelled with ``types`` (node name -> instance type)."""
+    out = []
+    for obj in c.objects():
+        if obj["kind"] == "KWOKNodeClass":
+            obj = {"apiVersion": f"{group}/{'v1' if kind == 'EC2NodeClass' else 'v1alpha1'}", "kind": kind,
+                   "metadata": {"name": c.name}, "spec": spec,
+                   "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
+                                              "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+        elif obj["kind"] == "NodePool":
+            obj["spec"]["template"]["spec"]["nodeClassRef"] = {"group": group, "kind": kind, "name": c.name}
+            obj["spec"]["template"]["spec"]["requirements"] = []
+        elif obj["kind"] in ("Node", "NodeClaim"):
+            if obj["kind"] == "NodeClaim":
+                obj["spec"]["nodeClassRef"] = {"group": group, "kind": kind, "name": c.name}
+                obj["spec"]["requirements"] = []
+            obj["metadata"]["labels"]["node.kubernetes.io/instance-type"] = types[obj["metadata"]["name"]]
+        out.append(obj)
+    return out
+
+
+@pytest.mark.parametrize(("group", "kind", "spec"), [
+    ("karpenter.k8s.aws", "EC2NodeClass", {"role": "KarpenterNodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                                           "subnetSelectorTerms": [{"tags": {"k": "v"}}],
+                                           "securityGroupSelectorTerms": [{"tags": {"k": "v"}}]}),
+    ("karpenter.kakaocloud.com", "KCNodeClass", {"imageID": "img-1", "subnetIDs": ["subnet-1"]}),
+])
+async def test_cloud_nodeclasses_priced_offline_and_missing_prices_named(group: str, kind: str, spec: dict[str, Any]) -> None:
+    """An EC2NodeClass or KCNodeClass cluster without cloud credentials: the simulated provider's
+    offline catalog prices the EC2 types; a type it does not know (a KakaoCloud flavor) is named,
+    its price not guessed, and consolidation keeps that node as price-unknown."""
+    c, a, b = two_nodes(kind.lower())
+    c.add_pod("x", a)
+    c.add_pod("y", b)
+    cluster = InMemoryCluster(VirtualClock(NOW))
+    for obj in _retarget(c, group, kind, spec, {a: "m5.large", b: "m2a.xlarge"}):
+        cluster.create_sync(obj["kind"], obj)
+    r = await dry_run(ListOnly(cluster), now=NOW, reference_seconds=None)
+    va, vb = r.verdict(a), r.verdict(b)
+    assert va is not None and vb is not None
+    assert va.price is not None and va.price > 0
+    assert vb.price is None
+    assert r.unpriced == [f"{b}: instance type m2a.xlarge is not in the catalog"]
+    assert r.cost_now == pytest.approx(va.price)
+    assert vb.action == "keep" and vb.blocker is Blocker.PRICE_UNKNOWN
+    assert "m2a.xlarge is not in the catalog" in render_live_text(r)
