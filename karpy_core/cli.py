@@ -621,7 +621,7 @@ def _simulate_from_cluster(paths: list[str], *, kubeconfig: str | None, context:
         _fail(exc)
         return
     if explain:
-        text = render_explain(report.simulation, explain)
+        text = render_explain(report.placed, explain)
         if text.startswith("no pod "):
             _fail(ConfigurationError(text.replace("in the simulation", "in the cluster")))
         typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)

@@ -336,7 +336,9 @@ class LiveReport:
             nextChange}``: allowed disruptions now (None: unlimited).
         decisions: node -> the decision lines (round log, then the final pass).
         disruptions: the round's disruption events.
-        simulation: the simulator's report after the round (``--explain`` reads it).
+        simulation: the simulator's report after the round.
+        placed: its report after provisioning, before the round: where each pod is, or why it is
+            pending, on the live state (``--explain`` reads it).
         warnings: what the reader should know (kinds skipped, objects refused).
     """
 
@@ -360,6 +362,7 @@ class LiveReport:
     decisions: dict[str, list[str]]
     disruptions: list[dict[str, Any]]
     simulation: SimulationReport
+    placed: SimulationReport
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -691,6 +694,7 @@ async def dry_run(
                         "zone": labels.get(LABEL_ZONE, ""), "capacityType": labels.get(LABEL_CAPACITY_TYPE, ""),
                         "pricePerHour": _offering_price(types_p.get(labels.get(LABEL_NODEPOOL, ""), []), labels), "pods": pods})
     cost_provisioned, _ = _cost(cluster, types_p)
+    placed = await build_report(sim, reference_time_limit=None)  # where each pod is before the round (--explain)
     # the consolidation round
     sim.enable_disruption()
     end = start + max(horizon, 0.0)
@@ -771,7 +775,8 @@ async def dry_run(
         cost_after=cost_after, optimum=optimum,
         optimum_status=(ref.status + (f": {ref.note}" if ref.note else "")) if ref is not None else "not computed",
         unpriced=unpriced, now_plan=plan0.describe() if plan0 is not None else "", budgets=budgets, decisions=decisions,
-        disruptions=disruptions, simulation=report, warnings=warnings + report.warnings, seconds=time.perf_counter() - t0,
+        disruptions=disruptions, simulation=report, placed=placed, warnings=warnings + report.warnings,
+        seconds=time.perf_counter() - t0,
     )
 
 

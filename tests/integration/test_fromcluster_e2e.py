@@ -187,5 +187,11 @@ async def test_cli_from_cluster_json(kube, devcluster, tmp_path) -> None:
                              str(devcluster.kubeconfig), "--explain-node", node], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert f"disruption decisions for {node}" in proc.stdout and "verdict: keep" in proc.stdout
+        proc = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "karpy_core.cli", "simulate", "--from-cluster", "--kubeconfig",
+                             str(devcluster.kubeconfig), "--explain", f"default/{c.name}-x"], capture_output=True, text=True,
+            timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"default/{c.name}-x: bound to {a} (m5.xlarge, us-east-1a, on-demand, NodePool {c.name})")
     finally:
         await delete(kube, c)
