@@ -594,9 +594,11 @@ def _simulate_from_cluster(paths: list[str], *, kubeconfig: str | None, context:
     from karpy_core.sim.scenario import is_scenario_file
 
     try:
+        if "--timeline" in unsupported:
+            raise ConfigurationError("--timeline: not with --from-cluster (it reports one consolidation round, no timeline)")
         if unsupported:
             raise ConfigurationError(f"{', '.join(unsupported)}: not with --from-cluster (the live cluster is priced by the "
-                                     "simulated provider's offline catalog: --region or --instance-types)")
+                                     "simulated provider's offline catalog, no cloud is called: --region or --instance-types)")
         if output not in ("text", "json"):
             raise ConfigurationError(f"--output must be text or json, not {output!r}")
         if any(is_scenario_file(p) for p in paths):

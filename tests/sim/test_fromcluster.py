@@ -267,3 +267,18 @@ async def test_cloud_nodeclasses_priced_offline_and_missing_prices_named(group: 
     assert r.cost_now == pytest.approx(va.price)
     assert vb.action == "keep" and vb.blocker is Blocker.PRICE_UNKNOWN
     assert "m2a.xlarge is not in the catalog" in render_live_text(r)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--from-cluster", "--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig /nonexistent/kubeconfig: no such file"),
+    (["--from-cluster", "--timeline", "t.png"], "--timeline: not with --from-cluster"),
+    (["--from-cluster", "--cloud-provider", "aws"], "--cloud-provider: not with --from-cluster"),
+    (["--from-cluster", "--until", "5x"], "--until: '5x' is not a duration"),
+    (["--kubeconfig", "k.yaml"], "--kubeconfig and --context go with --from-cluster"),
+])
+def test_cli_refuses_bad_from_cluster_options(args: list[str], message: str) -> None:
+    from tests.cli import invoke_cli
+
+    result = invoke_cli("simulate", *args)
+    assert result.exit_code == 2
+    assert message in result.output
