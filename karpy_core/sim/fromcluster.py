@@ -52,7 +52,6 @@ from karpy_core.controllers.disruption.controller import DisruptionEventKind
 from karpy_core.controllers.disruption.decisions import (
     DecisionKind,
     DecisionStage,
-    DisruptionMethod,
     DisruptionReason,
     NodeDecision,
     Verdict,
@@ -617,6 +616,78 @@ def _instance_type_of(cluster: InMemoryCluster, claim: str) -> str:
     return str(((obj or {}).get("metadata") or {}).get("labels", {}).get(LABEL_INSTANCE_TYPE, "")) if obj else ""
 
 
+@dataclass
+class _RoundEnd:
+    """The state at the round's end, from which each live node's verdict is read."""
+
+    snapshot: ClusterSnapshot
+    types: dict[str, list[InstanceType]]
+    plan: DisruptionPlan | None
+    lines: list[NodeDecision]
+    commands: dict[str, tuple[str, str, float, list[str]]]
+    cluster: InMemoryCluster
+    start: float
+    now: float
+
+    def verdicts(self, read: LiveRead, live_types: Mapping[str, list[InstanceType]],
+                 now_action: Mapping[str, str]) -> tuple[list[NodeVerdict], list[str]]:
+        """(verdicts of the live managed nodes in name order, unmanaged live node names)."""
+        claims: dict[str, str] = {}
+        for c in read.objects.get("NodeClaim", []):
+            status = c.get("status") or {}
+            for key in (status.get("nodeName"), status.get("providerID")):
+                if key:
+                    claims.setdefault(key, c["metadata"]["name"])
+        by_node: dict[str, list[NodeDecision]] = {}
+        for d in self.lines:
+            by_node.setdefault(d.node, []).append(d)
+        out: list[NodeVerdict] = []
+        unmanaged: list[str] = []
+        for node in read.objects.get("Node", []):
+            labels = node["metadata"].get("labels") or {}
+            name = node["metadata"]["name"]
+            pool = labels.get(LABEL_NODEPOOL, "")
+            if not pool:
+                unmanaged.append(name)
+                continue
+            v = NodeVerdict(node=name, nodeclaim=claims.get(name) or claims.get((node.get("spec") or {}).get("providerID") or "", ""),
+                            nodepool=pool, instance_type=labels.get(LABEL_INSTANCE_TYPE, ""), zone=labels.get(LABEL_ZONE, ""),
+                            capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""), price=_offering_price(live_types.get(pool, []), labels),
+                            action="keep", now=now_action.get(name, "keep"))
+            self._decide(v, by_node.get(name, []))
+            out.append(v)
+        return sorted(out, key=lambda v: v.node), sorted(unmanaged)
+
+    def _decide(self, v: NodeVerdict, lines: list[NodeDecision]) -> None:
+        """Fill ``v``: the round's command for the node, else the end pass's command, else the
+        deciding ``keep`` line (with the topology probe behind a "no cheaper fit")."""
+        if v.node in self.commands:
+            action, method, t, repl = self.commands[v.node]
+            v.action, v.method, v.at = action, method, round(t, 3)
+            v.kind = DecisionKind(action) if action in (DecisionKind.DELETE.value, DecisionKind.REPLACE.value) else None
+            v.replacement = sorted({_instance_type_of(self.cluster, r) or r for r in repl})
+            return
+        if self.plan is not None and any(c.name == v.node for c in self.plan.candidates):
+            p = self.plan
+            v.action, v.method, v.at, v.kind = p.decision.value, p.method.value, round(self.now - self.start, 3), p.decision
+            v.replacement = sorted({r.instance_types[0].name for r in p.replacements if r.instance_types})
+            v.reason = f"decided at the round's end: {p.describe()}"
+            return
+        line = _deciding(lines)
+        if line is None:
+            v.blocker = Blocker.OTHER
+            v.reason = "no decision at the round's end" + ("" if self.cluster.exists("Node", v.node) else " (the node is gone)")
+            return
+        v.blocker, v.kind, v.reason, v.method = blocker_of(line), line.kind, line.reason, line.method.value
+        v.fix = _fix(v.blocker, line, self.snapshot, self.now, v.nodepool)
+        ruled = topology_probe(self.snapshot, self.types, v.node, self.now) if v.blocker is Blocker.NO_CHEAPER_FIT else None
+        if ruled is not None:
+            v.blocker = Blocker.TOPOLOGY
+            v.reason = f"its pods fit on the nodes that stay but pod {ruled}'s topology spread or pod affinity forbids it; {line.reason}"
+            v.fix = (f"pod {ruled}: raise its topology spread's maxSkew, use whenUnsatisfiable: ScheduleAnyway, "
+                     "or make its pod (anti-)affinity preferred")
+
+
 async def dry_run(
     kube: KubeClient,
     paths: Sequence[str] = (),
@@ -702,57 +773,8 @@ async def dry_run(
         await sim.run_until(end)
     snap1, types1, plan1, lines1 = await _plan(provider, cluster, clock.now(), gates, min_savings)
     cost_after, _ = _cost(cluster, types1)
-    commands = _round_commands(sim)
-    by_node: dict[str, list[NodeDecision]] = {}
-    for d in lines1:
-        by_node.setdefault(d.node, []).append(d)
-    next_action = {c.name: plan1 for c in plan1.candidates} if plan1 is not None else {}
-    verdicts: list[NodeVerdict] = []
-    unmanaged: list[str] = []
-    for node in read.objects.get("Node", []):
-        meta = node["metadata"]
-        labels = meta.get("labels") or {}
-        name = meta["name"]
-        pool = labels.get(LABEL_NODEPOOL, "")
-        if not pool:
-            unmanaged.append(name)
-            continue
-        claim = next((c["metadata"]["name"] for c in read.objects.get("NodeClaim", [])
-                      if (c.get("status") or {}).get("nodeName") == name or
-                      ((c.get("status") or {}).get("providerID") and (c.get("status") or {}).get("providerID") ==
-                       (node.get("spec") or {}).get("providerID"))), "")
-        v = NodeVerdict(node=name, nodeclaim=claim, nodepool=pool, instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
-                        zone=labels.get(LABEL_ZONE, ""), capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
-                        price=_offering_price(types0.get(pool, []), labels), action="keep", now=now_action.get(name, "keep"))
-        if name in commands:
-            action, method, t, repl = commands[name]
-            v.action, v.method, v.at = action, method, round(t, 3)
-            v.kind = DecisionKind(action) if action in (DecisionKind.DELETE.value, DecisionKind.REPLACE.value) else None
-            v.replacement = sorted({_instance_type_of(cluster, r) or r for r in repl})
-        elif name in next_action:
-            p = next_action[name]
-            v.action, v.method, v.at = p.decision.value, p.method.value, round(clock.now() - start, 3)
-            v.kind = p.decision
-            v.replacement = sorted({r.instance_types[0].name for r in p.replacements if r.instance_types})
-            v.reason = f"decided at the round's end: {p.describe()}"
-        else:
-            line = _deciding(by_node.get(name, []))
-            if line is not None:
-                v.blocker, v.kind, v.reason = blocker_of(line), line.kind, line.reason
-                v.method = line.method.value
-                v.fix = _fix(v.blocker, line, snap1, clock.now(), pool)
-                ruled = topology_probe(snap1, types1, name, clock.now()) if v.blocker is Blocker.NO_CHEAPER_FIT else None
-                if ruled is not None:
-                    v.blocker = Blocker.TOPOLOGY
-                    v.reason = (f"its pods fit on the nodes that stay but pod {ruled}'s topology spread or pod affinity "
-                                f"forbids it; {line.reason}")
-                    v.fix = (f"pod {ruled}: raise its topology spread's maxSkew, use whenUnsatisfiable: ScheduleAnyway, "
-                             "or make its pod (anti-)affinity preferred")
-            elif cluster.exists("Node", name):
-                v.blocker, v.reason = Blocker.OTHER, "no method found a cheaper arrangement"
-                v.fix = _fix(Blocker.NO_CHEAPER_FIT, NodeDecision(name, DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP,
-                                                                  DecisionKind.NOT_CHEAPER, ""), snap1, clock.now(), pool)
-        verdicts.append(v)
+    end_state = _RoundEnd(snap1, types1, plan1, lines1, _round_commands(sim), cluster, start, clock.now())
+    verdicts, unmanaged = end_state.verdicts(read, types0, now_action)
     verdicts.sort(key=lambda v: v.node)
     decisions: dict[str, list[str]] = {}
     for d in lines0:
