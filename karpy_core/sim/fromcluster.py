@@ -750,22 +750,22 @@ async def dry_run(
     live_claims = {n["metadata"]["name"] for n in cluster.snapshot("NodeClaim")}
     # provisioning only, until nothing changes
     await sim.run(max_seconds=PROVISION_SECONDS)
-    created = []
     types_p = await _types_by_pool(provider, cluster)
-    for nc in cluster.snapshot("NodeClaim"):
-        name = nc["metadata"]["name"]
-        if name in live_claims:
-            continue
-        labels = nc["metadata"].get("labels") or {}
-        node = next((n for n in cluster.snapshot("Node") if (n.get("spec") or {}).get("providerID") ==
-                     (nc.get("status") or {}).get("providerID")), None)
-        pods = sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in cluster.snapshot("Pod")
-                      if node is not None and (p.get("spec") or {}).get("nodeName") == node["metadata"]["name"])
-        created.append({"name": name, "nodepool": labels.get(LABEL_NODEPOOL, ""), "instanceType": labels.get(LABEL_INSTANCE_TYPE, ""),
-                        "zone": labels.get(LABEL_ZONE, ""), "capacityType": labels.get(LABEL_CAPACITY_TYPE, ""),
-                        "pricePerHour": _offering_price(types_p.get(labels.get(LABEL_NODEPOOL, ""), []), labels), "pods": pods})
     cost_provisioned, _ = _cost(cluster, types_p)
     placed = await build_report(sim, reference_time_limit=None)  # where each pod is before the round (--explain)
+    node_of = {(n.get("spec") or {}).get("providerID"): n["metadata"]["name"] for n in cluster.snapshot("Node")}
+    pods_of = {n.name: sorted(n.pods) for n in placed.nodes}
+    created = []
+    for nc in cluster.snapshot("NodeClaim"):
+        if nc["metadata"]["name"] in live_claims:
+            continue
+        labels = nc["metadata"].get("labels") or {}
+        node_name = node_of.get((nc.get("status") or {}).get("providerID"))
+        created.append({"name": nc["metadata"]["name"], "nodepool": labels.get(LABEL_NODEPOOL, ""),
+                        "instanceType": labels.get(LABEL_INSTANCE_TYPE, ""), "zone": labels.get(LABEL_ZONE, ""),
+                        "capacityType": labels.get(LABEL_CAPACITY_TYPE, ""),
+                        "pricePerHour": _offering_price(types_p.get(labels.get(LABEL_NODEPOOL, ""), []), labels),
+                        "pods": pods_of.get(node_name or "", [])})
     # the consolidation round
     sim.enable_disruption()
     end = start + max(horizon, 0.0)

@@ -174,16 +174,22 @@ async def test_files_on_top_change_the_verdict() -> None:
 
 
 async def test_pending_pod_gets_a_nodeclaim() -> None:
-    c, a, _ = two_nodes("pend")
+    """A pending 3.6-vCPU pod fits neither node (3.5 vCPU free each): karpy would create one
+    m5.xlarge NodeClaim for it, and the pod is explained as placed there."""
+    c, a, b = two_nodes("pend")
     c.add_pod("x", a)
-    c.add_pod("big", a, cpu="3500m")
+    c.add_pod("y", b)
+    c.add_pod("big", a, cpu="3600m")
     big = next(p for p in c.pods if p["metadata"]["name"].endswith("-big"))
     del big["spec"]["nodeName"]  # pending
     r = await dry_run(live(c), now=NOW, reference_seconds=None)
     assert not r.pending
-    # it fits on the empty-ish second node: nothing created, or a claim was created for it
-    placed = r.simulation.pods
-    assert any(p.name.endswith("-big") and p.node for p in placed)
+    assert len(r.created) == 1
+    claim = r.created[0]
+    assert claim["instanceType"] == INSTANCE_TYPE and claim["nodepool"] == "pend" and claim["pods"] == ["default/pend-big"]
+    assert claim["pricePerHour"] is not None and r.cost_provisioned == pytest.approx(r.cost_now + claim["pricePerHour"])
+    where = next(p for p in r.placed.pods if p.name == "pend-big")
+    assert where.node is not None and where.node not in (a, b)
 
 
 def test_blocker_of_maps_topology_words() -> None:
