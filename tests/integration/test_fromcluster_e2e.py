@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
+import textwrap
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.client import AsyncKubeClient
@@ -194,4 +198,63 @@ async def test_cli_from_cluster_json(kube, devcluster, tmp_path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith(f"default/{c.name}-x: bound to {a} (m5.xlarge, us-east-1a, on-demand, NodePool {c.name})")
     finally:
+        await delete(kube, c)
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "dry-run.md"
+
+
+def doc_cluster_role() -> dict[str, Any]:
+    """The ClusterRole docs/dry-run.md gives a dry-run user."""
+    block = re.search(r"```yaml\n((?:[ ]*.*\n)*?)[ ]*```", DOC.read_text().split("kubectl auth can-i", 1)[1])
+    assert block is not None, "docs/dry-run.md lost its ClusterRole"
+    role: dict[str, Any] = yaml.safe_load(textwrap.dedent(block.group(1)))
+    assert role["kind"] == "ClusterRole"
+    return role
+
+
+async def test_the_documented_list_only_role_is_enough(kube, devcluster, tmp_path) -> None:
+    """A ServiceAccount bound to nothing but docs/dry-run.md's ClusterRole (list verbs only) runs
+    ``karpy simulate --from-cluster`` to the end, with the PDB blocker found."""
+    role = doc_cluster_role()
+    assert {v for r in role["rules"] for v in r["verbs"]} == {"list"}
+    c = LiveCluster(name())
+    a, b = pair(c)
+    guarded = c.add_pod("guarded", a)
+    c.add_pod("free", b)
+    c.add_pdb(guarded, {"maxUnavailable": 0})
+    role["metadata"]["name"] = c.name
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": c.name, "namespace": "default"}}
+    path = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": c.name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": c.name},
+               "subjects": [{"kind": "ServiceAccount", "name": c.name, "namespace": "default"}]}
+    try:
+        await create(kube, c)
+        devcluster.api("POST", path, role)
+        devcluster.api("POST", "/api/v1/namespaces/default/serviceaccounts", sa)
+        devcluster.api("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+        review = devcluster.api("POST", f"/api/v1/namespaces/default/serviceaccounts/{c.name}/token", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+        config = json.loads(Path(devcluster.kubeconfig).read_text())
+        config["users"] = [{"name": c.name, "user": {"token": review["status"]["token"]}}]
+        for ctx in config["contexts"]:
+            ctx["context"]["user"] = c.name
+        kubeconfig = tmp_path / "reader.kubeconfig"
+        kubeconfig.write_text(json.dumps(config))
+        kubeconfig.chmod(0o600)
+        proc = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "karpy_core.cli", "simulate", "--from-cluster", "--kubeconfig", str(kubeconfig),
+                             "-o", "json"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        verdict = next(n for n in doc["nodes"] if n["node"] == a)
+        assert verdict["action"] == "keep" and verdict["blocker"] == "pdb"
+    finally:
+        for p in (f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{c.name}", f"{path}/{c.name}",
+                  f"/api/v1/namespaces/default/serviceaccounts/{c.name}"):
+            try:
+                devcluster.api("DELETE", p)
+            except Exception:  # not created
+                pass
         await delete(kube, c)
