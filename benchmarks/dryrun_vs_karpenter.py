@@ -153,7 +153,7 @@ def _price(types: dict[str, Any], node: dict[str, Any]) -> float:
 
 
 async def versus(cluster: Any, nodes: int, watch: float, log_dir: Path) -> None:
-    import karpenter_kwok  # type: ignore[import-not-found]  # hack/, the lead's
+    import karpenter_kwok  # hack/karpenter_kwok.py
 
     from karpy_core.cloudprovider.catalog.kwok import load_kwok_catalog
 
