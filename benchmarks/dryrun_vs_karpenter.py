@@ -182,10 +182,10 @@ async def versus(cluster: Any, nodes: int, watch: float, log_dir: Path) -> None:
                 return not [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == "spread"]
 
             await wait_for(spread_gone, 120, "the spread pods to go")
+            before = await _managed_nodes(kube)  # read with karpy's: a node Karpenter removes meanwhile counts as removed
             t0, c0 = time.perf_counter(), time.process_time()
             report = await dry_run(kube, instance_types=catalog)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            before = await _managed_nodes(kube)
             print(f"karpy --from-cluster: {wall:.2f} s wall, {cpu:.2f} s CPU for {len(before)} nodes; {summary(report)}")
             if report.unpriced:
                 print(f"  unpriced: {report.unpriced[:3]}")
