@@ -5,6 +5,8 @@ Commands:
 * ``karpy simulate [FILES|DIRS...]`` - run karpy's controllers on an in-memory cluster against the
   ``simulated`` cloud (or any installed provider: ``--cloud-provider NAME --provider-option
   KEY=VALUE``) and report what they launched, why, and what it costs (USD/hour).
+  With ``--from-cluster`` it starts from a live cluster, read with list calls only
+  (:mod:`karpy_core.sim.fromcluster`, docs/dry-run.md).
 * ``karpy validate FILES...`` - load manifests and report every problem.
 * ``karpy budgets FILES...`` - preview each NodePool's disruption budgets over the next 24 hours.
 * ``karpy providers`` - list installed cloud-provider plugins.
@@ -486,6 +488,13 @@ def simulate(
         "--vm-memory-overhead-percent", help="VM_MEMORY_OVERHEAD_PERCENT: memory the hypervisor keeps [default: 0.075]")] = None,
     reserved_enis: Annotated[int | None, typer.Option(
         "--reserved-enis", help="RESERVED_ENIS: ENIs left out of max-pods [default: 0]")] = None,
+    from_cluster: Annotated[bool, typer.Option(
+        "--from-cluster", help="start from the live cluster (read with list only, nothing written): per node what "
+                               "consolidation would do and why not, costs, budgets; FILES are applied on top "
+                               "(docs/dry-run.md)")] = False,
+    kubeconfig: Annotated[str | None, typer.Option(
+        help="--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")] = None,
+    context: Annotated[str | None, typer.Option(help="--from-cluster: kubeconfig context (default: its current-context)")] = None,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost.
 
@@ -493,6 +502,16 @@ def simulate(
     settings model checks them: karpy_core/settings.py SIMULATE_SETTINGS)."""
     from karpy_core.settings import simulation_settings
 
+    if from_cluster:
+        _simulate_from_cluster(list(paths or []), kubeconfig=kubeconfig, context=context, output=output, until=until,
+                               explain=explain, explain_node=explain_node, region=region, instance_types=instance_types,
+                               feature_gates=feature_gates, variables=list(set_ or []),
+                               unsupported=[flag for flag, value in (("--timeline", timeline), ("--provider-option", provider_option),
+                                                                     ("--cloud-provider", cloud_provider != "simulated"))
+                                            if value])
+        return
+    if kubeconfig or context:
+        _fail(ConfigurationError("--kubeconfig and --context go with --from-cluster"))
     try:
         provider_options = parse_provider_options(list(provider_option or []))
         _check_provider_name(cloud_provider)
@@ -562,6 +581,67 @@ def simulate(
     if report.cost_over_time and (output != "json" or timeline):
         _write_timeline(report, timeline or f"karpy-timeline-{report.provider.get('scenario', 'scenario')}.png",
                         to_stderr=output == "json")
+
+
+def _simulate_from_cluster(paths: list[str], *, kubeconfig: str | None, context: str | None, output: str, until: str | None,
+                           explain: str | None, explain_node: str | None, region: str | None, instance_types: str | None,
+                           feature_gates: str | None, variables: list[str], unsupported: list[str]) -> None:
+    """``karpy simulate --from-cluster``: read the live cluster (list only), run the dry run
+    (:func:`karpy_core.sim.fromcluster.dry_run`) and print its report, ``--explain`` or
+    ``--explain-node``. Exit 2 for bad options, 1 when the API server cannot be reached."""
+    from karpy_core.apis.durations import parse_duration
+    from karpy_core.sim.fromcluster import DEFAULT_HORIZON, dry_run, render_live_text
+    from karpy_core.sim.scenario import is_scenario_file
+
+    try:
+        if "--timeline" in unsupported:
+            raise ConfigurationError("--timeline: not with --from-cluster (it reports one consolidation round, no timeline)")
+        if unsupported:
+            raise ConfigurationError(f"{', '.join(unsupported)}: not with --from-cluster (the live cluster is priced by the "
+                                     "simulated provider's offline catalog, no cloud is called: --region or --instance-types)")
+        if output not in ("text", "json"):
+            raise ConfigurationError(f"--output must be text or json, not {output!r}")
+        if any(is_scenario_file(p) for p in paths):
+            raise ConfigurationError("a Scenario file cannot be applied on top of a live cluster; give plain manifests")
+        try:
+            horizon = parse_duration(until).total_seconds() if until else DEFAULT_HORIZON
+        except ValueError as exc:
+            raise ConfigurationError(f"--until: {exc}") from exc
+        gates = gates_from(feature_gates)
+        sets = _parse_sets(variables)
+
+        async def run() -> Any:
+            from karpy_core.kube.client import AsyncKubeClient
+
+            async with await AsyncKubeClient.from_config(kubeconfig, context) as kube:
+                await kube.probe()
+                return await dry_run(kube, paths, horizon=horizon, region=region, instance_types=instance_types,
+                                     feature_gates=gates, variables=sets)
+
+        report = asyncio.run(run())
+    except KarpyError as exc:
+        _fail(exc)
+        return
+    if explain:
+        text = render_explain(report.placed, explain)
+        if text.startswith("no pod "):
+            _fail(ConfigurationError(text.replace("in the simulation", "in the cluster")))
+        typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)
+        return
+    if explain_node:
+        verdict = report.verdict(explain_node)
+        if verdict is None and explain_node not in report.decisions:
+            _fail(ConfigurationError(f"no node {explain_node} managed by a NodePool in the cluster "
+                                     f"(nodes: {', '.join(v.node for v in report.verdicts[:10]) or 'none'})"))
+        lines = [f"disruption decisions for {explain_node}:", *(f"  {line}" for line in report.decisions.get(explain_node, []))]
+        if verdict is not None:
+            lines.append(f"verdict: {verdict.action}" + (f" ({verdict.blocker.value}: {verdict.reason})" if verdict.blocker else ""))
+            if verdict.fix:
+                lines.append(f"to free it: {verdict.fix}")
+        doc = {"explain_node": explain_node, "lines": lines, "verdict": verdict.to_dict() if verdict is not None else None}
+        typer.echo(json.dumps(doc, indent=2) if output == "json" else "\n".join(lines))
+        return
+    typer.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else render_live_text(report))
 
 
 def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:

@@ -389,6 +389,21 @@ class SimulatedProvider:
             self._by_claim_name[claim_name] = provider_id
         return launched.model_copy(deep=True)
 
+    def adopt(self, nodeclaim: NodeClaim) -> bool:
+        """Record an instance that exists already (a live cluster's NodeClaim read by ``karpy
+        simulate --from-cluster``), under its own ``status.providerID`` whatever its scheme
+        (``aws:///``, ``kwok://``...), so :meth:`karpy_get`, :meth:`karpy_list` and
+        :meth:`karpy_delete` treat it as one this cloud launched. Nothing is launched and no
+        reservation unit is taken. Returns False (nothing recorded) when the claim has no
+        provider ID or another claim holds that ID already."""
+        provider_id = nodeclaim.status.provider_id
+        if not provider_id or provider_id in self._instances:
+            return False
+        self._instances[provider_id] = nodeclaim.model_copy(deep=True)
+        if nodeclaim.metadata.name:
+            self._by_claim_name[nodeclaim.metadata.name] = provider_id
+        return True
+
     def _free_reservation(self, provider_id: str) -> None:
         for rid, used in self._reservation_use.items():
             if provider_id in used:

@@ -213,6 +213,19 @@ class Simulator:
             self.cluster.create_sync(kind, obj)
         return ignored
 
+    async def refresh_status(self) -> None:
+        """Mark the simulated cloud's NodeClasses Ready and write the NodePools' status, as the
+        first :meth:`step` does: for a caller that plans before stepping (``--from-cluster``)."""
+        if self._nodeclasses is not None:
+            await self._nodeclasses.reconcile_nodeclasses()
+        await self.nodepool_status.reconcile()
+
+    def enable_disruption(self) -> None:
+        """Turn disruption on from now: the next :meth:`step` runs a disruption pass (a run
+        that provisioned first, without disruption, then consolidates)."""
+        self.disruption_enabled = True
+        self._next_poll = self.clock.now()
+
     def _record(self, events: list[LifecycleEvent]) -> None:
         t = self.clock.now() - self.start
         for e in events:

@@ -386,3 +386,25 @@ async def test_kwok_catalog_file() -> None:
 def test_pricing_note_says_where_prices_come_from() -> None:
     note = create_plugin({"region": "ap-northeast-2"}).pricing_note
     assert "us-east-1" in note and "ap-northeast-2" in note and "spot" in note
+
+
+async def test_adopt_records_an_existing_instance_under_its_own_provider_id(cloud: CloudProvider, plugin: SimulatedProvider) -> None:
+    """``--from-cluster`` hands the simulated cloud the live cluster's NodeClaims: get, list and
+    delete then treat them as instances it launched; a second claim with the same provider ID,
+    or one without any, is not recorded; create for an adopted claim's name launches nothing."""
+    live = claim("live-1", [])
+    live.status.provider_id = "kwok://live-1"
+    assert plugin.adopt(live)
+    twin = claim("live-2", [])
+    twin.status.provider_id = "kwok://live-1"
+    assert not plugin.adopt(twin)
+    assert not plugin.adopt(claim("unlaunched", []))
+    assert (await cloud.get("kwok://live-1")).metadata.name == "live-1"
+    assert [c.status.provider_id for c in await cloud.list()] == ["kwok://live-1"]
+    again = await cloud.create(claim("live-1", []))
+    assert again.status.provider_id == "kwok://live-1"
+    assert await cloud.list() and len(await cloud.list()) == 1
+    await cloud.delete(live)
+    assert await cloud.list() == []
+    with pytest.raises(NodeClaimNotFoundError):
+        await cloud.get("kwok://live-1")
