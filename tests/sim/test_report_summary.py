@@ -343,8 +343,8 @@ def test_lower_bound_line_says_how_much_karpy_may_overpay_not_a_percentage_withi
         ": karpy's plan costs at most 0.8072 USD/hour more than the cheapest possible (3.02x the lower bound)")
     assert "within" not in line
     exact = optimum.Reference("optimum", 0.40, {"m": 2}, pods=10)
-    assert _reference_line(SimpleNamespace(reference=exact, cost_per_hour=0.5)).endswith(  # type: ignore[arg-type]
-        "karpy's plan costs 25.0% more (+0.1000 USD/hour)")
+    exact_line = _reference_line(SimpleNamespace(reference=exact, cost_per_hour=0.5))  # type: ignore[arg-type]
+    assert exact_line is not None and exact_line.endswith("karpy's plan costs 25.0% more (+0.1000 USD/hour)")
 
 
 def test_reference_names_unavailable_offerings_when_a_quota_is_the_limit():
