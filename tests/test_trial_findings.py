@@ -192,3 +192,12 @@ def test_a_scenario_step_applying_a_scenario_is_refused(tmp_path: Path, target: 
         result = invoke_cli(command, scenario)
         assert result.exit_code == 2, result.output
         assert _problems(result) == [f"{scenario}: steps[1].apply: {problem}"]
+
+
+def test_ec2nodeclass_kubelet_int32_fields_are_bounded(tmp_path: Path) -> None:
+    """karpenter-provider-aws' KubeletConfiguration: maxPods, podsPerCore and
+    evictionMaxPodGracePeriod are ``*int32``."""
+    text = _nodepool().replace("  role: KarpenterNodeRole-demo\n", "  role: KarpenterNodeRole-demo\n  kubelet: {maxPods: 2147483648}\n")
+    (line,) = _refused(tmp_path, text)
+    assert line == (f"{tmp_path / 'in.yaml'} doc 2 EC2NodeClass/default: spec.kubelet.maxPods: 2147483648 does not fit in an "
+                    "int32 (the field's OpenAPI format: -2147483648 .. 2147483647)")
