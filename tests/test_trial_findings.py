@@ -201,3 +201,12 @@ def test_ec2nodeclass_kubelet_int32_fields_are_bounded(tmp_path: Path) -> None:
     (line,) = _refused(tmp_path, text)
     assert line == (f"{tmp_path / 'in.yaml'} doc 2 EC2NodeClass/default: spec.kubelet.maxPods: 2147483648 does not fit in an "
                     "int32 (the field's OpenAPI format: -2147483648 .. 2147483647)")
+
+
+def test_a_pod_template_without_containers_is_refused(tmp_path: Path) -> None:
+    """Found by hack/fuzz_cli.py: a Deployment whose only container was dropped was valid
+    (kube-apiserver: ``spec.template.spec.containers: Required value``)."""
+    text = _deployment().replace("      containers:\n      - name: c\n        image: nginx\n", "      containers: []\n")
+    text = text.replace("        resources: {requests: {cpu: \"500m\", memory: \"256Mi\"}}\n", "")
+    (line,) = _refused(tmp_path, text)
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 Deployment/web: spec.template.spec.containers: must have at least 1 item(s)"

@@ -335,7 +335,8 @@ class PodSpec(LenientModel):
     affinity: Affinity | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
     topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
-    containers: list[Container]
+    containers: list[Container] = Field(min_length=1)
+    """At least one (kube-apiserver: ``spec.containers: Required value``)."""
     init_containers: list[Container] = Field(default_factory=list)
     overhead: ComputeResourceList = Field(default_factory=dict)
     priority_class_name: Str | None = None
