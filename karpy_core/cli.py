@@ -197,10 +197,10 @@ async def run_simulation(
                                         progress=progress)
     progress.phase("loading manifests")
     if paths:
-        loaded = load_documents(paths, variables or {})
+        loaded = load_documents(paths, variables or {}, cloud_provider=cloud_provider)
     else:
         text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
-        loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {})
+        loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {}, cloud_provider=cloud_provider)
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
@@ -691,10 +691,12 @@ def validate(
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
             typer.echo(f"valid: Scenario {scenario.name}: {scenario.summary()}{until}")
             return
-        loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+        loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)
         from karpy_core.sim.workloads import pod_cap_problem
 
-        problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()], max_pods)
+        objects = loaded.objects()
+        problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], max_pods,
+                                  sources=[str(o.source) for o in objects], command="validate")
         if problem:
             raise ManifestError([problem])
         if loaded.nodepools and cloud_provider is not None:

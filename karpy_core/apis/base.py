@@ -33,10 +33,16 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, field_validator
 from pydantic.alias_generators import to_camel
 
+from karpy_core.apis.names import annotations_problems, labels_problems
 from karpy_core.utils.quantity import QuantityError, parse_quantity
 
 __all__ = [
     "Int",
+    "Int32",
+    "Int64",
+    "INT32_MAX",
+    "INT64_MAX",
+    "Time",
     "Bool",
     "Str",
     "Quantity",
@@ -58,8 +64,68 @@ __all__ = [
     "to_kube_dict",
 ]
 
-Int = Annotated[int, Strict()]
-"""An integer; strings and floats are rejected, as Kubernetes' JSON decoder rejects them."""
+INT32_MAX = 2**31 - 1
+"""Largest ``int32`` (OpenAPI ``format: int32``)."""
+INT64_MAX = 2**63 - 1
+"""Largest ``int64`` (OpenAPI ``format: int64``)."""
+
+
+def _int_range(bits: int) -> Any:
+    """An after-validator refusing integers outside Go's ``int<bits>``, as kube-apiserver's JSON
+    decoder does (``json: cannot unmarshal number 9999999999 into Go struct field ... of type
+    int32``); the JSON Schema (and so the CRDs karpy writes) is left unchanged."""
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise ValueError(f"{value} does not fit in an int{bits} (the field's OpenAPI format: {low} .. {high})")
+        return value
+
+    return AfterValidator(check)
+
+
+Int64 = Annotated[int, Strict(), _int_range(64)]
+"""An ``int64`` field (``terminationGracePeriodSeconds``, ``generation``, ``tolerationSeconds``...):
+strict, and within -2^63 .. 2^63-1."""
+Int32 = Annotated[int, Strict(), _int_range(32)]
+"""An ``int32`` field (``priority``, ``replicas``, ``maxSkew``, ``weight``...): strict, and within
+-2^31 .. 2^31-1."""
+Int = Int64
+"""An integer; strings and floats are rejected, as Kubernetes' JSON decoder rejects them, and so
+are numbers beyond ``int64`` (no Kubernetes integer field is wider). Use :data:`Int32` for
+``int32`` fields."""
+
+_RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$")
+
+_FRACTION_PAST_MICROSECONDS = re.compile(r"\.([0-9]{6})[0-9]+")
+
+
+def _check_time(value: Any) -> Any:
+    """``metav1.Time`` as its ``UnmarshalJSON`` reads it: null, or a string in Go's
+    ``time.RFC3339`` layout (``2026-01-01T00:00:00Z``, fractional seconds and a ``+hh:mm``
+    offset allowed). A date alone (``2026-01-01``), a number (``12345``) or any other text is
+    refused; a :class:`~datetime.datetime` built in Python is kept.
+
+    Raises:
+        ValueError: anything else, naming the expected form.
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):  # built in Python (YAML and JSON give strings)
+        return value
+    if not isinstance(value, str) or _RFC3339.fullmatch(value) is None:
+        shown = repr(value) if isinstance(value, str) else f"the {type(value).__name__} {value!r}"
+        raise ValueError(f"must be an RFC 3339 timestamp string such as '2026-01-01T00:00:00Z'; got {shown}")
+    value = _FRACTION_PAST_MICROSECONDS.sub(r".\1", value)  # Python reads 6 fractional digits, Go 9
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError(f"must be an RFC 3339 timestamp; got {value!r} ({exc})") from None
+
+
+Time = Annotated[datetime, BeforeValidator(_check_time)]
+"""``metav1.Time``: an RFC 3339 timestamp string on the wire (``creationTimestamp``,
+``lastTransitionTime``...), a :class:`~datetime.datetime` in Python."""
 Bool = Annotated[bool, Strict()]
 """``true``/``false`` only; ``"true"`` or ``1`` are rejected."""
 Str = Annotated[str, Strict()]
@@ -188,11 +254,29 @@ class ObjectMeta(LenientModel):
     uid: Str | None = None
     resource_version: Str | None = None
     generation: Int | None = None
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: Time | None = None
+    deletion_timestamp: Time | None = None
     deletion_grace_period_seconds: Int | None = None
     finalizers: list[Str] = Field(default_factory=list)
     owner_references: list[OwnerReference] = Field(default_factory=list)
+
+    @field_validator("labels")
+    @classmethod
+    def _check_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        """Keys qualified names, values label values (:func:`karpy_core.apis.names.labels_problems`)."""
+        problems = labels_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("annotations")
+    @classmethod
+    def _check_annotations(cls, value: dict[str, str]) -> dict[str, str]:
+        """Keys qualified names, 256 KiB in all (:func:`karpy_core.apis.names.annotations_problems`)."""
+        problems = annotations_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class Condition(KubeModel):
@@ -209,7 +293,7 @@ class Condition(KubeModel):
     """A CamelCase word for why the condition has its status, for programs to match on."""
     message: Str | None = None
     """Why the condition has its status, in words for people; may be empty."""
-    last_transition_time: datetime | None = None
+    last_transition_time: Time | None = None
     """When the status last changed (RFC 3339)."""
     observed_generation: Int | None = None
     """The object's metadata.generation the condition was computed for; lower than the current

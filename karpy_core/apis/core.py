@@ -20,12 +20,14 @@ from karpy_core.apis.base import (
     Bool,
     ComputeResourceList,
     Int,
+    Int32,
     KubeModel,
     LenientModel,
     LenientObject,
     ObjectMeta,
     Str,
 )
+from karpy_core.apis.names import name_problems
 from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
@@ -241,11 +243,11 @@ class TopologySpreadConstraint(LenientModel):
     """``core/v1 TopologySpreadConstraint``. ``nodeAffinityPolicy`` defaults to ``Honor`` and
     ``nodeTaintsPolicy`` to ``Ignore`` (applied by the scheduler, not here)."""
 
-    max_skew: Int = Field(ge=1)
+    max_skew: Int32 = Field(ge=1)
     topology_key: Str
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     label_selector: LabelSelector | None = None
-    min_domains: Int | None = Field(default=None, ge=1)
+    min_domains: Int32 | None = Field(default=None, ge=1)
     node_affinity_policy: Literal["Honor", "Ignore"] | None = None
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     match_label_keys: list[Str] = Field(default_factory=list)
@@ -299,6 +301,15 @@ class Container(LenientModel):
     ports: list[ContainerPort] = Field(default_factory=list)
     restart_policy: Literal["Always"] | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        """A DNS-1123 label, as kube-apiserver's ``validateContainers`` requires."""
+        problems = name_problems(value, "label") if value else ["must not be empty"]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
 
 class PersistentVolumeClaimVolumeSource(LenientModel):
     """A pod volume backed by a PVC."""
@@ -324,15 +335,33 @@ class PodSpec(LenientModel):
     affinity: Affinity | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
     topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
-    containers: list[Container]
+    containers: list[Container] = Field(min_length=1)
+    """At least one (kube-apiserver: ``spec.containers: Required value``)."""
     init_containers: list[Container] = Field(default_factory=list)
     overhead: ComputeResourceList = Field(default_factory=dict)
     priority_class_name: Str | None = None
-    priority: Int | None = None
+    priority: Int32 | None = None
     scheduler_name: Str | None = None
     runtime_class_name: Str | None = None
     volumes: list[Volume] = Field(default_factory=list)
     termination_grace_period_seconds: Int | None = None
+
+    @model_validator(mode="after")
+    def _unique_container_names(self) -> PodSpec:
+        """Container names are unique across ``initContainers`` and ``containers``, as
+        kube-apiserver's ``validateInitContainers``/``validateContainers`` require (``Duplicate
+        value``); a pod's containers are told apart by name (logs, exec, status)."""
+        seen: set[str] = set()
+        problems = []
+        # as the API server: containers among themselves, then each init container against all seen
+        for field, containers in (("containers", self.containers), ("initContainers", self.init_containers)):
+            for i, container in enumerate(containers):
+                if container.name in seen:
+                    problems.append(f"{field}[{i}].name: Duplicate value: {container.name!r}")
+                seen.add(container.name)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class PodCondition(LenientModel):

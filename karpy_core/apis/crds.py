@@ -474,6 +474,11 @@ class _Converter:
             if "$ref" in variant:
                 return self.convert({**variant, **rest}, path)
             return self.convert({**variant, **rest}, path, def_name)
+        # pydantic writes a Field's bounds on an Optional type with its own validators (Int, Int32:
+        # strict, range-checked) under their Python names: JSON Schema's names are meant
+        for python, schema in (("ge", "minimum"), ("le", "maximum"), ("gt", "exclusiveMinimum"), ("lt", "exclusiveMaximum")):
+            if python in node:
+                node = {**{k: v for k, v in node.items() if k != python}, schema: node[python]}
         for key in ("allOf", "oneOf", "not", "if", "prefixItems", "patternProperties"):
             if key in node:
                 raise CRDGenerationError(f"{path}: JSON Schema {key!r} is not supported in a structural schema")

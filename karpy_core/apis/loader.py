@@ -63,6 +63,7 @@ from karpy_core.apis.workloads import (
 from karpy_core.errors import ManifestError
 from karpy_core.utils import kubeyaml
 from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem, format_yaml_path
+from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -487,7 +488,10 @@ def _accepted_but_useless(nodepool: NodePool) -> list[str]:
     ``karpenter.sh_nodepools.yaml``: ``nodeClassRef.name`` only non-empty, ``expireAfter``
     ``^(([0-9]+(s|m|h))+|Never)$``) that can never work: a ``nodeClassRef.name`` longer than any
     object name (253), so the NodePool is never Ready; an ``expireAfter`` of zero, so every
-    NodeClaim expires (``nodeclaim/expiration``: creation + expireAfter) as soon as it is created."""
+    NodeClaim expires (``nodeclaim/expiration``: creation + expireAfter) as soon as it is created;
+    a negative ``limits`` quantity (the CRD's pattern allows a sign), so no node fits under it
+    (``Limits.ExceededBy`` and the scheduler's remaining resources in ``pkg/apis/v1/nodepool.go``,
+    ``provisioning/scheduling``): the NodePool launches nothing."""
     spec = nodepool.spec.template.spec
     where = f"{nodepool.source} {nodepool.ref()}"
     out = []
@@ -497,6 +501,10 @@ def _accepted_but_useless(nodepool: NodePool) -> list[str]:
     if spec.expire_after != "Never" and parse_duration(spec.expire_after).total_seconds() == 0:
         out.append(f"{where}: spec.template.spec.expireAfter: {spec.expire_after}: every NodeClaim expires as soon as it is "
                    "created, so nodes churn and pods never stay (Karpenter's CRD accepts it; Never turns expiry off)")
+    for resource, limit in sorted(nodepool.spec.limits.items()):
+        if parse_quantity(limit) < 0:
+            out.append(f"{where}: spec.limits.{resource}: {limit} is negative: no node fits under it, so this NodePool "
+                       "launches nothing (Karpenter's CRD accepts it)")
     return out
 
 
@@ -508,8 +516,10 @@ def _identity(obj: KubeObject) -> tuple[str, str, str, str]:
 class _Builder:
     """Accumulates objects, problems and warnings across files."""
 
-    def __init__(self, registry: dict[tuple[str, str], type[KubeObject]]) -> None:
+    def __init__(self, registry: dict[tuple[str, str], type[KubeObject]], cloud_provider: str | None = None) -> None:
         self.registry = registry
+        self.cloud_provider = cloud_provider
+        """The provider the manifests are for (None: not said); decides what an unvalidated NodeClass's warning adds."""
         self.result = LoadedManifests()
         self._unvalidated_nodeclasses: set[tuple[str, str, str]] = set()
         """(group, kind, name) of in-tree providers' NodeClasses loaded while their plugin is not installed."""
@@ -611,8 +621,8 @@ class _Builder:
                 # name it are not told it is missing (it is there), only that it is not validated
                 name = (data.get("metadata") or {}).get("name") if isinstance(data.get("metadata"), dict) else None
                 self._unvalidated_nodeclasses.add((group, kind, str(name or "")))
-                self.result.warnings.append(f"{where} {label}: not validated: its plugin, {plugin}, is not installed "
-                                            "(the simulated cloud does not need it)")
+                needless = " (the simulated cloud does not need it)" if self.cloud_provider in (None, "simulated") else ""
+                self.result.warnings.append(f"{where} {label}: not validated: its plugin, {plugin}, is not installed{needless}")
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)
@@ -791,6 +801,7 @@ def load_documents(
     variables: dict[str, str] | None = None,
     *,
     registry: dict[tuple[str, str], type[KubeObject]] | None = None,
+    cloud_provider: str | None = None,
 ) -> LoadedManifests:
     """Load YAML files and directories (their ``*.yaml``/``*.yml``, sorted, not recursive).
 
@@ -799,12 +810,16 @@ def load_documents(
             identity replace earlier ones, with a warning).
         variables: values for ``${NAME}`` placeholders (``--set NAME=value``).
         registry: ``(apiVersion, kind)`` -> model; defaults to :func:`kind_registry`.
+        cloud_provider: the provider the manifests are for (``--cloud-provider``), None when not
+            said: an in-tree provider's NodeClass whose plugin is missing is warned about as not
+            validated, adding that the simulated cloud does not need it only for None or
+            ``simulated``.
 
     Raises:
         ManifestError: with one line per problem across all files (unreadable file, YAML syntax,
             repeated key, old API, unknown field, wrong type, rule violated...).
     """
-    builder = _Builder(registry if registry is not None else kind_registry())
+    builder = _Builder(registry if registry is not None else kind_registry(), cloud_provider)
     for path in _files(paths, builder.problems, builder.result.warnings):
         try:
             text = path.read_text(encoding="utf-8")
@@ -825,12 +840,14 @@ def load_text(
     variables: dict[str, str] | None = None,
     *,
     registry: dict[tuple[str, str], type[KubeObject]] | None = None,
+    cloud_provider: str | None = None,
 ) -> LoadedManifests:
-    """Load manifests from a string; ``source_name`` stands in for the file name in messages.
+    """Load manifests from a string; ``source_name`` stands in for the file name in messages
+    (``cloud_provider`` as for :func:`load_documents`).
 
     Raises:
         ManifestError: as :func:`load_documents`.
     """
-    builder = _Builder(registry if registry is not None else kind_registry())
+    builder = _Builder(registry if registry is not None else kind_registry(), cloud_provider)
     builder.add_text(text, source_name, variables)
     return builder.finish()

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NODEPOOL_NAME_MAX", "NameRule", "name_rule", "name_problems"]
+__all__ = ["NODEPOOL_NAME_MAX", "TOTAL_ANNOTATION_SIZE", "NameRule", "name_rule", "name_problems", "qualified_name_problems",
+           "label_value_problems", "labels_problems", "annotations_problems"]
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -72,4 +73,88 @@ def name_problems(name: str, rule: NameRule, *, prefix: bool = False, max_length
         out.append(f"must be no more than {limit} characters (got {len(name)})")
     if not pattern.fullmatch(checked):
         out.append(f"must be {words}")
+    return out
+
+
+# --------------------------------------------------------------------------- labels and annotations
+# k8s.io/apimachinery/pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue) and
+# k8s.io/apimachinery/pkg/api/validation/objectmeta.go (ValidateAnnotations); metav1validation's
+# ValidateLabels applies the first two to every key and value of metadata.labels.
+
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_NAME_WORDS = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                         "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+                         "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_LABEL_VALUE_WORDS = ("a valid label value must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+                      "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+                      "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+TOTAL_ANNOTATION_SIZE = 256 * 1024
+"""Most bytes ``metadata.annotations`` may hold, keys and values together (apimachinery's
+``TotalAnnotationSizeLimitB``)."""
+
+
+def qualified_name_problems(key: str) -> list[str]:
+    """Why ``key`` is not a qualified name (a label or annotation key: an optional DNS-1123
+    subdomain prefix and ``/``, then a name of at most 63 characters), in apimachinery's
+    ``IsQualifiedName`` words; empty when it is one."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            return ["prefix part must be non-empty"]
+        return [f"prefix part {p}" for p in name_problems(prefix, "subdomain")] + _name_part(name)
+    else:
+        return ["a qualified name " + _QUALIFIED_NAME_WORDS + " with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"]
+    return _name_part(name)
+
+
+def _name_part(name: str) -> list[str]:
+    if not name:
+        return ["name part must be non-empty"]
+    out = []
+    if len(name) > 63:
+        out.append(f"name part must be no more than 63 characters (got {len(name)})")
+    if not _QUALIFIED_NAME_PART.fullmatch(name):
+        out.append("name part " + _QUALIFIED_NAME_WORDS)
+    return out
+
+
+def label_value_problems(value: str) -> list[str]:
+    """Why ``value`` is not a label value (empty, or at most 63 characters of alphanumerics,
+    ``-``, ``_``, ``.``, alphanumeric at both ends), in apimachinery's ``IsValidLabelValue`` words."""
+    out = []
+    if len(value) > 63:
+        out.append(f"must be no more than 63 characters (got {len(value)})")
+    if not _LABEL_VALUE.fullmatch(value):
+        out.append(_LABEL_VALUE_WORDS)
+    return out
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 70 else text[:67] + "...")
+
+
+def labels_problems(labels: dict[str, str]) -> list[str]:
+    """Every problem of ``metadata.labels`` as kube-apiserver's ``ValidateLabels`` finds them:
+    each key a qualified name, each value a label value; one line each, naming key and value."""
+    out = []
+    for key, value in labels.items():
+        out += [f"key {_shown(key)}: {p}" for p in qualified_name_problems(key)]
+        out += [f"{_shown(key)}: value {_shown(value)}: {p}" for p in label_value_problems(value)]
+    return out
+
+
+def annotations_problems(annotations: dict[str, str]) -> list[str]:
+    """Every problem of ``metadata.annotations`` as ``ValidateAnnotations`` finds them: each key
+    a qualified name (checked lower-cased, so upper-case prefixes pass), and at most
+    :data:`TOTAL_ANNOTATION_SIZE` bytes in all. Values are free text."""
+    out = [f"key {_shown(key)}: {p}" for key in annotations for p in qualified_name_problems(key.lower())]
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > TOTAL_ANNOTATION_SIZE:
+        out.append(f"may not be more than {TOTAL_ANNOTATION_SIZE} bytes in all (got {size})")
     return out

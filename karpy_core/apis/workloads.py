@@ -56,6 +56,8 @@ def _int_or_percent(value: Any) -> int | str:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"must not be negative; got {value}")
+        if value > INT32_MAX:  # intstr.IntOrString holds an int32
+            raise ValueError(f"{value} does not fit in an int32 (an int-or-string's integer: at most {INT32_MAX})")
         return value
     if not _PERCENT.fullmatch(value):
         raise ValueError(f"a string here must be a percentage such as '25%'; got {value!r}")

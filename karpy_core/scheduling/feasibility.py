@@ -306,7 +306,9 @@ def _limits_detail(table: TypeTable, remaining: Resources | None, fit: BoolArray
         if r == "nodes" or i is None:
             continue
         smallest = int(table.capacity[fit, i].min())
-        if smallest > left:
+        if limits.get(r, 0) < 0:  # Karpenter's CRD accepts a negative limit; nothing is ever under it
+            which.append(f"limits.{r}={format_quantity(r, limits[r])} is negative: no node fits under it")
+        elif smallest > left:
             which.append(
                 f"limits.{r}={format_quantity(r, limits.get(r, 0))} would be exceeded "
                 f"({format_quantity(r, max(left, 0))} left, the smallest fitting type adds {format_quantity(r, smallest)})"

@@ -995,6 +995,19 @@ def _relaxations(tables: Sequence[TypeTable], pods: Sequence[PodInfo], problem: 
     return out
 
 
+def _why_nothing_fits(tables: Sequence[TypeTable]) -> str:
+    """Why no pod of the reference problem has a kind: every offering unavailable (a provider's
+    quota or capacity used up, so its instance types are all marked unavailable), else the pods'
+    needs (requests, requirements, taints) that no instance type of the NodePools meets."""
+    if not any(np.isfinite(t.prices).any() for t in tables):
+        listed = sum(len(t.types) for t in tables)
+        if listed:
+            return (f"no offering of the NodePools' {listed} instance type(s) is available now (the cloud provider marks "
+                    "them unavailable, e.g. its instance quota or capacity is used up)")
+        return "the cloud provider lists no instance type for the NodePools"
+    return "no pod fits any available instance type (requests, requirements or taints)"
+
+
 def reference(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], *, upper_bound: float | None = None,
               time_limit: float = REFERENCE_TIME_LIMIT, milp_pods: int = REFERENCE_MILP_PODS) -> Reference:
     """The optimum (or a lower bound) of the USD/hour of nodes for ``pods`` on ``tables``'
@@ -1022,7 +1035,7 @@ def reference(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], 
     problem = build_problem(table_list, pods)
     n = int(problem.counts.sum())
     if n == 0:
-        return Reference("unavailable", pods=0, unplaceable=problem.unplaceable, note="no pod fits any instance type")
+        return Reference("unavailable", pods=0, unplaceable=problem.unplaceable, note=_why_nothing_fits(table_list))
     relaxed = _relaxations(table_list, pods, problem)
     note = f"not modelled: {', '.join(relaxed)}" if relaxed else ""
     ffd = ffd_plan(problem)

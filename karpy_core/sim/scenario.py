@@ -290,6 +290,13 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
     body = step.body
     if isinstance(body, str) or (isinstance(body, list) and body and all(isinstance(b, str) for b in body)):
         paths = tuple(str((scenario.base / b).resolve()) for b in ([body] if isinstance(body, str) else body))
+        for given, path in zip([body] if isinstance(body, str) else body, paths, strict=True):
+            if Path(path) == Path(scenario.source).resolve():
+                raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: {given} is this Scenario file itself; "
+                                     "a step applies manifests (name the files or directories holding them)"])
+            if Path(path).is_file() and is_scenario_file(path):
+                raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: {given} is a Scenario file; a step "
+                                     "applies manifests, not another Scenario (run it on its own)"])
         if paths not in scenario._files:  # the same files applied again: loaded (and checked) once
             loaded = load_documents(list(paths), scenario.variables, registry=scenario.registry())
             served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]

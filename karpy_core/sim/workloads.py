@@ -60,28 +60,31 @@ def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
     return 0, ""
 
 
-def pod_cap_problem(objects: list[dict[str, Any]], cap: int, *, bare_pods: int = 0) -> str | None:
+def pod_cap_problem(objects: list[dict[str, Any]], cap: int, *, bare_pods: int = 0, sources: list[str] | None = None,
+                    command: str = "simulate") -> str | None:
     """The problem (naming the workload and field that ask for the most pods) when ``objects``
     (manifests as dicts, any kinds) plus ``bare_pods`` would make the simulation hold more than
     ``cap`` pods, else None. Pods without owner references count one each; ReplicaSets a Deployment
     controls count with their Deployment (:func:`wanted_pods`). Shared by ``karpy validate`` and
-    the simulator, so both refuse the same input."""
-    wanted: list[tuple[tuple[int, str], dict[str, Any]]] = []
-    for obj in objects:
+    the simulator, so both refuse the same input. ``sources`` (one per object, e.g. ``file doc
+    2``) prefix the workload's name when given; ``command`` is the karpy command whose
+    ``--max-pods`` raises the cap (``simulate`` or ``validate``)."""
+    wanted: list[tuple[tuple[int, str], dict[str, Any], str]] = []
+    for i, obj in enumerate(objects):
         if obj.get("kind") == "Pod" and (obj.get("metadata") or {}).get("ownerReferences"):
             continue
         if obj.get("kind") == "ReplicaSet" and _deployment_owned(obj):
             continue
         n = wanted_pods(obj)
         if n[0]:
-            wanted.append((n, obj))
-    total = bare_pods + sum(n for (n, _), _ in wanted)
+            wanted.append((n, obj, f"{sources[i]} " if sources is not None else ""))
+    total = bare_pods + sum(n for (n, _), _, _ in wanted)
     if total <= cap or not wanted:
         return None
-    (count, path), obj = max(wanted, key=lambda w: w[0][0])
+    (count, path), obj, where = max(wanted, key=lambda w: w[0][0])
     meta = obj["metadata"]
-    return (f"{obj['kind']}/{meta.get('namespace', 'default')}/{meta['name']}: {path}: {count:,} pods; the simulation would "
-            f"hold {total:,} pods, more than its cap of {cap:,} (karpy simulate --max-pods)")
+    return (f"{where}{obj['kind']}/{meta.get('namespace', 'default')}/{meta['name']}: {path}: {count:,} pods; the simulation "
+            f"would hold {total:,} pods, more than its cap of {cap:,} (karpy {command} --max-pods)")
 
 
 def _deployment_owned(obj: dict[str, Any]) -> bool:

@@ -132,5 +132,10 @@ spec:
     assert [p.name for p in loaded.nodepools] == ["general-purpose"] and not loaded.nodeclasses
     assert loaded.warnings == ["np.yaml doc 2 EC2NodeClass/default: not validated: its plugin, karpy-aws (providers/aws), "
                                "is not installed (the simulated cloud does not need it)"]
+    for named in ("simulated", None):  # validate without --cloud-provider, simulate's default cloud
+        assert load_text(text, "np.yaml", registry=core_only, cloud_provider=named).warnings == loaded.warnings
+    # another provider selected: the simulated cloud's needs are beside the point
+    assert load_text(text, "np.yaml", registry=core_only, cloud_provider="kakaocloud").warnings == [
+        "np.yaml doc 2 EC2NodeClass/default: not validated: its plugin, karpy-aws (providers/aws), is not installed"]
     with_aws = load_text(text, "np.yaml")  # the plugin installed: validated, no warning
     assert with_aws.warnings == [] and ("karpenter.k8s.aws", "EC2NodeClass", "default") in with_aws.nodeclasses

@@ -387,7 +387,7 @@ def test_yaml_syntax_error() -> None:
 def test_document_shape_errors() -> None:
     problems = problems_of(
         "- a\n- b\n---\nkind: Pod\nmetadata: {name: x}\n---\n"
-        "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: []}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: c}]}\n",
         "d.yaml",
     )
     assert problems == [

@@ -329,3 +329,34 @@ async def test_the_total_line_counts_one_node_in_the_singular(tmp_path: Path):
     path.write_text(yaml.safe_dump_all([nodepool(), NODECLASS, deployment(replicas=1)]))
     text = render_text(await run_simulation([str(path)]))
     assert next(x for x in text.splitlines() if x.startswith("total: ")).startswith("total: 1 node (1 launched by karpy), ")
+
+
+def test_lower_bound_line_says_how_much_karpy_may_overpay_not_a_percentage_within():
+    from types import SimpleNamespace
+
+    from karpy_core.sim.report import _reference_line
+
+    bound = optimum.Reference("lower bound", 0.40, pods=10, note="not modelled: topology spread")
+    line = _reference_line(SimpleNamespace(reference=bound, cost_per_hour=1.2072))  # type: ignore[arg-type]
+    # was "within 201.8% of the cheapest possible": read as "less than"; now the distance and the ratio
+    assert line is not None and line.endswith(
+        ": karpy's plan costs at most 0.8072 USD/hour more than the cheapest possible (3.02x the lower bound)")
+    assert "within" not in line
+    exact = optimum.Reference("optimum", 0.40, {"m": 2}, pods=10)
+    exact_line = _reference_line(SimpleNamespace(reference=exact, cost_per_hour=0.5))  # type: ignore[arg-type]
+    assert exact_line is not None and exact_line.endswith("karpy's plan costs 25.0% more (+0.1000 USD/hour)")
+
+
+def test_reference_names_unavailable_offerings_when_a_quota_is_the_limit():
+    """A provider whose instance quota is used up marks every offering unavailable (the plugin
+    guide's tinycloud with max_instances): the reference says so, not that no pod fits."""
+    pytest.importorskip("highspy")
+    import dataclasses
+
+    used_up = [dataclasses.replace(t, offerings=[dataclasses.replace(o, available=False) for o in t.offerings]) for t in THREE]
+    ref = optimum.reference(_table(used_up), _pods(4, "1"))
+    assert ref.status == "unavailable" and ref.value is None
+    assert ref.note == ("no offering of the NodePools' 3 instance type(s) is available now (the cloud provider marks them "
+                        "unavailable, e.g. its instance quota or capacity is used up)")
+    too_big = optimum.reference(_table(), _pods(2, "64"))  # offerings available, but no type holds 64 cores
+    assert too_big.note == "no pod fits any available instance type (requests, requirements or taints)"

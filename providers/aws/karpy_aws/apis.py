@@ -31,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from karpy_core.apis.base import Bool, Condition, CRDQuantity, Int, KubeModel, KubeObject, Str
+from karpy_core.apis.base import Bool, Condition, CRDQuantity, Int, Int32, KubeModel, KubeObject, Str
 from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay, printer_column
 from karpy_core.apis.durations import parse_duration
 from karpy_core.utils.quantity import parse_quantity
@@ -273,9 +273,9 @@ class KubeletConfiguration(KubeModel):
 
     cluster_dns: list[Str] | None = Field(default=None, alias="clusterDNS")
     """IP addresses of the cluster DNS servers the kubelet gives pods (overrides the AMI's default)."""
-    max_pods: Int | None = Field(default=None, ge=0)
+    max_pods: Int32 | None = Field(default=None, ge=0)
     """The most pods the kubelet runs on the node; overrides the count derived from the instance type's network interfaces."""
-    pods_per_core: Int | None = Field(default=None, ge=0)
+    pods_per_core: Int32 | None = Field(default=None, ge=0)
     """The most pods per vCPU; the node's pod limit is the lower of this times its vCPUs and maxPods."""
     system_reserved: Annotated[dict[Str, CRDQuantity], AfterValidator(_check_reserved)] | None = None
     """Resources (cpu, memory, ephemeral-storage, pid) held back for the operating system's daemons, taken off the node's allocatable."""
@@ -288,7 +288,7 @@ class KubeletConfiguration(KubeModel):
     """Signals and thresholds at which the kubelet evicts pods once the signal has stayed past its grace period."""
     eviction_soft_grace_period: Annotated[dict[Str, Str], AfterValidator(_check_grace_periods)] | None = None
     """How long each soft eviction signal must hold before pods are evicted, per signal (a duration)."""
-    eviction_max_pod_grace_period: Int | None = None
+    eviction_max_pod_grace_period: Int32 | None = None
     """The longest termination grace period, in seconds, the kubelet grants pods it evicts for a soft threshold."""
     image_gc_high_threshold_percent: Int | None = Field(default=None, ge=0, le=100, alias="imageGCHighThresholdPercent")
     """Disk usage percentage from which image garbage collection always runs; above imageGCLowThresholdPercent."""

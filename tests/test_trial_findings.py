@@ -1,0 +1,212 @@
+"""What a fresh-user trial found still accepted (or worded wrongly) after issue 35, through ``karpy
+validate`` and ``karpy simulate`` as a user runs them: each input gives one problem line naming
+file, document, object and field (exit 2), as kube-apiserver or Karpenter's CRD would refuse it,
+or the correct result.
+
+* ``metadata.labels`` keys and values and ``metadata.annotations`` keys (apimachinery's
+  ``IsQualifiedName``/``IsValidLabelValue``), on every kind the loader reads and in pod templates;
+* container names: DNS-1123 labels, unique across ``containers`` and ``initContainers``;
+* integers beyond their OpenAPI format (``int32``: priority, replicas, PDB ints; ``int64``:
+  terminationGracePeriodSeconds and every other integer);
+* ``metadata.creationTimestamp``: an RFC 3339 string or null only;
+* a negative NodePool limit: accepted (the CRD's pattern allows a sign), warned about, and its
+  pods' reason says so;
+* ``validate --max-pods`` names the file and ``karpy validate``;
+* a Scenario step applying its own file (or another Scenario) is refused, naming the step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli import invoke_cli
+from tests.test_input_classes import _deployment, _nodepool, _problems, _write
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+{meta}spec:
+{spec}  containers:
+  - name: a
+    image: nginx
+{containers}"""
+
+
+def _pod(meta: str = "", spec: str = "", containers: str = "") -> str:
+    return POD.format(meta=meta, spec=spec, containers=containers)
+
+
+def _refused(tmp_path: Path, text: str, *, name: str = "in.yaml") -> list[str]:
+    """The problem lines of ``text`` through validate and simulate (the same in both)."""
+    path = _write(tmp_path, name, text)
+    seen = []
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, path)
+        assert result.exit_code == 2, (command, result.output)
+        seen.append(_problems(result))
+    assert seen[0] == seen[1], seen
+    return seen[0]
+
+
+QUALIFIED = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+             "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+
+
+@pytest.mark.parametrize(("labels", "problem"), [
+    ("{ключ: v}", f"key 'ключ': name part {QUALIFIED}"),
+    ("{app: " + "v" * 100 + "}", "'app': value '" + "v" * 67 + "...': must be no more than 63 characters (got 100)"),
+    ('{app: "-x"}', "'app': value '-x': a valid label value must be an empty string or consist of alphanumeric characters"),
+    ('{"Example.com/app": x}', "key 'Example.com/app': prefix part must be a lowercase RFC 1123 subdomain"),
+    ('{"/app": x}', "key '/app': prefix part must be non-empty"),
+    ('{"a/b/c": x}', "key 'a/b/c': a qualified name must consist of"),
+    ('{"x/' + "n" * 64 + '": y}', "key 'x/" + "n" * 64 + "': name part must be no more than 63 characters (got 64)"),
+])
+def test_label_keys_and_values_are_checked_as_apimachinery_does(tmp_path: Path, labels: str, problem: str) -> None:
+    (line,) = _refused(tmp_path, _pod(meta=f"  labels: {labels}\n"))
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 Pod/p: metadata.labels: {problem}"), line
+
+
+def test_labels_of_every_kind_and_of_pod_templates_are_checked(tmp_path: Path) -> None:
+    bad_template = _deployment().replace("metadata: {labels: {app: web}}", "metadata: {labels: {app: web, ключ: x}}")
+    (line,) = _refused(tmp_path, bad_template)
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 Deployment/web: spec.template.metadata.labels: key 'ключ'"), line
+    configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: {ключ: v}\n"  # a kind karpy does not model
+    (line,) = _refused(tmp_path, configmap)
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 ConfigMap/c: metadata.labels: key 'ключ'"), line
+    nodepool = _nodepool().replace("  name: default\nspec:", "  name: default\n  labels: {ключ: v}\nspec:", 1)
+    (line,) = _refused(tmp_path, nodepool)
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 NodePool/default: metadata.labels: key 'ключ'"), line
+
+
+def test_annotation_keys_are_qualified_names_in_any_case_and_values_free(tmp_path: Path) -> None:
+    (line,) = _refused(tmp_path, _pod(meta='  annotations: {"bad key!": x}\n'))
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 Pod/p: metadata.annotations: key 'bad key!': name part {QUALIFIED}"
+    # ValidateAnnotations lower-cases the key first; values are free text of any length
+    ok = _write(tmp_path, "ok.yaml", _pod(meta='  annotations: {"Example.COM/Note": "' + "any text, ünïcode! " * 20 + '"}\n'))
+    assert invoke_cli("validate", ok).exit_code == 0
+    huge = _pod(meta=f'  annotations: {{big: "{"x" * (256 * 1024)}"}}\n')
+    (line,) = _refused(tmp_path, huge)
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 Pod/p: metadata.annotations: may not be more than 262144 bytes in all (got 262147)"
+
+
+def test_container_names_are_unique_labels(tmp_path: Path) -> None:
+    where = f"{tmp_path / 'in.yaml'} doc 1 Pod/p: spec"
+    (line,) = _refused(tmp_path, _pod(containers="  - name: a\n    image: nginx\n"))
+    assert line == f"{where}: containers[1].name: Duplicate value: 'a'"
+    # an init container is checked against every container (kube-apiserver's validateInitContainers)
+    (line,) = _refused(tmp_path, _pod(spec="  initContainers: [{name: a, image: busybox}]\n"))
+    assert line == f"{where}: initContainers[0].name: Duplicate value: 'a'"
+    (line,) = _refused(tmp_path, _pod(containers="  - name: My_C\n    image: nginx\n"))
+    assert line.startswith(f"{where}.containers[1].name: must be a lowercase RFC 1123 label"), line
+
+
+@pytest.mark.parametrize(("text", "field", "problem"), [
+    (_pod(spec="  priority: 2147483648\n"), "spec.priority",
+     "2147483648 does not fit in an int32 (the field's OpenAPI format: -2147483648 .. 2147483647)"),
+    (_pod(spec="  terminationGracePeriodSeconds: 9223372036854775808\n"), "spec.terminationGracePeriodSeconds",
+     "9223372036854775808 does not fit in an int64 (the field's OpenAPI format: -9223372036854775808 .. 9223372036854775807)"),
+    (_pod(meta="  generation: 99999999999999999999\n"), "metadata.generation",
+     "99999999999999999999 does not fit in an int64 (the field's OpenAPI format: -9223372036854775808 .. 9223372036854775807)"),
+    (_deployment().replace("replicas: 2", "replicas: 2147483648"), "spec.replicas",
+     "must be <= 2147483647; got the number 2147483648"),
+    ("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {minAvailable: 2147483648}\n",
+     "spec.minAvailable", "2147483648 does not fit in an int32 (an int-or-string's integer: at most 2147483647)"),
+])
+def test_integers_beyond_their_openapi_format_are_refused(tmp_path: Path, text: str, field: str, problem: str) -> None:
+    (line,) = _refused(tmp_path, text)
+    assert line.endswith(f": {field}: {problem}"), line
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 "), line
+
+
+def test_int32_bounds_themselves_are_accepted(tmp_path: Path) -> None:
+    path = _write(tmp_path, "ok.yaml", _pod(spec="  priority: -2147483648\n  terminationGracePeriodSeconds: 9223372036854775807\n"))
+    result = invoke_cli("validate", path)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("value", ["2026-01-01", "12345", "2026-01-01 10:00:00Z", "2026-01-01T10:00:00", "true", "[]"])
+def test_creation_timestamp_must_be_an_rfc3339_string(tmp_path: Path, value: str) -> None:
+    (line,) = _refused(tmp_path, _pod(meta=f"  creationTimestamp: {value}\n"))
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 Pod/p: metadata.creationTimestamp: must be an RFC 3339 timestamp "
+                           "string such as '2026-01-01T00:00:00Z'; got "), line
+
+
+@pytest.mark.parametrize("value", ["null", "2026-01-01T10:00:00Z", "2026-01-01T10:00:00.123456789+05:30"])
+def test_creation_timestamp_rfc3339_or_null_is_accepted(tmp_path: Path, value: str) -> None:
+    result = invoke_cli("validate", _write(tmp_path, "ok.yaml", _pod(meta=f"  creationTimestamp: {value}\n")))
+    assert result.exit_code == 0, result.output
+
+
+def test_a_negative_nodepool_limit_is_accepted_as_the_crd_does_and_named(tmp_path: Path) -> None:
+    """Karpenter v1.15.0's NodePool CRD: ``limits`` values are int-or-string with a pattern that
+    allows a sign, so ``cpu: -1`` is stored; no node fits under it (``Limits.ExceededBy``), so the
+    NodePool launches nothing. karpy stores it too, and says so."""
+    nodepool = _write(tmp_path, "np.yaml", _nodepool("  limits: {cpu: -1}\n"))
+    app = _write(tmp_path, "app.yaml", _deployment())
+    warning = (f"warning: {nodepool} doc 1 NodePool/default: spec.limits.cpu: -1 is negative: no node fits under it, so this "
+               "NodePool launches nothing (Karpenter's CRD accepts it)")
+    validated = invoke_cli("validate", nodepool)
+    assert validated.exit_code == 0 and warning in validated.stdout.splitlines(), validated.output
+    simulated = invoke_cli("simulate", nodepool, app)
+    assert simulated.exit_code == 0, simulated.output
+    assert "pods: 0 bound, 2 pending" in simulated.stdout
+    assert "NodePool default: limits.cpu=-1 is negative: no node fits under it" in simulated.stdout
+
+
+def test_validate_max_pods_names_the_file_and_validate(tmp_path: Path) -> None:
+    app = _write(tmp_path, "app.yaml", _deployment())
+    result = invoke_cli("validate", "--max-pods", "1", app)
+    assert result.exit_code == 2
+    assert _problems(result) == [f"{app} doc 1 Deployment/default/web: spec.replicas: 2 pods; the simulation would hold 2 pods, "
+                                 "more than its cap of 1 (karpy validate --max-pods)"]
+
+
+SCENARIO = """\
+apiVersion: karpy.sh/v1alpha1
+kind: Scenario
+metadata: {{name: s}}
+steps:
+  - at: 0s
+    apply: [app.yaml]
+  - at: 1m
+    apply: {target}
+"""
+
+
+@pytest.mark.parametrize(("target", "problem"), [
+    ("self.yaml", "self.yaml is this Scenario file itself; a step applies manifests (name the files or directories holding them)"),
+    ("[./self.yaml]", "./self.yaml is this Scenario file itself; a step applies manifests (name the files or directories "
+                      "holding them)"),
+    ("other.yaml", "other.yaml is a Scenario file; a step applies manifests, not another Scenario (run it on its own)"),
+])
+def test_a_scenario_step_applying_a_scenario_is_refused(tmp_path: Path, target: str, problem: str) -> None:
+    _write(tmp_path, "app.yaml", _deployment())
+    _write(tmp_path, "other.yaml", SCENARIO.format(target="app.yaml"))
+    scenario = _write(tmp_path, "self.yaml", SCENARIO.format(target=target))
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, scenario)
+        assert result.exit_code == 2, result.output
+        assert _problems(result) == [f"{scenario}: steps[1].apply: {problem}"]
+
+
+def test_ec2nodeclass_kubelet_int32_fields_are_bounded(tmp_path: Path) -> None:
+    """karpenter-provider-aws' KubeletConfiguration: maxPods, podsPerCore and
+    evictionMaxPodGracePeriod are ``*int32``."""
+    text = _nodepool().replace("  role: KarpenterNodeRole-demo\n", "  role: KarpenterNodeRole-demo\n  kubelet: {maxPods: 2147483648}\n")
+    (line,) = _refused(tmp_path, text)
+    assert line == (f"{tmp_path / 'in.yaml'} doc 2 EC2NodeClass/default: spec.kubelet.maxPods: 2147483648 does not fit in an "
+                    "int32 (the field's OpenAPI format: -2147483648 .. 2147483647)")
+
+
+def test_a_pod_template_without_containers_is_refused(tmp_path: Path) -> None:
+    """Found by hack/fuzz_cli.py: a Deployment whose only container was dropped was valid
+    (kube-apiserver: ``spec.template.spec.containers: Required value``)."""
+    text = _deployment().replace("      containers:\n      - name: c\n        image: nginx\n", "      containers: []\n")
+    text = text.replace("        resources: {requests: {cpu: \"500m\", memory: \"256Mi\"}}\n", "")
+    (line,) = _refused(tmp_path, text)
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 Deployment/web: spec.template.spec.containers: must have at least 1 item(s)"
