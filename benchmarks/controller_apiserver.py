@@ -27,6 +27,10 @@ is Karpenter's KWOK catalog (``examples/kwok-instance-types.json``, 144 types, p
 Karpenter's kwok controller. The catalog the controller loads is part of its memory: the two
 give different peak RSS for the same pods.
 
+``--system karpenter`` runs Karpenter's own kwok controller (``hack/karpenter_kwok.py``, built
+from ``sigs.k8s.io/karpenter``) instead, with Karpenter's CRDs, the same KWOKNodeClass, NodePool,
+pods and KWOK catalog as ``--catalog kwok``, and the same readings (peak RSS is its VmHWM).
+
 ``--memory-profile`` makes every run a profiling run instead: the controller runs under
 tracemalloc (``benchmarks/memprofile_controller.py``) and, once every pod is Running, writes where
 its memory is (informer cache by kind, parsed views, metrics series, imports, allocation sites
@@ -34,7 +38,7 @@ now and at the traced peak, heap by type), printed after the run. Its times, CPU
 tracemalloc's, not the controller's: never compare them with a timed run.
 
 Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000 [--pods 5000]] [--catalog aws|kwok]
-[--controller-repo DIR] [--repeat N] [--memory-profile]``
+[--system karpy|karpenter] [--controller-repo DIR] [--repeat N] [--memory-profile]``
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "hack"))
 
 import devcluster  # noqa: E402
+import karpenter_kwok  # noqa: E402
 
 from karpy_core.kube.client import AsyncKubeClient  # noqa: E402
 from tests.integration.karpy_env import ControllerProcess, install_crds  # noqa: E402
@@ -75,6 +80,31 @@ def catalog_objects(catalog: str) -> list[tuple[str, dict[str, Any]]]:
     spec["nodeClassRef"] = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "bench"}
     return [("KWOKNodeClass", {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
                                "metadata": {"name": "bench"}}), ("NodePool", pool)]
+
+
+class KarpenterController:
+    """Karpenter's own kwok controller (``hack/karpenter_kwok.py``) with the readings of
+    :class:`Controller`: Karpenter's KWOK catalog (the same file as ``--catalog kwok``)."""
+
+    def __init__(self, kubeconfig: str, log_path: Path):
+        self.karpenter = karpenter_kwok.KarpenterKwok(kubeconfig, log_path=log_path,
+                                                      env={"INSTANCE_TYPES_FILE_PATH": str(KWOK_CATALOG)})
+        self.karpenter.start()
+
+    def log(self) -> str:
+        return "starting controllers"  # start() returned: its readiness probe answered
+
+    def rss_mib(self) -> float:
+        return self.karpenter._status_kib("VmRSS") / 1024
+
+    def cpu_seconds(self) -> float:
+        return self.karpenter.cpu_seconds()
+
+    def peak_rss_mib(self) -> float:
+        return self.karpenter.peak_rss_mib()
+
+    def stop(self) -> None:
+        self.karpenter.stop()
 
 
 class Controller(ControllerProcess):
@@ -113,15 +143,22 @@ class Controller(ControllerProcess):
         return float("nan")
 
 
-async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool = False) -> dict[str, float | None]:
+async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool = False,
+              system: str = "karpy") -> dict[str, float | None]:
     with devcluster.DevCluster(devcluster.build()) as cluster, tempfile.TemporaryDirectory() as tmp:
         kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
         await install_crds(kube)
+        if system == "karpenter":
+            await asyncio.to_thread(karpenter_kwok.install_crds, cluster)
         for kind, obj in catalog_objects(catalog):
             await kube.create(kind, obj)
         profile_out = Path(tmp) / "memprofile.txt" if profile else None
-        ctl = Controller(str(cluster.kubeconfig), Path(tmp) / "controller.log", lease="bench", repo=repo,
-                         catalog=catalog, profile_out=profile_out)
+        ctl: Controller | KarpenterController
+        if system == "karpenter":
+            ctl = await asyncio.to_thread(KarpenterController, str(cluster.kubeconfig), Path(tmp) / "karpenter.log")
+        else:
+            ctl = Controller(str(cluster.kubeconfig), Path(tmp) / "controller.log", lease="bench", repo=repo,
+                             catalog=catalog, profile_out=profile_out)
         try:
             for _ in range(300):
                 if "starting controllers" in ctl.log():
@@ -162,8 +199,8 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
                     running_at = now
                     cpu_running = ctl.cpu_seconds()
                     break
-                if stable_since is not None and now - stable_since > 60:
-                    print(f"gave up: {running} of {pods} pods Running, no new NodeClaim or Running pod for 60 s")
+                if stable_since is not None and now - stable_since > 180:
+                    print(f"gave up: {running} of {pods} pods Running, no new NodeClaim or Running pod for 180 s")
                     break
             print(f"pods: {pods} (all created after {created_all:.2f} s)")
             print(f"first NodeClaim created after: {first_claim:.2f} s" if first_claim is not None else "no NodeClaim created")
@@ -173,7 +210,7 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
             print(f"controller peak RSS:           {peak:.1f} MiB")
             print(f"controller RSS before any pod: {rss_idle:.1f} MiB (CPU {cpu_idle:.2f} s to get there)")
             print(f"controller CPU to all Running: {cpu_running:.2f} s" if cpu_running is not None else "")
-            if profile_out is not None:
+            if profile_out is not None and isinstance(ctl, Controller):
                 ctl.proc.send_signal(signal.SIGUSR1)
                 for _ in range(1200):
                     if profile_out.exists():
@@ -202,20 +239,25 @@ def main() -> None:
     parser.add_argument("--controller-repo", type=Path, action="append", default=None,
                         help="run the controller from this checkout (repeatable: each is benchmarked in turn)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (each round runs every checkout once)")
+    parser.add_argument("--system", choices=("karpy", "karpenter"), action="append", default=None,
+                        help="karpy's controller or Karpenter's kwok controller (hack/karpenter_kwok.py; always the kwok "
+                             "catalog); repeatable, default karpy")
     parser.add_argument("--memory-profile", action="store_true",
                         help="profiling runs: the controller under tracemalloc, its memory report printed (not timed)")
     args = parser.parse_args()
     repos: list[Path | None] = list(args.controller_repo or [None])
     sizes: list[int] = list(args.pods or [1000])
     catalogs: list[str] = list(args.catalog or ["aws"])
+    systems: list[str] = list(args.system or ["karpy"])
     rows: list[tuple[str, dict[str, float | None]]] = []
     for round_ in range(args.repeat):
         for pods in sizes:
-            for catalog in catalogs:
-                for repo in repos:
-                    label = f"{repo or REPO} {catalog} {pods} pods"
+            for system in systems:
+                runs = [(r, c) for c in catalogs for r in repos] if system == "karpy" else [(None, "kwok")]
+                for repo, catalog in runs:
+                    label = f"{repo or REPO} {catalog} {pods} pods" if system == "karpy" else f"Karpenter kwok {pods} pods"
                     print(f"== round {round_ + 1}: controller from {label}", flush=True)
-                    rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile))))
+                    rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile, system))))
     if len(rows) > 1:
         print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims):")
         for label, r in rows:
