@@ -17,9 +17,28 @@ reports:
 
 ``--controller-repo DIR`` runs the controller from another checkout (its ``.venv/bin/python``,
 working directory ``DIR``) against the same harness, so two versions compare under the same
-benchmark code; ``--repeat N`` runs N fresh clusters in a row.
+benchmark code; ``--repeat N`` runs N fresh clusters in a row; ``--pods`` may be given more than
+once (``--pods 1000 --pods 5000``: each size on a fresh cluster, each checkout).
 
-Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000] [--controller-repo DIR] [--repeat N]``
+``--catalog aws`` (the default) is the simulated provider's EC2 catalog for us-east-1 (1,334
+instance types, an EC2NodeClass and a NodePool of c/m/r on-demand amd64 types); ``--catalog kwok``
+is Karpenter's KWOK catalog (``examples/kwok-instance-types.json``, 144 types, passed as
+``--instance-types``) behind Karpenter's KWOKNodeClass, the catalog of side-by-side runs with
+Karpenter's kwok controller. The catalog the controller loads is part of its memory: the two
+give different peak RSS for the same pods.
+
+``--system karpenter`` runs Karpenter's own kwok controller (``hack/karpenter_kwok.py``, built
+from ``sigs.k8s.io/karpenter``) instead, with Karpenter's CRDs, the same KWOKNodeClass, NodePool,
+pods and KWOK catalog as ``--catalog kwok``, and the same readings (peak RSS is its VmHWM).
+
+``--memory-profile`` makes every run a profiling run instead: the controller runs under
+tracemalloc (``benchmarks/memprofile_controller.py``) and, once every pod is Running, writes where
+its memory is (informer cache by kind, parsed views, metrics series, imports, allocation sites
+now and at the traced peak, heap by type), printed after the run. Its times, CPU and RSS are
+tracemalloc's, not the controller's: never compare them with a timed run.
+
+Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000 [--pods 5000]] [--catalog aws|kwok]
+[--system karpy|karpenter] [--controller-repo DIR] [--repeat N] [--memory-profile]``
 """
 
 from __future__ import annotations
@@ -27,39 +46,89 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "hack"))
 
 import devcluster  # noqa: E402
+import karpenter_kwok  # noqa: E402
 
 from karpy_core.kube.client import AsyncKubeClient  # noqa: E402
 from tests.integration.karpy_env import ControllerProcess, install_crds  # noqa: E402
 from tests.integration.test_controller_e2e import deployment, nodeclass, nodepool  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+KWOK_CATALOG = REPO / "examples" / "kwok-instance-types.json"
+PROFILER = REPO / "benchmarks" / "memprofile_controller.py"
+
+
+def catalog_objects(catalog: str) -> list[tuple[str, dict[str, Any]]]:
+    """The NodeClass and NodePool (kind, object) for ``catalog`` (``aws`` or ``kwok``)."""
+    if catalog == "aws":
+        return [("EC2NodeClass", nodeclass("bench")), ("NodePool", nodepool("bench", "bench"))]
+    pool = nodepool("bench", "bench")
+    spec = pool["spec"]["template"]["spec"]
+    spec["requirements"] = [r for r in spec["requirements"] if r["key"] != "karpenter.k8s.aws/instance-category"]
+    spec["nodeClassRef"] = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "bench"}
+    return [("KWOKNodeClass", {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
+                               "metadata": {"name": "bench"}}), ("NodePool", pool)]
+
+
+class KarpenterController:
+    """Karpenter's own kwok controller (``hack/karpenter_kwok.py``) with the readings of
+    :class:`Controller`: Karpenter's KWOK catalog (the same file as ``--catalog kwok``)."""
+
+    def __init__(self, kubeconfig: str, log_path: Path):
+        self.karpenter = karpenter_kwok.KarpenterKwok(kubeconfig, log_path=log_path,
+                                                      env={"INSTANCE_TYPES_FILE_PATH": str(KWOK_CATALOG)})
+        self.karpenter.start()
+
+    def log(self) -> str:
+        return "starting controllers"  # start() returned: its readiness probe answered
+
+    def rss_mib(self) -> float:
+        return self.karpenter._status_kib("VmRSS") / 1024
+
+    def cpu_seconds(self) -> float:
+        return self.karpenter.cpu_seconds()
+
+    def peak_rss_mib(self) -> float:
+        return self.karpenter.peak_rss_mib()
+
+    def stop(self) -> None:
+        self.karpenter.stop()
 
 
 class Controller(ControllerProcess):
-    """``karpy controller`` from ``repo`` (default: this checkout), with CPU and RSS readings."""
+    """``karpy controller`` from ``repo`` (default: this checkout), with CPU and RSS readings.
 
-    def __init__(self, kubeconfig: str, log_path: Path, *, lease: str, repo: Path | None = None):
-        if repo is None:
-            super().__init__(kubeconfig, log_path, lease=lease)
-            return
+    ``catalog`` ``kwok`` adds ``--instance-types`` (Karpenter's KWOK catalog); ``profile_out`` runs
+    it under ``benchmarks/memprofile_controller.py`` (tracemalloc), whose report goes there."""
+
+    def __init__(self, kubeconfig: str, log_path: Path, *, lease: str, repo: Path | None = None,
+                 catalog: str = "aws", profile_out: Path | None = None):
         self.log_path = log_path
-        argv = [str(repo / ".venv" / "bin" / "python"), "-m", "karpy_core.cli", "controller",
+        root = repo or REPO
+        python = str(root / ".venv" / "bin" / "python") if repo is not None else sys.executable
+        entry = [str(PROFILER)] if profile_out is not None else ["-m", "karpy_core.cli"]
+        argv = [python, *entry, "controller",
                 "--cloud-provider", "simulated", "--kwok", "--kubeconfig", kubeconfig,
                 "--namespace", "default", "--health-port", "0", "--metrics-port", "0"]
+        if catalog == "kwok":
+            argv += ["--instance-types", str(KWOK_CATALOG)]
+        env = {**os.environ, "KARPY_LEASE_NAME": lease}
+        if profile_out is not None:
+            env["KARPY_MEMPROFILE_OUT"] = str(profile_out)
         self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "KARPY_LEASE_NAME": lease}, cwd=repo)
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=root)
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the controller has used so far."""
@@ -74,13 +143,22 @@ class Controller(ControllerProcess):
         return float("nan")
 
 
-async def run(pods: int, repo: Path | None) -> dict[str, float | None]:
+async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool = False,
+              system: str = "karpy") -> dict[str, float | None]:
     with devcluster.DevCluster(devcluster.build()) as cluster, tempfile.TemporaryDirectory() as tmp:
         kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
         await install_crds(kube)
-        await kube.create("EC2NodeClass", nodeclass("bench"))
-        await kube.create("NodePool", nodepool("bench", "bench"))
-        ctl = Controller(str(cluster.kubeconfig), Path(tmp) / "controller.log", lease="bench", repo=repo)
+        if system == "karpenter":
+            await asyncio.to_thread(karpenter_kwok.install_crds, cluster)
+        for kind, obj in catalog_objects(catalog):
+            await kube.create(kind, obj)
+        profile_out = Path(tmp) / "memprofile.txt" if profile else None
+        ctl: Controller | KarpenterController
+        if system == "karpenter":
+            ctl = await asyncio.to_thread(KarpenterController, str(cluster.kubeconfig), Path(tmp) / "karpenter.log")
+        else:
+            ctl = Controller(str(cluster.kubeconfig), Path(tmp) / "controller.log", lease="bench", repo=repo,
+                             catalog=catalog, profile_out=profile_out)
         try:
             for _ in range(300):
                 if "starting controllers" in ctl.log():
@@ -102,10 +180,10 @@ async def run(pods: int, repo: Path | None) -> dict[str, float | None]:
             await asyncio.gather(*(make(i) for i in range(pods)))
             created_all = time.monotonic() - t0
             first_claim = last_claim = running_at = None
-            claims_seen = 0
-            stable_since = None
+            claims_seen = running_seen = 0
+            stable_since: float | None = None
             cpu_running = None
-            while time.monotonic() - t0 < 600:
+            while time.monotonic() - t0 < 300 + pods * 0.3:
                 await asyncio.sleep(0.5)
                 now = time.monotonic() - t0
                 claims = [c for c in await kube.list("NodeClaim") if c["metadata"]["labels"].get("karpenter.sh/nodepool") == "bench"]
@@ -115,11 +193,14 @@ async def run(pods: int, repo: Path | None) -> dict[str, float | None]:
                     claims_seen, last_claim, stable_since = len(claims), now, now
                 plist = [p for p in await kube.list("Pod", "default") if p["metadata"]["labels"].get("app") == "inflate"]
                 running = sum(1 for p in plist if (p.get("status") or {}).get("phase") == "Running")
+                if running > running_seen:  # still progressing (a loaded machine binds slowly)
+                    running_seen, stable_since = running, now
                 if running == pods and len(plist) == pods:
                     running_at = now
                     cpu_running = ctl.cpu_seconds()
                     break
-                if stable_since is not None and now - stable_since > 60:
+                if stable_since is not None and now - stable_since > 180:
+                    print(f"gave up: {running} of {pods} pods Running, no new NodeClaim or Running pod for 180 s")
                     break
             print(f"pods: {pods} (all created after {created_all:.2f} s)")
             print(f"first NodeClaim created after: {first_claim:.2f} s" if first_claim is not None else "no NodeClaim created")
@@ -129,6 +210,19 @@ async def run(pods: int, repo: Path | None) -> dict[str, float | None]:
             print(f"controller peak RSS:           {peak:.1f} MiB")
             print(f"controller RSS before any pod: {rss_idle:.1f} MiB (CPU {cpu_idle:.2f} s to get there)")
             print(f"controller CPU to all Running: {cpu_running:.2f} s" if cpu_running is not None else "")
+            if profile_out is not None and isinstance(ctl, Controller):
+                ctl.proc.send_signal(signal.SIGUSR1)
+                for _ in range(1200):
+                    if profile_out.exists():
+                        break
+                    await asyncio.sleep(0.5)
+                print("memory profile (tracemalloc run: its times and RSS are not the controller's):")
+                print(profile_out.read_text() if profile_out.exists() else "no profile written")
+                objects = profile_out.with_suffix(".objects.json")
+                if objects.exists():
+                    kept = Path(tempfile.gettempdir()) / f"karpy-memprofile-{os.getpid()}.objects.json"
+                    kept.write_text(objects.read_text())
+                    print(f"one cached object per kind: {kept}")
             return {"peak_rss": peak, "idle_rss": rss_idle, "cpu_idle": cpu_idle, "cpu": cpu_running,
                     "running_s": running_at, "claims": claims_seen}
         finally:
@@ -138,18 +232,32 @@ async def run(pods: int, repo: Path | None) -> dict[str, float | None]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--pods", type=int, action="append", default=None,
+                        help="pods to create (repeatable: each size on a fresh cluster; default 1000)")
+    parser.add_argument("--catalog", choices=("aws", "kwok"), action="append", default=None,
+                        help="the simulated provider's catalog (repeatable; default aws)")
     parser.add_argument("--controller-repo", type=Path, action="append", default=None,
                         help="run the controller from this checkout (repeatable: each is benchmarked in turn)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (each round runs every checkout once)")
+    parser.add_argument("--system", choices=("karpy", "karpenter"), action="append", default=None,
+                        help="karpy's controller or Karpenter's kwok controller (hack/karpenter_kwok.py; always the kwok "
+                             "catalog); repeatable, default karpy")
+    parser.add_argument("--memory-profile", action="store_true",
+                        help="profiling runs: the controller under tracemalloc, its memory report printed (not timed)")
     args = parser.parse_args()
     repos: list[Path | None] = list(args.controller_repo or [None])
+    sizes: list[int] = list(args.pods or [1000])
+    catalogs: list[str] = list(args.catalog or ["aws"])
+    systems: list[str] = list(args.system or ["karpy"])
     rows: list[tuple[str, dict[str, float | None]]] = []
     for round_ in range(args.repeat):
-        for repo in repos:
-            label = str(repo or REPO)
-            print(f"== round {round_ + 1}: controller from {label}", flush=True)
-            rows.append((label, asyncio.run(run(args.pods, repo))))
+        for pods in sizes:
+            for system in systems:
+                runs = [(r, c) for c in catalogs for r in repos] if system == "karpy" else [(None, "kwok")]
+                for repo, catalog in runs:
+                    label = f"{repo or REPO} {catalog} {pods} pods" if system == "karpy" else f"Karpenter kwok {pods} pods"
+                    print(f"== round {round_ + 1}: controller from {label}", flush=True)
+                    rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile, system))))
     if len(rows) > 1:
         print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims):")
         for label, r in rows:

@@ -62,6 +62,7 @@ __all__ = [
     "Metrics",
     "QuantileSummary",
     "ResettableGauge",
+    "SeriesGauge",
     "SchedulingQueue",
     "configure_logging",
     "parse_debug_loggers",
@@ -154,6 +155,42 @@ class ResettableGauge:
                 self.gauge.remove(*key)
         for key, value in values.items():
             self.gauge.labels(*key).set(value)
+
+
+class SeriesGauge:
+    """A gauge whose series are one plain table, replaced as a whole (:meth:`replace`) and turned
+    into samples only when scraped: for the per-offering instance-type gauges (about 16,000 series
+    with the us-east-1 EC2 catalog), where a ``prometheus_client`` child per series (an object,
+    its attribute dict, a lock, a value holder: about 1 KiB each) would cost the controller ~25 MiB.
+
+    Args:
+        name: the metric's name (no suffix is added).
+        documentation: its HELP text.
+        labelnames: the label names, in the order of each series' key.
+        registry: where it is registered (None: not registered).
+    """
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], *, registry: CollectorRegistry | None) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = list(labelnames)
+        self._values: Mapping[tuple[str, ...], float] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def replace(self, values: Mapping[tuple[str, ...], float]) -> None:
+        """Make ``values`` (label values in :attr:`labelnames` order -> value) the gauge's series;
+        series not in it are gone. The mapping is kept as given: do not modify it afterwards."""
+        self._values = values
+
+    def describe(self) -> list[Metric]:
+        return [GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+
+    def collect(self) -> list[Metric]:
+        family = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for key, value in self._values.items():
+            family.add_metric(list(key), value)
+        return [family]
 
 
 class SchedulingQueue:
@@ -583,17 +620,17 @@ class Metrics:
         self.cloudprovider_errors = Counter(
             "karpenter_cloudprovider_errors", "Total number of errors returned from CloudProvider calls.",
             ["controller", "method", "provider", "error"], registry=r)
-        self.offering_price = ResettableGauge(Gauge(
+        self.offering_price = SeriesGauge(
             "karpenter_cloudprovider_instance_type_offering_price_estimate", "Instance type offering estimated hourly price used when "
             "making informed decisions on node cost calculation, based on instance type, capacity type, and zone.",
-            ["instance_type", "capacity_type", "zone"], registry=r))
-        self.offering_available = ResettableGauge(Gauge(
+            ["instance_type", "capacity_type", "zone"], registry=r)
+        self.offering_available = SeriesGauge(
             "karpenter_cloudprovider_instance_type_offering_available", "Instance type offering availability, based on instance type, "
-            "capacity type, and zone", ["instance_type", "capacity_type", "zone"], registry=r))
-        self.instance_type_cpu = ResettableGauge(Gauge("karpenter_cloudprovider_instance_type_cpu_cores", "VCPUs cores for a given "
-                                                       "instance type.", ["instance_type"], registry=r))
-        self.instance_type_memory = ResettableGauge(Gauge("karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for "
-                                                          "a given instance type.", ["instance_type"], registry=r))
+            "capacity type, and zone", ["instance_type", "capacity_type", "zone"], registry=r)
+        self.instance_type_cpu = SeriesGauge("karpenter_cloudprovider_instance_type_cpu_cores", "VCPUs cores for a given "
+                                             "instance type.", ["instance_type"], registry=r)
+        self.instance_type_memory = SeriesGauge("karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for "
+                                                "a given instance type.", ["instance_type"], registry=r)
 
         # ---- controller-runtime (pkg/internal/controller/metrics)
         self.reconcile_total = Counter("controller_runtime_reconcile", "Total number of reconciliations per controller",

@@ -219,6 +219,38 @@ def test_per_pass_gauges_are_replaced_whole():
     assert value(m, "karpenter_nodepools_allowed_disruptions", nodepool="b") == 1
 
 
+def test_instance_type_gauges_are_one_table_replaced_whole():
+    m = Metrics()
+
+    class It:
+        def __init__(self, name: str, cpu: int, offerings: list[Any]) -> None:
+            self.name, self.capacity, self.offerings = name, {"cpu": cpu, "memory": 2**30}, offerings
+
+    class Off:
+        def __init__(self, zone: str, ct: str, price: float, available: bool) -> None:
+            self.zone, self.capacity_type, self.price, self.available = zone, ct, price, available
+
+    m.observe_instance_types([It("a.large", 2000, [Off("z1", "spot", 0.05, True), Off("z2", "spot", 0.06, False)]),
+                              It("b.large", 4000, [Off("z1", "on-demand", 0.2, True)])])
+    text = m.render().decode()
+    assert text.count("# TYPE karpenter_cloudprovider_instance_type_offering_price_estimate gauge") == 1
+    parsed = parse(text)
+    assert value(parsed, "karpenter_cloudprovider_instance_type_offering_price_estimate",
+                 instance_type="a.large", capacity_type="spot", zone="z2") == pytest.approx(0.06)
+    assert value(parsed, "karpenter_cloudprovider_instance_type_offering_available", instance_type="a.large", zone="z2") == 0
+    assert value(parsed, "karpenter_cloudprovider_instance_type_cpu_cores", instance_type="b.large") == 4
+    assert value(parsed, "karpenter_cloudprovider_instance_type_memory_bytes", instance_type="b.large") == 2**30
+    m.observe_instance_types([It("b.large", 4000, [Off("z1", "on-demand", 0.25, True)])])
+    parsed = parse(m.render().decode())
+    assert value(parsed, "karpenter_cloudprovider_instance_type_offering_price_estimate", instance_type="a.large") is None
+    assert value(parsed, "karpenter_cloudprovider_instance_type_cpu_cores", instance_type="a.large") is None
+    assert value(parsed, "karpenter_cloudprovider_instance_type_offering_price_estimate",
+                 instance_type="b.large", zone="z1") == pytest.approx(0.25)
+    # no prometheus child object per series: the table is the only store
+    assert not any(type(c).__name__ == "Gauge" and "instance_type" in getattr(c, "_labelnames", ())
+                   for c in m.registry._collector_to_names)
+
+
 def test_queue_depth_returns_to_zero_once_the_pods_are_bound():
     clock = VirtualClock(T0)
     op = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock)

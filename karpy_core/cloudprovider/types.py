@@ -19,7 +19,7 @@ import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 from karpy_core.apis.labels import CAPACITY_TYPE_RESERVED, LABEL_CAPACITY_TYPE, LABEL_RESERVATION_ID, LABEL_ZONE
 from karpy_core.scheduling.requirements import Requirement, Requirements
@@ -27,6 +27,13 @@ from karpy_core.scheduling.resources import Resources, merge, subtract
 
 __all__ = ["Offering", "Overhead", "InstanceType", "RepairPolicy", "cheapest_offering", "order_by_price", "ready_repair_policies",
            "without_reserved"]
+
+
+@cache
+def _shared_in(key: str, values: frozenset[str]) -> Requirement:
+    """``key In values``, one shared (frozen) object per key and value set: a catalog's types
+    repeat the same few zone and capacity-type sets."""
+    return Requirement(key, False, values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +116,9 @@ class InstanceType:
         zones = sorted({o.zone for o in self.offerings})
         cts = sorted({o.capacity_type for o in self.offerings})
         if LABEL_ZONE not in self.requirements:
-            self.requirements.add(Requirement(LABEL_ZONE, False, frozenset(zones)))
+            self.requirements.add(_shared_in(LABEL_ZONE, frozenset(zones)))
         if LABEL_CAPACITY_TYPE not in self.requirements:
-            self.requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(cts)))
+            self.requirements.add(_shared_in(LABEL_CAPACITY_TYPE, frozenset(cts)))
 
     @cached_property
     def allocatable(self) -> Resources:

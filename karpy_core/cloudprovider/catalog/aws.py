@@ -722,11 +722,16 @@ def _kebab(text: str) -> str:
     return text.replace(" ", "-").lower()
 
 
+@functools.cache
 def _single(key: str, value: str) -> Requirement:
+    """``key In [value]``, one shared (frozen) object per pair: the catalog's ~1,300 types repeat
+    the same few thousand label values, and one object each would cost ~10 MiB."""
     return Requirement(key, False, frozenset((value,)))
 
 
+@functools.cache
 def _absent(key: str) -> Requirement:
+    """``key DoesNotExist``, one shared object per key (see :func:`_single`)."""
     return Requirement(key, False, frozenset())
 
 
