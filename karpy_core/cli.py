@@ -711,10 +711,16 @@ async def run_controller(
 
     serve_plugin_node_classes()  # a plugin's NodeClass kind is read, watched and cached like EC2NodeClass
     interrupted = False
-    kube = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
+    raw = await AsyncKubeClient.from_config(kubeconfig, qps=settings.kube_client_qps, burst=settings.kube_client_burst)
+    kube: Any = raw
+    if settings.dry_run:  # every reader below (provider, kwok backend, operator) gets the client that writes nothing
+        from karpy_core.kube.dryrun import DryRunKubeClient
+
+        raw.transport.read_only = True
+        kube = DryRunKubeClient(raw)
     provider = None
     try:
-        await kube.probe()
+        await raw.probe()
         if kwok:
             if cloud_provider != "simulated":
                 raise ConfigurationError("--kwok works with --cloud-provider simulated only")
@@ -750,7 +756,7 @@ async def run_controller(
                 await provider.close()
             except Exception as exc:  # shutting down: report, never mask the original error
                 logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
-        await kube.close()
+        await raw.close()
     if interrupted:
         raise KeyboardInterrupt
 
@@ -848,6 +854,8 @@ def controller(
                                                "[KARPY_INSTANCE_TYPES]")] = None,
     kwok: Annotated[bool | None, _flag("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]
     = None,
+    dry_run: Annotated[bool | None, _flag("--dry-run", help="decide and log what would be done, write nothing to the "
+                                          "cluster or the cloud; no leader election [KARPY_DRY_RUN]")] = None,
     provider_option: Annotated[list[str] | None, typer.Option(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
 ) -> None:

@@ -57,6 +57,7 @@ from karpy_core.utils.timestamps import try_parse_rfc3339
 __all__ = [
     "KARPY_LOGGERS",
     "ClusterStateCollector",
+    "DryRunMetrics",
     "HealthServer",
     "Metrics",
     "QuantileSummary",
@@ -407,6 +408,54 @@ class ClusterStateCollector:
         yield synced
 
 
+class DryRunMetrics:
+    """The metrics of ``karpy controller --dry-run`` (karpy-only, all ``karpy_dry_run_``; registered
+    by :meth:`Metrics.enable_dry_run` only in a dry run). What the controller would do is counted
+    here and never in Karpenter's metrics of acts (``karpenter_nodeclaims_created``,
+    ``karpenter_nodeclaims_disrupted``, ``karpenter_voluntary_disruption_decisions``, ...), which a dry
+    run leaves at zero; the metrics that describe the cluster and the planning passes keep their
+    Karpenter names.
+
+    Args:
+        registry: the controller's registry.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.enabled = Gauge("karpy_dry_run_enabled", "1: this controller runs with --dry-run and writes nothing.", registry=r)
+        self.enabled.set(1)
+        self.writes_withheld = Counter(
+            "karpy_dry_run_writes_withheld", "Kubernetes API writes a controller decided and the dry run did not send, by verb "
+            "(create, patch, update, delete, bind, evict) and kind.", ["verb", "kind"], registry=r)
+        self.launch = ResettableGauge(Gauge(
+            "karpy_dry_run_nodeclaims_would_launch", "NodeClaims the last provisioning pass would have created, by NodePool.",
+            ["nodepool"], registry=r))
+        self.launch_price = ResettableGauge(Gauge(
+            "karpy_dry_run_nodeclaims_would_launch_price_usd_per_hour", "USD/hour of the cheapest offering of each NodeClaim the "
+            "last provisioning pass would have created, summed by NodePool.", ["nodepool"], registry=r))
+        self.disruption_decisions = Counter(
+            "karpy_dry_run_disruption_decisions", "Disruption commands that passed validation and would have been executed, by "
+            "reason (Empty, Drifted, Underutilized), method and decision (delete, replace).", ["reason", "method", "decision"],
+            registry=r)
+        self.disruption_nodes = Counter(
+            "karpy_dry_run_nodes_would_disrupt", "Nodes of the disruption commands that would have been executed, by reason and "
+            "method.", ["reason", "method"], registry=r)
+        self.disruption_savings = Counter(
+            "karpy_dry_run_disruption_savings_usd_per_hour", "USD/hour the disruption commands that would have been executed "
+            "would save, summed, by reason and method.", ["reason", "method"], registry=r)
+
+    def observe_launches(self, claims: Iterable[tuple[str, float]]) -> None:
+        """One provisioning pass's would-be NodeClaims as ``(nodepool, cheapest USD/hour)``: the two
+        launch gauges are replaced whole (an empty pass clears them)."""
+        count: dict[tuple[str, ...], float] = {}
+        price: dict[tuple[str, ...], float] = {}
+        for pool, usd in claims:
+            count[(pool,)] = count.get((pool,), 0) + 1
+            price[(pool,)] = price.get((pool,), 0.0) + usd
+        self.launch.replace(count)
+        self.launch_price.replace(price)
+
+
 class Metrics:
     """The controller's metrics, in their own registry (one per controller instance), with
     Karpenter's names, types and label names (``pkg/metrics/metrics.go``,
@@ -437,6 +486,8 @@ class Metrics:
         self.queue = SchedulingQueue()
         self.state = ClusterStateCollector(self.queue, lambda: self.now())
         r.register(self.state)
+        self.dry_run: DryRunMetrics | None = None
+        """The dry run's metrics (:meth:`enable_dry_run`); None in a controller that acts."""
 
         # ---- build info (pkg/operator/operator.go)
         self.build_info = Gauge("karpenter_build_info",
@@ -559,6 +610,12 @@ class Metrics:
         self.leader = Gauge("karpy_leader", "1 while this replica holds the leader lease.", registry=r)
 
     # ---- wiring ---------------------------------------------------------------------------
+    def enable_dry_run(self) -> DryRunMetrics:
+        """Register the dry run's metrics (:class:`DryRunMetrics`) once; returns them."""
+        if self.dry_run is None:
+            self.dry_run = DryRunMetrics(self.registry)
+        return self.dry_run
+
     def attach_state(self, source: StateSource, synced: Callable[[], bool]) -> None:
         """Compute the cluster-state gauges from ``source`` (the informer cache) at each scrape."""
         self.state.source = source

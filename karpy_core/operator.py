@@ -39,6 +39,7 @@ from karpy_core.controllers.provisioning.controller import PENDING_REQUEUE_SECON
 from karpy_core.controllers.wiring import ControllerContext, build_controllers
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.cache import CachedKubeClient
+from karpy_core.kube.dryrun import DryRunKubeClient
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
@@ -93,6 +94,9 @@ class ControllerSettings(BaseModel):
     kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
     consolidation_min_savings: float = Field(DEFAULT_MIN_SAVINGS, ge=0, lt=1, description=(
         "Fraction of the disrupted nodes' price a repack consolidation must save (KARPY_CONSOLIDATION_MIN_SAVINGS)."))
+    dry_run: bool = Field(False, description=(
+        "Decide and report, write nothing (KARPY_DRY_RUN, --dry-run): no leader election, every API write and cloud "
+        "create/delete withheld (karpy_core/kube/dryrun.py)."))
     identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                           description="This replica's leader-election identity.")
 
@@ -144,6 +148,11 @@ class Operator:
         self.clock = clock or RealClock()
         self.metrics = metrics or Metrics(now=self.clock.now)
         self.provider = provider
+        self.dry_run: DryRunKubeClient | None = None
+        """The dry run's client (``settings.dry_run``): every controller, the provider and the event
+        recorder get it; writes are withheld and counted in ``karpy_dry_run_writes_withheld_total``."""
+        if self.settings.dry_run:
+            kube = self._dry_run_client(kube)
         provider.prepare(ProviderContext(
             kube=kube, feature_gates=self.settings.feature_gates, cluster_name=self.settings.cluster_name, clock=self.clock,
             registry=self.metrics.registry,
@@ -159,6 +168,9 @@ class Operator:
         self.metrics.attach_state(self.kube, self.sync.synced)
         self.raw_kube = kube
         self.events = EventRecorder(kube, self.clock)
+        if self.dry_run is not None:
+            self.kube.write_through = False  # the cache holds what the API server sends, never a withheld write
+            self.events.dry_run = True
         self.nominations = Nominations(nomination_window(self.settings.batch.max_seconds))
         """Nodes the provisioner chose for pending pods; disruption leaves them alone meanwhile."""
         self.waker = Waker()
@@ -167,7 +179,8 @@ class Operator:
             events=self.events, metrics=self.metrics, registration=RegistrationHealth(), waker=self.waker,
             batch=self.settings.batch, preference_policy=self.settings.preference_policy,
             min_values_policy=self.settings.min_values_policy, node_repair=self.settings.node_repair,
-            disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings), sync=self.sync))
+            disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings), sync=self.sync,
+            dry_run=self.dry_run is not None))
         c = self.controllers
         self.provisioner, self.provisioning, self.batcher = c.provisioner, c.provisioning, c.provisioning.batcher
         self.lifecycle, self.termination, self.nodepool_status = c.lifecycle, c.termination, c.nodepool_status
@@ -184,6 +197,25 @@ class Operator:
             self.metrics_server = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.metrics_port)
         self.started = False
         self.elector: LeaderElector | None = None
+
+    def _dry_run_client(self, kube: KubeClient) -> DryRunKubeClient:
+        """The dry run: ``kube`` behind a :class:`DryRunKubeClient` (unless it is one already), its
+        HTTP transport refusing every request but GET, the provider refusing creates and deletes,
+        leader election off (a Lease is a write), and the ``karpy_dry_run_`` metrics registered."""
+        dry = self.metrics.enable_dry_run()
+        raw = kube.inner if isinstance(kube, DryRunKubeClient) else kube
+        transport = getattr(raw, "transport", None)
+        if transport is not None and hasattr(transport, "read_only"):
+            transport.read_only = True
+        client = kube if isinstance(kube, DryRunKubeClient) else DryRunKubeClient(kube, clock=self.clock)
+        client.on_withheld = lambda verb, kind: dry.writes_withheld.labels(verb=verb, kind=kind).inc()
+        self.provider.dry_run = True
+        if self.settings.leader.enabled:
+            log.info("dry run: leader election is off (a Lease is a write); run one dry-run replica")
+            self.settings = self.settings.model_copy(update={"leader": self.settings.leader.model_copy(update={"enabled": False})})
+        log.info("dry run: decisions are logged and counted, nothing is written to the cluster or the cloud", extra={"dryRun": True})
+        self.dry_run = client
+        return client
 
     def ready(self) -> tuple[bool, str]:
         """``/readyz``: the leader is ready once its informer caches have listed every kind and
@@ -268,7 +300,7 @@ class Operator:
     async def _lead(self) -> None:
         self.metrics.leader.set(1)
         self.metrics.leader_status.labels(name=self.settings.leader.lease_name).set(1)
-        loops = self.controllers.provider_loops()
+        loops = [] if self.dry_run is not None else self.controllers.provider_loops()  # a provider's loops act on the cloud
         for loop in loops:
             self._register(loop)
         self.kube.on_change(self._on_change)

@@ -98,6 +98,10 @@ class KarpySettings(BaseSettings):
                                     "the controller's namespace (default: the service account's, else default)")
     node_repair: bool | None = setting(None, "NODE_REPAIR", "--node-repair/--no-node-repair",
                                        "shorthand for FEATURE_GATES NodeRepair (both given: they must agree)")
+    dry_run: bool = setting(False, "KARPY_DRY_RUN", "--dry-run",
+                            "decide and report (logs, events as log lines, karpy_dry_run_ metrics), write nothing: "
+                            "no API write, no Lease (leader election off), no cloud create or delete",
+                            karpy="karpy's own: Karpenter has no dry run")
     consolidation_min_savings: float = setting(
         0.1, "KARPY_CONSOLIDATION_MIN_SAVINGS", "--consolidation-min-savings",
         "fraction of the disrupted nodes' price a repack consolidation (N nodes -> M cheaper ones) must save, "
@@ -323,6 +327,7 @@ class KarpySettings(BaseSettings):
             kube_client_qps=float(self.kube_client_qps),
             kube_client_burst=self.kube_client_burst,
             consolidation_min_savings=self.consolidation_min_savings,
+            dry_run=self.dry_run,
         )
 
     def provider_options(self) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from karpy_core.cloudprovider.metrics import MeteredCalls
 from karpy_core.cloudprovider.overlay import OverlaidCalls, OverlayStore
 from karpy_core.cloudprovider.reservations import ReservedCapacityCalls
 from karpy_core.cloudprovider.types import RepairPolicy
-from karpy_core.errors import ConfigurationError, KarpyError
+from karpy_core.errors import ConfigurationError, CreateError, KarpyError
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -126,6 +126,11 @@ class CloudProvider:
         self.decorated = compose(PluginCalls(self._pm), self.name)
         """The decorator stack every async method goes through (:func:`compose`)."""
         self.context = ProviderContext()
+        self.dry_run = False
+        """True (``karpy controller --dry-run``): :meth:`create` and :meth:`delete` never reach the
+        plugin (create raises :class:`~karpy_core.errors.CreateError` with reason ``DryRun``,
+        delete logs ``dry run: instance delete withheld``); reads (get, list, instance types,
+        drift) go through."""
         """The context of the last :meth:`prepare` (defaults until then)."""
 
     def _caller(self, hook: str) -> Any:
@@ -229,11 +234,23 @@ class CloudProvider:
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """See :func:`karpy_core.cloudprovider.hookspecs.karpy_create`. With NodeOverlays on, the
         launch kernel ranks the NodeClaim's NodePool's overlaid instance types
-        (:data:`~karpy_core.cloudprovider.overlay.LAUNCH_OVERLAY`)."""
+        (:data:`~karpy_core.cloudprovider.overlay.LAUNCH_OVERLAY`).
+
+        Raises:
+            CreateError: in a dry run (:attr:`dry_run`; reason ``DryRun``), without calling the plugin.
+        """
+        if self.dry_run:
+            raise CreateError(f"dry run: NodeClaim {nodeclaim.metadata.name} not launched", condition_reason="DryRun")
         return await self.decorated.outer.create(nodeclaim)
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
-        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_delete`."""
+        """See :func:`karpy_core.cloudprovider.hookspecs.karpy_delete`. In a dry run (:attr:`dry_run`)
+        the plugin is not called: the delete is logged as withheld."""
+        if self.dry_run:
+            log.info("dry run: instance delete withheld", extra={"NodeClaim": {"name": nodeclaim.metadata.name},
+                                                                  "provider-id": nodeclaim.status.provider_id or None,
+                                                                  "dryRun": True})
+            return
         await self.decorated.outer.delete(nodeclaim)
 
     async def get(self, provider_id: str) -> NodeClaim:

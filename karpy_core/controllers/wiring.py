@@ -92,6 +92,12 @@ class ControllerContext:
     node_repair: bool = True
     unreported_is_ready: bool = False
     sync: ClusterSync | None = None
+    dry_run: bool = False
+    """``karpy controller --dry-run``: provisioning, disruption, expiration and garbage collection
+    decide and report what they would do (their ``dry_run``); drift, termination and node repair
+    run against the dry-run client (:class:`~karpy_core.kube.dryrun.DryRunKubeClient`: their
+    writes are withheld and logged) without Karpenter's metrics of acts; the NodeClaim lifecycle
+    (launches) is not run."""
 
 
 class DisruptionLoop:
@@ -157,13 +163,17 @@ class Controllers:
     buffer_status: CapacityBufferStatus | None = None
     static: StaticCapacity | None = None
     provider: CloudProvider | None = None
+    dry_run: bool = False
+    """Built for a dry run (:attr:`ControllerContext.dry_run`)."""
 
     def runnable(self) -> list[Controller | Runnable]:
         """What the operator runs, in start order: the provisioner, lifecycle, termination,
         NodePool status, the gated ones, drift, disruption (with expiration) and garbage
-        collection (the provider's own loops: :meth:`provider_loops`)."""
+        collection (the provider's own loops: :meth:`provider_loops`). A dry run leaves out the
+        NodeClaim lifecycle: it launches instances, and no NodeClaim of a dry run exists."""
         gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
-        return [self.provisioning, self.lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
+        lifecycle: list[Controller | Runnable] = [] if self.dry_run else [self.lifecycle]
+        return [self.provisioning, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
                 DisruptionLoop(self.expiration, self.disruption), self.gc]
 
     def provider_loops(self) -> list[ProviderLoop]:
@@ -182,22 +192,30 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
     disruption = Disruption(kube=kube, provider=provider, clock=clock, nominations=ctx.nominations, events=ctx.events,
                             feature_gates=gates, settings=ctx.disruption, metrics=ctx.metrics, sync=sync)
     disruption.capacity_buffers = gates.CapacityBuffer
-    return Controllers(
+    acts = None if ctx.dry_run else ctx.metrics  # Karpenter's metrics of acts: none in a dry run, which acts on nothing
+    built = Controllers(
         provisioner=provisioner,
         provisioning=ProvisioningController(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
-        lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics,
+        lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts,
                                      registration=ctx.registration, nominations=ctx.nominations),
-        termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=acts),
         nodepool_status=NodePoolStatus(kube=kube, clock=clock, registration=ctx.registration,
                                        unreported_is_ready=ctx.unreported_is_ready, managed=provider.managed_node_classes()),
-        drift=NodeClaimDrift(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics),
-        expiration=Expiration(kube=kube, clock=clock, events=ctx.events, metrics=ctx.metrics),
+        drift=NodeClaimDrift(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts),
+        expiration=Expiration(kube=kube, clock=clock, events=ctx.events, metrics=acts),
         disruption=disruption,
         gc=GarbageCollection(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics, sync=sync),
-        repair=NodeRepair(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=ctx.metrics)
+        repair=NodeRepair(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts)
         if ctx.node_repair else None,
         overlays=NodeOverlayController(kube=kube, provider=provider, clock=clock, waker=ctx.waker) if gates.NodeOverlay else None,
         buffer_status=CapacityBufferStatus(kube=kube, clock=clock, waker=ctx.waker) if gates.CapacityBuffer else None,
-        static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=ctx.metrics, sync=sync) if gates.StaticCapacity else None,
+        static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=acts, sync=sync) if gates.StaticCapacity else None,
         provider=provider,
+        dry_run=ctx.dry_run,
     )
+    if ctx.dry_run:
+        provisioner.dry_run = disruption.dry_run = built.expiration.dry_run = built.gc.dry_run = True
+        built.termination.dry_run = built.drift.dry_run = True
+        if built.repair is not None:
+            built.repair.dry_run = True
+    return built

@@ -87,6 +87,10 @@ class CachedKubeClient:
         self._served: set[str] = set()
         """Kinds the API server has listed at least once (a later 404 is a restart, not a missing CRD)."""
         self._views: dict[str, dict[tuple[str, str], ObjectView]] = {k: {} for k in self.kinds if k in VIEW_KINDS}
+        self.write_through = True
+        """Put the answers of writes into the cache at once (a controller reads its own writes).
+        False for a dry run (:class:`~karpy_core.kube.dryrun.DryRunKubeClient`): its answers are
+        writes that were never made, and the cache holds only what the API server sends."""
 
     def on_change(self, listener: Listener) -> None:
         """Call ``listener(kind, event)`` for every cached change (from watches and own writes)."""
@@ -281,7 +285,7 @@ class CachedKubeClient:
         return _copy(obj)
 
     def _write_through(self, kind: str, obj: dict[str, Any] | None, type_: str = "MODIFIED") -> None:
-        if obj is not None and kind in self._store:
+        if obj is not None and kind in self._store and self.write_through:
             self._apply(kind, WatchEvent(type_, _copy(obj)))
 
     async def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:

@@ -98,6 +98,11 @@ class EventRecorder:
         self._recent: dict[str, float] = {}
         """Dedupe key -> epoch seconds until which the key suppresses an event."""
         self.published: list[dict[str, Any]] = []
+        self.dry_run = False
+        """True (``karpy controller --dry-run``): an Event is not created; it is logged at info
+        level as ``event``, with the Event's own fields (``type``, ``reason``, ``message``,
+        ``involvedObject``) under the key ``Event`` (structlog's own ``event`` key is the message),
+        and ``dryRun: true``, under the same de-duplication and rate limits."""
 
     async def publish(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Record ``reason``/``message`` (``type_`` Normal or Warning) about ``obj``; never raises.
@@ -165,6 +170,10 @@ class EventRecorder:
         self.published.append(event)
         if len(self.published) > 1000:
             del self.published[:500]
+        if self.dry_run:
+            log.info("event", extra={"Event": {k: event[k] for k in ("type", "reason", "message", "involvedObject")},
+                                     "dryRun": True})
+            return
         try:
             await self.kube.create("Event", event)
         except (KubeAPIError, OSError) as exc:

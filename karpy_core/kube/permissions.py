@@ -34,6 +34,8 @@ _T = TypeVar("_T")
 __all__ = [
     "CLOUDS",
     "PERMISSIONS",
+    "READ_VERBS",
+    "read_rules_for",
     "Permission",
     "RecordedRequest",
     "RecordingKubeClient",
@@ -206,6 +208,17 @@ def rules_for(cloud: str, values: dict[str, Any] | None = None) -> set[Rule]:
         for verb in p.verbs:
             out.add(Rule(p.scope, p.group, p.resource, verb, names))
     return out
+
+
+READ_VERBS = ("get", "list", "watch")
+"""The verbs that change nothing; a dry-run controller's role holds no other."""
+
+
+def read_rules_for(cloud: str, values: dict[str, Any] | None = None) -> set[Rule]:
+    """The grants the chart renders with ``dryRun: true`` (``karpy controller --dry-run``): the
+    :data:`READ_VERBS` grants of :func:`rules_for`, without the leader Lease (a dry run has no
+    leader election). Raises as :func:`rules_for`."""
+    return {r for r in rules_for(cloud, values) if r.verb in READ_VERBS and r.resource != "leases"}
 
 
 def _value(values: dict[str, Any], path: str) -> str:

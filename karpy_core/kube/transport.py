@@ -145,6 +145,10 @@ class Transport:
         False refuses it (:meth:`request` raises). The operator sets it to the leader elector's
         :meth:`~karpy_core.kube.leader.LeaderElector.holds_lease`, so a leader frozen past its
         lease sends nothing it had queued (a fence as close to the wire as the client gets)."""
+        self.read_only = False
+        """True (``karpy controller --dry-run``): every request but ``GET`` is refused before it is
+        sent (:meth:`request` raises), Leases included: the last fence of a dry run
+        (:mod:`karpy_core.kube.dryrun`)."""
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | bool | None = None
         self.limiter: AsyncLimiter | None = None
@@ -193,8 +197,12 @@ class Transport:
 
         Raises:
             aiohttp.ClientError, OSError, TimeoutError: the server cannot be reached or did not answer.
-            KubeAPIError: a write refused by :attr:`write_guard` (503, reason ``NotLeader``).
+            KubeAPIError: a write refused by :attr:`write_guard` (503, reason ``NotLeader``), or
+                any request but GET while :attr:`read_only` (403, reason ``DryRun``).
         """
+        if self.read_only and method != "GET":
+            raise KubeAPIError.from_status(f"{method} {path} not sent: dry run, this client only reads", status=403,
+                                           reason="DryRun")
         if self.limiter is not None:
             await self.limiter.acquire()
         session = self._get_session()

@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy_core.kube.permissions import SCOPE_CLUSTER, SCOPE_KUBE_SYSTEM, SCOPE_RELEASE, Rule, rules_for
+from karpy_core.kube.permissions import (
+    READ_VERBS,
+    SCOPE_CLUSTER,
+    SCOPE_KUBE_SYSTEM,
+    SCOPE_RELEASE,
+    Rule,
+    read_rules_for,
+    rules_for,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "karpy"
@@ -430,6 +438,33 @@ def test_rbac_equals_the_permission_list(render: Render, cloud: str, values: dic
         + "".join(f"  missing from the chart: {r}\n" for r in missing)
         + "".join(f"  granted but not in the list: {r}\n" for r in extra)
     )
+
+
+@pytest.mark.parametrize(("cloud", "values"), [("aws", AWS_VALUES), ("kakaocloud", KAKAOCLOUD_VALUES)], ids=["aws", "kakaocloud"])
+def test_dry_run_renders_only_read_verbs(render: Render, notes: Callable[[dict[str, Any]], str], cloud: str,
+                                        values: dict[str, Any]) -> None:
+    """``dryRun: true``: the controller runs with --dry-run, one replica, and every Role and
+    ClusterRole bound to its ServiceAccount grants get, list and watch only: exactly the reads of
+    karpy_core/kube/permissions.py (no Lease: no leader election; no Event, eviction or status write)."""
+    objects = render(_merge(values, {"dryRun": True}))
+    bound = {b["roleRef"]["name"] for b in objects if b["kind"] in ("RoleBinding", "ClusterRoleBinding")}
+    roles = [o for o in objects if o["kind"] in ("Role", "ClusterRole") and o["metadata"]["name"] in bound]
+    assert roles and any(r["kind"] == "ClusterRole" for r in roles)
+    verbs = {v for role in roles for rule in _rules(role) for v in rule["verbs"]}
+    assert verbs <= set(READ_VERBS), f"a dry-run role grants {sorted(verbs - set(READ_VERBS))}"
+    rendered = _rendered_rules(objects)
+    assert {r.verb for r in rendered} <= set(READ_VERBS)
+    assert rendered == read_rules_for(cloud, values)
+    assert not [r for r in rendered if r.resource == "leases"]
+    assert not [o for o in objects if o["metadata"].get("namespace") == "kube-system"]  # KakaoCloud's bootstrap-token Role
+    deployment = _one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert "--dry-run" in _container(objects)["args"]
+    assert "DRY RUN" in notes(_merge(values, {"dryRun": True})) and "DRY RUN" not in notes(values)
+    # and without it, the acting controller keeps its writes and no --dry-run
+    acting = render(values)
+    assert "--dry-run" not in _container(acting)["args"]
+    assert {r.verb for r in _rendered_rules(acting)} - set(READ_VERBS)
 
 
 @pytest.mark.parametrize(("values", "group", "resource"), [(AWS_VALUES, "karpenter.k8s.aws", "ec2nodeclasses"), (KAKAOCLOUD_VALUES, "karpenter.kakaocloud.com", "kcnodeclasses")])

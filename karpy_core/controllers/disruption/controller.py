@@ -122,6 +122,9 @@ class DisruptionEventKind(StrEnum):
     """A queued command's replacement failed or timed out; candidates un-tainted."""
     UNTAINT = "untaint"
     """A stale ``karpenter.sh/disrupted`` taint was removed."""
+    WOULD_DISRUPT = "disrupt-would"
+    """Dry run (:attr:`Disruption.dry_run`): a validated command that would have been executed
+    (nothing tainted, created or deleted)."""
     UNDONE = "disrupt-undone"
     """A consolidation's moved pods got a node launched for them: the move is undone and not
     taken again until the workload or the offerings change
@@ -257,6 +260,15 @@ class Disruption:
 
             self.metrics = DisruptionMetrics(metrics, kube)
         self.observer: Callable[[PlanningPass], None] | None = self.metrics.observe_planning if self.metrics is not None else None
+        self.dry_run = False
+        """``karpy controller --dry-run``: plan and validate as usual; a command that passes
+        validation is logged (``dry run: would disrupt node(s)``, the fields of Karpenter's
+        ``disrupting node(s)``), its ``DisruptionTerminating`` events logged, counted in the
+        ``karpy_dry_run_`` metrics and returned as :attr:`DisruptionEventKind.WOULD_DISRUPT`, and
+        never executed: nothing is queued, so no pass waits for a replacement that does not exist.
+        The same command on the same cluster state is reported once (the idle pass keeps it)."""
+        self._reported: tuple[str | None, str] | None = None
+        """Dry run: (cluster fingerprint or None until the next plan, command key) last reported."""
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
@@ -440,6 +452,7 @@ class Disruption:
                 plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
                                        max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
                                        min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid)
+                plan = self._unreported(fp, plan)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)
@@ -603,7 +616,43 @@ class Disruption:
             self._idle = None
         return out
 
+    def _unreported(self, fp: str, plan: DisruptionPlan | None) -> DisruptionPlan | None:
+        """Dry run: None for the command already reported on this cluster state (fingerprint
+        ``fp``), so a state that does not change is reported once; else ``plan``."""
+        if not self.dry_run or self._reported is None:
+            return plan
+        if self._reported[0] is None:  # the pass that reported it: this is the state it held on
+            self._reported = (fp, self._reported[1])
+        if plan is not None and self._reported == (fp, _command_key(plan)):
+            log.debug("dry run: command already reported on this cluster state", extra=command_log_values(plan))
+            return None
+        return plan
+
+    async def _would_execute(self, cmd: _Command) -> list[DisruptionEvent]:
+        """Dry run: report a validated command instead of executing it (see :attr:`dry_run`)."""
+        plan = cmd.plan
+        log.info("dry run: would disrupt node(s)", extra={**command_log_values(plan), "dryRun": True,
+                                                           "price": round(plan.price, 6),
+                                                           "replacement-price": round(plan.replacement_price, 6)})
+        for c in plan.candidates:
+            await self._terminating(c.name, c.nodeclaim.raw, plan.reason.value)
+        m = self.metrics.metrics.dry_run if self.metrics is not None else None
+        if m is not None:
+            labels = {"reason": plan.reason.value, "method": plan.method.value}
+            m.disruption_decisions.labels(decision=plan.decision.value, **labels).inc()
+            m.disruption_nodes.labels(**labels).inc(len(plan.candidates))
+            m.disruption_savings.labels(**labels).inc(max(0.0, plan.savings_per_hour))
+        self._reported = (None, _command_key(plan))
+        self._idle = None
+        return [DisruptionEvent(DisruptionEventKind.WOULD_DISRUPT, ",".join(cmd.nodes), reason=plan.reason.value,
+                                details={"method": plan.method.value, "decision": plan.decision.value, "price": round(plan.price, 6),
+                                         "replacement_price": round(plan.replacement_price, 6),
+                                         "savings_per_hour": plan.savings_per_hour,
+                                         "replacements": [[it.name for it in r.instance_types[:5]] for r in plan.replacements]})]
+
     async def _execute(self, cmd: _Command, now: float, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
+        if self.dry_run:
+            return await self._would_execute(cmd)
         plan = cmd.plan
         events: list[DisruptionEvent] = []
         log.info("disrupting node(s)", extra=command_log_values(plan))
@@ -634,6 +683,13 @@ class Disruption:
         else:
             self.queued.append(cmd)
         return events
+
+
+def _command_key(plan: DisruptionPlan) -> str:
+    """What identifies a command for the dry run's reporting: method, decision, candidates and
+    the replacements' cheapest instance types."""
+    reps = ";".join(",".join(it.name for it in r.instance_types[:3]) for r in plan.replacements)
+    return f"{plan.method.value}|{plan.decision.value}|{','.join(c.name for c in plan.candidates)}|{reps}"
 
 
 def command_log_values(plan: DisruptionPlan) -> dict[str, Any]:

@@ -8,6 +8,7 @@ do-not-disrupt until the NodeClaim's ``terminationGracePeriod`` runs out
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,6 +20,7 @@ from karpy_core.controllers.disruption.candidates import parse_ts
 from karpy_core.errors import NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
+from karpy_core.logs import fields
 from karpy_core.state.views import NodeClaimView, ViewCache
 from karpy_core.utils.clock import Clock
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from karpy_core.observability import Metrics
 
 __all__ = ["expires_at", "expired_nodeclaims", "next_expiry", "Expiration", "ExpirationEvent", "ExpirationEventKind"]
+
+log = logging.getLogger("karpy.expiration")
 
 
 def expires_at(nodeclaim: NodeClaimView) -> float | None:
@@ -104,6 +108,9 @@ class Expiration:
         self.events = events
         self.metrics = metrics
         self._views = ViewCache()
+        self.dry_run = False
+        """``karpy controller --dry-run``: each expired NodeClaim is logged (``dry run: would expire
+        nodeclaim``) and its ``Expired`` event logged; nothing is deleted or counted in Karpenter's metrics."""
 
     async def reconcile(self) -> list[ExpirationEvent]:
         """Delete every expired NodeClaim; one event per deletion."""
@@ -112,13 +119,18 @@ class Expiration:
         claims = [self._views.nodeclaim(nc) for nc in await self.kube.list("NodeClaim")]
         self._views.sweep()
         for name, at in expired_nodeclaims(claims, now):
+            if self.dry_run:
+                log.info("dry run: would expire nodeclaim", extra=fields(nodeclaim=name, reason=f"expireAfter elapsed {now - at:.0f}s ago",
+                                                                          dryRun=True))
+                events.append(ExpirationEvent(ExpirationEventKind.EXPIRE, name, f"dry run: expireAfter elapsed {now - at:.0f}s ago"))
+                continue
             try:
                 await self.kube.delete("NodeClaim", name)
             except NotFoundError:
                 continue
             events.append(ExpirationEvent(ExpirationEventKind.EXPIRE, name, f"expireAfter elapsed {now - at:.0f}s ago"))
         for ev in events:
-            if self.metrics is not None:
+            if self.metrics is not None and not self.dry_run:
                 self.metrics.observe_disrupted("expired", await ignore_kube_error(self.kube.get("NodeClaim", ev.nodeclaim)))
             if self.events is not None:
                 await self.events.record(karpenter_events.expired(ev.nodeclaim))

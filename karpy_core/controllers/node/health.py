@@ -105,6 +105,9 @@ class NodeRepair:
         self.metrics = metrics
         self.provider = provider
         self.clock = clock
+        self.dry_run = False
+        """``karpy controller --dry-run``: decided as usual against the dry-run client (its writes
+        withheld and logged there); this controller's own lines say ``dry run:``."""
         self._blocked: set[str] = set()
 
     async def reconcile(self) -> list[RepairEvent]:
@@ -152,7 +155,8 @@ class NodeRepair:
                     await self.kube.delete("NodeClaim", name)
                 except NotFoundError:
                     continue
-                log.info("repairing node: deleting its nodeclaim", extra=fields(node=node, nodeclaim=name, nodepool=pool or None,
+                log.info("dry run: would repair node: delete its nodeclaim" if self.dry_run else "repairing node: deleting its nodeclaim",
+                         extra=fields(node=node, nodeclaim=name, nodepool=pool or None,
                                                                                reason=why))
                 events.append(RepairEvent(RepairEventKind.REPAIR, node["metadata"]["name"], name, pool, why))
         self._blocked = blocked_now

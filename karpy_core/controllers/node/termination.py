@@ -180,6 +180,10 @@ class NodeTermination:
         self._backoff: dict[str, tuple[int, float]] = {}
         """Pod uid (or ``ns/name``) -> (refused evictions so far, epoch seconds of the next try)."""
         self._views = ViewCache()
+        self.dry_run = False
+        """``karpy controller --dry-run``: the drain is decided as usual against the dry-run client
+        (its taints, evictions, deletions and finalizer removal withheld and logged there); this
+        controller's own lines say ``dry run: would taint node`` / ``would delete node``."""
 
     def next_due(self) -> float | None:
         """:attr:`wake`: the next forced deletion or eviction retry."""
@@ -263,7 +267,8 @@ class NodeTermination:
                 patch["spec"] = {"taints": [*taints, {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}]}
             await self.kube.patch("Node", name, patch)
             # Karpenter's line and keys (node/termination/terminator/terminator.go)
-            log.info("tainted node", extra={"taint.Key": TAINT_DISRUPTED, "taint.Value": "", "taint.Effect": "NoSchedule"})
+            log.info("dry run: would taint node" if self.dry_run else "tainted node",
+                     extra={"taint.Key": TAINT_DISRUPTED, "taint.Value": "", "taint.Effect": "NoSchedule"})
         on_node = [
             p for p in pods
             if p.node_name == name and not p.terminal
@@ -333,7 +338,7 @@ class NodeTermination:
             return events
         finalizers = [f for f in node.raw["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
         await ignore_not_found(self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}}))
-        log.info("deleted node")  # Karpenter's line (node/termination/controller.go)
+        log.info("dry run: would delete node" if self.dry_run else "deleted node")  # Karpenter's line (node/termination/controller.go)
         events.append(TerminationEvent(TerminationEventKind.NODE_FINALIZED, name))
         return events
 

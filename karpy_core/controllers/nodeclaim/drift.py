@@ -122,6 +122,9 @@ class NodeClaimDrift:
         self.metrics = metrics
         self.provider = provider
         self.clock = clock
+        self.dry_run = False
+        """``karpy controller --dry-run``: decided as usual against the dry-run client (its writes
+        withheld and logged there); this controller's own lines say ``dry run:``."""
         self.recheck_seconds = recheck_seconds
         self._checks: dict[str, _ProviderCheck] = {}
         self._views = ViewCache()
@@ -220,7 +223,12 @@ class NodeClaimDrift:
             updated = await self.kube.patch("NodeClaim", nc["metadata"]["name"], {"metadata": {"annotations": patch}})
         except NotFoundError:
             return nc
-        log.info("re-stamped nodepool hash", extra=fields(nodeclaim=nc, **{"hash-version": ann.get(ANNOTATION_NODEPOOL_HASH_VERSION)}))
+        log.info("dry run: would re-stamp nodepool hash" if self.dry_run else "re-stamped nodepool hash",
+                 extra=fields(nodeclaim=nc, **{"hash-version": ann.get(ANNOTATION_NODEPOOL_HASH_VERSION)}))
+        if self.dry_run:  # the patch was withheld: judge drift on the claim as re-stamped, as the acting controller does
+            meta = {**nc["metadata"], "annotations": {**ann, **patch},  # its own view-cache key
+                    "resourceVersion": f"{nc['metadata'].get('resourceVersion', '')}+restamped"}
+            return {**nc, "metadata": meta}
         return updated
 
     async def _write(self, nc: dict[str, Any], reason: str, message: str, now: float) -> DriftEvent | None:
@@ -243,6 +251,7 @@ class NodeClaimDrift:
             await self.kube.patch("NodeClaim", name, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}}, status=True)
         except NotFoundError:
             return None
-        log.info("nodeclaim drifted" if reason else "nodeclaim no longer drifted",
+        said = "nodeclaim drifted" if reason else "nodeclaim no longer drifted"
+        log.info(f"dry run: {said} (condition not written)" if self.dry_run else said,
                  extra=fields(nodeclaim=name, reason=reason or None, detail=message or None))
         return DriftEvent(kind, name, reason, message)

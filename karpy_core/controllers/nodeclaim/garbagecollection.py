@@ -46,9 +46,11 @@ SKIP_REASONS = ("no-creation-time", "too-young", "launch-in-progress")
 
 async def garbage_collect(
     kube: KubeClient, provider: CloudProvider, clock: Clock, *, min_age: float = GC_MIN_AGE_SECONDS,
-    skipped: dict[str, str] | None = None,
+    skipped: dict[str, str] | None = None, dry_run: bool = False,
 ) -> list[str]:
-    """One GC pass; returns the providerIDs terminated.
+    """One GC pass; returns the providerIDs terminated (with ``dry_run``: those it would
+    terminate, logged as ``dry run: would garbage collect leaked instance``, the provider and the
+    API server not asked to delete anything).
 
     Args:
         min_age: seconds (see :data:`GC_MIN_AGE_SECONDS`).
@@ -81,6 +83,10 @@ async def garbage_collect(
                 "garbage collection leaves an unclaimed instance alone",
                 extra=fields(nodeclaim=cloud.metadata.name or None, provider_id=pid, reason=reason))
             continue
+        if dry_run:
+            log.info("dry run: would garbage collect leaked instance", extra=fields(provider_id=pid, dryRun=True))
+            done.append(pid)
+            continue
         try:
             await provider.delete(cloud)
         except NodeClaimNotFoundError:
@@ -93,9 +99,10 @@ async def garbage_collect(
     return done
 
 
-async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider) -> list[str]:
+async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider, *, dry_run: bool = False) -> list[str]:
     """Delete registered NodeClaims whose instance is gone and whose Node is missing or not Ready;
-    returns their names."""
+    returns their names (with ``dry_run``: logs ``dry run: would garbage collect nodeclaim`` instead
+    of deleting)."""
     listed = {c.status.provider_id for c in await provider.list()}
     nodes = {(n.get("spec") or {}).get("providerID"): n for n in await kube.list("Node")}
     done = []
@@ -113,6 +120,11 @@ async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider)
             c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or ()
         )
         if ready:
+            continue
+        if dry_run:
+            log.info("dry run: would garbage collect nodeclaim: its instance is gone",
+                     extra=fields(nodeclaim=meta["name"], provider_id=pid, dryRun=True))
+            done.append(meta["name"])
             continue
         await ignore_not_found(kube.delete("NodeClaim", meta["name"]))
         log.info("garbage collected nodeclaim: its instance is gone", extra=fields(nodeclaim=meta["name"], provider_id=pid))
@@ -137,6 +149,8 @@ class GarbageCollection:
         self.sync = sync if sync is not None else ClusterSync(kube)
         """The synced-before-acting gate: an instance is never taken as leaked on a view that may
         lack its NodeClaim (:class:`~karpy_core.state.synced.ClusterSync`)."""
+        self.dry_run = False
+        """``karpy controller --dry-run``: what would be collected is logged, nothing deleted."""
         self.events = events
         self.metrics = metrics
         self.provider = provider
@@ -151,15 +165,15 @@ class GarbageCollection:
             return [], []
         before = {c["metadata"]["name"]: c for c in await self.kube.list("NodeClaim")} if self.metrics is not None else {}
         skipped: dict[str, str] = {}
-        leaked = await garbage_collect(self.kube, self.provider, self.clock, skipped=skipped)
+        leaked = await garbage_collect(self.kube, self.provider, self.clock, skipped=skipped, dry_run=self.dry_run)
         self.skipped = skipped
-        orphaned = await collect_orphaned_nodeclaims(self.kube, self.provider)
+        orphaned = await collect_orphaned_nodeclaims(self.kube, self.provider, dry_run=self.dry_run)
         for name in orphaned:
-            if self.metrics is not None:
+            if self.metrics is not None and not self.dry_run:
                 self.metrics.observe_disrupted("garbage_collected", before.get(name))
             if self.events is not None:
                 await self.events.record(karpenter_events.garbage_collected(name))
-        if leaked:
+        if leaked and not self.dry_run:
             log.info("terminated leaked instances", extra={"provider-ids": list(leaked)})
         return leaked, orphaned
 

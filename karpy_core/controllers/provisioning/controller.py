@@ -161,8 +161,13 @@ class ProvisioningController:
             self.metrics.observe_reconcile(self.name, seconds, error=False)
             self.metrics.observe_scheduling(self.name, uuid.uuid4().hex, seconds,
                                             result.results.errors if result.results is not None else ())
+        if self.provisioner.dry_run and self.metrics is not None and self.metrics.dry_run is not None and result.synced:
+            self.metrics.dry_run.observe_launches((plan.nodepool, plan.cheapest_offering_price()) for plan, _ in result.would_launch)
         if result.results is None:
             return result.pending
+        for plan, claim in result.would_launch:  # dry run: the events of the launches it would make, logged only
+            if self.events is not None:
+                await self.events.record(karpenter_events.provisioned(claim, len(plan.pods), [it.name for it in plan.instance_types[:5]]))
         for claim, plan in zip(result.created, result.results.new_claims, strict=False):
             if self.metrics is not None:
                 self.metrics.nodeclaims_created.labels(reason="provisioned", nodepool=claim["metadata"]["labels"].get(LABEL_NODEPOOL, ""),

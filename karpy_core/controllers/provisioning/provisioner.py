@@ -80,6 +80,9 @@ class ProvisioningResult:
     synced: bool = True
     """False: the pass did nothing because the cluster state was not synced
     (:class:`~karpy_core.state.synced.ClusterSync`); the controller tries again shortly."""
+    would_launch: list[tuple[PlannedNodeClaim, dict[str, Any]]] = field(default_factory=list)
+    """Dry run (:attr:`Provisioner.dry_run`): each NodeClaim the pass would have created (its plan
+    and the object, named ``<generateName>dry-run``), in plan order; ``created`` stays empty."""
     buffers: dict[str, BufferPlacement] = field(default_factory=dict)
     """CapacityBuffer key (``ns/name``) -> where its virtual pods went. Virtual pods are taken out
     of ``results.existing``/``errors``/``reasons`` and ``pods`` (they are not pending pods) but
@@ -225,6 +228,13 @@ class Provisioner:
         Karpenter does (for side-by-side comparisons in tests and benchmarks)."""
         """The ``CapacityBuffer`` gate: schedule the ready buffers' virtual pods with the pending ones."""
         self.last: ProvisioningResult = ProvisioningResult()
+        self.dry_run = False
+        """``karpy controller --dry-run``: decide as usual, create nothing. Each NodeClaim the pass
+        would create is logged (``dry run: would launch nodeclaim``, at info level when the set of
+        would-be claims changed since the last pass, else debug) and returned in
+        :attr:`ProvisioningResult.would_launch`; nothing is nominated to it, so the next pass
+        plans the same pending pods afresh on the same live state."""
+        self._would: tuple[str, ...] = ()
 
     async def reconcile(self) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending).
@@ -281,6 +291,11 @@ class Provisioner:
             await self._patch_buffer_conditions(result.buffers)
         self.nominations.nominate(sorted(set(results.existing.values())), self.clock.now())
         self.nominations.nominate_pods({pod: in_flight[node] for pod, node in results.existing.items() if node in in_flight})
+        if self.dry_run:
+            self._log_would_launch(result, [(plan, nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
+                                            for plan in results.new_claims])
+            self.last = result
+            return result
         for plan in results.new_claims:
             if not self.sync.ready(self.name):
                 result.synced = False
@@ -294,6 +309,22 @@ class Provisioner:
             self.nominations.nominate_pods({p.key: created["metadata"]["name"] for p in plan.pods})
         self.last = result
         return result
+
+    def _log_would_launch(self, result: ProvisioningResult, claims: list[tuple[PlannedNodeClaim, dict[str, Any]]]) -> None:
+        """Dry run: record and log the NodeClaims this pass would create (see :attr:`dry_run`)."""
+        signature = tuple(sorted(f"{plan.nodepool}:{','.join(it.name for it in plan.instance_types[:5])}:"
+                                 f"{','.join(sorted(p.key for p in plan.pods))}" for plan, _ in claims))
+        level = logging.INFO if signature != self._would else logging.DEBUG
+        self._would = signature
+        for plan, obj in claims:
+            obj["metadata"]["name"] = f"{obj['metadata']['generateName']}dry-run"
+            result.would_launch.append((plan, obj))
+            pods = sorted(p.key for p in plan.pods if p.key in result.pods)
+            more: dict[str, Any] = {"instance-types": pretty_list([it.name for it in plan.instance_types]),
+                                    "price": round(plan.cheapest_offering_price(), 6), "pods": pretty_list(pods),
+                                    "pod-count": len(pods), "dryRun": True}
+            log.log(level, "dry run: would launch nodeclaim", extra=fields(  # the fields of "created nodeclaim"
+                nodepool=plan.nodepool, requests=obj["spec"]["resources"]["requests"], **more))
 
     async def _patch_buffer_conditions(self, placements: dict[str, BufferPlacement]) -> None:
         """Each CapacityBuffer's ``Provisioning`` condition from this pass (where it changes)."""
