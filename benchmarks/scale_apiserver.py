@@ -405,22 +405,51 @@ def start_karpy(kubeconfig: Path, workdir: Path, repo: Path | None) -> Process:
     return Process(argv, workdir / "karpy.log", f"http://127.0.0.1:{port}/metrics", env={"KARPY_LEASE_NAME": "bench"}, cwd=root)
 
 
-def start_karpenter(kubeconfig: Path, workdir: Path) -> Process:
-    """Karpenter's kwok controller over the same catalog (``hack/karpenter_kwok.py``)."""
-    try:
-        import karpenter_kwok  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise SystemExit("--system karpenter needs hack/karpenter_kwok.py (merge main once it lands)") from None
-    port = free_port()
-    argv, env = karpenter_kwok.command(kubeconfig=kubeconfig, metrics_port=port, instance_types=CATALOG, namespace=NS)
-    return Process(list(argv), workdir / "karpenter.log", f"http://127.0.0.1:{port}/metrics", env=dict(env))
+class KarpenterProcess:
+    """Karpenter's kwok controller (``hack/karpenter_kwok.py`` :class:`KarpenterKwok`) behind the
+    same face as :class:`Process`: ``pid``, ``proc``, ``metrics_url``, ``log()``, ``stop()``."""
+
+    def __init__(self, kubeconfig: Path, workdir: Path):
+        import karpenter_kwok
+
+        self.log_path = workdir / "karpenter.log"
+        # Karpenter's kwok provider reads its catalog from INSTANCE_TYPES_FILE_PATH: the same file as karpy's
+        self.karpenter = karpenter_kwok.KarpenterKwok(kubeconfig, log_path=self.log_path,
+                                                      env={"INSTANCE_TYPES_FILE_PATH": str(CATALOG)})
+        self.metrics_url = f"http://127.0.0.1:{self.karpenter.metrics_port}/metrics"
+
+    def start(self) -> None:
+        """Start it and wait until it is ready (blocking)."""
+        self.karpenter.start()
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        assert self.karpenter.proc is not None
+        return self.karpenter.proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.karpenter.stop()
 
 
-async def install_karpenter_crds(kube: AsyncKubeClient) -> None:
+async def start_karpenter(kubeconfig: Path, workdir: Path) -> KarpenterProcess:
+    """Karpenter's kwok controller over the same catalog, started and ready."""
+    ctl = KarpenterProcess(kubeconfig, workdir)
+    await asyncio.to_thread(ctl.start)
+    return ctl
+
+
+async def install_karpenter_crds(cluster: devcluster.DevCluster) -> None:
     """Karpenter's own CRDs (``hack/karpenter_kwok.py``) instead of karpy's."""
     import karpenter_kwok
 
-    await karpenter_kwok.install_crds(kube)
+    await asyncio.to_thread(karpenter_kwok.install_crds, cluster)
 
 
 async def controller_kubeconfig(kube: AsyncKubeClient, cluster: devcluster.DevCluster, path: Path) -> Path:
@@ -564,7 +593,7 @@ class Bench:
     """One system's run on one cluster."""
 
     kube: AsyncKubeClient
-    ctl: Process
+    ctl: Process | KarpenterProcess
     monitor: Monitor
     audit_path: Path
     work: Workload
@@ -663,16 +692,16 @@ async def run_system(system: str, args: argparse.Namespace) -> dict[str, Any]:
             assert cluster.kubeconfig is not None
             kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
             monitor_task: asyncio.Task[None] | None = None
-            ctl: Process | None = None
+            ctl: Process | KarpenterProcess | None = None
             try:
                 if system == "karpenter":
-                    await install_karpenter_crds(kube)
+                    await install_karpenter_crds(cluster)
                 else:
                     await install_crds(kube)
                 kubeconfig = await controller_kubeconfig(kube, cluster, tmp / "controller.kubeconfig")
                 for obj in work.objects:
                     await kube.create(obj["kind"], obj)
-                ctl = start_karpy(kubeconfig, tmp, args.controller_repo) if system == "karpy" else start_karpenter(kubeconfig, tmp)
+                ctl = start_karpy(kubeconfig, tmp, args.controller_repo) if system == "karpy" else await start_karpenter(kubeconfig, tmp)
                 for _ in range(600):
                     if scrape(ctl.metrics_url) or ctl.proc.poll() is not None:
                         break
@@ -738,7 +767,7 @@ async def run_system(system: str, args: argparse.Namespace) -> dict[str, Any]:
                     if args.keep_logs:
                         dest = Path(args.keep_logs) / f"{system}.log"
                         dest.parent.mkdir(parents=True, exist_ok=True)
-                        dest.write_text(ctl.log_path.read_text(errors="replace"))
+                        dest.write_text(ctl.log())
                 await kube.close()
 
 
