@@ -60,7 +60,8 @@ the defaults (20 and 50 requests/s) creating 5,000 pods through ReplicaSets take
 measures the controller-manager, not the autoscaler.
 
 Run: ``.venv/bin/python benchmarks/scale_apiserver.py [--system karpy|karpenter|both] [--pods 5000]
-[--steady 600] [--quiet 60] [--json out.json] [--plot out.png]``
+[--steady 600] [--quiet 60] [--json out.json] [--plot out.png]``; ``--combine a.json b.json --plot out.png``
+prints and charts runs saved one system at a time as if they were one ``both`` run.
 """
 
 from __future__ import annotations
@@ -842,14 +843,19 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the results and timelines here")
     parser.add_argument("--plot", type=Path, default=None, help="write the USD/hour and nodes chart here (PNG)")
     parser.add_argument("--keep-logs", default=None, help="copy each controller's log into this directory")
+    parser.add_argument("--combine", type=Path, nargs="+", default=None,
+                        help="run nothing: print the table of these --json files together (and --plot them on one chart)")
     args = parser.parse_args()
-    systems = ["karpy", "karpenter"] if args.system == "both" else [args.system]
-    runs = [asyncio.run(run_system(s, args)) for s in systems]
+    if args.combine:
+        runs = [run for path in args.combine for run in json.loads(path.read_text())["runs"]]
+    else:
+        systems = ["karpy", "karpenter"] if args.system == "both" else [args.system]
+        runs = [asyncio.run(run_system(s, args)) for s in systems]
     print("\n" + HEADER)
     for run in runs:
         for p in run["phases"]:
             print(row(run["system"], PhaseResult(**p)))
-    if args.json:
+    if args.json and not args.combine:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": runs}, indent=1) + "\n")
     if args.plot:
         plot(runs, args.plot)
