@@ -394,15 +394,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_karpy(kubeconfig: Path, workdir: Path, repo: Path | None) -> Process:
+def start_karpy(kubeconfig: Path, workdir: Path, repo: Path | None, leader_election: bool = False) -> Process:
     """``karpy controller --cloud-provider simulated --kwok`` over the kwok catalog (from ``repo``'s
-    checkout and virtualenv when given)."""
+    checkout and virtualenv when given), without the leader Lease unless ``leader_election`` (as
+    ``hack/karpenter_kwok.py`` runs Karpenter: on a starved machine a missed renew deadline stops
+    every decision until the lease is won back)."""
     root = repo or REPO
     python = str(root / ".venv" / "bin" / "python") if repo else sys.executable
     port = free_port()
     argv = [python, "-m", "karpy_core.cli", "controller", "--cloud-provider", "simulated", "--kwok",
             "--instance-types", str(CATALOG), "--kubeconfig", str(kubeconfig), "--namespace", NS,
             "--health-host", "127.0.0.1", "--health-probe-port", str(port), "--metrics-port", str(port)]
+    if not leader_election:
+        argv.append("--disable-leader-election")
     return Process(argv, workdir / "karpy.log", f"http://127.0.0.1:{port}/metrics", env={"KARPY_LEASE_NAME": "bench"}, cwd=root)
 
 
@@ -410,13 +414,14 @@ class KarpenterProcess:
     """Karpenter's kwok controller (``hack/karpenter_kwok.py`` :class:`KarpenterKwok`) behind the
     same face as :class:`Process`: ``pid``, ``proc``, ``metrics_url``, ``log()``, ``stop()``."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path):
+    def __init__(self, kubeconfig: Path, workdir: Path, leader_election: bool = False):
         import karpenter_kwok
 
         self.log_path = workdir / "karpenter.log"
         # Karpenter's kwok provider reads its catalog from INSTANCE_TYPES_FILE_PATH: the same file as karpy's
         self.karpenter = karpenter_kwok.KarpenterKwok(kubeconfig, log_path=self.log_path,
-                                                      env={"INSTANCE_TYPES_FILE_PATH": str(CATALOG)})
+                                                      env={"INSTANCE_TYPES_FILE_PATH": str(CATALOG)},
+                                                      leader_election=leader_election)
         self.metrics_url = f"http://127.0.0.1:{self.karpenter.metrics_port}/metrics"
 
     def start(self) -> None:
@@ -439,9 +444,9 @@ class KarpenterProcess:
         self.karpenter.stop()
 
 
-async def start_karpenter(kubeconfig: Path, workdir: Path) -> KarpenterProcess:
+async def start_karpenter(kubeconfig: Path, workdir: Path, leader_election: bool = False) -> KarpenterProcess:
     """Karpenter's kwok controller over the same catalog, started and ready."""
-    ctl = KarpenterProcess(kubeconfig, workdir)
+    ctl = KarpenterProcess(kubeconfig, workdir, leader_election)
     await asyncio.to_thread(ctl.start)
     return ctl
 
@@ -702,7 +707,8 @@ async def run_system(system: str, args: argparse.Namespace) -> dict[str, Any]:
                 kubeconfig = await controller_kubeconfig(kube, cluster, tmp / "controller.kubeconfig")
                 for obj in work.objects:
                     await kube.create(obj["kind"], obj)
-                ctl = start_karpy(kubeconfig, tmp, args.controller_repo) if system == "karpy" else await start_karpenter(kubeconfig, tmp)
+                ctl = (start_karpy(kubeconfig, tmp, args.controller_repo, args.leader_election) if system == "karpy"
+                       else await start_karpenter(kubeconfig, tmp, args.leader_election))
                 for _ in range(600):
                     if scrape(ctl.metrics_url) or ctl.proc.poll() is not None:
                         break
@@ -839,6 +845,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a phase may take to settle")
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between samples")
     parser.add_argument("--opt-time-limit", type=float, default=10.0, help="HiGHS seconds for the optimum")
+    parser.add_argument("--leader-election", action="store_true", help="run both controllers with their leader Lease")
     parser.add_argument("--controller-repo", type=Path, default=None, help="run karpy from this checkout")
     parser.add_argument("--json", type=Path, default=None, help="write the results and timelines here")
     parser.add_argument("--plot", type=Path, default=None, help="write the USD/hour and nodes chart here (PNG)")
