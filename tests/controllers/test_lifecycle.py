@@ -195,7 +195,7 @@ async def test_one_pass_launches_its_nodeclaims_concurrently_and_reports_them_in
         in_flight -= 1
         return await real_patch(kind, name, patch, namespace, status=status)
 
-    cluster.patch = slow_patch  # type: ignore[method-assign]
+    cluster.patch = slow_patch
     events = await lc.reconcile()
     assert 1 < peak <= LIFECYCLE_CONCURRENCY
     assert [e.nodeclaim for e in events] == sorted(["default-abcde", *names])
