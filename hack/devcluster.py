@@ -420,6 +420,7 @@ class DevCluster:
         kwok: bool = True,
         start_timeout: float = 120.0,
         extra_apiserver_args: list[str] | None = None,
+        extra_args: dict[str, list[str]] | None = None,
     ) -> None:
         self._binaries = binaries
         self._requested_workdir = Path(workdir) if workdir else None
@@ -431,6 +432,10 @@ class DevCluster:
         self.run_kwok = kwok
         self.start_timeout = start_timeout
         self.extra_apiserver_args = list(extra_apiserver_args or [])
+        self.extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
+        """Extra command-line flags per component (``kube-controller-manager``, ``kube-scheduler``,
+        ``kwok``), appended after the defaults; e.g. a higher ``--kube-api-qps`` for a benchmark
+        that creates thousands of pods through Deployments."""
 
         self.workdir: Path | None = None
         self.log_dir: Path | None = None
@@ -836,6 +841,7 @@ class DevCluster:
                 "--allocate-node-cidrs=false",
                 "--use-service-account-credentials=false",
                 "--profiling=false",
+                *self.extra_args.get("kube-controller-manager", ()),
             ],
         )
 
@@ -853,6 +859,7 @@ class DevCluster:
                 f"--secure-port={port}",
                 "--leader-elect=false",
                 "--profiling=false",
+                *self.extra_args.get("kube-scheduler", ()),
             ],
         )
 
@@ -874,6 +881,7 @@ class DevCluster:
                 f"--cidr={_POD_CIDR}",
                 "--node-lease-duration-seconds=40",
                 # No --server-address / --node-port: kwok opens no port at all.
+                *self.extra_args.get("kwok", ()),
             ],
             env=env,
         )

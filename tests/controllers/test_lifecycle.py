@@ -169,3 +169,36 @@ async def test_nodepool_status_drops_resources_of_deleted_nodeclaims_and_settles
     assert must_peek(cluster, "NodePool", "default")["status"]["resources"] == {}
     assert must_peek(cluster, "NodePool", "default")["status"]["nodes"] == 0
     assert await status.reconcile() == 0  # settled: no patch loop
+
+
+async def test_one_pass_launches_its_nodeclaims_concurrently_and_reports_them_in_name_order():
+    """Issue 36: one claim at a time, each launch and registration of a 60-claim scale-up waited
+    for every other claim's; the pass now overlaps them (at most LIFECYCLE_CONCURRENCY), and
+    what it returns keeps the NodeClaims' name order."""
+    import asyncio
+
+    from karpy_core.controllers.nodeclaim.lifecycle.controller import LIFECYCLE_CONCURRENCY
+
+    _clock, cluster, _fake, lc = setup()
+    names = [f"default-{i:03d}" for i in range(LIFECYCLE_CONCURRENCY + 6)]
+    for name in names:
+        cluster.create_sync("NodeClaim", {**CLAIM, "metadata": {**CLAIM["metadata"], "name": name}})
+    in_flight = peak = 0
+    real_patch = cluster.patch
+
+    async def slow_patch(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
+                         status: bool = False) -> dict[str, Any]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.001)  # the API server's round trip: other claims' launches may go on meanwhile
+        in_flight -= 1
+        return await real_patch(kind, name, patch, namespace, status=status)
+
+    cluster.patch = slow_patch
+    events = await lc.reconcile()
+    assert 1 < peak <= LIFECYCLE_CONCURRENCY
+    assert [e.nodeclaim for e in events] == sorted(["default-abcde", *names])
+    assert all(e.kind == "launch" for e in events)
+    for name in names:
+        assert must_condition(must_peek(cluster, "NodeClaim", name), "Launched")["status"] == "True"

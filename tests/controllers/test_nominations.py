@@ -260,3 +260,51 @@ async def test_a_refused_nomination_does_not_block_registration():
     await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")), lifecycle.deps.node(await cluster.get("Node", "n1")))
     assert not (await cluster.get("Node", "n1"))["spec"].get("taints")
     assert (await cluster.get("NodeClaim", "np-abc"))["status"]["nodeName"] == "n1"
+
+
+async def test_registration_nominates_many_pods_concurrently_and_all_before_the_taint_goes():
+    """Issue 36: one nomination at a time kept a 255-pod claim's Node tainted for 510 round trips
+    and every later claim of the lifecycle pass waiting; they now overlap, at most
+    NOMINATION_CONCURRENCY in flight, and all still come before the Node patch."""
+    import asyncio
+
+    from karpy_core.controllers.nodeclaim.lifecycle.registration import NOMINATION_CONCURRENCY
+
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    pods = [f"web-{i}" for i in range(NOMINATION_CONCURRENCY + 8)]
+    for name in pods:
+        cluster.create_sync("Pod", _pod(name, "100m"))
+    cluster.create_sync("NodeClaim", {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                      "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
+                                      "spec": {}, "status": {"providerID": "fake:///i-1"}})
+    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {}},
+                                 "spec": {"providerID": "fake:///i-1",
+                                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+                                 "status": {}})
+    in_flight = peak = 0
+    order: list[str] = []
+    real_patch = cluster.patch
+
+    async def slow(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
+                   status: bool = False) -> dict[str, Any]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.001)  # a round trip: the others may start meanwhile
+        in_flight -= 1
+        order.append(f"{kind}/{name}")
+        return await real_patch(kind, name, patch, namespace, status=status)
+
+    cluster.patch = slow  # type: ignore[method-assign]
+    noms = Nominations()
+    noms.nominate_pods({f"default/{name}": "np-abc" for name in pods})
+    provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
+    lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
+    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")),
+                                           lifecycle.deps.node(await cluster.get("Node", "n1")))
+    assert 1 < peak <= NOMINATION_CONCURRENCY
+    for name in pods:
+        assert (await cluster.get("Pod", name, "default"))["status"]["nominatedNodeName"] == "n1"
+    assert order.index("Node/n1") > max(order.index(f"Pod/{name}") for name in pods)
+    assert not (await cluster.get("Node", "n1"))["spec"].get("taints")
