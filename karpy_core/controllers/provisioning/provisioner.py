@@ -57,9 +57,15 @@ from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
-__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list"]
+__all__ = ["DEFER_SHARE", "Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list",
+           "remainder_claims"]
 
 log = logging.getLogger(__name__)
+
+DEFER_SHARE = 0.1
+"""Most pods, as a share of those a pass puts on new NodeClaims, that :func:`remainder_claims` may
+leave for the next batch (issue 36: a 545-pod batch's remainder, 35 pods on a 32-, a 4- and a
+2-cpu claim, is 6%; a 1,000-pod batch's 235 pods on a 192- and a 48-cpu claim, 24%, are launched)."""
 
 
 @dataclass
@@ -80,6 +86,9 @@ class ProvisioningResult:
     synced: bool = True
     """False: the pass did nothing because the cluster state was not synced
     (:class:`~karpy_core.state.synced.ClusterSync`); the controller tries again shortly."""
+    deferred: list[str] = field(default_factory=list)
+    """Pods (``ns/name``) whose planned NodeClaims :func:`remainder_claims` left for the next
+    batch (only in a pass run while pods keep arriving); they stay pending, not nominated."""
     buffers: dict[str, BufferPlacement] = field(default_factory=dict)
     """CapacityBuffer key (``ns/name``) -> where its virtual pods went. Virtual pods are taken out
     of ``results.existing``/``errors``/``reasons`` and ``pods`` (they are not pending pods) but
@@ -225,9 +234,15 @@ class Provisioner:
         Karpenter does (for side-by-side comparisons in tests and benchmarks)."""
         """The ``CapacityBuffer`` gate: schedule the ready buffers' virtual pods with the pending ones."""
         self.last: ProvisioningResult = ProvisioningResult()
+        self._deferred: frozenset[str] = frozenset()
+        """Pods the last pass left for the next batch (:func:`remainder_claims`): never twice."""
 
-    async def reconcile(self) -> ProvisioningResult:
+    async def reconcile(self, *, streaming: bool = False) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending).
+
+        ``streaming``: the batch closed while pods were still arriving (its window was cut at the
+        batch's maximum, :attr:`Batcher.cut`); then the plan's small remainder NodeClaims are not
+        created and their pods wait for the next batch (:func:`remainder_claims`).
 
         Nothing is decided on a view that is not synced (``synced=False`` in the result, the reason
         logged): Karpenter ``provisioner.go`` ``Schedule`` waits on ``cluster.Synced`` too. The
@@ -271,6 +286,13 @@ class Provisioner:
         result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
         started = time.perf_counter()
         results = scheduler.solve(pods)
+        real = {p.key for p in pods} - {v.key for v in virtual}
+        held = remainder_claims(results.new_claims, real, self._deferred) if streaming else set()
+        if held:
+            result.deferred = sorted(p.key for i in held for p in results.new_claims[i].pods)
+            results.new_claims = [c for i, c in enumerate(results.new_claims) if i not in held]
+            log.info("deferred remainder nodeclaim(s) to the next batch", extra={"nodeclaims": len(held), "pods": len(result.deferred)})
+        self._deferred = frozenset(result.deferred)
         _log_decision(results, pods, time.perf_counter() - started, in_flight)
         results.errors.update(bad)
         result.results = results
@@ -309,6 +331,41 @@ class Provisioner:
                                       status=True)
             except NotFoundError:
                 pass
+
+
+def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferred: frozenset[str] = frozenset(),
+                     share: float = DEFER_SHARE) -> set[int]:
+    """Which of a pass's planned NodeClaims (indices into ``claims``) to leave for the next batch
+    when the batch closed while pods were still arriving: per NodePool, the claims whose cheapest
+    instance type has fewer vCPUs than the largest claim's of that NodePool - the remainder an
+    exact fit of the batch ends in (issue 36: 255 + 255 + 31 + 3 + 1 pods, the last three on a
+    32-, a 4- and a 2-cpu node, full, so the next batch's pods cannot join them and open their
+    own remainder) - provided they hold at most ``share`` of the pods on new claims, hold only
+    pods of ``real`` (no CapacityBuffer virtual pod) and no pod of ``deferred`` (a pod is left
+    over once at most). Their pods join the next batch, planned with it, so each stream of pods
+    ends in one remainder instead of one per batch; what it costs is their wait for that batch
+    (at most the batch's maximum, 10 s by default).
+
+    Karpenter keeps room instead: it fills the largest type while it fits and launches the
+    cheapest type holding the rest (a 48-cpu node for the 35 pods, 10 cpus more), and the next
+    batch fills the in-flight node (``computed unready node(s) will fit pod(s)``). Deferring keeps
+    the exact fit's price and needs no bet on what arrives next. Karpy also fills in-flight room
+    (:func:`~karpy_core.state.cluster.existing_nodes`: a launched NodeClaim counts with its
+    ``status.allocatable``), but an exact fit leaves none.
+
+    Returns an empty set when the remainder is larger than ``share`` or there is none."""
+    largest: dict[str, int] = {}
+    sizes: list[int] = []
+    for c in claims:
+        cpu = c.instance_types[0].capacity.get("cpu", 0) if c.instance_types else 0
+        sizes.append(cpu)
+        largest[c.nodepool] = max(largest.get(c.nodepool, 0), cpu)
+    held = {i for i, c in enumerate(claims) if sizes[i] < largest[c.nodepool]
+            and all(p.key in real and p.key not in deferred for p in c.pods)}
+    on_new = sum(len(c.pods) for c in claims)
+    if not held or sum(len(claims[i].pods) for i in held) > share * on_new:
+        return set()
+    return held
 
 
 def pretty_list(items: Sequence[str], most: int = 5) -> str:
