@@ -57,15 +57,11 @@ from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
-__all__ = ["DEFER_SHARE", "Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list",
+__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list",
            "remainder_claims"]
 
 log = logging.getLogger(__name__)
 
-DEFER_SHARE = 0.1
-"""Most pods, as a share of those a pass puts on new NodeClaims, that :func:`remainder_claims` may
-leave for the next batch (issue 36: a 545-pod batch's remainder, 35 pods on a 32-, a 4- and a
-2-cpu claim, is 6%; a 1,000-pod batch's 235 pods on a 192- and a 48-cpu claim, 24%, are launched)."""
 
 
 @dataclass
@@ -333,14 +329,14 @@ class Provisioner:
                 pass
 
 
-def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferred: frozenset[str] = frozenset(),
-                     share: float = DEFER_SHARE) -> set[int]:
+def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferred: frozenset[str] = frozenset()) -> set[int]:
     """Which of a pass's planned NodeClaims (indices into ``claims``) to leave for the next batch
     when the batch closed while pods were still arriving: per NodePool, the claims whose cheapest
     instance type has fewer vCPUs than the largest claim's of that NodePool - the remainder an
     exact fit of the batch ends in (issue 36: 255 + 255 + 31 + 3 + 1 pods, the last three on a
     32-, a 4- and a 2-cpu node, full, so the next batch's pods cannot join them and open their
-    own remainder) - provided they hold at most ``share`` of the pods on new claims, hold only
+    own remainder) - provided they hold fewer pods than the NodePool's fullest claim of the
+    largest size (less than one such node's worth: a larger remainder gets its nodes now), only
     pods of ``real`` (no CapacityBuffer virtual pod) and no pod of ``deferred`` (a pod is left
     over once at most). Their pods join the next batch, planned with it, so each stream of pods
     ends in one remainder instead of one per batch; what it costs is their wait for that batch
@@ -353,19 +349,24 @@ def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferre
     (:func:`~karpy_core.state.cluster.existing_nodes`: a launched NodeClaim counts with its
     ``status.allocatable``), but an exact fit leaves none.
 
-    Returns an empty set when the remainder is larger than ``share`` or there is none."""
+    Returns the indices, per NodePool all or none of its remainder."""
     largest: dict[str, int] = {}
     sizes: list[int] = []
     for c in claims:
         cpu = c.instance_types[0].capacity.get("cpu", 0) if c.instance_types else 0
         sizes.append(cpu)
         largest[c.nodepool] = max(largest.get(c.nodepool, 0), cpu)
-    held = {i for i, c in enumerate(claims) if sizes[i] < largest[c.nodepool]
-            and all(p.key in real and p.key not in deferred for p in c.pods)}
-    on_new = sum(len(c.pods) for c in claims)
-    if not held or sum(len(claims[i].pods) for i in held) > share * on_new:
-        return set()
-    return held
+    fullest: dict[str, int] = {}
+    for i, c in enumerate(claims):
+        if sizes[i] == largest[c.nodepool]:
+            fullest[c.nodepool] = max(fullest.get(c.nodepool, 0), len(c.pods))
+    out: set[int] = set()
+    for pool in largest:
+        rest = [i for i, c in enumerate(claims) if c.nodepool == pool and sizes[i] < largest[pool]]
+        if rest and all(p.key in real and p.key not in deferred for i in rest for p in claims[i].pods) \
+                and sum(len(claims[i].pods) for i in rest) < fullest[pool]:
+            out.update(rest)
+    return out
 
 
 def pretty_list(items: Sequence[str], most: int = 5) -> str:
