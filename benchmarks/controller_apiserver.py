@@ -20,7 +20,8 @@ working directory ``DIR``) against the same harness, so two versions compare und
 benchmark code; ``--repeat N`` runs N fresh clusters in a row.
 
 ``--kwok`` uses Karpenter's own KWOK NodePool and KWOKNodeClass (``tests/data/kwok``, its
-1,000-cpu limit removed) and Karpenter's KWOK catalog (``examples/kwok-instance-types.json``,
+1,000-cpu limit removed and ``consolidateAfter: Never``: the benchmark's pods are bare, and a
+consolidation would evict them for good) and Karpenter's KWOK catalog (``examples/kwok-instance-types.json``,
 ``--instance-types``), as issue 36's side-by-side runs did, and also reports the NodeClaims at
 all-Running and their USD/hour (the catalog price of each claim's instance type, capacity type and
 zone). ``--arrival-seconds S`` creates the pods evenly over ``S`` seconds instead of at once
@@ -121,6 +122,8 @@ async def run(pods: int, repo: Path | None, *, kwok: bool = False, arrival: floa
             pool = "default"
             for doc in (d for d in yaml.safe_load_all(KWOK_MANIFESTS.read_text()) if d):
                 doc.get("spec", {}).pop("limits", None)  # 1,000 pods of 1 cpu need more than 1,000 cpu of nodes
+                if doc["kind"] == "NodePool":  # bare pods: a consolidation would evict them for good
+                    doc["spec"]["disruption"]["consolidateAfter"] = "Never"
                 await kube.create(doc["kind"], doc)
             extra = ["--instance-types", str(KWOK_CATALOG)]
             template["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": pool}
