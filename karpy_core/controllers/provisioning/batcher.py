@@ -37,7 +37,8 @@ class Batcher:
     the window once per batch; repeats of the same key do not (Karpenter's per-element
     de-duplication), so status churn on one pod cannot hold a batch open. While ``hold()`` is
     true (pods kube-scheduler has not marked yet) an idle window does not close the batch; only
-    ``max`` does. Timers read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests).
+    ``max`` does; :attr:`cut` then tells whether pods were still arriving when it closed. Timers
+    read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests).
 
     Args:
         clock: the clock the windows are timed on.

@@ -9,7 +9,9 @@ most 50 per claim, or an existing node, at most 100), ``FailedScheduling`` per p
 (at most 100) and ``NoCompatibleInstanceTypes`` per NodePool without types, and counts
 ``karpenter_nodeclaims_created_total{reason="provisioned"}``, the scheduling duration and the
 reconcile metrics. While provisionable pods remain, another pass follows
-:data:`PENDING_REQUEUE_SECONDS` after the last.
+:data:`PENDING_REQUEUE_SECONDS` after the last. A batch cut at its maximum while pods keep arriving
+(:attr:`Batcher.cut`) may leave its remainder NodeClaims' pods to the next batch
+(:func:`~karpy_core.controllers.provisioning.provisioner.remainder_claims`), which then opens at once.
 """
 
 from __future__ import annotations
