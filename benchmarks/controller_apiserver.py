@@ -174,12 +174,18 @@ async def run(pods: int, repo: Path | None, *, kwok: bool = False, arrival: floa
                     running_at = now
                     cpu_running = ctl.cpu_seconds()
                     break
-                if stable_since is not None and now - stable_since > 60:
+                if stable_since is not None and now - stable_since > 120:
                     break
             print(f"pods: {pods} (all created after {created_all:.2f} s)")
             print(f"first NodeClaim created after: {first_claim:.2f} s" if first_claim is not None else "no NodeClaim created")
             print(f"last NodeClaim created after:  {last_claim:.2f} s ({claims_seen} NodeClaims)" if last_claim else "")
-            print(f"all pods Running after:        {running_at:.2f} s" if running_at else "not all pods Running")
+            print(f"all pods Running after:        {running_at:.2f} s" if running_at
+                  else f"not all pods Running ({running} of {len(plist)} Running, 120 s after the last NodeClaim)")
+            for c in claims:
+                labels = c["metadata"].get("labels") or {}
+                launched = {x["type"]: x["status"] for x in (c.get("status") or {}).get("conditions") or ()}.get("Launched")
+                print(f"  {c['metadata']['name']}: {labels.get('node.kubernetes.io/instance-type', '(not launched)')}"
+                      f" Launched={launched} requests cpu={((c.get('spec') or {}).get('resources') or {}).get('requests', {}).get('cpu')}")
             peak = ctl.peak_rss_mib()
             print(f"controller peak RSS:           {peak:.1f} MiB")
             print(f"controller RSS before any pod: {rss_idle:.1f} MiB (CPU {cpu_idle:.2f} s to get there)")
