@@ -63,7 +63,6 @@ __all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_sc
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class ProvisioningResult:
     """What one pass decided and did."""
