@@ -48,6 +48,7 @@ from karpy_core.scheduling.policies import PackingPolicy
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.template import TypeTable
+from karpy_core.scheduling.ties import TIE_USD, PlanScore, better
 
 __all__ = ["EXACT_STATES", "EXACT_WORK", "BatchPlan", "ClassTable", "ExactPlan", "claim_class", "fill_exact", "optimal_bins",
            "pattern_costs", "plan_batch", "solve_class"]
@@ -57,8 +58,9 @@ EXACT_STATES = 20_000
 """Most count vectors (``prod(count_b + 1)`` over a class's buckets) a class may have to be solved
 exactly: 14 pods of distinct shapes, 6 shapes of 4 pods, or 19,999 identical pods."""
 _PER_CLAIM = 1e-9
-"""USD/hour added per claim inside the dynamic programme: of plans that cost the same, the one with
-fewer claims wins (fewer nodes to run for the same price)."""
+"""USD/hour added per claim inside the dynamic programme by default: of plans that cost exactly the
+same, the one with fewer claims wins (fewer nodes to run for the same price); :func:`optimal_bins`'
+``tie`` widens that to plans within a cent."""
 _CHUNK = 4_000_000
 """Most (state, content, bucket) cells the dynamic programme compares in one numpy step."""
 EXACT_WORK = 3_000_000
@@ -171,7 +173,7 @@ class ClassTable:
 
 
 def solve_class(vecs: IntArray, counts: IntArray, free: IntArray, prices: FloatArray, *,
-                states: int = EXACT_STATES, work: int = EXACT_WORK) -> ClassTable | None:
+                states: int = EXACT_STATES, work: int = EXACT_WORK, per_claim: float = _PER_CLAIM) -> ClassTable | None:
     """The cheapest claims for every sub-batch ``r <= counts`` of one class, by dynamic programming
     over covers: ``F(r) = min over maximal contents k with k_f >= 1 (f: r's first non-empty
     bucket) of cost(k) + F(max(r - k, 0))``. Covering is exact because a claim's cost never rises
@@ -179,7 +181,9 @@ def solve_class(vecs: IntArray, counts: IntArray, free: IntArray, prices: FloatA
     are tried because every claim's content grows into one at no extra cost; the first-bucket rule
     removes orderings of the same claims. States are solved a layer of equal pod totals at a time.
 
-    Arguments as for :func:`pattern_costs`. Returns None when ``prod(counts + 1)`` exceeds
+    Arguments as for :func:`pattern_costs`; ``per_claim`` (USD/hour) is added to every claim's
+    price inside the programme, so a plan with one claim more must save that much to win
+    (:data:`_PER_CLAIM` by default: exact ties only). Returns None when ``prod(counts + 1)`` exceeds
     ``states``, states times maximal contents exceeds ``work``, or nothing fits.
     """
     radix = [int(c) + 1 for c in counts]
@@ -193,7 +197,7 @@ def solve_class(vecs: IntArray, counts: IntArray, free: IntArray, prices: FloatA
     if pats.size == 0 or n * pats.size > work:
         return None
     pk = grid[pats]
-    pcost = cost[pats] + _PER_CLAIM
+    pcost = cost[pats] + per_claim
     strides = np.array(_strides(radix), dtype=np.int64)
     best = np.full(n, np.inf)
     best[0] = 0.0
@@ -215,11 +219,31 @@ def solve_class(vecs: IntArray, counts: IntArray, free: IntArray, prices: FloatA
 
 
 def optimal_bins(vecs: IntArray, counts: IntArray, free: IntArray, prices: FloatArray, *,
-                 states: int = EXACT_STATES, work: int = EXACT_WORK) -> ExactPlan | None:
+                 states: int = EXACT_STATES, work: int = EXACT_WORK, tie: float = 0.0) -> ExactPlan | None:
     """The cheapest partition of the pods ``counts`` into claims (:func:`solve_class` for the
-    whole batch). Arguments as for :func:`pattern_costs`; None when too large or infeasible."""
+    whole batch). Arguments as for :func:`pattern_costs`; None when too large or infeasible.
+
+    ``tie`` (USD/hour, :data:`~karpy_core.scheduling.ties.TIE_USD` for the provisioner): when the
+    cheapest partition has two or more claims, the programme is solved again with ``tie`` added
+    per claim, and its plan is taken instead when it has fewer claims and costs at most ``tie``
+    more (:func:`~karpy_core.scheduling.ties.better`): of plans that cost the same to a cent, the
+    one with fewer, larger NodeClaims (one ``c-4x`` rather than two ``c-2x`` on the KWOK catalog,
+    where they differ by 0.00001 USD/hour). Solving twice costs a second programme of the same
+    size; 0 (the default) keeps the cheapest partition.
+    """
     table = solve_class(vecs, counts, free, prices, states=states, work=work)
-    return table.plan(tuple(int(c) for c in counts)) if table is not None else None
+    if table is None:
+        return None
+    want = tuple(int(c) for c in counts)
+    plan = table.plan(want)
+    if plan is None or tie <= 0 or len(plan.bins) < 2:
+        return plan
+    fewer = solve_class(vecs, counts, free, prices, states=states, work=work, per_claim=tie)
+    alt = fewer.plan(want) if fewer is not None else None
+    if alt is not None and better(PlanScore(0, alt.cost, len(alt.bins)), PlanScore(0, plan.cost, len(plan.bins)),
+                                  floor=min(plan.cost, alt.cost), tie=tie):
+        return alt
+    return plan
 
 
 def claim_class(run: SchedulingRun, pod: PodInfo) -> tuple[str, Requirements] | None:
@@ -337,7 +361,7 @@ def plan_batch(run: SchedulingRun, pods: Sequence[PodInfo]) -> BatchPlan | None:
         rows, prices, used = _candidates(table, reqs, vecs, counts)
         if rows.size == 0:
             return None
-        plan = optimal_bins(vecs[:, used], counts, table.free[np.ix_(rows, used)], prices)
+        plan = optimal_bins(vecs[:, used], counts, table.free[np.ix_(rows, used)], prices, tie=TIE_USD)
         if plan is None:
             return None
         plans.append((table, rows, plan, groups))

@@ -56,6 +56,7 @@ from karpy_core.scheduling.run import Inputs, SchedulingRun
 from karpy_core.scheduling.sizing import fill_best, unit_prices
 from karpy_core.scheduling.taints import untolerated
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
+from karpy_core.scheduling.ties import PlanScore, better
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint
 from karpy_core.utils.selectors import selector_matches
 
@@ -485,20 +486,24 @@ Plan = tuple[SchedulingResults, float, SchedulingRun]
 @dataclass
 class _Judge:
     """Keeps the best of a batch's plans (:attr:`best`, starting with the first-fit plan): a
-    variant replaces it when it leaves fewer pods pending, or as many for less USD/hour, and
-    relaxes minValues on no more claims (``relaxed``) and breaks no more zone spreads
-    (``skew_breaks``, :func:`_zone_skew_breaks`) than the first-fit plan."""
+    variant replaces it when it leaves fewer pods pending, or as many and wins on USD/hour and
+    NodeClaims (:func:`~karpy_core.scheduling.ties.better`: within
+    :data:`~karpy_core.scheduling.ties.TIE_USD` of the cheapest plan seen, fewer NodeClaims, then
+    the cheaper), and relaxes minValues on no more claims (``relaxed``) and breaks no more zone
+    spreads (``skew_breaks``, :func:`_zone_skew_breaks`) than the first-fit plan."""
 
     best: Plan
     relaxed: int
     skew_breaks: int
     constrained: Sequence[PodInfo]
+    floor: float = float("inf")
+    """USD/hour of the cheapest admissible plan seen with as few pending pods as :attr:`best`."""
 
     @classmethod
     def against(cls, base: Plan, constrained: Sequence[PodInfo]) -> _Judge:
         """The judge of variants of ``base`` (the first-fit plan of the batch ``constrained`` belongs to)."""
         return cls(base, sum(c.min_values_relaxed for c in base[0].new_claims),
-                   _zone_skew_breaks(base[0], base[2], constrained), constrained)
+                   _zone_skew_breaks(base[0], base[2], constrained), constrained, base[1])
 
     def __call__(self, trial: Plan | None) -> None:
         if trial is None:
@@ -507,8 +512,18 @@ class _Judge:
             return  # a variant must not cost a minValues the uncapped plan keeps
         if _zone_skew_breaks(trial[0], trial[2], self.constrained) > self.skew_breaks:
             return  # nor a zone spread the first-fit plan keeps (see _zone_skew_breaks)
-        if (len(trial[0].errors), trial[1]) < (len(self.best[0].errors), self.best[1] * (1 - 1e-9)):
+        score, best = _score(trial), _score(self.best)
+        if score.pending < best.pending:
+            self.floor = score.cost
+        elif score.pending == best.pending:
+            self.floor = min(self.floor, score.cost)
+        if better(score, best, self.floor):
             self.best = trial
+
+
+def _score(plan: Plan) -> PlanScore:
+    """A plan's pending pods, USD/hour and NodeClaims, as :func:`~karpy_core.scheduling.ties.better` compares them."""
+    return PlanScore(len(plan[0].errors), plan[1], len(plan[0].new_claims))
 
 
 class Scheduler:

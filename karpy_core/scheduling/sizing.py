@@ -50,6 +50,7 @@ from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import PackingPolicy
 from karpy_core.scheduling.run import SchedulingRun
 from karpy_core.scheduling.template import TypeTable
+from karpy_core.scheduling.ties import PlanScore, better
 
 __all__ = ["GOOD_ENOUGH", "ROLLOUT_PODS", "choose_target", "evaluate_targets", "fill_best", "fill_sized", "pareto",
            "plan_of", "ranking", "rollout", "shortlist", "unit_prices"]
@@ -301,7 +302,9 @@ def rollout(table: TypeTable, prices: FloatArray, used: npt.NDArray[np.intp], ve
 
 def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> list[PodInfo]:
     """Pack plain pods and keep the cheapest plan (fewer unplaced pods first, then USD/hour of
-    the claims' cheapest offerings; ties keep the earlier packer). With ``sizing``: first the
+    the claims' cheapest offerings, where plans within :data:`~karpy_core.scheduling.ties.TIE_USD`
+    of the cheapest count as equal and the one with fewer NodeClaims wins,
+    :func:`~karpy_core.scheduling.ties.better`; full ties keep the earlier packer). With ``sizing``: first the
     exact packer (:func:`~karpy_core.scheduling.exact.fill_exact`, small batches only), whose plan
     is kept outright when it is proved optimal, competes with the others when it is not, and is
     dropped when a claim of it would relax minValues; then
@@ -320,9 +323,11 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
         exact = None
     if exact is not None and exact[1]:
         return exact[0]  # proved optimal: no other packer is cheaper
-    best: tuple[int, float, int] | None = None
+    best: tuple[PlanScore, int] | None = None
+    floor = float("inf")  # the cheapest plan seen with as few pending pods as the best
     if exact is not None:  # not proved: its plan competes as packer -1
-        best = (len(exact[0]), round(run.new_claims_cost(mark[0]), 9), -1)
+        best = (_plan_score(run, mark[0], exact[0]), -1)
+        floor = best[0].cost
         run.restore(mark)
     packers: list[Any] = [
         lambda r, ps, b=None: fill(r, ps, PackingPolicy.BALANCED),
@@ -340,22 +345,30 @@ def fill_best(run: SchedulingRun, pods: list[PodInfo], sizing: bool = True) -> l
         if i:
             run.restore(mark)
         failed = packer(run, pods, bound if i == 0 and sizing else None)
-        cost = run.new_claims_cost(mark[0])
-        score = (len(failed), round(cost, 9), i)
-        if best is None or score < best:
-            best = score
-        if not best[0] and bound and best[1] <= bound[0] * (1 + GOOD_ENOUGH):
+        score = _plan_score(run, mark[0], failed)
+        if best is None or score.pending < best[0].pending:
+            floor = score.cost
+        elif score.pending == best[0].pending:
+            floor = min(floor, score.cost)
+        if best is None or better(score, best[0], floor):
+            best = (score, i)
+        if not best[0].pending and bound and best[0].cost <= bound[0] * (1 + GOOD_ENOUGH):
             break
     assert best is not None
-    if best[2] == -1:
+    if best[1] == -1:
         run.restore(mark)
         redo = fill_exact(run, pods)
         assert redo is not None
         return redo[0]
-    if best[2] != i:
+    if best[1] != i:
         run.restore(mark)
-        failed = packers[best[2]](run, pods)
+        failed = packers[best[1]](run, pods)
     return failed
+
+
+def _plan_score(run: SchedulingRun, start: int, failed: list[PodInfo]) -> PlanScore:
+    """The packing just done (claims opened since ``start``) as :func:`~karpy_core.scheduling.ties.better` compares it."""
+    return PlanScore(len(failed), run.new_claims_cost(start), len(run.claims) - start)
 
 
 def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | None = None, *,  # noqa: C901

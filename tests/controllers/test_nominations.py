@@ -97,8 +97,8 @@ async def _simulate(objs: list[dict[str, Any]], nominations: Nominations | None 
     passes: list[ProvisioningResult] = []
     run = sim.provisioner.reconcile
 
-    async def spy() -> ProvisioningResult:
-        result = await run()
+    async def spy(*, streaming: bool = False) -> ProvisioningResult:
+        result = await run(streaming=streaming)
         passes.append(result)
         return result
 

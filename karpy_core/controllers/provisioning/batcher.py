@@ -37,7 +37,8 @@ class Batcher:
     the window once per batch; repeats of the same key do not (Karpenter's per-element
     de-duplication), so status churn on one pod cannot hold a batch open. While ``hold()`` is
     true (pods kube-scheduler has not marked yet) an idle window does not close the batch; only
-    ``max`` does. Timers read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests).
+    ``max`` does; :attr:`cut` then tells whether pods were still arriving when it closed. Timers
+    read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests).
 
     Args:
         clock: the clock the windows are timed on.
@@ -52,6 +53,10 @@ class Batcher:
         self.hold = hold or (lambda: False)
         self._event = asyncio.Event()
         self._seen: set[Hashable] = set()
+        self.cut = False
+        """Whether the last batch closed at ``max`` with a trigger less than ``idle`` before: pods
+        were still coming when its pass ran (the provisioner may leave its remainder to the next
+        batch, :func:`~karpy_core.controllers.provisioning.provisioner.remainder_claims`)."""
 
     def trigger(self, key: Hashable | None = None) -> None:
         """Start a batch, or extend the open one if ``key`` is new to it (or not given)."""
@@ -75,17 +80,24 @@ class Batcher:
         return waiter in done
 
     async def wait(self) -> None:
-        """Return when a batch closes."""
+        """Return when a batch closes (:attr:`cut` tells whether it was cut at ``max``)."""
         try:
             await self._event.wait()
             self._event.clear()
-            start = self.clock.now()
+            self.cut = False
+            start = last = self.clock.now()
+            idle = self.settings.idle_seconds
             while True:
                 remaining = start + self.settings.max_seconds - self.clock.now()
-                timeout = min(self.settings.idle_seconds, remaining)
+                timeout = min(idle, remaining)
                 if timeout <= 0:
+                    self.cut = self.clock.now() - last < idle
                     return
-                if not await self._event_within(timeout) and not self.hold():
+                if await self._event_within(timeout):
+                    last = self.clock.now()
+                elif not self.hold():
+                    # a window the maximum shortened, with a trigger less than idle before it ended
+                    self.cut = timeout < idle and self.clock.now() - last < idle
                     return
                 self._event.clear()
         finally:

@@ -9,7 +9,9 @@ most 50 per claim, or an existing node, at most 100), ``FailedScheduling`` per p
 (at most 100) and ``NoCompatibleInstanceTypes`` per NodePool without types, and counts
 ``karpenter_nodeclaims_created_total{reason="provisioned"}``, the scheduling duration and the
 reconcile metrics. While provisionable pods remain, another pass follows
-:data:`PENDING_REQUEUE_SECONDS` after the last.
+:data:`PENDING_REQUEUE_SECONDS` after the last. A batch cut at its maximum while pods keep arriving
+(:attr:`Batcher.cut`) may leave its remainder NodeClaims' pods to the next batch
+(:func:`~karpy_core.controllers.provisioning.provisioner.remainder_claims`), which then opens at once.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ class ProvisioningController:
                 if requeue is not None:
                     requeue.cancel()
                     requeue = None
-                pending = await self.provision_once()
+                pending = await self.provision_once(streaming=self.batcher.cut)
                 if pending:
                     requeue = asyncio.create_task(self._requeue_pending())
         finally:
@@ -138,12 +140,17 @@ class ProvisioningController:
             if self._retry is not None:
                 self._retry.cancel()
 
-    async def provision_once(self) -> int:
+    async def provision_once(self, *, streaming: bool = False) -> int:
         """One provisioning pass with its metrics, logs and events; returns the number of
-        provisionable pods it saw (0 after a failed pass, which re-triggers the batch)."""
+        provisionable pods it saw (0 after a failed pass, which re-triggers the batch).
+
+        ``streaming``: the batch was cut at its maximum while pods kept arriving
+        (:attr:`Batcher.cut`); the pass may leave its remainder NodeClaims' pods for the next
+        batch (:func:`~karpy_core.controllers.provisioning.provisioner.remainder_claims`), and
+        then opens that batch at once, so they wait at most one more window."""
         t0 = time.perf_counter()
         try:
-            result = await self.provisioner.reconcile()
+            result = await self.provisioner.reconcile(streaming=streaming)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -152,6 +159,8 @@ class ProvisioningController:
             self.batcher.trigger()
             return 0
         seconds = time.perf_counter() - t0
+        if result.deferred:
+            self.batcher.trigger()
         if not result.synced:  # the cluster state is not synced (logged): look again shortly
             if self._retry is None or self._retry.done():
                 self._retry = asyncio.create_task(self._retrigger(UNSYNCED_RETRY_SECONDS), name="provisioner-unsynced-retry")

@@ -57,7 +57,8 @@ from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
-__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list"]
+__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list",
+           "remainder_claims"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,9 @@ class ProvisioningResult:
     would_launch: list[tuple[PlannedNodeClaim, dict[str, Any]]] = field(default_factory=list)
     """Dry run (:attr:`Provisioner.dry_run`): each NodeClaim the pass would have created (its plan
     and the object, named ``<generateName>dry-run``), in plan order; ``created`` stays empty."""
+    deferred: list[str] = field(default_factory=list)
+    """Pods (``ns/name``) whose planned NodeClaims :func:`remainder_claims` left for the next
+    batch (only in a pass run while pods keep arriving); they stay pending, not nominated."""
     buffers: dict[str, BufferPlacement] = field(default_factory=dict)
     """CapacityBuffer key (``ns/name``) -> where its virtual pods went. Virtual pods are taken out
     of ``results.existing``/``errors``/``reasons`` and ``pods`` (they are not pending pods) but
@@ -235,9 +239,15 @@ class Provisioner:
         :attr:`ProvisioningResult.would_launch`; nothing is nominated to it, so the next pass
         plans the same pending pods afresh on the same live state."""
         self._would: tuple[str, ...] = ()
+        self._deferred: frozenset[str] = frozenset()
+        """Pods the last pass left for the next batch (:func:`remainder_claims`): never twice."""
 
-    async def reconcile(self) -> ProvisioningResult:
+    async def reconcile(self, *, streaming: bool = False) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending).
+
+        ``streaming``: the batch closed while pods were still arriving (its window was cut at the
+        batch's maximum, :attr:`Batcher.cut`); then the plan's small remainder NodeClaims are not
+        created and their pods wait for the next batch (:func:`remainder_claims`).
 
         Nothing is decided on a view that is not synced (``synced=False`` in the result, the reason
         logged): Karpenter ``provisioner.go`` ``Schedule`` waits on ``cluster.Synced`` too. The
@@ -281,6 +291,13 @@ class Provisioner:
         result.no_instance_types = [t.raw for t in templates if not has_compatible_instance_type(t)]
         started = time.perf_counter()
         results = scheduler.solve(pods)
+        real = {p.key for p in pods} - {v.key for v in virtual}
+        held = remainder_claims(results.new_claims, real, self._deferred) if streaming else set()
+        if held:
+            result.deferred = sorted(p.key for i in held for p in results.new_claims[i].pods)
+            results.new_claims = [c for i, c in enumerate(results.new_claims) if i not in held]
+            log.info("deferred remainder nodeclaim(s) to the next batch", extra={"nodeclaims": len(held), "pods": len(result.deferred)})
+        self._deferred = frozenset(result.deferred)
         _log_decision(results, pods, time.perf_counter() - started, in_flight)
         results.errors.update(bad)
         result.results = results
@@ -340,6 +357,46 @@ class Provisioner:
                                       status=True)
             except NotFoundError:
                 pass
+
+
+def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferred: frozenset[str] = frozenset()) -> set[int]:
+    """Which of a pass's planned NodeClaims (indices into ``claims``) to leave for the next batch
+    when the batch closed while pods were still arriving: per NodePool, the claims whose cheapest
+    instance type has fewer vCPUs than the largest claim's of that NodePool - the remainder an
+    exact fit of the batch ends in (issue 36: 255 + 255 + 31 + 3 + 1 pods, the last three on a
+    32-, a 4- and a 2-cpu node, full, so the next batch's pods cannot join them and open their
+    own remainder) - provided they hold fewer pods than the NodePool's fullest claim of the
+    largest size (less than one such node's worth: a larger remainder gets its nodes now), only
+    pods of ``real`` (no CapacityBuffer virtual pod) and no pod of ``deferred`` (a pod is left
+    over once at most). Their pods join the next batch, planned with it, so each stream of pods
+    ends in one remainder instead of one per batch; what it costs is their wait for that batch
+    (at most the batch's maximum, 10 s by default).
+
+    Karpenter keeps room instead: it fills the largest type while it fits and launches the
+    cheapest type holding the rest (a 48-cpu node for the 35 pods, 10 cpus more), and the next
+    batch fills the in-flight node (``computed unready node(s) will fit pod(s)``). Deferring keeps
+    the exact fit's price and needs no bet on what arrives next. Karpy also fills in-flight room
+    (:func:`~karpy_core.state.cluster.existing_nodes`: a launched NodeClaim counts with its
+    ``status.allocatable``), but an exact fit leaves none.
+
+    Returns the indices, per NodePool all or none of its remainder."""
+    largest: dict[str, int] = {}
+    sizes: list[int] = []
+    for c in claims:
+        cpu = c.instance_types[0].capacity.get("cpu", 0) if c.instance_types else 0
+        sizes.append(cpu)
+        largest[c.nodepool] = max(largest.get(c.nodepool, 0), cpu)
+    fullest: dict[str, int] = {}
+    for i, c in enumerate(claims):
+        if sizes[i] == largest[c.nodepool]:
+            fullest[c.nodepool] = max(fullest.get(c.nodepool, 0), len(c.pods))
+    out: set[int] = set()
+    for pool in largest:
+        rest = [i for i, c in enumerate(claims) if c.nodepool == pool and sizes[i] < largest[pool]]
+        if rest and all(p.key in real and p.key not in deferred for i in rest for p in claims[i].pods) \
+                and sum(len(claims[i].pods) for i in rest) < fullest[pool]:
+            out.update(rest)
+    return out
 
 
 def pretty_list(items: Sequence[str], most: int = 5) -> str:

@@ -1,0 +1,131 @@
+"""A batch that closes while pods keep arriving leaves its small remainder NodeClaims to the next
+batch (issue 36, item 3: pods arriving over ~10 s, each batch sized exactly, 255 + 255 + 31 + 3 + 1
+pods then 255 + 191 + 7 + 2, nine NodeClaims where Karpenter made five)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from karpy_core.cli import _load_sim_provider
+from karpy_core.controllers.provisioning.batcher import Batcher
+from karpy_core.controllers.provisioning.provisioner import Provisioner, remainder_claims
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.utils.clock import VirtualClock
+
+from ..scheduling.test_ties import kwok_batch, kwok_pod
+
+REPO = Path(__file__).resolve().parents[2]
+CATALOG = str(REPO / "examples" / "kwok-instance-types.json")
+
+
+def _pending(i: int) -> dict[str, Any]:
+    pod = kwok_pod(i)
+    pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    return pod
+
+
+def _cluster() -> tuple[InMemoryCluster, VirtualClock]:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    docs = [d for d in yaml.safe_load_all((REPO / "tests" / "data" / "kwok" / "karpenter-kwok-nodepool.yaml").read_text()) if d]
+    for d in docs:
+        d.get("spec", {}).pop("limits", None)  # 1,000 pods of 1 cpu need more than its 1,000 cpu
+        cluster.create_sync(d["kind"], d)
+    return cluster, clock
+
+
+def _shape(claims: list[dict[str, Any]]) -> list[int]:
+    return sorted((len(c["metadata"]["annotations"]["karpy.sh/nominated-pods"].split(",")) for c in claims), reverse=True)
+
+
+def test_remainder_is_the_claims_smaller_than_the_largest_within_the_share():
+    res = kwok_batch(545)
+    sizes = [len(c.pods) for c in res.new_claims]
+    assert sorted(sizes, reverse=True) == [255, 255, 31, 3, 1]
+    real = {p.key for c in res.new_claims for p in c.pods}
+    held = remainder_claims(res.new_claims, real)
+    assert sorted(len(res.new_claims[i].pods) for i in held) == [1, 3, 31]
+    # a pod left over once is never left over again, nor a CapacityBuffer's virtual pod: the
+    # remainder is then launched whole (the next batch would not be planned with it)
+    one = next(p.key for i in held for p in res.new_claims[i].pods if len(res.new_claims[i].pods) == 3)
+    assert remainder_claims(res.new_claims, real, frozenset({one})) == set()
+    assert remainder_claims(res.new_claims, real - {one}) == set()
+    # 1,000 pods: 255 x 3 + 191 + 44 - the 235 on the two smaller claims are less than one c-256x's 255
+    big = kwok_batch(1000)
+    held = remainder_claims(big.new_claims, {p.key for c in big.new_claims for p in c.pods})
+    assert sorted(len(big.new_claims[i].pods) for i in held) == [44, 191]
+    # a remainder of one largest claim's worth or more is launched: a c-48x with 44 pods and two
+    # c-32x with 31 each
+    c48 = next(c for c in big.new_claims if len(c.pods) == 44)
+    c32 = [next(c for c in res.new_claims if len(c.pods) == 31), next(c for c in kwok_batch(35).new_claims if len(c.pods) == 31)]
+    claims = [c48, *c32]
+    real = {p.key for c in claims for p in c.pods}
+    assert remainder_claims(claims, real) == set()
+    assert remainder_claims(claims[:2], real) == {1}
+    # all one size: no remainder
+    even = kwok_batch(510)
+    assert [len(c.pods) for c in even.new_claims] == [255, 255]
+    assert remainder_claims(even.new_claims, {p.key for c in even.new_claims for p in c.pods}) == set()
+
+
+async def _two_batches(streaming: bool) -> tuple[list[int], list[int], list[str], float]:
+    cluster, clock = _cluster()
+    provider, _, _, _ = _load_sim_provider("simulated", None, CATALOG, None)
+    prov = Provisioner(kube=cluster, provider=provider, clock=clock)
+    for i in range(545):
+        cluster.create_sync("Pod", _pending(i))
+    first = await prov.reconcile(streaming=streaming)
+    for i in range(545, 1000):
+        cluster.create_sync("Pod", _pending(i))
+    second = await prov.reconcile(streaming=False)  # the stream has ended: the last batch closes idle
+    assert first.results is not None and second.results is not None
+    assert not first.results.errors and not second.results.errors
+    plans = [*first.results.new_claims, *second.results.new_claims]
+    planned = {p.key for c in plans for p in c.pods}
+    assert len(planned) + len(set(second.results.existing) - planned) == 1000
+    cost = sum(c.cheapest_offering_price() for c in plans)
+    return _shape(first.created), _shape(second.created), first.deferred, cost
+
+
+async def test_a_streaming_batch_leaves_its_remainder_to_the_next_one():
+    exact_first, exact_second, none, exact_cost = await _two_batches(streaming=False)
+    assert not none
+    assert exact_first == [255, 255, 31, 3, 1] and exact_second == [255, 191, 7, 2]  # the issue's nine
+    first, second, deferred, cost = await _two_batches(streaming=True)
+    assert first == [255, 255] and len(deferred) == 35
+    assert second == [255, 191, 44]  # the 35 left over planned with the next 455: five NodeClaims
+    assert cost < exact_cost - 0.01  # 1,008 cpus of nodes instead of 1,010
+
+
+async def test_batcher_cut_tells_a_window_closed_at_its_maximum_while_pods_arrive():
+    class Window:
+        idle_seconds = 1.0
+        max_seconds = 10.0
+
+    clock = VirtualClock(0.0)
+    batcher = Batcher(clock, Window())
+
+    async def window(arrivals: list[float]) -> float:
+        waiter = asyncio.create_task(batcher.wait())
+        start = clock.now()
+        for step in range(200):
+            t = round(step * 0.1, 1)
+            clock.advance_to(start + t)
+            for _ in range(10):
+                await asyncio.sleep(0)
+            if waiter.done():
+                return t
+            if t in arrivals:
+                batcher.trigger()
+                for _ in range(10):
+                    await asyncio.sleep(0)
+        raise AssertionError("the window never closed")
+
+    assert await window([round(0.5 * i, 1) for i in range(40)]) == 10.0 and batcher.cut
+    assert await window([0.0, 0.5]) == 1.5 and not batcher.cut
+    # arrivals stop 2 s before the maximum: the window closes idle, not cut
+    assert await window([round(0.5 * i, 1) for i in range(15)]) == 8.0 and not batcher.cut
