@@ -72,6 +72,7 @@ from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.utils.gcpause import gc_paused
 
 __all__ = [
+    "pass_coverage",
     "DisruptionPlan",
     "plan_disruption",
     "validate_plan",
@@ -262,3 +263,15 @@ def validate_plan(
         if not {it.name for it in plan.replacements[0].instance_types} <= new_types:
             return Invalidation(DecisionKind.REPLACEMENT_TYPES_CHANGED, "replacement instance types are no longer all valid")
     return None
+
+
+def pass_coverage(log: list[NodeDecision]) -> dict[str, dict[str, object]]:
+    """TEMP"""
+    examined: dict[str, set[str]] = {}
+    skipped: dict[str, dict[str, int]] = {}
+    for line in log:
+        examined.setdefault(str(line.method), set()).add(line.node)
+        if line.kind == DecisionKind.SIMULATION_LIMIT:
+            d = skipped.setdefault(str(line.method), {})
+            d[line.kind.value] = d.get(line.kind.value, 0) + 1
+    return {"examined": {k: len(v) for k, v in examined.items()}, "skipped": skipped}
