@@ -293,14 +293,14 @@ def main(argv: list[str]) -> None:
             again, _, _ = timed(snap, types)
             row: dict[str, Any] = {"shape": shape, "nodes": n, "pods": len(snap.pod_views), "pass_s": round(dt, 3),
                                    "again_s": round(again, 3), "command": plan.describe() if plan else None,
-                                   "coverage": pass_coverage(log), "methods": {}}
+                                   "coverage": pass_coverage(log).to_dict(), "methods": {}}
             what = plan.describe()[:80] if plan else "no command"
             print(f"{shape:>9} {n:>6} nodes, {len(snap.pod_views):>6} pods: one pass {dt:6.2f} s cpu (again {again:5.2f} s) -> {what}")
             print(f"{'':>9} skipped: {row['coverage']['skipped'] or 'none'}")
             if args.methods:
                 for m in DEFAULT_ORDER:
                     mdt, mplan, mlog = timed(snap, types, [m])
-                    cov = pass_coverage(mlog)
+                    cov = pass_coverage(mlog).to_dict()
                     row["methods"][m.value] = {"s": round(mdt, 3), "command": mplan.describe() if mplan else None, "coverage": cov}
                     print(f"{'':>9}   {m.value:<28} {mdt:6.2f} s  examined {cov['examined'].get(m.value, 0):>5}  "
                           f"skipped {sum(cov['skipped'].get(m.value, {}).values()):>4}  -> "
