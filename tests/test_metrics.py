@@ -329,7 +329,7 @@ def test_disrupted_total_carries_policy_and_termination_mode():
                    ("expired", "", "forceful", "spot")}
 
 
-async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeouts():
+async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeouts(caplog):
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.controllers.disruption.controller import PlanningPass
     from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, NodeDecision, Verdict
@@ -342,6 +342,7 @@ async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeout
     pool = to_kube_dict(model)
     pool["metadata"]["name"] = POOL
     types = await provider.get_instance_types(model)
+    caplog.set_level("INFO", logger="karpy.disruption")
     lines = [NodeDecision("n1", DisruptionMethod.EMPTINESS, Verdict.KEEP, DecisionKind.NO_ROOM, "has pods"),
              NodeDecision("n1", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.SIMULATION_LIMIT, "limit"),
              NodeDecision("n2", DisruptionMethod.SINGLE_NODE_CONSOLIDATION, Verdict.KEEP, DecisionKind.NO_ROOM, "no room")]
@@ -356,6 +357,9 @@ async def test_a_planning_pass_sets_eligible_nodes_budgets_offerings_and_timeout
                  reason="underutilized", consolidation_type="single") == 1
     assert value(m, "karpenter_voluntary_disruption_consolidation_timeouts", consolidation_type="single") == 1
     assert value(m, "karpenter_voluntary_disruption_consolidation_timeouts", consolidation_type="multi") == 0
+    skipped = [r for r in caplog.records if r.getMessage() == "disruption pass skipped candidates"]  # which, and why: never silent
+    assert len(skipped) == 1 and skipped[0].method == "single-node-consolidation" and skipped[0].count == 1
+    assert skipped[0].nodes == "n1" and "simulation-limit" in skipped[0].reason
     assert {ls["reason"] for ls, _ in samples(m, "karpenter_nodepools_allowed_disruptions")} == {"Empty", "Drifted", "Underutilized"}
     it = types[0]
     offering = it.offerings[0]

@@ -325,9 +325,12 @@ def check_node(use: NodeUsage, pod: PodInfo, terms: Sequence[Requirements] | Non
     taint = untolerated(node.effective_taints(), pod.tolerations)
     if taint is not None:
         return Infeasible(K.UNTOLERATED_TAINT, f"taint {taint} not tolerated") if explain else _NODE_TAINT
-    problems = [t.matches_labels(node.labels) for t in (terms or pod.requirement_terms)]
-    if all(problems):
-        return Infeasible(K.INCOMPATIBLE_REQUIREMENTS, f"node affinity: {problems[0]}") if explain else _NODE_AFFINITY
+    if explain:
+        problems = [t.matches_labels(node.labels) for t in (terms or pod.requirement_terms)]
+        if all(problems):
+            return Infeasible(K.INCOMPATIBLE_REQUIREMENTS, f"node affinity: {problems[0]}")
+    elif not any(t.admits(node.labels) for t in (terms or pod.requirement_terms)):
+        return _NODE_AFFINITY
     free = use.free()
     if not fits(pod.requests, free):
         if not explain:

@@ -328,6 +328,16 @@ class Requirements:
                 return False
         return True
 
+    def admits(self, labels: Mapping[str, str]) -> bool:
+        """True when a node with exactly ``labels`` passes these requirements:
+        ``matches_labels(labels) is None`` without building the reason (the scheduler's check of
+        every existing node, where the reason is dropped, spent a third of its time wording it)."""
+        for key, req in self.by_key.items():
+            value = labels.get(key)
+            if not req.matches_label(value is not None or key in labels, value):
+                return False
+        return True
+
     def matches_labels(self, labels: Mapping[str, str]) -> str | None:
         """Why a node with exactly ``labels`` fails these requirements, or None when it passes."""
         for key in sorted(self.by_key):

@@ -205,7 +205,7 @@ class SchedulingRun:
                         continue
                     out[key] |= {v for v in self._template_domains(t, key) if allowed is None or allowed.has(v)}
             for n in self.inputs.nodes:
-                if key in n.labels and any(t.matches_labels(n.labels) is None for t in pod.requirement_terms):
+                if key in n.labels and any(t.admits(n.labels) for t in pod.requirement_terms):
                     out[key].add(n.labels[key])
         self._pod_domain_cache[cache_key] = out
         return out

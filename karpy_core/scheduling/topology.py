@@ -550,7 +550,7 @@ class Topology:
             node_filter = None
             if (c.honor_affinity and terms_matter) or c.honor_taints:
                 def node_filter(where: Placement, c: SpreadConstraint = c) -> bool:
-                    if c.honor_affinity and terms_matter and all(t.matches_labels(where.labels) for t in node_terms or ()):
+                    if c.honor_affinity and terms_matter and not any(t.admits(where.labels) for t in node_terms or ()):
                         return False
                     return not (c.honor_taints and untolerated(where.taints, tolerations) is not None)
             counts = self._spread_counts(c, namespace, node_filter)

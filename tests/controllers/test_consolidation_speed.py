@@ -24,9 +24,9 @@ def _bound(name: str, node: str, labels: dict[str, str], **spec: object) -> dict
 
 
 def test_a_simulation_sees_the_bound_pods_that_can_change_it_and_only_those() -> None:
-    """Host ports and anti-affinity terms reach every run; the others only when a spread or pod
-    (anti-)affinity term of a simulated pod selects them (in its namespaces); order is kept and
-    pods on removed nodes are left out."""
+    """Host ports reach every run, anti-affinity terms the runs of the pods they select; the
+    others only when a spread or pod (anti-)affinity term of a simulated pod selects them (in its
+    namespaces); order is kept and pods on removed nodes are left out."""
     snap = mixed_cluster(4)
     anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "x"}}}]}}
@@ -42,7 +42,13 @@ def test_a_simulation_sees_the_bound_pods_that_can_change_it_and_only_those() ->
     ctx = SimulationContext(snap, MIXED_TYPES)
     plain = pod_info({"metadata": {"name": "new", "namespace": "default"}, "spec": {}})
     names = [b.name for b in ctx.relevant_bound([plain], {"node-0003"})]
-    assert "ports" in names and "anti" in names and "web" not in names and "other" not in names
+    assert "ports" in names and "anti" not in names and "web" not in names and "other" not in names
+    # an anti-affinity term reaches the runs of the pods it selects (in its namespace), and only those
+    selected = pod_info({"metadata": {"name": "new", "namespace": "default", "labels": {"app": "x"}}, "spec": {}})
+    assert "anti" in [b.name for b in ctx.relevant_bound([plain, selected], {"node-0003"})]
+    assert "anti" not in [b.name for b in ctx.relevant_bound([plain, selected], {"node-0001"})]  # its node goes
+    other_ns = pod_info({"metadata": {"name": "new", "namespace": "other", "labels": {"app": "x"}}, "spec": {}})
+    assert "anti" not in [b.name for b in ctx.relevant_bound([other_ns], set())]
     spread = pod_info({"metadata": {"name": "new", "namespace": "default", "labels": {"app": "web"}}, "spec": {
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
                                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]}})

@@ -29,7 +29,7 @@ from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_dri
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, PodView
 from karpy_core.utils.clock import iso
-from karpy_core.utils.pdb import effective_status, eviction_verdict
+from karpy_core.utils.pdb import effective_status, eviction_verdict, pdb_selects_for_eviction
 from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "do_not_disrupt_blocks",
     "pdb_status",
     "pdb_blocker",
+    "PDBIndex",
     "drift_reason",
     "consolidatable_at",
     "build_candidates",
@@ -135,26 +136,101 @@ def pdb_status(pdb: dict[str, Any], pods: Sequence[PodView], now: float) -> dict
     return effective_status(pdb, (p.raw for p in pods), None, now)
 
 
-def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[str, str, str] | None:
+def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[str, Any]]] | PDBIndex) -> tuple[str, str, str] | None:
     """``(pod key, pdb name, why)`` of the first pod the Eviction API would refuse now, or None:
     the same verdict as kube-apiserver's (:func:`karpy_core.utils.pdb.eviction_verdict`), so an
     unready pod the PDB's ``unhealthyPodEvictionPolicy`` lets go does not block, and a pod two
-    PDBs select does. ``pdbs`` pairs each PDB with its :func:`pdb_status` status."""
-    statuses = {(b["metadata"].get("namespace") or "default", b["metadata"]["name"]): st for b, st in pdbs}
-    budgets = [b for b, _ in pdbs]
-
-    def status_of(b: dict[str, Any]) -> dict[str, Any]:
-        return statuses[(b["metadata"].get("namespace") or "default", b["metadata"]["name"])]
-
+    PDBs select does. ``pdbs`` pairs each PDB with its :func:`pdb_status` status, or is a
+    :class:`PDBIndex` of them (what :func:`build_candidates` builds once per pass)."""
+    index = pdbs if isinstance(pdbs, PDBIndex) else PDBIndex.of(pdbs)
     for pod in pods:
-        verdict = eviction_verdict(pod.raw, budgets, status_of)
+        verdict = eviction_verdict(pod.raw, index.selecting(pod), index.status_of)
         if verdict.action != "deny":
             continue
         if verdict.status == 500:
             return pod.key, verdict.pdb, "more than one PodDisruptionBudget selects it"
-        allowed = int(statuses[(pod.namespace, verdict.pdb)].get("disruptionsAllowed") or 0)
+        allowed = int(index.statuses[(pod.namespace, verdict.pdb)].get("disruptionsAllowed") or 0)
         return pod.key, verdict.pdb, f"PodDisruptionBudget {verdict.pdb} allows {max(0, allowed)} disruptions"
     return None
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return obj["metadata"].get("namespace") or "default"
+
+
+class PDBIndex:
+    """A pass's PodDisruptionBudgets with the status each is judged by, by namespace, and which
+    of them select a pod, cached per (namespace, labels): the Eviction API's lookup
+    (:func:`~karpy_core.utils.pdb.pdb_selects_for_eviction`) reads only those two, so the pods of
+    one Deployment share one lookup, which tries only the PDBs whose ``matchLabels`` the pod's
+    labels could meet (indexed by one of their label pairs) and those without ``matchLabels``.
+    Without it, judging every pod against every PDB of the cluster was O(pods x PDBs): 14 s of a
+    15 s pass at 1,000 nodes and 440 PDBs (issue 36).
+
+    Args:
+        pairs: (PDB, status to judge it by) pairs (:func:`pdb_status`).
+    """
+
+    __slots__ = ("_by_label", "_order", "_scan", "_selecting", "statuses")
+
+    def __init__(self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]):
+        self._by_label: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        """(namespace, label key, value) -> the PDBs whose ``matchLabels`` ask for that label (a pod
+        without it cannot be selected by them)."""
+        self._scan: dict[str, list[dict[str, Any]]] = {}
+        """namespace -> the PDBs with no ``matchLabels`` (expressions only, or no selector): checked for every pod."""
+        self._order: dict[int, int] = {}
+        self.statuses: dict[tuple[str, str], dict[str, Any]] = {}
+        """(namespace, PDB name) -> the status the PDB is judged by."""
+        for i, (pdb, status) in enumerate(pairs):
+            ns = _namespace(pdb)
+            self._order[id(pdb)] = i
+            self.statuses[(ns, pdb["metadata"]["name"])] = status
+            match = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            if match and isinstance(match, dict):
+                key, value = min(match.items())
+                self._by_label.setdefault((ns, str(key), str(value)), []).append(pdb)
+            else:
+                self._scan.setdefault(ns, []).append(pdb)
+        self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]] = {}
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> PDBIndex:
+        """The index of ``pairs`` (see the class)."""
+        return cls(pairs)
+
+    @classmethod
+    def build(cls, snapshot: ClusterSnapshot, now: float) -> PDBIndex:
+        """The snapshot's PDBs, each judged by :func:`pdb_status` at ``now`` (epoch seconds) over
+        the pods of its namespace (the only ones a PDB selects)."""
+        if not snapshot.pdbs:
+            return cls(())
+        by_ns: dict[str, list[PodView]] = {}
+        for p in snapshot.pod_views:
+            by_ns.setdefault(_namespace(p.raw), []).append(p)
+        return cls([(pdb, pdb_status(pdb, by_ns.get(_namespace(pdb), ()), now)) for pdb in snapshot.pdbs])
+
+    def __bool__(self) -> bool:
+        return bool(self.statuses)
+
+    def status_of(self, pdb: dict[str, Any]) -> dict[str, Any]:
+        """The status ``pdb`` is judged by."""
+        return self.statuses[(_namespace(pdb), pdb["metadata"]["name"])]
+
+    def selecting(self, pod: PodView) -> list[dict[str, Any]]:
+        """The PDBs of the pod's namespace whose selector picks it for the Eviction API."""
+        raw = pod.raw
+        ns = _namespace(raw)
+        labels = raw["metadata"].get("labels") or {}
+        key = (ns, tuple(sorted(labels.items())))
+        hit = self._selecting.get(key)
+        if hit is None:
+            maybe = list(self._scan.get(ns, ()))
+            for k, v in labels.items():
+                maybe += self._by_label.get((ns, k, v), ())
+            maybe.sort(key=lambda b: self._order[id(b)])  # the PDBs' order, as a scan of all of them
+            hit = self._selecting[key] = [b for b in maybe if pdb_selects_for_eviction(b, raw)]
+        return hit
 
 
 def drift_reason(nodeclaim: NodeClaimView, node: NodeView | None, nodepool: NodePoolView) -> str:
@@ -243,7 +319,7 @@ def build_candidates(
     its types (for prices). A NodePool that does not validate is not in the snapshot: its nodes
     are kept as ``NodePool not found``.
     """
-    pdbs = [(pdb, pdb_status(pdb, snapshot.pod_views, now)) for pdb in snapshot.pdbs]
+    pdbs = PDBIndex.build(snapshot, now)
 
     def keep(node: str, kind: DecisionKind, reason: str, details: DecisionDetails | None = None) -> None:
         if log is not None:

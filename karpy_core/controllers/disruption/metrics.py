@@ -12,6 +12,7 @@ from karpy_core.controllers.disruption.budgets import allowed_disruptions
 from karpy_core.controllers.disruption.candidates import disrupting_counts
 from karpy_core.controllers.disruption.decisions import DecisionKind, DisruptionMethod, DisruptionReason
 from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
+from karpy_core.controllers.disruption.planner import pass_coverage
 from karpy_core.errors import ignore_kube_error
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
@@ -51,6 +52,12 @@ class DisruptionMetrics:
         if any(line.kind == DecisionKind.SIMULATION_LIMIT and line.method is DisruptionMethod.SINGLE_NODE_CONSOLIDATION
                for line in p.lines):  # karpy's stand-in for the 3-minute timeout
             self.metrics.consolidation_timeouts.labels(consolidation_type="single").inc()
+        coverage = pass_coverage(p.lines)
+        for method, kinds in sorted(coverage.skipped.items()):  # never silent: which candidates went unexamined, and why
+            names = coverage.skipped_nodes[method]
+            log.info("disruption pass skipped candidates", extra=fields(
+                method=method, reason=", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())),
+                count=len(names), nodes=", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else "")))
         total, _ = disrupting_counts(p.snapshot)
         allowed: dict[tuple[str, ...], float] = {}
         for pool in p.snapshot.nodepool_views:

@@ -43,6 +43,8 @@ Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan. 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.budgets import BudgetTracker
@@ -72,6 +74,9 @@ from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.utils.gcpause import gc_paused
 
 __all__ = [
+    "PassCoverage",
+    "SKIP_KINDS",
+    "pass_coverage",
     "DisruptionPlan",
     "plan_disruption",
     "validate_plan",
@@ -262,3 +267,55 @@ def validate_plan(
         if not {it.name for it in plan.replacements[0].instance_types} <= new_types:
             return Invalidation(DecisionKind.REPLACEMENT_TYPES_CHANGED, "replacement instance types are no longer all valid")
     return None
+
+
+
+SKIP_KINDS = frozenset({DecisionKind.SIMULATION_LIMIT})
+"""The ``keep`` kinds that mean a method did not examine a candidate at all (its per-pass budget of
+simulations ran out), as opposed to examining it and keeping it."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassCoverage:
+    """What one pass examined, read from its decision log (issue 36: Karpenter's multi- and
+    single-node consolidation give up after 1 and 3 minutes, ``MultiNodeConsolidationTimeoutDuration``
+    and ``SingleNodeConsolidationTimeoutDuration`` in ``pkg/controllers/disruption``, and leave
+    the rest unexamined without saying which; karpy's methods examine every candidate, except
+    where a method's own budget of simulations runs out, and then say which they skipped).
+
+    Attributes:
+        examined: method value -> candidates (nodes) the method wrote a decision line for.
+        skipped: method value -> decision kind value -> candidates the method skipped unexamined
+            (:data:`SKIP_KINDS`).
+        skipped_nodes: method value -> the names of those candidates, in log order.
+    """
+
+    examined: Mapping[str, int]
+    skipped: Mapping[str, Mapping[str, int]]
+    skipped_nodes: Mapping[str, tuple[str, ...]]
+
+    @property
+    def complete(self) -> bool:
+        """True when no method skipped a candidate."""
+        return not self.skipped
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (for JSON): ``examined``, ``skipped`` as above."""
+        return {"examined": dict(self.examined), "skipped": {m: dict(k) for m, k in self.skipped.items()}}
+
+
+def pass_coverage(log: Iterable[NodeDecision]) -> PassCoverage:
+    """The :class:`PassCoverage` of a pass's decision ``log`` (``plan_disruption(log=...)``)."""
+    examined: dict[str, set[str]] = {}
+    skipped: dict[str, dict[str, int]] = {}
+    nodes: dict[str, list[str]] = {}
+    for line in log:
+        if line.method is DecisionStage.CANDIDATE:
+            continue
+        method = str(line.method)
+        examined.setdefault(method, set()).add(line.node)
+        if line.kind in SKIP_KINDS:
+            kinds = skipped.setdefault(method, {})
+            kinds[line.kind.value] = kinds.get(line.kind.value, 0) + 1
+            nodes.setdefault(method, []).append(line.node)
+    return PassCoverage({m: len(v) for m, v in examined.items()}, skipped, {m: tuple(v) for m, v in nodes.items()})

@@ -21,6 +21,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
 from karpy_core.cloudprovider.types import InstanceType
@@ -96,9 +97,25 @@ class SimulationContext:
         self.bound = bound_pod_infos(snapshot)
         self.usage = nodepool_usage(snapshot)
         self._tables: dict[str, TypeTable] | None = None
-        # bound pods every run must see (host ports, anti-affinity terms: they constrain any pod),
-        # by position in ``self.bound``; the others only count for the selectors of a run's pods
-        self._always: list[int] = [i for i, b in enumerate(self.bound) if b.host_ports or any(t.anti for t in b.affinity)]
+        # bound pods every run must see (host ports: they constrain any pod), by position in
+        # ``self.bound``; those with anti-affinity terms only for the runs whose pods a term selects
+        # (``_anti_holders``); the others only count for the selectors of a run's pods
+        self._always: list[int] = [i for i, b in enumerate(self.bound) if b.host_ports]
+        self._anti_holders: dict[tuple[str, tuple[str, ...] | None], list[int]] = {}
+        """(selector, namespaces) of an anti-affinity term -> positions of the bound pods holding it."""
+        for i, b in enumerate(self.bound):
+            for t in b.affinity:
+                if t.anti:
+                    holders = self._anti_holders.setdefault((t.selector, t.namespaces), [])
+                    if not holders or holders[-1] != i:
+                        holders.append(i)
+        self._anti_by_ns: dict[str | None, list[tuple[str, tuple[str, ...] | None]]] = {}
+        """namespace (None: the terms looking in every namespace) -> the anti-affinity terms of ``_anti_holders``."""
+        for term in self._anti_holders:
+            for ns in term[1] if term[1] is not None else (None,):
+                self._anti_by_ns.setdefault(ns, []).append(term)
+        self._anti_hits: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+        self._parsed: dict[str, Any] = {}
         self._selected: dict[tuple[str, tuple[str, ...] | None], list[int]] = {}
         self._pod_infos: dict[str, PodInfo] = {}
         self._schedulable_pending: list[str] | None = None
@@ -195,16 +212,45 @@ class SimulationContext:
             self._selected[key] = hit
         return hit
 
+    def _anti_selecting(self, namespace: str, lkey: tuple[tuple[str, str], ...]) -> list[int]:
+        """Positions in ``self.bound`` of the pods holding an anti-affinity term that selects a pod
+        of ``namespace`` with labels ``lkey`` (sorted items); a selector that cannot be evaluated
+        selects it (the scheduler then meets the same error). Cached per pass."""
+        hit = self._anti_hits.get((namespace, lkey))
+        if hit is None:
+            labels = dict(lkey)
+            found: set[int] = set()
+            for term in (*self._anti_by_ns.get(namespace, ()), *self._anti_by_ns.get(None, ())):
+                selector = term[0]
+                try:  # as the scheduler's Topology._match does
+                    if selector not in self._parsed:
+                        self._parsed[selector] = json.loads(selector)
+                    matched = selector_matches(self._parsed[selector], labels)
+                except ValueError:
+                    matched = True
+                if matched:
+                    found.update(self._anti_holders[term])
+            hit = self._anti_hits[(namespace, lkey)] = sorted(found)
+        return hit
+
     def relevant_bound(self, pods: Sequence[PodInfo], removed: set[str]) -> list[PodInfo]:
         """The bound pods (not on ``removed`` nodes, in ``self.bound``'s order) that can change a
-        scheduling run of ``pods``: those holding host ports, those with pod anti-affinity terms,
-        and those a spread or pod (anti-)affinity term of one of ``pods`` selects. A bound pod
-        reaches a run only through ports, the topology counts of the selectors the run's pods
-        query, and its own anti-affinity terms
+        scheduling run of ``pods``: those holding host ports, those with a pod anti-affinity term
+        that selects one of ``pods`` (in its namespace), and those a spread or pod
+        (anti-)affinity term of one of ``pods`` selects. A bound pod reaches a run only through
+        ports, the topology counts of the selectors the run's pods query, and its own
+        anti-affinity terms, which keep only the pods they select out of its domains
         (:class:`~karpy_core.scheduling.run.SchedulingRun`), so leaving out the rest changes no
-        placement; it saves recording every pod of the cluster once per simulation."""
+        placement; it saves recording every pod of the cluster once per simulation (issue 36:
+        with hostname anti-affinity on half the Deployments, every run recorded half the
+        cluster's pods and scanned them per pod group)."""
         wanted = set(self._always)
+        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         for p in pods:
+            lkey = (p.namespace, tuple(sorted(p.labels.items())))
+            if lkey not in seen:
+                seen.add(lkey)
+                wanted.update(self._anti_selecting(*lkey))
             for c in p.spread:
                 wanted.update(self._selected_by(c.selector, (p.namespace,)))
             for t in (*p.affinity, *p.preferred_affinity):

@@ -241,7 +241,7 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
     virtual = {v.key for v in sim.virtual}  # CapacityBuffer headroom must fit as well, anywhere in the cluster
     if caps.bound_anti or virtual or any(p.has_topology for p in pods):
         nodes = [n for n in sim.nodes if n.name not in removed]
-        bound = [b for b in sim.bound if b.node_name not in removed]
+        bound = sim.relevant_bound([*pods, *sim.virtual], removed)  # the bound pods that can change this run
     else:
         nodes = [n for n in caps.roomiest if n.name not in removed][:REPACK_NEIGHBOURS]
         nodes += [n for n in sim.nodes if not n.initialized]
