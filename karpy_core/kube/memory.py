@@ -70,6 +70,11 @@ class InMemoryCluster:
         self._pdb_recheck: float | None = None
         self._pdb_syncing = False
         self._views: dict[str, dict[tuple[str, str], ObjectView]] = {}
+        """kind -> key -> the view of the object's current version (kinds :meth:`views` was asked for)."""
+        self._view_list: dict[str, list[ObjectView]] = {}
+        """kind -> its views in key order, kept until an object of the kind is written."""
+        self._stale: dict[str, set[tuple[str, str]]] = {}
+        """kind -> keys written (created, changed, removed) since :meth:`views` last caught up."""
         self._sorted: dict[str, list[tuple[str, str]]] = {}
         """kind -> its store's keys in order, kept until an object of the kind is added or removed."""
 
@@ -103,10 +108,20 @@ class InMemoryCluster:
         if key not in store:
             self._sorted.pop(kind, None)
         store[key] = obj
+        self._touch(kind, key)
 
     def _drop(self, kind: str, key: tuple[str, str]) -> None:
         del self._store[kind][key]
         self._sorted.pop(kind, None)
+        self._touch(kind, key)
+
+    def _touch(self, kind: str, key: tuple[str, str]) -> None:
+        """Note that ``kind``'s object ``key`` was written, for :meth:`views` (only kinds it has
+        been asked for are tracked)."""
+        stale = self._stale.get(kind)
+        if stale is not None:
+            stale.add(key)
+            self._view_list.pop(kind, None)
 
     def _notify(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
         for q in self._watchers.get(kind, []):
@@ -177,20 +192,30 @@ class InMemoryCluster:
         until the object changes: read views and their ``raw`` dicts, never modify them."""
         if kind not in VIEW_KINDS:
             return None
-        old = self._views.get(kind, {})
-        store = self._store[kind]
-        fresh: dict[tuple[str, str], ObjectView] = {}
-        for key in self._keys(kind):
-            obj = store[key]
-            view = old.get(key)
-            if view is None or view.resource_version != str(obj["metadata"].get("resourceVersion") or ""):
-                older = view
-                view = build_view(kind, obj)  # stored objects are never changed (see the module's docstring)
-                if isinstance(older, PodView) and isinstance(view, PodView):
-                    view.adopt_info(older)  # a status or nodeName change: the scheduling parse is kept
-            fresh[key] = view
-        self._views[kind] = fresh
-        return list(fresh.values())
+        listed = self._view_list.get(kind)
+        if listed is None:
+            store = self._store[kind]
+            cache = self._views.get(kind)
+            stale = self._stale.get(kind)
+            if cache is None or stale is None:  # the first call for this kind: every object is new
+                cache = self._views[kind] = {}
+                stale = self._stale[kind] = set(store)
+            # only the objects written since the last call are looked at (100,000 pods, one bound)
+            for key in stale:
+                obj = store.get(key)
+                if obj is None:
+                    cache.pop(key, None)
+                    continue
+                view = cache.get(key)
+                if view is None or view.resource_version != str(obj["metadata"].get("resourceVersion") or ""):
+                    older = view
+                    view = build_view(kind, obj)  # stored objects are never changed (see the module's docstring)
+                    if isinstance(older, PodView) and isinstance(view, PodView):
+                        view.adopt_info(older)  # a status or nodeName change: the scheduling parse is kept
+                    cache[key] = view
+            stale.clear()
+            listed = self._view_list[kind] = [cache[key] for key in self._keys(kind)]
+        return list(listed)
 
     def peek(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """Synchronous read of one object (a copy), or None."""

@@ -13,7 +13,8 @@ containers; ``k8s.io/component-helpers/resource`` ``PodRequests``): for each res
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 from karpy_core.scheduling.requirements import Requirements
@@ -124,6 +125,12 @@ class PodInfo:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     _signature: tuple[Any, ...] | None = field(default=None, repr=False)
 
+    def __copy__(self) -> PodInfo:
+        """A shallow copy (``copy.copy``), built field by field: about five times faster than
+        the generic protocol for a slotted dataclass, and the scheduler and the views copy a pod
+        (narrowed by its volumes, held on a node, re-bound) for every pod of a big batch."""
+        return PodInfo(*_field_values(self))
+
     @property
     def key(self) -> str:
         """``namespace/name``."""
@@ -155,6 +162,10 @@ class PodInfo:
                         tuple(self.preferred_affinity))
             self._signature = sig
         return self._signature
+
+
+_field_values = attrgetter(*(f.name for f in fields(PodInfo)))
+"""Every field of a :class:`PodInfo`, in ``__init__``'s order (for :meth:`PodInfo.__copy__`)."""
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:

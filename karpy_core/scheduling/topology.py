@@ -332,8 +332,9 @@ class Topology:
         # (key, selector, namespaces or None) -> domain -> matching pods placed there
         self._counts: dict[tuple[str, str, tuple[str, ...] | None], dict[str, int]] = {}
         # placed pods: namespace, labels, where, the labels as a sorted tuple (the match cache's
-        # key), and the keys the entry counts for (None: every key of ``where``; see :meth:`settle`)
-        self._placed: list[tuple[str, Mapping[str, str], Placement, tuple[tuple[str, str], ...], frozenset[str] | None]] = []
+        # key; None until first needed, :meth:`_placed_key`), and the keys the entry counts for (None:
+        # every key of ``where``; see :meth:`settle`)
+        self._placed: list[tuple[str, Mapping[str, str], Placement, tuple[tuple[str, str], ...] | None, frozenset[str] | None]] = []
         # anti-affinity terms of placed pods: (key, selector, namespaces) -> domains they occupy
         self._anti: dict[tuple[str, str, tuple[str, ...] | None], set[str]] = {}
         self._selects: dict[tuple[str, tuple[tuple[str, str], ...]], bool] = {}
@@ -384,12 +385,21 @@ class Topology:
         counts = self._counts.get(gk)
         if counts is None:
             counts = self._counts[gk] = {}
-            for ns, labels, where, lkey, only in self._placed:
-                if ((namespaces is None or ns in namespaces) and key in where.labels and (only is None or key in only)
-                        and self._match(selector, labels, lkey)):
+            for i, (ns, labels, where, lkey, only) in enumerate(self._placed):
+                if (namespaces is None or ns in namespaces) and key in where.labels and (only is None or key in only) \
+                        and self._match(selector, labels, lkey or self._placed_key(i)):
                     d = where.labels[key]
                     counts[d] = counts.get(d, 0) + 1
         return counts
+
+    def _placed_key(self, i: int) -> tuple[tuple[str, str], ...]:
+        """The sorted labels of placed pod ``i`` (the match cache's key), made on first use and
+        kept: recording a pod while no group counts (plain pods, no rule anywhere) skips it."""
+        ns, labels, where, lkey, only = self._placed[i]
+        if lkey is None:
+            lkey = tuple(sorted(labels.items()))
+            self._placed[i] = (ns, labels, where, lkey, only)
+        return lkey
 
     def record(self, namespace: str, labels: Mapping[str, str], where: Placement, anti_terms: Iterable[AffinityTerm] = ()) -> None:
         """Count a pod placed at ``where`` (existing pods and each pod the scheduler places)."""
@@ -426,7 +436,7 @@ class Topology:
         self._count(namespace, labels, where, keys)
 
     def _count(self, namespace: str, labels: Mapping[str, str], where: Placement, only: frozenset[str] | None) -> None:
-        lkey = tuple(sorted(labels.items()))
+        lkey = tuple(sorted(labels.items())) if self._counts else None  # else made when first needed (_placed_key)
         self._placed.append((namespace, labels, where, lkey, only))
         for (key, selector, namespaces), counts in self._counts.items():
             if ((namespaces is None or namespace in namespaces) and key in where.labels and (only is None or key in only)
@@ -489,9 +499,9 @@ class Topology:
         if node_filter is None:
             return self._group(c.key, c.selector, (namespace,))
         counts: dict[str, int] = {}
-        for ns, labels, where, lkey, only in self._placed:
+        for i, (ns, labels, where, lkey, only) in enumerate(self._placed):
             if (ns == namespace and c.key in where.labels and (only is None or c.key in only) and node_filter(where)
-                    and self._match(c.selector, labels, lkey)):
+                    and self._match(c.selector, labels, lkey or self._placed_key(i))):
                 d = where.labels[c.key]
                 counts[d] = counts.get(d, 0) + 1
         return counts

@@ -211,6 +211,9 @@ class KubeSchedulerSimulator:
             if isinstance(n, NodeView) and not n.deleting and not n.unschedulable and n.ready
         ]
         pods = [p for p in self.cluster.views("Pod") or () if isinstance(p, PodView)]
+        if not nodes:  # nothing to bind to: every pending pod stays pending, as kube_schedule leaves them
+            pending_raw = {p.key: p.raw for p in pods if not p.node_name and not p.deleting}
+            return self._mark_unschedulable(pending_raw, sorted(pending_raw), 0)
         snapshot = ClusterSnapshot(nodes=nodes, pods=pods)
         bound = bound_pod_infos(snapshot)
         requested: dict[str, dict[str, int]] = {}
@@ -250,14 +253,20 @@ class KubeSchedulerSimulator:
         for key, node_name in sorted(results.existing.items()):
             await self.cluster.bind(by_key[key], node_name)
             changes += 1
-        for key in sorted(results.errors):
-            p = by_key[key]
+        return changes + self._mark_unschedulable(by_key, sorted(results.errors), len(nodes))
+
+    def _mark_unschedulable(self, pods: dict[str, dict[str, Any]], keys: list[str], nodes: int) -> int:
+        """Set ``PodScheduled=False/Unschedulable`` (``0/<nodes> nodes are available``) on the pods
+        ``keys`` of ``pods`` (``namespace/name`` -> Pod dict) that lack it; returns how many changed."""
+        changes = 0
+        for key in keys:
+            p = pods[key]
             cond = condition(p, "PodScheduled")
             if cond is None or cond.get("reason") != "Unschedulable":
                 self.cluster.patch_stored(
                     "Pod", p["metadata"]["name"],
                     {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                                "message": f"0/{len(nodes)} nodes are available"}]}},
+                                                "message": f"0/{nodes} nodes are available"}]}},
                     p["metadata"].get("namespace"),
                 )
                 changes += 1

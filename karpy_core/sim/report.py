@@ -387,7 +387,7 @@ def _unrecorded_reason(sim: Simulator, key: str) -> str:
     claim = sim.nominations.target_of(key)
     if claim:
         return f"pending: planned on NodeClaim {claim}, which had not taken it when the run ended"
-    if not sim.cluster.objects("NodePool"):
+    if not sim.cluster.snapshot("NodePool"):
         return "pending: no NodePool is defined"
     return "pending: no provisioning pass placed or refused it before the run ended"
 
@@ -397,14 +397,14 @@ def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
     requests (Kubernetes quantities, init containers and overhead included, as the scheduler
     counts them) and the DaemonSet's pods at the end of the run."""
     running: dict[tuple[str, str], int] = {}
-    for p in sim.cluster.objects("Pod"):
+    for p in sim.cluster.snapshot("Pod"):  # read only: no copies of every pod
         meta = p["metadata"]
         for ref in meta.get("ownerReferences") or ():
             if ref.get("kind") == "DaemonSet":
                 key = (meta.get("namespace", "default"), ref.get("name", ""))
                 running[key] = running.get(key, 0) + 1
     out = []
-    for ds in sim.cluster.objects("DaemonSet"):
+    for ds in sim.cluster.snapshot("DaemonSet"):
         meta = ds.get("metadata") or {}
         ns, name = meta.get("namespace", "default"), meta.get("name", "")
         try:

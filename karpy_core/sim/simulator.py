@@ -134,6 +134,8 @@ class Simulator:
         self.progress = progress
         self._counted: tuple[float, int, int] = (-1.0, 0, 0)
         """(when, pods bound, pods) of the last count for :attr:`progress`."""
+        self._counted_rev = -1
+        """:attr:`InMemoryCluster.revision` at that count (an unchanged cluster is not counted again)."""
         self.feature_gates = feature_gates or FeatureGates()
         """``FEATURE_GATES`` for this run (``karpy simulate --feature-gates``, a scenario's
         ``featureGates``): the controllers below take them as the controller's do."""
@@ -413,9 +415,10 @@ class Simulator:
         import time
 
         now = time.monotonic()
-        if now - self._counted[0] > 0.5:
-            pods = [p for p in self.cluster.snapshot("Pod") if not p["metadata"].get("deletionTimestamp")]
-            self._counted = (now, sum(1 for p in pods if (p.get("spec") or {}).get("nodeName")), len(pods))
+        if now - self._counted[0] > 0.5 and self._counted_rev != self.cluster.revision:
+            pods = [v for v in self.cluster.views("Pod") or () if isinstance(v, PodView) and not v.deleting]
+            self._counted = (now, sum(1 for v in pods if v.node_name), len(pods))
+            self._counted_rev = self.cluster.revision
         self.progress.phase(f"{phase} (pods bound)", total=self._counted[2], completed=self._counted[1])
 
     async def step(self) -> int:

@@ -132,6 +132,9 @@ class WorkloadSimulator:
         self._owned_rs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         """(namespace, Deployment name) -> the ReplicaSets it controls, listed once per pass (one
         listing per Deployment copied every ReplicaSet: quadratic in the Deployments)."""
+        self._idle_at: int | None = None
+        """The cluster's revision after a pass that changed nothing (a pass depends only on the
+        cluster and :attr:`_next`, which only a change moves): the next pass at that revision is skipped."""
 
     def reconcile(self) -> int:
         """Create and delete pods as the workloads ask; returns the number of changes.
@@ -140,6 +143,8 @@ class WorkloadSimulator:
             ManifestError: the workloads ask for more than :attr:`max_pods` pods in all (named
                 by the workload and field that asks for the most); nothing is created then.
         """
+        if self._idle_at == self.cluster.revision:
+            return 0  # nothing written since a pass that left everything as the workloads ask (the same input, the same pass)
         changes = 0
         pods = self.cluster.snapshot("Pod")
         # ReplicaSets a Deployment controls are kept by (and counted as) that Deployment
@@ -168,6 +173,7 @@ class WorkloadSimulator:
             changes += self._sync(s, "StatefulSet", by_owner, stateful=True)
         for j in workloads["Job"]:
             changes += self._sync(j, "Job", by_owner, stateful=False)
+        self._idle_at = self.cluster.revision if not changes else None
         return changes
 
     def _check_cap(self, bare_pods: int, workloads: dict[str, list[dict[str, Any]]]) -> None:

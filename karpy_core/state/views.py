@@ -19,7 +19,7 @@ read it, never mutate it.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -132,6 +132,15 @@ def _memo(view: Any, slot: str, build: Callable[[], _T]) -> _T:
 
 
 # ---- pods ------------------------------------------------------------------------------------
+def _same_entries(old: Mapping[str, Any], new: Mapping[str, Any], skip: str) -> bool:
+    """True when every key but ``skip`` maps to the same object (``is``) in ``old`` and ``new``
+    (a key absent from one counts as None there)."""
+    for k, v in old.items():
+        if k != skip and new.get(k) is not v:
+            return False
+    return all(k == skip or k in old or v is None for k, v in new.items())
+
+
 def is_provisionable(pod: Mapping[str, Any]) -> bool:
     """Karpenter's rule for a pod karpy must find room for: ``PodScheduled=False`` with reason
     ``Unschedulable``, no ``nodeName``, not terminating or finished, not owned by a DaemonSet or
@@ -427,9 +436,12 @@ class PodView:
         if any(om.get(k) is not nm.get(k) for k in _INFO_METADATA):
             return
         ospec, nspec = old.get("spec") or {}, new.get("spec") or {}
-        if ospec is not nspec and any(ospec.get(k) is not nspec.get(k) for k in set(ospec) | set(nspec) if k != "nodeName"):
+        if ospec is not nspec and not _same_entries(ospec, nspec, "nodeName"):
             return
-        object.__setattr__(self, "_info", dataclasses.replace(got, node_name=self.node_name, raw=new))
+        info = copy.copy(got)  # PodInfo.__copy__: field by field
+        info.node_name = self.node_name
+        info.raw = new
+        object.__setattr__(self, "_info", info)
 
     def _parse_info(self) -> tuple[PodInfo | ValueError, bool]:
         got = self._info
