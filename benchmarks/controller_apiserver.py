@@ -23,13 +23,22 @@ once (``--pods 1000 --pods 5000``: each size on a fresh cluster, each checkout).
 ``--catalog aws`` (the default) is the simulated provider's EC2 catalog for us-east-1 (1,334
 instance types, an EC2NodeClass and a NodePool of c/m/r on-demand amd64 types); ``--catalog kwok``
 is Karpenter's KWOK catalog (``examples/kwok-instance-types.json``, 144 types, passed as
-``--instance-types``) behind Karpenter's KWOKNodeClass, the catalog of side-by-side runs with
-Karpenter's kwok controller. The catalog the controller loads is part of its memory: the two
-give different peak RSS for the same pods.
+``--instance-types``) behind Karpenter's own KWOK NodePool and KWOKNodeClass (``tests/data/kwok``:
+spot, amd64, linux; its 1,000-cpu limit removed and ``consolidateAfter: Never``, since the
+benchmark's pods are bare and a consolidation would evict them for good), the setup of side-by-side
+runs with Karpenter's kwok controller (issue 36). The catalog the controller loads is part of its
+memory: the two give different peak RSS for the same pods. With the KWOK catalog the run also
+reports the NodeClaims at all-Running and their USD/hour (the catalog price of each claim's
+instance type, capacity type and zone).
 
 ``--system karpenter`` runs Karpenter's own kwok controller (``hack/karpenter_kwok.py``, built
 from ``sigs.k8s.io/karpenter``) instead, with Karpenter's CRDs, the same KWOKNodeClass, NodePool,
 pods and KWOK catalog as ``--catalog kwok``, and the same readings (peak RSS is its VmHWM).
+
+``--arrival-seconds S`` creates the pods evenly over ``S`` seconds instead of at once (issue 36:
+pods arriving over ~10 s, each batch sized exactly, nine NodeClaims where Karpenter made five).
+If not every pod runs, the run gives up once no NodeClaim was created and no pod started Running
+for 120 s, and prints each NodeClaim (instance type, Launched, cpu requested).
 
 ``--memory-profile`` makes every run a profiling run instead: the controller runs under
 tracemalloc (``benchmarks/memprofile_controller.py``) and, once every pod is Running, writes where
@@ -38,19 +47,21 @@ now and at the traced peak, heap by type), printed after the run. Its times, CPU
 tracemalloc's, not the controller's: never compare them with a timed run.
 
 Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000 [--pods 5000]] [--catalog aws|kwok]
-[--system karpy|karpenter] [--controller-repo DIR] [--repeat N] [--memory-profile]``
+[--system karpy|karpenter] [--arrival-seconds S] [--controller-repo DIR] [--repeat N] [--memory-profile]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +71,7 @@ sys.path.insert(0, str(REPO / "hack"))
 
 import devcluster  # noqa: E402
 import karpenter_kwok  # noqa: E402
+import yaml  # noqa: E402
 
 from karpy_core.kube.client import AsyncKubeClient  # noqa: E402
 from tests.integration.karpy_env import ControllerProcess, install_crds  # noqa: E402
@@ -68,18 +80,72 @@ from tests.integration.test_controller_e2e import deployment, nodeclass, nodepoo
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 KWOK_CATALOG = REPO / "examples" / "kwok-instance-types.json"
 PROFILER = REPO / "benchmarks" / "memprofile_controller.py"
+KWOK_MANIFESTS = REPO / "tests" / "data" / "kwok" / "karpenter-kwok-nodepool.yaml"
 
 
-def catalog_objects(catalog: str) -> list[tuple[str, dict[str, Any]]]:
-    """The NodeClass and NodePool (kind, object) for ``catalog`` (``aws`` or ``kwok``)."""
+@dataclass(frozen=True)
+class CatalogSetup:
+    """What a run creates for one catalog: ``objects`` (kind, object) to create first, the NodePool
+    named ``pool`` among them, and the ``node_selector`` the pods carry to land on its nodes."""
+
+    pool: str
+    node_selector: dict[str, str]
+    objects: list[tuple[str, dict[str, Any]]]
+
+
+def catalog_objects(catalog: str) -> CatalogSetup:
+    """The NodeClass and NodePool for ``catalog``: ``aws``, the e2e tests' EC2NodeClass and NodePool
+    (c/m/r on-demand amd64); ``kwok``, Karpenter's KWOK NodePool and KWOKNodeClass from
+    ``tests/data/kwok/karpenter-kwok-nodepool.yaml`` with the NodePool's ``limits`` removed (1,000 pods
+    of 1 cpu need more than its 1,000 cpu) and ``consolidateAfter: Never`` (the pods are bare: a
+    consolidation would evict them for good)."""
     if catalog == "aws":
-        return [("EC2NodeClass", nodeclass("bench")), ("NodePool", nodepool("bench", "bench"))]
-    pool = nodepool("bench", "bench")
-    spec = pool["spec"]["template"]["spec"]
-    spec["requirements"] = [r for r in spec["requirements"] if r["key"] != "karpenter.k8s.aws/instance-category"]
-    spec["nodeClassRef"] = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "bench"}
-    return [("KWOKNodeClass", {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
-                               "metadata": {"name": "bench"}}), ("NodePool", pool)]
+        return CatalogSetup("bench", {"karpy-e2e": "bench"},
+                            [("EC2NodeClass", nodeclass("bench")), ("NodePool", nodepool("bench", "bench"))])
+    objects: list[tuple[str, dict[str, Any]]] = []
+    pool = ""
+    for doc in (d for d in yaml.safe_load_all(KWOK_MANIFESTS.read_text()) if d):
+        if doc["kind"] == "NodePool":
+            pool = doc["metadata"]["name"]
+            doc["spec"].pop("limits", None)
+            doc["spec"]["disruption"]["consolidateAfter"] = "Never"
+        objects.append((doc["kind"], doc))
+    return CatalogSetup(pool, {"karpenter.sh/nodepool": pool}, objects)
+
+
+def kwok_prices() -> dict[tuple[str, str, str], float]:
+    """(instance type, capacity type, zone) -> USD/hour, from Karpenter's KWOK catalog
+    (``examples/kwok-instance-types.json``: each offering's ``Price`` and its requirements)."""
+    out: dict[tuple[str, str, str], float] = {}
+    for it in json.loads(KWOK_CATALOG.read_text()):
+        for o in it["offerings"]:
+            reqs = {r["key"]: r["values"][0] for r in o["Requirements"]}
+            out[(it["name"], reqs["karpenter.sh/capacity-type"], reqs["topology.kubernetes.io/zone"])] = float(o["Price"])
+    return out
+
+
+def claims_usd(claims: list[dict[str, Any]], prices: dict[tuple[str, str, str], float]) -> float:
+    """USD/hour of ``claims``: the price of each one's instance type, capacity type and zone labels
+    (set once launched; a claim not launched, or priced nowhere in ``prices``, makes the sum NaN)."""
+    total = 0.0
+    for c in claims:
+        labels = c["metadata"].get("labels") or {}
+        key = (labels.get("node.kubernetes.io/instance-type", ""), labels.get("karpenter.sh/capacity-type", ""),
+               labels.get("topology.kubernetes.io/zone", ""))
+        total += prices.get(key, float("nan"))
+    return total
+
+
+def print_claims(claims: list[dict[str, Any]]) -> None:
+    """One line per NodeClaim: name, instance type (once launched), its Launched condition's status
+    and the cpu it requests (the claim's ``spec.resources.requests.cpu``, a Kubernetes quantity)."""
+    for c in claims:
+        labels = c["metadata"].get("labels") or {}
+        conditions = (c.get("status") or {}).get("conditions") or ()
+        launched = {x["type"]: x["status"] for x in conditions}.get("Launched")
+        cpu = ((c.get("spec") or {}).get("resources") or {}).get("requests", {}).get("cpu")
+        print(f"  {c['metadata']['name']}: {labels.get('node.kubernetes.io/instance-type', '(not launched)')}"
+              f" Launched={launched} requests cpu={cpu}")
 
 
 class KarpenterController:
@@ -144,13 +210,14 @@ class Controller(ControllerProcess):
 
 
 async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool = False,
-              system: str = "karpy") -> dict[str, float | None]:
+              system: str = "karpy", arrival: float = 0.0) -> dict[str, float | None]:
     with devcluster.DevCluster(devcluster.build()) as cluster, tempfile.TemporaryDirectory() as tmp:
         kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
         await install_crds(kube)
         if system == "karpenter":
             await asyncio.to_thread(karpenter_kwok.install_crds, cluster)
-        for kind, obj in catalog_objects(catalog):
+        setup = catalog_objects(catalog)
+        for kind, obj in setup.objects:
             await kube.create(kind, obj)
         profile_out = Path(tmp) / "memprofile.txt" if profile else None
         ctl: Controller | KarpenterController
@@ -168,29 +235,36 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
             rss_idle = ctl.rss_mib()
             cpu_idle = ctl.cpu_seconds()
             template = deployment("inflate", "bench", 1)["spec"]["template"]
+            template["spec"]["nodeSelector"] = setup.node_selector
             sem = asyncio.Semaphore(50)
+            t0 = time.monotonic()
 
             async def make(i: int) -> None:
+                if arrival > 0:  # evenly over ``arrival`` seconds
+                    await asyncio.sleep(max(0.0, t0 + arrival * i / pods - time.monotonic()))
                 async with sem:
                     await kube.create("Pod", {"metadata": {"name": f"inflate-{i:05d}", "namespace": "default",
                                                            "labels": template["metadata"]["labels"]},
                                               "spec": template["spec"]})
 
-            t0 = time.monotonic()
             await asyncio.gather(*(make(i) for i in range(pods)))
             created_all = time.monotonic() - t0
             first_claim = last_claim = running_at = None
-            claims_seen = running_seen = 0
+            claims_seen = running_seen = running = 0
+            names: set[str] = set()  # every NodeClaim seen, deleted ones included
+            claims: list[dict[str, Any]] = []
             stable_since: float | None = None
             cpu_running = None
-            while time.monotonic() - t0 < 300 + pods * 0.3:
+            while time.monotonic() - t0 < 300 + arrival + pods * 0.3:
                 await asyncio.sleep(0.5)
                 now = time.monotonic() - t0
-                claims = [c for c in await kube.list("NodeClaim") if c["metadata"]["labels"].get("karpenter.sh/nodepool") == "bench"]
+                claims = [c for c in await kube.list("NodeClaim")
+                          if c["metadata"]["labels"].get("karpenter.sh/nodepool") == setup.pool]
                 if claims and first_claim is None:
                     first_claim = now
-                if len(claims) != claims_seen:
-                    claims_seen, last_claim, stable_since = len(claims), now, now
+                names.update(c["metadata"]["name"] for c in claims)
+                if len(names) != claims_seen:
+                    claims_seen, last_claim, stable_since = len(names), now, now
                 plist = [p for p in await kube.list("Pod", "default") if p["metadata"]["labels"].get("app") == "inflate"]
                 running = sum(1 for p in plist if (p.get("status") or {}).get("phase") == "Running")
                 if running > running_seen:  # still progressing (a loaded machine binds slowly)
@@ -199,13 +273,20 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
                     running_at = now
                     cpu_running = ctl.cpu_seconds()
                     break
-                if stable_since is not None and now - stable_since > 180:
-                    print(f"gave up: {running} of {pods} pods Running, no new NodeClaim or Running pod for 180 s")
+                if stable_since is not None and now - stable_since > 120:
                     break
             print(f"pods: {pods} (all created after {created_all:.2f} s)")
             print(f"first NodeClaim created after: {first_claim:.2f} s" if first_claim is not None else "no NodeClaim created")
             print(f"last NodeClaim created after:  {last_claim:.2f} s ({claims_seen} NodeClaims)" if last_claim else "")
-            print(f"all pods Running after:        {running_at:.2f} s" if running_at else "not all pods Running")
+            if running_at is not None:
+                print(f"all pods Running after:        {running_at:.2f} s")
+            else:
+                print(f"not all pods Running ({running} of {pods} Running; gave up after no new NodeClaim or Running "
+                      f"pod for 120 s, or the {300 + arrival + pods * 0.3:.0f} s limit)")
+                print_claims(claims)
+            usd = claims_usd(claims, kwok_prices()) if catalog == "kwok" else None  # --system karpenter: always kwok
+            if usd is not None:
+                print(f"NodeClaims at all Running:     {len(claims)} ({usd:.2f} USD/hour)")
             peak = ctl.peak_rss_mib()
             print(f"controller peak RSS:           {peak:.1f} MiB")
             print(f"controller RSS before any pod: {rss_idle:.1f} MiB (CPU {cpu_idle:.2f} s to get there)")
@@ -224,7 +305,7 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
                     kept.write_text(objects.read_text())
                     print(f"one cached object per kind: {kept}")
             return {"peak_rss": peak, "idle_rss": rss_idle, "cpu_idle": cpu_idle, "cpu": cpu_running,
-                    "running_s": running_at, "claims": claims_seen}
+                    "running_s": running_at, "claims": claims_seen, "claims_running": len(claims), "usd": usd}
         finally:
             ctl.stop()
             await kube.close()
@@ -242,6 +323,8 @@ def main() -> None:
     parser.add_argument("--system", choices=("karpy", "karpenter"), action="append", default=None,
                         help="karpy's controller or Karpenter's kwok controller (hack/karpenter_kwok.py; always the kwok "
                              "catalog); repeatable, default karpy")
+    parser.add_argument("--arrival-seconds", type=float, default=0.0,
+                        help="create the pods evenly over this many seconds (default 0: all at once)")
     parser.add_argument("--memory-profile", action="store_true",
                         help="profiling runs: the controller under tracemalloc, its memory report printed (not timed)")
     args = parser.parse_args()
@@ -257,13 +340,16 @@ def main() -> None:
                 for repo, catalog in runs:
                     label = f"{repo or REPO} {catalog} {pods} pods" if system == "karpy" else f"Karpenter kwok {pods} pods"
                     print(f"== round {round_ + 1}: controller from {label}", flush=True)
-                    rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile, system))))
+                    rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile, system,
+                                                            args.arrival_seconds))))
     if len(rows) > 1:
-        print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims):")
+        print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims created,"
+              " NodeClaims at all Running, USD/hour):")
         for label, r in rows:
             print(f"  {label}: {r['peak_rss']:.1f}  {r['idle_rss']:.1f}  "
                   f"{r['cpu'] if r['cpu'] is not None else float('nan'):.2f}  "
-                  f"{r['running_s'] if r['running_s'] is not None else float('nan'):.2f}  {r['claims']}")
+                  f"{r['running_s'] if r['running_s'] is not None else float('nan'):.2f}  {r['claims']}  "
+                  f"{r['claims_running']}  {r['usd'] if r['usd'] is not None else float('nan'):.2f}")
 
 
 if __name__ == "__main__":
