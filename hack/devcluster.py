@@ -300,6 +300,25 @@ def build(force: bool = False, verbose: bool = True) -> dict[str, Path]:
         return _build_locked(go, target, verbose)
 
 
+def go_module_dir(go: str, cwd: Path, env: dict[str, str], module: str) -> Path:
+    """Directory of ``module`` in Go's module cache, as the module at ``cwd`` resolves it (``go list -m``)."""
+    out = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", module], cwd=cwd, env=env, check=True, stdout=subprocess.PIPE, text=True)
+    return Path(out.stdout.strip())
+
+
+def promote_staging(staging: Path, target: Path, stamp: str) -> None:
+    """Move a finished build from ``staging`` into ``target`` (replacing what is there), then write
+    ``target/.stamp``: a build interrupted half-way leaves no stamp, so it is redone."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / ".stamp").unlink(missing_ok=True)
+    for item in staging.iterdir():
+        dest = target / item.name
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        os.replace(item, dest)
+    (target / ".stamp").write_text(stamp + "\n")
+
+
 def _build_locked(go: str, target: Path, verbose: bool) -> dict[str, Path]:
     env = _go_env(go)
     staging = Path(tempfile.mkdtemp(prefix=f".build-{K8S_VERSION}-", dir=target.parent))
@@ -321,15 +340,7 @@ def _build_locked(go: str, target: Path, verbose: bool) -> dict[str, Path]:
                 raise DevClusterError(f"go build in {cwd} failed (exit {proc.returncode}):\n{proc.stdout[-8000:]}")
 
         # Copy kwok's default stages out of the module cache.
-        out = subprocess.run(
-            [go, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
-            cwd=KWOK_MODULE_DIR,
-            env=env,
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        kwok_dir = Path(out.stdout.strip())
+        kwok_dir = go_module_dir(go, KWOK_MODULE_DIR, env, "sigs.k8s.io/kwok")
         docs = [(kwok_dir / rel).read_text().strip() for rel in _KWOK_STAGE_FILES]
         (staging / KWOK_STAGES_FILE).write_text("\n---\n".join(docs) + "\n")
 
@@ -337,11 +348,7 @@ def _build_locked(go: str, target: Path, verbose: bool) -> dict[str, Path]:
         if missing:
             raise DevClusterError(f"go build did not produce {missing}")
 
-        target.mkdir(parents=True, exist_ok=True)
-        (target / ".stamp").unlink(missing_ok=True)
-        for item in staging.iterdir():
-            os.replace(item, target / item.name)
-        (target / ".stamp").write_text(_stamp() + "\n")
+        promote_staging(staging, target, _stamp())
         if verbose:
             print(f"devcluster: built in {time.monotonic() - started:.0f}s into {target}", file=sys.stderr, flush=True)
     finally:

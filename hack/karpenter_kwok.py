@@ -169,26 +169,11 @@ def _build_locked(go: str, target: Path, verbose: bool) -> dict[str, Path]:
         proc = subprocess.run(cmd, cwd=MODULE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
             raise KarpenterError(f"go build of {PACKAGE} failed (exit {proc.returncode}):\n{proc.stdout[-8000:]}")
-        out = subprocess.run(
-            [go, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/karpenter"],
-            cwd=MODULE_DIR,
-            env=env,
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        module = Path(out.stdout.strip())
+        module = devcluster.go_module_dir(go, MODULE_DIR, env, "sigs.k8s.io/karpenter")
         for src, dst in (*_CRD_FILES, _CATALOG_FILE):
             (staging / dst).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(module / src, staging / dst)
-        target.mkdir(parents=True, exist_ok=True)
-        (target / ".stamp").unlink(missing_ok=True)
-        for item in staging.iterdir():
-            dest = target / item.name
-            if dest.is_dir():
-                shutil.rmtree(dest)
-            os.replace(item, dest)
-        (target / ".stamp").write_text(_stamp() + "\n")
+        devcluster.promote_staging(staging, target, _stamp())
         if verbose:
             print(f"karpenter: built in {time.monotonic() - started:.0f}s into {target}", file=sys.stderr, flush=True)
     finally:

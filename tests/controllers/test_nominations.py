@@ -36,6 +36,17 @@ def _pod(name: str, cpu: str, mem: str = "1Gi", nominated: str = "") -> dict[str
             "status": {"phase": "Pending", **({"nominatedNodeName": nominated} if nominated else {})}}
 
 
+def _launched_claim_and_node(cluster: Any) -> None:
+    """NodeClaim ``np-abc`` (launched, ``fake:///i-1``) and its Node ``n1``, still carrying the unregistered taint."""
+    cluster.create_sync("NodeClaim", {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                      "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
+                                      "spec": {}, "status": {"providerID": "fake:///i-1"}})
+    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {}},
+                                 "spec": {"providerID": "fake:///i-1",
+                                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+                                 "status": {}})
+
+
 def _claim_node(name: str, cpu: int, memory_gib: int) -> ExistingNode:
     """An in-flight NodeClaim as the scheduler sees it: its requests are its room."""
     return ExistingNode(name=name, labels={"kubernetes.io/hostname": name}, taints=(),
@@ -237,13 +248,7 @@ async def test_a_refused_nomination_does_not_block_registration():
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
     cluster.create_sync("Pod", _pod("web", "1"))
-    cluster.create_sync("NodeClaim", {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                                      "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
-                                      "spec": {}, "status": {"providerID": "fake:///i-1"}})
-    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {}},
-                                 "spec": {"providerID": "fake:///i-1",
-                                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
-                                 "status": {}})
+    _launched_claim_and_node(cluster)
     real_patch = cluster.patch
 
     async def forbidden(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
@@ -275,13 +280,7 @@ async def test_registration_nominates_many_pods_concurrently_and_all_before_the_
     pods = [f"web-{i}" for i in range(NOMINATION_CONCURRENCY + 8)]
     for name in pods:
         cluster.create_sync("Pod", _pod(name, "100m"))
-    cluster.create_sync("NodeClaim", {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                                      "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
-                                      "spec": {}, "status": {"providerID": "fake:///i-1"}})
-    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {}},
-                                 "spec": {"providerID": "fake:///i-1",
-                                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
-                                 "status": {}})
+    _launched_claim_and_node(cluster)
     in_flight = peak = 0
     order: list[str] = []
     real_patch = cluster.patch
