@@ -93,7 +93,8 @@ def _merge_provider_options(flags: dict[str, Any], given: dict[str, str]) -> dic
 
 def _fail(exc: Exception, code: int | None = None) -> None:
     """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
-    1 for :class:`KubeUnreachableError` and ``OSError`` (runtime failures), else 2."""
+    1 for :class:`KubeUnreachableError`, :class:`KubeAPIError` (an API server answering with an
+    error) and ``OSError`` (runtime failures), else 2."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
@@ -101,7 +102,7 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     else:
         typer.echo(f"error: {exc}", err=True)
     if code is None:
-        code = 1 if isinstance(exc, KubeUnreachableError | OSError) else 2
+        code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | OSError) else 2
     raise typer.Exit(code=code)
 
 
@@ -467,7 +468,8 @@ def simulate(
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
     timeline: Annotated[str | None, typer.Option(
-        help="scenario files: write the timeline PNG (cost per NodePool, cpu/memory, pending pods, disruptions) here")] = None,
+        help="scenario files: write the timeline chart (cost per NodePool, cpu/memory, pending pods, disruptions) "
+             "here: .png, .svg or .pdf (no extension: PNG)")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
     cloud_provider: Annotated[str, typer.Option(

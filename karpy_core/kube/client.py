@@ -160,7 +160,10 @@ class AsyncKubeClient:
         except ValueError:
             if 200 <= status <= 299:
                 raise KubeAPIError.from_status(f"unreadable response to {method} {path}: {data[:200]!r}", status=status) from None
-            payload = {"message": data.decode(errors="replace").strip(), "reason": "NotFound" if status == 404 else ""}
+            # Not a Kubernetes Status (a proxy's HTML page, say): name the request, keep a short preview.
+            preview = " ".join(data.decode(errors="replace").split())[:200]
+            payload = {"message": f"{method} {path}: the server answered with a body that is not a Kubernetes Status: {preview!r}",
+                       "reason": "NotFound" if status == 404 else ""}
         if not 200 <= status <= 299:
             reason = (payload or {}).get("reason", "") if isinstance(payload, dict) else ""
             message = (payload or {}).get("message", data.decode(errors="replace")) if isinstance(payload, dict) else str(data)
