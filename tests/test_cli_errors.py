@@ -237,3 +237,44 @@ def test_a_log_output_path_that_cannot_be_opened_is_one_error_line(no_kube_env, 
     assert result.exit_code == 2
     assert one_line_error(result) == (f"error: LOG_OUTPUT_PATHS (--log-output-paths): cannot open {target}: "
                                       "No such file or directory")
+
+
+def test_an_api_server_answering_an_error_page_exits_1_naming_the_request(no_kube_env):
+    """Found by the fresh-user trial: a server answering 403 with an HTML page (a proxy, a wrong
+    endpoint) exited 2 (the code of bad input) and printed the whole page. It is a run-time
+    failure: exit 1, one line naming the request, a short preview of the body."""
+    import http.server
+    import threading
+
+    class Forbidden(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<html>\n<head><title>403 Forbidden</title></head>\n<body>" + b"x" * 5000 + b"</body></html>\n"
+            self.send_response(403)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forbidden)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kubeconfig = no_kube_env / "kubeconfig"
+        kubeconfig.write_text(f"""\
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+current-context: c
+users: [{{name: u, user: {{token: not-a-secret}}}}]
+""")
+        result = run("simulate", "--from-cluster", "--kubeconfig", str(kubeconfig))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 1, result.stderr
+    line = one_line_error(result)
+    assert line.startswith("error: 403") and "GET /" in line and "not a Kubernetes Status" in line, line
+    assert len(line) < 400 and "x" * 300 not in line
