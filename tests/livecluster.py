@@ -50,7 +50,10 @@ class LiveCluster:
         name = f"{self.name}-{suffix}"
         spec: dict[str, Any] = {
             "nodeName": node, "terminationGracePeriodSeconds": 0,
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+            # Only this cluster's NodePool: a NodePool another test left on the shared dev cluster
+            # must not offer these pods a cheaper replacement.
+            "nodeSelector": {"karpenter.sh/nodepool": self.name},
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}, self.toleration()],
             "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
                             "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}],
         }
@@ -82,7 +85,7 @@ class LiveCluster:
         template is a 500m pod that may run on any node of the NodePool."""
         template = {"metadata": {"labels": {"rs": self.name}},
                     "spec": {"terminationGracePeriodSeconds": 0,
-                             "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+                             "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}, self.toleration()],
                              "nodeSelector": {"karpenter.sh/nodepool": self.name},
                              "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
                                              "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]}}
@@ -97,6 +100,16 @@ class LiveCluster:
                 "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
                                            "lastTransitionTime": INITIALIZED_AT}]}}
 
+    def taint(self) -> dict[str, str]:
+        """Every node of this cluster carries it and only its pods tolerate it: other tests' pods on
+        the shared dev cluster (pending or unbound) never land on these nodes, in kube-scheduler or
+        in the dry run's provisioning pass, so each test's verdicts depend on its own objects only."""
+        return {"key": "karpy.test/live", "value": self.name, "effect": "NoSchedule"}
+
+    def toleration(self) -> dict[str, str]:
+        """The toleration of :meth:`taint`."""
+        return {"key": "karpy.test/live", "operator": "Equal", "value": self.name, "effect": "NoSchedule"}
+
     def nodepool(self) -> dict[str, Any]:
         disruption: dict[str, Any] = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
         if self.budgets is not None:
@@ -105,6 +118,7 @@ class LiveCluster:
                 "spec": {"template": {"spec": {
                     "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [INSTANCE_TYPE]},
                                      {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                    "taints": [self.taint()],
                     "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": self.name}}},
                     "disruption": disruption}}
 
@@ -119,7 +133,7 @@ class LiveCluster:
         return {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": node, "annotations": {"kwok.x-k8s.io/node": "fake"}, "labels": self.labels(node, zone),
                              "finalizers": [TERMINATION_FINALIZER]},
-                "spec": {"providerID": f"kwok://{node}"},
+                "spec": {"providerID": f"kwok://{node}", "taints": [self.taint()]},
                 "status": {"capacity": resources, "allocatable": resources, "conditions": [{"type": "Ready", "status": "True"}]}}
 
     def nodeclaim(self, node: str, zone: str) -> dict[str, Any]:
