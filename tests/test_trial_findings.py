@@ -12,7 +12,12 @@ or the correct result.
 * a negative NodePool limit: accepted (the CRD's pattern allows a sign), warned about, and its
   pods' reason says so;
 * ``validate --max-pods`` names the file and ``karpy validate``;
-* a Scenario step applying its own file (or another Scenario) is refused, naming the step.
+* a Scenario step applying its own file (or another Scenario) is refused, naming the step;
+* what kube-apiserver v1.36.3 refuses (each checked with a ``dryRun=All`` POST on the dev
+  cluster): container resource names, extended resources (whole numbers, request == limit, a limit
+  set), ``nodeSelector`` labels, ``minDomains`` with ``ScheduleAnyway``, empty
+  ``nodeSelectorTerms``, PDB percentages over 100%, pod ``restartPolicy``, a workload selector
+  not matching its template; and ``replicas: null``, which it defaults to 1.
 """
 
 from __future__ import annotations
