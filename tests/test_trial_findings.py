@@ -12,7 +12,12 @@ or the correct result.
 * a negative NodePool limit: accepted (the CRD's pattern allows a sign), warned about, and its
   pods' reason says so;
 * ``validate --max-pods`` names the file and ``karpy validate``;
-* a Scenario step applying its own file (or another Scenario) is refused, naming the step.
+* a Scenario step applying its own file (or another Scenario) is refused, naming the step;
+* what kube-apiserver v1.36.3 refuses (each checked with a ``dryRun=All`` POST on the dev
+  cluster): container resource names, extended resources (whole numbers, request == limit, a limit
+  set), ``nodeSelector`` labels, ``minDomains`` with ``ScheduleAnyway``, empty
+  ``nodeSelectorTerms``, PDB percentages over 100%, pod ``restartPolicy``, a workload selector
+  not matching its template; and ``replicas: null``, which it defaults to 1.
 """
 
 from __future__ import annotations
@@ -210,3 +215,76 @@ def test_a_pod_template_without_containers_is_refused(tmp_path: Path) -> None:
     text = text.replace("        resources: {requests: {cpu: \"500m\", memory: \"256Mi\"}}\n", "")
     (line,) = _refused(tmp_path, text)
     assert line == f"{tmp_path / 'in.yaml'} doc 1 Deployment/web: spec.template.spec.containers: must have at least 1 item(s)"
+
+
+# --- v35b: what kube-apiserver v1.36.3 refuses (each answer checked by a dryRun=All POST) --------------
+
+
+def _resources(requests: str, limits: str = "") -> str:
+    text = f"    resources:\n      requests: {requests}\n"
+    return _pod(containers=text + (f"      limits: {limits}\n" if limits else ""))
+
+
+@pytest.mark.parametrize(("text", "field", "problem"), [
+    # apiserver: requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer
+    (_resources('{nvidia.com/gpu: "0.5"}'), "spec.containers[0].resources",
+     "requests[nvidia.com/gpu]: '0.5' must be an integer"),
+    # apiserver: requests: Invalid value: "1": must be equal to example.com/foo limit of 2
+    (_resources("{example.com/foo: 1}", "{example.com/foo: 2}"), "spec.containers[0].resources",
+     "requests.example.com/foo '1' must be equal to example.com/foo limit of '2'"),
+    # apiserver: spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources
+    (_resources("{nvidia.com/gpu: 1}"), "spec.containers[0].resources",
+     "limits.nvidia.com/gpu: Limit must be set for non overcommitable resources (requests.nvidia.com/gpu is set)"),
+    # apiserver: requests[bad name]: name part must consist of alphanumeric characters, ...
+    (_resources('{"bad name": 1}'), "spec.containers[0].resources", f"requests[bad name]: name part {QUALIFIED}"),
+    # apiserver: requests[foo]: Invalid value: "foo": must be a standard resource type or fully qualified
+    (_resources("{foo: 1}"), "spec.containers[0].resources", "requests[foo]: must be a standard resource type or fully qualified"),
+    # apiserver: spec.nodeSelector: Invalid value: "bad key": name part must consist of ...
+    (_pod(spec='  nodeSelector: {"bad key": x}\n'), "spec.nodeSelector", f"key 'bad key': name part {QUALIFIED}"),
+    # apiserver: spec.topologySpreadConstraints[0].minDomains: Invalid value: 2: can only use minDomains if
+    # whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway
+    (_pod(spec="  topologySpreadConstraints:\n  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, "
+               "minDomains: 2, labelSelector: {matchLabels: {a: b}}}\n"),
+     "spec.topologySpreadConstraints[0]",
+     "minDomains: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"),
+    # apiserver: ...nodeSelectorTerms: Required value: must have at least one node selector term
+    (_pod(spec="  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: []}}}\n"),
+     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+     "must have at least 1 item(s)"),
+    # apiserver: spec.minAvailable: Invalid value: "150%": must not be greater than 100%
+    ("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {minAvailable: '150%'}\n",
+     "spec.minAvailable", "'150%' must not be greater than 100%"),
+    # apiserver: spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"
+    (_pod(spec="  restartPolicy: Sometimes\n"), "spec.restartPolicy",
+     "must be one of 'Always', 'OnFailure' or 'Never'; got 'Sometimes'"),
+    # apiserver: spec.template.metadata.labels: Invalid value: {"app":"other"}: `selector` does not match template `labels`
+    (_deployment().replace("metadata: {labels: {app: web}}", "metadata: {labels: {app: other}}"), "spec",
+     "template.metadata.labels: {'app': 'other'}: `selector` does not match template `labels`"),
+])
+def test_what_kube_apiserver_refuses_is_refused(tmp_path: Path, text: str, field: str, problem: str) -> None:
+    (line,) = _refused(tmp_path, text)
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 "), line
+    assert line.endswith(f": {field}: {problem}"), line
+
+
+@pytest.mark.parametrize("text", [
+    _resources("{nvidia.com/gpu: 2}", "{nvidia.com/gpu: 2}"),
+    _resources('{cpu: "0.5", hugepages-2Mi: 2Mi}', '{cpu: "1", hugepages-2Mi: 2Mi}'),
+    _deployment().replace("metadata: {labels: {app: web}}", "metadata: {labels: {app: web, tier: x}}"),
+    _pod(spec="  restartPolicy: OnFailure\n  nodeSelector: {kubernetes.io/os: linux}\n"),
+    "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {minAvailable: '100%'}\n",
+])
+def test_what_kube_apiserver_accepts_is_accepted(tmp_path: Path, text: str) -> None:
+    path = _write(tmp_path, "ok.yaml", text)
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, path)
+        assert result.exit_code == 0, (command, result.output)
+
+
+def test_deployment_replicas_null_is_defaulted_to_one_as_the_api_server_does(tmp_path: Path) -> None:
+    """kube-apiserver accepts ``replicas: null`` and stores ``replicas: 1`` (checked by a dryRun POST)."""
+    path = _write(tmp_path, "app.yaml", _deployment().replace("replicas: 2", "replicas: null"))
+    assert invoke_cli("validate", path).exit_code == 0
+    simulated = invoke_cli("simulate", path)
+    assert simulated.exit_code == 0, simulated.output
+    assert "pods: 0 bound, 1 pending" in simulated.stdout, simulated.stdout

@@ -27,7 +27,7 @@ from karpy_core.apis.base import (
     ObjectMeta,
     Str,
 )
-from karpy_core.apis.names import name_problems
+from karpy_core.apis.names import labels_problems, name_problems, qualified_name_problems
 from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "PodAntiAffinity",
     "Affinity",
     "TopologySpreadConstraint",
+    "is_extended_resource",
     "ResourceRequirements",
     "ContainerPort",
     "Container",
@@ -182,9 +183,10 @@ class NodeSelectorTerm(LenientModel):
 
 
 class NodeSelector(LenientModel):
-    """Required node affinity: a node must match at least one term."""
+    """Required node affinity: a node must match at least one term (an empty list is refused, as
+    kube-apiserver's ``ValidateNodeSelector``: ``must have at least one node selector term``)."""
 
-    node_selector_terms: list[NodeSelectorTerm]
+    node_selector_terms: list[NodeSelectorTerm] = Field(min_length=1)
 
 
 class PreferredSchedulingTerm(LenientModel):
@@ -252,6 +254,39 @@ class TopologySpreadConstraint(LenientModel):
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     match_label_keys: list[Str] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _min_domains_needs_do_not_schedule(self) -> TopologySpreadConstraint:
+        """kube-apiserver's ``validateMinDomains``: ``minDomains`` only with ``DoNotSchedule``."""
+        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+            raise ValueError(
+                f"minDomains: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {self.when_unsatisfiable}"
+            )
+        return self
+
+
+_STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+
+
+def _resource_name_problems(name: str) -> list[str]:
+    """Why ``name`` is not a container resource name, as kube-apiserver's
+    ``validateContainerResourceName`` (``pkg/apis/core/validation/validation.go``): a qualified
+    name; without a ``/`` one of cpu, memory, ephemeral-storage, ``hugepages-*``."""
+    problems = qualified_name_problems(name)
+    if problems:
+        return problems
+    if "/" not in name and name not in _STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
+        return ["must be a standard resource type or fully qualified"]
+    return []
+
+
+def is_extended_resource(name: str) -> bool:
+    """An extended resource (``example.com/foo``, ``nvidia.com/gpu``): fully qualified, outside the
+    ``kubernetes.io`` domain, not ``requests.*`` (``IsExtendedResourceName`` in
+    ``pkg/apis/core/helper/helpers.go``). Integer-only, and its request must equal its limit."""
+    domain = name.partition("/")[0] if "/" in name else ""
+    native = not domain or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return not native and not name.startswith("requests.")
+
 
 class ResourceRequirements(LenientModel):
     """Container ``resources``: ``requests`` and ``limits`` as quantities. When only a limit is
@@ -259,10 +294,14 @@ class ResourceRequirements(LenientModel):
 
     As the API server checks (``validateResourceRequirements`` in
     ``k8s.io/kubernetes/pkg/apis/core/validation/validation.go``): every quantity is >= 0 and a
-    request is at most the limit of the same resource.
+    request is at most the limit of the same resource; every name is a container resource name
+    (``validateContainerResourceName``); an extended resource (:func:`is_extended_resource`) is a
+    whole number; an extended or ``hugepages-*`` request needs a limit, and equals it (neither is
+    overcommitable).
 
     Raises (as a validation error):
-        ValueError: a negative quantity, or a request above its limit.
+        ValueError: a negative quantity, a request above its limit, a bad resource name, or a
+        fractional or unequal extended resource.
     """
 
     requests: ComputeResourceList = Field(default_factory=dict)
@@ -270,6 +309,37 @@ class ResourceRequirements(LenientModel):
 
     @model_validator(mode="after")
     def _requests_within_limits(self) -> ResourceRequirements:
+        named = [
+            f"{field}[{name}]: {problem}"
+            for field, values in (("limits", self.limits), ("requests", self.requests))
+            for name in values
+            for problem in _resource_name_problems(name)
+        ]
+        if named:
+            raise ValueError("; ".join(named))
+        fractional = [
+            f"{field}[{name}]: {value!r} must be an integer"
+            for field, values in (("limits", self.limits), ("requests", self.requests))
+            for name, value in values.items()
+            if is_extended_resource(name) and parse_quantity(value) != int(parse_quantity(value))
+        ]
+        if fractional:
+            raise ValueError("; ".join(fractional))
+        unequal = [
+            f"requests.{name} {self.requests[name]!r} must be equal to {name} limit of {limit!r}"
+            for name, limit in sorted(self.limits.items())
+            if is_extended_resource(name) and name in self.requests
+            and parse_quantity(self.requests[name]) != parse_quantity(limit)
+        ]
+        if unequal:
+            raise ValueError("; ".join(unequal))
+        unlimited = [  # hugepages and extended resources are not overcommitable (IsOvercommitAllowed)
+            f"limits.{name}: Limit must be set for non overcommitable resources (requests.{name} is set)"
+            for name in sorted(self.requests)
+            if (is_extended_resource(name) or name.startswith("hugepages-")) and name not in self.limits
+        ]
+        if unlimited:
+            raise ValueError("; ".join(unlimited))
         over = [
             f"requests.{name} {self.requests[name]!r} must be less than or equal to {name} limit of {limit!r}"
             for name, limit in sorted(self.limits.items())
@@ -345,6 +415,18 @@ class PodSpec(LenientModel):
     runtime_class_name: Str | None = None
     volumes: list[Volume] = Field(default_factory=list)
     termination_grace_period_seconds: Int | None = None
+    restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
+    """kube-apiserver's ``validateRestartPolicy``: one of these (defaulted to ``Always``)."""
+
+    @field_validator("node_selector")
+    @classmethod
+    def _node_selector_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        """Keys qualified names and values label values, as kube-apiserver's ``ValidateNodeSelector``
+        (``ValidateLabels``) requires of ``spec.nodeSelector``."""
+        problems = labels_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     @model_validator(mode="after")
     def _unique_container_names(self) -> PodSpec:

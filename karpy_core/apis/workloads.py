@@ -49,6 +49,43 @@ the API server's JSON decoder rejects larger numbers, and validation rejects neg
 Replicas = Annotated[int, Strict(), Field(ge=0, le=INT32_MAX)]
 """A non-negative ``int32`` count (0 .. 2,147,483,647)."""
 
+DefaultedReplicas = Annotated[Replicas, BeforeValidator(lambda value: 1 if value is None else value)]
+"""``replicas`` of a Deployment/ReplicaSet/StatefulSet: ``null`` is defaulted to 1, as the API server
+does (``SetDefaults_Deployment``: a nil ``*int32`` becomes 1)."""
+
+
+def _selector_matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
+    """Whether ``labels`` satisfy ``selector`` (``metav1.LabelSelectorAsSelector`` semantics)."""
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        if req.operator == "In" and not (present and labels[req.key] in req.values):
+            return False
+        if req.operator == "NotIn" and present and labels[req.key] in req.values:
+            return False
+        if req.operator == "Exists" and not present:
+            return False
+        if req.operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+class _SelectsTemplate(LenientModel):
+    """A workload spec whose ``selector`` must select its own ``template``'s labels, as apps/v1
+    validation (``ValidateDeploymentSpec`` and its ReplicaSet/StatefulSet/DaemonSet peers in
+    ``pkg/apis/apps/validation/validation.go``) requires: ``selector does not match template labels``."""
+
+    selector: LabelSelector
+    template: PodTemplateSpec
+
+    @model_validator(mode="after")
+    def _selector_selects_template(self) -> _SelectsTemplate:
+        labels = self.template.metadata.labels
+        if not _selector_matches(self.selector, labels):
+            raise ValueError(f"template.metadata.labels: {labels!r}: `selector` does not match template `labels`")
+        return self
+
 
 def _int_or_percent(value: Any) -> int | str:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -61,6 +98,8 @@ def _int_or_percent(value: Any) -> int | str:
         return value
     if not _PERCENT.fullmatch(value):
         raise ValueError(f"a string here must be a percentage such as '25%'; got {value!r}")
+    if int(value[:-1]) > 100:  # kube-apiserver's IsNotMoreThan100Percent
+        raise ValueError(f"{value!r} must not be greater than 100%")
     return value
 
 
@@ -68,12 +107,10 @@ IntOrPercent = Annotated[Any, BeforeValidator(_int_or_percent)]
 """``intstr.IntOrString`` as PDBs use it: a non-negative int, or a string ``"N%"``."""
 
 
-class DeploymentSpec(LenientModel):
+class DeploymentSpec(_SelectsTemplate):
     """apps/v1 ``DeploymentSpec`` (strategy and the rest are kept, not read)."""
 
-    replicas: Replicas = 1
-    selector: LabelSelector
-    template: PodTemplateSpec
+    replicas: DefaultedReplicas = 1
 
 
 class Deployment(LenientObject):
@@ -86,12 +123,10 @@ class Deployment(LenientObject):
     spec: DeploymentSpec
 
 
-class ReplicaSetSpec(LenientModel):
+class ReplicaSetSpec(_SelectsTemplate):
     """apps/v1 ``ReplicaSetSpec``."""
 
-    replicas: Replicas = 1
-    selector: LabelSelector
-    template: PodTemplateSpec
+    replicas: DefaultedReplicas = 1
 
 
 class ReplicaSet(LenientObject):
@@ -104,12 +139,10 @@ class ReplicaSet(LenientObject):
     spec: ReplicaSetSpec
 
 
-class StatefulSetSpec(LenientModel):
+class StatefulSetSpec(_SelectsTemplate):
     """apps/v1 ``StatefulSetSpec``; ``volumeClaimTemplates`` are kept as read (PVC manifests)."""
 
-    replicas: Replicas = 1
-    selector: LabelSelector
-    template: PodTemplateSpec
+    replicas: DefaultedReplicas = 1
     service_name: Str | None = None
     volume_claim_templates: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -124,11 +157,8 @@ class StatefulSet(LenientObject):
     spec: StatefulSetSpec
 
 
-class DaemonSetSpec(LenientModel):
+class DaemonSetSpec(_SelectsTemplate):
     """apps/v1 ``DaemonSetSpec``."""
-
-    selector: LabelSelector
-    template: PodTemplateSpec
 
 
 class DaemonSet(LenientObject):
