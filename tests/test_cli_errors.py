@@ -44,6 +44,20 @@ users: [{{name: u, user: {{token: not-a-secret}}}}]
     return str(path)
 
 
+def loopback_kubeconfig(directory: Path, port: int) -> str:
+    """A kubeconfig (path) for a plain-HTTP test server on 127.0.0.1:``port``."""
+    path = directory / "kubeconfig"
+    path.write_text(f"""\
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
+contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
+current-context: c
+users: [{{name: u, user: {{token: not-a-secret}}}}]
+""")
+    return str(path)
+
+
 run = invoke_cli
 
 
@@ -195,17 +209,8 @@ def failing_api_server(no_kube_env):
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    path = no_kube_env / "kubeconfig"
-    path.write_text(f"""\
-apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}}}]
-contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
-current-context: c
-users: [{{name: u, user: {{token: not-a-secret}}}}]
-""")
     try:
-        yield str(path)
+        yield loopback_kubeconfig(no_kube_env, server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
@@ -261,16 +266,7 @@ def test_an_api_server_answering_an_error_page_exits_1_naming_the_request(no_kub
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forbidden)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        kubeconfig = no_kube_env / "kubeconfig"
-        kubeconfig.write_text(f"""\
-apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}}}]
-contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
-current-context: c
-users: [{{name: u, user: {{token: not-a-secret}}}}]
-""")
-        result = run("simulate", "--from-cluster", "--kubeconfig", str(kubeconfig))
+        result = run("simulate", "--from-cluster", "--kubeconfig", loopback_kubeconfig(no_kube_env, server.server_address[1]))
     finally:
         server.shutdown()
         server.server_close()
