@@ -407,7 +407,7 @@ class _KubeconfigApi:
         import base64
         import ssl
 
-        config = json.loads(kubeconfig.read_text()) if kubeconfig.read_text().lstrip().startswith("{") else _load_yaml(kubeconfig)
+        config = _load_yaml(kubeconfig)  # JSON is YAML: one reader for both
         cluster = config["clusters"][0]["cluster"]
         self.server = cluster["server"]
         self.token = config["users"][0]["user"]["token"]
