@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, Strict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from karpy_core.apis.names import annotations_problems, labels_problems
@@ -260,20 +260,12 @@ class ObjectMeta(LenientModel):
     finalizers: list[Str] = Field(default_factory=list)
     owner_references: list[OwnerReference] = Field(default_factory=list)
 
-    @field_validator("labels")
+    @field_validator("labels", "annotations")
     @classmethod
-    def _check_labels(cls, value: dict[str, str]) -> dict[str, str]:
-        """Keys qualified names, values label values (:func:`karpy_core.apis.names.labels_problems`)."""
-        problems = labels_problems(value)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return value
-
-    @field_validator("annotations")
-    @classmethod
-    def _check_annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        """Keys qualified names, 256 KiB in all (:func:`karpy_core.apis.names.annotations_problems`)."""
-        problems = annotations_problems(value)
+    def _check_labels_and_annotations(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        """Label keys qualified names and values label values; annotation keys qualified names,
+        256 KiB in all (:func:`karpy_core.apis.names.labels_problems`, ``annotations_problems``)."""
+        problems = labels_problems(value) if info.field_name == "labels" else annotations_problems(value)
         if problems:
             raise ValueError("; ".join(problems))
         return value
