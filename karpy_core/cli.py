@@ -257,7 +257,7 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     serve_plugin_node_classes()
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
-    provider = load_provider(cloud_provider, {**options, "kube": cluster})
+    provider = load_provider(cloud_provider, {"kube": cluster, **options})  # text for kube is refused, not replaced
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
 
@@ -810,8 +810,9 @@ async def run_controller(
                 raise ConfigurationError("--kwok works with --cloud-provider simulated only")
             from karpy_core.sim.kwok_nodes import KwokNodeBackend
 
-            provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
-        provider_options = {**provider_options, "kube": kube}  # NodeClasses (status, drift), Secrets, events
+            provider_options = {"node_backend": KwokNodeBackend(kube), **provider_options}
+        # NodeClasses (status, drift), Secrets, events; a --provider-option kube=... is refused, not replaced
+        provider_options = {"kube": kube, **provider_options}
         provider = load_provider(cloud_provider, provider_options)
         operator = Operator(kube=kube, provider=provider, settings=settings)  # prepares the provider (its context)
         await provider.start()  # optional start-up I/O: settings a provider discovers (AWS: the endpoint)

@@ -288,3 +288,39 @@ def test_deployment_replicas_null_is_defaulted_to_one_as_the_api_server_does(tmp
     simulated = invoke_cli("simulate", path)
     assert simulated.exit_code == 0, simulated.output
     assert "pods: 0 bound, 1 pending" in simulated.stdout, simulated.stdout
+
+
+def test_text_for_an_option_karpy_sets_itself_is_refused(tmp_path: Path) -> None:
+    """``--provider-option kube=foo`` was listed as valid and then silently replaced by the
+    simulator's own cluster; the unknown-option list no longer offers it."""
+    path = _write(tmp_path, "pool.yaml", _nodepool())
+    result = invoke_cli("simulate", "--provider-option", "kube=foo", path)
+    assert result.exit_code == 2, result.output
+    assert "option(s) kube take an object the program passes (karpy sets them itself), not text" in result.output
+    result = invoke_cli("simulate", "--provider-option", "bogus=1", path)
+    assert result.exit_code == 2 and "unknown option(s) bogus; valid: " in result.output
+    valid = result.output.split("valid: ", 1)[1].split()
+    assert "kube" not in valid and "clock," not in valid and "region," in valid
+
+
+def test_a_catalog_price_beyond_any_instance_is_refused(tmp_path: Path) -> None:
+    """A catalog price of 1e308 made every total inf and the optimum line say "-0.0% more"."""
+    catalog = tmp_path / "cat.json"
+    catalog.write_text('[{"name": "t", "offerings": [{"Price": 1e308, "Available": true, "Requirements": ['
+                       '{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},'
+                       '{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["z"]}]}],'
+                       '"architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "2", "memory": "4Gi", "pods": "110"}}]')
+    result = invoke_cli("simulate", "--instance-types", str(catalog), _write(tmp_path, "pool.yaml", _nodepool()))
+    assert result.exit_code == 2, result.output
+    assert "offerings[0].Price: expected a number of USD/hour from 0 to 1,000,000, got 1e+308" in result.output
+
+
+def test_a_symlink_loop_or_a_dangling_link_is_named_as_such(tmp_path: Path) -> None:
+    """A symlink loop was reported as "no such file or directory"."""
+    (tmp_path / "one").symlink_to(tmp_path / "two")
+    (tmp_path / "two").symlink_to(tmp_path / "one")
+    (tmp_path / "gone").symlink_to(tmp_path / "missing.yaml")
+    result = invoke_cli("validate", str(tmp_path / "one"), str(tmp_path / "gone"))
+    assert result.exit_code == 2, result.output
+    assert f"{tmp_path / 'one'}: a symbolic link that cannot be followed (too many levels of symbolic links" in result.output
+    assert f"{tmp_path / 'gone'}: a symbolic link that cannot be followed (no such file or directory; it points to" in result.output

@@ -34,6 +34,7 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -791,6 +792,13 @@ def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]
             files.append(path)
         elif path.exists():
             problems.append(f"{path}: not a regular file or directory (manifests are read from files; stdin is not supported)")
+        elif path.is_symlink():  # a loop, or a link to nothing: say so, not "no such file"
+            try:
+                path.stat()
+                why = "cannot be followed"
+            except OSError as exc:
+                why = exc.strerror.lower() if exc.strerror else str(exc)
+            problems.append(f"{path}: a symbolic link that cannot be followed ({why}; it points to {os.readlink(path)!r})")
         else:
             problems.append(f"{path}: no such file or directory")
     return files

@@ -80,12 +80,16 @@ class ProviderOptions(BaseModel):
         provider: the provider's name, for messages (``aws provider: unknown option(s) ...``).
         passthrough: further accepted option names that are not fields (e.g. the fields of a
             settings dataclass the provider applies itself); they land in ``model_extra``.
+        objects: options that take a Python object the host program passes (a KubeClient, a
+            clock, a session): text for them (``--provider-option kube=foo``) is refused, not
+            silently replaced, and they are left out of the "valid:" list of an unknown option.
     """
 
     model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, frozen=True)
 
     provider: ClassVar[str] = "cloud"
     passthrough: ClassVar[frozenset[str]] = frozenset()
+    objects: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def option_names(cls) -> frozenset[str]:
@@ -101,15 +105,22 @@ class ProviderOptions(BaseModel):
                 ``--provider-option NAME=VALUE`` (see the module docstring).
 
         Raises:
-            ConfigurationError: an unknown option (named, with the valid ones listed) or a value
-                of the wrong type (option and problem named, value withheld).
+            ConfigurationError: an unknown option (named, with the valid ones listed), text for
+                an option in :attr:`objects`, or a value of the wrong type (option and problem
+                named, value withheld).
         """
         opts = dict(options or {})
         valid = cls.option_names()
         unknown = sorted(set(opts) - valid)
         if unknown:
             raise ConfigurationError(
-                f"{cls.provider} provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
+                f"{cls.provider} provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid - cls.objects))}"
+            )
+        texts = sorted(name for name in cls.objects if isinstance(opts.get(name), str))
+        if texts:
+            raise ConfigurationError(
+                f"{cls.provider} provider: option(s) {', '.join(texts)} take an object the program passes "
+                f"(karpy sets them itself), not text"
             )
         for name, value in opts.items():
             field = cls.model_fields.get(name)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.cloudprovider.calls import CallsDecorator, CloudCalls
-from karpy_core.cloudprovider.types import InstanceType, Offering
+from karpy_core.cloudprovider.types import MAX_PRICE, InstanceType, Offering
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.utils.quantity import QuantityError
@@ -172,6 +172,10 @@ class OverlayRule:
             problems.append(f"price: {price!r} is not a non-negative decimal")
         if adjustment is not None and not _ADJUSTMENT.fullmatch(str(adjustment)):
             problems.append(f"priceAdjustment: {adjustment!r} is not a signed amount or percentage")
+        for fname, text in (("price", price), ("priceAdjustment", adjustment)):
+            # the CRD's patterns allow any number of digits; float() makes 400 of them inf
+            if text is not None and not problems and abs(float(str(text).rstrip("%"))) > MAX_PRICE:
+                problems.append(f"{fname}: {text!r} is beyond {MAX_PRICE:,.0f} (USD/hour, or percent), not a price")
         if problems:
             raise ValueError("; ".join(problems))
         return cls(

@@ -556,6 +556,7 @@ class SimulatedOptions(ProviderOptions):
 
     provider: ClassVar[str] = "simulated"
     passthrough: ClassVar[frozenset[str]] = frozenset(f.name for f in fields(AWSCatalogOptions))
+    objects: ClassVar[frozenset[str]] = frozenset({"clock", "node_backend", "kube"})
 
     region: str | None = None
     instance_types_file: str | None = None

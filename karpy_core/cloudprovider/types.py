@@ -36,6 +36,12 @@ def _shared_in(key: str, values: frozenset[str]) -> Requirement:
     return Requirement(key, False, values)
 
 
+MAX_PRICE = 1_000_000.0
+"""The dearest offering price karpy accepts from a catalog or a NodeOverlay, USD/hour. No instance
+costs near this (the dearest EC2 type lists ~100 USD/hour); a larger number is a mistake, and sums
+of such prices overflow a float (a catalog price of 1e308 made every total ``inf``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Offering:
     """One way to buy an instance type.

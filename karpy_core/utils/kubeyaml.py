@@ -49,8 +49,12 @@ _TIMESTAMP = _TAG + "timestamp"
 _INT = _TAG + "int"
 _FLOAT = _TAG + "float"
 
-# PyYAML's int and float resolvers without the base-60 forms (``1:20`` is 80 to PyYAML, a string
-# to go-yaml v2), otherwise the same expressions as ``yaml.resolver.Resolver``.
+# go-yaml v2's int and float resolution (``sigs.k8s.io/yaml``, which kubectl and kube-apiserver use),
+# as PyYAML resolver expressions. Ints: PyYAML's without the base-60 forms (``1:20`` is 80 to
+# PyYAML, a string to go-yaml v2). Floats: go-yaml's ``yamlStyleFloat`` after it drops ``_``
+# (``^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$``) less the plain integers the int
+# resolver takes, so ``1e1`` and ``1E+3`` are numbers (PyYAML wants a dot) and so is ``08`` (no
+# octal int to go-yaml, a float), plus ``.inf``/``.nan``.
 _INT_RE = re.compile(
     r"""^(?:[-+]?0b[0-1_]+
     |[-+]?0[0-7_]+
@@ -59,8 +63,9 @@ _INT_RE = re.compile(
     re.X,
 )
 _FLOAT_RE = re.compile(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    r"""^(?:[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9][0-9_]*)?
+    |[-+]?[0-9][0-9_]*(?:\.[0-9_]*(?:[eE][-+]?[0-9][0-9_]*)?|[eE][-+]?[0-9][0-9_]*)
+    |[-+]?0[0-7_]*[89][0-9_]*
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""",
     re.X,
@@ -216,10 +221,14 @@ class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import tim
                 self.path.pop()
         return mapping
 
-    def construct_kube_float(self, node: yaml.ScalarNode) -> float | None:
+    def construct_kube_float(self, node: yaml.ScalarNode) -> float | int | None:
+        """A finite number; a whole one below 1e21 is an int (``replicas: 3.0``, ``1e1``):
+        kubectl's YAML-to-JSON step (``sigs.k8s.io/yaml``) keeps the float, Go's JSON encoder
+        writes it without a fraction or exponent below 1e21, and kube-apiserver reads that into
+        an integer field."""
         value: float = self.construct_yaml_float(node)
         if math.isfinite(value):
-            return value
+            return int(value) if value.is_integer() and abs(value) < 1e21 else value
         self.refuse(node, f"{node.value!r} is not a JSON number (JSON has no infinity or NaN); quote it to make it a string")
         return None
 

@@ -207,3 +207,21 @@ def test_first_documents_load_before_a_bad_one() -> None:
     assert next(docs) == {"a": 1}
     with pytest.raises(yaml.YAMLError):
         next(docs)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # go-yaml v2 (sigs.k8s.io/yaml) resolves these as numbers; PyYAML left 1e1 a string
+        ("1e1", 10), ("1E+3", 1000), ("-2.5e-1", -0.25), (".5e2", 50), ("1_0e1", 100),
+        # a whole float is an integer once Go's JSON encoder writes it (below 1e21)
+        ("3.0", 3), ("1.", 1), ("1e20", 10**20), ("1e21", 1e21),
+        # no octal int to go-yaml, so a float
+        ("08", 8), ("-09", -9),
+        # ints and strings as before
+        ("007", 7), ("0x1F", 31), ("123", 123), ("1:20", "1:20"), ("1e", "1e"), ("123e4567-e89b", "123e4567-e89b"),
+    ],
+)
+def test_yaml_numbers_resolve_as_go_yaml_v2_does(text: str, value: object) -> None:
+    got = safe_load(f"v: {text}")["v"]
+    assert got == value and type(got) is type(value), (text, got)

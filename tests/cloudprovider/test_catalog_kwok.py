@@ -184,6 +184,11 @@ def _offering_with(requirements: list[dict], price: object = 0.1) -> dict:
             "offerings[0].Requirements[0]",
         ),
         ([_entry(offerings=[_offering_with([], price="cheap")])], "offerings[0].Price"),
+        # a price no instance has (1e308 made every total inf and the report say "-0.0% more"), NaN, infinity
+        ([_entry(offerings=[_offering_with([], price=1e308)])], "offerings[0].Price: expected a number of USD/hour from 0 to 1,000,000"),
+        ([_entry(offerings=[_offering_with([], price=float("nan"))])], "offerings[0].Price"),
+        ([_entry(offerings=[_offering_with([], price=float("inf"))])], "offerings[0].Price"),
+        ([_entry(offerings=[_offering_with([], price=-0.5)])], "offerings[0].Price"),
         ([_entry(overhead={"kubeReserved": {"cpu": "1"}, "typo": {}})], "overhead: unknown field(s) typo"),
         ([_entry(extra=1)], "unknown field(s) extra"),
     ],

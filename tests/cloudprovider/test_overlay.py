@@ -186,3 +186,17 @@ def test_reserved_offerings_keep_their_reservation_and_are_keyed_by_it() -> None
     reserved = {o.reservation_id: (round(o.price, 6), o.reservation_capacity) for o in out.offerings if o.capacity_type == "reserved"}
     assert reserved == {"cr-a": (0.0101, 2), "cr-b": (0.0102, 1)}
     assert store.conflicts == []
+
+
+def test_a_price_beyond_any_instance_is_refused_not_made_inf() -> None:
+    """The CRD's patterns allow any number of digits; 400 of them parsed to ``inf`` and the next
+    provisioning pass never finished (fresh-user trial, issue 35)."""
+    huge = "9" * 400
+    store = compile_overlays([
+        overlay("huge-adjustment", priceAdjustment=f"+{huge}"),
+        overlay("huge-percent", priceAdjustment=f"+{huge}%"),
+        overlay("huge-price", price=huge),
+        overlay("fine", priceAdjustment="+999999"),
+    ], [POOL])
+    assert set(store.invalid) == {"huge-adjustment", "huge-percent", "huge-price"}
+    assert all("beyond 1,000,000" in why for why in store.invalid.values())

@@ -47,7 +47,7 @@ from karpy_core.apis.labels import (
     LABEL_ZONE,
     register_well_known_labels,
 )
-from karpy_core.cloudprovider.types import InstanceType, Offering, Overhead
+from karpy_core.cloudprovider.types import MAX_PRICE, InstanceType, Offering, Overhead
 from karpy_core.errors import ConfigurationError
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources
@@ -152,8 +152,8 @@ def _offering(raw: Any, ctx: _Ctx, field: str) -> Offering:
     if not isinstance(raw, Mapping):
         raise ctx.error(field, "expected an object with Price, Available and Requirements")
     price = raw.get("Price")
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
-        raise ctx.error(f"{field}.Price", f"expected a non-negative number (USD/hour), got {price!r}")
+    if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 <= price <= MAX_PRICE:
+        raise ctx.error(f"{field}.Price", f"expected a number of USD/hour from 0 to {MAX_PRICE:,.0f}, got {price!r}")
     available = raw.get("Available", True)
     if not isinstance(available, bool):
         raise ctx.error(f"{field}.Available", f"expected true or false, got {available!r}")

@@ -34,6 +34,7 @@ class AWSOptions(ProviderOptions):
     """
 
     provider: ClassVar[str] = "aws"
+    objects: ClassVar[frozenset[str]] = frozenset({"kube", "nodeclasses", "clock", "session", "instance_type_data"})
 
     region: str = ""
     cluster_name: str = ""

@@ -33,6 +33,7 @@ class KakaoCloudOptions(ProviderOptions):
 
     provider: ClassVar[str] = "kakaocloud"
     passthrough: ClassVar[frozenset[str]] = frozenset(f.name for f in fields(KakaoCloudSettings))
+    objects: ClassVar[frozenset[str]] = frozenset({"kube", "settings", "price_table", "sleep", "clock", "transport"})
 
     cluster_name: str | None = None
     kube: Any = None
