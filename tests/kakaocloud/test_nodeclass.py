@@ -89,6 +89,9 @@ def test_price_tables(tmp_path):
     bad.write_text("flavor,price\nm2a.large,-1\n")
     with pytest.raises(ConfigurationError, match="line 2"):
         load_price_table(bad)
+    bad.write_text("flavor,price\nm2a.large,1e308\n")  # sums of such prices overflow to inf
+    with pytest.raises(ConfigurationError, match="up to 1,000,000"):
+        load_price_table(bad)
     with pytest.raises(ConfigurationError, match="'price' column"):
         (tmp_path / "c.csv").write_text("name,cost\n")
         load_price_table(tmp_path / "c.csv")

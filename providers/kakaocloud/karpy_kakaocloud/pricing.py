@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from karpy_core.cloudprovider.types import MAX_PRICE
 from karpy_core.errors import ConfigurationError
 from karpy_core.utils.kubeyaml import describe_yaml_error, safe_load
 
@@ -82,8 +83,8 @@ def _positive(value: Any, where: str) -> float:
         f = float(value)
     except (TypeError, ValueError):
         raise ConfigurationError(f"{where}: {value!r} is not a number") from None
-    if not math.isfinite(f) or f <= 0:
-        raise ConfigurationError(f"{where}: price must be a positive number of USD/hour, got {value!r}")
+    if not math.isfinite(f) or not 0 < f <= MAX_PRICE:
+        raise ConfigurationError(f"{where}: price must be a positive number of USD/hour up to {MAX_PRICE:,.0f}, got {value!r}")
     return f
 
 
