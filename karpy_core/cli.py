@@ -335,10 +335,12 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
                     batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
     await run_scenario(sim, scenario, end)
     pricing = provider.pricing_note()
-    return await build_report(
+    report = await build_report(
         sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                             "scenario": scenario.name, "until_seconds": end},
     )
+    report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
+    return report
 
 
 class StderrProgress:
@@ -691,7 +693,11 @@ def validate(
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
-            typer.echo(f"valid: Scenario {scenario.name}: {scenario.summary()}{until}")
+            n = len(scenario.warnings)
+            warned = f" ({n} warning{'s' if n != 1 else ''} below)" if n else ""
+            typer.echo(f"valid{warned}: Scenario {scenario.name}: {scenario.summary()}{until}")
+            for w in scenario.warnings:
+                typer.echo(f"warning: {w}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)
         from karpy_core.sim.workloads import pod_cap_problem

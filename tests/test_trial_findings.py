@@ -324,3 +324,19 @@ def test_a_symlink_loop_or_a_dangling_link_is_named_as_such(tmp_path: Path) -> N
     assert result.exit_code == 2, result.output
     assert f"{tmp_path / 'one'}: a symbolic link that cannot be followed (too many levels of symbolic links" in result.output
     assert f"{tmp_path / 'gone'}: a symbolic link that cannot be followed (no such file or directory; it points to" in result.output
+
+
+def test_a_scenarios_manifest_warnings_are_shown_once(tmp_path: Path) -> None:
+    """A negative limit (or a placeholder left) in a file a Scenario applies was warned about by
+    ``validate FILE`` but not through the Scenario; now once, naming the step, in both commands."""
+    pool = _nodepool().replace("spec:\n", "spec:\n  limits:\n    cpu: \"-1\"\n", 1)
+    _write(tmp_path, "pool.yaml", pool)
+    scenario = _write(tmp_path, "sc.yaml", "apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: neg}\n"
+                      "steps:\n- {at: 0s, apply: pool.yaml}\n- {at: 10m, apply: pool.yaml}\n")
+    result = invoke_cli("validate", scenario)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("valid (1 warning below): Scenario neg: 2 steps (2 apply) from 0s to 10m\n")
+    assert result.output.count("spec.limits.cpu: -1 is negative") == 1 and "steps[0].apply: " in result.output
+    result = invoke_cli("simulate", scenario, "--until", "20m")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("spec.limits.cpu: -1 is negative") == 1

@@ -87,6 +87,9 @@ class Scenario:
     variables: dict[str, str] = field(default_factory=dict)
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     """The scenario's ``featureGates`` over karpy's defaults."""
+    warnings: list[str] = field(default_factory=list)
+    """What loading the steps' manifests warned about (placeholders left, a negative limit...),
+    once per file set, each line naming the step; ``validate`` and ``simulate`` print them."""
     _registry: dict[tuple[str, str], Any] | None = field(default=None, repr=False, compare=False)
     _files: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -282,6 +285,15 @@ def _check_body(action: str, body: Any) -> str:
     return ""
 
 
+def _note_warnings(scenario: Scenario, step: ScenarioStep, warnings: list[str]) -> None:
+    """Keep a step's load warnings on the scenario, each once (an inline body applied at two
+    steps warns at the first)."""
+    for w in warnings:
+        line = f"{scenario.source}: steps[{step.index}].apply: {w}"
+        if not any(seen.endswith(f".apply: {w}") for seen in scenario.warnings):
+            scenario.warnings.append(line)
+
+
 def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text
@@ -299,6 +311,7 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
                                      "applies manifests, not another Scenario (run it on its own)"])
         if paths not in scenario._files:  # the same files applied again: loaded (and checked) once
             loaded = load_documents(list(paths), scenario.variables, registry=scenario.registry())
+            _note_warnings(scenario, step, loaded.warnings)
             served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
             scenario._files[paths] = [to_kube_dict(o) for o in [*loaded.objects(), *served]]
         return copy.deepcopy(scenario._files[paths])
@@ -306,6 +319,7 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
         docs = body if isinstance(body, list) else [body]
         loaded = load_text(yaml.dump_all(docs, Dumper=_DUMPER, sort_keys=False), f"{scenario.source} steps[{step.index}].apply",
                            scenario.variables, registry=scenario.registry())
+        _note_warnings(scenario, step, loaded.warnings)
     else:
         raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
