@@ -186,11 +186,9 @@ class Operator:
 
     # ---- wiring -------------------------------------------------------------------------------
     def _on_change(self, kind: str, ev: WatchEvent) -> None:
-        """The change listener: the pod metrics (``karpenter_pods_state``, startup and bound
-        durations), then every controller whose ``wakes_on`` matches is woken (an
-        :class:`~karpy_core.controllers.base.Observer` gets the event itself)."""
-        if kind == "Pod":
-            self.metrics.observe_pod(ev.type, ev.object)
+        """The change listener: every controller whose ``wakes_on`` matches is woken (an
+        :class:`~karpy_core.controllers.base.Observer` gets the event itself: the pod metrics,
+        ``metrics.pod``, and the provisioner's batch window)."""
         route = self._routes.get((kind, ev.type))
         if route is None:
             route = self._routes[(kind, ev.type)] = self._route(kind, ev.type)

@@ -19,6 +19,7 @@ from karpy_core.controllers.base import Controller, Runnable, Wake, Waker
 from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption.controller import Disruption, DisruptionEvent, DisruptionSettings
 from karpy_core.controllers.disruption.expiration import Expiration
+from karpy_core.controllers.metrics.pod import PodMetrics
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
@@ -163,17 +164,20 @@ class Controllers:
     buffer_status: CapacityBufferStatus | None = None
     static: StaticCapacity | None = None
     provider: CloudProvider | None = None
+    pod_metrics: PodMetrics | None = None
+    """The ``metrics.pod`` controller; None without a metrics registry (the simulator)."""
     dry_run: bool = False
     """Built for a dry run (:attr:`ControllerContext.dry_run`)."""
 
     def runnable(self) -> list[Controller | Runnable]:
-        """What the operator runs, in start order: the provisioner, lifecycle, termination,
+        """What the operator runs, in start order: the pod metrics (with a registry), the provisioner, lifecycle, termination,
         NodePool status, the gated ones, drift, disruption (with expiration) and garbage
         collection (the provider's own loops: :meth:`provider_loops`). A dry run leaves out the
         NodeClaim lifecycle: it launches instances, and no NodeClaim of a dry run exists."""
         gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
         lifecycle: list[Controller | Runnable] = [] if self.dry_run else [self.lifecycle]
-        return [self.provisioning, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
+        pod_metrics: list[Controller | Runnable] = [self.pod_metrics] if self.pod_metrics is not None else []
+        return [*pod_metrics, self.provisioning, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
                 DisruptionLoop(self.expiration, self.disruption), self.gc]
 
     def provider_loops(self) -> list[ProviderLoop]:
@@ -211,6 +215,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
         buffer_status=CapacityBufferStatus(kube=kube, clock=clock, waker=ctx.waker) if gates.CapacityBuffer else None,
         static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=acts, sync=sync) if gates.StaticCapacity else None,
         provider=provider,
+        pod_metrics=PodMetrics(ctx.metrics) if ctx.metrics is not None else None,
         dry_run=ctx.dry_run,
     )
     if ctx.dry_run:

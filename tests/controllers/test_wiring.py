@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.controllers.base import Controller, Observer, Runnable, Wake, wakes
+from karpy_core.controllers.metrics.pod import PodMetrics
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEventKind, NodeClaimLifecycle
 from karpy_core.controllers.wiring import ControllerContext, build_controllers
 from karpy_core.featuregates import FeatureGates
@@ -16,7 +17,8 @@ from karpy_core.operator import ControllerSettings, Operator
 from karpy_core.utils.clock import VirtualClock
 from tests.controllers.test_lifecycle import CLAIM, kubelet_registers
 from tests.fakes import FakeProvider
-from tests.test_metrics import value
+from tests.test_metrics import T0, value
+from tests.test_metrics import pod as metrics_pod
 
 
 def test_wake_matches_kinds_types_and_every_nodeclass():
@@ -65,6 +67,25 @@ def test_the_change_listener_wakes_controllers_by_their_declared_kinds():
     assert woken("NodeClaim", "DELETED") == {"nodeclaim.lifecycle", "node.termination", "nodepool.status", "disruption"}
     assert woken("NodePool", "MODIFIED") == {"nodepool.status", "nodeclaim.disruption.drift", "nodeoverlay.controller"}
     assert woken("EC2NodeClass", "MODIFIED") == {"nodeclaim.disruption.drift", "nodeoverlay.controller"}
+
+
+def test_pod_events_reach_the_pod_metrics_controller_by_its_route():
+    """``metrics.pod`` is one of the controllers the operator runs (with a metrics registry), routed
+    pod events by its ``wakes_on`` like the others: the listener has no branch of its own for pods."""
+    clock = VirtualClock(T0)
+    op = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock)
+    pod_metrics = op.controllers.pod_metrics
+    assert isinstance(pod_metrics, PodMetrics) and isinstance(pod_metrics, Observer) and isinstance(pod_metrics, Runnable)
+    assert [c.name for c in op.controllers.runnable()][:2] == ["metrics.pod", "provisioner"]
+    observers, names = op._route("Pod", "MODIFIED")
+    assert observers[:1] == [pod_metrics.observe] and "metrics.pod" not in names
+    assert op._route("Node", "MODIFIED")[0] == []  # no other kind reaches it
+    op._on_change("Pod", WatchEvent("ADDED", metrics_pod("p")))
+    op._on_change("Pod", WatchEvent("MODIFIED", metrics_pod("p", "n1")))  # bound 30 s after creation
+    assert value(op.metrics, "karpenter_pods_bound_duration_seconds_count") == 1
+    # without a registry (the simulator) there is no pod metrics controller
+    bare = build_controllers(ControllerContext(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock))
+    assert bare.pod_metrics is None and "metrics.pod" not in [c.name for c in bare.runnable()]
 
 
 async def test_lifecycle_publishes_its_events_and_metrics():
