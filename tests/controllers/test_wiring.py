@@ -16,7 +16,7 @@ from karpy_core.observability import Metrics
 from karpy_core.operator import ControllerSettings, Operator
 from karpy_core.utils.clock import VirtualClock
 from tests.controllers.test_lifecycle import CLAIM, kubelet_registers
-from tests.fakes import FakeProvider
+from tests.fakes import recording_provider
 from tests.test_metrics import T0, value
 from tests.test_metrics import pod as metrics_pod
 
@@ -92,7 +92,7 @@ async def test_lifecycle_publishes_its_events_and_metrics():
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
     metrics = Metrics(now=clock.now)
-    lc = NodeClaimLifecycle(kube=cluster, provider=CloudProvider(FakeProvider()), clock=clock,
+    lc = NodeClaimLifecycle(kube=cluster, provider=CloudProvider(recording_provider()), clock=clock,
                             events=EventRecorder(cluster, clock), metrics=metrics)
     cluster.create_sync("NodeClaim", CLAIM)
     assert [e.kind for e in await lc.reconcile()] == [LifecycleEventKind.LAUNCH]
@@ -101,7 +101,7 @@ async def test_lifecycle_publishes_its_events_and_metrics():
     cluster.patch_sync("Node", "ip-10-0-0-1", {"spec": {"taints": []}})  # the startup taint cleared
     assert [e.kind for e in await lc.reconcile()] == [LifecycleEventKind.INITIALIZE]
     reasons = {(e["reason"], e["message"]) for e in cluster.objects("Event")}
-    assert ("Launched", "Launched small (on-demand) in zone-a, providerID fake:///zone-a/default-abcde") in reasons
+    assert ("Launched", "Launched small (on-demand) in zone-a, providerID fake:///zone-a/r-000001") in reasons
     assert ("Registered", "Node ip-10-0-0-1 registered") in reasons
     assert ("Initialized", "Node ip-10-0-0-1 initialized") in reasons
     assert value(metrics, "karpenter_nodes_created", nodepool="default") == 1.0
