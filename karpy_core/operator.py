@@ -134,7 +134,7 @@ class Operator:
             disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings), sync=self.sync,
             dry_run=self.dry_run is not None))
         c = self.controllers
-        self.provisioner, self.provisioning, self.batcher = c.provisioner, c.provisioning, c.provisioning.batcher
+        self.provisioner, self.provisioner_trigger, self.batcher = c.provisioner, c.provisioner_trigger, c.provisioner_trigger.batcher
         self.lifecycle, self.termination, self.nodepool_status = c.lifecycle, c.termination, c.nodepool_status
         self.drift, self.expiration, self.disruption, self.gc, self.repair = c.drift, c.expiration, c.disruption, c.gc, c.repair
         self.overlays, self.buffer_status, self.static = c.overlays, c.buffer_status, c.static
@@ -262,7 +262,7 @@ class Operator:
                 await self.overlays.reconcile()
             except Exception:
                 log.exception("node overlay evaluation failed; retrying in its loop")
-        self.provisioning.trigger()  # pending pods that existed before we started
+        self.provisioner_trigger.trigger()  # pending pods that existed before we started
         tasks = [spawn(c.run() if isinstance(c, Runnable) else self._loop(c), name=c.name) for c in [*self._running, *loops]]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)

@@ -28,7 +28,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import BatchWindow
-from karpy_core.controllers.provisioning.controller import ProvisioningController
+from karpy_core.controllers.provisioning.controller import ProvisionerTrigger
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.controllers.static.controller import StaticCapacity
 from karpy_core.featuregates import FeatureGates
@@ -151,7 +151,7 @@ class Controllers:
     """Every controller, by role (None: off by its feature gate or setting)."""
 
     provisioner: Provisioner
-    provisioning: ProvisioningController
+    provisioner_trigger: ProvisionerTrigger
     lifecycle: NodeClaimLifecycle
     termination: NodeTermination
     nodepool_status: NodePoolStatus
@@ -177,7 +177,7 @@ class Controllers:
         gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
         lifecycle: list[Controller | Runnable] = [] if self.dry_run else [self.lifecycle]
         pod_metrics: list[Controller | Runnable] = [self.pod_metrics] if self.pod_metrics is not None else []
-        return [*pod_metrics, self.provisioning, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
+        return [*pod_metrics, self.provisioner_trigger, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
                 DisruptionLoop(self.expiration, self.disruption), self.gc]
 
     def provider_loops(self) -> list[ProviderLoop]:
@@ -199,7 +199,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
     acts = None if ctx.dry_run else ctx.metrics  # Karpenter's metrics of acts: none in a dry run, which acts on nothing
     built = Controllers(
         provisioner=provisioner,
-        provisioning=ProvisioningController(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
+        provisioner_trigger=ProvisionerTrigger(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
         lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts,
                                      registration=ctx.registration, nominations=ctx.nominations),
         termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=acts),

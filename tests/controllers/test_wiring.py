@@ -3,6 +3,8 @@ lifecycle publishing its own events and metrics."""
 
 from __future__ import annotations
 
+import pytest
+
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.controllers.base import Controller, Observer, Runnable, Wake, wakes
 from karpy_core.controllers.metrics.pod import PodMetrics
@@ -46,8 +48,23 @@ def test_build_controllers_honours_the_feature_gates():
     assert len(names) == len(set(names))
     for c in on.runnable():
         assert isinstance(c, (Runnable, Controller))
-    assert isinstance(on.provisioning, Observer) and isinstance(on.provisioning, Runnable)
+    assert isinstance(on.provisioner_trigger, Observer) and isinstance(on.provisioner_trigger, Runnable)
     assert on.gc.first_delay == 10.0 and on.gc.resync_seconds == 120.0
+
+
+def test_the_provisioner_trigger_keeps_its_controller_name_and_its_former_name_imports():
+    import karpy_core.controllers.provisioning.controller as module
+    from karpy_core.controllers.provisioning.controller import ProvisionerTrigger
+    from karpy_core.controllers.provisioning.provisioner import Provisioner
+
+    clock = VirtualClock()
+    built = build_controllers(ControllerContext(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock))
+    assert isinstance(built.provisioner_trigger, ProvisionerTrigger) and isinstance(built.provisioner, Provisioner)
+    assert built.provisioner_trigger.provisioner is built.provisioner and built.provisioner_trigger.name == "provisioner"
+    with pytest.warns(DeprecationWarning, match="ProvisionerTrigger"):
+        assert module.ProvisioningController is ProvisionerTrigger
+    with pytest.raises(AttributeError):
+        _ = module.NoSuchName
 
 
 def test_the_change_listener_wakes_controllers_by_their_declared_kinds():
