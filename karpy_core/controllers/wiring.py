@@ -170,10 +170,11 @@ class Controllers:
     """Built for a dry run (:attr:`ControllerContext.dry_run`)."""
 
     def runnable(self) -> list[Controller | Runnable]:
-        """What the operator runs, in start order: the pod metrics (with a registry), the provisioner, lifecycle, termination,
-        NodePool status, the gated ones, drift, disruption (with expiration) and garbage
-        collection (the provider's own loops: :meth:`provider_loops`). A dry run leaves out the
-        NodeClaim lifecycle: it launches instances, and no NodeClaim of a dry run exists."""
+        """What the operator runs, in start order: the pod metrics (with a registry), the
+        provisioner, lifecycle, termination, NodePool status, the gated ones, drift, disruption
+        (with expiration) and garbage collection (the provider's own loops: :meth:`provider_loops`).
+        A dry run leaves out the NodeClaim lifecycle: it launches instances, and no NodeClaim of a
+        dry run exists."""
         gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
         lifecycle: list[Controller | Runnable] = [] if self.dry_run else [self.lifecycle]
         pod_metrics: list[Controller | Runnable] = [self.pod_metrics] if self.pod_metrics is not None else []
