@@ -20,24 +20,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import time
-import uuid
 from collections.abc import Callable
-
-from pydantic import BaseModel, Field
 
 from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.metrics import CloudCallMetrics
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.base import Controller, Observer, Runnable, Waker, wakes
 from karpy_core.controllers.disruption.controller import DisruptionSettings
-from karpy_core.controllers.disruption.methods import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.nodepool_status import RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import Batcher
 from karpy_core.controllers.provisioning.controller import PENDING_REQUEUE_SECONDS, awaiting_scheduler
 from karpy_core.controllers.wiring import ControllerContext, build_controllers
-from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.cache import CachedKubeClient
 from karpy_core.kube.dryrun import DryRunKubeClient
 from karpy_core.kube.events import EventRecorder
@@ -45,60 +39,18 @@ from karpy_core.kube.leader import LeaderElector
 from karpy_core.kube.port import KINDS, KubeClient, WatchEvent
 from karpy_core.logs import spawn
 from karpy_core.observability import HealthServer, Metrics
+from karpy_core.settings import BatchSettings, ControllerSettings, LeaderSettings
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock, RealClock
 
-__all__ = ["ControllerSettings", "Operator", "Batcher", "awaiting_scheduler", "PENDING_REQUEUE_SECONDS"]
+__all__ = ["BatchSettings", "ControllerSettings", "LeaderSettings", "Operator", "Batcher", "awaiting_scheduler",
+           "PENDING_REQUEUE_SECONDS"]
 
 log = logging.getLogger("karpy.operator")
 
 MIN_PASS_INTERVAL = 0.2
 """Seconds between two passes of one controller, however often it is woken."""
-
-
-class BatchSettings(BaseModel):
-    """Provisioning batch window (Karpenter ``BATCH_IDLE_DURATION``/``BATCH_MAX_DURATION``)."""
-
-    idle_seconds: float = Field(1.0, gt=0, description="Seconds without a new pending pod that close the batch (default 1).")
-    max_seconds: float = Field(10.0, gt=0, description="Longest batch, seconds from its first pod (default 10).")
-
-
-class LeaderSettings(BaseModel):
-    """Leader election on a coordination.k8s.io Lease (client-go defaults)."""
-
-    enabled: bool = Field(True, description="Campaign for the Lease; off runs the controllers at once (single replica).")
-    lease_name: str = Field("karpy-leader-election", description="Lease name.")
-    namespace: str = Field("default", description="Lease namespace (the controller's own; SYSTEM_NAMESPACE).")
-    lease_duration: float = Field(15.0, description="Seconds a lease lasts without renewal.")
-    renew_deadline: float = Field(10.0, description="Seconds the leader tries to renew before giving up.")
-    retry_period: float = Field(2.0, description="Seconds between attempts.")
-
-
-class ControllerSettings(BaseModel):
-    """Everything the controller is configured with, grouped."""
-
-    cluster_name: str = Field("", description="Cluster name, passed to the cloud provider (tags, ownership).")
-    batch: BatchSettings = Field(default_factory=BatchSettings)
-    leader: LeaderSettings = Field(default_factory=LeaderSettings)
-    health_port: int = Field(8081, description="Port for /healthz, /readyz and /metrics (0 = pick a free one).")
-    health_host: str = Field("0.0.0.0", description="Interface for the health server.")
-    metrics_port: int | None = Field(None, description="A separate port for /metrics (None: served on health_port too).")
-    resync_seconds: float = Field(10.0, description="Each controller also runs this often without any change.")
-    preference_policy: str = Field("Respect", description="Respect (relax preferences one at a time) or Ignore.")
-    min_values_policy: str = Field("Strict", description="Strict or BestEffort (relax minValues and annotate the NodeClaim).")
-    node_repair: bool = Field(True, description="Replace nodes failing the provider's repair policies (Karpenter's NodeRepair gate).")
-    feature_gates: FeatureGates = Field(default_factory=FeatureGates,
-                                        description="FEATURE_GATES (NodeRepair here is overridden by node_repair).")
-    kube_client_qps: float = Field(200.0, gt=0, description="Sustained API requests per second (Karpenter KUBE_CLIENT_QPS).")
-    kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
-    consolidation_min_savings: float = Field(DEFAULT_MIN_SAVINGS, ge=0, lt=1, description=(
-        "Fraction of the disrupted nodes' price a repack consolidation must save (KARPY_CONSOLIDATION_MIN_SAVINGS)."))
-    dry_run: bool = Field(False, description=(
-        "Decide and report, write nothing (KARPY_DRY_RUN, --dry-run): no leader election, every API write and cloud "
-        "create/delete withheld (karpy_core/kube/dryrun.py)."))
-    identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-                          description="This replica's leader-election identity.")
 
 
 async def wait_event(event: asyncio.Event, timeout: float) -> bool:
@@ -182,7 +134,7 @@ class Operator:
             disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings), sync=self.sync,
             dry_run=self.dry_run is not None))
         c = self.controllers
-        self.provisioner, self.provisioning, self.batcher = c.provisioner, c.provisioning, c.provisioning.batcher
+        self.provisioner, self.provisioner_trigger, self.batcher = c.provisioner, c.provisioner_trigger, c.provisioner_trigger.batcher
         self.lifecycle, self.termination, self.nodepool_status = c.lifecycle, c.termination, c.nodepool_status
         self.drift, self.expiration, self.disruption, self.gc, self.repair = c.drift, c.expiration, c.disruption, c.gc, c.repair
         self.overlays, self.buffer_status, self.static = c.overlays, c.buffer_status, c.static
@@ -234,11 +186,9 @@ class Operator:
 
     # ---- wiring -------------------------------------------------------------------------------
     def _on_change(self, kind: str, ev: WatchEvent) -> None:
-        """The change listener: the pod metrics (``karpenter_pods_state``, startup and bound
-        durations), then every controller whose ``wakes_on`` matches is woken (an
-        :class:`~karpy_core.controllers.base.Observer` gets the event itself)."""
-        if kind == "Pod":
-            self.metrics.observe_pod(ev.type, ev.object)
+        """The change listener: every controller whose ``wakes_on`` matches is woken (an
+        :class:`~karpy_core.controllers.base.Observer` gets the event itself: the pod metrics,
+        ``metrics.pod``, and the provisioner's batch window)."""
         route = self._routes.get((kind, ev.type))
         if route is None:
             route = self._routes[(kind, ev.type)] = self._route(kind, ev.type)
@@ -312,7 +262,7 @@ class Operator:
                 await self.overlays.reconcile()
             except Exception:
                 log.exception("node overlay evaluation failed; retrying in its loop")
-        self.provisioning.trigger()  # pending pods that existed before we started
+        self.provisioner_trigger.trigger()  # pending pods that existed before we started
         tasks = [spawn(c.run() if isinstance(c, Runnable) else self._loop(c), name=c.name) for c in [*self._running, *loops]]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)

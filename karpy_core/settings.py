@@ -17,27 +17,34 @@ Each Karpenter option is one of:
   the setting, never silently dropped.
 
 :meth:`KarpySettings.controller_settings` and :meth:`KarpySettings.provider_options` turn the
-model into what the operator and the cloud-provider plugin take; nothing else reads the
-environment for these options.
+model into what the operator and the cloud-provider plugin take (:class:`ControllerSettings`, with
+its :class:`BatchSettings` and :class:`LeaderSettings`, defined here; the operator imports them);
+nothing else reads the environment for these options.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import uuid
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, ClassVar
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from karpy_core.apis.durations import parse_duration
+from karpy_core.controllers.disruption.methods import DEFAULT_MIN_SAVINGS
 from karpy_core.errors import ConfigurationError
 from karpy_core.featuregates import AWS_GATES, FeatureGates, parse_feature_gates, parse_gate_map
 
 __all__ = [
     "ACCEPTED",
+    "BatchSettings",
+    "ControllerSettings",
+    "LeaderSettings",
     "FeatureGates",
     "KarpySettings",
     "load_settings",
@@ -48,6 +55,53 @@ __all__ = [
 ]
 
 
+
+
+# ------------------------------------------------------------- what the operator is given
+# (KarpySettings.controller_settings builds these from the environment and flags; tests and
+# embedders build them directly. karpy_core.operator re-exports them under the same names.)
+class BatchSettings(BaseModel):
+    """Provisioning batch window (Karpenter ``BATCH_IDLE_DURATION``/``BATCH_MAX_DURATION``)."""
+
+    idle_seconds: float = Field(1.0, gt=0, description="Seconds without a new pending pod that close the batch (default 1).")
+    max_seconds: float = Field(10.0, gt=0, description="Longest batch, seconds from its first pod (default 10).")
+
+
+class LeaderSettings(BaseModel):
+    """Leader election on a coordination.k8s.io Lease (client-go defaults)."""
+
+    enabled: bool = Field(True, description="Campaign for the Lease; off runs the controllers at once (single replica).")
+    lease_name: str = Field("karpy-leader-election", description="Lease name.")
+    namespace: str = Field("default", description="Lease namespace (the controller's own; SYSTEM_NAMESPACE).")
+    lease_duration: float = Field(15.0, description="Seconds a lease lasts without renewal.")
+    renew_deadline: float = Field(10.0, description="Seconds the leader tries to renew before giving up.")
+    retry_period: float = Field(2.0, description="Seconds between attempts.")
+
+
+class ControllerSettings(BaseModel):
+    """Everything the controller is configured with, grouped."""
+
+    cluster_name: str = Field("", description="Cluster name, passed to the cloud provider (tags, ownership).")
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+    leader: LeaderSettings = Field(default_factory=LeaderSettings)
+    health_port: int = Field(8081, description="Port for /healthz, /readyz and /metrics (0 = pick a free one).")
+    health_host: str = Field("0.0.0.0", description="Interface for the health server.")
+    metrics_port: int | None = Field(None, description="A separate port for /metrics (None: served on health_port too).")
+    resync_seconds: float = Field(10.0, description="Each controller also runs this often without any change.")
+    preference_policy: str = Field("Respect", description="Respect (relax preferences one at a time) or Ignore.")
+    min_values_policy: str = Field("Strict", description="Strict or BestEffort (relax minValues and annotate the NodeClaim).")
+    node_repair: bool = Field(True, description="Replace nodes failing the provider's repair policies (Karpenter's NodeRepair gate).")
+    feature_gates: FeatureGates = Field(default_factory=FeatureGates,
+                                        description="FEATURE_GATES (NodeRepair here is overridden by node_repair).")
+    kube_client_qps: float = Field(200.0, gt=0, description="Sustained API requests per second (Karpenter KUBE_CLIENT_QPS).")
+    kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
+    consolidation_min_savings: float = Field(DEFAULT_MIN_SAVINGS, ge=0, lt=1, description=(
+        "Fraction of the disrupted nodes' price a repack consolidation must save (KARPY_CONSOLIDATION_MIN_SAVINGS)."))
+    dry_run: bool = Field(False, description=(
+        "Decide and report, write nothing (KARPY_DRY_RUN, --dry-run): no leader election, every API write and cloud "
+        "create/delete withheld (karpy_core/kube/dryrun.py)."))
+    identity: str = Field(default_factory=lambda: f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
+                          description="This replica's leader-election identity.")
 
 
 # ----------------------------------------------------------------------------------- the model
@@ -308,10 +362,9 @@ class KarpySettings(BaseSettings):
                 return fh.read().strip() or "default"
         return "default"
 
-    def controller_settings(self) -> Any:
-        """The operator's :class:`~karpy_core.operator.ControllerSettings`."""
-        from karpy_core.operator import BatchSettings, ControllerSettings, LeaderSettings
-
+    def controller_settings(self) -> ControllerSettings:
+        """What the operator (:class:`~karpy_core.operator.Operator`) is given: these settings as a
+        :class:`ControllerSettings`."""
         return ControllerSettings(
             cluster_name=self.cluster_name,
             batch=BatchSettings(idle_seconds=self.batch_idle_duration, max_seconds=self.batch_max_duration),

@@ -19,6 +19,7 @@ from karpy_core.controllers.base import Controller, Runnable, Wake, Waker
 from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption.controller import Disruption, DisruptionEvent, DisruptionSettings
 from karpy_core.controllers.disruption.expiration import Expiration
+from karpy_core.controllers.metrics.pod import PodMetrics
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
@@ -27,7 +28,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus, RegistrationHealth
 from karpy_core.controllers.provisioning.batcher import BatchWindow
-from karpy_core.controllers.provisioning.controller import ProvisioningController
+from karpy_core.controllers.provisioning.controller import ProvisionerTrigger
 from karpy_core.controllers.provisioning.provisioner import Provisioner
 from karpy_core.controllers.static.controller import StaticCapacity
 from karpy_core.featuregates import FeatureGates
@@ -150,7 +151,7 @@ class Controllers:
     """Every controller, by role (None: off by its feature gate or setting)."""
 
     provisioner: Provisioner
-    provisioning: ProvisioningController
+    provisioner_trigger: ProvisionerTrigger
     lifecycle: NodeClaimLifecycle
     termination: NodeTermination
     nodepool_status: NodePoolStatus
@@ -163,17 +164,21 @@ class Controllers:
     buffer_status: CapacityBufferStatus | None = None
     static: StaticCapacity | None = None
     provider: CloudProvider | None = None
+    pod_metrics: PodMetrics | None = None
+    """The ``metrics.pod`` controller; None without a metrics registry (the simulator)."""
     dry_run: bool = False
     """Built for a dry run (:attr:`ControllerContext.dry_run`)."""
 
     def runnable(self) -> list[Controller | Runnable]:
-        """What the operator runs, in start order: the provisioner, lifecycle, termination,
-        NodePool status, the gated ones, drift, disruption (with expiration) and garbage
-        collection (the provider's own loops: :meth:`provider_loops`). A dry run leaves out the
-        NodeClaim lifecycle: it launches instances, and no NodeClaim of a dry run exists."""
+        """What the operator runs, in start order: the pod metrics (with a registry), the
+        provisioner, lifecycle, termination, NodePool status, the gated ones, drift, disruption
+        (with expiration) and garbage collection (the provider's own loops: :meth:`provider_loops`).
+        A dry run leaves out the NodeClaim lifecycle: it launches instances, and no NodeClaim of a
+        dry run exists."""
         gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
         lifecycle: list[Controller | Runnable] = [] if self.dry_run else [self.lifecycle]
-        return [self.provisioning, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
+        pod_metrics: list[Controller | Runnable] = [self.pod_metrics] if self.pod_metrics is not None else []
+        return [*pod_metrics, self.provisioner_trigger, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
                 DisruptionLoop(self.expiration, self.disruption), self.gc]
 
     def provider_loops(self) -> list[ProviderLoop]:
@@ -195,7 +200,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
     acts = None if ctx.dry_run else ctx.metrics  # Karpenter's metrics of acts: none in a dry run, which acts on nothing
     built = Controllers(
         provisioner=provisioner,
-        provisioning=ProvisioningController(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
+        provisioner_trigger=ProvisionerTrigger(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
         lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts,
                                      registration=ctx.registration, nominations=ctx.nominations),
         termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=acts),
@@ -211,6 +216,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
         buffer_status=CapacityBufferStatus(kube=kube, clock=clock, waker=ctx.waker) if gates.CapacityBuffer else None,
         static=StaticCapacity(kube=kube, provider=provider, clock=clock, metrics=acts, sync=sync) if gates.StaticCapacity else None,
         provider=provider,
+        pod_metrics=PodMetrics(ctx.metrics) if ctx.metrics is not None else None,
         dry_run=ctx.dry_run,
     )
     if ctx.dry_run:

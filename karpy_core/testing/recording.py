@@ -138,8 +138,11 @@ class RecordingProvider:
         """Standalone: NodeClaim name -> the reason ``is_drifted`` answers (``""`` when absent)."""
         self.context: ProviderContext | None = None
         """The context of the last ``karpy_prepare``."""
+        self.launched_at: dict[str, float | None] = {}
+        """Standalone: provider ID -> the launch time (epoch seconds) get and list report as its
+        ``creationTimestamp``; a test may set it (an instance launched earlier, or None: one
+        reported without a creation time, as some clouds list theirs)."""
         self._ids = itertools.count(1)
-        self._launched_at: dict[str, float] = {}
         self._next_errors: dict[str, list[BaseException]] = {}
         self._call_errors: dict[tuple[str, int], BaseException] = {}
 
@@ -272,13 +275,15 @@ class RecordingProvider:
                                   provider_id=ProviderID(self.name, zone, f"r-{next(self._ids):06d}"))
         self.instances[str(launched.status.provider_id)] = launched
         clock = self.context.clock if self.context is not None else None
-        self._launched_at[str(launched.status.provider_id)] = clock.now() if clock is not None else time.time()
+        self.launched_at[str(launched.status.provider_id)] = clock.now() if clock is not None else time.time()
         return launched.model_copy(deep=True)
 
     def _as_listed(self, provider_id: str) -> NodeClaim:
-        """The stored instance as get/list answer it: created at its launch time (the context's clock)."""
+        """The stored instance as get/list answer it: created at :attr:`launched_at` (its launch
+        time on the context's clock unless a test changed it; None: no creation time)."""
         out = self.instances[provider_id].model_copy(deep=True)
-        out.metadata.creation_timestamp = datetime.fromtimestamp(self._launched_at[provider_id], UTC)
+        at = self.launched_at.get(provider_id)
+        out.metadata.creation_timestamp = datetime.fromtimestamp(at, UTC) if at is not None else None
         return out
 
     @hookimpl

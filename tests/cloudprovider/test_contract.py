@@ -81,11 +81,13 @@ def test_plugins_register_their_metrics_on_the_controllers_registry_once() -> No
 
 
 def test_a_plugin_without_optional_hooks_has_no_pricing_note_and_starts_and_closes_quietly() -> None:
-    from tests.fakes import FakeProvider
+    from tests.fakes import WithoutOptionalHooks
 
-    cloud = CloudProvider(FakeProvider())
+    recorder = WithoutOptionalHooks()
+    cloud = CloudProvider(recorder)
     cloud.prepare(ProviderContext(registry=CollectorRegistry()))
     assert cloud.pricing_note() is None and cloud.controllers() == []
+    assert not {"prepare", "pricing_note", "controllers"} & {c.hook for c in recorder.calls}  # none reached the plugin
 
 
 def test_karpy_reads_no_plugin_attribute_by_name() -> None:

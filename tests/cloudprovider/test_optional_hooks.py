@@ -5,11 +5,11 @@ from __future__ import annotations
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
-from tests.fakes import FakeProvider
+from tests.fakes import WithoutOptionalHooks
 
 
 def test_plugins_without_the_optional_hook_load_and_report_no_loops():
-    assert CloudProvider(FakeProvider()).controllers() == []
+    assert CloudProvider(WithoutOptionalHooks()).controllers() == []
     assert load_provider("simulated").controllers() == []
 
 

@@ -10,8 +10,9 @@ from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.errors import CloudProviderError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import collect_snapshot, condition
+from karpy_core.testing import RecordingProvider
 from karpy_core.utils.clock import VirtualClock, iso
-from tests.fakes import FakeProvider, must_condition, must_peek
+from tests.fakes import claim_names, must_condition, must_peek, recording_provider
 from tests.scheduling.helpers import make_type, nodepool
 
 NODECLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
@@ -45,12 +46,12 @@ def setup(names=("a", "b")):
         claim, node = launched_claim(n, pool, clock.now())
         cluster.create_sync("NodeClaim", claim)
         cluster.create_sync("Node", node)
-    fake = FakeProvider()
+    fake = recording_provider()
     return clock, cluster, fake, NodeClaimDrift(kube=cluster, provider=CloudProvider(fake), clock=clock)
 
 
-def asked(fake: FakeProvider) -> list[str]:
-    return [name for call, name in fake.calls if call == "is_drifted"]
+def asked(fake: RecordingProvider) -> list[str]:
+    return claim_names(fake, "is_drifted")
 
 
 async def test_provider_drift_sets_the_condition_and_the_planner_rolls_the_node():
@@ -91,7 +92,7 @@ async def test_nodeclass_change_re_asks_at_once_and_errors_keep_the_last_answer(
 
     fake.drift["a"] = "SubnetDrift"
     clock.advance(300)
-    fake.next_drift_error = CloudProviderError("DescribeInstances: RequestLimitExceeded", code="RequestLimitExceeded")
+    fake.fail("is_drifted", CloudProviderError("DescribeInstances: RequestLimitExceeded", code="RequestLimitExceeded"))
     assert await drift.reconcile() == []  # no flapping on a failed check
     assert condition(cluster.peek("NodeClaim", "a"), "Drifted") is None
     assert [e.reason for e in await drift.reconcile()] == ["SubnetDrift"]  # failed checks are retried next pass

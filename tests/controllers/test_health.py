@@ -3,14 +3,15 @@ immediate termination deadline; the 20% valve blocks a pool-wide outage; unmanag
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from karpy_core.cloudprovider.provider import CloudProvider
+from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock, iso
-from tests.fakes import FakeProvider
+from tests.fakes import recording_provider
 
 POLICIES: list[dict[str, Any]] = [{"conditionType": "Ready", "conditionStatus": "False", "tolerationDuration": 1800},
                                   {"conditionType": "Ready", "conditionStatus": "Unknown", "tolerationDuration": "30m"}]
@@ -30,8 +31,8 @@ def add_node(cluster: InMemoryCluster, name: str, ready: str, since: float, *, m
 def setup():
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
-    fake = FakeProvider()
-    fake.repair = POLICIES
+    fake = recording_provider()
+    fake.repair = cast("list[RepairPolicy]", POLICIES)  # Karpenter-style mappings, as older plugins return: the facade reads them
     return clock, cluster, NodeRepair(kube=cluster, provider=CloudProvider(fake), clock=clock)
 
 

@@ -303,14 +303,14 @@ async def test_provisioning_publishes_no_compatible_instance_types_and_failed_sc
     cluster.create_sync("Pod", waiting)
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
     op.provisioner.kube = op.sync.source = cluster  # no informer cache in a unit test (nor its sync state)
-    assert await op.provisioning.provision_once() == 1
+    assert await op.provisioner_trigger.provision_once() == 1
     nct = events_of(cluster, "NoCompatibleInstanceTypes")
     assert len(nct) == 1 and nct[0]["involvedObject"]["kind"] == "NodePool" and nct[0]["type"] == "Warning"
     assert nct[0]["message"] == "NodePool requirements filtered out all compatible available instance types"
     failed = events_of(cluster, "FailedScheduling")
     assert len(failed) == 1 and failed[0]["involvedObject"]["name"] == "web"
     assert failed[0]["message"].startswith("Failed to schedule pod, ")
-    await op.provisioning.provision_once()  # deduplicated: 1 minute for the NodePool, 5 for the pod
+    await op.provisioner_trigger.provision_once()  # deduplicated: 1 minute for the NodePool, 5 for the pod
     assert len(events_of(cluster, "NoCompatibleInstanceTypes")) == 1 and len(events_of(cluster, "FailedScheduling")) == 1
 
 

@@ -9,7 +9,7 @@ from karpy_core.controllers.nodeclaim.lifecycle import NodeClaimLifecycle
 from karpy_core.errors import CreateError, InsufficientCapacityError, KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock
-from tests.fakes import FakeProvider, must_condition, must_peek
+from tests.fakes import claim_names, must_condition, must_peek, recording_provider
 
 CLAIM: dict[str, Any] = {
     "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
@@ -25,7 +25,7 @@ CLAIM: dict[str, Any] = {
 def setup():
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
-    fake = FakeProvider()
+    fake = recording_provider()
     lc = NodeClaimLifecycle(kube=cluster, provider=CloudProvider(fake), clock=clock)
     cluster.create_sync("NodeClaim", CLAIM)
     return clock, cluster, fake, lc
@@ -47,7 +47,7 @@ async def test_launch_register_initialize():
     assert [e.kind for e in events] == ["launch"]
     nc = cluster.peek("NodeClaim", "default-abcde")
     assert nc["metadata"]["finalizers"] == ["karpenter.sh/termination"]
-    assert nc["status"]["providerID"] == "fake:///zone-a/default-abcde"
+    assert nc["status"]["providerID"] == "fake:///zone-a/r-000001" and list(fake.instances) == [nc["status"]["providerID"]]
     assert nc["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "small"
     assert must_condition(nc, "Launched")["status"] == "True" and must_condition(nc, "Registered")["status"] == "Unknown"
 
@@ -67,12 +67,12 @@ async def test_launch_register_initialize():
     nc = cluster.peek("NodeClaim", "default-abcde")
     assert must_condition(nc, "Initialized")["status"] == "True" and must_condition(nc, "Ready")["status"] == "True"
     assert must_peek(cluster, "Node", "ip-10-0-0-1")["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
-    assert fake.calls == [("create", "default-abcde")]
+    assert claim_names(fake, "create") == ["default-abcde"] and not fake.calls_of("delete")
 
 
 async def test_insufficient_capacity_deletes_the_claim():
     _clock, cluster, fake, lc = setup()
-    fake.next_create_error = InsufficientCapacityError("no capacity", code="InsufficientInstanceCapacity")
+    fake.fail("create", InsufficientCapacityError("no capacity", code="InsufficientInstanceCapacity"))
     events = await lc.reconcile()
     assert [(e.kind, e.reason) for e in events] == [("launch-failed", "InsufficientCapacityError")]
     nc = cluster.peek("NodeClaim", "default-abcde")
@@ -83,13 +83,13 @@ async def test_insufficient_capacity_deletes_the_claim():
 
 async def test_create_error_sets_launched_unknown_and_retries():
     _clock, cluster, fake, lc = setup()
-    fake.next_create_error = CreateError("throttled", condition_reason="RequestLimitExceeded")
+    fake.fail("create", CreateError("throttled", condition_reason="RequestLimitExceeded"))
     await lc.reconcile()
     cond = must_condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")
     assert (cond["status"], cond["reason"]) == ("Unknown", "RequestLimitExceeded")
     await lc.reconcile()
     assert must_condition(cluster.peek("NodeClaim", "default-abcde"), "Launched")["status"] == "True"
-    assert fake.calls == [("create", "default-abcde"), ("create", "default-abcde")]
+    assert claim_names(fake, "create") == ["default-abcde", "default-abcde"]
 
 
 async def test_liveness_deletes_unregistered_claim_after_15_minutes():
@@ -105,7 +105,7 @@ async def test_liveness_deletes_unregistered_claim_after_15_minutes():
     events = await lc.reconcile()
     assert [e.kind for e in events] == ["terminate"]
     assert cluster.peek("NodeClaim", "default-abcde") is None
-    assert fake.calls[-2:] == [("delete", "default-abcde"), ("delete", "default-abcde")]
+    assert claim_names(fake, "delete") == ["default-abcde", "default-abcde"]
 
 
 async def test_finalize_deletes_node_first_then_instance():
@@ -117,7 +117,7 @@ async def test_finalize_deletes_node_first_then_instance():
     events = await lc.reconcile()
     assert [e.kind for e in events] == ["delete"]
     assert must_peek(cluster, "Node", "ip-10-0-0-1")["metadata"]["deletionTimestamp"]
-    assert ("delete", "default-abcde") not in fake.calls  # the node must go first
+    assert "default-abcde" not in claim_names(fake, "delete")  # the node must go first
     cluster.patch_sync("Node", "ip-10-0-0-1", {"metadata": {"finalizers": []}})  # node termination done
     await lc.reconcile()
     await lc.reconcile()

@@ -3,8 +3,11 @@ lifecycle publishing its own events and metrics."""
 
 from __future__ import annotations
 
+import pytest
+
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.controllers.base import Controller, Observer, Runnable, Wake, wakes
+from karpy_core.controllers.metrics.pod import PodMetrics
 from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEventKind, NodeClaimLifecycle
 from karpy_core.controllers.wiring import ControllerContext, build_controllers
 from karpy_core.featuregates import FeatureGates
@@ -15,8 +18,9 @@ from karpy_core.observability import Metrics
 from karpy_core.operator import ControllerSettings, Operator
 from karpy_core.utils.clock import VirtualClock
 from tests.controllers.test_lifecycle import CLAIM, kubelet_registers
-from tests.fakes import FakeProvider
-from tests.test_metrics import value
+from tests.fakes import recording_provider
+from tests.test_metrics import T0, value
+from tests.test_metrics import pod as metrics_pod
 
 
 def test_wake_matches_kinds_types_and_every_nodeclass():
@@ -44,8 +48,23 @@ def test_build_controllers_honours_the_feature_gates():
     assert len(names) == len(set(names))
     for c in on.runnable():
         assert isinstance(c, (Runnable, Controller))
-    assert isinstance(on.provisioning, Observer) and isinstance(on.provisioning, Runnable)
+    assert isinstance(on.provisioner_trigger, Observer) and isinstance(on.provisioner_trigger, Runnable)
     assert on.gc.first_delay == 10.0 and on.gc.resync_seconds == 120.0
+
+
+def test_the_provisioner_trigger_keeps_its_controller_name_and_its_former_name_imports():
+    import karpy_core.controllers.provisioning.controller as module
+    from karpy_core.controllers.provisioning.controller import ProvisionerTrigger
+    from karpy_core.controllers.provisioning.provisioner import Provisioner
+
+    clock = VirtualClock()
+    built = build_controllers(ControllerContext(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock))
+    assert isinstance(built.provisioner_trigger, ProvisionerTrigger) and isinstance(built.provisioner, Provisioner)
+    assert built.provisioner_trigger.provisioner is built.provisioner and built.provisioner_trigger.name == "provisioner"
+    with pytest.warns(DeprecationWarning, match="ProvisionerTrigger"):
+        assert module.ProvisioningController is ProvisionerTrigger
+    with pytest.raises(AttributeError):
+        _ = module.NoSuchName
 
 
 def test_the_change_listener_wakes_controllers_by_their_declared_kinds():
@@ -67,11 +86,30 @@ def test_the_change_listener_wakes_controllers_by_their_declared_kinds():
     assert woken("EC2NodeClass", "MODIFIED") == {"nodeclaim.disruption.drift", "nodeoverlay.controller"}
 
 
+def test_pod_events_reach_the_pod_metrics_controller_by_its_route():
+    """``metrics.pod`` is one of the controllers the operator runs (with a metrics registry), routed
+    pod events by its ``wakes_on`` like the others: the listener has no branch of its own for pods."""
+    clock = VirtualClock(T0)
+    op = Operator(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock)
+    pod_metrics = op.controllers.pod_metrics
+    assert isinstance(pod_metrics, PodMetrics) and isinstance(pod_metrics, Observer) and isinstance(pod_metrics, Runnable)
+    assert "metrics.pod" in [c.name for c in op._running]
+    observers, names = op._route("Pod", "MODIFIED")  # the pod metrics first, as before the batch window sees the pod
+    assert observers == [pod_metrics.observe, op.provisioner_trigger.observe] and "metrics.pod" not in names
+    assert op._route("Node", "MODIFIED")[0] == []  # no other kind reaches it
+    op._on_change("Pod", WatchEvent("ADDED", metrics_pod("p")))
+    op._on_change("Pod", WatchEvent("MODIFIED", metrics_pod("p", "n1")))  # bound 30 s after creation
+    assert value(op.metrics, "karpenter_pods_bound_duration_seconds_count") == 1
+    # without a registry (the simulator) there is no pod metrics controller
+    bare = build_controllers(ControllerContext(kube=InMemoryCluster(clock), provider=load_provider("simulated", {}), clock=clock))
+    assert bare.pod_metrics is None
+
+
 async def test_lifecycle_publishes_its_events_and_metrics():
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
     metrics = Metrics(now=clock.now)
-    lc = NodeClaimLifecycle(kube=cluster, provider=CloudProvider(FakeProvider()), clock=clock,
+    lc = NodeClaimLifecycle(kube=cluster, provider=CloudProvider(recording_provider()), clock=clock,
                             events=EventRecorder(cluster, clock), metrics=metrics)
     cluster.create_sync("NodeClaim", CLAIM)
     assert [e.kind for e in await lc.reconcile()] == [LifecycleEventKind.LAUNCH]
@@ -80,7 +118,7 @@ async def test_lifecycle_publishes_its_events_and_metrics():
     cluster.patch_sync("Node", "ip-10-0-0-1", {"spec": {"taints": []}})  # the startup taint cleared
     assert [e.kind for e in await lc.reconcile()] == [LifecycleEventKind.INITIALIZE]
     reasons = {(e["reason"], e["message"]) for e in cluster.objects("Event")}
-    assert ("Launched", "Launched small (on-demand) in zone-a, providerID fake:///zone-a/default-abcde") in reasons
+    assert ("Launched", "Launched small (on-demand) in zone-a, providerID fake:///zone-a/r-000001") in reasons
     assert ("Registered", "Node ip-10-0-0-1 registered") in reasons
     assert ("Initialized", "Node ip-10-0-0-1 initialized") in reasons
     assert value(metrics, "karpenter_nodes_created", nodepool="default") == 1.0

@@ -187,7 +187,7 @@ async def test_controller_wiring_with_the_gate() -> None:
         assert op.buffer_status.next_due() == clock.now() + 30
         for _ in range(20):  # the informer sees the status patch
             await asyncio.sleep(0)
-        assert await op.provisioning.provision_once() == 0  # no real pending pod ...
+        assert await op.provisioner_trigger.provision_once() == 0  # no real pending pod ...
         assert len(cluster.objects("NodeClaim")) == 2  # ... but room for the two chunks
         assert not [e for e in cluster.objects("Event") if e.get("reason") == "Nominated"]
     finally:

@@ -156,6 +156,24 @@ class _KitOnAnswersAnotherInstance(ProviderConformance):
         return "recording:///test-zone-a/r-999999"
 
 
+async def test_launch_times_a_test_sets_are_what_get_and_list_report() -> None:
+    """``launched_at``: an instance launched earlier than the test's clock, or listed without a
+    creation time (as some clouds list theirs)."""
+    clock = VirtualClock()
+    recorder = RecordingProvider()
+    cloud = CloudProvider(recorder)
+    cloud.prepare(ProviderContext(clock=clock))
+    a = str((await cloud.create(nodeclaim_for("a", REF))).status.provider_id)
+    b = str((await cloud.create(nodeclaim_for("b", REF))).status.provider_id)
+    assert recorder.launched_at == {a: clock.now(), b: clock.now()}
+    recorder.launched_at[a] = clock.now() - 60
+    recorder.launched_at[b] = None
+    created = {str(nc.status.provider_id): nc.metadata.creation_timestamp for nc in await cloud.list()}
+    at = created[a]
+    assert created[b] is None and at is not None and at.timestamp() == clock.now() - 60
+    assert (await cloud.get(b)).metadata.creation_timestamp is None
+
+
 async def test_the_kit_fails_a_provider_whose_get_answers_another_instance() -> None:
     kit = _KitOnAnswersAnotherInstance()
     provider = await kit.make_provider()

@@ -1,6 +1,14 @@
-"""The provisioning controller as the operator runs it: the batch window, one
-:class:`~karpy_core.controllers.provisioning.provisioner.Provisioner` pass per closed batch, and
-what the pass publishes (Karpenter ``provisioning/provisioner.go``, ``scheduling/events.go``).
+"""The ``provisioner`` controller as the operator runs it, :class:`ProvisionerTrigger`: the batch
+window that pod events open, one :class:`~karpy_core.controllers.provisioning.provisioner.Provisioner`
+pass per closed batch, and what the pass publishes (Karpenter ``provisioning/controller.go``'s pod
+trigger, the batching and event half of ``provisioning/provisioner.go``, ``scheduling/events.go``).
+
+Two names, two things: :class:`~karpy_core.controllers.provisioning.provisioner.Provisioner` is
+the engine (pending pods -> scheduling decision -> NodeClaims, one ``reconcile()`` pass, no loop;
+the simulator calls it directly); :class:`ProvisionerTrigger` is the controller that decides when
+a pass runs and reports it. It keeps Karpenter's controller name ``provisioner`` (the
+``controller`` label of the reconcile and scheduler metrics). Its former name,
+``ProvisioningController``, still imports from this module, with a ``DeprecationWarning``.
 
 Pod watch events open and extend a batch (:class:`~karpy_core.controllers.provisioning.batcher.Batcher`);
 pods kube-scheduler has not marked yet hold it open (:func:`awaiting_scheduler`). Each pass
@@ -35,7 +43,7 @@ from karpy_core.utils.clock import Clock
 if TYPE_CHECKING:
     from karpy_core.observability import Metrics
 
-__all__ = ["ProvisioningController", "awaiting_scheduler", "PENDING_REQUEUE_SECONDS"]
+__all__ = ["ProvisionerTrigger", "awaiting_scheduler", "PENDING_REQUEUE_SECONDS"]
 
 log = logging.getLogger("karpy.operator")
 
@@ -70,8 +78,9 @@ def _pod_key(pod: dict[str, Any]) -> str:
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
-class ProvisioningController:
-    """Runs :class:`Provisioner` passes on closed batches and publishes their events and metrics.
+class ProvisionerTrigger:
+    """The ``provisioner`` controller: pod events open batches, each closed batch triggers one
+    :class:`Provisioner` pass, whose events and metrics it publishes.
 
     Args:
         provisioner: the deciding-and-creating pass.
@@ -203,3 +212,14 @@ class ProvisioningController:
         for pool in result.no_instance_types:
             await self.events.record(karpenter_events.no_compatible_instance_types(pool))
         return result.pending
+
+
+def __getattr__(name: str) -> type[ProvisionerTrigger]:
+    """``ProvisioningController``: the former name of :class:`ProvisionerTrigger`, kept for imports."""
+    if name == "ProvisioningController":
+        import warnings
+
+        warnings.warn("ProvisioningController is now ProvisionerTrigger (karpy_core.controllers.provisioning.controller)",
+                      DeprecationWarning, stacklevel=2)
+        return ProvisionerTrigger
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
