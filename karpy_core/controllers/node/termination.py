@@ -47,7 +47,14 @@ from karpy_core.apis.labels import (
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake, list_views
 from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
-from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError, ignore_not_found
+from karpy_core.errors import (
+    ConflictError,
+    InternalServerError,
+    KubeAPIError,
+    NotFoundError,
+    TooManyRequestsError,
+    ignore_not_found,
+)
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import reconciling
@@ -315,18 +322,17 @@ class NodeTermination:
                 await self._publish(karpenter_events.evict_pod(pod, evict_reason))
             except (NotFoundError, ConflictError):  # gone, or replaced under the same name (UID precondition)
                 continue
-            except KubeAPIError as exc:
-                if exc.status in (429, 500):  # a PDB refused it (or several PDBs select the pod)
-                    failures += 1
-                    retry_at = now + min(EVICTION_BACKOFF_BASE_SECONDS * 2 ** (failures - 1), EVICTION_BACKOFF_MAX_SECONDS)
-                    self._backoff[bkey] = (failures, retry_at)
-                    self._wake_at(retry_at)
-                    reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
-                    events.append(TerminationEvent(TerminationEventKind.EVICT_BLOCKED, name, key, reason=reason))
-                    why = "eviction does not support multiple PDBs" if exc.status == 500 else "evicting pod violates a PDB"
-                    await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{why} (Pod={key})"))
-                    continue
-                raise
+            except (TooManyRequestsError, InternalServerError) as exc:  # a PDB refused it (or several PDBs select the pod)
+                failures += 1
+                retry_at = now + min(EVICTION_BACKOFF_BASE_SECONDS * 2 ** (failures - 1), EVICTION_BACKOFF_MAX_SECONDS)
+                self._backoff[bkey] = (failures, retry_at)
+                self._wake_at(retry_at)
+                reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
+                events.append(TerminationEvent(TerminationEventKind.EVICT_BLOCKED, name, key, reason=reason))
+                several = isinstance(exc, InternalServerError)
+                why = "eviction does not support multiple PDBs" if several else "evicting pod violates a PDB"
+                await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{why} (Pod={key})"))
+                continue
         if on_node:
             still = {v.key for v in await list_views(self.kube, "Pod", self._views) if isinstance(v, PodView) and v.node_name == name}
             waiting = [p for p in on_node if p.key in still]
