@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.labels import (
-    ANNOTATION_DO_NOT_DISRUPT,
     ANNOTATION_TERMINATION_TIMESTAMP,
     FINALIZER_TERMINATION,
     LABEL_EXCLUDE_BALANCERS,
@@ -58,7 +57,6 @@ from karpy_core.errors import (
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import reconciling
-from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.timestamps import parse_rfc3339
@@ -66,14 +64,8 @@ from karpy_core.utils.timestamps import parse_rfc3339
 if TYPE_CHECKING:
     from karpy_core.observability import Metrics
 
-__all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason", "drain_tier",
-           "tolerates_disrupted_taint", "is_stuck_terminating",
-           "CRITICAL_PRIORITY_CLASSES"]
+__all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason"]
 
-CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-"""Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
-DEFAULT_POD_GRACE_SECONDS = 30
-"""``terminationGracePeriodSeconds`` of a pod that sets none (Kubernetes default)."""
 EVICTION_BACKOFF_BASE_SECONDS = 0.1
 EVICTION_BACKOFF_MAX_SECONDS = 10.0
 """A refused eviction is retried after ``min(0.1 * 2**(failures - 1), 10)`` seconds: Karpenter's
@@ -114,49 +106,6 @@ def drain_reason(claim: NodeClaimView | None) -> str:
     True, else ``Forceful Termination`` (Karpenter ``terminator/eviction.go``)."""
     cond = condition_of(claim.conditions, "DisruptionReason") if claim is not None else None
     return cond.reason if cond is not None and cond.is_true and cond.reason else FORCEFUL_TERMINATION
-
-
-def _owned_by_daemonset(pod: dict[str, Any]) -> bool:
-    return any(r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or ())
-
-
-def _is_mirror(pod: dict[str, Any]) -> bool:
-    return "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
-
-
-_DISRUPTED_NO_SCHEDULE = (Taint(TAINT_DISRUPTED, "", "NoSchedule"),)
-
-
-def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
-    """True when ``pod`` tolerates ``karpenter.sh/disrupted:NoSchedule`` (a keyed toleration, or
-    an ``operator: Exists`` one without key); such pods are not drained (Karpenter
-    ``pkg/utils/pod/scheduling.go``, ``ToleratesDisruptedNoScheduleTaint``)."""
-    tolerations = parse_tolerations((pod.get("spec") or {}).get("tolerations"))
-    return untolerated(_DISRUPTED_NO_SCHEDULE, tolerations) is None
-
-
-STUCK_TERMINATING_SECONDS = 60.0
-"""A pod whose ``deletionTimestamp`` (deletion time + its grace period, as the API server sets it)
-is more than this many seconds past is stuck terminating (its kubelet is gone) and no longer holds
-the drain: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsStuckTerminating`` (one minute)."""
-
-
-def is_stuck_terminating(pod: dict[str, Any], now: float) -> bool:
-    """True when ``pod`` is being deleted and its ``deletionTimestamp`` lies more than
-    :data:`STUCK_TERMINATING_SECONDS` before ``now`` (epoch seconds)."""
-    deleted = parse_rfc3339(pod["metadata"].get("deletionTimestamp"))
-    return deleted is not None and now - deleted > STUCK_TERMINATING_SECONDS
-
-
-def drain_tier(pod: dict[str, Any]) -> int:
-    """Drain order of ``pod``: 0 non-critical non-DaemonSet, 1 non-critical DaemonSet, 2 critical
-    non-DaemonSet, 3 critical DaemonSet."""
-    critical = (pod.get("spec") or {}).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
-    return 2 * int(critical) + int(_owned_by_daemonset(pod))
-
-
-def _key(pod: dict[str, Any]) -> str:
-    return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
 
 
 class NodeTermination:
@@ -220,7 +169,7 @@ class NodeTermination:
         self.wake = None
         nodes: list[NodeView] = [
             v for v in await list_views(self.kube, "Node", self._views)
-            if isinstance(v, NodeView) and v.deleting and FINALIZER_TERMINATION in (v.raw["metadata"].get("finalizers") or ())
+            if isinstance(v, NodeView) and v.deleting and FINALIZER_TERMINATION in v.finalizers
         ]
         if not nodes:
             self._views.sweep()
@@ -279,9 +228,9 @@ class NodeTermination:
         on_node = [
             p for p in pods
             if p.node_name == name and not p.terminal
-            and not _is_mirror(p.raw)
-            and not tolerates_disrupted_taint(p.raw)
-            and not is_stuck_terminating(p.raw, now)
+            and not p.mirror
+            and not p.tolerates_disrupted_taint
+            and not p.stuck_terminating(now)
         ]
         claim = next((c for c in claims if pid and c.provider_id == pid), None)
         deadline = await self._deadline(node, claim)
@@ -292,12 +241,11 @@ class NodeTermination:
         elif deadline is not None:
             await self._publish(karpenter_events.node_termination_grace_period_expiring(node.raw, iso(deadline)))
         evict_reason = drain_reason(claim)
-        tiers = sorted({drain_tier(p.raw) for p in on_node})
-        current = [p for p in on_node if tiers and drain_tier(p.raw) == tiers[0]]
+        tiers = sorted({p.drain_tier for p in on_node})
+        current = [p for p in on_node if tiers and p.drain_tier == tiers[0]]
         for view in sorted(current, key=lambda p: (p.namespace, p.name)):
             pod, key = view.raw, view.key
-            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
-            grace = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
+            grace = view.grace_period_seconds
             if deadline is not None and now < deadline - grace:
                 self._wake_at(deadline - grace)
             bkey = view.uid or key
@@ -310,7 +258,7 @@ class NodeTermination:
                     continue
                 if view.deleting:
                     continue
-                if (pod["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT) == "true":
+                if view.do_not_disrupt:
                     events.append(TerminationEvent(TerminationEventKind.DRAIN_WAIT, name, key, reason="karpenter.sh/do-not-disrupt"))
                     continue
                 if now < retry_at:
@@ -340,20 +288,20 @@ class NodeTermination:
                 await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{len(waiting)} pods are waiting to be evicted"))
                 return events
         await self._set_drained(claim, True)
-        if not await self._volumes_detached(node.raw, claim, [p.raw for p in pods], deadline, now):
+        if not await self._volumes_detached(node, claim, pods, deadline, now):
             return events
-        finalizers = [f for f in node.raw["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
+        finalizers = [f for f in node.finalizers if f != FINALIZER_TERMINATION]
         await ignore_not_found(self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}}))
         log.info("dry run: would delete node" if self.dry_run else "deleted node")  # Karpenter's line (node/termination/controller.go)
         events.append(TerminationEvent(TerminationEventKind.NODE_FINALIZED, name))
         return events
 
-    async def _volumes_detached(self, node: dict[str, Any], claim: NodeClaimView | None, pods: list[dict[str, Any]],
+    async def _volumes_detached(self, node: NodeView, claim: NodeClaimView | None, pods: list[PodView],
                                 deadline: float | None, now: float) -> bool:
         """True when the drained Node may go: no VolumeAttachment of a drained pod's volume is left,
         or the terminationGracePeriod deadline has passed. Sets ``VolumesDetached`` and publishes
         ``AwaitingVolumeDetachment`` while waiting."""
-        name = node["metadata"]["name"]
+        name = node.name
         try:
             attachments = [va for va in await self.kube.list("VolumeAttachment") if (va.get("spec") or {}).get("nodeName") == name]
         except KubeAPIError as exc:  # e.g. an install whose RBAC predates the rule: do not hold the node forever
@@ -370,19 +318,19 @@ class NodeTermination:
         if deadline is not None and now >= deadline:
             await self._set_condition(claim, VOLUMES_DETACHED, "False", "TerminationGracePeriodElapsed")
             return True
-        await self._publish(karpenter_events.node_awaiting_volume_detachment(node, sorted(va["metadata"]["name"] for va in attachments)))
+        names = sorted(va["metadata"]["name"] for va in attachments)
+        await self._publish(karpenter_events.node_awaiting_volume_detachment(node.raw, names))
         await self._set_condition(claim, VOLUMES_DETACHED, "Unknown", "AwaitingVolumeDetachment")
         self._wake_at(now + 5.0)
         return False
 
-    async def _undrained_volumes(self, node: str, pods: list[dict[str, Any]], now: float) -> set[str]:
+    async def _undrained_volumes(self, node: str, pods: list[PodView], now: float) -> set[str]:
         """PersistentVolume names of the claims of the pods on ``node`` that are not drained
         (mirror pods, pods tolerating the disrupted taint, pods stuck terminating); their
         attachments do not hold the node."""
-        claims = {(p["metadata"].get("namespace") or "default", v["persistentVolumeClaim"]["claimName"])
-                  for p in pods if (p.get("spec") or {}).get("nodeName") == node
-                  and (_is_mirror(p) or tolerates_disrupted_taint(p) or is_stuck_terminating(p, now))
-                  for v in (p.get("spec") or {}).get("volumes") or [] if (v.get("persistentVolumeClaim") or {}).get("claimName")}
+        claims = {(p.namespace, claim) for p in pods if p.node_name == node
+                  and (p.mirror or p.tolerates_disrupted_taint or p.stuck_terminating(now))
+                  for claim in p.claim_names}
         if not claims:
             return set()
         pvcs = await self.kube.list("PersistentVolumeClaim")
@@ -411,12 +359,12 @@ class NodeTermination:
         if stamp:
             return parse_rfc3339(stamp)
         try:
-            tgp = duration_seconds((claim.raw.get("spec") or {}).get("terminationGracePeriod"))
+            tgp = duration_seconds(claim.termination_grace_period or None)
         except ValueError:
             return None
         if tgp is None:
             return None
-        start = parse_rfc3339(claim.raw["metadata"].get("deletionTimestamp") or node.raw["metadata"].get("deletionTimestamp")) \
+        start = parse_rfc3339(claim.deletion_timestamp or node.deletion_timestamp) \
             or self.clock.now()
         deadline = start + tgp
         try:
