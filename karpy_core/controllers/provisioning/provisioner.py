@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.base import ObjectMeta, OwnerReference, to_kube_dict
+from karpy_core.apis.hashing import HASH_VERSION
 from karpy_core.apis.labels import (
     ANNOTATION_MIN_VALUES_RELAXED,
     ANNOTATION_NODEPOOL_HASH,
@@ -31,6 +32,8 @@ from karpy_core.apis.labels import (
     LABEL_NODEPOOL,
     nodeclass_label_key,
 )
+from karpy_core.apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequests
+from karpy_core.apis.nodepool import NodePool, NodeSelectorRequirementWithMinValues
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.capacitybuffer import BufferPlacement, owner_of, provisioning_conditions
@@ -57,7 +60,7 @@ from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, RealClock
 from karpy_core.utils.quantity import QuantityError
 
-__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list",
+__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "planned_nodeclaim", "build_scheduler", "pretty_list",
            "remainder_claims"]
 
 log = logging.getLogger(__name__)
@@ -149,54 +152,67 @@ async def build_scheduler(
     return scheduler, templates
 
 
-def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> dict[str, Any]:
-    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created).
+def planned_nodeclaim(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> NodeClaim:
+    """The typed ``karpenter.sh/v1`` NodeClaim for a planned node (to be created), built from its
+    NodePool's validated template as Karpenter's ``NodeClaimTemplate.ToNodeClaim`` does
+    (``pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go``): ``generateName``
+    ``<nodepool>-``; the template's labels plus ``karpenter.sh/nodepool`` and the NodeClass label;
+    its annotations plus the NodePool hash and hash version (and karpy's min-values-relaxed and
+    nominated-pods annotations); an owner reference to the NodePool (``blockOwnerDeletion``); the
+    template's spec (taints, startup taints, ``expireAfter``, ``terminationGracePeriod``,
+    ``nodeClassRef``) with the plan's requirements and requests (quantities).
 
     Args:
         plan: the planned node.
         nodepool: the view of the plan's NodePool (its template, hash and uid are copied onto the
-            claim); without it, the NodePool dict the plan's template was built from.
+            claim); without it, the view of the NodePool dict the plan's template was built from.
+
+    Raises:
+        pydantic.ValidationError: the NodePool does not validate (a ``ValueError``; the snapshot's
+            NodePools always do: an invalid one plans nothing).
     """
-    np_obj = nodepool.raw if nodepool is not None else plan.template.raw
-    meta = np_obj.get("metadata") or {}
-    tmpl = (np_obj.get("spec") or {}).get("template") or {}
-    tmeta = tmpl.get("metadata") or {}
-    tspec = tmpl.get("spec") or {}
-    labels = dict(tmeta.get("labels") or {})
-    labels[LABEL_NODEPOOL] = plan.nodepool
-    ref = tspec.get("nodeClassRef") or {}
-    if ref.get("group") and ref.get("kind") and ref.get("name"):
-        labels[nodeclass_label_key(str(ref["group"]), str(ref["kind"]))] = str(ref["name"])
-    annotations = dict(tmeta.get("annotations") or {})
-    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool.hash if nodepool is not None else nodepool_hash(np_obj)
-    annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
+    pool = nodepool if nodepool is not None else NodePoolView.of(plan.template.raw)
+    model = pool.model
+    template = model.spec.template
+    labels = {**template.metadata.labels, LABEL_NODEPOOL: plan.nodepool}
+    ref = template.spec.node_class_ref
+    labels[nodeclass_label_key(ref.group, ref.kind)] = ref.name
+    annotations = {**template.metadata.annotations,
+                   ANNOTATION_NODEPOOL_HASH: pool.hash, ANNOTATION_NODEPOOL_HASH_VERSION: HASH_VERSION}
     if plan.min_values_relaxed:
         annotations[ANNOTATION_MIN_VALUES_RELAXED] = "true"
     if plan.pods:  # the pod nominations, for a successor (state/nominations.py recorded_targets)
         annotations[ANNOTATION_NOMINATED_PODS] = ",".join(sorted({p.key for p in plan.pods}))
-    spec: dict[str, Any] = {
-        "requirements": plan.spec_requirements(),
-        "resources": {"requests": format_resource_list(plan.requests)},
-        "nodeClassRef": dict(tspec.get("nodeClassRef") or {}),
-    }
-    for key in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
-        if tspec.get(key) is not None:
-            spec[key] = tspec[key]
-    spec.setdefault("expireAfter", "720h")
-    owner = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": plan.nodepool, "blockOwnerDeletion": True}
-    if meta.get("uid"):
-        owner["uid"] = meta["uid"]
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "generateName": f"{plan.nodepool}-",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [owner],
-        },
-        "spec": spec,
-    }
+    owner = OwnerReference(api_version=NodePool.API_VERSION, kind=NodePool.KIND, name=plan.nodepool,
+                           uid=model.metadata.uid or "", block_owner_deletion=True)
+    return NodeClaim(
+        metadata=ObjectMeta(generate_name=f"{plan.nodepool}-", labels=labels, annotations=annotations, owner_references=[owner]),
+        spec=NodeClaimSpec(
+            requirements=[NodeSelectorRequirementWithMinValues.model_validate(r) for r in plan.spec_requirements()],
+            resources=ResourceRequests(requests=format_resource_list(plan.requests)),
+            node_class_ref=ref.model_copy(),
+            taints=[t.model_copy() for t in template.spec.taints],
+            startup_taints=[t.model_copy() for t in template.spec.startup_taints],
+            expire_after=template.spec.expire_after,
+            termination_grace_period=template.spec.termination_grace_period,
+        ),
+    )
+
+
+def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> dict[str, Any]:
+    """:func:`planned_nodeclaim` serialised for the API (:func:`~karpy_core.apis.base.to_kube_dict`:
+    camelCase, ``None`` and empty lists omitted as Go's ``omitempty``), the one place the typed
+    NodeClaim becomes a dict.
+
+    Raises:
+        pydantic.ValidationError: as :func:`planned_nodeclaim`.
+    """
+    obj = to_kube_dict(planned_nodeclaim(plan, nodepool))
+    obj.pop("status", None)  # created without one: the status is a subresource its controllers write
+    for owner in obj["metadata"]["ownerReferences"]:
+        if not owner["uid"]:  # a NodePool not read from an API server (a test's dict) has none
+            del owner["uid"]
+    return obj
 
 
 class Provisioner:
