@@ -705,12 +705,27 @@ class NodeClaimView:
         )
 
     @property
+    def node_class_ref(self) -> Mapping[str, Any]:
+        """``spec.nodeClassRef`` as read (``group``, ``kind``, ``name``; empty when unset; read-only)."""
+        ref = (self.raw.get("spec") or {}).get("nodeClassRef")
+        return MappingProxyType(ref) if isinstance(ref, dict) else _EMPTY
+
+    @property
     def deletion_timestamp(self) -> str:
         """``metadata.deletionTimestamp`` (RFC 3339 text, "" when not deleting)."""
         return str((self.raw.get("metadata") or {}).get("deletionTimestamp") or "")
 
     def _requests(self) -> Mapping[str, Any]:
         return ((self.raw.get("spec") or {}).get("resources") or {}).get("requests") or {}
+
+    @property
+    def requests(self) -> Resources:
+        """``spec.resources.requests`` in internal units (parsed on each use: read once per pass).
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+        """
+        return parse_resource_list(self._requests())
 
     @property
     def capacity(self) -> Resources:

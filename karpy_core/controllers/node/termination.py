@@ -45,7 +45,7 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake, list_views
-from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
+from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition, status_conditions
 from karpy_core.errors import (
     ConflictError,
     InternalServerError,
@@ -59,6 +59,7 @@ from karpy_core.kube.port import KubeClient
 from karpy_core.logs import reconciling
 from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
+from karpy_core.utils.fields import field_of
 from karpy_core.utils.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class NodeTermination:
         """``Drained``: Unknown/``Draining`` when first seen draining, True when drained."""
         if claim is None or (not drained and condition_of(claim.conditions, DRAINED) is not None):
             return
-        conds = set_condition(list((claim.raw.get("status") or {}).get("conditions") or []), DRAINED, "True" if drained else "Unknown",
+        conds = set_condition(status_conditions(claim.raw), DRAINED, "True" if drained else "Unknown",
                               iso(self.clock.now()), "" if drained else "Draining", "" if drained else "Draining")
         patch = patch_conditions(claim.raw, conds)
         if patch is None:
@@ -219,7 +220,7 @@ class NodeTermination:
             # before the drain (their targets would otherwise point at a node going away)
             patch: dict[str, Any] = {"metadata": {"labels": {LABEL_EXCLUDE_BALANCERS: "karpenter"}}}
             if not tainted:
-                taints = list((node.raw.get("spec") or {}).get("taints") or [])
+                taints = list(field_of(node.raw, "spec", "taints") or [])
                 patch["spec"] = {"taints": [*taints, {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}]}
             await self.kube.patch("Node", name, patch)
             # Karpenter's line and keys (node/termination/terminator/terminator.go)
@@ -303,14 +304,14 @@ class NodeTermination:
         ``AwaitingVolumeDetachment`` while waiting."""
         name = node.name
         try:
-            attachments = [va for va in await self.kube.list("VolumeAttachment") if (va.get("spec") or {}).get("nodeName") == name]
+            attachments = [va for va in await self.kube.list("VolumeAttachment") if field_of(va, "spec", "nodeName") == name]
         except KubeAPIError as exc:  # e.g. an install whose RBAC predates the rule: do not hold the node forever
             log.warning("cannot list VolumeAttachments (%s); not waiting for volumes of Node %s", exc, name)
             attachments = []
         if attachments:
             kept = await self._undrained_volumes(name, pods, now)
             attachments = [va for va in attachments
-                           if ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")
+                           if field_of(va, "spec", "source", "persistentVolumeName")
                            and va["spec"]["source"]["persistentVolumeName"] not in kept]
         if not attachments:
             await self._set_condition(claim, VOLUMES_DETACHED, "True")
@@ -336,7 +337,7 @@ class NodeTermination:
         pvcs = await self.kube.list("PersistentVolumeClaim")
         return {str(c["spec"]["volumeName"]) for c in pvcs
                 if (c["metadata"].get("namespace") or "default", c["metadata"]["name"]) in claims
-                and (c.get("spec") or {}).get("volumeName")}
+                and field_of(c, "spec", "volumeName")}
 
     async def _set_condition(self, claim: NodeClaimView | None, type_: str, status: str, reason: str = "") -> None:
         if claim is None:
@@ -344,7 +345,7 @@ class NodeTermination:
         current = await ignore_not_found(self.kube.get("NodeClaim", claim.name))
         if current is None:
             return
-        conds = set_condition(list((current.get("status") or {}).get("conditions") or []), type_, status,
+        conds = set_condition(status_conditions(current), type_, status,
                               iso(self.clock.now()), reason, reason)
         patch = patch_conditions(current, conds)
         if patch is not None:

@@ -56,8 +56,9 @@ from karpy_core.state.cluster import (
 )
 from karpy_core.state.nominations import Nominations, in_flight_targets, recorded_targets
 from karpy_core.state.synced import ClusterSync
-from karpy_core.state.views import NodePoolView
+from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import Clock, RealClock
+from karpy_core.utils.fields import field_of
 from karpy_core.utils.quantity import QuantityError
 
 __all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "planned_nodeclaim", "build_scheduler", "pretty_list",
@@ -335,7 +336,7 @@ class Provisioner:
                 break
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
             log.info("created nodeclaim", extra=fields(  # Karpenter's line and keys (provisioning/provisioner.go)
-                nodeclaim=created, nodepool=plan.nodepool, requests=((created.get("spec") or {}).get("resources") or {}).get("requests"),
+                nodeclaim=created, nodepool=plan.nodepool, requests=field_of(created, "spec", "resources", "requests"),
                 **{"instance-types": pretty_list([it.name for it in plan.instance_types])}))
             result.created.append(created)
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
@@ -439,12 +440,12 @@ def _log_decision(results: SchedulingResults, pods: Sequence[PodInfo], seconds: 
         log.info("computed unready node(s) will fit pod(s)", extra={"nodes": len(set(waiting)), "pods": len(waiting)})
 
 
-def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual: dict[str, Any]) -> dict[str, BufferPlacement]:
+def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual: dict[str, PodView]) -> dict[str, BufferPlacement]:
     """Take the virtual pods out of ``results`` and ``pods`` (in place); returns where each
     buffer's went."""
     out: dict[str, BufferPlacement] = {}
     for key, view in virtual.items():
-        place = out.setdefault(owner_of((view.raw.get("metadata") or {}).get("annotations") or {}), BufferPlacement())
+        place = out.setdefault(owner_of(view.annotations), BufferPlacement())
         pods.pop(key, None)
         if key in results.existing:
             place.existing[key] = results.existing.pop(key)
@@ -454,5 +455,5 @@ def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual
     for i, plan in enumerate(results.new_claims):
         for p in plan.pods:
             if p.key in virtual:
-                out[owner_of((virtual[p.key].raw.get("metadata") or {}).get("annotations") or {})].new[p.key] = i
+                out[owner_of(virtual[p.key].annotations)].new[p.key] = i
     return out
