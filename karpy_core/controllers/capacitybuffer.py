@@ -24,7 +24,7 @@ from typing import Any
 
 from karpy_core.apis.capacitybuffer import ACTIVE_CAPACITY
 from karpy_core.controllers.base import Wake, Waker
-from karpy_core.controllers.conditions import set_condition
+from karpy_core.controllers.conditions import set_condition, status_conditions
 from karpy_core.errors import KubeAPIError, ignore_not_found
 from karpy_core.kube.port import KubeClient
 from karpy_core.state.buffers import (
@@ -43,6 +43,7 @@ from karpy_core.state.buffers import (
 from karpy_core.state.cluster import read_pod_template_owners
 from karpy_core.state.views import CapacityBufferView, PodTemplateOwnerView
 from karpy_core.utils.clock import Clock, RealClock, iso
+from karpy_core.utils.fields import field_of, map_of
 
 __all__ = ["BufferPlacement", "CapacityBufferStatus", "desired_status", "provisioning_conditions", "REQUEUE_SECONDS"]
 
@@ -54,7 +55,7 @@ def desired_status(buffer: CapacityBufferView, pod_templates: Sequence[PodTempla
                    workloads: Mapping[str, Sequence[PodTemplateOwnerView]], now: float) -> dict[str, Any]:
     """The status :class:`CapacityBufferStatus` writes for ``buffer`` (a new dict; ``now`` in epoch
     seconds stamps a changed condition)."""
-    status = dict(buffer.raw.get("status") or {})  # written back: the API dict
+    status = dict(map_of(buffer.raw, "status"))  # written back: the API dict
     res = resolve_buffer(buffer, pod_templates, workloads)
     generation = buffer.generation
     conds = list(status.get("conditions") or [])
@@ -134,7 +135,7 @@ class CapacityBufferStatus:
         ready = 0
         for b in buffers:
             status = desired_status(b, templates, workloads, self.clock.now())
-            if status != (b.raw.get("status") or {}):
+            if status != map_of(b.raw, "status"):
                 # a buffer deleted meanwhile needs no status
                 await ignore_not_found(self.kube.patch("CapacityBuffer", b.name, {"status": status}, b.namespace, status=True))
             ready += buffer_ready(CapacityBufferView.of({**b.raw, "status": status}))
@@ -173,9 +174,9 @@ def provisioning_conditions(buffers: Sequence[Mapping[str, Any]], placements: Ma
     out: dict[str, list[dict[str, Any]]] = {}
     for b in buffers:
         key = buffer_key(CapacityBufferView.of(dict(b)))
-        status = b.get("status") or {}
-        conds = list(status.get("conditions") or [])
-        gen = (b.get("metadata") or {}).get("generation")
+        status = map_of(b, "status")
+        conds = status_conditions(b)
+        gen = field_of(b, "metadata", "generation")
         ready = any(c.get("type") == CONDITION_READY_FOR_PROVISIONING and c.get("status") == "True" for c in conds)
         replicas = int(status.get("replicas") or 0)
         place = placements.get(key)

@@ -8,10 +8,11 @@ NodePool condition types and reasons karpy sets are listed here with the upstrea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
-    "set_condition", "clear_condition", "patch_conditions",
+    "set_condition", "clear_condition", "patch_conditions", "status_conditions",
     "CONSOLIDATABLE", "DRAINED", "VOLUMES_DETACHED", "INSTANCE_TERMINATING", "CONSISTENT_STATE_FOUND",
     "NODE_REGISTRATION_HEALTHY", "NODE_CLASS_READY", "VALIDATION_SUCCEEDED", "READY",
 ]
@@ -36,6 +37,14 @@ NODE_REGISTRATION_HEALTHY = "NodeRegistrationHealthy"
 READY = "Ready"
 
 
+def status_conditions(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """A new list of ``obj``'s ``status.conditions`` (the API's dicts, shared: replace, do not
+    modify), empty when it has none or ``obj`` is None: what :func:`set_condition` and
+    :func:`patch_conditions` take."""
+    status = obj.get("status") if obj is not None else None
+    return list(status.get("conditions") or ()) if status else []
+
+
 def set_condition(conds: list[dict[str, Any]], type_: str, status: str, now: str, reason: str = "", message: str = "",
                   observed_generation: int | None = None) -> list[dict[str, Any]]:
     """``conds`` with ``type_`` set (a new list, sorted by type); ``reason`` defaults to ``type_``
@@ -58,5 +67,5 @@ def clear_condition(conds: list[dict[str, Any]], type_: str) -> list[dict[str, A
 def patch_conditions(obj: dict[str, Any], conds: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The status patch replacing ``obj``'s conditions by ``conds``, or None when nothing changes
     (the list compared without order)."""
-    have = sorted((obj.get("status") or {}).get("conditions") or [], key=lambda c: str(c.get("type")))
+    have = sorted(status_conditions(obj), key=lambda c: str(c.get("type")))
     return None if have == conds else {"status": {"conditions": conds}}

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from karpy_core.kube.events import NORMAL, WARNING, Event, TokenBucket
+from karpy_core.utils.fields import field_of, map_of
 
 __all__ = [
     "DISRUPTION_BLOCKED", "DISRUPTION_LAUNCHING", "DISRUPTION_TERMINATING", "DISRUPTION_WAITING_READINESS",
@@ -105,11 +106,12 @@ def _as(obj: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _uid(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or (obj.get("metadata") or {}).get("name") or "")
+    meta = map_of(obj, "metadata")
+    return str(meta.get("uid") or meta.get("name") or "")
 
 
 def _name(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return str(field_of(obj, "metadata", "name") or "")
 
 
 def _kind_name(obj: dict[str, Any]) -> tuple[str, str]:
@@ -227,7 +229,7 @@ def evict_pod(pod: dict[str, Any], reason: str) -> Event:
 def disrupt_pod_delete(pod: dict[str, Any], grace_seconds: int, termination_time: str) -> Event:
     """The pod was deleted at its node's terminationGracePeriod deadline."""
     pod = _as(pod, "Pod")
-    declared = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    declared = field_of(pod, "spec", "terminationGracePeriodSeconds")
     message = (f"Deleting the pod to accommodate the terminationTime {termination_time} of the node. The pod was granted "
                f"{grace_seconds} seconds of grace-period of its {declared if declared is not None else 30} "
                "terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.")
@@ -308,7 +310,7 @@ def ref(kind: str, name: str) -> dict[str, Any]:
 
 
 def _published(obj: Mapping[str, Any], type_: str, reason: Reason, message: str) -> Event:
-    meta = obj.get("metadata") or {}
+    meta = map_of(obj, "metadata")
     values = (str(obj.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or ""),
               str(meta.get("uid") or ""), message)
     return Event(dict(obj), type_, reason.value, message, values, PUBLISH_DEDUPE_SECONDS)

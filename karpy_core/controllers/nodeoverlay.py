@@ -31,7 +31,7 @@ from karpy_core.cloudprovider.overlay import (
 )
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.base import NODECLASS_KINDS, Wake, Waker
-from karpy_core.controllers.conditions import patch_conditions, set_condition
+from karpy_core.controllers.conditions import patch_conditions, set_condition, status_conditions
 from karpy_core.errors import ConflictError, NotFoundError
 from karpy_core.kube.port import KubeClient
 from karpy_core.utils.clock import Clock, iso
@@ -124,7 +124,7 @@ class NodeOverlayController:
             except Exception as exc:  # one broken NodePool must not block the others (as upstream)
                 errors[name] = f"{type(exc).__name__}: {exc}"
                 continue
-            labels = dict(((np_obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {})
+            labels = dict(model.spec.template.metadata.labels)
             pools.append(PoolTypes(name, labels, types))
         inputs: Any = (
             tuple(sorted((o["metadata"]["name"], o["metadata"].get("generation"), o["metadata"].get("uid")) for o in overlays)),
@@ -139,7 +139,7 @@ class NodeOverlayController:
         now = iso(self.clock.now())
         for obj in overlays:
             name = obj["metadata"]["name"]
-            conds = list((obj.get("status") or {}).get("conditions") or [])
+            conds = status_conditions(obj)
             gen = obj["metadata"].get("generation")
             if name in store.invalid:
                 conds = set_condition(conds, VALIDATION_SUCCEEDED, "False", now, REASON_RUNTIME_VALIDATION, store.invalid[name], gen)

@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from karpy_core.scheduling.resources import Resources, add_into, format_resource
 from karpy_core.state.cluster import condition, is_managed
 from karpy_core.state.views import NodePoolView
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.fields import field_of, map_of
 
 __all__ = ["NodePoolStatus", "RegistrationHealth", "REGISTRATION_BUFFER", "UNHEALTHY_FRACTION"]
 
@@ -127,10 +128,10 @@ class NodePoolStatus:
         for nc in claims:
             if nc["metadata"].get("deletionTimestamp"):
                 continue
-            pool = (nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
+            pool = map_of(nc, "metadata", "labels").get(LABEL_NODEPOOL)
             if pool:
                 u = usage.setdefault(pool, {})
-                add_into(u, parse_resource_list((nc.get("status") or {}).get("capacity")))
+                add_into(u, parse_resource_list(field_of(nc, "status", "capacity")))
                 u["nodes"] = u.get("nodes", 0) + 1
         patched = 0
         now = iso(self.clock.now())
@@ -139,7 +140,7 @@ class NodePoolStatus:
             if not is_managed(view, self.managed):
                 continue  # another cloud's NodePool: its NodeClass may not even be readable here
             name = view.name
-            ref = ((np_obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeClassRef") or {}
+            ref = map_of(np_obj, "spec", "template", "spec", "nodeClassRef")
             class_ok, class_reason, class_msg, class_gen = await self._nodeclass_ready(ref)
             u = usage.get(name, {})
             # Karpenter's validation controller: a NodePool the model rejects is ValidationSucceeded=False,
@@ -162,11 +163,11 @@ class NodePoolStatus:
             }
             if class_gen is not None:  # Karpenter's status.nodeClassObservedGeneration
                 status["nodeClassObservedGeneration"] = class_gen
-            current = np_obj.get("status") or {}
+            current = map_of(np_obj, "status")
             if {k: current.get(k) or ({} if k == "resources" else current.get(k)) for k in status} != status:
                 # a JSON merge patch only removes a key that is set to null: drop resources no longer in use
                 patch = dict(status)
-                patch["resources"] = {**dict.fromkeys(current.get("resources") or {}), **resources}
+                patch["resources"] = {**dict.fromkeys(map_of(current, "resources")), **resources}
                 await self.kube.patch("NodePool", name, {"status": patch}, status=True)
                 patched += 1
         return patched
@@ -175,7 +176,7 @@ class NodePoolStatus:
         name = np_obj["metadata"]["name"]
         prev = condition(np_obj, NODE_REGISTRATION_HEALTHY)
         reset = self.registration.reset_on_change(name, (np_obj["metadata"].get("generation"), class_gen))
-        observed = (np_obj.get("status") or {}).get("nodeClassObservedGeneration")
+        observed = field_of(np_obj, "status", "nodeClassObservedGeneration")
         # also across restarts: the NodeClass changed since the status last saw it (Karpenter's rule)
         reset = reset or (observed is not None and class_gen is not None and observed != class_gen)
         found = self.registration.status(name)
@@ -188,7 +189,7 @@ class NodePoolStatus:
         ltt = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get("lastTransitionTime") else now
         return {"type": NODE_REGISTRATION_HEALTHY, "status": status, "reason": reason, "message": message, "lastTransitionTime": ltt}
 
-    async def _nodeclass_ready(self, ref: dict[str, Any]) -> tuple[bool, str, str, Any]:
+    async def _nodeclass_ready(self, ref: Mapping[str, Any]) -> tuple[bool, str, str, Any]:
         """``(ready, reason, message, NodeClass generation)`` of the NodePool's NodeClass (Karpenter ``nodepool/readiness``)."""
         kind, name = ref.get("kind", ""), ref.get("name", "")
         if kind not in KINDS:

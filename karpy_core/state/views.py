@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from karpy_core.apis.labels import LABEL_NODEPOOL, TAINT_DISRUPTED
+from karpy_core.apis.labels import ANNOTATION_DO_NOT_DISRUPT, LABEL_NODEPOOL, TAINT_DISRUPTED
 from karpy_core.apis.nodepool import Budget, NodePool
 from karpy_core.logs import fields
 from karpy_core.scheduling.resources import Resources, parse_resource_list
-from karpy_core.scheduling.taints import Taint, parse_taints
+from karpy_core.scheduling.taints import Taint, parse_taints, parse_tolerations, untolerated
+from karpy_core.utils.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -53,6 +54,9 @@ __all__ = [
     "OwnerRef",
     "PodView",
     "ViewCache",
+    "CRITICAL_PRIORITY_CLASSES",
+    "DEFAULT_POD_GRACE_SECONDS",
+    "STUCK_TERMINATING_SECONDS",
     "build_view",
     "condition_of",
     "is_provisionable",
@@ -162,6 +166,15 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
 ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
 """The annotation the kubelet puts on a static (mirror) pod."""
 ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+"""Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
+DEFAULT_POD_GRACE_SECONDS = 30
+"""``terminationGracePeriodSeconds`` of a pod that sets none (Kubernetes default)."""
+STUCK_TERMINATING_SECONDS = 60.0
+"""A pod whose ``deletionTimestamp`` (deletion time + its grace period, as the API server sets it)
+is more than this many seconds past is stuck terminating (its kubelet is gone) and no longer holds
+the drain: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsStuckTerminating`` (one minute)."""
+_DISRUPTED_NO_SCHEDULE = (Taint(TAINT_DISRUPTED, "", "NoSchedule"),)
 
 
 class OwnerRef(NamedTuple):
@@ -245,6 +258,7 @@ class PodView:
     _conditions: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _resched: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _cost: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _tolerates_disrupted: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Raw) -> PodView:
@@ -398,6 +412,61 @@ class PodView:
         """The condition ``type_``, or None."""
         return condition_of(self.conditions, type_)
 
+    # ---- what the node drain asks of a pod (Karpenter pkg/utils/pod/scheduling.go, terminator.go)
+    @property
+    def mirror(self) -> bool:
+        """A static pod's mirror (annotated ``kubernetes.io/config.mirror``): never drained."""
+        return ANNOTATION_MIRROR in self.annotations
+
+    @property
+    def do_not_disrupt(self) -> bool:
+        """Annotated ``karpenter.sh/do-not-disrupt: "true"``: the drain waits for it instead of
+        evicting it (until the terminationGracePeriod deadline)."""
+        return self.annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true"
+
+    @property
+    def tolerates_disrupted_taint(self) -> bool:
+        """Tolerates ``karpenter.sh/disrupted:NoSchedule`` (a keyed toleration, or an ``operator:
+        Exists`` one without key): not drained, it would reschedule onto the node (Karpenter
+        ``ToleratesDisruptedNoScheduleTaint``). Computed once per version."""
+        got = self._tolerates_disrupted
+        if got is _UNSET:
+            tolerations = parse_tolerations((self.raw.get("spec") or {}).get("tolerations"))
+            got = untolerated(_DISRUPTED_NO_SCHEDULE, tolerations) is None
+            object.__setattr__(self, "_tolerates_disrupted", got)
+        return got  # type: ignore[no-any-return]
+
+    def stuck_terminating(self, now: float) -> bool:
+        """Being deleted with a ``deletionTimestamp`` more than :data:`STUCK_TERMINATING_SECONDS`
+        before ``now`` (epoch seconds): its kubelet is gone and it no longer holds the drain
+        (Karpenter ``IsStuckTerminating``)."""
+        deleted = parse_rfc3339(self._meta().get("deletionTimestamp"))
+        return deleted is not None and now - deleted > STUCK_TERMINATING_SECONDS
+
+    @property
+    def drain_tier(self) -> int:
+        """Drain order: 0 non-critical non-DaemonSet, 1 non-critical DaemonSet, 2 critical
+        (``priorityClassName`` in :data:`CRITICAL_PRIORITY_CLASSES`) non-DaemonSet, 3 critical
+        DaemonSet; each tier is gone before the next is evicted (Karpenter ``terminator.go``)."""
+        critical = (self.raw.get("spec") or {}).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
+        return 2 * int(critical) + int(self.daemon)
+
+    @property
+    def grace_period_seconds(self) -> int:
+        """``spec.terminationGracePeriodSeconds``, :data:`DEFAULT_POD_GRACE_SECONDS` when unset.
+
+        Raises:
+            ValueError: the value is not an integer.
+        """
+        grace = (self.raw.get("spec") or {}).get("terminationGracePeriodSeconds")
+        return DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
+
+    @property
+    def claim_names(self) -> tuple[str, ...]:
+        """The ``persistentVolumeClaim.claimName`` of each of its volumes that names one."""
+        return tuple(str(v["persistentVolumeClaim"]["claimName"]) for v in (self.raw.get("spec") or {}).get("volumes") or ()
+                     if (v.get("persistentVolumeClaim") or {}).get("claimName"))
+
     @property
     def info(self) -> PodInfo:
         """The scheduler's :class:`~karpy_core.scheduling.pod.PodInfo`, parsed once per version.
@@ -518,6 +587,16 @@ class NodeView:
         )
 
     @property
+    def finalizers(self) -> tuple[str, ...]:
+        """``metadata.finalizers`` (read from ``raw`` on each use)."""
+        return tuple((self.raw.get("metadata") or {}).get("finalizers") or ())
+
+    @property
+    def deletion_timestamp(self) -> str:
+        """``metadata.deletionTimestamp`` (RFC 3339 text, "" when not deleting)."""
+        return str((self.raw.get("metadata") or {}).get("deletionTimestamp") or "")
+
+    @property
     def initialized(self) -> bool:
         """Labelled ``karpenter.sh/initialized=true``, or not managed by a NodePool."""
         return self.labels.get("karpenter.sh/initialized") == "true" or self.nodepool is None
@@ -625,8 +704,28 @@ class NodeClaimView:
             conditions=_conditions(claim),
         )
 
+    @property
+    def node_class_ref(self) -> Mapping[str, Any]:
+        """``spec.nodeClassRef`` as read (``group``, ``kind``, ``name``; empty when unset; read-only)."""
+        ref = (self.raw.get("spec") or {}).get("nodeClassRef")
+        return MappingProxyType(ref) if isinstance(ref, dict) else _EMPTY
+
+    @property
+    def deletion_timestamp(self) -> str:
+        """``metadata.deletionTimestamp`` (RFC 3339 text, "" when not deleting)."""
+        return str((self.raw.get("metadata") or {}).get("deletionTimestamp") or "")
+
     def _requests(self) -> Mapping[str, Any]:
         return ((self.raw.get("spec") or {}).get("resources") or {}).get("requests") or {}
+
+    @property
+    def requests(self) -> Resources:
+        """``spec.resources.requests`` in internal units (parsed on each use: read once per pass).
+
+        Raises:
+            karpy_core.utils.quantity.QuantityError: a quantity is malformed.
+        """
+        return parse_resource_list(self._requests())
 
     @property
     def capacity(self) -> Resources:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pytest
 
@@ -13,7 +12,7 @@ from karpy_core.controllers.disruption.budgets import allowed_disruptions, budge
 from karpy_core.controllers.disruption.decisions import NodeDecision
 from karpy_core.controllers.disruption.expiration import expired_nodeclaims
 from karpy_core.controllers.disruption.planner import plan_disruption
-from karpy_core.controllers.node.termination import NodeTermination, drain_tier
+from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView
@@ -165,16 +164,6 @@ def test_expiration_lists_old_claims_only():
     new = {"metadata": {"name": "new", "creationTimestamp": iso(NOW - 3600)}, "spec": {"expireAfter": "2h"}}
     never = {"metadata": {"name": "never", "creationTimestamp": iso(NOW - 9e6)}, "spec": {"expireAfter": "Never"}}
     assert [n for n, _ in expired_nodeclaims(map(NodeClaimView.of, [old, new, never]), NOW)] == ["old"]
-
-
-def test_drain_tiers_in_order():
-    ds = {"kind": "DaemonSet", "name": "ds"}
-    plain: dict[str, Any] = {"metadata": {"ownerReferences": []}, "spec": {}}
-    crit = {"metadata": {"ownerReferences": []}, "spec": {"priorityClassName": "system-node-critical"}}
-    assert drain_tier(plain) == 0
-    assert drain_tier({"metadata": {"ownerReferences": [ds]}, "spec": {}}) == 1
-    assert drain_tier(crit) == 2
-    assert drain_tier({"metadata": {"ownerReferences": [ds]}, "spec": {"priorityClassName": "system-cluster-critical"}}) == 3
 
 
 async def test_termination_drains_tier_by_tier_and_forces_after_tgp():

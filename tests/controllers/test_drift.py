@@ -141,3 +141,24 @@ async def test_claims_karpenter_launched_are_restamped_so_drift_works_after_the_
     await cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {"labels": {"team": "blue"}}}}})
     events = await drift.reconcile()
     assert ("drifted", "NodePoolDrifted") in [(e.kind, e.reason) for e in events if e.nodeclaim == "a"]
+
+
+def test_both_drift_methods_share_one_set_of_rules():
+    from types import SimpleNamespace
+    from typing import cast
+
+    from karpy_core.controllers.disruption.candidates import Candidate
+    from karpy_core.controllers.disruption.decisions import DecisionKind
+    from karpy_core.controllers.disruption.methods.drift import Drift, DriftRules
+    from karpy_core.controllers.disruption.methods.static_drift import StaticDrift
+
+    def cand(tgp: str, drifted: str) -> Candidate:
+        return cast(Candidate, SimpleNamespace(name="a", drifted=drifted, nodeclaim=SimpleNamespace(termination_grace_period=tgp)))
+
+    for method in (Drift(), StaticDrift()):
+        assert isinstance(method, DriftRules)
+        assert method.may_disrupt_blocked(cand("1h", "NodePoolDrifted"))  # a terminationGracePeriod lets drift through
+        assert not method.may_disrupt_blocked(cand("", "NodePoolDrifted"))
+        assert method.still_applies(cand("", "NodePoolDrifted"), 0.0) is None
+        gone = method.still_applies(cand("", ""), 0.0)
+        assert gone is not None and gone.kind is DecisionKind.NO_LONGER_DRIFTED

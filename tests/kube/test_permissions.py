@@ -243,6 +243,6 @@ def test_every_call_in_the_code_is_in_the_list() -> None:
 def test_every_grant_in_the_list_is_used_by_the_code() -> None:
     from karpy_core.controllers.provisioning import provisioner
 
-    assert '"blockOwnerDeletion": True' in Path(provisioner.__file__).read_text()  # what IMPLIED stands for
+    assert "block_owner_deletion=True" in Path(provisioner.__file__).read_text()  # what IMPLIED stands for
     unused = sorted(_listed() - _code_calls() - _watched() - IMPLIED)
     assert not unused, "grants in karpy_core/kube/permissions.py no code calls:\n" + "\n".join(map(str, unused))

@@ -30,11 +30,13 @@ from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import RepairPolicy
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake
+from karpy_core.controllers.conditions import status_conditions
 from karpy_core.errors import NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.fields import field_of, map_of
 from karpy_core.utils.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
@@ -69,7 +71,7 @@ class RepairEvent:
 
 def unhealthy_reason(node: dict[str, Any], policies: Sequence[RepairPolicy], now: float) -> str:
     """Why ``node`` is unhealthy at ``now`` (epoch seconds) under ``policies``, or ""."""
-    conds = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+    conds = {c.get("type"): c for c in status_conditions(node)}
     for p in policies:
         c = conds.get(p.condition_type)
         if c is None or c.get("status") != p.condition_status:
@@ -121,13 +123,12 @@ class NodeRepair:
         if not policies:
             return []
         now = self.clock.now()
-        claims = {(c.get("status") or {}).get("providerID"): c for c in await self.kube.list("NodeClaim")
-                  if (c.get("status") or {}).get("providerID")}
+        claims = {pid: c for c in await self.kube.list("NodeClaim") if (pid := field_of(c, "status", "providerID"))}
         by_pool: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {}
         totals: dict[str, int] = {}
         for n in await self.kube.list("Node"):
-            pool = (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
-            claim = claims.get((n.get("spec") or {}).get("providerID"))
+            pool = map_of(n, "metadata", "labels").get(LABEL_NODEPOOL)
+            claim = claims.get(field_of(n, "spec", "providerID"))
             if not pool or claim is None:
                 continue  # not ours: never repaired
             totals[pool] = totals.get(pool, 0) + 1

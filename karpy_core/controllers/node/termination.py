@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.labels import (
-    ANNOTATION_DO_NOT_DISRUPT,
     ANNOTATION_TERMINATION_TIMESTAMP,
     FINALIZER_TERMINATION,
     LABEL_EXCLUDE_BALANCERS,
@@ -46,27 +45,28 @@ from karpy_core.apis.labels import (
 )
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake, list_views
-from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition
-from karpy_core.errors import ConflictError, KubeAPIError, NotFoundError, ignore_not_found
+from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition, status_conditions
+from karpy_core.errors import (
+    ConflictError,
+    InternalServerError,
+    KubeAPIError,
+    NotFoundError,
+    TooManyRequestsError,
+    ignore_not_found,
+)
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import reconciling
-from karpy_core.scheduling.taints import Taint, parse_tolerations, untolerated
 from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
+from karpy_core.utils.fields import field_of
 from karpy_core.utils.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
     from karpy_core.observability import Metrics
 
-__all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason", "drain_tier",
-           "tolerates_disrupted_taint", "is_stuck_terminating",
-           "CRITICAL_PRIORITY_CLASSES"]
+__all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason"]
 
-CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-"""Priority classes whose pods drain last (Karpenter ``terminator.go``)."""
-DEFAULT_POD_GRACE_SECONDS = 30
-"""``terminationGracePeriodSeconds`` of a pod that sets none (Kubernetes default)."""
 EVICTION_BACKOFF_BASE_SECONDS = 0.1
 EVICTION_BACKOFF_MAX_SECONDS = 10.0
 """A refused eviction is retried after ``min(0.1 * 2**(failures - 1), 10)`` seconds: Karpenter's
@@ -107,49 +107,6 @@ def drain_reason(claim: NodeClaimView | None) -> str:
     True, else ``Forceful Termination`` (Karpenter ``terminator/eviction.go``)."""
     cond = condition_of(claim.conditions, "DisruptionReason") if claim is not None else None
     return cond.reason if cond is not None and cond.is_true and cond.reason else FORCEFUL_TERMINATION
-
-
-def _owned_by_daemonset(pod: dict[str, Any]) -> bool:
-    return any(r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or ())
-
-
-def _is_mirror(pod: dict[str, Any]) -> bool:
-    return "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
-
-
-_DISRUPTED_NO_SCHEDULE = (Taint(TAINT_DISRUPTED, "", "NoSchedule"),)
-
-
-def tolerates_disrupted_taint(pod: dict[str, Any]) -> bool:
-    """True when ``pod`` tolerates ``karpenter.sh/disrupted:NoSchedule`` (a keyed toleration, or
-    an ``operator: Exists`` one without key); such pods are not drained (Karpenter
-    ``pkg/utils/pod/scheduling.go``, ``ToleratesDisruptedNoScheduleTaint``)."""
-    tolerations = parse_tolerations((pod.get("spec") or {}).get("tolerations"))
-    return untolerated(_DISRUPTED_NO_SCHEDULE, tolerations) is None
-
-
-STUCK_TERMINATING_SECONDS = 60.0
-"""A pod whose ``deletionTimestamp`` (deletion time + its grace period, as the API server sets it)
-is more than this many seconds past is stuck terminating (its kubelet is gone) and no longer holds
-the drain: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsStuckTerminating`` (one minute)."""
-
-
-def is_stuck_terminating(pod: dict[str, Any], now: float) -> bool:
-    """True when ``pod`` is being deleted and its ``deletionTimestamp`` lies more than
-    :data:`STUCK_TERMINATING_SECONDS` before ``now`` (epoch seconds)."""
-    deleted = parse_rfc3339(pod["metadata"].get("deletionTimestamp"))
-    return deleted is not None and now - deleted > STUCK_TERMINATING_SECONDS
-
-
-def drain_tier(pod: dict[str, Any]) -> int:
-    """Drain order of ``pod``: 0 non-critical non-DaemonSet, 1 non-critical DaemonSet, 2 critical
-    non-DaemonSet, 3 critical DaemonSet."""
-    critical = (pod.get("spec") or {}).get("priorityClassName") in CRITICAL_PRIORITY_CLASSES
-    return 2 * int(critical) + int(_owned_by_daemonset(pod))
-
-
-def _key(pod: dict[str, Any]) -> str:
-    return f"{pod['metadata'].get('namespace', 'default')}/{pod['metadata']['name']}"
 
 
 class NodeTermination:
@@ -197,7 +154,7 @@ class NodeTermination:
         """``Drained``: Unknown/``Draining`` when first seen draining, True when drained."""
         if claim is None or (not drained and condition_of(claim.conditions, DRAINED) is not None):
             return
-        conds = set_condition(list((claim.raw.get("status") or {}).get("conditions") or []), DRAINED, "True" if drained else "Unknown",
+        conds = set_condition(status_conditions(claim.raw), DRAINED, "True" if drained else "Unknown",
                               iso(self.clock.now()), "" if drained else "Draining", "" if drained else "Draining")
         patch = patch_conditions(claim.raw, conds)
         if patch is None:
@@ -213,7 +170,7 @@ class NodeTermination:
         self.wake = None
         nodes: list[NodeView] = [
             v for v in await list_views(self.kube, "Node", self._views)
-            if isinstance(v, NodeView) and v.deleting and FINALIZER_TERMINATION in (v.raw["metadata"].get("finalizers") or ())
+            if isinstance(v, NodeView) and v.deleting and FINALIZER_TERMINATION in v.finalizers
         ]
         if not nodes:
             self._views.sweep()
@@ -263,7 +220,7 @@ class NodeTermination:
             # before the drain (their targets would otherwise point at a node going away)
             patch: dict[str, Any] = {"metadata": {"labels": {LABEL_EXCLUDE_BALANCERS: "karpenter"}}}
             if not tainted:
-                taints = list((node.raw.get("spec") or {}).get("taints") or [])
+                taints = list(field_of(node.raw, "spec", "taints") or [])
                 patch["spec"] = {"taints": [*taints, {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}]}
             await self.kube.patch("Node", name, patch)
             # Karpenter's line and keys (node/termination/terminator/terminator.go)
@@ -272,9 +229,9 @@ class NodeTermination:
         on_node = [
             p for p in pods
             if p.node_name == name and not p.terminal
-            and not _is_mirror(p.raw)
-            and not tolerates_disrupted_taint(p.raw)
-            and not is_stuck_terminating(p.raw, now)
+            and not p.mirror
+            and not p.tolerates_disrupted_taint
+            and not p.stuck_terminating(now)
         ]
         claim = next((c for c in claims if pid and c.provider_id == pid), None)
         deadline = await self._deadline(node, claim)
@@ -285,12 +242,11 @@ class NodeTermination:
         elif deadline is not None:
             await self._publish(karpenter_events.node_termination_grace_period_expiring(node.raw, iso(deadline)))
         evict_reason = drain_reason(claim)
-        tiers = sorted({drain_tier(p.raw) for p in on_node})
-        current = [p for p in on_node if tiers and drain_tier(p.raw) == tiers[0]]
+        tiers = sorted({p.drain_tier for p in on_node})
+        current = [p for p in on_node if tiers and p.drain_tier == tiers[0]]
         for view in sorted(current, key=lambda p: (p.namespace, p.name)):
             pod, key = view.raw, view.key
-            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
-            grace = DEFAULT_POD_GRACE_SECONDS if grace is None else int(grace)
+            grace = view.grace_period_seconds
             if deadline is not None and now < deadline - grace:
                 self._wake_at(deadline - grace)
             bkey = view.uid or key
@@ -303,7 +259,7 @@ class NodeTermination:
                     continue
                 if view.deleting:
                     continue
-                if (pod["metadata"].get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT) == "true":
+                if view.do_not_disrupt:
                     events.append(TerminationEvent(TerminationEventKind.DRAIN_WAIT, name, key, reason="karpenter.sh/do-not-disrupt"))
                     continue
                 if now < retry_at:
@@ -315,18 +271,17 @@ class NodeTermination:
                 await self._publish(karpenter_events.evict_pod(pod, evict_reason))
             except (NotFoundError, ConflictError):  # gone, or replaced under the same name (UID precondition)
                 continue
-            except KubeAPIError as exc:
-                if exc.status in (429, 500):  # a PDB refused it (or several PDBs select the pod)
-                    failures += 1
-                    retry_at = now + min(EVICTION_BACKOFF_BASE_SECONDS * 2 ** (failures - 1), EVICTION_BACKOFF_MAX_SECONDS)
-                    self._backoff[bkey] = (failures, retry_at)
-                    self._wake_at(retry_at)
-                    reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
-                    events.append(TerminationEvent(TerminationEventKind.EVICT_BLOCKED, name, key, reason=reason))
-                    why = "eviction does not support multiple PDBs" if exc.status == 500 else "evicting pod violates a PDB"
-                    await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{why} (Pod={key})"))
-                    continue
-                raise
+            except (TooManyRequestsError, InternalServerError) as exc:  # a PDB refused it (or several PDBs select the pod)
+                failures += 1
+                retry_at = now + min(EVICTION_BACKOFF_BASE_SECONDS * 2 ** (failures - 1), EVICTION_BACKOFF_MAX_SECONDS)
+                self._backoff[bkey] = (failures, retry_at)
+                self._wake_at(retry_at)
+                reason = "; ".join([str(exc), *[c for c in exc.causes if c]])
+                events.append(TerminationEvent(TerminationEventKind.EVICT_BLOCKED, name, key, reason=reason))
+                several = isinstance(exc, InternalServerError)
+                why = "eviction does not support multiple PDBs" if several else "evicting pod violates a PDB"
+                await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{why} (Pod={key})"))
+                continue
         if on_node:
             still = {v.key for v in await list_views(self.kube, "Pod", self._views) if isinstance(v, PodView) and v.node_name == name}
             waiting = [p for p in on_node if p.key in still]
@@ -334,29 +289,29 @@ class NodeTermination:
                 await self._publish(karpenter_events.node_failed_to_drain(node.raw, f"{len(waiting)} pods are waiting to be evicted"))
                 return events
         await self._set_drained(claim, True)
-        if not await self._volumes_detached(node.raw, claim, [p.raw for p in pods], deadline, now):
+        if not await self._volumes_detached(node, claim, pods, deadline, now):
             return events
-        finalizers = [f for f in node.raw["metadata"].get("finalizers") or [] if f != FINALIZER_TERMINATION]
+        finalizers = [f for f in node.finalizers if f != FINALIZER_TERMINATION]
         await ignore_not_found(self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}}))
         log.info("dry run: would delete node" if self.dry_run else "deleted node")  # Karpenter's line (node/termination/controller.go)
         events.append(TerminationEvent(TerminationEventKind.NODE_FINALIZED, name))
         return events
 
-    async def _volumes_detached(self, node: dict[str, Any], claim: NodeClaimView | None, pods: list[dict[str, Any]],
+    async def _volumes_detached(self, node: NodeView, claim: NodeClaimView | None, pods: list[PodView],
                                 deadline: float | None, now: float) -> bool:
         """True when the drained Node may go: no VolumeAttachment of a drained pod's volume is left,
         or the terminationGracePeriod deadline has passed. Sets ``VolumesDetached`` and publishes
         ``AwaitingVolumeDetachment`` while waiting."""
-        name = node["metadata"]["name"]
+        name = node.name
         try:
-            attachments = [va for va in await self.kube.list("VolumeAttachment") if (va.get("spec") or {}).get("nodeName") == name]
+            attachments = [va for va in await self.kube.list("VolumeAttachment") if field_of(va, "spec", "nodeName") == name]
         except KubeAPIError as exc:  # e.g. an install whose RBAC predates the rule: do not hold the node forever
             log.warning("cannot list VolumeAttachments (%s); not waiting for volumes of Node %s", exc, name)
             attachments = []
         if attachments:
             kept = await self._undrained_volumes(name, pods, now)
             attachments = [va for va in attachments
-                           if ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")
+                           if field_of(va, "spec", "source", "persistentVolumeName")
                            and va["spec"]["source"]["persistentVolumeName"] not in kept]
         if not attachments:
             await self._set_condition(claim, VOLUMES_DETACHED, "True")
@@ -364,25 +319,25 @@ class NodeTermination:
         if deadline is not None and now >= deadline:
             await self._set_condition(claim, VOLUMES_DETACHED, "False", "TerminationGracePeriodElapsed")
             return True
-        await self._publish(karpenter_events.node_awaiting_volume_detachment(node, sorted(va["metadata"]["name"] for va in attachments)))
+        names = sorted(va["metadata"]["name"] for va in attachments)
+        await self._publish(karpenter_events.node_awaiting_volume_detachment(node.raw, names))
         await self._set_condition(claim, VOLUMES_DETACHED, "Unknown", "AwaitingVolumeDetachment")
         self._wake_at(now + 5.0)
         return False
 
-    async def _undrained_volumes(self, node: str, pods: list[dict[str, Any]], now: float) -> set[str]:
+    async def _undrained_volumes(self, node: str, pods: list[PodView], now: float) -> set[str]:
         """PersistentVolume names of the claims of the pods on ``node`` that are not drained
         (mirror pods, pods tolerating the disrupted taint, pods stuck terminating); their
         attachments do not hold the node."""
-        claims = {(p["metadata"].get("namespace") or "default", v["persistentVolumeClaim"]["claimName"])
-                  for p in pods if (p.get("spec") or {}).get("nodeName") == node
-                  and (_is_mirror(p) or tolerates_disrupted_taint(p) or is_stuck_terminating(p, now))
-                  for v in (p.get("spec") or {}).get("volumes") or [] if (v.get("persistentVolumeClaim") or {}).get("claimName")}
+        claims = {(p.namespace, claim) for p in pods if p.node_name == node
+                  and (p.mirror or p.tolerates_disrupted_taint or p.stuck_terminating(now))
+                  for claim in p.claim_names}
         if not claims:
             return set()
         pvcs = await self.kube.list("PersistentVolumeClaim")
         return {str(c["spec"]["volumeName"]) for c in pvcs
                 if (c["metadata"].get("namespace") or "default", c["metadata"]["name"]) in claims
-                and (c.get("spec") or {}).get("volumeName")}
+                and field_of(c, "spec", "volumeName")}
 
     async def _set_condition(self, claim: NodeClaimView | None, type_: str, status: str, reason: str = "") -> None:
         if claim is None:
@@ -390,7 +345,7 @@ class NodeTermination:
         current = await ignore_not_found(self.kube.get("NodeClaim", claim.name))
         if current is None:
             return
-        conds = set_condition(list((current.get("status") or {}).get("conditions") or []), type_, status,
+        conds = set_condition(status_conditions(current), type_, status,
                               iso(self.clock.now()), reason, reason)
         patch = patch_conditions(current, conds)
         if patch is not None:
@@ -405,12 +360,12 @@ class NodeTermination:
         if stamp:
             return parse_rfc3339(stamp)
         try:
-            tgp = duration_seconds((claim.raw.get("spec") or {}).get("terminationGracePeriod"))
+            tgp = duration_seconds(claim.termination_grace_period or None)
         except ValueError:
             return None
         if tgp is None:
             return None
-        start = parse_rfc3339(claim.raw["metadata"].get("deletionTimestamp") or node.raw["metadata"].get("deletionTimestamp")) \
+        start = parse_rfc3339(claim.deletion_timestamp or node.deletion_timestamp) \
             or self.clock.now()
         deadline = start + tgp
         try:

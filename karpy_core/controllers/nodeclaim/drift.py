@@ -20,15 +20,17 @@ static checks are cheap and run every pass.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.hashing import HASH_VERSION
-from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION, LABEL_NODEPOOL
+from karpy_core.apis.labels import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import NODECLASS_KINDS, Wake
+from karpy_core.controllers.conditions import clear_condition, status_conditions
 from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
@@ -134,8 +136,8 @@ class NodeClaimDrift:
         """Epoch seconds of the next provider re-check, or None when nothing is tracked."""
         return min((c.at + self.recheck_seconds for c in self._checks.values()), default=None)
 
-    async def _nodeclass_version(self, ref: dict[str, Any], memo: dict[tuple[str, str], str | None]) -> str | None:
-        key = (ref.get("kind", ""), ref.get("name", ""))
+    async def _nodeclass_version(self, ref: Mapping[str, Any], memo: dict[tuple[str, str], str | None]) -> str | None:
+        key = (str(ref.get("kind", "")), str(ref.get("name", "")))
         if key not in memo:
             try:
                 obj = await self.kube.get(key[0], key[1])
@@ -146,7 +148,7 @@ class NodeClaimDrift:
 
     async def _provider_reason(self, nc: dict[str, Any], now: float, memo: dict[tuple[str, str], str | None]) -> str:
         name = nc["metadata"]["name"]
-        version = await self._nodeclass_version((nc.get("spec") or {}).get("nodeClassRef") or {}, memo)
+        version = await self._nodeclass_version(self._views.nodeclaim(nc).node_class_ref, memo)
         last = self._checks.get(name)
         if last is not None and last.nodeclass_version == version and now < last.at + self.recheck_seconds:
             return last.reason
@@ -176,7 +178,7 @@ class NodeClaimDrift:
             if nc["metadata"].get("deletionTimestamp") or not is_true(nc, "Launched"):
                 continue
             live.add(name)
-            pool = pools.get((nc["metadata"].get("labels") or {}).get(LABEL_NODEPOOL, ""))
+            pool = pools.get(self._views.nodeclaim(nc).nodepool or "")
             reason, message = "", ""
             if pool is not None:
                 nc = await self._restamp(nc, pool.hash)  # the hash: once per NodePool version
@@ -201,7 +203,7 @@ class NodeClaimDrift:
                 continue
             if self.metrics is not None:
                 claim = await ignore_kube_error(self.kube.get("NodeClaim", ev.nodeclaim))
-                pool = ((claim or {}).get("metadata", {}).get("labels") or {}).get(LABEL_NODEPOOL, "")
+                pool = (NodeClaimView.of(claim).nodepool or "") if claim is not None else ""
                 self.metrics.nodeclaims_drifted.labels(type=ev.reason, nodepool=pool).inc()
             if self.events is not None:
                 await self.events.record(karpenter_events.drifted(ev.nodeclaim, ev.message or ev.reason))
@@ -213,7 +215,7 @@ class NodeClaimDrift:
         hash becomes the NodePool's current one, so a later NodePool change is drift again.
         Karpenter's ``nodepool/hash`` controller does the same when its hash version changes
         (designs/drift-hash-versioning.md). A claim without a hash is left alone (no hash drift)."""
-        ann = nc["metadata"].get("annotations") or {}
+        ann = self._views.nodeclaim(nc).annotations
         if ANNOTATION_NODEPOOL_HASH not in ann or ann.get(ANNOTATION_NODEPOOL_HASH_VERSION) == HASH_VERSION:
             return nc
         patch = {ANNOTATION_NODEPOOL_HASH_VERSION: HASH_VERSION}
@@ -240,12 +242,12 @@ class NodeClaimDrift:
             new = {"type": CONDITION_DRIFTED, "status": "True", "reason": reason, "message": message,
                    "lastTransitionTime": cur["lastTransitionTime"] if cur is not None and cur.get("status") == "True"
                    and cur.get("lastTransitionTime") else iso(now)}
-            conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != CONDITION_DRIFTED] + [new]
+            conds = [*clear_condition(status_conditions(nc), CONDITION_DRIFTED), new]
             kind = DriftEventKind.DRIFTED
         else:
             if cur is None:
                 return None
-            conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != CONDITION_DRIFTED]
+            conds = clear_condition(status_conditions(nc), CONDITION_DRIFTED)
             kind = DriftEventKind.UNDRIFTED
         try:
             await self.kube.patch("NodeClaim", name, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}}, status=True)

@@ -25,6 +25,7 @@ from karpy_core.controllers.base import Wake
 from karpy_core.errors import NodeClaimNotFoundError, ignore_not_found
 from karpy_core.logs import fields
 from karpy_core.state.synced import ClusterSync
+from karpy_core.state.views import NodeClaimView, NodeView
 
 if TYPE_CHECKING:
     from karpy_core.cloudprovider.provider import CloudProvider
@@ -59,9 +60,9 @@ async def garbage_collect(
 
     Raises: whatever the provider raises other than NodeClaimNotFoundError.
     """
-    claims = await kube.list("NodeClaim")
-    claimed = {(nc.get("status") or {}).get("providerID") for nc in claims}
-    launching = {nc["metadata"]["name"] for nc in claims if not (nc.get("status") or {}).get("providerID")}
+    claims = [NodeClaimView.of(nc) for nc in await kube.list("NodeClaim")]
+    claimed = {nc.provider_id for nc in claims}
+    launching = {nc.name for nc in claims if not nc.provider_id}
     now = clock.now()
     done = []
     for cloud in await provider.list():
@@ -93,9 +94,9 @@ async def garbage_collect(
             pass  # terminated (or, for a provider that refuses, reported by the provider)
         log.info("garbage collected leaked instance", extra=fields(provider_id=pid))
         done.append(pid)
-        for node in await kube.list("Node"):
-            if (node.get("spec") or {}).get("providerID") == pid:
-                await ignore_not_found(kube.delete("Node", node["metadata"]["name"]))
+        for node in map(NodeView.of, await kube.list("Node")):
+            if node.provider_id == pid:
+                await ignore_not_found(kube.delete("Node", node.name))
     return done
 
 
@@ -104,31 +105,23 @@ async def collect_orphaned_nodeclaims(kube: KubeClient, provider: CloudProvider,
     returns their names (with ``dry_run``: logs ``dry run: would garbage collect nodeclaim`` instead
     of deleting)."""
     listed = {c.status.provider_id for c in await provider.list()}
-    nodes = {(n.get("spec") or {}).get("providerID"): n for n in await kube.list("Node")}
+    nodes = {n.provider_id: n for n in map(NodeView.of, await kube.list("Node"))}
     done = []
-    for nc in await kube.list("NodeClaim"):
-        meta = nc["metadata"]
-        pid = (nc.get("status") or {}).get("providerID")
-        if meta.get("deletionTimestamp") or not pid or pid in listed:
-            continue
-        conditions = (nc.get("status") or {}).get("conditions") or ()
-        registered = any(c.get("type") == "Registered" and c.get("status") == "True" for c in conditions)
-        if not registered:
+    for nc in map(NodeClaimView.of, await kube.list("NodeClaim")):
+        pid = nc.provider_id
+        if nc.deleting or not pid or pid in listed or not nc.is_true("Registered"):
             continue
         node = nodes.get(pid)
-        ready = node is not None and any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or ()
-        )
-        if ready:
+        if node is not None and node.ready:
             continue
         if dry_run:
             log.info("dry run: would garbage collect nodeclaim: its instance is gone",
-                     extra=fields(nodeclaim=meta["name"], provider_id=pid, dryRun=True))
-            done.append(meta["name"])
+                     extra=fields(nodeclaim=nc.name, provider_id=pid, dryRun=True))
+            done.append(nc.name)
             continue
-        await ignore_not_found(kube.delete("NodeClaim", meta["name"]))
-        log.info("garbage collected nodeclaim: its instance is gone", extra=fields(nodeclaim=meta["name"], provider_id=pid))
-        done.append(meta["name"])
+        await ignore_not_found(kube.delete("NodeClaim", nc.name))
+        log.info("garbage collected nodeclaim: its instance is gone", extra=fields(nodeclaim=nc.name, provider_id=pid))
+        done.append(nc.name)
     return done
 
 

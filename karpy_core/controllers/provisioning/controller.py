@@ -39,6 +39,7 @@ from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import WatchEvent
 from karpy_core.state.views import is_provisionable
 from karpy_core.utils.clock import Clock
+from karpy_core.utils.fields import field_of, map_of
 
 if TYPE_CHECKING:
     from karpy_core.observability import Metrics
@@ -61,9 +62,7 @@ def awaiting_scheduler(pod: dict[str, Any]) -> bool:
     condition, not terminating or finished, not a DaemonSet or static pod, and for the default
     scheduler. Such pods are about to be marked Unschedulable or bound; their arrival keeps the
     provisioning batch open so one pass sees the whole burst."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
+    meta, spec, status = map_of(pod, "metadata"), map_of(pod, "spec"), map_of(pod, "status")
     if spec.get("nodeName") or meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
         return False
     if spec.get("schedulerName") not in (None, "", "default-scheduler"):
@@ -74,7 +73,7 @@ def awaiting_scheduler(pod: dict[str, Any]) -> bool:
 
 
 def _pod_key(pod: dict[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
+    meta = map_of(pod, "metadata")
     return f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
 
 
@@ -109,7 +108,7 @@ class ProvisionerTrigger:
         """A pod changed: a pod awaiting kube-scheduler opens or extends the batch and holds it
         open; a provisionable one opens or extends it."""
         pod = event.object
-        uid = (pod.get("metadata") or {}).get("uid") or _pod_key(pod)
+        uid = field_of(pod, "metadata", "uid") or _pod_key(pod)
         if event.type != "DELETED" and awaiting_scheduler(pod):
             self._unmarked.add(uid)
             self.batcher.trigger((uid, "arrived"))

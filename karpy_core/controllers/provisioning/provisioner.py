@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy_core.apis.hashing import HASH_VERSION, nodepool_hash
+from karpy_core.apis.base import ObjectMeta, OwnerReference, to_kube_dict
+from karpy_core.apis.hashing import HASH_VERSION
 from karpy_core.apis.labels import (
     ANNOTATION_MIN_VALUES_RELAXED,
     ANNOTATION_NODEPOOL_HASH,
@@ -31,6 +32,8 @@ from karpy_core.apis.labels import (
     LABEL_NODEPOOL,
     nodeclass_label_key,
 )
+from karpy_core.apis.nodeclaim import NodeClaim, NodeClaimSpec, ResourceRequests
+from karpy_core.apis.nodepool import NodePool, NodeSelectorRequirementWithMinValues
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.capacitybuffer import BufferPlacement, owner_of, provisioning_conditions
@@ -53,11 +56,12 @@ from karpy_core.state.cluster import (
 )
 from karpy_core.state.nominations import Nominations, in_flight_targets, recorded_targets
 from karpy_core.state.synced import ClusterSync
-from karpy_core.state.views import NodePoolView
+from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import Clock, RealClock
+from karpy_core.utils.fields import field_of
 from karpy_core.utils.quantity import QuantityError
 
-__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "build_scheduler", "pretty_list",
+__all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "planned_nodeclaim", "build_scheduler", "pretty_list",
            "remainder_claims"]
 
 log = logging.getLogger(__name__)
@@ -149,54 +153,80 @@ async def build_scheduler(
     return scheduler, templates
 
 
-def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> dict[str, Any]:
-    """The ``karpenter.sh/v1`` NodeClaim object for a planned node (to be created).
+def planned_nodeclaim(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> NodeClaim:
+    """The typed ``karpenter.sh/v1`` NodeClaim for a planned node (to be created), built from its
+    NodePool's validated template as Karpenter's ``NodeClaimTemplate.ToNodeClaim`` does
+    (``pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go``): ``generateName``
+    ``<nodepool>-``; the template's labels plus ``karpenter.sh/nodepool`` and the NodeClass label;
+    its annotations plus the NodePool hash and hash version (and karpy's min-values-relaxed and
+    nominated-pods annotations); an owner reference to the NodePool (``blockOwnerDeletion``); the
+    template's spec (taints, startup taints, ``expireAfter``, ``terminationGracePeriod``,
+    ``nodeClassRef``) with the plan's requirements and requests (quantities).
 
     Args:
         plan: the planned node.
         nodepool: the view of the plan's NodePool (its template, hash and uid are copied onto the
-            claim); without it, the NodePool dict the plan's template was built from.
+            claim); without it, the view of the NodePool dict the plan's template was built from.
+
+    Raises:
+        pydantic.ValidationError: the NodePool does not validate (a ``ValueError``; the snapshot's
+            NodePools always do: an invalid one plans nothing).
     """
-    np_obj = nodepool.raw if nodepool is not None else plan.template.raw
-    meta = np_obj.get("metadata") or {}
-    tmpl = (np_obj.get("spec") or {}).get("template") or {}
-    tmeta = tmpl.get("metadata") or {}
-    tspec = tmpl.get("spec") or {}
-    labels = dict(tmeta.get("labels") or {})
-    labels[LABEL_NODEPOOL] = plan.nodepool
-    ref = tspec.get("nodeClassRef") or {}
-    if ref.get("group") and ref.get("kind") and ref.get("name"):
-        labels[nodeclass_label_key(str(ref["group"]), str(ref["kind"]))] = str(ref["name"])
-    annotations = dict(tmeta.get("annotations") or {})
-    annotations[ANNOTATION_NODEPOOL_HASH] = nodepool.hash if nodepool is not None else nodepool_hash(np_obj)
-    annotations[ANNOTATION_NODEPOOL_HASH_VERSION] = HASH_VERSION
+    pool = nodepool if nodepool is not None else NodePoolView.of(plan.template.raw)
+    model = pool.model
+    template = model.spec.template
+    labels = {**template.metadata.labels, LABEL_NODEPOOL: plan.nodepool}
+    ref = template.spec.node_class_ref
+    labels[nodeclass_label_key(ref.group, ref.kind)] = ref.name
+    annotations = {**template.metadata.annotations,
+                   ANNOTATION_NODEPOOL_HASH: pool.hash, ANNOTATION_NODEPOOL_HASH_VERSION: HASH_VERSION}
     if plan.min_values_relaxed:
         annotations[ANNOTATION_MIN_VALUES_RELAXED] = "true"
     if plan.pods:  # the pod nominations, for a successor (state/nominations.py recorded_targets)
         annotations[ANNOTATION_NOMINATED_PODS] = ",".join(sorted({p.key for p in plan.pods}))
-    spec: dict[str, Any] = {
-        "requirements": plan.spec_requirements(),
-        "resources": {"requests": format_resource_list(plan.requests)},
-        "nodeClassRef": dict(tspec.get("nodeClassRef") or {}),
-    }
-    for key in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
-        if tspec.get(key) is not None:
-            spec[key] = tspec[key]
-    spec.setdefault("expireAfter", "720h")
-    owner = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": plan.nodepool, "blockOwnerDeletion": True}
-    if meta.get("uid"):
-        owner["uid"] = meta["uid"]
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "generateName": f"{plan.nodepool}-",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [owner],
-        },
-        "spec": spec,
-    }
+    owner = OwnerReference(api_version=NodePool.API_VERSION, kind=NodePool.KIND, name=plan.nodepool,
+                           uid=model.metadata.uid or "", block_owner_deletion=True)
+    return NodeClaim(
+        metadata=ObjectMeta(generate_name=f"{plan.nodepool}-", labels=labels, annotations=annotations, owner_references=[owner]),
+        spec=NodeClaimSpec(
+            requirements=[_requirement(r) for r in plan.spec_requirements()],
+            resources=ResourceRequests(requests=format_resource_list(plan.requests)),
+            node_class_ref=ref.model_copy(),
+            taints=[t.model_copy() for t in template.spec.taints],
+            startup_taints=[t.model_copy() for t in template.spec.startup_taints],
+            expire_after=template.spec.expire_after,
+            termination_grace_period=template.spec.termination_grace_period,
+        ),
+    )
+
+
+def _requirement(selector: Mapping[str, Any]) -> NodeSelectorRequirementWithMinValues:
+    """One of :meth:`PlannedNodeClaim.spec_requirements`' node-selector dicts as the typed
+    requirement, not validated again (``model_construct``): its key and values come from the
+    NodePool model and the catalog, and checking each of ~600 instance-type values per claim
+    cost ~4 ms; the API server's CRD schema checks them on create."""
+    fields_ = {"key": selector["key"], "operator": selector["operator"]}
+    if "values" in selector:
+        fields_["values"] = list(selector["values"])
+    if selector.get("minValues") is not None:
+        fields_["min_values"] = selector["minValues"]
+    return NodeSelectorRequirementWithMinValues.model_construct(**fields_)
+
+
+def nodeclaim_from_plan(plan: PlannedNodeClaim, nodepool: NodePoolView | None = None) -> dict[str, Any]:
+    """:func:`planned_nodeclaim` serialised for the API (:func:`~karpy_core.apis.base.to_kube_dict`:
+    camelCase, ``None`` and empty lists omitted as Go's ``omitempty``), the one place the typed
+    NodeClaim becomes a dict.
+
+    Raises:
+        pydantic.ValidationError: as :func:`planned_nodeclaim`.
+    """
+    obj = to_kube_dict(planned_nodeclaim(plan, nodepool))
+    obj.pop("status", None)  # created without one: the status is a subresource its controllers write
+    for owner in obj["metadata"]["ownerReferences"]:
+        if not owner["uid"]:  # a NodePool not read from an API server (a test's dict) has none
+            del owner["uid"]
+    return obj
 
 
 class Provisioner:
@@ -319,7 +349,7 @@ class Provisioner:
                 break
             created = await self.kube.create("NodeClaim", nodeclaim_from_plan(plan, snapshot.nodepool(plan.nodepool)))
             log.info("created nodeclaim", extra=fields(  # Karpenter's line and keys (provisioning/provisioner.go)
-                nodeclaim=created, nodepool=plan.nodepool, requests=((created.get("spec") or {}).get("resources") or {}).get("requests"),
+                nodeclaim=created, nodepool=plan.nodepool, requests=field_of(created, "spec", "resources", "requests"),
                 **{"instance-types": pretty_list([it.name for it in plan.instance_types])}))
             result.created.append(created)
             self.nominations.nominate([created["metadata"]["name"]], self.clock.now())
@@ -423,12 +453,12 @@ def _log_decision(results: SchedulingResults, pods: Sequence[PodInfo], seconds: 
         log.info("computed unready node(s) will fit pod(s)", extra={"nodes": len(set(waiting)), "pods": len(waiting)})
 
 
-def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual: dict[str, Any]) -> dict[str, BufferPlacement]:
+def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual: dict[str, PodView]) -> dict[str, BufferPlacement]:
     """Take the virtual pods out of ``results`` and ``pods`` (in place); returns where each
     buffer's went."""
     out: dict[str, BufferPlacement] = {}
     for key, view in virtual.items():
-        place = out.setdefault(owner_of((view.raw.get("metadata") or {}).get("annotations") or {}), BufferPlacement())
+        place = out.setdefault(owner_of(view.annotations), BufferPlacement())
         pods.pop(key, None)
         if key in results.existing:
             place.existing[key] = results.existing.pop(key)
@@ -438,5 +468,5 @@ def _split_virtual(results: SchedulingResults, pods: dict[str, PodInfo], virtual
     for i, plan in enumerate(results.new_claims):
         for p in plan.pods:
             if p.key in virtual:
-                out[owner_of((virtual[p.key].raw.get("metadata") or {}).get("annotations") or {})].new[p.key] = i
+                out[owner_of(virtual[p.key].annotations)].new[p.key] = i
     return out

@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy_core.apis.labels import TAINT_DISRUPTED
 from karpy_core.controllers.disruption.candidates import do_not_disrupt_blocks, lifetime_remaining
 from karpy_core.scheduling.claim import ClaimState, finalize
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.scheduler import PlannedNodeClaim
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
-from karpy_core.state.cluster import ClusterSnapshot, is_true
-from karpy_core.state.views import NodePoolView
+from karpy_core.state.cluster import ClusterSnapshot
+from karpy_core.state.views import NodeClaimView, NodePoolView
+from karpy_core.utils.fields import field_of
 from karpy_core.utils.quantity import QuantityError, parse_quantity
 
 __all__ = ["is_static_pool", "StaticCounts", "static_counts", "node_limit", "scale_up_count", "scale_down_order", "static_claim"]
@@ -31,7 +31,7 @@ __all__ = ["is_static_pool", "StaticCounts", "static_counts", "node_limit", "sca
 
 def is_static_pool(nodepool: Mapping[str, Any]) -> bool:
     """True for a static NodePool dict (``spec.replicas`` set, Karpenter ``nodepoolutils.IsStatic``)."""
-    return (nodepool.get("spec") or {}).get("replicas") is not None
+    return field_of(nodepool, "spec", "replicas") is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,24 +55,20 @@ class StaticCounts:
         return self.active + self.deleting + self.pending_disruption
 
 
-def _tainted_disrupted(node: Mapping[str, Any] | None) -> bool:
-    return node is not None and any(t.get("key") == TAINT_DISRUPTED for t in (node.get("spec") or {}).get("taints") or ())
-
-
-def _marked_for_disruption(snapshot: ClusterSnapshot, nodeclaim: Mapping[str, Any]) -> bool:
-    pid = (nodeclaim.get("status") or {}).get("providerID")
+def _marked_for_disruption(snapshot: ClusterSnapshot, nodeclaim: NodeClaimView) -> bool:
+    """Its ``DisruptionReason`` condition is True or its Node is tainted ``karpenter.sh/disrupted``."""
+    pid = nodeclaim.provider_id
     node = snapshot.node_by_provider_id(pid) if pid else None
-    return is_true(nodeclaim, "DisruptionReason") or _tainted_disrupted(node.raw if node is not None else None)
+    return nodeclaim.is_true("DisruptionReason") or (node is not None and node.disrupted)
 
 
 def static_counts(snapshot: ClusterSnapshot, nodepool: str) -> StaticCounts:
     """The NodeClaims of ``nodepool`` in ``snapshot``, counted by state (:class:`StaticCounts`)."""
     active = deleting = pending = 0
     for nc in snapshot.nodeclaims_of(nodepool):
-        raw = nc.raw
-        if raw["metadata"].get("deletionTimestamp"):
+        if nc.deleting:
             deleting += 1
-        elif _marked_for_disruption(snapshot, raw):
+        elif _marked_for_disruption(snapshot, nc):
             pending += 1
         else:
             active += 1
@@ -82,7 +78,7 @@ def static_counts(snapshot: ClusterSnapshot, nodepool: str) -> StaticCounts:
 def node_limit(pool: NodePoolView) -> int | None:
     """``spec.limits.nodes`` as a count, or None when unset (or not a quantity: the API rejects
     those)."""
-    value = ((pool.raw.get("spec") or {}).get("limits") or {}).get("nodes")
+    value = pool.model.spec.limits.get("nodes")
     if value is None:
         return None
     try:
@@ -122,17 +118,16 @@ def scale_down_order(snapshot: ClusterSnapshot, nodepool: str, count: int, now: 
     unresolved: list[str] = []
     empty: list[str] = []
     busy: list[tuple[bool, float, str]] = []
-    for nc in sorted(snapshot.nodeclaims_of(nodepool), key=lambda v: v.raw["metadata"]["name"]):
-        raw = nc.raw
-        name = raw["metadata"]["name"]
-        if raw["metadata"].get("deletionTimestamp"):
+    for nc in sorted(snapshot.nodeclaims_of(nodepool), key=lambda v: v.name):
+        name = nc.name
+        if nc.deleting:
             continue
-        pid = (raw.get("status") or {}).get("providerID")
+        pid = nc.provider_id
         if not pid:
             unresolved.append(name)
             continue
         node = snapshot.node_by_provider_id(pid)
-        if node is None or node.raw["metadata"].get("deletionTimestamp") or _marked_for_disruption(snapshot, raw):
+        if node is None or node.deleting or _marked_for_disruption(snapshot, nc):
             continue
         pods = [p for p in snapshot.pods_on(node.name) if not p.terminal]
         moving = [p for p in pods if p.reschedulable]

@@ -22,13 +22,7 @@ from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import evaluate
 
-__all__ = ["Drift", "has_termination_grace_period", "keep_over_budget", "still_drifted"]
-
-
-def has_termination_grace_period(cand: Candidate) -> bool:
-    """True when ``cand``'s NodeClaim sets ``spec.terminationGracePeriod`` (drift may then go
-    through do-not-disrupt and PDBs, as in Karpenter)."""
-    return bool(cand.nodeclaim.termination_grace_period)
+__all__ = ["Drift", "DriftRules", "keep_over_budget"]
 
 
 def keep_over_budget(ctx: PassContext, cand: Candidate, method: DisruptionMethod) -> None:
@@ -38,15 +32,26 @@ def keep_over_budget(ctx: PassContext, cand: Candidate, method: DisruptionMethod
              DecisionDetails(budget=DisruptionReason.DRIFTED))
 
 
-def still_drifted(cand: Candidate) -> Invalidation | None:
-    """None while ``cand`` is drifted, else why a drift command no longer applies."""
-    if cand.drifted:
-        return None
-    return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
+class DriftRules:
+    """What both drift methods (:class:`Drift`, :class:`~.static_drift.StaticDrift`) ask of a
+    candidate besides its plan: may a blocked node go, and does the command still apply."""
+
+    __slots__ = ()
+
+    def may_disrupt_blocked(self, cand: Candidate) -> bool:
+        """Only when ``cand``'s NodeClaim sets ``spec.terminationGracePeriod``: drift may then
+        go through do-not-disrupt and PDBs, as in Karpenter."""
+        return bool(cand.nodeclaim.termination_grace_period)
+
+    def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
+        """None while ``cand`` is drifted, else why the drift command no longer applies."""
+        if cand.drifted:
+            return None
+        return Invalidation(DecisionKind.NO_LONGER_DRIFTED, f"{cand.name} is no longer drifted")
 
 
 @dataclass(frozen=True, slots=True)
-class Drift:
+class Drift(DriftRules):
     """Replace one drifted node (see the module docstring)."""
 
     name: ClassVar[DisruptionMethod] = DisruptionMethod.DRIFT
@@ -70,14 +75,6 @@ class Drift:
             budgets.take(c, self.reason)
             return DisruptionPlan(self.name, self.reason, [c], ev.replacements, c.price or 0.0, ev.replacement_price)
         return None
-
-    def may_disrupt_blocked(self, cand: Candidate) -> bool:
-        """With a ``terminationGracePeriod`` only."""
-        return has_termination_grace_period(cand)
-
-    def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
-        """The node must still be drifted."""
-        return still_drifted(cand)
 
     def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
         """Unless every node is empty now."""

@@ -22,10 +22,9 @@ from karpy_core.controllers.disruption.decisions import (
     DecisionKind,
     DisruptionMethod,
     DisruptionReason,
-    Invalidation,
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
-from karpy_core.controllers.disruption.methods.drift import has_termination_grace_period, keep_over_budget, still_drifted
+from karpy_core.controllers.disruption.methods.drift import DriftRules, keep_over_budget
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.static.capacity import node_limit, static_claim, static_counts
 from karpy_core.scheduling.template import template_from_nodepool
@@ -34,8 +33,9 @@ __all__ = ["StaticDrift"]
 
 
 @dataclass(frozen=True, slots=True)
-class StaticDrift:
-    """Replace drifted nodes of static NodePools (see the module docstring)."""
+class StaticDrift(DriftRules):
+    """Replace drifted nodes of static NodePools (see the module docstring); which blocked nodes
+    may go and when a command no longer applies are :class:`DriftRules`', as for :class:`Drift`."""
 
     name: ClassVar[DisruptionMethod] = DisruptionMethod.STATIC_DRIFT
     reason: ClassVar[DisruptionReason] = DisruptionReason.DRIFTED
@@ -87,14 +87,6 @@ class StaticDrift:
             return DisruptionPlan(self.name, self.reason, chosen, [plan] * len(chosen),
                                   sum(c.price or 0.0 for c in chosen), price * len(chosen))
         return None
-
-    def may_disrupt_blocked(self, cand: Candidate) -> bool:
-        """With a ``terminationGracePeriod`` only (as drift)."""
-        return has_termination_grace_period(cand)
-
-    def still_applies(self, cand: Candidate, now: float) -> Invalidation | None:
-        """The node must still be drifted."""
-        return still_drifted(cand)
 
     def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
         """Never: the replacements are the pool's template, not a simulation's result."""

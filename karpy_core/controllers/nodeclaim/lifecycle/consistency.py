@@ -10,11 +10,12 @@ at least :data:`CONSISTENCY_MIN_FRACTION` of the NodeClaim's for every requested
 from __future__ import annotations
 
 from karpy_core.controllers import events as karpenter_events
-from karpy_core.controllers.conditions import CONSISTENT_STATE_FOUND, patch_conditions, set_condition
+from karpy_core.controllers.conditions import CONSISTENT_STATE_FOUND, patch_conditions, set_condition, status_conditions
 from karpy_core.controllers.nodeclaim.lifecycle.common import LifecycleDeps, log
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.views import NodeClaimView, NodeView
 from karpy_core.utils.clock import iso
+from karpy_core.utils.fields import map_of
 
 __all__ = ["Consistency", "CONSISTENCY_SCAN_SECONDS", "CONSISTENCY_MIN_FRACTION"]
 
@@ -42,12 +43,11 @@ class Consistency:
         self._scanned[uid] = now
         if len(self._scanned) > 50_000:
             self._scanned = {k: t for k, t in self._scanned.items() if now - t < CONSISTENCY_SCAN_SECONDS}
-        status = nc.raw.get("status") or {}
-        requested = parse_resource_list(((nc.raw.get("spec") or {}).get("resources") or {}).get("requests"))
-        expected = parse_resource_list(status.get("capacity"))
-        have = parse_resource_list((node.raw.get("status") or {}).get("capacity"))
-        raw_expected = status.get("capacity") or {}
-        raw_have = (node.raw.get("status") or {}).get("capacity") or {}
+        requested = nc.requests
+        raw_expected = map_of(nc.raw, "status", "capacity")  # as written, for the message
+        raw_have = map_of(node.raw, "status", "capacity")
+        expected = parse_resource_list(raw_expected)
+        have = node.capacity
         issues = []
         for r, v in sorted(requested.items()):
             if v <= 0 or expected.get(r, 0) <= 0:
@@ -56,7 +56,7 @@ class Consistency:
             if pct < CONSISTENCY_MIN_FRACTION:
                 issues.append(f"expected {raw_expected.get(r)} of resource {r}, but found {raw_have.get(r, '0')} "
                               f"({pct * 100:.1f}% of expected)")
-        conds = list(status.get("conditions") or [])
+        conds = status_conditions(nc.raw)
         stamp = iso(now)
         if issues:
             for issue in issues:

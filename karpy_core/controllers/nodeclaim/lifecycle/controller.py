@@ -18,7 +18,7 @@ from karpy_core.apis.labels import FINALIZER_TERMINATION, nodeclass_label_key
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake, list_views
-from karpy_core.controllers.conditions import INSTANCE_TERMINATING, set_condition
+from karpy_core.controllers.conditions import INSTANCE_TERMINATING, set_condition, status_conditions
 from karpy_core.controllers.nodeclaim.lifecycle.common import (
     CONTROLLER,
     LifecycleDeps,
@@ -168,7 +168,7 @@ class NodeClaimLifecycle:
     async def _hydrate(self, nc: NodeClaimView, node: NodeView) -> None:
         """Karpenter's hydration controllers: a NodeClaim and Node made before the NodeClass label
         existed get ``<group>/<kind lower-cased>: <NodeClass name>``."""
-        ref = (nc.raw.get("spec") or {}).get("nodeClassRef") or {}
+        ref = nc.node_class_ref
         if not (ref.get("group") and ref.get("kind") and ref.get("name")):
             return
         key, value = nodeclass_label_key(str(ref["group"]), str(ref["kind"])), str(ref["name"])
@@ -192,7 +192,7 @@ class NodeClaimLifecycle:
             return events  # wait for the Node's own termination to finish
         if pid:
             if not nc.is_true(INSTANCE_TERMINATING):
-                conds = set_condition(list((nc.raw.get("status") or {}).get("conditions") or []), INSTANCE_TERMINATING, "True",
+                conds = set_condition(status_conditions(nc.raw), INSTANCE_TERMINATING, "True",
                                       iso(self.clock.now()))
                 await ignore_not_found(self.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True))
             try:

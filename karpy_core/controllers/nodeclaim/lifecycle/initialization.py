@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from karpy_core.apis.labels import LABEL_INITIALIZED
 from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.conditions import status_conditions
 from karpy_core.controllers.nodeclaim.lifecycle.common import (
     LifecycleDeps,
     LifecycleEvent,
@@ -20,9 +21,9 @@ from karpy_core.controllers.nodeclaim.lifecycle.common import (
     set_lifecycle_condition,
 )
 from karpy_core.logs import fields
-from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.state.views import NodeClaimView, NodeView
 from karpy_core.utils.clock import iso
+from karpy_core.utils.fields import map_of
 
 __all__ = ["Initialization", "EPHEMERAL_TAINTS", "initialized"]
 
@@ -46,7 +47,7 @@ def initialized(nc: NodeClaimView, node: NodeView) -> bool:
     startup = {(t.key, t.effect) for t in nc.startup_taints}
     if any((t.key, t.effect) in startup or t.key in EPHEMERAL_TAINTS for t in node.taints):
         return False
-    requested = parse_resource_list(((nc.raw.get("spec") or {}).get("resources") or {}).get("requests"))
+    requested = nc.requests
     alloc = node.allocatable
     return not any("/" in r and v > 0 and alloc.get(r, 0) == 0 for r, v in requested.items())
 
@@ -64,11 +65,11 @@ class Initialization:
             return []
         await d.kube.patch("Node", node.name, {"metadata": {"labels": {LABEL_INITIALIZED: "true"}}})
         now = iso(d.clock.now())
-        conds = list((nc.raw.get("status") or {}).get("conditions") or [])
+        conds = status_conditions(nc.raw)
         conds = set_lifecycle_condition(conds, "Initialized", "True", "Initialized", "", now)
         conds = set_lifecycle_condition(conds, "Ready", "True", "Ready", "", now)
         await d.kube.patch("NodeClaim", nc.name, {"status": {"conditions": conds}}, status=True)
         log.info("initialized nodeclaim", extra=fields(node=node.name, provider_id=nc.provider_id or None,
-                                                       allocatable=(node.raw.get("status") or {}).get("allocatable") or {}))
+                                                       allocatable=map_of(node.raw, "status", "allocatable")))
         await d.publish(karpenter_events.initialized(nc.name, node.name))
         return [LifecycleEvent(LifecycleEventKind.INITIALIZE, nc.name, node=node.name)]

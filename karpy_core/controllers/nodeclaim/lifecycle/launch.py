@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.conditions import status_conditions
 from karpy_core.controllers.nodeclaim.lifecycle.common import (
     CONTROLLER,
     LifecycleDeps,
@@ -26,6 +27,7 @@ from karpy_core.errors import CreateError, InsufficientCapacityError, NodeClassN
 from karpy_core.logs import fields
 from karpy_core.state.views import NodeClaimView, condition_of
 from karpy_core.utils.clock import iso
+from karpy_core.utils.fields import map_of
 
 __all__ = ["Launch", "launch_attempted"]
 
@@ -49,7 +51,7 @@ class Launch:
         d = self.deps
         name = nc.name
         now = iso(d.clock.now())
-        conditions = list((nc.raw.get("status") or {}).get("conditions") or [])
+        conditions = status_conditions(nc.raw)
         try:
             launched = await d.provider.create(nc.model)
         except (InsufficientCapacityError, NodeClassNotReadyError) as exc:
@@ -63,10 +65,10 @@ class Launch:
             await d.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
             return await self._failed(nc, exc.condition_reason, exc.condition_message)
         out = launched.model_dump(by_alias=True, exclude_none=True, mode="json")
-        labels = {**nc.labels, **((out.get("metadata") or {}).get("labels") or {})}
-        annotations = {**nc.annotations, **((out.get("metadata") or {}).get("annotations") or {})}
+        labels = {**nc.labels, **launched.metadata.labels}
+        annotations = {**nc.annotations, **launched.metadata.annotations}
         await d.kube.patch("NodeClaim", name, {"metadata": {"labels": labels, "annotations": annotations}})
-        status = dict(out.get("status") or {})
+        status = dict(map_of(out, "status"))
         status["conditions"] = set_lifecycle_condition(conditions, "Launched", "True", "Launched", "", now)
         present = {c["type"] for c in status["conditions"]}
         for t in ("Registered", "Initialized", "Ready"):
@@ -82,7 +84,7 @@ class Launch:
         log.info("launched nodeclaim", extra=fields(  # Karpenter's line and keys (nodeclaim/lifecycle/launch.go)
             provider_id=details["providerID"], **{"instance-type": details["instanceType"], "zone": details["zone"],
                                                   "capacity-type": details["capacityType"],
-                                                  "allocatable": status.get("allocatable") or {}}))
+                                                  "allocatable": map_of(status, "allocatable")}))
         await d.publish(karpenter_events.launched(name, details))
         return [LifecycleEvent(LifecycleEventKind.LAUNCH, name, details=details)]
 

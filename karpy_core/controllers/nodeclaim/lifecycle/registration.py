@@ -17,6 +17,7 @@ from typing import Any
 
 from karpy_core.apis.labels import FINALIZER_TERMINATION, LABEL_HOSTNAME, LABEL_REGISTERED, LABEL_ZONE, TAINT_UNREGISTERED
 from karpy_core.controllers import events as karpenter_events
+from karpy_core.controllers.conditions import status_conditions
 from karpy_core.controllers.nodeclaim.lifecycle.common import (
     LifecycleDeps,
     LifecycleEvent,
@@ -28,6 +29,7 @@ from karpy_core.errors import KubeAPIError, NotFoundError
 from karpy_core.logs import fields
 from karpy_core.state.views import NodeClaimView, NodeView
 from karpy_core.utils.clock import iso
+from karpy_core.utils.fields import field_of, map_of
 
 __all__ = ["NOMINATION_CONCURRENCY", "Registration"]
 
@@ -53,10 +55,10 @@ class Registration:
         labels = {**node.labels, **nc.labels}
         labels[LABEL_REGISTERED] = "true"
         labels.setdefault(LABEL_HOSTNAME, node_name)
-        raw_taints: list[dict[str, Any]] = (node.raw.get("spec") or {}).get("taints") or []
+        raw_taints: list[dict[str, Any]] = field_of(node.raw, "spec", "taints") or []  # written back as they are
         taints = [t for t in raw_taints if t.get("key") != TAINT_UNREGISTERED]
         have = {(t.get("key"), t.get("effect")) for t in taints}
-        spec = nc.raw.get("spec") or {}
+        spec = map_of(nc.raw, "spec")
         for t in [*(spec.get("taints") or []), *(spec.get("startupTaints") or [])]:
             if (t.get("key"), t.get("effect")) not in have:
                 taints.append(dict(t))
@@ -71,7 +73,7 @@ class Registration:
             {"metadata": {"labels": labels, "finalizers": finalizers, "ownerReferences": [owner]}, "spec": {"taints": taints}},
         )
         now = iso(d.clock.now())
-        conds = set_lifecycle_condition(list((nc.raw.get("status") or {}).get("conditions") or []), "Registered", "True",
+        conds = set_lifecycle_condition(status_conditions(nc.raw), "Registered", "True",
                                         "Registered", "", now)
         await d.kube.patch("NodeClaim", name, {"status": {"nodeName": node_name, "conditions": conds}}, status=True)
         pool = nc.nodepool or ""
@@ -103,9 +105,8 @@ class Registration:
             async with gate:
                 try:
                     current = await d.kube.get("Pod", pod, namespace)
-                    spec, meta = current.get("spec") or {}, current.get("metadata") or {}
-                    if spec.get("nodeName") or meta.get("deletionTimestamp") or \
-                            (current.get("status") or {}).get("nominatedNodeName") == node_name:
+                    if field_of(current, "spec", "nodeName") or field_of(current, "metadata", "deletionTimestamp") or \
+                            field_of(current, "status", "nominatedNodeName") == node_name:
                         return
                     await d.kube.patch("Pod", pod, {"status": {"nominatedNodeName": node_name}}, namespace, status=True)
                 except NotFoundError:
