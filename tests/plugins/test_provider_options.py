@@ -101,8 +101,8 @@ def _millicores(text: str) -> int:
 
 @pytest.mark.parametrize(("args", "line"), [
     (["--cloud-provider", "nimbus"], "error: --cloud-provider 'nimbus' is not installed; installed: aws, kakaocloud, simulated"),
-    (["--provider-option", "colour=blue"], "error: simulated provider: unknown option(s) colour; valid: ami_family, clock, "
-     "ephemeral_storage, eviction_hard, instance_store_policy, instance_types_file, kube, kube_reserved, max_pods, node_backend, "
+    (["--provider-option", "colour=blue"], "error: simulated provider: unknown option(s) colour; valid: ami_family, "
+     "ephemeral_storage, eviction_hard, instance_store_policy, instance_types_file, kube_reserved, max_pods, "
      "node_classes, pods_per_core, region, reservations, reserved_enis, system_reserved, vm_memory_overhead_percent"),
     (["--provider-option", "max_pods=many"],
      "error: simulated provider: invalid option(s): max_pods: Input should be a valid integer, unable to parse string as an integer"),
