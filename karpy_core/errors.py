@@ -12,7 +12,9 @@
     │   └── CreateError                launch failed; carries a condition reason and message
     ├── KubeAPIError               the Kubernetes API refused a call (status code, reason)
     │   ├── NotFoundError              404: the object (or its kind) does not exist
-    │   └── ConflictError              409: a stale resourceVersion, or the object already exists
+    │   ├── ConflictError              409: a stale resourceVersion, or the object already exists
+    │   ├── TooManyRequestsError       429: throttled, or an eviction a PodDisruptionBudget refuses
+    │   └── InternalServerError        500: the server failed (also: an eviction several PDBs select)
     └── KubeUnreachableError       the Kubernetes API server could not be reached at all
 
 Raise Kubernetes API errors with :meth:`KubeAPIError.from_status`, which picks the subclass by
@@ -44,6 +46,8 @@ __all__ = [
     "KubeAPIError",
     "NotFoundError",
     "ConflictError",
+    "TooManyRequestsError",
+    "InternalServerError",
     "ignore_not_found",
     "ignore_kube_error",
     "KubeUnreachableError",
@@ -155,13 +159,15 @@ class KubeAPIError(KarpyError):
     @classmethod
     def from_status(cls, message: str, *, status: int, reason: str = "", causes: tuple[str, ...] = ()) -> KubeAPIError:
         """The error for an API answer: :class:`NotFoundError` for 404, :class:`ConflictError`
-        for 409, else a plain :class:`KubeAPIError`. ``reason`` defaults to the Status reason
-        kube-apiserver gives those codes (``NotFound``, ``Conflict``)."""
-        if status == 404:
-            return NotFoundError(message, status=status, reason=reason or "NotFound", causes=causes)
-        if status == 409:
-            return ConflictError(message, status=status, reason=reason or "Conflict", causes=causes)
-        return KubeAPIError(message, status=status, reason=reason, causes=causes)
+        for 409, :class:`TooManyRequestsError` for 429, :class:`InternalServerError` for 500, else
+        a plain :class:`KubeAPIError`. ``reason`` defaults to the Status reason kube-apiserver
+        gives 404 and 409 (``NotFound``, ``Conflict``); for 429 and 500 it stays as given (the
+        Eviction API's 500 for several PDBs carries none)."""
+        typed = _BY_STATUS.get(status)
+        if typed is None:
+            return KubeAPIError(message, status=status, reason=reason, causes=causes)
+        cls_, default_reason = typed
+        return cls_(message, status=status, reason=reason or default_reason, causes=causes)
 
 
 class NotFoundError(KubeAPIError):
@@ -171,6 +177,27 @@ class NotFoundError(KubeAPIError):
 class ConflictError(KubeAPIError):
     """409: the write used a stale ``resourceVersion`` (reason ``Conflict``) or the object
     already exists (reason ``AlreadyExists``)."""
+
+
+class TooManyRequestsError(KubeAPIError):
+    """429 Too Many Requests (reason ``TooManyRequests``): the API server throttled the call, or
+    the Eviction API refused an eviction because a PodDisruptionBudget allows no disruption now
+    (k8s ``pkg/registry/core/pod/storage/eviction.go``); retry after a backoff."""
+
+
+class InternalServerError(KubeAPIError):
+    """500 Internal Server Error (reason ``InternalError``, or none): the server failed. The Eviction API
+    answers an eviction of a pod that more than one PodDisruptionBudget selects with it
+    ("This pod has more than one PodDisruptionBudget, which the eviction subresource does not
+    support", k8s ``eviction.go``)."""
+
+
+_BY_STATUS: dict[int, tuple[type[KubeAPIError], str]] = {
+    404: (NotFoundError, "NotFound"),
+    409: (ConflictError, "Conflict"),
+    429: (TooManyRequestsError, ""),
+    500: (InternalServerError, ""),
+}
 
 
 async def ignore_not_found(call: Awaitable[T]) -> T | None:

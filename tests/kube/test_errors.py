@@ -9,11 +9,13 @@ import pytest
 from karpy_core.errors import (
     ConfigurationError,
     ConflictError,
+    InternalServerError,
     KarpyError,
     KubeAPIError,
     KubeconfigError,
     NotFoundError,
     QuantityError,
+    TooManyRequestsError,
     ignore_not_found,
 )
 from karpy_core.kube.memory import InMemoryCluster
@@ -25,8 +27,13 @@ def test_from_status_picks_the_subclass() -> None:
     assert type(nf) is NotFoundError and nf.reason == "NotFound" and str(nf) == "404 NotFound: gone"
     exists = KubeAPIError.from_status("there", status=409, reason="AlreadyExists")
     assert type(exists) is ConflictError and exists.reason == "AlreadyExists"
-    other = KubeAPIError.from_status("slow down", status=429, reason="TooManyRequests", causes=("pdb",))
-    assert type(other) is KubeAPIError and other.causes == ("pdb",)
+    throttled = KubeAPIError.from_status("slow down", status=429, reason="TooManyRequests", causes=("pdb",))
+    assert type(throttled) is TooManyRequestsError and throttled.causes == ("pdb",)
+    assert str(throttled) == "429 TooManyRequests: slow down"
+    failed = KubeAPIError.from_status("several PDBs", status=500)
+    assert type(failed) is InternalServerError and failed.reason == "" and str(failed) == "500: several PDBs"
+    for status in (403, 422, 502, 503):
+        assert type(KubeAPIError.from_status("x", status=status)) is KubeAPIError
 
 
 async def test_memory_cluster_raises_typed_errors() -> None:

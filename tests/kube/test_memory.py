@@ -7,7 +7,7 @@ from typing import cast
 
 import pytest
 
-from karpy_core.errors import KubeAPIError
+from karpy_core.errors import KubeAPIError, TooManyRequestsError
 from karpy_core.kube.memory import InMemoryCluster, merge_patch
 from karpy_core.kube.port import WatchEvent
 
@@ -72,6 +72,7 @@ async def test_eviction_respects_pdb():
     with pytest.raises(KubeAPIError) as exc:
         await c.evict(await c.get("Pod", "web-1", "default"))
     assert exc.value.status == 429 and "disruption budget" in str(exc.value)
+    assert isinstance(exc.value, TooManyRequestsError)
     assert exc.value.causes == ("The disruption budget web needs 2 healthy pods and has 2 currently",)
     assert c.evictions == ["default/web-0"]
 
