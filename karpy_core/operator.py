@@ -140,7 +140,7 @@ class Operator:
         self.overlays, self.buffer_status, self.static = c.overlays, c.buffer_status, c.static
         self._wake: dict[str, asyncio.Event] = {}
         self._routes: dict[tuple[str, str], tuple[list[Callable[[str, WatchEvent], None]], list[str]]] = {}
-        self._running: list[Controller | Runnable] = self.controllers.runnable()
+        self._running: list[Controller | Runnable] = list(self.controllers.schedule())
         for controller in self._running:
             self._register(controller)
         self.health = HealthServer(self.metrics, self.ready, host=self.settings.health_host, port=self.settings.health_port)

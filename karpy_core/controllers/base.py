@@ -6,8 +6,10 @@ metrics), one ``reconcile()`` pass that decides, acts and publishes its own even
 the watched kinds and event types that wake it (:class:`Wake`), and optionally the next time it
 wants to run without a change (``next_due``). The runner (``karpy_core/operator.py``) runs each
 pass when woken, at ``next_due`` and at least every ``resync_seconds`` (the controller's own, or
-the operator's); the simulator (``karpy_core/sim/simulator.py``) calls ``reconcile()`` in its
-step order.
+the operator's). Both take the controllers from one schedule
+(``karpy_core/controllers/wiring.py``, ``Controllers.schedule()``): the operator spawns each
+entry; the simulator (``karpy_core/sim/simulator.py``) steps them in the schedule's order on its
+virtual clock.
 
 Controllers that run their own loop (the provisioner's batcher, a provider's background
 controllers) are :class:`Runnable`: the runner spawns their ``run()`` instead.

@@ -4,21 +4,24 @@ and the simulator (``karpy_core/sim/simulator.py``) alike.
 :func:`build_controllers` takes one :class:`ControllerContext` (the cluster, the cloud provider,
 the clock, the feature gates, where events and metrics go, the shared nominations and
 registration outcomes) and returns :class:`Controllers`: each controller by role, and
-:meth:`Controllers.runnable`, the ones the operator runs, gated as Karpenter gates them
-(``NodeOverlay``, ``CapacityBuffer``, ``StaticCapacity``, ``NodeRepair``).
+:meth:`Controllers.schedule`, the one :class:`Schedule` of what runs, gated as Karpenter gates
+them (``NodeOverlay``, ``CapacityBuffer``, ``StaticCapacity``, ``NodeRepair``). The operator
+spawns each entry of the schedule (Karpenter's ``pkg/controllers/controllers.go`` list); the
+simulator steps the same entries, in the schedule's order, on its virtual clock
+(``Simulator.step``): a controller added to the schedule runs in both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.base import Controller, Runnable, Wake, Waker
 from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
 from karpy_core.controllers.disruption.controller import Disruption, DisruptionEvent, DisruptionSettings
-from karpy_core.controllers.disruption.expiration import Expiration
+from karpy_core.controllers.disruption.expiration import Expiration, ExpirationEvent
 from karpy_core.controllers.metrics.pod import PodMetrics
 from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
@@ -41,7 +44,8 @@ from karpy_core.utils.clock import Clock
 if TYPE_CHECKING:
     from karpy_core.observability import Metrics
 
-__all__ = ["ControllerContext", "Controllers", "DisruptionLoop", "ProviderLoop", "build_controllers"]
+__all__ = ["ControllerContext", "Controllers", "DisruptionLoop", "DisruptionLoopResult", "ProviderLoop", "Schedule", "Scheduled",
+           "build_controllers"]
 
 
 @dataclass(frozen=True)
@@ -120,13 +124,23 @@ class DisruptionLoop:
         """The disruption controller's next due time (validation delay, budget edge, expiry)."""
         return self.disruption.next_due()
 
-    async def reconcile(self) -> list[DisruptionEvent]:
-        """Delete expired NodeClaims, then one disruption pass; returns the disruption's events.
-        Neither runs while the cluster state is not synced (the disruption's gate)."""
+    async def reconcile(self) -> DisruptionLoopResult:
+        """Delete expired NodeClaims, then one disruption pass; returns what each did (the
+        simulator records both). Neither runs while the cluster state is not synced (the
+        disruption's gate)."""
         if not self.disruption.sync.ready(self.name):
-            return []
-        await self.expiration.reconcile()
-        return await self.disruption.reconcile()
+            return DisruptionLoopResult()
+        expired = await self.expiration.reconcile()
+        return DisruptionLoopResult(expired, await self.disruption.reconcile())
+
+
+@dataclass(frozen=True)
+class DisruptionLoopResult:
+    """One :meth:`DisruptionLoop.reconcile`: the NodeClaims expiration deleted, then what the
+    disruption pass did."""
+
+    expired: list[ExpirationEvent] = field(default_factory=list)
+    events: list[DisruptionEvent] = field(default_factory=list)
 
 
 class ProviderLoop:
@@ -144,6 +158,33 @@ class ProviderLoop:
 
     def trigger(self) -> None:
         """Provider loops run on their own schedule."""
+
+
+Scheduled: TypeAlias = Controller | Runnable
+"""One entry of a :class:`Schedule`: a controller the runner calls (``reconcile``) or one with its
+own loop (``run``; the provisioner's batch window)."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What runs, in order: the operator's start order and the simulator's step order
+    (:meth:`Controllers.schedule`). Iterating yields the entries."""
+
+    entries: tuple[Scheduled, ...]
+
+    def __iter__(self) -> Iterator[Scheduled]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.entries
+
+    @property
+    def names(self) -> list[str]:
+        """Each entry's controller name (Karpenter's), in order."""
+        return [c.name for c in self.entries]
 
 
 @dataclass
@@ -169,17 +210,22 @@ class Controllers:
     dry_run: bool = False
     """Built for a dry run (:attr:`ControllerContext.dry_run`)."""
 
-    def runnable(self) -> list[Controller | Runnable]:
-        """What the operator runs, in start order: the pod metrics (with a registry), the
-        provisioner, lifecycle, termination, NodePool status, the gated ones, drift, disruption
-        (with expiration) and garbage collection (the provider's own loops: :meth:`provider_loops`).
-        A dry run leaves out the NodeClaim lifecycle: it launches instances, and no NodeClaim of a
-        dry run exists."""
-        gated: list[Controller | Runnable] = [c for c in (self.overlays, self.buffer_status, self.static, self.repair) if c is not None]
-        lifecycle: list[Controller | Runnable] = [] if self.dry_run else [self.lifecycle]
-        pod_metrics: list[Controller | Runnable] = [self.pod_metrics] if self.pod_metrics is not None else []
-        return [*pod_metrics, self.provisioner_trigger, *lifecycle, self.termination, self.nodepool_status, *gated, self.drift,
-                DisruptionLoop(self.expiration, self.disruption), self.gc]
+    def schedule(self) -> Schedule:
+        """What runs, in order (a new :class:`Schedule` each call; its :class:`DisruptionLoop` is
+        new too): the pod metrics (with a metrics registry: first, so they see each pod event
+        before the provisioner's batch window), NodePool status (whose ``Ready`` gates provisioning), the gated NodeOverlay,
+        CapacityBuffer status and static capacity controllers, the provisioner, the NodeClaim
+        lifecycle, termination, node repair (gated), drift, disruption (with expiration) and
+        garbage collection. The operator spawns them in this order (they then run concurrently);
+        the simulator steps them in it. The provider's own loops are not in it
+        (:meth:`provider_loops`). A dry run leaves out the NodeClaim lifecycle: it launches
+        instances, and no NodeClaim of a dry run exists."""
+        before: list[Scheduled] = [c for c in (self.overlays, self.buffer_status, self.static) if c is not None]
+        lifecycle: list[Scheduled] = [] if self.dry_run else [self.lifecycle]
+        repair: list[Scheduled] = [self.repair] if self.repair is not None else []
+        pod_metrics: list[Scheduled] = [self.pod_metrics] if self.pod_metrics is not None else []
+        return Schedule((*pod_metrics, self.nodepool_status, *before, self.provisioner_trigger, *lifecycle, self.termination,
+                         *repair, self.drift, DisruptionLoop(self.expiration, self.disruption), self.gc))
 
     def provider_loops(self) -> list[ProviderLoop]:
         """The cloud provider's own controllers (its ``karpy_controllers`` hook, asked when called)."""

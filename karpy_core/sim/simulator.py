@@ -1,24 +1,32 @@
 """The simulator: karpy's real controllers running against an in-memory cluster on a virtual clock.
 
-Pipeline per step (the same decisions the real controller makes, only the cluster is simulated):
+The controllers are the operator's: built by
+:func:`~karpy_core.controllers.wiring.build_controllers` and reached only through
+:meth:`~karpy_core.controllers.wiring.Controllers.schedule`, whose entries :meth:`Simulator.step`
+runs in the schedule's order. Around them, simulator-only "cluster" actors stand in for what a
+real cluster has: the workload controllers (:mod:`karpy_core.sim.workloads`), kube-scheduler and
+the kubelets (:mod:`karpy_core.sim.kubelet`), and the simulated cloud's NodeClass status loop.
 
-1. workloads -> pods (:mod:`karpy_core.sim.workloads`);
-2. the simulated kube-scheduler binds what fits and marks the rest Unschedulable;
-3. karpy's :class:`~karpy_core.controllers.provisioning.provisioner.Provisioner` turns
-   Unschedulable pods into NodeClaims after the batch idle window;
-4. karpy's :class:`~karpy_core.controllers.nodeclaim.lifecycle.NodeClaimLifecycle` launches them
-   through the cloud provider, registers and initialises the Nodes the simulated kubelets create.
+One step:
 
-5. karpy's :class:`~karpy_core.controllers.node.termination.NodeTermination` drains deleted Nodes;
-   with the ``StaticCapacity`` gate, :class:`~karpy_core.controllers.static.controller.StaticCapacity`
-   keeps static NodePools at ``spec.replicas`` (each step, before provisioning);
-6. with ``disruption=True``: expiration and karpy's
-   :class:`~karpy_core.controllers.disruption.Disruption` controller, polled every 10 s of
-   simulated time, but only when the cluster changed since its last pass or when it asked to be
-   woken (validation delay over, a node turning consolidatable, a budget window edge, an expiry).
+1. workloads -> pods; the simulated kube-scheduler binds what fits and marks the rest Unschedulable;
+2. each entry of the schedule, in order: NodePool status (``Ready`` gates provisioning), the
+   NodeOverlay controller (gate ``NodeOverlay``; when a NodeOverlay or NodePool spec changed),
+   CapacityBuffer status (gate ``CapacityBuffer``), static capacity (gate ``StaticCapacity``);
+   the provisioner, when the pending set or the cluster changed since its last pass, after the
+   batch idle window for pods new to the set; the NodeClaim lifecycle, before and after the
+   simulated kubelets (launch, then register and initialise the Nodes they create); node
+   termination; node repair; with ``disruption=True``, drift and then expiration with the
+   disruption pass, polled every 10 s of simulated time but only when the cluster changed since
+   the last poll or the disruption controller asked to be woken (validation delay over, a node
+   turning consolidatable, a budget window edge, an expiry); garbage collection. An entry without
+   a rule of its own here (a controller added to the schedule) runs ``first_delay`` after the
+   start, then every ``resync_seconds`` (:data:`RESYNC_SECONDS` when None) or at its
+   ``next_due``, as the operator's loop runs it.
 
 When nothing changes, the clock jumps to the next scheduled thing (a node finishing its boot, a
-startup taint clearing, a disruption wake-up); with nothing scheduled the run is over.
+startup taint clearing, a disruption wake-up, a controller's ``next_due``); periodic resyncs alone
+do not keep a run going; with nothing scheduled the run is over.
 ``cost_over_time`` samples ``{t, nodes, cost_per_hour}`` whenever the node set changes;
 ``timeline`` samples, whenever the cluster changed, per NodePool nodes, USD/hour (by capacity
 type), requested and allocatable cpu and memory, and the pending pods (:meth:`Simulator._sample_timeline`).
@@ -27,16 +35,29 @@ type), requested and allocatable cpu and memory, and the pending pods (:meth:`Si
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
-from karpy_core.controllers.disruption.controller import poll_tick
-from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent
-from karpy_core.controllers.static.controller import StaticEvent, StaticEventKind
-from karpy_core.controllers.wiring import ControllerContext, build_controllers
+from karpy_core.controllers.base import Controller, Runnable
+from karpy_core.controllers.capacitybuffer import CapacityBufferStatus
+from karpy_core.controllers.disruption.controller import Disruption
+from karpy_core.controllers.disruption.expiration import Expiration
+from karpy_core.controllers.instancetypes import InstanceTypeCache
+from karpy_core.controllers.node.health import NodeRepair
+from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
+from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
+from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
+from karpy_core.controllers.nodeoverlay import NodeOverlayController
+from karpy_core.controllers.nodepool_status import NodePoolStatus
+from karpy_core.controllers.provisioning.controller import ProvisionerTrigger
+from karpy_core.controllers.provisioning.provisioner import Provisioner
+from karpy_core.controllers.static.controller import StaticCapacity, StaticEvent, StaticEventKind
+from karpy_core.controllers.wiring import ControllerContext, DisruptionLoop, Schedule, Scheduled, build_controllers
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
@@ -52,6 +73,11 @@ __all__ = ["Simulator", "SimEvent", "SIMULATED_KINDS", "is_simulated"]
 
 SIMULATED_KINDS = frozenset(KINDS)
 """Kinds the in-memory cluster stores; other kinds in the input are ignored (and reported)."""
+
+
+def poll_tick(start: float, t: float, period: float = 10.0) -> float:
+    """The first poll time at or after ``t`` (epoch seconds) on a ``period``-second grid starting at ``start``."""
+    return start + math.ceil(round((t - start) / period, 9)) * period
 
 
 def is_simulated(api_version: Any, kind: Any) -> bool:
@@ -71,6 +97,14 @@ BATCH_MAX_SECONDS = 10.0
 """Provisioning batch maximum (Karpenter ``BATCH_MAX_DURATION``, 10 s)."""
 DISRUPTION_POLL_SECONDS = 10.0
 """Disruption controller poll period (Karpenter: 10 s)."""
+RESYNC_SECONDS = 10.0
+"""How often an entry of the schedule without ``resync_seconds`` of its own runs without a change
+(the operator's ``resync_seconds`` default, 10 s)."""
+
+
+_RULED = (NodePoolStatus, NodeOverlayController, CapacityBufferStatus, StaticCapacity, ProvisionerTrigger, NodeClaimLifecycle,
+          NodeTermination, NodeClaimDrift, DisruptionLoop)
+"""The schedule entries :meth:`Simulator.step` has a rule of its own for; the others run periodically."""
 
 
 @dataclass
@@ -162,21 +196,20 @@ class Simulator:
             kube=self.cluster, provider=provider, clock=self.clock, feature_gates=self.feature_gates, nominations=self.nominations,
             preference_policy=preference_policy, min_values_policy=min_values_policy, unreported_is_ready=True))
         """Every controller, built as the operator builds them (no EventRecorder, no metrics)."""
-        c = self.controllers
-        self.provisioner = c.provisioner
-        self.buffer_status = c.buffer_status
-        """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
-        self.lifecycle = c.lifecycle
-        self.termination = c.termination
+        self.schedule: Schedule = self.controllers.schedule()
+        """What :meth:`step` runs, in order: the operator's schedule (:meth:`Controllers.schedule`)."""
         self.disruption_enabled = disruption
-        self.disruption = c.disruption
-        self.static = c.static
-        """Static NodePools' node counts (the StaticCapacity gate), as in the controller."""
-        self.expiration = c.expiration
-        self.drift = c.drift
-        self.nodepool_status = c.nodepool_status
-        self.overlays = c.overlays
-        """The NodeOverlay controller (gate ``NodeOverlay``); None: NodeOverlay objects are stored but ignored."""
+        """Run drift, expiration and disruption (off: a provisioning-only run)."""
+        self.driven: set[str] = set()
+        """The names of the schedule's controllers :meth:`step` has run a pass of."""
+        self._due: dict[str, float] = {}
+        """Controller name -> when its next periodic pass is due (entries without a rule of their own)."""
+        self._buffered = 0
+        """Ready CapacityBuffers seen by this step's CapacityBuffer status pass (headroom to provision)."""
+        self._polling: bool | None = None
+        """This step's disruption poll decision (None: not taken yet), shared by drift and disruption."""
+        self._types = InstanceTypeCache(provider, self.clock, refresh_seconds=None)
+        """The NodePools' instance types, for the prices of the launched NodeClaims."""
         self._overlay_inputs: Any = None
         self._disruption_rv: int | None = None
         self._pending_keys: frozenset[str] = frozenset()
@@ -191,11 +224,61 @@ class Simulator:
         memory_requested_mib, memory_allocatable_mib}}}]``, one sample each time it changed."""
         self._timeline_rev: int | None = None
         self._prices: dict[tuple[str, str, str, str], float] = {}
-        self._priced_pools: set[tuple[str, Any, int]] = set()
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
         self.explanations: dict[str, list[str]] = {}
         """Per pending pod (``ns/name``): the detailed explanation of the last provisioning pass."""
+
+    # the controllers by role, each from :attr:`controllers` (the report and the tests read them)
+    @property
+    def provisioner(self) -> Provisioner:
+        """The provisioner's deciding-and-creating pass."""
+        return self.controllers.provisioner
+
+    @property
+    def lifecycle(self) -> NodeClaimLifecycle:
+        """The NodeClaim lifecycle controller."""
+        return self.controllers.lifecycle
+
+    @property
+    def termination(self) -> NodeTermination:
+        """The node termination controller."""
+        return self.controllers.termination
+
+    @property
+    def disruption(self) -> Disruption:
+        """The disruption controller (its decision log: ``--explain-node``)."""
+        return self.controllers.disruption
+
+    @property
+    def expiration(self) -> Expiration:
+        """The expiration controller."""
+        return self.controllers.expiration
+
+    @property
+    def drift(self) -> NodeClaimDrift:
+        """The drift controller."""
+        return self.controllers.drift
+
+    @property
+    def nodepool_status(self) -> NodePoolStatus:
+        """The NodePool status controller."""
+        return self.controllers.nodepool_status
+
+    @property
+    def static(self) -> StaticCapacity | None:
+        """Static NodePools' node counts (the StaticCapacity gate), as in the controller."""
+        return self.controllers.static
+
+    @property
+    def overlays(self) -> NodeOverlayController | None:
+        """The NodeOverlay controller (gate ``NodeOverlay``); None: NodeOverlay objects are stored but ignored."""
+        return self.controllers.overlays
+
+    @property
+    def buffer_status(self) -> CapacityBufferStatus | None:
+        """The CapacityBuffer status controller (only with the CapacityBuffer gate)."""
+        return self.controllers.buffer_status
 
     def apply(self, objects: list[dict[str, Any]]) -> list[str]:
         """Create objects (Kubernetes dicts) in the cluster; returns ``kind/name`` of those ignored
@@ -275,35 +358,52 @@ class Simulator:
             return None
         return max(self._next_poll, poll_tick(self.start, due, DISRUPTION_POLL_SECONDS))
 
-    async def _run_disruption(self) -> int:
-        due = self._disruption_due()
-        if due is None or self.clock.now() < due:
+    def _poll(self) -> bool:
+        """Whether drift and disruption run in this step: decided once per step, by the first of
+        them, on the disruption controller's 10 s poll grid (:meth:`_disruption_due`)."""
+        if self._polling is None:
+            due = self._disruption_due()
+            self._polling = due is not None and self.clock.now() >= due
+        return self._polling
+
+    async def _drift(self, drift: NodeClaimDrift) -> int:
+        """The drift pass of a disruption poll; records each condition it changed."""
+        if not self._poll():
             return 0
+        self.driven.add(drift.name)
         t = self._t()
         changes = 0
-        for drifted in await self.drift.reconcile():
+        for drifted in await drift.reconcile():
             self.events.append(SimEvent(t, drifted.kind, drifted.nodeclaim, reason=drifted.reason,
                                         details={"message": drifted.message} if drifted.message else {}))
             changes += 1
-        for expired in await self.expiration.reconcile():
+        return changes
+
+    async def _disrupt(self, loop: DisruptionLoop) -> int:
+        """Expiration and the disruption pass of a disruption poll (the operator's
+        :class:`~karpy_core.controllers.wiring.DisruptionLoop`); records what each did and sets
+        the next poll."""
+        if not self._poll():
+            return 0
+        self.driven.add(loop.name)
+        t = self._t()
+        done = await loop.reconcile()
+        for expired in done.expired:
             self.events.append(SimEvent(t, expired.kind, expired.nodeclaim, reason=expired.reason))
-            changes += 1
-        for e in await self.disruption.reconcile():
+        for e in done.events:
             self.events.append(SimEvent(t, e.kind, e.nodeclaim, e.node, e.reason, dict(e.details)))
-            changes += 1
         self._disruption_rv = self.cluster.revision
         self._next_poll = poll_tick(self.start, self.clock.now() + DISRUPTION_POLL_SECONDS, DISRUPTION_POLL_SECONDS)
-        return changes
+        return len(done.expired) + len(done.events)
 
     async def _sample_cost(self) -> None:
         """Append ``{t, nodes, cost_per_hour}`` to :attr:`cost_over_time` when it changed."""
         for pool in self.cluster.views("NodePool") or ():
             assert isinstance(pool, NodePoolView)
-            key = (pool.name, pool.raw["metadata"].get("generation"), getattr(self.provider, "overlay_generation", 0))
-            if key in self._priced_pools:
+            kept, fetched = await self._types.get(pool)  # overlaid prices with NodeOverlay on
+            if not fetched:
                 continue
-            self._priced_pools.add(key)
-            for it in await self.provider.get_instance_types(pool.model):  # overlaid prices with NodeOverlay on
+            for it in kept.types:
                 for o in it.offerings:
                     self._prices[(pool.name, it.name, o.zone, o.capacity_type)] = o.price
         nodes = 0
@@ -324,17 +424,16 @@ class Simulator:
             else:
                 self.cost_over_time.append(sample)
 
-    async def _reconcile_overlays(self) -> None:
+    async def _reconcile_overlays(self, overlays: NodeOverlayController) -> None:
         """Run the NodeOverlay controller when a NodeOverlay or NodePool spec changed (the
         controller's watch on both, ``GenerationChangedPredicate``), before provisioning."""
-        if self.overlays is None:
-            return
         inputs = tuple(sorted((kind, o["metadata"]["name"], o["metadata"].get("generation")) for kind in ("NodeOverlay", "NodePool")
                               for o in self.cluster.snapshot(kind)))
         if inputs == self._overlay_inputs:
             return
         self._overlay_inputs = inputs
-        await self.overlays.reconcile()
+        self.driven.add(overlays.name)
+        await overlays.reconcile()
 
     def _sample_timeline(self) -> None:
         """Append a :attr:`timeline` sample when the cluster changed since the last one and the
@@ -422,30 +521,77 @@ class Simulator:
         self.progress.phase(f"{phase} (pods bound)", total=self._counted[2], completed=self._counted[1])
 
     async def step(self) -> int:
-        """One pass of every simulated and real controller; returns how many things changed."""
+        """One pass of the simulated cluster actors and of every entry of :attr:`schedule`, in its
+        order (see the module docstring); returns how many things changed."""
         changes = self.workloads.reconcile()
         self._show("scheduling pods on the nodes there are")
         changes += await self.kube_scheduler.reconcile()
         if self._nodeclasses is not None:
             await self._nodeclasses.reconcile_nodeclasses()
-        await self.nodepool_status.reconcile()  # NodeClassReady/Ready gate provisioning, as in the controller
-        await self._reconcile_overlays()
-        buffered = await self.buffer_status.reconcile() if self.buffer_status is not None else 0
-        if self.static is not None:
-            changes += self._record_static(await self.static.reconcile())
+        self._buffered = 0
+        self._polling = None
+        for entry in self.schedule:
+            changes += await self._drive(entry)
+        if self.disruption_enabled:
+            await self._sample_cost()
+            self._sample_timeline()
+        return changes
+
+    async def _drive(self, entry: Scheduled) -> int:
+        """Run one entry of the schedule by its rule (see the module docstring); returns how many
+        things it changed.
+
+        Raises:
+            TypeError: ``entry`` is a :class:`~karpy_core.controllers.base.Runnable` (its own
+                loop) the simulator has no rule for: it cannot be stepped.
+        """
+        if isinstance(entry, NodePoolStatus):  # NodeClassReady/Ready gate provisioning, as in the controller
+            self.driven.add(entry.name)
+            await entry.reconcile()
+            return 0
+        if isinstance(entry, NodeOverlayController):
+            await self._reconcile_overlays(entry)
+            return 0
+        if isinstance(entry, CapacityBufferStatus):
+            self.driven.add(entry.name)
+            self._buffered = await entry.reconcile()
+            return 0
+        if isinstance(entry, StaticCapacity):
+            self.driven.add(entry.name)
+            return self._record_static(await entry.reconcile())
+        if isinstance(entry, ProvisionerTrigger):
+            return await self._provision(entry)
+        if isinstance(entry, NodeClaimLifecycle):
+            return await self._lifecycle(entry)
+        if isinstance(entry, NodeTermination):
+            self.driven.add(entry.name)
+            return self._record_termination(await entry.reconcile())
+        if isinstance(entry, NodeClaimDrift):
+            return await self._drift(entry)
+        if isinstance(entry, DisruptionLoop):
+            return await self._disrupt(entry)
+        if isinstance(entry, Controller):
+            return await self._periodic(entry)
+        assert isinstance(entry, Runnable)
+        raise TypeError(f"the simulator cannot step {entry.name!r}: a controller with its own loop and no simulator rule")
+
+    async def _provision(self, provisioning: ProvisionerTrigger) -> int:
+        """A provisioning pass when the pending set or the cluster changed since the last one
+        (see :meth:`step`); records the NodeClaims created and why pods stay pending."""
         pending = [v for v in self.cluster.views("Pod") or () if isinstance(v, PodView) and v.provisionable]  # is_provisionable
         keys = frozenset(f"{v.namespace}/{v.name}" for v in pending)
         # Provision when the pending set or the cluster changed since the last pass; only pods new
         # to the set wait out the batch window. A pod that can never schedule is then tried once
         # per cluster change, and neither burns a second per step nor pushes the disruption poll
         # off its 10 s grid (which froze consolidation, drift and expiration behind it).
-        if (pending or buffered) and (keys, self.cluster.revision) != self._provisioned:  # buffers: headroom kept on every change
+        if (pending or self._buffered) and (keys, self.cluster.revision) != self._provisioned:  # buffers: headroom kept on every change
             if keys - self._pending_keys:
                 # the batch closes once idle, or at its maximum (all pods arrive in one step here)
                 self.clock.advance(min(self.batch_idle_seconds, self.batch_max_seconds))
             self._pending_keys = keys
             self._show(f"provisioning: karpy's scheduler places {len(pending):,} pending pods")
-            result = await self.provisioner.reconcile()
+            self.driven.add(provisioning.name)
+            result = await provisioning.provisioner.reconcile()  # every batch planned whole (no streaming cut)
             if result.results is not None:
                 self.pending_reasons = dict(result.results.errors)
                 if result.scheduler is not None:
@@ -462,25 +608,57 @@ class Simulator:
                 if headroom.get(i):
                     details["capacity_buffer_pods"] = headroom[i]
                 self.events.append(SimEvent(t, "nodeclaim-create", nc["metadata"]["name"], reason="provisioning", details=details))
-            changes += len(result.created)
             self._provisioned = (keys, self.cluster.revision)
-        elif not pending:
+            return len(result.created)
+        if not pending:
             self.pending_reasons = {}
             self._pending_keys = frozenset()
+        return 0
+
+    async def _lifecycle(self, lifecycle: NodeClaimLifecycle) -> int:
+        """The lifecycle pass, the simulated kubelets, and the lifecycle pass again: launch, the
+        kubelets register and initialise the Nodes, the lifecycle sees them."""
         self._show("launching and registering nodes")
-        ev = await self.lifecycle.reconcile()
+        self.driven.add(lifecycle.name)
+        ev = await lifecycle.reconcile()
         self._record(ev)
-        changes += len(ev)
-        changes += self.kubelet.reconcile()
-        ev = await self.lifecycle.reconcile()
+        changes = len(ev) + self.kubelet.reconcile()
+        ev = await lifecycle.reconcile()
         self._record(ev)
-        changes += len(ev)
-        changes += self._record_termination(await self.termination.reconcile())
-        changes += await self._run_disruption()
-        if self.disruption_enabled:
-            await self._sample_cost()
-            self._sample_timeline()
-        return changes
+        return changes + len(ev)
+
+    async def _periodic(self, controller: Controller) -> int:
+        """A pass of ``controller`` when due, as the operator's loop runs it without a watch event:
+        ``first_delay`` after the start, then ``resync_seconds`` (:data:`RESYNC_SECONDS` when None)
+        after its last pass, or at its ``next_due``. Records what node repair and garbage
+        collection did; another controller's result counts as that many changes when it is a list."""
+        now = self.clock.now()
+        due = self._due.setdefault(controller.name, self.start + controller.first_delay)
+        asked = controller.next_due()
+        if now < due and (asked is None or now < asked):
+            return 0
+        self.driven.add(controller.name)
+        self._due[controller.name] = now + (controller.resync_seconds if controller.resync_seconds is not None else RESYNC_SECONDS)
+        t = self._t()
+        if isinstance(controller, NodeRepair):
+            repairs = await controller.reconcile()
+            for r in repairs:
+                self.events.append(SimEvent(t, r.kind, r.nodeclaim, r.node, r.reason, {"nodepool": r.nodepool}))
+            return len(repairs)
+        if isinstance(controller, GarbageCollection):
+            leaked, orphaned = await controller.reconcile()
+            for pid in leaked:
+                self.events.append(SimEvent(t, "garbage-collect-instance", reason="leaked instance", details={"providerID": pid}))
+            for name in orphaned:
+                self.events.append(SimEvent(t, "garbage-collect-nodeclaim", name, reason="its instance is gone"))
+            return len(leaked) + len(orphaned)
+        result = await controller.reconcile()
+        return len(result) if isinstance(result, list) else 0
+
+    def _periodic_dues(self) -> list[float]:
+        """The ``next_due`` of every entry :meth:`_periodic` runs (their resyncs alone do not wake a run)."""
+        return [at for entry in self.schedule
+                if isinstance(entry, Controller) and not isinstance(entry, _RULED) and (at := entry.next_due()) is not None]
 
     async def run(self, *, max_seconds: float = 24 * 3600.0, max_steps: int = 10_000) -> None:
         """Step until nothing changes and nothing is scheduled, or ``max_seconds`` of simulated
@@ -489,7 +667,7 @@ class Simulator:
             changes = await self.step()
             if changes:
                 continue
-            dues = [d for d in (self.kubelet.next_due(), self._disruption_due(), self.termination.wake)
+            dues = [d for d in (self.kubelet.next_due(), self._disruption_due(), self.termination.wake, *self._periodic_dues())
                     if d is not None and d > self.clock.now()]
             due = min(dues) if dues else None
             if due is None or due - self.start > max_seconds:
@@ -511,7 +689,8 @@ class Simulator:
                 raise RuntimeError(f"simulation makes no progress at t={now - self.start:.0f}s")
             if changes:
                 continue
-            dues = [d for d in (self.kubelet.next_due(), self._disruption_due(), self.termination.wake) if d is not None and d > now]
+            dues = [d for d in (self.kubelet.next_due(), self._disruption_due(), self.termination.wake, *self._periodic_dues())
+                    if d is not None and d > now]
             due = min(dues) if dues else None
             if due is None or due > end:
                 self.clock.advance_to(end)

@@ -440,10 +440,12 @@ async def test_instance_types_are_asked_again_until_the_nodeclass_is_ready_and_o
     """Issue 29: the AWS plugin answers [] while the EC2NodeClass is not Ready; the disruption
     controller kept that answer until the NodePool changed, and priced every node at 0."""
     from karpy_core.controllers.disruption import Disruption
-    from karpy_core.controllers.disruption.controller import INSTANCE_TYPES_REFRESH
+    from karpy_core.controllers.instancetypes import INSTANCE_TYPES_REFRESH
 
     class LateNodeClass:
         """Answers [] until ``ready``, then ``TYPES["default"]``; counts the calls."""
+
+        overlay_generation = 0  # no NodeOverlay store (the cache key's last part)
 
         def __init__(self) -> None:
             self.ready = False

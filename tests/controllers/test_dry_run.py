@@ -261,7 +261,7 @@ async def test_operator_dry_run_wires_every_fence_and_a_drain_evicts_nothing():
     cluster.create_sync("Pod", pod("web", "a"))
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock, settings=ControllerSettings(dry_run=True))
     assert op.dry_run is not None and op.provider.dry_run and op.events.dry_run and not op.settings.leader.enabled
-    assert op.lifecycle not in op.controllers.runnable()
+    assert op.lifecycle not in op.controllers.schedule()
     assert op.controllers.provisioner.dry_run and op.controllers.disruption.dry_run and op.termination.dry_run
     await op.kube.start()
     try:

@@ -41,12 +41,12 @@ def test_build_controllers_honours_the_feature_gates():
     on = build_controllers(ControllerContext(
         kube=InMemoryCluster(clock), provider=provider, clock=clock, node_repair=True,
         feature_gates=FeatureGates(NodeOverlay=True, StaticCapacity=True, CapacityBuffer=True)))
-    names = [c.name for c in on.runnable()]
-    assert names == ["provisioner", "nodeclaim.lifecycle", "node.termination", "nodepool.status", "nodeoverlay.controller",
-                     "capacitybuffer", "static.provisioning", "node.health", "nodeclaim.disruption.drift", "disruption",
+    names = on.schedule().names
+    assert names == ["nodepool.status", "nodeoverlay.controller", "capacitybuffer", "static.provisioning", "provisioner",
+                     "nodeclaim.lifecycle", "node.termination", "node.health", "nodeclaim.disruption.drift", "disruption",
                      "nodeclaim.garbagecollection"]
     assert len(names) == len(set(names))
-    for c in on.runnable():
+    for c in on.schedule():
         assert isinstance(c, (Runnable, Controller))
     assert isinstance(on.provisioner_trigger, Observer) and isinstance(on.provisioner_trigger, Runnable)
     assert on.gc.first_delay == 10.0 and on.gc.resync_seconds == 120.0

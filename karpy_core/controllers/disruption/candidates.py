@@ -26,6 +26,7 @@ from karpy_core.apis.labels import (
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.decisions import DecisionDetails, DecisionKind, DecisionStage, NodeDecision, Verdict
 from karpy_core.controllers.nodeclaim.drift import CONDITION_DRIFTED, static_drift
+from karpy_core.errors import InternalServerError, KubeAPIError
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, PodView
 from karpy_core.utils.clock import iso
@@ -147,7 +148,8 @@ def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[s
         verdict = eviction_verdict(pod.raw, index.selecting(pod), index.status_of)
         if verdict.action != "deny":
             continue
-        if verdict.status == 500:
+        refusal = KubeAPIError.from_status(verdict.message, status=verdict.status, reason=verdict.reason)  # the Eviction API's answer
+        if isinstance(refusal, InternalServerError):  # more than one PodDisruptionBudget selects the pod
             return pod.key, verdict.pdb, "more than one PodDisruptionBudget selects it"
         allowed = int(index.statuses[(pod.namespace, verdict.pdb)].get("disruptionsAllowed") or 0)
         return pod.key, verdict.pdb, f"PodDisruptionBudget {verdict.pdb} allows {max(0, allowed)} disruptions"

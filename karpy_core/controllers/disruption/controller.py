@@ -34,34 +34,38 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, TAINT_DISRUPTED
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType
-from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.conditions import CONSOLIDATABLE, clear_condition, patch_conditions, set_condition
 from karpy_core.controllers.disruption.budgets import next_budget_change
 from karpy_core.controllers.disruption.candidates import build_candidates, consolidatable_at
+from karpy_core.controllers.disruption.command import (
+    REPLACEMENT_TIMEOUT,
+    VALIDATION_DELAY,
+    Command,
+    DisruptionEvent,
+    DisruptionEventKind,
+    DisruptionSettings,
+    PlanningPass,
+    command_key,
+    command_log_values,
+)
 from karpy_core.controllers.disruption.decisions import (
-    DecisionKind,
     DecisionStage,
-    DisruptionReason,
     NodeDecision,
     Verdict,
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
-from karpy_core.controllers.disruption.methods.repack import DEFAULT_MIN_SAVINGS
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
+from karpy_core.controllers.disruption.queue import CommandQueue
 from karpy_core.controllers.disruption.undone import UndoneMoves, workload_fingerprint
-from karpy_core.controllers.provisioning.provisioner import nodeclaim_from_plan, pretty_list
-from karpy_core.errors import KubeAPIError, NotFoundError, ignore_not_found
+from karpy_core.controllers.instancetypes import InstanceTypeCache
+from karpy_core.errors import ignore_not_found
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
@@ -75,131 +79,11 @@ if TYPE_CHECKING:
     from karpy_core.controllers.disruption.metrics import DisruptionMetrics
     from karpy_core.observability import Metrics
 
-__all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PlanningPass"]
+__all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PlanningPass", "REPLACEMENT_TIMEOUT",
+           "VALIDATION_DELAY", "command_log_values"]
+"""(The value types are :mod:`.command`'s, named here too for the modules that import them from the controller.)"""
 
 log = logging.getLogger("karpy.disruption")
-
-VALIDATION_DELAY = 15.0
-"""Seconds between deciding a command and executing it (Karpenter ``commandValidationDelay``)."""
-REPLACEMENT_TIMEOUT = 600.0
-"""Seconds a command waits for its replacements to initialize (Karpenter's minimum, 10 min)."""
-
-
-@dataclass
-class DisruptionSettings:
-    """Tunables of the disruption controller.
-
-    Attributes:
-        validation_delay: seconds from decision to execution (default 15).
-        replacement_timeout: seconds to wait for replacements to be Initialized (default 600).
-        max_single_simulations: cap on single-node simulations per pass (None: no cap); stands in
-            for Karpenter's 3-minute single-node timeout deterministically.
-        min_savings: the fraction of the disrupted nodes' price a repack consolidation must save
-            (``KARPY_CONSOLIDATION_MIN_SAVINGS``; a NodePool's ``karpy.sh/consolidation-min-savings``
-            wins), in [0, 1).
-    """
-
-    validation_delay: float = VALIDATION_DELAY
-    replacement_timeout: float = REPLACEMENT_TIMEOUT
-    max_single_simulations: int | None = None
-    min_savings: float = DEFAULT_MIN_SAVINGS
-
-
-class DisruptionEventKind(StrEnum):
-    """What the controller did (the values are the event kinds the simulator reports)."""
-
-    DECIDED = "disrupt-decided"
-    """A command was decided and waits for the validation delay."""
-    INVALIDATED = "disrupt-invalidated"
-    """A decided command did not hold on revalidation and was dropped."""
-    DISRUPT = "disrupt"
-    """Candidates tainted, their ``DisruptionReason`` set, replacements created."""
-    REPLACEMENT_CREATE = "replacement-create"
-    """A replacement NodeClaim was created."""
-    DELETE = "delete"
-    """A candidate's NodeClaim was deleted."""
-    FAILED = "disrupt-failed"
-    """A queued command's replacement failed or timed out; candidates un-tainted."""
-    UNTAINT = "untaint"
-    """A stale ``karpenter.sh/disrupted`` taint was removed."""
-    WOULD_DISRUPT = "disrupt-would"
-    """Dry run (:attr:`Disruption.dry_run`): a validated command that would have been executed
-    (nothing tainted, created or deleted)."""
-    UNDONE = "disrupt-undone"
-    """A consolidation's moved pods got a node launched for them: the move is undone and not
-    taken again until the workload or the offerings change
-    (:mod:`~karpy_core.controllers.disruption.undone`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DisruptionEvent:
-    """Something the controller did.
-
-    Attributes:
-        kind: what happened.
-        node: node name(s), comma-separated for a multi-node command.
-        nodeclaim: the NodeClaim concerned (delete, replacement-create).
-        reason: the budget reason (``Empty``, ``Drifted``, ``Underutilized``), or why a command was
-            dropped or abandoned, in words.
-        details: ``method``, ``decision``, prices, ... (JSON-ready).
-        decision: for a dropped or abandoned command, the kind of why.
-    """
-
-    kind: DisruptionEventKind
-    node: str = ""
-    nodeclaim: str = ""
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    decision: DecisionKind | None = None
-
-
-INSTANCE_TYPES_REFRESH = 60.0
-"""Seconds the disruption controller reuses a NodePool's instance types before asking the
-provider again: offerings marked unavailable after an insufficient-capacity error come back
-after 3 minutes (Karpenter's ``UnavailableOfferingsTTL``), and prices and NodeClass status
-change between NodePool generations; the provider's own cache makes the call cheap."""
-
-
-def _types_signature(types: list[InstanceType]) -> str:
-    """A digest of what a plan reads from ``types``: names, and each offering's zone, capacity
-    type, price and availability (so the idle pass notices when they change)."""
-    h = hashlib.sha256()
-    for it in types:
-        h.update(it.name.encode())
-        for o in it.offerings:
-            h.update(f"|{o.zone}:{o.capacity_type}:{o.price!r}:{o.available}:{o.reservation_id}:{o.reservation_capacity}".encode())
-        h.update(b";")
-    return h.hexdigest()[:16]
-
-
-@dataclass(frozen=True, slots=True)
-class PlanningPass:
-    """One run of the planner, for metrics: the snapshot and instance types it read, its decision
-    log, how long it took (seconds), the command it decided (or None) and its ``now``."""
-
-    snapshot: ClusterSnapshot
-    instance_types: dict[str, list[InstanceType]]
-    lines: list[NodeDecision]
-    seconds: float
-    plan: DisruptionPlan | None
-    now: float
-
-
-@dataclass
-class _Command:
-    plan: DisruptionPlan
-    decided_at: float
-    started_at: float = 0.0
-    replacements: list[str] = field(default_factory=list)
-
-    @property
-    def nodes(self) -> list[str]:
-        return [c.name for c in self.plan.candidates]
-
-
-def _taints(node: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((node.get("spec") or {}).get("taints") or [])
-
 
 class Disruption:
     """Consolidation, emptiness and drift (see the module docstring).
@@ -238,22 +122,24 @@ class Disruption:
         self.nominations = nominations
         self.capacity_buffers = False
         """The ``CapacityBuffer`` gate: simulations must keep room for the buffers' virtual pods."""
-        self.pending: _Command | None = None
-        self.queued: list[_Command] = []
+        self.pending: Command | None = None
+        """The command decided by the last planning pass, waiting out the validation delay."""
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
         """Node name -> (time, decision) lines; a line equal to the node's last line of the same
         method (or stage) is not repeated."""
         self._pods_seen: dict[str, frozenset[str]] = {}
-        self._types: dict[tuple[str, Any, Any, int], tuple[float, list[InstanceType], str]] = {}
-        """(NodePool name, generation, resourceVersion, overlay generation) -> (fetched at, the
-        provider's instance types, :func:`_types_signature`)."""
+        self.types = InstanceTypeCache(provider, clock)
+        """The NodePools' instance types between passes (:class:`~karpy_core.controllers.instancetypes.InstanceTypeCache`)."""
         self._signatures: dict[str, str] = {}
-        """NodePool name -> :func:`_types_signature` of the types the last pass read."""
+        """NodePool name -> :func:`~karpy_core.controllers.instancetypes.types_signature` of the types the last pass read."""
         self._idle: tuple[str, float | None] | None = None
         self._wake: float | None = None
         self.undone = UndoneMoves()
         """The consolidations made, those undone (a launch for the pods they moved) and not to be
         made again, and the replacements whose pods are on their way (nominated meanwhile)."""
+        self.queue = CommandQueue(kube=kube, clock=clock, replacement_timeout=self.settings.replacement_timeout, undone=self.undone,
+                                  log_decisions=self._log, events=events)
+        """The commands being executed and the writes that execute them (:mod:`.queue`)."""
         self.metrics: DisruptionMetrics | None = None
         if metrics is not None:  # imported here: the simulator, which counts nothing, need not load the metrics stack
             from karpy_core.controllers.disruption.metrics import DisruptionMetrics
@@ -272,28 +158,14 @@ class Disruption:
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
-        """NodePool name -> instance types, kept per NodePool generation (and NodeOverlay store)
-        for at most :data:`INSTANCE_TYPES_REFRESH` seconds of the controller's clock; an empty
-        list is never kept. A provider answers ``[]`` while the NodePool's NodeClass is not
-        Ready (the AWS plugin does): kept, that left consolidation without prices until the
-        NodePool changed. Karpenter's disruption asks its cloud provider on every pass; its
-        providers cache the types and see a NodeClass change at once."""
-        now = self.clock.now()
+        """NodePool name -> instance types, from :attr:`types` (kept per NodePool generation and
+        NodeOverlay store for at most :data:`~karpy_core.controllers.instancetypes.INSTANCE_TYPES_REFRESH`
+        seconds of the controller's clock; an empty list never kept); each NodePool's types
+        signature is remembered for the idle pass's fingerprint."""
         out: dict[str, list[InstanceType]] = {}
-        for pool in snapshot.nodepool_views:
-            gen = pool.generation or None
-            key = (pool.name, gen, pool.resource_version if gen is None else None,
-                   getattr(self.provider, "overlay_generation", 0))
-            kept = self._types.get(key)
-            if kept is None or now - kept[0] >= INSTANCE_TYPES_REFRESH:
-                types = await self.provider.get_instance_types(pool.model)
-                for old in [k for k in self._types if k[0] == pool.name]:
-                    del self._types[old]
-                kept = (now, types, _types_signature(types))
-                if types:
-                    self._types[key] = kept
-            out[pool.name] = kept[1]
-            self._signatures[pool.name] = kept[2]
+        for name, kept in (await self.types.of(snapshot.nodepool_views)).items():
+            out[name] = kept.types
+            self._signatures[name] = kept.signature
         return out
 
     def _log(self, now: float, lines: list[NodeDecision]) -> None:
@@ -325,56 +197,19 @@ class Disruption:
         timing out), or None."""
         return self._wake
 
+    @property
+    def queued(self) -> list[Command]:
+        """The executed commands waiting for their replacements (:attr:`CommandQueue.commands`)."""
+        return self.queue.commands
+
     def _busy(self) -> set[str]:
-        out = {n for cmd in self.queued for n in cmd.nodes}
+        out = self.queue.nodes()
         if self.pending is not None:
             out |= set(self.pending.nodes)
         return out
 
-    async def _set_taint(self, node: str, on: bool) -> None:
-        try:
-            obj = await self.kube.get("Node", node)
-        except NotFoundError:
-            return
-        taints = [t for t in _taints(obj) if t.get("key") != TAINT_DISRUPTED]
-        if on:
-            taints.append({"key": TAINT_DISRUPTED, "effect": "NoSchedule"})
-        if taints != _taints(obj):
-            await self.kube.patch("Node", node, {"spec": {"taints": taints}})
-
-    async def _set_reason(self, nodeclaim: str, reason: DisruptionReason | None) -> None:
-        try:
-            nc = await self.kube.get("NodeClaim", nodeclaim)
-        except NotFoundError:
-            return
-        conds = [c for c in (nc.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionReason"]
-        if reason:
-            conds.append({"type": "DisruptionReason", "status": "True", "reason": reason.value, "message": "",
-                          "lastTransitionTime": iso(self.clock.now())})
-        await self.kube.patch("NodeClaim", nodeclaim, {"status": {"conditions": sorted(conds, key=lambda c: c["type"])}},
-                              status=True)
-
     async def _publish(self, evs: list[Event]) -> None:
-        if self.events is not None and evs:
-            await self.events.record(*evs)
-
-    async def _get(self, kind: str, name: str) -> dict[str, Any] | None:
-        try:
-            return await self.kube.get(kind, name)
-        except KubeAPIError:
-            return None
-
-    async def _terminating(self, cand_node: str, nodeclaim: dict[str, Any] | None, reason: str) -> None:
-        """``DisruptionTerminating`` on the candidate's Node and NodeClaim (Karpenter ``queue.go``)."""
-        if self.events is not None:
-            await self._publish(karpenter_events.terminating(await self._get("Node", cand_node), nodeclaim, reason))
-
-    async def _delete_claim(self, name: str) -> bool:
-        try:
-            await self.kube.delete("NodeClaim", name)
-            return True
-        except NotFoundError:
-            return False
+        await self.queue.publish(evs)
 
     # ---- the pass ------------------------------------------------------------------------------
     async def reconcile(self) -> list[DisruptionEvent]:
@@ -394,8 +229,8 @@ class Disruption:
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._consolidatable(snapshot, now):
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
-        events += await self._progress(snapshot, now)
-        events += await self._strip_stale(snapshot)
+        events += await self.queue.progress(snapshot, now)
+        events += await self.queue.strip_stale(snapshot, self._busy())
         if events:
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if self.capacity_buffers:
@@ -441,7 +276,7 @@ class Disruption:
         if self.pending is None:
             # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
             # new instance types (a NodeClass turned Ready, offerings or prices changed) re-plan too
-            fp = (self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{getattr(self.provider, 'overlay_generation', 0)}|"
+            fp = (self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{self.provider.overlay_generation}|"
                   + f"{len(avoid)}|"
                   + ",".join(f"{k}={v}" for k, v in sorted(self._signatures.items()) if k in types))
             if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
@@ -458,7 +293,7 @@ class Disruption:
                 self._log(now, lines)
                 await self._publish(_decision_events(snapshot, lines))
                 if plan is not None:
-                    self.pending = _Command(plan, now)
+                    self.pending = Command(plan, now)
                     self._idle = None
                     wake.append(now + self.settings.validation_delay)
                     events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
@@ -470,8 +305,7 @@ class Disruption:
                     self._idle = (fp, threshold)
                     if threshold is not None:
                         wake.append(threshold)
-        for cmd in self.queued:
-            wake.append(cmd.started_at + self.settings.replacement_timeout)
+        wake.extend(self.queue.timeouts())
         exp = next_expiry(snapshot.nodeclaim_views, now)
         if exp is not None:
             wake.append(exp)
@@ -550,56 +384,6 @@ class Disruption:
                 wrote = True
         return wrote
 
-    async def _progress(self, snapshot: ClusterSnapshot, now: float) -> list[DisruptionEvent]:
-        events: list[DisruptionEvent] = []
-        claims = {c.name: c for c in snapshot.nodeclaim_views}
-        keep: list[_Command] = []
-        for cmd in self.queued:
-            failed = [r for r in cmd.replacements if r not in claims or claims[r].deleting]
-            timed_out = now - cmd.started_at >= self.settings.replacement_timeout
-            if failed or timed_out:
-                kind = DecisionKind.REPLACEMENT_FAILED if failed else DecisionKind.REPLACEMENT_TIMEOUT
-                why = f"replacement {failed[0]} failed to launch" if failed else "replacements not initialized in time"
-                for c in cmd.plan.candidates:
-                    await self._set_taint(c.name, False)
-                    await self._set_reason(c.nodeclaim_name, None)
-                    self._log(now, [NodeDecision(c.name, cmd.plan.method, Verdict.KEEP, kind, f"command abandoned: {why}")])
-                events.append(DisruptionEvent(DisruptionEventKind.FAILED, ",".join(cmd.nodes), reason=why, decision=kind))
-                self.undone.finished(cmd.nodes, now)
-                continue
-            for r in cmd.replacements:
-                await self._publish([karpenter_events.launching(claims[r].raw, cmd.plan.reason.value)])
-                if not claims[r].is_true("Initialized"):
-                    await self._publish([karpenter_events.waiting_on_readiness(claims[r].raw)])
-            if all(claims[r].is_true("Initialized") for r in cmd.replacements):
-                for c in cmd.plan.candidates:
-                    if await self._delete_claim(c.nodeclaim_name):
-                        claim = claims.get(c.nodeclaim_name)
-                        await self._terminating(c.name, claim.raw if claim is not None else None, cmd.plan.reason.value)
-                        events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=cmd.plan.reason.value,
-                                                      details={"method": cmd.plan.method.value}))
-                self.undone.finished(cmd.nodes, now)
-                continue
-            keep.append(cmd)
-        self.queued = keep
-        return events
-
-    async def _strip_stale(self, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
-        busy = self._busy()
-        events = []
-        deleting = {(c.get("status") or {}).get("providerID") for c in await self.kube.list("NodeClaim")
-                    if c["metadata"].get("deletionTimestamp")}
-        for n in snapshot.node_views:
-            if n.deleting or n.name in busy:
-                continue
-            if n.provider_id in deleting:
-                continue
-            if n.disrupted:
-                await self._set_taint(n.name, False)
-                events.append(DisruptionEvent(DisruptionEventKind.UNTAINT, n.name,
-                                              reason="stale karpenter.sh/disrupted taint"))
-        return events
-
     def _undone(self, snapshot: ClusterSnapshot, now: float, workload: Callable[[], str]) -> list[DisruptionEvent]:
         """The consolidations found undone this pass (:meth:`UndoneMoves.observe`): one warning
         line and one :attr:`DisruptionEventKind.UNDONE` event each."""
@@ -623,26 +407,26 @@ class Disruption:
             return plan
         if self._reported[0] is None:  # the pass that reported it: this is the state it held on
             self._reported = (fp, self._reported[1])
-        if plan is not None and self._reported == (fp, _command_key(plan)):
+        if plan is not None and self._reported == (fp, command_key(plan)):
             log.debug("dry run: command already reported on this cluster state", extra=command_log_values(plan))
             return None
         return plan
 
-    async def _would_execute(self, cmd: _Command) -> list[DisruptionEvent]:
+    async def _would_execute(self, cmd: Command) -> list[DisruptionEvent]:
         """Dry run: report a validated command instead of executing it (see :attr:`dry_run`)."""
         plan = cmd.plan
         log.info("dry run: would disrupt node(s)", extra={**command_log_values(plan), "dryRun": True,
                                                            "price": round(plan.price, 6),
                                                            "replacement-price": round(plan.replacement_price, 6)})
         for c in plan.candidates:
-            await self._terminating(c.name, c.nodeclaim.raw, plan.reason.value)
+            await self.queue.terminating(c.name, c.nodeclaim.raw, plan.reason.value)
         m = self.metrics.metrics.dry_run if self.metrics is not None else None
         if m is not None:
             labels = {"reason": plan.reason.value, "method": plan.method.value}
             m.disruption_decisions.labels(decision=plan.decision.value, **labels).inc()
             m.disruption_nodes.labels(**labels).inc(len(plan.candidates))
             m.disruption_savings.labels(**labels).inc(max(0.0, plan.savings_per_hour))
-        self._reported = (None, _command_key(plan))
+        self._reported = (None, command_key(plan))
         self._idle = None
         return [DisruptionEvent(DisruptionEventKind.WOULD_DISRUPT, ",".join(cmd.nodes), reason=plan.reason.value,
                                 details={"method": plan.method.value, "decision": plan.decision.value, "price": round(plan.price, 6),
@@ -650,76 +434,10 @@ class Disruption:
                                          "savings_per_hour": plan.savings_per_hour,
                                          "replacements": [[it.name for it in r.instance_types[:5]] for r in plan.replacements]})]
 
-    async def _execute(self, cmd: _Command, now: float, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
+    async def _execute(self, cmd: Command, now: float, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
         if self.dry_run:
             return await self._would_execute(cmd)
-        plan = cmd.plan
-        events: list[DisruptionEvent] = []
-        log.info("disrupting node(s)", extra=command_log_values(plan))
-        self.undone.executed(plan, snapshot, now)
-        for c in plan.candidates:
-            await self._set_taint(c.name, True)
-            await self._set_reason(c.nodeclaim_name, plan.reason)
-        events.append(DisruptionEvent(DisruptionEventKind.DISRUPT, ",".join(cmd.nodes), reason=plan.reason.value,
-                                      details={"method": plan.method.value, "decision": plan.decision.value, "price": round(plan.price, 6),
-                                               "replacement_price": round(plan.replacement_price, 6),
-                                               "savings_per_hour": plan.savings_per_hour}))
-        cmd.started_at = now
-        for r in plan.replacements:
-            created = await self.kube.create("NodeClaim", nodeclaim_from_plan(r))
-            cmd.replacements.append(created["metadata"]["name"])
-            await self._publish([karpenter_events.launching(created, plan.reason.value)])
-            events.append(DisruptionEvent(DisruptionEventKind.REPLACEMENT_CREATE, nodeclaim=created["metadata"]["name"],
-                                          reason=plan.reason.value, details={"nodepool": r.nodepool, "for": cmd.nodes,
-                                                   "cheapest_price": round(r.cheapest_offering_price(), 6)}))
-        self.undone.replacements_created(cmd.nodes, cmd.replacements)
-        if not plan.replacements:
-            for c in plan.candidates:
-                if await self._delete_claim(c.nodeclaim_name):
-                    await self._terminating(c.name, c.nodeclaim.raw, plan.reason.value)
-                    events.append(DisruptionEvent(DisruptionEventKind.DELETE, c.name, c.nodeclaim_name, reason=plan.reason.value,
-                                                  details={"method": plan.method.value}))
-            self.undone.finished(cmd.nodes, now)
-        else:
-            self.queued.append(cmd)
-        return events
-
-
-def _command_key(plan: DisruptionPlan) -> str:
-    """What identifies a command for the dry run's reporting: method, decision, candidates and
-    the replacements' cheapest instance types."""
-    reps = ";".join(",".join(it.name for it in r.instance_types[:3]) for r in plan.replacements)
-    return f"{plan.method.value}|{plan.decision.value}|{','.join(c.name for c in plan.candidates)}|{reps}"
-
-
-def command_log_values(plan: DisruptionPlan) -> dict[str, Any]:
-    """The fields of Karpenter's ``disrupting node(s)`` line (``disruption/queue.go``,
-    ``Command.String`` and ``Command.LogValues``): ``command`` (``<reason>/<method>: <decision>:
-    nodepools=[...]: [nodes] [-> [N replacement(s)]] (savings: $x.xx)``, savings in USD/hour),
-    ``decision``, ``disrupted-node-count``, ``replacement-node-count``, ``pod-count`` (pods to
-    reschedule), ``disrupted-nodes`` (Node, NodeClaim, instance-type, capacity-type each) and
-    ``replacement-nodes`` (capacity-type, and instance-types when there is one replacement)."""
-    nodes = ", ".join(c.name for c in plan.candidates)
-    pools = ",".join(dict.fromkeys(c.nodepool for c in plan.candidates if c.nodepool))
-    n = len(plan.replacements)
-    to = f" -> [{n} replacement{'' if n == 1 else 's'}]" if n else ""
-    command = (f"{plan.reason.value}/{plan.method.value}: {plan.decision.value}: nodepools=[{pools}]: [{nodes}]{to} "
-               f"(savings: ${plan.savings_per_hour:.2f})")
-    replacements = []
-    for r in plan.replacements:
-        types = r.requirements.get(LABEL_CAPACITY_TYPE)
-        allowed = set(types.values) if types is not None and not types.complement else {"reserved", "spot", "on-demand"}
-        entry: dict[str, Any] = {"capacity-type": next((t for t in ("reserved", "spot") if t in allowed), "on-demand")}
-        if n == 1:
-            entry["instance-types"] = pretty_list([it.name for it in r.instance_types])
-        replacements.append(entry)
-    return {
-        "command": command, "decision": plan.decision.value, "disrupted-node-count": len(plan.candidates),
-        "replacement-node-count": n, "pod-count": sum(len(c.pods) for c in plan.candidates),
-        "disrupted-nodes": [{"Node": {"name": c.name}, "NodeClaim": {"name": c.nodeclaim_name}, "instance-type": c.instance_type,
-                             "capacity-type": c.capacity_type} for c in plan.candidates],
-        "replacement-nodes": replacements,
-    }
+        return await self.queue.execute(cmd, now, snapshot)
 
 
 def _decision_events(snapshot: ClusterSnapshot, lines: list[NodeDecision]) -> list[Event]:
@@ -727,8 +445,3 @@ def _decision_events(snapshot: ClusterSnapshot, lines: list[NodeDecision]) -> li
     claims = {n.name: c for n in snapshot.node_views if (c := snapshot.nodeclaim_by_provider_id(n.provider_id)) is not None}
     pools = {p.name: p for p in snapshot.nodepool_views}
     return decision_events(lines, nodes, claims, pools)
-
-
-def poll_tick(start: float, t: float, period: float = 10.0) -> float:
-    """The first poll time at or after ``t`` on a ``period`` grid starting at ``start``."""
-    return start + math.ceil(round((t - start) / period, 9)) * period

@@ -19,7 +19,7 @@ from karpy_core.logs import fields
 from karpy_core.observability import CONSOLIDATION_TYPES, Metrics
 
 if TYPE_CHECKING:
-    from karpy_core.controllers.disruption.controller import DisruptionEvent, PlanningPass
+    from karpy_core.controllers.disruption.command import DisruptionEvent, PlanningPass
 
 __all__ = ["DisruptionMetrics"]
 
@@ -84,7 +84,7 @@ class DisruptionMetrics:
         ``empty``, ``drifted``, ``underutilized``) per deleted NodeClaim and
         ``karpenter_nodeclaims_created_total`` per replacement; ``karpenter_voluntary_disruption_undone_total``
         (``reason``, ``consolidation_type``) per command found undone."""
-        from karpy_core.controllers.disruption.controller import DisruptionEventKind as K
+        from karpy_core.controllers.disruption.command import DisruptionEventKind as K
 
         m = self.metrics
         for ev in events:
