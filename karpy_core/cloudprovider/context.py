@@ -10,7 +10,7 @@ typed; a plugin reads none of them any other way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from karpy_core.featuregates import FeatureGates
 from karpy_core.utils.clock import Clock, RealClock
@@ -18,10 +18,21 @@ from karpy_core.utils.clock import Clock, RealClock
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from karpy_core.cloudprovider.metrics import CloudCallMetrics
     from karpy_core.kube.port import KubeClient
 
-__all__ = ["ProviderContext"]
+__all__ = ["CloudCallObserver", "ProviderContext"]
+
+
+class CloudCallObserver(Protocol):
+    """Where the facade's metrics decorator records each cloud call
+    (:class:`~karpy_core.cloudprovider.metrics.CloudCallMetrics` in the controller). Declared here,
+    not imported from :mod:`karpy_core.cloudprovider.metrics`, so the context depends on no
+    decorator (``metrics`` imports ``calls``, which names this context)."""
+
+    def observe(self, method: str, provider: str, seconds: float, error: str) -> None:
+        """Record one call of Karpenter's ``method`` (``Create``...) to ``provider`` that took
+        ``seconds`` and raised ``error`` (an exception class name, ``""`` when it returned)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,5 +63,5 @@ class ProviderContext:
     cluster_name: str = ""
     clock: Clock = field(default_factory=RealClock)
     registry: CollectorRegistry | None = None
-    cloud_call_metrics: CloudCallMetrics | None = None
+    cloud_call_metrics: CloudCallObserver | None = None
     simulation: bool = False
