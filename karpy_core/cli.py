@@ -813,7 +813,8 @@ async def run_controller(
             provider_options = {**provider_options, "node_backend": KwokNodeBackend(kube)}
         provider_options = {**provider_options, "kube": kube}  # NodeClasses (status, drift), Secrets, events
         provider = load_provider(cloud_provider, provider_options)
-        operator = Operator(kube=kube, provider=provider, settings=settings)  # prepares the provider (its context)
+        operator = Operator(kube=kube, provider=provider, settings=settings,  # prepares the provider (its context)
+                            cluster_ca_pem=await raw.cluster_ca_pem())
         await provider.start()  # optional start-up I/O: settings a provider discovers (AWS: the endpoint)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()

@@ -56,6 +56,11 @@ class ProviderContext:
             (:mod:`karpy_core.cloudprovider.metrics`) around every async hook call; None: not
             observed. Plugins do not use it.
         simulation: True in ``karpy simulate`` (and the simulator in tests).
+        cluster_ca_pem: the CA (PEM) karpy's kube client verifies the API server with (kubeconfig
+            ``certificate-authority(-data)`` or the service account's ``ca.crt``), read once at
+            start; None with the in-memory client or when none is configured. A plugin that
+            bootstraps nodes may hand it to them as the cluster CA (Karpenter's
+            ``CLUSTER_CA_BUNDLE`` default: "taken from the controller's TLS configuration").
     """
 
     kube: KubeClient | None = None
@@ -65,3 +70,4 @@ class ProviderContext:
     registry: CollectorRegistry | None = None
     cloud_call_metrics: CloudCallObserver | None = None
     simulation: bool = False
+    cluster_ca_pem: str | None = None

@@ -11,8 +11,10 @@ import pytest
 from karpy_kakaocloud.plugin import DEFAULT_CA_FILE, create_plugin
 from karpy_kakaocloud.settings import ENV_ENDPOINTS, endpoints_from_env
 
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.errors import ConfigurationError, CreateError
-from karpy_core.kube.transport import Access
+from karpy_core.kube.client import AsyncKubeClient
+from karpy_core.kube.transport import Access, Transport
 from tests.kakaocloud.conftest import CA_HASH, CA_PEM
 
 
@@ -46,25 +48,26 @@ def test_create_plugin_reads_the_endpoints_when_options_give_none(monkeypatch: p
         create_plugin({"cluster_name": "demo"})
 
 
-class _Kube:
-    def __init__(self, access: Access) -> None:
-        self.transport = type("T", (), {"access": access})()
-
-
 async def test_cluster_ca_falls_back_to_the_kube_clients(tmp_path: Path) -> None:
+    """The CA karpy's kube client trusts reaches the plugin through ProviderContext.cluster_ca_pem
+    (AsyncKubeClient.cluster_ca_pem: inline data or the kubeconfig's file)."""
     assert not os.path.exists(DEFAULT_CA_FILE)  # as on this test machine, outside a pod
-    plugin = create_plugin({"cluster_name": "demo", "kube": _Kube(Access(server="https://127.0.0.1:6443", ca_data=CA_PEM))})
-    assert await plugin._ca_hash() == CA_HASH
     ca = tmp_path / "ca.crt"
     ca.write_text(CA_PEM)
-    plugin = create_plugin({"cluster_name": "demo", "kube": _Kube(Access(server="https://127.0.0.1:6443", ca_file=str(ca)))})
-    assert await plugin._ca_hash() == CA_HASH
+    for access in (Access(server="https://127.0.0.1:6443", ca_data=CA_PEM), Access(server="https://127.0.0.1:6443", ca_file=str(ca))):
+        pem = await AsyncKubeClient(Transport(access)).cluster_ca_pem()
+        assert pem == CA_PEM
+        plugin = create_plugin({"cluster_name": "demo"})
+        plugin.karpy_prepare(ProviderContext(cluster_ca_pem=pem))
+        assert await plugin._ca_hash() == CA_HASH
+    assert await AsyncKubeClient(Transport(Access(server="https://127.0.0.1:6443", ca_file=str(tmp_path / "gone")))).cluster_ca_pem() is None
     # An explicitly configured file that is missing stays an error (no silent fallback).
-    plugin = create_plugin({"cluster_name": "demo", "cluster_ca_file": str(tmp_path / "nope"),
-                            "kube": _Kube(Access(server="https://127.0.0.1:6443", ca_data=CA_PEM))})
+    plugin = create_plugin({"cluster_name": "demo", "cluster_ca_file": str(tmp_path / "nope")})
+    plugin.karpy_prepare(ProviderContext(cluster_ca_pem=CA_PEM))
     with pytest.raises(CreateError, match="cannot read the cluster CA"):
         await plugin._ca_hash()
     # No kube client CA either: the same error.
     plugin = create_plugin({"cluster_name": "demo"})
+    plugin.karpy_prepare(ProviderContext())
     with pytest.raises(CreateError, match="cannot read the cluster CA"):
         await plugin._ca_hash()
