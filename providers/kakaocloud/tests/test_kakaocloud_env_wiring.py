@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from kakaocloud_fixtures import CA_HASH, CA_PEM
 from karpy_kakaocloud.plugin import DEFAULT_CA_FILE, create_plugin
 from karpy_kakaocloud.settings import ENV_ENDPOINTS, endpoints_from_env
 
@@ -15,7 +16,6 @@ from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.errors import ConfigurationError, CreateError
 from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.kube.transport import Access, Transport
-from tests.kakaocloud.conftest import CA_HASH, CA_PEM
 
 
 def test_endpoints_from_env() -> None:
