@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kakaocloud_fixtures import CA_HASH, CA_PEM
-from karpy_kakaocloud.plugin import DEFAULT_CA_FILE, create_plugin
+from karpy_kakaocloud.plugin import DEFAULT_CA_FILE, KakaoCloudProvider, create_plugin
 from karpy_kakaocloud.settings import ENV_ENDPOINTS, endpoints_from_env
 
 from karpy_core.cloudprovider.context import ProviderContext
@@ -71,3 +71,21 @@ async def test_cluster_ca_falls_back_to_the_kube_clients(tmp_path: Path) -> None
     plugin.karpy_prepare(ProviderContext())
     with pytest.raises(CreateError, match="cannot read the cluster CA"):
         await plugin._ca_hash()
+
+
+async def test_the_operator_hands_the_kube_clients_ca_to_the_plugin() -> None:
+    """The controller's path: the CLI reads AsyncKubeClient.cluster_ca_pem and gives it to Operator,
+    which prepares the provider with it in ProviderContext.cluster_ca_pem."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.operator import Operator
+
+    cloud = load_provider("kakaocloud", {"cluster_name": "demo"})
+    Operator(kube=InMemoryCluster(), provider=cloud, cluster_ca_pem=CA_PEM)
+    assert isinstance(cloud.plugin, KakaoCloudProvider)
+    assert await cloud.plugin._ca_hash() == CA_HASH
+    without = load_provider("kakaocloud", {"cluster_name": "demo"})
+    Operator(kube=InMemoryCluster(), provider=without)
+    assert isinstance(without.plugin, KakaoCloudProvider)
+    with pytest.raises(CreateError, match="cannot read the cluster CA"):
+        await without.plugin._ca_hash()
