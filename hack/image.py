@@ -395,8 +395,10 @@ def source_files(cloud: str) -> list[Path]:
             files.append(top)
             continue
         for dirpath, dirnames, filenames in os.walk(top):
-            # (build/: what pip wheel leaves in the plugin's directory; never a source)
-            dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "build") and not d.endswith(".egg-info"))
+            # (build/: what pip wheel leaves in the plugin's directory; tests/: the plugin's tests,
+            # beside its package but in no wheel; neither is a source)
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in ("__pycache__", "build", "tests") and not d.endswith(".egg-info"))
             files.extend(Path(dirpath) / f for f in sorted(filenames) if not f.endswith((".pyc", ".pyo")))
     return files
 

@@ -820,7 +820,8 @@ async def run_controller(
         # NodeClasses (status, drift), Secrets, events; a --provider-option kube=... is refused, not replaced
         provider_options = {"kube": kube, **provider_options}
         provider = load_provider(cloud_provider, provider_options)
-        operator = Operator(kube=kube, provider=provider, settings=settings)  # prepares the provider (its context)
+        operator = Operator(kube=kube, provider=provider, settings=settings,  # prepares the provider (its context)
+                            cluster_ca_pem=await raw.cluster_ca_pem())
         await provider.start()  # optional start-up I/O: settings a provider discovers (AWS: the endpoint)
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()

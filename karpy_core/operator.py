@@ -79,6 +79,8 @@ class Operator:
         settings: controller settings.
         clock: time source (real by default).
         metrics: metrics registry (a new one by default).
+        cluster_ca_pem: the CA ``kube`` trusts (:meth:`AsyncKubeClient.cluster_ca_pem
+            <karpy_core.kube.client.AsyncKubeClient.cluster_ca_pem>`), handed to the provider in its context.
     """
 
     CACHED_KINDS = ("Pod", "Node", "NodeClaim", "NodePool", "DaemonSet", "PodDisruptionBudget")
@@ -95,6 +97,7 @@ class Operator:
         settings: ControllerSettings | None = None,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
+        cluster_ca_pem: str | None = None,
     ):
         self.settings = settings or ControllerSettings()
         self.clock = clock or RealClock()
@@ -107,7 +110,7 @@ class Operator:
             kube = self._dry_run_client(kube)
         provider.prepare(ProviderContext(
             kube=kube, feature_gates=self.settings.feature_gates, cluster_name=self.settings.cluster_name, clock=self.clock,
-            registry=self.metrics.registry,
+            registry=self.metrics.registry, cluster_ca_pem=cluster_ca_pem,
             cloud_call_metrics=CloudCallMetrics(self.metrics.cloudprovider_duration, self.metrics.cloudprovider_errors)))
         node_classes = [kind for _, kind in provider.supported_node_classes() if kind in KINDS]
         gates = self.settings.feature_gates

@@ -231,7 +231,7 @@ class KakaoWorld(World):
     name = "kakaocloud"
 
     def __init__(self) -> None:
-        from tests.kakaocloud.fake_server import FakeKakaoCloud
+        from kakaocloud_fake_server import FakeKakaoCloud
 
         self.fake = FakeKakaoCloud()
 
@@ -250,7 +250,7 @@ class KakaoWorld(World):
         return self
 
     async def prepare(self, kube: InMemoryCluster) -> None:
-        from tests.kakaocloud.test_conformance import NODECLASS
+        from test_kakaocloud_conformance import NODECLASS
 
         await kube.create("KCNodeClass", NODECLASS)
 
@@ -258,10 +258,9 @@ class KakaoWorld(World):
         return {"group": "karpenter.kakaocloud.com", "kind": "KCNodeClass", "name": "default"}
 
     def provider(self, kube: InMemoryCluster) -> Any:
+        from kakaocloud_fixtures import CA_PEM, FAST, keyring_json
         from karpy_kakaocloud.credentials import Credentials, Secret, parse_keyring
         from karpy_kakaocloud.plugin import create_plugin
-
-        from tests.kakaocloud.conftest import CA_PEM, FAST, keyring_json
 
         endpoints = {k: v.replace(str(self.fake.server.make_url("")).rstrip("/"), self.proxy.url)  # type: ignore[union-attr]
                      for k, v in self.fake.endpoints().items()}
@@ -292,15 +291,14 @@ class AWSWorld(World):
         self._session: Any = None
 
     async def start(self) -> AWSWorld:
+        from aws_moto import seed
         from karpy_aws.instancetypes import InstanceTypeData
-
-        from tests.aws.conftest import seed
 
         await seed(self.moto_url)
         self.data = self.data or InstanceTypeData()
         # fetch the (static, shared) instance type catalog once, straight from moto: its
         # DescribeInstanceTypes answer takes seconds and would outlast the trials' read timeout
-        from tests.aws.conftest import make_plugin
+        from aws_moto import make_plugin
 
         warm = make_plugin(self.moto_url, self.data, use_pricing_api=False)
         try:
@@ -337,14 +335,13 @@ class AWSWorld(World):
                 {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5", "t3"]}]
 
     def provider(self, kube: InMemoryCluster) -> Any:
+        from aws_moto import make_plugin
         from botocore.config import Config
-
-        from tests.aws.conftest import make_plugin
-        from tests.aws.test_conformance_aws import NODECLASS
+        from test_conformance_aws import NODECLASS
 
         self._trim_catalog()
         if self._session is None:  # one session: botocore loads the EC2 model (seconds) once, not per restart
-            from tests.aws.conftest import session
+            from aws_moto import session
 
             self._session = session()
         plugin = make_plugin(self.proxy.url, self.data, nodeclasses={"default": NODECLASS}, use_pricing_api=False,
@@ -362,7 +359,7 @@ class AWSWorld(World):
                 self.data.infos[region] = (at, {k: v for k, v in infos.items() if k.split(".")[0] in ("m5", "t3")})
 
     async def alive(self, claim: str) -> list[str]:
-        from tests.aws.conftest import session
+        from aws_moto import session
 
         async with session().client("ec2", endpoint_url=self.moto_url) as ec2:
             resp = await ec2.describe_instances(Filters=[
@@ -518,9 +515,8 @@ async def run_suite(world: World, *, trials: int, sample: bool = False,
 
 def start_moto() -> tuple[Any, str]:
     """A ThreadedMotoServer on 127.0.0.1 with the test suite's fleet faults installed; (server, url)."""
+    from aws_moto import _install_fleet_faults
     from moto.server import ThreadedMotoServer
-
-    from tests.aws.conftest import _install_fleet_faults
 
     _install_fleet_faults()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

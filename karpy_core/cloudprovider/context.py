@@ -10,7 +10,7 @@ typed; a plugin reads none of them any other way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from karpy_core.featuregates import FeatureGates
 from karpy_core.utils.clock import Clock, RealClock
@@ -18,10 +18,21 @@ from karpy_core.utils.clock import Clock, RealClock
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from karpy_core.cloudprovider.metrics import CloudCallMetrics
     from karpy_core.kube.port import KubeClient
 
-__all__ = ["ProviderContext"]
+__all__ = ["CloudCallObserver", "ProviderContext"]
+
+
+class CloudCallObserver(Protocol):
+    """Where the facade's metrics decorator records each cloud call
+    (:class:`~karpy_core.cloudprovider.metrics.CloudCallMetrics` in the controller). Declared here,
+    not imported from :mod:`karpy_core.cloudprovider.metrics`, so the context depends on no
+    decorator (``metrics`` imports ``calls``, which names this context)."""
+
+    def observe(self, method: str, provider: str, seconds: float, error: str) -> None:
+        """Record one call of Karpenter's ``method`` (``Create``...) to ``provider`` that took
+        ``seconds`` and raised ``error`` (an exception class name, ``""`` when it returned)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +56,11 @@ class ProviderContext:
             (:mod:`karpy_core.cloudprovider.metrics`) around every async hook call; None: not
             observed. Plugins do not use it.
         simulation: True in ``karpy simulate`` (and the simulator in tests).
+        cluster_ca_pem: the CA (PEM) karpy's kube client verifies the API server with (kubeconfig
+            ``certificate-authority(-data)`` or the service account's ``ca.crt``), read once at
+            start; None with the in-memory client or when none is configured. A plugin that
+            bootstraps nodes may hand it to them as the cluster CA (Karpenter's
+            ``CLUSTER_CA_BUNDLE`` default: "taken from the controller's TLS configuration").
     """
 
     kube: KubeClient | None = None
@@ -52,5 +68,6 @@ class ProviderContext:
     cluster_name: str = ""
     clock: Clock = field(default_factory=RealClock)
     registry: CollectorRegistry | None = None
-    cloud_call_metrics: CloudCallMetrics | None = None
+    cloud_call_metrics: CloudCallObserver | None = None
     simulation: bool = False
+    cluster_ca_pem: str | None = None

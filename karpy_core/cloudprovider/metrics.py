@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.apis.nodepool import NodePool
-    from karpy_core.cloudprovider.context import ProviderContext
+    from karpy_core.cloudprovider.context import CloudCallObserver, ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
 __all__ = ["CloudCallMetrics", "MeteredCalls"]
@@ -36,7 +36,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class CloudCallMetrics:
-    """The two cloud-call metric families (label names as upstream's).
+    """The two cloud-call metric families (label names as upstream's); a
+    :class:`~karpy_core.cloudprovider.context.CloudCallObserver`.
 
     Attributes:
         duration: histogram, labels ``controller``, ``method``, ``provider`` (seconds).
@@ -70,7 +71,7 @@ class MeteredCalls(CallsDecorator):
     def __init__(self, inner: CloudCalls, provider: str):
         super().__init__(inner)
         self.provider = provider
-        self.metrics: CloudCallMetrics | None = None
+        self.metrics: CloudCallObserver | None = None
 
     def prepare(self, context: ProviderContext) -> None:
         """Observe into ``context.cloud_call_metrics`` from now on (None: stop observing)."""

@@ -106,6 +106,13 @@ class AsyncKubeClient:
             raise KubeUnreachableError(f"cannot reach the Kubernetes API server at {host}: {detail}") from exc
         return str((payload or {}).get("gitVersion", "")) if isinstance(payload, dict) else ""
 
+    async def cluster_ca_pem(self) -> str | None:
+        """The CA (PEM) this client verifies the API server with (kubeconfig
+        ``certificate-authority(-data)``, the service account's ``ca.crt`` in a pod), or None
+        (none configured, or its file unreadable): what karpy hands a plugin as
+        :attr:`ProviderContext.cluster_ca_pem <karpy_core.cloudprovider.context.ProviderContext.cluster_ca_pem>`."""
+        return await asyncio.to_thread(self.transport.access.ca_pem)
+
     async def close(self) -> None:
         """Close the HTTP session."""
         await self.transport.close()

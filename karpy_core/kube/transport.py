@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -97,6 +98,18 @@ class Access:
     tls_server_name: str | None = None
     proxy: str | None = None
     auth: TokenSource = field(default_factory=TokenSource)
+
+    def ca_pem(self) -> str | None:
+        """The PEM of the CA this access verifies the server with: ``ca_data``, else the text of
+        ``ca_file``; None when neither is set or the file cannot be read (blocking: a file read)."""
+        if self.ca_data:
+            return self.ca_data
+        if self.ca_file:
+            try:
+                return Path(self.ca_file).read_text()
+            except OSError:
+                return None
+        return None
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         """The TLS context for this server (``False`` for plain ``http://``).

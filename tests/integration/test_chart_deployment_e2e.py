@@ -43,11 +43,11 @@ from typing import Any
 
 import pytest
 import yaml
+from aws_moto import REGION, moto_url, seed, session  # noqa: F401 - moto_url is a fixture
 
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.sim.kwok_nodes import KwokNodeBackend
-from tests.aws.conftest import REGION, moto_url, seed, session  # noqa: F401 - moto_url is a fixture
 
 from .karpy_env import install_crds, wait_for
 from .test_chart_apply import _create_all, _delete, helm_bin, render  # noqa: F401 - fixtures
@@ -446,9 +446,9 @@ def _kc_nodepool(name: str, label: str) -> dict[str, Any]:
 async def test_chart_deployment_runs_on_kakaocloud(
     devcluster: Any, admin: AsyncKubeClient, render: Any, release_namespace: str, scratch: Path, tmp_path: Path,  # noqa: F811
 ) -> None:
-    from tests.kakaocloud.conftest import keyring_json, secret_obj
-    from tests.kakaocloud.fake_server import FakeKakaoCloud
-    from tests.kakaocloud.test_conformance import NODECLASS
+    from kakaocloud_fake_server import FakeKakaoCloud
+    from kakaocloud_fixtures import keyring_json, secret_obj
+    from test_kakaocloud_conformance import NODECLASS
 
     fake = FakeKakaoCloud()
     await fake.start()

@@ -12,7 +12,7 @@ import pytest
 
 from .faults import trial
 
-pytestmark = pytest.mark.devcluster  # e2e: tests/conftest.py marks every test using the devcluster fixture
+pytestmark = pytest.mark.devcluster  # e2e: the root conftest.py marks every test using the devcluster fixture
 
 PODS = 12
 NEEDED = 4

@@ -162,7 +162,8 @@ async def test_recorder_records_a_watch_as_list_then_watch() -> None:
 
 REPO = Path(__file__).resolve().parents[2]
 _VERB_OF = {"list": "list", "get": "get", "create": "create", "patch": "patch", "replace": "update", "delete": "delete"}
-CLOUD_OF_TREE = {"karpy_core": set(CLOUDS), "providers/aws": {"aws"}, "providers/kakaocloud": {"kakaocloud"}}
+CLOUD_OF_TREE = {"karpy_core": set(CLOUDS), "providers/aws/karpy_aws": {"aws"}, "providers/kakaocloud/karpy_kakaocloud": {"kakaocloud"}}
+"""The controller's code per cloud: karpy_core and each plugin's package (not its tests beside it)."""
 NOT_THE_CONTROLLER = ("karpy_core/sim/", "karpy_core/kube/memory.py", "karpy_core/kube/cache.py", "karpy_core/apis/crds.py")
 """The simulator and the in-memory cluster (never against a real cluster), the informer cache
 (forwards calls with variable kinds; its watches are checked from Operator.CACHED_KINDS), and

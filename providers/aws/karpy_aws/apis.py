@@ -31,6 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from karpy_aws.apivalues import ALIAS_FAMILIES, EVICTION_SIGNALS, RESERVED_KEYS, RESTRICTED_TAG_KEYS
 from karpy_core.apis.base import Bool, Condition, CRDQuantity, Int, Int32, KubeModel, KubeObject, Str
 from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay, printer_column
 from karpy_core.apis.durations import parse_duration
@@ -65,33 +66,6 @@ GROUP = "karpenter.k8s.aws"
 API_VERSION = f"{GROUP}/v1"
 
 AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025")
-ALIAS_FAMILIES = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
-"""Alias family (``al2023`` in ``al2023@latest``) -> the ``amiFamily`` it implies."""
-
-RESTRICTED_TAG_KEYS = (
-    "eks:eks-cluster-name",
-    "karpenter.sh/nodepool",
-    "karpenter.sh/nodeclaim",
-    "karpenter.k8s.aws/ec2nodeclass",
-)
-"""Tag keys Karpenter sets itself; ``kubernetes.io/cluster*`` prefixes are restricted too."""
-
-_RESERVED_KEYS = ("cpu", "memory", "ephemeral-storage", "pid")
-_EVICTION_SIGNALS = (
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-)
 _PERCENT = re.compile(r"^(\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%$", re.ASCII)  # Go: \d is ASCII
 
 
@@ -234,8 +208,8 @@ class CapacityReservationSelectorTerm(KubeModel):
 
 def _check_reserved(values: dict[str, str]) -> dict[str, str]:
     for key, value in values.items():
-        if key not in _RESERVED_KEYS:
-            raise ValueError(f"invalid key {key!r}: valid keys are {list(_RESERVED_KEYS)}")
+        if key not in RESERVED_KEYS:
+            raise ValueError(f"invalid key {key!r}: valid keys are {list(RESERVED_KEYS)}")
         if parse_quantity(value) < 0:
             raise ValueError(f"{key}: cannot be a negative resource quantity; got {value!r}")
     return values
@@ -243,8 +217,8 @@ def _check_reserved(values: dict[str, str]) -> dict[str, str]:
 
 def _check_eviction(values: dict[str, str]) -> dict[str, str]:
     for key, value in values.items():
-        if key not in _EVICTION_SIGNALS:
-            raise ValueError(f"invalid key {key!r}: valid keys are {list(_EVICTION_SIGNALS)}")
+        if key not in EVICTION_SIGNALS:
+            raise ValueError(f"invalid key {key!r}: valid keys are {list(EVICTION_SIGNALS)}")
         if not isinstance(value, str):
             raise ValueError(f"{key}: must be a string such as '10%' or '100Mi'; got {value!r}")
         if not _PERCENT.fullmatch(value):
@@ -257,8 +231,8 @@ def _check_eviction(values: dict[str, str]) -> dict[str, str]:
 
 def _check_grace_periods(values: dict[str, str]) -> dict[str, str]:
     for key, value in values.items():
-        if key not in _EVICTION_SIGNALS:
-            raise ValueError(f"invalid key {key!r}: valid keys are {list(_EVICTION_SIGNALS)}")
+        if key not in EVICTION_SIGNALS:
+            raise ValueError(f"invalid key {key!r}: valid keys are {list(EVICTION_SIGNALS)}")
         parse_duration(value)
     return values
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy_aws import apis as aws
+from karpy_aws.apivalues import ALIAS_FAMILIES, EVICTION_SIGNALS, RESERVED_KEYS, RESTRICTED_TAG_KEYS
 from karpy_core.apis.crds import (
     GO_DURATION_PATTERN,
     PERCENT_PATTERN,
@@ -43,8 +43,8 @@ def ec2nodeclass_overlays() -> dict[str, Overlay]:
     the rules of :mod:`karpy_aws.apis`'s validators as patterns and CEL (selector terms, AMI
     aliases, role/instanceProfile, restricted tags, kubelet keys, block devices, network
     interfaces), as karpenter-provider-aws's ``karpenter.k8s.aws_ec2nodeclasses.yaml`` has them."""
-    reserved = list(aws._RESERVED_KEYS)
-    signals = list(aws._EVICTION_SIGNALS)
+    reserved = list(RESERVED_KEYS)
+    signals = list(EVICTION_SIGNALS)
 
     def reserved_map() -> dict[str, Any]:
         return {
@@ -68,16 +68,16 @@ def ec2nodeclass_overlays() -> dict[str, Overlay]:
         }
 
     eviction_value = {"pattern": rf"^({PERCENT_PATTERN}|{QUANTITY_PATTERN[1:-1]})$"}
-    families = ", ".join(repr(f) for f in aws.ALIAS_FAMILIES)
+    families = ", ".join(repr(f) for f in ALIAS_FAMILIES)
     tag_rules = [cel_rule("self.all(k, k != '')", "empty tag keys aren't supported")]
     tag_rules += [
         cel_rule(f"self.all(k, k != {cel_string(key)})", f"tag contains a restricted tag matching {key}")
-        for key in aws.RESTRICTED_TAG_KEYS
+        for key in RESTRICTED_TAG_KEYS
     ]
     tag_rules.append(
         cel_rule("self.all(k, !k.startsWith('kubernetes.io/cluster'))", "tag contains a restricted tag matching kubernetes.io/cluster/")
     )
-    alias_families = cel_list(aws.ALIAS_FAMILIES)
+    alias_families = cel_list(ALIAS_FAMILIES)
     return {
         "SubnetSelectorTerm": Overlay(
             properties={"tags": _selector_tags(), "id": {"pattern": "subnet-[0-9a-z]+"}},

@@ -28,6 +28,7 @@ from pydantic import AfterValidator, Field
 
 from karpy_core.apis.base import Bool, Condition, Int, KubeModel, KubeObject, Str
 from karpy_core.apis.crdspec import AGE_COLUMN, READY_COLUMN, CRDSpec, Overlay
+from karpy_kakaocloud.apivalues import KEY_NAME
 
 __all__ = [
     "MAX_NODEPOOL_NAME",
@@ -64,11 +65,10 @@ CONDITION_TYPES = (
     "Ready",
 )
 
-_KEY_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]*[a-zA-Z0-9]$")
 
 
 def _check_key_name(value: str) -> str:
-    if not 4 <= len(value) <= 250 or not _KEY_NAME.fullmatch(value):
+    if not 4 <= len(value) <= 250 or not KEY_NAME.fullmatch(value):
         raise ValueError(
             f"{value!r} is not a key pair name (4..250 characters: letters, digits, '-', '_', "
             "starting and ending with a letter or digit)"

@@ -10,16 +10,16 @@ validators check that its JSON Schema does not say, as OpenAPI patterns.
 from __future__ import annotations
 
 from karpy_core.apis.crdspec import Overlay
-from karpy_kakaocloud import apis as kc
+from karpy_kakaocloud.apivalues import KEY_NAME
 
 __all__ = ["kcnodeclass_overlays"]
 
 
 def kcnodeclass_overlays() -> dict[str, Overlay]:
     """Model class name -> :class:`~karpy_core.apis.crdspec.Overlay` for the KCNodeClass CRD: the
-    key-pair name (4..250 characters, :mod:`karpy_kakaocloud.apis`'s pattern) and the
+    key-pair name (4..250 characters, :data:`~karpy_kakaocloud.apivalues.KEY_NAME`, the model's pattern) and the
     ``MAJOR.MINOR`` Kubernetes version, as patterns."""
     return {
-        "KCNodeClassSpec": Overlay(properties={"keyName": {"minLength": 4, "maxLength": 250, "pattern": kc._KEY_NAME.pattern}}),
+        "KCNodeClassSpec": Overlay(properties={"keyName": {"minLength": 4, "maxLength": 250, "pattern": KEY_NAME.pattern}}),
         "Bootstrap": Overlay(properties={"kubernetesVersion": {"pattern": r"^[0-9]+\.[0-9]+$"}}),
     }

@@ -1,6 +1,9 @@
 """Launching one VM for a NodeClaim (the ``karpy_create`` hook of :mod:`karpy_kakaocloud.plugin`).
 
-:class:`VMLauncher` admits the NodeClaim (name lengths, credentials, a Ready KCNodeClass), adopts
+:func:`create_vm` checks the NodePool name, loads the plugin's deps
+(:class:`~karpy_kakaocloud.deps.KakaoCloudDeps`: credentials, keyring, cluster identity) and hands
+the NodeClaim to a :class:`VMLauncher` built on them, which admits it (NodeClaim name length, a
+Ready KCNodeClass), adopts
 an earlier attempt's VM when there is one (signed for the NodeClaim, or the one pending record of
 its current launch nonce), else picks the cheapest offering with the core launch kernel, plans the
 VM body (flavor, worker image, subnet, endpoint, CA hash, bootstrap token), POSTs once per launch
@@ -23,6 +26,7 @@ from karpy_core.logs import fields
 from karpy_kakaocloud import bootstrap, ownership
 from karpy_kakaocloud.apis import MAX_NODEPOOL_NAME
 from karpy_kakaocloud.client import NOT_SENT, KakaoCloudAPIError, KakaoCloudNotFoundError, KakaoCloudRetryableError
+from karpy_kakaocloud.deps import DEFAULT_CA_FILE, ClusterCA
 from karpy_kakaocloud.errors import CreatePhase, create_failure
 from karpy_kakaocloud.instancetypes import arch_of, flavor_gpus
 from karpy_kakaocloud.launch import LaunchPlan, instance_body, vm_name
@@ -33,28 +37,78 @@ from karpy_kakaocloud.unowned import created_at
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.cloudprovider.types import InstanceType
+    from karpy_kakaocloud.catalog import Catalog
+    from karpy_kakaocloud.deps import DepsLoader, KakaoCloudDeps
     from karpy_kakaocloud.nodeclass import ResolvedNodeClass
-    from karpy_kakaocloud.plugin import KakaoCloudProvider
     from karpy_kakaocloud.unowned import UnownedReporter
 
-__all__ = ["DEFAULT_CA_FILE", "VMLauncher"]
+__all__ = ["DEFAULT_CA_FILE", "VMLauncher", "ca_hash", "check_nodepool_name", "create_vm"]
 
 log = logging.getLogger("karpy.kakaocloud")
 
-DEFAULT_CA_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+def check_nodepool_name(nodeclaim: NodeClaim) -> None:
+    """The first check of a launch, before any credential is loaded.
+
+    Raises:
+        CreateError: ``NodePoolNameTooLong`` when the NodeClaim's NodePool name is longer than
+            :data:`~karpy_kakaocloud.apis.MAX_NODEPOOL_NAME` characters."""
+    pool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
+    if len(pool) > MAX_NODEPOOL_NAME:
+        raise CreateError(f"NodePool {pool}: name longer than {MAX_NODEPOOL_NAME} characters",
+                          condition_reason="NodePoolNameTooLong")
+
+
+async def create_vm(nodeclaim: NodeClaim, *, load: DepsLoader, catalog: Catalog, unowned: UnownedReporter) -> NodeClaim:
+    """Launch one VM for ``nodeclaim``: :func:`check_nodepool_name`, load the deps (an API failure
+    is a :func:`~karpy_kakaocloud.errors.create_failure`), then :meth:`VMLauncher.create`.
+
+    Raises:
+        As :meth:`VMLauncher.create`.
+    """
+    check_nodepool_name(nodeclaim)
+    try:
+        deps = await load()
+    except KakaoCloudAPIError as exc:
+        raise create_failure(exc) from None
+    return await VMLauncher(deps, catalog, unowned).create(nodeclaim)
+
+
+async def ca_hash(ca: ClusterCA) -> str:
+    """The kubeadm ``--discovery-token-ca-cert-hash`` of the cluster CA: ``ca.pem``, else
+    ``ca.file`` (the service account's ``ca.crt`` in a pod), else, when that default file is
+    absent, the CA the controller's own kube client trusts (``ca.kube_client_pem``, from
+    :class:`~karpy_core.cloudprovider.context.ProviderContext`; Karpenter's ``CLUSTER_CA_BUNDLE``
+    default: "taken from the controller's TLS configuration").
+
+    Raises:
+        CreateError: ``ClusterCAUnavailable``, no CA from any of these.
+    """
+    pem = ca.pem
+    if pem is None:
+        try:
+            pem = await asyncio.to_thread(Path(ca.file).read_text)
+        except OSError as exc:
+            pem = ca.kube_client_pem if ca.file == DEFAULT_CA_FILE else None
+            if pem is None:
+                raise CreateError(f"cannot read the cluster CA {ca.file}: {exc.strerror}",
+                                  condition_reason="ClusterCAUnavailable") from None
+    return bootstrap.ca_cert_hash(pem)
 
 
 class VMLauncher:
-    """Creates VMs for NodeClaims on behalf of the plugin.
+    """Creates VMs for NodeClaims on behalf of the plugin (one per :func:`create_vm` call).
 
     Args:
-        cloud: the plugin (client, keyring, cluster identity, settings, kube client, KCNodeClass
-            resolution, clock and sleep).
+        deps: the plugin's loaded deps (client, keyring, cluster identity, settings, kube client,
+            clock, sleep, max pods, cluster CA).
+        catalog: the KCNodeClass resolutions and flavors.
         unowned: classification and reporting of VMs karpy cannot prove it owns.
     """
 
-    def __init__(self, cloud: KakaoCloudProvider, unowned: UnownedReporter):
-        self.cloud = cloud
+    def __init__(self, deps: KakaoCloudDeps, catalog: Catalog, unowned: UnownedReporter):
+        self.deps = deps
+        self.catalog = catalog
         self.unowned = unowned
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
@@ -74,8 +128,8 @@ class VMLauncher:
         created = nodeclaim.metadata.creation_timestamp
         claim_created = created.timestamp() if created is not None else None
         try:
-            types = await self.cloud.instance_types_for(nc)
-            name = vm_name(self.cloud.cluster_tag, claim)
+            types = await self.catalog.instance_types_for(self.deps, nc)
+            name = vm_name(self.deps.cluster_tag, claim)
             adopted = await self.adopt(name, claim, nodeclaim.metadata.annotations.get(NONCE_ANNOTATION), claim_created)
         except KakaoCloudAPIError as exc:
             raise create_failure(exc) from None
@@ -88,29 +142,22 @@ class VMLauncher:
         return await self.finish(nodeclaim, inst, False, by_name, created_now=True, image_id=plan.image["id"])
 
     async def admit(self, nodeclaim: NodeClaim) -> ResolvedNodeClass:
-        """The checks before any launch: name lengths, credentials, a Ready KCNodeClass.
+        """The checks before any launch once the deps are loaded (the NodePool name was checked
+        before, :func:`check_nodepool_name`): the NodeClaim name's length, a Ready KCNodeClass.
 
         Raises:
-            CreateError: ``NodePoolNameTooLong``, or an API failure (:func:`create_failure`).
+            CreateError: ``NodePoolNameTooLong`` (the NodeClaim name), or an API failure (:func:`create_failure`).
             NodeClassNotReadyError: not a KCNodeClass, or not Ready (``code`` = Ready reason).
         """
         claim = nodeclaim.metadata.name or ""
-        pool = nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")
-        if len(pool) > MAX_NODEPOOL_NAME:
-            raise CreateError(f"NodePool {pool}: name longer than {MAX_NODEPOOL_NAME} characters",
-                              condition_reason="NodePoolNameTooLong")
-        try:
-            await self.cloud.ensure()
-        except KakaoCloudAPIError as exc:
-            raise create_failure(exc) from None
-        if not claim or len(claim) > ownership.max_nodeclaim_name(self.cloud.keyring.active_key_id):
-            longest = ownership.max_nodeclaim_name(self.cloud.keyring.active_key_id)
+        if not claim or len(claim) > ownership.max_nodeclaim_name(self.deps.keyring.active_key_id):
+            longest = ownership.max_nodeclaim_name(self.deps.keyring.active_key_id)
             raise CreateError(f"NodeClaim {claim!r}: name must be 1..{longest} characters",
                               condition_reason="NodePoolNameTooLong")
         ref = nodeclaim.spec.node_class_ref
         if (ref.group, ref.kind) != SUPPORTED_NODE_CLASSES[0]:
             raise NodeClassNotReadyError(f"NodeClaim {claim}: nodeClassRef {ref.group}/{ref.kind} is not a KCNodeClass")
-        nc = await self.cloud.nodeclass(ref.name)
+        nc = await self.catalog.nodeclass(self.deps, ref.name)
         if not nc.ready:
             raise NodeClassNotReadyError(f"KCNodeClass {ref.name} is not Ready: {nc.not_ready_message()}",
                                          code=nc.conditions["Ready"].reason)
@@ -126,7 +173,7 @@ class VMLauncher:
 
     async def find_by_name(self, vm_name: str) -> list[dict[str, Any]]:
         """The non-KE VMs named exactly ``vm_name``."""
-        return [i for i in await self.cloud.client.list_instances(name=vm_name) if i.get("name") == vm_name and not i.get("is_k8se")]
+        return [i for i in await self.deps.client.list_instances(name=vm_name) if i.get("name") == vm_name and not i.get("is_k8se")]
 
     async def adopt(
         self, vm_name: str, claim_name: str, nonce: str | None, claim_created: float | None
@@ -147,17 +194,17 @@ class VMLauncher:
         for inst in sorted(await self.find_by_name(vm_name), key=lambda i: str(i.get("id"))):
             if str(inst.get("status") or "").lower() == "deleting":
                 continue
-            v = self.unowned.classify(inst)
+            v = self.unowned.classify(self.deps, inst)
             if v.nodeclaim != claim_name or v.ownership not in (Ownership.OWNED, Ownership.PENDING):
                 continue
             if v.ownership is Ownership.PENDING and (nonce is None or v.nonce != nonce):
                 continue
-            if v.ownership is Ownership.PENDING and not self.unowned.in_launch_window(inst, v):
-                await self.unowned.report(inst, "outside-launch-window", "adopt", claim_name)
+            if v.ownership is Ownership.PENDING and not self.unowned.in_launch_window(self.deps, inst, v):
+                await self.unowned.report(self.deps, inst, "outside-launch-window", "adopt", claim_name)
                 continue
             created = created_at(inst)
-            if claim_created is not None and (created is None or created < claim_created - self.cloud.settings.clock_skew):
-                await self.unowned.report(inst, "predates-nodeclaim", "adopt", claim_name)
+            if claim_created is not None and (created is None or created < claim_created - self.deps.settings.clock_skew):
+                await self.unowned.report(self.deps, inst, "predates-nodeclaim", "adopt", claim_name)
                 continue
             if v.ownership is Ownership.OWNED:
                 signed.append((created or 0.0, str(inst.get("id")), inst))
@@ -168,11 +215,11 @@ class VMLauncher:
         if not pending:
             return None
         # a copy may carry another name: count the POST's possible VMs among every VM of the project
-        counts = self.unowned.pending_counts(await self.cloud.client.list_instances(), launch_window_only=True)
+        counts = self.unowned.pending_counts(self.deps, await self.deps.client.list_instances(), launch_window_only=True)
         if len(pending) == 1 and nonce is not None and counts[(claim_name, nonce)] <= 1:
             return pending[0], False
         for inst in pending:
-            await self.unowned.report(inst, "duplicate-record", "adopt", claim_name)
+            await self.unowned.report(self.deps, inst, "duplicate-record", "adopt", claim_name)
         return None
 
     async def post_create(
@@ -195,22 +242,22 @@ class VMLauncher:
         """
         claim = nodeclaim.metadata.name or ""
         last: KakaoCloudAPIError | None = None
-        for attempt in range(max(1, self.cloud.settings.max_attempts)):
-            nonce = ownership.new_nonce(self.cloud.clock())
+        for attempt in range(max(1, self.deps.settings.max_attempts)):
+            nonce = ownership.new_nonce(self.deps.clock())
             await self.record_nonce(nodeclaim, nonce)
-            body["description"] = ownership.describe_pending(self.cloud.keyring, self.cloud.cluster_identity, claim, nonce)
+            body["description"] = ownership.describe_pending(self.deps.keyring, self.deps.cluster_identity, claim, nonce)
             try:
-                return await self.cloud.client.create_instance(body)
+                return await self.deps.client.create_instance(body)
             except KakaoCloudRetryableError as exc:
                 last = exc
                 if exc.code == NOT_SENT:  # never left this process: POST again, new nonce
-                    await self.cloud.sleep(min(self.cloud.settings.backoff_max, self.cloud.settings.backoff_base * 2**attempt))
+                    await self.deps.sleep(min(self.deps.settings.backoff_max, self.deps.settings.backoff_base * 2**attempt))
                     continue
                 log.warning("kakaocloud: create of %s failed (%s %s), looking it up before anything else",
                             vm_name, exc.status, exc.code)
             except KakaoCloudAPIError as exc:
                 raise create_failure(exc, CreatePhase.POST) from None
-            for look in range(max(1, self.cloud.settings.create_lookups)):
+            for look in range(max(1, self.deps.settings.create_lookups)):
                 try:
                     adopted = await self.adopt(vm_name, claim, nonce, claim_created)
                 except KakaoCloudAPIError as exc:
@@ -218,7 +265,7 @@ class VMLauncher:
                                       f"retried later", condition_reason="APIUnavailable", code=last.code) from None
                 if adopted is not None:
                     return adopted[0]
-                await self.cloud.sleep(min(self.cloud.settings.backoff_max, self.cloud.settings.backoff_base * 2 ** (attempt + look)))
+                await self.deps.sleep(min(self.deps.settings.backoff_max, self.deps.settings.backoff_base * 2 ** (attempt + look)))
         assert last is not None
         raise CreateError(str(last), condition_reason="APIUnavailable", code=last.code)
 
@@ -232,10 +279,10 @@ class VMLauncher:
             CreateError: ``NonceNotRecorded`` when the API server refuses the patch (no POST then).
         """
         nodeclaim.metadata.annotations = {**nodeclaim.metadata.annotations, NONCE_ANNOTATION: nonce}
-        if self.cloud.kube is None:
+        if self.deps.kube is None:
             return
         try:
-            await self.cloud.kube.patch("NodeClaim", nodeclaim.metadata.name or "",
+            await self.deps.kube.patch("NodeClaim", nodeclaim.metadata.name or "",
                                         {"metadata": {"annotations": {NONCE_ANNOTATION: nonce}}})
         except NotFoundError:
             return
@@ -286,13 +333,13 @@ class VMLauncher:
 
     async def sign(self, instance_id: str, claim_name: str) -> None:
         """Write the signed ownership record into the VM's description."""
-        desc = ownership.describe_owned(self.cloud.keyring, self.cloud.cluster_identity, instance_id, claim_name)
-        await self.cloud.client.update_instance_description(instance_id, desc)
+        desc = ownership.describe_owned(self.deps.keyring, self.deps.cluster_identity, instance_id, claim_name)
+        await self.deps.client.update_instance_description(instance_id, desc)
 
     async def discard(self, instance_id: str) -> None:
         """Delete a VM this very call created (no ownership proof needed: we hold its id)."""
         try:
-            await self.cloud.client.delete_instance(instance_id)
+            await self.deps.client.delete_instance(instance_id)
         except KakaoCloudAPIError as exc:
             log.error("could not delete the VM after a failed launch; it stays and is reported unsigned by list",
                       extra={"instance": instance_id, "error": exc})
@@ -302,15 +349,15 @@ class VMLauncher:
 
         Raises:
             CreateError: ``InstanceVanished``, ``InstanceFailed`` or ``InstanceNotActive`` (``build_timeout``)."""
-        deadline = self.cloud.clock() + self.cloud.settings.build_timeout
+        deadline = self.deps.clock() + self.deps.settings.build_timeout
         misses = 0
         while True:
             try:
-                inst = await self.cloud.client.get_instance(instance_id)
+                inst = await self.deps.client.get_instance(instance_id)
                 misses = 0
             except KakaoCloudNotFoundError:
                 misses += 1
-                if misses > self.cloud.settings.not_found_tolerance:
+                if misses > self.deps.settings.not_found_tolerance:
                     raise CreateError(f"VM {instance_id} disappeared after create", condition_reason="InstanceVanished") from None
                 inst = {}
             status = str(inst.get("status") or inst.get("vm_state") or "").lower()
@@ -318,11 +365,11 @@ class VMLauncher:
                 return inst
             if status == "error":
                 raise CreateError(f"VM {instance_id} went to status error", condition_reason="InstanceFailed", code="error")
-            if self.cloud.clock() >= deadline:
-                timeout = self.cloud.settings.build_timeout
+            if self.deps.clock() >= deadline:
+                timeout = self.deps.settings.build_timeout
                 raise CreateError(f"VM {instance_id} not active after {timeout:.0f}s (status {status or 'unknown'})",
                                   condition_reason="InstanceNotActive")
-            await self.cloud.sleep(self.cloud.settings.build_poll_interval)
+            await self.deps.sleep(self.deps.settings.build_poll_interval)
 
     async def plan(self, nodeclaim: NodeClaim, nc: ResolvedNodeClass, choice: LaunchChoice, name: str) -> LaunchPlan:
         """Gather what the VM body needs: flavor, worker image, subnet, endpoint, CA hash and a
@@ -332,61 +379,25 @@ class VMLauncher:
             CreateError: ``NoWorkerImage``, ``NoAPIEndpoint``, ``ClusterCAUnavailable``, ``BootstrapTokenFailed``.
         """
         it, offering = choice.instance_type, choice.offering
-        flavor = next(f for f in await self.cloud.all_flavors() if f.get("name") == it.name)
+        flavor = next(f for f in await self.catalog.flavors(self.deps) if f.get("name") == it.name)
         image = nc.image_for(arch_of(flavor), gpu=flavor_gpus(flavor) > 0)
         if image is None:
             raise CreateError(f"no Kubernetes Engine {nc.kubernetes_version} worker image for {it.name}",
                               condition_reason="NoWorkerImage")
         subnet = sorted(sid for sid, z in nc.subnets if z == offering.zone)[0]
-        kube = self.cloud.need_kube("creating bootstrap tokens")
+        kube = self.deps.need_kube("creating bootstrap tokens")
         endpoint = nc.cluster.get("control_plane_endpoint") or {}
         if not endpoint.get("host"):
-            raise CreateError(f"cluster {self.cloud.cluster_name} reports no control_plane_endpoint", condition_reason="NoAPIEndpoint")
-        ca_hash = await self.ca_hash()
+            raise CreateError(f"cluster {self.deps.cluster_name} reports no control_plane_endpoint", condition_reason="NoAPIEndpoint")
+        discovery_hash = await ca_hash(self.deps.cluster_ca)
         try:
             token = await bootstrap.create_bootstrap_token(
-                kube, now=self.cloud.clock(), ttl=self.cloud.settings.bootstrap_token_ttl,
+                kube, now=self.deps.clock(), ttl=self.deps.settings.bootstrap_token_ttl,
                 description=f"karpy NodeClaim {nodeclaim.metadata.name}"
             )
         except KubeAPIError as exc:
             raise CreateError(f"cannot create a bootstrap token Secret: {exc.status} {exc.reason}",
                               condition_reason="BootstrapTokenFailed") from None
         return LaunchPlan(vm_name=name, zone=offering.zone, flavor=flavor, image=image, subnet_id=subnet,
-                          endpoint=f"{endpoint['host']}:{endpoint.get('port') or 6443}", token=token, ca_hash=ca_hash,
-                          max_pods=self.cloud.max_pods)
-
-    async def ca_hash(self) -> str:
-        """The kubeadm ``--discovery-token-ca-cert-hash`` of the cluster CA: ``cluster_ca_pem``,
-        else ``cluster_ca_file`` (the service account's ``ca.crt`` in a pod), else, when that
-        default file is absent, the CA the controller's own kube client trusts (Karpenter's
-        ``CLUSTER_CA_BUNDLE`` default: "taken from the controller's TLS configuration").
-
-        Raises:
-            CreateError: ``ClusterCAUnavailable``, no CA from any of these.
-        """
-        pem = self.cloud.cluster_ca_pem
-        if pem is None:
-            try:
-                pem = await asyncio.to_thread(Path(self.cloud.cluster_ca_file).read_text)
-            except OSError as exc:
-                pem = self.kube_client_ca() if self.cloud.cluster_ca_file == DEFAULT_CA_FILE else None
-                if pem is None:
-                    raise CreateError(f"cannot read the cluster CA {self.cloud.cluster_ca_file}: {exc.strerror}",
-                                      condition_reason="ClusterCAUnavailable") from None
-        return bootstrap.ca_cert_hash(pem)
-
-    def kube_client_ca(self) -> str | None:
-        """PEM of the CA the KubeClient verifies the API server with (kubeconfig
-        ``certificate-authority(-data)``), or None (in-memory client, no CA configured)."""
-        access = getattr(getattr(self.cloud.kube, "transport", None), "access", None)
-        if access is None:
-            return None
-        if getattr(access, "ca_data", None):
-            return str(access.ca_data)
-        ca_file = getattr(access, "ca_file", None)
-        if ca_file:
-            try:
-                return Path(ca_file).read_text()
-            except OSError:
-                return None
-        return None
+                          endpoint=f"{endpoint['host']}:{endpoint.get('port') or 6443}", token=token, ca_hash=discovery_hash,
+                          max_pods=self.deps.max_pods)

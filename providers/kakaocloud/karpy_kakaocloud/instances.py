@@ -27,10 +27,10 @@ from karpy_kakaocloud.unowned import UnownedInstanceError, created_at, pending_k
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
-    from karpy_kakaocloud.plugin import KakaoCloudProvider
+    from karpy_kakaocloud.deps import DepsLoader, KakaoCloudDeps
     from karpy_kakaocloud.unowned import UnownedReporter
 
-__all__ = ["InstanceInventory"]
+__all__ = ["UNVERIFIABLE", "InstanceInventory", "instance_id_of"]
 
 log = logging.getLogger("karpy.kakaocloud")
 
@@ -38,16 +38,28 @@ UNVERIFIABLE = "unverifiable"
 """Reason of a pending VM whose NodeClaim could not be read: kept and reported, never deleted."""
 
 
+def instance_id_of(provider_id: str) -> str:
+    """The VM id in a ``kakaocloud:///<zone>/<instance id>`` provider ID.
+
+    Raises:
+        NodeClaimNotFoundError: not a KakaoCloud provider ID."""
+    parsed = bootstrap.parse_provider_id(provider_id)
+    if parsed is None:
+        raise NodeClaimNotFoundError(f"{provider_id!r} is not a KakaoCloud provider ID")
+    return parsed[1]
+
+
 class InstanceInventory:
     """The owned VMs, on behalf of the plugin.
 
     Args:
-        cloud: the plugin (client, keyring, cluster identity, settings, kube client, clock, sleep).
+        load: the plugin's deps (client, keyring, cluster identity, settings, kube client, clock,
+            sleep, max pods), loaded after the checks that need none.
         unowned: classification and reporting of VMs karpy cannot prove it owns.
     """
 
-    def __init__(self, cloud: KakaoCloudProvider, unowned: UnownedReporter):
-        self.cloud = cloud
+    def __init__(self, load: DepsLoader, unowned: UnownedReporter):
+        self.load = load
         self.unowned = unowned
 
     async def get(self, provider_id: str) -> NodeClaim:
@@ -56,30 +68,32 @@ class InstanceInventory:
         Raises:
             NodeClaimNotFoundError: no such VM; ``UnownedInstanceError`` when it is not provably ours.
         """
-        inst, v = await self.owned_instance(provider_id, "get", None)
-        return await self.claim_from_instance(inst, v)
+        iid = instance_id_of(provider_id)
+        deps = await self.load()
+        inst, v = await self.owned_instance(deps, iid, "get", None)
+        return await self.claim_from_instance(deps, inst, v)
 
     async def list_owned(self) -> list[NodeClaim]:
         """Every VM whose ownership record verifies for this cluster (KE VMs skipped via
         ``is_k8se``). VMs that look like karpy's but do not verify are reported, never returned."""
-        await self.cloud.ensure()
+        deps = await self.load()
         out = []
-        instances = sorted(await self.cloud.client.list_instances(), key=lambda i: str(i.get("id")))
-        records = self.unowned.pending_counts(instances)
+        instances = sorted(await deps.client.list_instances(), key=lambda i: str(i.get("id")))
+        records = self.unowned.pending_counts(deps, instances)
         for inst in instances:
             if inst.get("is_k8se"):
                 continue
-            v = self.unowned.classify(inst)
+            v = self.unowned.classify(deps, inst)
             if v.ownership is Ownership.PENDING:
-                reason = await self.pending_problem(inst, v, records)
+                reason = await self.pending_problem(deps, inst, v, records)
                 if reason is not None:
-                    await self.unowned.report(inst, reason, "garbage-collect", v.nodeclaim)
+                    await self.unowned.report(deps, inst, reason, "garbage-collect", v.nodeclaim)
                     continue
             if v.ownership in (Ownership.OWNED, Ownership.PENDING):
                 if str(inst.get("status") or "").lower() != "deleting":
-                    out.append(await self.claim_from_instance(inst, v))
+                    out.append(await self.claim_from_instance(deps, inst, v))
             elif self.unowned.looks_like_ours(inst):
-                await self.unowned.report(inst, v.ownership.value, "garbage-collect", v.nodeclaim)
+                await self.unowned.report(deps, inst, v.ownership.value, "garbage-collect", v.nodeclaim)
         return out
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
@@ -94,55 +108,57 @@ class InstanceInventory:
         claim = nodeclaim.metadata.name or ""
         if not pid:
             raise NodeClaimNotFoundError(f"NodeClaim {claim}: no providerID")
-        inst, _ = await self.owned_instance(pid, "delete", claim)
+        vm_id = instance_id_of(pid)
+        deps = await self.load()
+        inst, _ = await self.owned_instance(deps, vm_id, "delete", claim)
         iid = str(inst["id"])
-        if str(inst.get("status") or "").lower() != "deleting" and not await self.cloud.client.delete_instance(iid):
+        if str(inst.get("status") or "").lower() != "deleting" and not await deps.client.delete_instance(iid):
             raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} is gone")
         log.info("deleting VM", extra=fields(nodeclaim=claim, instance=iid))
-        deadline = self.cloud.clock() + self.cloud.settings.delete_timeout
-        while self.cloud.clock() < deadline:
-            await self.cloud.sleep(self.cloud.settings.delete_poll_interval)
+        deadline = deps.clock() + deps.settings.delete_timeout
+        while deps.clock() < deadline:
+            await deps.sleep(deps.settings.delete_poll_interval)
             try:
-                await self.cloud.client.get_instance(iid)
+                await deps.client.get_instance(iid)
             except KakaoCloudNotFoundError:
                 raise NodeClaimNotFoundError(f"KakaoCloud VM {iid} terminated") from None
         return None
 
-    async def owned_instance(self, provider_id: str, action: str, claim_name: str | None) -> tuple[dict[str, Any], Verdict]:
-        """The VM behind ``provider_id`` and its verdict, when karpy may ``action`` it (for ``claim_name`` when given).
+    async def owned_instance(
+        self, deps: KakaoCloudDeps, instance_id: str, action: str, claim_name: str | None
+    ) -> tuple[dict[str, Any], Verdict]:
+        """The VM ``instance_id`` and its verdict, when karpy may ``action`` it (for ``claim_name`` when given).
 
         Raises:
-            NodeClaimNotFoundError: malformed ID or no such VM; ``UnownedInstanceError`` (reported) when not provably ours."""
-        parsed = bootstrap.parse_provider_id(provider_id)
-        if parsed is None:
-            raise NodeClaimNotFoundError(f"{provider_id!r} is not a KakaoCloud provider ID")
-        await self.cloud.ensure()
+            NodeClaimNotFoundError: no such VM; ``UnownedInstanceError`` (reported) when not provably ours."""
         try:
-            inst = await self.cloud.client.get_instance(parsed[1])
+            inst = await deps.client.get_instance(instance_id)
         except KakaoCloudNotFoundError:
-            raise NodeClaimNotFoundError(f"KakaoCloud VM {parsed[1]} does not exist") from None
+            raise NodeClaimNotFoundError(f"KakaoCloud VM {instance_id} does not exist") from None
         if inst.get("is_k8se"):
-            await self.unowned.report(inst, "k8se", action, claim_name)
-            raise UnownedInstanceError(f"VM {parsed[1]} belongs to a Kubernetes Engine node pool", code="k8se")
-        v = self.unowned.classify(inst)
+            await self.unowned.report(deps, inst, "k8se", action, claim_name)
+            raise UnownedInstanceError(f"VM {instance_id} belongs to a Kubernetes Engine node pool", code="k8se")
+        v = self.unowned.classify(deps, inst)
         reason = None if v.owned else v.ownership.value
         if v.ownership is Ownership.PENDING and action == "delete":
             # a VM left before signing (garbage collection): karpy's when its record is unique
             # among every VM of the project (the rule list() applies), whatever their names
-            reason = await self.pending_problem(inst, v, self.unowned.pending_counts(await self.cloud.client.list_instances()))
+            reason = await self.pending_problem(deps, inst, v, self.unowned.pending_counts(deps, await deps.client.list_instances()))
         if reason is None and claim_name is not None and v.nodeclaim != claim_name:
             reason = "other-nodeclaim"
         if reason == UNVERIFIABLE:
             # not proven foreign either: keep the VM, and keep the NodeClaim so the delete is retried
-            await self.unowned.report(inst, reason, action, claim_name or v.nodeclaim)
-            raise CloudProviderError(f"VM {parsed[1]}: its ownership could not be checked (the NodeClaim it names "
+            await self.unowned.report(deps, inst, reason, action, claim_name or v.nodeclaim)
+            raise CloudProviderError(f"VM {instance_id}: its ownership could not be checked (the NodeClaim it names "
                                      f"could not be read); left alone, retried later", code="OwnershipUnverifiable")
         if reason is not None:
-            await self.unowned.report(inst, reason, action, claim_name or v.nodeclaim)
-            raise UnownedInstanceError(f"VM {parsed[1]} is not provably owned by this cluster ({reason}); left alone", code=reason)
+            await self.unowned.report(deps, inst, reason, action, claim_name or v.nodeclaim)
+            raise UnownedInstanceError(f"VM {instance_id} is not provably owned by this cluster ({reason}); left alone", code=reason)
         return inst, v
 
-    async def pending_problem(self, inst: dict[str, Any], v: Verdict, records: Mapping[tuple[str, str], int]) -> str | None:
+    async def pending_problem(
+        self, deps: KakaoCloudDeps, inst: dict[str, Any], v: Verdict, records: Mapping[tuple[str, str], int]
+    ) -> str | None:
         """Why a VM with a verifying pending record is not karpy's to terminate, or None.
 
         ``records`` counts pending records per (NodeClaim, nonce) over every VM of the project
@@ -159,11 +175,11 @@ class InstanceInventory:
         key = pending_key(v)
         if key is None or records.get(key, 0) > 1:
             return "duplicate-record"
-        if not self.unowned.in_launch_window(inst, v):
+        if not self.unowned.in_launch_window(deps, inst, v):
             return "outside-launch-window"
-        if self.cloud.kube is not None and v.nodeclaim:
+        if deps.kube is not None and v.nodeclaim:
             try:
-                claim = await self.cloud.kube.get("NodeClaim", v.nodeclaim)
+                claim = await deps.kube.get("NodeClaim", v.nodeclaim)
             except NotFoundError:
                 return None
             except Exception:  # any other failure proves nothing: keep the VM
@@ -174,7 +190,7 @@ class InstanceInventory:
                 return "copied-record"
         return None
 
-    async def claim_from_instance(self, instance: dict[str, Any], verdict: Verdict) -> NodeClaim:
+    async def claim_from_instance(self, deps: KakaoCloudDeps, instance: dict[str, Any], verdict: Verdict) -> NodeClaim:
         """The NodeClaim view of an owned VM (spec and labels from the stored NodeClaim when there is one)."""
         from karpy_core.apis.nodeclaim import NodeClaim
 
@@ -185,9 +201,9 @@ class InstanceInventory:
         created = created_at(instance)
         if created is not None:
             meta["creationTimestamp"] = datetime.fromtimestamp(created, UTC).isoformat()
-        if self.cloud.kube is not None and verdict.nodeclaim:
+        if deps.kube is not None and verdict.nodeclaim:
             try:
-                existing = await self.cloud.kube.get("NodeClaim", verdict.nodeclaim)
+                existing = await deps.kube.get("NodeClaim", verdict.nodeclaim)
                 spec = existing.get("spec") or spec
                 meta["labels"] = dict((existing.get("metadata") or {}).get("labels") or {})
             except KubeAPIError:
@@ -199,7 +215,7 @@ class InstanceInventory:
             labels["kubernetes.io/arch"] = arch_of(flavor)
         status: dict[str, Any] = {"providerID": bootstrap.provider_id(zone, str(instance["id"]))}
         if flavor.get("vcpus") and flavor.get("memory_mb"):
-            cap = {"cpu": str(int(flavor["vcpus"])), "memory": f"{int(flavor['memory_mb'])}Mi", "pods": str(self.cloud.max_pods)}
+            cap = {"cpu": str(int(flavor["vcpus"])), "memory": f"{int(flavor['memory_mb'])}Mi", "pods": str(deps.max_pods)}
             if flavor_gpus(flavor):
                 cap["nvidia.com/gpu"] = str(flavor_gpus(flavor))
             status["capacity"] = cap

@@ -35,11 +35,14 @@ KakaoCloud Karpenter provider guide (karpy seed 004) and ``reference/kakaocloud-
   then ``NodeClaimNotFoundError`` (karpy's signal that termination is complete).
 
 The hooks here are the thin layer; each job lives in its own module: create
-(:mod:`karpy_kakaocloud.create`, :class:`~karpy_kakaocloud.create.VMLauncher`), the owned VMs
+(:mod:`karpy_kakaocloud.create`, :func:`~karpy_kakaocloud.create.create_vm`), the owned VMs
 (:mod:`karpy_kakaocloud.instances`, :class:`~karpy_kakaocloud.instances.InstanceInventory`),
 ownership records (:mod:`karpy_kakaocloud.ownership`) and VMs karpy cannot prove it owns
 (:mod:`karpy_kakaocloud.unowned`), drift (:mod:`karpy_kakaocloud.drift`), KCNodeClass resolution
-(:mod:`karpy_kakaocloud.nodeclass`, cached here).
+(:mod:`karpy_kakaocloud.nodeclass`) and its cache with the flavors' (:mod:`karpy_kakaocloud.catalog`).
+None of them imports this module: they take the frozen :class:`~karpy_kakaocloud.deps.KakaoCloudDeps`
+(client, keyring, cluster identity, settings, kube client, clock, sleep, max pods, cluster CA) that
+:meth:`KakaoCloudProvider.deps` builds.
 
 Credentials, keyring and cluster CA come from options, the environment (the Helm chart's) or
 Secrets read through the KubeClient port; see :func:`create_plugin`. Secrets never appear in logs,
@@ -67,12 +70,13 @@ from prometheus_client import CollectorRegistry
 
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
-from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError, NotFoundError
+from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError
 from karpy_core.logs import fields
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.apis import MAX_NODEPOOL_NAME
+from karpy_kakaocloud.catalog import Catalog
 from karpy_kakaocloud.client import KakaoCloudClient
-from karpy_kakaocloud.create import DEFAULT_CA_FILE, VMLauncher
+from karpy_kakaocloud.create import ca_hash, create_vm
 from karpy_kakaocloud.credentials import (
     DEFAULT_KEYRING_FILE,
     ENV_KEYRING_FILE,
@@ -83,10 +87,10 @@ from karpy_kakaocloud.credentials import (
     keyring_from_file,
     keyring_from_secret,
 )
+from karpy_kakaocloud.deps import DEFAULT_CA_FILE, ClusterCA, KakaoCloudDeps
 from karpy_kakaocloud.drift import drift_reason
 from karpy_kakaocloud.instances import InstanceInventory
-from karpy_kakaocloud.instancetypes import instance_types_from_flavors
-from karpy_kakaocloud.nodeclass import SUPPORTED_NODE_CLASSES, ResolvedNodeClass, resolve, write_status
+from karpy_kakaocloud.nodeclass import SUPPORTED_NODE_CLASSES, ResolvedNodeClass
 from karpy_kakaocloud.options import KakaoCloudOptions
 from karpy_kakaocloud.pricing import PriceTable
 from karpy_kakaocloud.settings import KakaoCloudSettings, endpoints_from_env
@@ -168,16 +172,18 @@ class KakaoCloudProvider:
         self._transport = transport
         self._client: KakaoCloudClient | None = None
         self._init_lock = asyncio.Lock()
-        self._nodeclasses: dict[str, tuple[float, ResolvedNodeClass]] = {}
-        self._flavors: tuple[float, list[dict[str, Any]]] | None = None
+        self.kube_client_ca_pem: str | None = None
+        """The CA karpy's kube client trusts (:attr:`ProviderContext.cluster_ca_pem
+        <karpy_core.cloudprovider.context.ProviderContext.cluster_ca_pem>`, ``karpy_prepare``): the
+        cluster CA when neither option gives one and the service account's ``ca.crt`` is absent."""
+        self.catalog = Catalog(self.prices)
         self.metrics_registry = CollectorRegistry()
-        self.unowned = UnownedReporter(self, self.metrics_registry)
+        self.unowned = UnownedReporter(self.metrics_registry)
         self.unowned_instances = self.unowned.counter
         """``karpy_kakaocloud_unowned_instances_total{reason, action}``."""
         self.reported = self.unowned.reported
         """instance id -> reason, for every VM reported as not owned (latest reason)."""
-        self.launcher = VMLauncher(self, self.unowned)
-        self.inventory = InstanceInventory(self, self.unowned)
+        self.inventory = InstanceInventory(self.deps, self.unowned)
         self._served_on: list[CollectorRegistry] = []
         """The registries :attr:`unowned_instances` is registered on (``karpy_prepare``)."""
 
@@ -263,57 +269,48 @@ class KakaoCloudProvider:
         if self._client is not None:
             await self._client.aclose()
 
+    @property
+    def cluster_ca(self) -> ClusterCA:
+        """Where the cluster CA comes from: the options, then the kube client's (see :class:`ClusterCA`)."""
+        return ClusterCA(pem=self.cluster_ca_pem, file=self.cluster_ca_file, kube_client_pem=self.kube_client_ca_pem)
+
     async def _ca_hash(self) -> str:
-        """The kubeadm discovery hash of the cluster CA (:meth:`VMLauncher.ca_hash <karpy_kakaocloud.create.VMLauncher.ca_hash>`)."""
-        return await self.launcher.ca_hash()
+        """The kubeadm discovery hash of the cluster CA (:func:`karpy_kakaocloud.create.ca_hash`)."""
+        return await ca_hash(self.cluster_ca)
+
+    async def deps(self) -> KakaoCloudDeps:
+        """:meth:`ensure`, then what the jobs use of the plugin, with the KubeClient it holds now.
+
+        Raises:
+            As :meth:`ensure` (credentials, keyring or cluster identity could not be loaded).
+        """
+        await self.ensure()
+        return self._loaded_deps()
+
+    def _loaded_deps(self) -> KakaoCloudDeps:
+        """The deps from what is loaded so far.
+
+        Raises:
+            ConfigurationError: the client or keyring is not loaded yet."""
+        return KakaoCloudDeps(client=self.client, keyring=self.keyring, cluster_identity=self.cluster_identity,
+                              cluster_name=self.cluster_name, settings=self.settings, kube=self.kube, clock=self.clock,
+                              sleep=self.sleep, max_pods=self.max_pods, cluster_ca=self.cluster_ca)
 
     # ------------------------------------------------------------------ node classes
-    # ------------------------------------------------------------------ node classes
     async def nodeclass(self, name: str) -> ResolvedNodeClass:
-        """Resolve (cached ``nodeclass_ttl`` seconds, keyed by name and generation) and write status.
+        """:meth:`Catalog.nodeclass <karpy_kakaocloud.catalog.Catalog.nodeclass>` (after :meth:`ensure`).
 
         Raises:
             NodeClassNotReadyError: the KCNodeClass does not exist.
-            ConfigurationError: no KubeClient.
+            ConfigurationError: no KubeClient, or not initialised yet.
         """
-        kube = self.need_kube("reading KCNodeClass objects")
-        try:
-            obj = await kube.get("KCNodeClass", name)
-        except NotFoundError:
-            raise NodeClassNotReadyError(f"KCNodeClass {name} does not exist", code="NodeClassNotFound") from None
-        key = f"{name}/{obj['metadata'].get('generation', 1)}"
-        cached = self._nodeclasses.get(key)
-        now = self.clock()
-        if cached and now - cached[0] < self.settings.nodeclass_ttl:
-            return cached[1]
-        resolved = await resolve(self.client, obj, self.cluster_name)
-        self._nodeclasses = {k: v for k, v in self._nodeclasses.items() if not k.startswith(name + "/")}
-        self._nodeclasses[key] = (now, resolved)
-        try:
-            await write_status(kube, resolved, obj, now)
-        except KubeAPIError as exc:
-            log.warning("could not write KCNodeClass status", extra={"KCNodeClass": {"name": name}, "error": exc})
-        return resolved
+        return await self.catalog.nodeclass(self._loaded_deps(), name)
 
     async def reconcile_nodeclass(self, name: str) -> ResolvedNodeClass:
         """Resolve ``name`` now (ignoring the cache), write its status and return it."""
-        await self.ensure()
-        self._nodeclasses = {k: v for k, v in self._nodeclasses.items() if not k.startswith(name + "/")}
-        return await self.nodeclass(name)
-
-    async def all_flavors(self) -> list[dict[str, Any]]:
-        """Every BCS flavor (cached ``catalog_ttl`` seconds)."""
-        now = self.clock()
-        if self._flavors is None or now - self._flavors[0] >= self.settings.catalog_ttl:
-            self._flavors = (now, await self.client.list_flavors())
-        return self._flavors[1]
-
-    async def instance_types_for(self, nc: ResolvedNodeClass) -> list[InstanceType]:
-        """Every non-bare-metal flavor as an instance type in the KCNodeClass's zones."""
-        flavors = await self.all_flavors()
-        return instance_types_from_flavors(
-            flavors, zones=nc.zones, prices=self.prices, root_volume_gib=nc.root_volume_gib, max_pods=self.max_pods
-        )
+        deps = await self.deps()
+        self.catalog.forget(name)
+        return await self.catalog.nodeclass(deps, name)
 
     # ------------------------------------------------------------------ hooks: identity
     @hookimpl
@@ -323,10 +320,13 @@ class KakaoCloudProvider:
     @hookimpl
     def karpy_prepare(self, context: ProviderContext) -> None:
         """Take karpy's context: its kube client when the ``kube`` option named none
-        (:meth:`bind_kube`), and the controller's registry, on which
+        (:meth:`bind_kube`), the CA that client trusts (the cluster CA's last fallback,
+        :attr:`cluster_ca`), and the controller's registry, on which
         ``karpy_kakaocloud_unowned_instances_total`` is served (once per registry)."""
         if self.kube is None and context.kube is not None:
             self.bind_kube(context.kube)
+        if context.cluster_ca_pem is not None:
+            self.kube_client_ca_pem = context.cluster_ca_pem
         registry = context.registry
         if registry is not None and all(r is not registry for r in self._served_on):
             registry.register(self.unowned_instances)
@@ -365,9 +365,9 @@ class KakaoCloudProvider:
             log.warning("nodeClassRef is not a KCNodeClass",
                         extra=fields(nodepool=name, nodeClassRef={"group": ref.group, "kind": ref.kind}))
             return []
-        await self.ensure()
+        deps = await self.deps()
         try:
-            nc = await self.nodeclass(ref.name)
+            nc = await self.catalog.nodeclass(deps, ref.name)
         except NodeClassNotReadyError as exc:
             log.warning("NodeClass not ready", extra=fields(nodepool=name, error=exc))
             return []
@@ -375,14 +375,14 @@ class KakaoCloudProvider:
             log.warning("KCNodeClass is not Ready",
                         extra=fields(nodepool=name, KCNodeClass={"name": ref.name}, reason=nc.not_ready_message()))
             return []
-        return await self.instance_types_for(nc)
+        return await self.catalog.instance_types_for(deps, nc)
 
     # ------------------------------------------------------------------ hooks: create, get, list, delete, drift
     @hookimpl
     async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """Launch one VM for ``nodeclaim``: :meth:`karpy_kakaocloud.create.VMLauncher.create`
-        (its docstring lists the errors raised and their condition reasons)."""
-        return await self.launcher.create(nodeclaim)
+        """Launch one VM for ``nodeclaim``: :func:`karpy_kakaocloud.create.create_vm` (the docstring of
+        :meth:`~karpy_kakaocloud.create.VMLauncher.create` lists the errors raised and their condition reasons)."""
+        return await create_vm(nodeclaim, load=self.deps, catalog=self.catalog, unowned=self.unowned)
 
     @hookimpl
     async def karpy_get(self, provider_id: str) -> NodeClaim:
@@ -416,8 +416,8 @@ class KakaoCloudProvider:
         ``SubnetDrift`` when its zone has no KCNodeClass subnet; ``""`` otherwise or when unknown
         (:func:`~karpy_kakaocloud.drift.drift_reason`)."""
         try:
-            await self.ensure()
-            nc = await self.nodeclass(nodeclaim.spec.node_class_ref.name)
+            deps = await self.deps()
+            nc = await self.catalog.nodeclass(deps, nodeclaim.spec.node_class_ref.name)
         except (CloudProviderError, KubeAPIError):
             return ""
         return drift_reason(nodeclaim, nc)

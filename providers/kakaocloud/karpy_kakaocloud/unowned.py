@@ -26,7 +26,7 @@ from karpy_kakaocloud.ownership import Verdict
 if TYPE_CHECKING:
     from karpy_core.kube.events import EventRecorder
     from karpy_core.kube.port import KubeClient
-    from karpy_kakaocloud.plugin import KakaoCloudProvider
+    from karpy_kakaocloud.deps import KakaoCloudDeps
 
 __all__ = ["UnownedInstanceError", "UnownedReporter", "created_at", "pending_key"]
 
@@ -63,10 +63,11 @@ def created_at(instance: Mapping[str, Any]) -> float | None:
 
 
 class UnownedReporter:
-    """Classifies VMs and reports those karpy will not touch.
+    """Classifies VMs and reports those karpy will not touch. Every method takes the plugin's
+    :class:`~karpy_kakaocloud.deps.KakaoCloudDeps` it reads (keyring, cluster identity, settings,
+    kube client); the reporter keeps only what it counted and reported.
 
     Args:
-        cloud: the plugin (keyring, cluster identity, settings, kube client).
         registry: where ``karpy_kakaocloud_unowned_instances_total`` is registered.
 
     Attributes:
@@ -74,8 +75,7 @@ class UnownedReporter:
         reported: instance id -> reason, for every VM reported (latest reason).
     """
 
-    def __init__(self, cloud: KakaoCloudProvider, registry: CollectorRegistry):
-        self.cloud = cloud
+    def __init__(self, registry: CollectorRegistry):
         self.counter = Counter(
             "karpy_kakaocloud_unowned_instances_total",
             "KakaoCloud VMs karpy refused to manage because their ownership record did not verify, by reason and action.",
@@ -86,9 +86,11 @@ class UnownedReporter:
         self._reported: set[tuple[str, str]] = set()
         self._recorder: tuple[KubeClient, EventRecorder] | None = None
 
-    async def report(self, instance: dict[str, Any], reason: str, action: str, nodeclaim: str | None = None) -> None:
-        """Count, remember and (once per VM and reason) log and publish a Warning event saying
-        karpy will not ``action`` the VM because of ``reason``."""
+    async def report(
+        self, deps: KakaoCloudDeps, instance: dict[str, Any], reason: str, action: str, nodeclaim: str | None = None
+    ) -> None:
+        """Count, remember and (once per VM and reason) log and publish a Warning event (through
+        ``deps.kube``, best effort) saying karpy will not ``action`` the VM because of ``reason``."""
         iid = str(instance.get("id") or "")
         self.counter.labels(reason=reason, action=action).inc()
         self.reported[iid] = reason
@@ -100,7 +102,7 @@ class UnownedReporter:
             f"({reason}); karpy will not {action} it"
         )
         log.warning(message, extra={"instance_id": iid, "reason": reason, "action": action})
-        kube = self.cloud.kube
+        kube = deps.kube
         if kube is not None:
             from karpy_core.kube.events import EventRecorder
             from karpy_core.utils.clock import RealClock
@@ -113,17 +115,20 @@ class UnownedReporter:
             except Exception as exc:  # events are best effort
                 log.debug("could not publish event: %s", type(exc).__name__)
 
-    def classify(self, instance: Mapping[str, Any]) -> Verdict:
-        """The ownership verdict of the VM's description for this cluster."""
-        return ownership.verify(instance.get("description"), self.cloud.keyring, self.cloud.cluster_identity,
-                                str(instance.get("id") or ""))
+    @staticmethod
+    def classify(deps: KakaoCloudDeps, instance: Mapping[str, Any]) -> Verdict:
+        """The ownership verdict of the VM's description for this cluster (``deps.keyring``,
+        ``deps.cluster_identity``)."""
+        return ownership.verify(instance.get("description"), deps.keyring, deps.cluster_identity, str(instance.get("id") or ""))
 
     @staticmethod
     def looks_like_ours(instance: dict[str, Any]) -> bool:
         """A karpy VM name or record prefix (reported when it does not verify)."""
         return str(instance.get("name") or "").startswith("karpy-") or str(instance.get("description") or "").startswith("karpy1:")
 
-    def pending_counts(self, instances: Iterable[Mapping[str, Any]], *, launch_window_only: bool = False) -> Tally[tuple[str, str]]:
+    def pending_counts(
+        self, deps: KakaoCloudDeps, instances: Iterable[Mapping[str, Any]], *, launch_window_only: bool = False
+    ) -> Tally[tuple[str, str]]:
         """The one duplicate rule, shared by ``delete`` and garbage collection (``list``): how
         many of ``instances`` (every VM of the project, whatever its name, status, age or
         ``is_k8se``; a copy may be renamed) carry a verifying pending record of each
@@ -136,13 +141,14 @@ class UnownedReporter:
         still mean none is adopted."""
         out: Tally[tuple[str, str]] = Tally()
         for inst in instances:
-            v = self.classify(inst)
+            v = self.classify(deps, inst)
             key = pending_key(v)
-            if key is not None and (not launch_window_only or self.in_launch_window(inst, v)):
+            if key is not None and (not launch_window_only or self.in_launch_window(deps, inst, v)):
                 out[key] += 1
         return out
 
-    def in_launch_window(self, inst: Mapping[str, Any], v: Verdict) -> bool:
+    @staticmethod
+    def in_launch_window(deps: KakaoCloudDeps, inst: Mapping[str, Any], v: Verdict) -> bool:
         """Whether a pending VM's ``created_at`` lies in ``[t - clock_skew, t + request_timeout +
         clock_skew]``, ``t`` the POST time its nonce carries: the only time karpy's POST can have
         made it. An older VM renamed and given a copied record falls before the window."""
@@ -150,6 +156,6 @@ class UnownedReporter:
         created = created_at(inst)
         if t is None or created is None:
             return False
-        settings = self.cloud.settings
+        settings = deps.settings
         skew = settings.clock_skew
         return t - skew <= created <= t + settings.request_timeout + skew

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_moto import CLUSTER, FAULTS, session
 from karpy_aws.apis import EC2NodeClass
 from karpy_aws.nodeclass import COND_SG_CLUSTER_TAG, condition
 
@@ -24,9 +25,7 @@ from karpy_core.sim.simulator import Simulator
 from karpy_core.testing import nodeclaim_for
 from karpy_core.utils.clock import VirtualClock
 
-from .conftest import CLUSTER, FAULTS, session
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
@@ -194,8 +193,7 @@ async def test_network_interfaces_connection_tracking_prefixes_and_placement_gro
 
 def test_typed_nodeclass_fields_refuse_what_the_crd_refuses():
     from pydantic import ValidationError
-
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     base = to_kube_dict(NODECLASS)
     for field, value, message in (
@@ -226,7 +224,7 @@ async def test_general_purpose_example_on_demand_cmr(plugin_factory, seeded, exa
 
 
 async def test_ice_on_cheapest_type_moves_to_next_offering(plugin_factory, seeded):
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     plugin = plugin_factory(nodeclasses={"default": NODECLASS})
     reqs = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
@@ -271,7 +269,7 @@ async def test_missing_spot_role_falls_back_to_on_demand_with_event(plugin_facto
 
 
 async def test_gc_terminates_leaked_tagged_instance_never_untagged(plugin_factory, seeded):
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     plugin = plugin_factory(nodeclasses={"default": NODECLASS})
     leaked = await plugin.karpy_create(nodeclaim_for("leak", REF, [
@@ -297,7 +295,7 @@ async def test_gc_terminates_leaked_tagged_instance_never_untagged(plugin_factor
 
 
 async def test_interruption_deletes_nodeclaim_and_marks_spot(plugin_factory, seeded):
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     kube = InMemoryCluster()
     plugin = plugin_factory(nodeclasses={"default": NODECLASS}, kube=kube, interruption_queue="karpy-interruption")
@@ -333,7 +331,7 @@ async def test_interruption_deletes_nodeclaim_and_marks_spot(plugin_factory, see
 
 
 async def test_drift_nodeclass_hash_and_ami(plugin_factory, seeded):
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     plugin = plugin_factory(nodeclasses={"default": NODECLASS})
     launched = await plugin.karpy_create(nodeclaim_for("d", REF, [
@@ -380,12 +378,12 @@ async def test_every_nodepool_example_resolves_ready_or_explains(plugin_factory,
 
 
 async def test_sg_cluster_tag_conflict_and_subnet_not_found_messages(moto_url, instance_type_data):
-    from .conftest import make_plugin, seed
+    from aws_moto import make_plugin, seed
 
     seeded = await seed(moto_url, cluster_tagged_sgs=2)
     plugin = make_plugin(moto_url, instance_type_data)
     try:
-        from .test_conformance_aws import NODECLASS
+        from test_conformance_aws import NODECLASS
 
         res = await plugin.resolver.resolve(NODECLASS)
         assert res.ready
@@ -409,7 +407,7 @@ async def test_sg_cluster_tag_conflict_and_subnet_not_found_messages(moto_url, i
 
 
 async def test_nodeclass_controller_writes_status(plugin_factory):
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     kube = InMemoryCluster()
     kube.create_sync("EC2NodeClass", to_kube_dict(NODECLASS))
@@ -430,8 +428,7 @@ async def test_nodeclass_controller_restamps_claims_karpenter_launched(plugin_fa
     the status loop re-stamps them with karpy's (the hash only where not already drifted), so
     NodeClassDrift works after the switch."""
     from karpy_aws.nodeclass import NODECLASS_HASH_ANNOTATION, NODECLASS_HASH_VERSION, NODECLASS_HASH_VERSION_ANNOTATION, nodeclass_hash
-
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     kube = InMemoryCluster()
     kube.create_sync("EC2NodeClass", to_kube_dict(NODECLASS))
@@ -458,8 +455,7 @@ async def test_deleted_nodeclass_waits_for_its_claims_then_cleans_up_what_karpy_
     launch templates tagged with it go, and so does the NodeClass. A launch template of another
     NodeClass and one without karpy's tags stay."""
     from karpy_aws.nodeclass import NODECLASS_FINALIZER
-
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     kube = InMemoryCluster()
     kube.create_sync("EC2NodeClass", to_kube_dict(NODECLASS))
@@ -536,7 +532,7 @@ async def test_nodeclass_change_drifts_and_rolls_instances(plugin_factory, seede
 async def test_create_after_a_restart_adopts_the_instance_instead_of_launching_another(plugin_factory, seeded):
     """The controller died after CreateFleet but before writing the NodeClaim's providerID: the
     next controller's create finds the instance by its ``karpenter.sh/nodeclaim`` tag."""
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     reqs = [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t3.small"]},
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]

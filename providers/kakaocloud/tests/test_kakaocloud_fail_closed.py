@@ -13,9 +13,13 @@ import time
 from typing import Any
 
 import pytest
+from kakaocloud_fake_server import CLUSTER_ID
+from kakaocloud_fixtures import keyring_json
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.credentials import parse_keyring
 from karpy_kakaocloud.plugin import UnownedInstanceError
+from test_kakaocloud_conformance import NODECLASS
+from test_kakaocloud_idempotency import POST, crash_after_post, owned, stored_claim
 
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -23,10 +27,6 @@ from karpy_core.controllers.nodeclaim.garbagecollection import garbage_collect
 from karpy_core.errors import CloudProviderError, KubeAPIError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock
-from tests.kakaocloud.conftest import keyring_json
-from tests.kakaocloud.fake_server import CLUSTER_ID
-from tests.kakaocloud.test_conformance import NODECLASS
-from tests.kakaocloud.test_idempotency import POST, crash_after_post, owned, stored_claim
 
 
 class FlakyNodeClaimReads(InMemoryCluster):

@@ -22,8 +22,10 @@ import pytest
 from aiobotocore.credentials import AioRefreshableCredentials
 from aiobotocore.session import AioSession
 from aiohttp import web
+from aws_moto import CLUSTER, REGION
 from botocore.credentials import CredentialProvider
 from karpy_aws.clients import AWSClients
+from test_aws_e2e import DATA, instance_ids
 
 from karpy_core.apis.base import to_kube_dict
 from karpy_core.apis.loader import load_documents
@@ -38,9 +40,6 @@ from karpy_core.redaction import MASK, redact
 from karpy_core.sim.simulator import Simulator
 from tests.faultinjection import LoopbackProxy
 from tests.secret_scan import capture_logs, find_leaks
-
-from .conftest import CLUSTER, REGION
-from .test_aws_e2e import DATA, instance_ids
 
 ACCESS_KEY = "ASIAKARPYSCAN7Q2W3E4R"
 SECRET_KEY = "wJalrXUtnFEMIkarpyScanK7MDENGbPxRfiCYzq9Z"

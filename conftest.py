@@ -1,4 +1,6 @@
-"""Shared fixtures: the repository's ``examples/`` (manifests the README and tests use), logging, leaked tasks."""
+"""Shared fixtures and guards of every test directory (``tests/`` and each provider's
+``providers/<cloud>/tests/``, all in ``testpaths``): the repository's ``examples/`` (manifests the
+README and tests use), logging, leaked tasks, the ``e2e`` marker."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 # at a loopback fake and re-enable it with monkeypatch.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parent
 
 
 EXAMPLES = REPO / "examples"
@@ -115,13 +117,13 @@ def _no_leaked_tasks(request: pytest.FixtureRequest):
 E2E_PATHS = (
     "tests/integration/",  # the real control plane (devcluster), the controller images
     "tests/test_fault_injection.py",  # moto server mode and the fake KakaoCloud OpenAPI, with faults
-    "tests/kakaocloud/test_conformance.py",  # starts the fake KakaoCloud OpenAPI per test
+    "providers/kakaocloud/tests/test_kakaocloud_conformance.py",  # starts the fake KakaoCloud OpenAPI per test
     "tests/packaging/",  # builds the three wheels and pip-installs the AWS plugin into a new venv
 )
 E2E_FIXTURES = {
     # fixture name -> the module defining it (another fixture of the same name is not e2e)
-    "moto_url": "tests.aws.conftest",  # moto's ThreadedMotoServer
-    "fake": "tests.kakaocloud.conftest",  # the fake KakaoCloud OpenAPI server
+    "moto_url": "aws_moto",  # moto's ThreadedMotoServer (providers/aws/tests/aws_moto.py)
+    "fake": "kakaocloud_fixtures",  # the fake KakaoCloud OpenAPI server (providers/kakaocloud/tests/kakaocloud_fixtures.py)
     "helm": "tests.charts.test_helm",  # the helm binary (built by hack/helm.sh when not cached)
     "env": "tests.plugins.test_doc_example_plugin",  # pip-installs the documentation's example plugin
 }

@@ -7,6 +7,7 @@ import json
 import logging
 
 import pytest
+from kakaocloud_fixtures import KEY1, KEY2, keyring_json, secret_obj
 from karpy_kakaocloud.credentials import (
     credentials_from_env,
     credentials_from_secret,
@@ -17,7 +18,6 @@ from karpy_kakaocloud.credentials import (
 
 from karpy_core.errors import ConfigurationError, CreateError
 from karpy_core.kube.memory import InMemoryCluster
-from tests.kakaocloud.conftest import KEY1, KEY2, keyring_json, secret_obj
 
 
 def b64(n: int, fill: int = 7) -> str:
@@ -114,9 +114,10 @@ def test_credentials_from_env():
 
 async def test_secrets_never_logged_or_shown(fake, make_provider, caplog):
     """A full launch, a failed auth and an ownership refusal at DEBUG: no secret string anywhere."""
+    from test_kakaocloud_seed004 import seed_objects
+
     from karpy_core.cloudprovider.provider import CloudProvider
     from karpy_core.sim.simulator import Simulator
-    from tests.kakaocloud.test_seed004 import seed_objects
 
     caplog.set_level(logging.DEBUG)
     plugin = make_provider()

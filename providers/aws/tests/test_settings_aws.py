@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_moto import CLUSTER, REGION, session
 from karpy_aws.region import resolve_region
 
 from karpy_core.apis.base import to_kube_dict
@@ -21,8 +22,6 @@ from karpy_core.errors import ConfigurationError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.settings import load_settings
 from karpy_core.testing import nodeclaim_for
-
-from .conftest import CLUSTER, REGION, session
 
 REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
@@ -159,7 +158,7 @@ async def test_cluster_endpoint_discovery_failure_names_the_setting(plugin_facto
 async def test_interruption_queue_setting_runs_the_poller(plugin_factory: Any, seeded: Any) -> None:
     """INTERRUPTION_QUEUE -> provider options -> the ``aws.interruption`` loop among the provider's
     controllers (what the operator starts while leading) -> a spot interruption deletes the NodeClaim."""
-    from .test_conformance_aws import NODECLASS
+    from test_conformance_aws import NODECLASS
 
     opts = load_settings({"cloud_provider": "aws"}, {"CLUSTER_NAME": CLUSTER, "INTERRUPTION_QUEUE": "karpy-q",
                                                      "CLUSTER_ENDPOINT": "https://api.example"}).provider_options()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from kakaocloud_fake_server import FakeKakaoCloud
+from kakaocloud_fixtures import CA_PEM, FAST, keyring_json
 from karpy_kakaocloud.credentials import Credentials, Secret, parse_keyring
 from karpy_kakaocloud.plugin import create_plugin
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.testing.conformance import ProviderConformance
-from tests.kakaocloud.conftest import CA_PEM, FAST, keyring_json
-from tests.kakaocloud.fake_server import FakeKakaoCloud
 
 NODECLASS = {
     "apiVersion": "karpenter.kakaocloud.com/v1alpha1", "kind": "KCNodeClass", "metadata": {"name": "default"},

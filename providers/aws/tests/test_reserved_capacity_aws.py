@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
+from aws_moto import FAULTS
 from karpy_aws.apis import EC2NodeClass
 from karpy_aws.nodeclass import COND_CAPACITY_RESERVATIONS, COND_READY, condition
 from pydantic import ValidationError
+from test_aws_e2e import REF, launch_template_data
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_RESERVATION_ID, LABEL_RESERVATION_TYPE
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -25,9 +27,6 @@ from karpy_core.featuregates import FeatureGates
 from karpy_core.sim.simulator import Simulator
 from karpy_core.testing import nodeclaim_for, nodepool_for
 from tests.sim.manifests import RESERVED_NODEPOOL
-
-from .conftest import FAULTS
-from .test_aws_e2e import REF, launch_template_data
 
 OWNER = "123456789012"
 

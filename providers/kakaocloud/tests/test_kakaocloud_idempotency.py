@@ -7,8 +7,12 @@ import asyncio
 import contextlib
 import time
 
+from kakaocloud_fake_server import CLUSTER_ID, _iso
+from kakaocloud_fixtures import keyring_json
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.credentials import parse_keyring
+from test_kakaocloud_conformance import NODECLASS
+from test_kakaocloud_ownership import REF
 
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -16,10 +20,6 @@ from karpy_core.controllers.nodeclaim.garbagecollection import garbage_collect
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.testing.conformance import nodeclaim_for
 from karpy_core.utils.clock import VirtualClock
-from tests.kakaocloud.conftest import keyring_json
-from tests.kakaocloud.fake_server import CLUSTER_ID, _iso
-from tests.kakaocloud.test_conformance import NODECLASS
-from tests.kakaocloud.test_ownership import REF
 
 POST = r"/bcs/api/v1/instances$"
 

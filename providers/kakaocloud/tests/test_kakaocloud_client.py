@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kakaocloud_fixtures import FAST
 from karpy_kakaocloud.client import (
     KakaoCloudAuthError,
     KakaoCloudClient,
@@ -16,7 +17,6 @@ from karpy_kakaocloud.credentials import Credentials, Secret
 from karpy_kakaocloud.settings import KakaoCloudSettings
 
 from karpy_core.errors import CloudProviderError
-from tests.kakaocloud.conftest import FAST
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 
+from kakaocloud_fake_server import CLUSTER_ID, FakeKakaoCloud
+from kakaocloud_fixtures import CA_HASH, SEEDS, keyring_json, secret_obj
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.credentials import parse_keyring
 from karpy_kakaocloud.plugin import KakaoCloudProvider
@@ -15,8 +17,6 @@ from karpy_core.apis.loader import load_documents
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.sim.simulator import Simulator
-from tests.kakaocloud.conftest import CA_HASH, SEEDS, keyring_json, secret_obj
-from tests.kakaocloud.fake_server import CLUSTER_ID, FakeKakaoCloud
 
 NS = "karpenter-kakaocloud"
 VARS = {"SUBNET_ID": "subnet-a", "WORKER_SECURITY_GROUP_ID": "sg-worker", "KUBERNETES_VERSION": "1.35"}

@@ -4,17 +4,17 @@ and never a leaked VM."""
 from __future__ import annotations
 
 import pytest
+from kakaocloud_fake_server import CLUSTER_ID
+from kakaocloud_fixtures import keyring_json
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.credentials import Credentials, Secret, parse_keyring
+from test_kakaocloud_conformance import NODECLASS
+from test_kakaocloud_ownership import REF
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.errors import CreateError, NodeClassNotReadyError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.testing.conformance import nodeclaim_for, nodepool_for
-from tests.kakaocloud.conftest import keyring_json
-from tests.kakaocloud.fake_server import CLUSTER_ID
-from tests.kakaocloud.test_conformance import NODECLASS
-from tests.kakaocloud.test_ownership import REF
 
 
 async def world(make_provider, **kw):

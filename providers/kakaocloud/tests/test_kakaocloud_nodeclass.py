@@ -9,10 +9,10 @@ import pytest
 from karpy_kakaocloud.instancetypes import LABEL_INSTANCE_GPU_COUNT, LABEL_INSTANCE_GPU_NAME, instance_types_from_flavors
 from karpy_kakaocloud.plugin import create_plugin
 from karpy_kakaocloud.pricing import DEFAULT_RULE, PriceTable, load_price_table
+from test_kakaocloud_conformance import NODECLASS
 
 from karpy_core.errors import ConfigurationError
 from karpy_core.kube.memory import InMemoryCluster
-from tests.kakaocloud.test_conformance import NODECLASS
 
 
 async def resolve_with(make_provider, **spec_changes):

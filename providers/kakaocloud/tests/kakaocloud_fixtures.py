@@ -1,5 +1,6 @@
 """Fixtures for the KakaoCloud provider: the fake OpenAPI on 127.0.0.1 and providers wired to it
-with millisecond delays."""
+with millisecond delays (``conftest.py`` here hands the fixtures to pytest; the root tests import
+the helpers, e.g. ``tests/faultinjection.py``)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kakaocloud_fake_server import FakeKakaoCloud
 from karpy_kakaocloud.credentials import Credentials, Secret, parse_keyring
 from karpy_kakaocloud.plugin import KakaoCloudProvider, create_plugin
 
-from tests.kakaocloud.fake_server import FakeKakaoCloud
-
 DATA = Path(__file__).resolve().parent / "data"
-SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
+SEEDS = Path(__file__).resolve().parents[3] / "tests" / "data" / "seeds"
+"""The seed manifests the root tests share (``tests/data/seeds``)."""
 CA_PEM = (DATA / "ca.crt").read_text()
 CA_HASH = "sha256:5845568dc05a04a60a521960b448985d32beaa383a85732dc1ce45dbcfaf53f6"
 KEY1 = bytes(range(32))

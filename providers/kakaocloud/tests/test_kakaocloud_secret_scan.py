@@ -15,8 +15,10 @@ import json
 import logging
 
 import pytest
+from kakaocloud_fixtures import KEY1, KEY2, keyring_json, secret_obj
 from karpy_kakaocloud.client import KakaoCloudAPIError
 from karpy_kakaocloud.credentials import Credentials, Secret
+from test_kakaocloud_seed004 import NS, drain_all, seed_objects, start
 
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -26,8 +28,6 @@ from karpy_core.observability import Metrics
 from karpy_core.operator import Operator
 from karpy_core.redaction import MASK
 from karpy_core.sim.simulator import Simulator
-from tests.kakaocloud.conftest import KEY1, KEY2, keyring_json, secret_obj
-from tests.kakaocloud.test_seed004 import NS, drain_all, seed_objects, start
 from tests.secret_scan import capture_logs, find_leaks
 
 WRONG_SECRET = "WRONG-app-credential-secret-0042"

@@ -4,18 +4,18 @@ reported; key rotation keeps old VMs manageable."""
 from __future__ import annotations
 
 import pytest
+from kakaocloud_fake_server import CLUSTER_ID
+from kakaocloud_fixtures import KEY1, KEY2, keyring_json
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.credentials import parse_keyring
 from karpy_kakaocloud.plugin import UnownedInstanceError
+from test_kakaocloud_conformance import NODECLASS
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.errors import NodeClaimNotFoundError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.operator import Operator
 from karpy_core.testing.conformance import nodeclaim_for
-from tests.kakaocloud.conftest import KEY1, KEY2, keyring_json
-from tests.kakaocloud.fake_server import CLUSTER_ID
-from tests.kakaocloud.test_conformance import NODECLASS
 
 REF = {"group": "karpenter.kakaocloud.com", "kind": "KCNodeClass", "name": "default"}
 

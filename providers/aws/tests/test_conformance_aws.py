@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_moto import make_plugin, seed
 from karpy_aws.apis import EC2NodeClass
 
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.testing import ProviderConformance
-
-from .conftest import make_plugin, seed
 
 NODECLASS = EC2NodeClass.model_validate({
     "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default", "uid": "uid-default"},

@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
-from karpy_kakaocloud.plugin import DEFAULT_CA_FILE, create_plugin
+from kakaocloud_fixtures import CA_HASH, CA_PEM
+from karpy_kakaocloud.plugin import DEFAULT_CA_FILE, KakaoCloudProvider, create_plugin
 from karpy_kakaocloud.settings import ENV_ENDPOINTS, endpoints_from_env
 
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.errors import ConfigurationError, CreateError
-from karpy_core.kube.transport import Access
-from tests.kakaocloud.conftest import CA_HASH, CA_PEM
+from karpy_core.kube.client import AsyncKubeClient
+from karpy_core.kube.transport import Access, Transport
 
 
 def test_endpoints_from_env() -> None:
@@ -46,25 +48,44 @@ def test_create_plugin_reads_the_endpoints_when_options_give_none(monkeypatch: p
         create_plugin({"cluster_name": "demo"})
 
 
-class _Kube:
-    def __init__(self, access: Access) -> None:
-        self.transport = type("T", (), {"access": access})()
-
-
 async def test_cluster_ca_falls_back_to_the_kube_clients(tmp_path: Path) -> None:
+    """The CA karpy's kube client trusts reaches the plugin through ProviderContext.cluster_ca_pem
+    (AsyncKubeClient.cluster_ca_pem: inline data or the kubeconfig's file)."""
     assert not os.path.exists(DEFAULT_CA_FILE)  # as on this test machine, outside a pod
-    plugin = create_plugin({"cluster_name": "demo", "kube": _Kube(Access(server="https://127.0.0.1:6443", ca_data=CA_PEM))})
-    assert await plugin._ca_hash() == CA_HASH
     ca = tmp_path / "ca.crt"
     ca.write_text(CA_PEM)
-    plugin = create_plugin({"cluster_name": "demo", "kube": _Kube(Access(server="https://127.0.0.1:6443", ca_file=str(ca)))})
-    assert await plugin._ca_hash() == CA_HASH
+    for access in (Access(server="https://127.0.0.1:6443", ca_data=CA_PEM), Access(server="https://127.0.0.1:6443", ca_file=str(ca))):
+        pem = await AsyncKubeClient(Transport(access)).cluster_ca_pem()
+        assert pem == CA_PEM
+        plugin = create_plugin({"cluster_name": "demo"})
+        plugin.karpy_prepare(ProviderContext(cluster_ca_pem=pem))
+        assert await plugin._ca_hash() == CA_HASH
+    assert await AsyncKubeClient(Transport(Access(server="https://127.0.0.1:6443", ca_file=str(tmp_path / "gone")))).cluster_ca_pem() is None
     # An explicitly configured file that is missing stays an error (no silent fallback).
-    plugin = create_plugin({"cluster_name": "demo", "cluster_ca_file": str(tmp_path / "nope"),
-                            "kube": _Kube(Access(server="https://127.0.0.1:6443", ca_data=CA_PEM))})
+    plugin = create_plugin({"cluster_name": "demo", "cluster_ca_file": str(tmp_path / "nope")})
+    plugin.karpy_prepare(ProviderContext(cluster_ca_pem=CA_PEM))
     with pytest.raises(CreateError, match="cannot read the cluster CA"):
         await plugin._ca_hash()
     # No kube client CA either: the same error.
     plugin = create_plugin({"cluster_name": "demo"})
+    plugin.karpy_prepare(ProviderContext())
     with pytest.raises(CreateError, match="cannot read the cluster CA"):
         await plugin._ca_hash()
+
+
+async def test_the_operator_hands_the_kube_clients_ca_to_the_plugin() -> None:
+    """The controller's path: the CLI reads AsyncKubeClient.cluster_ca_pem and gives it to Operator,
+    which prepares the provider with it in ProviderContext.cluster_ca_pem."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.operator import Operator
+
+    cloud = load_provider("kakaocloud", {"cluster_name": "demo"})
+    Operator(kube=InMemoryCluster(), provider=cloud, cluster_ca_pem=CA_PEM)
+    assert isinstance(cloud.plugin, KakaoCloudProvider)
+    assert await cloud.plugin._ca_hash() == CA_HASH
+    without = load_provider("kakaocloud", {"cluster_name": "demo"})
+    Operator(kube=InMemoryCluster(), provider=without)
+    assert isinstance(without.plugin, KakaoCloudProvider)
+    with pytest.raises(CreateError, match="cannot read the cluster CA"):
+        await without.plugin._ca_hash()
