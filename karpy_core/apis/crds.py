@@ -181,6 +181,9 @@ def _label_key_checks(var: str) -> list[tuple[str, str]]:
     for restricted in labels.RESTRICTED_LABEL_DOMAINS:
         in_domain = f"{var}.matches({cel_string(f'^([^/]*[.])?{_re(restricted)}/')})"
         checks.append((f"{exempt} || !{in_domain}", f'label domain "{restricted}" is restricted'))
+    for domain, allowed in labels.PROVIDER_LABEL_DOMAINS.items():  # as karpenter-provider-aws's NodePool CRD
+        in_domain = f"{var}.matches({cel_string(f'^([^/]*[.])?{_re(domain)}/')})"
+        checks.append((f"{var} in {cel_list(sorted(allowed))} || !{in_domain}", f'label domain "{domain}" is restricted'))
     return checks
 
 
