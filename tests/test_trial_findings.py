@@ -545,3 +545,25 @@ def test_an_untrusted_server_certificate_is_named_not_called_unreachable(tmp_pat
     assert (f"the Kubernetes API server at {url} answered, but its TLS certificate is not trusted "
             "(self-signed certificate); check the kubeconfig's certificate-authority(-data)") in result.output
     assert "cannot reach" not in result.output
+
+
+def test_a_plain_http_server_behind_an_https_url_is_named(tmp_path: Path) -> None:
+    """The same loopback server without TLS: the handshake fails with "wrong version number"."""
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}"
+        kubeconfig = _write(tmp_path, "kubeconfig", (
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: '{url}'}}}}]\n"
+            "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: abc}}]\n"))
+        result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", kubeconfig)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code != 0
+    assert f"the Kubernetes API server at {url} answered, but the TLS handshake failed: " in result.output
+    assert "(the server seems to speak plain HTTP, not HTTPS)" in result.output

@@ -110,9 +110,10 @@ class AsyncKubeClient:
             ) from exc
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             if isinstance(exc, aiohttp.ClientSSLError) or isinstance(exc.__cause__, ssl.SSLError):
+                reason = _certificate_reason(exc)
+                plain = " (the server seems to speak plain HTTP, not HTTPS)" if "wrong version number" in reason.lower() else ""
                 raise KubeUnreachableError(
-                    f"the Kubernetes API server at {host} answered, but the TLS handshake failed: "
-                    f"{_certificate_reason(exc)}"
+                    f"the Kubernetes API server at {host} answered, but the TLS handshake failed: {reason}{plain}"
                 ) from exc
             detail = str(exc) or type(exc).__name__
             raise KubeUnreachableError(f"cannot reach the Kubernetes API server at {host}: {detail}") from exc
