@@ -288,3 +288,40 @@ def test_cli_refuses_bad_from_cluster_options(args: list[str], message: str) -> 
     result = invoke_cli("simulate", *args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+async def test_zone_pinned_volumes_are_read_and_keep_their_pods_nodes() -> None:
+    """StorageClasses, PersistentVolumes and PersistentVolumeClaims are read from the cluster and
+    used: each pod's volume is pinned to its node's zone, so neither pod can move and both nodes
+    stay (with nothing read, one node goes: :func:`test_unblocked_node_is_deleted_with_its_real_type_and_price`).
+    It found the disruption simulation ignoring volume topology: node a was deleted, its pod moved
+    to the other zone, where its volume cannot attach (Karpenter injects volume topology there too)."""
+    c = LiveCluster("vol")
+    a, b = c.add_node("a", "us-east-1a"), c.add_node("b", "us-east-1b")
+    pods = {c.add_pod("x", a): "us-east-1a", c.add_pod("y", b): "us-east-1b"}
+    extra: list[dict[str, Any]] = [{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
+                                    "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer"}]
+    for pod in c.pods:
+        zone = pods[pod["metadata"]["name"]]
+        claim = f"data-{pod['metadata']['name']}"
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+        extra += [
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{claim}"},
+             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "zonal",
+                      "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{claim}"},
+                      "claimRef": {"namespace": "default", "name": claim},
+                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                          {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}},
+             "status": {"phase": "Bound"}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": "default"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "zonal", "volumeName": f"pv-{claim}",
+                      "resources": {"requests": {"storage": "1Gi"}}},
+             "status": {"phase": "Bound"}},
+        ]
+    kube = live(c)
+    for obj in extra:
+        kube.cluster.create_sync(obj["kind"], obj)
+    r = await dry_run(kube, now=NOW, reference_seconds=None)
+    assert {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"} <= set(kube.calls)
+    assert r.read["StorageClass"] == 1 and r.read["PersistentVolume"] == 2 and r.read["PersistentVolumeClaim"] == 2
+    assert {v.node: v.action for v in r.verdicts} == {a: "keep", b: "keep"}, [(v.node, v.reason) for v in r.verdicts]
