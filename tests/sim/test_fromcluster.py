@@ -325,3 +325,26 @@ async def test_zone_pinned_volumes_are_read_and_keep_their_pods_nodes() -> None:
     assert {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"} <= set(kube.calls)
     assert r.read["StorageClass"] == 1 and r.read["PersistentVolume"] == 2 and r.read["PersistentVolumeClaim"] == 2
     assert {v.node: v.action for v in r.verdicts} == {a: "keep", b: "keep"}, [(v.node, v.reason) for v in r.verdicts]
+
+
+async def test_node_overlays_on_the_cluster_price_the_pass_at_the_live_instant() -> None:
+    """A NodeOverlay read from the cluster (gate NodeOverlay on) sets the prices of the pass at the
+    live instant and the cost now, as it does in the round (it was applied only once the round
+    stepped); with the gate off it is read, named in a warning and not applied."""
+    from karpy_core.featuregates import FeatureGates
+
+    c, a, b = two_nodes("ovl")
+    c.add_pod("x", a)
+    c.add_pod("y", b)
+    overlay = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "cheap"},
+               "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [INSTANCE_TYPE]}],
+                        "price": "0.0125"}}
+    cost = {}
+    for gate in (True, False):
+        kube = live(c)
+        kube.cluster.create_sync("NodeOverlay", overlay)
+        r = await dry_run(kube, now=NOW, reference_seconds=None, feature_gates=FeatureGates(NodeOverlay=gate))
+        assert "NodeOverlay" in kube.calls and r.read["NodeOverlay"] == 1
+        assert any("NodeOverlay" in w for w in r.warnings) is not gate
+        cost[gate] = r.cost_now
+    assert cost[True] == pytest.approx(2 * 0.0125) and cost[False] == pytest.approx(2 * 0.192)
