@@ -36,6 +36,8 @@ def volume_terms(
 ) -> tuple[list[Requirements], str]:
     """Requirement alternatives (OR) every node must meet for the pod's volumes, and a reason when
     the pod cannot be provisioned for (missing PVC). ``[]`` means no restriction."""
+    if not any(vol.get("persistentVolumeClaim") for vol in (pod.get("spec") or {}).get("volumes") or ()):
+        return [], ""  # most pods: no claim, nothing to index
     ns = (pod.get("metadata") or {}).get("namespace") or "default"
     claims = {_key(c): c for c in pvcs}
     volumes = {(v.get("metadata") or {}).get("name"): v for v in pvs}

@@ -299,11 +299,14 @@ class Simulator:
         return ignored
 
     async def refresh_status(self) -> None:
-        """Mark the simulated cloud's NodeClasses Ready and write the NodePools' status, as the
-        first :meth:`step` does: for a caller that plans before stepping (``--from-cluster``)."""
+        """Mark the simulated cloud's NodeClasses Ready, write the NodePools' status and apply the
+        NodeOverlays (gate on), as the first :meth:`step` does: for a caller that plans before
+        stepping (``--from-cluster``'s pass at the live instant and its cost now)."""
         if self._nodeclasses is not None:
             await self._nodeclasses.reconcile_nodeclasses()
         await self.nodepool_status.reconcile()
+        if self.overlays is not None:
+            await self._reconcile_overlays(self.overlays)
 
     def enable_disruption(self) -> None:
         """Turn disruption on from now: the next :meth:`step` runs a disruption pass (a run

@@ -288,3 +288,63 @@ def test_cli_refuses_bad_from_cluster_options(args: list[str], message: str) -> 
     result = invoke_cli("simulate", *args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+async def test_zone_pinned_volumes_are_read_and_keep_their_pods_nodes() -> None:
+    """StorageClasses, PersistentVolumes and PersistentVolumeClaims are read from the cluster and
+    used: each pod's volume is pinned to its node's zone, so neither pod can move and both nodes
+    stay (with nothing read, one node goes: :func:`test_unblocked_node_is_deleted_with_its_real_type_and_price`).
+    It found the disruption simulation ignoring volume topology: node a was deleted, its pod moved
+    to the other zone, where its volume cannot attach (Karpenter injects volume topology there too)."""
+    c = LiveCluster("vol")
+    a, b = c.add_node("a", "us-east-1a"), c.add_node("b", "us-east-1b")
+    pods = {c.add_pod("x", a): "us-east-1a", c.add_pod("y", b): "us-east-1b"}
+    extra: list[dict[str, Any]] = [{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
+                                    "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer"}]
+    for pod in c.pods:
+        zone = pods[pod["metadata"]["name"]]
+        claim = f"data-{pod['metadata']['name']}"
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+        extra += [
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{claim}"},
+             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "zonal",
+                      "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{claim}"},
+                      "claimRef": {"namespace": "default", "name": claim},
+                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                          {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}]}}},
+             "status": {"phase": "Bound"}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": "default"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "zonal", "volumeName": f"pv-{claim}",
+                      "resources": {"requests": {"storage": "1Gi"}}},
+             "status": {"phase": "Bound"}},
+        ]
+    kube = live(c)
+    for obj in extra:
+        kube.cluster.create_sync(obj["kind"], obj)
+    r = await dry_run(kube, now=NOW, reference_seconds=None)
+    assert {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"} <= set(kube.calls)
+    assert r.read["StorageClass"] == 1 and r.read["PersistentVolume"] == 2 and r.read["PersistentVolumeClaim"] == 2
+    assert {v.node: v.action for v in r.verdicts} == {a: "keep", b: "keep"}, [(v.node, v.reason) for v in r.verdicts]
+
+
+async def test_node_overlays_on_the_cluster_price_the_pass_at_the_live_instant() -> None:
+    """A NodeOverlay read from the cluster (gate NodeOverlay on) sets the prices of the pass at the
+    live instant and the cost now, as it does in the round (it was applied only once the round
+    stepped); with the gate off it is read, named in a warning and not applied."""
+    from karpy_core.featuregates import FeatureGates
+
+    c, a, b = two_nodes("ovl")
+    c.add_pod("x", a)
+    c.add_pod("y", b)
+    overlay = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "cheap"},
+               "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [INSTANCE_TYPE]}],
+                        "price": "0.0125"}}
+    cost = {}
+    for gate in (True, False):
+        kube = live(c)
+        kube.cluster.create_sync("NodeOverlay", overlay)
+        r = await dry_run(kube, now=NOW, reference_seconds=None, feature_gates=FeatureGates(NodeOverlay=gate))
+        assert "NodeOverlay" in kube.calls and r.read["NodeOverlay"] == 1
+        assert any("NodeOverlay" in w for w in r.warnings) is not gate
+        cost[gate] = r.cost_now
+    assert cost[True] == pytest.approx(2 * 0.0125) and cost[False] == pytest.approx(2 * 0.192)

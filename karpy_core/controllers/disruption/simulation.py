@@ -17,6 +17,7 @@ Pure: no I/O, no clock; same snapshot, same verdict.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, add_into, subtract
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, template_from_nodepool, type_tables
+from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 from karpy_core.state.cluster import (
     ClusterSnapshot,
     bound_pod_infos,
@@ -163,7 +165,7 @@ class SimulationContext:
             for p in self.snapshot.pending_pod_views():
                 info = p.try_info()
                 if info is not None:
-                    infos.append(info)
+                    infos.append(self._with_volumes(p.raw, info, shared=True))
             if not infos:
                 self._schedulable_pending = []
             else:
@@ -180,12 +182,23 @@ class SimulationContext:
             if info is None:
                 try:  # the pod as if pending: the scheduler's parser, without nodeName
                     raw = {**p.raw, "spec": {k: v for k, v in (p.raw.get("spec") or {}).items() if k != "nodeName"}}
-                    info = pod_info(raw)
+                    info = self._with_volumes(raw, pod_info(raw), shared=False)
                 except ValueError as exc:
                     return f"pod {key} cannot be simulated: {exc}"
                 self._pod_infos[key] = info
             out.append(info)
         return out
+
+    def _with_volumes(self, raw: dict[str, Any], info: PodInfo, *, shared: bool) -> PodInfo:
+        """``info`` narrowed to the nodes its persistent volumes allow (a PV's node affinity, a
+        WaitForFirstConsumer class's allowed topologies; a missing claim makes it unschedulable), as
+        the provisioner narrows pending pods: Karpenter's disruption simulation schedules through
+        the provisioner's ``NewScheduler``, which injects volume topology, so a pod on a zonal
+        volume is never moved to another zone. ``shared``: ``info`` is a view's, narrow a copy."""
+        terms, why = volume_terms(raw, self.snapshot.pvcs, self.snapshot.pvs, self.snapshot.storage_classes)
+        if not terms and not why:
+            return info
+        return apply_volume_requirements(copy.copy(info) if shared else info, terms, why)
 
     def _selected_by(self, selector: str, namespaces: tuple[str, ...] | None) -> list[int]:
         """Positions in ``self.bound`` of the pods a topology term's ``selector`` (canonical JSON)

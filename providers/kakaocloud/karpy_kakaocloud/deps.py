@@ -83,16 +83,21 @@ class KakaoCloudDeps:
         return ownership.cluster_tag(self.cluster_identity)
 
     def need_kube(self, what: str) -> KubeClient:
-        """The KubeClient.
-
-        Raises:
-            ConfigurationError: none was given (``what`` says what needed it).
-        """
-        if self.kube is None:
-            raise ConfigurationError(f"kakaocloud provider: {what} needs a KubeClient (option kube, or bind_kube())")
-        return self.kube
+        """The KubeClient (:func:`require_kube`)."""
+        return require_kube(self.kube, what)
 
 
 DepsLoader = Callable[[], Awaitable[KakaoCloudDeps]]
 """Loads the credentials, keyring and cluster identity once (the plugin's ``ensure``) and returns
 the deps: create and the owned VMs call it where they need them, after the checks that need none."""
+
+
+def require_kube(kube: KubeClient | None, what: str) -> KubeClient:
+    """``kube``, the plugin's KubeClient.
+
+    Raises:
+        ConfigurationError: none was given (``what`` says what needed it).
+    """
+    if kube is None:
+        raise ConfigurationError(f"kakaocloud provider: {what} needs a KubeClient (option kube, or bind_kube())")
+    return kube

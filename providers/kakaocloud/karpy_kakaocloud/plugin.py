@@ -87,7 +87,7 @@ from karpy_kakaocloud.credentials import (
     keyring_from_file,
     keyring_from_secret,
 )
-from karpy_kakaocloud.deps import DEFAULT_CA_FILE, ClusterCA, KakaoCloudDeps
+from karpy_kakaocloud.deps import DEFAULT_CA_FILE, ClusterCA, KakaoCloudDeps, require_kube
 from karpy_kakaocloud.drift import drift_reason
 from karpy_kakaocloud.instances import InstanceInventory
 from karpy_kakaocloud.nodeclass import SUPPORTED_NODE_CLASSES, ResolvedNodeClass
@@ -218,14 +218,8 @@ class KakaoCloudProvider:
         return self._keyring
 
     def need_kube(self, what: str) -> KubeClient:
-        """The KubeClient.
-
-        Raises:
-            ConfigurationError: none was given (``what`` says what needed it).
-        """
-        if self.kube is None:
-            raise ConfigurationError(f"kakaocloud provider: {what} needs a KubeClient (option kube, or bind_kube())")
-        return self.kube
+        """The KubeClient (:func:`~karpy_kakaocloud.deps.require_kube`)."""
+        return require_kube(self.kube, what)
 
     async def ensure(self) -> None:
         """Load credentials, keyring and cluster identity once (retried on the next call after a failure)."""
