@@ -13,7 +13,15 @@ from typing import Any
 
 from karpy_core.errors import ConfigurationError
 
-__all__ = ["AWS_GATES", "UNIMPLEMENTED_GATES", "FeatureGates", "gates_from", "parse_feature_gates", "parse_gate_map"]
+__all__ = [
+    "AWS_GATES",
+    "UNIMPLEMENTED_GATES",
+    "FEATURE_GATES_SETTING",
+    "FeatureGates",
+    "gates_from",
+    "parse_feature_gates",
+    "parse_gate_map",
+]
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,12 @@ def parse_gate_map(text: str, setting: str, known: Mapping[str, Any]) -> dict[st
     return out
 
 
-def parse_feature_gates(text: str) -> tuple[FeatureGates, frozenset[str]]:
-    """Parse a ``FEATURE_GATES`` value over karpy's defaults.
+FEATURE_GATES_SETTING = "FEATURE_GATES (--feature-gates)"
+"""How errors name the setting: the env var and the flag, as the other settings' errors do."""
+
+
+def parse_feature_gates(text: str, setting: str = FEATURE_GATES_SETTING) -> tuple[FeatureGates, frozenset[str]]:
+    """Parse a ``FEATURE_GATES`` value over karpy's defaults; errors start with ``setting``.
 
     Returns:
         The gates, and the names the text set explicitly.
@@ -82,16 +94,19 @@ def parse_feature_gates(text: str) -> tuple[FeatureGates, frozenset[str]]:
             true (the message names the gate and why).
     """
     known = {f.name: f.default for f in fields(FeatureGates)}
-    given = parse_gate_map(text, "FEATURE_GATES", known)
+    given = parse_gate_map(text, setting, known)
     for name, reason in UNIMPLEMENTED_GATES.items():
         if given.get(name):
-            raise ConfigurationError(f"FEATURE_GATES: {name}=true is not supported: {reason}")
+            raise ConfigurationError(f"{setting}: {name}=true is not supported: {reason}")
     return FeatureGates(**given), frozenset(given)
 
 
-def gates_from(value: str | Mapping[str, Any] | None, base: FeatureGates | None = None) -> FeatureGates:
+def gates_from(value: str | Mapping[str, Any] | None, base: FeatureGates | None = None,
+               setting: str | None = None) -> FeatureGates:
     """Gates from a ``FEATURE_GATES`` string (``"NodeOverlay=true,..."``) or a mapping of gate name
-    to bool (a scenario's ``featureGates:``), over ``base`` (karpy's defaults when None).
+    to bool (a scenario's ``featureGates:``), over ``base`` (karpy's defaults when None). Errors
+    start with ``setting``; None: ``featureGates`` for a mapping, ``FEATURE_GATES (--feature-gates)``
+    for a string.
 
     Raises:
         ConfigurationError: as :func:`parse_feature_gates`; a mapping value that is not a bool.
@@ -99,13 +114,15 @@ def gates_from(value: str | Mapping[str, Any] | None, base: FeatureGates | None 
     base = base or FeatureGates()
     if value is None:
         return base
+    if setting is None:
+        setting = "featureGates" if isinstance(value, Mapping) else FEATURE_GATES_SETTING
     if isinstance(value, Mapping):
         items = []
         for name, v in value.items():
             if not isinstance(v, bool):
-                raise ConfigurationError(f"featureGates.{name}: {v!r} is not true or false")
+                raise ConfigurationError(f"{setting}.{name}: {v!r} is not true or false")
             items.append(f"{name}={'true' if v else 'false'}")
         value = ",".join(items)
-    _, named = parse_feature_gates(value)  # syntax, unknown names, unimplemented gates set to true
-    given = parse_gate_map(value, "FEATURE_GATES", {f.name: f.default for f in fields(FeatureGates)})
+    _, named = parse_feature_gates(value, setting)  # syntax, unknown names, unimplemented gates set to true
+    given = parse_gate_map(value, setting, {f.name: f.default for f in fields(FeatureGates)})
     return replace(base, **{name: given[name] for name in named})

@@ -35,7 +35,7 @@ from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_vali
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from karpy_core.apis.durations import parse_duration
+from karpy_core.apis.durations import go_duration_seconds
 from karpy_core.controllers.disruption.methods import DEFAULT_MIN_SAVINGS
 from karpy_core.errors import ConfigurationError
 from karpy_core.featuregates import AWS_GATES, FeatureGates, parse_feature_gates, parse_gate_map
@@ -253,7 +253,7 @@ class KarpySettings(BaseSettings):
     @classmethod
     def _duration(cls, value: Any) -> Any:
         if isinstance(value, str):
-            return parse_duration(value.strip()).total_seconds()
+            return go_duration_seconds(value.strip())  # 1ns stays positive, as Go's flag.DurationVar reads it
         return value
 
     @field_validator("log_level")
@@ -322,10 +322,10 @@ class KarpySettings(BaseSettings):
             if not item:
                 raise ConfigurationError(f"{describe('log_output_paths')}: empty path in {self.log_output_paths!r}")
         self.gates()  # parses FEATURE_GATES; raises on unknown or unsupported gates
-        aws = parse_gate_map(self.aws_feature_gates, "AWS_FEATURE_GATES", AWS_GATES)
+        aws = parse_gate_map(self.aws_feature_gates, "AWS_FEATURE_GATES (--aws-feature-gates)", AWS_GATES)
         for name, value in aws.items():
             if value:
-                raise ConfigurationError(f"AWS_FEATURE_GATES: {name}=true is not supported: karpy validates "
+                raise ConfigurationError(f"AWS_FEATURE_GATES (--aws-feature-gates): {name}=true is not supported: karpy validates "
                                          "EC2NodeClasses with its own models, not CEL")
         if self.kwok and self.cloud_provider and self.cloud_provider != "simulated":
             raise ConfigurationError("--kwok works with --cloud-provider simulated only")
@@ -344,7 +344,7 @@ class KarpySettings(BaseSettings):
         if self.node_repair is not None:
             if "NodeRepair" in named and gates.NodeRepair != self.node_repair:
                 raise ConfigurationError(f"{describe('node_repair', self.node_repair)} contradicts "
-                                         f"FEATURE_GATES NodeRepair={_show(gates.NodeRepair)}; give one of them")
+                                         f"FEATURE_GATES (--feature-gates) NodeRepair={_show(gates.NodeRepair)}; give one of them")
             gates = FeatureGates(**{**{f.name: getattr(gates, f.name) for f in fields(FeatureGates)},
                                     "NodeRepair": self.node_repair})
         return gates

@@ -98,7 +98,7 @@ def test_process_environment_is_the_default_source(monkeypatch: pytest.MonkeyPat
     ({"ENABLE_ZONAL_SHIFT": "true"}, "ENABLE_ZONAL_SHIFT=true"),
     ({"IGNORE_DRA_REQUESTS": "false"}, "IGNORE_DRA_REQUESTS=false"),
     ({"AMI_REFRESH_INTERVAL": "5m"}, "AMI_REFRESH_INTERVAL=300.0"),
-    ({"AWS_FEATURE_GATES": "NodeClassCEL=true"}, "AWS_FEATURE_GATES: NodeClassCEL=true is not supported"),
+    ({"AWS_FEATURE_GATES": "NodeClassCEL=true"}, "AWS_FEATURE_GATES (--aws-feature-gates): NodeClassCEL=true is not supported"),
     ({"AWS_FEATURE_GATES": "Nope=false"}, "unknown feature gate 'Nope'"),
     ({"FEATURE_GATES": "NodeRepiar=true"}, "unknown feature gate 'NodeRepiar'"),
     ({"FEATURE_GATES": "NodeRepair"}, "'NodeRepair' is not Name=true|false"),
@@ -200,7 +200,7 @@ def test_model_fields_all_have_env_and_flag() -> None:
 
 
 @pytest.mark.parametrize(("argv", "env", "message"), [
-    (["--feature-gates", "Bogus=true"], {}, "error: FEATURE_GATES: unknown feature gate 'Bogus'"),
+    (["--feature-gates", "Bogus=true"], {}, "error: FEATURE_GATES (--feature-gates): unknown feature gate 'Bogus'"),
     ([], {"ENABLE_PROFILING": "true"}, "error: ENABLE_PROFILING=true (--enable-profiling): not supported"),
     (["--metrics-port", "70000"], {}, "error: METRICS_PORT (--metrics-port): 70000 is not a port"),
     (["--leader-elect", "--disable-leader-election"], {}, "error: --leader-elect/--no-leader-elect contradicts"),

@@ -340,3 +340,230 @@ def test_a_scenarios_manifest_warnings_are_shown_once(tmp_path: Path) -> None:
     result = invoke_cli("simulate", scenario, "--until", "20m")
     assert result.exit_code == 0, result.output
     assert result.output.count("spec.limits.cpu: -1 is negative") == 1
+
+
+# --- trial 2 (issue 35): input validation and CLI messages ---------------------------------------------
+
+
+def _pool_requirement(key: str, operator: str, values: str) -> str:
+    return _nodepool().replace("requirements: []", f"requirements: [{{key: {key}, operator: {operator}, values: {values}}}]")
+
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: j}}
+spec:
+  template:
+    spec:
+{policy}      containers: [{{name: a, image: pause, resources: {{requests: {{cpu: "1"}}}}}}]
+"""
+
+
+@pytest.mark.parametrize(("text", "field", "problem"), [
+    # kubectl: no matches for kind "Job" in version "apps/v1" (resource mapping not found)
+    ("apiVersion: apps/v1\nkind: Job\nmetadata: {name: j}\nspec: {}\n", "apiVersion",
+     'no matches for kind "Job" in version "apps/v1"; Job is served as batch/v1'),
+    # kubectl: no matches for kind "Deployment" in version "extensions/v1beta1"
+    ("apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n", "apiVersion",
+     'no matches for kind "Deployment" in version "extensions/v1beta1" (Kubernetes 1.22 removed extensions/v1beta1); '
+     "Deployment is served as apps/v1"),
+    # apiserver: spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"
+    (JOB.format(policy=""), "spec", 'template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"'),
+    (JOB.format(policy="      restartPolicy: Always\n"), "spec",
+     'template.spec.restartPolicy: Unsupported value: "Always": valid values: "OnFailure", "Never"'),
+    # Karpenter's CRD: type conversion error from 'string' to 'int' evaluating rule: requirements operator
+    # 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value
+    (_pool_requirement("karpenter.k8s.aws/instance-generation", "Gt", '["99999999999999999999"]'),
+     "spec.template.spec.requirements[0].values",
+     "operator 'Gt' needs an integer of at most 9223372036854775807 (Karpenter's CEL rule reads it with int(), "
+     "which fails beyond); got '99999999999999999999'"),
+    (_pool_requirement("karpenter.k8s.aws/instance-generation", "Lt", '["9223372036854775808"]'),
+     "spec.template.spec.requirements[0].values", "got '9223372036854775808'"),
+    # karpenter-provider-aws's NodePool CRD: label domain "karpenter.k8s.aws" is restricted
+    (_pool_requirement("karpenter.k8s.aws/foo", "In", "[x]"), "spec.template.spec.requirements[0].key",
+     "label key 'karpenter.k8s.aws/foo' is restricted: Karpenter sets it itself or it belongs to a reserved domain"),
+])
+def test_trial2_what_kubectl_kube_apiserver_or_karpenter_refuses_is_refused(
+        tmp_path: Path, text: str, field: str, problem: str) -> None:
+    (line,) = _refused(tmp_path, text)
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 "), line
+    assert f": {field}: " in line and line.endswith(problem), line
+
+
+@pytest.mark.parametrize("text", [
+    JOB.format(policy="      restartPolicy: Never\n"),
+    JOB.format(policy="      restartPolicy: OnFailure\n"),
+    _pool_requirement("karpenter.k8s.aws/instance-generation", "Gt", '["9223372036854775807"]'),
+    _pool_requirement("karpenter.k8s.aws/instance-family", "In", "[m5]"),
+    _pool_requirement("karpenter.k8s.aws/instance-tenancy", "In", "[default]"),
+    _pool_requirement("example.com/team", "In", "[a]"),
+])
+def test_trial2_what_they_accept_is_accepted(tmp_path: Path, text: str) -> None:
+    path = _write(tmp_path, "ok.yaml", text)
+    result = invoke_cli("validate", path)
+    assert result.exit_code == 0, result.output
+
+
+def test_every_aws_label_karpy_knows_is_allowed_by_the_aws_domain_restriction() -> None:
+    """The ``karpenter.k8s.aws`` keys a NodePool may use cover every AWS label the catalog resolves,
+    registers for metrics or cannot derive (all of them Karpenter's well-known labels)."""
+    from karpy_core.apis.labels import (
+        LABEL_RESERVATION_ID,
+        LABEL_RESERVATION_TYPE,
+        PROVIDER_LABEL_DOMAINS,
+        is_restricted_label,
+    )
+    from karpy_core.cloudprovider.catalog import aws
+
+    known = aws.AWS_WELL_KNOWN_LABELS | aws.AWS_METRIC_ONLY_LABELS | aws.UNDERIVABLE_AWS_LABELS
+    known |= {LABEL_RESERVATION_ID, LABEL_RESERVATION_TYPE}
+    in_domain = {k for k in known if k.startswith("karpenter.k8s.aws/")}
+    assert in_domain and in_domain <= PROVIDER_LABEL_DOMAINS["karpenter.k8s.aws"]
+    assert not any(is_restricted_label(k) for k in in_domain)
+    assert is_restricted_label("karpenter.k8s.aws/foo") and is_restricted_label("sub.karpenter.k8s.aws/foo")
+
+
+def test_cpu_null_reads_as_zero_as_the_api_server_stores_it(tmp_path: Path) -> None:
+    """kube-apiserver v1.36.3 stores ``requests: {cpu: null}`` as ``cpu: "0"`` (dryRun create)."""
+    path = _write(tmp_path, "pod.yaml", _pod(containers="    resources: {requests: {cpu: null, memory: 1Gi}}\n"))
+    assert invoke_cli("validate", path).exit_code == 0
+    from karpy_core.apis.loader import load_documents
+
+    (pod,) = load_documents([path]).pods
+    assert pod.spec.containers[0].resources.requests == {"cpu": "0", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize("flag", ["--batch-idle-duration", "--batch-max-duration"])
+def test_a_nanosecond_batch_duration_is_accepted_like_a_microsecond(tmp_path: Path, flag: str) -> None:
+    """Karpenter reads these with ``flag.DurationVar`` (any Go duration); karpy keeps refusing 0
+    and negatives, but 1ns no longer rounded down to 0s and refused while 1us passed."""
+    path = _write(tmp_path, "pool.yaml", _nodepool())
+    for value in ("1ns", "1us"):
+        result = invoke_cli("simulate", flag, value, path)
+        assert result.exit_code == 0, (value, result.output)
+    result = invoke_cli("simulate", flag, "0s", path)
+    assert result.exit_code == 2 and "must be longer than 0s (got '0s')" in result.output
+
+
+def test_a_symlink_loop_inside_a_directory_is_named(tmp_path: Path) -> None:
+    """``karpy validate DIR`` with a.yaml -> b.yaml -> a.yaml said "no *.yaml or *.yml files"."""
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "a.yaml").symlink_to("b.yaml")
+    (loop / "b.yaml").symlink_to("a.yaml")
+    result = invoke_cli("validate", str(loop))
+    assert result.exit_code == 2, result.output
+    assert "no *.yaml" not in result.output
+    for name, target in (("a", "b"), ("b", "a")):
+        assert (f"{loop / (name + '.yaml')}: a symbolic link that cannot be followed (too many levels of symbolic "
+                f"links; it points to '{target}.yaml')") in result.output
+
+
+def test_kubeconfig_naming_a_directory_says_so(tmp_path: Path) -> None:
+    result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", str(tmp_path))
+    assert result.exit_code != 0
+    assert f"--kubeconfig {tmp_path}: is a directory, not a kubeconfig file" in result.output
+    assert "no such file" not in result.output
+
+
+def test_feature_gate_errors_name_the_flag_and_the_env_var(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pool.yaml", _nodepool())
+    result = invoke_cli("simulate", "--feature-gates", "Bogus=true", path)
+    assert result.exit_code == 2
+    assert "error: FEATURE_GATES (--feature-gates): unknown feature gate 'Bogus'" in result.output
+    result = invoke_cli("simulate", "--feature-gates", "NodeRepair=maybe", path)
+    assert "FEATURE_GATES (--feature-gates): 'NodeRepair=maybe': 'maybe' is not true or false" in result.output
+
+
+def test_one_ignored_object_is_singular_and_an_unset_weight_is_not_weight_0(tmp_path: Path) -> None:
+    service = "---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n"
+    pod = "---\n" + _pod(containers="    resources: {requests: {cpu: '1000'}}\n")
+    path = _write(tmp_path, "all.yaml", _nodepool() + service + pod)
+    result = invoke_cli("simulate", path)
+    assert result.exit_code == 0, result.output
+    assert "ignored (not simulated): 1 object (Service)" in result.output
+    result = invoke_cli("simulate", "--explain", "p", path)
+    assert "NodePool default (no weight): " in result.output and "(weight 0)" not in result.output
+    weighted = _write(tmp_path, "weighted.yaml", _nodepool("  weight: 5\n") + pod)
+    result = invoke_cli("simulate", "--explain", "p", weighted)
+    assert "NodePool default (weight 5): " in result.output, result.output
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM files)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    import ipaddress
+
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def test_an_untrusted_server_certificate_is_named_not_called_unreachable(tmp_path: Path) -> None:
+    """A loopback TLS server with a self-signed certificate (the kubeconfig trusts no CA for it):
+    karpy said "cannot reach the Kubernetes API server" though the server answered."""
+    import http.server
+    import ssl
+    import threading
+
+    pytest.importorskip("cryptography")
+    cert_file, key_file = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}"
+        kubeconfig = _write(tmp_path, "kubeconfig", (
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: '{url}'}}}}]\n"
+            "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: abc}}]\n"))
+        result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", kubeconfig)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code != 0
+    assert (f"the Kubernetes API server at {url} answered, but its TLS certificate is not trusted "
+            "(self-signed certificate); check the kubeconfig's certificate-authority(-data)") in result.output
+    assert "cannot reach" not in result.output
+
+
+def test_a_plain_http_server_behind_an_https_url_is_named(tmp_path: Path) -> None:
+    """The same loopback server without TLS: the handshake fails with "wrong version number"."""
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"https://127.0.0.1:{server.server_address[1]}"
+        kubeconfig = _write(tmp_path, "kubeconfig", (
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: '{url}'}}}}]\n"
+            "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: abc}}]\n"))
+        result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", kubeconfig)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code != 0
+    assert f"the Kubernetes API server at {url} answered, but the TLS handshake failed: " in result.output
+    assert "(the server seems to speak plain HTTP, not HTTPS)" in result.output

@@ -181,6 +181,9 @@ def _label_key_checks(var: str) -> list[tuple[str, str]]:
     for restricted in labels.RESTRICTED_LABEL_DOMAINS:
         in_domain = f"{var}.matches({cel_string(f'^([^/]*[.])?{_re(restricted)}/')})"
         checks.append((f"{exempt} || !{in_domain}", f'label domain "{restricted}" is restricted'))
+    for domain, allowed in labels.PROVIDER_LABEL_DOMAINS.items():  # as karpenter-provider-aws's NodePool CRD
+        in_domain = f"{var}.matches({cel_string(f'^([^/]*[.])?{_re(domain)}/')})"
+        checks.append((f"{var} in {cel_list(sorted(allowed))} || !{in_domain}", f'label domain "{domain}" is restricted'))
     return checks
 
 
@@ -237,7 +240,8 @@ def _requirement_overlay() -> Overlay:
                 ".values",
             ),
             cel_rule(
-                f"!(self.operator in {integer_ops}) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
+                f"!(self.operator in {integer_ops}) || (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$')"
+                " && int(self.values[0]) >= 0)",  # int() fails beyond int64, as in Karpenter's rule
                 "requirements with operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value",
                 ".values",
             ),
@@ -350,7 +354,8 @@ def _nodeoverlay_overlays() -> dict[str, Overlay]:
                 cel_rule("!(self.operator in ['In', 'NotIn']) || (has(self.values) && self.values.size() != 0)",
                          "requirements with operator 'In' or 'NotIn' must have a value defined", ".values"),
                 cel_rule(f"!(self.operator in {integer_ops}) "
-                         "|| (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$'))",
+                         "|| (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$')"
+                         " && int(self.values[0]) >= 0)",
                          "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value", ".values"),
                 cel_rule("!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || self.values.size() == 0",
                          "requirements with operator 'Exists' or 'DoesNotExist' take no values", ".values"),

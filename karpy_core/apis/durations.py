@@ -22,6 +22,7 @@ __all__ = [
     "BUDGET_DURATION",
     "parse_duration",
     "duration_seconds",
+    "go_duration_seconds",
     "check_duration",
 ]
 
@@ -127,6 +128,19 @@ def parse_duration(value: str) -> timedelta:
     ns = _go_duration_ns(value)
     micros = -((-ns) // 1000) if ns < 0 else ns // 1000
     return timedelta(microseconds=micros)
+
+
+def go_duration_seconds(value: str) -> float:
+    """Seconds in a Go duration string, nanoseconds kept (``"1ns"`` -> ``1e-09``, where
+    :func:`parse_duration` truncates to microseconds): for settings Go reads with
+    ``time.ParseDuration`` (``flag.DurationVar``), which keep every positive value positive.
+
+    Raises:
+        ValueError: as :func:`parse_duration`.
+    """
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a duration (expected a string such as '30s', '10m', '720h')")
+    return _go_duration_ns(value) / 1e9
 
 
 def duration_seconds(value: str | None) -> float | None:

@@ -94,6 +94,25 @@ labels and the exceptions below (Karpenter ``pkg/apis/v1/labels.go``)."""
 
 LABEL_DOMAIN_EXCEPTIONS = ("kops.k8s.io", "node.kubernetes.io/", "node-restriction.kubernetes.io")
 
+PROVIDER_LABEL_DOMAINS: dict[str, frozenset[str]] = {
+    "karpenter.k8s.aws": frozenset(f"karpenter.k8s.aws/{name}" for name in (
+        "ec2nodeclass", "capacity-reservation-id", "capacity-reservation-interruptible", "capacity-reservation-type",
+        "instance-accelerator-count", "instance-accelerator-manufacturer", "instance-accelerator-name",
+        "instance-capability-flex", "instance-category", "instance-cpu", "instance-cpu-manufacturer",
+        "instance-cpu-sustained-clock-speed-mhz", "instance-ebs-bandwidth", "instance-encryption-in-transit-supported",
+        "instance-family", "instance-generation", "instance-gpu-count", "instance-gpu-manufacturer",
+        "instance-gpu-memory", "instance-gpu-name", "instance-hypervisor", "instance-local-nvme", "instance-memory",
+        "instance-network-bandwidth", "instance-size", "instance-tenancy", "nitro-sandbox", "placement-group-id",
+        "placement-group-partition",
+    )),
+}
+"""Provider label domains restricted like ``karpenter.sh`` -> the keys of that domain still allowed.
+karpenter-provider-aws adds ``karpenter.k8s.aws`` to Karpenter's ``RestrictedLabelDomains``
+(``pkg/apis/v1/labels.go``) and its NodePool/NodeClaim CRDs refuse any other key of that domain
+(``label domain "karpenter.k8s.aws" is restricted``); the allowed keys are its well-known labels
+(those :mod:`karpy_core.cloudprovider.catalog.aws` resolves, registers for metrics or cannot derive)
+and ``karpenter.k8s.aws/ec2nodeclass``."""
+
 
 def min_values_relaxed(claim: Mapping[str, Any] | None) -> str:
     """``karpenter_nodeclaims_created_total``'s ``min_values_relaxed`` label of a NodeClaim dict:
@@ -140,7 +159,8 @@ def is_restricted_label(key: str) -> bool:
     """True when ``key`` may not be used in a NodePool's requirements or template labels.
 
     ``kubernetes.io/hostname`` is always restricted; other keys in a restricted domain are allowed
-    only when well known or in an exception domain.
+    only when well known or in an exception domain; a key of a provider domain
+    (:data:`PROVIDER_LABEL_DOMAINS`, ``karpenter.k8s.aws``) only when that domain allows it.
     """
     if key == LABEL_HOSTNAME:
         return True
@@ -149,4 +169,7 @@ def is_restricted_label(key: str) -> bool:
     domain = key.split("/", 1)[0] if "/" in key else ""
     if any(key.startswith(exc) or domain.endswith(exc.rstrip("/")) for exc in LABEL_DOMAIN_EXCEPTIONS):
         return False
+    for provider_domain, allowed in PROVIDER_LABEL_DOMAINS.items():
+        if domain == provider_domain or domain.endswith("." + provider_domain):
+            return key not in allowed
     return any(domain == d or domain.endswith("." + d) for d in RESTRICTED_LABEL_DOMAINS)

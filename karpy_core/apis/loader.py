@@ -45,6 +45,7 @@ import yaml
 from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
+from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import Node, Pod
 from karpy_core.apis.durations import parse_duration
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
@@ -616,6 +617,10 @@ class _Builder:
                     f"{where} {label}: apiVersion: {api_version} is not supported for {kind}; use {' or '.join(known)}"
                 )
                 return
+            unserved = builtin_kind_problem(api_version, kind)
+            if unserved is not None:  # kubectl refuses it before sending: "no matches for kind"
+                self.problems.append(f"{where} {label}: apiVersion: {unserved}")
+                return
             plugin = _PLUGIN_OF_GROUP.get(group)
             if plugin is not None and kind.endswith("NodeClass"):
                 # an in-tree provider's NodeClass whose plugin is not installed: the NodePools that
@@ -777,13 +782,26 @@ def _label(data: dict[str, Any]) -> str:
     return f"{kind}/{name}"
 
 
+def _broken_link(path: Path) -> str:
+    """The problem line for a symbolic link that cannot be followed (a loop, or a link to nothing)."""
+    try:
+        path.stat()
+        why = "cannot be followed"
+    except OSError as exc:
+        why = exc.strerror.lower() if exc.strerror else str(exc)
+    return f"{path}: a symbolic link that cannot be followed ({why}; it points to {os.readlink(path)!r})"
+
+
 def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]) -> list[Path]:
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".yaml", ".yml"))
-            if not found:
+            entries = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+            found = [p for p in entries if p.is_file()]
+            broken = [p for p in entries if not p.exists() and p.is_symlink()]
+            problems.extend(_broken_link(p) for p in broken)
+            if not found and not broken:
                 subdirs = sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("*.y*ml")))
                 hint = f" (subdirectories are not read; name them: {', '.join(str(path / d) for d in subdirs[:5])})" if subdirs else ""
                 warnings.append(f"{path}: no *.yaml or *.yml files in this directory{hint}")
@@ -793,12 +811,7 @@ def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]
         elif path.exists():
             problems.append(f"{path}: not a regular file or directory (manifests are read from files; stdin is not supported)")
         elif path.is_symlink():  # a loop, or a link to nothing: say so, not "no such file"
-            try:
-                path.stat()
-                why = "cannot be followed"
-            except OSError as exc:
-                why = exc.strerror.lower() if exc.strerror else str(exc)
-            problems.append(f"{path}: a symbolic link that cannot be followed ({why}; it points to {os.readlink(path)!r})")
+            problems.append(_broken_link(path))
         else:
             problems.append(f"{path}: no such file or directory")
     return files

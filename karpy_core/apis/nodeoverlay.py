@@ -31,6 +31,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from karpy_core.apis.base import Condition, CRDQuantity, Int, KubeModel, KubeObject, Str
 from karpy_core.apis.core import check_label_key, check_label_value
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_NODEPOOL
+from karpy_core.apis.nodepool import INT64_MAX
 
 __all__ = [
     "API_VERSION",
@@ -108,6 +109,9 @@ class NodeOverlayRequirement(KubeModel):
             raise ValueError(f"operator {operator!r} takes no values; got {values}")
         if operator in _INTEGER_OPERATORS and (not values or len(values) != 1 or not re.fullmatch(r"[0-9]+", values[0])):
             raise ValueError(f"requirements operator {operator!r} must have a single positive integer value; got {values or []}")
+        if operator in _INTEGER_OPERATORS and values and int(values[0]) > INT64_MAX:
+            raise ValueError(f"requirements operator {operator!r} must have a single positive integer value of at most "
+                             f"{INT64_MAX} (Karpenter's CEL rule reads it with int()); got {values[0]!r}")
         for value in values or []:
             check_label_value(value)
         return values

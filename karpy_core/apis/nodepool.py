@@ -33,6 +33,7 @@ from karpy_core.apis.labels import LABEL_NODEPOOL, is_restricted_label
 
 __all__ = [
     "API_VERSION",
+    "INT64_MAX",
     "NodeSelectorRequirementWithMinValues",
     "NodeClassReference",
     "NodeClaimTemplateMetadata",
@@ -52,6 +53,10 @@ API_VERSION = "karpenter.sh/v1"
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 _INTEGER_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
+INT64_MAX = 2**63 - 1
+"""The largest value a Gt/Lt/Gte/Lte requirement may hold: Karpenter's CRD rule
+``int(x.values[0]) >= 0`` (karpenter.sh_nodepools.yaml, _nodeclaims, _nodeoverlays) fails with a
+type conversion error beyond a 64-bit integer, so kube-apiserver refuses the object."""
 
 ExpireAfter = Annotated[Str, AfterValidator(lambda v: check_duration(v, DURATION_OR_NEVER))]
 """A Go duration in whole h/m/s (``720h``, ``1h30m``) or ``Never``."""
@@ -108,6 +113,9 @@ class NodeSelectorRequirementWithMinValues(KubeModel):
                 raise ValueError(f"operator {operator!r} needs exactly one integer value; got {values or []}")
             if not re.fullmatch(r"[0-9]+", values[0]):
                 raise ValueError(f"operator {operator!r} needs a non-negative integer value; got {values[0]!r}")
+            if int(values[0]) > INT64_MAX:
+                raise ValueError(f"operator {operator!r} needs an integer of at most {INT64_MAX} (Karpenter's CEL "
+                                 f"rule reads it with int(), which fails beyond); got {values[0]!r}")
         for value in values or []:
             check_label_value(value)
         return values

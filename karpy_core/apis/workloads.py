@@ -181,6 +181,17 @@ class JobSpec(LenientModel):
     template: PodTemplateSpec
     selector: LabelSelector | None = None
 
+    @model_validator(mode="after")
+    def _restart_policy(self) -> JobSpec:
+        # kube-apiserver (pkg/apis/batch/validation ValidateJobSpec): a Job's pods restart
+        # OnFailure or Never; the pod default, Always, is refused
+        if self.template.spec.restart_policy not in ("OnFailure", "Never"):
+            got = self.template.spec.restart_policy
+            raise ValueError('template.spec.restartPolicy: '
+                             + ('Required value' if got is None else f'Unsupported value: "{got}"')
+                             + ': valid values: "OnFailure", "Never"')
+        return self
+
 
 class Job(LenientObject):
     """batch/v1 ``Job``."""

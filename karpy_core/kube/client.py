@@ -25,6 +25,7 @@ import asyncio
 import builtins
 import json
 import logging
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -101,7 +102,19 @@ class AsyncKubeClient:
         host = self.transport.server or "?"
         try:
             payload = await asyncio.wait_for(self._request("GET", "/version", timeout=timeout), timeout + 1.0)
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise KubeUnreachableError(
+                f"the Kubernetes API server at {host} answered, but its TLS certificate is not trusted "
+                f"({_certificate_reason(exc)}); check the kubeconfig's certificate-authority(-data) "
+                "for this cluster"
+            ) from exc
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            if isinstance(exc, aiohttp.ClientSSLError) or isinstance(exc.__cause__, ssl.SSLError):
+                reason = _certificate_reason(exc)
+                plain = " (the server seems to speak plain HTTP, not HTTPS)" if "wrong version number" in reason.lower() else ""
+                raise KubeUnreachableError(
+                    f"the Kubernetes API server at {host} answered, but the TLS handshake failed: {reason}{plain}"
+                ) from exc
             detail = str(exc) or type(exc).__name__
             raise KubeUnreachableError(f"cannot reach the Kubernetes API server at {host}: {detail}") from exc
         return str((payload or {}).get("gitVersion", "")) if isinstance(payload, dict) else ""
@@ -343,6 +356,18 @@ class AsyncKubeClient:
             resp.release()
 
 
+def _certificate_reason(exc: BaseException) -> str:
+    """The short reason of a TLS failure (``self-signed certificate``, ``certificate has expired``,
+    ``Hostname mismatch...``): OpenSSL's ``verify_message``/``reason`` when there is one, else the
+    exception's text."""
+    inner: BaseException | None = getattr(exc, "certificate_error", None) or exc.__cause__ or exc
+    for candidate in (inner, exc):
+        message = getattr(candidate, "verify_message", None) or getattr(candidate, "reason", None)
+        if message:
+            return str(message).replace("_", " ").lower() if str(message).isupper() else str(message)
+    return str(inner or exc) or type(exc).__name__
+
+
 def _config_path(kubeconfig: str | None) -> str | None:
     """The kubeconfig file to use: ``kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``
     when it exists; None for the in-cluster service account.
@@ -357,6 +382,8 @@ def _config_path(kubeconfig: str | None) -> str | None:
     given = kubeconfig or os.environ.get("KUBECONFIG")
     what = "--kubeconfig" if kubeconfig else "$KUBECONFIG"
     path = str(given or os.path.expanduser("~/.kube/config"))
+    if given and os.path.isdir(path):
+        raise ConfigurationError(f"{what} {path}: is a directory, not a kubeconfig file")
     if given and not os.path.isfile(path):
         raise ConfigurationError(f"{what} {path}: no such file")
     if os.path.isfile(path):

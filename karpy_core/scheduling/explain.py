@@ -75,7 +75,8 @@ def explain_detail(run: SchedulingRun, pod: PodInfo) -> list[str]:
     lines = []
     for t in run.inputs.templates:
         verdict = pool_verdict(run, t, pod)
-        lines.append(f"NodePool {t.name} (weight {t.weight}): {verdict.message}")
+        weight = f"weight {t.weight}" if (t.raw.get("spec") or {}).get("weight") is not None else "no weight"
+        lines.append(f"NodePool {t.name} ({weight}): {verdict.message}")
         fix = suggest(run, t, pod, verdict)
         if fix:
             lines.append(f"    smallest change: {fix}")

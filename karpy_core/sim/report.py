@@ -672,7 +672,8 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         lines.append(f"warning: {w}")
     if report.ignored:
         kinds = ", ".join(sorted({i.split("/")[0] for i in report.ignored}))
-        lines.append(f"ignored (not simulated): {len(report.ignored)} objects ({kinds})")
+        count = len(report.ignored)
+        lines.append(f"ignored (not simulated): {count} object{'' if count == 1 else 's'} ({kinds})")
     if report.provider.get("scenario"):
         lines.append(f"scenario {report.provider['scenario']}: {_duration(_end_seconds(report))} simulated")
     else:

@@ -173,9 +173,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
             problems.append(f"{p}: featureGates must be a mapping of gate name to true/false or 'Name=true,...'")
         else:
             try:
-                gates = gates_from(raw_gates)
+                gates = gates_from(raw_gates, setting=f"{p}: featureGates")
             except ConfigurationError as exc:
-                problems.append(f"{p}: featureGates: {exc}")
+                problems.append(str(exc))
     steps: list[ScenarioStep] = []
     if not isinstance(raw_steps, list):
         problems.append(f"{p}: steps must be a list")

@@ -823,7 +823,8 @@ def test_workload_defaults() -> None:
     )
     assert sts.spec.replicas == 1 and sts.spec.volume_claim_templates[0]["metadata"]["name"] == "data"
     job = validate(
-        Job, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": template}}
+        Job, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+              "spec": {"template": {**template, "spec": {"containers": [{"name": "c"}], "restartPolicy": "Never"}}}}
     )
     assert job.spec.parallelism == 1 and job.spec.completions is None
     errs = errors(

@@ -200,9 +200,9 @@ def test_explain_names_the_constraint_and_the_smallest_change(tmp_path, examples
     assert result.exit_code == 0, result.output
     out = result.output
     assert "default/arm-" in out and ": pending" in out
-    assert "NodePool general-purpose (weight 0): incompatible requirements: kubernetes.io/arch In [arm64] conflicts with" in out
+    assert "NodePool general-purpose (no weight): incompatible requirements: kubernetes.io/arch In [arm64] conflicts with" in out
     assert "smallest change: the NodePool allows kubernetes.io/arch in [amd64]" in out
-    assert "NodePool tainted (weight 0): pod does not tolerate taint dedicated=batch:NoSchedule" in out
+    assert "NodePool tainted (no weight): pod does not tolerate taint dedicated=batch:NoSchedule" in out
     assert "smallest change: add the toleration {key: dedicated, operator: Equal, value: batch, effect: NoSchedule}" in out
 
 
