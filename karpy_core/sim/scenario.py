@@ -437,10 +437,17 @@ async def run_scenario(sim: Any, scenario: Scenario, until: float) -> None:
     ``scenario`` event."""
     from karpy_core.sim.simulator import SimEvent
 
+    started = False
     for step in scenario.steps:
         if step.at > until:
             break
-        await sim.run_until(sim.start + step.at)
+        # the first pass runs before the first step (the cost series starts at 0s); steps due at
+        # one instant are then applied together, with no pass between them
+        if not started or sim.clock.now() < sim.start + step.at:
+            await sim.run_until(sim.start + step.at)
+            started = True
         what = await apply_step(sim, scenario, step)
-        sim.events.append(SimEvent(step.at, "scenario", reason=what))
+        # recorded when it was applied: the events stay in time order even where a pass ran past
+        # the step's time (a batch window), and equal-time steps come before what they cause
+        sim.events.append(SimEvent(sim.clock.now() - sim.start, "scenario", reason=what))
     await sim.run_until(sim.start + until)

@@ -316,3 +316,20 @@ async def test_anti_affinity_nodes_spread_over_zones_on_equal_prices(tmp_path):
         cheapest = min(o.price for o in od)
         tied = sorted({o.zone for o in od if o.price == cheapest})
         assert n["labels"]["topology.kubernetes.io/zone"] == tied[zone_start(n["name"]) % len(tied)]
+
+
+async def test_steps_due_at_one_instant_are_applied_together_and_events_stay_in_time_order(tmp_path):
+    """Two steps at 0s: the second was applied after a provisioning pass had run (1 s batch
+    window) and its event was recorded at 0.0 after events at 1.0 (fresh-user trial, issue 35)."""
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=2)]},
+        {"at": "0s", "scale": {"deployment": "web", "replicas": 12}},
+        {"at": "30m", "scale": {"deployment": "web", "replicas": 3}},
+    ], until="2h")
+    doc = await run(path)
+    times = [e["t"] for e in doc["events"]]
+    assert times == sorted(times)
+    steps = kinds(doc, "scenario")
+    assert [e["t"] for e in steps[:2]] == [0.0, 0.0] and steps[2]["t"] >= 1800
+    order = [e["kind"] for e in doc["events"]]
+    assert order.index("nodeclaim-create") > 1  # both 0s steps come before the first provisioning pass
