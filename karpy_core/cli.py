@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 import typer
 
-from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
+from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
@@ -94,7 +94,8 @@ def _merge_provider_options(flags: dict[str, Any], given: dict[str, str]) -> dic
 def _fail(exc: Exception, code: int | None = None) -> None:
     """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
     1 for :class:`KubeUnreachableError`, :class:`KubeAPIError` (an API server answering with an
-    error) and ``OSError`` (runtime failures), else 2."""
+    error), :class:`CloudProviderError` (the cloud or its plugin failed, e.g. a hook raised) and
+    ``OSError`` (runtime failures), else 2."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
@@ -102,7 +103,7 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     else:
         typer.echo(f"error: {exc}", err=True)
     if code is None:
-        code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | OSError) else 2
+        code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | CloudProviderError | OSError) else 2
     raise typer.Exit(code=code)
 
 
