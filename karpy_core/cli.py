@@ -241,6 +241,7 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
         ConfigurationError: the provider is not installed, an option is set twice, or the provider
             rejects its options (unknown name, wrong type: the provider's options model says which).
     """
+    from karpy_core.cloudprovider.options import refuse_host_text
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.memory import InMemoryCluster
     from karpy_core.kube.port import serve_plugin_node_classes
@@ -258,6 +259,7 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     serve_plugin_node_classes()
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
+    refuse_host_text(cloud_provider, options)  # for any plugin, whether or not its options model lists kube
     provider = load_provider(cloud_provider, {"kube": cluster, **options})  # text for kube is refused, not replaced
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
@@ -795,6 +797,7 @@ async def run_controller(
     """
     import signal
 
+    from karpy_core.cloudprovider.options import refuse_host_text
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.client import AsyncKubeClient
     from karpy_core.kube.port import serve_plugin_node_classes
@@ -819,6 +822,7 @@ async def run_controller(
 
             provider_options = {"node_backend": KwokNodeBackend(kube), **provider_options}
         # NodeClasses (status, drift), Secrets, events; a --provider-option kube=... is refused, not replaced
+        refuse_host_text(cloud_provider, provider_options)
         provider_options = {"kube": kube, **provider_options}
         provider = load_provider(cloud_provider, provider_options)
         operator = Operator(kube=kube, provider=provider, settings=settings,  # prepares the provider (its context)
