@@ -261,8 +261,28 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     cluster = InMemoryCluster(clock)
     refuse_host_text(cloud_provider, options)  # for any plugin, whether or not its options model lists kube
     provider = load_provider(cloud_provider, {"kube": cluster, **options})  # text for kube is refused, not replaced
+    _check_node_class_models(provider)
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+def _check_node_class_models(provider: Any) -> None:
+    """Refuse a provider whose NodeClass kinds have no model because a ``karpy.apis`` entry point
+    failed to load (its NodeClasses would be ignored and every pod stay pending, silently).
+
+    Raises:
+        CloudProviderError: naming the kinds and the failed entry points (exit 1: the plugin failed).
+    """
+    from karpy_core.apis.registry import failed_api_entries, kind_registry
+
+    failed = failed_api_entries()
+    if not failed:
+        return
+    modelled = {(api_version.rpartition("/")[0], kind) for api_version, kind in kind_registry()}
+    missing = [f"{group} {kind}" for group, kind in provider.supported_node_classes() if (group, kind) not in modelled]
+    if missing:
+        raise CloudProviderError(f"cloud provider {provider.name!r} serves {', '.join(missing)}, which no karpy.apis entry point "
+                                 f"modelled: {'; '.join(failed.values())}")
 
 
 _PROVIDERS_OF_GROUP = {"karpenter.k8s.aws": ("aws", "simulated"), "karpenter.kakaocloud.com": ("kakaocloud", "simulated")}
