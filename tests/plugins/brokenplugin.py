@@ -14,8 +14,9 @@ import pytest
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.cloudprovider import hookimpl
+from karpy_core.cloudprovider.catalog.aws import DEFAULT_REGION
 from karpy_core.cloudprovider.context import ProviderContext
-from karpy_core.cloudprovider.simulated import DEFAULT_REGION, SimulatedOptions, SimulatedProvider
+from karpy_core.cloudprovider.simulated import SimulatedOptions, SimulatedProvider
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
 
 NAME = "broken"

@@ -12,9 +12,9 @@ import pluggy
 import pytest
 
 from karpy_core.apis import registry
+from karpy_core.apis.loader import load_text
 from karpy_core.cloudprovider import hookimpl, hookspecs
 from karpy_core.cloudprovider.calls import call_hook
-from karpy_core.apis.loader import load_text
 from karpy_core.cloudprovider.options import ProviderOptions
 from karpy_core.errors import ConfigurationError, CreateError, PluginHookError
 from tests.cli import invoke_cli
