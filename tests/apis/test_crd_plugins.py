@@ -77,6 +77,7 @@ def test_a_kind_offered_twice_keeps_its_first_spec(monkeypatch: pytest.MonkeyPat
 
 
 def test_bare_kinds_get_no_crd_and_bad_items_skip_the_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_FAILED", {})  # the failures this process saw: this test's only
     monkeypatch.setattr(registry, "entry_points",
                         lambda group: [_EntryPoint("bare", [WidgetNodeClass]), _EntryPoint("bad", [WIDGET, "not a kind"])])
     with warnings.catch_warnings(record=True) as caught:
