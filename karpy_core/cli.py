@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 import typer
 
-from karpy_core.errors import ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
+from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
@@ -94,7 +94,8 @@ def _merge_provider_options(flags: dict[str, Any], given: dict[str, str]) -> dic
 def _fail(exc: Exception, code: int | None = None) -> None:
     """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
     1 for :class:`KubeUnreachableError`, :class:`KubeAPIError` (an API server answering with an
-    error) and ``OSError`` (runtime failures), else 2."""
+    error), :class:`CloudProviderError` (the cloud or its plugin failed, e.g. a hook raised) and
+    ``OSError`` (runtime failures), else 2."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
@@ -102,7 +103,7 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     else:
         typer.echo(f"error: {exc}", err=True)
     if code is None:
-        code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | OSError) else 2
+        code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | CloudProviderError | OSError) else 2
     raise typer.Exit(code=code)
 
 
@@ -240,6 +241,7 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
         ConfigurationError: the provider is not installed, an option is set twice, or the provider
             rejects its options (unknown name, wrong type: the provider's options model says which).
     """
+    from karpy_core.cloudprovider.options import refuse_host_text
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.memory import InMemoryCluster
     from karpy_core.kube.port import serve_plugin_node_classes
@@ -257,9 +259,30 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     serve_plugin_node_classes()
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
+    refuse_host_text(cloud_provider, options)  # for any plugin, whether or not its options model lists kube
     provider = load_provider(cloud_provider, {"kube": cluster, **options})  # text for kube is refused, not replaced
+    _check_node_class_models(provider)
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+def _check_node_class_models(provider: Any) -> None:
+    """Refuse a provider whose NodeClass kinds have no model because a ``karpy.apis`` entry point
+    failed to load (its NodeClasses would be ignored and every pod stay pending, silently).
+
+    Raises:
+        CloudProviderError: naming the kinds and the failed entry points (exit 1: the plugin failed).
+    """
+    from karpy_core.apis.registry import failed_api_entries, kind_registry
+
+    failed = failed_api_entries()
+    if not failed:
+        return
+    modelled = {(api_version.rpartition("/")[0], kind) for api_version, kind in kind_registry()}
+    missing = [f"{group} {kind}" for group, kind in provider.supported_node_classes() if (group, kind) not in modelled]
+    if missing:
+        raise CloudProviderError(f"cloud provider {provider.name!r} serves {', '.join(missing)}, which no karpy.apis entry point "
+                                 f"modelled: {'; '.join(failed.values())}")
 
 
 _PROVIDERS_OF_GROUP = {"karpenter.k8s.aws": ("aws", "simulated"), "karpenter.kakaocloud.com": ("kakaocloud", "simulated")}
@@ -794,6 +817,7 @@ async def run_controller(
     """
     import signal
 
+    from karpy_core.cloudprovider.options import refuse_host_text
     from karpy_core.cloudprovider.provider import load_provider
     from karpy_core.kube.client import AsyncKubeClient
     from karpy_core.kube.port import serve_plugin_node_classes
@@ -818,6 +842,7 @@ async def run_controller(
 
             provider_options = {"node_backend": KwokNodeBackend(kube), **provider_options}
         # NodeClasses (status, drift), Secrets, events; a --provider-option kube=... is refused, not replaced
+        refuse_host_text(cloud_provider, provider_options)
         provider_options = {"kube": kube, **provider_options}
         provider = load_provider(cloud_provider, provider_options)
         operator = Operator(kube=kube, provider=provider, settings=settings,  # prepares the provider (its context)

@@ -52,6 +52,7 @@ __all__ = [
     "ignore_kube_error",
     "KubeUnreachableError",
     "KubeconfigError",
+    "PluginHookError",
     "QuantityError",
 ]
 
@@ -111,6 +112,25 @@ class CloudProviderError(KarpyError):
     def __init__(self, message: str, *, code: str | None = None):
         self.code = code
         super().__init__(f"{code}: {message}" if code else message)
+
+
+class PluginHookError(CloudProviderError):
+    """A cloud provider plugin's hook raised an exception that is not one of karpy's errors (a
+    plain ``RuntimeError``, a ``KeyError`` from its own code...). karpy treats it as any other
+    :class:`CloudProviderError`: transient during a run (logged, reported and retried), a
+    run-time failure (exit 1) at the command line. The message is one line naming the plugin,
+    the hook and the exception, e.g. ``cloud provider plugin 'minicloud': karpy_create raised
+    RuntimeError: API down``.
+
+    Attributes:
+        plugin: the plugin's name (its ``karpy_name``, or ``module.Class`` before that is known).
+        hook: the hook's name (``karpy_create``...).
+    """
+
+    def __init__(self, plugin: str, hook: str, exc: BaseException):
+        self.plugin = plugin
+        self.hook = hook
+        super().__init__(f"cloud provider plugin {plugin!r}: {hook} raised {type(exc).__name__}: {exc}")
 
 
 class NodeClaimNotFoundError(CloudProviderError):

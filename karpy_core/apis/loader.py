@@ -766,9 +766,25 @@ class _Builder:
                     f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
                     f"{ref.group} {ref.kind}/{_short(ref.name)}, which is not among the loaded manifests"
                 )
+        self.result.warnings.extend(_failed_plugin_warnings(self.result.other))
         if self.problems:
             raise ManifestError(self.problems)
         return self.result
+
+
+def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:
+    """One warning per ``karpy.apis`` entry point that failed to load
+    (:func:`~karpy_core.apis.registry.failed_api_entries`) when objects of a custom API group were
+    read without a model: their kind may be that plugin's, so they were neither validated nor simulated."""
+    from karpy_core.apis.registry import failed_api_entries
+
+    failed = failed_api_entries()
+    custom = sorted({f"{o.api_version} {o.kind}" for o in other
+                     if "." in str(o.api_version).rpartition("/")[0] and not str(o.api_version).rpartition("/")[0].endswith("k8s.io")})
+    if not failed or not custom:
+        return []
+    return [f"{message}; objects of {', '.join(custom)} may be its kinds: not validated, not simulated"
+            for message in failed.values()]
 
 
 def _label(data: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from typing import TypeAlias
 from karpy_core.apis.base import KubeObject
 from karpy_core.apis.crdspec import CRDSpec
 
-__all__ = ["ENTRY_POINT_GROUP", "ApiKind", "api_entries", "core_kinds", "kind_registry", "plugin_crd_specs"]
+__all__ = ["ENTRY_POINT_GROUP", "ApiKind", "api_entries", "core_kinds", "failed_api_entries", "kind_registry", "plugin_crd_specs"]
 
 ApiKind: TypeAlias = type[KubeObject] | CRDSpec
 """One item of a ``karpy.apis`` entry point's list: a kind, or a kind with its CRD."""
@@ -92,17 +92,29 @@ def _add(registry: dict[tuple[str, str], type[KubeObject]], source: str, kinds: 
 def api_entries() -> list[tuple[str, list[ApiKind]]]:
     """``(entry-point name, its items)`` for every ``karpy.apis`` entry point, in name order
     (deterministic). One that fails to import, raises, or returns something else than a list of
-    kinds/:class:`~karpy_core.apis.crdspec.CRDSpec` is skipped with a :class:`RuntimeWarning`
-    (and a log warning)."""
+    kinds/:class:`~karpy_core.apis.crdspec.CRDSpec` is skipped with one log warning per process
+    (no Python ``RuntimeWarning``: its source lines read as a crash) and listed by
+    :func:`failed_api_entries`."""
     out: list[tuple[str, list[ApiKind]]] = []
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         try:
             out.append((ep.name, _checked(ep.load()())))
         except Exception as exc:  # a broken provider must not stop the others
             message = f"karpy.apis entry point {ep.name!r} ({ep.value}) skipped: {type(exc).__name__}: {exc}"
-            log.warning(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=3)
+            if _FAILED.get(ep.name) != message:  # one line per process, however often the registry is read
+                log.warning(message)
+            _FAILED[ep.name] = message
     return out
+
+
+_FAILED: dict[str, str] = {}
+
+
+def failed_api_entries() -> dict[str, str]:
+    """``entry-point name -> one-line message`` for every ``karpy.apis`` entry point that failed
+    (import, call or result) in this process so far (:func:`api_entries` logs each once): the
+    kinds it would have registered are unknown, so callers say so where a kind is missing."""
+    return dict(_FAILED)
 
 
 def kind_registry() -> dict[tuple[str, str], type[KubeObject]]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from karpy_core.errors import KarpyError, PluginHookError
+
 if TYPE_CHECKING:
     import pluggy
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
-__all__ = ["CallsDecorator", "CloudCalls", "PluginCalls"]
+__all__ = ["CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync"]
 
 
 class CloudCalls(Protocol):
@@ -69,41 +71,76 @@ async def _awaited(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+async def call_hook(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: Any) -> Any:
+    """The one implementation of ``hook`` called with ``kwargs`` (awaited when it is ``async``).
+
+    Raises:
+        KarpyError: what the hook raised of karpy's errors, as it is (``CreateError``...).
+        PluginHookError: the hook raised any other ``Exception``; it names ``plugin``, ``hook``
+            and the exception (chained as its ``__cause__``), so no caller shows a traceback.
+    """
+    try:
+        return await _awaited(getattr(pm.hook, hook)(**kwargs)[0])
+    except KarpyError:
+        raise
+    except Exception as exc:
+        raise PluginHookError(plugin, hook, exc) from exc
+
+
+def call_hook_sync(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: Any) -> Any:
+    """:func:`call_hook` for a plain (``def``) hook: its first result, or None when it returned
+    nothing (``karpy_prepare``). Same errors."""
+    try:
+        results = getattr(pm.hook, hook)(**kwargs)
+    except KarpyError:
+        raise
+    except Exception as exc:
+        raise PluginHookError(plugin, hook, exc) from exc
+    return results[0] if results else None
+
+
 class PluginCalls:
     """:class:`CloudCalls` on a plugin's async hooks, through its pluggy ``PluginManager``
-    (exactly one implementation of each, checked by the facade)."""
+    (exactly one implementation of each, checked by the facade). A hook raising anything but
+    karpy's errors raises :class:`~karpy_core.errors.PluginHookError` (:func:`call_hook`).
 
-    def __init__(self, pm: pluggy.PluginManager):
-        self._hook = pm.hook
+    Args:
+        pm: the plugin's manager.
+        plugin: the plugin's name for messages (``karpy_name``).
+    """
+
+    def __init__(self, pm: pluggy.PluginManager, plugin: str = "?"):
+        self._pm = pm
+        self.plugin = plugin
 
     def prepare(self, context: ProviderContext) -> None:
         """Nothing: the facade calls the plugin's ``karpy_prepare`` hook itself."""
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """``karpy_create``."""
-        return cast("NodeClaim", await _awaited(self._hook.karpy_create(nodeclaim=nodeclaim)[0]))
+        return cast("NodeClaim", await call_hook(self._pm, self.plugin, "karpy_create", nodeclaim=nodeclaim))
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
         """``karpy_delete``."""
-        await _awaited(self._hook.karpy_delete(nodeclaim=nodeclaim)[0])
+        await call_hook(self._pm, self.plugin, "karpy_delete", nodeclaim=nodeclaim)
 
     async def get(self, provider_id: str) -> NodeClaim:
         """``karpy_get``."""
-        return cast("NodeClaim", await _awaited(self._hook.karpy_get(provider_id=provider_id)[0]))
+        return cast("NodeClaim", await call_hook(self._pm, self.plugin, "karpy_get", provider_id=provider_id))
 
     async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         """``karpy_get_instance_types``, as a new list."""
-        types: Any = await _awaited(self._hook.karpy_get_instance_types(nodepool=nodepool)[0])
+        types: Any = await call_hook(self._pm, self.plugin, "karpy_get_instance_types", nodepool=nodepool)
         return [*types]
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         """``karpy_is_drifted`` (a falsy answer is ``""``)."""
-        return str(await _awaited(self._hook.karpy_is_drifted(nodeclaim=nodeclaim)[0]) or "")
+        return str(await call_hook(self._pm, self.plugin, "karpy_is_drifted", nodeclaim=nodeclaim) or "")
 
     # defined last: inside the class body, ``list`` names this method from here on
     async def list(self) -> list[NodeClaim]:
         """``karpy_list``, as a new list."""
-        claims: Any = await _awaited(self._hook.karpy_list()[0])
+        claims: Any = await call_hook(self._pm, self.plugin, "karpy_list")
         return [*claims]
 
 

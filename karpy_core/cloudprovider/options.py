@@ -24,7 +24,25 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from karpy_core.errors import ConfigurationError
 
-__all__ = ["ProviderOptions", "coerce_text"]
+__all__ = ["HOST_OPTIONS", "ProviderOptions", "coerce_text", "refuse_host_text"]
+
+HOST_OPTIONS = frozenset({"kube"})
+"""Options karpy itself passes to every provider's factory (the Kubernetes client): never text,
+whatever the provider (a third-party plugin's options model need not list them in ``objects``)."""
+
+
+def refuse_host_text(provider: str, options: Mapping[str, Any], objects: frozenset[str] = frozenset()) -> None:
+    """Refuse text (a ``--provider-option NAME=VALUE``) for :data:`HOST_OPTIONS` or ``objects``.
+
+    Raises:
+        ConfigurationError: naming the options given as text.
+    """
+    texts = sorted(name for name in HOST_OPTIONS | objects if isinstance(options.get(name), str))
+    if texts:
+        raise ConfigurationError(
+            f"{provider} provider: option(s) {', '.join(texts)} take an object the program passes "
+            f"(karpy sets them itself), not text"
+        )
 
 _SEQUENCES = (list, tuple, set, frozenset)
 
@@ -106,7 +124,7 @@ class ProviderOptions(BaseModel):
 
         Raises:
             ConfigurationError: an unknown option (named, with the valid ones listed), text for
-                an option in :attr:`objects`, or a value of the wrong type (option and problem
+                an option in :attr:`objects` or :data:`HOST_OPTIONS`, or a value of the wrong type (option and problem
                 named, value withheld).
         """
         opts = dict(options or {})
@@ -116,12 +134,7 @@ class ProviderOptions(BaseModel):
             raise ConfigurationError(
                 f"{cls.provider} provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid - cls.objects))}"
             )
-        texts = sorted(name for name in cls.objects if isinstance(opts.get(name), str))
-        if texts:
-            raise ConfigurationError(
-                f"{cls.provider} provider: option(s) {', '.join(texts)} take an object the program passes "
-                f"(karpy sets them itself), not text"
-            )
+        refuse_host_text(cls.provider, opts, cls.objects)
         for name, value in opts.items():
             field = cls.model_fields.get(name)
             origin = _collection_origin(field.annotation) if field is not None and isinstance(value, str) else None

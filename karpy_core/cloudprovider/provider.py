@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 
 from karpy_core.cloudprovider import hookspecs
-from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls
+from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync
 from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.metrics import MeteredCalls
@@ -101,6 +101,8 @@ class CloudProvider:
     Raises:
         ConfigurationError: the plugin misses a hook, implements an unknown one, or a hook has
             more than one implementation.
+        PluginHookError: its ``karpy_name`` raised. Every hook call of the facade raises this
+            when the hook raises anything but karpy's errors (:func:`~karpy_core.cloudprovider.calls.call_hook`).
     """
 
     def __init__(self, plugin: object):
@@ -122,8 +124,12 @@ class CloudProvider:
             )
         self.plugin = plugin
         """The plugin object (for its own tests; karpy calls it only through its hooks)."""
+        self.label = what
+        """The plugin named in messages (:class:`~karpy_core.errors.PluginHookError`): ``module.Class``
+        until its ``karpy_name`` answered, then that name."""
         self.name: str = self._call_sync("karpy_name")
-        self.decorated = compose(PluginCalls(self._pm), self.name)
+        self.label = self.name
+        self.decorated = compose(PluginCalls(self._pm, self.name), self.name)
         """The decorator stack every async method goes through (:func:`compose`)."""
         self.context = ProviderContext()
         self.dry_run = False
@@ -140,7 +146,7 @@ class CloudProvider:
         return bool(self._caller(hook).get_hookimpls())
 
     def _call_sync(self, hook: str, **kwargs: Any) -> Any:
-        return self._caller(hook)(**kwargs)[0]
+        return call_hook_sync(self._pm, self.label, hook, **kwargs)
 
     # ------------------------------------------------------------------ the context
     def prepare(self, context: ProviderContext) -> None:
@@ -151,7 +157,7 @@ class CloudProvider:
         for layer in self.decorated.layers():
             layer.prepare(context)
         if self._implemented("karpy_prepare"):
-            self._caller("karpy_prepare")(context=context)  # returns None: pluggy's result list is empty
+            self._call_sync("karpy_prepare", context=context)  # returns None
 
     @property
     def feature_gates(self) -> FeatureGates:
@@ -169,12 +175,12 @@ class CloudProvider:
             ConfigurationError: the plugin cannot start with its settings.
         """
         if self._implemented("karpy_start"):
-            await self._call_sync("karpy_start")
+            await call_hook(self._pm, self.label, "karpy_start")
 
     async def close(self) -> None:
         """Await the plugin's optional ``karpy_close`` (release its clients)."""
         if self._implemented("karpy_close"):
-            await self._call_sync("karpy_close")
+            await call_hook(self._pm, self.label, "karpy_close")
 
     def pricing_note(self) -> str | None:
         """The plugin's ``karpy_pricing_note`` (where its prices come from), or None."""

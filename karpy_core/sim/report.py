@@ -380,12 +380,27 @@ def _workloads(sim: Simulator) -> list[dict[str, Any]]:
     return [{"kind": k, "namespace": ns, "name": n, "pods": c} for (k, ns, n), c in sorted(counts.items())]
 
 
+def _launch_failure(sim: Simulator, claim: str) -> str:
+    """``REASON: MESSAGE`` of the NodeClaim ``claim``'s ``Launched=Unknown`` condition set by a
+    failed create (the cloud's or the plugin's error), or ``""`` (no such claim, launched, or not tried)."""
+    for nc in sim.cluster.snapshot("NodeClaim"):
+        if nc["metadata"]["name"] != claim:
+            continue
+        for c in (nc.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "Launched" and c.get("status") == "Unknown" and c.get("reason"):
+                return f"{c['reason']}: {c.get('message') or ''}".rstrip(": ")
+    return ""
+
+
 def _unrecorded_reason(sim: Simulator, key: str) -> str:
     """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
     it (on a NodeClaim still launching, or on a node that has not taken it yet) or never saw it
     (the run ended first), or there is no NodePool at all."""
     claim = sim.nominations.target_of(key)
     if claim:
+        failed = _launch_failure(sim, claim)
+        if failed:
+            return f"pending: planned on NodeClaim {claim}, whose launch failed: {failed}"
         return f"pending: planned on NodeClaim {claim}, which had not taken it when the run ended"
     if not sim.cluster.snapshot("NodePool"):
         return "pending: no NodePool is defined"

@@ -51,7 +51,7 @@ from karpy_core.controllers.node.health import NodeRepair
 from karpy_core.controllers.node.termination import NodeTermination
 from karpy_core.controllers.nodeclaim.drift import NodeClaimDrift
 from karpy_core.controllers.nodeclaim.garbagecollection import GarbageCollection
-from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, NodeClaimLifecycle
+from karpy_core.controllers.nodeclaim.lifecycle import LifecycleEvent, LifecycleEventKind, NodeClaimLifecycle
 from karpy_core.controllers.nodeoverlay import NodeOverlayController
 from karpy_core.controllers.nodepool_status import NodePoolStatus
 from karpy_core.controllers.provisioning.controller import ProvisionerTrigger
@@ -620,15 +620,17 @@ class Simulator:
 
     async def _lifecycle(self, lifecycle: NodeClaimLifecycle) -> int:
         """The lifecycle pass, the simulated kubelets, and the lifecycle pass again: launch, the
-        kubelets register and initialise the Nodes, the lifecycle sees them."""
+        kubelets register and initialise the Nodes, the lifecycle sees them. A pass whose NodeClaims
+        failed (a cloud call raised; recorded, retried at the next pass) changed nothing: counted
+        as a change it ran again at the same instant forever (a plugin's ``karpy_delete`` raising)."""
         self._show("launching and registering nodes")
         self.driven.add(lifecycle.name)
         ev = await lifecycle.reconcile()
         self._record(ev)
-        changes = len(ev) + self.kubelet.reconcile()
+        changes = _changed(ev) + self.kubelet.reconcile()
         ev = await lifecycle.reconcile()
         self._record(ev)
-        return changes + len(ev)
+        return changes + _changed(ev)
 
     async def _periodic(self, controller: Controller) -> int:
         """A pass of ``controller`` when due, as the operator's loop runs it without a watch event:
@@ -699,3 +701,8 @@ class Simulator:
                 self.clock.advance_to(end)
                 return
             self.clock.advance_to(due)
+
+
+def _changed(events: list[LifecycleEvent]) -> int:
+    """How many of a lifecycle pass's ``events`` changed the cluster (a ``RECONCILE_FAILED`` summary did not)."""
+    return sum(1 for e in events if e.kind is not LifecycleEventKind.RECONCILE_FAILED)

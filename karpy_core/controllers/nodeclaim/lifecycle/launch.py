@@ -6,7 +6,9 @@ capacity and allocatable are written back and ``Launched`` set (``Registered``, 
 and ``Ready`` start Unknown). Insufficient capacity or a NodeClass that is not Ready deletes the
 claim (its pods provision again) with Karpenter's ``InsufficientCapacityError`` /
 ``NodeClassNotReady`` event; a ``CreateError`` sets ``Launched=Unknown`` with its reason and is
-retried. Publishes ``Launched`` or ``LaunchFailed`` and counts failed creates in
+retried; any other ``CloudProviderError`` (a plugin hook's own exception arrives as
+``PluginHookError``) sets ``Launched=Unknown`` with reason ``LaunchFailed`` and the error as its
+message (Karpenter ``launch.go``) and is retried. Publishes ``Launched`` or ``LaunchFailed`` and counts failed creates in
 ``karpenter_cloudprovider_errors_total``.
 """
 
@@ -23,7 +25,7 @@ from karpy_core.controllers.nodeclaim.lifecycle.common import (
     log,
     set_lifecycle_condition,
 )
-from karpy_core.errors import CreateError, InsufficientCapacityError, NodeClassNotReadyError
+from karpy_core.errors import CloudProviderError, CreateError, InsufficientCapacityError, NodeClassNotReadyError
 from karpy_core.logs import fields
 from karpy_core.state.views import NodeClaimView, condition_of
 from karpy_core.utils.clock import iso
@@ -64,6 +66,11 @@ class Launch:
             conds = set_lifecycle_condition(conditions, "Launched", "Unknown", exc.condition_reason, exc.condition_message, now)
             await d.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
             return await self._failed(nc, exc.condition_reason, exc.condition_message)
+        except CloudProviderError as exc:  # any other cloud/plugin failure (a hook's own exception: PluginHookError)
+            # Karpenter launch.go: Launched=Unknown, reason LaunchFailed, the error as its message; retried
+            conds = set_lifecycle_condition(conditions, "Launched", "Unknown", "LaunchFailed", str(exc), now)
+            await d.kube.patch("NodeClaim", name, {"status": {"conditions": conds}}, status=True)
+            return await self._failed(nc, "LaunchFailed", str(exc))
         out = launched.model_dump(by_alias=True, exclude_none=True, mode="json")
         labels = {**nc.labels, **launched.metadata.labels}
         annotations = {**nc.annotations, **launched.metadata.annotations}

@@ -1,0 +1,105 @@
+"""A third-party-style cloud plugin whose hooks raise a plain exception on demand (trial 2,
+Tracebacks 1): the simulated provider, renamed ``broken``, with ``--provider-option fail=HOOK``
+making ``HOOK`` raise ``RuntimeError("boom in HOOK")``. Registered in-process by
+:func:`register` (no install)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.apis.nodepool import NodePool
+from karpy_core.cloudprovider import hookimpl
+from karpy_core.cloudprovider.catalog.aws import DEFAULT_REGION
+from karpy_core.cloudprovider.context import ProviderContext
+from karpy_core.cloudprovider.simulated import SimulatedOptions, SimulatedProvider
+from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
+
+NAME = "broken"
+
+
+class BrokenProvider(SimulatedProvider):
+    """The simulated provider named ``broken``; the hook named by :attr:`fail` raises."""
+
+    fail = ""
+
+    def _maybe_fail(self, hook: str) -> None:
+        if self.fail == hook:
+            raise RuntimeError(f"boom in {hook}")
+
+    @hookimpl
+    def karpy_name(self) -> str:
+        self._maybe_fail("karpy_name")
+        return NAME
+
+    @hookimpl
+    def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
+        self._maybe_fail("karpy_supported_node_classes")
+        return super().karpy_supported_node_classes()
+
+    @hookimpl
+    async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        self._maybe_fail("karpy_create")
+        return await super().karpy_create(nodeclaim)
+
+    @hookimpl
+    async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
+        self._maybe_fail("karpy_delete")
+        await super().karpy_delete(nodeclaim)
+
+    @hookimpl
+    async def karpy_list(self) -> list[NodeClaim]:
+        self._maybe_fail("karpy_list")
+        return await super().karpy_list()
+
+    @hookimpl
+    async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+        self._maybe_fail("karpy_get_instance_types")
+        return await super().karpy_get_instance_types(nodepool)
+
+    @hookimpl
+    def karpy_prepare(self, context: ProviderContext) -> None:
+        self._maybe_fail("karpy_prepare")
+        super().karpy_prepare(context)
+
+    @hookimpl
+    def karpy_pricing_note(self) -> str:
+        self._maybe_fail("karpy_pricing_note")
+        return super().karpy_pricing_note()
+
+    @hookimpl
+    async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
+        self._maybe_fail("karpy_is_drifted")
+        return await super().karpy_is_drifted(nodeclaim)
+
+    @hookimpl
+    def karpy_repair_policies(self) -> list[RepairPolicy]:
+        self._maybe_fail("karpy_repair_policies")
+        return super().karpy_repair_policies()
+
+
+def create_plugin(options: Mapping[str, Any] | None = None) -> BrokenProvider:
+    """The ``broken`` plugin: option ``fail`` (a hook name), the simulated provider's others."""
+    opts = dict(options or {})
+    fail = str(opts.pop("fail", ""))
+    parsed = SimulatedOptions.parse(opts)
+    plugin = BrokenProvider(region=parsed.region or DEFAULT_REGION, clock=parsed.clock, kube=parsed.kube,
+                            node_backend=parsed.node_backend, catalog_options=parsed.catalog_options())
+    plugin.fail = fail
+    return plugin
+
+
+def register(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``broken`` an installed ``karpy.cloudprovider`` entry point for this test."""
+    real = importlib.metadata.entry_points
+    ep = importlib.metadata.EntryPoint(name=NAME, value=f"{__name__}:create_plugin", group="karpy.cloudprovider")
+
+    def entry_points(**kw: Any) -> Any:
+        found = real(**kw)
+        return [*found, ep] if kw.get("group") == "karpy.cloudprovider" else found
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)

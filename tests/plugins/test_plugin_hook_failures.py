@@ -1,0 +1,132 @@
+"""A plugin hook raising a plain exception (trial 2: Tracebacks 1, Wrong results 1 and 7, Doc
+mismatches 2 and 4): one line naming the plugin, the hook and the exception, never a traceback;
+exit 1 (a run-time failure), a failed create named as the pending pods' reason."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+import pluggy
+import pytest
+
+from karpy_core.apis import registry
+from karpy_core.apis.loader import load_text
+from karpy_core.cloudprovider import hookimpl, hookspecs
+from karpy_core.cloudprovider.calls import call_hook
+from karpy_core.cloudprovider.options import ProviderOptions
+from karpy_core.errors import ConfigurationError, CreateError, PluginHookError
+from tests.cli import invoke_cli
+from tests.plugins import brokenplugin
+
+FILES = ("examples/nodepools/general-purpose.yaml", "examples/workloads/inflate.yaml")
+
+
+@pytest.fixture(autouse=True)
+def broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    brokenplugin.register(monkeypatch)
+
+
+@pytest.mark.parametrize("hook", ["karpy_name", "karpy_supported_node_classes", "karpy_get_instance_types",
+                                  "karpy_prepare", "karpy_pricing_note", "karpy_list"])
+def test_a_failing_hook_is_one_line_and_exit_1(hook: str) -> None:
+    result = invoke_cli("simulate", "--cloud-provider", "broken", "--provider-option", f"fail={hook}", *FILES)
+    assert result.exit_code == 1, result.output
+    plugin = "tests.plugins.brokenplugin.BrokenProvider" if hook == "karpy_name" else "broken"
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: cloud provider plugin {plugin!r}: {hook} raised RuntimeError: boom in {hook}")
+
+
+@pytest.mark.parametrize("hook", ["karpy_name", "karpy_supported_node_classes"])
+def test_validate_names_the_failing_hook(hook: str) -> None:
+    result = invoke_cli("validate", "--cloud-provider", "broken", "--provider-option", f"fail={hook}", *FILES)
+    assert result.exit_code == 1, result.output
+    assert f"{hook} raised RuntimeError: boom in {hook}" in result.stderr
+
+
+def test_a_failing_create_is_the_pending_reason() -> None:
+    result = invoke_cli("simulate", "--cloud-provider", "broken", "--provider-option", "fail=karpy_create", *FILES)
+    assert result.exit_code == 0, result.output
+    pending = [line for line in result.stdout.splitlines() if ": pending: " in line]
+    assert pending
+    assert all("whose launch failed: LaunchFailed: cloud provider plugin 'broken': karpy_create raised RuntimeError: "
+               "boom in karpy_create" in line for line in pending), pending
+
+
+def test_a_failing_delete_does_not_stall_the_run() -> None:
+    """The delete fails at every pass: retried and logged, the run goes on to its end (it raised
+    "simulation makes no progress" before, counting the failed pass as a change)."""
+    result = invoke_cli("simulate", "--cloud-provider", "broken", "--provider-option", "fail=karpy_delete",
+                        "tests/data/scenarios/scale-down.yaml", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert "simulation makes no progress" not in result.output
+
+
+class _GetRaises:
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    @hookimpl
+    async def karpy_get(self, provider_id: str) -> Any:
+        raise self.exc
+
+
+def _manager(plugin: object) -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin)
+    return pm
+
+
+async def test_karpy_errors_pass_unwrapped_and_others_are_wrapped() -> None:
+    with pytest.raises(PluginHookError) as caught:
+        await call_hook(_manager(_GetRaises(KeyError("i-1"))), "p", "karpy_get", provider_id="i-1")
+    assert (caught.value.plugin, caught.value.hook) == ("p", "karpy_get")
+    assert str(caught.value) == "cloud provider plugin 'p': karpy_get raised KeyError: 'i-1'"
+    assert isinstance(caught.value.__cause__, KeyError)
+    error = CreateError("down", condition_reason="Down")
+    with pytest.raises(CreateError) as kept:
+        await call_hook(_manager(_GetRaises(error)), "p", "karpy_get", provider_id="i-1")
+    assert kept.value is error
+
+
+def test_text_for_kube_is_refused_for_a_third_party_plugin() -> None:
+    result = invoke_cli("simulate", "--cloud-provider", "broken", "--provider-option", "kube=foo", *FILES)
+    assert result.exit_code == 2
+    assert "broken provider: option(s) kube take an object the program passes (karpy sets them itself), not text" in result.stderr
+
+
+def test_an_options_model_without_objects_still_refuses_text_for_kube() -> None:
+    class ThirdParty(ProviderOptions):
+        provider = "third"
+        kube: Any = None
+
+    with pytest.raises(ConfigurationError, match="option\\(s\\) kube take an object"):
+        ThirdParty.parse({"kube": "foo"})
+    assert ThirdParty.parse({"kube": object()}).kube is not None
+
+
+class _FailingEntryPoint:
+    name, value = "mini", "tests:mini"
+
+    def load(self) -> Any:
+        def api_kinds() -> Any:
+            raise RuntimeError("boom in api_kinds")
+        return api_kinds
+
+
+def test_a_failing_apis_entry_point_warns_once_and_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(registry, "_FAILED", {})
+    monkeypatch.setattr(registry, "entry_points", lambda group: [_FailingEntryPoint()])
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        for _ in range(3):
+            registry.kind_registry()
+        loaded = load_text("apiVersion: mini.example.org/v1\nkind: MiniNodeClass\nmetadata: {name: default}\n", "m.yaml")
+    assert [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()] == [
+        "karpy.apis entry point 'mini' (tests:mini) skipped: RuntimeError: boom in api_kinds"]
+    assert not [w for w in caught if "skipped" in str(w.message)]
+    assert loaded.warnings == ["karpy.apis entry point 'mini' (tests:mini) skipped: RuntimeError: boom in api_kinds; "
+                               "objects of mini.example.org/v1 MiniNodeClass may be its kinds: not validated, not simulated"]
