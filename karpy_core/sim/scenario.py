@@ -221,6 +221,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     # Manifests a step applies are loaded (and validated) now, not hours into the run, and a patch
     # of an object the scenario itself applied is checked against what the patch would leave.
     known: dict[tuple[str, str], dict[str, Any]] = {}
+    gone: dict[tuple[str, str], ScenarioStep] = {}  # deleted by a step, and which
     checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
     for step in steps:
         try:
@@ -229,26 +230,56 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
                     known[(obj.get("kind", ""), (obj.get("metadata") or {}).get("name", ""))] = obj
             elif step.action == "patch":
                 key = (str(step.body["kind"]), str(step.body["name"]))
+                _check_exists(key, known, gone, step)
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
                     _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
                     if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
                         raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[1]}: {_STATIC_TRANSITION}"])
                     known[key] = patched
-            elif step.action == "scale" and "nodepool" in step.body:
+            elif step.action == "scale" and "nodepool" not in step.body:
+                target = next(k for k in _SCALABLE if k in step.body)
+                _check_exists((_SCALABLE[target], str(step.body[target])), known, gone, step)
+            elif step.action == "scale":
                 key = ("NodePool", str(step.body["nodepool"]))
+                _check_exists(key, known, gone, step)
                 if key in known:
                     if not _is_static(known[key]):
                         raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[1]}: {_STATIC_TRANSITION}"])
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
-                known.pop((str(step.body["kind"]), str(step.body["name"])), None)
+                key = (str(step.body["kind"]), str(step.body["name"]))
+                _check_exists(key, known, gone, step)
+                known.pop(key, None)
+                gone[key] = step
         except ManifestError as exc:
             problems.extend(q if q.startswith(f"{p}: steps[{step.index}]") else f"{p}: steps[{step.index}].{step.action}: {q}"
                             for q in exc.problems)
     if problems:
         raise ManifestError(problems)
     return scenario
+
+
+_NAMED_BY_STEPS = frozenset({"NodePool", "Deployment", "StatefulSet", "DaemonSet", "Job", "PodDisruptionBudget", "NodeOverlay",
+                             "CapacityBuffer", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "RuntimeClass",
+                             "EC2NodeClass", "KCNodeClass", "KWOKNodeClass", "Pod"})
+"""Kinds only a scenario's steps create in the simulated cluster (a ReplicaSet or a NodeClaim may
+also be made by a controller, under a generated name): a step naming one that no earlier step
+applied fails at that step with 404, so ``validate`` refuses it up front."""
+
+
+def _check_exists(key: tuple[str, str], known: dict[tuple[str, str], Any],
+                  gone: dict[tuple[str, str], ScenarioStep], step: ScenarioStep) -> None:
+    """Raise the 404 the run would meet: a step acting on a ``key`` (kind, name) that no earlier
+    step applied, or that an earlier step deleted."""
+    if key[0] not in _NAMED_BY_STEPS or key in known:
+        return
+    kind, name = key
+    if key in gone:
+        why = f"steps[{gone[key].index}] deleted it at {format_seconds(gone[key].at)}"
+    else:
+        why = "no earlier step applies it"
+    raise ManifestError([f'404 NotFound: {kind} "{name}" does not exist at {format_seconds(step.at)} ({why})'])
 
 
 _SCALABLE = {"deployment": "Deployment", "statefulset": "StatefulSet", "replicaset": "ReplicaSet", "nodepool": "NodePool"}
@@ -326,6 +357,34 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
     return [to_kube_dict(o) for o in [*loaded.objects(), *served]]
 
 
+def delete_with_dependents(cluster: Any, kind: str, name: str, namespace: str | None) -> int:
+    """Delete an object and, as kube-controller-manager's garbage collector does for ``kubectl
+    delete`` (background propagation), every object whose ``ownerReferences`` name its uid, and
+    theirs: a Deployment's ReplicaSets and pods, a NodePool's NodeClaims (which their termination
+    finalizer then drains, as Karpenter does). Returns how many dependents were deleted.
+
+    Raises:
+        KubeAPIError: 404 when the object does not exist.
+    """
+    from karpy_core.kube.port import KINDS
+
+    obj = cluster.peek(kind, name, namespace) if kind in KINDS else None
+    uid = (obj or {}).get("metadata", {}).get("uid")
+    cluster.delete_sync(kind, name, namespace)
+    if not uid:
+        return 0
+    count = 0
+    for k in KINDS:
+        for dep in cluster.snapshot(k) or ():
+            meta = dep.get("metadata") or {}
+            if meta.get("deletionTimestamp") or not any(r.get("uid") == uid for r in meta.get("ownerReferences") or ()):
+                continue
+            if cluster.peek(k, meta["name"], meta.get("namespace")) is None:
+                continue  # gone with an earlier dependent
+            count += 1 + delete_with_dependents(cluster, k, meta["name"], meta.get("namespace"))
+    return count
+
+
 async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
     """Carry out one step on the simulator's cluster; returns a one-line description.
 
@@ -372,8 +431,9 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
                 cluster.patch_sync(kind, name, {"spec": {"replicas": int(body["replicas"])}}, ns)
             return f"scale {kind}/{name} to {body['replicas']}"
         if step.action == "delete":
-            cluster.delete_sync(str(body["kind"]), str(body["name"]), ns)
-            return f"delete {body['kind']}/{body['name']}"
+            dependents = delete_with_dependents(cluster, str(body["kind"]), str(body["name"]), ns)
+            more = f" (and {dependents} dependent object{'s' if dependents != 1 else ''})" if dependents else ""
+            return f"delete {body['kind']}/{body['name']}{more}"
         if step.action == "patch":
             kind, name = str(body["kind"]), str(body["name"])
             patch = dict(body.get("patch") or {})

@@ -17,6 +17,7 @@ from karpy_core.cli import app, run_simulation
 from karpy_core.cloudprovider.catalog.aws import load_aws_catalog
 from karpy_core.cloudprovider.launch import zone_start
 from karpy_core.errors import ManifestError
+from tests.cli import invoke_cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scenarios"
 
@@ -333,3 +334,41 @@ async def test_steps_due_at_one_instant_are_applied_together_and_events_stay_in_
     assert [e["t"] for e in steps[:2]] == [0.0, 0.0] and steps[2]["t"] >= 1800
     order = [e["kind"] for e in doc["events"]]
     assert order.index("nodeclaim-create") > 1  # both 0s steps come before the first provisioning pass
+
+
+async def test_deleting_a_nodepool_or_a_deployment_deletes_what_it_owns(tmp_path):
+    """As kube-controller-manager's garbage collector does: a deleted NodePool's NodeClaims go (and
+    Karpenter drains and terminates their nodes; the pods wait, no NodePool is left), a deleted
+    Deployment's pods go. The node stayed billed with no NodePool before (fresh-user trial)."""
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=2)]},
+        {"at": "1h", "delete": {"kind": "NodePool", "name": "default"}},
+    ], until="2h")
+    doc = await run(path)
+    step = kinds(doc, "scenario")[1]
+    assert step["t"] == 3600 and "dependent object" in step["reason"], step
+    assert doc["summary"]["nodes"] == 0 and doc["day"]["end_cost_per_hour"] == 0.0
+    assert doc["summary"]["pods_pending"] == 2
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=2)]},
+        {"at": "1h", "delete": {"kind": "Deployment", "name": "web"}},
+    ], until="2h")
+    doc = await run(path)
+    assert doc["summary"]["pods_bound"] == 0 and doc["summary"]["pods_pending"] == 0
+
+
+def test_validate_refuses_a_step_on_an_object_that_does_not_exist_then(tmp_path):
+    """``validate`` passed scenarios ``simulate`` refused at a step with 404 (fresh-user trial)."""
+    path = scenario(tmp_path, [
+        {"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=2)]},
+        {"at": "30m", "scale": {"deployment": "nope", "replicas": 1}},
+        {"at": "40m", "delete": {"kind": "Deployment", "name": "web"}},
+        {"at": "1h", "scale": {"deployment": "web", "replicas": 0}},
+        {"at": "2h", "patch": {"kind": "NodePool", "name": "default", "patch": {"spec": {"weight": 5}}}},
+    ])
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, path)
+        assert result.exit_code == 2, result.output
+        assert 'steps[1].scale: 404 NotFound: Deployment "nope" does not exist at 30m (no earlier step applies it)' in result.output
+        assert 'steps[3].scale: 404 NotFound: Deployment "web" does not exist at 1h (steps[2] deleted it at 40m)' in result.output
+        assert "steps[4]" not in result.output
