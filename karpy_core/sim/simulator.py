@@ -703,6 +703,11 @@ class Simulator:
             self.clock.advance_to(due)
 
 
+_NO_PROGRESS = frozenset({LifecycleEventKind.RECONCILE_FAILED, LifecycleEventKind.LAUNCH_FAILED})
+"""Lifecycle events that moved nothing forward: a failed pass, a create the cloud refused (its
+retry waits for the next pass, as controller-runtime's requeue backs off, not the same instant)."""
+
+
 def _changed(events: list[LifecycleEvent]) -> int:
-    """How many of a lifecycle pass's ``events`` changed the cluster (a ``RECONCILE_FAILED`` summary did not)."""
-    return sum(1 for e in events if e.kind is not LifecycleEventKind.RECONCILE_FAILED)
+    """How many of a lifecycle pass's ``events`` changed the cluster (:data:`_NO_PROGRESS` did not)."""
+    return sum(1 for e in events if e.kind not in _NO_PROGRESS)

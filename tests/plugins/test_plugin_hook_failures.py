@@ -130,3 +130,12 @@ def test_a_failing_apis_entry_point_warns_once_and_says_so(monkeypatch: pytest.M
     assert not [w for w in caught if "skipped" in str(w.message)]
     assert loaded.warnings == ["karpy.apis entry point 'mini' (tests:mini) skipped: RuntimeError: boom in api_kinds; "
                                "objects of mini.example.org/v1 MiniNodeClass may be its kinds: not validated, not simulated"]
+
+
+def test_a_failing_create_in_a_scenario_does_not_stall_the_run() -> None:
+    """Every create fails: the launch is retried on the next pass, not at the same instant; the run
+    ended in a "simulation makes no progress" traceback before (fresh-user trial 3)."""
+    result = invoke_cli("simulate", "--cloud-provider", "broken", "--provider-option", "fail=karpy_create",
+                        "tests/data/scenarios/scale-down.yaml", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert "simulation makes no progress" not in result.output and "Traceback" not in result.output
