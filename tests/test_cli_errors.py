@@ -44,13 +44,13 @@ users: [{{name: u, user: {{token: not-a-secret}}}}]
     return str(path)
 
 
-def loopback_kubeconfig(directory: Path, port: int) -> str:
-    """A kubeconfig (path) for a plain-HTTP test server on 127.0.0.1:``port``."""
+def loopback_kubeconfig(directory: Path, port: int, scheme: str = "http") -> str:
+    """A kubeconfig (path) for a test server on ``scheme``://127.0.0.1:``port``."""
     path = directory / "kubeconfig"
     path.write_text(f"""\
 apiVersion: v1
 kind: Config
-clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
+clusters: [{{name: c, cluster: {{server: "{scheme}://127.0.0.1:{port}"}}}}]
 contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
 current-context: c
 users: [{{name: u, user: {{token: not-a-secret}}}}]

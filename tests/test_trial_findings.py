@@ -23,6 +23,7 @@ or the correct result.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -521,7 +522,6 @@ def test_an_untrusted_server_certificate_is_named_not_called_unreachable(tmp_pat
     karpy said "cannot reach the Kubernetes API server" though the server answered."""
     import http.server
     import ssl
-    import threading
 
     pytest.importorskip("cryptography")
     cert_file, key_file = _self_signed(tmp_path)
@@ -529,41 +529,36 @@ def test_an_untrusted_server_certificate_is_named_not_called_unreachable(tmp_pat
     context.load_cert_chain(cert_file, key_file)
     server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"https://127.0.0.1:{server.server_address[1]}"
-        kubeconfig = _write(tmp_path, "kubeconfig", (
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            f"clusters: [{{name: c, cluster: {{server: '{url}'}}}}]\n"
-            "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: abc}}]\n"))
-        result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", kubeconfig)
-    finally:
-        server.shutdown()
-        server.server_close()
+    url, result = _from_cluster_over_https(tmp_path, server)
     assert result.exit_code != 0
     assert (f"the Kubernetes API server at {url} answered, but its TLS certificate is not trusted "
             "(self-signed certificate); check the kubeconfig's certificate-authority(-data)") in result.output
     assert "cannot reach" not in result.output
 
 
-def test_a_plain_http_server_behind_an_https_url_is_named(tmp_path: Path) -> None:
-    """The same loopback server without TLS: the handshake fails with "wrong version number"."""
-    import http.server
+def _from_cluster_over_https(tmp_path: Path, server: Any) -> tuple[str, Any]:
+    """``simulate --from-cluster`` with a kubeconfig naming ``https://`` on the loopback ``server``
+    (served in a thread, shut down after): its URL and the CLI result."""
     import threading
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    from tests.test_cli_errors import loopback_kubeconfig
+
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"https://127.0.0.1:{server.server_address[1]}"
-        kubeconfig = _write(tmp_path, "kubeconfig", (
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            f"clusters: [{{name: c, cluster: {{server: '{url}'}}}}]\n"
-            "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: abc}}]\n"))
-        result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", kubeconfig)
+        port = server.server_address[1]
+        result = invoke_cli("simulate", "--from-cluster", "--kubeconfig", loopback_kubeconfig(tmp_path, port, "https"))
     finally:
         server.shutdown()
         server.server_close()
+    return f"https://127.0.0.1:{port}", result
+
+
+def test_a_plain_http_server_behind_an_https_url_is_named(tmp_path: Path) -> None:
+    """The same loopback server without TLS: the handshake fails with "wrong version number"."""
+    import http.server
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    url, result = _from_cluster_over_https(tmp_path, server)
     assert result.exit_code != 0
     assert f"the Kubernetes API server at {url} answered, but the TLS handshake failed: " in result.output
     assert "(the server seems to speak plain HTTP, not HTTPS)" in result.output
