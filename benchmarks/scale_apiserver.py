@@ -371,7 +371,9 @@ class Process:
         return self.proc.pid
 
     def log(self) -> str:
-        self._log.flush()
+        """The whole log so far (also after :meth:`stop` closed the file)."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
@@ -857,13 +859,16 @@ def main() -> None:
         runs = [run for path in args.combine for run in json.loads(path.read_text())["runs"]]
     else:
         systems = ["karpy", "karpenter"] if args.system == "both" else [args.system]
-        runs = [asyncio.run(run_system(s, args)) for s in systems]
+        runs = []
+        for system in systems:
+            runs.append(asyncio.run(run_system(system, args)))
+            if args.json:  # after each system: a later failure loses nothing measured
+                args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": runs},
+                                                indent=1) + "\n")
     print("\n" + HEADER)
     for run in runs:
         for p in run["phases"]:
             print(row(run["system"], PhaseResult(**p)))
-    if args.json and not args.combine:
-        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": runs}, indent=1) + "\n")
     if args.plot:
         plot(runs, args.plot)
 
