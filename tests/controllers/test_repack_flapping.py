@@ -132,6 +132,36 @@ def test_an_undone_move_is_not_repeated_until_the_workload_changes():
     assert moves.avoid(fingerprint) == frozenset()
 
 
+def test_a_launch_for_a_grown_owner_is_not_an_undone_move():
+    """A Deployment scaled up after the command: its new replicas are pending for their own reason, and
+    the node launched for them undoes nothing (the scale benchmark's second scale-up counted 19 undone
+    moves that were new replicas); a launch for the moved pod itself while the owner kept its size
+    still is one."""
+    s = tight()
+    plan = plan_disruption(s, TYPES, NOW)
+    assert plan is not None
+    moves = UndoneMoves()
+    moves.executed(plan, s, NOW)
+    moves.finished(["a"], NOW + 60)
+
+    def pending_pod(name: str) -> dict[str, Any]:
+        pod = mkpod(name, "", "500m", "12Gi")
+        del pod["spec"]["nodeName"]
+        pod["status"] = {"phase": "Pending",
+                         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+        return pod
+
+    launched = {"metadata": {"name": "default-new", "labels": {"karpenter.sh/nodepool": "default"},
+                             "creationTimestamp": iso(NOW + 90)}, "spec": {}, "status": {}}
+    kept = [mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT) if i != 1]
+    grown = snap([*kept, pending_pod("p1-again"), pending_pod("p1-new")], [launched])
+    both = ["default/p1-again", "default/p1-new"]
+    assert moves.observe(grown, NOW + 100, lambda claim: both, "fp") == []
+    same_size = snap([*kept, pending_pod("p1-again")], [launched])
+    undone = moves.observe(same_size, NOW + 110, lambda claim: ["default/p1-again"], "fp")
+    assert [(u.nodeclaim, u.pods) for u in undone] == [("default-new", ("default/p1-again",))]
+
+
 def test_replacements_are_protected_while_the_moved_pods_are_on_their_way():
     s = tight()
     plan = plan_disruption(s, TYPES, NOW)

@@ -14,7 +14,9 @@ what it cannot foresee, and the protection of a command's replacements while its
 * :meth:`UndoneMoves.observe`, each pass: a NodeClaim that did not exist then, is not one of the
   command's replacements and was launched for a pending pod of one of those owners (the
   provisioner's pod nominations name it; without nominations, any new claim while such a pod is
-  pending) makes the move *undone*: reported once (the controller logs it, counts
+  pending) makes the move *undone*, unless that owner has more pods than when the command started
+  (a scale-up's new replicas are pending for their own reasons: a launch for them undoes
+  nothing). Reported once (the controller logs it, counts
   ``karpenter_voluntary_disruption_undone_total{reason, consolidation_type}`` and the simulator's
   day summary counts it), and its key is kept with the workload's fingerprint
   (:func:`workload_fingerprint`);
@@ -87,6 +89,18 @@ def workload_fingerprint(snapshot: ClusterSnapshot, signatures: Mapping[str, str
     return h.hexdigest()
 
 
+def _owner_sizes(snapshot: ClusterSnapshot, owners: frozenset[Owner]) -> dict[Owner, int]:
+    """owner -> its pods in ``snapshot`` that are neither deleting nor terminal (pending included)."""
+    sizes: dict[Owner, int] = {}
+    for p in snapshot.pod_views:
+        if p.deleting or p.terminal:
+            continue
+        o = _owner(p)
+        if o is not None and o in owners:
+            sizes[o] = sizes.get(o, 0) + 1
+    return sizes
+
+
 @dataclass
 class _Move:
     key: str
@@ -97,6 +111,9 @@ class _Move:
     known: frozenset[str]
     """NodeClaim names when the command started."""
     started: float
+    sizes: Mapping[Owner, int] = field(default_factory=dict)
+    """Pods of each moved owner when the command started (a launch for an owner that grew since
+    may be for its new replicas: not evidence the move was undone)."""
     replacements: list[str] = field(default_factory=list)
     done_at: float | None = None
     """When its candidates were deleted or the command dropped."""
@@ -142,7 +159,8 @@ class UndoneMoves:
         if not owners:
             return
         self._moves.append(_Move(plan.move_key(), plan.method, plan.reason, [c.name for c in plan.candidates], owners,
-                                 frozenset(nc.name for nc in snapshot.nodeclaim_views), now))
+                                 frozenset(nc.name for nc in snapshot.nodeclaim_views), now,
+                                 _owner_sizes(snapshot, owners)))
 
     def replacements_created(self, nodes: Iterable[str], claims: Iterable[str]) -> None:
         """The command disrupting ``nodes`` created the replacement NodeClaims ``claims``."""
@@ -184,10 +202,14 @@ class UndoneMoves:
                 pending.setdefault(o, []).append(p.key)
         out: list[Undone] = []
         keep: list[_Move] = []
+        sizes: dict[Owner, int] | None = None
         for m in self._moves:
             if m.done_at is not None and now >= m.done_at + self.window:
                 continue
-            hit = self._launch_for(m, snapshot, pending, pods_of)
+            if sizes is None and any(o in pending for o in m.owners):
+                sizes = _owner_sizes(snapshot, frozenset(pending))
+            grown = {o for o in m.owners if sizes is not None and sizes.get(o, 0) > m.sizes.get(o, 0)}
+            hit = self._launch_for(m, snapshot, {o: v for o, v in pending.items() if o not in grown}, pods_of)
             if hit is None:
                 keep.append(m)
                 continue
