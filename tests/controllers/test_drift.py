@@ -162,3 +162,31 @@ def test_both_drift_methods_share_one_set_of_rules():
         assert method.still_applies(cand("", "NodePoolDrifted"), 0.0) is None
         gone = method.still_applies(cand("", ""), 0.0)
         assert gone is not None and gone.kind is DecisionKind.NO_LONGER_DRIFTED
+
+
+async def test_a_drift_command_is_executed_in_the_pass_that_decides_it():
+    """Karpenter validates consolidation commands 15 s after deciding them (commandValidationDelay)
+    but not drift (disruption/drift.go has no validator): a drifted node is tainted and replaced in
+    the pass that finds it (the scale benchmark's drift took 15 s a node longer than Karpenter's
+    before). Consolidation still waits: test_karpenter_events' empty-node test."""
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.controllers.disruption import Disruption
+    from tests.controllers.test_disruption import NOW, node_and_claim, pod
+
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "Never", "budgets": [{"nodes": "100%"}]}
+    cluster.create_sync("NodePool", pool)
+    node, claim = node_and_claim("a", pool=pool)
+    claim["status"]["conditions"].append({"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
+                                          "lastTransitionTime": iso(NOW - 60)})
+    cluster.create_sync("Node", node)
+    cluster.create_sync("NodeClaim", claim)
+    cluster.create_sync("Pod", pod("p1", "a"))
+    d = Disruption(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
+    kinds = [e.kind.value for e in await d.reconcile()]
+    assert kinds[:2] == ["disrupt-decided", "disrupt"], kinds
+    assert d.pending is None
+    taints = must_peek(cluster, "Node", "a")["spec"].get("taints") or []
+    assert [t["key"] for t in taints] == ["karpenter.sh/disrupted"]

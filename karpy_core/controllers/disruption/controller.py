@@ -9,9 +9,10 @@ One :meth:`Disruption.reconcile` pass (Karpenter ``pkg/controllers/disruption/co
    candidates' NodeClaims; one whose replacement failed (deleted) or timed out (10 min) is
    dropped and its candidates are un-tainted;
 3. strips stale ``karpenter.sh/disrupted`` taints (not deleting, not in a queued command);
-4. a command decided by an earlier pass is executed once the 15 s validation delay has passed
-   and :func:`~karpy_core.controllers.disruption.planner.validate_plan` accepts it on a fresh
-   snapshot: taint the candidates ``karpenter.sh/disrupted:NoSchedule``, set their
+4. a consolidation command decided by an earlier pass is executed once the 15 s validation delay
+   has passed and :func:`~karpy_core.controllers.disruption.planner.validate_plan` accepts it on a
+   fresh snapshot (a drift command is executed in the pass that decides it, as Karpenter's
+   ``drift.go``, which has no validator): taint the candidates ``karpenter.sh/disrupted:NoSchedule``, set their
    ``DisruptionReason`` condition, create the replacements (``nodeclaim_from_plan``), and delete
    the candidates at once when there are none;
 5. otherwise, a new command is planned and held for validation.
@@ -56,6 +57,7 @@ from karpy_core.controllers.disruption.command import (
 )
 from karpy_core.controllers.disruption.decisions import (
     DecisionStage,
+    DisruptionReason,
     NodeDecision,
     Verdict,
 )
@@ -293,13 +295,20 @@ class Disruption:
                 self._log(now, lines)
                 await self._publish(_decision_events(snapshot, lines))
                 if plan is not None:
-                    self.pending = Command(plan, now)
                     self._idle = None
-                    wake.append(now + self.settings.validation_delay)
                     events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
                                                   reason=plan.reason.value,
                                                   details={"method": plan.method.value, "decision": plan.decision.value,
                                                            "summary": plan.describe()}))
+                    if plan.reason is DisruptionReason.DRIFTED:
+                        # Karpenter validates consolidation only (emptiness, multi- and single-node
+                        # consolidation: commandValidationDelay); a drift command, computed on this
+                        # pass's view, is executed at once (disruption/drift.go has no validator)
+                        events += await self._execute(Command(plan, now), now, snapshot)
+                        wake.append(now)
+                    else:
+                        self.pending = Command(plan, now)
+                        wake.append(now + self.settings.validation_delay)
                 else:
                     threshold = self._threshold(snapshot, types, now)
                     self._idle = (fp, threshold)
