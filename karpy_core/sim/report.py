@@ -224,7 +224,8 @@ class DaySummary:
             the end would have cost more. It counts each command against the cluster it found,
             so a node consolidated twice counts twice. Commands later found undone are left out
             of both (their saving went to the node launched for their pods), and so are commands
-            whose instances the cloud never deleted (:attr:`consolidation_incomplete`).
+            abandoned (``disrupt-failed``: a replacement did not launch; the candidates stay) and
+            commands whose instances the cloud never deleted (:attr:`consolidation_incomplete`).
         disruptions: reason -> ``{"commands", "nodes"}``: ``disrupt`` commands by their
             Karpenter reason (``Empty``, ``Underutilized``, ``Drifted``) and the nodes they took,
             plus ``Expired`` for NodeClaims the expiration controller deleted (one command each).
@@ -233,8 +234,8 @@ class DaySummary:
         peak_pending_pods: most pods pending at once (``timeline``'s ``pending_pods``).
         peak_pending_t: the first time that peak was reached, seconds.
         consolidation_commands: the consolidation commands counted in the savings (completed,
-            not undone).
-        consolidation_incomplete: consolidation commands (not undone) whose candidates' instances
+            not undone, not abandoned).
+        consolidation_incomplete: consolidation commands (not undone, not abandoned) whose candidates' instances
             were not all terminated by the end of the run (the cloud provider's delete kept
             failing, or the run ended first): they save nothing (JSON ``consolidation_incomplete``).
     """
@@ -301,11 +302,20 @@ def day_summary(report: SimulationReport) -> DaySummary:
     saved_h = saved_usd = 0.0
     counted = incomplete = 0
     gone = _instances_gone(report.events)
-    for e in disrupts:
+    running: dict[str, int] = {}
+    abandoned: set[int] = set()  # commands given up (disrupt-failed: a replacement failed): nothing saved, nothing owed
+    for i, e in enumerate(report.events):
+        if e["kind"] == "disrupt":
+            running[e.get("node") or ""] = i
+        elif e["kind"] == "disrupt-failed" and (e.get("node") or "") in running:
+            abandoned.add(running.pop(e.get("node") or ""))
+    for i, e in enumerate(report.events):
+        if e["kind"] != "disrupt":
+            continue
         d = disruptions.setdefault(e["reason"], {"commands": 0, "nodes": 0})
         d["commands"] += 1
         d["nodes"] += len([n for n in (e.get("node") or "").split(",") if n])
-        if e["reason"] in CONSOLIDATION_REASONS and (e.get("node") or "") not in undone_nodes:
+        if e["reason"] in CONSOLIDATION_REASONS and (e.get("node") or "") not in undone_nodes and i not in abandoned:
             since = gone(e)
             if since is None:  # its instances were never terminated: the cloud still bills them
                 incomplete += 1

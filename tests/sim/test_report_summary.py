@@ -146,6 +146,9 @@ def test_a_command_saves_from_its_last_instance_gone_and_an_unfinished_one_saves
         _event(150.0, "terminate", "c1", None, "instance terminated"),
         _event(200.0, "terminate", "c2", None, "instance terminated"),
         _event(300.0, "disrupt", "c3", "n3", "Underutilized", savings_per_hour=0.5),  # never terminated
+        _event(400.0, "register", "c4", "n4"),
+        _event(500.0, "disrupt", None, "n4", "Underutilized", savings_per_hour=0.25),
+        _event(900.0, "disrupt-failed", None, "n4", "replacement c5 failed to launch"),  # abandoned: no saving, not incomplete
     ]
     report = SimulationReport(provider={"until_seconds": 3800.0, "scenario": "s"}, nodes=[], pods=[], events=events,
                               cost_over_time=[{"t": 0.0, "nodes": 3, "cost_per_hour": 2.0}])
@@ -153,7 +156,7 @@ def test_a_command_saves_from_its_last_instance_gone_and_an_unfinished_one_saves
     assert day.consolidation_savings_per_hour == pytest.approx(1.0)
     assert day.consolidation_savings_usd == pytest.approx(1.0 * (3800 - 200) / 3600)
     assert (day.consolidation_commands, day.consolidation_incomplete) == (1, 1)
-    assert day.disruptions == {"Empty": {"commands": 1, "nodes": 2}, "Underutilized": {"commands": 1, "nodes": 1}}
+    assert day.disruptions == {"Empty": {"commands": 1, "nodes": 2}, "Underutilized": {"commands": 2, "nodes": 2}}
     assert report.to_dict()["day"]["consolidation_incomplete"] == 1
     lines = render_text(report).splitlines()
     assert "  consolidation:  saved 1.0000 USD (1.0000 USD/hour removed by 1 command, each counted from its instances' " \
