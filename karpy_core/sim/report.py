@@ -724,7 +724,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
     return [
         f"summary of the run ({_duration(d.seconds)} simulated):",
         f"  spent:          {d.total_usd:.4f} USD (USD/hour integrated over the run)",
-        f"  USD/hour:       {d.start_cost_per_hour:.4f} at start -> {d.end_cost_per_hour:.4f} at end "
+        f"  USD/hour:       {d.start_cost_per_hour:.4f} after the first steps were provisioned -> {d.end_cost_per_hour:.4f} at end "
         f"(peak {d.peak_cost_per_hour:.4f})",
         *_end_cost_note(report, d.end_cost_per_hour),
         f"  consolidation:  saved {d.consolidation_savings_usd:.4f} USD ({d.consolidation_savings_per_hour:.4f} USD/hour "

@@ -121,7 +121,7 @@ async def test_scale_down_summary_counts_the_consolidation_saving(tmp_path):
     text = render_text(report)
     assert text.splitlines()[-6:] == [
         f"  spent:          {day.total_usd:.4f} USD (USD/hour integrated over the run)",
-        "  USD/hour:       0.6120 at start -> 0.1530 at end (peak 0.7650)",
+        "  USD/hour:       0.6120 after the first steps were provisioned -> 0.1530 at end (peak 0.7650)",
         f"  consolidation:  saved {0.459 * 14280 / 3600:.4f} USD (0.4590 USD/hour removed by 1 command, each counted from "
         "its instances' termination to the end)",
         "  disruptions:    Underutilized: 1 command, 1 node",
