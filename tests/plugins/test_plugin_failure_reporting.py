@@ -56,7 +56,7 @@ def test_a_consolidation_whose_instances_were_never_deleted_saves_nothing() -> N
     n = day["consolidation_incomplete"]
     assert (f"{n} consolidation command{'' if n == 1 else 's'} did not complete: the cloud did not delete their "
             "instances by the end (nothing saved)") in text
-    assert f"saved 0.0000 USD (0.0000 USD/hour removed by 0 commands" in text
+    assert "saved 0.0000 USD (0.0000 USD/hour removed by 0 commands" in text
 
 
 def test_a_normal_scale_down_still_counts_its_savings_and_completes() -> None:
