@@ -24,8 +24,8 @@ import contextlib
 import json
 import logging
 import re
-from importlib import resources
 from collections.abc import Iterator
+from importlib import resources
 from typing import Annotated, Any
 
 import typer

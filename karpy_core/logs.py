@@ -391,11 +391,11 @@ class ConsoleWarnings(logging.Handler):
         try:
             message = record.getMessage()
             objects = []
-            for key in _OBJECT_KEYS:
-                ref = getattr(record, key, None)
+            for kind in _OBJECT_KEYS:
+                ref = getattr(record, kind, None)
                 if isinstance(ref, dict) and ref.get("name"):
                     ns = ref.get("namespace")
-                    objects.append(f"{key} {ns + '/' if ns else ''}{ref['name']}")
+                    objects.append(f"{kind} {ns + '/' if ns else ''}{ref['name']}")
             error = self._error_text(record)
             by_error = bool(getattr(record, REPEAT_BY_ERROR, False))
             key = (record.name, record.levelno, message, error, *(() if by_error else objects))
