@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import re
+from collections.abc import Iterator
 from importlib import resources
 from typing import Annotated, Any
 
@@ -262,8 +263,21 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     refuse_host_text(cloud_provider, options)  # for any plugin, whether or not its options model lists kube
     provider = load_provider(cloud_provider, {"kube": cluster, **options})  # text for kube is refused, not replaced
     _check_node_class_models(provider)
+    _check_provider_loops(provider)
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+def _check_provider_loops(provider: Any) -> None:
+    """Ask ``provider`` for its background loops (the optional ``karpy_controllers`` hook), as
+    ``karpy controller`` does when it starts leading; ``karpy simulate`` does not run them. A hook
+    that raises is one warning line on stderr and the run goes on (the controller would stop)."""
+    try:
+        provider.controllers()
+    except CloudProviderError as exc:
+        logging.getLogger("karpy.cli").warning(
+            "the provider's background loops cannot be listed (karpy controller stops on this when it starts leading; "
+            "karpy simulate does not run them)", extra={"error": exc})
 
 
 def _check_node_class_models(provider: Any) -> None:
@@ -364,6 +378,24 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     )
     report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
     return report
+
+
+@contextlib.contextmanager
+def console_warnings() -> Iterator[Any]:
+    """Inside the block, warnings any logger writes go to stderr as one line each, with the error
+    they carry, and a warning repeated at every pass (a plugin hook failing for the same NodeClaim
+    again and again) is printed once, then counted: on leaving, one ``... repeated N more
+    time(s)`` line per such warning (:class:`~karpy_core.logs.ConsoleWarnings`). Yields the handler."""
+    from karpy_core.logs import ConsoleWarnings
+
+    handler = ConsoleWarnings()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        handler.finish()
 
 
 class StderrProgress:
@@ -569,7 +601,7 @@ def simulate(
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
                                      "(kind: Scenario, see docs/scenarios.md); "
                                      "plain manifests are simulated until nothing changes, without disruption")
-        with StderrProgress() as progress:
+        with console_warnings(), StderrProgress() as progress:
             report = asyncio.run(
                 run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
                                preference_policy=settings.preference_policy, until=until, max_pods=max_pods,

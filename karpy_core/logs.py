@@ -38,10 +38,13 @@ from typing import Any, TextIO, TypeVar
 import structlog
 from structlog.typing import Processor
 
-from karpy_core.redaction import RedactingFilter, redact_processor
+from karpy_core.errors import KarpyError
+from karpy_core.redaction import RedactingFilter, redact, redact_processor
 
 __all__ = [
     "KARPY_LOGGERS",
+    "REPEAT_BY_ERROR",
+    "ConsoleWarnings",
     "KEY_ORDER",
     "bind_controller",
     "commit",
@@ -186,6 +189,7 @@ def _karpenter_names(_logger: Any, _method: str, ed: MutableMapping[str, Any]) -
     loggers, the bound ``controller``."""
     level = str(ed.get("level", "")).upper()
     ed["level"] = {"WARNING": "WARN", "CRITICAL": "FATAL", "EXCEPTION": "ERROR"}.get(level, level)
+    ed.pop(REPEAT_BY_ERROR, None)  # a hint for :class:`ConsoleWarnings`, not a field
     name = str(ed.get("logger") or "")
     if not name or name.split(".", 1)[0] in KARPY_LOGGERS:
         ed["logger"] = "controller"
@@ -326,3 +330,101 @@ def configure_logging(
         logging.getLogger(name).setLevel(karpy_level)
     for name, value in named.items():
         logging.getLogger(name).setLevel(value)
+
+
+# ------------------------------------------------------------------------- console warnings
+REPEAT_BY_ERROR = "_karpy_repeat_by_error"
+"""``extra`` key (value True) of a warning that :class:`ConsoleWarnings` prints once per error
+text, whichever object it names (a failing plugin hook asked about every NodeClaim: one line per
+hook and error, not per NodeClaim). Not written to JSON lines."""
+
+_OBJECT_KEYS = ("NodeClaim", "NodePool", "Node", "Pod")
+
+
+class ConsoleWarnings(logging.Handler):
+    """Warnings (and errors) for a person at the command line (``karpy simulate``, which writes
+    no JSON log lines): one line each on stderr, ``warning: MESSAGE (NodeClaim NAME): ERROR``,
+    the error being the text of the record's ``error`` field or exception (a karpy error's own
+    message, e.g. ``cloud provider plugin 'broken': karpy_delete raised RuntimeError: boom``;
+    another exception as ``Type: text``). The structured fields that the JSON lines carry are
+    otherwise left out.
+
+    A line is printed the first time its (logger, message, objects, error text) is seen; the
+    same line again (a failure retried at every pass) is only counted, and :meth:`finish` prints
+    one ``... repeated N more time(s)`` line per such warning. A record with
+    :data:`REPEAT_BY_ERROR` set is keyed without its objects (one line per error, the objects it
+    was repeated for counted).
+
+    Every line goes through :class:`~karpy_core.redaction.RedactingFilter` and
+    :func:`~karpy_core.redaction.redact`: secrets never reach the terminal.
+
+    Args:
+        stream: where to write; default ``sys.stderr`` looked up at each write (so a test runner
+            or a progress bar that swaps it sees the lines).
+    """
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(logging.WARNING)
+        self._stream = stream
+        self._seen: dict[tuple[Any, ...], list[Any]] = {}
+        """key -> [message head, repeats, objects seen]"""
+        self.addFilter(RedactingFilter())
+
+    def _write(self, line: str) -> None:
+        stream = self._stream if self._stream is not None else sys.stderr
+        stream.write(redact(line) + "\n")
+        stream.flush()
+
+    @staticmethod
+    def _error_text(record: logging.LogRecord) -> str:
+        error = getattr(record, "error", None)
+        if error is None and record.exc_info and isinstance(record.exc_info, tuple):
+            error = record.exc_info[1]
+        if isinstance(error, KarpyError):
+            return str(error)
+        if isinstance(error, BaseException):
+            return _describe(error)
+        return str(error) if error else ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Print ``record`` unless the same warning was printed before (then count it)."""
+        try:
+            message = record.getMessage()
+            objects = []
+            for kind in _OBJECT_KEYS:
+                ref = getattr(record, kind, None)
+                if isinstance(ref, dict) and ref.get("name"):
+                    ns = ref.get("namespace")
+                    objects.append(f"{kind} {ns + '/' if ns else ''}{ref['name']}")
+            error = self._error_text(record)
+            by_error = bool(getattr(record, REPEAT_BY_ERROR, False))
+            key = (record.name, record.levelno, message, error, *(() if by_error else objects))
+            level = "warning" if record.levelno < logging.ERROR else "error"
+            head = f"{level}: {message}" + (f" ({', '.join(objects)})" if objects and not by_error else "")
+            seen = self._seen.get(key)
+            if seen is not None:
+                seen[1] += 1
+                seen[2].update(objects)
+                return
+            self._seen[key] = [head, 0, set(objects)]
+            self._write(head + (f": {error}" if error else ""))
+        except Exception:
+            self.handleError(record)
+
+    def repeats(self) -> list[str]:
+        """The ``... repeated N more time(s)`` lines :meth:`finish` prints, in first-seen order."""
+        out = []
+        for head, n, objects in self._seen.values():
+            if n:
+                times = "time" if n == 1 else "times"
+                names = sorted(objects)
+                many = (f", for {', '.join(names[:3])}" + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+                        if len(names) > 1 else "")
+                out.append(f"{head}: repeated {n} more {times} (the same error{many})")
+        return out
+
+    def finish(self) -> None:
+        """Print the repeat counts (see the class docstring) and forget what was seen."""
+        for line in self.repeats():
+            self._write(line)
+        self._seen.clear()

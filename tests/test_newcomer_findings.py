@@ -114,7 +114,7 @@ def test_day_summary_reconciles_the_end_cost_with_the_table() -> None:
                               events=[], cost_over_time=[{"t": 0.0, "nodes": 2, "cost_per_hour": 1.0}],
                               timeline=[{"t": 0.0, "pending_pods": 0, "nodepools": {}}])
     text = render_text(report)
-    assert "1.0000 at start -> 1.0000 at end" in text
+    assert "1.0000 after the first steps were provisioned -> 1.0000 at end" in text
     assert "the node table's total is 0.5000: 2 instance(s) launched at the end, 1 of them registered as Nodes" in text
 
 
@@ -201,3 +201,18 @@ def test_an_unmodelled_object_defined_twice_is_replaced_not_created_twice(tmp_pa
     assert [w for w in loaded.warnings if "redefines Widget/w" in w]
     result = invoke_cli("simulate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "-o", "json")
     assert result.exit_code == 0, result.output
+
+
+def test_an_unset_nodepool_weight_is_never_printed_as_weight_0() -> None:
+    """Karpenter treats an unset ``spec.weight`` as no weight (trial 3, D): no command prints
+    ``weight 0`` for the examples' NodePools, none of which sets one."""
+    pod = next(p["name"] for p in json.loads(invoke_cli("simulate", str(POOL), str(INFLATE), "-o", "json").stdout)["pods"])
+    outputs = {
+        "explain": invoke_cli("simulate", str(POOL), str(INFLATE), "--explain", pod),
+        "validate": invoke_cli("validate", str(REPO / "examples/nodepools"), str(REPO / "examples/workloads")),
+        "budgets": invoke_cli("budgets", str(POOL)),
+    }
+    for what, result in outputs.items():
+        assert result.exit_code == 0, (what, result.output)
+        assert "weight 0" not in result.output, (what, result.output)
+    # a pending pod's explanation names each NodePool "(no weight)": tests/test_trial_findings.py

@@ -18,7 +18,7 @@ JSON document shape (``karpy simulate -o json``)::
                     "cost_by_capacity_type": {TYPE: usd_per_hour}, "cpu_requested", "cpu_allocatable",
                     "memory_requested_mib", "memory_allocatable_mib"}}}],  # scenarios only
       "day": {"seconds", "total_usd", "start_cost_per_hour", "end_cost_per_hour", "peak_cost_per_hour",
-              "consolidation_savings_usd", "consolidation_savings_per_hour",
+              "consolidation_savings_usd", "consolidation_savings_per_hour", "consolidation_incomplete",
               "disruptions": {REASON: {"commands", "nodes"}}, "undone": {REASON: count},
               "peak_pending_pods", "peak_pending_t"}
                                                               # scenarios only (:class:`DaySummary`)
@@ -215,14 +215,17 @@ class DaySummary:
         end_cost_per_hour: USD/hour of the last sample (what runs at the end).
         peak_cost_per_hour: highest USD/hour sampled.
         consolidation_savings_per_hour: the sum over consolidation commands (``disrupt`` events
-            with reason ``Empty`` or ``Underutilized``) of their ``savings_per_hour`` (candidates'
-            price - replacements' price, USD/hour, as decided).
+            with reason ``Empty`` or ``Underutilized``) that completed (every candidate's instance
+            terminated: its NodeClaim's ``terminate`` event) of their ``savings_per_hour``
+            (candidates' price - replacements' price, USD/hour, as decided).
         consolidation_savings_usd: the sum over the same commands of ``savings_per_hour`` x the
-            hours from the command to the end of the run: what keeping the consolidated nodes
-            (instead of their replacements) until the end would have cost more. It counts each
-            command against the cluster it found, so a node consolidated twice counts twice.
-            Commands later found undone are left out of both (their saving went to the node
-            launched for their pods).
+            hours from the termination of their candidates' instances (the last one) to the end
+            of the run: what keeping the consolidated nodes (instead of their replacements) until
+            the end would have cost more. It counts each command against the cluster it found,
+            so a node consolidated twice counts twice. Commands later found undone are left out
+            of both (their saving went to the node launched for their pods), and so are commands
+            abandoned (``disrupt-failed``: a replacement did not launch; the candidates stay) and
+            commands whose instances the cloud never deleted (:attr:`consolidation_incomplete`).
         disruptions: reason -> ``{"commands", "nodes"}``: ``disrupt`` commands by their
             Karpenter reason (``Empty``, ``Underutilized``, ``Drifted``) and the nodes they took,
             plus ``Expired`` for NodeClaims the expiration controller deleted (one command each).
@@ -230,6 +233,11 @@ class DaySummary:
             launched for the pods they moved, :mod:`~karpy_core.controllers.disruption.undone`).
         peak_pending_pods: most pods pending at once (``timeline``'s ``pending_pods``).
         peak_pending_t: the first time that peak was reached, seconds.
+        consolidation_commands: the consolidation commands counted in the savings (completed,
+            not undone, not abandoned).
+        consolidation_incomplete: consolidation commands (not undone, not abandoned) whose candidates' instances
+            were not all terminated by the end of the run (the cloud provider's delete kept
+            failing, or the run ended first): they save nothing (JSON ``consolidation_incomplete``).
     """
 
     seconds: float
@@ -243,6 +251,8 @@ class DaySummary:
     peak_pending_pods: int
     peak_pending_t: float
     undone: dict[str, int] = field(default_factory=dict)
+    consolidation_commands: int = 0
+    consolidation_incomplete: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -251,6 +261,7 @@ class DaySummary:
             "peak_cost_per_hour": self.peak_cost_per_hour,
             "consolidation_savings_per_hour": round(self.consolidation_savings_per_hour, 6),
             "consolidation_savings_usd": round(self.consolidation_savings_usd, 6),
+            "consolidation_incomplete": self.consolidation_incomplete,
             "disruptions": self.disruptions, "undone": self.undone, "peak_pending_pods": self.peak_pending_pods,
             "peak_pending_t": self.peak_pending_t,
         }
@@ -289,14 +300,30 @@ def day_summary(report: SimulationReport) -> DaySummary:
             undone[e["reason"]] = undone.get(e["reason"], 0) + 1
             undone_nodes.add(e.get("node") or "")
     saved_h = saved_usd = 0.0
-    for e in disrupts:
+    counted = incomplete = 0
+    gone = _instances_gone(report.events)
+    running: dict[str, int] = {}
+    abandoned: set[int] = set()  # commands given up (disrupt-failed: a replacement failed): nothing saved, nothing owed
+    for i, e in enumerate(report.events):
+        if e["kind"] == "disrupt":
+            running[e.get("node") or ""] = i
+        elif e["kind"] == "disrupt-failed" and (e.get("node") or "") in running:
+            abandoned.add(running.pop(e.get("node") or ""))
+    for i, e in enumerate(report.events):
+        if e["kind"] != "disrupt":
+            continue
         d = disruptions.setdefault(e["reason"], {"commands": 0, "nodes": 0})
         d["commands"] += 1
         d["nodes"] += len([n for n in (e.get("node") or "").split(",") if n])
-        if e["reason"] in CONSOLIDATION_REASONS and (e.get("node") or "") not in undone_nodes:
+        if e["reason"] in CONSOLIDATION_REASONS and (e.get("node") or "") not in undone_nodes and i not in abandoned:
+            since = gone(e)
+            if since is None:  # its instances were never terminated: the cloud still bills them
+                incomplete += 1
+                continue
             per_h = float((e.get("details") or {}).get("savings_per_hour") or 0.0)
+            counted += 1
             saved_h += per_h
-            saved_usd += per_h * max(0.0, end - e["t"]) / 3600
+            saved_usd += per_h * max(0.0, end - since) / 3600
     for e in report.events:
         if e["kind"] == "expire":
             d = disruptions.setdefault("Expired", {"commands": 0, "nodes": 0})
@@ -311,8 +338,44 @@ def day_summary(report: SimulationReport) -> DaySummary:
         end_cost_per_hour=series[-1]["cost_per_hour"], peak_cost_per_hour=max(s["cost_per_hour"] for s in series),
         consolidation_savings_per_hour=saved_h, consolidation_savings_usd=saved_usd,
         disruptions=dict(sorted(disruptions.items())), peak_pending_pods=peak, peak_pending_t=peak_t,
-        undone=dict(sorted(undone.items())),
+        undone=dict(sorted(undone.items())), consolidation_commands=counted, consolidation_incomplete=incomplete,
     )
+
+
+def _instances_gone(events: Sequence[dict[str, Any]]) -> Any:
+    """A function of a ``disrupt`` event (JSON form): the time (seconds since the start) by which
+    every candidate's instance was terminated (the latest of their NodeClaims' ``terminate``
+    events, the lifecycle's "instance terminated"), or None when one of them never was.
+
+    The command names its candidates as a comma list of nodes (``node``) and, where known, of
+    NodeClaims (``nodeclaim``, :func:`event_dicts`); a node is mapped to its NodeClaim by the
+    events that name both (``register``, ``delete``...). A candidate with no NodeClaim known
+    counts as gone at the command's time (nothing to wait for)."""
+    claim_of: dict[str, str] = {}
+    terminated: dict[str, float] = {}
+    for e in events:
+        node, claim = e.get("node") or "", e.get("nodeclaim") or ""
+        if node and claim and "," not in node and "," not in claim:
+            claim_of.setdefault(node, claim)
+        if e["kind"] == "terminate" and claim:
+            terminated.setdefault(claim, e["t"])
+
+    def gone(e: dict[str, Any]) -> float | None:
+        nodes = [n for n in (e.get("node") or "").split(",") if n]
+        claims = [c for c in (e.get("nodeclaim") or "").split(",") if c]
+        if len(claims) != len(nodes):
+            claims = [claim_of.get(n, "") for n in nodes]
+        latest = e["t"]
+        for claim in claims:
+            if not claim:
+                continue
+            t = terminated.get(claim)
+            if t is None:
+                return None
+            latest = max(latest, t)
+        return float(latest)
+
+    return gone
 
 
 def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | None:
@@ -655,16 +718,18 @@ def _day_lines(report: SimulationReport) -> list[str]:
     d = day_summary(report)
     dis = "; ".join(f"{reason}: {_plural(v['commands'], 'command')}, {_plural(v['nodes'], 'node')}"
                     for reason, v in d.disruptions.items()) or "none"
-    n_cons = sum(v["commands"] for r, v in d.disruptions.items() if r in CONSOLIDATION_REASONS)
     undone = "; ".join(f"{reason}: {_plural(n, 'command')}" for reason, n in d.undone.items()) or "none"
+    incomplete = [f"                  {_plural(d.consolidation_incomplete, 'consolidation command')} did not complete: "
+                  "the cloud did not delete their instances by the end (nothing saved)"] if d.consolidation_incomplete else []
     return [
         f"summary of the run ({_duration(d.seconds)} simulated):",
         f"  spent:          {d.total_usd:.4f} USD (USD/hour integrated over the run)",
-        f"  USD/hour:       {d.start_cost_per_hour:.4f} at start -> {d.end_cost_per_hour:.4f} at end "
+        f"  USD/hour:       {d.start_cost_per_hour:.4f} after the first steps were provisioned -> {d.end_cost_per_hour:.4f} at end "
         f"(peak {d.peak_cost_per_hour:.4f})",
         *_end_cost_note(report, d.end_cost_per_hour),
         f"  consolidation:  saved {d.consolidation_savings_usd:.4f} USD ({d.consolidation_savings_per_hour:.4f} USD/hour "
-        f"removed by {_plural(n_cons, 'command')}, each counted until the end)",
+        f"removed by {_plural(d.consolidation_commands, 'command')}, each counted from its instances' termination to the end)",
+        *incomplete,
         f"  disruptions:    {dis}",
         f"  undone:         {undone} (a node launched for the pods a consolidation moved)",
         f"  pending pods:   peak {d.peak_pending_pods}" + (f" at {_duration(d.peak_pending_t)}" if d.peak_pending_pods else ""),

@@ -16,6 +16,7 @@ from karpy_core.apis.nodepool import NodePool
 from karpy_core.cloudprovider import hookimpl
 from karpy_core.cloudprovider.catalog.aws import DEFAULT_REGION
 from karpy_core.cloudprovider.context import ProviderContext
+from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.simulated import SimulatedOptions, SimulatedProvider
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
 
@@ -50,6 +51,16 @@ class BrokenProvider(SimulatedProvider):
     async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
         self._maybe_fail("karpy_delete")
         await super().karpy_delete(nodeclaim)
+
+    @hookimpl
+    async def karpy_get(self, provider_id: str) -> NodeClaim:
+        self._maybe_fail("karpy_get")
+        return await super().karpy_get(provider_id)
+
+    @hookimpl
+    def karpy_controllers(self) -> list[ControllerLoop]:
+        self._maybe_fail("karpy_controllers")
+        return super().karpy_controllers()
 
     @hookimpl
     async def karpy_list(self) -> list[NodeClaim]:

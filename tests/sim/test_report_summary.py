@@ -110,20 +110,59 @@ async def test_scale_down_summary_counts_the_consolidation_saving(tmp_path):
     assert day.peak_cost_per_hour == pytest.approx(0.612 + 0.153)  # old node and replacement together
     # 0.612 from the launch (1 s) to the replacement's launch (7280 s), both for 40 s, then 0.153
     assert day.total_usd == pytest.approx((0.612 * 7279 + 0.765 * 40 + 0.153 * (21600 - 7320)) / 3600)
-    # savings: the 0.459 USD/hour removed, from the command to the end of the run
+    # savings: the 0.459 USD/hour removed, from the old instance's termination (not the command)
+    # to the end of the run
+    assert [e["t"] for e in report.events if e["kind"] == "terminate"] == [7320.0]
     assert day.consolidation_savings_per_hour == pytest.approx(0.459)
-    assert day.consolidation_savings_usd == pytest.approx(0.459 * (21600 - 7280) / 3600)
+    assert day.consolidation_savings_usd == pytest.approx(0.459 * (21600 - 7320) / 3600)
+    assert day.consolidation_commands == 1 and day.consolidation_incomplete == 0
     assert day.peak_pending_pods == 10
     assert day.undone == {}  # the replacement held the pods: nothing launched for them
     text = render_text(report)
     assert text.splitlines()[-6:] == [
         f"  spent:          {day.total_usd:.4f} USD (USD/hour integrated over the run)",
-        "  USD/hour:       0.6120 at start -> 0.1530 at end (peak 0.7650)",
-        f"  consolidation:  saved {0.459 * 14320 / 3600:.4f} USD (0.4590 USD/hour removed by 1 command, each counted until the end)",
+        "  USD/hour:       0.6120 after the first steps were provisioned -> 0.1530 at end (peak 0.7650)",
+        f"  consolidation:  saved {0.459 * 14280 / 3600:.4f} USD (0.4590 USD/hour removed by 1 command, each counted from "
+        "its instances' termination to the end)",
         "  disruptions:    Underutilized: 1 command, 1 node",
         "  undone:         none (a node launched for the pods a consolidation moved)",
         f"  pending pods:   peak 10 at {int(day.peak_pending_t)}s",
     ]
+
+
+def _event(t: float, kind: str, claim: str | None, node: str | None, reason: str = "", **details: Any) -> dict[str, Any]:
+    return {"t": t, "kind": kind, "nodeclaim": claim, "node": node, "reason": reason, "details": details}
+
+
+def test_a_command_saves_from_its_last_instance_gone_and_an_unfinished_one_saves_nothing():
+    """Fresh-user trial 3 (issue 35, B1): a consolidation saves only once its candidates'
+    instances are terminated; one whose instances the cloud never deleted saves nothing and the
+    summary says so."""
+    from karpy_core.sim.report import SimulationReport
+
+    events = [
+        *(_event(10.0, "register", f"c{i}", f"n{i}") for i in (1, 2, 3)),
+        _event(100.0, "disrupt", None, "n1,n2", "Empty", savings_per_hour=1.0),  # two nodes, gone at 150 and 200
+        _event(150.0, "terminate", "c1", None, "instance terminated"),
+        _event(200.0, "terminate", "c2", None, "instance terminated"),
+        _event(300.0, "disrupt", "c3", "n3", "Underutilized", savings_per_hour=0.5),  # never terminated
+        _event(400.0, "register", "c4", "n4"),
+        _event(500.0, "disrupt", None, "n4", "Underutilized", savings_per_hour=0.25),
+        _event(900.0, "disrupt-failed", None, "n4", "replacement c5 failed to launch"),  # abandoned: no saving, not incomplete
+    ]
+    report = SimulationReport(provider={"until_seconds": 3800.0, "scenario": "s"}, nodes=[], pods=[], events=events,
+                              cost_over_time=[{"t": 0.0, "nodes": 3, "cost_per_hour": 2.0}])
+    day = day_summary(report)
+    assert day.consolidation_savings_per_hour == pytest.approx(1.0)
+    assert day.consolidation_savings_usd == pytest.approx(1.0 * (3800 - 200) / 3600)
+    assert (day.consolidation_commands, day.consolidation_incomplete) == (1, 1)
+    assert day.disruptions == {"Empty": {"commands": 1, "nodes": 2}, "Underutilized": {"commands": 2, "nodes": 2}}
+    assert report.to_dict()["day"]["consolidation_incomplete"] == 1
+    lines = render_text(report).splitlines()
+    assert "  consolidation:  saved 1.0000 USD (1.0000 USD/hour removed by 1 command, each counted from its instances' " \
+           "termination to the end)" in lines
+    assert "                  1 consolidation command did not complete: the cloud did not delete their instances by the end " \
+           "(nothing saved)" in lines
 
 
 @pytest.mark.e2e  # a whole simulated scenario (hours of simulated time, seconds of real)

@@ -34,7 +34,7 @@ from karpy_core.controllers.conditions import clear_condition, status_conditions
 from karpy_core.errors import CloudProviderError, KubeAPIError, NotFoundError, ignore_kube_error
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.logs import fields
+from karpy_core.logs import REPEAT_BY_ERROR, fields
 from karpy_core.state.cluster import condition, is_true
 from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, ViewCache
 from karpy_core.utils.clock import Clock, iso
@@ -155,7 +155,8 @@ class NodeClaimDrift:
         try:
             reason = await self.provider.is_drifted(self._views.nodeclaim(nc).model)
         except CloudProviderError as exc:
-            log.warning("drift check failed; keeping the last answer", extra=fields(nodeclaim=name, error=exc))
+            log.warning("drift check failed; keeping the last answer",
+                        extra={**fields(nodeclaim=name, error=exc), REPEAT_BY_ERROR: True})
             return last.reason if last is not None else ""
         self._checks[name] = _ProviderCheck(now, version, reason)
         return reason
