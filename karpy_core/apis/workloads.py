@@ -13,9 +13,10 @@ All are lenient (unknown fields kept). Source: ``k8s.io/api/{apps,batch,policy}/
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field, Strict, model_validator
+from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
 
 from karpy_core.apis.base import LenientModel, LenientObject, Str
 from karpy_core.apis.core import LabelSelector, PodTemplateSpec
@@ -24,6 +25,9 @@ __all__ = [
     "INT32_MAX",
     "Replicas",
     "IntOrPercent",
+    "IntOrAnyPercent",
+    "RollingUpdateDeployment",
+    "DeploymentStrategy",
     "DeploymentSpec",
     "Deployment",
     "ReplicaSetSpec",
@@ -87,7 +91,20 @@ class _SelectsTemplate(LenientModel):
         return self
 
 
-def _int_or_percent(value: Any) -> int | str:
+_PERCENT_MESSAGE = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+                    "regex used for validation is '[0-9]+%')")
+"""apimachinery's ``IsValidPercent`` message, as kube-apiserver gives it."""
+
+
+def _int_or_percent(value: Any, *, at_most_100: bool = True) -> int | str:
+    """``intstr.IntOrString`` as kube-apiserver's ``ValidatePositiveIntOrPercent`` checks it
+    (``pkg/apis/apps/validation/validation.go``): an int in 0 .. 2^31-1, or a string ``"N%"``
+    (``IsValidPercent``); with ``at_most_100``, a percentage above 100% is refused too
+    (``IsNotMoreThan100Percent``: PDBs, ``maxUnavailable``).
+
+    Raises:
+        ValueError: anything else, in the API server's words where it has them.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"must be an integer or a percentage such as '25%'; got {value!r}")
     if isinstance(value, int):
@@ -97,20 +114,74 @@ def _int_or_percent(value: Any) -> int | str:
             raise ValueError(f"{value} does not fit in an int32 (an int-or-string's integer: at most {INT32_MAX})")
         return value
     if not _PERCENT.fullmatch(value):
-        raise ValueError(f"a string here must be a percentage such as '25%'; got {value!r}")
-    if int(value[:-1]) > 100:  # kube-apiserver's IsNotMoreThan100Percent
+        raise ValueError(f"{value!r}: {_PERCENT_MESSAGE}")
+    if at_most_100 and int(value[:-1]) > 100:  # kube-apiserver's IsNotMoreThan100Percent
         raise ValueError(f"{value!r} must not be greater than 100%")
     return value
 
 
 IntOrPercent = Annotated[Any, BeforeValidator(_int_or_percent)]
-"""``intstr.IntOrString`` as PDBs use it: a non-negative int, or a string ``"N%"``."""
+"""``intstr.IntOrString`` as PDBs and ``maxUnavailable`` use it: a non-negative int, or a string
+``"N%"`` of at most 100%."""
+
+IntOrAnyPercent = Annotated[Any, BeforeValidator(partial(_int_or_percent, at_most_100=False))]
+"""``intstr.IntOrString`` as a Deployment's ``maxSurge`` uses it: a non-negative int, or any ``"N%"``."""
+
+
+def _is_zero(value: int | str) -> bool:
+    """kube-apiserver's ``getIntOrPercentValue(...) == 0``: ``0`` or ``"0%"``."""
+    return int(value[:-1]) == 0 if isinstance(value, str) else value == 0
+
+
+class RollingUpdateDeployment(LenientModel):
+    """apps/v1 ``RollingUpdateDeployment``: how many pods above (``maxSurge``) and below
+    (``maxUnavailable``) ``replicas`` a rollout may go; each defaults to ``25%``
+    (``SetDefaults_Deployment``). Not simulated (a changed template replaces every pod)."""
+
+    max_unavailable: IntOrPercent | None = None
+    max_surge: IntOrAnyPercent | None = None
+
+
+class DeploymentStrategy(LenientModel):
+    """apps/v1 ``DeploymentStrategy``, checked as kube-apiserver's ``ValidateDeploymentStrategy``
+    does after ``SetDefaults_Deployment`` (an empty ``type`` is ``RollingUpdate``, an unset
+    ``maxSurge``/``maxUnavailable`` is ``25%``).
+
+    Raises (as a validation error):
+        ValueError: ``type`` neither ``Recreate`` nor ``RollingUpdate``; ``rollingUpdate`` with
+        ``Recreate``; ``maxSurge`` and ``maxUnavailable`` both 0.
+    """
+
+    type: Str | None = None
+    """``Recreate`` or ``RollingUpdate`` (empty or unset: ``RollingUpdate``)."""
+    rolling_update: RollingUpdateDeployment | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value not in (None, "", "Recreate", "RollingUpdate"):
+            raise ValueError(f'Unsupported value: "{value}": supported values: "Recreate", "RollingUpdate"')
+        return value
+
+    @model_validator(mode="after")
+    def _fits_type(self) -> DeploymentStrategy:
+        if self.type == "Recreate":
+            if self.rolling_update is not None:
+                raise ValueError("rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'")
+            return self
+        rolling = self.rolling_update or RollingUpdateDeployment()
+        surge = "25%" if rolling.max_surge is None else rolling.max_surge
+        unavailable = "25%" if rolling.max_unavailable is None else rolling.max_unavailable
+        if _is_zero(surge) and _is_zero(unavailable):
+            raise ValueError(f"rollingUpdate.maxUnavailable: {unavailable!r}: may not be 0 when `maxSurge` is 0")
+        return self
 
 
 class DeploymentSpec(_SelectsTemplate):
-    """apps/v1 ``DeploymentSpec`` (strategy and the rest are kept, not read)."""
+    """apps/v1 ``DeploymentSpec`` (``strategy`` is checked, not simulated; the rest is kept)."""
 
     replicas: DefaultedReplicas = 1
+    strategy: DeploymentStrategy | None = None
 
 
 class Deployment(LenientObject):
