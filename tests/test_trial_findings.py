@@ -135,7 +135,10 @@ def test_integers_beyond_their_openapi_format_are_refused(tmp_path: Path, text: 
 
 
 def test_int32_bounds_themselves_are_accepted(tmp_path: Path) -> None:
-    path = _write(tmp_path, "ok.yaml", _pod(spec="  priority: -2147483648\n  terminationGracePeriodSeconds: 9223372036854775807\n"))
+    # Priority admission refuses a priority other than its PriorityClass's value (0 without one): the class says it
+    lowest = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: lowest}\nvalue: -2147483648\n---\n"
+    path = _write(tmp_path, "ok.yaml", lowest + _pod(spec="  priorityClassName: lowest\n  priority: -2147483648\n"
+                                                          "  terminationGracePeriodSeconds: 9223372036854775807\n"))
     result = invoke_cli("validate", path)
     assert result.exit_code == 0, result.output
 
@@ -232,9 +235,11 @@ def _resources(requests: str, limits: str = "") -> str:
 
 
 @pytest.mark.parametrize(("text", "field", "problem"), [
-    # apiserver: requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer
+    # apiserver: requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer, and (one answer, trial 3)
+    # spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources
     (_resources('{nvidia.com/gpu: "0.5"}'), "spec.containers[0].resources",
-     "requests[nvidia.com/gpu]: '0.5' must be an integer"),
+     "requests[nvidia.com/gpu]: '0.5' must be an integer; limits.nvidia.com/gpu: Limit must be set for non overcommitable "
+     "resources (requests.nvidia.com/gpu is set)"),
     # apiserver: requests: Invalid value: "1": must be equal to example.com/foo limit of 2
     (_resources("{example.com/foo: 1}", "{example.com/foo: 2}"), "spec.containers[0].resources",
      "requests.example.com/foo '1' must be equal to example.com/foo limit of '2'"),
