@@ -795,8 +795,9 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
                 for v in [(o.model_extra or {}).get("value")] if isinstance(v, int)]
     problems = []
     specs: list[tuple[KubeObject, str, PodSpec]] = [(pod, "spec", pod.spec) for pod in loaded.pods]
-    for workload in (*loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets, *loaded.jobs):
-        specs.append((workload, "spec.template.spec", workload.spec.template.spec))
+    workloads: list[Deployment | ReplicaSet | StatefulSet | DaemonSet | Job] = [
+        *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets, *loaded.jobs]
+    specs += [(workload, "spec.template.spec", workload.spec.template.spec) for workload in workloads]
     for obj, path, spec in specs:
         whose = "the pod" if isinstance(obj, Pod) else f"the pods of this {obj.KIND}"
         name = spec.priority_class_name
