@@ -176,3 +176,25 @@ async def test_pods_of_a_missing_priority_class_are_refused_before_simulating(tm
         await run_simulation(write(tmp_path, pool=POOL, app=with_priority_class(deployment("app", 2, "1", "1Gi"), "nope")))
     (problem,) = err.value.problems
     assert "Deployment/app: spec.template.spec.priorityClassName: no PriorityClass with name nope was found" in problem
+
+
+async def test_pods_refused_until_their_priority_class_is_applied_are_not_called_never_created(tmp_path):
+    """A Scenario applying the PriorityClass 10 minutes after the Deployment: the pods are refused
+    (Priority admission, as the API server), then created; the report says so, not "not created"."""
+    pool, app = write(tmp_path, pool=POOL, app=with_priority_class(deployment("app", 2, "1", "1Gi"), "high"))
+    pc = write(tmp_path, pc=PRIORITYCLASS)[0]
+    scenario = tmp_path / "scn.yaml"
+    scenario.write_text(f"""apiVersion: karpy.sh/v1alpha1
+kind: Scenario
+metadata: {{name: late-class}}
+until: 20m
+steps:
+  - {{at: 0s, apply: {pool}}}
+  - {{at: 0s, apply: {app}}}
+  - {{at: 10m, apply: {pc}}}
+""")
+    report = await run_simulation([str(scenario)])
+    assert report.summary()["pods_pending"] == 0 and len(report.pods) == 2
+    (warning,) = [w for w in report.warnings if "PriorityClass" in w]
+    assert warning.startswith("Deployment/default/app: pods refused for a while, then created: 403 Forbidden: ") and \
+        warning.endswith("is forbidden: no PriorityClass with name high was found"), warning
