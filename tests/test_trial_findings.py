@@ -721,3 +721,42 @@ def test_a_quantity_the_decoder_refuses_stays_the_only_resource_problem(tmp_path
     (line,) = _refused(tmp_path, _workload("Pod", container={"resources": {"limits": {"cpu": "1x", "memory": "1Gi"},
                                                                            "requests": {"memory": "2Gi"}}}))
     assert "spec.containers[0].resources.limits.cpu: " in line and "must be less than" not in line, line
+
+
+@pytest.mark.parametrize(("kind", "strategy", "field", "problem"), [
+    # apiserver: spec.updateStrategy: Unsupported value: {"Type":"Sideways",...}: supported values: "RollingUpdate", "OnDelete"
+    ("DaemonSet", {"type": "Sideways"}, "spec.updateStrategy.type",
+     'Unsupported value: "Sideways": supported values: "RollingUpdate", "OnDelete"'),
+    # apiserver: spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0
+    ("DaemonSet", {"rollingUpdate": {"maxUnavailable": 0}}, "spec.updateStrategy",
+     "rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0"),
+    # apiserver: spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when maxUnavailable is non-zero
+    ("DaemonSet", {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}, "spec.updateStrategy",
+     "rollingUpdate.maxSurge: 1: may not be set when maxUnavailable is non-zero"),
+    # apiserver: spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: "200%": must not be greater than 100%
+    ("DaemonSet", {"rollingUpdate": {"maxSurge": "200%"}}, "spec.updateStrategy.rollingUpdate.maxSurge",
+     "'200%' must not be greater than 100%"),
+    # apiserver: spec.updateStrategy: Invalid value: {"Type":"Sideways",...}: must be 'RollingUpdate' or 'OnDelete'
+    ("StatefulSet", {"type": "Sideways"}, "spec.updateStrategy.type", "'Sideways': must be 'RollingUpdate' or 'OnDelete'"),
+    # apiserver: spec.updateStrategy.rollingUpdate: Invalid value: {...}: only allowed for updateStrategy 'RollingUpdate'
+    ("StatefulSet", {"type": "OnDelete", "rollingUpdate": {}}, "spec.updateStrategy",
+     "rollingUpdate: only allowed for updateStrategy 'RollingUpdate'"),
+    # apiserver: spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0
+    ("StatefulSet", {"rollingUpdate": {"partition": -1}}, "spec.updateStrategy.rollingUpdate.partition",
+     "must be >= 0; got the number -1"),
+])
+def test_daemonset_and_statefulset_update_strategies_are_checked(tmp_path: Path, kind: str, strategy: dict[str, Any],
+                                                                 field: str, problem: str) -> None:
+    (line,) = _refused(tmp_path, _workload(kind, spec={"updateStrategy": strategy}))
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 {kind}/w: {field}: {problem}", line
+
+
+@pytest.mark.parametrize(("kind", "strategy"), [
+    ("DaemonSet", {"type": "OnDelete"}), ("DaemonSet", {"type": "OnDelete", "rollingUpdate": {}}),
+    ("DaemonSet", {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}), ("DaemonSet", {"rollingUpdate": {"maxUnavailable": "10%"}}),
+    ("StatefulSet", {"type": "OnDelete"}), ("StatefulSet", {"rollingUpdate": {"partition": 0, "maxUnavailable": "5"}}),
+])
+def test_update_strategies_the_api_server_accepts_are_accepted(tmp_path: Path, kind: str, strategy: dict[str, Any]) -> None:
+    path = _write(tmp_path, "ok.yaml", _workload(kind, spec={"updateStrategy": strategy}))
+    result = invoke_cli("validate", path)
+    assert result.exit_code == 0, result.output

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
 
-from karpy_core.apis.base import LenientModel, LenientObject, Str
+from karpy_core.apis.base import Int32, LenientModel, LenientObject, Str
 from karpy_core.apis.core import LabelSelector, PodTemplateSpec
 
 __all__ = [
@@ -28,6 +28,8 @@ __all__ = [
     "IntOrAnyPercent",
     "RollingUpdateDeployment",
     "DeploymentStrategy",
+    "DaemonSetUpdateStrategy",
+    "StatefulSetUpdateStrategy",
     "DeploymentSpec",
     "Deployment",
     "ReplicaSetSpec",
@@ -177,6 +179,83 @@ class DeploymentStrategy(LenientModel):
         return self
 
 
+class RollingUpdateDaemonSet(LenientModel):
+    """apps/v1 ``RollingUpdateDaemonSet``: ``maxUnavailable`` (default 1) and ``maxSurge`` (default
+    0), each an int or a percentage of at most 100%."""
+
+    max_unavailable: IntOrPercent | None = None
+    max_surge: IntOrPercent | None = None
+
+
+class DaemonSetUpdateStrategy(LenientModel):
+    """apps/v1 ``DaemonSetUpdateStrategy``, checked as kube-apiserver's
+    ``ValidateDaemonSetUpdateStrategy`` does after ``SetDefaults_DaemonSet`` (checked by dryRun=All
+    on v1.36.3): ``type`` ``RollingUpdate`` (default) or ``OnDelete``; with ``RollingUpdate``,
+    ``maxUnavailable`` and ``maxSurge`` not both 0 and not both non-zero.
+
+    Raises (as a validation error):
+        ValueError: an unknown ``type``, both 0, or both non-zero.
+    """
+
+    type: Str | None = None
+    """``RollingUpdate`` or ``OnDelete`` (empty or unset: ``RollingUpdate``)."""
+    rolling_update: RollingUpdateDaemonSet | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value not in (None, "", "RollingUpdate", "OnDelete"):
+            raise ValueError(f'Unsupported value: "{value}": supported values: "RollingUpdate", "OnDelete"')
+        return value
+
+    @model_validator(mode="after")
+    def _one_of_surge_and_unavailable(self) -> DaemonSetUpdateStrategy:
+        if self.type == "OnDelete":
+            return self
+        rolling = self.rolling_update or RollingUpdateDaemonSet()
+        unavailable = 1 if rolling.max_unavailable is None else rolling.max_unavailable
+        surge = 0 if rolling.max_surge is None else rolling.max_surge
+        if _is_zero(unavailable) and _is_zero(surge):
+            raise ValueError("rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0")
+        if not _is_zero(unavailable) and not _is_zero(surge):
+            raise ValueError(f"rollingUpdate.maxSurge: {surge!r}: may not be set when maxUnavailable is non-zero")
+        return self
+
+
+class RollingUpdateStatefulSetStrategy(LenientModel):
+    """apps/v1 ``RollingUpdateStatefulSetStrategy``: ``partition`` >= 0 (``maxUnavailable`` is kept
+    as read: kube-apiserver v1.36.3 accepts any value there)."""
+
+    partition: Int32 | None = Field(default=None, ge=0)
+
+
+class StatefulSetUpdateStrategy(LenientModel):
+    """apps/v1 ``StatefulSetUpdateStrategy``, checked as kube-apiserver's ``ValidateStatefulSetSpec``
+    does: ``type`` ``RollingUpdate`` (default) or ``OnDelete``; ``rollingUpdate`` only with
+    ``RollingUpdate``.
+
+    Raises (as a validation error):
+        ValueError: an unknown ``type``, or ``rollingUpdate`` with ``OnDelete``.
+    """
+
+    type: Str | None = None
+    """``RollingUpdate`` or ``OnDelete`` (empty or unset: ``RollingUpdate``)."""
+    rolling_update: RollingUpdateStatefulSetStrategy | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value not in (None, "", "RollingUpdate", "OnDelete"):
+            raise ValueError(f"{value!r}: must be 'RollingUpdate' or 'OnDelete'")
+        return value
+
+    @model_validator(mode="after")
+    def _rolling_only_with_rolling_update(self) -> StatefulSetUpdateStrategy:
+        if self.type == "OnDelete" and self.rolling_update is not None:
+            raise ValueError("rollingUpdate: only allowed for updateStrategy 'RollingUpdate'")
+        return self
+
+
 class DeploymentSpec(_SelectsTemplate):
     """apps/v1 ``DeploymentSpec`` (``strategy`` is checked, not simulated; the rest is kept)."""
 
@@ -215,6 +294,7 @@ class StatefulSetSpec(_SelectsTemplate):
 
     replicas: DefaultedReplicas = 1
     service_name: Str | None = None
+    update_strategy: StatefulSetUpdateStrategy | None = None
     volume_claim_templates: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -229,7 +309,9 @@ class StatefulSet(LenientObject):
 
 
 class DaemonSetSpec(_SelectsTemplate):
-    """apps/v1 ``DaemonSetSpec``."""
+    """apps/v1 ``DaemonSetSpec`` (``updateStrategy`` is checked, not simulated)."""
+
+    update_strategy: DaemonSetUpdateStrategy | None = None
 
 
 class DaemonSet(LenientObject):

@@ -62,6 +62,19 @@ CASES: dict[str, tuple[dict[str, Any], bool]] = {
     "negative-limit-and-request-above-limit": (workload("Pod", container={"resources": {
         "limits": {"cpu": "-1", "memory": "1Gi"}, "requests": {"memory": "2Gi"}}}), False),
 }
+for _name, _kind, _strategy, _accepted in (
+        ("sideways", "DaemonSet", {"type": "Sideways"}, False), ("ondelete", "DaemonSet", {"type": "OnDelete"}, True),
+        ("ondelete-rolling", "DaemonSet", {"type": "OnDelete", "rollingUpdate": {}}, True),
+        ("unavailable-0", "DaemonSet", {"rollingUpdate": {"maxUnavailable": 0}}, False),
+        ("surge-only", "DaemonSet", {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}, True),
+        ("both-set", "DaemonSet", {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}, False),
+        ("surge-200-percent", "DaemonSet", {"rollingUpdate": {"maxSurge": "200%"}}, False),
+        ("unavailable-string", "DaemonSet", {"rollingUpdate": {"maxUnavailable": "5"}}, False),
+        ("sideways", "StatefulSet", {"type": "Sideways"}, False),
+        ("ondelete-rolling", "StatefulSet", {"type": "OnDelete", "rollingUpdate": {}}, False),
+        ("partition-negative", "StatefulSet", {"rollingUpdate": {"partition": -1}}, False),
+        ("unavailable-string", "StatefulSet", {"rollingUpdate": {"maxUnavailable": "5"}}, True)):
+    CASES[f"{_kind}-update-strategy-{_name}"] = (workload(_kind, spec={"updateStrategy": _strategy}), _accepted)
 for _kind in KINDS:
     for _where in ("pod", "container"):
         for _field, _value in (("runAsUser", -5), ("runAsUser", "1000"), ("runAsGroup", 2**31), ("runAsGroup", "3000")):
