@@ -183,7 +183,7 @@ async def run_simulation(
         ConfigurationError: bad options (unknown provider or option, unknown region, unreadable catalog).
     """
     from karpy_core.apis.base import to_kube_dict
-    from karpy_core.apis.loader import load_documents, load_text
+    from karpy_core.apis.loader import load_documents, load_text, priority_class_problems
     from karpy_core.sim.progress import NO_PROGRESS
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
@@ -204,6 +204,9 @@ async def run_simulation(
     else:
         text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
         loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {}, cloud_provider=cloud_provider)
+    refused = priority_class_problems(loaded)  # pods the API server would never create: say so, as validate does
+    if refused:
+        raise ManifestError(refused)
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
@@ -734,7 +737,7 @@ def validate(
     """Load manifests (or one Scenario file, its steps and the manifests they apply) and report
     every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud
     provider would leave out (its NodeClass kind is not one the provider serves)."""
-    from karpy_core.apis.loader import load_documents
+    from karpy_core.apis.loader import load_documents, priority_class_problems
     from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario
 
     try:
@@ -755,6 +758,9 @@ def validate(
                 typer.echo(f"warning: {w}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)
+        refused = priority_class_problems(loaded)
+        if refused:
+            raise ManifestError(refused)
         from karpy_core.sim.workloads import pod_cap_problem
 
         objects = loaded.objects()

@@ -17,7 +17,11 @@ or the correct result.
   cluster): container resource names, extended resources (whole numbers, request == limit, a limit
   set), ``nodeSelector`` labels, ``minDomains`` with ``ScheduleAnyway``, empty
   ``nodeSelectorTerms``, PDB percentages over 100%, pod ``restartPolicy``, a workload selector
-  not matching its template; and ``replicas: null``, which it defaults to 1.
+  not matching its template; and ``replicas: null``, which it defaults to 1;
+* trial 3, also checked by dryRun=All: a Deployment's ``strategy`` (type, ``maxSurge``/``maxUnavailable``
+  int or percent, not both 0), user and group IDs in pod and container ``securityContext`` of every
+  workload kind, a ``priorityClassName`` no PriorityClass defines (Priority admission), and field and
+  cross-field ``resources`` problems reported together.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.cli import invoke_cli
 from tests.test_input_classes import _deployment, _nodepool, _problems, _write
@@ -130,7 +135,10 @@ def test_integers_beyond_their_openapi_format_are_refused(tmp_path: Path, text: 
 
 
 def test_int32_bounds_themselves_are_accepted(tmp_path: Path) -> None:
-    path = _write(tmp_path, "ok.yaml", _pod(spec="  priority: -2147483648\n  terminationGracePeriodSeconds: 9223372036854775807\n"))
+    # Priority admission refuses a priority other than its PriorityClass's value (0 without one): the class says it
+    lowest = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: lowest}\nvalue: -2147483648\n---\n"
+    path = _write(tmp_path, "ok.yaml", lowest + _pod(spec="  priorityClassName: lowest\n  priority: -2147483648\n"
+                                                          "  terminationGracePeriodSeconds: 9223372036854775807\n"))
     result = invoke_cli("validate", path)
     assert result.exit_code == 0, result.output
 
@@ -227,9 +235,11 @@ def _resources(requests: str, limits: str = "") -> str:
 
 
 @pytest.mark.parametrize(("text", "field", "problem"), [
-    # apiserver: requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer
+    # apiserver: requests[nvidia.com/gpu]: Invalid value: "500m": must be an integer, and (one answer, trial 3)
+    # spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources
     (_resources('{nvidia.com/gpu: "0.5"}'), "spec.containers[0].resources",
-     "requests[nvidia.com/gpu]: '0.5' must be an integer"),
+     "requests[nvidia.com/gpu]: '0.5' must be an integer; limits.nvidia.com/gpu: Limit must be set for non overcommitable "
+     "resources (requests.nvidia.com/gpu is set)"),
     # apiserver: requests: Invalid value: "1": must be equal to example.com/foo limit of 2
     (_resources("{example.com/foo: 1}", "{example.com/foo: 2}"), "spec.containers[0].resources",
      "requests.example.com/foo '1' must be equal to example.com/foo limit of '2'"),
@@ -562,3 +572,191 @@ def test_a_plain_http_server_behind_an_https_url_is_named(tmp_path: Path) -> Non
     assert result.exit_code != 0
     assert f"the Kubernetes API server at {url} answered, but the TLS handshake failed: " in result.output
     assert "(the server seems to speak plain HTTP, not HTTPS)" in result.output
+
+
+# --- trial 3 (issue 35): what kube-apiserver v1.36.3 refuses, each answer checked by a dryRun=All POST --------
+
+
+def _workload(kind: str, *, pod: dict[str, Any] | None = None, container: dict[str, Any] | None = None,
+              spec: dict[str, Any] | None = None) -> str:
+    """A ``kind`` (Pod or a workload) whose pod spec has ``pod`` and first container ``container`` added."""
+    pod_spec: dict[str, Any] = {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m"}},
+                                                **(container or {})}], **(pod or {})}
+    if kind == "Pod":
+        return yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w"}, "spec": pod_spec})
+    if kind == "Job":
+        pod_spec["restartPolicy"] = "Never"
+        body: dict[str, Any] = {"template": {"spec": pod_spec}}
+    else:
+        body = {"selector": {"matchLabels": {"app": "w"}}, "template": {"metadata": {"labels": {"app": "w"}}, "spec": pod_spec}}
+    api = "batch/v1" if kind == "Job" else "apps/v1"
+    return yaml.safe_dump({"apiVersion": api, "kind": kind, "metadata": {"name": "w"}, "spec": {**body, **(spec or {})}})
+
+
+KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("where", "field", "value", "problem"), [
+    # apiserver: spec.securityContext.runAsUser: Invalid value: -5: must be between 0 and 2147483647, inclusive
+    ("pod", "runAsUser", -5, "must be between 0 and 2147483647, inclusive; got -5"),
+    ("pod", "runAsGroup", -1, "must be between 0 and 2147483647, inclusive; got -1"),
+    ("pod", "fsGroup", 2**31, "must be between 0 and 2147483647, inclusive; got 2147483648"),
+    ("container", "runAsUser", -5, "must be between 0 and 2147483647, inclusive; got -5"),
+    ("container", "runAsGroup", 2**31, "must be between 0 and 2147483647, inclusive; got 2147483648"),
+    # apiserver (decoder): cannot unmarshal string into Go struct field ...runAsUser of type int64
+    ("pod", "runAsUser", "1000", "must be an integer; got '1000'"),
+    ("pod", "fsGroup", "2000", "must be an integer; got '2000'"),
+    ("container", "runAsUser", "1000", "must be an integer; got '1000'"),
+    ("container", "runAsGroup", "3000", "must be an integer; got '3000'"),
+])
+def test_security_context_ids_are_checked_in_every_workload_kind(tmp_path: Path, kind: str, where: str, field: str,
+                                                                  value: Any, problem: str) -> None:
+    text = _workload(kind, **{where: {"securityContext": {field: value}}})
+    (line,) = _refused(tmp_path, text)
+    base = "spec" if kind == "Pod" else "spec.template.spec"
+    path = f"{base}.securityContext.{field}" if where == "pod" else f"{base}.containers[0].securityContext.{field}"
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 {kind}/w: {path}: {problem}", line
+
+
+def test_supplemental_groups_are_group_ids(tmp_path: Path) -> None:
+    (line,) = _refused(tmp_path, _workload("Deployment", pod={"securityContext": {"supplementalGroups": [1, -1]}}))
+    assert line.endswith("spec.template.spec.securityContext.supplementalGroups[1]: "
+                         "must be between 0 and 2147483647, inclusive; got -1"), line
+
+
+@pytest.mark.parametrize(("strategy", "field", "problem"), [
+    # apiserver: spec.strategy.type: Unsupported value: "Sideways": supported values: "Recreate", "RollingUpdate"
+    ({"type": "Sideways"}, "spec.strategy.type", 'Unsupported value: "Sideways": supported values: "Recreate", "RollingUpdate"'),
+    # apiserver: spec.strategy.rollingUpdate.maxSurge: Invalid value: "200": a valid percent string must be ...
+    ({"rollingUpdate": {"maxSurge": "200"}}, "spec.strategy.rollingUpdate.maxSurge",
+     "'200': a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+     "regex used for validation is '[0-9]+%')"),
+    ({"rollingUpdate": {"maxUnavailable": "1"}}, "spec.strategy.rollingUpdate.maxUnavailable",
+     "'1': a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+     "regex used for validation is '[0-9]+%')"),
+    # apiserver: spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "150%": must not be greater than 100%
+    ({"rollingUpdate": {"maxUnavailable": "150%"}}, "spec.strategy.rollingUpdate.maxUnavailable",
+     "'150%' must not be greater than 100%"),
+    ({"rollingUpdate": {"maxSurge": -1}}, "spec.strategy.rollingUpdate.maxSurge", "must not be negative; got -1"),
+    # apiserver: spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0
+    ({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}, "spec.strategy",
+     "rollingUpdate.maxUnavailable: 0: may not be 0 when `maxSurge` is 0"),
+    ({"rollingUpdate": {"maxSurge": "0%", "maxUnavailable": 0}}, "spec.strategy",
+     "rollingUpdate.maxUnavailable: 0: may not be 0 when `maxSurge` is 0"),
+    # apiserver: spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'
+    ({"type": "Recreate", "rollingUpdate": {}}, "spec.strategy",
+     "rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"),
+])
+def test_a_deployment_strategy_is_checked_as_the_api_server_does(tmp_path: Path, strategy: dict[str, Any], field: str,
+                                                                 problem: str) -> None:
+    (line,) = _refused(tmp_path, _workload("Deployment", spec={"strategy": strategy}))
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 Deployment/w: {field}: {problem}", line
+
+
+@pytest.mark.parametrize("strategy", [
+    {"type": "Recreate"}, {"type": "RollingUpdate"}, {"rollingUpdate": {"maxSurge": 200}},
+    {"rollingUpdate": {"maxSurge": "200%", "maxUnavailable": "100%"}}, {"rollingUpdate": {"maxSurge": 0}},
+    {"rollingUpdate": {"maxUnavailable": 0}}, {"type": "Recreate", "rollingUpdate": None},
+])
+def test_deployment_strategies_the_api_server_accepts_are_accepted(tmp_path: Path, strategy: dict[str, Any]) -> None:
+    text = _workload("Deployment", spec={"strategy": strategy}, pod={"securityContext": {"runAsUser": 0, "fsGroup": 2**31 - 1}},
+                     container={"securityContext": {"runAsGroup": 2**31 - 1, "runAsNonRoot": True}})
+    path = _write(tmp_path, "ok.yaml", text)
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, path)
+        assert result.exit_code == 0, (command, result.output)
+
+
+PRIORITY_CLASS = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: nope}\nvalue: 1000\n"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_missing_priority_class_is_an_error_naming_the_field(tmp_path: Path, kind: str) -> None:
+    """kube-apiserver's Priority admission: ``pods "w" is forbidden: no PriorityClass with name nope was found``;
+    a workload's pods are never created."""
+    (line,) = _refused(tmp_path, _workload(kind, pod={"priorityClassName": "nope"}))
+    base = "spec" if kind == "Pod" else "spec.template.spec"
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 1 {kind}/w: {base}.priorityClassName: no PriorityClass with name "
+                           "nope was found (kube-apiserver's Priority admission refuses "), line
+
+
+def test_a_priority_class_among_the_inputs_or_a_system_one_is_accepted(tmp_path: Path) -> None:
+    for name, text in (("defined", PRIORITY_CLASS + "---\n" + _workload("Deployment", pod={"priorityClassName": "nope"})),
+                       ("system", _workload("Deployment", pod={"priorityClassName": "system-node-critical"}))):
+        path = _write(tmp_path, f"{name}.yaml", text)
+        for command in ("validate", "simulate"):
+            result = invoke_cli(command, path)
+            assert result.exit_code == 0, (name, command, result.output)
+            assert "PriorityClass" not in result.output or command == "validate", result.output
+
+
+def test_a_priority_other_than_the_class_value_is_an_error(tmp_path: Path) -> None:
+    """apiserver: the integer value of priority (5) must not be provided in pod spec; priority admission
+    controller computed 1000 from the given PriorityClass name."""
+    text = PRIORITY_CLASS + "---\n" + _workload("Pod", pod={"priorityClassName": "nope", "priority": 5})
+    (line,) = _refused(tmp_path, text)
+    assert line.startswith(f"{tmp_path / 'in.yaml'} doc 2 Pod/w: spec.priority: the integer value of priority (5) must not "
+                           "be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass "
+                           "name"), line
+
+
+@pytest.mark.parametrize(("resources", "problems"), [
+    # apiserver: limits[cpu]: Invalid value: "-1": must be greater than or equal to 0, and
+    # requests: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi (both in one answer)
+    ({"limits": {"cpu": "-1", "memory": "1Gi"}, "requests": {"memory": "2Gi"}},
+     ["limits.cpu: must not be negative; got '-1'", "requests.memory '2Gi' must be less than or equal to memory limit of '1Gi'"]),
+    ({"limits": {"memory": "1Gi", "nvidia.com/gpu": 1}, "requests": {"memory": "2Gi", "nvidia.com/gpu": "0.5"}},
+     ["requests[nvidia.com/gpu]: '0.5' must be an integer", "requests.nvidia.com/gpu '0.5' must be equal to nvidia.com/gpu limit of '1'",
+      "requests.memory '2Gi' must be less than or equal to memory limit of '1Gi'"]),
+])
+def test_field_and_cross_field_resource_problems_are_reported_together(tmp_path: Path, resources: dict[str, Any],
+                                                                        problems: list[str]) -> None:
+    (line,) = _refused(tmp_path, _workload("Pod", container={"resources": resources}))
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 Pod/w: spec.containers[0].resources: {'; '.join(problems)}", line
+
+
+def test_a_quantity_the_decoder_refuses_stays_the_only_resource_problem(tmp_path: Path) -> None:
+    """apiserver (400, before validation): quantities must match the regular expression ..."""
+    (line,) = _refused(tmp_path, _workload("Pod", container={"resources": {"limits": {"cpu": "1x", "memory": "1Gi"},
+                                                                           "requests": {"memory": "2Gi"}}}))
+    assert "spec.containers[0].resources.limits.cpu: " in line and "must be less than" not in line, line
+
+
+@pytest.mark.parametrize(("kind", "strategy", "field", "problem"), [
+    # apiserver: spec.updateStrategy: Unsupported value: {"Type":"Sideways",...}: supported values: "RollingUpdate", "OnDelete"
+    ("DaemonSet", {"type": "Sideways"}, "spec.updateStrategy.type",
+     'Unsupported value: "Sideways": supported values: "RollingUpdate", "OnDelete"'),
+    # apiserver: spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0
+    ("DaemonSet", {"rollingUpdate": {"maxUnavailable": 0}}, "spec.updateStrategy",
+     "rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0"),
+    # apiserver: spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when maxUnavailable is non-zero
+    ("DaemonSet", {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}, "spec.updateStrategy",
+     "rollingUpdate.maxSurge: 1: may not be set when maxUnavailable is non-zero"),
+    # apiserver: spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: "200%": must not be greater than 100%
+    ("DaemonSet", {"rollingUpdate": {"maxSurge": "200%"}}, "spec.updateStrategy.rollingUpdate.maxSurge",
+     "'200%' must not be greater than 100%"),
+    # apiserver: spec.updateStrategy: Invalid value: {"Type":"Sideways",...}: must be 'RollingUpdate' or 'OnDelete'
+    ("StatefulSet", {"type": "Sideways"}, "spec.updateStrategy.type", "'Sideways': must be 'RollingUpdate' or 'OnDelete'"),
+    # apiserver: spec.updateStrategy.rollingUpdate: Invalid value: {...}: only allowed for updateStrategy 'RollingUpdate'
+    ("StatefulSet", {"type": "OnDelete", "rollingUpdate": {}}, "spec.updateStrategy",
+     "rollingUpdate: only allowed for updateStrategy 'RollingUpdate'"),
+    # apiserver: spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0
+    ("StatefulSet", {"rollingUpdate": {"partition": -1}}, "spec.updateStrategy.rollingUpdate.partition",
+     "must be >= 0; got the number -1"),
+])
+def test_daemonset_and_statefulset_update_strategies_are_checked(tmp_path: Path, kind: str, strategy: dict[str, Any],
+                                                                 field: str, problem: str) -> None:
+    (line,) = _refused(tmp_path, _workload(kind, spec={"updateStrategy": strategy}))
+    assert line == f"{tmp_path / 'in.yaml'} doc 1 {kind}/w: {field}: {problem}", line
+
+
+@pytest.mark.parametrize(("kind", "strategy"), [
+    ("DaemonSet", {"type": "OnDelete"}), ("DaemonSet", {"type": "OnDelete", "rollingUpdate": {}}),
+    ("DaemonSet", {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}), ("DaemonSet", {"rollingUpdate": {"maxUnavailable": "10%"}}),
+    ("StatefulSet", {"type": "OnDelete"}), ("StatefulSet", {"rollingUpdate": {"partition": 0, "maxUnavailable": "5"}}),
+])
+def test_update_strategies_the_api_server_accepts_are_accepted(tmp_path: Path, kind: str, strategy: dict[str, Any]) -> None:
+    path = _write(tmp_path, "ok.yaml", _workload(kind, spec={"updateStrategy": strategy}))
+    result = invoke_cli("validate", path)
+    assert result.exit_code == 0, result.output

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from decimal import Decimal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ModelWrapValidatorHandler, ValidationError, field_validator, model_validator
 
 from karpy_core.apis.base import (
     Bool,
@@ -28,7 +29,7 @@ from karpy_core.apis.base import (
     Str,
 )
 from karpy_core.apis.names import labels_problems, name_problems, qualified_name_problems
-from karpy_core.utils.quantity import parse_quantity
+from karpy_core.utils.quantity import QuantityError, parse_quantity
 
 __all__ = [
     "QUALIFIED_NAME",
@@ -52,6 +53,11 @@ __all__ = [
     "TopologySpreadConstraint",
     "is_extended_resource",
     "ResourceRequirements",
+    "SYSTEM_PRIORITY_VALUES",
+    "MAX_ID",
+    "UnixID",
+    "PodSecurityContext",
+    "SecurityContext",
     "ContainerPort",
     "Container",
     "PersistentVolumeClaimVolumeSource",
@@ -307,47 +313,150 @@ class ResourceRequirements(LenientModel):
     requests: ComputeResourceList = Field(default_factory=dict)
     limits: ComputeResourceList = Field(default_factory=dict)
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _every_problem(cls, data: Any, handler: ModelWrapValidatorHandler[ResourceRequirements]) -> ResourceRequirements:
+        """Report the field problems (a negative quantity) together with the cross-field ones (a
+        request above its limit...), as kube-apiserver's ``validateResourceRequirements`` reports
+        all of them in one answer. A quantity that does not parse stays the only problem: the API
+        server's JSON decoder refuses the object before any validation (``quantities must match
+        the regular expression``)."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            if not isinstance(data, dict) or any(not err["loc"] for err in exc.errors()):
+                raise  # not a mapping, or the cross-field check itself failed: nothing to add
+            parsed = {field: _parsed(data.get(field)) for field in ("limits", "requests")}
+            if parsed["limits"] is None or parsed["requests"] is None:
+                raise  # a quantity the decoder refuses, or not a mapping
+            shown = {f"{field}.{name}": str(value) for field in ("limits", "requests") for name, value in (data.get(field) or {}).items()}
+            cross = _requirements_problems(parsed["requests"], parsed["limits"], shown)
+            if not cross:
+                raise
+            fields = [f"{'.'.join(str(p) for p in err['loc'] if not str(p).startswith('['))}: "
+                      f"{str(err['msg']).removeprefix('Value error, ')}" for err in exc.errors()]
+            raise ValueError("; ".join([*fields, *cross])) from None
+
     @model_validator(mode="after")
     def _requests_within_limits(self) -> ResourceRequirements:
-        named = [
-            f"{field}[{name}]: {problem}"
-            for field, values in (("limits", self.limits), ("requests", self.requests))
-            for name in values
-            for problem in _resource_name_problems(name)
-        ]
-        if named:
-            raise ValueError("; ".join(named))
-        fractional = [
-            f"{field}[{name}]: {value!r} must be an integer"
-            for field, values in (("limits", self.limits), ("requests", self.requests))
-            for name, value in values.items()
-            if is_extended_resource(name) and parse_quantity(value) != int(parse_quantity(value))
-        ]
-        if fractional:
-            raise ValueError("; ".join(fractional))
-        unequal = [
-            f"requests.{name} {self.requests[name]!r} must be equal to {name} limit of {limit!r}"
-            for name, limit in sorted(self.limits.items())
-            if is_extended_resource(name) and name in self.requests
-            and parse_quantity(self.requests[name]) != parse_quantity(limit)
-        ]
-        if unequal:
-            raise ValueError("; ".join(unequal))
-        unlimited = [  # hugepages and extended resources are not overcommitable (IsOvercommitAllowed)
-            f"limits.{name}: Limit must be set for non overcommitable resources (requests.{name} is set)"
-            for name in sorted(self.requests)
-            if (is_extended_resource(name) or name.startswith("hugepages-")) and name not in self.limits
-        ]
-        if unlimited:
-            raise ValueError("; ".join(unlimited))
-        over = [
-            f"requests.{name} {self.requests[name]!r} must be less than or equal to {name} limit of {limit!r}"
-            for name, limit in sorted(self.limits.items())
-            if name in self.requests and parse_quantity(self.requests[name]) > parse_quantity(limit)
-        ]
-        if over:
-            raise ValueError("; ".join(over))
+        problems = _requirements_problems({k: parse_quantity(v) for k, v in self.requests.items()},
+                                          {k: parse_quantity(v) for k, v in self.limits.items()},
+                                          shown={**{f"requests.{k}": v for k, v in self.requests.items()},
+                                                 **{f"limits.{k}": v for k, v in self.limits.items()}})
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
+
+
+def _parsed(values: Any) -> dict[str, Decimal] | None:
+    """A raw ``requests``/``limits`` mapping as quantities; None when it is not a mapping of
+    names to quantities that parse (a missing one is empty)."""
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        return None
+    out = {}
+    for name, value in values.items():
+        if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, (int, float, str, type(None))):
+            return None
+        try:
+            out[name] = parse_quantity(0 if value is None else value)
+        except QuantityError:
+            return None
+    return out
+
+
+def _requirements_problems(requests: dict[str, Decimal], limits: dict[str, Decimal],
+                           shown: dict[str, str] | None = None) -> list[str]:
+    """Every cross-field problem of a container's ``resources`` (kube-apiserver's
+    ``validateResourceRequirements``): resource names, whole extended resources, an extended
+    request equal to its limit, a limit for non-overcommitable resources, a request at most its
+    limit. ``shown`` gives the quantities as written (``requests.cpu`` -> ``"500m"``) for messages."""
+    def text(field: str, name: str, value: Decimal) -> str:
+        return repr((shown or {}).get(f"{field}.{name}", str(value)))
+
+    problems = [
+        f"{field}[{name}]: {problem}"
+        for field, values in (("limits", limits), ("requests", requests))
+        for name in values
+        for problem in _resource_name_problems(name)
+    ]
+    problems += [
+        f"{field}[{name}]: {text(field, name, value)} must be an integer"
+        for field, values in (("limits", limits), ("requests", requests))
+        for name, value in values.items()
+        if is_extended_resource(name) and value != int(value)
+    ]
+    fixed = {name for name in (*requests, *limits) if is_extended_resource(name) or name.startswith("hugepages-")}
+    problems += [
+        f"requests.{name} {text('requests', name, requests[name])} must be equal to {name} limit of {text('limits', name, limit)}"
+        for name, limit in sorted(limits.items())
+        if name in fixed and name in requests and requests[name] != limit
+    ]
+    problems += [  # hugepages and extended resources are not overcommitable (IsOvercommitAllowed)
+        f"limits.{name}: Limit must be set for non overcommitable resources (requests.{name} is set)"
+        for name in sorted(requests)
+        if name in fixed and name not in limits
+    ]
+    problems += [
+        f"requests.{name} {text('requests', name, requests[name])} must be less than or equal to {name} limit of "
+        f"{text('limits', name, limit)}"
+        for name, limit in sorted(limits.items())
+        if name in requests and name not in fixed and requests[name] > limit  # else "must be equal" (as upstream's else-if)
+    ]
+    return problems
+
+
+SYSTEM_PRIORITY_VALUES: dict[str, int] = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+"""The PriorityClasses kube-apiserver creates in every cluster and their ``value``
+(``SystemPriorityClasses`` in Kubernetes ``pkg/apis/scheduling/helpers.go``:
+``SystemCriticalPriority`` = 2,000,000,000, node-critical 1,000 more); a pod may name them
+without the inputs defining them."""
+
+
+MAX_ID = 2**31 - 1
+"""The largest user or group ID kube-apiserver accepts (``maxUserID``/``maxGroupID`` in
+``k8s.io/apimachinery/pkg/util/validation/validation.go``)."""
+
+
+def _check_id(value: int) -> int:
+    """apimachinery's ``IsValidUserID``/``IsValidGroupID``: 0 .. 2,147,483,647."""
+    if not 0 <= value <= MAX_ID:
+        raise ValueError(f"must be between 0 and {MAX_ID}, inclusive; got {value}")
+    return value
+
+
+UnixID = Annotated[Int, AfterValidator(_check_id)]
+"""A user or group ID (``runAsUser``, ``runAsGroup``, ``fsGroup``, ``supplementalGroups[i]``): an
+``int64`` on the wire (a string such as ``"1000"`` is refused, as the API server's JSON decoder
+refuses it), within 0 .. :data:`MAX_ID` (kube-apiserver's ``ValidatePodSecurityContext`` and
+``ValidateSecurityContext``: ``must be between 0 and 2147483647, inclusive``)."""
+
+
+class SecurityContext(LenientModel):
+    """``core/v1 SecurityContext`` of a container: the IDs and switches kube-apiserver checks are
+    typed (never read by the scheduler); capabilities, SELinux, seccomp and the rest are kept as read.
+
+    Raises (as a validation error): an ID outside 0 .. 2147483647, a string where an integer or a
+    boolean is required."""
+
+    run_as_user: UnixID | None = None
+    run_as_group: UnixID | None = None
+    run_as_non_root: Bool | None = None
+    privileged: Bool | None = None
+    allow_privilege_escalation: Bool | None = None
+    read_only_root_filesystem: Bool | None = None
+
+
+class PodSecurityContext(LenientModel):
+    """``core/v1 PodSecurityContext``: as :class:`SecurityContext`, plus ``fsGroup`` and
+    ``supplementalGroups`` (group IDs, same bounds)."""
+
+    run_as_user: UnixID | None = None
+    run_as_group: UnixID | None = None
+    run_as_non_root: Bool | None = None
+    fs_group: UnixID | None = None
+    supplemental_groups: list[UnixID] | None = None
 
 
 class ContainerPort(LenientModel):
@@ -361,7 +470,8 @@ class ContainerPort(LenientModel):
 
 
 class Container(LenientModel):
-    """``core/v1 Container`` (only name, resources, ports and restartPolicy are read).
+    """``core/v1 Container`` (only name, resources, ports and restartPolicy are read; ``securityContext``
+    is checked as the API server checks it).
 
     ``restartPolicy: Always`` on an init container makes it a sidecar (its requests add to the pod's)."""
 
@@ -370,6 +480,7 @@ class Container(LenientModel):
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = Field(default_factory=list)
     restart_policy: Literal["Always"] | None = None
+    security_context: SecurityContext | None = None
 
     @field_validator("name")
     @classmethod
@@ -417,6 +528,7 @@ class PodSpec(LenientModel):
     termination_grace_period_seconds: Int | None = None
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     """kube-apiserver's ``validateRestartPolicy``: one of these (defaulted to ``Always``)."""
+    security_context: PodSecurityContext | None = None
 
     @field_validator("node_selector")
     @classmethod

@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
-from karpy_core.apis.core import Node, Pod
+from karpy_core.apis.core import SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec
 from karpy_core.apis.durations import parse_duration
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
@@ -79,6 +79,7 @@ __all__ = [
     "substitute",
     "format_path",
     "old_api_message",
+    "priority_class_problems",
 ]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -770,6 +771,47 @@ class _Builder:
         if self.problems:
             raise ManifestError(self.problems)
         return self.result
+
+
+def priority_class_problems(loaded: LoadedManifests) -> list[str]:
+    """What kube-apiserver's Priority admission (``plugin/pkg/admission/priority/admission.go``)
+    refuses in the pods of ``loaded``, one line each naming the object and field: a
+    ``priorityClassName`` that is neither a ``scheduling.k8s.io/v1 PriorityClass`` among the
+    inputs nor ``system-cluster-critical``/``system-node-critical`` (``no PriorityClass with name
+    NAME was found``), and a ``priority`` other than the class's ``value`` (0 with no class).
+
+    Only for a complete input set (``karpy validate``/``simulate`` on manifests): the API server
+    accepts the workload but creates none of its pods, so the simulation would silently leave them
+    out. A Scenario or ``--from-cluster`` relies on the in-memory cluster's admission instead
+    (:func:`karpy_core.kube.admission.admit_priority`), which sees the classes created so far.
+    """
+    values = dict(SYSTEM_PRIORITY_VALUES)
+    for other in loaded.other:
+        if (other.api_version, other.kind) == ("scheduling.k8s.io/v1", "PriorityClass") and other.name:
+            value = (other.model_extra or {}).get("value")
+            values[other.name] = value if isinstance(value, int) and not isinstance(value, bool) else 0
+    defaults = [int(v) for o in loaded.other if (o.api_version, o.kind) == ("scheduling.k8s.io/v1", "PriorityClass")
+                and (o.model_extra or {}).get("globalDefault") is True
+                for v in [(o.model_extra or {}).get("value")] if isinstance(v, int)]
+    problems = []
+    specs: list[tuple[KubeObject, str, PodSpec]] = [(pod, "spec", pod.spec) for pod in loaded.pods]
+    workloads: list[Deployment | ReplicaSet | StatefulSet | DaemonSet | Job] = [
+        *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets, *loaded.jobs]
+    specs += [(workload, "spec.template.spec", workload.spec.template.spec) for workload in workloads]
+    for obj, path, spec in specs:
+        whose = "the pod" if isinstance(obj, Pod) else f"the pods of this {obj.KIND}"
+        name = spec.priority_class_name
+        if name and name not in values:
+            problems.append(f"{obj.source} {obj.ref()}: {path}.priorityClassName: no PriorityClass with name {_short(name)} was "
+                            f"found (kube-apiserver's Priority admission refuses {whose}; define the PriorityClass among the "
+                            "inputs, or use system-cluster-critical or system-node-critical)")
+            continue
+        computed = values[name] if name else (min(defaults) if defaults else 0)
+        if spec.priority is not None and spec.priority != computed:
+            problems.append(f"{obj.source} {obj.ref()}: {path}.priority: the integer value of priority ({spec.priority}) must "
+                            f"not be provided in pod spec; priority admission controller computed {computed} from the given "
+                            f"PriorityClass name (kube-apiserver's Priority admission refuses {whose})")
+    return problems
 
 
 def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:

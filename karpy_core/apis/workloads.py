@@ -13,17 +13,23 @@ All are lenient (unknown fields kept). Source: ``k8s.io/api/{apps,batch,policy}/
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field, Strict, model_validator
+from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
 
-from karpy_core.apis.base import LenientModel, LenientObject, Str
+from karpy_core.apis.base import Int32, LenientModel, LenientObject, Str
 from karpy_core.apis.core import LabelSelector, PodTemplateSpec
 
 __all__ = [
     "INT32_MAX",
     "Replicas",
     "IntOrPercent",
+    "IntOrAnyPercent",
+    "RollingUpdateDeployment",
+    "DeploymentStrategy",
+    "DaemonSetUpdateStrategy",
+    "StatefulSetUpdateStrategy",
     "DeploymentSpec",
     "Deployment",
     "ReplicaSetSpec",
@@ -87,7 +93,20 @@ class _SelectsTemplate(LenientModel):
         return self
 
 
-def _int_or_percent(value: Any) -> int | str:
+_PERCENT_MESSAGE = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+                    "regex used for validation is '[0-9]+%')")
+"""apimachinery's ``IsValidPercent`` message, as kube-apiserver gives it."""
+
+
+def _int_or_percent(value: Any, *, at_most_100: bool = True) -> int | str:
+    """``intstr.IntOrString`` as kube-apiserver's ``ValidatePositiveIntOrPercent`` checks it
+    (``pkg/apis/apps/validation/validation.go``): an int in 0 .. 2^31-1, or a string ``"N%"``
+    (``IsValidPercent``); with ``at_most_100``, a percentage above 100% is refused too
+    (``IsNotMoreThan100Percent``: PDBs, ``maxUnavailable``).
+
+    Raises:
+        ValueError: anything else, in the API server's words where it has them.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"must be an integer or a percentage such as '25%'; got {value!r}")
     if isinstance(value, int):
@@ -97,20 +116,151 @@ def _int_or_percent(value: Any) -> int | str:
             raise ValueError(f"{value} does not fit in an int32 (an int-or-string's integer: at most {INT32_MAX})")
         return value
     if not _PERCENT.fullmatch(value):
-        raise ValueError(f"a string here must be a percentage such as '25%'; got {value!r}")
-    if int(value[:-1]) > 100:  # kube-apiserver's IsNotMoreThan100Percent
+        raise ValueError(f"{value!r}: {_PERCENT_MESSAGE}")
+    if at_most_100 and int(value[:-1]) > 100:  # kube-apiserver's IsNotMoreThan100Percent
         raise ValueError(f"{value!r} must not be greater than 100%")
     return value
 
 
 IntOrPercent = Annotated[Any, BeforeValidator(_int_or_percent)]
-"""``intstr.IntOrString`` as PDBs use it: a non-negative int, or a string ``"N%"``."""
+"""``intstr.IntOrString`` as PDBs and ``maxUnavailable`` use it: a non-negative int, or a string
+``"N%"`` of at most 100%."""
+
+IntOrAnyPercent = Annotated[Any, BeforeValidator(partial(_int_or_percent, at_most_100=False))]
+"""``intstr.IntOrString`` as a Deployment's ``maxSurge`` uses it: a non-negative int, or any ``"N%"``."""
+
+
+def _is_zero(value: int | str) -> bool:
+    """kube-apiserver's ``getIntOrPercentValue(...) == 0``: ``0`` or ``"0%"``."""
+    return int(value[:-1]) == 0 if isinstance(value, str) else value == 0
+
+
+class RollingUpdateDeployment(LenientModel):
+    """apps/v1 ``RollingUpdateDeployment``: how many pods above (``maxSurge``) and below
+    (``maxUnavailable``) ``replicas`` a rollout may go; each defaults to ``25%``
+    (``SetDefaults_Deployment``). Not simulated (a changed template replaces every pod)."""
+
+    max_unavailable: IntOrPercent | None = None
+    max_surge: IntOrAnyPercent | None = None
+
+
+class DeploymentStrategy(LenientModel):
+    """apps/v1 ``DeploymentStrategy``, checked as kube-apiserver's ``ValidateDeploymentStrategy``
+    does after ``SetDefaults_Deployment`` (an empty ``type`` is ``RollingUpdate``, an unset
+    ``maxSurge``/``maxUnavailable`` is ``25%``).
+
+    Raises (as a validation error):
+        ValueError: ``type`` neither ``Recreate`` nor ``RollingUpdate``; ``rollingUpdate`` with
+        ``Recreate``; ``maxSurge`` and ``maxUnavailable`` both 0.
+    """
+
+    type: Str | None = None
+    """``Recreate`` or ``RollingUpdate`` (empty or unset: ``RollingUpdate``)."""
+    rolling_update: RollingUpdateDeployment | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value not in (None, "", "Recreate", "RollingUpdate"):
+            raise ValueError(f'Unsupported value: "{value}": supported values: "Recreate", "RollingUpdate"')
+        return value
+
+    @model_validator(mode="after")
+    def _fits_type(self) -> DeploymentStrategy:
+        if self.type == "Recreate":
+            if self.rolling_update is not None:
+                raise ValueError("rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'")
+            return self
+        rolling = self.rolling_update or RollingUpdateDeployment()
+        surge = "25%" if rolling.max_surge is None else rolling.max_surge
+        unavailable = "25%" if rolling.max_unavailable is None else rolling.max_unavailable
+        if _is_zero(surge) and _is_zero(unavailable):
+            raise ValueError(f"rollingUpdate.maxUnavailable: {unavailable!r}: may not be 0 when `maxSurge` is 0")
+        return self
+
+
+class RollingUpdateDaemonSet(LenientModel):
+    """apps/v1 ``RollingUpdateDaemonSet``: ``maxUnavailable`` (default 1) and ``maxSurge`` (default
+    0), each an int or a percentage of at most 100%."""
+
+    max_unavailable: IntOrPercent | None = None
+    max_surge: IntOrPercent | None = None
+
+
+class DaemonSetUpdateStrategy(LenientModel):
+    """apps/v1 ``DaemonSetUpdateStrategy``, checked as kube-apiserver's
+    ``ValidateDaemonSetUpdateStrategy`` does after ``SetDefaults_DaemonSet`` (checked by dryRun=All
+    on v1.36.3): ``type`` ``RollingUpdate`` (default) or ``OnDelete``; with ``RollingUpdate``,
+    ``maxUnavailable`` and ``maxSurge`` not both 0 and not both non-zero.
+
+    Raises (as a validation error):
+        ValueError: an unknown ``type``, both 0, or both non-zero.
+    """
+
+    type: Str | None = None
+    """``RollingUpdate`` or ``OnDelete`` (empty or unset: ``RollingUpdate``)."""
+    rolling_update: RollingUpdateDaemonSet | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value not in (None, "", "RollingUpdate", "OnDelete"):
+            raise ValueError(f'Unsupported value: "{value}": supported values: "RollingUpdate", "OnDelete"')
+        return value
+
+    @model_validator(mode="after")
+    def _one_of_surge_and_unavailable(self) -> DaemonSetUpdateStrategy:
+        if self.type == "OnDelete":
+            return self
+        rolling = self.rolling_update or RollingUpdateDaemonSet()
+        unavailable = 1 if rolling.max_unavailable is None else rolling.max_unavailable
+        surge = 0 if rolling.max_surge is None else rolling.max_surge
+        if _is_zero(unavailable) and _is_zero(surge):
+            raise ValueError("rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0")
+        if not _is_zero(unavailable) and not _is_zero(surge):
+            raise ValueError(f"rollingUpdate.maxSurge: {surge!r}: may not be set when maxUnavailable is non-zero")
+        return self
+
+
+class RollingUpdateStatefulSetStrategy(LenientModel):
+    """apps/v1 ``RollingUpdateStatefulSetStrategy``: ``partition`` >= 0 (``maxUnavailable`` is kept
+    as read: kube-apiserver v1.36.3 accepts any value there)."""
+
+    partition: Int32 | None = Field(default=None, ge=0)
+
+
+class StatefulSetUpdateStrategy(LenientModel):
+    """apps/v1 ``StatefulSetUpdateStrategy``, checked as kube-apiserver's ``ValidateStatefulSetSpec``
+    does: ``type`` ``RollingUpdate`` (default) or ``OnDelete``; ``rollingUpdate`` only with
+    ``RollingUpdate``.
+
+    Raises (as a validation error):
+        ValueError: an unknown ``type``, or ``rollingUpdate`` with ``OnDelete``.
+    """
+
+    type: Str | None = None
+    """``RollingUpdate`` or ``OnDelete`` (empty or unset: ``RollingUpdate``)."""
+    rolling_update: RollingUpdateStatefulSetStrategy | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        if value not in (None, "", "RollingUpdate", "OnDelete"):
+            raise ValueError(f"{value!r}: must be 'RollingUpdate' or 'OnDelete'")
+        return value
+
+    @model_validator(mode="after")
+    def _rolling_only_with_rolling_update(self) -> StatefulSetUpdateStrategy:
+        if self.type == "OnDelete" and self.rolling_update is not None:
+            raise ValueError("rollingUpdate: only allowed for updateStrategy 'RollingUpdate'")
+        return self
 
 
 class DeploymentSpec(_SelectsTemplate):
-    """apps/v1 ``DeploymentSpec`` (strategy and the rest are kept, not read)."""
+    """apps/v1 ``DeploymentSpec`` (``strategy`` is checked, not simulated; the rest is kept)."""
 
     replicas: DefaultedReplicas = 1
+    strategy: DeploymentStrategy | None = None
 
 
 class Deployment(LenientObject):
@@ -144,6 +294,7 @@ class StatefulSetSpec(_SelectsTemplate):
 
     replicas: DefaultedReplicas = 1
     service_name: Str | None = None
+    update_strategy: StatefulSetUpdateStrategy | None = None
     volume_claim_templates: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -158,7 +309,9 @@ class StatefulSet(LenientObject):
 
 
 class DaemonSetSpec(_SelectsTemplate):
-    """apps/v1 ``DaemonSetSpec``."""
+    """apps/v1 ``DaemonSetSpec`` (``updateStrategy`` is checked, not simulated)."""
+
+    update_strategy: DaemonSetUpdateStrategy | None = None
 
 
 class DaemonSet(LenientObject):

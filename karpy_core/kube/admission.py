@@ -1,4 +1,4 @@
-"""Pod admission as the API server's RuntimeClass plugin does it, for the in-memory cluster.
+"""Pod admission as the API server's RuntimeClass and Priority plugins do it, for the in-memory cluster.
 
 A pod created with ``spec.runtimeClassName`` gets, before it is stored (Kubernetes
 ``plugin/pkg/admission/runtimeclass/admission.go``):
@@ -14,6 +14,13 @@ A pod that sets ``spec.overhead`` without a RuntimeClass defining one is rejecte
 (validating ``validateOverhead``). Every rejection is HTTP 403 ``Forbidden`` with the API server's
 message. Only creation is admitted (the plugin handles ``CREATE`` only). An empty ``overhead`` map
 counts as unset: karpy's serialisers drop empty maps, as Go's ``omitempty`` does on the wire.
+
+Priority admission (``plugin/pkg/admission/priority/admission.go``, :func:`admit_priority`): a pod
+naming ``spec.priorityClassName`` gets that PriorityClass's ``value`` as ``spec.priority`` and its
+``preemptionPolicy`` (default ``PreemptLowerPriority``) as ``spec.preemptionPolicy``; a pod naming
+none gets the ``globalDefault`` class's. A missing class, or a ``priority``/``preemptionPolicy``
+the pod sets to another value, is refused (403). ``system-cluster-critical`` and
+``system-node-critical`` exist in every cluster (:data:`SYSTEM_PRIORITY_CLASSES`).
 """
 
 from __future__ import annotations
@@ -23,11 +30,24 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from karpy_core.apis.core import SYSTEM_PRIORITY_VALUES
 from karpy_core.errors import KubeAPIError
 from karpy_core.utils.clone import clone
 from karpy_core.utils.quantity import QuantityError, parse_quantity
 
-__all__ = ["admit_pod", "merge_tolerations"]
+__all__ = ["admit_pod", "admit_priority", "needs_priority_admission", "merge_tolerations", "SYSTEM_PRIORITY_CLASSES",
+           "PREEMPT_LOWER_PRIORITY"]
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+"""A PriorityClass's ``preemptionPolicy`` when unset (``SetDefaults_PriorityClass``)."""
+
+SYSTEM_PRIORITY_CLASSES: dict[str, dict[str, Any]] = {
+    name: {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value,
+           "preemptionPolicy": PREEMPT_LOWER_PRIORITY}
+    for name, value in SYSTEM_PRIORITY_VALUES.items()
+}
+"""The PriorityClasses kube-apiserver creates in every cluster, as objects
+(:data:`~karpy_core.apis.core.SYSTEM_PRIORITY_VALUES`)."""
 
 
 def _forbidden(pod: Mapping[str, Any], why: str) -> KubeAPIError:
@@ -137,4 +157,61 @@ def admit_pod(pod: dict[str, Any], runtime_classes: Mapping[str, Mapping[str, An
                                         copy.deepcopy(list(scheduling.get("tolerations") or [])))
         if tolerations:
             ospec["tolerations"] = tolerations
+    return out
+
+
+def needs_priority_admission(pod: Mapping[str, Any], priority_classes: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether :func:`admit_priority` could change or refuse ``pod``: it names a PriorityClass or
+    sets ``priority``/``preemptionPolicy``, or a stored class is ``globalDefault``. A pod with
+    none of these would get ``priority: 0``, which every reader already assumes when it is unset,
+    so the in-memory cluster leaves it as created."""
+    spec = pod.get("spec") or {}
+    if spec.get("priorityClassName") or spec.get("priority") is not None or spec.get("preemptionPolicy") is not None:
+        return True
+    return any(pc.get("globalDefault") is True for pc in priority_classes.values())
+
+
+def admit_priority(pod: dict[str, Any], priority_classes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The pod as the Priority admission plugin stores it (a new dict; ``pod`` is untouched).
+
+    As ``admitPod`` in Kubernetes ``plugin/pkg/admission/priority/admission.go`` (on create):
+    ``spec.priorityClassName`` names the class (the ``globalDefault`` one, whose name is then
+    set, when empty; none: priority 0, ``PreemptLowerPriority``); ``spec.priority`` becomes its
+    ``value`` and ``spec.preemptionPolicy`` its ``preemptionPolicy``.
+
+    Args:
+        pod: a core/v1 Pod dict being created.
+        priority_classes: scheduling.k8s.io/v1 PriorityClass dicts by name (the two system
+            classes are added when missing: :data:`SYSTEM_PRIORITY_CLASSES`).
+
+    Raises:
+        KubeAPIError: 403 Forbidden when the named class does not exist (``no PriorityClass with
+            name NAME was found``), or the pod's own ``priority``/``preemptionPolicy`` differs
+            from the class's, in the API server's words.
+    """
+    classes = {**SYSTEM_PRIORITY_CLASSES, **priority_classes}
+    spec = pod.get("spec") or {}
+    name = spec.get("priorityClassName")
+    pc: Mapping[str, Any] | None
+    if name:
+        pc = classes.get(str(name))
+        if pc is None:
+            raise _forbidden(pod, f"no PriorityClass with name {name} was found")
+    else:
+        defaults = sorted((c for c in classes.values() if c.get("globalDefault") is True),
+                          key=lambda c: int(c.get("value") or 0))  # several: the lowest value (getDefaultPriorityClass)
+        pc = defaults[0] if defaults else None
+    priority = int(pc.get("value") or 0) if pc is not None else 0
+    policy = str((pc.get("preemptionPolicy") if pc is not None else None) or PREEMPT_LOWER_PRIORITY)
+    given = spec.get("priority")
+    if given is not None and given != priority:
+        raise _forbidden(pod, f"the integer value of priority ({given}) must not be provided in pod spec; priority "
+                              f"admission controller computed {priority} from the given PriorityClass name")
+    given_policy = spec.get("preemptionPolicy")
+    if given_policy is not None and given_policy != policy:
+        raise _forbidden(pod, f"the string value of PreemptionPolicy ({given_policy}) must not be provided in pod spec; "
+                              f"priority admission controller computed {policy} from the given PriorityClass name")
+    out = {**pod, "spec": {**spec, "priority": priority, "preemptionPolicy": policy}}
+    if pc is not None and not name:
+        out["spec"]["priorityClassName"] = (pc.get("metadata") or {}).get("name")
     return out

@@ -8,8 +8,9 @@ disruption controller: every PDB's ``status`` (``expectedPods``, ``desiredHealth
 ``currentHealthy``, ``disruptionsAllowed``, ``disruptedPods``, ``observedGeneration``) is kept up
 to date from the pods and their controllers (:mod:`karpy_core.utils.pdb`), as if that controller
 reacted instantly. Pods are admitted by
-RuntimeClass (:mod:`karpy_core.kube.admission`: overhead, node selector and tolerations set from
-``spec.runtimeClassName``, 403 on a missing class or a conflict).
+Priority and RuntimeClass (:mod:`karpy_core.kube.admission`: ``priority`` and ``preemptionPolicy``
+set from ``spec.priorityClassName``; overhead, node selector and tolerations set from
+``spec.runtimeClassName``; 403 on a missing class or a conflict).
 Objects are deep-copied in and out, so callers never share state with the store. Inside, a
 stored object is never changed: every write stores a new dict (sharing the unchanged parts of the
 old one), so views and :meth:`InMemoryCluster.snapshot` hand out stored objects without copying
@@ -23,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.admission import admit_pod
+from karpy_core.kube.admission import admit_pod, admit_priority, needs_priority_admission
 from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
 from karpy_core.redaction import redact_stored
 from karpy_core.state.views import VIEW_KINDS, ObjectView, PodView, build_view
@@ -258,6 +259,9 @@ class InMemoryCluster:
         if info is None:
             raise KubeAPIError.from_status(f"kind {kind} is not served", status=404, reason="NotFound")
         if kind == "Pod":
+            priority_classes = {k[1]: v for k, v in self._store["PriorityClass"].items()}
+            if needs_priority_admission(obj, priority_classes):  # Priority admits before RuntimeClass, as in kube-apiserver
+                obj = admit_priority(obj, priority_classes)  # a new spec; metadata copied below
             spec = obj.get("spec") or {}
             if given and not spec.get("runtimeClassName") and spec.get("overhead") is None:
                 obj = {**obj, "metadata": dict(obj.get("metadata") or {})}  # admission has nothing to do (admit_pod)

@@ -263,6 +263,7 @@ KINDS: dict[str, KindInfo] = {
     "VolumeAttachment": KindInfo("storage.k8s.io", "v1", "volumeattachments", False),
     "Lease": KindInfo("coordination.k8s.io", "v1", "leases", True),
     "RuntimeClass": KindInfo("node.k8s.io", "v1", "runtimeclasses", False),
+    "PriorityClass": KindInfo("scheduling.k8s.io", "v1", "priorityclasses", False),
     "PodTemplate": KindInfo("", "v1", "podtemplates", True),
     "CapacityBuffer": KindInfo("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", True),
     "NodePool": KindInfo("karpenter.sh", "v1", "nodepools", False),

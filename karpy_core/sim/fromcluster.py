@@ -82,12 +82,12 @@ __all__ = [
 ]
 
 READ_KINDS: tuple[str, ...] = (
-    "RuntimeClass", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+    "RuntimeClass", "PriorityClass", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
     "NodePool", "NodeOverlay", "NodeClaim", "Node",
     "DaemonSet", "PodDisruptionBudget", "ReplicaSet", "StatefulSet", "Job", "PodTemplate", "CapacityBuffer", "Pod",
 )
 """What ``--from-cluster`` lists (besides the NodeClass kinds), in the order the in-memory cluster
-is seeded: RuntimeClasses before the pods admission reads them for, NodePools before their
+is seeded: RuntimeClasses and PriorityClasses before the pods admission reads them for, NodePools before their
 NodeClaims. ReplicaSets, StatefulSets and Jobs are read so that an evicted pod comes back, as
 its controller recreates it in the cluster."""
 

@@ -614,6 +614,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         decisions={n: sim.disruption.explain(n) for n in sorted(sim.disruption.decisions)},
         decision_records={n: sim.disruption.records(n) for n in sorted(sim.disruption.decisions)},
         warnings=[f"{owner}: pods not created: {why}" for owner, why in sorted(sim.workloads.failed_creates.items())]
+        + [f"{owner}: pods refused for a while, then created: {why}" for owner, why in sorted(sim.workloads.late_creates.items())]
         + _overlay_warnings(sim) + _buffer_warnings(sim),
         timeline=list(sim.timeline) if sim.disruption_enabled else None,
         workloads=_workloads(sim),

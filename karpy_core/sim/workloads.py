@@ -7,9 +7,10 @@ A Deployment owns a ReplicaSet object ``<deployment>-<template hash>`` (``spec.r
 to the Deployment's) that owns its pods, as in a real cluster, so the disruption controller finds
 the Deployment's scale through it. Scaling down deletes the newest pods first. Rolling updates
 are not modelled: a changed template replaces all pods (and the ReplicaSet).
-A pod the API refuses (RuntimeClass admission: a missing class, a conflicting node selector) is
-not created; the workload keeps trying on every pass and :attr:`WorkloadSimulator.failed_creates`
-says why, as the controllers' ``FailedCreate`` events do.
+A pod the API refuses (Priority admission: a missing PriorityClass; RuntimeClass admission: a
+missing class, a conflicting node selector) is not created; the workload keeps trying on every pass
+and :attr:`WorkloadSimulator.failed_creates` says why, as the controllers' ``FailedCreate`` events
+do (:attr:`WorkloadSimulator.late_creates` once a later pass created them).
 """
 
 from __future__ import annotations
@@ -127,7 +128,10 @@ class WorkloadSimulator:
         """(namespace, owner) -> the next pod-name index: a replacement pod never reuses the name of
         an evicted one (StatefulSet pods keep their ordinal names, as in Kubernetes)."""
         self.failed_creates: dict[str, str] = {}
-        """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod."""
+        """``Kind/namespace/name`` of a workload -> the API's message for its last refused pod (while refused)."""
+        self.late_creates: dict[str, str] = {}
+        """As :attr:`failed_creates`, for a workload whose pods were refused and then created (a
+        PriorityClass or RuntimeClass applied later): the message of the last refusal."""
         self._owners_by_base: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
         self._owned_rs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         """(namespace, Deployment name) -> the ReplicaSets it controls, listed once per pass (one
@@ -272,6 +276,10 @@ class WorkloadSimulator:
                     raise
                 self.failed_creates[f"{obj['kind']}/{ns}/{meta['name']}"] = str(exc)
                 break
+            if self.failed_creates:  # refused before, created now: say so, not "not created"
+                key = f"{obj['kind']}/{ns}/{meta['name']}"
+                if key in self.failed_creates:
+                    self.late_creates[key] = self.failed_creates.pop(key)
             current.append(created)
             names.add(name)
             changes += 1

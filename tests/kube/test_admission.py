@@ -85,3 +85,50 @@ def test_merge_tolerations_keeps_only_supersets():
     short = {"key": "n", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
     long = {"key": "n", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
     assert merge_tolerations([short], [long]) == [long]
+
+
+# --- Priority admission (plugin/pkg/admission/priority/admission.go); tests/integration/test_trial3_apiserver.py
+# compares the same answers with the real API server's ------------------------------------------------------
+
+HIGH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000,
+        "preemptionPolicy": "Never"}
+LOW_DEFAULT = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": -10,
+               "globalDefault": True}
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"priorityClassName": "high"}, (1000, "Never", "high")),
+    ({"priorityClassName": "system-node-critical"}, (2_000_001_000, "PreemptLowerPriority", "system-node-critical")),
+    ({"priorityClassName": "system-cluster-critical"}, (2_000_000_000, "PreemptLowerPriority", "system-cluster-critical")),
+    ({"priorityClassName": "high", "priority": 1000, "preemptionPolicy": "Never"}, (1000, "Never", "high")),
+])
+def test_a_priority_class_sets_priority_and_preemption_policy(cluster, spec, expected):
+    cluster.create_sync("PriorityClass", HIGH)
+    created = cluster.create_sync("Pod", pod("p", **spec))["spec"]
+    assert (created["priority"], created["preemptionPolicy"], created["priorityClassName"]) == expected
+
+
+def test_a_pod_naming_no_class_gets_the_global_default(cluster):
+    assert "priority" not in cluster.create_sync("Pod", pod("before"))["spec"]  # no default class: 0, left unset
+    cluster.create_sync("PriorityClass", LOW_DEFAULT)
+    spec = cluster.create_sync("Pod", pod("after"))["spec"]
+    assert (spec["priority"], spec["preemptionPolicy"], spec["priorityClassName"]) == (-10, "PreemptLowerPriority", "low")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"priorityClassName": "nope"}, 'pods "x" is forbidden: no PriorityClass with name nope was found'),
+    ({"priorityClassName": "high", "priority": 5},
+     'pods "x" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission '
+     "controller computed 1000 from the given PriorityClass name"),
+    ({"priority": 7}, 'pods "x" is forbidden: the integer value of priority (7) must not be provided in pod spec; priority '
+                      "admission controller computed 0 from the given PriorityClass name"),
+    ({"priorityClassName": "high", "preemptionPolicy": "PreemptLowerPriority"},
+     'pods "x" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; '
+     "priority admission controller computed Never from the given PriorityClass name"),
+])
+def test_priority_rejections_are_403_with_the_api_servers_message(cluster, spec, message):
+    cluster.create_sync("PriorityClass", HIGH)
+    with pytest.raises(KubeAPIError) as err:
+        cluster.create_sync("Pod", pod("x", **spec))
+    assert err.value.status == 403 and str(err.value) == f"403 Forbidden: {message}"
+    assert cluster.peek("Pod", "x") is None

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from karpy_core.cli import run_simulation
+from karpy_core.errors import ManifestError
 from tests.sim.manifests import EC2NODECLASS
 
 POOL = """
@@ -151,3 +154,47 @@ async def test_pods_of_a_missing_runtimeclass_are_refused_and_reported(tmp_path)
     assert len(report.warnings) == 1
     assert re.fullmatch(r'Deployment/default/app: pods not created: 403 Forbidden: pods "app-[a-z0-9]+-[a-z0-9]{5}" '
                         r'is forbidden: pod rejected: RuntimeClass "gvisor" not found', report.warnings[0])
+
+
+PRIORITYCLASS = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"
+
+
+def with_priority_class(doc: str, name: str) -> str:
+    return doc.replace("    spec:\n      containers:", f"    spec:\n      priorityClassName: {name}\n      containers:")
+
+
+async def test_a_priority_class_among_the_manifests_is_stored_and_its_pods_scheduled(tmp_path):
+    report = await run_simulation(write(tmp_path, pool=POOL, pc=PRIORITYCLASS,
+                                        app=with_priority_class(deployment("app", 2, "1", "1Gi"), "high")))
+    assert not report.ignored and not report.warnings, (report.ignored, report.warnings)
+    assert report.summary()["pods_pending"] == 0 and len(report.pods) == 2
+
+
+async def test_pods_of_a_missing_priority_class_are_refused_before_simulating(tmp_path):
+    """kube-apiserver's Priority admission would create none of these pods."""
+    with pytest.raises(ManifestError) as err:
+        await run_simulation(write(tmp_path, pool=POOL, app=with_priority_class(deployment("app", 2, "1", "1Gi"), "nope")))
+    (problem,) = err.value.problems
+    assert "Deployment/app: spec.template.spec.priorityClassName: no PriorityClass with name nope was found" in problem
+
+
+async def test_pods_refused_until_their_priority_class_is_applied_are_not_called_never_created(tmp_path):
+    """A Scenario applying the PriorityClass 10 minutes after the Deployment: the pods are refused
+    (Priority admission, as the API server), then created; the report says so, not "not created"."""
+    pool, app = write(tmp_path, pool=POOL, app=with_priority_class(deployment("app", 2, "1", "1Gi"), "high"))
+    pc = write(tmp_path, pc=PRIORITYCLASS)[0]
+    scenario = tmp_path / "scn.yaml"
+    scenario.write_text(f"""apiVersion: karpy.sh/v1alpha1
+kind: Scenario
+metadata: {{name: late-class}}
+until: 20m
+steps:
+  - {{at: 0s, apply: {pool}}}
+  - {{at: 0s, apply: {app}}}
+  - {{at: 10m, apply: {pc}}}
+""")
+    report = await run_simulation([str(scenario)])
+    assert report.summary()["pods_pending"] == 0 and len(report.pods) == 2
+    (warning,) = [w for w in report.warnings if "PriorityClass" in w]
+    assert warning.startswith("Deployment/default/app: pods refused for a while, then created: 403 Forbidden: ") and \
+        warning.endswith("is forbidden: no PriorityClass with name high was found"), warning
