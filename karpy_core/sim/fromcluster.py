@@ -57,7 +57,7 @@ from karpy_core.controllers.disruption.decisions import (
     Verdict,
 )
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption
-from karpy_core.errors import NotFoundError
+from karpy_core.errors import KubeAPIError, NotFoundError
 from karpy_core.featuregates import FeatureGates
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, KubeClient, serve_plugin_node_classes
@@ -90,6 +90,11 @@ READ_KINDS: tuple[str, ...] = (
 is seeded: RuntimeClasses and PriorityClasses before the pods admission reads them for, NodePools before their
 NodeClaims. ReplicaSets, StatefulSets and Jobs are read so that an evicted pod comes back, as
 its controller recreates it in the cluster."""
+
+OPTIONAL_KINDS: frozenset[str] = frozenset({"PriorityClass"})
+"""Kinds a 403 does not stop the read for: a ClusterRole made from an older docs/dry-run.md
+lacks ``priorityclasses``; the classes are then rebuilt from the live pods, which carry what
+Priority admission set (:func:`priority_classes_of_pods`)."""
 
 NODE_CLASS_KINDS: tuple[str, ...] = ("EC2NodeClass", "KCNodeClass", "KWOKNodeClass")
 """The in-tree NodeClass kinds; plugin kinds served by :func:`serve_plugin_node_classes` are added."""
@@ -190,11 +195,14 @@ class LiveRead:
         objects: kind -> the objects as the API server returned them.
         missing: kinds the server does not serve (CRD not installed), sorted.
         seconds: wall time of the reads.
+        forbidden: optional kinds the user may not list.
     """
 
     objects: dict[str, list[dict[str, Any]]]
     missing: list[str]
     seconds: float
+    forbidden: list[str] = field(default_factory=list)
+    """Kinds of :data:`OPTIONAL_KINDS` the user may not list (403), sorted."""
 
     def count(self) -> dict[str, int]:
         """kind -> number of objects read (kinds with none left out)."""
@@ -217,16 +225,23 @@ async def read_cluster(kube: KubeClient, kinds: Sequence[str] | None = None) -> 
     wanted = list(kinds) if kinds is not None else [*READ_KINDS, *node_class_kinds()]
     t0 = time.perf_counter()
 
+    forbidden: list[str] = []
+
     async def one(kind: str) -> list[dict[str, Any]] | None:
         try:
             return await kube.list(kind)
         except NotFoundError:
             return None
+        except KubeAPIError as e:
+            if e.status == 403 and kind in OPTIONAL_KINDS:
+                forbidden.append(kind)
+                return None
+            raise
 
     got = await asyncio.gather(*(one(k) for k in wanted))
     objects = {k: v for k, v in zip(wanted, got, strict=True) if v is not None}
-    missing = sorted(k for k, v in zip(wanted, got, strict=True) if v is None)
-    return LiveRead(objects, missing, time.perf_counter() - t0)
+    missing = sorted(k for k, v in zip(wanted, got, strict=True) if v is None and k not in forbidden)
+    return LiveRead(objects, missing, time.perf_counter() - t0, sorted(forbidden))
 
 
 _DROPPED_META = ("managedFields", "selfLink")
@@ -238,14 +253,37 @@ def _finished_job(job: Mapping[str, Any]) -> bool:
         c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or ())
 
 
+SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+"""The PriorityClasses kube-apiserver creates itself."""
+
+
+def priority_classes_of_pods(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """PriorityClass objects rebuilt from admitted pods (when the classes could not be listed):
+    one per ``spec.priorityClassName`` other than the system classes, with the ``value``
+    (``spec.priority``, 0 when unset) and ``preemptionPolicy`` Priority admission gave its first pod."""
+    seen: dict[str, dict[str, Any]] = {}
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        name = spec.get("priorityClassName")
+        if not name or name in SYSTEM_PRIORITY_CLASSES or name in seen:
+            continue
+        seen[name] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                      "value": int(spec.get("priority") or 0),
+                      "preemptionPolicy": spec.get("preemptionPolicy") or "PreemptLowerPriority"}
+    return [seen[k] for k in sorted(seen)]
+
+
 def translate(read: LiveRead) -> list[dict[str, Any]]:
     """The live objects as the simulator's starting state, in :data:`READ_KINDS` order (NodeClass
     kinds before NodePools); see the module docstring for what changes. Each object carries
     ``kind`` and ``apiVersion`` (a list's items may lack them). Pure: ``read`` is not modified."""
     order = [*READ_KINDS[:4], *node_class_kinds(), *READ_KINDS[4:]]
     out: list[dict[str, Any]] = []
+    objects = read.objects
+    if "PriorityClass" not in objects:
+        objects = {**objects, "PriorityClass": priority_classes_of_pods(objects.get("Pod", ()))}
     for kind in order:
-        for obj in read.objects.get(kind, ()):
+        for obj in objects.get(kind, ()):
             if kind == "Job" and _finished_job(obj):
                 continue
             meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _DROPPED_META}

@@ -89,6 +89,33 @@ async def test_read_cluster_lists_only_and_names_missing_kinds() -> None:
     assert read.missing == ["NoSuchKind"]
 
 
+class NoPriorityClasses(ListOnly):
+    """A user whose ClusterRole predates ``priorityclasses`` (403 on that list only)."""
+
+    async def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[dict[str, Any]]:
+        if kind == "PriorityClass":
+            raise KubeAPIError.from_status('priorityclasses.scheduling.k8s.io is forbidden', status=403, reason="Forbidden")
+        if kind == "Node":
+            raise KubeAPIError.from_status("nodes is forbidden", status=403, reason="Forbidden")
+        return await super().list(kind, namespace, label_selector)
+
+
+async def test_priority_classes_forbidden_are_rebuilt_from_the_pods_and_other_403s_stop() -> None:
+    c, a, _ = two_nodes("pc")
+    name = c.add_pod("x", a)
+    kube = live(c)
+    kube.cluster.patch_sync("Pod", name, {"spec": {"priorityClassName": "batch-low", "priority": -10,
+                                                   "preemptionPolicy": "Never"}}, "default")
+    forbidden = NoPriorityClasses(kube.cluster)
+    read = await read_cluster(forbidden, ["PriorityClass", "Pod"])
+    assert read.forbidden == ["PriorityClass"] and read.missing == []
+    classes = [o for o in translate(read) if o["kind"] == "PriorityClass"]
+    assert classes == [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch-low"},
+                        "value": -10, "preemptionPolicy": "Never"}]
+    with pytest.raises(KubeAPIError, match="403"):
+        await read_cluster(forbidden, ["Node", "Pod"])
+
+
 async def test_unblocked_node_is_deleted_with_its_real_type_and_price() -> None:
     c, a, b = two_nodes("free")
     c.add_pod("x", a)
