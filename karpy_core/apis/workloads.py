@@ -130,6 +130,13 @@ IntOrAnyPercent = Annotated[Any, BeforeValidator(partial(_int_or_percent, at_mos
 """``intstr.IntOrString`` as a Deployment's ``maxSurge`` uses it: a non-negative int, or any ``"N%"``."""
 
 
+def _supported(value: str | None, allowed: tuple[str, ...]) -> str | None:
+    """``value`` when unset, empty or one of ``allowed``; else ValueError in kube-apiserver's words."""
+    if value not in (None, "", *allowed):
+        raise ValueError(f'Unsupported value: "{value}": supported values: ' + ", ".join(f'"{a}"' for a in allowed))
+    return value
+
+
 def _is_zero(value: int | str) -> bool:
     """kube-apiserver's ``getIntOrPercentValue(...) == 0``: ``0`` or ``"0%"``."""
     return int(value[:-1]) == 0 if isinstance(value, str) else value == 0
@@ -161,9 +168,7 @@ class DeploymentStrategy(LenientModel):
     @field_validator("type")
     @classmethod
     def _known_type(cls, value: str | None) -> str | None:
-        if value not in (None, "", "Recreate", "RollingUpdate"):
-            raise ValueError(f'Unsupported value: "{value}": supported values: "Recreate", "RollingUpdate"')
-        return value
+        return _supported(value, ("Recreate", "RollingUpdate"))
 
     @model_validator(mode="after")
     def _fits_type(self) -> DeploymentStrategy:
@@ -204,9 +209,7 @@ class DaemonSetUpdateStrategy(LenientModel):
     @field_validator("type")
     @classmethod
     def _known_type(cls, value: str | None) -> str | None:
-        if value not in (None, "", "RollingUpdate", "OnDelete"):
-            raise ValueError(f'Unsupported value: "{value}": supported values: "RollingUpdate", "OnDelete"')
-        return value
+        return _supported(value, ("RollingUpdate", "OnDelete"))
 
     @model_validator(mode="after")
     def _one_of_surge_and_unavailable(self) -> DaemonSetUpdateStrategy:
