@@ -127,10 +127,19 @@ class PluginHookError(CloudProviderError):
         hook: the hook's name (``karpy_create``...).
     """
 
-    def __init__(self, plugin: str, hook: str, exc: BaseException):
+    def __init__(self, plugin: str, hook: str, exc: BaseException | None, *, returned: str = ""):
         self.plugin = plugin
         self.hook = hook
-        super().__init__(f"cloud provider plugin {plugin!r}: {hook} raised {type(exc).__name__}: {exc}")
+        what = f"returned {returned}" if exc is None else f"raised {type(exc).__name__}: {exc}"
+        super().__init__(f"cloud provider plugin {plugin!r}: {hook} {what}")
+
+    @classmethod
+    def wrong_result(cls, plugin: str, hook: str, value: object, expected: str) -> PluginHookError:
+        """The hook returned ``value``, not what its hookspec promises (``expected``, in words):
+        ``cloud provider plugin 'p': karpy_create returned str 'x', expected a NodeClaim``."""
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return cls(plugin, hook, None, returned=f"{type(value).__name__} {shown}, expected {expected}")
 
 
 class NodeClaimNotFoundError(CloudProviderError):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
-__all__ = ["CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync"]
+__all__ = ["CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "expect"]
 
 
 class CloudCalls(Protocol):
@@ -99,6 +99,23 @@ def call_hook_sync(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: A
     return results[0] if results else None
 
 
+def expect(plugin: str, hook: str, value: Any, check: Any, expected: str) -> Any:
+    """``value`` when ``check(value)`` holds; else :meth:`PluginHookError.wrong_result` (a hook
+    returning the wrong type is the plugin's failure, one line, never a traceback further on)."""
+    try:
+        ok = bool(check(value))
+    except Exception:
+        ok = False
+    if not ok:
+        raise PluginHookError.wrong_result(plugin, hook, value, expected)
+    return value
+
+
+def _all(kind: type) -> Any:
+    """A check: a list or tuple whose items are all ``kind``."""
+    return lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, kind) for x in v)
+
+
 class PluginCalls:
     """:class:`CloudCalls` on a plugin's async hooks, through its pluggy ``PluginManager``
     (exactly one implementation of each, checked by the facade). A hook raising anything but
@@ -118,7 +135,10 @@ class PluginCalls:
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         """``karpy_create``."""
-        return cast("NodeClaim", await call_hook(self._pm, self.plugin, "karpy_create", nodeclaim=nodeclaim))
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        got = await call_hook(self._pm, self.plugin, "karpy_create", nodeclaim=nodeclaim)
+        return cast("NodeClaim", expect(self.plugin, "karpy_create", got, lambda v: isinstance(v, NodeClaim), "a NodeClaim"))
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
         """``karpy_delete``."""
@@ -126,22 +146,31 @@ class PluginCalls:
 
     async def get(self, provider_id: str) -> NodeClaim:
         """``karpy_get``."""
-        return cast("NodeClaim", await call_hook(self._pm, self.plugin, "karpy_get", provider_id=provider_id))
+        from karpy_core.apis.nodeclaim import NodeClaim
+
+        got = await call_hook(self._pm, self.plugin, "karpy_get", provider_id=provider_id)
+        return cast("NodeClaim", expect(self.plugin, "karpy_get", got, lambda v: isinstance(v, NodeClaim), "a NodeClaim"))
 
     async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         """``karpy_get_instance_types``, as a new list."""
+        from karpy_core.cloudprovider.types import InstanceType
+
         types: Any = await call_hook(self._pm, self.plugin, "karpy_get_instance_types", nodepool=nodepool)
-        return [*types]
+        return [*expect(self.plugin, "karpy_get_instance_types", types, _all(InstanceType), "a list of InstanceType")]
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         """``karpy_is_drifted`` (a falsy answer is ``""``)."""
-        return str(await call_hook(self._pm, self.plugin, "karpy_is_drifted", nodeclaim=nodeclaim) or "")
+        got = await call_hook(self._pm, self.plugin, "karpy_is_drifted", nodeclaim=nodeclaim)
+        return str(expect(self.plugin, "karpy_is_drifted", got, lambda v: v is None or isinstance(v, str),
+                          "a drift reason (str) or None") or "")
 
     # defined last: inside the class body, ``list`` names this method from here on
     async def list(self) -> list[NodeClaim]:
         """``karpy_list``, as a new list."""
+        from karpy_core.apis.nodeclaim import NodeClaim
+
         claims: Any = await call_hook(self._pm, self.plugin, "karpy_list")
-        return [*claims]
+        return [*expect(self.plugin, "karpy_list", claims, _all(NodeClaim), "a list of NodeClaim")]
 
 
 class CallsDecorator:

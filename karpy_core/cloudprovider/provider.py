@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 
 from karpy_core.cloudprovider import hookspecs
-from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync
+from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync, expect
 from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.metrics import MeteredCalls
@@ -127,7 +127,8 @@ class CloudProvider:
         self.label = what
         """The plugin named in messages (:class:`~karpy_core.errors.PluginHookError`): ``module.Class``
         until its ``karpy_name`` answered, then that name."""
-        self.name: str = self._call_sync("karpy_name")
+        self.name: str = expect(what, "karpy_name", self._call_sync("karpy_name"), lambda v: isinstance(v, str) and v,
+                                "a non-empty str")
         self.label = self.name
         self.decorated = compose(PluginCalls(self._pm, self.name), self.name)
         """The decorator stack every async method goes through (:func:`compose`)."""
@@ -189,7 +190,12 @@ class CloudProvider:
     # ------------------------------------------------------------------ sync hooks
     def supported_node_classes(self) -> list[tuple[str, str]]:
         """``(group, kind)`` pairs accepted in ``nodeClassRef``; the first is the default."""
-        return list(self._call_sync("karpy_supported_node_classes"))
+        pairs = self._call_sync("karpy_supported_node_classes")
+        expect(self.label, "karpy_supported_node_classes", pairs,
+               lambda v: isinstance(v, (list, tuple)) and all(
+                   isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in v),
+               "a list of (group, kind) pairs of str")
+        return [(str(g), str(k)) for g, k in pairs]
 
     def managed_node_classes(self) -> frozenset[tuple[str, str]] | None:
         """The NodePools this provider manages, as the ``(group, kind)`` of their ``nodeClassRef``
@@ -210,7 +216,11 @@ class CloudProvider:
             ValueError: a mapping policy is malformed.
         """
         out: list[RepairPolicy] = []
-        for p in self._call_sync("karpy_repair_policies") or []:
+        policies = self._call_sync("karpy_repair_policies") or []
+        expect(self.label, "karpy_repair_policies", policies,
+               lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, (RepairPolicy, Mapping)) for x in v),
+               "a list of RepairPolicy (or mappings)")
+        for p in policies:
             out.append(p if isinstance(p, RepairPolicy) else RepairPolicy.from_mapping(cast("Mapping[str, object]", p)))
         return out
 

@@ -1,6 +1,7 @@
 """A third-party-style cloud plugin whose hooks raise a plain exception on demand (trial 2,
 Tracebacks 1): the simulated provider, renamed ``broken``, with ``--provider-option fail=HOOK``
-making ``HOOK`` raise ``RuntimeError("boom in HOOK")``. Registered in-process by
+making ``HOOK`` raise ``RuntimeError("boom in HOOK")`` and ``wrong=HOOK`` making it return a
+value of the wrong type (:data:`WRONG`, trial 4). Registered in-process by
 :func:`register` (no install)."""
 
 from __future__ import annotations
@@ -22,11 +23,17 @@ from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
 
 NAME = "broken"
 
+WRONG: dict[str, Any] = {"karpy_name": 5, "karpy_supported_node_classes": [("a",)], "karpy_create": "x",
+                         "karpy_list": None, "karpy_get_instance_types": None, "karpy_is_drifted": 5,
+                         "karpy_repair_policies": "abc"}
+"""hook -> what it returns with ``wrong=HOOK``: the values trial 4 found tracebacks (or silence) for."""
+
 
 class BrokenProvider(SimulatedProvider):
     """The simulated provider named ``broken``; the hook named by :attr:`fail` raises."""
 
     fail = ""
+    wrong = ""
 
     def _maybe_fail(self, hook: str) -> None:
         if self.fail == hook:
@@ -35,16 +42,22 @@ class BrokenProvider(SimulatedProvider):
     @hookimpl
     def karpy_name(self) -> str:
         self._maybe_fail("karpy_name")
+        if self.wrong == "karpy_name":
+            return WRONG[self.wrong]
         return NAME
 
     @hookimpl
     def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
         self._maybe_fail("karpy_supported_node_classes")
+        if self.wrong == "karpy_supported_node_classes":
+            return WRONG[self.wrong]
         return super().karpy_supported_node_classes()
 
     @hookimpl
     async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
         self._maybe_fail("karpy_create")
+        if self.wrong == "karpy_create":
+            return WRONG[self.wrong]
         return await super().karpy_create(nodeclaim)
 
     @hookimpl
@@ -65,11 +78,15 @@ class BrokenProvider(SimulatedProvider):
     @hookimpl
     async def karpy_list(self) -> list[NodeClaim]:
         self._maybe_fail("karpy_list")
+        if self.wrong == "karpy_list":
+            return WRONG[self.wrong]
         return await super().karpy_list()
 
     @hookimpl
     async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         self._maybe_fail("karpy_get_instance_types")
+        if self.wrong == "karpy_get_instance_types":
+            return WRONG[self.wrong]
         return await super().karpy_get_instance_types(nodepool)
 
     @hookimpl
@@ -85,11 +102,15 @@ class BrokenProvider(SimulatedProvider):
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
         self._maybe_fail("karpy_is_drifted")
+        if self.wrong == "karpy_is_drifted":
+            return WRONG[self.wrong]
         return await super().karpy_is_drifted(nodeclaim)
 
     @hookimpl
     def karpy_repair_policies(self) -> list[RepairPolicy]:
         self._maybe_fail("karpy_repair_policies")
+        if self.wrong == "karpy_repair_policies":
+            return WRONG[self.wrong]
         return super().karpy_repair_policies()
 
 
@@ -97,10 +118,12 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> BrokenProvider:
     """The ``broken`` plugin: option ``fail`` (a hook name), the simulated provider's others."""
     opts = dict(options or {})
     fail = str(opts.pop("fail", ""))
+    wrong = str(opts.pop("wrong", ""))
     parsed = SimulatedOptions.parse(opts)
     plugin = BrokenProvider(region=parsed.region or DEFAULT_REGION, clock=parsed.clock, kube=parsed.kube,
                             node_backend=parsed.node_backend, catalog_options=parsed.catalog_options())
     plugin.fail = fail
+    plugin.wrong = wrong
     return plugin
 
 
