@@ -30,7 +30,7 @@ from karpy_core.errors import InternalServerError, KubeAPIError
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, PodView
 from karpy_core.utils.clock import iso
-from karpy_core.utils.pdb import effective_status, eviction_verdict, pdb_selects_for_eviction
+from karpy_core.utils.pdb import EvictionVerdict, effective_status, eviction_verdict, pdb_selects_for_eviction, pod_ready
 from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = [
@@ -145,7 +145,7 @@ def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[s
     :class:`PDBIndex` of them (what :func:`build_candidates` builds once per pass)."""
     index = pdbs if isinstance(pdbs, PDBIndex) else PDBIndex.of(pdbs)
     for pod in pods:
-        verdict = eviction_verdict(pod.raw, index.selecting(pod), index.status_of)
+        verdict = index.verdict(pod)
         if verdict.action != "deny":
             continue
         refusal = KubeAPIError.from_status(verdict.message, status=verdict.status, reason=verdict.reason)  # the Eviction API's answer
@@ -154,6 +154,12 @@ def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[s
         allowed = int(index.statuses[(pod.namespace, verdict.pdb)].get("disruptionsAllowed") or 0)
         return pod.key, verdict.pdb, f"PodDisruptionBudget {verdict.pdb} allows {max(0, allowed)} disruptions"
     return None
+
+
+_EVICT_WITHOUT_PDB = frozenset(("Pending", "Succeeded", "Failed"))
+"""Phases the Eviction API deletes without a PDB check (``eviction.go``)."""
+_DELETE = EvictionVerdict("delete")
+"""The verdict without a PDB check, or with no PDB selecting the pod."""
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:
@@ -173,7 +179,7 @@ class PDBIndex:
         pairs: (PDB, status to judge it by) pairs (:func:`pdb_status`).
     """
 
-    __slots__ = ("_by_label", "_order", "_scan", "_selecting", "statuses")
+    __slots__ = ("_by_label", "_order", "_scan", "_selecting", "_verdicts", "statuses")
 
     def __init__(self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]):
         self._by_label: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -195,6 +201,8 @@ class PDBIndex:
             else:
                 self._scan.setdefault(ns, []).append(pdb)
         self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]] = {}
+        self._verdicts: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], bool], EvictionVerdict] = {}
+        """((namespace, labels), Ready) -> the Eviction API's verdict for a running pod with those."""
 
     @classmethod
     def of(cls, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> PDBIndex:
@@ -221,6 +229,10 @@ class PDBIndex:
 
     def selecting(self, pod: PodView) -> list[dict[str, Any]]:
         """The PDBs of the pod's namespace whose selector picks it for the Eviction API."""
+        return self._lookup(pod)[1]
+
+    def _lookup(self, pod: PodView) -> tuple[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]]:
+        """(the pod's (namespace, sorted labels), :meth:`selecting`)."""
         raw = pod.raw
         ns = _namespace(raw)
         labels = raw["metadata"].get("labels") or {}
@@ -232,6 +244,23 @@ class PDBIndex:
                 maybe += self._by_label.get((ns, k, v), ())
             maybe.sort(key=lambda b: self._order[id(b)])  # the PDBs' order, as a scan of all of them
             hit = self._selecting[key] = [b for b in maybe if pdb_selects_for_eviction(b, raw)]
+        return key, hit
+
+    def verdict(self, pod: PodView) -> EvictionVerdict:
+        """:func:`~karpy_core.utils.pdb.eviction_verdict` for ``pod`` against this index's PDBs and
+        statuses. Past the phase and deletion check, the verdict reads only the PDBs that select
+        the pod (a function of its namespace and labels), their statuses and whether the pod is
+        Ready, so it is computed once per (namespace, labels, Ready): once per Deployment, not
+        once per pod."""
+        if pod.phase in _EVICT_WITHOUT_PDB or pod.deleting:
+            return _DELETE
+        key, pdbs = self._lookup(pod)
+        if not pdbs:
+            return _DELETE
+        vkey = (key, pod_ready(pod.raw))
+        hit = self._verdicts.get(vkey)
+        if hit is None:
+            hit = self._verdicts[vkey] = eviction_verdict(pod.raw, pdbs, self.status_of)
         return hit
 
 
