@@ -30,7 +30,14 @@ from karpy_core.errors import InternalServerError, KubeAPIError
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, PodView
 from karpy_core.utils.clock import iso
-from karpy_core.utils.pdb import EvictionVerdict, effective_status, eviction_verdict, pdb_selects_for_eviction, pod_ready
+from karpy_core.utils.pdb import (
+    EvictionVerdict,
+    effective_status,
+    eviction_verdict,
+    pdb_selects_for_eviction,
+    pod_ready,
+    status_is_current,
+)
 from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = [
@@ -215,10 +222,19 @@ class PDBIndex:
         the pods of its namespace (the only ones a PDB selects)."""
         if not snapshot.pdbs:
             return cls(())
-        by_ns: dict[str, list[PodView]] = {}
-        for p in snapshot.pod_views:
-            by_ns.setdefault(_namespace(p.raw), []).append(p)
-        return cls([(pdb, pdb_status(pdb, by_ns.get(_namespace(pdb), ()), now)) for pdb in snapshot.pdbs])
+        by_ns: dict[str, list[PodView]] | None = None
+
+        def pods_of(pdb: dict[str, Any]) -> Sequence[PodView]:
+            nonlocal by_ns
+            if status_is_current(pdb):
+                return ()  # pdb_status takes the status the disruption controller wrote: no pod is read
+            if by_ns is None:  # grouped once, and only when a PDB's status has to be computed
+                by_ns = {}
+                for p in snapshot.pod_views:
+                    by_ns.setdefault(_namespace(p.raw), []).append(p)
+            return by_ns.get(_namespace(pdb), ())
+
+        return cls([(pdb, pdb_status(pdb, pods_of(pdb), now)) for pdb in snapshot.pdbs])
 
     def __bool__(self) -> bool:
         return bool(self.statuses)
@@ -234,7 +250,7 @@ class PDBIndex:
     def _lookup(self, pod: PodView) -> tuple[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]]:
         """(the pod's (namespace, sorted labels), :meth:`selecting`)."""
         raw = pod.raw
-        ns = _namespace(raw)
+        ns = pod.namespace  # _namespace(raw), read once by the view
         labels = raw["metadata"].get("labels") or {}
         key = (ns, tuple(sorted(labels.items())))
         hit = self._selecting.get(key)
