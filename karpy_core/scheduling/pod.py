@@ -8,14 +8,21 @@ containers; ``k8s.io/component-helpers/resource`` ``PodRequests``): for each res
 * each non-restartable init container ``i`` needs ``request_i + sum(sidecars started before i)``;
   each sidecar start needs the running sum of sidecars so far;
 * the pod needs ``max(regular, every init-phase peak) + spec.overhead``, plus one ``pods`` slot.
+
+Parsed parts are memoized by content (:class:`_Memo`): the pods of one ReplicaSet repeat their
+template's resources, node selector, affinity, spread constraints and tolerations, but each pod's
+dict holds its own copies, so the key is the part's content (its :mod:`marshal` bytes, which only
+equal JSON values share; a different key order is only a miss). A pod whose part differs from its
+template's (a VPA's per-pod requests, a webhook's affinity) has another key and its own parse.
 """
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.resources import Resources, parse_resource_list
@@ -23,6 +30,47 @@ from karpy_core.scheduling.taints import Toleration, parse_tolerations
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint, parse_affinity_terms, parse_spread
 
 __all__ = ["PodInfo", "effective_requests", "requirement_key", "pod_info"]
+
+
+class _Memo:
+    """A bounded map from a part's content key to what parsing it gives (immutable values, or
+    values the caller copies): emptied when it reaches ``cap`` entries, so a cluster with more
+    distinct templates than that only parses again. Not thread-safe by design: a miss just parses."""
+
+    __slots__ = ("_cap", "_map")
+
+    def __init__(self, cap: int = 8192):
+        self._cap = cap
+        self._map: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        """The value stored for ``key``, or None."""
+        return self._map.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        """Store ``value`` for ``key`` (emptying the map first when it is full)."""
+        if len(self._map) >= self._cap:
+            self._map.clear()
+        self._map[key] = value
+
+    def clear(self) -> None:
+        """Forget every entry (tests)."""
+        self._map.clear()
+
+
+def _content_key(*parts: Any) -> bytes | None:
+    """The memo key of ``parts``: their :mod:`marshal` serialization (format 2: no back-references,
+    so the bytes do not depend on which objects are shared), which only equal values of the JSON
+    types (dict, list, str, int, float, bool, None) and tuples share; None (do not memoize) for a
+    part of any other type. A third of ``repr``'s cost; a dict's key order is only a miss."""
+    try:
+        return marshal.dumps(cast("tuple[str, ...]", parts), 2)  # typeshed's _Marshallable: the check is at run time
+    except ValueError:  # "unmarshallable object": a Mapping that is not a dict, a str subclass...
+        return None
+
+
+_REQUESTS = _Memo()
+"""The containers' ``resources`` (content key) -> :func:`effective_requests` (copied on return)."""
 
 
 def _container_requests(container: Mapping[str, Any]) -> Resources:
@@ -35,6 +83,16 @@ def _container_requests(container: Mapping[str, Any]) -> Resources:
     return requests
 
 
+def _summed_requests(containers: Sequence[Mapping[str, Any]]) -> Resources:
+    """The containers' requests summed, plus one ``pods`` slot, zeros left out."""
+    regular: Resources = {}
+    for c in containers:
+        for name, amount in _container_requests(c).items():
+            regular[name] = regular.get(name, 0) + amount
+    regular["pods"] = regular.get("pods", 0) + 1
+    return {k: v for k, v in regular.items() if v}
+
+
 def effective_requests(spec: Mapping[str, Any]) -> Resources:
     """The resources a pod reserves on a node, in internal units (cpu millicores, memory bytes),
     including one ``pods`` slot. See the module docstring for the rule and its source.
@@ -42,13 +100,19 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     Raises:
         karpy_core.utils.quantity.QuantityError: a request or limit is not a quantity.
     """
+    containers = spec.get("containers") or ()
+    if not spec.get("initContainers") and not spec.get("overhead"):  # the common case: the rule reduces to the sum
+        key = _content_key(*[c.get("resources") for c in containers])
+        hit = _REQUESTS.get(key) if key is not None else None
+        if hit is None:
+            hit = _summed_requests(containers)
+            if key is not None:
+                _REQUESTS.put(key, hit)
+        return dict(hit)
     regular: Resources = {}
-    for c in spec.get("containers") or ():
+    for c in containers:
         for name, amount in _container_requests(c).items():
             regular[name] = regular.get(name, 0) + amount
-    if not spec.get("initContainers") and not spec.get("overhead"):  # the common case: the rule reduces to the sum
-        regular["pods"] = regular.get("pods", 0) + 1
-        return {k: v for k, v in regular.items() if v}
     sidecars: Resources = {}
     peak: Resources = {}
     for c in spec.get("initContainers") or ():
@@ -218,11 +282,74 @@ def _preferred_node_terms(spec: Mapping[str, Any]) -> list[Requirements]:
     return [r for _, _, r in sorted(weighted, key=lambda w: (w[0], w[1]))]
 
 
-def pod_info(pod: Mapping[str, Any]) -> PodInfo:
-    """Build a :class:`PodInfo` from a Kubernetes Pod dict (camelCase, as the API serves it).
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """What a pod's scheduling parts (node selector, affinity, tolerations, spread, containers'
+    resources and ports, overhead) parse to: the part of a :class:`PodInfo` its ReplicaSet's pods
+    share. ``requests`` and the Requirements are copied into each pod's info."""
+
+    terms: tuple[Requirements, ...]
+    unsupported: str
+    required: tuple[AffinityTerm, ...]
+    preferred: tuple[AffinityTerm, ...]
+    preferred_nodes: tuple[Requirements, ...]
+    requests: Resources
+    tolerations: tuple[Toleration, ...]
+    spread: tuple[SpreadConstraint, ...]
+    host_ports: frozenset[tuple[str, int, str]]
+
+
+_TEMPLATES = _Memo()
+"""(namespace, the spec's scheduling parts[, labels]) -> :class:`_Template`."""
+MEMOS = (_REQUESTS, _TEMPLATES)
+"""Every memo of this module (tests empty them to compare a memoized parse with a fresh one)."""
+
+
+def _template_key(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str]) -> bytes | None:
+    """The memo key of the parts :func:`_parse_template` reads: the namespace (pod affinity terms
+    default to it), and the pod's labels only when a term has ``matchLabelKeys`` or
+    ``mismatchLabelKeys`` (the only rules that read them); None: do not memoize."""
+    inits = spec.get("initContainers")
+    key = _content_key(namespace, spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"),
+                       spec.get("topologySpreadConstraints"), [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
+                       inits and [(c.get("resources"), c.get("restartPolicy"), c.get("ports")) for c in inits], spec.get("overhead"))
+    if key is not None and b"LabelKeys" in key:
+        key = _content_key(key, labels)
+    return key
+
+
+def _parse_template(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str]) -> tuple[_Template, int]:
+    """(:class:`_Template` of ``spec``, ``spec.priority``), parsed in the order :func:`pod_info`
+    always parsed them (so a pod with two errors raises the same one).
 
     Raises:
         karpy_core.utils.quantity.QuantityError: a resource quantity is malformed.
+        ValueError: a priority, weight, skew or port is not an integer.
+    """
+    terms, unsupported = _selector_terms(spec)
+    affinity = spec.get("affinity")
+    required, preferred = parse_affinity_terms(affinity, namespace, labels) if affinity else ([], [])
+    priority = int(spec.get("priority") or 0)
+    requests = effective_requests(spec)
+    tolerations = parse_tolerations(spec.get("tolerations")) if spec.get("tolerations") else ()
+    spread = tuple(parse_spread(spec.get("topologySpreadConstraints"), labels)) if spec.get("topologySpreadConstraints") else ()
+    preferred_nodes = tuple(_preferred_node_terms(spec))
+    return _Template(tuple(terms), unsupported, tuple(required), tuple(preferred), preferred_nodes, requests, tolerations, spread,
+                     _host_ports(spec)), priority
+
+
+def _copies(terms: tuple[Requirements, ...]) -> list[Requirements]:
+    """Fresh :class:`Requirements` (a memo's are shared; a pod's may be changed in place)."""
+    return [Requirements(dict(t.by_key)) for t in terms]
+
+
+def pod_info(pod: Mapping[str, Any]) -> PodInfo:
+    """Build a :class:`PodInfo` from a Kubernetes Pod dict (camelCase, as the API serves it).
+    The parts a ReplicaSet's pods repeat are parsed once per content (see the module docstring).
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a resource quantity is malformed.
+        ValueError: a priority, weight, skew or port is not an integer.
     """
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -231,11 +358,16 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         if ref.get("controller", True):
             owner_kind, owner_name = str(ref.get("kind", "")), str(ref.get("name", ""))
             break
-    terms, unsupported = _selector_terms(spec)
     labels = dict(meta.get("labels") or {})
     namespace = str(meta.get("namespace") or "default")
-    affinity = spec.get("affinity")
-    required, preferred = parse_affinity_terms(affinity, namespace, labels) if affinity else ([], [])
+    key = _template_key(spec, namespace, labels)
+    tmpl: _Template | None = _TEMPLATES.get(key) if key is not None else None
+    if tmpl is None:
+        tmpl, priority = _parse_template(spec, namespace, labels)
+        if key is not None:
+            _TEMPLATES.put(key, tmpl)
+    else:
+        priority = int(spec.get("priority") or 0)
     return PodInfo(
         namespace=namespace,
         name=str(meta.get("name") or ""),
@@ -246,15 +378,15 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         owner_kind=owner_kind,
         owner_name=owner_name,
         created=str(meta.get("creationTimestamp") or ""),
-        priority=int(spec.get("priority") or 0),
-        requests=effective_requests(spec),
-        requirement_terms=terms,
-        tolerations=parse_tolerations(spec.get("tolerations")) if spec.get("tolerations") else (),
-        unsupported=unsupported,
-        spread=tuple(parse_spread(spec.get("topologySpreadConstraints"), labels)) if spec.get("topologySpreadConstraints") else (),
-        affinity=tuple(required),
-        preferred_affinity=tuple(preferred),
-        preferred_node_terms=tuple(_preferred_node_terms(spec)),
-        host_ports=_host_ports(spec),
+        priority=priority,
+        requests=dict(tmpl.requests),
+        requirement_terms=_copies(tmpl.terms),
+        tolerations=tmpl.tolerations,
+        unsupported=tmpl.unsupported,
+        spread=tmpl.spread,
+        affinity=tmpl.required,
+        preferred_affinity=tmpl.preferred,
+        preferred_node_terms=tuple(_copies(tmpl.preferred_nodes)) if tmpl.preferred_nodes else (),
+        host_ports=tmpl.host_ports,
         raw=pod if type(pod) is dict else dict(pod),  # the caller's dict, not a copy (views are read-only)
     )

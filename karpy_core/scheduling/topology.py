@@ -48,9 +48,14 @@ __all__ = [
 ]
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True)
+"""``json.dumps(..., sort_keys=True)``'s encoder, built once (``dumps`` builds one per call when
+given an option)."""
+
+
 def _canonical(selector: Mapping[str, Any] | None) -> str:
     """Canonical JSON of a label selector: ``null`` (no selector: matches no pod) stays ``null``."""
-    return json.dumps(selector, sort_keys=True)
+    return _CANONICAL.encode(selector)
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,39 @@ def test_the_pdb_index_judges_every_pod_as_the_plain_scan_does() -> None:
     assert blocked >= 5  # the shape has blocking PDBs and the twin
 
 
+def test_the_pdb_index_verdict_per_deployment_is_each_pods_own_verdict() -> None:
+    """The index judges once per (namespace, labels, Ready): pods of one Deployment that differ in
+    readiness, phase or deletion each still get the Eviction API's verdict for themselves (an
+    unready pod goes when the budget is healthy, a Pending or deleting one without a PDB check)."""
+    healthy = _pdb("web", "web", 0)
+    healthy["status"].update({"currentHealthy": 3, "desiredHealthy": 2})  # an unready pod may go (IfHealthyBudget)
+    unhealthy = _pdb("api", "api", 0)
+    unhealthy["status"].update({"currentHealthy": 1, "desiredHealthy": 2})  # an unready pod is refused too
+    always = _pdb("db", "db", 0)
+    always["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"  # an unready pod goes whatever the budget
+    pdbs = [healthy, unhealthy, always]
+    pods = []
+    for app in ("web", "api", "db", "cache"):
+        ready, unready, pending, deleting = (_pod(f"{app}-{i}", "n-1", app) for i in range(4))
+        unready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        pending["status"]["phase"] = "Pending"
+        deleting["metadata"]["deletionTimestamp"] = iso(NOW - 10)
+        pods += [ready, unready, pending, deleting, _pod(f"{app}-4", "n-1", app)]
+    snap = _cluster([("n-1", "zone-a")], pods, pdbs)
+    index = PDBIndex.build(snap, NOW)
+    from karpy_core.utils.pdb import eviction_verdict
+
+    verdicts = {}
+    for p in snap.pod_views:
+        own = eviction_verdict(p.raw, pdbs, index.status_of)
+        assert index.verdict(p) == own, p.key
+        verdicts[p.name] = own.action
+    assert verdicts == {**{f"web-{i}": a for i, a in enumerate(["deny", "delete", "delete", "delete", "deny"])},
+                        **{f"api-{i}": a for i, a in enumerate(["deny", "deny", "delete", "delete", "deny"])},
+                        **{f"db-{i}": a for i, a in enumerate(["deny", "delete", "delete", "delete", "deny"])},
+                        **{f"cache-{i}": "delete" for i in range(5)}}
+
+
 def _scan_blocker(pods: list[Any], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[str, str, str] | None:
     """The blocker as found before the index: every pod against every PDB."""
     from karpy_core.utils.pdb import eviction_verdict

@@ -30,7 +30,14 @@ from karpy_core.errors import InternalServerError, KubeAPIError
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.state.views import NodeClaimView, NodePoolView, NodeView, PodView
 from karpy_core.utils.clock import iso
-from karpy_core.utils.pdb import effective_status, eviction_verdict, pdb_selects_for_eviction
+from karpy_core.utils.pdb import (
+    EvictionVerdict,
+    effective_status,
+    eviction_verdict,
+    pdb_selects_for_eviction,
+    pod_ready,
+    status_is_current,
+)
 from karpy_core.utils.timestamps import parse_rfc3339
 
 __all__ = [
@@ -145,7 +152,7 @@ def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[s
     :class:`PDBIndex` of them (what :func:`build_candidates` builds once per pass)."""
     index = pdbs if isinstance(pdbs, PDBIndex) else PDBIndex.of(pdbs)
     for pod in pods:
-        verdict = eviction_verdict(pod.raw, index.selecting(pod), index.status_of)
+        verdict = index.verdict(pod)
         if verdict.action != "deny":
             continue
         refusal = KubeAPIError.from_status(verdict.message, status=verdict.status, reason=verdict.reason)  # the Eviction API's answer
@@ -154,6 +161,12 @@ def pdb_blocker(pods: Sequence[PodView], pdbs: list[tuple[dict[str, Any], dict[s
         allowed = int(index.statuses[(pod.namespace, verdict.pdb)].get("disruptionsAllowed") or 0)
         return pod.key, verdict.pdb, f"PodDisruptionBudget {verdict.pdb} allows {max(0, allowed)} disruptions"
     return None
+
+
+_EVICT_WITHOUT_PDB = frozenset(("Pending", "Succeeded", "Failed"))
+"""Phases the Eviction API deletes without a PDB check (``eviction.go``)."""
+_DELETE = EvictionVerdict("delete")
+"""The verdict without a PDB check, or with no PDB selecting the pod."""
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:
@@ -173,7 +186,7 @@ class PDBIndex:
         pairs: (PDB, status to judge it by) pairs (:func:`pdb_status`).
     """
 
-    __slots__ = ("_by_label", "_order", "_scan", "_selecting", "statuses")
+    __slots__ = ("_by_label", "_order", "_scan", "_selecting", "_verdicts", "statuses")
 
     def __init__(self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]):
         self._by_label: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -195,6 +208,8 @@ class PDBIndex:
             else:
                 self._scan.setdefault(ns, []).append(pdb)
         self._selecting: dict[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]] = {}
+        self._verdicts: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], bool], EvictionVerdict] = {}
+        """((namespace, labels), Ready) -> the Eviction API's verdict for a running pod with those."""
 
     @classmethod
     def of(cls, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> PDBIndex:
@@ -207,10 +222,19 @@ class PDBIndex:
         the pods of its namespace (the only ones a PDB selects)."""
         if not snapshot.pdbs:
             return cls(())
-        by_ns: dict[str, list[PodView]] = {}
-        for p in snapshot.pod_views:
-            by_ns.setdefault(_namespace(p.raw), []).append(p)
-        return cls([(pdb, pdb_status(pdb, by_ns.get(_namespace(pdb), ()), now)) for pdb in snapshot.pdbs])
+        by_ns: dict[str, list[PodView]] | None = None
+
+        def pods_of(pdb: dict[str, Any]) -> Sequence[PodView]:
+            nonlocal by_ns
+            if status_is_current(pdb):
+                return ()  # pdb_status takes the status the disruption controller wrote: no pod is read
+            if by_ns is None:  # grouped once, and only when a PDB's status has to be computed
+                by_ns = {}
+                for p in snapshot.pod_views:
+                    by_ns.setdefault(_namespace(p.raw), []).append(p)
+            return by_ns.get(_namespace(pdb), ())
+
+        return cls([(pdb, pdb_status(pdb, pods_of(pdb), now)) for pdb in snapshot.pdbs])
 
     def __bool__(self) -> bool:
         return bool(self.statuses)
@@ -221,8 +245,12 @@ class PDBIndex:
 
     def selecting(self, pod: PodView) -> list[dict[str, Any]]:
         """The PDBs of the pod's namespace whose selector picks it for the Eviction API."""
+        return self._lookup(pod)[1]
+
+    def _lookup(self, pod: PodView) -> tuple[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]]:
+        """(the pod's (namespace, sorted labels), :meth:`selecting`)."""
         raw = pod.raw
-        ns = _namespace(raw)
+        ns = pod.namespace  # _namespace(raw), read once by the view
         labels = raw["metadata"].get("labels") or {}
         key = (ns, tuple(sorted(labels.items())))
         hit = self._selecting.get(key)
@@ -232,6 +260,23 @@ class PDBIndex:
                 maybe += self._by_label.get((ns, k, v), ())
             maybe.sort(key=lambda b: self._order[id(b)])  # the PDBs' order, as a scan of all of them
             hit = self._selecting[key] = [b for b in maybe if pdb_selects_for_eviction(b, raw)]
+        return key, hit
+
+    def verdict(self, pod: PodView) -> EvictionVerdict:
+        """:func:`~karpy_core.utils.pdb.eviction_verdict` for ``pod`` against this index's PDBs and
+        statuses. Past the phase and deletion check, the verdict reads only the PDBs that select
+        the pod (a function of its namespace and labels), their statuses and whether the pod is
+        Ready, so it is computed once per (namespace, labels, Ready): once per Deployment, not
+        once per pod."""
+        if pod.phase in _EVICT_WITHOUT_PDB or pod.deleting:
+            return _DELETE
+        key, pdbs = self._lookup(pod)
+        if not pdbs:
+            return _DELETE
+        vkey = (key, pod_ready(pod.raw))
+        hit = self._verdicts.get(vkey)
+        if hit is None:
+            hit = self._verdicts[vkey] = eviction_verdict(pod.raw, pdbs, self.status_of)
         return hit
 
 
