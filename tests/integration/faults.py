@@ -102,7 +102,7 @@ async def trial(kube: AsyncKubeClient, cluster: Any, fault: str, *, pods: int = 
     Raises:
         AssertionError: the controllers did not start, or the pods were not all Running in ``timeout`` s.
     """
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app, lease = f"sync-{tag}", f"sync-{tag}", f"lease-{tag}"
     tmp = workdir or Path(tempfile.mkdtemp(prefix="karpy-faults-"))
     await kube.create("EC2NodeClass", nodeclass(pool))

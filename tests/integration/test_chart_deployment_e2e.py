@@ -317,7 +317,7 @@ async def _remove(admin: AsyncKubeClient, app: str, pool: str) -> None:
 async def test_chart_deployment_runs_on_aws_with_a_karpenter_values_file(
     devcluster: Any, admin: AsyncKubeClient, render: Any, release_namespace: str, moto_url: str, scratch: Path, tmp_path: Path,  # noqa: F811
 ) -> None:
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"chart-{tag}", f"chart-{tag}"
 
     async def user_objects(cluster: str) -> None:
@@ -380,7 +380,7 @@ async def test_aws_consolidation_works_when_the_controller_starts_before_the_nod
     so the AWS plugin answers ``[]`` for its instance types; once the NodeClass is Ready, an
     underutilized node must be consolidated (the disruption controller kept the empty list, and
     priced nodes at 0, until the NodePool changed)."""
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"late-{tag}", f"late-{tag}"
     types = ["m5.large", "m5.2xlarge"]
     np_obj = nodepool(pool, tag, types=types, consolidate_after="0s")
@@ -452,7 +452,7 @@ async def test_chart_deployment_runs_on_kakaocloud(
 
     fake = FakeKakaoCloud()
     await fake.start()
-    ns, tag = release_namespace, uuid.uuid4().hex[:6]
+    ns, tag = release_namespace, "t" + uuid.uuid4().hex[:5]
     pool, app = f"kc-{tag}", f"kc-{tag}"
     values = {"cloud": "kakaocloud", "settings": {"clusterName": "demo"},  # the fake's Kubernetes Engine cluster
               "kakaocloud": {"projectID": "proj-1"},

@@ -169,7 +169,7 @@ async def cleanup(kube: AsyncKubeClient, pool: str, app: str) -> None:
 
 
 async def test_deployment_of_20_pods_is_provisioned_bound_and_running(kube, devcluster):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"e2e-{tag}", f"inflate-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
     await kube.create("NodePool", nodepool(pool, tag))
@@ -253,7 +253,7 @@ async def _gone(kube: AsyncKubeClient, pool: str) -> bool:
 
 
 async def test_kill_mid_launch_then_restart_creates_no_duplicates(kube, devcluster, tmp_path):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"e2e-{tag}", f"crash-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
     # small types only, so 16 one-cpu pods need several NodeClaims
@@ -294,7 +294,7 @@ async def test_kill_mid_launch_then_restart_creates_no_duplicates(kube, devclust
 
 
 async def test_two_replicas_one_leader_and_handover(kube, devcluster, tmp_path):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     lease = f"lease-{tag}"
     a = ControllerProcess(str(devcluster.kubeconfig), tmp_path / "a.log", lease=lease)
     await asyncio.sleep(1.0)
@@ -326,7 +326,7 @@ async def test_two_replicas_one_leader_and_handover(kube, devcluster, tmp_path):
 async def test_real_kube_scheduler_agrees_on_spread_and_affinity(kube, devcluster):
     """Every pod karpy launched capacity for is bound by kube-scheduler: zone spread, hostname
     anti-affinity and zonal self-affinity decided by karpy hold for the real scheduler too."""
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool = f"e2e-{tag}"
     np_obj = nodepool(pool, tag, types=["m5.large", "m5.xlarge", "c5.large", "c5.xlarge"])
     np_obj["spec"]["template"]["spec"]["requirements"].append(
@@ -374,7 +374,7 @@ async def test_scale_down_consolidates_through_evictions_and_respects_pdbs(kube,
     """20 -> 2 replicas: empty nodes go; a PDB with no disruption left keeps its pods' nodes; once
     the PDB is gone, consolidation moves the pods (Eviction API) onto fewer nodes. Then every metric
     Karpenter's Grafana dashboards query has a sample on /metrics, with Karpenter's type and labels."""
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"e2e-{tag}", f"web-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
     await kube.create("NodePool", nodepool(pool, tag, types=["m5.xlarge"], consolidate_after="0s", limits={"cpu": "1000"}))
@@ -488,7 +488,7 @@ async def test_unconsolidatable_event_conditions_and_nodeclass_label_on_the_real
     that is not empty), karpy publishes it on the Node and the NodeClaim with the same message;
     the NodeClaim gets Consolidatable and ConsistentStateFound, the Node the
     ``karpenter.k8s.aws/ec2nodeclass`` label, the NodePool NodeRegistrationHealthy."""
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"e2e-{tag}", f"busy-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
     np_obj = nodepool(pool, tag, types=["m5.large"], consolidate_after="0s")

@@ -44,7 +44,7 @@ MODELS: dict[str, type[KubeObject]] = {
     "KCNodeClass": KCNodeClass,
     "KWOKNodeClass": KWOKNodeClass,
 }
-SUFFIX = uuid.uuid4().hex[:6]
+SUFFIX = "t" + uuid.uuid4().hex[:5]
 
 
 # --------------------------------------------------------------------------- fixtures and helpers

@@ -48,7 +48,7 @@ async def delete_quietly(kube: AsyncKubeClient, kind: str, name: str, namespace:
 
 
 async def test_static_nodepool_keeps_its_replicas_and_scales_down(kube, devcluster):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool = f"static-{tag}"
     np = nodepool(pool, tag, types=["c6a.large"])
     np["spec"]["replicas"] = 2
@@ -90,7 +90,7 @@ async def _none_left(kube: AsyncKubeClient, pool: str) -> bool:
 
 
 async def test_nodeoverlay_discount_changes_the_launched_type(kube, devcluster):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app, overlay = f"overlay-{tag}", f"web-{tag}", f"discount-{tag}"
     # without an overlay c6a.large (0.0765 USD/h) is cheaper than m5.large (0.096)
     await kube.create("EC2NodeClass", nodeclass(pool))

@@ -163,7 +163,7 @@ async def test_image_entrypoint_provisions_on_the_dev_cluster(bundle, image_modu
     kubeconfig = rootfs / "tmp" / "kubeconfig"
     shutil.copy(devcluster.kubeconfig, kubeconfig)
     os.chown(kubeconfig, UID, UID)
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"img-{cloud[:3]}-{tag}", f"inflate-img-{tag}"
     env = {**_image_env(runtime), "KARPY_LEASE_NAME": f"lease-img-{tag}"}
     log_path = tmp_path / "controller.log"

@@ -44,7 +44,7 @@ def _pods(tag: str) -> list[dict[str, Any]]:
 
 
 async def test_pods_nominated_to_in_flight_claims_get_no_second_claim(kube: AsyncKubeClient, devcluster):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool = f"nom-{tag}"
     await kube.create("EC2NodeClass", nodeclass(pool))
     await kube.create("NodePool", nodepool(pool, tag))

@@ -119,7 +119,7 @@ async def in_memory_rounds(spec: dict[str, Any], allowed: int) -> list[list[int]
 
 @pytest.mark.parametrize(("spec", "allowed"), CASES)
 async def test_evictions_match_kube_apiserver(devcluster, spec, allowed):
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     app, node_name = f"pdb-{tag}", f"kwok-pdb-{tag}"
     kube = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
     try:
@@ -150,7 +150,7 @@ async def test_evictions_match_kube_apiserver(devcluster, spec, allowed):
 
 async def test_two_pdbs_on_a_pod_answer_the_same(devcluster):
     """eviction.go: a pod selected by more than one PDB cannot be evicted (500)."""
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     app, node_name = f"pdb2-{tag}", f"kwok-pdb2-{tag}"
 
     async def refusal(kube: KubeClient, settle: Callable[[], Awaitable[None]]) -> tuple[int, str, str]:

@@ -62,7 +62,7 @@ async def _claims(kube: AsyncKubeClient, pool: str) -> list[dict[str, Any]]:
 
 async def test_the_doc_plugin_launches_from_the_controller(devcluster: Any, plugin: Env, tmp_path: Any) -> None:
     kube = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool = f"tiny-{tag}"
     log_path = tmp_path / "controller.log"
     controller: subprocess.Popen[bytes] | None = None

@@ -116,7 +116,7 @@ async def test_controller_runs_under_the_chart_rbac_without_a_403(  # noqa: C901
     api = devcluster.api
     ns = release_namespace
     values = CLOUD_VALUES["aws"]
-    tag = uuid.uuid4().hex[:6]
+    tag = "t" + uuid.uuid4().hex[:5]
     pool, app = f"rbac-{tag}", f"rbac-{tag}"
     objects = [o for o in render(f"karpy-{tag}", ns, values) if o["kind"] in RBAC_KINDS]
     created: list[str] = []

@@ -70,7 +70,7 @@ async def outcome(kube: Any, obj: dict[str, Any]) -> tuple[str, Any]:
 
 @pytest.mark.timeout(180)
 async def test_memory_cluster_admits_pods_like_kube_apiserver(devcluster) -> None:
-    suffix = uuid.uuid4().hex[:6]
+    suffix = "t" + uuid.uuid4().hex[:5]
     real = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
     memory = InMemoryCluster()
     try:
