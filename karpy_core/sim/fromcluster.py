@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from karpy_core.apis.core import SYSTEM_PRIORITY_VALUES
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.provider import CloudProvider, load_provider
 from karpy_core.cloudprovider.simulated import SimulatedProvider
@@ -59,6 +60,7 @@ from karpy_core.controllers.disruption.decisions import (
 from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption
 from karpy_core.errors import KubeAPIError, NotFoundError
 from karpy_core.featuregates import FeatureGates
+from karpy_core.kube.admission import PREEMPT_LOWER_PRIORITY
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, KubeClient, serve_plugin_node_classes
 from karpy_core.sim.report import SimulationReport, build_report
@@ -253,10 +255,6 @@ def _finished_job(job: Mapping[str, Any]) -> bool:
         c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in status.get("conditions") or ())
 
 
-SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-"""The PriorityClasses kube-apiserver creates itself."""
-
-
 def priority_classes_of_pods(pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """PriorityClass objects rebuilt from admitted pods (when the classes could not be listed):
     one per ``spec.priorityClassName`` other than the system classes, with the ``value``
@@ -265,11 +263,11 @@ def priority_classes_of_pods(pods: Sequence[Mapping[str, Any]]) -> list[dict[str
     for pod in pods:
         spec = pod.get("spec") or {}
         name = spec.get("priorityClassName")
-        if not name or name in SYSTEM_PRIORITY_CLASSES or name in seen:
+        if not name or name in SYSTEM_PRIORITY_VALUES or name in seen:
             continue
         seen[name] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
                       "value": int(spec.get("priority") or 0),
-                      "preemptionPolicy": spec.get("preemptionPolicy") or "PreemptLowerPriority"}
+                      "preemptionPolicy": spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY}
     return [seen[k] for k in sorted(seen)]
 
 
