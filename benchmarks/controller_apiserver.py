@@ -47,7 +47,8 @@ now and at the traced peak, heap by type), printed after the run. Its times, CPU
 tracemalloc's, not the controller's: never compare them with a timed run.
 
 Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000 [--pods 5000]] [--catalog aws|kwok]
-[--system karpy|karpenter] [--arrival-seconds S] [--controller-repo DIR] [--repeat N] [--memory-profile]``
+[--system karpy|karpenter] [--arrival-seconds S] [--controller-repo DIR] [--repeat N] [--memory-profile]
+[--keep-logs DIR]``
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ class Controller(ControllerProcess):
 
 
 async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool = False,
-              system: str = "karpy", arrival: float = 0.0) -> dict[str, float | None]:
+              system: str = "karpy", arrival: float = 0.0, keep_logs: Path | None = None) -> dict[str, float | None]:
     with devcluster.DevCluster(devcluster.build()) as cluster, tempfile.TemporaryDirectory() as tmp:
         kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
         await install_crds(kube)
@@ -308,6 +309,12 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
                     "running_s": running_at, "claims": claims_seen, "claims_running": len(claims), "usd": usd}
         finally:
             ctl.stop()
+            if keep_logs is not None:
+                keep_logs.mkdir(parents=True, exist_ok=True)
+                dest = keep_logs / f"{system}-{catalog}-{pods}-{int(time.time())}.log"
+                src = Path(tmp) / ("karpenter.log" if system == "karpenter" else "controller.log")
+                dest.write_text(src.read_text() if src.exists() else "")
+                print(f"controller log kept: {dest}")
             await kube.close()
 
 
@@ -327,6 +334,8 @@ def main() -> None:
                         help="create the pods evenly over this many seconds (default 0: all at once)")
     parser.add_argument("--memory-profile", action="store_true",
                         help="profiling runs: the controller under tracemalloc, its memory report printed (not timed)")
+    parser.add_argument("--keep-logs", type=Path, default=None,
+                        help="copy each run's controller log into this directory")
     args = parser.parse_args()
     repos: list[Path | None] = list(args.controller_repo or [None])
     sizes: list[int] = list(args.pods or [1000])
@@ -341,7 +350,7 @@ def main() -> None:
                     label = f"{repo or REPO} {catalog} {pods} pods" if system == "karpy" else f"Karpenter kwok {pods} pods"
                     print(f"== round {round_ + 1}: controller from {label}", flush=True)
                     rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile, system,
-                                                            args.arrival_seconds))))
+                                                            args.arrival_seconds, args.keep_logs))))
     if len(rows) > 1:
         print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims created,"
               " NodeClaims at all Running, USD/hour):")
