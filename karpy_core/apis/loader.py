@@ -48,6 +48,7 @@ from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec
 from karpy_core.apis.durations import parse_duration
+from karpy_core.apis.fieldschema import unknown_field_message, unknown_fields
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -606,6 +607,10 @@ class _Builder:
         if converted is not None:  # served with the same schema: converted as the API server does
             api_version = converted
             data = {**data, "apiVersion": converted}
+        # kube-apiserver's strict decoding (kubectl's default --validate=strict): every field of a
+        # built-in kind must be declared by its schema (karpy's own kinds are strict models)
+        self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}"
+                             for path, declared in unknown_fields(api_version, kind, data))
         group, _, version = api_version.rpartition("/")
         cls = self.registry.get((api_version, kind))
         if cls is None:
