@@ -42,47 +42,58 @@ SCHEMA_FILE = "core-openapi.json.gz"
 
 
 @functools.cache
-def _schemas() -> tuple[dict[str, str], dict[str, Any]]:
-    """(``"<apiVersion> <kind>"`` -> schema name, schema name -> pruned schema), read once."""
+def _schemas() -> dict[str, dict[str, Any]]:
+    """``"<apiVersion> <kind>"`` -> the kind's schema, read once, every ``$ref`` replaced by the
+    schema it names (shared dicts), so the walk follows plain references."""
     raw = json.loads(gzip.decompress(resources.files("karpy_core.data").joinpath(SCHEMA_FILE).read_bytes()))
-    return raw["kinds"], raw["schemas"]
+    schemas: dict[str, dict[str, Any]] = raw["schemas"]
+
+    def link(schema: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in schema:
+            return schemas[schema["$ref"]]
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                schema[key] = link(schema[key])
+        properties = schema.get("properties")
+        if properties:
+            for name, sub in properties.items():
+                properties[name] = link(sub)
+        return schema
+
+    for schema in list(schemas.values()):
+        link(schema)
+    return {kind: schemas[name] for kind, name in raw["kinds"].items()}
 
 
 def has_schema(api_version: str, kind: str) -> bool:
     """Whether :func:`unknown_fields` knows ``apiVersion``/``kind`` (``"apps/v1"``, ``"Deployment"``)."""
-    return f"{api_version} {kind}" in _schemas()[0]
+    return f"{api_version} {kind}" in _schemas()
 
 
-def _resolve(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in schema:
-        schema = schemas[schema["$ref"]]
-    return schema
-
-
-def _walk(value: Any, schema: dict[str, Any], path: str, schemas: dict[str, Any], out: list[tuple[str, list[str]]]) -> None:
-    schema = _resolve(schema, schemas)
+def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, list[str]]]) -> None:
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         return
-    if isinstance(value, dict):
+    if type(value) is dict:
         properties = schema.get("properties")
         if properties is not None:
             for key, sub in value.items():
-                where = f"{path}.{key}" if path else str(key)
-                declared = properties.get(key) if isinstance(key, str) else None
+                declared = properties.get(key) if type(key) is str else None
                 if declared is None:
-                    out.append((where, list(properties)))
-                elif sub is not None:
-                    _walk(sub, declared, where, schemas, out)
+                    out.append((f"{path}.{key}" if path else str(key), list(properties)))
+                elif type(sub) is dict or type(sub) is list:
+                    _walk(sub, declared, f"{path}.{key}" if path else key, out)
             return
         extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
+        if extra is not None and type(extra) is dict:
             for key, sub in value.items():
-                if sub is not None:
-                    _walk(sub, extra, f"{path}[{key}]", schemas, out)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            if item is not None:
-                _walk(item, schema["items"], f"{path}[{index}]", schemas, out)
+                if type(sub) is dict or type(sub) is list:
+                    _walk(sub, extra, f"{path}[{key}]", out)
+    elif type(value) is list:
+        items = schema.get("items")
+        if items is not None and type(items) is dict:
+            for index, item in enumerate(value):
+                if type(item) is dict or type(item) is list:
+                    _walk(item, items, f"{path}[{index}]", out)
 
 
 def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tuple[str, list[str]]]:
@@ -94,12 +105,11 @@ def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tu
         (``spec.template.spec.containers[0].imagePullPolicyy``), ``declared`` the field names the
         enclosing object does declare (for a "did you mean"). Empty for a kind without a schema.
     """
-    kinds, schemas = _schemas()
-    name = kinds.get(f"{api_version} {kind}")
-    if name is None:
+    schema = _schemas().get(f"{api_version} {kind}")
+    if schema is None:
         return []
     out: list[tuple[str, list[str]]] = []
-    _walk(data, {"$ref": name}, "", schemas, out)
+    _walk(data, schema, "", out)
     return out
 
 
