@@ -2,8 +2,11 @@
 
 These are :class:`~karpy_core.apis.base.LenientModel` types: every field the scheduler needs is
 typed and checked (requests, selectors, affinity, tolerations, spread constraints, host ports...),
-while everything else a real object carries (probes, env, securityContext, status details) is kept
-as read and ignored. Source: ``k8s.io/api/core/v1/types.go``.
+while everything else a real object carries (probes, env, status details) is kept as read and
+ignored (its field names are checked by the loader against kube-apiserver's schema:
+:mod:`karpy_core.apis.fieldschema`); values kube-apiserver validates in fields the scheduler does
+not read (``securityContext``, ``preemptionPolicy``, ``image``...) are typed and checked as it
+checks them. Source: ``k8s.io/api/core/v1/types.go``.
 
 :class:`Taint` is strict (its shape is fixed) and shared with karpenter.sh/v1 NodePool/NodeClaim.
 """

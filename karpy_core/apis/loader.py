@@ -22,7 +22,11 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
    (:func:`karpy_core.apis.registry.kind_registry`), by wire name only. Pre-v1 Karpenter kinds
    (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
    ``v1beta1`` kinds) are errors explaining the v1 replacement. Kinds karpy does not model are kept
-   as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored.
+   as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored. A
+   built-in kind (modelled or not: Pod, Deployment, PriorityClass, Service...) is first walked
+   against kube-apiserver's own schema of it (:func:`karpy_core.apis.fieldschema.unknown_fields`):
+   each field the schema does not declare is a problem, as kube-apiserver's strict decoding
+   (``kubectl apply``'s default ``--validate=strict``) refuses it.
 4. Object names are checked as kube-apiserver checks them (:mod:`karpy_core.apis.names`: DNS-1123
    subdomain for most kinds, label for Namespaces, StatefulSets and namespaces, DNS-1035 for
    Services; NodePool names at most 63 characters, and at most ``MAX_NODEPOOL_NAME`` when the
