@@ -7,7 +7,9 @@ Two bases, one choice each model makes about unknown fields:
   Karpenter make the API server reject it.
 * :class:`LenientModel` — ``extra="allow"``. Used for core Kubernetes kinds (Pod, Node,
   Deployment, ...) where karpy models only what the scheduler reads; real objects carry hundreds of
-  other fields, which are kept (and dumped back) but never interpreted.
+  other fields, which are kept (and dumped back) but never interpreted. The manifest loader still
+  refuses a field kube-apiserver's schema of the kind does not declare (strict decoding, as
+  ``kubectl apply`` asks by default): :mod:`karpy_core.apis.fieldschema`.
 
 Both map Python ``snake_case`` attributes to the Kubernetes ``camelCase`` wire names
 (``alias_generator=to_camel``); fields whose wire name is not plain camelCase (``providerID``,
@@ -232,7 +234,8 @@ class KubeModel(BaseModel):
 
 
 class LenientModel(KubeModel):
-    """Base for the parts of core Kubernetes kinds karpy reads: unknown fields are kept, not checked."""
+    """Base for the parts of core Kubernetes kinds karpy reads: unknown fields are kept (the loader
+    checks their names against kube-apiserver's schema: :func:`karpy_core.apis.fieldschema.unknown_fields`)."""
 
     model_config = ConfigDict(extra="allow")
 

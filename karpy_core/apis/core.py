@@ -2,8 +2,11 @@
 
 These are :class:`~karpy_core.apis.base.LenientModel` types: every field the scheduler needs is
 typed and checked (requests, selectors, affinity, tolerations, spread constraints, host ports...),
-while everything else a real object carries (probes, env, securityContext, status details) is kept
-as read and ignored. Source: ``k8s.io/api/core/v1/types.go``.
+while everything else a real object carries (probes, env, status details) is kept as read and
+ignored (its field names are checked by the loader against kube-apiserver's schema:
+:mod:`karpy_core.apis.fieldschema`); values kube-apiserver validates in fields the scheduler does
+not read (``securityContext``, ``preemptionPolicy``, ``image``...) are typed and checked as it
+checks them. Source: ``k8s.io/api/core/v1/types.go``.
 
 :class:`Taint` is strict (its shape is fixed) and shared with karpenter.sh/v1 NodePool/NodeClaim.
 """
@@ -15,7 +18,15 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, Field, ModelWrapValidatorHandler, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from karpy_core.apis.base import (
     Bool,
@@ -58,6 +69,15 @@ __all__ = [
     "UnixID",
     "PodSecurityContext",
     "SecurityContext",
+    "SeccompProfile",
+    "AppArmorProfile",
+    "Capabilities",
+    "Sysctl",
+    "SYSCTL_NAME",
+    "supported",
+    "not_supported",
+    "PREEMPT_LOWER_PRIORITY",
+    "PREEMPTION_POLICIES",
     "ContainerPort",
     "Container",
     "PersistentVolumeClaimVolumeSource",
@@ -433,6 +453,112 @@ refuses it), within 0 .. :data:`MAX_ID` (kube-apiserver's ``ValidatePodSecurityC
 ``ValidateSecurityContext``: ``must be between 0 and 2147483647, inclusive``)."""
 
 
+def not_supported(value: str, allowed: tuple[str, ...]) -> str | None:
+    """None when ``value`` is one of ``allowed``, else kube-apiserver's ``field.NotSupported`` words
+    (``k8s.io/apimachinery/pkg/util/validation/field/errors.go``): ``Unsupported value: "X":
+    supported values: "A", "B"`` (``allowed`` in the API server's order)."""
+    if value in allowed:
+        return None
+    return f'Unsupported value: "{value}": supported values: ' + ", ".join(f'"{a}"' for a in allowed)
+
+
+def supported(*allowed: str) -> Any:
+    """An after-validator for an enum-like string field: one of ``allowed``, else a ValueError with
+    :func:`not_supported`'s words."""
+
+    def check(value: str) -> str:
+        problem = not_supported(value, allowed)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+"""A PriorityClass's ``preemptionPolicy`` when unset (``SetDefaults_PriorityClass``)."""
+PREEMPTION_POLICIES = (PREEMPT_LOWER_PRIORITY, "Never")
+"""The ``preemptionPolicy`` values of a pod or PriorityClass, in kube-apiserver's order
+(``validatePreemptionPolicy``)."""
+
+
+class _SecurityProfile(LenientModel):
+    """A ``seccompProfile`` or ``appArmorProfile``: ``type`` one of Localhost, RuntimeDefault,
+    Unconfined; ``localhostProfile`` set exactly when the type is Localhost."""
+
+    WHAT: ClassVar[str] = ""
+    """The profile kind in kube-apiserver's messages (``seccomp``, ``AppArmor``)."""
+    EMPTY_IS_UNSET: ClassVar[bool] = False
+    """Whether an empty ``localhostProfile`` counts as missing (AppArmor: yes; seccomp only checks it is set)."""
+
+    type: Annotated[Str, supported("Localhost", "RuntimeDefault", "Unconfined")]
+    localhost_profile: Str | None = None
+
+    @field_validator("localhost_profile")
+    @classmethod
+    def _profile_with_localhost_only(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("type")  # absent when the type itself was refused
+        if kind is not None and kind != "Localhost" and value is not None:
+            raise ValueError(f"Invalid value: {value!r}: can only be set when {cls.WHAT} type is Localhost")
+        return value
+
+    @model_validator(mode="after")
+    def _localhost_needs_profile(self) -> _SecurityProfile:
+        if self.type == "Localhost" and (self.localhost_profile is None or (self.EMPTY_IS_UNSET and not self.localhost_profile)):
+            raise ValueError(f"localhostProfile: Required value: must be set when {self.WHAT} type is Localhost")
+        return self
+
+
+class SeccompProfile(_SecurityProfile):
+    """``core/v1 SeccompProfile`` (pod or container ``securityContext.seccompProfile``), checked as
+    kube-apiserver's ``validateSeccompProfileField`` checks it.
+
+    Raises (as a validation error): a missing or unsupported ``type``, a Localhost type without a
+    profile, a profile with another type."""
+
+    WHAT: ClassVar[str] = "seccomp"
+
+
+class AppArmorProfile(_SecurityProfile):
+    """``core/v1 AppArmorProfile`` (``securityContext.appArmorProfile``), checked as kube-apiserver's
+    ``validateAppArmorProfileField``: as :class:`SeccompProfile`, and an empty ``localhostProfile``
+    is missing too."""
+
+    WHAT: ClassVar[str] = "AppArmor"
+    EMPTY_IS_UNSET: ClassVar[bool] = True
+
+
+class Capabilities(LenientModel):
+    """``core/v1 Capabilities``: lists of capability names to ``add`` and ``drop`` (a single name or
+    a number where a list is due is refused, as the API server's JSON decoder refuses it)."""
+
+    add: list[Str] | None = None
+    drop: list[Str] | None = None
+
+
+SYSCTL_NAME = re.compile(r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$")
+"""A sysctl name (``SysctlContainSlashPattern`` in ``pkg/apis/core/validation/validation.go``:
+dots or slashes between lower-case segments), at most 253 characters."""
+
+
+class Sysctl(LenientModel):
+    """``core/v1 Sysctl`` of ``securityContext.sysctls``: a ``name`` kube-apiserver's
+    ``validateSysctls`` accepts (:data:`SYSCTL_NAME`) and its ``value``."""
+
+    name: Str
+    value: Str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not value:
+            raise ValueError("Required value")
+        if len(value) > 253 or SYSCTL_NAME.fullmatch(value) is None:
+            raise ValueError(f"Invalid value: {value!r}: must have at most 253 characters and match regex "
+                             f"{SYSCTL_NAME.pattern}")
+        return value
+
+
 class SecurityContext(LenientModel):
     """``core/v1 SecurityContext`` of a container: the IDs and switches kube-apiserver checks are
     typed (never read by the scheduler); capabilities, SELinux, seccomp and the rest are kept as read.
@@ -446,6 +572,9 @@ class SecurityContext(LenientModel):
     privileged: Bool | None = None
     allow_privilege_escalation: Bool | None = None
     read_only_root_filesystem: Bool | None = None
+    capabilities: Capabilities | None = None
+    seccomp_profile: SeccompProfile | None = None
+    app_armor_profile: AppArmorProfile | None = None
 
 
 class PodSecurityContext(LenientModel):
@@ -457,6 +586,21 @@ class PodSecurityContext(LenientModel):
     run_as_non_root: Bool | None = None
     fs_group: UnixID | None = None
     supplemental_groups: list[UnixID] | None = None
+    fs_group_change_policy: Annotated[Str, supported("Always", "OnRootMismatch")] | None = None
+    seccomp_profile: SeccompProfile | None = None
+    app_armor_profile: AppArmorProfile | None = None
+    sysctls: list[Sysctl] | None = None
+
+    @field_validator("sysctls")
+    @classmethod
+    def _unique_sysctls(cls, value: list[Sysctl] | None) -> list[Sysctl] | None:
+        """Each sysctl named once (``validateSysctls``: ``Duplicate value``)."""
+        seen: set[str] = set()
+        for i, sysctl in enumerate(value or []):
+            if sysctl.name in seen:
+                raise ValueError(f"[{i}].name: Duplicate value: {sysctl.name!r}")
+            seen.add(sysctl.name)
+        return value
 
 
 class ContainerPort(LenientModel):
@@ -476,11 +620,25 @@ class Container(LenientModel):
     ``restartPolicy: Always`` on an init container makes it a sidecar (its requests add to the pod's)."""
 
     name: Str
-    image: Str | None = None
+    image: Str | None = Field(default=None, validate_default=True)
+    """Required by kube-apiserver (``spec.containers[0].image: Required value``), in pods and in
+    workload templates alike; see :meth:`_image_required`."""
+    image_pull_policy: Annotated[Str, supported("Always", "IfNotPresent", "Never")] | None = None
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = Field(default_factory=list)
     restart_policy: Literal["Always"] | None = None
     security_context: SecurityContext | None = None
+
+    @field_validator("image")
+    @classmethod
+    def _image_required(cls, value: str | None) -> str | None:
+        """Set and not empty, as kube-apiserver's ``validateContainerCommon`` requires of every
+        container (``image: Required value``; a workload's template too, unlike ``validateEphemeralContainers``)."""
+        if not value:
+            raise ValueError("Required value")
+        if value != value.strip():
+            raise ValueError(f"Invalid value: {value!r}: must not have leading or trailing whitespace")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -522,6 +680,10 @@ class PodSpec(LenientModel):
     overhead: ComputeResourceList = Field(default_factory=dict)
     priority_class_name: Str | None = None
     priority: Int32 | None = None
+    preemption_policy: Annotated[Str, supported(*PREEMPTION_POLICIES)] | None = None
+    """kube-apiserver's ``validatePreemptionPolicy``; Priority admission then sets it from the
+    PriorityClass (a pod giving another value is refused: :func:`karpy_core.kube.admission.admit_priority`)."""
+    dns_policy: Annotated[Str, supported("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")] | None = None
     scheduler_name: Str | None = None
     runtime_class_name: Str | None = None
     volumes: list[Volume] = Field(default_factory=list)

@@ -22,7 +22,11 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
    (:func:`karpy_core.apis.registry.kind_registry`), by wire name only. Pre-v1 Karpenter kinds
    (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
    ``v1beta1`` kinds) are errors explaining the v1 replacement. Kinds karpy does not model are kept
-   as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored.
+   as :class:`~karpy_core.apis.workloads.Passthrough` in ``other`` and otherwise ignored. A
+   built-in kind (modelled or not: Pod, Deployment, PriorityClass, Service...) is first walked
+   against kube-apiserver's own schema of it (:func:`karpy_core.apis.fieldschema.unknown_fields`):
+   each field the schema does not declare is a problem, as kube-apiserver's strict decoding
+   (``kubectl apply``'s default ``--validate=strict``) refuses it.
 4. Object names are checked as kube-apiserver checks them (:mod:`karpy_core.apis.names`: DNS-1123
    subdomain for most kinds, label for Namespaces, StatefulSets and namespaces, DNS-1035 for
    Services; NodePool names at most 63 characters, and at most ``MAX_NODEPOOL_NAME`` when the
@@ -46,8 +50,9 @@ from pydantic import ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
-from karpy_core.apis.core import SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec
+from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
+from karpy_core.apis.fieldschema import unknown_field_message, unknown_fields
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -606,6 +611,10 @@ class _Builder:
         if converted is not None:  # served with the same schema: converted as the API server does
             api_version = converted
             data = {**data, "apiVersion": converted}
+        # kube-apiserver's strict decoding (kubectl's default --validate=strict): every field of a
+        # built-in kind must be declared by its schema (karpy's own kinds are strict models)
+        self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}"
+                             for path, declared in unknown_fields(api_version, kind, data))
         group, _, version = api_version.rpartition("/")
         cls = self.registry.get((api_version, kind))
         if cls is None:
@@ -778,7 +787,8 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
     refuses in the pods of ``loaded``, one line each naming the object and field: a
     ``priorityClassName`` that is neither a ``scheduling.k8s.io/v1 PriorityClass`` among the
     inputs nor ``system-cluster-critical``/``system-node-critical`` (``no PriorityClass with name
-    NAME was found``), and a ``priority`` other than the class's ``value`` (0 with no class).
+    NAME was found``), a ``priority`` other than the class's ``value`` (0 with no class), and a
+    ``preemptionPolicy`` other than the class's (``PreemptLowerPriority`` with no class).
 
     Only for a complete input set (``karpy validate``/``simulate`` on manifests): the API server
     accepts the workload but creates none of its pods, so the simulation would silently leave them
@@ -786,14 +796,22 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
     (:func:`karpy_core.kube.admission.admit_priority`), which sees the classes created so far.
     """
     values = dict(SYSTEM_PRIORITY_VALUES)
+    policies = dict.fromkeys(SYSTEM_PRIORITY_VALUES, PREEMPT_LOWER_PRIORITY)
     for other in loaded.other:
         if (other.api_version, other.kind) == ("scheduling.k8s.io/v1", "PriorityClass") and other.name:
             value = (other.model_extra or {}).get("value")
             values[other.name] = value if isinstance(value, int) and not isinstance(value, bool) else 0
-    defaults = [int(v) for o in loaded.other if (o.api_version, o.kind) == ("scheduling.k8s.io/v1", "PriorityClass")
-                and (o.model_extra or {}).get("globalDefault") is True
-                for v in [(o.model_extra or {}).get("value")] if isinstance(v, int)]
+            policies[other.name] = str((other.model_extra or {}).get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY)
+    defaults = sorted((int(v), str((o.model_extra or {}).get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY))
+                      for o in loaded.other if (o.api_version, o.kind) == ("scheduling.k8s.io/v1", "PriorityClass")
+                      and (o.model_extra or {}).get("globalDefault") is True
+                      for v in [(o.model_extra or {}).get("value")] if isinstance(v, int))
     problems = []
+    for other in loaded.other:  # validatePreemptionPolicy, as for a pod's (PriorityClass is not modelled)
+        policy = (other.model_extra or {}).get("preemptionPolicy") if other.kind == "PriorityClass" else None
+        refused = not_supported(policy, PREEMPTION_POLICIES) if isinstance(policy, str) else None
+        if refused is not None and other.api_version == "scheduling.k8s.io/v1":
+            problems.append(f"{other.source} {other.ref()}: preemptionPolicy: {refused}")
     specs: list[tuple[KubeObject, str, PodSpec]] = [(pod, "spec", pod.spec) for pod in loaded.pods]
     workloads: list[Deployment | ReplicaSet | StatefulSet | DaemonSet | Job] = [
         *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets, *loaded.jobs]
@@ -806,11 +824,16 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
                             f"found (kube-apiserver's Priority admission refuses {whose}; define the PriorityClass among the "
                             "inputs, or use system-cluster-critical or system-node-critical)")
             continue
-        computed = values[name] if name else (min(defaults) if defaults else 0)
+        computed, policy = (values[name], policies[name]) if name else (defaults[0] if defaults else (0, PREEMPT_LOWER_PRIORITY))
         if spec.priority is not None and spec.priority != computed:
             problems.append(f"{obj.source} {obj.ref()}: {path}.priority: the integer value of priority ({spec.priority}) must "
                             f"not be provided in pod spec; priority admission controller computed {computed} from the given "
                             f"PriorityClass name (kube-apiserver's Priority admission refuses {whose})")
+        elif spec.preemption_policy is not None and spec.preemption_policy != policy:
+            problems.append(f"{obj.source} {obj.ref()}: {path}.preemptionPolicy: the string value of PreemptionPolicy "
+                            f"({spec.preemption_policy}) must not be provided in pod spec; priority admission controller "
+                            f"computed {policy} from the given PriorityClass name (kube-apiserver's Priority admission "
+                            f"refuses {whose})")
     return problems
 
 

@@ -84,6 +84,16 @@ class _SelectsTemplate(LenientModel):
 
     selector: LabelSelector
     template: PodTemplateSpec
+    min_ready_seconds: Int32 | None = None
+    """Seconds a new pod must be ready before it counts as available (not simulated); kube-apiserver's
+    ``ValidateNonnegativeField``: ``must be greater than or equal to 0``."""
+
+    @field_validator("min_ready_seconds")
+    @classmethod
+    def _non_negative(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError(f"Invalid value: {value}: must be greater than or equal to 0")
+        return value
 
     @model_validator(mode="after")
     def _selector_selects_template(self) -> _SelectsTemplate:

@@ -28,18 +28,19 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from karpy_core.apis.core import SYSTEM_PRIORITY_VALUES
+from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, SYSTEM_PRIORITY_VALUES
 from karpy_core.errors import KubeAPIError
 from karpy_core.utils.clone import clone
 from karpy_core.utils.quantity import QuantityError, parse_quantity
 
-__all__ = ["admit_pod", "admit_priority", "needs_priority_admission", "merge_tolerations", "SYSTEM_PRIORITY_CLASSES",
-           "PREEMPT_LOWER_PRIORITY"]
+if TYPE_CHECKING:
+    from karpy_core.apis.loader import LoadedManifests
 
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-"""A PriorityClass's ``preemptionPolicy`` when unset (``SetDefaults_PriorityClass``)."""
+__all__ = ["admit_pod", "admit_priority", "runtime_class_problems", "needs_priority_admission", "merge_tolerations",
+           "SYSTEM_PRIORITY_CLASSES", "PREEMPT_LOWER_PRIORITY"]
+
 
 SYSTEM_PRIORITY_CLASSES: dict[str, dict[str, Any]] = {
     name: {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value,
@@ -215,3 +216,36 @@ def admit_priority(pod: dict[str, Any], priority_classes: Mapping[str, Mapping[s
     if pc is not None and not name:
         out["spec"]["priorityClassName"] = (pc.get("metadata") or {}).get("name")
     return out
+
+
+def runtime_class_problems(loaded: LoadedManifests) -> list[str]:
+    """What the RuntimeClass admission plugin (:func:`admit_pod`) refuses in the pods of ``loaded``
+    (manifests given to ``karpy validate``/``simulate``), one line each naming the object and the
+    API server's words: an ``overhead`` without a RuntimeClass defining one (``pod rejected: Pod
+    Overhead set without corresponding RuntimeClass defined Overhead``), a ``runtimeClassName``
+    that is not among the inputs (``RuntimeClass "x" not found``), a conflicting node selector.
+
+    A bare Pod is refused by kube-apiserver (403); a workload is accepted but none of its pods is
+    created, so the simulation would leave them out: reported for both, as
+    :func:`karpy_core.apis.loader.priority_class_problems` reports Priority admission.
+    """
+    classes = {rc.name: rc.model_dump(mode="json", by_alias=True, exclude_none=True) for rc in loaded.runtimeclasses}
+    objects: list[Any] = [*loaded.pods, *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets,
+                          *loaded.jobs]
+    problems = []
+    for obj in objects:
+        bare = obj.KIND == "Pod"
+        spec = obj.spec if bare else obj.spec.template.spec
+        if not spec.runtime_class_name and not spec.overhead:
+            continue
+        pod = {"metadata": {"name": obj.name}, "spec": {
+            "runtimeClassName": spec.runtime_class_name, "overhead": dict(spec.overhead), "nodeSelector": dict(spec.node_selector),
+            "tolerations": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in spec.tolerations]}}
+        try:
+            admit_pod(pod, classes)
+        except KubeAPIError as exc:
+            whose = "the pod" if bare else f"the pods of this {obj.KIND}"
+            why = str(exc).partition("is forbidden: ")[2] or str(exc)
+            problems.append(f"{obj.source} {obj.ref()}: {'spec' if bare else 'spec.template.spec'}: {why} (kube-apiserver's "
+                            f"RuntimeClass admission refuses {whose})")
+    return problems

@@ -271,6 +271,7 @@ metadata:
 spec:
   containers:
     - name: c
+      image: pause
 """
 
 NODEPOOL = """\
@@ -358,19 +359,20 @@ def test_repeated_keys_inside_lists_and_nested_maps() -> None:
 
 def test_yaml_merge_keys_are_not_repeats() -> None:
     text = """\
-x-common: &common
-  name: c
-  image: nginx
 apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
   containers:
+    - &common
+      name: c
+      image: nginx
     - <<: *common
+      name: d
       image: busybox
 """
     result = load_text(text, "m.yaml")
-    assert result.pods[0].spec.containers[0].image == "busybox"
+    assert [(c.name, c.image) for c in result.pods[0].spec.containers] == [("c", "nginx"), ("d", "busybox")]
 
 
 def test_empty_documents_skipped_and_counted() -> None:
@@ -387,7 +389,7 @@ def test_yaml_syntax_error() -> None:
 def test_document_shape_errors() -> None:
     problems = problems_of(
         "- a\n- b\n---\nkind: Pod\nmetadata: {name: x}\n---\n"
-        "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: c}]}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: c, image: pause}]}\n",
         "d.yaml",
     )
     assert problems == [
@@ -434,7 +436,7 @@ def test_unmodelled_kinds_are_ignored() -> None:
 def test_v1_list_items_are_expanded() -> None:
     text = "apiVersion: v1\nkind: List\nitems:\n" + "".join(
         f"  - apiVersion: v1\n    kind: Pod\n    metadata: {{name: p{i}, namespace: default}}\n"
-        "    spec: {containers: [{name: c}]}\n"
+        "    spec: {containers: [{name: c, image: pause}]}\n"
         for i in range(2)
     )
     result = load_text(text, "l.yaml")

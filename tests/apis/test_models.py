@@ -801,7 +801,7 @@ def test_node() -> None:
 
 
 def test_workload_defaults() -> None:
-    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}}
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}
     dep = validate(
         Deployment,
         {
@@ -824,7 +824,7 @@ def test_workload_defaults() -> None:
     assert sts.spec.replicas == 1 and sts.spec.volume_claim_templates[0]["metadata"]["name"] == "data"
     job = validate(
         Job, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-              "spec": {"template": {**template, "spec": {"containers": [{"name": "c"}], "restartPolicy": "Never"}}}}
+              "spec": {"template": {**template, "spec": {"containers": [{"name": "c", "image": "pause"}], "restartPolicy": "Never"}}}}
     )
     assert job.spec.parallelism == 1 and job.spec.completions is None
     errs = errors(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from karpy_core.cli import run_simulation
@@ -148,12 +146,14 @@ async def test_runtimeclass_overhead_is_admitted_into_workload_pods(tmp_path):
     assert report.summary()["pods_pending"] == 0
 
 
-async def test_pods_of_a_missing_runtimeclass_are_refused_and_reported(tmp_path):
-    report = await run_simulation(write(tmp_path, pool=POOL, app=with_runtime_class(deployment("app", 2, "1", "1Gi"), "gvisor")))
-    assert report.nodes == [] and report.pods == []
-    assert len(report.warnings) == 1
-    assert re.fullmatch(r'Deployment/default/app: pods not created: 403 Forbidden: pods "app-[a-z0-9]+-[a-z0-9]{5}" '
-                        r'is forbidden: pod rejected: RuntimeClass "gvisor" not found', report.warnings[0])
+async def test_pods_of_a_missing_runtimeclass_are_refused_before_simulating(tmp_path):
+    """kube-apiserver's RuntimeClass admission would create none of these pods (as for a missing
+    PriorityClass below: the input is refused, naming the workload)."""
+    with pytest.raises(ManifestError) as err:
+        await run_simulation(write(tmp_path, pool=POOL, app=with_runtime_class(deployment("app", 2, "1", "1Gi"), "gvisor")))
+    (line,) = err.value.problems
+    assert line.endswith('app.yaml doc 1 Deployment/app: spec.template.spec: pod rejected: RuntimeClass "gvisor" not found '
+                         "(kube-apiserver's RuntimeClass admission refuses the pods of this Deployment)"), line
 
 
 PRIORITYCLASS = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"

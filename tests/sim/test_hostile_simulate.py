@@ -30,7 +30,7 @@ spec:
 
 
 def deployment(name: str = "web", replicas: int = 1, containers: list[dict] | None = None) -> str:
-    containers = containers or [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]
+    containers = [{"image": "pause", **c} for c in containers or [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]]
     return f"""\
 apiVersion: apps/v1
 kind: Deployment
