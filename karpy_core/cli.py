@@ -176,7 +176,9 @@ async def run_simulation(
     ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``;
     ``min_values_policy``, ``batch_idle_seconds`` and ``batch_max_seconds`` are the controller's
     ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``. ``progress`` (a
-    :class:`~karpy_core.sim.progress.Progress`, default none) is told each phase.
+    :class:`~karpy_core.sim.progress.Progress`, default none) is told each phase. The provider is
+    closed at the end, whatever the outcome (:func:`_close_provider`: a failing ``karpy_close`` is
+    one warning line).
 
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
@@ -209,25 +211,28 @@ async def run_simulation(
         raise ManifestError(refused)
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
-    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
-                    feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
-                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
-    from karpy_core.sim.simulator import is_simulated
+    try:
+        sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
+                        feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
+                        batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
+        from karpy_core.sim.simulator import is_simulated
 
-    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
-    ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
-    loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
-    await sim.run()
-    pricing = provider.pricing_note()
-    inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
-        f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
-    report = await build_report(
-        sim,
-        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
-    )
-    report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
-    report.warnings = list(loaded.warnings) + unserved_warnings(loaded.nodepools, provider) + report.warnings
-    return report
+        served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
+        ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
+        loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
+        await sim.run()
+        pricing = provider.pricing_note()
+        inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
+            f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
+        report = await build_report(
+            sim,
+            provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
+        )
+        report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
+        report.warnings = list(loaded.warnings) + unserved_warnings(loaded.nodepools, provider) + report.warnings
+        return report
+    finally:
+        await _close_provider(provider)  # after the report: a failing karpy_close is a warning, the report stands
 
 
 def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: str | None,
@@ -269,6 +274,22 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     _check_provider_loops(provider)
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+async def _close_provider(provider: Any) -> None:
+    """Await ``provider``'s ``close()`` (the plugin's optional ``karpy_close`` hook), at the end of
+    ``karpy simulate`` and at ``karpy controller``'s shutdown. A failure is one warning line naming
+    the plugin and the hook (``cloud provider plugin 'p': karpy_close raised RuntimeError: ...``,
+    :class:`~karpy_core.errors.PluginHookError`; a karpy error the hook raised is wrapped the same
+    way) and nothing more: the command's result (a report already computed, the original error of
+    a failed run) and its exit status stay what they were."""
+    from karpy_core.errors import PluginHookError
+
+    try:
+        await provider.close()
+    except Exception as exc:  # shutting down: report, never mask the result or the original error
+        error = exc if isinstance(exc, PluginHookError) else PluginHookError(provider.label, "karpy_close", exc)
+        logging.getLogger("karpy.cli").warning("the cloud provider was not closed cleanly", extra={"error": error})
 
 
 def _check_provider_loops(provider: Any) -> None:
@@ -370,17 +391,20 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     if why:
         raise ConfigurationError(f"--until: {why}")
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
-    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
-                    feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
-                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
-    await run_scenario(sim, scenario, end)
-    pricing = provider.pricing_note()
-    report = await build_report(
-        sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
-                            "scenario": scenario.name, "until_seconds": end},
-    )
-    report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
-    return report
+    try:
+        sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
+                        feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
+                        batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
+        await run_scenario(sim, scenario, end)
+        pricing = provider.pricing_note()
+        report = await build_report(
+            sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
+                                "scenario": scenario.name, "until_seconds": end},
+        )
+        report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
+        return report
+    finally:
+        await _close_provider(provider)
 
 
 @contextlib.contextmanager
@@ -907,10 +931,7 @@ async def run_controller(
         # The provider's cloud clients (aiobotocore, httpx) are closed before the loop ends, or
         # asyncio logs "Unclosed client session" errors on every shutdown.
         if provider is not None:
-            try:
-                await provider.close()
-            except Exception as exc:  # shutting down: report, never mask the original error
-                logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
+            await _close_provider(provider)
         await raw.close()
     if interrupted:
         raise KeyboardInterrupt

@@ -95,6 +95,11 @@ class BrokenProvider(SimulatedProvider):
         super().karpy_prepare(context)
 
     @hookimpl
+    async def karpy_close(self) -> None:
+        self._maybe_fail("karpy_close")
+        await super().karpy_close()
+
+    @hookimpl
     def karpy_pricing_note(self) -> str:
         self._maybe_fail("karpy_pricing_note")
         return super().karpy_pricing_note()
