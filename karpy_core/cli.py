@@ -29,12 +29,71 @@ from importlib import resources
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
 
+EXIT_SIGPIPE = 141
+"""Exit code when the reader of stdout went away early (``karpy validate ... | head -1``): 128 +
+SIGPIPE (13), the status a shell reports for a Unix tool killed by SIGPIPE (``yes | head -1``), as
+:data:`EXIT_INTERRUPTED` is 128 + SIGINT. karpy cannot let SIGPIPE kill it (``SIG_DFL``): a
+socket whose peer went away (the API server, a cloud) would then kill the controller too."""
+
+
+class _StdoutClosed(Exception):  # an event, not an error: the reader of stdout is gone
+    """Raised in place of ``BrokenPipeError`` (by :class:`_KarpyGroup`) when writing to stdout
+    failed because its reader closed it; :func:`main` exits :data:`EXIT_SIGPIPE` without a word."""
+
+
+def _stdout_reader_gone() -> bool:
+    """True when stdout is a pipe (or socket) whose reading end is closed: ``poll`` reports
+    ``POLLERR``/``POLLHUP`` on it. An ``EPIPE`` from anything else (a socket to the API server)
+    stays what it is."""
+    import select
+    import sys
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real stdout (a test runner's buffer), no poll
+        return False
+
+
+def _is_closed_stdout(exc: BaseException) -> bool:
+    import errno
+
+    return isinstance(exc, OSError) and exc.errno == errno.EPIPE and _stdout_reader_gone()
+
+
+class _KarpyGroup(TyperGroup):
+    """The ``karpy`` command group: a write to a stdout whose reader has gone (``| head``), in any
+    command or its help, raises :class:`_StdoutClosed` instead of ``BrokenPipeError``, which
+    typer would turn into exit 1; :func:`main` handles it in one place."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """click's, with a closed stdout (the group's ``--help``) raised as :class:`_StdoutClosed`."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except OSError as exc:
+            if _is_closed_stdout(exc):
+                raise _StdoutClosed from exc
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        """click's, with a closed stdout (any command's output) raised as :class:`_StdoutClosed`."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if _is_closed_stdout(exc):
+                raise _StdoutClosed from exc
+            raise
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
-                  rich_markup_mode=None, context_settings={"max_content_width": 120})
+                  rich_markup_mode=None, context_settings={"max_content_width": 120}, cls=_KarpyGroup)
 """Help is click's plain layout (``rich_markup_mode=None``): paragraphs re-wrapped to the terminal
 (at most 120 columns) and every option name and help in full; rich's table cut option names and
 their environment variables with an ellipsis at 80 columns (a pipe, CI logs)."""
@@ -1176,11 +1235,27 @@ def _leave_now(signum: int, frame: Any) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def _leave_quietly() -> None:
+    """Exit :data:`EXIT_SIGPIPE` without a word: stdout's reader is gone (``karpy ... | head``).
+    stdout is pointed at ``/dev/null`` first, so the interpreter's last flush of what is still
+    buffered cannot fail again ("Exception ignored ... BrokenPipeError", exit 120)."""
+    import os
+    import sys
+
+    with contextlib.suppress(Exception):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    sys.exit(EXIT_SIGPIPE)
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
     ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
     any command at once (see :func:`_on_sigint`): ``karpy: interrupted`` on stderr, exit 130, no
-    traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM)."""
+    traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM).
+    When the reader of stdout goes away early (``karpy validate ... | head -1``), any command
+    stops quietly, as a Unix tool killed by SIGPIPE: no message, exit :data:`EXIT_SIGPIPE` (141)."""
     import signal
     import sys
 
@@ -1189,6 +1264,13 @@ def main() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
+        sys.stdout.flush()  # what is still buffered, while a closed stdout can be handled here
+    except _StdoutClosed:
+        _leave_quietly()
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
+        _leave_quietly()
     except (typer.Abort, KeyboardInterrupt):
         code = EXIT_INTERRUPTED
     except TyperException as exc:  # click's UsageError and its kind (typer vendors click)
