@@ -97,8 +97,9 @@ def karpy_start() -> Awaitable[None]:  # type: ignore[empty-body]
 @hookspec
 def karpy_close() -> Awaitable[None]:  # type: ignore[empty-body]
     """**Optional.** Release the cloud clients (awaitable): awaited once when karpy stops (the
-    controller's shutdown, the conformance kit's teardown). An error is logged, never raised
-    over the one that stopped karpy.
+    controller's shutdown, the end of a ``karpy simulate`` run, the conformance kit's teardown).
+    An error is one warning naming the plugin and the hook, never raised over the one that
+    stopped karpy nor changing the command's result.
 
     .. versionadded:: 0.2
     """
