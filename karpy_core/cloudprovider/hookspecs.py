@@ -158,10 +158,12 @@ def karpy_delete(nodeclaim: NodeClaim) -> Awaitable[None]:  # type: ignore[empty
 
 @hookspec
 def karpy_get(provider_id: str) -> Awaitable[NodeClaim]:  # type: ignore[empty-body]
-    """Return (awaitable) a NodeClaim describing the instance with ``provider_id``.
+    """Return (awaitable) a NodeClaim describing the instance with ``provider_id``. Called by node
+    termination for a deleted Node that is not Ready (Karpenter's ``finalize``): not found means
+    the instance is gone and the Node is let go without a drain.
 
     Raises:
-        NodeClaimNotFoundError: no such instance.
+        NodeClaimNotFoundError: no such instance (never answer another instance instead).
 
     .. versionadded:: 0.1
     """
