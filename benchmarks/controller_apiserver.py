@@ -48,7 +48,11 @@ tracemalloc's, not the controller's: never compare them with a timed run.
 
 Run: ``.venv/bin/python benchmarks/controller_apiserver.py [--pods 1000 [--pods 5000]] [--catalog aws|kwok]
 [--system karpy|karpenter] [--arrival-seconds S] [--controller-repo DIR] [--repeat N] [--memory-profile]
-[--keep-logs DIR]``
+[--mix SHAPES] [--keep-logs DIR]``
+
+``--mix SHAPES`` creates pods of ``SHAPES`` drawn cpu/memory shapes (``benchmarks/cost.py``'s
+``mix(SHAPES, N, 2)``, e.g. ``--mix 6 --pods 120`` is its mix6-120) instead of the inflate shape:
+pods of different shapes that kube-scheduler may bind elsewhere than planned.
 """
 
 from __future__ import annotations
@@ -210,8 +214,49 @@ class Controller(ControllerProcess):
         return float("nan")
 
 
+def print_memory_profile(ctl: Controller, profile_out: Path) -> None:
+    """Ask the profiling controller for its memory report (SIGUSR1), wait for it and print it."""
+    ctl.proc.send_signal(signal.SIGUSR1)
+    for _ in range(1200):
+        if profile_out.exists():
+            break
+        time.sleep(0.5)
+    print("memory profile (tracemalloc run: its times and RSS are not the controller's):")
+    print(profile_out.read_text() if profile_out.exists() else "no profile written")
+    objects = profile_out.with_suffix(".objects.json")
+    if objects.exists():
+        kept = Path(tempfile.gettempdir()) / f"karpy-memprofile-{os.getpid()}.objects.json"
+        kept.write_text(objects.read_text())
+        print(f"one cached object per kind: {kept}")
+
+
+def pod_specs(pods: int, mix: int, node_selector: dict[str, str]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """(labels, spec) of each of the ``pods`` pods, all labelled ``app: inflate`` and selecting the
+    benchmark's NodePool: the inflate shape (1 cpu, 256Mi) each, or with ``mix`` > 0 the shapes
+    of ``benchmarks/cost.py`` ``mix(mix, pods, 2)`` (its Deployments' drawn cpu/memory, in order)."""
+    template = deployment("inflate", "bench", 1)["spec"]["template"]
+    if not mix:
+        return [(template["metadata"]["labels"], {**template["spec"], "nodeSelector": node_selector})] * pods
+    import cost
+
+    out = []
+    for d in cost.mix(mix, pods, 2):
+        containers = [{**c, "image": "registry.k8s.io/pause:3.9"} for c in d["spec"]["template"]["spec"]["containers"]]
+        spec = {**template["spec"], "containers": containers, "nodeSelector": node_selector}
+        out += [(template["metadata"]["labels"], spec)] * d["spec"]["replicas"]
+    return out
+
+
+def keep_log(src: Path, dest: Path) -> None:
+    """Copy the controller log ``src`` to ``dest`` (``--keep-logs``), creating its directory."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(src.read_text() if src.exists() else "")
+    print(f"controller log kept: {dest}")
+
+
 async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool = False,
-              system: str = "karpy", arrival: float = 0.0, keep_logs: Path | None = None) -> dict[str, float | None]:
+              system: str = "karpy", arrival: float = 0.0, keep_logs: Path | None = None,
+              mix: int = 0) -> dict[str, float | None]:
     with devcluster.DevCluster(devcluster.build()) as cluster, tempfile.TemporaryDirectory() as tmp:
         kube = await AsyncKubeClient.from_config(str(cluster.kubeconfig))
         await install_crds(kube)
@@ -235,8 +280,7 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
             await asyncio.sleep(1.0)  # the first (empty) passes
             rss_idle = ctl.rss_mib()
             cpu_idle = ctl.cpu_seconds()
-            template = deployment("inflate", "bench", 1)["spec"]["template"]
-            template["spec"]["nodeSelector"] = setup.node_selector
+            specs = pod_specs(pods, mix, setup.node_selector)
             sem = asyncio.Semaphore(50)
             t0 = time.monotonic()
 
@@ -245,8 +289,7 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
                     await asyncio.sleep(max(0.0, t0 + arrival * i / pods - time.monotonic()))
                 async with sem:
                     await kube.create("Pod", {"metadata": {"name": f"inflate-{i:05d}", "namespace": "default",
-                                                           "labels": template["metadata"]["labels"]},
-                                              "spec": template["spec"]})
+                                                           "labels": specs[i][0]}, "spec": specs[i][1]})
 
             await asyncio.gather(*(make(i) for i in range(pods)))
             created_all = time.monotonic() - t0
@@ -293,28 +336,14 @@ async def run(pods: int, repo: Path | None, catalog: str = "aws", profile: bool 
             print(f"controller RSS before any pod: {rss_idle:.1f} MiB (CPU {cpu_idle:.2f} s to get there)")
             print(f"controller CPU to all Running: {cpu_running:.2f} s" if cpu_running is not None else "")
             if profile_out is not None and isinstance(ctl, Controller):
-                ctl.proc.send_signal(signal.SIGUSR1)
-                for _ in range(1200):
-                    if profile_out.exists():
-                        break
-                    await asyncio.sleep(0.5)
-                print("memory profile (tracemalloc run: its times and RSS are not the controller's):")
-                print(profile_out.read_text() if profile_out.exists() else "no profile written")
-                objects = profile_out.with_suffix(".objects.json")
-                if objects.exists():
-                    kept = Path(tempfile.gettempdir()) / f"karpy-memprofile-{os.getpid()}.objects.json"
-                    kept.write_text(objects.read_text())
-                    print(f"one cached object per kind: {kept}")
+                await asyncio.to_thread(print_memory_profile, ctl, profile_out)
             return {"peak_rss": peak, "idle_rss": rss_idle, "cpu_idle": cpu_idle, "cpu": cpu_running,
                     "running_s": running_at, "claims": claims_seen, "claims_running": len(claims), "usd": usd}
         finally:
             ctl.stop()
             if keep_logs is not None:
-                keep_logs.mkdir(parents=True, exist_ok=True)
-                dest = keep_logs / f"{system}-{catalog}-{pods}-{int(time.time())}.log"
-                src = Path(tmp) / ("karpenter.log" if system == "karpenter" else "controller.log")
-                dest.write_text(src.read_text() if src.exists() else "")
-                print(f"controller log kept: {dest}")
+                keep_log(Path(tmp) / ("karpenter.log" if system == "karpenter" else "controller.log"),
+                         keep_logs / f"{system}-{catalog}-{pods}-{int(time.time())}.log")
             await kube.close()
 
 
@@ -334,6 +363,8 @@ def main() -> None:
                         help="create the pods evenly over this many seconds (default 0: all at once)")
     parser.add_argument("--memory-profile", action="store_true",
                         help="profiling runs: the controller under tracemalloc, its memory report printed (not timed)")
+    parser.add_argument("--mix", type=int, default=0,
+                        help="pods of this many shapes (benchmarks/cost.py mix(N, pods, 2)) instead of the inflate shape")
     parser.add_argument("--keep-logs", type=Path, default=None,
                         help="copy each run's controller log into this directory")
     args = parser.parse_args()
@@ -350,7 +381,7 @@ def main() -> None:
                     label = f"{repo or REPO} {catalog} {pods} pods" if system == "karpy" else f"Karpenter kwok {pods} pods"
                     print(f"== round {round_ + 1}: controller from {label}", flush=True)
                     rows.append((label, asyncio.run(run(pods, repo, catalog, args.memory_profile, system,
-                                                            args.arrival_seconds, args.keep_logs))))
+                                                            args.arrival_seconds, args.keep_logs, args.mix))))
     if len(rows) > 1:
         print("\nsummary (peak RSS MiB, RSS before pods MiB, CPU s to all Running, all Running s, NodeClaims created,"
               " NodeClaims at all Running, USD/hour):")

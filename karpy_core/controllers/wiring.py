@@ -63,7 +63,7 @@ class ControllerContext:
         provider: the cloud provider.
         clock: real or virtual.
         feature_gates: ``FEATURE_GATES``.
-        nominations: the provisioner's nominations, shared with lifecycle and disruption.
+        nominations: the provisioner's nominations, shared with disruption.
         events: where Kubernetes Events go; None (the simulator): none published.
         metrics: the Prometheus metrics; None (the simulator): none counted.
         registration: launch outcomes shared by lifecycle and NodePool status; None: not recorded
@@ -248,7 +248,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
         provisioner=provisioner,
         provisioner_trigger=ProvisionerTrigger(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
         lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts,
-                                     registration=ctx.registration, nominations=ctx.nominations),
+                                     registration=ctx.registration),
         termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=acts, provider=provider),
         nodepool_status=NodePoolStatus(kube=kube, clock=clock, registration=ctx.registration,
                                        unreported_is_ready=ctx.unreported_is_ready, managed=provider.managed_node_classes()),

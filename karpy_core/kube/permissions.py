@@ -126,11 +126,6 @@ PERMISSIONS: tuple[Permission, ...] = (
                "taint, and deleting the Node of a terminated NodeClaim"),
     Permission("", "pods", ("list", "watch"), "informer cache; provisioner, disruption, node.termination",
                "pending pods drive provisioning; bound pods are what disruption moves and termination drains"),
-    Permission("", "pods", ("get",), "nodeclaim.lifecycle",
-               "at registration a nominated pod is read (from the informer cache) to skip one bound meanwhile"),
-    Permission("", "pods/status", ("patch",), "nodeclaim.lifecycle",
-               "at registration the pods planned on a NodeClaim get status.nominatedNodeName, the Node kube-scheduler "
-               "tries first for them and holds their room on"),
     Permission("", "pods", ("delete",), "node.termination",
                "past a NodeClaim's terminationGracePeriod deadline (and at once for node repair) pods are deleted, "
                "PDBs and do-not-disrupt notwithstanding, as Karpenter's terminator does"),

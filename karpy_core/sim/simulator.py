@@ -187,11 +187,11 @@ class Simulator:
         self._nodeclasses = plugin if isinstance(plugin, SimulatedProvider) else None
         """The simulated cloud's NodeClass status loop, run each step (NodeClassReady needs their Ready)."""
         self.workloads = WorkloadSimulator(self.cluster, max_pods=max_pods, progress=progress)
-        self.kube_scheduler = KubeSchedulerSimulator(self.cluster)
         self.kubelet = KubeletSimulator(self.cluster, self.clock, boot_seconds=boot_seconds, startup_taint_seconds=startup_taint_seconds)
         self.batch_idle_seconds = batch_idle_seconds
         self.batch_max_seconds = batch_max_seconds
         self.nominations = Nominations(nomination_window(batch_max_seconds))
+        self.kube_scheduler = KubeSchedulerSimulator(self.cluster, planned=self.nominations.planned_pods)
         self.controllers = build_controllers(ControllerContext(
             kube=self.cluster, provider=provider, clock=self.clock, feature_gates=self.feature_gates, nominations=self.nominations,
             preference_policy=preference_policy, min_values_policy=min_values_policy, unreported_is_ready=True))

@@ -84,6 +84,10 @@ class Nominations:
         self._pods.update(targets)
         self._by_claim = None
 
+    def planned_pods(self) -> dict[str, str]:
+        """Every pod nomination: pod key (``namespace/name``) -> NodeClaim name (a copy)."""
+        return dict(self._pods)
+
     def pods_of(self, nodeclaim: str) -> list[str]:
         """The pods (``namespace/name``, sorted) nominated to the NodeClaim ``nodeclaim``. The
         pods are grouped by NodeClaim once per change of the nominations (one scan for all

@@ -484,3 +484,26 @@ def test_nodes_of_an_invalid_nodepool_are_not_candidates():
     log: list[NodeDecision] = []
     assert plan_disruption(snap, TYPES, NOW, log=log) is None
     assert [(d.node, d.kind) for d in log] == [("a", DecisionKind.NODEPOOL_NOT_FOUND)]
+
+
+def test_an_emptiness_command_goes_ahead_without_the_nodes_no_longer_empty():
+    """Karpenter's EmptinessValidator: after the validation delay the candidates still empty go
+    ahead and only those no longer empty are dropped; the command fails when none is left. Other
+    methods' validation stays all or nothing."""
+    from karpy_core.controllers.disruption import DecisionKind, DisruptionMethod
+    from karpy_core.controllers.disruption.planner import narrow_emptiness, validate_plan
+
+    snap = snapshot(["a", "b", "c"], [pod("p1", "a")])
+    plan = plan_disruption(snap, TYPES, NOW)
+    assert plan is not None and plan.method is DisruptionMethod.EMPTINESS
+    assert sorted(c.name for c in plan.candidates) == ["b", "c"]
+    assert narrow_emptiness(snap, TYPES, NOW, plan) == (plan, [])
+    busy = snapshot(["a", "b", "c"], [pod("p1", "a"), pod("p2", "b")])
+    narrowed, dropped = narrow_emptiness(busy, TYPES, NOW, plan)
+    assert narrowed is not None and [c.name for c in narrowed.candidates] == ["c"]
+    assert narrowed.price == pytest.approx(sum(c.price or 0.0 for c in narrowed.candidates))
+    assert [(n, why.kind) for n, why in dropped] == [("b", DecisionKind.NO_LONGER_EMPTY)]
+    assert validate_plan(busy, TYPES, NOW, narrowed) is None
+    full = snapshot(["a", "b", "c"], [pod("p1", "a"), pod("p2", "b"), pod("p3", "c")])
+    narrowed, dropped = narrow_emptiness(full, TYPES, NOW, plan)
+    assert narrowed is None and sorted(n for n, _ in dropped) == ["b", "c"]

@@ -358,3 +358,26 @@ def test_launched_event_is_words_not_a_dict():
                              "capacityType": "spot"})
     assert text == "Launched m5.large (spot) in us-east-1a, providerID aws:///us-east-1a/i-1"
     assert "{" not in launched_message({}) and launched_message({}) == "Launched an instance"
+
+
+async def test_an_emptiness_command_deletes_the_nodes_still_empty_after_validation():
+    """Karpenter's EmptinessValidator on the controller: a node that gained a pod during the 15 s
+    validation delay is dropped from the emptiness command and the others are deleted (karpy
+    used to drop the whole command and decide it again 15 s later)."""
+    clock = VirtualClock(NOW)
+    cluster = InMemoryCluster(clock)
+    pool = nodepool()
+    pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}
+    cluster.create_sync("NodePool", pool)
+    for name in ("a", "b", "c"):
+        node, claim = node_and_claim(name, pool=pool)
+        cluster.create_sync("Node", node)
+        cluster.create_sync("NodeClaim", claim)
+    d = Disruption(kube=cluster, provider=load_provider("simulated", {}), clock=clock)
+    await d.reconcile()
+    assert d.pending is not None and sorted(d.pending.nodes) == ["a", "b", "c"]
+    cluster.create_sync("Pod", pod("p1", "b"))
+    clock.advance(16)
+    await d.reconcile()
+    left = {c["metadata"]["name"]: bool(c["metadata"].get("deletionTimestamp")) for c in cluster.objects("NodeClaim")}
+    assert left == {"b": False}, left  # a and c deleted (no finalizer here), b kept

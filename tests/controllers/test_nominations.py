@@ -1,5 +1,5 @@
 """Pod nominations: a pass never re-packs what an earlier pass planned on NodeClaims in flight,
-and kube-scheduler (its nominatedNodeName) binds the pods where they were planned (issue 27)."""
+and the pods keep that room on every later pass (issue 27). Registration writes nothing on the pods (issue 36)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ async def _simulate(objs: list[dict[str, Any]], nominations: Nominations | None 
     provider, clock, cluster, _ = _load_sim_provider("simulated", None, None, None)
     sim = Simulator(provider, clock=clock, cluster=cluster)
     if nominations is not None:
-        sim.provisioner.nominations = sim.lifecycle.nominations = nominations
+        sim.provisioner.nominations = nominations
     sim.apply(objs)
     passes: list[ProvisioningResult] = []
     run = sim.provisioner.reconcile
@@ -152,41 +152,31 @@ async def test_without_pod_nominations_the_second_pass_launches_more():
     assert report["summary"]["cost_per_hour"] > sum(c.cheapest_offering_price() for c in first.new_claims) + 0.1
 
 
-async def test_registration_nominates_the_pods_before_the_unregistered_taint_goes():
+async def test_registration_writes_nothing_on_the_pods_planned_for_the_claim():
+    """Like Karpenter's, registration patches only the Node and the NodeClaim: setting each
+    planned pod's status.nominatedNodeName (a GET and a PATCH a pod, before the taint came off)
+    made 5,000 pending pods take 356 s to run instead of 125 s on the real control plane
+    (issue 36, benchmarks/controller_apiserver.py)."""
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
     cluster.create_sync("Pod", _pod("web", "1"))
-    cluster.create_sync("Pod", _pod("other", "1"))
-    bound = _pod("bound", "1")
-    bound["spec"]["nodeName"] = "elsewhere"  # kube-scheduler bound it meanwhile: left alone
-    cluster.create_sync("Pod", bound)
-    claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-             "metadata": {"name": "np-abc", "labels": {"karpenter.sh/nodepool": "np"}},
-             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-             "status": {"providerID": "fake:///i-1"}}
-    node = {"metadata": {"name": "ip-10-0-0-1", "labels": {}},
-            "spec": {"providerID": "fake:///i-1", "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
-            "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
-    cluster.create_sync("NodeClaim", claim)
-    cluster.create_sync("Node", node)
-    noms = Nominations()
-    noms.nominate_pods({"default/web": "np-abc", "default/gone": "np-abc", "default/bound": "np-abc"})
-    order: list[str] = []
+    _launched_claim_and_node(cluster)
+    writes: list[str] = []
     real_patch = cluster.patch
 
     async def spy(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
                   status: bool = False) -> dict[str, Any]:
-        order.append(f"{kind}/{name}")
+        writes.append(f"{kind}/{name}")
         return await real_patch(kind, name, patch, namespace, status=status)
 
     cluster.patch = spy  # type: ignore[method-assign]
     provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
-    lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
-    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")), lifecycle.deps.node(await cluster.get("Node", "ip-10-0-0-1")))
-    assert (await cluster.get("Pod", "web", "default"))["status"]["nominatedNodeName"] == "ip-10-0-0-1"
-    assert "nominatedNodeName" not in (await cluster.get("Pod", "other", "default"))["status"]
-    assert "nominatedNodeName" not in (await cluster.get("Pod", "bound", "default"))["status"] and "Pod/bound" not in order
-    assert order.index("Pod/web") < order.index("Node/ip-10-0-0-1")  # before the node is schedulable
+    lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock)
+    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")),
+                                           lifecycle.deps.node(await cluster.get("Node", "n1")))
+    assert writes == ["Node/n1", "NodeClaim/np-abc"]
+    assert "nominatedNodeName" not in (await cluster.get("Pod", "web", "default"))["status"]
+    assert not (await cluster.get("Node", "n1"))["spec"].get("taints")
 
 
 async def test_simulated_kube_scheduler_binds_nominated_pods_first():
@@ -238,72 +228,3 @@ async def test_provisioner_second_pass_creates_nothing_for_pods_nominated_to_in_
         cluster.patch_sync("NodeClaim", c["metadata"]["name"], {"metadata": {"annotations": {"karpy.sh/nominated-pods": None}}})
     forgetful = await Provisioner(kube=cluster, provider=provider, clock=clock).reconcile()
     assert forgetful.created
-
-
-async def test_a_refused_nomination_does_not_block_registration():
-    """The pods/status patch is a hint: a 403 (a chart without the grant) is logged, and the node
-    still registers (its unregistered taint comes off)."""
-    from karpy_core.errors import KubeAPIError
-
-    clock = VirtualClock()
-    cluster = InMemoryCluster(clock)
-    cluster.create_sync("Pod", _pod("web", "1"))
-    _launched_claim_and_node(cluster)
-    real_patch = cluster.patch
-
-    async def forbidden(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
-                        status: bool = False) -> dict[str, Any]:
-        if kind == "Pod":
-            raise KubeAPIError("pods/status is forbidden", status=403, reason="Forbidden")
-        return await real_patch(kind, name, patch, namespace, status=status)
-
-    cluster.patch = forbidden  # type: ignore[method-assign]
-    noms = Nominations()
-    noms.nominate_pods({"default/web": "np-abc"})
-    provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
-    lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
-    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")), lifecycle.deps.node(await cluster.get("Node", "n1")))
-    assert not (await cluster.get("Node", "n1"))["spec"].get("taints")
-    assert (await cluster.get("NodeClaim", "np-abc"))["status"]["nodeName"] == "n1"
-
-
-async def test_registration_nominates_many_pods_concurrently_and_all_before_the_taint_goes():
-    """Issue 36: one nomination at a time kept a 255-pod claim's Node tainted for 510 round trips
-    and every later claim of the lifecycle pass waiting; they now overlap, at most
-    NOMINATION_CONCURRENCY in flight, and all still come before the Node patch."""
-    import asyncio
-
-    from karpy_core.controllers.nodeclaim.lifecycle.registration import NOMINATION_CONCURRENCY
-
-    clock = VirtualClock()
-    cluster = InMemoryCluster(clock)
-    pods = [f"web-{i}" for i in range(NOMINATION_CONCURRENCY + 8)]
-    for name in pods:
-        cluster.create_sync("Pod", _pod(name, "100m"))
-    _launched_claim_and_node(cluster)
-    in_flight = peak = 0
-    order: list[str] = []
-    real_patch = cluster.patch
-
-    async def slow(kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *,
-                   status: bool = False) -> dict[str, Any]:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        await asyncio.sleep(0.001)  # a round trip: the others may start meanwhile
-        in_flight -= 1
-        order.append(f"{kind}/{name}")
-        return await real_patch(kind, name, patch, namespace, status=status)
-
-    cluster.patch = slow  # type: ignore[method-assign]
-    noms = Nominations()
-    noms.nominate_pods({f"default/{name}": "np-abc" for name in pods})
-    provider, _, _, _ = _load_sim_provider("simulated", None, None, None)
-    lifecycle = NodeClaimLifecycle(kube=cluster, provider=provider, clock=clock, nominations=noms)
-    await lifecycle.registration.reconcile(lifecycle.deps.claim(await cluster.get("NodeClaim", "np-abc")),
-                                           lifecycle.deps.node(await cluster.get("Node", "n1")))
-    assert 1 < peak <= NOMINATION_CONCURRENCY
-    for name in pods:
-        assert (await cluster.get("Pod", name, "default"))["status"]["nominatedNodeName"] == "n1"
-    assert order.index("Node/n1") > max(order.index(f"Pod/{name}") for name in pods)
-    assert not (await cluster.get("Node", "n1"))["spec"].get("taints")

@@ -49,10 +49,17 @@ def test_remainder_is_the_claims_smaller_than_the_largest_within_the_share():
     real = {p.key for c in res.new_claims for p in c.pods}
     held = remainder_claims(res.new_claims, real)
     assert sorted(len(res.new_claims[i].pods) for i in held) == [1, 3, 31]
-    # a pod left over once is never left over again, nor a CapacityBuffer's virtual pod: the
-    # remainder is then launched whole (the next batch would not be planned with it)
+    # a pod left over once is never left over again: it changes places with an interchangeable
+    # pod of a full claim that was not left over, and the remainder, new pods only, is left over
     one = next(p.key for i in held for p in res.new_claims[i].pods if len(res.new_claims[i].pods) == 3)
-    assert remainder_claims(res.new_claims, real, frozenset({one})) == set()
+    again = kwok_batch(545).new_claims
+    assert remainder_claims(again, real, frozenset({one})) == held
+    assert one not in {p.key for i in held for p in again[i].pods}
+    assert one in {p.key for i, c in enumerate(again) if i not in held for p in c.pods}
+    assert sorted((len(c.pods), c.requests["cpu"]) for c in again) == sorted((len(c.pods), c.requests["cpu"]) for c in res.new_claims)
+    # with no such pod (every pod was left over before) the remainder is launched whole, and so
+    # is one holding a CapacityBuffer's virtual pod (the next batch would not be planned with it)
+    assert remainder_claims(kwok_batch(545).new_claims, real, frozenset(real)) == set()
     assert remainder_claims(res.new_claims, real - {one}) == set()
     # 1,000 pods: 255 x 3 + 191 + 44 - the 235 on the two smaller claims are less than one c-256x's 255
     big = kwok_batch(1000)
@@ -129,3 +136,30 @@ async def test_batcher_cut_tells_a_window_closed_at_its_maximum_while_pods_arriv
     assert await window([0.0, 0.5]) == 1.5 and not batcher.cut
     # arrivals stop 2 s before the maximum: the window closes idle, not cut
     assert await window([round(0.5 * i, 1) for i in range(15)]) == 8.0 and not batcher.cut
+
+
+async def test_a_pod_left_over_and_sorted_last_again_trades_places_so_the_stream_still_ends_in_one_remainder():
+    """kube-scheduler marks pods Unschedulable out of name order (its backoff reorders them), so
+    the pods a batch left over can sort after the next batch's new ones and land on its remainder
+    again. Before the swap that batch's remainder was launched exactly; now the left-over pods go
+    on its full claims and the new ones wait for the next batch (issue 36: 5,000 pods, 29
+    NodeClaims where Karpenter made 21)."""
+    cluster, clock = _cluster()
+    provider, _, _, _ = _load_sim_provider("simulated", None, CATALOG, None)
+    prov = Provisioner(kube=cluster, provider=provider, clock=clock)
+    for i in range(500, 1045):  # first batch: 545 pods, the 35 highest names left over
+        cluster.create_sync("Pod", _pending(i))
+    first = await prov.reconcile(streaming=True)
+    assert _shape(first.created) == [255, 255] and len(first.deferred) == 35
+    assert max(first.deferred) == "default/inflate-01044"
+    for i in range(0, 230):  # the next batch's new pods all sort before the left-over ones
+        cluster.create_sync("Pod", _pending(i))
+    second = await prov.reconcile(streaming=True)
+    assert _shape(second.created) == [255]  # 35 left over + 220 new on one full claim
+    assert not set(first.deferred) & set(second.deferred) and len(second.deferred) == 10
+    for i in range(230, 500):
+        cluster.create_sync("Pod", _pending(i))
+    last = await prov.reconcile(streaming=False)  # the stream has ended: its one remainder is launched
+    assert last.results is not None and not last.results.errors
+    shape = _shape(last.created)
+    assert shape[0] == 255 and sum(shape) == 280 and not last.deferred  # 10 left over + 270 new, exactly

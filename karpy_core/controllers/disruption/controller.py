@@ -32,6 +32,7 @@ the log ``karpy simulate --explain-node`` prints; each new record is also logged
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -58,12 +59,13 @@ from karpy_core.controllers.disruption.command import (
 from karpy_core.controllers.disruption.decisions import (
     DecisionStage,
     DisruptionReason,
+    Invalidation,
     NodeDecision,
     Verdict,
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
-from karpy_core.controllers.disruption.planner import DisruptionPlan, plan_disruption, validate_plan
+from karpy_core.controllers.disruption.planner import DisruptionPlan, narrow_emptiness, plan_disruption, validate_plan
 from karpy_core.controllers.disruption.queue import CommandQueue
 from karpy_core.controllers.disruption.undone import UndoneMoves, workload_fingerprint
 from karpy_core.controllers.instancetypes import InstanceTypeCache
@@ -221,6 +223,21 @@ class Disruption:
             await self.metrics.observe_events(events)
         return events
 
+    def _validate(self, cmd: Command, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float,
+                  nominated: dict[str, float]) -> tuple[Command, Invalidation | None]:
+        """``cmd`` after its validation delay: the command to run (an emptiness command without
+        the nodes that are no longer empty, Karpenter's ``EmptinessValidator``; their keep lines
+        logged) and None, or the command and why it no longer holds (:func:`validate_plan`)."""
+        narrowed, dropped = narrow_emptiness(snapshot, types, now, cmd.plan, nominated=nominated)
+        if narrowed is None:
+            return cmd, dropped[0][1]
+        if dropped:
+            self._log(now, [NodeDecision(name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind,
+                                         f"dropped from the command: {why.message}") for name, why in dropped])
+        why = validate_plan(snapshot, types, now, narrowed, nominated=nominated, min_savings=self.settings.min_savings,
+                            feature_gates=self.feature_gates)
+        return (cmd if narrowed is cmd.plan or why is not None else dataclasses.replace(cmd, plan=narrowed)), why
+
     async def _pass(self) -> list[DisruptionEvent]:
         now = self.clock.now()
         events: list[DisruptionEvent] = []
@@ -261,8 +278,7 @@ class Disruption:
                 self._wake = due
                 return events
             cmd, self.pending = self.pending, None
-            why = validate_plan(snapshot, types, now, cmd.plan, nominated=nominated, min_savings=self.settings.min_savings,
-                                feature_gates=self.feature_gates)
+            cmd, why = self._validate(cmd, snapshot, types, now, nominated)
             if why is not None:
                 self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
                                 for c in cmd.plan.candidates])

@@ -43,7 +43,7 @@ Pure: no I/O, no clock, sorted iteration; same snapshot and ``now``, same plan. 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from karpy_core.cloudprovider.types import InstanceType
@@ -79,6 +79,7 @@ __all__ = [
     "pass_coverage",
     "DisruptionPlan",
     "plan_disruption",
+    "narrow_emptiness",
     "validate_plan",
     "MULTI_NODE_MAX_CANDIDATES",
     "METHOD_EMPTINESS",
@@ -236,17 +237,10 @@ def validate_plan(
     budgets = BudgetTracker(snapshot, now)
     fresh: list[Candidate] = []
     for old in plan.candidates:
-        c = cands.get(old.name)
-        if c is None:
-            return Invalidation(DecisionKind.NO_LONGER_CANDIDATE, f"{old.name} is no longer a disruption candidate")
-        if c.blocked and not method.may_disrupt_blocked(c):
-            return Invalidation(c.blocked_kind or DecisionKind.DO_NOT_DISRUPT, f"{old.name}: {c.blocked}")
-        if budgets.left(c, plan.reason) < 1:
-            return Invalidation(DecisionKind.BUDGET_EXHAUSTED, f"{old.name}: the disruption budget allows 0 more ({plan.reason})")
-        budgets.take(c, plan.reason)
-        problem = method.still_applies(c, now)
+        c, problem = _candidate_problem(cands, budgets, method, plan, old.name, now)
         if problem is not None:
             return problem
+        assert c is not None
         fresh.append(c)
     if not method.needs_resimulation(fresh):
         return None
@@ -268,6 +262,55 @@ def validate_plan(
             return Invalidation(DecisionKind.REPLACEMENT_TYPES_CHANGED, "replacement instance types are no longer all valid")
     return None
 
+
+def _candidate_problem(cands: Mapping[str, Candidate], budgets: BudgetTracker, method: Method, plan: DisruptionPlan,
+                       name: str, now: float) -> tuple[Candidate | None, Invalidation | None]:
+    """The fresh candidate ``name`` of ``plan`` and None, or None and why it no longer holds (not
+    a candidate, blocked, over budget - its budget is taken when it holds - or no longer what
+    ``method`` disrupts)."""
+    c = cands.get(name)
+    if c is None:
+        return None, Invalidation(DecisionKind.NO_LONGER_CANDIDATE, f"{name} is no longer a disruption candidate")
+    if c.blocked and not method.may_disrupt_blocked(c):
+        return None, Invalidation(c.blocked_kind or DecisionKind.DO_NOT_DISRUPT, f"{name}: {c.blocked}")
+    if budgets.left(c, plan.reason) < 1:
+        return None, Invalidation(DecisionKind.BUDGET_EXHAUSTED, f"{name}: the disruption budget allows 0 more ({plan.reason})")
+    budgets.take(c, plan.reason)
+    problem = method.still_applies(c, now)
+    return (None, problem) if problem is not None else (c, None)
+
+
+def narrow_emptiness(
+    snapshot: ClusterSnapshot,
+    instance_types: dict[str, list[InstanceType]],
+    now: float,
+    plan: DisruptionPlan,
+    nominated: Mapping[str, float] | None = None,
+) -> tuple[DisruptionPlan | None, list[tuple[str, Invalidation]]]:
+    """An emptiness command after its validation delay, without the nodes that no longer hold
+    (Karpenter ``validation.go`` ``EmptinessValidator``: the candidates still empty, not nominated
+    and within budget go ahead; the command fails only when none is left). Returns the narrowed
+    plan (``plan`` itself when every node holds, None when none does) and each dropped node with
+    why. Any other method's plan is returned as it is: its validation is all or nothing
+    (:func:`validate_plan`), as Karpenter's consolidation validation is."""
+    if plan.method is not DisruptionMethod.EMPTINESS:
+        return plan, []
+    method = _METHODS[plan.method]
+    cands = {c.name: c for c in build_candidates(snapshot, instance_types, now, nominated=nominated)}
+    budgets = BudgetTracker(snapshot, now)
+    fresh: list[Candidate] = []
+    dropped: list[tuple[str, Invalidation]] = []
+    for old in plan.candidates:
+        c, problem = _candidate_problem(cands, budgets, method, plan, old.name, now)
+        if problem is not None:
+            dropped.append((old.name, problem))
+        elif c is not None:
+            fresh.append(c)
+    if not dropped:
+        return plan, []
+    if not fresh:
+        return None, dropped
+    return replace(plan, candidates=fresh, price=sum(c.price or 0.0 for c in fresh)), dropped
 
 
 SKIP_KINDS = frozenset({DecisionKind.SIMULATION_LIMIT})

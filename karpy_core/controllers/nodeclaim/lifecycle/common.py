@@ -12,7 +12,6 @@ from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.nodepool_status import RegistrationHealth
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import NodeClaimView, NodeView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock
 
@@ -64,7 +63,6 @@ class LifecycleDeps:
         events: where the lifecycle's events go; None: not published.
         metrics: where its metrics go; None: not counted.
         registration: launch outcomes for the NodePools' ``NodeRegistrationHealthy``.
-        nominations: the provisioner's pod nominations (``status.nominatedNodeName`` at registration).
         views: NodeClaim and Node views by object version.
     """
 
@@ -74,7 +72,6 @@ class LifecycleDeps:
     events: EventRecorder | None = None
     metrics: Metrics | None = None
     registration: RegistrationHealth | None = None
-    nominations: Nominations | None = None
     views: ViewCache = field(default_factory=ViewCache)
 
     async def publish(self, *events: Event) -> None:

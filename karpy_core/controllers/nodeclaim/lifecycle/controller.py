@@ -36,7 +36,6 @@ from karpy_core.errors import CloudProviderError, KubeAPIError, NodeClaimNotFoun
 from karpy_core.kube.events import EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import fields, reconciling
-from karpy_core.state.nominations import Nominations
 from karpy_core.state.views import NodeClaimView, NodeView
 from karpy_core.utils.clock import Clock, iso
 
@@ -60,10 +59,6 @@ class NodeClaimLifecycle:
         events: where the lifecycle's events go; None: not published.
         metrics: where its metrics go; None: not counted.
         registration: launch outcomes for ``NodeRegistrationHealthy`` (shared with the NodePool status controller).
-        nominations: the provisioner's pod nominations: at registration, before the
-            ``karpenter.sh/unregistered`` taint goes, each pending pod nominated to the NodeClaim
-            gets ``status.nominatedNodeName`` = the Node's name, which kube-scheduler tries first
-            and holds room for (KEP-1923 "try nominated node first"), so the pods land as planned.
     """
 
     name = CONTROLLER
@@ -72,10 +67,9 @@ class NodeClaimLifecycle:
     first_delay = 0.0
 
     def __init__(self, *, kube: KubeClient, provider: CloudProvider, clock: Clock, events: EventRecorder | None = None,
-                 registration: RegistrationHealth | None = None, nominations: Nominations | None = None,
-                 metrics: Metrics | None = None):
+                 registration: RegistrationHealth | None = None, metrics: Metrics | None = None):
         self.deps = LifecycleDeps(kube=kube, provider=provider, clock=clock, events=events, metrics=metrics,
-                                  registration=registration, nominations=nominations)
+                                  registration=registration)
         self.kube = kube
         self.provider = provider
         self.clock = clock
@@ -88,15 +82,6 @@ class NodeClaimLifecycle:
     def next_due(self) -> float | None:
         """None: the lifecycle runs on changes and the resync."""
         return None
-
-    @property
-    def nominations(self) -> Nominations | None:
-        """The provisioner's pod nominations registration reads (shared by every phase)."""
-        return self.deps.nominations
-
-    @nominations.setter
-    def nominations(self, value: Nominations | None) -> None:
-        self.deps.nominations = value
 
     @property
     def events(self) -> EventRecorder | None:
