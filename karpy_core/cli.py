@@ -29,12 +29,71 @@ from importlib import resources
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
 
+EXIT_SIGPIPE = 141
+"""Exit code when the reader of stdout went away early (``karpy validate ... | head -1``): 128 +
+SIGPIPE (13), the status a shell reports for a Unix tool killed by SIGPIPE (``yes | head -1``), as
+:data:`EXIT_INTERRUPTED` is 128 + SIGINT. karpy cannot let SIGPIPE kill it (``SIG_DFL``): a
+socket whose peer went away (the API server, a cloud) would then kill the controller too."""
+
+
+class _StdoutClosed(Exception):  # an event, not an error: the reader of stdout is gone
+    """Raised in place of ``BrokenPipeError`` (by :class:`_KarpyGroup`) when writing to stdout
+    failed because its reader closed it; :func:`main` exits :data:`EXIT_SIGPIPE` without a word."""
+
+
+def _stdout_reader_gone() -> bool:
+    """True when stdout is a pipe (or socket) whose reading end is closed: ``poll`` reports
+    ``POLLERR``/``POLLHUP`` on it. An ``EPIPE`` from anything else (a socket to the API server)
+    stays what it is."""
+    import select
+    import sys
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real stdout (a test runner's buffer), no poll
+        return False
+
+
+def _is_closed_stdout(exc: BaseException) -> bool:
+    import errno
+
+    return isinstance(exc, OSError) and exc.errno == errno.EPIPE and _stdout_reader_gone()
+
+
+class _KarpyGroup(TyperGroup):
+    """The ``karpy`` command group: a write to a stdout whose reader has gone (``| head``), in any
+    command or its help, raises :class:`_StdoutClosed` instead of ``BrokenPipeError``, which
+    typer would turn into exit 1; :func:`main` handles it in one place."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """click's, with a closed stdout (the group's ``--help``) raised as :class:`_StdoutClosed`."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except OSError as exc:
+            if _is_closed_stdout(exc):
+                raise _StdoutClosed from exc
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        """click's, with a closed stdout (any command's output) raised as :class:`_StdoutClosed`."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if _is_closed_stdout(exc):
+                raise _StdoutClosed from exc
+            raise
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
-                  rich_markup_mode=None, context_settings={"max_content_width": 120})
+                  rich_markup_mode=None, context_settings={"max_content_width": 120}, cls=_KarpyGroup)
 """Help is click's plain layout (``rich_markup_mode=None``): paragraphs re-wrapped to the terminal
 (at most 120 columns) and every option name and help in full; rich's table cut option names and
 their environment variables with an ellipsis at 80 columns (a pipe, CI logs)."""
@@ -176,7 +235,9 @@ async def run_simulation(
     ``FEATURE_GATES`` value (``--feature-gates``), over a scenario's ``featureGates``;
     ``min_values_policy``, ``batch_idle_seconds`` and ``batch_max_seconds`` are the controller's
     ``MIN_VALUES_POLICY``, ``BATCH_IDLE_DURATION`` and ``BATCH_MAX_DURATION``. ``progress`` (a
-    :class:`~karpy_core.sim.progress.Progress`, default none) is told each phase.
+    :class:`~karpy_core.sim.progress.Progress`, default none) is told each phase. The provider is
+    closed at the end, whatever the outcome (:func:`_close_provider`: a failing ``karpy_close`` is
+    one warning line).
 
     Raises:
         ManifestError: invalid manifests, or workloads asking for more than ``max_pods`` pods.
@@ -211,25 +272,28 @@ async def run_simulation(
         raise ManifestError(refused)
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
-    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
-                    feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
-                    batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
-    from karpy_core.sim.simulator import is_simulated
+    try:
+        sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
+                        feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
+                        batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
+        from karpy_core.sim.simulator import is_simulated
 
-    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
-    ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
-    loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
-    await sim.run()
-    pricing = provider.pricing_note()
-    inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
-        f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
-    report = await build_report(
-        sim,
-        provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
-    )
-    report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
-    report.warnings = list(loaded.warnings) + unserved_warnings(loaded.nodepools, provider) + report.warnings
-    return report
+        served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
+        ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
+        loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
+        await sim.run()
+        pricing = provider.pricing_note()
+        inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
+            f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
+        report = await build_report(
+            sim,
+            provider_info={"name": provider.name, "region": shown_region, "pricing": pricing, "inputs": inputs},
+        )
+        report.ignored = sorted(ignored + [o.ref() for o in loaded.other])
+        report.warnings = list(loaded.warnings) + unserved_warnings(loaded.nodepools, provider) + report.warnings
+        return report
+    finally:
+        await _close_provider(provider)  # after the report: a failing karpy_close is a warning, the report stands
 
 
 def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: str | None,
@@ -271,6 +335,22 @@ def _load_sim_provider(cloud_provider: str, region: str | None, instance_types: 
     _check_provider_loops(provider)
     shown = options.get("region") if not instance_types else None
     return provider, clock, cluster, shown if isinstance(shown, str) else None
+
+
+async def _close_provider(provider: Any) -> None:
+    """Await ``provider``'s ``close()`` (the plugin's optional ``karpy_close`` hook), at the end of
+    ``karpy simulate`` and at ``karpy controller``'s shutdown. A failure is one warning line naming
+    the plugin and the hook (``cloud provider plugin 'p': karpy_close raised RuntimeError: ...``,
+    :class:`~karpy_core.errors.PluginHookError`; a karpy error the hook raised is wrapped the same
+    way) and nothing more: the command's result (a report already computed, the original error of
+    a failed run) and its exit status stay what they were."""
+    from karpy_core.errors import PluginHookError
+
+    try:
+        await provider.close()
+    except Exception as exc:  # shutting down: report, never mask the result or the original error
+        error = exc if isinstance(exc, PluginHookError) else PluginHookError(provider.label, "karpy_close", exc)
+        logging.getLogger("karpy.cli").warning("the cloud provider was not closed cleanly", extra={"error": error})
 
 
 def _check_provider_loops(provider: Any) -> None:
@@ -372,17 +452,20 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     if why:
         raise ConfigurationError(f"--until: {why}")
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
-    sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
-                    feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
-                    batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
-    await run_scenario(sim, scenario, end)
-    pricing = provider.pricing_note()
-    report = await build_report(
-        sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
-                            "scenario": scenario.name, "until_seconds": end},
-    )
-    report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
-    return report
+    try:
+        sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, disruption=True, max_pods=max_pods,
+                        feature_gates=gates_from(feature_gates, scenario.feature_gates), min_values_policy=batching[0],
+                        batch_idle_seconds=batching[1], batch_max_seconds=batching[2], **({"progress": progress} if progress else {}))
+        await run_scenario(sim, scenario, end)
+        pricing = provider.pricing_note()
+        report = await build_report(
+            sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
+                                "scenario": scenario.name, "until_seconds": end},
+        )
+        report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
+        return report
+    finally:
+        await _close_provider(provider)
 
 
 @contextlib.contextmanager
@@ -910,10 +993,7 @@ async def run_controller(
         # The provider's cloud clients (aiobotocore, httpx) are closed before the loop ends, or
         # asyncio logs "Unclosed client session" errors on every shutdown.
         if provider is not None:
-            try:
-                await provider.close()
-            except Exception as exc:  # shutting down: report, never mask the original error
-                logging.getLogger("karpy.cli").warning("closing the cloud provider failed: %s", type(exc).__name__)
+            await _close_provider(provider)
         await raw.close()
     if interrupted:
         raise KeyboardInterrupt
@@ -1158,11 +1238,27 @@ def _leave_now(signum: int, frame: Any) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def _leave_quietly() -> None:
+    """Exit :data:`EXIT_SIGPIPE` without a word: stdout's reader is gone (``karpy ... | head``).
+    stdout is pointed at ``/dev/null`` first, so the interpreter's last flush of what is still
+    buffered cannot fail again ("Exception ignored ... BrokenPipeError", exit 120)."""
+    import os
+    import sys
+
+    with contextlib.suppress(Exception):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    sys.exit(EXIT_SIGPIPE)
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
     ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
     any command at once (see :func:`_on_sigint`): ``karpy: interrupted`` on stderr, exit 130, no
-    traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM)."""
+    traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM).
+    When the reader of stdout goes away early (``karpy validate ... | head -1``), any command
+    stops quietly, as a Unix tool killed by SIGPIPE: no message, exit :data:`EXIT_SIGPIPE` (141)."""
     import signal
     import sys
 
@@ -1171,6 +1267,13 @@ def main() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
+        sys.stdout.flush()  # what is still buffered, while a closed stdout can be handled here
+    except _StdoutClosed:
+        _leave_quietly()
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
+        _leave_quietly()
     except (typer.Abort, KeyboardInterrupt):
         code = EXIT_INTERRUPTED
     except TyperException as exc:  # click's UsageError and its kind (typer vendors click)

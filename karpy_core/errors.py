@@ -125,11 +125,14 @@ class PluginHookError(CloudProviderError):
     Attributes:
         plugin: the plugin's name (its ``karpy_name``, or ``module.Class`` before that is known).
         hook: the hook's name (``karpy_create``...).
+        returned: for a hook that answered a value of the wrong type (:meth:`wrong_result`), what
+            it returned and what was expected, in words; ``""`` when the hook raised.
     """
 
     def __init__(self, plugin: str, hook: str, exc: BaseException | None, *, returned: str = ""):
         self.plugin = plugin
         self.hook = hook
+        self.returned = returned if exc is None else ""
         what = f"returned {returned}" if exc is None else f"raised {type(exc).__name__}: {exc}"
         super().__init__(f"cloud provider plugin {plugin!r}: {hook} {what}")
 

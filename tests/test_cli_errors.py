@@ -93,7 +93,8 @@ def test_malformed_kubeconfig(no_kube_env):
     bad = no_kube_env / "bad.yaml"
     bad.write_text("{bad\n")
     result = run("install-crds", "--kubeconfig", str(bad))
-    assert result.exit_code == 2 and one_line_error(result).startswith(f"error: cannot use {bad}: while parsing a flow mapping")
+    assert result.exit_code == 2 and one_line_error(result).startswith(
+        f"error: cannot use {bad}: not valid kubeconfig YAML: line 2 column 1: while parsing a flow mapping")
 
 
 @pytest.mark.timeout(60)

@@ -288,6 +288,9 @@ async def test_node_termination_counts_nodes_terminated_total():
     cluster = InMemoryCluster(clock)
     n = node("n1")
     n["metadata"]["finalizers"] = ["karpenter.sh/termination"]
+    # Ready: its kubelet runs, so it is drained (a NotReady Node whose instance the provider does not
+    # have, as simulated://n1 is not, is let go without a drain: test_termination_instance_gone.py)
+    n["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     cluster.create_sync("Node", n)
     cluster.create_sync("Pod", pod("web", "n1", ready=True))
     op = Operator(kube=cluster, provider=load_provider("simulated", {}), clock=clock)

@@ -97,8 +97,9 @@ def karpy_start() -> Awaitable[None]:  # type: ignore[empty-body]
 @hookspec
 def karpy_close() -> Awaitable[None]:  # type: ignore[empty-body]
     """**Optional.** Release the cloud clients (awaitable): awaited once when karpy stops (the
-    controller's shutdown, the conformance kit's teardown). An error is logged, never raised
-    over the one that stopped karpy.
+    controller's shutdown, the end of a ``karpy simulate`` run, the conformance kit's teardown).
+    An error is one warning naming the plugin and the hook, never raised over the one that
+    stopped karpy nor changing the command's result.
 
     .. versionadded:: 0.2
     """
@@ -157,10 +158,12 @@ def karpy_delete(nodeclaim: NodeClaim) -> Awaitable[None]:  # type: ignore[empty
 
 @hookspec
 def karpy_get(provider_id: str) -> Awaitable[NodeClaim]:  # type: ignore[empty-body]
-    """Return (awaitable) a NodeClaim describing the instance with ``provider_id``.
+    """Return (awaitable) a NodeClaim describing the instance with ``provider_id``. Called by node
+    termination for a deleted Node that is not Ready (Karpenter's ``finalize``): not found means
+    the instance is gone and the Node is let go without a drain.
 
     Raises:
-        NodeClaimNotFoundError: no such instance.
+        NodeClaimNotFoundError: no such instance (never answer another instance instead).
 
     .. versionadded:: 0.1
     """

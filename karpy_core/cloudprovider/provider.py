@@ -184,8 +184,15 @@ class CloudProvider:
             await call_hook(self._pm, self.label, "karpy_close")
 
     def pricing_note(self) -> str | None:
-        """The plugin's ``karpy_pricing_note`` (where its prices come from), or None."""
-        return str(self._call_sync("karpy_pricing_note")) if self._implemented("karpy_pricing_note") else None
+        """The plugin's ``karpy_pricing_note`` (where its prices come from), or None when it has none.
+
+        Raises:
+            PluginHookError: the hook raised, or answered something else than a ``str``.
+        """
+        if not self._implemented("karpy_pricing_note"):
+            return None
+        return cast("str", expect(self.label, "karpy_pricing_note", self._call_sync("karpy_pricing_note"),
+                                  lambda v: isinstance(v, str), "a str"))
 
     # ------------------------------------------------------------------ sync hooks
     def supported_node_classes(self) -> list[tuple[str, str]]:
@@ -203,10 +210,21 @@ class CloudProvider:
         return frozenset(self.supported_node_classes()) or None
 
     def controllers(self) -> list[ControllerLoop]:
-        """The provider's background loops (see the optional ``karpy_controllers`` hook)."""
+        """The provider's background loops (see the optional ``karpy_controllers`` hook); ``None``
+        from the hook is no loops.
+
+        Raises:
+            PluginHookError: the hook raised, or answered something else than a list of
+                ``(name, coroutine function)`` pairs.
+        """
         if not self._implemented("karpy_controllers"):
             return []
-        return list(self._call_sync("karpy_controllers") or [])
+        loops = self._call_sync("karpy_controllers") or []
+        expect(self.label, "karpy_controllers", loops,
+               lambda v: isinstance(v, (list, tuple)) and all(
+                   isinstance(x, (list, tuple)) and len(x) == 2 and isinstance(x[0], str) and callable(x[1]) for x in v),
+               "a list of (name, coroutine function) pairs")
+        return [(str(name), loop) for name, loop in loops]
 
     def repair_policies(self) -> list[RepairPolicy]:
         """The provider's node-repair policies; Karpenter-style mappings are read with

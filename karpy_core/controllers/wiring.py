@@ -249,7 +249,7 @@ def build_controllers(ctx: ControllerContext) -> Controllers:
         provisioner_trigger=ProvisionerTrigger(provisioner, clock=clock, batch=ctx.batch, events=ctx.events, metrics=ctx.metrics),
         lifecycle=NodeClaimLifecycle(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts,
                                      registration=ctx.registration),
-        termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=acts),
+        termination=NodeTermination(kube=kube, clock=clock, events=ctx.events, metrics=acts, provider=provider),
         nodepool_status=NodePoolStatus(kube=kube, clock=clock, registration=ctx.registration,
                                        unreported_is_ready=ctx.unreported_is_ready, managed=provider.managed_node_classes()),
         drift=NodeClaimDrift(kube=kube, provider=provider, clock=clock, events=ctx.events, metrics=acts),

@@ -401,9 +401,18 @@ _CONFIG_ERRORS = (OSError, ValueError, TypeError, KeyError, AttributeError)
 
 
 def _config_error(path: str | None, exc: BaseException) -> Exception:
+    """The :class:`~karpy_core.errors.ConfigurationError` (one line, exit 2) for a kubeconfig at
+    ``path`` (None: the in-cluster configuration) that cannot be used because of ``exc``. A file
+    that is not YAML is named with the line and column of the problem
+    (:func:`~karpy_core.utils.kubeyaml.describe_yaml_error`), never as PyYAML's ``<unicode string>``."""
+    import yaml
+
     from karpy_core.errors import ConfigurationError
+    from karpy_core.utils.kubeyaml import describe_yaml_error
 
     where = path or "in-cluster configuration"
+    if isinstance(exc, yaml.YAMLError):
+        return ConfigurationError(f"cannot use {where}: not valid kubeconfig YAML: {' '.join(describe_yaml_error(exc).split())}")
     return ConfigurationError(f"cannot use {where}: {' '.join(str(exc).split())}")
 
 

@@ -37,14 +37,17 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
 * get answers the instance asked for: with two instances launched, each provider ID gets its own
   NodeClaim, and an unknown provider ID raises ``NodeClaimNotFoundError`` (never another
   instance: the garbage collector and the lifecycle controller would act on the wrong one);
-* hook results have the hookspecs' types (``NodeClaim``, ``InstanceType``, ``RepairPolicy``,
-  a ``str`` drift reason).
+* hook results have the hookspecs' types (``(group, kind)`` pairs, ``RepairPolicy``, a ``str``
+  pricing note, ``(name, coroutine function)`` loops, ``InstanceType``, ``NodeClaim``, a ``str``
+  drift reason): one failure naming each hook that answered another type and the type expected
+  (``karpy_create returned str 'x', expected a NodeClaim``).
 """
 
 from __future__ import annotations
 
+import inspect
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -54,7 +57,7 @@ from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
-from karpy_core.errors import NodeClaimNotFoundError
+from karpy_core.errors import NodeClaimNotFoundError, PluginHookError
 from karpy_core.scheduling.resources import parse_resource_list
 
 __all__ = ["ProviderConformance", "nodeclaim_for", "nodepool_for"]
@@ -188,15 +191,64 @@ class ProviderConformance:
             await provider.get(launched.status.provider_id or "")
 
     async def test_hook_results_are_typed(self, provider: CloudProvider) -> None:
-        assert all(isinstance(p, RepairPolicy) for p in provider.repair_policies())
-        assert all(isinstance(t, InstanceType) for t in await provider.get_instance_types(self.make_nodepool()))
-        launched = await provider.create(self.make_nodeclaim(self._name()))
+        """Every hook that answers a value answers its hookspec's type: ``karpy_supported_node_classes``
+        (``(group, kind)`` pairs of ``str``), ``karpy_repair_policies``, ``karpy_pricing_note`` and
+        ``karpy_controllers`` when implemented, ``karpy_get_instance_types`` (a list of
+        ``InstanceType``), ``karpy_create`` and ``karpy_get`` (a ``NodeClaim``), ``karpy_is_drifted``
+        (a ``str``, or None), ``karpy_list`` (a list of ``NodeClaim``); ``karpy_name`` is checked when
+        the facade is built (:meth:`make_provider`). The facade refuses a wrong result at run time
+        (:meth:`PluginHookError.wrong_result <karpy_core.errors.PluginHookError.wrong_result>`); this
+        test fails once, naming every hook that answered the wrong type and the type expected.
+        The hooks answering ``None`` (``karpy_delete``, ``karpy_prepare``, ``karpy_start``,
+        ``karpy_close``) are not checked: karpy reads nothing from them."""
+        wrong: list[str] = []
+
+        async def answer(call: Callable[[], Any]) -> Any:
+            try:
+                got = call()
+                return await got if inspect.isawaitable(got) else got
+            except PluginHookError as exc:
+                if not exc.returned:
+                    raise  # the hook raised: that is another test's failure, shown as it is
+                wrong.append(f"{exc.hook} returned {exc.returned}")
+                return None
+
+        await answer(provider.supported_node_classes)
+        policies = await answer(provider.repair_policies)
+        assert policies is None or all(isinstance(p, RepairPolicy) for p in policies)
+        await answer(provider.pricing_note)
+        await answer(provider.controllers)
+        types = await answer(lambda: provider.get_instance_types(self.make_nodepool()))
+        assert types is None or all(isinstance(t, InstanceType) for t in types)
+        claim = self.make_nodeclaim(self._name())
+        launched = await answer(lambda: provider.create(claim))
         try:
-            assert isinstance(launched, NodeClaim)
-            assert isinstance(await provider.is_drifted(launched), str)
-            assert all(isinstance(nc, NodeClaim) for nc in await provider.list())
+            if launched is not None:
+                assert isinstance(launched, NodeClaim)
+                got = await answer(lambda: provider.get(launched.status.provider_id or ""))
+                assert got is None or isinstance(got, NodeClaim)
+                assert isinstance(await answer(lambda: provider.is_drifted(launched)), (str, type(None)))
+            listed = await answer(provider.list)
+            assert listed is None or all(isinstance(nc, NodeClaim) for nc in listed)
         finally:
+            await self._delete_created(provider, launched, claim)
+        assert not wrong, (f"cloud provider plugin {provider.name!r}: hook results not of the hookspecs' types "
+                           "(karpy_core/cloudprovider/hookspecs.py): " + "; ".join(wrong))
+
+    async def _delete_created(self, provider: CloudProvider, launched: NodeClaim | None, claim: NodeClaim) -> None:
+        """Delete what ``create`` launched for ``claim``: ``launched`` when create answered a NodeClaim,
+        else whatever ``list`` shows under the claim's name (a create answering the wrong type may
+        still have launched an instance)."""
+        if launched is not None:
             await self._delete_until_gone(provider, launched)
+            return
+        try:
+            listed = await provider.list()
+        except PluginHookError:
+            return
+        for nc in listed:
+            if nc.metadata.name == claim.metadata.name:
+                await self._delete_until_gone(provider, nc)
 
     async def test_create_is_idempotent_by_nodeclaim_name(self, provider: CloudProvider) -> None:
         name = self._name()

@@ -1,7 +1,7 @@
 """A third-party-style cloud plugin whose hooks raise a plain exception on demand (trial 2,
 Tracebacks 1): the simulated provider, renamed ``broken``, with ``--provider-option fail=HOOK``
-making ``HOOK`` raise ``RuntimeError("boom in HOOK")`` and ``wrong=HOOK`` making it return a
-value of the wrong type (:data:`WRONG`, trial 4). Registered in-process by
+making ``HOOK`` raise ``RuntimeError("boom in HOOK")`` and ``wrong=HOOK[,HOOK...]`` making each
+return a value of the wrong type (:data:`WRONG`, trial 4). Registered in-process by
 :func:`register` (no install)."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ NAME = "broken"
 
 WRONG: dict[str, Any] = {"karpy_name": 5, "karpy_supported_node_classes": [("a",)], "karpy_create": "x",
                          "karpy_list": None, "karpy_get_instance_types": None, "karpy_is_drifted": 5,
-                         "karpy_repair_policies": "abc"}
+                         "karpy_repair_policies": "abc", "karpy_get": None, "karpy_pricing_note": 5,
+                         "karpy_controllers": ("loop",)}
 """hook -> what it returns with ``wrong=HOOK``: the values trial 4 found tracebacks (or silence) for."""
 
 
@@ -33,7 +34,7 @@ class BrokenProvider(SimulatedProvider):
     """The simulated provider named ``broken``; the hook named by :attr:`fail` raises."""
 
     fail = ""
-    wrong = ""
+    wrong: frozenset[str] = frozenset()
 
     def _maybe_fail(self, hook: str) -> None:
         if self.fail == hook:
@@ -42,22 +43,22 @@ class BrokenProvider(SimulatedProvider):
     @hookimpl
     def karpy_name(self) -> str:
         self._maybe_fail("karpy_name")
-        if self.wrong == "karpy_name":
-            return WRONG[self.wrong]
+        if "karpy_name" in self.wrong:
+            return WRONG["karpy_name"]
         return NAME
 
     @hookimpl
     def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
         self._maybe_fail("karpy_supported_node_classes")
-        if self.wrong == "karpy_supported_node_classes":
-            return WRONG[self.wrong]
+        if "karpy_supported_node_classes" in self.wrong:
+            return WRONG["karpy_supported_node_classes"]
         return super().karpy_supported_node_classes()
 
     @hookimpl
     async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
         self._maybe_fail("karpy_create")
-        if self.wrong == "karpy_create":
-            return WRONG[self.wrong]
+        if "karpy_create" in self.wrong:
+            return WRONG["karpy_create"]
         return await super().karpy_create(nodeclaim)
 
     @hookimpl
@@ -68,25 +69,29 @@ class BrokenProvider(SimulatedProvider):
     @hookimpl
     async def karpy_get(self, provider_id: str) -> NodeClaim:
         self._maybe_fail("karpy_get")
+        if "karpy_get" in self.wrong:
+            return WRONG["karpy_get"]
         return await super().karpy_get(provider_id)
 
     @hookimpl
     def karpy_controllers(self) -> list[ControllerLoop]:
         self._maybe_fail("karpy_controllers")
+        if "karpy_controllers" in self.wrong:
+            return WRONG["karpy_controllers"]
         return super().karpy_controllers()
 
     @hookimpl
     async def karpy_list(self) -> list[NodeClaim]:
         self._maybe_fail("karpy_list")
-        if self.wrong == "karpy_list":
-            return WRONG[self.wrong]
+        if "karpy_list" in self.wrong:
+            return WRONG["karpy_list"]
         return await super().karpy_list()
 
     @hookimpl
     async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
         self._maybe_fail("karpy_get_instance_types")
-        if self.wrong == "karpy_get_instance_types":
-            return WRONG[self.wrong]
+        if "karpy_get_instance_types" in self.wrong:
+            return WRONG["karpy_get_instance_types"]
         return await super().karpy_get_instance_types(nodepool)
 
     @hookimpl
@@ -95,22 +100,29 @@ class BrokenProvider(SimulatedProvider):
         super().karpy_prepare(context)
 
     @hookimpl
+    async def karpy_close(self) -> None:
+        self._maybe_fail("karpy_close")
+        await super().karpy_close()
+
+    @hookimpl
     def karpy_pricing_note(self) -> str:
         self._maybe_fail("karpy_pricing_note")
+        if "karpy_pricing_note" in self.wrong:
+            return WRONG["karpy_pricing_note"]
         return super().karpy_pricing_note()
 
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
         self._maybe_fail("karpy_is_drifted")
-        if self.wrong == "karpy_is_drifted":
-            return WRONG[self.wrong]
+        if "karpy_is_drifted" in self.wrong:
+            return WRONG["karpy_is_drifted"]
         return await super().karpy_is_drifted(nodeclaim)
 
     @hookimpl
     def karpy_repair_policies(self) -> list[RepairPolicy]:
         self._maybe_fail("karpy_repair_policies")
-        if self.wrong == "karpy_repair_policies":
-            return WRONG[self.wrong]
+        if "karpy_repair_policies" in self.wrong:
+            return WRONG["karpy_repair_policies"]
         return super().karpy_repair_policies()
 
 
@@ -123,7 +135,7 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> BrokenProvider:
     plugin = BrokenProvider(region=parsed.region or DEFAULT_REGION, clock=parsed.clock, kube=parsed.kube,
                             node_backend=parsed.node_backend, catalog_options=parsed.catalog_options())
     plugin.fail = fail
-    plugin.wrong = wrong
+    plugin.wrong = frozenset(h for h in wrong.split(",") if h)
     return plugin
 
 

@@ -149,6 +149,8 @@ def test_a_failing_create_in_a_scenario_does_not_stall_the_run() -> None:
     ("karpy_get_instance_types", "NoneType None", "a list of InstanceType"),
     ("karpy_is_drifted", "int 5", "a drift reason (str) or None"),
     ("karpy_repair_policies", "str 'abc'", "a list of RepairPolicy (or mappings)"),
+    ("karpy_pricing_note", "int 5", "a str"),
+    ("karpy_controllers", "tuple ('loop',)", "a list of (name, coroutine function) pairs"),
 ])
 def test_a_hook_returning_the_wrong_type_is_named_not_a_traceback(hook: str, returned: str, expected: str) -> None:
     """Trial 4: five hooks returning the wrong type ended in a traceback, two were taken as they

@@ -5,6 +5,13 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
 ``pkg/controllers/node/termination``, ``terminator/terminator.go``, ``eviction.go``):
 
 1. deletes its NodeClaim, if that still exists, so the instance is terminated afterwards;
+   then, when the Node is not Ready, asks the cloud provider for its instance (``get``, the
+   plugin's ``karpy_get``: Karpenter ``finalize``, the one place Karpenter's core calls
+   ``CloudProvider.Get``): an instance that is gone (``NodeClaimNotFoundError``) means nothing
+   runs there any more, and the finalizer is removed at once, without a taint or a drain (a
+   NotReady Node whose kubelet still runs keeps Ready True, so a Ready Node is never asked
+   about). Where Karpenter requeues on any other error, karpy logs it and drains the Node as if
+   the instance were there (what a flaky read would otherwise hold up forever);
 2. taints it ``karpenter.sh/disrupted:NoSchedule`` so nothing new lands on it;
 3. drains it in tiers, each tier gone before the next starts: non-critical non-DaemonSet pods,
    non-critical DaemonSet pods, critical (``priorityClassName`` ``system-cluster-critical`` or
@@ -47,22 +54,25 @@ from karpy_core.controllers import events as karpenter_events
 from karpy_core.controllers.base import Wake, list_views
 from karpy_core.controllers.conditions import DRAINED, VOLUMES_DETACHED, patch_conditions, set_condition, status_conditions
 from karpy_core.errors import (
+    CloudProviderError,
     ConflictError,
     InternalServerError,
     KubeAPIError,
+    NodeClaimNotFoundError,
     NotFoundError,
     TooManyRequestsError,
     ignore_not_found,
 )
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
-from karpy_core.logs import reconciling
+from karpy_core.logs import REPEAT_BY_ERROR, fields, reconciling
 from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.fields import field_of
 from karpy_core.utils.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
+    from karpy_core.cloudprovider.provider import CloudProvider
     from karpy_core.observability import Metrics
 
 __all__ = ["NodeTermination", "TerminationEvent", "TerminationEventKind", "drain_reason"]
@@ -118,6 +128,8 @@ class NodeTermination:
     Node, ``TerminationGracePeriodExpiring`` on the NodeClaim when its deadline is set. With
     ``metrics``: ``karpenter_pods_eviction_requests_total`` (200, 429),
     ``karpenter_pods_drained_total`` and the Node's termination metrics once it is finalized.
+    With ``provider`` (the controller and the simulator give it), a NotReady Node whose instance
+    the provider no longer has is finalized without a drain (step 1 of the module docstring).
     """
 
     name = "node.termination"
@@ -126,8 +138,9 @@ class NodeTermination:
     first_delay = 0.0
 
     def __init__(self, *, kube: KubeClient, clock: Clock | None = None, events: EventRecorder | None = None,
-                 metrics: Metrics | None = None):
+                 metrics: Metrics | None = None, provider: CloudProvider | None = None):
         self.kube = kube
+        self.provider = provider
         self.events = events
         self.metrics = metrics
         self.clock = clock or RealClock()
@@ -213,6 +226,9 @@ class NodeTermination:
         for c in claims:
             if pid and c.provider_id == pid and not c.deleting:
                 await ignore_not_found(self.kube.delete("NodeClaim", c.name))
+        if await self._instance_gone(node):
+            events.append(await self._finalize(node, reason="instance gone"))
+            return events
         tainted = any(t.key == TAINT_DISRUPTED for t in node.taints)
         excluded = node.labels.get(LABEL_EXCLUDE_BALANCERS) == "karpenter"
         if not tainted or not excluded:
@@ -291,11 +307,32 @@ class NodeTermination:
         await self._set_drained(claim, True)
         if not await self._volumes_detached(node, claim, pods, deadline, now):
             return events
-        finalizers = [f for f in node.finalizers if f != FINALIZER_TERMINATION]
-        await ignore_not_found(self.kube.patch("Node", name, {"metadata": {"finalizers": finalizers}}))
-        log.info("dry run: would delete node" if self.dry_run else "deleted node")  # Karpenter's line (node/termination/controller.go)
-        events.append(TerminationEvent(TerminationEventKind.NODE_FINALIZED, name))
+        events.append(await self._finalize(node))
         return events
+
+    async def _finalize(self, node: NodeView, reason: str = "") -> TerminationEvent:
+        """Remove the termination finalizer (the Node goes away); Karpenter ``removeFinalizer``."""
+        finalizers = [f for f in node.finalizers if f != FINALIZER_TERMINATION]
+        await ignore_not_found(self.kube.patch("Node", node.name, {"metadata": {"finalizers": finalizers}}))
+        log.info("dry run: would delete node" if self.dry_run else "deleted node")  # Karpenter's line (node/termination/controller.go)
+        return TerminationEvent(TerminationEventKind.NODE_FINALIZED, node.name, reason=reason)
+
+    async def _instance_gone(self, node: NodeView) -> bool:
+        """True when ``node`` is not Ready and the provider answers ``NodeClaimNotFoundError`` for
+        its provider ID (Karpenter ``finalize``: ``cloudProvider.Get`` when the Node's Ready
+        condition is not True). False for a Ready Node, a Node without a provider ID, without a
+        provider, or when ``get`` answers the instance or fails otherwise (logged; the Node is
+        drained as usual)."""
+        if self.provider is None or node.ready or not node.provider_id:
+            return False
+        try:
+            await self.provider.get(node.provider_id)
+        except NodeClaimNotFoundError:
+            return True
+        except CloudProviderError as exc:
+            log.warning("cannot tell whether the instance of a NotReady node is gone; draining it",
+                        extra={**fields(node=node.raw), "error": exc, REPEAT_BY_ERROR: True})
+        return False
 
     async def _volumes_detached(self, node: NodeView, claim: NodeClaimView | None, pods: list[PodView],
                                 deadline: float | None, now: float) -> bool:
