@@ -169,7 +169,12 @@ async def test_other_tests_pods_do_not_change_the_verdicts(kube) -> None:
     await kube.create("Pod", stray)
     try:
         r, _ = await run(kube, c)
-        assert sorted(v.action for v in (r.verdict(a), r.verdict(b)) if v is not None) == ["delete", "keep"]
+        # on a failure, say why: the verdicts, every pending pod and every Node's taints (what an
+        # earlier test left on the shared cluster; it failed once when run right after test_controller_e2e.py)
+        pending = [p["metadata"]["name"] for p in await kube.list("Pod", "default") if not p["spec"].get("nodeName")]
+        taints = {n["metadata"]["name"]: n["spec"].get("taints") for n in await kube.list("Node")}
+        assert sorted(v.action for v in (r.verdict(a), r.verdict(b)) if v is not None) == ["delete", "keep"], \
+            (r.verdict(a), r.verdict(b), pending, taints)
         assert not (await kube.get("Pod", stray_name, "default"))["spec"].get("nodeName")
     finally:
         await delete(kube, c)
