@@ -69,7 +69,7 @@ from karpy_core.apis.workloads import (
 )
 from karpy_core.errors import ManifestError
 from karpy_core.utils import kubeyaml
-from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem, format_yaml_path
+from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem, describe_yaml_error, format_yaml_path
 from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
@@ -543,6 +543,9 @@ class _Builder:
             for raw in _parse(text):
                 self._warn_placeholders(raw, source_name)
                 self._add_document(raw, source_name)
+        except yaml.reader.ReaderError as exc:  # a character YAML refuses: no mark, a position in ``text``
+            where, _, detail = describe_yaml_error(exc, text).partition(": ")
+            self.problems.append(f"{source_name}: {where}: YAML syntax error: {detail} (documents after it were not read)")
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""

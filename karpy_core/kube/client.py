@@ -412,7 +412,16 @@ def _config_error(path: str | None, exc: BaseException) -> Exception:
 
     where = path or "in-cluster configuration"
     if isinstance(exc, yaml.YAMLError):
-        return ConfigurationError(f"cannot use {where}: not valid kubeconfig YAML: {' '.join(describe_yaml_error(exc).split())}")
+        text = None
+        if path is not None and isinstance(exc, yaml.reader.ReaderError):  # its position, as a line and column
+            from pathlib import Path
+
+            try:
+                text = Path(path).read_text(errors="replace")
+            except OSError:
+                pass
+        return ConfigurationError(f"cannot use {where}: not valid kubeconfig YAML: "
+                                  f"{' '.join(describe_yaml_error(exc, text).split())}")
     return ConfigurationError(f"cannot use {where}: {' '.join(str(exc).split())}")
 
 

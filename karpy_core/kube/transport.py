@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import json
 import os
 import ssl
@@ -324,6 +325,11 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
     user = _named(doc.get("users"), ctx["user"], "users", "user") if ctx.get("user") else {}
     if user.get("exec") or user.get("auth-provider"):
         return await _load_with_kubernetes_asyncio(path, ctx_name)
+    _check_types(cluster, _CLUSTER_STRINGS, f"clusters[{ctx.get('cluster', '')}].cluster")
+    _check_types(user, _USER_STRINGS, f"users[{ctx.get('user', '')}].user")
+    if not isinstance(cluster.get("insecure-skip-tls-verify", False), bool):
+        raise KubeconfigError(f"Invalid kube-config file. clusters[{ctx.get('cluster', '')}].cluster.insecure-skip-tls-verify "
+                              f"must be a boolean; got {type(cluster['insecure-skip-tls-verify']).__name__}")
     server = cluster.get("server")
     if not server:
         raise KubeconfigError("Invalid kube-config file. No server in the cluster entry.")
@@ -349,6 +355,34 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
         proxy=cluster.get("proxy-url") or None,
         auth=auth,
     )
+
+
+_CLUSTER_STRINGS = ("server", "certificate-authority", "certificate-authority-data", "tls-server-name", "proxy-url")
+"""The cluster entry's fields karpy reads, strings in client-go's ``Cluster`` type."""
+_USER_STRINGS = ("token", "tokenFile", "username", "password", "client-certificate", "client-key",
+                 "client-certificate-data", "client-key-data")
+"""The user entry's fields karpy reads, strings in client-go's ``AuthInfo`` type."""
+
+
+def _check_types(entry: dict[str, Any], keys: tuple[str, ...], where: str) -> None:
+    """Refuse a field of ``keys`` in ``entry`` that is set but not a string, as client-go's
+    decoding of a kubeconfig does (``cannot unmarshal number into ... of type string``); the
+    base64 ``*-data`` fields must decode.
+
+    Raises:
+        KubeconfigError: naming the field (``where``.key) and the type found.
+    """
+    for key in keys:
+        value = entry.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise KubeconfigError(f"Invalid kube-config file. {where}.{key} must be a string; got {type(value).__name__}")
+        if key.endswith("-data"):
+            try:
+                base64.b64decode(value)
+            except (binascii.Error, ValueError) as exc:
+                raise KubeconfigError(f"Invalid kube-config file. {where}.{key} is not base64: {exc}") from None
 
 
 async def _load_with_kubernetes_asyncio(path: str, context: str) -> Access:

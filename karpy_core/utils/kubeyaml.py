@@ -306,9 +306,19 @@ def safe_load(text: str, check: Any = None) -> Any:
         loader.dispose()
 
 
-def describe_yaml_error(exc: yaml.YAMLError) -> str:
+def describe_yaml_error(exc: yaml.YAMLError, text: str | None = None) -> str:
     """One line for a PyYAML error: ``line 3 column 5: <context>, <problem>`` (the mark is the
-    problem's, else the context's; no source snippet)."""
+    problem's, else the context's; no source snippet). A character PyYAML's reader refuses (a
+    control character, a NUL byte) has no mark, only a position in the stream: with ``text`` (the
+    document read) it is given as a line and column too, else as the character's position."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        what = f"unacceptable character #x{exc.character:04x}: {exc.reason}" if isinstance(exc.character, int) \
+            else f"unacceptable byte {exc.character!r}: {exc.reason}"
+        if text is not None and isinstance(exc.character, int):
+            line = text.count("\n", 0, exc.position) + 1
+            column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+            return f"line {line} column {column}: {what}"
+        return f"character {exc.position + 1}: {what}"
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc)

@@ -282,3 +282,12 @@ def test_kakaocloud_nodepool_name_is_at_most_38_characters():
     load_text(text.replace("k" * 39, "k" * 38))
     aws = text.replace("karpenter.kakaocloud.com", "karpenter.k8s.aws").replace("KCNodeClass", "EC2NodeClass")
     assert load_text(aws).nodepools[0].name == "k" * 39
+
+
+@pytest.mark.parametrize(("char", "code"), [("\x00", "0000"), ("\x01", "0001"), ("\x7f", "007f")])
+def test_a_control_character_is_placed_by_line_and_column(char: str, code: str) -> None:
+    """Trial 5: a NUL byte or another control character was reported as PyYAML's ``in "<unicode
+    string>", position N``; it is placed by line and column like every other syntax error."""
+    problems = problems_of(f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: a{char}b\n")
+    assert problems == [f"bomb.yaml: line 4 column 10: YAML syntax error: unacceptable character #x{code}: "
+                        "control characters are not allowed (documents after it were not read)"]

@@ -19,6 +19,7 @@ CASES = [
     ("this: [is not\n", "line 2 column 1: while parsing a flow sequence, did not find expected ',' or ']'"),
     ("a: 1\n  b: [\n", "line 2 column 4: mapping values are not allowed in this context"),
     ("apiVersion: v1\nclusters: .inf\n", "line 2 column 11: clusters: '.inf' is not a JSON number"),
+    ("x: [\n\x01", "line 2 column 1: unacceptable character #x0001: control characters are not allowed"),
 ]
 
 
@@ -43,3 +44,15 @@ def test_every_command_exits_2_with_one_line(tmp_path: Path, command: list[str])
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [f"error: cannot use {path}: not valid kubeconfig YAML: {CASES[0][1]}"]
+
+
+@pytest.mark.parametrize(("value", "kind"), [("5", "int"), ("[a]", "list"), ("{a: 1}", "dict")])
+async def test_a_server_that_is_not_a_string_is_named(tmp_path: Path, value: str, kind: str) -> None:
+    """Trial 5: ``server: 5`` ended in an AttributeError traceback; client-go refuses a non-string
+    field when it decodes a kubeconfig, and so does karpy, naming the field."""
+    path = tmp_path / "kc.yaml"
+    path.write_text(f"apiVersion: v1\nclusters: [{{name: c, cluster: {{server: {value}}}}}]\n"
+                    "contexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n")
+    with pytest.raises(ConfigurationError) as info:
+        await AsyncKubeClient.from_config(str(path))
+    assert str(info.value) == f"cannot use {path}: Invalid kube-config file. clusters[c].cluster.server must be a string; got {kind}"
