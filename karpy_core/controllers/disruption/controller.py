@@ -58,6 +58,7 @@ from karpy_core.controllers.disruption.command import (
 )
 from karpy_core.controllers.disruption.decisions import (
     DecisionStage,
+    DisruptionMethod,
     DisruptionReason,
     Invalidation,
     NodeDecision,
@@ -234,9 +235,10 @@ class Disruption:
         if dropped:
             self._log(now, [NodeDecision(name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind,
                                          f"dropped from the command: {why.message}") for name, why in dropped])
-        why = validate_plan(snapshot, types, now, narrowed, nominated=nominated, min_savings=self.settings.min_savings,
-                            feature_gates=self.feature_gates)
-        return (cmd if narrowed is cmd.plan or why is not None else dataclasses.replace(cmd, plan=narrowed)), why
+        if narrowed.method is DisruptionMethod.EMPTINESS:  # narrow_emptiness was its whole validation
+            return (cmd if narrowed is cmd.plan else dataclasses.replace(cmd, plan=narrowed)), None
+        return cmd, validate_plan(snapshot, types, now, narrowed, nominated=nominated, min_savings=self.settings.min_savings,
+                                  feature_gates=self.feature_gates)
 
     async def _pass(self) -> list[DisruptionEvent]:
         now = self.clock.now()
