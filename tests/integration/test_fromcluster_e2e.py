@@ -77,6 +77,16 @@ async def create(kube: AsyncKubeClient, c: LiveCluster) -> None:
         return len(pods) == len(names) and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
 
     await wait_for(running, 60, "kwok to run the pods")
+
+    # kube-apiserver's TaintNodesByCondition admission puts node.kubernetes.io/not-ready:NoSchedule
+    # on every new Node; kube-controller-manager takes it off once it sees the Ready condition. A
+    # dry run reading the cluster before then rightly moves no pod (CI, under load: every node kept).
+    async def untainted() -> bool:
+        nodes = {name for name, _ in c.nodes}
+        return all(not any(t.get("key", "").startswith("node.kubernetes.io/") for t in n["spec"].get("taints") or ())
+                   for n in await kube.list("Node") if n["metadata"]["name"] in nodes)
+
+    await wait_for(untainted, 60, "kube-controller-manager to lift the new Nodes' not-ready taint")
     if c.owned:
         async def adopted() -> bool:
             rs = await kube.get("ReplicaSet", f"{c.name}-rs", "default")
@@ -229,7 +239,8 @@ async def test_topology_blocker_read_from_the_cluster(kube) -> None:
         r, _ = await run(kube, c)
         for node in (a, b):
             v = r.verdict(node)
-            assert v is not None and v.action == "keep" and v.blocker is Blocker.TOPOLOGY, v
+            assert v is not None and v.action == "keep" and v.blocker is Blocker.TOPOLOGY, \
+                (v and (v.blocker, v.kind, v.reason), r.decisions.get(node), r.pending)
     finally:
         await delete(kube, c)
 
