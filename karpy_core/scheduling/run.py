@@ -15,7 +15,7 @@ each signature keeps a cursor and never retries them (amortised O(1) per pod).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZO
 from karpy_core.scheduling.claim import ClaimState
 from karpy_core.scheduling.feasibility import BoolArray, Fit, IntArray, check_claim, check_node, limit_mask
 from karpy_core.scheduling.infeasible import Infeasible
+from karpy_core.scheduling.nodeindex import INDEXED_NODES, NodeIndex
 from karpy_core.scheduling.nodes import ExistingNode, NodeUsage
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
@@ -81,6 +82,9 @@ class Inputs:
     memo: dict[str, dict[Any, Any]] = field(default_factory=dict, compare=False)
     """Answers that depend on these inputs alone (domains per NodePool and per pod signature),
     shared by every run of one scheduler (:meth:`Scheduler.solve` may plan a batch several ways)."""
+    node_index: NodeIndex | None = field(default=None, compare=False)
+    """An index over (a superset of) ``nodes`` shared by many schedulers (a consolidation pass
+    builds one for all its simulations); None: a run with many nodes builds its own."""
 
 
 SETTLE_PASSES = 3
@@ -136,6 +140,16 @@ class SchedulingRun:
         self._locks: dict[str, npt.NDArray[np.bool_]] = {}
         """Per topology key: which claims no pod may settle on it any more (:meth:`locked`)."""
         self._locks_watched = 0
+        self._index: NodeIndex | None = None
+        """Set on the first :meth:`place_existing` (:meth:`_indexed`): rows ``self._index_rows``
+        of it are this run's nodes, in :attr:`usage`'s order."""
+        self._index_rows: npt.NDArray[np.intp] | None = None
+        self._index_tried = False
+        self._free: IntArray | None = None
+        """Free room per node of :attr:`usage` (row) and resource of the index (column), less
+        what this run placed through :meth:`place_existing`; never below the true free room."""
+        self._admit: dict[tuple[Any, ...], BoolArray] = {}
+        self._pod_vectors: dict[tuple[Any, ...], tuple[IntArray | None, IntArray]] = {}
         self._stale_locks: set[int] = set()
         self.ledger = ReservationLedger(inputs.tables)
         """Capacity reservations left and held by the planned claims (Karpenter ReservationManager)."""
@@ -204,6 +218,12 @@ class SchedulingRun:
                     if t.requirements.conflict(term) is not None:
                         continue
                     out[key] |= {v for v in self._template_domains(t, key) if allowed is None or allowed.has(v)}
+            if self._indexed():
+                assert self._index is not None and self._index_rows is not None
+                values = self._index.label_values(key)[self._index_rows]
+                out[key].update(v for v in values[self._index.matching(pod.requirement_terms)[self._index_rows]]
+                                if v is not None)
+                continue
             for n in self.inputs.nodes:
                 if key in n.labels and any(t.admits(n.labels) for t in pod.requirement_terms):
                     out[key].add(n.labels[key])
@@ -442,18 +462,67 @@ class SchedulingRun:
 
     # ---- existing nodes -----------------------------------------------------------------
     def place_existing(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> ExistingNode | None:
-        """Put ``pod`` on the first existing node that takes it; returns that node or None."""
+        """Put ``pod`` on the first existing node that takes it; returns that node or None.
+
+        With many nodes, only those the :class:`~karpy_core.scheduling.nodeindex.NodeIndex` keeps
+        (tolerations and node affinity admit the pod, free room for its requests) are checked:
+        the others would be refused, so the node chosen is the same."""
         cached = self.cached(att, verdict)
         sig = (self.pod_key(pod), att.level)
         start = self._node_cursor.get(sig, 0) if cached else 0
-        for i in range(start, len(self.usage)):
+        for i in self._existing_positions(pod, att, start):
             if self.place_on(self.usage[i], pod, att, verdict):
+                if self._free is not None:
+                    self._free[i] -= self._pod_vector(pod)[1]
                 if cached:
                     self._node_cursor[sig] = i
                 return self.usage[i].node
         if cached:
             self._node_cursor[sig] = len(self.usage)
         return None
+
+    def _indexed(self) -> bool:
+        """Whether this run narrows existing nodes with a :class:`NodeIndex` (set up on first use:
+        the inputs' shared one when it holds every node, else its own for :data:`INDEXED_NODES`
+        nodes or more; never for the pod-by-pod reference, ``use_caches=False``)."""
+        if not self._index_tried:
+            self._index_tried = True
+            if not self.inputs.use_caches:
+                return False
+            index = self.inputs.node_index
+            rows = index.rows(self.inputs.nodes) if index is not None else None
+            if rows is None and len(self.usage) >= INDEXED_NODES:
+                index = NodeIndex(self.inputs.nodes)
+                rows = np.arange(len(self.usage), dtype=np.intp)
+            if index is not None and rows is not None:
+                self._index, self._index_rows = index, rows
+                self._free = index.free[rows]
+        return self._index is not None
+
+    def _pod_vector(self, pod: PodInfo) -> tuple[IntArray | None, IntArray]:
+        """The pod's requests over the index's columns: (for the room test, None when it names a
+        resource no node has; what placing it takes)."""
+        assert self._index is not None
+        sig = pod.signature()
+        hit = self._pod_vectors.get(sig)
+        if hit is None:
+            hit = self._pod_vectors[sig] = (self._index.vector(pod.requests), self._index.charge(pod.requests))
+        return hit
+
+    def _existing_positions(self, pod: PodInfo, att: Attempt, start: int) -> Sequence[int]:
+        """Positions in :attr:`usage` from ``start`` worth checking for ``pod`` under ``att``, in order."""
+        if start >= len(self.usage) or not self._indexed():
+            return range(start, len(self.usage))
+        assert self._index is not None and self._index_rows is not None and self._free is not None
+        vec, _ = self._pod_vector(pod)
+        if vec is None:
+            return range(start, len(self.usage))
+        key = (pod.signature(), att.level)  # the signature holds the tolerations and the terms att.terms derive from
+        admit = self._admit.get(key)
+        if admit is None:
+            admit = self._admit[key] = self._index.admitted(pod.tolerations, att.terms or pod.requirement_terms)[self._index_rows]
+        keep = admit[start:] & (self._free[start:] >= vec).all(axis=1)
+        return (np.flatnonzero(keep) + start).tolist()
 
     def place_on(self, use: NodeUsage, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Put ``pod`` on the existing node ``use`` when it takes it (taints, node affinity, free

@@ -47,6 +47,7 @@ from karpy_core.scheduling.claim import MAX_INSTANCE_TYPES, PlannedNodeClaim, fi
 from karpy_core.scheduling.exact import ClassTable, class_table
 from karpy_core.scheduling.explain import explain_detail, why
 from karpy_core.scheduling.infeasible import Unschedulable
+from karpy_core.scheduling.nodeindex import NodeIndex
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.policies import MinValuesPolicy, PreferencePolicy
@@ -556,6 +557,10 @@ class Scheduler:
             while its largest type fits, launch the cheapest that holds it - which Karpenter-style
             consolidation relies on: it takes at most one replacement, and a sized plan may split
             one replacement into two cheaper ones.
+        node_index: a :class:`~karpy_core.scheduling.nodeindex.NodeIndex` over (a superset of)
+            ``existing_nodes``, the same objects, shared by many schedulers so its static masks
+            are computed once (a consolidation pass's simulations); None: a run with many nodes
+            builds its own.
 
     Raises:
         ValueError: a policy spelling is unknown.
@@ -578,6 +583,7 @@ class Scheduler:
         sizing: bool = False,
         nominated: Mapping[str, str] | None = None,
         unserved: Mapping[str, str] | None = None,
+        node_index: NodeIndex | None = None,
     ):
         ordered = tuple(sorted(templates, key=lambda t: (-t.weight, t.name)))
         given = tables or {}
@@ -601,6 +607,7 @@ class Scheduler:
             use_caches=use_caches,
             sizing=sizing,
             unserved=dict(unserved or {}),
+            node_index=node_index,
         )
         self._base = self.inputs
         self.nominated: Mapping[str, str] = dict(nominated or {})

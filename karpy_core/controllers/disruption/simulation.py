@@ -31,6 +31,7 @@ from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidati
 from karpy_core.controllers.disruption.spot_to_spot import allows_spot
 from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_replacement
 from karpy_core.scheduling.kubescheduler import moved_pods_fit
+from karpy_core.scheduling.nodeindex import NodeIndex
 from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import PodInfo, pod_info
 from karpy_core.scheduling.requirements import Requirement
@@ -99,6 +100,7 @@ class SimulationContext:
         self.bound = bound_pod_infos(snapshot)
         self.usage = nodepool_usage(snapshot)
         self._tables: dict[str, TypeTable] | None = None
+        self._node_index: NodeIndex | None = None
         # bound pods every run must see (host ports: they constrain any pod), by position in
         # ``self.bound``; those with anti-affinity terms only for the runs whose pods a term selects
         # (``_anti_holders``); the others only count for the selectors of a run's pods
@@ -287,7 +289,10 @@ class SimulationContext:
             bound = self.relevant_bound(pods, removed)
         if self._tables is None:  # type tables are pure functions of (template, DaemonSets): build once
             self._tables = type_tables(self.templates, self.daemonsets)
-        sched = Scheduler(self.templates, nodes, self.daemonsets, usage, bound_pods=bound, tables=self._tables)
+        if self._node_index is None:  # static admission masks are shared by every simulation of the pass
+            self._node_index = NodeIndex(self.nodes)
+        sched = Scheduler(self.templates, nodes, self.daemonsets, usage, bound_pods=bound, tables=self._tables,
+                          node_index=self._node_index)
         return sched, {n.name for n in nodes if not n.initialized}
 
 
