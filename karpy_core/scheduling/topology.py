@@ -564,10 +564,17 @@ class Topology:
         for c in spread:
             node_filter = None
             if (c.honor_affinity and terms_matter) or c.honor_taints:
-                def node_filter(where: Placement, c: SpreadConstraint = c) -> bool:
-                    if c.honor_affinity and terms_matter and not any(t.admits(where.labels) for t in node_terms or ()):
-                        return False
-                    return not (c.honor_taints and untolerated(where.taints, tolerations) is not None)
+                # placed pods share their node's labels and taints objects: one answer per node
+                seen: dict[tuple[int, int], bool] = {}
+
+                def node_filter(where: Placement, c: SpreadConstraint = c, seen: dict[tuple[int, int], bool] = seen) -> bool:
+                    k = (id(where.labels), id(where.taints))
+                    hit = seen.get(k)
+                    if hit is None:
+                        hit = seen[k] = not (
+                            (c.honor_affinity and terms_matter and not any(t.admits(where.labels) for t in node_terms or ()))
+                            or (c.honor_taints and untolerated(where.taints, tolerations) is not None))
+                    return hit
             counts = self._spread_counts(c, namespace, node_filter)
             self_match = 1 if self._match(c.selector, labels, lkey) else 0
             r = rule(c.key)

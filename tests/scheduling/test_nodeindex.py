@@ -112,4 +112,5 @@ def test_admitted_and_free_rows() -> None:
     assert index.vector({"cpu": 500}) is not None and index.vector({"example.com/dongle": 1}) is None
     assert index.charge({"cpu": 500, "example.com/dongle": 1}).tolist() == [500, 0]
     assert index.label_values("team").tolist() == ["x", "y", None]
-    assert index.rows([c, a]) is not None and index.rows([c, a]).tolist() == [2, 0]
+    rows = index.rows([c, a])
+    assert rows is not None and rows.tolist() == [2, 0]
