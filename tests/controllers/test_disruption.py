@@ -507,3 +507,23 @@ def test_an_emptiness_command_goes_ahead_without_the_nodes_no_longer_empty():
     full = snapshot(["a", "b", "c"], [pod("p1", "a"), pod("p2", "b"), pod("p3", "c")])
     narrowed, dropped = narrow_emptiness(full, TYPES, NOW, plan)
     assert narrowed is None and sorted(n for n, _ in dropped) == ["b", "c"]
+
+
+def test_multi_node_grows_past_a_node_that_must_stay(monkeypatch: pytest.MonkeyPatch):
+    """Karpenter's binary search over prefixes finds nothing when the first candidate must stay (its
+    pod is pinned to it by hostname): every prefix holds it. karpy grows a command greedily from
+    the candidates after it (``MultiNodeConsolidation.extend``, issue 36), so the three nodes whose
+    pods fit on the pinned one go in one command, not in three single-node commands."""
+    from karpy_core.controllers.disruption.methods import consolidation_multi
+
+    pinned = pod("pinned", "a")
+    pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "a"}
+    snap = snapshot(["a", "b", "c", "d"], [pinned, pod("p1", "b"), pod("p2", "c"), pod("p3", "d")])
+    log: list[NodeDecision] = []
+    plan = plan_disruption(snap, TYPES, NOW, log=log)
+    assert plan is not None
+    assert plan.method == "multi-node-consolidation" and plan.decision == "delete"
+    assert sorted(c.name for c in plan.candidates) == ["b", "c", "d"]
+    monkeypatch.setattr(consolidation_multi, "GREEDY_SIMULATIONS", 0)
+    one = plan_disruption(snap, TYPES, NOW)
+    assert one is not None and one.method == "single-node-consolidation" and len(one.candidates) == 1
