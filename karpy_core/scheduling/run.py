@@ -501,7 +501,11 @@ class SchedulingRun:
             index = self.inputs.node_index
             rows = index.rows(self.inputs.nodes) if index is not None else None
             if rows is None and len(self.usage) >= INDEXED_NODES:
-                index = NodeIndex(self.inputs.nodes)
+                # built once per scheduler: its runs (the plans Scheduler.solve compares) share the nodes
+                own = self.inputs.memo.setdefault("node_index", {})
+                index = own.get("index")
+                if index is None:
+                    index = own["index"] = NodeIndex(self.inputs.nodes)
                 rows = np.arange(len(self.usage), dtype=np.intp)
             if index is not None and rows is not None:
                 self._index, self._index_rows = index, rows
