@@ -807,6 +807,9 @@ class PodSpec(LenientModel):
     """At least one (kube-apiserver: ``spec.containers: Required value``)."""
     init_containers: list[Container] = Field(default_factory=list)
     overhead: ComputeResourceList = Field(default_factory=dict)
+    scheduling_gates: list[dict[Str, Any]] | None = None
+    """A pod with a gate left is not scheduled, nor provisioned for (the API server marks it
+    ``PodScheduled=False/SchedulingGated``: :func:`karpy_core.kube.admission.scheduling_gated`)."""
     resources: PodResources | None = None
     """Pod-level resources (:class:`PodResources`; checked by :meth:`_pod_level_resources`)."""
     priority_class_name: Str | None = None
@@ -886,6 +889,15 @@ class Pod(LenientObject):
 
     spec: PodSpec
     status: PodStatus = Field(default_factory=PodStatus)
+
+    @model_validator(mode="after")
+    def _no_node_while_gated(self) -> Pod:
+        """A Pod created with a ``nodeName`` and ``schedulingGates`` is refused (kube-apiserver's
+        ``ValidatePodCreate``: a pod cannot be assigned a node while a scheduling gate is left;
+        a pod template is not checked)."""
+        if self.spec.node_name and self.spec.scheduling_gates:
+            raise ValueError("spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared")
+        return self
 
     @model_validator(mode="after")
     def _defaulted_pod_resources(self) -> Pod:

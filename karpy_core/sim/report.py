@@ -455,6 +455,18 @@ def _launch_failure(sim: Simulator, claim: str) -> str:
     return ""
 
 
+def gated_reason(view: PodView) -> str:
+    """Why a pod with ``spec.schedulingGates`` left is pending (one line), or ``""`` for any other
+    pod: kube-scheduler does not try it and Karpenter does not provision for it (its
+    ``PodScheduled`` reason is ``SchedulingGated``, not ``Unschedulable``) until every gate is removed."""
+    gates = (view.raw.get("spec") or {}).get("schedulingGates")
+    if not gates:
+        return ""
+    names = ", ".join(str(g.get("name")) for g in gates if isinstance(g, dict))
+    return (f"pending: scheduling gated ({names}): kube-scheduler does not schedule it and Karpenter does not provision "
+            "for it until its spec.schedulingGates are removed")
+
+
 def _unrecorded_reason(sim: Simulator, key: str) -> str:
     """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
     it (on a NodeClaim still launching, or on a node that has not taken it yet) or never saw it
@@ -592,7 +604,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             continue
         reason = None
         if not node:
-            reason = sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
+            reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
     overlays: dict[str, list[str]] = {}
     store = getattr(sim.provider, "overlays", None)

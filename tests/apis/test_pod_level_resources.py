@@ -62,3 +62,13 @@ def test_a_template_is_not_defaulted_as_a_pod_is():
     assert problems(pod({"limits": {"cpu": "50m"}}))
     (line,) = problems(deployment({"requests": {"cpu": "50m"}}))
     assert "spec.template.spec: resources.requests[cpu]" in line, line
+
+
+def test_a_gated_pod_may_not_name_a_node():
+    """ValidatePodCreate (a Pod only): ``nodeName`` with ``schedulingGates`` is refused."""
+    gated = pod({}, schedulingGates=[{"name": "example.com/gate"}], nodeName="n1")
+    del gated["spec"]["resources"]
+    (line,) = problems(gated)
+    assert "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared" in line, line
+    del gated["spec"]["nodeName"]
+    assert problems(gated) == []

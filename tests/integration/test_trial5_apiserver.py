@@ -84,3 +84,22 @@ async def test_the_scheduler_counts_the_requests_the_api_server_stores(kube, pod
     counted = effective_requests(workload("Pod", pod=pod)["spec"])
     for name, amount in parse_resource_list(stored["resources"]["requests"]).items():
         assert counted[name] == amount, (name, counted, stored["resources"])
+
+
+async def test_a_gated_pod_is_stored_as_the_in_memory_cluster_stores_it(kube):
+    """kube-apiserver gives a pod created with ``schedulingGates`` ``PodScheduled=False`` reason
+    ``SchedulingGated`` (what kube-scheduler and Karpenter then leave alone); the in-memory cluster
+    stores the same condition. A gated Pod naming a node is refused by both the server and the loader."""
+    from karpy_core.kube.admission import scheduling_gated
+
+    gated = workload("Pod", pod={"schedulingGates": [{"name": "example.com/gate"}]})
+    stored = (await dry_run(kube, gated))["status"]["conditions"]
+    mine = scheduling_gated(gated)["status"]["conditions"]
+    keys = ("type", "status", "reason", "message")
+    assert [{k: c[k] for k in keys} for c in stored] == [{k: c[k] for k in keys} for c in mine]
+    named = workload("Pod", pod={"schedulingGates": [{"name": "example.com/gate"}], "nodeName": "ghost"})
+    with pytest.raises(KubeAPIError) as server:
+        await dry_run(kube, named)
+    why = "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"
+    assert why in str(server.value)
+    assert any(why in line for line in loader_problems(named)), loader_problems(named)

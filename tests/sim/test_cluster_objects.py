@@ -198,3 +198,66 @@ steps:
     (warning,) = [w for w in report.warnings if "PriorityClass" in w]
     assert warning.startswith("Deployment/default/app: pods refused for a while, then created: 403 Forbidden: ") and \
         warning.endswith("is forbidden: no PriorityClass with name high was found"), warning
+
+
+# ---- issue 35, trial 5: pod-level resources, scheduling gates ---------------------------------------
+async def test_pod_level_requests_size_the_node(tmp_path):
+    """A pod whose pod-level cpu request (3) is above its container's (100m) gets a node for 3 cpu."""
+    pod = """
+apiVersion: v1
+kind: Pod
+metadata: {name: podlevel}
+spec:
+  resources: {requests: {cpu: "3"}, limits: {cpu: "3"}}
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m, memory: 1Gi}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, pod=pod))
+    (node,) = report.nodes
+    assert node.instance_type == "m5.xlarge"  # 3 cpu does not fit m5.large's 1930m
+    assert node.requested["cpu"] == 3000 and node.requested["memory"] == 2**30
+
+
+async def test_a_gated_pod_stays_pending_and_the_report_says_why(tmp_path):
+    pods = """
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: free}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, pods=pods))
+    by_name = {p.name: p for p in report.pods}
+    assert by_name["free"].node and by_name["gated"].node is None
+    assert len(report.nodes) == 1 and report.nodes[0].pods == ["default/free"]  # nothing launched for the gated pod
+    assert by_name["gated"].reason is not None and "scheduling gated (example.com/wait)" in by_name["gated"].reason
+
+
+async def test_the_simulated_kube_scheduler_skips_a_gated_pod_until_its_gates_are_removed():
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.sim.kubelet import KubeSchedulerSimulator
+    from karpy_core.state.views import PodView
+    from karpy_core.utils.clock import VirtualClock
+
+    cluster = InMemoryCluster(VirtualClock())
+    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}}, "spec": {},
+                                 "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                                            "conditions": [{"type": "Ready", "status": "True"}]}})
+    cluster.create_sync("Pod", {"metadata": {"name": "g", "namespace": "default"},
+                                "spec": {"schedulingGates": [{"name": "x"}],
+                                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                                "status": {"phase": "Pending"}})
+    assert await KubeSchedulerSimulator(cluster).reconcile() == 0
+    (stored,) = cluster.objects("Pod")
+    assert not stored["spec"].get("nodeName")
+    assert [c["reason"] for c in stored["status"]["conditions"]] == ["SchedulingGated"]
+    assert not PodView.of(stored).provisionable  # Karpenter provisions for Unschedulable pods only
+    await cluster.patch("Pod", "g", {"spec": {"schedulingGates": None}}, "default")
+    assert await KubeSchedulerSimulator(cluster).reconcile() == 1
+    assert cluster.objects("Pod")[0]["spec"]["nodeName"] == "n1"
