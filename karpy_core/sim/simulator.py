@@ -226,6 +226,9 @@ class Simulator:
         self._prices: dict[tuple[str, str, str, str], float] = {}
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
+        self.given: dict[str, set[str]] = {"Node": set(), "NodeClaim": set()}
+        """The names of the Nodes and NodeClaims :meth:`apply` created (the inputs: capacity that
+        existed before the run, not launched by karpy; the report tells them apart)."""
         self.explanations: dict[str, list[str]] = {}
         """Per pending pod (``ns/name``): the detailed explanation of the last provisioning pass."""
 
@@ -295,7 +298,9 @@ class Simulator:
             elif kind == "Pod" and not obj.get("status"):  # bound, and its kubelet runs it: Ready
                 obj = {**obj, "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
                                                                             {"type": "Ready", "status": "True"}]}}
-            self.cluster.create_sync(kind, obj)
+            created = self.cluster.create_sync(kind, obj)
+            if kind in self.given:
+                self.given[kind].add(created["metadata"]["name"])
         return ignored
 
     async def refresh_status(self) -> None:

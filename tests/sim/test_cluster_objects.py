@@ -261,3 +261,55 @@ async def test_the_simulated_kube_scheduler_skips_a_gated_pod_until_its_gates_ar
     await cluster.patch("Pod", "g", {"spec": {"schedulingGates": None}}, "default")
     assert await KubeSchedulerSimulator(cluster).reconcile() == 1
     assert cluster.objects("Pod")[0]["spec"]["nodeName"] == "n1"
+
+
+# ---- issue 35, trial 5: a Node given as input is existing capacity, whatever its labels ---------------
+EXISTING_POOL_NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: old-1
+  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: m5.large, topology.kubernetes.io/zone: us-east-1a,
+           karpenter.sh/capacity-type: on-demand, kubernetes.io/arch: amd64, kubernetes.io/os: linux}
+spec: {providerID: "aws:///us-east-1a/i-0123456789abcdef0"}
+status:
+  allocatable: {cpu: 1930m, memory: 7Gi, pods: "29"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: there}
+spec:
+  nodeName: old-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+async def test_an_input_node_labelled_with_a_nodepool_is_existing_not_launched(tmp_path):
+    """Before: old-1 (m5.large, 0.096 USD/hour) counted as launched by karpy, in the total and in
+    the optimum's pods. Now it is existing capacity, as an unlabelled input Node is."""
+    report = await run_simulation(write(tmp_path, pool=POOL, node=EXISTING_POOL_NODE, app=deployment("app", 1, "1500m", "1Gi")))
+    old = next(n for n in report.nodes if n.name == "old-1")
+    (new,) = [n for n in report.nodes if n.name != "old-1"]
+    assert not old.launched and old.price_per_hour is None and old.nodepool == "default"
+    assert new.launched and new.price_per_hour is not None
+    assert report.summary()["nodes_launched"] == 1
+    assert report.cost_per_hour == pytest.approx(new.price_per_hour)
+    assert report.reference is not None and report.reference.pods == 1  # only the pod on the launched node
+
+
+async def test_the_node_of_an_input_nodeclaim_is_not_launched_by_karpy():
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.report import launched_nodes
+    from karpy_core.sim.simulator import Simulator
+
+    sim = Simulator(load_provider("simulated", {}))
+    claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+             "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
+             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+             "status": {"providerID": "aws:///us-east-1a/i-1", "nodeName": "ip-1"}}
+    sim.apply([claim])
+    for name, provider_id in (("ip-1", "aws:///us-east-1a/i-1"), ("later", "aws:///us-east-1a/i-2")):  # as if registered in the run
+        sim.cluster.create_sync("Node", {"metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+                                         "spec": {"providerID": provider_id}})
+    assert launched_nodes(sim) == {"later"}
