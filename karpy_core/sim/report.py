@@ -458,6 +458,23 @@ def _launch_failure(sim: Simulator, claim: str) -> str:
     return ""
 
 
+POD_GC_QUARANTINE_SECONDS = 40
+"""How long kube-controller-manager's pod garbage collector waits for a missing Node before it
+marks the pods bound to it Failed and deletes them (Kubernetes ``pkg/controller/podgc``
+``quarantineTime``)."""
+
+
+def missing_node_reason(node: str) -> str:
+    """Why a pod bound to ``node``, a Node that does not exist, is not running (one line): no
+    kubelet runs it, so it stays ``Pending``; kube-scheduler and Karpenter leave a pod with a
+    ``nodeName`` alone (Karpenter ``pkg/utils/pod`` ``IsProvisionable``: no ``nodeName``); in a
+    real cluster kube-controller-manager's pod garbage collector deletes it
+    :data:`POD_GC_QUARANTINE_SECONDS` after it finds the Node missing (``gcOrphaned``), which the
+    simulator does not model."""
+    return (f"pending: bound to Node {node}, which does not exist: no kubelet runs it and Karpenter does not provision for a pod "
+            f"with a nodeName (the pod garbage collector deletes it {POD_GC_QUARANTINE_SECONDS} s after the Node is found missing)")
+
+
 def gated_reason(view: PodView) -> str:
     """Why a pod with ``spec.schedulingGates`` left is pending (one line), or ``""`` for any other
     pod: kube-scheduler does not try it and Karpenter does not provision for it (its
@@ -629,7 +646,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         if is_ds:
             continue
         reason = None
-        if not node:
+        if node and node not in by_name:
+            reason, node = missing_node_reason(node), None
+        elif not node:
             reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
     overlays: dict[str, list[str]] = {}

@@ -313,3 +313,38 @@ async def test_the_node_of_an_input_nodeclaim_is_not_launched_by_karpy():
         sim.cluster.create_sync("Node", {"metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
                                          "spec": {"providerID": provider_id}})
     assert launched_nodes(sim) == {"later"}
+
+
+# ---- issue 35, trial 5: a pod bound to a Node that does not exist -------------------------------------
+async def test_a_pod_bound_to_a_missing_node_is_reported_pending_not_bound(tmp_path):
+    """No kubelet runs it (Pending), Karpenter does not provision for it (it has a nodeName), and
+    nothing is launched for it; the report says why instead of counting it bound."""
+    ghost = """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  nodeName: ghost
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, ghost=ghost))
+    (pod,) = report.pods
+    assert pod.node is None and pod.reason is not None and "bound to Node ghost, which does not exist" in pod.reason
+    assert report.summary()["pods_bound"] == 0 and report.summary()["pods_pending"] == 1
+    assert report.nodes == []
+
+
+def test_a_bound_pod_runs_only_when_its_node_is_among_the_inputs():
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.simulator import Simulator
+
+    sim = Simulator(load_provider("simulated", {}))
+
+    def bound(name: str, node: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}}
+
+    # the pod before its Node in the same apply: the Node is still among the inputs
+    sim.apply([bound("a", "n1"), {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}, bound("b", "ghost")])
+    phases = {p["metadata"]["name"]: p["status"]["phase"] for p in sim.cluster.objects("Pod")}
+    assert phases == {"a": "Running", "b": "Pending"}
