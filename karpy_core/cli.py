@@ -440,7 +440,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
                              batching: tuple[str, float, float] = ("Strict", 1.0, 10.0), progress: Any = None) -> Any:
     from karpy_core.apis.durations import parse_duration
     from karpy_core.sim.report import build_report
-    from karpy_core.sim.scenario import load_scenario, run_scenario, until_problem
+    from karpy_core.sim.scenario import format_seconds, load_scenario, run_scenario, unreached_steps, until_problem
     from karpy_core.sim.simulator import Simulator
 
     scenario = load_scenario(path, variables)
@@ -462,7 +462,9 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
             sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                                 "scenario": scenario.name, "until_seconds": end},
         )
-        report.warnings[:0] = scenario.warnings  # what loading the steps' manifests warned about, first
+        # what loading the steps' manifests warned about, and the steps the run ended before, first
+        report.warnings[:0] = scenario.warnings + unreached_steps(
+            scenario, end, f"--until {until}" if until else (f"until: {format_seconds(end)}" if scenario.until else "the default 24h"))
         return report
     finally:
         await _close_provider(provider)
@@ -824,7 +826,7 @@ def validate(
     provider would leave out (its NodeClass kind is not one the provider serves)."""
     from karpy_core.apis.loader import load_documents, priority_class_problems
     from karpy_core.kube.admission import runtime_class_problems
-    from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario
+    from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario, unreached_steps
 
     try:
         if max_pods < 1:
@@ -837,10 +839,14 @@ def validate(
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
-            n = len(scenario.warnings)
+            warnings = scenario.warnings + unreached_steps(
+                scenario, scenario.until if scenario.until is not None else 24 * 3600.0,
+                f"until: {format_seconds(scenario.until)}; a later --until runs it" if scenario.until is not None
+                else "the default 24h; --until or until: runs it")
+            n = len(warnings)
             warned = f" ({n} warning{'s' if n != 1 else ''} below)" if n else ""
             typer.echo(f"valid{warned}: Scenario {scenario.name}: {scenario.summary()}{until}")
-            for w in scenario.warnings:
+            for w in warnings:
                 typer.echo(f"warning: {w}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)

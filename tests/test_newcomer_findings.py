@@ -109,7 +109,7 @@ def test_day_summary_reconciles_the_end_cost_with_the_table() -> None:
     from karpy_core.sim.report import NodeReport, SimulationReport
 
     node = NodeReport(name="n", nodepool="p", instance_type="m", zone="z", capacity_type="on-demand", price_per_hour=0.5,
-                      labels={}, taints=[], allocatable={}, requested={})
+                      labels={}, taints=[], allocatable={}, requested={}, launched=True)
     report = SimulationReport(provider={"name": "simulated", "scenario": "s", "until_seconds": 60.0}, nodes=[node], pods=[],
                               events=[], cost_over_time=[{"t": 0.0, "nodes": 2, "cost_per_hour": 1.0}],
                               timeline=[{"t": 0.0, "pending_pods": 0, "nodepools": {}}])

@@ -666,6 +666,135 @@ class Volume(LenientModel):
     ephemeral: dict[str, Any] | None = None
 
 
+POD_LEVEL_RESOURCES = ("cpu", "hugepages-", "memory")
+"""What ``spec.resources`` may name (``cpu``, ``memory``, ``hugepages-<size>``), in kube-apiserver's
+order for its ``supported values`` message (``k8s.io/component-helpers/resource``
+``SupportedPodLevelResources``, checked by ``validatePodResourceName``)."""
+
+
+def _is_pod_level(name: str) -> bool:
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _canonical(name: str, value: Decimal) -> str:
+    """A quantity as kube-apiserver prints a sum it computed (``Quantity.String()``): cpu in cores
+    or millicores, other resources in the largest binary suffix that divides them, else plain."""
+    if name == "cpu":
+        return str(int(value)) if value == int(value) else f"{int(value * 1000)}m"
+    if value == int(value) and value:
+        for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if int(value) % size == 0:
+                return f"{int(value) // size}{suffix}"
+    return str(value.normalize()) if value != int(value) else str(int(value))
+
+
+def _container_requests(container: Container) -> dict[str, Decimal]:
+    """A container's requests after the API server's defaulting (a limit alone sets the request)."""
+    out = {k: parse_quantity(v) for k, v in container.resources.limits.items()}
+    out.update({k: parse_quantity(v) for k, v in container.resources.requests.items()})
+    return out
+
+
+def aggregate_container_requests(containers: list[Container], init_containers: list[Container]) -> dict[str, Decimal]:
+    """The containers' requests as kube-scheduler sums them (``k8s.io/component-helpers/resource``
+    ``AggregateContainerRequests``, KEP-753 sidecars: regular containers and sidecars summed, each
+    init container's start peak on top of the sidecars before it, the larger of the two), every
+    resource any container names, zero included. Quantities as :class:`~decimal.Decimal`."""
+    total: dict[str, Decimal] = {}
+    for c in containers:
+        for name, amount in _container_requests(c).items():
+            total[name] = total.get(name, Decimal(0)) + amount
+    sidecars: dict[str, Decimal] = {}
+    peak: dict[str, Decimal] = {}
+    for c in init_containers:
+        req = _container_requests(c)
+        if c.restart_policy == "Always":
+            for name, amount in req.items():
+                total[name] = total.get(name, Decimal(0)) + amount
+                sidecars[name] = sidecars.get(name, Decimal(0)) + amount
+            phase = dict(sidecars)
+        else:
+            phase = {name: amount + sidecars.get(name, Decimal(0)) for name, amount in req.items()}
+            for name, amount in sidecars.items():
+                phase.setdefault(name, amount)
+        for name, amount in phase.items():
+            peak[name] = max(peak.get(name, Decimal(0)), amount)
+    for name, amount in peak.items():
+        total[name] = max(total.get(name, Decimal(0)), amount)
+    return total
+
+
+class PodResources(LenientModel):
+    """Pod-level ``spec.resources`` (KEP-2837 PodLevelResources, on by default since Kubernetes
+    1.34): ``requests`` and ``limits`` of ``cpu``, ``memory`` and ``hugepages-*``; the pod's
+    effective request for a resource it names (``karpy_core.scheduling.pod.effective_requests``).
+    Cross-field rules are :meth:`PodSpec._pod_level_resources`'."""
+
+    requests: ComputeResourceList = Field(default_factory=dict)
+    limits: ComputeResourceList = Field(default_factory=dict)
+    claims: list[Any] | None = None
+
+
+def pod_resources_problems(spec: PodSpec, *, defaulted: bool) -> list[str]:
+    """Every problem kube-apiserver's ``validatePodResources`` finds in ``spec.resources``
+    (``pkg/apis/core/validation/validation.go``; checked against kube-apiserver v1.36.3 by
+    ``tests/integration/test_trial5_apiserver.py``), worded as it words them, paths relative to
+    the pod spec: a Windows pod may not set it; no ``claims``; only ``cpu``, ``memory`` and
+    ``hugepages-*``; a request at most its limit (hugepages: equal, and a limit required); a
+    pod-level request at least the containers' aggregate requests
+    (:func:`aggregate_container_requests`); no container limit above the pod-level limit.
+
+    ``defaulted``: apply the API server's defaulting of a Pod first (``SetDefaults_Pod``'s
+    ``defaultPodRequests``: a pod-level request left out is the containers' aggregate when they
+    request the resource, else the pod-level limit), as it does for a Pod but not for a
+    workload's pod template (a Deployment with a pod-level limit below its containers' requests
+    is stored; its pods are refused)."""
+    res = spec.resources
+    if res is None:
+        return []
+    os_name = ((spec.model_extra or {}).get("os") or {}).get("name") if isinstance((spec.model_extra or {}).get("os"), dict) else None
+    if os_name == "windows":
+        return ["resources: Forbidden: may not be set for a windows pod"]
+    problems = []
+    if res.claims is not None:
+        problems.append("resources.claims: Forbidden: claims may not be set for Resources at pod-level")
+    supported = ", ".join(f'"{n}"' for n in POD_LEVEL_RESOURCES)
+    for field, values in (("limits", res.limits), ("requests", res.requests)):
+        problems += [f'resources.{field}[{name}]: Unsupported value: "{name}": supported values: {supported}'
+                     for name in values if not _is_pod_level(name)]
+    limits = {k: parse_quantity(v) for k, v in res.limits.items()}
+    requests = {k: parse_quantity(v) for k, v in res.requests.items()}
+    aggregate = aggregate_container_requests(spec.containers, spec.init_containers)
+    if defaulted:
+        for name, amount in aggregate.items():
+            if name not in requests and _is_pod_level(name) and not name.startswith("hugepages-"):
+                requests[name] = amount
+        for name, amount in limits.items():
+            if name not in requests and _is_pod_level(name):
+                requests[name] = amount
+    for name, amount in requests.items():
+        limit = limits.get(name)
+        fixed = name.startswith("hugepages-") or is_extended_resource(name)
+        if limit is not None and fixed and amount != limit:
+            problems.append(f'resources.requests: Invalid value: "{_canonical(name, amount)}": must be equal to {name} limit of '
+                            f"{_canonical(name, limit)}")
+        elif limit is not None and amount > limit:
+            problems.append(f'resources.requests: Invalid value: "{_canonical(name, amount)}": must be less than or equal to '
+                            f"{name} limit of {_canonical(name, limit)}")
+        elif limit is None and fixed:
+            problems.append("resources.limits: Required value: Limit must be set for non overcommitable resources")
+    for name, amount in sorted(aggregate.items()):
+        if name in requests and amount > requests[name]:
+            problems.append(f'resources.requests[{name}]: Invalid value: "{_canonical(name, requests[name])}": must be greater '
+                            f"than or equal to aggregate container requests of {_canonical(name, amount)}")
+    for i, c in enumerate(spec.containers):
+        for name, value in c.resources.limits.items():
+            if name in limits and parse_quantity(value) > limits[name]:
+                problems.append(f'resources.containers[{i}][{name}].limits: Invalid value: "{value}": must be less than or '
+                                f"equal to pod limits of {_canonical(name, limits[name])}")
+    return problems
+
+
 class PodSpec(LenientModel):
     """``core/v1 PodSpec``: the scheduling-relevant fields."""
 
@@ -678,6 +807,11 @@ class PodSpec(LenientModel):
     """At least one (kube-apiserver: ``spec.containers: Required value``)."""
     init_containers: list[Container] = Field(default_factory=list)
     overhead: ComputeResourceList = Field(default_factory=dict)
+    scheduling_gates: list[dict[Str, Any]] | None = None
+    """A pod with a gate left is not scheduled, nor provisioned for (the API server marks it
+    ``PodScheduled=False/SchedulingGated``: :func:`karpy_core.kube.admission.scheduling_gated`)."""
+    resources: PodResources | None = None
+    """Pod-level resources (:class:`PodResources`; checked by :meth:`_pod_level_resources`)."""
     priority_class_name: Str | None = None
     priority: Int32 | None = None
     preemption_policy: Annotated[Str, supported(*PREEMPTION_POLICIES)] | None = None
@@ -701,6 +835,15 @@ class PodSpec(LenientModel):
         if problems:
             raise ValueError("; ".join(problems))
         return value
+
+    @model_validator(mode="after")
+    def _pod_level_resources(self) -> PodSpec:
+        """``spec.resources`` as kube-apiserver validates it before any defaulting (a workload's
+        pod template is validated so; a Pod is defaulted first: :meth:`Pod._defaulted_pod_resources`)."""
+        problems = pod_resources_problems(self, defaulted=False)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _unique_container_names(self) -> PodSpec:
@@ -746,6 +889,26 @@ class Pod(LenientObject):
 
     spec: PodSpec
     status: PodStatus = Field(default_factory=PodStatus)
+
+    @model_validator(mode="after")
+    def _no_node_while_gated(self) -> Pod:
+        """A Pod created with a ``nodeName`` and ``schedulingGates`` is refused (kube-apiserver's
+        ``ValidatePodCreate``: a pod cannot be assigned a node while a scheduling gate is left;
+        a pod template is not checked)."""
+        if self.spec.node_name and self.spec.scheduling_gates:
+            raise ValueError("spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared")
+        return self
+
+    @model_validator(mode="after")
+    def _defaulted_pod_resources(self) -> Pod:
+        """The pod-level resource problems the API server's defaulting of a Pod brings out (a
+        pod-level limit below the containers' requests: :func:`pod_resources_problems` with
+        ``defaulted``); the others were reported by :meth:`PodSpec._pod_level_resources`."""
+        if self.spec.resources is not None:
+            problems = pod_resources_problems(self.spec, defaulted=True)
+            if problems:
+                raise ValueError("; ".join(f"spec.{p}" for p in problems))
+        return self
 
 
 class PodTemplateSpec(LenientModel):

@@ -1,4 +1,4 @@
-"""Pod admission as the API server's RuntimeClass and Priority plugins do it, for the in-memory cluster.
+"""Pod admission as the API server's RuntimeClass and Priority plugins do it, and a gated pod's condition, for the in-memory cluster.
 
 A pod created with ``spec.runtimeClassName`` gets, before it is stored (Kubernetes
 ``plugin/pkg/admission/runtimeclass/admission.go``):
@@ -38,7 +38,8 @@ from karpy_core.utils.quantity import QuantityError, parse_quantity
 if TYPE_CHECKING:
     from karpy_core.apis.loader import LoadedManifests
 
-__all__ = ["admit_pod", "admit_priority", "runtime_class_problems", "needs_priority_admission", "merge_tolerations",
+__all__ = ["SCHEDULING_GATED", "admit_pod", "admit_priority", "scheduling_gated", "runtime_class_problems",
+           "needs_priority_admission", "merge_tolerations",
            "SYSTEM_PRIORITY_CLASSES", "PREEMPT_LOWER_PRIORITY"]
 
 
@@ -106,6 +107,28 @@ def merge_tolerations(first: list[dict[str, Any]], second: list[dict[str, Any]])
             continue
         merged.append(t)
     return merged
+
+
+SCHEDULING_GATED = "SchedulingGated"
+"""The ``PodScheduled=False`` reason of a pod created with ``spec.schedulingGates`` (``v1.PodReasonSchedulingGated``)."""
+
+
+def scheduling_gated(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` (a Pod dict with ``spec.schedulingGates``) as kube-apiserver stores it on create:
+    with a ``PodScheduled=False`` condition, reason ``SchedulingGated``, unless it has a
+    ``PodScheduled`` condition already (Kubernetes ``pkg/registry/core/pod/strategy.go``
+    ``applySchedulingGatedCondition``, in ``PrepareForCreate``). kube-scheduler does not try the
+    pod while a gate is left (its ``SchedulingGates`` PreEnqueue plugin), and Karpenter does not
+    provision for it: the reason is not ``Unschedulable``
+    (:func:`karpy_core.state.views.is_provisionable`). Returns a new dict when it adds the
+    condition (``pod``'s status is not changed), else ``pod``."""
+    status = pod.get("status") or {}
+    conditions = list(status.get("conditions") or ())
+    if any(c.get("type") == "PodScheduled" for c in conditions):
+        return pod
+    conditions.append({"type": "PodScheduled", "status": "False", "reason": SCHEDULING_GATED,
+                       "message": "Scheduling is blocked due to non-empty scheduling gates"})
+    return {**pod, "status": {**status, "phase": status.get("phase") or "Pending", "conditions": conditions}}
 
 
 def admit_pod(pod: dict[str, Any], runtime_classes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

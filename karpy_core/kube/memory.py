@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.admission import admit_pod, admit_priority, needs_priority_admission
+from karpy_core.kube.admission import admit_pod, admit_priority, needs_priority_admission, scheduling_gated
 from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
 from karpy_core.redaction import redact_stored
 from karpy_core.state.views import VIEW_KINDS, ObjectView, PodView, build_view
@@ -272,6 +272,8 @@ class InMemoryCluster:
             obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
         else:
             obj = clone(obj)
+        if kind == "Pod" and (obj.get("spec") or {}).get("schedulingGates"):
+            obj = scheduling_gated(obj)
         meta = obj.setdefault("metadata", {})
         obj.setdefault("apiVersion", info.api_version)
         obj.setdefault("kind", kind)

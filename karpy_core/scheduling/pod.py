@@ -7,7 +7,17 @@ containers; ``k8s.io/component-helpers/resource`` ``PodRequests``): for each res
 * ``regular = sum(containers) + sum(restartable init containers)`` (sidecars run alongside);
 * each non-restartable init container ``i`` needs ``request_i + sum(sidecars started before i)``;
   each sidecar start needs the running sum of sidecars so far;
-* the pod needs ``max(regular, every init-phase peak) + spec.overhead``, plus one ``pods`` slot.
+* the containers need ``max(regular, every init-phase peak)``;
+* pod-level resources (``spec.resources``, KEP-2837 PodLevelResources, on by default since
+  Kubernetes 1.34): for each supported resource (``cpu``, ``memory``, ``hugepages-*``:
+  ``IsSupportedPodLevelResource``) the pod-level request replaces the containers' (``PodRequests``
+  with ``SkipPodLevelResources`` false, as kube-scheduler's ``NodeResourcesFit`` and Karpenter's
+  ``pkg/utils/resources`` ``Ceiling``/``RequestsForSpec`` call it); the API server defaults a
+  pod-level request the pod leaves out to its pod-level limit when no container requests that
+  resource (``pkg/apis/core/v1/defaults.go`` ``defaultPodRequests``; else to the containers' sum,
+  which changes nothing), so a pod-level limit alone counts as the request too; other resources
+  keep the containers' requests;
+* the pod needs that ``+ spec.overhead``, plus one ``pods`` slot.
 
 Parsed parts are memoized by content (:class:`_Memo`): the pods of one ReplicaSet repeat their
 template's resources, node selector, affinity, spread constraints and tolerations, but each pod's
@@ -19,7 +29,7 @@ template's (a VPA's per-pod requests, a webhook's affinity) has another key and 
 from __future__ import annotations
 
 import marshal
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, cast
@@ -29,7 +39,7 @@ from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Toleration, parse_tolerations
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint, parse_affinity_terms, parse_spread
 
-__all__ = ["PodInfo", "effective_requests", "requirement_key", "pod_info"]
+__all__ = ["PodInfo", "effective_requests", "pod_level_requests", "is_pod_level_resource", "requirement_key", "pod_info"]
 
 
 class _Memo:
@@ -93,14 +103,46 @@ def _summed_requests(containers: Sequence[Mapping[str, Any]]) -> Resources:
     return {k: v for k, v in regular.items() if v}
 
 
+def is_pod_level_resource(name: str) -> bool:
+    """A resource ``spec.resources`` may name: ``cpu``, ``memory`` or ``hugepages-*``
+    (``k8s.io/component-helpers/resource`` ``IsSupportedPodLevelResource``)."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def pod_level_requests(spec: Mapping[str, Any], containers: Collection[str]) -> Resources:
+    """The pod-level requests of ``spec`` (``spec.resources``) after the API server's defaulting,
+    for the supported resources only (:func:`is_pod_level_resource`), internal units: each
+    ``requests`` entry, and each ``limits`` entry the requests leave out when ``containers`` (the
+    names of the containers' aggregate requests, as ``AggregateContainerRequests`` gives them) does
+    not hold it (Kubernetes ``pkg/apis/core/v1/defaults.go`` ``defaultPodRequests``; a resource the
+    containers request defaults to their sum, which :func:`effective_requests` already has, except
+    for hugepages, which are not overcommitable and default to the limit). Empty when the pod sets
+    no pod-level resources.
+
+    Raises:
+        karpy_core.utils.quantity.QuantityError: a pod-level quantity is malformed.
+    """
+    res = spec.get("resources")
+    if not res:
+        return {}
+    out = {k: v for k, v in parse_resource_list(res.get("requests")).items() if is_pod_level_resource(k)}
+    for name, amount in parse_resource_list(res.get("limits")).items():
+        if is_pod_level_resource(name) and name not in out and (name not in containers or name.startswith("hugepages-")):
+            out[name] = amount
+    return out
+
+
 def effective_requests(spec: Mapping[str, Any]) -> Resources:
     """The resources a pod reserves on a node, in internal units (cpu millicores, memory bytes),
-    including one ``pods`` slot. See the module docstring for the rule and its source.
+    including one ``pods`` slot. See the module docstring for the rule and its source
+    (``k8s.io/component-helpers/resource`` ``PodRequests``, pod-level resources included).
 
     Raises:
         karpy_core.utils.quantity.QuantityError: a request or limit is not a quantity.
     """
     containers = spec.get("containers") or ()
+    if spec.get("resources"):
+        return _with_pod_level(spec)
     if not spec.get("initContainers") and not spec.get("overhead"):  # the common case: the rule reduces to the sum
         key = _content_key(*[c.get("resources") for c in containers])
         hit = _REQUESTS.get(key) if key is not None else None
@@ -135,6 +177,30 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     for name, amount in parse_resource_list(spec.get("overhead")).items():
         out[name] = out.get(name, 0) + amount
     out["pods"] = out.get("pods", 0) + 1
+    return {k: v for k, v in out.items() if v}
+
+
+def _aggregate_names(spec: Mapping[str, Any]) -> set[str]:
+    """The resources any container or init container requests (or limits, which default the
+    request), zero or not: the keys ``AggregateContainerRequests`` gives."""
+    names: set[str] = set()
+    for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
+        res = c.get("resources") or {}
+        names.update(res.get("requests") or {})
+        names.update(res.get("limits") or {})
+    return names
+
+
+def _with_pod_level(spec: Mapping[str, Any]) -> Resources:
+    """:func:`effective_requests` of a pod that sets ``spec.resources``: the containers' rule
+    without the overhead, the pod-level requests (:func:`pod_level_requests`) in place of it for
+    the resources they name, then the overhead (``PodRequests``' order)."""
+    containers = {k: v for k, v in spec.items() if k not in ("resources", "overhead")}
+    out = effective_requests(containers)
+    for name, amount in pod_level_requests(spec, _aggregate_names(spec)).items():
+        out[name] = amount
+    for name, amount in parse_resource_list(spec.get("overhead")).items():
+        out[name] = out.get(name, 0) + amount
     return {k: v for k, v in out.items() if v}
 
 
@@ -312,7 +378,8 @@ def _template_key(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, 
     inits = spec.get("initContainers")
     key = _content_key(namespace, spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"),
                        spec.get("topologySpreadConstraints"), [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
-                       inits and [(c.get("resources"), c.get("restartPolicy"), c.get("ports")) for c in inits], spec.get("overhead"))
+                       inits and [(c.get("resources"), c.get("restartPolicy"), c.get("ports")) for c in inits], spec.get("overhead"),
+                       spec.get("resources"))
     if key is not None and b"LabelKeys" in key:
         key = _content_key(key, labels)
     return key

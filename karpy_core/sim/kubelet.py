@@ -16,7 +16,9 @@ These stand in for the parts of a real cluster karpy does not own:
   nodes by name, honouring taints, node affinity and free resources; a pod's
   ``status.nominatedNodeName`` first, with the room of the pods nominated to a node held for
   them, as kube-scheduler does) and marks the rest ``PodScheduled=False/Unschedulable``, which
-  is what karpy's provisioner watches for. Given ``planned`` (the simulator passes the
+  is what karpy's provisioner watches for; a pod with ``spec.schedulingGates`` left is not tried
+  (kube-scheduler's ``SchedulingGates`` PreEnqueue plugin) and keeps its ``SchedulingGated``
+  reason. Given ``planned`` (the simulator passes the
   provisioner's pod nominations), a pod without a ``nominatedNodeName`` tries the node of the
   NodeClaim it was planned on first, the same way: that stands in for kube-scheduler's scoring
   (``NodeResourcesFit`` ``LeastAllocated``, ``NodeResourcesBalancedAllocation``), which first fit
@@ -200,6 +202,13 @@ def _created(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("creationTimestamp", ""))
 
 
+def _gated(pod: PodView) -> bool:
+    """The pod has ``spec.schedulingGates`` left: kube-scheduler's ``SchedulingGates`` PreEnqueue
+    plugin keeps it out of the scheduling queue (it is neither bound nor marked Unschedulable; the
+    API server gave it ``PodScheduled=False/SchedulingGated``: :func:`karpy_core.kube.admission.scheduling_gated`)."""
+    return bool((pod.raw.get("spec") or {}).get("schedulingGates"))
+
+
 class KubeSchedulerSimulator:
     """Binds pending pods to nodes; marks the rest Unschedulable (see module docstring)."""
 
@@ -227,7 +236,7 @@ class KubeSchedulerSimulator:
         ]
         pods = [p for p in self.cluster.views("Pod") or () if isinstance(p, PodView)]
         if not nodes:  # nothing to bind to: every pending pod stays pending, as kube_schedule leaves them
-            pending_raw = {p.key: p.raw for p in pods if not p.node_name and not p.deleting}
+            pending_raw = {p.key: p.raw for p in pods if not p.node_name and not p.deleting and not _gated(p)}
             return self._mark_unschedulable(pending_raw, sorted(pending_raw), 0)
         snapshot = ClusterSnapshot(nodes=nodes, pods=pods)
         bound = bound_pod_infos(snapshot)
@@ -247,7 +256,7 @@ class KubeSchedulerSimulator:
             )
             for n in nodes
         ]
-        pending = [p for p in pods if not p.node_name and not p.deleting]
+        pending = [p for p in pods if not p.node_name and not p.deleting and not _gated(p)]
         from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 
         pvcs, pvs, scs = (self.cluster.snapshot(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))

@@ -9,7 +9,7 @@ JSON document shape (``karpy simulate -o json``)::
                  "requested": {"cpu","memory"}, "pods": ["ns/name", ...]}],
       "pods": [{"namespace", "name", "node", "reason"}],
       "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],  # null where none applies
-      "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},
+      "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},  # launched: launched_nodes()
       "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside)
       "daemonsets": [{"namespace", "name", "requests": {RESOURCE: quantity}, "pods"}],  # overhead on each node they run on
       "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},  # plain runs only (see below)
@@ -40,8 +40,8 @@ Event kinds include provisioning and lifecycle (``nodeclaim-create``, ``launch``
 the start.
 
 Quantities are in Kubernetes notation, prices in USD/hour; ``price_per_hour`` is null for nodes
-karpy did not launch (given as input). Pods owned by DaemonSets are listed under their node but
-not in ``pods[]``.
+karpy did not launch (given as input, labelled with a NodePool or not: :func:`launched_nodes`). Pods
+owned by DaemonSets are listed under their node but not in ``pods[]``.
 """
 
 from __future__ import annotations
@@ -90,6 +90,9 @@ class NodeReport:
     requested: Resources
     pods: list[str] = field(default_factory=list)
     daemon_pods: list[str] = field(default_factory=list)
+    launched: bool = False
+    """Launched by karpy in this run (:func:`launched_nodes`); a Node given as input is existing
+    capacity, labelled with a NodePool or not: no price, not counted as launched."""
 
     def utilisation(self, resource: str) -> float:
         alloc = self.allocatable.get(resource, 0)
@@ -165,7 +168,7 @@ class SimulationReport:
     def summary(self) -> dict[str, Any]:
         return {
             "nodes": len(self.nodes),
-            "nodes_launched": sum(1 for n in self.nodes if n.nodepool),
+            "nodes_launched": sum(1 for n in self.nodes if n.launched),
             "pods_bound": sum(1 for p in self.pods if p.node),
             "pods_pending": sum(1 for p in self.pods if not p.node),
             "cost_per_hour": self.cost_per_hour,
@@ -455,6 +458,35 @@ def _launch_failure(sim: Simulator, claim: str) -> str:
     return ""
 
 
+POD_GC_QUARANTINE_SECONDS = 40
+"""How long kube-controller-manager's pod garbage collector waits for a missing Node before it
+marks the pods bound to it Failed and deletes them (Kubernetes ``pkg/controller/podgc``
+``quarantineTime``)."""
+
+
+def missing_node_reason(node: str) -> str:
+    """Why a pod bound to ``node``, a Node that does not exist, is not running (one line): no
+    kubelet runs it, so it stays ``Pending``; kube-scheduler and Karpenter leave a pod with a
+    ``nodeName`` alone (Karpenter ``pkg/utils/pod`` ``IsProvisionable``: no ``nodeName``); in a
+    real cluster kube-controller-manager's pod garbage collector deletes it
+    :data:`POD_GC_QUARANTINE_SECONDS` after it finds the Node missing (``gcOrphaned``), which the
+    simulator does not model."""
+    return (f"pending: bound to Node {node}, which does not exist: no kubelet runs it and Karpenter does not provision for a pod "
+            f"with a nodeName (the pod garbage collector deletes it {POD_GC_QUARANTINE_SECONDS} s after the Node is found missing)")
+
+
+def gated_reason(view: PodView) -> str:
+    """Why a pod with ``spec.schedulingGates`` left is pending (one line), or ``""`` for any other
+    pod: kube-scheduler does not try it and Karpenter does not provision for it (its
+    ``PodScheduled`` reason is ``SchedulingGated``, not ``Unschedulable``) until every gate is removed."""
+    gates = (view.raw.get("spec") or {}).get("schedulingGates")
+    if not gates:
+        return ""
+    names = ", ".join(str(g.get("name")) for g in gates if isinstance(g, dict))
+    return (f"pending: scheduling gated ({names}): kube-scheduler does not schedule it and Karpenter does not provision "
+            "for it until its spec.schedulingGates are removed")
+
+
 def _unrecorded_reason(sim: Simulator, key: str) -> str:
     """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
     it (on a NodeClaim still launching, or on a node that has not taken it yet) or never saw it
@@ -494,13 +526,33 @@ def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
     return sorted(out, key=lambda d: (d["namespace"], d["name"]))
 
 
+def launched_nodes(sim: Simulator) -> set[str]:
+    """The names of the Nodes karpy launched in this run: labelled ``karpenter.sh/nodepool``, not
+    given as input (:attr:`Simulator.given`), and not the Node of a NodeClaim given as input
+    (matched by ``status.nodeName`` or provider ID). A Node given as input existed before the run,
+    whatever its labels say; ``--from-cluster`` seeds the live objects without :meth:`Simulator.apply`,
+    so its live Nodes count by their label as before."""
+    given_nodes = sim.given["Node"]
+    given_claims = [nc for nc in sim.cluster.snapshot("NodeClaim") if nc["metadata"]["name"] in sim.given["NodeClaim"]]
+    claimed = {str(v) for nc in given_claims for v in ((nc.get("status") or {}).get("nodeName"),
+                                                       (nc.get("status") or {}).get("providerID")) if v}
+    out = set()
+    for n in sim.cluster.snapshot("Node"):
+        name = n["metadata"]["name"]
+        if not (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL) or name in given_nodes:
+            continue
+        if name in claimed or (n.get("spec") or {}).get("providerID") in claimed:
+            continue
+        out.add(name)
+    return out
+
+
 async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]], cost: float,
                      time_limit: float) -> Reference:
-    """The optimum or lower bound for the pods bound to nodes karpy launched (label
-    ``karpenter.sh/nodepool``), over every NodePool of the cluster with its instance types and
-    DaemonSets (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the
-    MILP's upper bound."""
-    launched = {n["metadata"]["name"] for n in sim.cluster.snapshot("Node") if (n["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)}
+    """The optimum or lower bound for the pods bound to nodes karpy launched (:func:`launched_nodes`),
+    over every NodePool of the cluster with its instance types and DaemonSets
+    (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the MILP's upper bound."""
+    launched = launched_nodes(sim)
     pods: list[PodInfo] = []
     for view in sim.cluster.views("Pod") or ():
         assert isinstance(view, PodView)
@@ -560,20 +612,23 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     pods = sim.cluster.views("Pod") or []
     nodes: list[NodeReport] = []
     by_name: dict[str, NodeReport] = {}
+    launched = launched_nodes(sim)
     for n in sim.cluster.snapshot("Node"):
         labels = dict(n["metadata"].get("labels") or {})
         pool = labels.get(LABEL_NODEPOOL)
+        mine = n["metadata"]["name"] in launched
         rep = NodeReport(
             name=n["metadata"]["name"],
             nodepool=pool,
             instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
             zone=labels.get(LABEL_ZONE, ""),
             capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
-            price_per_hour=_price(pool_types.get(pool, types), labels) if pool else None,
+            price_per_hour=_price(pool_types.get(pool, types), labels) if pool and mine else None,
             labels=labels,
             taints=[dict(t) for t in (n.get("spec") or {}).get("taints") or []],
             allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),
             requested={},
+            launched=mine,
         )
         nodes.append(rep)
         by_name[rep.name] = rep
@@ -591,8 +646,10 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         if is_ds:
             continue
         reason = None
-        if not node:
-            reason = sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
+        if node and node not in by_name:
+            reason, node = missing_node_reason(node), None
+        elif not node:
+            reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
     overlays: dict[str, list[str]] = {}
     store = getattr(sim.provider, "overlays", None)
@@ -650,7 +707,7 @@ def _simulated_lines(report: SimulationReport, *, max_items: int = 14) -> list[s
     """What was simulated: inputs, pods, workloads (largest first) and NodePools."""
     wl = report.workloads
     pods = sum(w["pods"] for w in wl)
-    pools = sorted({n.nodepool for n in report.nodes if n.nodepool})
+    pools = sorted({n.nodepool for n in report.nodes if n.nodepool and n.launched})
     inputs = report.provider.get("inputs")
     head = f"simulated: {_plural(pods, 'pod')} from {_plural(len(wl), 'workload')}"
     if inputs:
@@ -709,7 +766,7 @@ def _end_cost_note(report: SimulationReport, end_cost: float) -> list[str]:
         return []
     series = report.cost_over_time or []
     launched = series[-1]["nodes"] if series else 0
-    in_table = sum(1 for n in report.nodes if n.nodepool)
+    in_table = sum(1 for n in report.nodes if n.launched)
     return [f"                  (the node table's total is {table:.4f}: {launched} instance(s) launched at the end, "
             f"{in_table} of them registered as Nodes; the others are billed but not in the table)"]
 

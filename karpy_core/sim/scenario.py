@@ -21,13 +21,15 @@ Shape (documented with examples in ``docs/scenarios.md``)::
         patch: {kind: NodePool, name: default, patch: {spec: {...}}}   # JSON merge patch
 
 ``at`` is a Go duration from the start of the simulation. Steps run in ``at`` order (file order
-for equal times). Manifests go through the same loader as ``karpy simulate FILES`` (validation,
+for equal times). A key not shown here is an error naming it (:func:`unknown_keys`); a step due
+after the run's end is a warning (:func:`unreached_steps`). Manifests go through the same loader as ``karpy simulate FILES`` (validation,
 defaults, ``${VAR}`` substitution).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +166,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
         raise ManifestError([f"{p}: not a Scenario (kind: Scenario, apiVersion: {SCENARIO_API_VERSION})"])
     if doc.get("apiVersion") != SCENARIO_API_VERSION:
         problems.append(f"{p}: apiVersion must be {SCENARIO_API_VERSION!r}, got {doc.get('apiVersion')!r}")
+    problems += [f"{p}: {q}" for q in unknown_keys(doc, _TOP_LEVEL)]
+    if isinstance(doc.get("spec"), dict):
+        problems += [f"{p}: {q}" for q in unknown_keys(doc["spec"], _SPEC, "spec.")]
     raw_steps = doc.get("steps") or (doc.get("spec") or {}).get("steps") or []
     until = doc.get("until") or (doc.get("spec") or {}).get("until")
     gates = FeatureGates()
@@ -194,9 +199,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
             problems.append(f"{where}.at: {raw.get('at')!r} is before the start; steps run at 0s or later")
             continue
         actions = [a for a in _ACTIONS if a in raw]
-        unknown = sorted(set(raw) - set(_ACTIONS) - {"at"})
-        if unknown:
-            problems.append(f"{where}: unknown field(s) {', '.join(unknown)} (actions: {', '.join(_ACTIONS)})")
+        problems += [f"{where}: {q} (a step is 'at' and one of {', '.join(_ACTIONS)})" for q in unknown_keys(raw, ("at", *_ACTIONS))]
         if len(actions) != 1:
             problems.append(f"{where}: needs exactly one of {', '.join(_ACTIONS)}, got {actions or 'none'}")
             continue
@@ -288,6 +291,38 @@ _STATIC_TRANSITION = "Cannot transition NodePool between static (replicas set) a
 """The CRD's transition rule (Karpenter ``nodepool.go``), which the in-memory cluster does not evaluate."""
 
 
+_TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "until", "featureGates", "steps")
+"""The keys of a scenario file (``until``, ``featureGates`` and ``steps`` may also sit under ``spec``)."""
+_SPEC = ("until", "featureGates", "steps")
+_BODY_KEYS = {"scale": (*_SCALABLE, "replicas", "namespace"), "delete": ("kind", "name", "namespace"),
+              "patch": ("kind", "name", "namespace", "patch")}
+"""The keys each step body takes (``apply`` takes manifests, loaded and checked by the loader)."""
+
+
+def unknown_keys(mapping: dict[Any, Any], known: tuple[str, ...], prefix: str = "") -> list[str]:
+    """One problem per key of ``mapping`` that is not in ``known``, in file order, with the
+    closest known key as a "did you mean" when there is one (as the loader's
+    :func:`~karpy_core.apis.fieldschema.unknown_field_message` does): a misspelt key was accepted
+    silently before and its setting lost (``replica: 3`` scaled nothing)."""
+    out = []
+    for key in mapping:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+        out.append(f"{prefix}{key}: unknown field {str(key)!r}{hint}")
+    return out
+
+
+def unreached_steps(scenario: Scenario, until: float, why: str) -> list[str]:
+    """One warning per step of ``scenario`` due after ``until`` (seconds), which never runs: the
+    run ends first. ``why`` says where ``until`` came from (``until: 6h``, ``--until 6h``). A
+    warning, not an error: ``--until`` may cut a longer scenario short on purpose (the first hours
+    of a day), and the file's own ``until`` is only a default that ``--until`` overrides."""
+    return [f"{scenario.source}: steps[{step.index}] ({step.action} at {format_seconds(step.at)}) never runs: "
+            f"the run ends at {format_seconds(until)} ({why})" for step in scenario.steps if step.at > until]
+
+
 def _is_static(nodepool: dict[str, Any]) -> bool:
     return (nodepool.get("spec") or {}).get("replicas") is not None
 
@@ -298,6 +333,9 @@ def _check_body(action: str, body: Any) -> str:
         return ""
     if not isinstance(body, dict):
         return "must be a mapping"
+    unknown = unknown_keys(body, _BODY_KEYS[action])
+    if unknown:
+        return "; ".join(unknown)
     if action == "scale":
         kinds = [k for k in _SCALABLE if k in body]
         if len(kinds) != 1 or "replicas" not in body:

@@ -226,6 +226,9 @@ class Simulator:
         self._prices: dict[tuple[str, str, str, str], float] = {}
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
+        self.given: dict[str, set[str]] = {"Node": set(), "NodeClaim": set()}
+        """The names of the Nodes and NodeClaims :meth:`apply` created (the inputs: capacity that
+        existed before the run, not launched by karpy; the report tells them apart)."""
         self.explanations: dict[str, list[str]] = {}
         """Per pending pod (``ns/name``): the detailed explanation of the last provisioning pass."""
 
@@ -285,17 +288,21 @@ class Simulator:
         because the simulator does not model their ``apiVersion``/``kind`` (:func:`is_simulated`;
         an object without ``apiVersion`` is taken to be at its kind's served version)."""
         ignored = []
+        nodes = {n["metadata"]["name"] for n in self.cluster.snapshot("Node")}
+        nodes.update(str((o.get("metadata") or {}).get("name")) for o in objects if o.get("kind") == "Node")
         for obj in objects:
             kind = obj.get("kind", "")
             if not is_simulated(obj.get("apiVersion", KINDS[kind].api_version if kind in KINDS else None), kind):
                 ignored.append(f"{kind}/{(obj.get('metadata') or {}).get('name', '')}")
                 continue
-            if kind == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
+            if kind == "Pod" and (obj.get("spec") or {}).get("nodeName") not in nodes:  # unbound, or bound to no Node: no kubelet
                 obj = {**obj, "status": {"phase": "Pending"}}
             elif kind == "Pod" and not obj.get("status"):  # bound, and its kubelet runs it: Ready
                 obj = {**obj, "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
                                                                             {"type": "Ready", "status": "True"}]}}
-            self.cluster.create_sync(kind, obj)
+            created = self.cluster.create_sync(kind, obj)
+            if kind in self.given:
+                self.given[kind].add(created["metadata"]["name"])
         return ignored
 
     async def refresh_status(self) -> None:

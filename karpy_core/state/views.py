@@ -195,8 +195,10 @@ def _owners(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
 
 
 def pod_limits(spec: Mapping[str, Any]) -> Resources:
-    """Sum of a pod spec's container limits (max with any init container's), plus pod overhead and
-    one ``pods`` slot, as Karpenter's ``resources.Ceiling`` does for limits (internal units).
+    """Sum of a pod spec's container limits (max with any init container's), each pod-level limit
+    (``spec.resources.limits`` of ``cpu``, ``memory``, ``hugepages-*``) in place of the containers'
+    for its resource, plus pod overhead and one ``pods`` slot, as Karpenter's ``resources.Ceiling``
+    does for limits (``k8s.io/component-helpers/resource`` ``PodLimits``; internal units).
 
     Raises:
         karpy_core.utils.quantity.QuantityError: a quantity is malformed.
@@ -208,6 +210,12 @@ def pod_limits(spec: Mapping[str, Any]) -> Resources:
     for c in spec.get("initContainers") or ():
         for name, amount in parse_resource_list((c.get("resources") or {}).get("limits")).items():
             total[name] = max(total.get(name, 0), amount)
+    if spec.get("resources"):
+        from karpy_core.scheduling.pod import is_pod_level_resource
+
+        for name, amount in parse_resource_list((spec.get("resources") or {}).get("limits")).items():
+            if is_pod_level_resource(name):
+                total[name] = amount
     for name, amount in parse_resource_list(spec.get("overhead")).items():
         total[name] = total.get(name, 0) + amount
     total["pods"] = total.get("pods", 0) + 1

@@ -132,3 +132,21 @@ def test_priority_rejections_are_403_with_the_api_servers_message(cluster, spec,
         cluster.create_sync("Pod", pod("x", **spec))
     assert err.value.status == 403 and str(err.value) == f"403 Forbidden: {message}"
     assert cluster.peek("Pod", "x") is None
+
+
+# ---- scheduling gates (issue 35, trial 5) ----------------------------------------------------------
+def test_a_gated_pod_is_stored_with_the_scheduling_gated_condition(cluster):
+    """kube-apiserver's PrepareForCreate (applySchedulingGatedCondition); the same condition the
+    real server stored: tests/integration/test_trial5_apiserver.py."""
+    created = cluster.create_sync("Pod", pod("g", schedulingGates=[{"name": "example.com/gate"}]))
+    (cond,) = created["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "SchedulingGated")
+    assert created["status"]["phase"] == "Pending"
+    assert "conditions" not in (cluster.create_sync("Pod", pod("free")).get("status") or {})
+
+
+def test_a_gated_pod_keeps_a_pod_scheduled_condition_it_has():
+    from karpy_core.kube.admission import scheduling_gated
+
+    given = {**pod("g", schedulingGates=[{"name": "x"}]), "status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}
+    assert scheduling_gated(given) is given

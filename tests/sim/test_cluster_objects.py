@@ -198,3 +198,153 @@ steps:
     (warning,) = [w for w in report.warnings if "PriorityClass" in w]
     assert warning.startswith("Deployment/default/app: pods refused for a while, then created: 403 Forbidden: ") and \
         warning.endswith("is forbidden: no PriorityClass with name high was found"), warning
+
+
+# ---- issue 35, trial 5: pod-level resources, scheduling gates ---------------------------------------
+async def test_pod_level_requests_size_the_node(tmp_path):
+    """A pod whose pod-level cpu request (3) is above its container's (100m) gets a node for 3 cpu."""
+    pod = """
+apiVersion: v1
+kind: Pod
+metadata: {name: podlevel}
+spec:
+  resources: {requests: {cpu: "3"}, limits: {cpu: "3"}}
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m, memory: 1Gi}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, pod=pod))
+    (node,) = report.nodes
+    assert node.instance_type == "m5.xlarge"  # 3 cpu does not fit m5.large's 1930m
+    assert node.requested["cpu"] == 3000 and node.requested["memory"] == 2**30
+
+
+async def test_a_gated_pod_stays_pending_and_the_report_says_why(tmp_path):
+    pods = """
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: free}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, pods=pods))
+    by_name = {p.name: p for p in report.pods}
+    assert by_name["free"].node and by_name["gated"].node is None
+    assert len(report.nodes) == 1 and report.nodes[0].pods == ["default/free"]  # nothing launched for the gated pod
+    assert by_name["gated"].reason is not None and "scheduling gated (example.com/wait)" in by_name["gated"].reason
+
+
+async def test_the_simulated_kube_scheduler_skips_a_gated_pod_until_its_gates_are_removed():
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.sim.kubelet import KubeSchedulerSimulator
+    from karpy_core.state.views import PodView
+    from karpy_core.utils.clock import VirtualClock
+
+    cluster = InMemoryCluster(VirtualClock())
+    cluster.create_sync("Node", {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}}, "spec": {},
+                                 "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                                            "conditions": [{"type": "Ready", "status": "True"}]}})
+    cluster.create_sync("Pod", {"metadata": {"name": "g", "namespace": "default"},
+                                "spec": {"schedulingGates": [{"name": "x"}],
+                                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                                "status": {"phase": "Pending"}})
+    assert await KubeSchedulerSimulator(cluster).reconcile() == 0
+    (stored,) = cluster.objects("Pod")
+    assert not stored["spec"].get("nodeName")
+    assert [c["reason"] for c in stored["status"]["conditions"]] == ["SchedulingGated"]
+    assert not PodView.of(stored).provisionable  # Karpenter provisions for Unschedulable pods only
+    await cluster.patch("Pod", "g", {"spec": {"schedulingGates": None}}, "default")
+    assert await KubeSchedulerSimulator(cluster).reconcile() == 1
+    assert cluster.objects("Pod")[0]["spec"]["nodeName"] == "n1"
+
+
+# ---- issue 35, trial 5: a Node given as input is existing capacity, whatever its labels ---------------
+EXISTING_POOL_NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: old-1
+  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: m5.large, topology.kubernetes.io/zone: us-east-1a,
+           karpenter.sh/capacity-type: on-demand, kubernetes.io/arch: amd64, kubernetes.io/os: linux}
+spec: {providerID: "aws:///us-east-1a/i-0123456789abcdef0"}
+status:
+  allocatable: {cpu: 1930m, memory: 7Gi, pods: "29"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: there}
+spec:
+  nodeName: old-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+async def test_an_input_node_labelled_with_a_nodepool_is_existing_not_launched(tmp_path):
+    """Before: old-1 (m5.large, 0.096 USD/hour) counted as launched by karpy, in the total and in
+    the optimum's pods. Now it is existing capacity, as an unlabelled input Node is."""
+    report = await run_simulation(write(tmp_path, pool=POOL, node=EXISTING_POOL_NODE, app=deployment("app", 1, "1500m", "1Gi")))
+    old = next(n for n in report.nodes if n.name == "old-1")
+    (new,) = [n for n in report.nodes if n.name != "old-1"]
+    assert not old.launched and old.price_per_hour is None and old.nodepool == "default"
+    assert new.launched and new.price_per_hour is not None
+    assert report.summary()["nodes_launched"] == 1
+    assert report.cost_per_hour == pytest.approx(new.price_per_hour)
+    assert report.reference is not None and report.reference.pods == 1  # only the pod on the launched node
+
+
+async def test_the_node_of_an_input_nodeclaim_is_not_launched_by_karpy():
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.report import launched_nodes
+    from karpy_core.sim.simulator import Simulator
+
+    sim = Simulator(load_provider("simulated", {}))
+    claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+             "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
+             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+             "status": {"providerID": "aws:///us-east-1a/i-1", "nodeName": "ip-1"}}
+    sim.apply([claim])
+    for name, provider_id in (("ip-1", "aws:///us-east-1a/i-1"), ("later", "aws:///us-east-1a/i-2")):  # as if registered in the run
+        sim.cluster.create_sync("Node", {"metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+                                         "spec": {"providerID": provider_id}})
+    assert launched_nodes(sim) == {"later"}
+
+
+# ---- issue 35, trial 5: a pod bound to a Node that does not exist -------------------------------------
+async def test_a_pod_bound_to_a_missing_node_is_reported_pending_not_bound(tmp_path):
+    """No kubelet runs it (Pending), Karpenter does not provision for it (it has a nodeName), and
+    nothing is launched for it; the report says why instead of counting it bound."""
+    ghost = """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  nodeName: ghost
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    report = await run_simulation(write(tmp_path, pool=POOL, ghost=ghost))
+    (pod,) = report.pods
+    assert pod.node is None and pod.reason is not None and "bound to Node ghost, which does not exist" in pod.reason
+    assert report.summary()["pods_bound"] == 0 and report.summary()["pods_pending"] == 1
+    assert report.nodes == []
+
+
+def test_a_bound_pod_runs_only_when_its_node_is_among_the_inputs():
+    from karpy_core.cloudprovider.provider import load_provider
+    from karpy_core.sim.simulator import Simulator
+
+    sim = Simulator(load_provider("simulated", {}))
+
+    def bound(name: str, node: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}}
+
+    # the pod before its Node in the same apply: the Node is still among the inputs
+    sim.apply([bound("a", "n1"), {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}, bound("b", "ghost")])
+    phases = {p["metadata"]["name"]: p["status"]["phase"] for p in sim.cluster.objects("Pod")}
+    assert phases == {"a": "Running", "b": "Pending"}

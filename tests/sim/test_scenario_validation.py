@@ -102,3 +102,65 @@ def test_the_same_manifest_file_applied_again_is_read_once(tmp_path: Path, monke
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (45, "45s"), (90, "1m30s"), (7200, "2h"), (3725, "1h2m5s"), (1.5, "1.5s")])
 def test_format_seconds(seconds: float, text: str) -> None:
     assert format_seconds(seconds) == text
+
+
+# ---- issue 35, trial 5: unknown keys are errors, a step after the end is said ---------------------------
+def _problems(path: str) -> list[str]:
+    with pytest.raises(ManifestError) as exc:
+        load_scenario(path)
+    return list(exc.value.problems)
+
+
+@pytest.mark.parametrize(("step", "expected"), [
+    ({"at": "1h", "scale": {"deployment": "web", "replica": 3}}, "steps[1].scale: replica: unknown field 'replica'; did you mean 'replicas'?"),
+    ({"at": "1h", "scale": {"deployment": "web", "replicas": 1, "namepsace": "x"}},
+     "steps[1].scale: namepsace: unknown field 'namepsace'; did you mean 'namespace'?"),
+    ({"at": "1h", "delete": {"kind": "Deployment", "name": "web", "grace": 0}}, "steps[1].delete: grace: unknown field 'grace' (known: kind, name, namespace)"),
+    ({"at": "1h", "patch": {"kind": "NodePool", "name": "default", "patches": {}}},
+     "steps[1].patch: patches: unknown field 'patches'; did you mean 'patch'?"),
+    ({"at": "1h", "scale": {"deployment": "web", "replicas": 1}, "att": "2h"},
+     "steps[1]: att: unknown field 'att'; did you mean 'at'?"),
+])
+def test_an_unknown_key_in_a_step_is_an_error_naming_it(tmp_path: Path, step: dict[str, Any], expected: str) -> None:
+    path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=2)]}, step])
+    problems = _problems(path)
+    assert any(expected in q for q in problems), problems
+
+
+def test_an_unknown_top_level_key_is_an_error_naming_it(tmp_path: Path) -> None:
+    import yaml
+
+    doc = {"apiVersion": "karpy.sh/v1alpha1", "kind": "Scenario", "metadata": {"name": "t"}, "untill": "6h",
+           "spec": {"stepz": []}, "steps": [{"at": "0s", "apply": [nodepool(), NODECLASS]}]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    problems = _problems(str(path))
+    assert f"{path}: untill: unknown field 'untill'; did you mean 'until'?" in problems, problems
+    assert f"{path}: spec.stepz: unknown field 'stepz'; did you mean 'steps'?" in problems, problems
+
+
+def test_a_step_after_until_is_a_warning_of_validate_and_of_the_run(tmp_path: Path) -> None:
+    """The step at 8h never runs in a 6h run: ``validate`` and ``simulate`` say so (a warning,
+    since ``--until 12h`` runs it)."""
+    from karpy_core.sim.scenario import unreached_steps
+
+    path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=2)]},
+                               {"at": "8h", "scale": {"deployment": "web", "replicas": 0}}], until="6h")
+    result = CliRunner().invoke(app, ["validate", path])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1:] == [
+        f"warning: {path}: steps[1] (scale at 8h) never runs: the run ends at 6h (until: 6h; a later --until runs it)"]
+    loaded = load_scenario(path)
+    assert unreached_steps(loaded, 12 * 3600.0, "--until 12h") == []
+    assert [w.partition(" never runs")[0] for w in unreached_steps(loaded, 3600.0, "--until 1h")] == [
+        f"{path}: steps[1] (scale at 8h)"]
+
+
+async def test_the_report_of_a_run_cut_short_by_until_names_the_steps_it_never_ran(tmp_path: Path) -> None:
+    from karpy_core.cli import run_simulation
+
+    path = scenario(tmp_path, [{"at": "0s", "apply": [nodepool(), NODECLASS, deployment(replicas=1)]},
+                               {"at": "2h", "scale": {"deployment": "web", "replicas": 0}}], until="6h")
+    report = await run_simulation([path], until="1h")
+    assert f"{path}: steps[1] (scale at 2h) never runs: the run ends at 1h (--until 1h)" in report.warnings, report.warnings
+    assert not [e for e in report.events if e["kind"] == "scenario" and "scale" in str(e["reason"])]
