@@ -1252,6 +1252,27 @@ def _leave_quietly() -> None:
     sys.exit(EXIT_SIGPIPE)
 
 
+def _whole_writes() -> None:
+    """Give ``sys.stdout`` a buffer that writes everything or raises, when it has none.
+
+    Under ``PYTHONUNBUFFERED=1`` (set by many container images, karpy's own included) stdout's
+    text layer writes straight to the raw file, and CPython's ``TextIOWrapper`` ignores a short
+    count from it: a large write into a pipe whose reader left (``karpy simulate -o json | head
+    -c 100``, fresh-user trial 5, issue 35) wrote its first 64 KiB, lost the rest and raised
+    nothing, so karpy exited 0 instead of :data:`EXIT_SIGPIPE`. A ``BufferedWriter`` repeats a
+    short write until all is written or the write fails (``BrokenPipeError`` here, handled by
+    :func:`main`). Line buffering and write-through keep the unbuffered behaviour: every line
+    (and every ``typer.echo``, which flushes) reaches the descriptor at once."""
+    import io
+    import sys
+
+    out = sys.stdout
+    if isinstance(out, io.TextIOWrapper) and isinstance(out.buffer, io.RawIOBase):
+        out.flush()
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(out.buffer), encoding=out.encoding, errors=out.errors,
+                                      newline=None, line_buffering=True, write_through=True)
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
     ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
@@ -1265,6 +1286,7 @@ def main() -> None:
     from typer.exceptions import TyperException
 
     signal.signal(signal.SIGINT, _on_sigint)
+    _whole_writes()
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
         sys.stdout.flush()  # what is still buffered, while a closed stdout can be handled here
