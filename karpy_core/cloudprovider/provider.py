@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 
 from karpy_core.cloudprovider import hookspecs
-from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync, expect
+from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync, expect, expect_none
 from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.metrics import MeteredCalls
@@ -153,12 +153,16 @@ class CloudProvider:
     def prepare(self, context: ProviderContext) -> None:
         """Give ``context`` to the decorators and to the plugin's ``karpy_prepare`` hook (when it
         has one). Called by the composition roots before the controllers run; a later call
-        replaces the context."""
+        replaces the context.
+
+        Raises:
+            PluginHookError: the hook raised, or answered something else than None.
+        """
         self.context = context
         for layer in self.decorated.layers():
             layer.prepare(context)
         if self._implemented("karpy_prepare"):
-            self._call_sync("karpy_prepare", context=context)  # returns None
+            expect_none(self.label, "karpy_prepare", self._call_sync("karpy_prepare", context=context))
 
     @property
     def feature_gates(self) -> FeatureGates:
@@ -174,14 +178,19 @@ class CloudProvider:
 
         Raises:
             ConfigurationError: the plugin cannot start with its settings.
+            PluginHookError: the hook raised, or answered something else than None.
         """
         if self._implemented("karpy_start"):
-            await call_hook(self._pm, self.label, "karpy_start")
+            expect_none(self.label, "karpy_start", await call_hook(self._pm, self.label, "karpy_start"))
 
     async def close(self) -> None:
-        """Await the plugin's optional ``karpy_close`` (release its clients)."""
+        """Await the plugin's optional ``karpy_close`` (release its clients).
+
+        Raises:
+            PluginHookError: the hook raised, or answered something else than None.
+        """
         if self._implemented("karpy_close"):
-            await call_hook(self._pm, self.label, "karpy_close")
+            expect_none(self.label, "karpy_close", await call_hook(self._pm, self.label, "karpy_close"))
 
     def pricing_note(self) -> str | None:
         """The plugin's ``karpy_pricing_note`` (where its prices come from), or None when it has none.

@@ -14,7 +14,7 @@ import pytest
 from karpy_core.apis import registry
 from karpy_core.apis.loader import load_text
 from karpy_core.cloudprovider import hookimpl, hookspecs
-from karpy_core.cloudprovider.calls import call_hook
+from karpy_core.cloudprovider.calls import NOTHING, call_hook
 from karpy_core.cloudprovider.options import ProviderOptions
 from karpy_core.errors import ConfigurationError, CreateError, PluginHookError
 from tests.cli import invoke_cli
@@ -151,6 +151,9 @@ def test_a_failing_create_in_a_scenario_does_not_stall_the_run() -> None:
     ("karpy_repair_policies", "str 'abc'", "a list of RepairPolicy (or mappings)"),
     ("karpy_pricing_note", "int 5", "a str"),
     ("karpy_controllers", "tuple ('loop',)", "a list of (name, coroutine function) pairs"),
+    ("karpy_prepare", "str 'prepared'", NOTHING),  # trial 5: the hooks returning None answered anything
+    ("karpy_delete", "str 'deleted'", NOTHING),
+    ("karpy_close", "str 'closed'", NOTHING),
 ])
 def test_a_hook_returning_the_wrong_type_is_named_not_a_traceback(hook: str, returned: str, expected: str) -> None:
     """Trial 4: five hooks returning the wrong type ended in a traceback, two were taken as they
@@ -164,6 +167,10 @@ def test_a_hook_returning_the_wrong_type_is_named_not_a_traceback(hook: str, ret
     # on stderr, or (a failed launch) as the pending pods' reason in the report
     assert line in (result.stdout if hook == "karpy_create" else result.stderr), result.output
     assert result.exit_code in (0, 1)
+    if hook == "karpy_prepare":
+        assert result.exit_code == 1 and result.stderr.strip().splitlines()[-1] == f"error: {line}"
+    if hook in ("karpy_delete", "karpy_close"):
+        assert result.exit_code == 0  # logged and retried (delete), one warning at the end (close)
     if hook == "karpy_is_drifted":
         assert result.exit_code == 0
         assert '"Drifted"' not in result.stdout  # nothing disrupted for a reason the plugin never gave
