@@ -5,7 +5,11 @@ exit 1 (a run-time failure), a failed create named as the pending pods' reason."
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -15,12 +19,16 @@ from karpy_core.apis import registry
 from karpy_core.apis.loader import load_text
 from karpy_core.cloudprovider import hookimpl, hookspecs
 from karpy_core.cloudprovider.calls import NOTHING, call_hook
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.options import ProviderOptions
 from karpy_core.errors import ConfigurationError, CreateError, PluginHookError
+from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.utils.clock import VirtualClock
 from tests.cli import invoke_cli
 from tests.plugins import brokenplugin
 
 FILES = ("examples/nodepools/general-purpose.yaml", "examples/workloads/inflate.yaml")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -174,3 +182,47 @@ def test_a_hook_returning_the_wrong_type_is_named_not_a_traceback(hook: str, ret
     if hook == "karpy_is_drifted":
         assert result.exit_code == 0
         assert '"Drifted"' not in result.stdout  # nothing disrupted for a reason the plugin never gave
+
+
+def _karpy_with_broken(*args: str) -> subprocess.CompletedProcess[str]:
+    """``karpy ARGS`` in a subprocess with the broken plugin installed (as :func:`broken` installs
+    it here): its real exit status, stdout and stderr."""
+    code = ("import pytest; from tests.plugins import brokenplugin; brokenplugin.register(pytest.MonkeyPatch()); "
+            "from karpy_core.cli import main; main()")
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize("hook", ["karpy_prepare", "karpy_pricing_note", "karpy_repair_policies"])
+@pytest.mark.parametrize("command", ["validate", "simulate"])
+def test_validate_calls_the_start_hooks_simulate_calls(command: str, hook: str) -> None:
+    """Trial 5: ``karpy validate --cloud-provider`` called neither ``karpy_prepare`` nor
+    ``karpy_pricing_note`` (a plugin failing there was valid, and failed simulate); it calls the
+    hooks simulate calls before its run, and a failure is simulate's one line and exit 1."""
+    result = _karpy_with_broken(command, "--cloud-provider", "broken", "--provider-option", f"fail={hook}", *FILES)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [f"error: cloud provider plugin 'broken': {hook} raised RuntimeError: boom in {hook}"]
+    assert result.stdout == ""
+
+
+def test_validate_prepares_with_the_simulators_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[ProviderContext] = []
+    real = brokenplugin.BrokenProvider.karpy_prepare
+
+    def prepare(self: brokenplugin.BrokenProvider, context: ProviderContext) -> None:
+        seen.append(context)
+        real(self, context)
+
+    monkeypatch.setattr(brokenplugin.BrokenProvider, "karpy_prepare", hookimpl(prepare))
+    result = invoke_cli("validate", "--cloud-provider", "broken", "examples/workloads/inflate.yaml")  # no NodePool either
+    assert result.exit_code == 0, result.output
+    assert len(seen) == 1
+    assert seen[0].simulation and isinstance(seen[0].kube, InMemoryCluster) and isinstance(seen[0].clock, VirtualClock)
+
+
+def test_validate_closes_the_provider_and_a_failing_close_is_a_warning() -> None:
+    result = _karpy_with_broken("validate", "--cloud-provider", "broken", "--provider-option", "fail=karpy_close", *FILES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("valid")
+    assert result.stderr.splitlines() == ["warning: the cloud provider was not closed cleanly: cloud provider plugin 'broken': "
+                                          "karpy_close raised RuntimeError: boom in karpy_close"]
