@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
-__all__ = ["NOTHING", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "expect", "expect_none"]
+__all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "expect",
+           "expect_none"]
 
 
 class CloudCalls(Protocol):
@@ -111,6 +112,10 @@ def expect(plugin: str, hook: str, value: Any, check: Any, expected: str) -> Any
     return value
 
 
+STR_DRIFT_REASON = 'a str (the drift reason, "" when not drifted)'
+"""What ``karpy_is_drifted`` is expected to answer, in words, as docs/cloudprovider.md's hooks table
+spells it (returns ``str``: the reason, ``""`` if none); None is taken as ``""`` too."""
+
 NOTHING = "None (karpy reads nothing from this hook)"
 """What a hook whose hookspec returns ``None`` (``karpy_delete``, ``karpy_prepare``, ``karpy_start``,
 ``karpy_close``) is expected to answer, in :meth:`PluginHookError.wrong_result` messages."""
@@ -175,7 +180,7 @@ class PluginCalls:
         """``karpy_is_drifted`` (a falsy answer is ``""``)."""
         got = await call_hook(self._pm, self.plugin, "karpy_is_drifted", nodeclaim=nodeclaim)
         return str(expect(self.plugin, "karpy_is_drifted", got, lambda v: v is None or isinstance(v, str),
-                          "a drift reason (str) or None") or "")
+                          STR_DRIFT_REASON) or "")
 
     # defined last: inside the class body, ``list`` names this method from here on
     async def list(self) -> list[NodeClaim]:
