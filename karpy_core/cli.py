@@ -353,6 +353,38 @@ async def _close_provider(provider: Any) -> None:
         logging.getLogger("karpy.cli").warning("the cloud provider was not closed cleanly", extra={"error": error})
 
 
+def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepools: Any) -> list[str]:
+    """``karpy validate --cloud-provider``: load the plugin and call the hooks ``karpy simulate``
+    calls before its run, in its order, without running anything: ``karpy_name`` and
+    ``karpy_supported_node_classes`` (load), ``karpy_controllers`` (listed, none run),
+    ``karpy_prepare`` (with the simulator's context: the in-memory cluster, the virtual clock,
+    ``simulation=True``), ``karpy_pricing_note``, ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning
+    line, as in simulate). The warnings for ``nodepools`` whose NodeClass kind the provider does
+    not serve (:func:`unserved_warnings`).
+
+    Raises:
+        ConfigurationError: as :func:`_load_sim_provider` (the plugin's options...).
+        CloudProviderError: one of those hooks raised or answered the wrong type
+            (:class:`~karpy_core.errors.PluginHookError`: one line naming the plugin and the hook, exit 1).
+    """
+    with console_warnings():
+        provider, clock, cluster, _ = _load_sim_provider(cloud_provider, None, None, options)
+        try:
+            return _prepared_provider_warnings(provider, clock, cluster, nodepools)
+        finally:
+            asyncio.run(_close_provider(provider))
+
+
+def _prepared_provider_warnings(provider: Any, clock: Any, cluster: Any, nodepools: Any) -> list[str]:
+    """:func:`_check_provider_starts` once the provider is loaded: prepare it, ask the hooks."""
+    import dataclasses
+
+    provider.prepare(dataclasses.replace(provider.context, kube=cluster, clock=clock, simulation=True))
+    provider.pricing_note()
+    provider.repair_policies()  # simulate's node repair asks at its first pass
+    return unserved_warnings(nodepools, provider)
+
+
 def _check_provider_loops(provider: Any) -> None:
     """Ask ``provider`` for its background loops (the optional ``karpy_controllers`` hook), as
     ``karpy controller`` does when it starts leading; ``karpy simulate`` does not run them. A hook
@@ -860,9 +892,8 @@ def validate(
                                   sources=[str(o.source) for o in objects], command="validate")
         if problem:
             raise ManifestError([problem])
-        if loaded.nodepools and cloud_provider is not None:
-            provider = _load_sim_provider(cloud_provider, None, None, options)[0]
-            loaded.warnings.extend(unserved_warnings(loaded.nodepools, provider))
+        if cloud_provider is not None:
+            loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools))
     except KarpyError as exc:
         _fail(exc)
         return
@@ -1258,6 +1289,27 @@ def _leave_quietly() -> None:
     sys.exit(EXIT_SIGPIPE)
 
 
+def _whole_writes() -> None:
+    """Give ``sys.stdout`` a buffer that writes everything or raises, when it has none.
+
+    Under ``PYTHONUNBUFFERED=1`` (set by many container images, karpy's own included) stdout's
+    text layer writes straight to the raw file, and CPython's ``TextIOWrapper`` ignores a short
+    count from it: a large write into a pipe whose reader left (``karpy simulate -o json | head
+    -c 100``, fresh-user trial 5, issue 35) wrote its first 64 KiB, lost the rest and raised
+    nothing, so karpy exited 0 instead of :data:`EXIT_SIGPIPE`. A ``BufferedWriter`` repeats a
+    short write until all is written or the write fails (``BrokenPipeError`` here, handled by
+    :func:`main`). Line buffering and write-through keep the unbuffered behaviour: every line
+    (and every ``typer.echo``, which flushes) reaches the descriptor at once."""
+    import io
+    import sys
+
+    out = sys.stdout
+    if isinstance(out, io.TextIOWrapper) and isinstance(out.buffer, io.RawIOBase):
+        out.flush()
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(out.buffer), encoding=out.encoding, errors=out.errors,
+                                      newline=None, line_buffering=True, write_through=True)
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
     ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
@@ -1271,6 +1323,7 @@ def main() -> None:
     from typer.exceptions import TyperException
 
     signal.signal(signal.SIGINT, _on_sigint)
+    _whole_writes()
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
         sys.stdout.flush()  # what is still buffered, while a closed stdout can be handled here

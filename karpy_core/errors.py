@@ -123,18 +123,22 @@ class PluginHookError(CloudProviderError):
     RuntimeError: API down``.
 
     Attributes:
-        plugin: the plugin's name (its ``karpy_name``, or ``module.Class`` before that is known).
+        plugin: the plugin's name (its ``karpy_name``; before that is known, its entry point's
+            name when it was loaded from one, else ``module.Class``).
         hook: the hook's name (``karpy_create``...).
         returned: for a hook that answered a value of the wrong type (:meth:`wrong_result`), what
             it returned and what was expected, in words; ``""`` when the hook raised.
+        origin: where the plugin comes from, shown after its name when known (``karpy_name``
+            failing: the entry point's distribution, ``karpy-tinycloud 0.1.0``); else ``""``.
     """
 
-    def __init__(self, plugin: str, hook: str, exc: BaseException | None, *, returned: str = ""):
+    def __init__(self, plugin: str, hook: str, exc: BaseException | None, *, returned: str = "", origin: str = ""):
         self.plugin = plugin
         self.hook = hook
         self.returned = returned if exc is None else ""
+        self.origin = origin
         what = f"returned {returned}" if exc is None else f"raised {type(exc).__name__}: {exc}"
-        super().__init__(f"cloud provider plugin {plugin!r}: {hook} {what}")
+        super().__init__(f"cloud provider plugin {plugin!r}{f' ({origin})' if origin else ''}: {hook} {what}")
 
     @classmethod
     def wrong_result(cls, plugin: str, hook: str, value: object, expected: str) -> PluginHookError:

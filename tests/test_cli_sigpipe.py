@@ -82,3 +82,66 @@ def test_an_epipe_that_is_not_stdout_stays_an_error(monkeypatch: pytest.MonkeyPa
         assert cli._is_closed_stdout(epipe)
         assert not cli._is_closed_stdout(OSError(errno.ENOSPC, "No space left on device"))
         monkeypatch.undo()
+
+
+def _big_deployment(path: Path, replicas: int) -> Path:
+    inflate = (ROOT / "examples/workloads/inflate.yaml").read_text()
+    path.write_text(inflate.replace("spec:\n  selector:", f"spec:\n  replicas: {replicas}\n  selector:", 1))
+    return path
+
+
+def _head_c_100(command: str, *, unbuffered: bool, cwd: Path) -> tuple[str, str, str]:
+    """``command | head -c 100`` in bash: (what head printed, karpy's exit status, karpy's stderr)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    err = cwd / "err"
+    proc = subprocess.run(f"{command} 2>{err} | head -c 100; status=${{PIPESTATUS[0]}}; echo; echo \"status=$status\"", shell=True,
+                          executable="/bin/bash", capture_output=True, text=True, timeout=300, check=False, env=env, cwd=cwd)
+    *head, status = proc.stdout.splitlines()
+    return "\n".join(head), status, err.read_text()
+
+
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED=1", "buffered"])
+def test_a_large_write_into_a_closed_pipe_is_exit_141(unbuffered: bool, tmp_path: Path) -> None:
+    """One write far larger than the pipe (1 MiB): under PYTHONUNBUFFERED=1 (karpy's image sets
+    it) the text layer dropped what the pipe did not take and karpy exited 0 (trial 5)."""
+    code = ("import typer; from karpy_core import cli; "
+            "cli.app.command('big')(lambda: typer.echo('x' * (1 << 20))); cli.main()")
+    head, status, err = _head_c_100(f"{sys.executable} -c \"{code}\" big", unbuffered=unbuffered, cwd=tmp_path)
+    assert head == "x" * 100
+    assert status == "status=141", err
+    assert err == ""
+
+
+def test_the_unbuffered_stdout_still_writes_everything(tmp_path: Path) -> None:
+    """The buffered stdout :func:`karpy_core.cli.main` gives an unbuffered process loses nothing and
+    shows each line at once (a reader that waits for a line before the next is written gets it)."""
+    code = ("import sys, typer; from karpy_core import cli; "
+            "cli.app.command('lines')(lambda: [(typer.echo(f'line {i}'), sys.stdout.write('partial '), print('end'), "
+            "sys.stdin.readline()) for i in range(3)] and None); cli.main()")
+    proc = subprocess.Popen([sys.executable, "-c", code, "lines"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdin is not None and proc.stdout is not None
+    for i in range(3):
+        assert proc.stdout.readline() == f"line {i}\n"  # would hang if the line sat in a buffer
+        assert proc.stdout.readline() == "partial end\n"
+        proc.stdin.write("next\n")
+        proc.stdin.flush()
+    out, err = proc.communicate(timeout=60)
+    assert (out, err, proc.returncode) == ("", "", 0)
+
+
+@pytest.mark.e2e  # simulates 5,000 pods
+@pytest.mark.parametrize("unbuffered", [True, False], ids=["PYTHONUNBUFFERED=1", "buffered"])
+def test_a_large_simulate_json_into_head_is_exit_141(unbuffered: bool, tmp_path: Path) -> None:
+    """``karpy simulate -o json | head -c 100`` with a 5,000-replica Deployment (about 1 MB of JSON)
+    exits 141 as a small one does; it exited 0 under PYTHONUNBUFFERED=1 (fresh-user trial 5)."""
+    big = _big_deployment(tmp_path / "big.yaml", 5000)
+    karpy = f"{sys.executable} -c 'from karpy_core.cli import main; main()'"
+    head, status, err = _head_c_100(f"{karpy} simulate {ROOT / 'examples/nodepools/general-purpose.yaml'} {big} -o json",
+                                    unbuffered=unbuffered, cwd=tmp_path)
+    assert head.startswith('{\n  "provider": {')
+    assert status == "status=141", err
+    assert err == ""

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
-__all__ = ["CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "expect"]
+__all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "expect",
+           "expect_none"]
 
 
 class CloudCalls(Protocol):
@@ -111,6 +112,23 @@ def expect(plugin: str, hook: str, value: Any, check: Any, expected: str) -> Any
     return value
 
 
+STR_DRIFT_REASON = 'a str (the drift reason, "" when not drifted)'
+"""What ``karpy_is_drifted`` is expected to answer, in words, as docs/cloudprovider.md's hooks table
+spells it (returns ``str``: the reason, ``""`` if none); None is taken as ``""`` too."""
+
+NOTHING = "None (karpy reads nothing from this hook)"
+"""What a hook whose hookspec returns ``None`` (``karpy_delete``, ``karpy_prepare``, ``karpy_start``,
+``karpy_close``) is expected to answer, in :meth:`PluginHookError.wrong_result` messages."""
+
+
+def expect_none(plugin: str, hook: str, value: Any) -> None:
+    """Nothing when ``value`` is None; else :meth:`PluginHookError.wrong_result`. A hook whose
+    hookspec returns ``None`` and answers something (``"deleted"``, ``True``) is refused as any
+    other wrong result: Karpenter's Go interface leaves no room for one (``Delete`` returns only
+    an ``error``), and an answer karpy dropped silently would let a plugin believe it was read."""
+    expect(plugin, hook, value, lambda v: v is None, NOTHING)
+
+
 def _all(kind: type) -> Any:
     """A check: a list or tuple whose items are all ``kind``."""
     return lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, kind) for x in v)
@@ -141,8 +159,8 @@ class PluginCalls:
         return cast("NodeClaim", expect(self.plugin, "karpy_create", got, lambda v: isinstance(v, NodeClaim), "a NodeClaim"))
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
-        """``karpy_delete``."""
-        await call_hook(self._pm, self.plugin, "karpy_delete", nodeclaim=nodeclaim)
+        """``karpy_delete`` (which answers None: :func:`expect_none`)."""
+        expect_none(self.plugin, "karpy_delete", await call_hook(self._pm, self.plugin, "karpy_delete", nodeclaim=nodeclaim))
 
     async def get(self, provider_id: str) -> NodeClaim:
         """``karpy_get``."""
@@ -162,7 +180,7 @@ class PluginCalls:
         """``karpy_is_drifted`` (a falsy answer is ``""``)."""
         got = await call_hook(self._pm, self.plugin, "karpy_is_drifted", nodeclaim=nodeclaim)
         return str(expect(self.plugin, "karpy_is_drifted", got, lambda v: v is None or isinstance(v, str),
-                          "a drift reason (str) or None") or "")
+                          STR_DRIFT_REASON) or "")
 
     # defined last: inside the class body, ``list`` names this method from here on
     async def list(self) -> list[NodeClaim]:

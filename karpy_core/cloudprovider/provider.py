@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 
 from karpy_core.cloudprovider import hookspecs
-from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync, expect
+from karpy_core.cloudprovider.calls import CloudCalls, PluginCalls, call_hook, call_hook_sync, expect, expect_none
 from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.hookspecs import ControllerLoop
 from karpy_core.cloudprovider.metrics import MeteredCalls
 from karpy_core.cloudprovider.overlay import OverlaidCalls, OverlayStore
 from karpy_core.cloudprovider.reservations import ReservedCapacityCalls
 from karpy_core.cloudprovider.types import RepairPolicy
-from karpy_core.errors import ConfigurationError, CreateError, KarpyError
+from karpy_core.errors import ConfigurationError, CreateError, KarpyError, PluginHookError
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -97,19 +97,26 @@ class CloudProvider:
 
     Args:
         plugin: an object whose methods are marked with ``karpy_core.cloudprovider.hookimpl``.
+        entry_point: the ``karpy.cloudprovider`` entry point it was loaded from (:func:`load_provider`);
+            the plugin's name in messages until its ``karpy_name`` answers (else ``module.Class``).
+        distribution: that entry point's distribution and version (``karpy-tinycloud 0.1.0``),
+            named after it in those messages.
 
     Raises:
         ConfigurationError: the plugin misses a hook, implements an unknown one, or a hook has
             more than one implementation.
-        PluginHookError: its ``karpy_name`` raised. Every hook call of the facade raises this
+        PluginHookError: its ``karpy_name`` raised or answered no name (named by entry point and
+            distribution when known: ``cloud provider plugin 'tinycloud' (karpy-tinycloud 0.1.0):
+            karpy_name raised ...``). Every hook call of the facade raises this
             when the hook raises anything but karpy's errors (:func:`~karpy_core.cloudprovider.calls.call_hook`).
     """
 
-    def __init__(self, plugin: object):
+    def __init__(self, plugin: object, *, entry_point: str | None = None, distribution: str | None = None):
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         self._pm.register(plugin)
-        what = plugin_label(plugin)
+        label = entry_point or plugin_label(plugin)
+        what = repr(label) + (f" ({distribution})" if distribution else "") if entry_point else label
         try:
             self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
@@ -124,11 +131,18 @@ class CloudProvider:
             )
         self.plugin = plugin
         """The plugin object (for its own tests; karpy calls it only through its hooks)."""
-        self.label = what
-        """The plugin named in messages (:class:`~karpy_core.errors.PluginHookError`): ``module.Class``
-        until its ``karpy_name`` answered, then that name."""
-        self.name: str = expect(what, "karpy_name", self._call_sync("karpy_name"), lambda v: isinstance(v, str) and v,
-                                "a non-empty str")
+        self.label = label
+        """The plugin named in messages (:class:`~karpy_core.errors.PluginHookError`): until its
+        ``karpy_name`` answered, its entry point's name (:func:`load_provider`) or, for a plugin
+        object given directly, ``module.Class``; then that name."""
+        try:
+            self.name: str = expect(label, "karpy_name", self._call_sync("karpy_name"), lambda v: isinstance(v, str) and v,
+                                    "a non-empty str")
+        except PluginHookError as exc:
+            if not distribution:
+                raise
+            cause = exc.__cause__ if not exc.returned else None
+            raise PluginHookError(label, exc.hook, cause, returned=exc.returned, origin=distribution) from cause or exc
         self.label = self.name
         self.decorated = compose(PluginCalls(self._pm, self.name), self.name)
         """The decorator stack every async method goes through (:func:`compose`)."""
@@ -153,12 +167,16 @@ class CloudProvider:
     def prepare(self, context: ProviderContext) -> None:
         """Give ``context`` to the decorators and to the plugin's ``karpy_prepare`` hook (when it
         has one). Called by the composition roots before the controllers run; a later call
-        replaces the context."""
+        replaces the context.
+
+        Raises:
+            PluginHookError: the hook raised, or answered something else than None.
+        """
         self.context = context
         for layer in self.decorated.layers():
             layer.prepare(context)
         if self._implemented("karpy_prepare"):
-            self._call_sync("karpy_prepare", context=context)  # returns None
+            expect_none(self.label, "karpy_prepare", self._call_sync("karpy_prepare", context=context))
 
     @property
     def feature_gates(self) -> FeatureGates:
@@ -174,14 +192,19 @@ class CloudProvider:
 
         Raises:
             ConfigurationError: the plugin cannot start with its settings.
+            PluginHookError: the hook raised, or answered something else than None.
         """
         if self._implemented("karpy_start"):
-            await call_hook(self._pm, self.label, "karpy_start")
+            expect_none(self.label, "karpy_start", await call_hook(self._pm, self.label, "karpy_start"))
 
     async def close(self) -> None:
-        """Await the plugin's optional ``karpy_close`` (release its clients)."""
+        """Await the plugin's optional ``karpy_close`` (release its clients).
+
+        Raises:
+            PluginHookError: the hook raised, or answered something else than None.
+        """
         if self._implemented("karpy_close"):
-            await call_hook(self._pm, self.label, "karpy_close")
+            expect_none(self.label, "karpy_close", await call_hook(self._pm, self.label, "karpy_close"))
 
     def pricing_note(self) -> str | None:
         """The plugin's ``karpy_pricing_note`` (where its prices come from), or None when it has none.
@@ -319,7 +342,7 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
     Raises:
         ConfigurationError: no such plugin, its extra is not installed (the message says which
             ``pip install 'karpy[...]'`` to run), its module or factory fails (one line naming the
-            entry point and the error), or it misses hooks (named by ``module.Class``).
+            entry point and the error), or it misses hooks (named by entry point and distribution).
         KarpyError: what the plugin's factory raised of karpy's errors (e.g. its options).
     """
     eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
@@ -340,7 +363,8 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
         raise
     except Exception as exc:  # its factory failed other than on its options (those raise ConfigurationError)
         raise ConfigurationError(f"cloud provider {name!r} ({eps[0].value}) failed to start: {type(exc).__name__}: {exc}") from exc
-    return CloudProvider(plugin)
+    dist = eps[0].dist
+    return CloudProvider(plugin, entry_point=name, distribution=f"{dist.name} {dist.version}" if dist is not None else None)
 
 
 def _plugin_logs_like_karpy(module: str) -> None:

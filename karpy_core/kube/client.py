@@ -440,12 +440,56 @@ async def kubernetes_api_client(kubeconfig: str | None = None, context: str | No
     path = _config_path(kubeconfig)
     try:
         if path:
-            return await k8s_config.new_client_from_config(config_file=path, context=context)
+            cfg = k8s_client.Configuration()
+            await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+            return await _api_client_with_default_scheme(cfg, path, context)
         cfg = k8s_client.Configuration()
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         return k8s_client.ApiClient(cfg)
     except (k8s_config.ConfigException, yaml.YAMLError, *_CONFIG_ERRORS) as exc:
         raise _config_error(path, exc) from exc
+
+
+async def _api_client_with_default_scheme(cfg: Any, path: str, context: str | None) -> Any:
+    """A kubernetes-asyncio ``ApiClient`` for ``cfg`` (loaded from the kubeconfig at ``path``). A
+    server written without a scheme (``127.0.0.1:6443``) is taken as kubernetes-asyncio wrote it,
+    and its TLS files were read only for ``https://``: use the URL and the files karpy's own
+    loader gives it (client-go's default scheme, :func:`~karpy_core.kube.transport.load_kubeconfig`),
+    as every other command reaches that server.
+
+    Raises:
+        KubeconfigError: the server cannot be read as a URL.
+    """
+    import os
+    import tempfile
+
+    from kubernetes_asyncio import client as k8s_client
+
+    from karpy_core.kube.transport import has_scheme, load_kubeconfig
+
+    if has_scheme(cfg.host or ""):
+        return k8s_client.ApiClient(cfg)
+    access = await load_kubeconfig(path, context)
+    cfg.host = access.server.rstrip("/")
+    written: list[str] = []
+    try:
+        if access.server.startswith("https"):
+            def file_of(name: str | None, data: str | bytes | None) -> str | None:
+                if name or not data:
+                    return name
+                fd, temp = tempfile.mkstemp(prefix="karpy-kubeconfig-", suffix=".pem")
+                written.append(temp)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data.encode() if isinstance(data, str) else data)
+                return temp
+
+            cfg.ssl_ca_cert = cfg.ssl_ca_cert or file_of(access.ca_file, access.ca_data)
+            cfg.cert_file = cfg.cert_file or file_of(access.cert_file, access.cert_data)
+            cfg.key_file = cfg.key_file or file_of(access.key_file, access.key_data)
+        return k8s_client.ApiClient(cfg)  # reads the files now (its TLS context)
+    finally:
+        for temp in written:
+            os.unlink(temp)
 
 
 class _Gone(Exception):

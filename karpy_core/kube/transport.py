@@ -24,8 +24,9 @@ import os
 import ssl
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -324,7 +325,16 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
     cluster = _named(doc.get("clusters"), ctx.get("cluster", ""), "clusters", "cluster")
     user = _named(doc.get("users"), ctx["user"], "users", "user") if ctx.get("user") else {}
     if user.get("exec") or user.get("auth-provider"):
-        return await _load_with_kubernetes_asyncio(path, ctx_name)
+        access = await _load_with_kubernetes_asyncio(path, ctx_name)
+        if isinstance(cluster.get("server"), str) and not has_scheme(cluster["server"]):
+            # kubernetes-asyncio takes the server as written and reads the CA only for https://
+            tls = _default_tls(cluster, user)
+            ca_file = _path(cluster["certificate-authority"], base) if cluster.get("certificate-authority") else None
+            ca_data = base64.b64decode(cluster["certificate-authority-data"]).decode() \
+                if cluster.get("certificate-authority-data") else None
+            access = replace(access, server=_server_url(cluster["server"], tls, ctx.get("cluster", "")),
+                                         ca_file=access.ca_file or ca_file, ca_data=access.ca_data or ca_data)
+        return access
     _check_types(cluster, _CLUSTER_STRINGS, f"clusters[{ctx.get('cluster', '')}].cluster")
     _check_types(user, _USER_STRINGS, f"users[{ctx.get('user', '')}].user")
     if not isinstance(cluster.get("insecure-skip-tls-verify", False), bool):
@@ -333,6 +343,7 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
     server = cluster.get("server")
     if not server:
         raise KubeconfigError("Invalid kube-config file. No server in the cluster entry.")
+    server = _server_url(server, _default_tls(cluster, user), ctx.get("cluster", ""))
     auth = TokenSource()
     if user.get("token"):
         auth = TokenSource(fixed=f"Bearer {user['token']}")
@@ -355,6 +366,41 @@ async def load_kubeconfig(path: str, context: str | None = None) -> Access:
         proxy=cluster.get("proxy-url") or None,
         auth=auth,
     )
+
+
+def has_scheme(server: str) -> bool:
+    """True when ``server`` is a URL with a scheme and a host (``https://10.0.0.1:6443``)."""
+    parts = urllib.parse.urlsplit(server)
+    return bool(parts.scheme and parts.netloc)
+
+
+def _default_tls(cluster: dict[str, Any], user: dict[str, Any]) -> bool:
+    """Whether a server written without a scheme is reached over TLS: when the kubeconfig gives a
+    CA, a client certificate or ``insecure-skip-tls-verify`` (client-go ``rest/url_utils.go``
+    ``defaultServerUrlFor``: ``hasCA || hasCert || config.Insecure``), else plain HTTP."""
+    has_ca = bool(cluster.get("certificate-authority") or cluster.get("certificate-authority-data"))
+    has_cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
+    return has_ca or has_cert or cluster.get("insecure-skip-tls-verify") is True
+
+
+def _server_url(server: str, tls: bool, cluster_name: str) -> str:
+    """The cluster entry's ``server`` as a URL, as client-go reads it (``rest.DefaultServerURL``):
+    a URL with a scheme and a host as written; a host or ``host:port`` (``127.0.0.1:6443``) gets
+    ``https://`` when ``tls`` (:func:`_default_tls`), else ``http://``; a scheme-less value with a
+    path (``127.0.0.1:6443/k8s``) is refused.
+
+    Raises:
+        KubeconfigError: naming the field (``clusters[NAME].cluster.server``) and the value; the
+            caller adds the kubeconfig's path (``cannot use FILE: ...``).
+    """
+    if has_scheme(server):
+        return server
+    url = ("https://" if tls else "http://") + server
+    parts = urllib.parse.urlsplit(url)
+    if not parts.netloc or parts.path not in ("", "/"):
+        raise KubeconfigError(f"Invalid kube-config file. clusters[{cluster_name}].cluster.server {server!r} "
+                              "must be a URL (https://host:port) or a host:port pair")
+    return url
 
 
 _CLUSTER_STRINGS = ("server", "certificate-authority", "certificate-authority-data", "tls-server-name", "proxy-url")

@@ -24,6 +24,11 @@ Hooks a subclass may override (all have defaults except :meth:`make_provider`):
 What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karpenter
 ``pkg/cloudprovider/types.go``):
 
+* the provider is prepared as karpy prepares it after loading it, before any other hook
+  (:meth:`CloudProvider.prepare <karpy_core.cloudprovider.provider.CloudProvider.prepare>` with
+  the context :meth:`make_provider` left, the default one if it prepared none): a ``karpy_prepare``
+  that raises or answers something else than None fails every test, naming the hook; the
+  teardown's ``karpy_close`` and every ``karpy_delete`` must answer None too;
 * instance types are well formed: requirements define the well-known labels they resolve
   (arch, os, instance-type, zone, capacity-type), every offering has a zone and a capacity type,
   ``allocatable <= capacity``, prices ``>= 0``;
@@ -39,8 +44,9 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
   instance: the garbage collector and the lifecycle controller would act on the wrong one);
 * hook results have the hookspecs' types (``(group, kind)`` pairs, ``RepairPolicy``, a ``str``
   pricing note, ``(name, coroutine function)`` loops, ``InstanceType``, ``NodeClaim``, a ``str``
-  drift reason): one failure naming each hook that answered another type and the type expected
-  (``karpy_create returned str 'x', expected a NodeClaim``).
+  drift reason, None from ``karpy_prepare`` and ``karpy_delete``): one failure naming each hook
+  that answered another type and the type expected (``karpy_create returned str 'x', expected a
+  NodeClaim``).
 """
 
 from __future__ import annotations
@@ -117,8 +123,13 @@ class ProviderConformance:
     # ------------------------------------------------------------------ fixture
     @pytest.fixture
     async def provider(self) -> AsyncIterator[CloudProvider]:
+        """:meth:`make_provider`, prepared as karpy prepares a loaded provider (with the context
+        ``make_provider`` gave it, else the default one), closed after the test by
+        :meth:`close_provider`. A ``karpy_prepare`` that raises or answers a value fails the test
+        with the ``PluginHookError`` naming it (fresh-user trial 5: a raising one passed the kit)."""
         p = await self.make_provider()
         try:
+            p.prepare(p.context)
             yield p
         finally:
             await self.close_provider(p)
@@ -199,8 +210,9 @@ class ProviderConformance:
         the facade is built (:meth:`make_provider`). The facade refuses a wrong result at run time
         (:meth:`PluginHookError.wrong_result <karpy_core.errors.PluginHookError.wrong_result>`); this
         test fails once, naming every hook that answered the wrong type and the type expected.
-        The hooks answering ``None`` (``karpy_delete``, ``karpy_prepare``, ``karpy_start``,
-        ``karpy_close``) are not checked: karpy reads nothing from them."""
+        ``karpy_prepare`` and ``karpy_delete`` must answer None (karpy reads nothing from them, and
+        the facade refuses anything else); ``karpy_close`` is checked by the teardown and
+        ``karpy_start`` (start-up I/O, the controller's only) is not called."""
         wrong: list[str] = []
 
         async def answer(call: Callable[[], Any]) -> Any:
@@ -213,6 +225,7 @@ class ProviderConformance:
                 wrong.append(f"{exc.hook} returned {exc.returned}")
                 return None
 
+        await answer(lambda: provider.prepare(provider.context))
         await answer(provider.supported_node_classes)
         policies = await answer(provider.repair_policies)
         assert policies is None or all(isinstance(p, RepairPolicy) for p in policies)
@@ -231,7 +244,7 @@ class ProviderConformance:
             listed = await answer(provider.list)
             assert listed is None or all(isinstance(nc, NodeClaim) for nc in listed)
         finally:
-            await self._delete_created(provider, launched, claim)
+            await answer(lambda: self._delete_created(provider, launched, claim))
         assert not wrong, (f"cloud provider plugin {provider.name!r}: hook results not of the hookspecs' types "
                            "(karpy_core/cloudprovider/hookspecs.py): " + "; ".join(wrong))
 

@@ -26,8 +26,10 @@ NAME = "broken"
 WRONG: dict[str, Any] = {"karpy_name": 5, "karpy_supported_node_classes": [("a",)], "karpy_create": "x",
                          "karpy_list": None, "karpy_get_instance_types": None, "karpy_is_drifted": 5,
                          "karpy_repair_policies": "abc", "karpy_get": None, "karpy_pricing_note": 5,
-                         "karpy_controllers": ("loop",)}
-"""hook -> what it returns with ``wrong=HOOK``: the values trial 4 found tracebacks (or silence) for."""
+                         "karpy_controllers": ("loop",), "karpy_prepare": "prepared", "karpy_start": True,
+                         "karpy_close": "closed", "karpy_delete": "deleted"}
+"""hook -> what it returns with ``wrong=HOOK``: the values trial 4 found tracebacks (or silence) for,
+and (trial 5) an answer from each hook whose hookspec returns None (after doing its work)."""
 
 
 class BrokenProvider(SimulatedProvider):
@@ -65,6 +67,9 @@ class BrokenProvider(SimulatedProvider):
     async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
         self._maybe_fail("karpy_delete")
         await super().karpy_delete(nodeclaim)
+        if "karpy_delete" in self.wrong:
+            return WRONG["karpy_delete"]  # the wrong answer under test
+        return None
 
     @hookimpl
     async def karpy_get(self, provider_id: str) -> NodeClaim:
@@ -98,11 +103,25 @@ class BrokenProvider(SimulatedProvider):
     def karpy_prepare(self, context: ProviderContext) -> None:
         self._maybe_fail("karpy_prepare")
         super().karpy_prepare(context)
+        if "karpy_prepare" in self.wrong:
+            return WRONG["karpy_prepare"]  # the wrong answer under test
+        return None
+
+    @hookimpl
+    async def karpy_start(self) -> None:
+        self._maybe_fail("karpy_start")
+        await super().karpy_start()
+        if "karpy_start" in self.wrong:
+            return WRONG["karpy_start"]  # the wrong answer under test
+        return None
 
     @hookimpl
     async def karpy_close(self) -> None:
         self._maybe_fail("karpy_close")
         await super().karpy_close()
+        if "karpy_close" in self.wrong:
+            return WRONG["karpy_close"]  # the wrong answer under test
+        return None
 
     @hookimpl
     def karpy_pricing_note(self) -> str:

@@ -54,7 +54,7 @@ async def _typed_check(wrong: str) -> str:
     ("karpy_get_instance_types", "NoneType None", "a list of InstanceType"),
     ("karpy_create", "str 'x'", "a NodeClaim"),
     ("karpy_get", "NoneType None", "a NodeClaim"),
-    ("karpy_is_drifted", "int 5", "a drift reason (str) or None"),
+    ("karpy_is_drifted", "int 5", 'a str (the drift reason, "" when not drifted)'),  # the docs' `str`
     ("karpy_list", "NoneType None", "a list of NodeClaim"),
 ])
 async def test_the_kit_names_the_hook_and_the_expected_type(hook: str, returned: str, expected: str) -> None:
