@@ -30,7 +30,7 @@ from karpy_core.scheduling.nodes import ExistingNode
 from karpy_core.scheduling.pod import requirement_key
 from karpy_core.scheduling.requirements import Requirements
 from karpy_core.scheduling.taints import Toleration, untolerated
-from karpy_core.scheduling.template import VECTOR_CAP
+from karpy_core.scheduling.template import VECTOR_CAP, request_vector
 
 __all__ = ["NodeIndex", "INDEXED_NODES"]
 
@@ -86,15 +86,7 @@ class NodeIndex:
     def vector(self, requests: Mapping[str, int]) -> IntArray | None:
         """``requests`` as a row over :attr:`columns` (capped like :attr:`free`); None when a
         positive request names a resource no node has (every node refuses it: nothing to narrow)."""
-        vec = np.zeros(len(self.columns), dtype=np.int64)
-        for r, v in requests.items():
-            i = self.columns.get(r)
-            if i is None:
-                if v > 0:
-                    return None
-                continue
-            vec[i] = min(v, VECTOR_CAP)
-        return vec
+        return request_vector(requests, self.columns)
 
     def charge(self, requests: Mapping[str, int]) -> IntArray:
         """``requests`` over :attr:`columns`, resources no node has left out: what placing the pod
