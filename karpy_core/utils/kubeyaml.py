@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "KubeYAMLDumper",
     "KubeYAMLLoader",
     "NonJSONValueError",
     "YAMLValueProblem",
@@ -275,6 +276,15 @@ KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_not_json)
 KubeYAMLLoader.add_constructor(_FLOAT, KubeYAMLLoader.construct_kube_float)
 KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)
 KubeYAMLLoader.add_constructor(_BOOL, KubeYAMLLoader.construct_kube_bool)
+
+
+class KubeYAMLDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # chosen at import time
+    """PyYAML's safe dumper (libyaml's when available) that quotes every string
+    :class:`KubeYAMLLoader` would read as something else: its resolvers are the loader's, so
+    ``"y"``, ``"n"`` (go-yaml v2 booleans, plain strings to PyYAML's own resolver) and ``"1e1"``
+    (a go-yaml number) are written quoted and read back as the same strings."""
+
+    yaml_implicit_resolvers = _resolvers()
 
 
 def _raise_first(loader: KubeYAMLLoader, node: yaml.Node) -> None:
