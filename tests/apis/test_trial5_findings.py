@@ -258,8 +258,8 @@ def test_values_the_api_server_accepts(obj: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- YAML booleans
 
-GO_YAML_V2_BOOLEANS = {**dict.fromkeys("y Y yes Yes YES true True TRUE on On ON".split(), True),
-                       **dict.fromkeys("n N no No NO false False FALSE off Off OFF".split(), False)}
+GO_YAML_V2_BOOLEANS = {**dict.fromkeys(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"], True),
+                       **dict.fromkeys(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"], False)}
 """go-yaml v2's ``resolve.go`` boolean table (``sigs.k8s.io/yaml``, which kubectl parses with)."""
 
 
