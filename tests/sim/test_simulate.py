@@ -150,7 +150,7 @@ metadata: {name: labels}
 spec:
   template:
     metadata:
-      labels: {good: "bad value", "bad key!": x, karpenter.sh/nodepool: y}
+      labels: {good: "bad value", "bad key!": x, karpenter.sh/nodepool: "y"}
     spec:
       requirements: []
       nodeClassRef: {group: karpenter.k8s.aws, kind: KCNodeClass, name: d}
