@@ -31,7 +31,10 @@ unset (the key is dropped: ``resources: null``, ``tolerations: null``, ``metadat
 **map value** or **list item** is the zero of its type (``requests: {cpu: null}`` is stored as
 ``cpu: "0"``, ``labels: {a: null}`` as ``a: ""``, ``args: [null]`` as ``[""]``, ``tolerations:
 [null]`` as ``[{}]``), as kube-apiserver v1.36.3 stores them (``tests/integration/test_trial3_apiserver.py``).
-An undeclared field is reported whatever its value, null too.
+An undeclared field is reported whatever its value, null too. A custom resource of karpy's CRDs
+(NodePool, NodeClaim, NodeClasses...) has no schema here; its nulls are read as the API server
+reads them too (``walk_fields(..., custom_resource=True)``): null mapping values dropped,
+``metadata`` as in a built-in kind.
 """
 
 from __future__ import annotations
@@ -177,17 +180,70 @@ class SchemaWalk:
     unknown: list[tuple[str, list[str]]]
 
 
-def walk_fields(api_version: str, kind: str, data: dict[str, Any]) -> SchemaWalk:
+def _drop_nulls(value: Any) -> Any:
+    """``value`` without its null mapping values, at any depth (copied where changed); list items
+    are kept, null ones too."""
+    if type(value) is dict:
+        mapping: dict[Any, Any] | None = None
+        for key, sub in value.items():
+            new = None if sub is None else _drop_nulls(sub) if type(sub) is dict or type(sub) is list else sub
+            if new is not sub or sub is None:
+                mapping = dict(value) if mapping is None else mapping
+                if new is None:
+                    del mapping[key]
+                else:
+                    mapping[key] = new
+        return value if mapping is None else mapping
+    if type(value) is list:
+        sequence: list[Any] | None = None
+        for index, item in enumerate(value):
+            if type(item) is dict or type(item) is list:
+                new = _drop_nulls(item)
+                if new is not item:
+                    sequence = list(value) if sequence is None else sequence
+                    sequence[index] = new
+        return value if sequence is None else sequence
+    return value
+
+
+def _custom_resource_nulls(data: dict[str, Any]) -> dict[str, Any]:
+    """A custom resource's nulls as kube-apiserver v1.36.3 reads them (checked with karpy's NodePool
+    CRD by dryRun=All): ``metadata`` is a Go ``ObjectMeta`` (walked as in a built-in kind: a null
+    label value is ``""``), and everywhere else a null mapping value is dropped (the CRD
+    defaulting's pruning of nulls in fields that are not ``nullable``, and none of karpy's CRDs
+    declares one); a null list item is kept, for validation to refuse."""
+    meta_schema = _schemas()["v1 Pod"]["properties"]["metadata"]
+    out: dict[str, Any] | None = None
+    for key, sub in data.items():
+        if key == "metadata" and type(sub) is dict:
+            new = _walk(sub, meta_schema, "metadata", [])
+        elif sub is None and key not in ("apiVersion", "kind"):
+            out = dict(data) if out is None else out
+            del out[key]
+            continue
+        elif type(sub) is dict or type(sub) is list:
+            new = _drop_nulls(sub)
+        else:
+            continue
+        if new is not sub:
+            out = dict(data) if out is None else out
+            out[key] = new
+    return data if out is None else out
+
+
+def walk_fields(api_version: str, kind: str, data: dict[str, Any], *, custom_resource: bool = False) -> SchemaWalk:
     """Walk a built-in object as read from YAML (``data``) once against kube-apiserver's schema of
     ``apiVersion``/``kind``: its undeclared fields, and ``data`` with nulls normalised (only the
     schema tells a struct field, whose null means unset, from a map value, whose null is a zero).
 
-    Returns ``data`` itself and no field for a kind without a schema (CRDs, karpy's own kinds).
+    A kind without a schema has no field reported; with ``custom_resource`` (a kind served by one
+    of karpy's CRDs: NodePool, NodeClaim, NodeClasses...) its nulls are read as the API server reads
+    a custom resource's (:func:`_custom_resource_nulls`), else ``data`` is returned as it is.
     ``data`` is never changed in place.
     """
     schema = _schemas().get(f"{api_version} {kind}")
     if schema is None:
-        return SchemaWalk(data, [])
+        return SchemaWalk(_custom_resource_nulls(data) if custom_resource else data, [])
     out: list[tuple[str, list[str]]] = []
     normalised = _walk(data, schema, "", out)
     return SchemaWalk(normalised, out)

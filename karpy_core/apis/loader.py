@@ -619,11 +619,11 @@ class _Builder:
         # kube-apiserver's strict decoding (kubectl's default --validate=strict): every field of a
         # built-in kind must be declared by its schema (karpy's own kinds are strict models); the
         # same walk reads explicit nulls as the API server's decoder reads them
-        walked = walk_fields(api_version, kind, data)
+        cls = self.registry.get((api_version, kind))
+        walked = walk_fields(api_version, kind, data, custom_resource=cls is not None)
         data = walked.data
         self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}" for path, declared in walked.unknown)
         group, _, version = api_version.rpartition("/")
-        cls = self.registry.get((api_version, kind))
         if cls is None:
             if version in _OLD_VERSIONS.get(group, ()):
                 self.problems.append(f"{where} {label}: {old_api_message(api_version, kind)}")

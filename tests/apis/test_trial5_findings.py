@@ -318,3 +318,36 @@ def test_a_metadata_decoding_error_still_hides_the_name() -> None:
     """A value of the wrong type stops the API server's decoder: nothing else is reported."""
     found = problems(pod(metadata={"name": "Bad_Name", "labels": 3}))
     assert [line.split(": ")[1] for line in found] == ["metadata.labels"], found
+
+
+def test_a_custom_resources_nulls_are_read_as_the_api_server_reads_them() -> None:
+    """kube-apiserver v1.36.3 with karpy's NodePool CRD (dryRun=All): null fields and null map
+    values of the spec are dropped (``limits:``, ``taints:``, ``annotations: {a: null}``), metadata
+    is ``ObjectMeta`` (a null label value is ``""``), and a null list item is refused."""
+    text = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: np
+  labels: {team: null}
+  annotations:
+spec:
+  limits:
+  template:
+    metadata:
+      labels:
+      annotations: {a: null}
+    spec:
+      taints:
+      requirements: []
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}
+"""
+    (nodepool,) = load(text).nodepools
+    assert nodepool.metadata.labels == {"team": ""} and nodepool.spec.limits == {}
+    assert nodepool.spec.template.metadata.annotations == {} and nodepool.spec.template.spec.taints == []
+    (line,) = problems(text.replace("requirements: []", "requirements: [null]"))
+    assert "spec.template.spec.requirements[0]: must be a mapping; got null" in line, line
+    data = safe_load(text)
+    assert walk_fields("karpenter.sh/v1", "NodePool", data, custom_resource=True).data["spec"]["template"]["metadata"] == {
+        "annotations": {}}
+    assert data["spec"]["limits"] is None  # the input is not changed
