@@ -4,7 +4,8 @@ Inputs, generated: ``--pods`` bare Pod documents in one file (default 20,000; ea
 containers, env, probes, ports, resources, a securityContext, labels and annotations: about 60
 fields), and one Deployment of ``--replicas`` replicas (default 100,000; the check is per object,
 not per replica). Each input is loaded with :func:`karpy_core.apis.loader.load_text` ``--rounds``
-times with the check on and off (``unknown_fields`` replaced by a function returning no field),
+times with the check on and off (``walk_fields``, which also reads explicit nulls, replaced by a
+function returning the object as it is and no field),
 alternating, in one process; the best wall time of each is printed with the ratio on/off, and the
 walk alone over the same parsed documents.
 
@@ -83,23 +84,23 @@ def _best(rounds: int, run: Callable[[], object]) -> float:
     return min(times)
 
 
-def _no_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    return []
+def _no_walk(api_version: str, kind: str, data: dict[str, Any]) -> fieldschema.SchemaWalk:
+    return fieldschema.SchemaWalk(data, [])
 
 
 def measure(name: str, text: str, rounds: int) -> None:
     """Print the best load time of ``text`` with and without the check, their ratio and the walk alone."""
-    strict = fieldschema.unknown_fields
+    strict = fieldschema.walk_fields
     on: list[float] = []
     off: list[float] = []
     for _ in range(rounds):  # alternate, so drift on a shared machine hits both alike
-        setattr(loader, "unknown_fields", strict)  # noqa: B010 (the loader's module global)
+        setattr(loader, "walk_fields", strict)  # noqa: B010 (the loader's module global)
         on.append(_best(1, lambda: loader.load_text(text, "bench.yaml")))
-        setattr(loader, "unknown_fields", _no_fields)  # noqa: B010
+        setattr(loader, "walk_fields", _no_walk)  # noqa: B010
         off.append(_best(1, lambda: loader.load_text(text, "bench.yaml")))
-    setattr(loader, "unknown_fields", strict)  # noqa: B010
+    setattr(loader, "walk_fields", strict)  # noqa: B010
     documents = [d for d in yaml.safe_load_all(text) if d]
-    walk = _best(rounds, lambda: [fieldschema.unknown_fields(d["apiVersion"], d["kind"], d) for d in documents])
+    walk = _best(rounds, lambda: [fieldschema.walk_fields(d["apiVersion"], d["kind"], d) for d in documents])
     print(f"{name}: {len(documents):,} objects; load with check {min(on):.3f} s, without {min(off):.3f} s, "
           f"ratio {min(on) / min(off):.3f}; the walk alone {walk:.3f} s ({walk / len(documents) * 1e6:.0f} us/object)")
 

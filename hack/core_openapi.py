@@ -44,10 +44,16 @@ KINDS: dict[str, tuple[str, ...]] = {
     "scheduling.k8s.io/v1": ("PriorityClass",),
     "node.k8s.io/v1": ("RuntimeClass",),
     "storage.k8s.io/v1": ("StorageClass", "CSINode", "CSIDriver"),
+    "networking.k8s.io/v1": ("NetworkPolicy", "Ingress", "IngressClass"),
+    "autoscaling/v2": ("HorizontalPodAutoscaler",),
+    "rbac.authorization.k8s.io/v1": ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"),
 }
 """apiVersion -> the kinds whose schemas are kept: the kinds karpy models or reads (Pod, Node,
 workloads, PodDisruptionBudget, PriorityClass, RuntimeClass, PodTemplate, StorageClass, CSINode,
-PersistentVolume(Claim)) and the core kinds most often found next to them in the same files."""
+PersistentVolume(Claim)) and the built-in kinds most often found next to them in the same files, which
+karpy lists as ignored but still checks for undeclared fields as kubectl's strict apply does (Service,
+ConfigMap..., and NetworkPolicy, Ingress, IngressClass, HorizontalPodAutoscaler and the RBAC kinds:
+these eight add 54 schemas, 1.2 KB to the gzipped file, 8.3 -> 9.6 KB)."""
 
 _KEEP = ("type", "items", "additionalProperties", "x-kubernetes-preserve-unknown-fields", "properties", "allOf", "$ref")
 

@@ -189,17 +189,13 @@ def _check_crd_quantity(value: Any) -> Any:
     return value
 
 
-def _null_is_zero(value: Any) -> Any:
-    """``null`` in a built-in kind's quantity reads as ``"0"``: apimachinery's
-    ``Quantity.UnmarshalJSON`` sets a zero quantity for ``null`` (kube-apiserver v1.36 stores
-    ``requests: {cpu: null}`` as ``cpu: "0"``). karpy's CRDs keep refusing it."""
-    return "0" if value is None else value
-
-
-Quantity = Annotated[str, BeforeValidator(_check_quantity), BeforeValidator(_null_is_zero)]
+Quantity = Annotated[str, BeforeValidator(_check_quantity)]
 """A Kubernetes resource quantity (``"250m"``, ``2``, ``"4Gi"``), validated with
 :func:`karpy_core.utils.quantity.parse_quantity` and stored as its string form (``2`` -> ``"2"``).
-Convert to integers with :func:`karpy_core.utils.quantity.to_internal` at the point of use."""
+Convert to integers with :func:`karpy_core.utils.quantity.to_internal` at the point of use. A
+``null`` quantity in a built-in kind (``requests: {cpu: null}``) reaches the model as ``"0"``, as
+kube-apiserver stores it: the loader's schema walk reads it so
+(:func:`karpy_core.apis.fieldschema.walk_fields`); karpy's CRDs refuse it."""
 
 ResourceList = dict[str, Quantity]
 """``core/v1 ResourceList``: resource name -> quantity (``{"cpu": "2", "memory": "4Gi"}``)."""
@@ -211,8 +207,7 @@ CRDQuantity = Annotated[str, BeforeValidator(_check_quantity), BeforeValidator(_
 CRDResourceList = dict[str, CRDQuantity]
 """A :data:`ResourceList` in a CRD (``NodePool.spec.limits``, ``NodeClaim.spec.resources``...)."""
 
-NonNegativeQuantity = Annotated[str, BeforeValidator(_check_quantity), BeforeValidator(_null_is_zero),
-                                AfterValidator(_check_non_negative)]
+NonNegativeQuantity = Annotated[str, BeforeValidator(_check_quantity), AfterValidator(_check_non_negative)]
 """A :data:`Quantity` that must be >= 0, as the API server requires of container requests and
 limits, pod overhead and node capacity (``ValidateNonnegativeQuantity`` in
 ``k8s.io/kubernetes/pkg/apis/core/validation/validation.go``)."""

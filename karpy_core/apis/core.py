@@ -156,6 +156,15 @@ class Toleration(LenientModel):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
     toleration_seconds: Int | None = None
 
+    @model_validator(mode="after")
+    def _empty_key_needs_exists(self) -> Toleration:
+        """kube-apiserver's ``ValidateTolerations``: an empty key tolerates every taint, so only with
+        ``operator: Exists`` (a null list item reads as ``{}`` and is refused so)."""
+        if not self.key and self.operator != "Exists":
+            raise ValueError(f'operator: Invalid value: "{self.operator or ""}": operator must be Exists when `key` is empty, '
+                             'which means "match all values and all keys"')
+        return self
+
 
 class LabelSelectorRequirement(LenientModel):
     """``metav1.LabelSelectorRequirement`` (pod selectors: no ``Gt``/``Lt``)."""
@@ -590,6 +599,9 @@ class PodSecurityContext(LenientModel):
     seccomp_profile: SeccompProfile | None = None
     app_armor_profile: AppArmorProfile | None = None
     sysctls: list[Sysctl] | None = None
+    se_linux_change_policy: Annotated[Str, supported("Recursive")] | None = Field(default=None, alias="seLinuxChangePolicy")
+    """``validateSELinuxChangePolicy``: only ``Recursive`` with the default feature gates of
+    kube-apiserver v1.36.3 (``MountOption`` needs ``SELinuxMount``, off by default; checked by dryRun=All)."""
 
     @field_validator("sysctls")
     @classmethod
@@ -613,9 +625,37 @@ class ContainerPort(LenientModel):
     name: Str | None = None
 
 
+class EnvVar(LenientModel):
+    """``core/v1 EnvVar`` of a container's ``env`` (not read): a ``name`` is required
+    (``validateEnv``: ``Required value``; a null list item reads as ``{}`` and is refused so)."""
+
+    name: Str
+
+    @field_validator("name")
+    @classmethod
+    def _name_required(cls, value: str) -> str:
+        if not value:
+            raise ValueError("Required value")
+        return value
+
+
+class ContainerRestartRule(LenientModel):
+    """``core/v1 ContainerRestartRule`` of ``restartPolicyRules`` (not read): ``action`` one of
+    kube-apiserver v1.36.3's (``validateContainerRestartPolicyRules``); ``exitCodes`` kept as read."""
+
+    action: Annotated[Str, supported("Restart", "RestartAllContainers")]
+
+
+CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
+"""A container's own ``restartPolicy``, in kube-apiserver v1.36.3's order (``validateContainerRestartPolicy``;
+checked by dryRun=All: any of them on a regular or an init container, ``Always`` on an init
+container making it a sidecar)."""
+
+
 class Container(LenientModel):
-    """``core/v1 Container`` (only name, resources, ports and restartPolicy are read; ``securityContext``
-    is checked as the API server checks it).
+    """``core/v1 Container`` (only name, resources, ports and restartPolicy are read; ``securityContext``,
+    ``env`` names, ``terminationMessagePolicy``, ``restartPolicy`` and ``restartPolicyRules`` are
+    checked as the API server checks them).
 
     ``restartPolicy: Always`` on an init container makes it a sidecar (its requests add to the pod's)."""
 
@@ -626,8 +666,20 @@ class Container(LenientModel):
     image_pull_policy: Annotated[Str, supported("Always", "IfNotPresent", "Never")] | None = None
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = Field(default_factory=list)
-    restart_policy: Literal["Always"] | None = None
+    restart_policy: Annotated[Str, supported(*CONTAINER_RESTART_POLICIES)] | None = None
+    restart_policy_rules: list[ContainerRestartRule] | None = None
+    """Kept as read; kube-apiserver requires ``restartPolicy`` with them (:meth:`_rules_need_policy`)."""
+    termination_message_policy: Annotated[Str, supported("File", "FallbackToLogsOnError")] | None = None
+    env: list[EnvVar] | None = None
     security_context: SecurityContext | None = None
+
+    @model_validator(mode="after")
+    def _rules_need_policy(self) -> Container:
+        """``restartPolicyRules`` only with a ``restartPolicy`` (``validateContainerRestartPolicy``:
+        ``must specify restartPolicy when restart rules are used``)."""
+        if self.restart_policy_rules and self.restart_policy is None:
+            raise ValueError("restartPolicy: Required value: must specify restartPolicy when restart rules are used")
+        return self
 
     @field_validator("image")
     @classmethod
@@ -795,6 +847,12 @@ def pod_resources_problems(spec: PodSpec, *, defaulted: bool) -> list[str]:
     return problems
 
 
+class PodOS(LenientModel):
+    """``core/v1 PodOS``: the operating system the pod's containers need (checked by :class:`PodSpec`)."""
+
+    name: Str
+
+
 class PodSpec(LenientModel):
     """``core/v1 PodSpec``: the scheduling-relevant fields."""
 
@@ -825,6 +883,19 @@ class PodSpec(LenientModel):
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     """kube-apiserver's ``validateRestartPolicy``: one of these (defaulted to ``Always``)."""
     security_context: PodSecurityContext | None = None
+    os: PodOS | None = None
+    ephemeral_containers: list[Any] | None = None
+    """Kept as read; refused when not empty, by :class:`Pod` (set through a subresource only) and
+    :class:`PodTemplateSpec` (never in a template)."""
+
+    @field_validator("os")
+    @classmethod
+    def _os_name(cls, value: PodOS | None) -> PodOS | None:
+        """``validateOS``: ``linux`` or ``windows``, reported at ``spec.os`` as kube-apiserver reports it."""
+        problem = None if value is None else not_supported(value.name, ("linux", "windows"))
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("node_selector")
     @classmethod
@@ -910,12 +981,27 @@ class Pod(LenientObject):
                 raise ValueError("; ".join(f"spec.{p}" for p in problems))
         return self
 
+    @model_validator(mode="after")
+    def _no_ephemeral_containers(self) -> Pod:
+        """kube-apiserver's ``ValidatePodCreate``: ``spec.ephemeralContainers: Forbidden: cannot be set
+        on create`` (they are added later through the ``ephemeralcontainers`` subresource)."""
+        if self.spec.ephemeral_containers:
+            raise ValueError("spec.ephemeralContainers: Forbidden: cannot be set on create")
+        return self
+
 
 class PodTemplateSpec(LenientModel):
     """``core/v1 PodTemplateSpec``: the pod a workload controller stamps out."""
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec
+
+    @model_validator(mode="after")
+    def _no_ephemeral_containers(self) -> PodTemplateSpec:
+        """kube-apiserver's ``ValidatePodTemplateSpec``: ``Forbidden: ephemeral containers not allowed in pod template``."""
+        if self.spec.ephemeral_containers:
+            raise ValueError("spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template")
+        return self
 
 
 class NodeSpec(LenientModel):

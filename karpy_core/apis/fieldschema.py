@@ -24,6 +24,17 @@ Walk rules (what Go's strict JSON decoder does with the Go types the schemas des
   ``x-kubernetes-preserve-unknown-fields``: anything below is accepted;
 * ``items``: each list element walked; a value of the wrong type is left to the model (the API
   server answers with a decoding error then, before looking at field names).
+
+The same walk reads explicit nulls (``labels:`` with no value, common in Helm output) as Go's JSON
+decoder does, before the models see the object (:func:`walk_fields`): a null **struct field** is
+unset (the key is dropped: ``resources: null``, ``tolerations: null``, ``metadata: null``), a null
+**map value** or **list item** is the zero of its type (``requests: {cpu: null}`` is stored as
+``cpu: "0"``, ``labels: {a: null}`` as ``a: ""``, ``args: [null]`` as ``[""]``, ``tolerations:
+[null]`` as ``[{}]``), as kube-apiserver v1.36.3 stores them (``tests/integration/test_trial3_apiserver.py``).
+An undeclared field is reported whatever its value, null too. A custom resource of karpy's CRDs
+(NodePool, NodeClaim, NodeClasses...) has no schema here; its nulls are read as the API server
+reads them too (``walk_fields(..., custom_resource=True)``): null mapping values dropped,
+``metadata`` as in a built-in kind.
 """
 
 from __future__ import annotations
@@ -32,10 +43,11 @@ import difflib
 import functools
 import gzip
 import json
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-__all__ = ["SCHEMA_FILE", "has_schema", "unknown_fields", "unknown_field_message"]
+__all__ = ["SCHEMA_FILE", "SchemaWalk", "has_schema", "unknown_fields", "unknown_field_message", "walk_fields"]
 
 SCHEMA_FILE = "core-openapi.json.gz"
 """The pruned OpenAPI v3 schemas in ``karpy_core/data`` (see ``hack/core_openapi.py``)."""
@@ -62,6 +74,9 @@ def _schemas() -> dict[str, dict[str, Any]]:
 
     for schema in list(schemas.values()):
         link(schema)
+    for name, zero in ((_QUANTITY, "0"), (_INT_OR_STRING, 0)):  # both are untyped in the pruned file
+        if name in schemas:
+            schemas[name][_ZERO_KEY] = zero
     return {kind: schemas[name] for kind, name in raw["kinds"].items()}
 
 
@@ -70,47 +85,181 @@ def has_schema(api_version: str, kind: str) -> bool:
     return f"{api_version} {kind}" in _schemas()
 
 
-def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, list[str]]]) -> None:
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_ZERO_KEY = "x-karpy-zero"
+"""Where :func:`_schemas` puts the value a ``null`` of that schema decodes to (see :func:`_zero`)."""
+_ZERO_OF_TYPE: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def _zero(schema: dict[str, Any]) -> Any:
+    """The value Go's JSON decoder leaves for a ``null`` map value or list item of ``schema``'s Go
+    type, as kube-apiserver v1.36.3 then stores it (checked by creating objects and reading them
+    back): a quantity ``"0"`` (``Quantity.UnmarshalJSON`` sets zero for null), an int-or-string
+    ``0``, a string ``""``, a number ``0``, a boolean ``false``, a struct or map ``{}``, a list
+    ``[]``; None for a free-form value (kept as null)."""
+    if _ZERO_KEY in schema:
+        return schema[_ZERO_KEY]
+    kind = schema.get("type")
+    if kind == "object":
+        return {}
+    if kind == "array":
+        return []
+    return _ZERO_OF_TYPE.get(kind) if isinstance(kind, str) else None
+
+
+def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, list[str]]]) -> Any:
+    """Walk ``value`` (a mapping or list) against ``schema``: record undeclared fields in ``out`` and
+    return ``value`` with its nulls read as the API server reads them (the same object when there
+    is none; a changed mapping or list is a copy, so YAML aliases sharing it are left alone)."""
     if schema.get("x-kubernetes-preserve-unknown-fields"):
-        return
+        return value
     if type(value) is dict:
+        mapping: dict[Any, Any] | None = None
         properties = schema.get("properties")
         if properties is not None:
             for key, sub in value.items():
                 declared = properties.get(key) if type(key) is str else None
                 if declared is None:
                     out.append((f"{path}.{key}" if path else str(key), list(properties)))
+                elif sub is None:  # a null struct field is unset (Go leaves the pointer nil, omitempty drops it)
+                    mapping = dict(value) if mapping is None else mapping
+                    del mapping[key]
                 elif type(sub) is dict or type(sub) is list:
-                    _walk(sub, declared, f"{path}.{key}" if path else key, out)
-            return
+                    new = _walk(sub, declared, f"{path}.{key}" if path else key, out)
+                    if new is not sub:
+                        mapping = dict(value) if mapping is None else mapping
+                        mapping[key] = new
+            return value if mapping is None else mapping
         extra = schema.get("additionalProperties")
         if extra is not None and type(extra) is dict:
             for key, sub in value.items():
-                if type(sub) is dict or type(sub) is list:
-                    _walk(sub, extra, f"{path}[{key}]", out)
+                if sub is None:  # a null map value is the value type's zero
+                    new = _zero(extra)
+                elif type(sub) is dict or type(sub) is list:
+                    new = _walk(sub, extra, f"{path}[{key}]", out)
+                else:
+                    continue
+                if new is not sub:
+                    mapping = dict(value) if mapping is None else mapping
+                    mapping[key] = new
+            return value if mapping is None else mapping
     elif type(value) is list:
         items = schema.get("items")
         if items is not None and type(items) is dict:
+            sequence: list[Any] | None = None
             for index, item in enumerate(value):
-                if type(item) is dict or type(item) is list:
-                    _walk(item, items, f"{path}[{index}]", out)
+                if item is None:  # a null list item is the item type's zero
+                    new = _zero(items)
+                elif type(item) is dict or type(item) is list:
+                    new = _walk(item, items, f"{path}[{index}]", out)
+                else:
+                    continue
+                if new is not item:
+                    sequence = list(value) if sequence is None else sequence
+                    sequence[index] = new
+            return value if sequence is None else sequence
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaWalk:
+    """What :func:`walk_fields` found in one object.
+
+    Attributes:
+        data: the object with its nulls read as kube-apiserver reads them (the object given when
+            it has none): a null struct field dropped, a null map value or list item replaced by
+            the zero of its type (:func:`_zero`).
+        unknown: ``[(path, declared)]`` for every field the schema does not declare, in document
+            order: ``path`` in the API server's notation
+            (``spec.template.spec.containers[0].imagePullPolicyy``), ``declared`` the field names
+            the enclosing object does declare (for a "did you mean").
+    """
+
+    data: dict[str, Any]
+    unknown: list[tuple[str, list[str]]]
+
+
+def _drop_nulls(value: Any) -> Any:
+    """``value`` without its null mapping values, at any depth (copied where changed); list items
+    are kept, null ones too."""
+    if type(value) is dict:
+        mapping: dict[Any, Any] | None = None
+        for key, sub in value.items():
+            new = None if sub is None else _drop_nulls(sub) if type(sub) is dict or type(sub) is list else sub
+            if new is not sub or sub is None:
+                mapping = dict(value) if mapping is None else mapping
+                if new is None:
+                    del mapping[key]
+                else:
+                    mapping[key] = new
+        return value if mapping is None else mapping
+    if type(value) is list:
+        sequence: list[Any] | None = None
+        for index, item in enumerate(value):
+            if type(item) is dict or type(item) is list:
+                new = _drop_nulls(item)
+                if new is not item:
+                    sequence = list(value) if sequence is None else sequence
+                    sequence[index] = new
+        return value if sequence is None else sequence
+    return value
+
+
+def _custom_resource_nulls(data: dict[str, Any]) -> dict[str, Any]:
+    """A custom resource's nulls as kube-apiserver v1.36.3 reads them (checked with karpy's NodePool
+    CRD by dryRun=All): ``metadata`` is a Go ``ObjectMeta`` (walked as in a built-in kind: a null
+    label value is ``""``), and everywhere else a null mapping value is dropped (the CRD
+    defaulting's pruning of nulls in fields that are not ``nullable``, and none of karpy's CRDs
+    declares one); a null list item is kept, for validation to refuse."""
+    meta_schema = _schemas()["v1 Pod"]["properties"]["metadata"]
+    out: dict[str, Any] | None = None
+    for key, sub in data.items():
+        if key == "metadata" and type(sub) is dict:
+            new = _walk(sub, meta_schema, "metadata", [])
+        elif sub is None and key not in ("apiVersion", "kind"):
+            out = dict(data) if out is None else out
+            del out[key]
+            continue
+        elif type(sub) is dict or type(sub) is list:
+            new = _drop_nulls(sub)
+        else:
+            continue
+        if new is not sub:
+            out = dict(data) if out is None else out
+            out[key] = new
+    return data if out is None else out
+
+
+def walk_fields(api_version: str, kind: str, data: dict[str, Any], *, custom_resource: bool = False) -> SchemaWalk:
+    """Walk a built-in object as read from YAML (``data``) once against kube-apiserver's schema of
+    ``apiVersion``/``kind``: its undeclared fields, and ``data`` with nulls normalised (only the
+    schema tells a struct field, whose null means unset, from a map value, whose null is a zero).
+
+    A kind without a schema has no field reported; with ``custom_resource`` (a kind served by one
+    of karpy's CRDs: NodePool, NodeClaim, NodeClasses...) its nulls are read as the API server reads
+    a custom resource's (:func:`_custom_resource_nulls`), else ``data`` is returned as it is.
+    ``data`` is never changed in place.
+    """
+    schema = _schemas().get(f"{api_version} {kind}")
+    if schema is None:
+        return SchemaWalk(_custom_resource_nulls(data) if custom_resource else data, [])
+    out: list[tuple[str, list[str]]] = []
+    normalised = _walk(data, schema, "", out)
+    return SchemaWalk(normalised, out)
 
 
 def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The fields of ``data`` (a built-in object as read from YAML) that kube-apiserver's schema of
-    ``apiVersion``/``kind`` does not declare, in document order.
+    ``apiVersion``/``kind`` does not declare, in document order (:attr:`SchemaWalk.unknown` of
+    :func:`walk_fields`).
 
     Returns:
         ``[(path, declared)]``: ``path`` in the API server's notation
         (``spec.template.spec.containers[0].imagePullPolicyy``), ``declared`` the field names the
         enclosing object does declare (for a "did you mean"). Empty for a kind without a schema.
     """
-    schema = _schemas().get(f"{api_version} {kind}")
-    if schema is None:
-        return []
-    out: list[tuple[str, list[str]]] = []
-    _walk(data, schema, "", out)
-    return out
+    return walk_fields(api_version, kind, data).unknown
 
 
 def unknown_field_message(path: str, declared: list[str]) -> str:

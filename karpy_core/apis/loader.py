@@ -26,7 +26,9 @@ Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
    built-in kind (modelled or not: Pod, Deployment, PriorityClass, Service...) is first walked
    against kube-apiserver's own schema of it (:func:`karpy_core.apis.fieldschema.unknown_fields`):
    each field the schema does not declare is a problem, as kube-apiserver's strict decoding
-   (``kubectl apply``'s default ``--validate=strict``) refuses it.
+   (``kubectl apply``'s default ``--validate=strict``) refuses it, and explicit nulls are read as
+   its decoder reads them (:func:`karpy_core.apis.fieldschema.walk_fields`: a null struct field is
+   unset, a null map value or list item the zero of its type), before the model sees the object.
 4. Object names are checked as kube-apiserver checks them (:mod:`karpy_core.apis.names`: DNS-1123
    subdomain for most kinds, label for Namespaces, StatefulSets and namespaces, DNS-1035 for
    Services; NodePool names at most 63 characters, and at most ``MAX_NODEPOOL_NAME`` when the
@@ -52,7 +54,7 @@ from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
-from karpy_core.apis.fieldschema import unknown_field_message, unknown_fields
+from karpy_core.apis.fieldschema import unknown_field_message, walk_fields
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -615,11 +617,13 @@ class _Builder:
             api_version = converted
             data = {**data, "apiVersion": converted}
         # kube-apiserver's strict decoding (kubectl's default --validate=strict): every field of a
-        # built-in kind must be declared by its schema (karpy's own kinds are strict models)
-        self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}"
-                             for path, declared in unknown_fields(api_version, kind, data))
-        group, _, version = api_version.rpartition("/")
+        # built-in kind must be declared by its schema (karpy's own kinds are strict models); the
+        # same walk reads explicit nulls as the API server's decoder reads them
         cls = self.registry.get((api_version, kind))
+        walked = walk_fields(api_version, kind, data, custom_resource=cls is not None)
+        data = walked.data
+        self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}" for path, declared in walked.unknown)
+        group, _, version = api_version.rpartition("/")
         if cls is None:
             if version in _OLD_VERSIONS.get(group, ()):
                 self.problems.append(f"{where} {label}: {old_api_message(api_version, kind)}")
@@ -652,9 +656,14 @@ class _Builder:
             what = f"{api_version} {kind}"
             errors = exc.errors()
             # the names are checked too (first, as metadata comes first), so one run reports
-            # every problem of the document
+            # every problem of the document as kube-apiserver does (a bad label key does not hide a
+            # bad name: both are listed); not when metadata could not be decoded (a value of the
+            # wrong type: the API server's decoder stops there) or a name itself was refused
             meta = data.get("metadata")
-            if isinstance(meta, dict) and not any(err["loc"][:1] == ("metadata",) for err in errors):
+            names = {("metadata",), ("metadata", "name"), ("metadata", "generateName"), ("metadata", "namespace")}
+            if isinstance(meta, dict) and not any(
+                    err["loc"][:1] == ("metadata",) and (err["type"] in _TYPE_WORDS or tuple(err["loc"][:2]) in names)
+                    for err in errors):
                 fields = {k: meta.get(k) if isinstance(meta.get(k), str) else None for k in ("name", "generateName", "namespace")}
                 self._record_name_problems(fields["name"], fields["generateName"], fields["namespace"], api_version, kind, where, label)
             for err in errors:

@@ -96,6 +96,16 @@ class _SelectsTemplate(LenientModel):
         return value
 
     @model_validator(mode="after")
+    def _pods_restart_always(self) -> _SelectsTemplate:
+        """``template.spec.restartPolicy`` ``Always`` (or unset: defaulted to it), as apps/v1
+        validation requires of a controller that keeps its pods running (``ValidatePodTemplateSpecForReplicaSet``
+        and its StatefulSet/DaemonSet peers: ``Unsupported value: "Never": supported values: "Always"``)."""
+        policy = self.template.spec.restart_policy
+        if policy not in (None, "Always"):
+            raise ValueError(f'template.spec.restartPolicy: Unsupported value: "{policy}": supported values: "Always"')
+        return self
+
+    @model_validator(mode="after")
     def _selector_selects_template(self) -> _SelectsTemplate:
         labels = self.template.metadata.labels
         if not _selector_matches(self.selector, labels):
@@ -274,6 +284,24 @@ class DeploymentSpec(_SelectsTemplate):
 
     replicas: DefaultedReplicas = 1
     strategy: DeploymentStrategy | None = None
+    progress_deadline_seconds: Int32 | None = None
+    """Seconds before a stuck rollout is reported (not simulated); defaulted to 600 and checked
+    against ``minReadySeconds`` (:meth:`_progress_deadline`)."""
+
+    @model_validator(mode="after")
+    def _progress_deadline(self) -> DeploymentSpec:
+        """kube-apiserver's ``ValidateDeploymentSpec`` after ``SetDefaults_Deployment`` (an unset
+        ``progressDeadlineSeconds`` is 600): not negative, and greater than ``minReadySeconds``; both
+        problems are reported together, as the API server does."""
+        deadline = 600 if self.progress_deadline_seconds is None else self.progress_deadline_seconds
+        problems = []
+        if deadline < 0:
+            problems.append(f"progressDeadlineSeconds: Invalid value: {deadline}: must be greater than or equal to 0")
+        if deadline <= (self.min_ready_seconds or 0):
+            problems.append(f"progressDeadlineSeconds: Invalid value: {deadline}: must be greater than minReadySeconds")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class Deployment(LenientObject):

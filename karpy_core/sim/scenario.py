@@ -42,7 +42,7 @@ from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
 from karpy_core.featuregates import FeatureGates, gates_from
 from karpy_core.kube.memory import merge_patch
-from karpy_core.utils.kubeyaml import describe_yaml_error
+from karpy_core.utils.kubeyaml import KubeYAMLDumper, describe_yaml_error
 
 __all__ = ["Scenario", "ScenarioStep", "format_seconds", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
 
@@ -61,9 +61,10 @@ def until_problem(seconds: float, text: object) -> str | None:
         return f"{text!r} is more than the {MAX_UNTIL_SECONDS / 3600:g}h (366 days) a simulation may run"
     return None
 _ACTIONS = ("apply", "scale", "delete", "patch")
-_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-"""libyaml's safe dumper when PyYAML has it (the same text as ``yaml.safe_dump``, ten times faster):
-inline manifests and patched objects go back to text for the loader."""
+_DUMPER: type = KubeYAMLDumper
+"""libyaml's safe dumper when PyYAML has it (ten times faster than the pure-Python one), quoting
+what the loader would read as another type (``"y"``: a go-yaml boolean): inline manifests and
+patched objects go back to text for the loader."""
 
 
 @dataclass

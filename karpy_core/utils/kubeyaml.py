@@ -10,6 +10,8 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
   **string** as written (go-yaml v2 keeps timestamp-looking plain scalars as strings when decoding
   into ``interface{}``); base-60 numbers (``1:20``) are strings too (go-yaml "purposefully
   unsupported" them);
+* booleans are go-yaml v2's: YAML 1.1's ``yes``/``no``/``on``/``off`` and also ``y``/``Y``/``n``/``N``
+  (PyYAML reads those four as strings; kubectl sends ``labels: {a: y}`` as ``true``);
 * integer, float and boolean mapping keys become strings (``1: x`` -> ``{"1": "x"}``), as
   ``convertToJSONableObject`` does; a null key is refused (``unsupported map key``);
 * values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
@@ -33,6 +35,7 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "KubeYAMLDumper",
     "KubeYAMLLoader",
     "NonJSONValueError",
     "YAMLValueProblem",
@@ -48,6 +51,7 @@ _TAG = "tag:yaml.org,2002:"
 _TIMESTAMP = _TAG + "timestamp"
 _INT = _TAG + "int"
 _FLOAT = _TAG + "float"
+_BOOL = _TAG + "bool"
 
 # go-yaml v2's int and float resolution (``sigs.k8s.io/yaml``, which kubectl and kube-apiserver use),
 # as PyYAML resolver expressions. Ints: PyYAML's without the base-60 forms (``1:20`` is 80 to
@@ -72,6 +76,16 @@ _FLOAT_RE = re.compile(
 )
 
 
+_BOOL_VALUES = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+"""go-yaml v2's boolean plain scalars (``resolve.go``, which ``sigs.k8s.io/yaml`` uses): YAML 1.1's,
+with ``y``/``Y``/``n``/``N``, which PyYAML's resolver reads as strings. kubectl sends ``labels: {a: y}``
+as ``true``, which kube-apiserver refuses (``cannot unmarshal bool into Go struct field ... of type string``)."""
+_BOOL_RE = re.compile("^(?:" + "|".join(_BOOL_VALUES) + ")$")
+
+
 def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
     out: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
     for first, entries in yaml.resolver.Resolver.yaml_implicit_resolvers.items():
@@ -79,8 +93,12 @@ def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
         for tag, regexp in entries:
             if tag == _TIMESTAMP:
                 continue
-            kept.append((tag, _INT_RE if tag == _INT else _FLOAT_RE if tag == _FLOAT else regexp))
+            kept.append((tag, _INT_RE if tag == _INT else _FLOAT_RE if tag == _FLOAT else _BOOL_RE if tag == _BOOL else regexp))
         out[first] = kept
+    for first in "yYnN":  # go-yaml's extra booleans (PyYAML resolves yes/no/on/off already)
+        entries = out.setdefault(first, [])
+        if not any(tag == _BOOL for tag, _ in entries):
+            entries.append((_BOOL, _BOOL_RE))
     return out
 
 
@@ -241,6 +259,11 @@ class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import tim
             return str(node.value)
         return value
 
+    def construct_kube_bool(self, node: yaml.ScalarNode) -> bool:
+        """A boolean as go-yaml v2 reads it (:data:`_BOOL_VALUES`; ``y``/``n`` too)."""
+        value = self.construct_scalar(node)
+        return _BOOL_VALUES[value] if value in _BOOL_VALUES else bool(self.bool_values[value.lower()])
+
     def construct_not_json(self, node: yaml.Node) -> None:
         name = node.tag.removeprefix(_TAG)
         self.refuse(node, _NOT_JSON.get(name, f"the tag {node.tag!r} is not a JSON type; remove it"))
@@ -252,6 +275,16 @@ for _name in _NOT_JSON:
 KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_not_json)
 KubeYAMLLoader.add_constructor(_FLOAT, KubeYAMLLoader.construct_kube_float)
 KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)
+KubeYAMLLoader.add_constructor(_BOOL, KubeYAMLLoader.construct_kube_bool)
+
+
+class KubeYAMLDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # chosen at import time
+    """PyYAML's safe dumper (libyaml's when available) that quotes every string
+    :class:`KubeYAMLLoader` would read as something else: its resolvers are the loader's, so
+    ``"y"``, ``"n"`` (go-yaml v2 booleans, plain strings to PyYAML's own resolver) and ``"1e1"``
+    (a go-yaml number) are written quoted and read back as the same strings."""
+
+    yaml_implicit_resolvers = _resolvers()
 
 
 def _raise_first(loader: KubeYAMLLoader, node: yaml.Node) -> None:

@@ -180,7 +180,7 @@ spec:
 ---
 apiVersion: v1
 kind: Node
-metadata: {name: n}
+metadata: {name: "n"}
 status:
   capacity: {cpu: "4", memory: "-1"}
 """

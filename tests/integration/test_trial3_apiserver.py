@@ -4,7 +4,10 @@ workload kind), resources with field and cross-field problems (the server answer
 them), and Priority admission (a missing PriorityClass is refused; a class sets ``priority`` and
 ``preemptionPolicy``). Trial 4 added fields the schema does not declare (strict decoding), enums
 (``preemptionPolicy``, seccomp and AppArmor profiles, ``fsGroupChangePolicy``...), sysctl names,
-``capabilities``, ``minReadySeconds``, a container's ``image`` and RuntimeClass admission. Each
+``capabilities``, ``minReadySeconds``, a container's ``image`` and RuntimeClass admission. Trial 5
+added explicit nulls (and what the server stores for them), a container's ``restartPolicy`` and
+``restartPolicyRules``, more pod-template values, a boolean label value, undeclared fields in
+ignored kinds, and a bad name reported with bad label keys. Each
 manifest is POSTed with ``dryRun=All`` and ``fieldValidation=Strict`` (``kubectl apply``'s default)
 and the loader's answer compared."""
 
@@ -20,6 +23,7 @@ from karpy_core.apis.loader import load_text, priority_class_problems
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.admission import admit_priority, runtime_class_problems
 from karpy_core.kube.client import AsyncKubeClient
+from karpy_core.utils.kubeyaml import KubeYAMLDumper
 
 pytestmark = pytest.mark.devcluster
 
@@ -174,6 +178,67 @@ for _name, _sysctls, _accepted in (
     CASES[f"sysctls-{_name}"] = (workload("Deployment", pod={"securityContext": {"sysctls": _sysctls}}), _accepted)
 
 
+# Trial 5 (issue 35): explicit nulls (Helm output), a container's restartPolicy with
+# restartPolicyRules, pod-template values, a label value kubectl sends as a boolean (YAML ``y``),
+# undeclared fields in ignored kinds.
+_RULES = [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
+HELM_NULLS = _with(_with(workload("Deployment", container={"env": [{"name": "A", "value": None}], "resources": None, "ports": None},
+                                  pod={"nodeSelector": None, "tolerations": None, "affinity": None, "initContainers": None}),
+                         ("metadata",), labels=None, annotations=None), ("spec",), replicas=None, strategy=None)
+NETWORK_POLICY = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "n", "namespace": "default"},
+                  "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+CLUSTER_ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "val44-r"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+HPA = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "default"},
+       "spec": {"maxReplicas": 3, "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "w"}}}
+CASES.update({
+    "null-struct-fields": (HELM_NULLS, True),
+    "null-label-and-annotation-values": (_with(workload("Pod"), ("metadata",), labels={"team": None}, annotations={"note": None}), True),
+    "null-quantity-and-node-selector-value": (workload("Pod", pod={"nodeSelector": {"disk": None}},
+                                                       container={"resources": {"requests": {"cpu": None}}}), True),
+    "null-args-item": (workload("Pod", container={"args": ["a", None]}), True),
+    "null-toleration-item": (workload("Pod", pod={"tolerations": [None]}), False),
+    "null-container-item": (_with(workload("Pod"), ("spec",), containers=[{"name": "c", "image": "x"}, None]), False),
+    "null-env-item": (workload("Pod", container={"env": [None]}), False),
+    "null-metadata": (workload("Pod") | {"metadata": None}, False),
+    "null-spec": (workload("Deployment") | {"spec": None}, False),
+    "null-overhead": (workload("Pod", pod={"overhead": None}), True),
+    "container-restart-never-with-rules": (workload("Pod", container={"restartPolicy": "Never", "restartPolicyRules": _RULES}), True),
+    "container-restart-never": (workload("Deployment", container={"restartPolicy": "Never"}), True),
+    "container-restart-bad": (workload("Pod", container={"restartPolicy": "Bad"}), False),
+    "container-rules-without-policy": (workload("Pod", container={"restartPolicyRules": _RULES}), False),
+    "container-rules-bad-action": (workload("Pod", container={"restartPolicy": "Never", "restartPolicyRules": [
+        {"action": "Explode", "exitCodes": {"operator": "In", "values": [1]}}]}), False),
+    "init-container-restart-on-failure": (workload("Pod", pod={"initContainers": [{"name": "i", "image": "x",
+                                                                                   "restartPolicy": "OnFailure"}]}), True),
+    "termination-message-policy-bad": (workload("Deployment", container={"terminationMessagePolicy": "Bad"}), False),
+    "env-empty-name": (workload("Pod", container={"env": [{"name": "", "value": "a"}]}), False),
+    "os-plan9": (workload("Deployment", pod={"os": {"name": "plan9"}}), False),
+    "os-linux": (workload("Pod", pod={"os": {"name": "linux"}}), True),
+    "progress-deadline-equals-min-ready": (workload("Deployment", spec={"progressDeadlineSeconds": 10, "minReadySeconds": 10}), False),
+    "progress-deadline-default-below-min-ready": (workload("Deployment", spec={"minReadySeconds": 700}), False),
+    "progress-deadline-negative": (workload("Deployment", spec={"progressDeadlineSeconds": -1}), False),
+    "progress-deadline-above-min-ready": (workload("Deployment", spec={"progressDeadlineSeconds": 11, "minReadySeconds": 10}), True),
+    "selinux-change-policy-mount-option": (workload("Deployment", pod={"securityContext": {"seLinuxChangePolicy": "MountOption"}}),
+                                           False),
+    "selinux-change-policy-recursive": (workload("Pod", pod={"securityContext": {"seLinuxChangePolicy": "Recursive"}}), True),
+    "ephemeral-containers-on-pod-create": (workload("Pod", pod={"ephemeralContainers": [{"name": "d", "image": "busybox"}]}), False),
+    "ephemeral-containers-in-template": (workload("Deployment", pod={"ephemeralContainers": [{"name": "d", "image": "busybox"}]}),
+                                         False),
+    "ephemeral-containers-empty": (workload("Pod", pod={"ephemeralContainers": []}), True),
+    "toleration-without-key-or-exists": (workload("Pod", pod={"tolerations": [{"effect": "NoSchedule"}]}), False),
+    "label-value-boolean": (_with(workload("Pod"), ("metadata",), labels={"a": True}), False),  # kubectl's request for `a: y`
+    "networkpolicy-unknown-field": (_with(copy.deepcopy(NETWORK_POLICY), ("spec",), ingres=[]), False),
+    "networkpolicy-known-fields": (copy.deepcopy(NETWORK_POLICY), True),
+    "clusterrole-unknown-field": (CLUSTER_ROLE | {"rule": []}, False),
+    "clusterrole-known-fields": (copy.deepcopy(CLUSTER_ROLE), True),
+    "hpa-unknown-field": (_with(copy.deepcopy(HPA), ("spec",), minReplica=1), False),
+    "hpa-known-fields": (copy.deepcopy(HPA), True),
+})
+for _kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+    CASES[f"{_kind}-template-restart-on-failure"] = (workload(_kind, pod={"restartPolicy": "OnFailure"}), False)
+
+
 @pytest.fixture
 async def kube(devcluster):
     client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
@@ -181,18 +246,35 @@ async def kube(devcluster):
     await client.close()
 
 
+def _plural(kind: str) -> str:
+    return {"PriorityClass": "priorityclasses", "Ingress": "ingresses", "NetworkPolicy": "networkpolicies",
+            "IngressClass": "ingressclasses"}.get(kind, kind.lower() + "s")
+
+
+_CLUSTER_SCOPED = ("PriorityClass", "RuntimeClass", "Node", "StorageClass", "Namespace", "ClusterRole", "ClusterRoleBinding",
+                   "IngressClass")
+
+
+def _collection(obj: dict[str, Any]) -> str:
+    """The path to POST ``obj`` to, from its apiVersion and kind (namespace ``default`` when its
+    metadata names none)."""
+    group_version, kind = obj["apiVersion"], obj["kind"]
+    base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+    namespace = "" if kind in _CLUSTER_SCOPED else f"/namespaces/{(obj.get('metadata') or {}).get('namespace') or 'default'}"
+    return f"{base}{namespace}/{_plural(kind)}"
+
+
 async def dry_run(kube: AsyncKubeClient, obj: dict[str, Any]) -> dict[str, Any]:
     """The object as the API server would store it (``dryRun=All``, ``fieldValidation=Strict`` as
     ``kubectl apply`` asks by default), or KubeAPIError."""
-    answer = await kube._request("POST", kube._path(obj["kind"], namespace=obj["metadata"].get("namespace")),
-                                 query=[("dryRun", "All"), ("fieldValidation", "Strict")], body=obj)
+    answer = await kube._request("POST", _collection(obj), query=[("dryRun", "All"), ("fieldValidation", "Strict")], body=obj)
     assert isinstance(answer, dict)
     return answer
 
 
 def loader_problems(obj: dict[str, Any]) -> list[str]:
     try:
-        loaded = load_text(yaml.safe_dump(obj), "in.yaml")
+        loaded = load_text(yaml.dump(obj, Dumper=KubeYAMLDumper), "in.yaml")
     except ManifestError as exc:
         return list(exc.problems)
     return priority_class_problems(loaded) + runtime_class_problems(loaded)
@@ -305,8 +387,6 @@ async def test_a_workload_with_overhead_and_no_runtime_class_is_stored_but_its_p
     assert f"spec.template.spec: {why}" in line and "the pods of this Deployment" in line, line
 
 
-def _plural(kind: str) -> str:
-    return {"PriorityClass": "priorityclasses", "Ingress": "ingresses", "NetworkPolicy": "networkpolicies"}.get(kind, kind.lower() + "s")
 
 
 async def test_every_shipped_built_in_object_passes_strict_decoding(kube):
@@ -326,11 +406,40 @@ async def test_every_shipped_built_in_object_passes_strict_decoding(kube):
         for doc in yaml.safe_load_all(text.replace("${CLUSTER_NAME}", "demo")):
             if not isinstance(doc, dict) or not has_schema(str(doc.get("apiVersion")), str(doc.get("kind"))):
                 continue
-            group_version = doc["apiVersion"]
-            base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
-            cluster_scoped = doc["kind"] in ("PriorityClass", "RuntimeClass", "Node", "StorageClass", "Namespace")
-            namespace = "" if cluster_scoped else f"/namespaces/{doc['metadata'].get('namespace') or 'default'}"
-            await kube._request("POST", f"{base}{namespace}/{_plural(doc['kind'])}", body=doc,
-                                query=[("dryRun", "All"), ("fieldValidation", "Strict")])
+            await dry_run(kube, doc)
             sent += 1
     assert sent > 30, sent
+
+
+async def test_nulls_are_stored_as_the_loader_reads_them(kube):
+    """What kube-apiserver stores for explicit nulls equals what fieldschema's walk hands the models:
+    a null struct field unset (``replicas`` then defaulted to 1), a null map value or list item
+    its type's zero."""
+    from karpy_core.apis.fieldschema import walk_fields
+
+    stored = await dry_run(kube, HELM_NULLS)
+    walked = walk_fields("apps/v1", "Deployment", HELM_NULLS).data
+    assert "labels" not in walked["metadata"] and "labels" not in stored["metadata"]
+    assert "replicas" not in walked["spec"] and stored["spec"]["replicas"] == 1
+    for key in ("nodeSelector", "tolerations", "affinity", "initContainers"):
+        assert key not in walked["spec"]["template"]["spec"] and key not in stored["spec"]["template"]["spec"], key
+    assert stored["spec"]["template"]["spec"]["containers"][0]["env"] == walked["spec"]["template"]["spec"]["containers"][0]["env"]
+    pod = workload("Pod", pod={"nodeSelector": {"disk": None}}, container={"args": ["a", None], "resources": {"requests": {
+        "cpu": None, "memory": "1Gi"}}})
+    pod["metadata"].update(labels={"team": None}, annotations={"note": None})
+    stored = await dry_run(kube, pod)
+    walked = walk_fields("v1", "Pod", pod).data
+    assert stored["metadata"]["labels"] == walked["metadata"]["labels"] == {"team": ""}
+    assert stored["metadata"]["annotations"] == walked["metadata"]["annotations"] == {"note": ""}
+    assert stored["spec"]["nodeSelector"] == walked["spec"]["nodeSelector"] == {"disk": ""}
+    for key in ("args", "resources"):
+        assert stored["spec"]["containers"][0][key] == walked["spec"]["containers"][0][key], key
+
+
+async def test_a_bad_name_and_bad_label_keys_are_reported_together_as_the_api_server_does(kube):
+    obj = _with(workload("Pod"), ("metadata",), name="Bad_Name", labels={"-x": "y"})
+    with pytest.raises(KubeAPIError) as server:
+        await dry_run(kube, obj)
+    assert server.value.status == 422 and "metadata.name" in str(server.value) and "metadata.labels" in str(server.value)
+    problems = loader_problems(obj)
+    assert [line.split(": ")[1] for line in problems] == ["metadata.name", "metadata.labels"], problems

@@ -150,7 +150,7 @@ metadata: {name: labels}
 spec:
   template:
     metadata:
-      labels: {good: "bad value", "bad key!": x, karpenter.sh/nodepool: y}
+      labels: {good: "bad value", "bad key!": x, karpenter.sh/nodepool: "y"}
     spec:
       requirements: []
       nodeClassRef: {group: karpenter.k8s.aws, kind: KCNodeClass, name: d}
@@ -159,7 +159,7 @@ spec:
     assert result.exit_code == 2
     for key in ("['good']", "['bad key!']", "['karpenter.sh/nodepool']"):
         assert key in result.stderr
-    bad.write_text(bad.read_text().replace('{good: "bad value", "bad key!": x, karpenter.sh/nodepool: y}', "{team: web}"))
+    bad.write_text(bad.read_text().replace('{good: "bad value", "bad key!": x, karpenter.sh/nodepool: "y"}', "{team: web}"))
     result = CliRunner().invoke(app, ["validate", str(bad)])
     assert result.exit_code == 0 and "kind KCNodeClass is not a NodeClass of group karpenter.k8s.aws" in result.stdout
     result = CliRunner().invoke(app, ["validate", str(examples_dir)])
