@@ -804,8 +804,7 @@ def pod_resources_problems(spec: PodSpec, *, defaulted: bool) -> list[str]:
     res = spec.resources
     if res is None:
         return []
-    os_name = ((spec.model_extra or {}).get("os") or {}).get("name") if isinstance((spec.model_extra or {}).get("os"), dict) else None
-    if os_name == "windows":
+    if spec.os is not None and spec.os.name == "windows":
         return ["resources: Forbidden: may not be set for a windows pod"]
     problems = []
     if res.claims is not None:
