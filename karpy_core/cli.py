@@ -93,10 +93,33 @@ class _KarpyGroup(TyperGroup):
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
-                  rich_markup_mode=None, context_settings={"max_content_width": 120}, cls=_KarpyGroup)
+                  rich_markup_mode=None, context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
+                  cls=_KarpyGroup)
 """Help is click's plain layout (``rich_markup_mode=None``): paragraphs re-wrapped to the terminal
 (at most 120 columns) and every option name and help in full; rich's table cut option names and
-their environment variables with an ellipsis at 80 columns (a pipe, CI logs)."""
+their environment variables with an ellipsis at 80 columns (a pipe, CI logs). ``-h`` is ``--help``
+for the group and every command."""
+
+
+def _print_version(value: bool) -> None:
+    """``karpy --version``: print ``karpy <version>`` (the installed distribution's) and exit 0."""
+    if value:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("karpy")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown (not installed as a distribution)"
+        typer.echo(f"karpy {version}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="print karpy's version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs."""
 
 DEFAULT_SCENARIO = "default-scenario.yaml"
 DEFAULT_REGION = "us-east-1"
