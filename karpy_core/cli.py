@@ -93,10 +93,33 @@ class _KarpyGroup(TyperGroup):
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs.",
-                  rich_markup_mode=None, context_settings={"max_content_width": 120}, cls=_KarpyGroup)
+                  rich_markup_mode=None, context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
+                  cls=_KarpyGroup)
 """Help is click's plain layout (``rich_markup_mode=None``): paragraphs re-wrapped to the terminal
 (at most 120 columns) and every option name and help in full; rich's table cut option names and
-their environment variables with an ellipsis at 80 columns (a pipe, CI logs)."""
+their environment variables with an ellipsis at 80 columns (a pipe, CI logs). ``-h`` is ``--help``
+for the group and every command."""
+
+
+def _print_version(value: bool) -> None:
+    """``karpy --version``: print ``karpy <version>`` (the installed distribution's) and exit 0."""
+    if value:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("karpy")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown (not installed as a distribution)"
+        typer.echo(f"karpy {version}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="print karpy's version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """karpy: a Kubernetes node autoscaler compatible with Karpenter's APIs."""
 
 DEFAULT_SCENARIO = "default-scenario.yaml"
 DEFAULT_REGION = "us-east-1"
@@ -614,14 +637,66 @@ def render_explain_node(report: Any, node: str) -> str:
     return "\n".join([f"disruption decisions for {node}:", *(f"  {line}" for line in lines)])
 
 
+_EXPLAIN_SHOWN = 5
+"""``--explain`` shows at least this many pods of a workload (more when it spans more nodes, up to 20)."""
+
+
+def _explain_matches(report: Any, key: str) -> tuple[list[Any], str]:
+    """The pods ``--explain NAMESPACE/NAME`` means, and a header line saying how they matched (``""`` for
+    one pod matched by its name or its workload's).
+
+    In order: the pod named exactly NAME; the pods of the workload named exactly NAME (their top
+    owner: a Deployment, StatefulSet, Job, ...); else the pods whose names start with ``NAME-``, when
+    they all belong to one workload. Returns ``([], message)`` with a message starting ``no pod``
+    when nothing or more than one workload matches."""
+    ns, _, name = key.partition("/")
+    in_ns = [p for p in report.pods if p.namespace == ns]
+    exact = [p for p in in_ns if p.name == name]
+    if exact:
+        return exact, ""
+    owned = [p for p in in_ns if getattr(p, "workload", "") == name]
+    if owned:  # a header only when it says something the pod lines do not
+        return owned, f"{key}: workload {name}, {len(owned)} pods" if len(owned) > 1 else ""
+    prefixed = [p for p in in_ns if p.name.startswith(name + "-")]
+    if not prefixed:
+        return [], f"no pod {key} in the simulation (give a pod name or a workload name, e.g. web or web-<hash>-<id>)"
+    workloads = sorted({getattr(p, "workload", "") or p.name for p in prefixed})
+    if len(workloads) > 1:
+        listed = ", ".join(workloads[:10]) + (f" and {len(workloads) - 10} more" if len(workloads) > 10 else "")
+        return [], f"no pod or workload {key} in the simulation; pods of {len(workloads)} workloads start with {name}-: {listed}"
+    return prefixed, f"{key}: no pod or workload of that name; showing workload {workloads[0]} ({len(prefixed)} pod(s) named {name}-...)"
+
+
+def _pick_per_node(pods: list[Any]) -> list[Any]:
+    """Which of ``pods`` ``--explain`` shows: round-robin over their nodes (pending pods as one group),
+    so every node appears when there are at most 20; at least :data:`_EXPLAIN_SHOWN` pods."""
+    groups: dict[str | None, list[Any]] = {}
+    for p in pods:
+        groups.setdefault(p.node, []).append(p)
+    limit = max(_EXPLAIN_SHOWN, min(len(groups), 20))
+    shown: list[Any] = []
+    queues = [list(g) for g in groups.values()]
+    while len(shown) < limit and any(queues):
+        for queue in queues:
+            if queue and len(shown) < limit:
+                shown.append(queue.pop(0))
+    order = {id(p): i for i, p in enumerate(pods)}
+    return sorted(shown, key=lambda p: order[id(p)])
+
+
 def render_explain(report: Any, target: str) -> str:
-    """Text for ``--explain``: where the pod went, or why it is pending with per-NodePool detail."""
+    """Text for ``--explain``: where the pod (or a workload's pods) went, or why pending with per-NodePool detail.
+
+    ``target`` is ``NAMESPACE/NAME`` or ``NAME`` (namespace ``default``); see :func:`_explain_matches`
+    for what NAME matches. A workload's pods are picked so each of its nodes appears; a last line counts
+    the pods not shown, per node. Returns text starting ``no pod`` when nothing (or no one workload) matches."""
     key = target if "/" in target else f"default/{target}"
-    matches = [p for p in report.pods if f"{p.namespace}/{p.name}" == key or f"{p.namespace}/{p.name}".startswith(key + "-")]
+    matches, header = _explain_matches(report, key)
     if not matches:
-        return f"no pod {key} in the simulation (pods are named as their controllers name them, e.g. web-<hash>-<id>)"
-    lines = []
-    for p in matches[:5]:
+        return header
+    shown = _pick_per_node(matches)
+    lines = [header] if header else []
+    for p in shown:
         full = f"{p.namespace}/{p.name}"
         if p.node:
             node = next(n for n in report.nodes if n.name == p.node)
@@ -630,6 +705,13 @@ def render_explain(report: Any, target: str) -> str:
         else:
             lines.append(f"{full}: pending")
             lines.extend(f"  {line}" for line in report.explanations.get(full, [p.reason or ""]))
+    hidden = [p for p in matches if all(p is not s for s in shown)]
+    if hidden:
+        per_node: dict[str, int] = {}
+        for p in hidden:
+            per_node[p.node or "pending"] = per_node.get(p.node or "pending", 0) + 1
+        where = ", ".join(f"{n} on {node}" if node != "pending" else f"{n} pending" for node, n in per_node.items())
+        lines.append(f"+{len(hidden)} more not shown ({where})")
     return "\n".join(lines)
 
 
@@ -643,7 +725,8 @@ def simulate(
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
     preference_policy: Annotated[str, typer.Option(
         help="PREFERENCE_POLICY: Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
-    explain: Annotated[str | None, typer.Option(help="explain one pod's placement: NAMESPACE/NAME (or NAME in default)")] = None,
+    explain: Annotated[str | None, typer.Option(
+        help="explain a pod's or a workload's placement: NAMESPACE/NAME (or NAME in default), a pod or workload name")] = None,
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
     timeline: Annotated[str | None, typer.Option(

@@ -373,7 +373,7 @@ def _config_path(kubeconfig: str | None) -> str | None:
     when it exists; None for the in-cluster service account.
 
     Raises:
-        ConfigurationError: a given file does not exist, or there is no kubeconfig outside a pod.
+        ConfigurationError: a given file does not exist or is not a regular file, or there is no kubeconfig outside a pod.
     """
     import os
 
@@ -384,6 +384,8 @@ def _config_path(kubeconfig: str | None) -> str | None:
     path = str(given or os.path.expanduser("~/.kube/config"))
     if given and os.path.isdir(path):
         raise ConfigurationError(f"{what} {path}: is a directory, not a kubeconfig file")
+    if given and os.path.exists(path) and not os.path.isfile(path):  # /dev/null, a FIFO, a socket
+        raise ConfigurationError(f"{what} {path}: not a regular file, not a kubeconfig file")
     if given and not os.path.isfile(path):
         raise ConfigurationError(f"{what} {path}: no such file")
     if os.path.isfile(path):

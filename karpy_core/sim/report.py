@@ -120,6 +120,9 @@ class PodReport:
     name: str
     node: str | None
     reason: str | None
+    workload: str = field(default="", compare=False)
+    """Name of the pod's top owner (a ReplicaSet's Deployment, a StatefulSet, a Job, ...); ``""`` for a
+    pod without an owner. Used by ``--explain NAME``; not part of the JSON report."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "name": self.name, "node": self.node, "reason": self.reason}
@@ -422,26 +425,40 @@ def _buffer_warnings(sim: Simulator) -> list[str]:
     return out
 
 
-def _workloads(sim: Simulator) -> list[dict[str, Any]]:
-    """``[{kind, namespace, name, pods}]``: the pods (DaemonSets' aside, finished ones included)
-    by their top owner (a Deployment's ReplicaSet counts as the Deployment); pods without an
-    owner as one ``{kind: "Pod", name: ""}`` entry per namespace. Sorted by kind, namespace, name."""
+def _replicaset_owners(sim: Simulator) -> dict[tuple[str, str], str]:
+    """``{(namespace, ReplicaSet name): Deployment name}`` for the ReplicaSets a Deployment owns."""
     rs_owner: dict[tuple[str, str], str] = {}
     for rs in sim.cluster.snapshot("ReplicaSet"):
         meta = rs["metadata"]
         dep = next((r.get("name", "") for r in meta.get("ownerReferences") or () if r.get("kind") == "Deployment"), None)
         if dep:
             rs_owner[(meta.get("namespace", "default"), meta["name"])] = dep
+    return rs_owner
+
+
+def _top_owner(meta: dict[str, Any], rs_owner: dict[tuple[str, str], str]) -> tuple[str, str]:
+    """(kind, name) of a pod's top controller owner from its ``metadata``: a ReplicaSet of a
+    Deployment counts as the Deployment; ``("Pod", "")`` for a pod without an owner."""
+    ns = meta.get("namespace", "default")
+    ref = next((r for r in meta.get("ownerReferences") or () if r.get("controller", True)), None)
+    kind, name = (ref.get("kind", ""), ref.get("name", "")) if ref else ("Pod", "")
+    if kind == "ReplicaSet" and (ns, name) in rs_owner:
+        kind, name = "Deployment", rs_owner[(ns, name)]
+    return kind, name
+
+
+def _workloads(sim: Simulator) -> list[dict[str, Any]]:
+    """``[{kind, namespace, name, pods}]``: the pods (DaemonSets' aside, finished ones included)
+    by their top owner (a Deployment's ReplicaSet counts as the Deployment); pods without an
+    owner as one ``{kind: "Pod", name: ""}`` entry per namespace. Sorted by kind, namespace, name."""
+    rs_owner = _replicaset_owners(sim)
     counts: dict[tuple[str, str, str], int] = {}
     for p in sim.cluster.snapshot("Pod"):
         meta = p["metadata"]
         ns = meta.get("namespace", "default")
-        ref = next((r for r in meta.get("ownerReferences") or () if r.get("controller", True)), None)
-        kind, name = (ref.get("kind", ""), ref.get("name", "")) if ref else ("Pod", "")
+        kind, name = _top_owner(meta, rs_owner)
         if kind == "DaemonSet":
             continue
-        if kind == "ReplicaSet" and (ns, name) in rs_owner:
-            kind, name = "Deployment", rs_owner[(ns, name)]
         counts[(kind, ns, name)] = counts.get((kind, ns, name), 0) + 1
     return [{"kind": k, "namespace": ns, "name": n, "pods": c} for (k, ns, n), c in sorted(counts.items())]
 
@@ -633,6 +650,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         nodes.append(rep)
         by_name[rep.name] = rep
     pod_reports: list[PodReport] = []
+    rs_owner = _replicaset_owners(sim)
     for view in pods:
         assert isinstance(view, PodView)
         meta = view.raw["metadata"]
@@ -650,7 +668,8 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             reason, node = missing_node_reason(node), None
         elif not node:
             reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
-        pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason))
+        workload = _top_owner(meta, rs_owner)[1]
+        pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason, workload))
     overlays: dict[str, list[str]] = {}
     store = getattr(sim.provider, "overlays", None)
     for rep in nodes:
