@@ -108,6 +108,17 @@ def _zero(schema: dict[str, Any]) -> Any:
     return _ZERO_OF_TYPE.get(kind) if isinstance(kind, str) else None
 
 
+def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: list[tuple[str, list[str]]]) -> Any:
+    """A map value or list item ``key`` of the container at ``path``, read against its ``schema``:
+    a null is the type's zero (:func:`_zero`), a mapping or list is walked (:func:`_walk`), any
+    other value is returned as it is."""
+    if sub is None:
+        return _zero(schema)
+    if type(sub) is dict or type(sub) is list:
+        return _walk(sub, schema, f"{path}[{key}]", out)
+    return sub
+
+
 def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, list[str]]]) -> Any:
     """Walk ``value`` (a mapping or list) against ``schema``: record undeclared fields in ``out`` and
     return ``value`` with its nulls read as the API server reads them (the same object when there
@@ -134,12 +145,7 @@ def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, li
         extra = schema.get("additionalProperties")
         if extra is not None and type(extra) is dict:
             for key, sub in value.items():
-                if sub is None:  # a null map value is the value type's zero
-                    new = _zero(extra)
-                elif type(sub) is dict or type(sub) is list:
-                    new = _walk(sub, extra, f"{path}[{key}]", out)
-                else:
-                    continue
+                new = _element(sub, extra, path, key, out)
                 if new is not sub:
                     mapping = dict(value) if mapping is None else mapping
                     mapping[key] = new
@@ -149,12 +155,7 @@ def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, li
         if items is not None and type(items) is dict:
             sequence: list[Any] | None = None
             for index, item in enumerate(value):
-                if item is None:  # a null list item is the item type's zero
-                    new = _zero(items)
-                elif type(item) is dict or type(item) is list:
-                    new = _walk(item, items, f"{path}[{index}]", out)
-                else:
-                    continue
+                new = _element(item, items, path, index, out)
                 if new is not item:
                     sequence = list(value) if sequence is None else sequence
                     sequence[index] = new
