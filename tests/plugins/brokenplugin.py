@@ -38,109 +38,101 @@ class BrokenProvider(SimulatedProvider):
     fail = ""
     wrong: frozenset[str] = frozenset()
 
-    def _maybe_fail(self, hook: str) -> None:
+    def _wrong(self, hook: str) -> bool:
+        """Raise for the hook named by :attr:`fail`; True when ``hook`` is to answer :data:`WRONG`."""
         if self.fail == hook:
             raise RuntimeError(f"boom in {hook}")
+        return hook in self.wrong
 
     @hookimpl
     def karpy_name(self) -> str:
-        self._maybe_fail("karpy_name")
-        if "karpy_name" in self.wrong:
+        if self._wrong("karpy_name"):
             return WRONG["karpy_name"]
         return NAME
 
     @hookimpl
     def karpy_supported_node_classes(self) -> list[tuple[str, str]]:
-        self._maybe_fail("karpy_supported_node_classes")
-        if "karpy_supported_node_classes" in self.wrong:
+        if self._wrong("karpy_supported_node_classes"):
             return WRONG["karpy_supported_node_classes"]
         return super().karpy_supported_node_classes()
 
     @hookimpl
     async def karpy_create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        self._maybe_fail("karpy_create")
-        if "karpy_create" in self.wrong:
+        if self._wrong("karpy_create"):
             return WRONG["karpy_create"]
         return await super().karpy_create(nodeclaim)
 
     @hookimpl
     async def karpy_delete(self, nodeclaim: NodeClaim) -> None:
-        self._maybe_fail("karpy_delete")
+        wrong = self._wrong("karpy_delete")
         await super().karpy_delete(nodeclaim)
-        if "karpy_delete" in self.wrong:
+        if wrong:
             return WRONG["karpy_delete"]  # the wrong answer under test
         return None
 
     @hookimpl
     async def karpy_get(self, provider_id: str) -> NodeClaim:
-        self._maybe_fail("karpy_get")
-        if "karpy_get" in self.wrong:
+        if self._wrong("karpy_get"):
             return WRONG["karpy_get"]
         return await super().karpy_get(provider_id)
 
     @hookimpl
     def karpy_controllers(self) -> list[ControllerLoop]:
-        self._maybe_fail("karpy_controllers")
-        if "karpy_controllers" in self.wrong:
+        if self._wrong("karpy_controllers"):
             return WRONG["karpy_controllers"]
         return super().karpy_controllers()
 
     @hookimpl
     async def karpy_list(self) -> list[NodeClaim]:
-        self._maybe_fail("karpy_list")
-        if "karpy_list" in self.wrong:
+        if self._wrong("karpy_list"):
             return WRONG["karpy_list"]
         return await super().karpy_list()
 
     @hookimpl
     async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
-        self._maybe_fail("karpy_get_instance_types")
-        if "karpy_get_instance_types" in self.wrong:
+        if self._wrong("karpy_get_instance_types"):
             return WRONG["karpy_get_instance_types"]
         return await super().karpy_get_instance_types(nodepool)
 
     @hookimpl
     def karpy_prepare(self, context: ProviderContext) -> None:
-        self._maybe_fail("karpy_prepare")
+        wrong = self._wrong("karpy_prepare")
         super().karpy_prepare(context)
-        if "karpy_prepare" in self.wrong:
+        if wrong:
             return WRONG["karpy_prepare"]  # the wrong answer under test
         return None
 
     @hookimpl
     async def karpy_start(self) -> None:
-        self._maybe_fail("karpy_start")
+        wrong = self._wrong("karpy_start")
         await super().karpy_start()
-        if "karpy_start" in self.wrong:
+        if wrong:
             return WRONG["karpy_start"]  # the wrong answer under test
         return None
 
     @hookimpl
     async def karpy_close(self) -> None:
-        self._maybe_fail("karpy_close")
+        wrong = self._wrong("karpy_close")
         await super().karpy_close()
-        if "karpy_close" in self.wrong:
+        if wrong:
             return WRONG["karpy_close"]  # the wrong answer under test
         return None
 
     @hookimpl
     def karpy_pricing_note(self) -> str:
-        self._maybe_fail("karpy_pricing_note")
-        if "karpy_pricing_note" in self.wrong:
+        if self._wrong("karpy_pricing_note"):
             return WRONG["karpy_pricing_note"]
         return super().karpy_pricing_note()
 
     @hookimpl
     async def karpy_is_drifted(self, nodeclaim: NodeClaim) -> str:
-        self._maybe_fail("karpy_is_drifted")
-        if "karpy_is_drifted" in self.wrong:
+        if self._wrong("karpy_is_drifted"):
             return WRONG["karpy_is_drifted"]
         return await super().karpy_is_drifted(nodeclaim)
 
     @hookimpl
     def karpy_repair_policies(self) -> list[RepairPolicy]:
-        self._maybe_fail("karpy_repair_policies")
-        if "karpy_repair_policies" in self.wrong:
+        if self._wrong("karpy_repair_policies"):
             return WRONG["karpy_repair_policies"]
         return super().karpy_repair_policies()
 
