@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-__all__ = ["SCHEMA_FILE", "SchemaWalk", "has_schema", "unknown_fields", "unknown_field_message", "walk_fields"]
+__all__ = ["SCHEMA_FILE", "SchemaWalk", "did_you_mean", "has_schema", "unknown_fields", "unknown_field_message", "walk_fields"]
 
 SCHEMA_FILE = "core-openapi.json.gz"
 """The pruned OpenAPI v3 schemas in ``karpy_core/data`` (see ``hack/core_openapi.py``)."""
@@ -266,7 +266,14 @@ def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tu
 def unknown_field_message(path: str, declared: list[str]) -> str:
     """One problem line for an unknown field: the path, kube-apiserver's words, and the closest
     declared name when there is one (``imagePullPolicyy`` -> ``imagePullPolicy``)."""
-    field = path.rpartition(".")[2]
+    return f'{path}: unknown field "{path}" (kube-apiserver\'s strict decoding error; kubectl applies strictly by default)' + did_you_mean(
+        path.rpartition(".")[2], declared)
+
+
+def did_you_mean(field: str, declared: list[str]) -> str:
+    """``"; did you mean 'name'?"`` naming the declared field closest to the unknown ``field``
+    (``difflib`` ratio at least 0.8: ``imagePullPolicyy`` -> ``imagePullPolicy``, ``taint`` ->
+    ``taints``), or ``""`` when none is that close. Shared by built-in kinds
+    (:func:`unknown_field_message`) and karpy's own kinds (the loader's pydantic errors)."""
     close = difflib.get_close_matches(field, declared, n=1, cutoff=0.8)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f'{path}: unknown field "{path}" (kube-apiserver\'s strict decoding error; kubectl applies strictly by default){hint}'
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -42,19 +42,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import types
+import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
-from karpy_core.apis.fieldschema import unknown_field_message, walk_fields
+from karpy_core.apis.fieldschema import did_you_mean, unknown_field_message, walk_fields
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -343,12 +345,66 @@ _TYPE_WORDS = {
 }
 
 
-def _describe(err: Any, what: str) -> str:
-    """One pydantic error -> plain words (``what`` is e.g. ``karpenter.sh/v1 NodePool``)."""
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's type annotation can hold at its own level (through
+    ``Optional``/unions and ``Annotated``), without looking into lists or maps."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def _declared_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The wire names (aliases) of the fields declared by the object at ``loc`` of ``model``
+    (a pydantic error's location without its last item: the unknown field's parent), for a
+    "did you mean"; empty when the location cannot be followed through the model's types.
+
+    Follows a field by its alias, a list or tuple item by an ``int`` index and a map value by its
+    key; a union is followed through each of its models (pydantic puts the member's name in the
+    location, skipped), first match wins."""
+    annotations: list[Any] = [model]
+    for key in loc:
+        following: list[Any] = []
+        for annotation in annotations:
+            origin = typing.get_origin(annotation)
+            if origin is typing.Annotated:
+                annotation = typing.get_args(annotation)[0]
+                origin = typing.get_origin(annotation)
+            args = typing.get_args(annotation)
+            if isinstance(key, int) and origin in (list, tuple, set, frozenset) and args:
+                following.append(args[0])
+            elif origin is dict and len(args) == 2:
+                following.append(args[1])
+            for candidate in _models_in(annotation):
+                fields = {f.alias or name: f.annotation for name, f in candidate.model_fields.items()}
+                if key in fields:
+                    following.append(fields[key])
+                elif isinstance(key, str) and key == candidate.__name__:
+                    following.append(candidate)  # a union member's name in the location
+            if origin is typing.Union or origin is types.UnionType:
+                following.extend(a for a in args if typing.get_origin(a) in (list, dict) or typing.get_origin(a) is typing.Annotated)
+        annotations = following
+        if not annotations:
+            return []
+    for annotation in annotations:
+        for candidate in _models_in(annotation):
+            return [f.alias or name for name, f in candidate.model_fields.items()]
+    return []
+
+
+def _describe(err: Any, what: str, model: type[BaseModel] | None = None) -> str:
+    """One pydantic error -> plain words (``what`` is e.g. ``karpenter.sh/v1 NodePool``; an unknown
+    field of ``model`` gets a "did you mean" naming the closest declared field, as a built-in
+    kind's does: :func:`karpy_core.apis.fieldschema.did_you_mean`)."""
     kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
     loc = [p for p in err["loc"] if isinstance(p, str) and not p.startswith("[")]
     if kind == "extra_forbidden":
-        return f'unknown field "{loc[-1] if loc else "?"}" (not part of {what})'
+        hint = did_you_mean(loc[-1], _declared_fields(model, tuple(err["loc"][:-1]))) if loc and model is not None else ""
+        return f'unknown field "{loc[-1] if loc else "?"}" (not part of {what}){hint}'
     if kind == "missing":
         return "required field is missing"
     if kind == "literal_error":
@@ -669,7 +725,7 @@ class _Builder:
             for err in errors:
                 path = format_path(err["loc"])
                 prefix = f"{path}: " if path else ""
-                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what)}")
+                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
             return
         if not obj.metadata.name and not obj.metadata.generate_name:
             self.problems.append(f"{where} {label}: metadata.name: required field is missing")
