@@ -43,7 +43,7 @@ import difflib
 import functools
 import gzip
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -108,18 +108,31 @@ def _zero(schema: dict[str, Any]) -> Any:
     return _ZERO_OF_TYPE.get(kind) if isinstance(kind, str) else None
 
 
-def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: list[tuple[str, list[str]]]) -> Any:
+@dataclass(slots=True)
+class _Found:
+    """What one walk records: ``unknown`` as :attr:`SchemaWalk.unknown`, ``mistyped`` as
+    :attr:`SchemaWalk.mistyped`."""
+
+    unknown: list[tuple[str, list[str]]] = field(default_factory=list)
+    mistyped: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: _Found) -> Any:
     """A map value or list item ``key`` of the container at ``path``, read against its ``schema``:
-    a null is the type's zero (:func:`_zero`), a mapping or list is walked (:func:`_walk`), any
-    other value is returned as it is."""
+    a null is the type's zero (:func:`_zero`), a mapping or list is walked (:func:`_walk`), a
+    boolean or number where the schema says string is recorded in ``out.mistyped`` (Go's decoder
+    refuses it: ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type
+    string``), any other value is returned as it is."""
     if sub is None:
         return _zero(schema)
     if type(sub) is dict or type(sub) is list:
         return _walk(sub, schema, f"{path}[{key}]", out)
+    if schema.get("type") == "string" and type(sub) in (bool, int, float):
+        out.mistyped.append((f"{path}[{key}]" if type(key) is int else f"{path}.{key}", sub))
     return sub
 
 
-def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, list[str]]]) -> Any:
+def _walk(value: Any, schema: dict[str, Any], path: str, out: _Found) -> Any:
     """Walk ``value`` (a mapping or list) against ``schema``: record undeclared fields in ``out`` and
     return ``value`` with its nulls read as the API server reads them (the same object when there
     is none; a changed mapping or list is a copy, so YAML aliases sharing it are left alone)."""
@@ -132,7 +145,7 @@ def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, li
             for key, sub in value.items():
                 declared = properties.get(key) if type(key) is str else None
                 if declared is None:
-                    out.append((f"{path}.{key}" if path else str(key), list(properties)))
+                    out.unknown.append((f"{path}.{key}" if path else str(key), list(properties)))
                 elif sub is None:  # a null struct field is unset (Go leaves the pointer nil, omitempty drops it)
                     mapping = dict(value) if mapping is None else mapping
                     del mapping[key]
@@ -175,10 +188,16 @@ class SchemaWalk:
             order: ``path`` in the API server's notation
             (``spec.template.spec.containers[0].imagePullPolicyy``), ``declared`` the field names
             the enclosing object does declare (for a "did you mean").
+        mistyped: ``[(path, value)]`` for every boolean or number that is a value of a string map
+            (``ConfigMap.data``, ``Secret.stringData``, ``Service.spec.selector``, labels...) or an
+            item of a string list (``args``), which kube-apiserver's decoder refuses (HTTP 400),
+            in document order; ``path`` as the loader names fields (``data.enabled``, ``args[0]``).
+            YAML's plain ``y``, ``true``, ``1`` are such values: go-yaml v2, as kubectl reads them.
     """
 
     data: dict[str, Any]
     unknown: list[tuple[str, list[str]]]
+    mistyped: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -217,7 +236,7 @@ def _custom_resource_nulls(data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] | None = None
     for key, sub in data.items():
         if key == "metadata" and type(sub) is dict:
-            new = _walk(sub, meta_schema, "metadata", [])
+            new = _walk(sub, meta_schema, "metadata", _Found())
         elif sub is None and key not in ("apiVersion", "kind"):
             out = dict(data) if out is None else out
             del out[key]
@@ -245,9 +264,9 @@ def walk_fields(api_version: str, kind: str, data: dict[str, Any], *, custom_res
     schema = _schemas().get(f"{api_version} {kind}")
     if schema is None:
         return SchemaWalk(_custom_resource_nulls(data) if custom_resource else data, [])
-    out: list[tuple[str, list[str]]] = []
+    out = _Found()
     normalised = _walk(data, schema, "", out)
-    return SchemaWalk(normalised, out)
+    return SchemaWalk(normalised, out.unknown, out.mistyped)
 
 
 def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -659,15 +659,31 @@ class _Builder:
         self._add_object(data, Source(file, raw.index, raw.line), where)
 
     def _add_object(self, data: Any, source: Source, where: str) -> None:
+        """Read one object (:meth:`_read_object`), then refuse each boolean or number in a string
+        map or list that its model did not already refuse (kube-apiserver's decoder refuses them:
+        ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type string``)."""
+        start = len(self.problems)
+        mistyped = self._read_object(data, source, where)
+        if mistyped:
+            label = _label(data)
+            said = self.problems[start:]
+            for path, value in mistyped:
+                if not any(line.startswith(f"{where} {label}: {path}: ") for line in said):
+                    self.problems.append(f"{where} {label}: {path}: must be a string; got {_show(value)} "
+                                         "(quote it in YAML so it stays text)")
+
+    def _read_object(self, data: Any, source: Source, where: str) -> list[tuple[str, Any]]:
+        """Validate and store one object; returns the mistyped string-map values its schema walk
+        found (:attr:`karpy_core.apis.fieldschema.SchemaWalk.mistyped`)."""
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
-            return
+            return []
         label = _label(data)
         api_version, kind = data.get("apiVersion"), data.get("kind")
         if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
             missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
             self.problems.append(f"{where} {label}: {', '.join(missing)}: required field is missing (or not a string)")
-            return
+            return []
         converted = CONVERTED_VERSIONS.get((api_version, kind))
         if converted is not None:  # served with the same schema: converted as the API server does
             api_version = converted
@@ -677,23 +693,23 @@ class _Builder:
         # same walk reads explicit nulls as the API server's decoder reads them
         cls = self.registry.get((api_version, kind))
         walked = walk_fields(api_version, kind, data, custom_resource=cls is not None)
-        data = walked.data
+        data, mistyped = walked.data, walked.mistyped
         self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}" for path, declared in walked.unknown)
         group, _, version = api_version.rpartition("/")
         if cls is None:
             if version in _OLD_VERSIONS.get(group, ()):
                 self.problems.append(f"{where} {label}: {old_api_message(api_version, kind)}")
-                return
+                return mistyped
             known = sorted({v for (v, k) in [*self.registry, *CONVERTED_VERSIONS] if k == kind and v.rpartition("/")[0] == group})
             if known:
                 self.problems.append(
                     f"{where} {label}: apiVersion: {api_version} is not supported for {kind}; use {' or '.join(known)}"
                 )
-                return
+                return mistyped
             unserved = builtin_kind_problem(api_version, kind)
             if unserved is not None:  # kubectl refuses it before sending: "no matches for kind"
                 self.problems.append(f"{where} {label}: apiVersion: {unserved}")
-                return
+                return mistyped
             plugin = _PLUGIN_OF_GROUP.get(group)
             if plugin is not None and kind.endswith("NodeClass"):
                 # an in-tree provider's NodeClass whose plugin is not installed: the NodePools that
@@ -705,7 +721,7 @@ class _Builder:
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)
-            return
+            return mistyped
         try:
             obj = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
@@ -726,12 +742,12 @@ class _Builder:
                 path = format_path(err["loc"])
                 prefix = f"{path}: " if path else ""
                 self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
-            return
+            return mistyped
         if not obj.metadata.name and not obj.metadata.generate_name:
             self.problems.append(f"{where} {label}: metadata.name: required field is missing")
-            return
+            return mistyped
         if not self._names_ok(obj, api_version, kind, where, label):
-            return
+            return mistyped
         obj.with_source(source)
         group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
         if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
@@ -740,6 +756,7 @@ class _Builder:
                 f"read as {str(group_as_written['group']).partition('/')[0]!r} (Karpenter's CRD rejects this form)"
             )
         self._store(obj, where)
+        return mistyped
 
     def _add_passthrough(self, data: dict[str, Any], source: Source, where: str, label: str) -> None:
         try:

@@ -100,3 +100,47 @@ def test_an_unknown_field_of_a_karpy_kind_gets_a_did_you_mean(text: str, expecte
 def test_an_unknown_field_far_from_any_declared_one_gets_no_suggestion() -> None:
     (line,) = problems({**NODEPOOL, "spec": {**NODEPOOL["spec"], "zzzzzz": 1}})
     assert 'unknown field "zzzzzz"' in line and "did you mean" not in line, line
+
+
+# ----------------------------------------------------------------- booleans and numbers in string maps
+
+CONFIG_MAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: default}
+data:
+  enabled: y
+  port: 8080
+  name: web
+"""
+
+
+def test_a_configmap_value_read_as_a_boolean_or_number_is_refused() -> None:
+    """go-yaml v2 (kubectl) reads a plain ``y`` as true and ``8080`` as a number; kube-apiserver
+    refuses both (``ConfigMap.data`` is ``map[string]string``); karpy accepted the ConfigMap."""
+    found = problems(CONFIG_MAP)
+    assert [line.split(": ")[1] for line in found] == ["data.enabled", "data.port"], found
+    assert "must be a string; got true (quote it in YAML so it stays text)" in found[0], found
+    load(CONFIG_MAP.replace("enabled: y", "enabled: 'y'").replace("port: 8080", "port: '8080'"))  # quoted: accepted
+
+
+@pytest.mark.parametrize(("obj", "path"), [
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "binaryData": {"a": True}}, "binaryData.a"),
+    ({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a": True}}, "stringData.a"),
+    ({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": 1.5}}, "data.a"),
+    ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"selector": {"a": True}, "ports": [{"port": 1}]}},
+     "spec.selector.a"),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "c", "image": "x", "args": ["a", False], "command": [1]}]}}, "spec.containers[0].args[1]"),
+])
+def test_other_built_in_string_maps_and_lists_refuse_a_boolean_or_number(obj: dict[str, Any], path: str) -> None:
+    found = problems(obj)
+    assert any(line.split(": ")[1] == path and "must be a string" in line for line in found), found
+
+
+def test_a_mistyped_value_the_model_refuses_is_reported_once() -> None:
+    """Labels, annotations and nodeSelector were refused by the models already: one line each."""
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": True}, "annotations": {"b": 1}},
+           "spec": {"nodeSelector": {"c": True}, "containers": [{"name": "c", "image": "x"}]}}
+    found = problems(obj)
+    assert [line.split(": ")[1] for line in found] == ["metadata.labels.a", "metadata.annotations.b", "spec.nodeSelector.c"], found
