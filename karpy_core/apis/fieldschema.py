@@ -193,23 +193,27 @@ class SchemaWalk:
             item of a string list (``args``), which kube-apiserver's decoder refuses (HTTP 400),
             in document order; ``path`` as the loader names fields (``data.enabled``, ``args[0]``).
             YAML's plain ``y``, ``true``, ``1`` are such values: go-yaml v2, as kubectl reads them.
+        dropped: for a custom resource (``custom_resource=True``), the location of every null
+            mapping value dropped, as a pydantic location (``("spec", "limits", "cpu")``).
     """
 
     data: dict[str, Any]
     unknown: list[tuple[str, list[str]]]
     mistyped: list[tuple[str, Any]] = field(default_factory=list)
+    dropped: list[tuple[str | int, ...]] = field(default_factory=list)
 
 
-def _drop_nulls(value: Any) -> Any:
-    """``value`` without its null mapping values, at any depth (copied where changed); list items
-    are kept, null ones too."""
+def _drop_nulls(value: Any, path: tuple[str | int, ...], dropped: list[tuple[str | int, ...]]) -> Any:
+    """``value`` (at ``path``) without its null mapping values, at any depth (copied where changed;
+    the path of each one dropped appended to ``dropped``); list items are kept, null ones too."""
     if type(value) is dict:
         mapping: dict[Any, Any] | None = None
         for key, sub in value.items():
-            new = None if sub is None else _drop_nulls(sub) if type(sub) is dict or type(sub) is list else sub
+            new = None if sub is None else _drop_nulls(sub, (*path, key), dropped) if type(sub) is dict or type(sub) is list else sub
             if new is not sub or sub is None:
                 mapping = dict(value) if mapping is None else mapping
                 if new is None:
+                    dropped.append((*path, key))
                     del mapping[key]
                 else:
                     mapping[key] = new
@@ -218,7 +222,7 @@ def _drop_nulls(value: Any) -> Any:
         sequence: list[Any] | None = None
         for index, item in enumerate(value):
             if type(item) is dict or type(item) is list:
-                new = _drop_nulls(item)
+                new = _drop_nulls(item, (*path, index), dropped)
                 if new is not item:
                     sequence = list(value) if sequence is None else sequence
                     sequence[index] = new
@@ -226,12 +230,13 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-def _custom_resource_nulls(data: dict[str, Any]) -> dict[str, Any]:
+def _custom_resource_nulls(data: dict[str, Any], dropped: list[tuple[str | int, ...]]) -> dict[str, Any]:
     """A custom resource's nulls as kube-apiserver v1.36.3 reads them (checked with karpy's NodePool
-    CRD by dryRun=All): ``metadata`` is a Go ``ObjectMeta`` (walked as in a built-in kind: a null
-    label value is ``""``), and everywhere else a null mapping value is dropped (the CRD
-    defaulting's pruning of nulls in fields that are not ``nullable``, and none of karpy's CRDs
-    declares one); a null list item is kept, for validation to refuse."""
+    CRD by dryRun=All: ``limits: {cpu: null}`` is stored as ``limits: {}``): ``metadata`` is a Go
+    ``ObjectMeta`` (walked as in a built-in kind: a null label value is ``""``), and everywhere else
+    a null mapping value is dropped (the CRD defaulting's pruning of nulls in fields that are not
+    ``nullable``, and none of karpy's CRDs declares one), its path appended to ``dropped``; a null
+    list item is kept, for validation to refuse."""
     meta_schema = _schemas()["v1 Pod"]["properties"]["metadata"]
     out: dict[str, Any] | None = None
     for key, sub in data.items():
@@ -240,9 +245,10 @@ def _custom_resource_nulls(data: dict[str, Any]) -> dict[str, Any]:
         elif sub is None and key not in ("apiVersion", "kind"):
             out = dict(data) if out is None else out
             del out[key]
+            dropped.append((key,))
             continue
         elif type(sub) is dict or type(sub) is list:
-            new = _drop_nulls(sub)
+            new = _drop_nulls(sub, (key,), dropped)
         else:
             continue
         if new is not sub:
@@ -263,7 +269,10 @@ def walk_fields(api_version: str, kind: str, data: dict[str, Any], *, custom_res
     """
     schema = _schemas().get(f"{api_version} {kind}")
     if schema is None:
-        return SchemaWalk(_custom_resource_nulls(data) if custom_resource else data, [])
+        if not custom_resource:
+            return SchemaWalk(data, [])
+        dropped: list[tuple[str | int, ...]] = []
+        return SchemaWalk(_custom_resource_nulls(data, dropped), [], dropped=dropped)
     out = _Found()
     normalised = _walk(data, schema, "", out)
     return SchemaWalk(normalised, out.unknown, out.mistyped)

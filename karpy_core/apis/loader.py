@@ -756,7 +756,19 @@ class _Builder:
                 f"read as {str(group_as_written['group']).partition('/')[0]!r} (Karpenter's CRD rejects this form)"
             )
         self._store(obj, where)
+        self._note_dropped_nulls(walked.dropped, cls, where, label)
         return mistyped
+
+    def _note_dropped_nulls(self, dropped: list[tuple[str | int, ...]], cls: type[KubeObject], where: str, label: str) -> None:
+        """Warn once per document about the null map values of a custom resource that were dropped
+        as kube-apiserver drops them (``limits: {cpu: null}`` is stored as ``limits: {}``: no cpu
+        limit), which a user would not expect; a null struct field (``limits:``, ``taints:``, common
+        in Helm output) is dropped without a note, meaning unset as it is written."""
+        in_maps = [path for path in dropped if len(path) > 1 and not _declared_fields(cls, path[:-1])]
+        if in_maps:
+            self.result.warnings.append(
+                f"{where} {label}: {', '.join(format_path(path) for path in in_maps)}: null dropped, as kube-apiserver "
+                f"drops a null in a field that is not nullable (read as not set)")
 
     def _add_passthrough(self, data: dict[str, Any], source: Source, where: str, label: str) -> None:
         try:

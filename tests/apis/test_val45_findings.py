@@ -144,3 +144,34 @@ def test_a_mistyped_value_the_model_refuses_is_reported_once() -> None:
            "spec": {"nodeSelector": {"c": True}, "containers": [{"name": "c", "image": "x"}]}}
     found = problems(obj)
     assert [line.split(": ")[1] for line in found] == ["metadata.labels.a", "metadata.annotations.b", "spec.nodeSelector.c"], found
+
+
+# ----------------------------------------------------------------- a null limit is dropped, with a note
+
+NULL_LIMIT = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: np}
+spec:
+  limits: {cpu: null, memory: 100Gi}
+  weight:
+  template:
+    spec:
+      taints:
+      requirements: []
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}
+"""
+
+
+def test_a_null_limit_is_dropped_as_the_api_server_drops_it_with_a_note() -> None:
+    """kube-apiserver stores ``limits: {cpu: null}`` as no cpu limit (pruned, not refused); karpy
+    did the same silently. Now one warning names the dropped map value; the null struct fields
+    (``weight:``, ``taints:``: unset, as written) get none."""
+    loaded = load(NULL_LIMIT)
+    (nodepool,) = loaded.nodepools
+    assert set(nodepool.spec.limits) == {"memory"} and nodepool.spec.weight is None
+    notes = [w for w in loaded.warnings if "null dropped" in w]
+    assert notes == ["in.yaml doc 1 NodePool/np: spec.limits.cpu: null dropped, as kube-apiserver drops a null in a field "
+                     "that is not nullable (read as not set)"], loaded.warnings
+    quiet = load(NULL_LIMIT.replace("cpu: null, ", ""))
+    assert not [w for w in quiet.warnings if "null dropped" in w], quiet.warnings

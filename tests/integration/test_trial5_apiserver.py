@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.client import AsyncKubeClient
@@ -103,3 +104,27 @@ async def test_a_gated_pod_is_stored_as_the_in_memory_cluster_stores_it(kube):
     why = "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"
     assert why in str(server.value)
     assert any(why in line for line in loader_problems(named)), loader_problems(named)
+
+
+async def test_a_null_limit_is_dropped_by_the_api_server_as_by_the_loader(kube):
+    """val45: with karpy's NodePool CRD (Karpenter's schema), kube-apiserver stores ``limits: {cpu:
+    null}`` as no cpu limit (a null in a field that is not nullable is pruned, not refused); the
+    loader reads the same and warns that the null was dropped, as a user would not expect it."""
+    from karpy_core.apis.loader import load_text
+    from tests.integration.karpy_env import install_crds
+
+    await install_crds(kube)
+    nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "val45-null-limit"},
+                "spec": {"limits": {"cpu": None, "memory": "1Gi"}, "weight": None, "template": {
+                    "metadata": {"labels": {"team": None, "tier": "web"}},
+                    "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"}}}}}
+    stored = await kube._request("POST", "/apis/karpenter.sh/v1/nodepools", query=[("dryRun", "All"), ("fieldValidation", "Strict")],
+                                 body=nodepool)
+    assert stored["spec"]["limits"] == {"memory": "1Gi"} and "weight" not in stored["spec"], stored["spec"]
+    assert stored["spec"]["template"]["metadata"]["labels"] == {"tier": "web"}, stored["spec"]["template"]
+    loaded = load_text(yaml.dump(nodepool), "in.yaml")
+    (mine,) = loaded.nodepools
+    assert {k: str(v) for k, v in mine.spec.limits.items()} == stored["spec"]["limits"] and mine.spec.weight is None
+    assert mine.spec.template.metadata.labels == stored["spec"]["template"]["metadata"]["labels"]
+    (note,) = [w for w in loaded.warnings if "null dropped" in w]
+    assert "spec.limits.cpu, spec.template.metadata.labels.team: null dropped" in note, note
