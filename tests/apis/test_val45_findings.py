@@ -175,3 +175,63 @@ def test_a_null_limit_is_dropped_as_the_api_server_drops_it_with_a_note() -> Non
                      "that is not nullable (read as not set)"], loaded.warnings
     quiet = load(NULL_LIMIT.replace("cpu: null, ", ""))
     assert not [w for w in quiet.warnings if "null dropped" in w], quiet.warnings
+
+
+# ----------------------------------------------------------------- pods refused after defaulting
+
+
+def _deployment(pod_resources: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"resources": pod_resources, "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}}}
+
+
+def test_a_workload_whose_pods_the_api_server_refuses_after_defaulting_is_reported() -> None:
+    """kube-apiserver stores the Deployment (its template is not defaulted) and refuses each pod:
+    the pod-level cpu request defaults to the containers' 100m, above the 50m limit. karpy loaded
+    it and simulated its pods; now validate and simulate report it, as a missing PriorityClass."""
+    from karpy_core.kube.admission import pod_level_resources_problems
+
+    loaded = load(yaml.dump(_deployment({"limits": {"cpu": "50m"}})))
+    (line,) = pod_level_resources_problems(loaded)
+    assert line.startswith("in.yaml doc 1 Deployment/default/web: spec.template.spec.resources.requests: Invalid value: "
+                           '"100m": must be less than or equal to cpu limit of 50m'), line
+    assert "refuses the pods of this Deployment" in line, line
+    assert pod_level_resources_problems(load(yaml.dump(_deployment({"limits": {"cpu": "1"}})))) == []
+
+
+def test_the_simulator_creates_none_of_the_refused_pods() -> None:
+    """The in-memory cluster refuses the pod create as kube-apiserver does (422, its words); the
+    workload simulator records the refusal (``FailedCreate``) and creates no pod to schedule."""
+    from karpy_core.errors import KubeAPIError
+    from karpy_core.kube.memory import InMemoryCluster
+    from karpy_core.sim.workloads import WorkloadSimulator
+
+    cluster = InMemoryCluster()
+    cluster.create_sync("Deployment", _deployment({"limits": {"cpu": "50m"}}))
+    workloads = WorkloadSimulator(cluster)
+    workloads.reconcile()
+    assert cluster.objects("Pod") == []
+    (why,) = workloads.failed_creates.values()
+    assert "is invalid: spec.resources.requests: Invalid value: \"100m\": must be less than or equal to cpu limit of 50m" in why
+    cluster.create_sync("Deployment", _deployment({"limits": {"cpu": "1"}}) | {"metadata": {"name": "ok", "namespace": "default"}})
+    workloads.reconcile()
+    assert len(cluster.objects("Pod")) == 3
+    with pytest.raises(KubeAPIError) as refused:
+        cluster.create_sync("Pod", {"metadata": {"name": "p"}, "spec": {"resources": {"limits": {"memory": "32Mi"}}, "containers": [
+            {"name": "c", "image": "x", "resources": {"requests": {"memory": "64Mi"}}}]}})
+    assert refused.value.status == 422 and 'Pod "p" is invalid: spec.resources.requests: Invalid value: "64Mi"' in str(refused.value)
+
+
+def test_validate_refuses_the_workload(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from karpy_core.cli import app
+
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.dump(_deployment({"limits": {"cpu": "50m"}})))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "must be less than or equal to cpu limit of 50m" in result.output

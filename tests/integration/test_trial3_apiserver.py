@@ -21,7 +21,7 @@ import yaml
 
 from karpy_core.apis.loader import load_text, priority_class_problems
 from karpy_core.errors import KubeAPIError, ManifestError
-from karpy_core.kube.admission import admit_priority, runtime_class_problems
+from karpy_core.kube.admission import admit_priority, pod_level_resources_problems, runtime_class_problems
 from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.utils.kubeyaml import KubeYAMLDumper
 
@@ -297,7 +297,7 @@ def loader_problems(obj: dict[str, Any]) -> list[str]:
         loaded = load_text(yaml.dump(obj, Dumper=KubeYAMLDumper), "in.yaml")
     except ManifestError as exc:
         return list(exc.problems)
-    return priority_class_problems(loaded) + runtime_class_problems(loaded)
+    return priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

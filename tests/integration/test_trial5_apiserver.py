@@ -32,7 +32,6 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
                                  "must be greater than or equal to aggregate container requests of 1"),
     "limit-below-containers-requests": (workload("Pod", pod={"resources": {"limits": {"cpu": "50m"}}}), False,
                                         'resources.requests: Invalid value: "100m": must be less than or equal to cpu limit of 50m'),
-    "deployment-limit-below-containers-requests": (workload("Deployment", pod={"resources": {"limits": {"cpu": "50m"}}}), True, ""),
     "deployment-requests-below-containers": (workload("Deployment", pod={"resources": {"requests": {"cpu": "50m"}}}), False,
                                              "must be greater than or equal to aggregate container requests of 100m"),
     "request-above-limit": (workload("Pod", pod={"resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}}), False,
@@ -128,3 +127,27 @@ async def test_a_null_limit_is_dropped_by_the_api_server_as_by_the_loader(kube):
     assert mine.spec.template.metadata.labels == stored["spec"]["template"]["metadata"]["labels"]
     (note,) = [w for w in loaded.warnings if "null dropped" in w]
     assert "spec.limits.cpu, spec.template.metadata.labels.team: null dropped" in note, note
+
+
+async def test_a_workload_whose_pods_are_invalid_after_defaulting_is_stored_but_its_pods_are_refused(kube):
+    """val45: a Deployment with a pod-level cpu limit below its containers' requests is stored (a
+    template is not defaulted), but every pod its ReplicaSet creates is refused (422: the pod-level
+    request defaults to the containers' 100m, above the 50m limit). The loader reports the
+    workload, the in-memory cluster refuses the pod with the server's words, so the simulator
+    creates and schedules none (``WorkloadSimulator.failed_creates``)."""
+    from karpy_core.kube.memory import InMemoryCluster
+
+    deployment = workload("Deployment", pod={"resources": {"limits": {"cpu": "50m"}}})
+    await dry_run(kube, deployment)
+    pod = workload("Pod", pod={"resources": {"limits": {"cpu": "50m"}}})
+    with pytest.raises(KubeAPIError) as server:
+        await dry_run(kube, pod)
+    assert server.value.status == 422
+    why = 'spec.resources.requests: Invalid value: "100m": must be less than or equal to cpu limit of 50m'
+    assert why in str(server.value), server.value
+    (line,) = loader_problems(deployment)
+    assert f"Deployment/default/w: {why.replace('spec.', 'spec.template.spec.', 1)}" in line, line
+    assert "the pods of this Deployment" in line, line
+    with pytest.raises(KubeAPIError) as memory:
+        InMemoryCluster().create_sync("Pod", pod)
+    assert memory.value.status == 422 and str(memory.value) == str(server.value), (memory.value, server.value)
