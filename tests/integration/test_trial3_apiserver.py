@@ -259,13 +259,6 @@ for _kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
     CASES[f"{_kind}-template-restart-on-failure"] = (workload(_kind, pod={"restartPolicy": "OnFailure"}), False)
 
 
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    yield client
-    await client.close()
-
-
 def _plural(kind: str) -> str:
     return {"PriorityClass": "priorityclasses", "Ingress": "ingresses", "NetworkPolicy": "networkpolicies",
             "IngressClass": "ingressclasses"}.get(kind, kind.lower() + "s")

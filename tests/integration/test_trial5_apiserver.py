@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.scheduling.pod import effective_requests
 from karpy_core.scheduling.resources import parse_resource_list
 from tests.integration.test_trial3_apiserver import dry_run, loader_problems, workload
@@ -48,13 +47,6 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     "windows": (workload("Pod", pod={"os": {"name": "windows"}, "resources": {"requests": {"cpu": "1"}}}), False,
                 "resources: Forbidden: may not be set for a windows pod"),
 }
-
-
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    yield client
-    await client.close()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -110,9 +102,6 @@ async def test_a_null_limit_is_dropped_by_the_api_server_as_by_the_loader(kube):
     null}`` as no cpu limit (a null in a field that is not nullable is pruned, not refused); the
     loader reads the same and warns that the null was dropped, as a user would not expect it."""
     from karpy_core.apis.loader import load_text
-    from tests.integration.karpy_env import install_crds
-
-    await install_crds(kube)
     nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "val45-null-limit"},
                 "spec": {"limits": {"cpu": None, "memory": "1Gi"}, "weight": None, "template": {
                     "metadata": {"labels": {"team": None, "tier": "web"}},
