@@ -268,7 +268,7 @@ async def run_simulation(
     """
     from karpy_core.apis.base import to_kube_dict
     from karpy_core.apis.loader import load_documents, load_text, priority_class_problems
-    from karpy_core.kube.admission import runtime_class_problems
+    from karpy_core.kube.admission import pod_level_resources_problems, runtime_class_problems
     from karpy_core.sim.progress import NO_PROGRESS
     from karpy_core.sim.report import build_report
     from karpy_core.sim.scenario import is_scenario_file
@@ -290,7 +290,7 @@ async def run_simulation(
         text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
         loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {}, cloud_provider=cloud_provider)
     # pods the API server would never create: say so, as validate does
-    refused = priority_class_problems(loaded) + runtime_class_problems(loaded)
+    refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
     if refused:
         raise ManifestError(refused)
     _check_pod_cap(loaded, cap)
@@ -940,7 +940,7 @@ def validate(
     every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud
     provider would leave out (its NodeClass kind is not one the provider serves)."""
     from karpy_core.apis.loader import load_documents, priority_class_problems
-    from karpy_core.kube.admission import runtime_class_problems
+    from karpy_core.kube.admission import pod_level_resources_problems, runtime_class_problems
     from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario, unreached_steps
 
     try:
@@ -965,7 +965,7 @@ def validate(
                 typer.echo(f"warning: {w}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)
-        refused = priority_class_problems(loaded) + runtime_class_problems(loaded)
+        refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
         if refused:
             raise ManifestError(refused)
         from karpy_core.sim.workloads import pod_cap_problem

@@ -43,11 +43,11 @@ import difflib
 import functools
 import gzip
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-__all__ = ["SCHEMA_FILE", "SchemaWalk", "has_schema", "unknown_fields", "unknown_field_message", "walk_fields"]
+__all__ = ["SCHEMA_FILE", "SchemaWalk", "did_you_mean", "has_schema", "unknown_fields", "unknown_field_message", "walk_fields"]
 
 SCHEMA_FILE = "core-openapi.json.gz"
 """The pruned OpenAPI v3 schemas in ``karpy_core/data`` (see ``hack/core_openapi.py``)."""
@@ -108,18 +108,31 @@ def _zero(schema: dict[str, Any]) -> Any:
     return _ZERO_OF_TYPE.get(kind) if isinstance(kind, str) else None
 
 
-def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: list[tuple[str, list[str]]]) -> Any:
+@dataclass(slots=True)
+class _Found:
+    """What one walk records: ``unknown`` as :attr:`SchemaWalk.unknown`, ``mistyped`` as
+    :attr:`SchemaWalk.mistyped`."""
+
+    unknown: list[tuple[str, list[str]]] = field(default_factory=list)
+    mistyped: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: _Found) -> Any:
     """A map value or list item ``key`` of the container at ``path``, read against its ``schema``:
-    a null is the type's zero (:func:`_zero`), a mapping or list is walked (:func:`_walk`), any
-    other value is returned as it is."""
+    a null is the type's zero (:func:`_zero`), a mapping or list is walked (:func:`_walk`), a
+    boolean or number where the schema says string is recorded in ``out.mistyped`` (Go's decoder
+    refuses it: ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type
+    string``), any other value is returned as it is."""
     if sub is None:
         return _zero(schema)
     if type(sub) is dict or type(sub) is list:
         return _walk(sub, schema, f"{path}[{key}]", out)
+    if schema.get("type") == "string" and type(sub) in (bool, int, float):
+        out.mistyped.append((f"{path}[{key}]" if type(key) is int else f"{path}.{key}", sub))
     return sub
 
 
-def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, list[str]]]) -> Any:
+def _walk(value: Any, schema: dict[str, Any], path: str, out: _Found) -> Any:
     """Walk ``value`` (a mapping or list) against ``schema``: record undeclared fields in ``out`` and
     return ``value`` with its nulls read as the API server reads them (the same object when there
     is none; a changed mapping or list is a copy, so YAML aliases sharing it are left alone)."""
@@ -132,7 +145,7 @@ def _walk(value: Any, schema: dict[str, Any], path: str, out: list[tuple[str, li
             for key, sub in value.items():
                 declared = properties.get(key) if type(key) is str else None
                 if declared is None:
-                    out.append((f"{path}.{key}" if path else str(key), list(properties)))
+                    out.unknown.append((f"{path}.{key}" if path else str(key), list(properties)))
                 elif sub is None:  # a null struct field is unset (Go leaves the pointer nil, omitempty drops it)
                     mapping = dict(value) if mapping is None else mapping
                     del mapping[key]
@@ -175,22 +188,32 @@ class SchemaWalk:
             order: ``path`` in the API server's notation
             (``spec.template.spec.containers[0].imagePullPolicyy``), ``declared`` the field names
             the enclosing object does declare (for a "did you mean").
+        mistyped: ``[(path, value)]`` for every boolean or number that is a value of a string map
+            (``ConfigMap.data``, ``Secret.stringData``, ``Service.spec.selector``, labels...) or an
+            item of a string list (``args``), which kube-apiserver's decoder refuses (HTTP 400),
+            in document order; ``path`` as the loader names fields (``data.enabled``, ``args[0]``).
+            YAML's plain ``y``, ``true``, ``1`` are such values: go-yaml v2, as kubectl reads them.
+        dropped: for a custom resource (``custom_resource=True``), the location of every null
+            mapping value dropped, as a pydantic location (``("spec", "limits", "cpu")``).
     """
 
     data: dict[str, Any]
     unknown: list[tuple[str, list[str]]]
+    mistyped: list[tuple[str, Any]] = field(default_factory=list)
+    dropped: list[tuple[str | int, ...]] = field(default_factory=list)
 
 
-def _drop_nulls(value: Any) -> Any:
-    """``value`` without its null mapping values, at any depth (copied where changed); list items
-    are kept, null ones too."""
+def _drop_nulls(value: Any, path: tuple[str | int, ...], dropped: list[tuple[str | int, ...]]) -> Any:
+    """``value`` (at ``path``) without its null mapping values, at any depth (copied where changed;
+    the path of each one dropped appended to ``dropped``); list items are kept, null ones too."""
     if type(value) is dict:
         mapping: dict[Any, Any] | None = None
         for key, sub in value.items():
-            new = None if sub is None else _drop_nulls(sub) if type(sub) is dict or type(sub) is list else sub
+            new = None if sub is None else _drop_nulls(sub, (*path, key), dropped) if type(sub) is dict or type(sub) is list else sub
             if new is not sub or sub is None:
                 mapping = dict(value) if mapping is None else mapping
                 if new is None:
+                    dropped.append((*path, key))
                     del mapping[key]
                 else:
                     mapping[key] = new
@@ -199,7 +222,7 @@ def _drop_nulls(value: Any) -> Any:
         sequence: list[Any] | None = None
         for index, item in enumerate(value):
             if type(item) is dict or type(item) is list:
-                new = _drop_nulls(item)
+                new = _drop_nulls(item, (*path, index), dropped)
                 if new is not item:
                     sequence = list(value) if sequence is None else sequence
                     sequence[index] = new
@@ -207,23 +230,25 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-def _custom_resource_nulls(data: dict[str, Any]) -> dict[str, Any]:
+def _custom_resource_nulls(data: dict[str, Any], dropped: list[tuple[str | int, ...]]) -> dict[str, Any]:
     """A custom resource's nulls as kube-apiserver v1.36.3 reads them (checked with karpy's NodePool
-    CRD by dryRun=All): ``metadata`` is a Go ``ObjectMeta`` (walked as in a built-in kind: a null
-    label value is ``""``), and everywhere else a null mapping value is dropped (the CRD
-    defaulting's pruning of nulls in fields that are not ``nullable``, and none of karpy's CRDs
-    declares one); a null list item is kept, for validation to refuse."""
+    CRD by dryRun=All: ``limits: {cpu: null}`` is stored as ``limits: {}``): ``metadata`` is a Go
+    ``ObjectMeta`` (walked as in a built-in kind: a null label value is ``""``), and everywhere else
+    a null mapping value is dropped (the CRD defaulting's pruning of nulls in fields that are not
+    ``nullable``, and none of karpy's CRDs declares one), its path appended to ``dropped``; a null
+    list item is kept, for validation to refuse."""
     meta_schema = _schemas()["v1 Pod"]["properties"]["metadata"]
     out: dict[str, Any] | None = None
     for key, sub in data.items():
         if key == "metadata" and type(sub) is dict:
-            new = _walk(sub, meta_schema, "metadata", [])
+            new = _walk(sub, meta_schema, "metadata", _Found())
         elif sub is None and key not in ("apiVersion", "kind"):
             out = dict(data) if out is None else out
             del out[key]
+            dropped.append((key,))
             continue
         elif type(sub) is dict or type(sub) is list:
-            new = _drop_nulls(sub)
+            new = _drop_nulls(sub, (key,), dropped)
         else:
             continue
         if new is not sub:
@@ -244,10 +269,13 @@ def walk_fields(api_version: str, kind: str, data: dict[str, Any], *, custom_res
     """
     schema = _schemas().get(f"{api_version} {kind}")
     if schema is None:
-        return SchemaWalk(_custom_resource_nulls(data) if custom_resource else data, [])
-    out: list[tuple[str, list[str]]] = []
+        if not custom_resource:
+            return SchemaWalk(data, [])
+        dropped: list[tuple[str | int, ...]] = []
+        return SchemaWalk(_custom_resource_nulls(data, dropped), [], dropped=dropped)
+    out = _Found()
     normalised = _walk(data, schema, "", out)
-    return SchemaWalk(normalised, out)
+    return SchemaWalk(normalised, out.unknown, out.mistyped)
 
 
 def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tuple[str, list[str]]]:
@@ -266,7 +294,14 @@ def unknown_fields(api_version: str, kind: str, data: dict[str, Any]) -> list[tu
 def unknown_field_message(path: str, declared: list[str]) -> str:
     """One problem line for an unknown field: the path, kube-apiserver's words, and the closest
     declared name when there is one (``imagePullPolicyy`` -> ``imagePullPolicy``)."""
-    field = path.rpartition(".")[2]
+    return f'{path}: unknown field "{path}" (kube-apiserver\'s strict decoding error; kubectl applies strictly by default)' + did_you_mean(
+        path.rpartition(".")[2], declared)
+
+
+def did_you_mean(field: str, declared: list[str]) -> str:
+    """``"; did you mean 'name'?"`` naming the declared field closest to the unknown ``field``
+    (``difflib`` ratio at least 0.8: ``imagePullPolicyy`` -> ``imagePullPolicy``, ``taint`` ->
+    ``taints``), or ``""`` when none is that close. Shared by built-in kinds
+    (:func:`unknown_field_message`) and karpy's own kinds (the loader's pydantic errors)."""
     close = difflib.get_close_matches(field, declared, n=1, cutoff=0.8)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f'{path}: unknown field "{path}" (kube-apiserver\'s strict decoding error; kubectl applies strictly by default){hint}'
+    return f"; did you mean {close[0]!r}?" if close else ""

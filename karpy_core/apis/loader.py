@@ -42,19 +42,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import types
+import typing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from karpy_core.apis.base import KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
-from karpy_core.apis.fieldschema import unknown_field_message, walk_fields
+from karpy_core.apis.fieldschema import did_you_mean, unknown_field_message, walk_fields
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -343,12 +345,66 @@ _TYPE_WORDS = {
 }
 
 
-def _describe(err: Any, what: str) -> str:
-    """One pydantic error -> plain words (``what`` is e.g. ``karpenter.sh/v1 NodePool``)."""
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's type annotation can hold at its own level (through
+    ``Optional``/unions and ``Annotated``), without looking into lists or maps."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def _declared_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The wire names (aliases) of the fields declared by the object at ``loc`` of ``model``
+    (a pydantic error's location without its last item: the unknown field's parent), for a
+    "did you mean"; empty when the location cannot be followed through the model's types.
+
+    Follows a field by its alias, a list or tuple item by an ``int`` index and a map value by its
+    key; a union is followed through each of its models (pydantic puts the member's name in the
+    location, skipped), first match wins."""
+    annotations: list[Any] = [model]
+    for key in loc:
+        following: list[Any] = []
+        for annotation in annotations:
+            origin = typing.get_origin(annotation)
+            if origin is typing.Annotated:
+                annotation = typing.get_args(annotation)[0]
+                origin = typing.get_origin(annotation)
+            args = typing.get_args(annotation)
+            if isinstance(key, int) and origin in (list, tuple, set, frozenset) and args:
+                following.append(args[0])
+            elif origin is dict and len(args) == 2:
+                following.append(args[1])
+            for candidate in _models_in(annotation):
+                fields = {f.alias or name: f.annotation for name, f in candidate.model_fields.items()}
+                if key in fields:
+                    following.append(fields[key])
+                elif isinstance(key, str) and key == candidate.__name__:
+                    following.append(candidate)  # a union member's name in the location
+            if origin is typing.Union or origin is types.UnionType:
+                following.extend(a for a in args if typing.get_origin(a) in (list, dict) or typing.get_origin(a) is typing.Annotated)
+        annotations = following
+        if not annotations:
+            return []
+    for annotation in annotations:
+        for candidate in _models_in(annotation):
+            return [f.alias or name for name, f in candidate.model_fields.items()]
+    return []
+
+
+def _describe(err: Any, what: str, model: type[BaseModel] | None = None) -> str:
+    """One pydantic error -> plain words (``what`` is e.g. ``karpenter.sh/v1 NodePool``; an unknown
+    field of ``model`` gets a "did you mean" naming the closest declared field, as a built-in
+    kind's does: :func:`karpy_core.apis.fieldschema.did_you_mean`)."""
     kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
     loc = [p for p in err["loc"] if isinstance(p, str) and not p.startswith("[")]
     if kind == "extra_forbidden":
-        return f'unknown field "{loc[-1] if loc else "?"}" (not part of {what})'
+        hint = did_you_mean(loc[-1], _declared_fields(model, tuple(err["loc"][:-1]))) if loc and model is not None else ""
+        return f'unknown field "{loc[-1] if loc else "?"}" (not part of {what}){hint}'
     if kind == "missing":
         return "required field is missing"
     if kind == "literal_error":
@@ -603,15 +659,31 @@ class _Builder:
         self._add_object(data, Source(file, raw.index, raw.line), where)
 
     def _add_object(self, data: Any, source: Source, where: str) -> None:
+        """Read one object (:meth:`_read_object`), then refuse each boolean or number in a string
+        map or list that its model did not already refuse (kube-apiserver's decoder refuses them:
+        ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type string``)."""
+        start = len(self.problems)
+        mistyped = self._read_object(data, source, where)
+        if mistyped:
+            label = _label(data)
+            said = self.problems[start:]
+            for path, value in mistyped:
+                if not any(line.startswith(f"{where} {label}: {path}: ") for line in said):
+                    self.problems.append(f"{where} {label}: {path}: must be a string; got {_show(value)} "
+                                         "(quote it in YAML so it stays text)")
+
+    def _read_object(self, data: Any, source: Source, where: str) -> list[tuple[str, Any]]:
+        """Validate and store one object; returns the mistyped string-map values its schema walk
+        found (:attr:`karpy_core.apis.fieldschema.SchemaWalk.mistyped`)."""
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
-            return
+            return []
         label = _label(data)
         api_version, kind = data.get("apiVersion"), data.get("kind")
         if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
             missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
             self.problems.append(f"{where} {label}: {', '.join(missing)}: required field is missing (or not a string)")
-            return
+            return []
         converted = CONVERTED_VERSIONS.get((api_version, kind))
         if converted is not None:  # served with the same schema: converted as the API server does
             api_version = converted
@@ -621,23 +693,23 @@ class _Builder:
         # same walk reads explicit nulls as the API server's decoder reads them
         cls = self.registry.get((api_version, kind))
         walked = walk_fields(api_version, kind, data, custom_resource=cls is not None)
-        data = walked.data
+        data, mistyped = walked.data, walked.mistyped
         self.problems.extend(f"{where} {label}: {unknown_field_message(path, declared)}" for path, declared in walked.unknown)
         group, _, version = api_version.rpartition("/")
         if cls is None:
             if version in _OLD_VERSIONS.get(group, ()):
                 self.problems.append(f"{where} {label}: {old_api_message(api_version, kind)}")
-                return
+                return mistyped
             known = sorted({v for (v, k) in [*self.registry, *CONVERTED_VERSIONS] if k == kind and v.rpartition("/")[0] == group})
             if known:
                 self.problems.append(
                     f"{where} {label}: apiVersion: {api_version} is not supported for {kind}; use {' or '.join(known)}"
                 )
-                return
+                return mistyped
             unserved = builtin_kind_problem(api_version, kind)
             if unserved is not None:  # kubectl refuses it before sending: "no matches for kind"
                 self.problems.append(f"{where} {label}: apiVersion: {unserved}")
-                return
+                return mistyped
             plugin = _PLUGIN_OF_GROUP.get(group)
             if plugin is not None and kind.endswith("NodeClass"):
                 # an in-tree provider's NodeClass whose plugin is not installed: the NodePools that
@@ -649,7 +721,7 @@ class _Builder:
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)
-            return
+            return mistyped
         try:
             obj = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
@@ -669,13 +741,13 @@ class _Builder:
             for err in errors:
                 path = format_path(err["loc"])
                 prefix = f"{path}: " if path else ""
-                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what)}")
-            return
+                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
+            return mistyped
         if not obj.metadata.name and not obj.metadata.generate_name:
             self.problems.append(f"{where} {label}: metadata.name: required field is missing")
-            return
+            return mistyped
         if not self._names_ok(obj, api_version, kind, where, label):
-            return
+            return mistyped
         obj.with_source(source)
         group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
         if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
@@ -684,6 +756,19 @@ class _Builder:
                 f"read as {str(group_as_written['group']).partition('/')[0]!r} (Karpenter's CRD rejects this form)"
             )
         self._store(obj, where)
+        self._note_dropped_nulls(walked.dropped, cls, where, label)
+        return mistyped
+
+    def _note_dropped_nulls(self, dropped: list[tuple[str | int, ...]], cls: type[KubeObject], where: str, label: str) -> None:
+        """Warn once per document about the null map values of a custom resource that were dropped
+        as kube-apiserver drops them (``limits: {cpu: null}`` is stored as ``limits: {}``: no cpu
+        limit), which a user would not expect; a null struct field (``limits:``, ``taints:``, common
+        in Helm output) is dropped without a note, meaning unset as it is written."""
+        in_maps = [path for path in dropped if len(path) > 1 and not _declared_fields(cls, path[:-1])]
+        if in_maps:
+            self.result.warnings.append(
+                f"{where} {label}: {', '.join(format_path(path) for path in in_maps)}: null dropped, as kube-apiserver "
+                f"drops a null in a field that is not nullable (read as not set)")
 
     def _add_passthrough(self, data: dict[str, Any], source: Source, where: str, label: str) -> None:
         try:

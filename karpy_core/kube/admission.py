@@ -30,15 +30,19 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, SYSTEM_PRIORITY_VALUES
+from pydantic import ValidationError
+
+from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, SYSTEM_PRIORITY_VALUES, PodSpec, pod_resources_problems
 from karpy_core.errors import KubeAPIError
 from karpy_core.utils.clone import clone
 from karpy_core.utils.quantity import QuantityError, parse_quantity
 
 if TYPE_CHECKING:
     from karpy_core.apis.loader import LoadedManifests
+    from karpy_core.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
 __all__ = ["SCHEDULING_GATED", "admit_pod", "admit_priority", "scheduling_gated", "runtime_class_problems",
+           "validate_pod_level_resources", "pod_level_resources_problems",
            "needs_priority_admission", "merge_tolerations",
            "SYSTEM_PRIORITY_CLASSES", "PREEMPT_LOWER_PRIORITY"]
 
@@ -271,4 +275,51 @@ def runtime_class_problems(loaded: LoadedManifests) -> list[str]:
             why = str(exc).partition("is forbidden: ")[2] or str(exc)
             problems.append(f"{obj.source} {obj.ref()}: {'spec' if bare else 'spec.template.spec'}: {why} (kube-apiserver's "
                             f"RuntimeClass admission refuses {whose})")
+    return problems
+
+
+def validate_pod_level_resources(pod: Mapping[str, Any]) -> None:
+    """Refuse a Pod being created whose pod-level ``spec.resources``, once the API server has
+    defaulted it, is invalid, as kube-apiserver v1.36.3 does (``SetDefaults_Pod``'s
+    ``defaultPodRequests`` then ``validatePodResources``; checked by
+    ``tests/integration/test_trial5_apiserver.py``): a pod-level limit below the containers'
+    requests (``spec.resources.requests: Invalid value: "100m": must be less than or equal to cpu
+    limit of 50m``). A workload's template is stored without that defaulting, so its pods are the
+    ones refused (the ReplicaSet controller's ``FailedCreate``). A pod without ``spec.resources``
+    costs one dict lookup.
+
+    Raises:
+        KubeAPIError: 422 Invalid, ``Pod "NAME" is invalid: spec.resources...`` with every problem.
+    """
+    spec = pod.get("spec") or {}
+    if not spec.get("resources"):
+        return
+    try:
+        model = PodSpec.model_validate(spec, by_alias=True, by_name=False)
+    except ValidationError:
+        return  # a spec the loader refuses; not this check's to word
+    problems = pod_resources_problems(model, defaulted=True)
+    if problems:
+        name = (pod.get("metadata") or {}).get("name") or ""
+        raise KubeAPIError.from_status(f'Pod "{name}" is invalid: ' + ", ".join(f"spec.{p}" for p in problems),
+                                       status=422, reason="Invalid")
+
+
+def pod_level_resources_problems(loaded: LoadedManifests) -> list[str]:
+    """The workloads of ``loaded`` (manifests given to ``karpy validate``/``simulate``) whose every
+    pod kube-apiserver would refuse for its pod-level resources (:func:`validate_pod_level_resources`:
+    the API server stores the workload, its template not defaulted, then refuses each pod its
+    controller creates), one line each naming the object and the API server's words. A bare Pod is
+    refused by the loader itself (:class:`karpy_core.apis.core.Pod`)."""
+    problems = []
+    workloads: list[Deployment | ReplicaSet | StatefulSet | DaemonSet | Job] = [
+        *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets, *loaded.jobs]
+    for obj in workloads:
+        spec = obj.spec.template.spec
+        if spec.resources is None:
+            continue
+        for why in pod_resources_problems(spec, defaulted=True):
+            problems.append(f"{obj.source} {obj.ref()}: spec.template.spec.{why} (kube-apiserver refuses the pods of this "
+                            f"{obj.KIND}: their pod-level requests default to the containers' and are checked against "
+                            "the pod-level limits)")
     return problems

@@ -24,7 +24,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.admission import admit_pod, admit_priority, needs_priority_admission, scheduling_gated
+from karpy_core.kube.admission import (
+    admit_pod,
+    admit_priority,
+    needs_priority_admission,
+    scheduling_gated,
+    validate_pod_level_resources,
+)
 from karpy_core.kube.port import KINDS, KubeObject, Pod, WatchEvent
 from karpy_core.redaction import redact_stored
 from karpy_core.state.views import VIEW_KINDS, ObjectView, PodView, build_view
@@ -259,6 +265,7 @@ class InMemoryCluster:
         if info is None:
             raise KubeAPIError.from_status(f"kind {kind} is not served", status=404, reason="NotFound")
         if kind == "Pod":
+            validate_pod_level_resources(obj)  # validation, after defaulting (a template is not defaulted)
             priority_classes = {k[1]: v for k, v in self._store["PriorityClass"].items()}
             if needs_priority_admission(obj, priority_classes):  # Priority admits before RuntimeClass, as in kube-apiserver
                 obj = admit_priority(obj, priority_classes)  # a new spec; metadata copied below

@@ -8,7 +8,8 @@ to the Deployment's) that owns its pods, as in a real cluster, so the disruption
 the Deployment's scale through it. Scaling down deletes the newest pods first. Rolling updates
 are not modelled: a changed template replaces all pods (and the ReplicaSet).
 A pod the API refuses (Priority admission: a missing PriorityClass; RuntimeClass admission: a
-missing class, a conflicting node selector) is not created; the workload keeps trying on every pass
+missing class, a conflicting node selector; validation after defaulting: a pod-level limit below
+the containers' requests) is not created; the workload keeps trying on every pass
 and :attr:`WorkloadSimulator.failed_creates` says why, as the controllers' ``FailedCreate`` events
 do (:attr:`WorkloadSimulator.late_creates` once a later pass created them).
 """

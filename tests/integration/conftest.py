@@ -114,15 +114,24 @@ def images(image_module: ModuleType) -> dict[str, object]:
     return built
 
 
+_CRDS_INSTALLED: set[str] = set()
+"""The kubeconfigs of the dev clusters :func:`kube` installed karpy's CRDs on (once per session:
+no test removes them, and reinstalling for each of the parity tests' hundreds of cases costs
+seconds each)."""
+
+
 @pytest.fixture
 async def kube(devcluster):
-    """A KubeClient on the dev cluster with karpy's CRDs installed (test modules that want a bare
-    client, or another client type, define their own ``kube``)."""
+    """An AsyncKubeClient on the dev cluster, closed after the test, with karpy's CRDs installed
+    (once per session; a test module that wants another client type, as test_crds.py's
+    kubernetes-asyncio one, defines its own ``kube``)."""
     from karpy_core.kube.client import AsyncKubeClient
 
     from .karpy_env import install_crds
 
     client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    await install_crds(client)
+    if str(devcluster.kubeconfig) not in _CRDS_INSTALLED:
+        await install_crds(client)
+        _CRDS_INSTALLED.add(str(devcluster.kubeconfig))
     yield client
     await client.close()

@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 from karpy_core.apis.loader import load_text
 from karpy_core.cli import app
 from karpy_core.errors import KubeAPIError, ManifestError
-from karpy_core.kube.client import AsyncKubeClient
 
 pytestmark = pytest.mark.devcluster
 
@@ -57,13 +56,6 @@ CASES = {
     "statefulset-dotted-name": (edit(STATEFULSET, "metadata.name", "db.primary"), False),
     "statefulset-label-name": (edit(STATEFULSET, "metadata.name", "db-primary"), True),
 }
-
-
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    yield client
-    await client.close()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -17,13 +17,6 @@ from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.kube.port import WatchEvent
 
 
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    yield client
-    await client.close()
-
-
 def compact_etcd(etcd_url: str) -> int:
     """Compact etcd up to its current revision (what kube-apiserver does every 5 minutes), so
     every older resourceVersion is gone; returns the revision. Loopback HTTP (etcd's gRPC gateway)."""

@@ -21,7 +21,7 @@ import yaml
 
 from karpy_core.apis.loader import load_text, priority_class_problems
 from karpy_core.errors import KubeAPIError, ManifestError
-from karpy_core.kube.admission import admit_priority, runtime_class_problems
+from karpy_core.kube.admission import admit_priority, pod_level_resources_problems, runtime_class_problems
 from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.utils.kubeyaml import KubeYAMLDumper
 
@@ -235,15 +235,28 @@ CASES.update({
     "hpa-unknown-field": (_with(copy.deepcopy(HPA), ("spec",), minReplica=1), False),
     "hpa-known-fields": (copy.deepcopy(HPA), True),
 })
+# val45: a boolean or number (YAML's plain ``y``, ``true``, ``1``) in a built-in string map or list,
+# which the server's decoder refuses (HTTP 400)
+CONFIG_MAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"}}
+SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
+           "spec": {"ports": [{"port": 80}]}}
+CASES.update({
+    "configmap-data-boolean": (CONFIG_MAP | {"data": {"enabled": True}}, False),
+    "configmap-data-number": (CONFIG_MAP | {"data": {"port": 8080}}, False),
+    "configmap-binary-data-boolean": (CONFIG_MAP | {"binaryData": {"a": False}}, False),
+    "configmap-data-strings": (CONFIG_MAP | {"data": {"enabled": "y", "port": "8080"}}, True),
+    "secret-string-data-boolean": (SECRET | {"stringData": {"debug": True}}, False),
+    "secret-data-boolean": (SECRET | {"data": {"debug": True}}, False),
+    "secret-string-data-strings": (SECRET | {"stringData": {"debug": "y"}}, True),
+    "service-selector-boolean": (_with(copy.deepcopy(SERVICE), ("spec",), selector={"canary": True}), False),
+    "service-selector-strings": (_with(copy.deepcopy(SERVICE), ("spec",), selector={"canary": "y"}), True),
+    "container-args-boolean": (workload("Deployment", container={"args": ["--x", True]}), False),
+    "container-command-number": (workload("Pod", container={"command": [1]}), False),
+    "annotation-value-number": (_with(workload("Deployment"), ("metadata",), annotations={"a": 1}), False),
+})
 for _kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
     CASES[f"{_kind}-template-restart-on-failure"] = (workload(_kind, pod={"restartPolicy": "OnFailure"}), False)
-
-
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    yield client
-    await client.close()
 
 
 def _plural(kind: str) -> str:
@@ -277,7 +290,7 @@ def loader_problems(obj: dict[str, Any]) -> list[str]:
         loaded = load_text(yaml.dump(obj, Dumper=KubeYAMLDumper), "in.yaml")
     except ManifestError as exc:
         return list(exc.problems)
-    return priority_class_problems(loaded) + runtime_class_problems(loaded)
+    return priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -443,3 +456,19 @@ async def test_a_bad_name_and_bad_label_keys_are_reported_together_as_the_api_se
     assert server.value.status == 422 and "metadata.name" in str(server.value) and "metadata.labels" in str(server.value)
     problems = loader_problems(obj)
     assert [line.split(": ")[1] for line in problems] == ["metadata.name", "metadata.labels"], problems
+
+
+async def test_a_boolean_in_a_string_map_is_refused_at_the_path_the_api_server_names(kube):
+    """kube-apiserver's decoder answers ``json: cannot unmarshal bool into Go struct field
+    ConfigMap.data of type string`` (HTTP 400, the first such value only); karpy names each value
+    (``data.enabled``) with the fix, quoting."""
+    for obj, server_field, mine in ((CASES["configmap-data-boolean"][0], "ConfigMap.data of type string", "data.enabled"),
+                                    (CASES["secret-string-data-boolean"][0], "Secret.stringData of type string", "stringData.debug"),
+                                    (CASES["service-selector-boolean"][0], "ServiceSpec.spec.selector of type string",
+                                     "spec.selector.canary")):
+        with pytest.raises(KubeAPIError) as server:
+            await dry_run(kube, obj)
+        assert server.value.status == 400 and "cannot unmarshal bool into Go struct field " + server_field in str(server.value), \
+            server.value
+        (line,) = loader_problems(obj)
+        assert f"{mine}: must be a string; got true (quote it in YAML so it stays text)" in line, line

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from karpy_core.errors import KubeAPIError
-from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.scheduling.pod import effective_requests
 from karpy_core.scheduling.resources import parse_resource_list
 from tests.integration.test_trial3_apiserver import dry_run, loader_problems, workload
@@ -31,7 +31,6 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
                                  "must be greater than or equal to aggregate container requests of 1"),
     "limit-below-containers-requests": (workload("Pod", pod={"resources": {"limits": {"cpu": "50m"}}}), False,
                                         'resources.requests: Invalid value: "100m": must be less than or equal to cpu limit of 50m'),
-    "deployment-limit-below-containers-requests": (workload("Deployment", pod={"resources": {"limits": {"cpu": "50m"}}}), True, ""),
     "deployment-requests-below-containers": (workload("Deployment", pod={"resources": {"requests": {"cpu": "50m"}}}), False,
                                              "must be greater than or equal to aggregate container requests of 100m"),
     "request-above-limit": (workload("Pod", pod={"resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}}), False,
@@ -48,13 +47,6 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     "windows": (workload("Pod", pod={"os": {"name": "windows"}, "resources": {"requests": {"cpu": "1"}}}), False,
                 "resources: Forbidden: may not be set for a windows pod"),
 }
-
-
-@pytest.fixture
-async def kube(devcluster):
-    client = await AsyncKubeClient.from_config(str(devcluster.kubeconfig))
-    yield client
-    await client.close()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -103,3 +95,48 @@ async def test_a_gated_pod_is_stored_as_the_in_memory_cluster_stores_it(kube):
     why = "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"
     assert why in str(server.value)
     assert any(why in line for line in loader_problems(named)), loader_problems(named)
+
+
+async def test_a_null_limit_is_dropped_by_the_api_server_as_by_the_loader(kube):
+    """val45: with karpy's NodePool CRD (Karpenter's schema), kube-apiserver stores ``limits: {cpu:
+    null}`` as no cpu limit (a null in a field that is not nullable is pruned, not refused); the
+    loader reads the same and warns that the null was dropped, as a user would not expect it."""
+    from karpy_core.apis.loader import load_text
+    nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "val45-null-limit"},
+                "spec": {"limits": {"cpu": None, "memory": "1Gi"}, "weight": None, "template": {
+                    "metadata": {"labels": {"team": None, "tier": "web"}},
+                    "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "d"}}}}}
+    stored = await kube._request("POST", "/apis/karpenter.sh/v1/nodepools", query=[("dryRun", "All"), ("fieldValidation", "Strict")],
+                                 body=nodepool)
+    assert stored["spec"]["limits"] == {"memory": "1Gi"} and "weight" not in stored["spec"], stored["spec"]
+    assert stored["spec"]["template"]["metadata"]["labels"] == {"tier": "web"}, stored["spec"]["template"]
+    loaded = load_text(yaml.dump(nodepool), "in.yaml")
+    (mine,) = loaded.nodepools
+    assert {k: str(v) for k, v in mine.spec.limits.items()} == stored["spec"]["limits"] and mine.spec.weight is None
+    assert mine.spec.template.metadata.labels == stored["spec"]["template"]["metadata"]["labels"]
+    (note,) = [w for w in loaded.warnings if "null dropped" in w]
+    assert "spec.limits.cpu, spec.template.metadata.labels.team: null dropped" in note, note
+
+
+async def test_a_workload_whose_pods_are_invalid_after_defaulting_is_stored_but_its_pods_are_refused(kube):
+    """val45: a Deployment with a pod-level cpu limit below its containers' requests is stored (a
+    template is not defaulted), but every pod its ReplicaSet creates is refused (422: the pod-level
+    request defaults to the containers' 100m, above the 50m limit). The loader reports the
+    workload, the in-memory cluster refuses the pod with the server's words, so the simulator
+    creates and schedules none (``WorkloadSimulator.failed_creates``)."""
+    from karpy_core.kube.memory import InMemoryCluster
+
+    deployment = workload("Deployment", pod={"resources": {"limits": {"cpu": "50m"}}})
+    await dry_run(kube, deployment)
+    pod = workload("Pod", pod={"resources": {"limits": {"cpu": "50m"}}})
+    with pytest.raises(KubeAPIError) as server:
+        await dry_run(kube, pod)
+    assert server.value.status == 422
+    why = 'spec.resources.requests: Invalid value: "100m": must be less than or equal to cpu limit of 50m'
+    assert why in str(server.value), server.value
+    (line,) = loader_problems(deployment)
+    assert f"Deployment/default/w: {why.replace('spec.', 'spec.template.spec.', 1)}" in line, line
+    assert "the pods of this Deployment" in line, line
+    with pytest.raises(KubeAPIError) as memory:
+        InMemoryCluster().create_sync("Pod", pod)
+    assert memory.value.status == 422 and str(memory.value) == str(server.value), (memory.value, server.value)
