@@ -641,14 +641,24 @@ _EXPLAIN_SHOWN = 5
 """``--explain`` shows at least this many pods of a workload (more when it spans more nodes, up to 20)."""
 
 
-def _explain_matches(report: Any, key: str) -> tuple[list[Any], str]:
+_EXPLAIN_CANDIDATES = 5
+"""An ambiguous ``--explain`` prefix names at most this many of the pods it matches."""
+
+
+def _explain_matches(report: Any, key: str, where: str = "in the simulation") -> tuple[list[Any], str]:
     """The pods ``--explain NAMESPACE/NAME`` means, and a header line saying how they matched (``""`` for
     one pod matched by its name or its workload's).
 
     In order: the pod named exactly NAME; the pods of the workload named exactly NAME (their top
-    owner: a Deployment, StatefulSet, Job, ...); else the pods whose names start with ``NAME-``, when
-    they all belong to one workload. Returns ``([], message)`` with a message starting ``no pod``
-    when nothing or more than one workload matches."""
+    owner: a Deployment, StatefulSet, Job, ...); else the pods whose names start with NAME, when that
+    prefix is unambiguous: it matches one pod, or only pods of one workload. ``where`` ends the
+    error messages (``in the simulation``, ``in the cluster``).
+
+    Raises:
+        ConfigurationError: ``no pod NAMESPACE/NAME ...`` when nothing matches; ``--explain
+            NAMESPACE/NAME is ambiguous: ...`` (one line naming up to 5 of the pods and their
+            workloads, and how many) when the prefix matches pods of several workloads.
+    """
     ns, _, name = key.partition("/")
     in_ns = [p for p in report.pods if p.namespace == ns]
     exact = [p for p in in_ns if p.name == name]
@@ -657,14 +667,22 @@ def _explain_matches(report: Any, key: str) -> tuple[list[Any], str]:
     owned = [p for p in in_ns if getattr(p, "workload", "") == name]
     if owned:  # a header only when it says something the pod lines do not
         return owned, f"{key}: workload {name}, {len(owned)} pods" if len(owned) > 1 else ""
-    prefixed = [p for p in in_ns if p.name.startswith(name + "-")]
+    prefixed = [p for p in in_ns if name and p.name.startswith(name)]
     if not prefixed:
-        return [], f"no pod {key} in the simulation (give a pod name or a workload name, e.g. web or web-<hash>-<id>)"
+        raise ConfigurationError(f"no pod {key} {where} (give a pod name, a workload name or an unambiguous prefix "
+                                 "of pod names, e.g. web, web-<hash>-<id> or web-<hash>)")
     workloads = sorted({getattr(p, "workload", "") or p.name for p in prefixed})
+    if len(prefixed) == 1:
+        return prefixed, f"{key}: no pod or workload of that name; showing the one pod named {name}..."
     if len(workloads) > 1:
-        listed = ", ".join(workloads[:10]) + (f" and {len(workloads) - 10} more" if len(workloads) > 10 else "")
-        return [], f"no pod or workload {key} in the simulation; pods of {len(workloads)} workloads start with {name}-: {listed}"
-    return prefixed, f"{key}: no pod or workload of that name; showing workload {workloads[0]} ({len(prefixed)} pod(s) named {name}-...)"
+        shown = sorted(prefixed, key=lambda p: p.name)[:_EXPLAIN_CANDIDATES]
+        listed = ", ".join(f"{p.name} ({getattr(p, 'workload', '') or 'no workload'})" for p in shown)
+        more = f", +{len(prefixed) - len(shown)} more" if len(prefixed) > len(shown) else ""
+        raise ConfigurationError(f"--explain {key} is ambiguous: {len(prefixed)} pods of {len(workloads)} workloads "
+                                 f"{where} start with {name}: {listed}{more}; give more of the name")
+    total = sum(1 for p in in_ns if (getattr(p, "workload", "") or p.name) == workloads[0])
+    of = f"all {total}" if total == len(prefixed) else f"{len(prefixed)} of its {total}"
+    return prefixed, f"{key}: no pod or workload of that name; showing workload {workloads[0]} ({of} pods named {name}...)"
 
 
 def _pick_per_node(pods: list[Any]) -> list[Any]:
@@ -684,16 +702,19 @@ def _pick_per_node(pods: list[Any]) -> list[Any]:
     return sorted(shown, key=lambda p: order[id(p)])
 
 
-def render_explain(report: Any, target: str) -> str:
+def render_explain(report: Any, target: str, where: str = "in the simulation") -> str:
     """Text for ``--explain``: where the pod (or a workload's pods) went, or why pending with per-NodePool detail.
 
     ``target`` is ``NAMESPACE/NAME`` or ``NAME`` (namespace ``default``); see :func:`_explain_matches`
     for what NAME matches. A workload's pods are picked so each of its nodes appears; a last line counts
-    the pods not shown, per node. Returns text starting ``no pod`` when nothing (or no one workload) matches."""
+    the pods not shown, per node.
+
+    Raises:
+        ConfigurationError: nothing matches, or a prefix matches pods of several workloads (see
+            :func:`_explain_matches`).
+    """
     key = target if "/" in target else f"default/{target}"
-    matches, header = _explain_matches(report, key)
-    if not matches:
-        return header
+    matches, header = _explain_matches(report, key, where)
     shown = _pick_per_node(matches)
     lines = [header] if header else []
     for p in shown:
@@ -726,7 +747,8 @@ def simulate(
     preference_policy: Annotated[str, typer.Option(
         help="PREFERENCE_POLICY: Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
     explain: Annotated[str | None, typer.Option(
-        help="explain a pod's or a workload's placement: NAMESPACE/NAME (or NAME in default), a pod or workload name")] = None,
+        help="explain a pod's or a workload's placement: NAMESPACE/NAME (or NAME in default): a pod or workload name, "
+             "or an unambiguous prefix of pod names")] = None,
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
     timeline: Annotated[str | None, typer.Option(
@@ -818,9 +840,11 @@ def simulate(
         _fail(exc)
         return
     if explain:
-        text = render_explain(report, explain)
-        if text.startswith("no pod "):
-            _fail(ConfigurationError(text))
+        try:
+            text = render_explain(report, explain)
+        except ConfigurationError as exc:
+            _fail(exc)
+            return
         typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)
         return
     if explain_node:
@@ -887,9 +911,11 @@ def _simulate_from_cluster(paths: list[str], *, kubeconfig: str | None, context:
         _fail(exc)
         return
     if explain:
-        text = render_explain(report.placed, explain)
-        if text.startswith("no pod "):
-            _fail(ConfigurationError(text.replace("in the simulation", "in the cluster")))
+        try:
+            text = render_explain(report.placed, explain, "in the cluster")
+        except ConfigurationError as exc:
+            _fail(exc)
+            return
         typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)
         return
     if explain_node:
