@@ -195,6 +195,13 @@ TIMELINE_FORMATS = ("png", "svg", "pdf")
 PDF backends); a path without an extension gets PNG, written at exactly that path."""
 
 
+def note_skipped(lines: list[str]) -> None:
+    """Print on stderr, as ``karpy: LINE``, each directory's files the loader did not read
+    (``LoadedManifests.skipped``: not ``*.json``/``*.yaml``/``*.yml``)."""
+    for line in lines:
+        typer.echo(f"karpy: {line}", err=True)
+
+
 def _check_output_file(option: str, value: str) -> None:
     """Refuse, before a run, an output path whose directory does not exist or that is a directory.
 
@@ -286,6 +293,7 @@ async def run_simulation(
     progress.phase("loading manifests")
     if paths:
         loaded = load_documents(paths, variables or {}, cloud_provider=cloud_provider)
+        note_skipped(loaded.skipped)
     else:
         text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
         loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {}, cloud_provider=cloud_provider)
@@ -991,6 +999,7 @@ def validate(
                 typer.echo(f"warning: {w}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)
+        note_skipped(loaded.skipped)
         refused = priority_class_problems(loaded) + runtime_class_problems(loaded)
         if refused:
             raise ManifestError(refused)
@@ -1056,6 +1065,7 @@ def budgets(
             dump = list(by_id.values())
         else:
             loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+            note_skipped(loaded.skipped)
             dump = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()]
         pools = [d for d in dump if d.get("kind") == "NodePool"]
         if not pools:
