@@ -226,13 +226,15 @@ def _check_provider_name(name: str) -> None:
     """Refuse an unknown ``--cloud-provider`` before connecting to anything.
 
     Raises:
-        ConfigurationError: listing the installed providers.
+        ConfigurationError: listing the installed providers and, for one of karpy's own plugins
+            (``aws``, ``kakaocloud``), how to install it.
     """
-    from karpy_core.cloudprovider.provider import available_providers
+    from karpy_core.cloudprovider.provider import available_providers, install_hint
 
     installed = available_providers()
     if name not in installed:
-        raise ConfigurationError(f"--cloud-provider {name!r} is not installed; installed: {', '.join(installed) or 'none'}")
+        raise ConfigurationError(f"--cloud-provider {name!r} is not installed; installed: {', '.join(installed) or 'none'}"
+                                 f"{install_hint(name)}")
 
 
 async def run_simulation(
@@ -416,6 +418,21 @@ def _prepared_provider_warnings(provider: Any, clock: Any, cluster: Any, nodepoo
     return unserved_warnings(nodepools, provider)
 
 
+def _scenario_nodepools(scenario: Any) -> list[Any]:
+    """The NodePools a Scenario's ``apply`` steps create (the last applied version of each name), as
+    NodePool models without a source, for :func:`_check_provider_starts`."""
+    from karpy_core.apis.nodepool import NodePool
+    from karpy_core.sim.scenario import _load_objects as scenario_objects
+
+    pools: dict[str, Any] = {}
+    for step in scenario.steps:
+        if step.action == "apply":
+            for obj in scenario_objects(scenario, step):
+                if obj.get("kind") == "NodePool":
+                    pools[str((obj.get("metadata") or {}).get("name"))] = NodePool.model_validate(obj)
+    return list(pools.values())
+
+
 def _check_provider_loops(provider: Any) -> None:
     """Ask ``provider`` for its background loops (the optional ``karpy_controllers`` hook), as
     ``karpy controller`` does when it starts leading; ``karpy simulate`` does not run them. A hook
@@ -471,7 +488,8 @@ def unserved_warnings(nodepools: Any, provider: Any) -> list[str]:
             continue
         others = [p for p in _PROVIDERS_OF_GROUP.get(ref.group, ()) if p in installed and p != provider.name]
         hint = f"; --cloud-provider {' or '.join(others)} serves it" if others else ""
-        out.append(f"{pool.source} {pool.ref()}: left out, launches nothing: "
+        where = f"{pool.source} " if pool.source is not None else ""
+        out.append(f"{where}{pool.ref()}: left out, launches nothing: "
                    f"{unserved_reason((ref.group, ref.kind), managed, provider.name)}{hint}")
     return out
 
@@ -988,6 +1006,9 @@ def validate(
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
+            if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
+                scenario.warnings.extend(f"{scenario.source}: {w}" for w in _check_provider_starts(
+                    cloud_provider, options, _scenario_nodepools(scenario)))
             warnings = scenario.warnings + unreached_steps(
                 scenario, scenario.until if scenario.until is not None else 24 * 3600.0,
                 f"until: {format_seconds(scenario.until)}; a later --until runs it" if scenario.until is not None
