@@ -1040,6 +1040,32 @@ def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]
     return files
 
 
+def read_utf8(path: Path) -> str:
+    """The text of ``path``, read as UTF-8 (as kubectl reads a manifest).
+
+    Raises:
+        OSError: the file cannot be read.
+        UnicodeDecodeError: the bytes are not UTF-8; its ``reason`` is the whole message,
+            ``PATH is not UTF-8 text (byte N)``, N the offset of the first bad byte from the start.
+    """
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnicodeDecodeError("utf-8", data, exc.start, exc.end, f"{path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def _no_objects(text: str) -> str:
+    """Why ``text`` holds no object (``"empty file"``, ``"only comments"``, ``"only document
+    separators"``), or ``""`` when it may hold one. A byte-order mark is not content."""
+    lines = [line.strip() for line in text.lstrip("\ufeff").splitlines()]
+    if not any(lines):
+        return "empty file"
+    if not all(not line or line.startswith("#") or line in ("---", "...") for line in lines):
+        return ""
+    return "only comments" if any(line.startswith("#") for line in lines) else "only document separators ('---')"
+
+
 def load_documents(
     paths: Sequence[str | Path],
     variables: dict[str, str] | None = None,
@@ -1070,13 +1096,16 @@ def load_documents(
     builder = _Builder(registry if registry is not None else kind_registry(), cloud_provider)
     for path in _files(paths, builder.problems, builder.result.warnings, builder.result.skipped):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_utf8(path)
+        except UnicodeDecodeError as exc:
+            builder.problems.append(str(exc.reason))
+            continue
+        except OSError as exc:
             builder.problems.append(f"{path}: cannot read: {exc}")
             continue
-        if not text.strip() or all(not line.strip() or line.lstrip().startswith("#") or line.strip() in ("---", "...")
-                                   for line in text.splitlines()):
-            builder.result.warnings.append(f"{path}: {'empty file' if not text.strip() else 'only comments'}, no objects loaded")
+        empty = _no_objects(text)
+        if empty:
+            builder.result.warnings.append(f"{path}: {empty}, no objects loaded")
             continue
         builder.add_text(text, str(path), variables, json_file=path.suffix == ".json")
     return builder.finish()
