@@ -764,7 +764,8 @@ def render_explain(report: Any, target: str, where: str = "in the simulation") -
 
 @app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
 def simulate(
-    paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="YAML or JSON files or directories; none = the embedded default scenario")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders: --set VAR=value")] = None,
     region: Annotated[str | None, typer.Option(
         help="region whose zones and offerings the default catalog uses (simulated provider: default us-east-1)")] = None,
@@ -810,8 +811,10 @@ def simulate(
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost.
 
-    The options that change a decision take the controller's names and values (the controller's
-    settings model checks them: karpy_core/settings.py SIMULATE_SETTINGS)."""
+    The options that change a decision take the controller's names and values, checked as
+    karpy controller checks its settings."""
+    # (typer shows this docstring as the --help text: no source paths in it. The options are checked
+    # by the controller's settings model, karpy_core.settings.SIMULATE_SETTINGS.)
     from karpy_core.settings import simulation_settings
 
     if from_cluster:
@@ -978,7 +981,7 @@ def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:
 
 @app.command(short_help="Check manifests (or a Scenario file) as the API server would; name every problem.")
 def validate(
-    paths: Annotated[list[str], typer.Argument(help="YAML files or directories")],
+    paths: Annotated[list[str], typer.Argument(help="YAML or JSON files or directories")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
