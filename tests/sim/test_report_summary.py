@@ -222,11 +222,14 @@ async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
         from karpy_core.sim.report import NODES_COLOR
 
         (line,) = nodes_axis.get_lines()
-        assert nodes_axis.yaxis.get_label_position() == "right"
+        assert str(nodes_axis.yaxis.get_label_position()) == "right"
         assert nodes_axis.get_ylabel() == "nodes (line, right axis)" and fig.axes[0].get_ylabel() == "USD/hour (areas, left axis)"
         assert same_color(line.get_color(), NODES_COLOR) and same_color(nodes_axis.yaxis.label.get_color(), NODES_COLOR)
         assert same_color(nodes_axis.spines["right"].get_edgecolor(), NODES_COLOR)
-        assert nodes_axis.get_ylim()[1] >= 1.5 * max(line.get_ydata()) + 1
+        import numpy as np
+
+        peak = float(np.max(np.asarray(line.get_ydata(), dtype=float)))
+        assert nodes_axis.get_ylim()[1] >= 1.5 * peak + 1
     finally:
         import matplotlib.pyplot as plt
 
