@@ -657,7 +657,7 @@ class _Builder:
             self.problems.append(f"{source_name}: line {exc.line} column {exc.column}: JSON syntax error: {exc.msg} "
                                  "(objects after it were not read)")
         for raw, repeated in docs:
-            label = _label(raw.data) if isinstance(raw.data, dict) else ""
+            label = _label(raw.data, self.registry) if isinstance(raw.data, dict) else ""
             self.problems.extend(f"{source_name} doc {raw.index} {label}: {format_path(path)}: repeated key "
                                  f"{str(path[-1])!r}; each key may appear once per object" for path in repeated)
             self._warn_placeholders(raw, source_name)
@@ -675,7 +675,7 @@ class _Builder:
         left = sorted(set(_VAR.findall(json.dumps(data))))
         if left:
             self.result.warnings.append(
-                f"{file} doc {raw.index} {_label(data)}: placeholder(s) {', '.join('${' + v + '}' for v in left)} left as "
+                f"{file} doc {raw.index} {_label(data, self.registry)}: placeholder(s) {', '.join('${' + v + '}' for v in left)} left as "
                 f"written; fill them with {' '.join(f'--set {v}=...' for v in left)}"
             )
 
@@ -690,7 +690,7 @@ class _Builder:
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
             return
-        label = _label(data)
+        label = _label(data, self.registry)
         for dup in raw.duplicates:
             self.problems.append(
                 f"{where} {label}: {format_path(dup.path)}: repeated key {str(dup.path[-1])!r} at line {dup.line} "
@@ -711,7 +711,7 @@ class _Builder:
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
             return
-        label = _label(data)
+        label = _label(data, self.registry)
         api_version, kind = data.get("apiVersion"), data.get("kind")
         if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
             missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
@@ -969,7 +969,10 @@ def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:
             for message in failed.values()]
 
 
-def _label(data: dict[str, Any]) -> str:
+def _label(data: dict[str, Any], registry: dict[tuple[str, str], type[KubeObject]] | None = None) -> str:
+    """The document's object as :meth:`KubeObject.ref` names it: ``Kind/namespace/name`` when the
+    namespace is set (and ``registry`` does not know the kind as cluster-scoped), else
+    ``Kind/name``; ``<no name>`` or ``generateName*`` without a name."""
     kind = data.get("kind") if isinstance(data.get("kind"), str) else "?"
     found = data.get("metadata")
     meta: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -977,6 +980,10 @@ def _label(data: dict[str, Any]) -> str:
     if not isinstance(name, str) or not name:
         generate = meta.get("generateName")
         name = f"{generate}*" if isinstance(generate, str) and generate else "<no name>"
+    namespace = meta.get("namespace")
+    cls = registry.get((str(data.get("apiVersion")), str(kind))) if registry is not None else None
+    if isinstance(namespace, str) and namespace and (cls is None or cls.NAMESPACED):
+        return f"{kind}/{namespace}/{name}"
     return f"{kind}/{name}"
 
 
