@@ -195,6 +195,13 @@ TIMELINE_FORMATS = ("png", "svg", "pdf")
 PDF backends); a path without an extension gets PNG, written at exactly that path."""
 
 
+def note_skipped(lines: list[str]) -> None:
+    """Print on stderr, as ``karpy: LINE``, each directory's files the loader did not read
+    (``LoadedManifests.skipped``: not ``*.json``/``*.yaml``/``*.yml``)."""
+    for line in lines:
+        typer.echo(f"karpy: {line}", err=True)
+
+
 def _check_output_file(option: str, value: str) -> None:
     """Refuse, before a run, an output path whose directory does not exist or that is a directory.
 
@@ -219,13 +226,15 @@ def _check_provider_name(name: str) -> None:
     """Refuse an unknown ``--cloud-provider`` before connecting to anything.
 
     Raises:
-        ConfigurationError: listing the installed providers.
+        ConfigurationError: listing the installed providers and, for one of karpy's own plugins
+            (``aws``, ``kakaocloud``), how to install it.
     """
-    from karpy_core.cloudprovider.provider import available_providers
+    from karpy_core.cloudprovider.provider import available_providers, install_hint
 
     installed = available_providers()
     if name not in installed:
-        raise ConfigurationError(f"--cloud-provider {name!r} is not installed; installed: {', '.join(installed) or 'none'}")
+        raise ConfigurationError(f"--cloud-provider {name!r} is not installed; installed: {', '.join(installed) or 'none'}"
+                                 f"{install_hint(name)}")
 
 
 async def run_simulation(
@@ -286,6 +295,7 @@ async def run_simulation(
     progress.phase("loading manifests")
     if paths:
         loaded = load_documents(paths, variables or {}, cloud_provider=cloud_provider)
+        note_skipped(loaded.skipped)
     else:
         text = resources.files("karpy_core.data").joinpath(DEFAULT_SCENARIO).read_text()
         loaded = load_text(text, f"<embedded {DEFAULT_SCENARIO}>", variables or {}, cloud_provider=cloud_provider)
@@ -408,6 +418,21 @@ def _prepared_provider_warnings(provider: Any, clock: Any, cluster: Any, nodepoo
     return unserved_warnings(nodepools, provider)
 
 
+def _scenario_nodepools(scenario: Any) -> list[Any]:
+    """The NodePools a Scenario's ``apply`` steps create (the last applied version of each name), as
+    NodePool models without a source, for :func:`_check_provider_starts`."""
+    from karpy_core.apis.nodepool import NodePool
+    from karpy_core.sim.scenario import _load_objects as scenario_objects
+
+    pools: dict[str, Any] = {}
+    for step in scenario.steps:
+        if step.action == "apply":
+            for obj in scenario_objects(scenario, step):
+                if obj.get("kind") == "NodePool":
+                    pools[str((obj.get("metadata") or {}).get("name"))] = NodePool.model_validate(obj)
+    return list(pools.values())
+
+
 def _check_provider_loops(provider: Any) -> None:
     """Ask ``provider`` for its background loops (the optional ``karpy_controllers`` hook), as
     ``karpy controller`` does when it starts leading; ``karpy simulate`` does not run them. A hook
@@ -463,7 +488,8 @@ def unserved_warnings(nodepools: Any, provider: Any) -> list[str]:
             continue
         others = [p for p in _PROVIDERS_OF_GROUP.get(ref.group, ()) if p in installed and p != provider.name]
         hint = f"; --cloud-provider {' or '.join(others)} serves it" if others else ""
-        out.append(f"{pool.source} {pool.ref()}: left out, launches nothing: "
+        where = f"{pool.source} " if pool.source is not None else ""
+        out.append(f"{where}{pool.ref()}: left out, launches nothing: "
                    f"{unserved_reason((ref.group, ref.kind), managed, provider.name)}{hint}")
     return out
 
@@ -641,14 +667,24 @@ _EXPLAIN_SHOWN = 5
 """``--explain`` shows at least this many pods of a workload (more when it spans more nodes, up to 20)."""
 
 
-def _explain_matches(report: Any, key: str) -> tuple[list[Any], str]:
+_EXPLAIN_CANDIDATES = 5
+"""An ambiguous ``--explain`` prefix names at most this many of the pods it matches."""
+
+
+def _explain_matches(report: Any, key: str, where: str = "in the simulation") -> tuple[list[Any], str]:
     """The pods ``--explain NAMESPACE/NAME`` means, and a header line saying how they matched (``""`` for
     one pod matched by its name or its workload's).
 
     In order: the pod named exactly NAME; the pods of the workload named exactly NAME (their top
-    owner: a Deployment, StatefulSet, Job, ...); else the pods whose names start with ``NAME-``, when
-    they all belong to one workload. Returns ``([], message)`` with a message starting ``no pod``
-    when nothing or more than one workload matches."""
+    owner: a Deployment, StatefulSet, Job, ...); else the pods whose names start with NAME, when that
+    prefix is unambiguous: it matches one pod, or only pods of one workload. ``where`` ends the
+    error messages (``in the simulation``, ``in the cluster``).
+
+    Raises:
+        ConfigurationError: ``no pod NAMESPACE/NAME ...`` when nothing matches; ``--explain
+            NAMESPACE/NAME is ambiguous: ...`` (one line naming up to 5 of the pods and their
+            workloads, and how many) when the prefix matches pods of several workloads.
+    """
     ns, _, name = key.partition("/")
     in_ns = [p for p in report.pods if p.namespace == ns]
     exact = [p for p in in_ns if p.name == name]
@@ -657,14 +693,22 @@ def _explain_matches(report: Any, key: str) -> tuple[list[Any], str]:
     owned = [p for p in in_ns if getattr(p, "workload", "") == name]
     if owned:  # a header only when it says something the pod lines do not
         return owned, f"{key}: workload {name}, {len(owned)} pods" if len(owned) > 1 else ""
-    prefixed = [p for p in in_ns if p.name.startswith(name + "-")]
+    prefixed = [p for p in in_ns if name and p.name.startswith(name)]
     if not prefixed:
-        return [], f"no pod {key} in the simulation (give a pod name or a workload name, e.g. web or web-<hash>-<id>)"
+        raise ConfigurationError(f"no pod {key} {where} (give a pod name, a workload name or an unambiguous prefix "
+                                 "of pod names, e.g. web, web-<hash>-<id> or web-<hash>)")
     workloads = sorted({getattr(p, "workload", "") or p.name for p in prefixed})
+    if len(prefixed) == 1:
+        return prefixed, f"{key}: no pod or workload of that name; showing the one pod named {name}..."
     if len(workloads) > 1:
-        listed = ", ".join(workloads[:10]) + (f" and {len(workloads) - 10} more" if len(workloads) > 10 else "")
-        return [], f"no pod or workload {key} in the simulation; pods of {len(workloads)} workloads start with {name}-: {listed}"
-    return prefixed, f"{key}: no pod or workload of that name; showing workload {workloads[0]} ({len(prefixed)} pod(s) named {name}-...)"
+        shown = sorted(prefixed, key=lambda p: p.name)[:_EXPLAIN_CANDIDATES]
+        listed = ", ".join(f"{p.name} ({getattr(p, 'workload', '') or 'no workload'})" for p in shown)
+        more = f", +{len(prefixed) - len(shown)} more" if len(prefixed) > len(shown) else ""
+        raise ConfigurationError(f"--explain {key} is ambiguous: {len(prefixed)} pods of {len(workloads)} workloads "
+                                 f"{where} start with {name}: {listed}{more}; give more of the name")
+    total = sum(1 for p in in_ns if (getattr(p, "workload", "") or p.name) == workloads[0])
+    of = f"all {total}" if total == len(prefixed) else f"{len(prefixed)} of its {total}"
+    return prefixed, f"{key}: no pod or workload of that name; showing workload {workloads[0]} ({of} pods named {name}...)"
 
 
 def _pick_per_node(pods: list[Any]) -> list[Any]:
@@ -684,16 +728,19 @@ def _pick_per_node(pods: list[Any]) -> list[Any]:
     return sorted(shown, key=lambda p: order[id(p)])
 
 
-def render_explain(report: Any, target: str) -> str:
+def render_explain(report: Any, target: str, where: str = "in the simulation") -> str:
     """Text for ``--explain``: where the pod (or a workload's pods) went, or why pending with per-NodePool detail.
 
     ``target`` is ``NAMESPACE/NAME`` or ``NAME`` (namespace ``default``); see :func:`_explain_matches`
     for what NAME matches. A workload's pods are picked so each of its nodes appears; a last line counts
-    the pods not shown, per node. Returns text starting ``no pod`` when nothing (or no one workload) matches."""
+    the pods not shown, per node.
+
+    Raises:
+        ConfigurationError: nothing matches, or a prefix matches pods of several workloads (see
+            :func:`_explain_matches`).
+    """
     key = target if "/" in target else f"default/{target}"
-    matches, header = _explain_matches(report, key)
-    if not matches:
-        return header
+    matches, header = _explain_matches(report, key, where)
     shown = _pick_per_node(matches)
     lines = [header] if header else []
     for p in shown:
@@ -717,7 +764,8 @@ def render_explain(report: Any, target: str) -> str:
 
 @app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
 def simulate(
-    paths: Annotated[list[str] | None, typer.Argument(help="YAML files or directories; none = the embedded default scenario")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="YAML or JSON files or directories; none = the embedded default scenario")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders: --set VAR=value")] = None,
     region: Annotated[str | None, typer.Option(
         help="region whose zones and offerings the default catalog uses (simulated provider: default us-east-1)")] = None,
@@ -726,7 +774,8 @@ def simulate(
     preference_policy: Annotated[str, typer.Option(
         help="PREFERENCE_POLICY: Respect (try preferences, relax one at a time) or Ignore")] = "Respect",
     explain: Annotated[str | None, typer.Option(
-        help="explain a pod's or a workload's placement: NAMESPACE/NAME (or NAME in default), a pod or workload name")] = None,
+        help="explain a pod's or a workload's placement: NAMESPACE/NAME (or NAME in default): a pod or workload name, "
+             "or an unambiguous prefix of pod names")] = None,
     until: Annotated[str | None, typer.Option(help="scenario files: simulated time to run (Go duration, e.g. 24h)")] = None,
     explain_node: Annotated[str | None, typer.Option("--explain-node", help="print the disruption decision log of a node")] = None,
     timeline: Annotated[str | None, typer.Option(
@@ -762,8 +811,10 @@ def simulate(
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost.
 
-    The options that change a decision take the controller's names and values (the controller's
-    settings model checks them: karpy_core/settings.py SIMULATE_SETTINGS)."""
+    The options that change a decision take the controller's names and values, checked as
+    karpy controller checks its settings."""
+    # (typer shows this docstring as the --help text: no source paths in it. The options are checked
+    # by the controller's settings model, karpy_core.settings.SIMULATE_SETTINGS.)
     from karpy_core.settings import simulation_settings
 
     if from_cluster:
@@ -818,9 +869,11 @@ def simulate(
         _fail(exc)
         return
     if explain:
-        text = render_explain(report, explain)
-        if text.startswith("no pod "):
-            _fail(ConfigurationError(text))
+        try:
+            text = render_explain(report, explain)
+        except ConfigurationError as exc:
+            _fail(exc)
+            return
         typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)
         return
     if explain_node:
@@ -887,9 +940,11 @@ def _simulate_from_cluster(paths: list[str], *, kubeconfig: str | None, context:
         _fail(exc)
         return
     if explain:
-        text = render_explain(report.placed, explain)
-        if text.startswith("no pod "):
-            _fail(ConfigurationError(text.replace("in the simulation", "in the cluster")))
+        try:
+            text = render_explain(report.placed, explain, "in the cluster")
+        except ConfigurationError as exc:
+            _fail(exc)
+            return
         typer.echo(json.dumps({"explain": explain, "lines": text.splitlines()}, indent=2) if output == "json" else text)
         return
     if explain_node:
@@ -926,7 +981,7 @@ def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:
 
 @app.command(short_help="Check manifests (or a Scenario file) as the API server would; name every problem.")
 def validate(
-    paths: Annotated[list[str], typer.Argument(help="YAML files or directories")],
+    paths: Annotated[list[str], typer.Argument(help="YAML or JSON files or directories")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="substitute ${VAR} placeholders")] = None,
     max_pods: Annotated[int, typer.Option("--max-pods", help="most pods the workloads may ask for in all (input beyond it is an error)")]
     = 100_000,
@@ -954,6 +1009,9 @@ def validate(
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
+            if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
+                scenario.warnings.extend(f"{scenario.source}: {w}" for w in _check_provider_starts(
+                    cloud_provider, options, _scenario_nodepools(scenario)))
             warnings = scenario.warnings + unreached_steps(
                 scenario, scenario.until if scenario.until is not None else 24 * 3600.0,
                 f"until: {format_seconds(scenario.until)}; a later --until runs it" if scenario.until is not None
@@ -965,6 +1023,7 @@ def validate(
                 typer.echo(f"warning: {w}")
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider)
+        note_skipped(loaded.skipped)
         refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
         if refused:
             raise ManifestError(refused)
@@ -1030,6 +1089,7 @@ def budgets(
             dump = list(by_id.values())
         else:
             loaded = load_documents(paths, _parse_sets(list(set_ or [])))
+            note_skipped(loaded.skipped)
             dump = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()]
         pools = [d for d in dump if d.get("kind") == "NodePool"]
         if not pools:

@@ -176,7 +176,7 @@ def test_validate_max_pods_names_the_file_and_validate(tmp_path: Path) -> None:
     app = _write(tmp_path, "app.yaml", _deployment())
     result = invoke_cli("validate", "--max-pods", "1", app)
     assert result.exit_code == 2
-    assert _problems(result) == [f"{app} doc 1 Deployment/default/web: spec.replicas: 2 pods; the simulation would hold 2 pods, "
+    assert _problems(result) == [f"{app} doc 1 Deployment/web: spec.replicas: 2 pods; the simulation would hold 2 pods, "
                                  "more than its cap of 1 (karpy validate --max-pods)"]
 
 

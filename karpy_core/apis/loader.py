@@ -6,7 +6,9 @@ problem found, each naming file, document, ``Kind/name`` and field path::
 
     nodepool.yaml doc 1 NodePool/default: spec.template.spec.requirements[2].operator: must be one of ...
 
-Steps, per file (``*.yaml``/``*.yml`` of a directory, sorted, not recursive):
+Steps, per file (``*.json``/``*.yaml``/``*.yml`` of a directory, sorted, not recursive, as kubectl
+reads a directory; a file starting with ``{`` is first read as a stream of JSON values, see
+:func:`load_documents`):
 
 1. ``${VAR}`` placeholders are replaced by ``variables[VAR]`` (text substitution, like
    ``envsubst``); placeholders without a value stay as literal text.
@@ -297,6 +299,83 @@ def _parse(text: str) -> Iterator[_RawDocument]:
         loader.dispose()
 
 
+class _JSONObject(dict[str, Any]):
+    """A decoded JSON object that remembers its keys given more than once."""
+
+    repeated: list[str]
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JSONObject:
+    obj = _JSONObject()
+    obj.repeated = []
+    for key, value in pairs:
+        if key in obj:
+            obj.repeated.append(key)
+        obj[key] = value
+    return obj
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _repeated_paths(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """The path of every key repeated within one object of ``value`` (a decoded JSON tree)."""
+    if isinstance(value, _JSONObject):
+        for key in value.repeated:
+            yield (*path, key)
+        for key, item in value.items():
+            yield from _repeated_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _repeated_paths(item, (*path, i))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every :class:`_JSONObject` made a plain dict (what the rest of the loader reads)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+class _JSONStreamError(Exception):
+    """A JSON syntax error at ``line``/``column`` (1-based), after the documents read before it."""
+
+    def __init__(self, msg: str, line: int, column: int, docs: list[tuple[_RawDocument, list[tuple[str | int, ...]]]]) -> None:
+        super().__init__(msg)
+        self.msg, self.line, self.column, self.docs = msg, line, column, docs
+
+
+def _parse_json(text: str) -> Iterator[tuple[_RawDocument, list[tuple[str | int, ...]]]]:
+    """Each value of a whitespace-separated stream of JSON values (as Go's ``json.Decoder`` reads a
+    stream), with the paths of its repeated keys; ``NaN``/``Infinity`` are refused as Go refuses them.
+
+    Raises:
+        _JSONStreamError: the first syntax error, carrying the documents decoded before it.
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_json_object, parse_constant=_refuse_constant)
+    docs: list[tuple[_RawDocument, list[tuple[str | int, ...]]]] = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n\ufeff":
+            pos += 1
+        if pos >= end:
+            break
+        try:
+            data, next_pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise _JSONStreamError(exc.msg, exc.lineno, exc.colno, docs) from None
+        except ValueError as exc:  # a refused constant: at the value's start
+            line = text.count("\n", 0, pos) + 1
+            raise _JSONStreamError(f"{exc} (in the value starting here)", line, pos - text.rfind("\n", 0, pos), docs) from None
+        line = text.count("\n", 0, pos) + 1
+        docs.append((_RawDocument(len(docs) + 1, line, _plain(data), []), list(_repeated_paths(data))))
+        pos = next_pos
+    yield from docs
+
+
 # --------------------------------------------------------------------------- messages
 
 
@@ -503,6 +582,9 @@ class LoadedManifests:
     custom: list[KubeObject] = field(default_factory=list)
     other: list[Passthrough] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """One line per directory argument with files not read (no ``.json``/``.yaml``/``.yml``
+    extension), naming them: a CLI prints these on stderr."""
 
     def objects(self) -> list[KubeObject]:
         """Every modelled object (``other`` excluded), in bucket order then load order.
@@ -595,8 +677,10 @@ class _Builder:
         """Objects of kinds karpy does not model, by (group, kind, namespace, name): a later one replaces."""
 
     # one file ---------------------------------------------------------------------------
-    def add_text(self, text: str, source_name: str, variables: dict[str, str] | None) -> None:
+    def add_text(self, text: str, source_name: str, variables: dict[str, str] | None, *, json_file: bool = False) -> None:
         text = substitute(text, variables)
+        if text.lstrip(" \t\r\n\ufeff").startswith("{") and self._add_json(text, source_name, strict=json_file):
+            return
         try:
             for raw in _parse(text):
                 self._warn_placeholders(raw, source_name)
@@ -615,6 +699,27 @@ class _Builder:
                 f"{source_name}: {where}{what}: {detail} (documents after it were not read)"
             )
 
+    def _add_json(self, text: str, source_name: str, *, strict: bool) -> bool:
+        """Read ``text`` as a stream of JSON values (kubectl's JSON path for input starting with
+        ``{``). Returns False, having added nothing, when the first value is not JSON and not
+        ``strict`` (the caller reads the text as YAML); otherwise each value is a document and a
+        syntax error a problem naming its line and column."""
+        try:
+            docs = list(_parse_json(text))
+        except _JSONStreamError as exc:
+            if not exc.docs and not strict:
+                return False
+            docs = exc.docs
+            self.problems.append(f"{source_name}: line {exc.line} column {exc.column}: JSON syntax error: {exc.msg} "
+                                 "(objects after it were not read)")
+        for raw, repeated in docs:
+            label = _label(raw.data, self.registry) if isinstance(raw.data, dict) else ""
+            self.problems.extend(f"{source_name} doc {raw.index} {label}: {format_path(path)}: repeated key "
+                                 f"{str(path[-1])!r}; each key may appear once per object" for path in repeated)
+            self._warn_placeholders(raw, source_name)
+            self._add_document(raw, source_name)
+        return True
+
     def _warn_placeholders(self, raw: _RawDocument, file: str) -> None:
         """Warn about ``${NAME}`` left in a NodePool, NodeClaim or NodeClass (in pod specs such
         text is usually the container's own environment syntax, so those are left alone)."""
@@ -626,7 +731,7 @@ class _Builder:
         left = sorted(set(_VAR.findall(json.dumps(data))))
         if left:
             self.result.warnings.append(
-                f"{file} doc {raw.index} {_label(data)}: placeholder(s) {', '.join('${' + v + '}' for v in left)} left as "
+                f"{file} doc {raw.index} {_label(data, self.registry)}: placeholder(s) {', '.join('${' + v + '}' for v in left)} left as "
                 f"written; fill them with {' '.join(f'--set {v}=...' for v in left)}"
             )
 
@@ -641,7 +746,7 @@ class _Builder:
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
             return
-        label = _label(data)
+        label = _label(data, self.registry)
         for dup in raw.duplicates:
             self.problems.append(
                 f"{where} {label}: {format_path(dup.path)}: repeated key {str(dup.path[-1])!r} at line {dup.line} "
@@ -665,7 +770,7 @@ class _Builder:
         start = len(self.problems)
         mistyped = self._read_object(data, source, where)
         if mistyped:
-            label = _label(data)
+            label = _label(data, self.registry)
             said = self.problems[start:]
             for path, value in mistyped:
                 if not any(line.startswith(f"{where} {label}: {path}: ") for line in said):
@@ -678,7 +783,7 @@ class _Builder:
         if not isinstance(data, dict):
             self.problems.append(f"{where}: expected a Kubernetes object (a mapping); got {_show(data)}")
             return []
-        label = _label(data)
+        label = _label(data, self.registry)
         api_version, kind = data.get("apiVersion"), data.get("kind")
         if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
             missing = [k for k, v in (("apiVersion", api_version), ("kind", kind)) if not isinstance(v, str) or not v]
@@ -949,7 +1054,10 @@ def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:
             for message in failed.values()]
 
 
-def _label(data: dict[str, Any]) -> str:
+def _label(data: dict[str, Any], registry: dict[tuple[str, str], type[KubeObject]] | None = None) -> str:
+    """The document's object as :meth:`KubeObject.ref` names it: ``Kind/namespace/name`` when the
+    namespace is set (and ``registry`` does not know the kind as cluster-scoped), else
+    ``Kind/name``; ``<no name>`` or ``generateName*`` without a name."""
     kind = data.get("kind") if isinstance(data.get("kind"), str) else "?"
     found = data.get("metadata")
     meta: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -957,6 +1065,10 @@ def _label(data: dict[str, Any]) -> str:
     if not isinstance(name, str) or not name:
         generate = meta.get("generateName")
         name = f"{generate}*" if isinstance(generate, str) and generate else "<no name>"
+    namespace = meta.get("namespace")
+    cls = registry.get((str(data.get("apiVersion")), str(kind))) if registry is not None else None
+    if isinstance(namespace, str) and namespace and (cls is None or cls.NAMESPACED):
+        return f"{kind}/{namespace}/{name}"
     return f"{kind}/{name}"
 
 
@@ -970,19 +1082,44 @@ def _broken_link(path: Path) -> str:
     return f"{path}: a symbolic link that cannot be followed ({why}; it points to {os.readlink(path)!r})"
 
 
-def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]) -> list[Path]:
+MANIFEST_EXTENSIONS = (".json", ".yaml", ".yml")
+"""The files of a directory that are read: kubectl's ``FileExtensions`` (``k8s.io/cli-runtime``
+``pkg/resource/visitor.go``), compared case-sensitively as its ``ignoreFile`` compares them, so
+``a.YAML`` is skipped by both."""
+
+
+def _skipped_line(path: Path, skipped: list[Path]) -> str:
+    """The one line naming the files of directory ``path`` that are not read, and why."""
+    names = [p.name for p in skipped]
+    listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    cased = [n for n in names if Path(n).suffix.lower() in MANIFEST_EXTENSIONS]
+    why = "not named *.json, *.yaml or *.yml, the files kubectl apply -f reads from a directory"
+    if cased:
+        why += f"; the extension is case-sensitive, as kubectl's ({cased[0]})"
+    return f"{path}: skipped {len(names)} file{'s' if len(names) != 1 else ''} ({why}): {listed}"
+
+
+def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str], skipped: list[str] | None = None) -> list[Path]:
+    """The files to read for ``paths``: a file as given (any name), a directory's files named
+    ``*.json``/``*.yaml``/``*.yml`` (:data:`MANIFEST_EXTENSIONS`), sorted, not recursive. Appends to
+    ``problems`` (missing paths, broken links), ``warnings`` (a directory with none of those files)
+    and ``skipped`` (one :func:`_skipped_line` per directory with other files)."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            entries = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+            listing = sorted(path.iterdir())
+            entries = [p for p in listing if p.suffix in MANIFEST_EXTENSIONS]
             found = [p for p in entries if p.is_file()]
             broken = [p for p in entries if not p.exists() and p.is_symlink()]
             problems.extend(_broken_link(p) for p in broken)
+            others = [p for p in listing if p.suffix not in MANIFEST_EXTENSIONS and p.is_file()]
+            if others and skipped is not None:
+                skipped.append(_skipped_line(path, others))
             if not found and not broken:
-                subdirs = sorted(p.name for p in path.iterdir() if p.is_dir() and any(p.glob("*.y*ml")))
+                subdirs = sorted(p.name for p in listing if p.is_dir() and any(q.suffix in MANIFEST_EXTENSIONS for q in p.iterdir()))
                 hint = f" (subdirectories are not read; name them: {', '.join(str(path / d) for d in subdirs[:5])})" if subdirs else ""
-                warnings.append(f"{path}: no *.yaml or *.yml files in this directory{hint}")
+                warnings.append(f"{path}: no *.json, *.yaml or *.yml files in this directory{hint}")
             files.extend(found)
         elif path.is_file():
             files.append(path)
@@ -995,6 +1132,32 @@ def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]
     return files
 
 
+def read_utf8(path: Path) -> str:
+    """The text of ``path``, read as UTF-8 (as kubectl reads a manifest).
+
+    Raises:
+        OSError: the file cannot be read.
+        UnicodeDecodeError: the bytes are not UTF-8; its ``reason`` is the whole message,
+            ``PATH is not UTF-8 text (byte N)``, N the offset of the first bad byte from the start.
+    """
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnicodeDecodeError("utf-8", data, exc.start, exc.end, f"{path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def _no_objects(text: str) -> str:
+    """Why ``text`` holds no object (``"empty file"``, ``"only comments"``, ``"only document
+    separators"``), or ``""`` when it may hold one. A byte-order mark is not content."""
+    lines = [line.strip() for line in text.lstrip("\ufeff").splitlines()]
+    if not any(lines):
+        return "empty file"
+    if not all(not line or line.startswith("#") or line in ("---", "...") for line in lines):
+        return ""
+    return "only comments" if any(line.startswith("#") for line in lines) else "only document separators ('---')"
+
+
 def load_documents(
     paths: Sequence[str | Path],
     variables: dict[str, str] | None = None,
@@ -1002,7 +1165,11 @@ def load_documents(
     registry: dict[tuple[str, str], type[KubeObject]] | None = None,
     cloud_provider: str | None = None,
 ) -> LoadedManifests:
-    """Load YAML files and directories (their ``*.yaml``/``*.yml``, sorted, not recursive).
+    """Load YAML and JSON files and directories (their ``*.json``/``*.yaml``/``*.yml``, sorted, not
+    recursive; other files are named in ``skipped``). A file whose text starts with ``{`` is read as
+    a stream of JSON objects (each an object or a ``v1 List``), as kubectl's ``YAMLOrJSONDecoder``
+    reads it; one that is not JSON is read as YAML, unless it is named ``*.json`` (its JSON error is
+    the problem).
 
     Args:
         paths: files or directories, in the order to read them (later objects with the same
@@ -1019,17 +1186,20 @@ def load_documents(
             repeated key, old API, unknown field, wrong type, rule violated...).
     """
     builder = _Builder(registry if registry is not None else kind_registry(), cloud_provider)
-    for path in _files(paths, builder.problems, builder.result.warnings):
+    for path in _files(paths, builder.problems, builder.result.warnings, builder.result.skipped):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_utf8(path)
+        except UnicodeDecodeError as exc:
+            builder.problems.append(str(exc.reason))
+            continue
+        except OSError as exc:
             builder.problems.append(f"{path}: cannot read: {exc}")
             continue
-        if not text.strip() or all(not line.strip() or line.lstrip().startswith("#") or line.strip() in ("---", "...")
-                                   for line in text.splitlines()):
-            builder.result.warnings.append(f"{path}: {'empty file' if not text.strip() else 'only comments'}, no objects loaded")
+        empty = _no_objects(text)
+        if empty:
+            builder.result.warnings.append(f"{path}: {empty}, no objects loaded")
             continue
-        builder.add_text(text, str(path), variables)
+        builder.add_text(text, str(path), variables, json_file=path.suffix == ".json")
     return builder.finish()
 
 

@@ -52,6 +52,26 @@ def plugin_label(plugin: object) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+IN_TREE_PLUGINS: dict[str, tuple[str, str]] = {
+    "aws": ("karpy-aws", "providers/aws"),
+    "kakaocloud": ("karpy-kakaocloud", "providers/kakaocloud"),
+}
+"""Cloud plugins shipped in karpy's repository, each its own distribution: entry-point name ->
+(distribution, directory in a clone). karpy's own install (``pip install -e '.[sim]'``) brings
+neither; the ``aws``/``kakaocloud`` extras or an editable install of the directory do."""
+
+
+def install_hint(name: str) -> str:
+    """How to install the in-tree cloud plugin ``name`` (``""`` for any other name), as a clause
+    to append to a "not installed" message."""
+    if name not in IN_TREE_PLUGINS:
+        return ""
+    dist, directory = IN_TREE_PLUGINS[name]
+    return (f"; {name} is karpy's plugin {dist}, its own distribution, which karpy's install does not bring: "
+            f"in a clone of karpy run .venv/bin/pip install -e ./{directory} (next to karpy, in its venv), "
+            f"elsewhere pip install 'karpy[{name}]'")
+
+
 def available_providers() -> list[str]:
     """Names of installed cloud plugins, sorted."""
     return sorted(ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
@@ -348,7 +368,7 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
     eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not eps:
         raise ConfigurationError(
-            f"no cloud provider named {name!r}; installed: {', '.join(available_providers()) or 'none'}"
+            f"no cloud provider named {name!r}; installed: {', '.join(available_providers()) or 'none'}{install_hint(name)}"
         )
     try:
         factory: Callable[[dict[str, Any]], object] = eps[0].load()

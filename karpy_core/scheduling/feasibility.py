@@ -288,11 +288,14 @@ def check_claim(  # noqa: C901
 
 
 def _no_room(table: TypeTable, pod: PodInfo, mask: BoolArray) -> str:
+    """Why no type of ``mask`` has room for ``pod``: its requests, "plus DaemonSet overhead" only
+    when DaemonSets do take room on those types, and the largest compatible type's allocatable."""
     need = ", ".join(f"{r} {format_quantity(r, v)}" for r, v in sorted(pod.requests.items()))
     rows = np.flatnonzero(mask)
     largest = table.types[int(rows[np.argmax(table.free[mask, table.index["cpu"]])])]
+    overhead = " plus DaemonSet overhead" if np.count_nonzero(table.daemon[mask]) else ""
     return (
-        f"no instance type has room for the pod's requests ({need}) plus DaemonSet overhead; "
+        f"no instance type has room for the pod's requests ({need}){overhead}; "
         f"largest compatible type by cpu is {largest.name} with allocatable "
         + ", ".join(f"{r} {format_quantity(r, v)}" for r, v in sorted(largest.allocatable.items()) if r in pod.requests)
     )

@@ -513,7 +513,7 @@ def _apply_files(sim: Simulator, paths: Sequence[str], variables: Mapping[str, s
             sim.cluster.delete_sync(kind, meta["name"], meta.get("namespace"))
     ignored = sim.apply(objs)
     ignored += [o.ref() for o in loaded.other if not is_simulated(o.api_version, o.kind)]
-    return list(loaded.warnings), ignored
+    return list(loaded.warnings) + list(loaded.skipped), ignored
 
 
 def _budgets(snapshot: ClusterSnapshot, now: float) -> list[dict[str, Any]]:

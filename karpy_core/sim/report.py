@@ -892,6 +892,9 @@ class TimelineUnavailableError(RuntimeError):
 
 REASON_COLORS = {"Empty": "tab:green", "Underutilized": "tab:orange", "Drifted": "tab:purple", "Expired": "tab:brown"}
 """Colour of each disruption reason's marks on the timeline (others: grey)."""
+NODES_COLOR = "crimson"
+"""The timeline's node-count line, with its right-hand axis' ticks, label and spine (no stack or
+reason colour)."""
 STACK_COLORS = ("tab:blue", "tab:cyan", "tab:olive", "tab:pink", "#1f3b73", "#7fb3d5", "#8c8c3c", "#c9a0dc")
 """Colours of the USD/hour stacks (NodePool / capacity type), cycled: none is a disruption
 reason's (:data:`REASON_COLORS`) or grey, so a marker never reads as a bar."""
@@ -914,8 +917,9 @@ def timeline_figure(report: SimulationReport) -> Figure:
     axis in UTC (``report.start`` + t: budget windows are UTC crons; hours since the start when the
     start is unknown),
 
-    1. USD/hour stacked per NodePool and capacity type, with the node count (integer ticks) on a
-       second axis;
+    1. USD/hour stacked per NodePool and capacity type (left axis), with the node count as a line
+       on its own right-hand axis (integer ticks, in :data:`NODES_COLOR` with its ticks and label,
+       its top at 1.5 x the peak + 1 so the line stands clear of the cost areas);
     2. cpu requested vs allocatable (cores, all NodePools);
     3. memory requested vs allocatable (GiB);
     4. pending pods (integer ticks);
@@ -963,13 +967,17 @@ def timeline_figure(report: SimulationReport) -> Figure:
         ys = [col(lambda s, p=p, ct=ct: pools(s).get(p, {}).get("cost_by_capacity_type", {}).get(ct, 0.0)) for p, ct in stacks]
         ax_cost.stackplot(ts, *ys, step="post", labels=[f"{p} / {ct}" for p, ct in stacks], alpha=0.75,
                           colors=[STACK_COLORS[i % len(STACK_COLORS)] for i in range(len(stacks))])
-    ax_cost.set_ylabel("USD/hour")
+    ax_cost.set_ylabel("USD/hour (areas, left axis)")
+    # the node count has its own right-hand axis, in its own colour, with headroom above its peak
+    # so its line does not sit on the top of the cost areas as if it were read on the USD axis
     ax_nodes = ax_cost.twinx()
-    ax_nodes.step(ts, col(lambda s: sum(v["nodes"] for v in pools(s).values())), where="post", color="black", linewidth=1.2,
-                  label="nodes")
-    ax_nodes.set_ylabel("nodes")
+    counts = col(lambda s: sum(v["nodes"] for v in pools(s).values()))
+    ax_nodes.step(ts, counts, where="post", color=NODES_COLOR, linewidth=1.6, label="nodes (line, right axis)")
+    ax_nodes.set_ylabel("nodes (line, right axis)", color=NODES_COLOR)
+    ax_nodes.tick_params(axis="y", colors=NODES_COLOR)
+    ax_nodes.spines["right"].set_color(NODES_COLOR)
     ax_nodes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax_nodes.set_ylim(bottom=0)
+    ax_nodes.set_ylim(0, max(counts) * 1.5 + 1)
     h1, l1 = ax_cost.get_legend_handles_labels()
     h2, l2 = ax_nodes.get_legend_handles_labels()
     marks = _disruption_marks(report)

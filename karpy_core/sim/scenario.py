@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from karpy_core.apis.durations import parse_duration
-from karpy_core.apis.loader import safe_load_all
+from karpy_core.apis.loader import read_utf8, safe_load_all
 from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
 from karpy_core.featuregates import FeatureGates, gates_from
@@ -155,10 +155,12 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     p = Path(path)
     problems: list[str] = []
     try:
-        docs = list(safe_load_all(p.read_text(encoding="utf-8")))
+        docs = list(safe_load_all(read_utf8(p)))
     except yaml.YAMLError as exc:
         raise ManifestError([f"{p}: cannot read scenario: {describe_yaml_error(exc)}"]) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ManifestError([str(exc.reason)]) from exc
+    except OSError as exc:
         raise ManifestError([f"{p}: cannot read scenario: {exc}"]) from exc
     if len(docs) > 1:
         raise ManifestError([f"{p}: cannot read scenario: expected a single document, found {len(docs)}"])

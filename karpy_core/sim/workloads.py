@@ -85,7 +85,8 @@ def pod_cap_problem(objects: list[dict[str, Any]], cap: int, *, bare_pods: int =
         return None
     (count, path), obj, where = max(wanted, key=lambda w: w[0][0])
     meta = obj["metadata"]
-    return (f"{where}{obj['kind']}/{meta.get('namespace', 'default')}/{meta['name']}: {path}: {count:,} pods; the simulation "
+    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""  # as KubeObject.ref names it, in validate and simulate
+    return (f"{where}{obj['kind']}/{ns}{meta['name']}: {path}: {count:,} pods; the simulation "
             f"would hold {total:,} pods, more than its cap of {cap:,} (karpy {command} --max-pods)")
 
 

@@ -268,7 +268,7 @@ def test_names_follow_the_api_server_rule_of_each_kind(api_version, kind, name, 
 def test_generate_name_may_end_with_a_dash_and_namespace_is_a_label():
     text = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: web-, namespace: Team_A}\nspec: {containers: [{name: c, image: pause}]}\n"
     assert problems_of(text) == [
-        "bomb.yaml doc 1 Pod/web-*: metadata.namespace: must be a lowercase RFC 1123 label: lower case alphanumerics or "
+        "bomb.yaml doc 1 Pod/Team_A/web-*: metadata.namespace: must be a lowercase RFC 1123 label: lower case alphanumerics or "
         "'-', starting and ending with an alphanumeric (e.g. 'my-name')"
     ]
 

@@ -85,7 +85,8 @@ def test_the_schema_file_covers_the_kinds_karpy_reads() -> None:
 def test_an_undeclared_field_is_named_by_its_path(where: str, obj: dict[str, Any], path: str) -> None:
     assert [found for found, _ in unknown_fields(obj["apiVersion"], obj["kind"], obj)] == [path], where
     (line,) = problems(obj)
-    kind_and_name = f"{obj['kind']}/{obj['metadata']['name']}"
+    namespace = obj["metadata"].get("namespace")  # named as KubeObject.ref names it: Kind/namespace/name when set
+    kind_and_name = f"{obj['kind']}/{namespace + '/' if namespace else ''}{obj['metadata']['name']}"
     assert line.startswith(f"in.yaml doc 1 {kind_and_name}: {path}: unknown field \"{path}\""), line
 
 

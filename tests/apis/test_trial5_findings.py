@@ -224,7 +224,7 @@ def test_a_restart_never_init_container_is_not_a_sidecar() -> None:
     (deployment({"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}),
      "spec.template: spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template"),
     (pod({"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}),
-     "Pod/p: spec.ephemeralContainers: Forbidden: cannot be set on create"),
+     "Pod/default/p: spec.ephemeralContainers: Forbidden: cannot be set on create"),
     (pod({"tolerations": [{"effect": "NoSchedule"}]}),
      'spec.tolerations[0]: operator: Invalid value: "": operator must be Exists when `key` is empty'),
 ])

@@ -153,9 +153,9 @@ def test_validate_names_the_field_of_every_problem(tmp_path: Path) -> None:
     result = invoke_cli("validate", str(bad))
     assert result.exit_code == 2
     err = result.stderr
-    assert "CapacityBuffer/both: spec: You must define either PodTemplateRef or ScalableRef, but not both" in err
-    assert "CapacityBuffer/bare: spec: If podTemplateRef is set, replicas or limits must also be set" in err
-    assert "CapacityBuffer/typo: spec.percentage: must be >= 0" in err
-    assert "CapacityBuffer/typo: spec.limits.cpu: 'lots' is not a Kubernetes quantity" in err
-    assert 'CapacityBuffer/typo: spec.replica: unknown field "replica"' in err
-    assert "CapacityBuffer/old" not in err  # v1alpha1 (Karpenter's docs) is read as v1beta1
+    assert "CapacityBuffer/x/both: spec: You must define either PodTemplateRef or ScalableRef, but not both" in err
+    assert "CapacityBuffer/x/bare: spec: If podTemplateRef is set, replicas or limits must also be set" in err
+    assert "CapacityBuffer/x/typo: spec.percentage: must be >= 0" in err
+    assert "CapacityBuffer/x/typo: spec.limits.cpu: 'lots' is not a Kubernetes quantity" in err
+    assert 'CapacityBuffer/x/typo: spec.replica: unknown field "replica"' in err
+    assert "CapacityBuffer/x/old" not in err  # v1alpha1 (Karpenter's docs) is read as v1beta1

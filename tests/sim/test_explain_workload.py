@@ -3,11 +3,14 @@ a workload's pods shown so each node appears, with a count of the rest."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
+import pytest
 from typer.testing import CliRunner
 
 from karpy_core.cli import app, render_explain
+from karpy_core.errors import ConfigurationError
 from karpy_core.sim.report import PodReport
 
 
@@ -40,33 +43,94 @@ def test_more_nodes_than_five_shows_one_pod_per_node() -> None:
     assert text.splitlines()[-1] == "+8 more not shown (" + ", ".join(f"1 on node-{i}" for i in range(8)) + ")"
 
 
-def test_exact_pod_name_wins_and_prefix_needs_one_workload() -> None:
-    pods = [
+def _redis_cache() -> SimpleNamespace:
+    return _report([
         PodReport("default", "redis-cart-h-1", "n1", None, "redis-cart"),
         PodReport("default", "redis-cart-h-2", "n1", None, "redis-cart"),
         PodReport("default", "redis-h-1", "n1", None, "redis"),
         PodReport("default", "cache-0", "n1", None, "cache"),
         PodReport("default", "cache-store-0", "n1", None, "cache-store"),
-    ]
-    report = _report(pods)
+    ])
+
+
+def test_exact_pod_name_then_exact_workload_name() -> None:
+    report = _redis_cache()
     # exact workload "redis": not redis-cart's pods, which its name prefixes
     assert render_explain(report, "redis").splitlines() == [
         "default/redis-h-1: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)"
     ]
-    # exact pod name
     assert render_explain(report, "redis-cart-h-2").splitlines() == [
         "default/redis-cart-h-2: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)"
     ]
-    # a prefix of one workload's pods: says which workload it picked
-    assert render_explain(report, "redis-cart-h").splitlines()[0].endswith("showing workload redis-cart (2 pod(s) named redis-cart-h-...)")
-    # a prefix of two workloads' pods: refused, naming both
     assert render_explain(report, "cache").splitlines() == [
         "default/cache-0: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)"
     ]
-    assert render_explain(report, "cach").startswith("no pod default/cach in the simulation")
-    assert render_explain(
-        _report([PodReport("default", "a-b-1", "n1", None, "a-b"), PodReport("default", "a-c-1", "n1", None, "a-c")]), "a"
-    ) == ("no pod or workload default/a in the simulation; pods of 2 workloads start with a-: a-b, a-c")
+
+
+def test_prefix_of_one_pod_is_explained_even_mid_segment() -> None:
+    report = _redis_cache()
+    # "redis-cart-h-" and "redis-cart-h-1"[:-1] would both be refused by a prefix that must end at a "-"
+    lines = render_explain(report, "cache-st").splitlines()
+    assert lines == [
+        "default/cache-st: no pod or workload of that name; showing the one pod named cache-st...",
+        "default/cache-store-0: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)",
+    ]
+    pods = [PodReport("default", "inflate-6lcxst22xp-2mabc", "n1", None, "inflate"),
+            PodReport("default", "inflate-6lcxst22xp-q5mjz", "n1", None, "inflate")]
+    assert render_explain(_report(pods), "inflate-6lcxst22xp-2m").splitlines()[1].startswith(
+        "default/inflate-6lcxst22xp-2mabc: bound to n1")
+
+
+def test_prefix_of_one_workloads_pods_is_explained_and_says_how_many() -> None:
+    report = _redis_cache()
+    assert render_explain(report, "redis-cart-h").splitlines() == [
+        "default/redis-cart-h: no pod or workload of that name; showing workload redis-cart (all 2 pods named redis-cart-h...)",
+        "default/redis-cart-h-1: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)",
+        "default/redis-cart-h-2: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)",
+    ]
+    web = [PodReport("default", f"web-{i:02d}", "n1", None, "web") for i in range(12)]
+    assert render_explain(_report(web), "web-0").splitlines()[0] == (
+        "default/web-0: no pod or workload of that name; showing workload web (10 of its 12 pods named web-0...)"
+    )
+    header = render_explain(_report(web), "web-").splitlines()[0]
+    assert header == "default/web-: no pod or workload of that name; showing workload web (all 12 pods named web-...)"
+
+
+def test_ambiguous_prefix_is_one_line_naming_candidates_and_count() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        render_explain(_redis_cache(), "cach")
+    assert str(caught.value) == ("--explain default/cach is ambiguous: 2 pods of 2 workloads in the simulation start with cach: "
+                                 "cache-0 (cache), cache-store-0 (cache-store); give more of the name")
+    pods = [PodReport("default", f"a-{i}", "n1", None, f"a{i % 3}") for i in range(9)]
+    with pytest.raises(ConfigurationError) as caught:
+        render_explain(_report(pods), "a-", "in the cluster")
+    text = str(caught.value)
+    assert "\n" not in text
+    assert text.startswith("--explain default/a- is ambiguous: 9 pods of 3 workloads in the cluster start with a-: a-0 (a0), ")
+    assert text.endswith(", +4 more; give more of the name")
+
+
+def test_nothing_matching_says_no_pod() -> None:
+    with pytest.raises(ConfigurationError, match=r"^no pod default/zzz in the simulation \(give a pod name"):
+        render_explain(_redis_cache(), "zzz")
+    with pytest.raises(ConfigurationError, match=r"^no pod kube-system/redis in the simulation"):
+        render_explain(_redis_cache(), "kube-system/redis")
+
+
+def test_cli_ambiguous_and_unique_prefix_of_the_default_scenario() -> None:
+    runner = CliRunner()
+    full = runner.invoke(app, ["simulate", "-o", "json"])
+    assert full.exit_code == 0, full.output
+    names = [p["name"] for p in json.loads(full.stdout)["pods"] if p["name"].startswith("inflate-")]
+    one = next(n for n in names if sum(m.startswith(n[:-2]) for m in names) == 1)
+    result = runner.invoke(app, ["simulate", "--explain", one[:-2]])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1].startswith(f"default/{one}: bound to ")
+    # "c" starts cartservice-..., checkoutservice-..., currencyservice-...: refused on one line, exit 2
+    result = runner.invoke(app, ["simulate", "--explain", "c"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("error: --explain default/c is ambiguous: 3 pods of 3 workloads")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_cli_explain_inflate_of_the_default_scenario_counts_hidden_pods() -> None:

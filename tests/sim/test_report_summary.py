@@ -210,11 +210,26 @@ async def test_timeline_figure_has_legends_and_reason_marks(tmp_path):
         legend = fig.axes[0].get_legend()
         assert legend is not None
         labels = [t.get_text() for t in legend.get_texts()]
-        assert labels == ["default / on-demand", "nodes", "disruption: Underutilized (1)"]
+        assert labels == ["default / on-demand", "nodes (line, right axis)", "disruption: Underutilized (1)"]
         for ax in fig.axes[1:4]:
             assert ax.get_legend() is not None
         nodes_axis = fig.axes[4]
         assert all(float(t).is_integer() for t in nodes_axis.get_yticks())
+        # the node count is on its own labelled right-hand axis, coloured as its line, and stands clear of the
+        # top of the cost axis (it was read as a USD value when both peaked at the same height)
+        from matplotlib.colors import same_color
+
+        from karpy_core.sim.report import NODES_COLOR
+
+        (line,) = nodes_axis.get_lines()
+        assert str(nodes_axis.yaxis.get_label_position()) == "right"
+        assert nodes_axis.get_ylabel() == "nodes (line, right axis)" and fig.axes[0].get_ylabel() == "USD/hour (areas, left axis)"
+        assert same_color(line.get_color(), NODES_COLOR) and same_color(nodes_axis.yaxis.label.get_color(), NODES_COLOR)
+        assert same_color(nodes_axis.spines["right"].get_edgecolor(), NODES_COLOR)
+        import numpy as np
+
+        peak = float(np.max(np.asarray(line.get_ydata(), dtype=float)))
+        assert nodes_axis.get_ylim()[1] >= 1.5 * peak + 1
     finally:
         import matplotlib.pyplot as plt
 

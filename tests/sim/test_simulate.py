@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -162,8 +163,13 @@ spec:
     bad.write_text(bad.read_text().replace('{good: "bad value", "bad key!": x, karpenter.sh/nodepool: "y"}', "{team: web}"))
     result = CliRunner().invoke(app, ["validate", str(bad)])
     assert result.exit_code == 0 and "kind KCNodeClass is not a NodeClass of group karpenter.k8s.aws" in result.stdout
-    result = CliRunner().invoke(app, ["validate", str(examples_dir)])
+    shutil.copytree(examples_dir / "nodepools", tmp_path / "tree" / "nodepools")
+    result = CliRunner().invoke(app, ["validate", str(tmp_path / "tree")])
     assert "subdirectories are not read" in result.stdout and "nodepools" in result.stdout
+    # examples/ itself: its *.json is read, as kubectl apply -f examples/ reads it, and is a catalog, not an object
+    result = CliRunner().invoke(app, ["validate", str(examples_dir)])
+    assert result.exit_code == 2
+    assert "kwok-instance-types.json doc 1: expected a Kubernetes object (a mapping); got a list" in result.stderr
     result = CliRunner().invoke(app, ["validate", str(DATA / "scenarios/scale-down.yaml")])
     assert result.exit_code == 0 and result.stdout.startswith("valid: Scenario scale-down: 2 steps (1 apply, 1 scale)")
 
