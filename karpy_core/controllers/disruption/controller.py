@@ -66,7 +66,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
-from karpy_core.controllers.disruption.planner import DisruptionPlan, narrow_emptiness, plan_disruption, validate_plan
+from karpy_core.controllers.disruption.planner import DisruptionPlan, narrow_emptiness, plan_disruption_steps, validate_plan
 from karpy_core.controllers.disruption.queue import CommandQueue
 from karpy_core.controllers.disruption.undone import UndoneMoves, workload_fingerprint
 from karpy_core.controllers.instancetypes import InstanceTypeCache
@@ -79,6 +79,7 @@ from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snaps
 from karpy_core.state.nominations import Nominations
 from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.steps import SLICE_SECONDS, run_steps_async
 
 if TYPE_CHECKING:
     from karpy_core.controllers.disruption.metrics import DisruptionMetrics
@@ -160,6 +161,10 @@ class Disruption:
         The same command on the same cluster state is reported once (the idle pass keeps it)."""
         self._reported: tuple[str | None, str] | None = None
         """Dry run: (cluster fingerprint or None until the next plan, command key) last reported."""
+        self.slice_seconds = SLICE_SECONDS
+        """Seconds of planning between two turns of the event loop: a pass plans in slices
+        (:func:`~karpy_core.utils.steps.run_steps_async`), so the watches, the provisioner and the
+        leader Lease renewal run while it plans (one pass over a large cluster is seconds of CPU)."""
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
@@ -304,9 +309,11 @@ class Disruption:
             else:
                 lines: list[NodeDecision] = []
                 t0 = time.perf_counter()
-                plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
-                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
-                                       min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid)
+                plan = await run_steps_async(plan_disruption_steps(
+                    snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
+                    max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
+                    min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid),
+                    slice_seconds=self.slice_seconds, pause_gc=True)
                 plan = self._unreported(fp, plan)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
@@ -462,6 +469,14 @@ class Disruption:
                                          "replacements": [[it.name for it in r.instance_types[:5]] for r in plan.replacements]})]
 
     async def _execute(self, cmd: Command, now: float, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
+        """Execute ``cmd`` (or, in a dry run, report it). Nothing is executed once this replica may
+        no longer act (:meth:`ClusterSync.ready`: the leader Lease not renewed within the renew
+        deadline, e.g. lost while the pass planned, or the caches out of sync): the command is
+        dropped with a log line, and a later pass plans again on a fresh view if it still leads."""
+        if not self.sync.ready("disruption"):
+            log.info("disruption command not executed: this replica may no longer act", extra=command_log_values(cmd.plan))
+            self._idle = None
+            return []
         if self.dry_run:
             return await self._would_execute(cmd)
         return await self.queue.execute(cmd, now, snapshot)

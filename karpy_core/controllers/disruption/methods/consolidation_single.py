@@ -15,6 +15,7 @@ from karpy_core.controllers.disruption.methods.consolidation import Consolidatio
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate
 from karpy_core.scheduling.resources import Resources, add_into, subtract
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["SingleNodeConsolidation", "fits_somewhere"]
 
@@ -58,12 +59,17 @@ class SingleNodeConsolidation(Consolidation):
 
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
         """The first candidate that can be deleted or replaced by a cheaper node, or None."""
+        return run_steps(self.steps(ctx, candidates, budgets))
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute`, yielding before each candidate (see :class:`~.base.Method`)."""
         free_total: Resources = {}
         for n in ctx.sim.nodes:
             if n.initialized:
                 add_into(free_total, {r: max(0, v) for r, v in n.free().items()})
         sims = 0
         for c in self.consider(ctx, candidates):
+            yield
             if budgets.left(c, self.reason) < 1:
                 ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED, f"the disruption budget allows 0 more ({self.reason})",
                          DecisionDetails(budget=self.reason))
