@@ -24,7 +24,7 @@ def _counting() -> tuple[list[int], object]:
     """A generator of three checkpoints returning 42, and the list of how far it got."""
     seen: list[int] = []
 
-    def gen():  # type: ignore[no-untyped-def]
+    def gen():
         for i in range(3):
             seen.append(i)
             yield
@@ -57,7 +57,7 @@ async def test_run_steps_async_lets_the_loop_run_and_a_cancel_stops_the_generato
 
     went: list[int] = []
 
-    def forever():  # type: ignore[no-untyped-def]
+    def forever():
         while True:
             went.append(1)
             yield
