@@ -227,7 +227,7 @@ def _plan(
     for i, p in enumerate(snapshot.pod_views):
         if p.bound:
             p.try_info()
-        if i % 256 == 255:
+        if i % 64 == 63:
             yield
     ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log, feature_gates or FeatureGates(), instance_types,
                       avoid)

@@ -16,7 +16,7 @@ from karpy_core.controllers.disruption.decisions import DisruptionMethod
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.consolidation import Consolidation
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import Evaluation, evaluate
+from karpy_core.controllers.disruption.simulation import Evaluation, evaluate_steps
 from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["MultiNodeConsolidation", "MULTI_NODE_MAX_CANDIDATES"]
@@ -56,8 +56,7 @@ class MultiNodeConsolidation(Consolidation):
         while lo <= hi:
             mid = (lo + hi) // 2
             prefix = within[: mid + 1]
-            yield
-            ev = evaluate(ctx.sim, prefix, consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            ev = yield from evaluate_steps(ctx.sim, prefix, consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.ok:
                 best = (prefix, ev)
                 lo = mid + 1
@@ -102,8 +101,7 @@ class MultiNodeConsolidation(Consolidation):
             if tries >= GREEDY_SIMULATIONS:
                 break
             tries += 1
-            yield
-            ev = evaluate(ctx.sim, [*kept, c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            ev = yield from evaluate_steps(ctx.sim, [*kept, c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.ok:
                 kept.append(c)
                 names.add(c.name)

@@ -13,7 +13,7 @@ from karpy_core.controllers.disruption.decisions import DecisionDetails, Decisio
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.consolidation import Consolidation
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate
+from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate_steps
 from karpy_core.scheduling.resources import Resources, add_into, subtract
 from karpy_core.utils.steps import Steps, run_steps
 
@@ -82,7 +82,7 @@ class SingleNodeConsolidation(Consolidation):
                 ctx.keep(c, self.name, DecisionKind.SIMULATION_LIMIT, "not evaluated this pass (simulation limit reached)")
                 continue
             sims += 1
-            ev = evaluate(ctx.sim, [c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            ev = yield from evaluate_steps(ctx.sim, [c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.problem is not None:
                 ctx.keep(c, self.name, ev.problem.kind, ev.why, DecisionDetails(price=c.price))
                 continue

@@ -20,7 +20,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import evaluate
+from karpy_core.controllers.disruption.simulation import evaluate_steps
 from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["Drift", "DriftRules", "keep_over_budget"]
@@ -73,8 +73,7 @@ class Drift(DriftRules):
             if budgets.left(c, self.reason) < 1:
                 keep_over_budget(ctx, c, self.name)
                 continue
-            yield
-            ev = evaluate(ctx.sim, [c], consolidation=False)
+            ev = yield from evaluate_steps(ctx.sim, [c], consolidation=False)
             if ev.problem is not None:
                 ctx.keep(c, self.name, ev.problem.kind, f"drifted, but {ev.why}")
                 continue
