@@ -59,9 +59,10 @@ async def run_steps_async(steps: Steps[T], *, slice_seconds: float = SLICE_SECON
     result; what it raises propagates; cancelling the caller closes the generator at the
     checkpoint it waits at (nothing after it runs).
 
-    ``pause_gc``: CPython's cyclic collector is paused during each slice and back on (if it was)
-    while the loop has its turn (:func:`~karpy_core.utils.gcpause.gc_paused`), so the rest of the
-    process is never left without it for a whole pass."""
+    ``pause_gc``: CPython's cyclic collector is paused until ``steps`` ends, as
+    ``plan_disruption`` pauses it for a pass (:func:`~karpy_core.utils.gcpause.gc_paused`). The
+    collector is the process's: the tasks that run during the loop's turns run without it too
+    (reference counting still frees their acyclic garbage; cycles wait for the end of the run)."""
     with gc_paused() if pause_gc else contextlib.nullcontext():
         try:
             while True:
