@@ -38,7 +38,8 @@ Phases (all replica changes are PATCHes of the Deployments' ``spec.replicas``):
 Per phase and system it prints: seconds until every pod is Running (and each Deployment ready),
 NodeClaims created (``karpenter_nodeclaims_created_total``, both controllers export it), USD/hour
 at all-Running, seconds until settled (no NodeClaim, Node or pending pod changed for ``--quiet``
-seconds; the time given is that of the last change), the settled USD/hour against
+seconds, and the controller finished a disruption evaluation that began after the last change:
+:func:`evaluated_since`; the time given is that of the last change), the settled USD/hour against
 :func:`karpy_core.sim.optimum.reference` of the pods then running (``opt``; a lower bound when
 NodePool limits or topology are not modelled, marked ``>=``), pods evicted (kube-apiserver's
 audit log: ``create pods/eviction`` answered 201), provisioned NodeClaims (``reason="provisioned"``) in the phases that add
@@ -69,6 +70,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -121,6 +123,10 @@ COUNTERS = frozenset({
     "karpenter_voluntary_disruption_consolidation_timeouts_total", "karpenter_voluntary_disruption_failed_validations_total",
 })
 """The counters read per phase (both controllers export them, the undone one karpy only)."""
+EVALUATION = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
+"""The disruption evaluation histogram (both controllers export it; karpy observes each planning
+pass, Karpenter each method it runs): its ``_count`` and ``_sum`` tell the settle check that the
+controller evaluated the cluster after its last change (:func:`evaluated_since`)."""
 NO_NEW_PODS = ("in", "drift")
 """Phases that add no pods: a provisioning NodeClaim there was launched for pods a disruption moved."""
 
@@ -309,6 +315,34 @@ def scrape(url: str) -> dict[str, float]:
         with contextlib.suppress(ValueError):
             out[key] = float(value)
     return out
+
+
+@dataclass(frozen=True)
+class Evaluations:
+    """One scrape of :data:`EVALUATION`: ``t`` (``time.monotonic()`` when the scrape began),
+    ``count`` (evaluations finished, all labels) and ``total`` (their seconds, all labels)."""
+
+    t: float
+    count: float
+    total: float
+
+
+def evaluated_since(scrapes: Sequence[Evaluations], since: float) -> bool:
+    """Whether the controller finished an evaluation that began at or after ``since`` (monotonic
+    seconds), as far as the scrapes prove it.
+
+    Between two scrapes ``a`` and ``b`` whose count went up, the evaluations that finished did so
+    after ``a.t`` and lasted ``b.total - a.total`` seconds together, so the last of them began at
+    or after ``a.t - (b.total - a.total)``; when that is at or after ``since`` the controller has
+    evaluated the cluster as it was at ``since`` or later. A counter that went down (a restart,
+    a new leader) proves nothing for that pair. A long pass that was still planning when the
+    cluster last changed, and silent for the whole quiet time, proves nothing either: the phase
+    is not settled until a later one finishes (issue: a 97 s pass made the scale-in "settled" 5 s in).
+    """
+    for a, b in itertools.pairwise(scrapes):
+        if b.count > a.count and b.total >= a.total and a.t - (b.total - a.total) >= since:
+            return True
+    return False
 
 
 def metric_total(sample: Mapping[str, float], name: str, **labels: str) -> float:
@@ -521,10 +555,18 @@ class Monitor:
     the whole value when the counter went down (a controller that restarts or, like karpy, drops
     its metrics with the leader lease starts again from zero)."""
     _last: dict[str, float] = field(default_factory=dict)
+    evaluations: list[Evaluations] = field(default_factory=list)
+    """Every scrape of the disruption evaluation histogram (:func:`evaluated_since`)."""
 
     def update_counters(self) -> None:
-        """Scrape the controller's metrics once and add the increases to :attr:`counters`."""
-        current = {k: v for k, v in scrape(self.metrics_url).items() if k.partition("{")[0] in COUNTERS}
+        """Scrape the controller's metrics once, add the counters' increases to :attr:`counters`
+        and record the evaluation histogram in :attr:`evaluations`."""
+        t = time.monotonic()
+        everything = scrape(self.metrics_url)
+        if everything:
+            self.evaluations.append(Evaluations(t, metric_total(everything, EVALUATION + "_count"),
+                                                metric_total(everything, EVALUATION + "_sum")))
+        current = {k: v for k, v in everything.items() if k.partition("{")[0] in COUNTERS}
         if not current:
             return  # not answering (leader change, restart): the next scrape catches up
         for key, value in current.items():
@@ -640,7 +682,8 @@ class Bench:
                     r.settled = True
                     break
                 continue
-            if r.running_s is not None and now - last_change >= self.quiet and (done is None or done(s)):
+            if r.running_s is not None and now - last_change >= self.quiet and (done is None or done(s)) \
+                    and evaluated_since(self.monitor.evaluations, last_change):
                 r.settled, r.settle_s = True, last_change - start
                 break
             if now - start > self.timeout:

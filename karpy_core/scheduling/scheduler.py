@@ -60,6 +60,7 @@ from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tab
 from karpy_core.scheduling.ties import PlanScore, better
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint
 from karpy_core.utils.selectors import selector_matches
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["ExistingNode", "PlannedNodeClaim", "SchedulingResults", "Scheduler", "MAX_INSTANCE_TYPES"]
 
@@ -661,6 +662,25 @@ class Scheduler:
             results.existing = {**kept, **results.existing}
         return results
 
+    def solve_steps(self, pods: Sequence[PodInfo]) -> Steps[SchedulingResults]:
+        """:meth:`solve` (same plan) as a generator (:data:`~karpy_core.utils.steps.Steps`) that
+        yields before each pod it places, so a caller on an event loop can give the loop a turn
+        during a long solve (a disruption simulation of 100 candidates moves over 1,000 pods).
+        Without ``sizing`` only (the disruption simulations): with it, the whole :meth:`solve`
+        runs in one step."""
+        if self._base.sizing:
+            return self.solve(pods)
+        self.inputs = self._base
+        kept: dict[str, str] = {}
+        if self.nominated:
+            kept, self.inputs = self._keep_nominated(pods)
+            if kept:
+                pods = [p for p in pods if p.key not in kept]
+        results = (yield from self._solve_once_steps(pods, queue_order(pods), None))[0]  # _solve without sizing
+        if kept:
+            results.existing = {**kept, **results.existing}
+        return results
+
     def _keep_nominated(self, pods: Sequence[PodInfo]) -> tuple[dict[str, str], Inputs]:
         """Put each pod of ``pods`` nominated to an existing node back on it, in queue order
         (then again the ones refused, while that keeps more: a topology spread may refuse a pod
@@ -871,6 +891,11 @@ class Scheduler:
         (:meth:`SchedulingRun.place_cheapest`) instead of first fit. ``slack``: plain pods join
         planned claims only where the claim's price stays the same (:meth:`SchedulingRun.place_free`),
         the rest go to new claims sized by cost."""
+        return run_steps(self._solve_once_steps(pods, queue, cap, caps, slack=slack))
+
+    def _solve_once_steps(self, pods: Sequence[PodInfo], queue: list[PodInfo], cap: int | str | None,
+                          caps: Sequence[int] = (), *, slack: bool = False) -> Steps[tuple[SchedulingResults, float, SchedulingRun]]:
+        """:meth:`_solve_once`, yielding before each pod it places."""
         run = self._last = SchedulingRun(self.inputs, list(pods))
         existing: dict[str, str] = {}
         reasons: dict[str, Unschedulable] = {}
@@ -893,6 +918,7 @@ class Scheduler:
             if phase == 2:
                 run.claim_caps = ()
             for pod in pods_in_phase:
+                yield
                 if pod.unsupported:
                     reasons[pod.key] = why(run, pod)
                     continue

@@ -32,6 +32,7 @@ the log ``karpy simulate --explain-node`` prints; each new record is also logged
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -66,7 +67,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
-from karpy_core.controllers.disruption.planner import DisruptionPlan, narrow_emptiness, plan_disruption, validate_plan
+from karpy_core.controllers.disruption.planner import DisruptionPlan, narrow_emptiness, plan_disruption_steps, validate_plan
 from karpy_core.controllers.disruption.queue import CommandQueue
 from karpy_core.controllers.disruption.undone import UndoneMoves, workload_fingerprint
 from karpy_core.controllers.instancetypes import InstanceTypeCache
@@ -79,6 +80,7 @@ from karpy_core.state.cluster import ClusterSnapshot, buffer_pods, collect_snaps
 from karpy_core.state.nominations import Nominations
 from karpy_core.state.synced import ClusterSync
 from karpy_core.utils.clock import Clock, iso
+from karpy_core.utils.steps import SLICE_SECONDS, run_steps_async
 
 if TYPE_CHECKING:
     from karpy_core.controllers.disruption.metrics import DisruptionMetrics
@@ -160,6 +162,10 @@ class Disruption:
         The same command on the same cluster state is reported once (the idle pass keeps it)."""
         self._reported: tuple[str | None, str] | None = None
         """Dry run: (cluster fingerprint or None until the next plan, command key) last reported."""
+        self.slice_seconds = SLICE_SECONDS
+        """Seconds of planning between two turns of the event loop: a pass plans in slices
+        (:func:`~karpy_core.utils.steps.run_steps_async`), so the watches, the provisioner and the
+        leader Lease renewal run while it plans (one pass over a large cluster is seconds of CPU)."""
 
     # ---- helpers ------------------------------------------------------------------------------
     async def instance_types(self, snapshot: ClusterSnapshot) -> dict[str, list[InstanceType]]:
@@ -246,16 +252,19 @@ class Disruption:
         if not self.sync.ready("disruption"):  # Karpenter disruption/controller.go: "waiting on cluster sync"
             return events
         snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
+        await asyncio.sleep(0)  # a turn of the loop between the pass's phases (each is up to a second at 5,000 nodes)
         if await self._pod_events(snapshot, now):
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if await self._consolidatable(snapshot, now):
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
+        await asyncio.sleep(0)
         events += await self.queue.progress(snapshot, now)
         events += await self.queue.strip_stale(snapshot, self._busy())
         if events:
             snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes())
         if self.capacity_buffers:
             snapshot = with_virtual_pods(snapshot, await buffer_pods(self.kube))
+        await asyncio.sleep(0)
         types = await self.instance_types(snapshot)
         nominated = self.nominations.active(now) if self.nominations is not None else {}
         # a command's replacements are not candidates while its pods are on their way to them, nor
@@ -304,13 +313,16 @@ class Disruption:
             else:
                 lines: list[NodeDecision] = []
                 t0 = time.perf_counter()
-                plan = plan_disruption(snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
-                                       max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
-                                       min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid)
+                plan = await run_steps_async(plan_disruption_steps(
+                    snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
+                    max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
+                    min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid),
+                    slice_seconds=self.slice_seconds, pause_gc=True)
                 plan = self._unreported(fp, plan)
                 if self.observer is not None:
                     self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
                 self._log(now, lines)
+                await asyncio.sleep(0)
                 await self._publish(_decision_events(snapshot, lines))
                 if plan is not None:
                     self._idle = None
@@ -328,6 +340,7 @@ class Disruption:
                         self.pending = Command(plan, now)
                         wake.append(now + self.settings.validation_delay)
                 else:
+                    await asyncio.sleep(0)
                     threshold = self._threshold(snapshot, types, now)
                     self._idle = (fp, threshold)
                     if threshold is not None:
@@ -462,6 +475,14 @@ class Disruption:
                                          "replacements": [[it.name for it in r.instance_types[:5]] for r in plan.replacements]})]
 
     async def _execute(self, cmd: Command, now: float, snapshot: ClusterSnapshot) -> list[DisruptionEvent]:
+        """Execute ``cmd`` (or, in a dry run, report it). Nothing is executed once this replica may
+        no longer act (:meth:`ClusterSync.ready`: the leader Lease not renewed within the renew
+        deadline, e.g. lost while the pass planned, or the caches out of sync): the command is
+        dropped with a log line, and a later pass plans again on a fresh view if it still leads."""
+        if not self.sync.ready("disruption"):
+            log.info("disruption command not executed: this replica may no longer act", extra=command_log_values(cmd.plan))
+            self._idle = None
+            return []
         if self.dry_run:
             return await self._would_execute(cmd)
         return await self.queue.execute(cmd, now, snapshot)

@@ -72,6 +72,7 @@ from karpy_core.controllers.disruption.simulation import SimulationContext, eval
 from karpy_core.featuregates import FeatureGates
 from karpy_core.state.cluster import ClusterSnapshot
 from karpy_core.utils.gcpause import gc_paused
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = [
     "PassCoverage",
@@ -79,6 +80,7 @@ __all__ = [
     "pass_coverage",
     "DisruptionPlan",
     "plan_disruption",
+    "plan_disruption_steps",
     "narrow_emptiness",
     "validate_plan",
     "MULTI_NODE_MAX_CANDIDATES",
@@ -170,8 +172,34 @@ def plan_disruption(
         does an unknown method name.
     """
     with gc_paused():  # a pass allocates many long-lived objects and no cycles (see karpy_core.utils.gcpause)
-        return _plan(snapshot, instance_types, now, log, methods, exclude, max_single_simulations, nominated, min_savings,
-                     feature_gates, avoid)
+        return run_steps(_plan(snapshot, instance_types, now, log, methods, exclude, max_single_simulations, nominated, min_savings,
+                               feature_gates, avoid))
+
+
+def plan_disruption_steps(
+    snapshot: ClusterSnapshot,
+    instance_types: dict[str, list[InstanceType]],
+    now: float,
+    *,
+    log: list[NodeDecision] | None = None,
+    methods: Iterable[DisruptionMethod | str] = DEFAULT_ORDER,
+    exclude: frozenset[str] = frozenset(),
+    max_single_simulations: int | None = None,
+    nominated: Mapping[str, float] | None = None,
+    min_savings: float = DEFAULT_MIN_SAVINGS,
+    feature_gates: FeatureGates | None = None,
+    avoid: frozenset[str] = frozenset(),
+) -> Steps[DisruptionPlan | None]:
+    """:func:`plan_disruption` (same arguments, same command, same ``log`` lines) as a generator
+    that yields at its checkpoints: before each method, and inside the simulating methods before
+    each simulation or candidate (:meth:`Method.steps`). The disruption controller drives it with
+    :func:`~karpy_core.utils.steps.run_steps_async`, so the event loop (watches, provisioning, the
+    leader Lease renewal) runs during a long pass; :func:`~karpy_core.utils.steps.run_steps` gives
+    :func:`plan_disruption`'s result. The inputs must not change until it returns (a snapshot is
+    immutable; the caller hands over fresh ``nominated``/``exclude``/``avoid`` values). Unlike
+    :func:`plan_disruption` it does not pause the garbage collector: the driver does, per slice."""
+    return _plan(snapshot, instance_types, now, log, methods, exclude, max_single_simulations, nominated, min_savings,
+                 feature_gates, avoid)
 
 
 def _plan(
@@ -186,12 +214,21 @@ def _plan(
     min_savings: float,
     feature_gates: FeatureGates | None,
     avoid: frozenset[str] = frozenset(),
-) -> DisruptionPlan | None:
-    """:func:`plan_disruption`'s body (same arguments)."""
+) -> Steps[DisruptionPlan | None]:
+    """:func:`plan_disruption`'s body (same arguments), yielding at its checkpoints."""
     order = _ordered(methods, max_single_simulations, min_savings)
     _log = log if log is not None else []
     cands = [c for c in build_candidates(snapshot, instance_types, now, log=_log, nominated=nominated) if c.name not in exclude]
+    yield
     budgets = BudgetTracker(snapshot, now)
+    yield
+    # the bound pods, parsed in slices before the simulation context reads them (the first pass
+    # parses every pod: seconds at 5,000 nodes); each view keeps its parse, so nothing else changes
+    for i, p in enumerate(snapshot.pod_views):
+        if p.bound:
+            p.try_info()
+        if i % 64 == 63:
+            yield
     ctx = PassContext(now, SimulationContext(snapshot, instance_types), _log, feature_gates or FeatureGates(), instance_types,
                       avoid)
     for c in cands:
@@ -199,9 +236,10 @@ def _plan(
             _log.append(NodeDecision(c.name, DecisionStage.CANDIDATE, Verdict.KEEP, c.blocked_kind or DecisionKind.DO_NOT_DISRUPT,
                                      c.blocked))
     for method in order:
+        yield
         if _pending_guard(ctx, method, cands):
             return None
-        plan = method.compute(ctx, cands, budgets)
+        plan = yield from method.steps(ctx, cands, budgets)
         if plan is not None and avoid and method.consolidation and plan.move_key() in avoid:
             for c in plan.candidates:
                 ctx.keep(c, method.name, DecisionKind.UNDONE_BEFORE, "the same move was undone (a node launched for the pods "

@@ -48,8 +48,9 @@ from karpy_core.state.cluster import (
     ready_nodepools,
 )
 from karpy_core.utils.selectors import selector_matches
+from karpy_core.utils.steps import Steps, run_steps
 
-__all__ = ["SimulationContext", "Evaluation", "evaluate", "claim_capacity", "worst_price"]
+__all__ = ["SimulationContext", "Evaluation", "evaluate", "evaluate_steps", "claim_capacity", "worst_price"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,9 +260,14 @@ class SimulationContext:
         placement; it saves recording every pod of the cluster once per simulation (issue 36:
         with hostname anti-affinity on half the Deployments, every run recorded half the
         cluster's pods and scanned them per pod group)."""
+        return run_steps(self.relevant_bound_steps(pods, removed))
+
+    def relevant_bound_steps(self, pods: Sequence[PodInfo], removed: set[str]) -> Steps[list[PodInfo]]:
+        """:meth:`relevant_bound`, yielding before each of ``pods`` (a new selector scans every bound pod)."""
         wanted = set(self._always)
         seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         for p in pods:
+            yield
             lkey = (p.namespace, tuple(sorted(p.labels.items())))
             if lkey not in seen:
                 seen.add(lkey)
@@ -272,12 +278,25 @@ class SimulationContext:
                 wanted.update(self._selected_by(t.selector, t.namespaces))
         return [b for b in (self.bound[i] for i in sorted(wanted)) if b.node_name not in removed]
 
+    def warm_steps(self) -> Steps[None]:
+        """Build what every simulation of the pass shares and :meth:`scheduler` would build on
+        first use (the type tables, the node index), one per step: the same values, built before
+        the first simulation instead of inside it, so a caller can let an event loop run between."""
+        if self._tables is None:
+            yield
+            self._tables = type_tables(self.templates, self.daemonsets)
+        if self._node_index is None:
+            yield
+            self._node_index = NodeIndex(self.nodes)
+            yield
+
     def scheduler(self, removed: set[str], removed_claims: dict[str, Resources],
-                  pods: Sequence[PodInfo] | None = None) -> tuple[Scheduler, set[str]]:
+                  pods: Sequence[PodInfo] | None = None, *, bound: list[PodInfo] | None = None) -> tuple[Scheduler, set[str]]:
         """A fresh scheduler over every node but ``removed``; returns it and the names of the
         uninitialized nodes (in-flight claims) it may place pods on. With ``pods`` (what the
         scheduler will solve), it sees only the bound pods that can matter to them
-        (:meth:`relevant_bound`); without, every bound pod."""
+        (:meth:`relevant_bound`, or ``bound`` when the caller worked them out already); without,
+        every bound pod."""
         nodes = [n for n in self.nodes if n.name not in removed]  # the scheduler never modifies them
         usage = {k: dict(v) for k, v in self.usage.items()}
         for pool, cap in removed_claims.items():
@@ -285,7 +304,7 @@ class SimulationContext:
                 usage[pool] = {r: v for r, v in subtract(usage[pool], cap).items()}
         if pods is None:
             bound = [b for b in self.bound if b.node_name not in removed]
-        else:
+        elif bound is None:
             bound = self.relevant_bound(pods, removed)
         if self._tables is None:  # type tables are pure functions of (template, DaemonSets): build once
             self._tables = type_tables(self.templates, self.daemonsets)
@@ -328,6 +347,13 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
     Returns:
         An :class:`Evaluation`; never raises for cluster content.
     """
+    return run_steps(evaluate_steps(ctx, cands, consolidation=consolidation, spot_to_spot=spot_to_spot))
+
+
+def evaluate_steps(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidation: bool, spot_to_spot: bool = False
+                   ) -> Steps[Evaluation]:
+    """:func:`evaluate` (same arguments, same result), yielding before each pod the simulation
+    places (:meth:`~karpy_core.scheduling.scheduler.Scheduler.solve_steps`)."""
     pods: list[PodInfo] = []
     for c in cands:
         infos = ctx.pod_infos(c)
@@ -336,8 +362,12 @@ def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidatio
         pods.extend(infos)
     moved = list(pods)
     pods.extend(ctx.virtual)
-    sched, uninitialized = ctx.scheduler({c.name for c in cands}, claim_capacity(cands), pods)
-    results = sched.solve(pods)
+    yield from ctx.warm_steps()
+    removed = {c.name for c in cands}
+    bound = yield from ctx.relevant_bound_steps(pods, removed)
+    sched, uninitialized = ctx.scheduler(removed, claim_capacity(cands), pods, bound=bound)
+    yield
+    results = yield from sched.solve_steps(pods)
     if results.errors:
         key, why = sorted(results.errors.items())[0]
         return Evaluation.reject(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")

@@ -21,6 +21,7 @@ from karpy_core.controllers.disruption.decisions import (
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.disruption.simulation import SimulationContext
 from karpy_core.featuregates import FeatureGates
+from karpy_core.utils.steps import Steps
 
 __all__ = ["Method", "PassContext"]
 
@@ -78,6 +79,13 @@ class Method(Protocol):
         (sorted by name, blocked ones included: the method decides whether a block matters);
         budgets taken for the command are counted in ``budgets``. Appends ``keep`` lines to
         ``ctx.log`` for the candidates it passes over."""
+        ...
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute` as a generator (:data:`~karpy_core.utils.steps.Steps`) that yields at
+        checkpoints (between two simulations or candidates) and returns the same command, so the
+        disruption controller can let the event loop run meanwhile
+        (:func:`~karpy_core.utils.steps.run_steps_async`)."""
         ...
 
     def may_disrupt_blocked(self, cand: Candidate) -> bool:

@@ -16,7 +16,8 @@ from karpy_core.controllers.disruption.decisions import DisruptionMethod
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.consolidation import Consolidation
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import Evaluation, evaluate
+from karpy_core.controllers.disruption.simulation import Evaluation, evaluate_steps
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["MultiNodeConsolidation", "MULTI_NODE_MAX_CANDIDATES"]
 
@@ -34,7 +35,11 @@ class MultiNodeConsolidation(Consolidation):
     name: ClassVar[DisruptionMethod] = DisruptionMethod.MULTI_NODE_CONSOLIDATION
 
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
-        """The largest removable prefix of at least 2 candidates, or None (see :class:`Method`)."""
+        """The largest removable prefix of at least 2 candidates, or None (see :class:`~.base.Method`)."""
+        return run_steps(self.steps(ctx, candidates, budgets))
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute`, yielding before each simulation (see :class:`~.base.Method`)."""
         within: list[Candidate] = []
         taken: dict[str, int] = {}
         for c in self.consider(ctx, candidates):
@@ -51,13 +56,13 @@ class MultiNodeConsolidation(Consolidation):
         while lo <= hi:
             mid = (lo + hi) // 2
             prefix = within[: mid + 1]
-            ev = evaluate(ctx.sim, prefix, consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            ev = yield from evaluate_steps(ctx.sim, prefix, consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.ok:
                 best = (prefix, ev)
                 lo = mid + 1
             else:
                 hi = mid - 1
-        best = self.extend(ctx, within, best)
+        best = yield from self.extend_steps(ctx, within, best)
         if best is None:
             return None
         prefix, ev = best
@@ -81,6 +86,11 @@ class MultiNodeConsolidation(Consolidation):
         near the front leaves the rest to single-node consolidation, one node per command and
         validation delay (issue 36: after a 70% scale-in, 25 single-node commands 15 s apart).
         """
+        return run_steps(self.extend_steps(ctx, within, best))
+
+    def extend_steps(self, ctx: PassContext, within: Sequence[Candidate], best: tuple[list[Candidate], Evaluation] | None
+                     ) -> Steps[tuple[list[Candidate], Evaluation] | None]:
+        """:meth:`extend`, yielding before each simulation."""
         kept: list[Candidate] = list(best[0]) if best is not None else []
         ev_kept = best[1] if best is not None else None
         names = {c.name for c in kept}
@@ -91,7 +101,7 @@ class MultiNodeConsolidation(Consolidation):
             if tries >= GREEDY_SIMULATIONS:
                 break
             tries += 1
-            ev = evaluate(ctx.sim, [*kept, c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            ev = yield from evaluate_steps(ctx.sim, [*kept, c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.ok:
                 kept.append(c)
                 names.add(c.name)

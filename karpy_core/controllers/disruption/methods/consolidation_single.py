@@ -13,8 +13,9 @@ from karpy_core.controllers.disruption.decisions import DecisionDetails, Decisio
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.consolidation import Consolidation
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate
+from karpy_core.controllers.disruption.simulation import SimulationContext, evaluate_steps
 from karpy_core.scheduling.resources import Resources, add_into, subtract
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["SingleNodeConsolidation", "fits_somewhere"]
 
@@ -58,12 +59,17 @@ class SingleNodeConsolidation(Consolidation):
 
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
         """The first candidate that can be deleted or replaced by a cheaper node, or None."""
+        return run_steps(self.steps(ctx, candidates, budgets))
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute`, yielding before each candidate (see :class:`~.base.Method`)."""
         free_total: Resources = {}
         for n in ctx.sim.nodes:
             if n.initialized:
                 add_into(free_total, {r: max(0, v) for r, v in n.free().items()})
         sims = 0
         for c in self.consider(ctx, candidates):
+            yield
             if budgets.left(c, self.reason) < 1:
                 ctx.keep(c, self.name, DecisionKind.BUDGET_EXHAUSTED, f"the disruption budget allows 0 more ({self.reason})",
                          DecisionDetails(budget=self.reason))
@@ -76,7 +82,7 @@ class SingleNodeConsolidation(Consolidation):
                 ctx.keep(c, self.name, DecisionKind.SIMULATION_LIMIT, "not evaluated this pass (simulation limit reached)")
                 continue
             sims += 1
-            ev = evaluate(ctx.sim, [c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            ev = yield from evaluate_steps(ctx.sim, [c], consolidation=True, spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if ev.problem is not None:
                 ctx.keep(c, self.name, ev.problem.kind, ev.why, DecisionDetails(price=c.price))
                 continue

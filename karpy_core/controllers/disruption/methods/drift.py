@@ -20,7 +20,8 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import evaluate
+from karpy_core.controllers.disruption.simulation import evaluate_steps
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = ["Drift", "DriftRules", "keep_over_budget"]
 
@@ -61,6 +62,10 @@ class Drift(DriftRules):
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
         """The first drifted candidate whose pods fit elsewhere, with its replacements, or None
         (static NodePools' nodes are :class:`~.static_drift.StaticDrift`'s)."""
+        return run_steps(self.steps(ctx, candidates, budgets))
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute`, yielding before each simulation (see :class:`~.base.Method`)."""
         drifted = sorted((c for c in candidates if c.drifted and not c.pool.static
                           and (not c.blocked or self.may_disrupt_blocked(c))),
                          key=lambda c: (not c.empty, c.created, c.name))
@@ -68,7 +73,7 @@ class Drift(DriftRules):
             if budgets.left(c, self.reason) < 1:
                 keep_over_budget(ctx, c, self.name)
                 continue
-            ev = evaluate(ctx.sim, [c], consolidation=False)
+            ev = yield from evaluate_steps(ctx.sim, [c], consolidation=False)
             if ev.problem is not None:
                 ctx.keep(c, self.name, ev.problem.kind, f"drifted, but {ev.why}")
                 continue

@@ -18,6 +18,7 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.plan import DisruptionPlan
+from karpy_core.utils.steps import Steps, done
 
 __all__ = ["Emptiness"]
 
@@ -64,6 +65,10 @@ class Emptiness:
         if not chosen:
             return None
         return DisruptionPlan(self.name, self.reason, chosen, price=sum(c.price or 0.0 for c in chosen))
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute` in one step (no simulation: nothing to cut; see :class:`~.base.Method`)."""
+        return done(self.compute(ctx, candidates, budgets))
 
     def may_disrupt_blocked(self, cand: Candidate) -> bool:
         """Never: emptiness is voluntary."""

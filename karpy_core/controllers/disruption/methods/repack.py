@@ -87,6 +87,7 @@ from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, type_tables
 from karpy_core.state.views import NodePoolView
+from karpy_core.utils.steps import Steps, run_steps
 
 __all__ = [
     "ANNOTATION_MIN_SAVINGS",
@@ -98,6 +99,7 @@ __all__ = [
     "min_savings_of",
     "parse_min_savings",
     "repack_group",
+    "repack_group_steps",
 ]
 
 ANNOTATION_MIN_SAVINGS = "karpy.sh/consolidation-min-savings"
@@ -349,6 +351,13 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
         The best outcome; ``problem`` set when no run schedules every pod, the runs ran out, or
         (spot) no on-demand replacement exists. Never raises for cluster content.
     """
+    return run_steps(repack_group_steps(sim, group, default_min_savings, caps=caps, limit=limit, spot_to_spot=spot_to_spot))
+
+
+def repack_group_steps(sim: SimulationContext, group: Sequence[Candidate], default_min_savings: float, *,
+                       caps: _Caps | None = None, limit: list[int] | None = None, spot_to_spot: bool = False
+                       ) -> Steps[RepackOutcome]:
+    """:func:`repack_group` (same arguments and result), yielding before each scheduler run."""
     price = sum(c.price or 0.0 for c in group)
     fraction = max(min_savings_of(c.pool, default_min_savings) for c in group)
     required = fraction * price
@@ -372,6 +381,7 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
             if limit[0] <= 0:
                 break
             limit[0] -= 1
+        yield
         claims, problem = _solve(sim, cache, cap, group, pods)
         if claims is None:
             first_problem = first_problem or problem
@@ -391,9 +401,11 @@ def repack_group(sim: SimulationContext, group: Sequence[Candidate], default_min
         out, claims = runs.pop(i), untrimmed.pop(i)
         if not out.ok:  # the cheapest run left falls short of the threshold: the dearer ones do too
             break
+        yield
         misfit = _kube_misfit(sim, group, pods, out.replacements)
         if misfit is None:
             return dataclasses.replace(out, rejected=rejected)
+        yield
         roomier = _with_slack(sim, group, pods, claims, base, spot_to_spot)
         if roomier is not None:
             return dataclasses.replace(roomier, rejected=rejected)
@@ -513,7 +525,11 @@ class RepackConsolidation(Consolidation):
 
     def compute(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> DisruptionPlan | None:
         """The group whose repack saves the most (at least its threshold), or None; a ``keep``
-        line for each candidate evaluated alone that does not qualify (see :class:`Method`)."""
+        line for each candidate evaluated alone that does not qualify (see :class:`~.base.Method`)."""
+        return run_steps(self.steps(ctx, candidates, budgets))
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute`, yielding before each group (see :class:`~.base.Method`)."""
         alone: list[Candidate] = []
         within: list[Candidate] = []
         taken: dict[str, int] = {}
@@ -533,8 +549,8 @@ class RepackConsolidation(Consolidation):
         limit = [self.max_simulations]
         best: RepackOutcome | None = None
         for group in _groups(alone, within):
-            out = repack_group(ctx.sim, group, self.min_savings, caps=caps, limit=limit,
-                               spot_to_spot=ctx.gates.SpotToSpotConsolidation)
+            out = yield from repack_group_steps(ctx.sim, group, self.min_savings, caps=caps, limit=limit,
+                                                spot_to_spot=ctx.gates.SpotToSpotConsolidation)
             if out.ok and ctx.avoid and _plan(self, out).move_key() in ctx.avoid:
                 out = dataclasses.replace(out, problem=Invalidation(
                     DecisionKind.UNDONE_BEFORE, "the same move was undone (a node launched for the pods it moved) since the "

@@ -28,6 +28,7 @@ from karpy_core.controllers.disruption.methods.drift import DriftRules, keep_ove
 from karpy_core.controllers.disruption.plan import DisruptionPlan
 from karpy_core.controllers.static.capacity import node_limit, static_claim, static_counts
 from karpy_core.scheduling.template import template_from_nodepool
+from karpy_core.utils.steps import Steps, done
 
 __all__ = ["StaticDrift"]
 
@@ -87,6 +88,10 @@ class StaticDrift(DriftRules):
             return DisruptionPlan(self.name, self.reason, chosen, [plan] * len(chosen),
                                   sum(c.price or 0.0 for c in chosen), price * len(chosen))
         return None
+
+    def steps(self, ctx: PassContext, candidates: Sequence[Candidate], budgets: BudgetTracker) -> Steps[DisruptionPlan | None]:
+        """:meth:`compute` in one step (no simulation: nothing to cut; see :class:`~.base.Method`)."""
+        return done(self.compute(ctx, candidates, budgets))
 
     def needs_resimulation(self, cands: Sequence[Candidate]) -> bool:
         """Never: the replacements are the pool's template, not a simulation's result."""
