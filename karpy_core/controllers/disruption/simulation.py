@@ -41,7 +41,7 @@ from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, template
 from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 from karpy_core.state.cluster import (
     ClusterSnapshot,
-    bound_pod_infos,
+    bound_pods_and_requests,
     daemonset_pod_infos,
     existing_nodes,
     nodepool_usage,
@@ -95,10 +95,10 @@ class SimulationContext:
         for np_obj in (pool.raw for pool in ready_nodepools(snapshot)[0]):
             self.templates.append(template_from_nodepool(np_obj, instance_types.get(np_obj["metadata"]["name"], [])))
         startup = {t.name: t.startup_taints for t in self.templates}
-        self.nodes = existing_nodes(snapshot, startup)
+        self.bound, requested = bound_pods_and_requests(snapshot)
+        self.nodes = existing_nodes(snapshot, startup, requested)
         self._node_by_name = {n.name: n for n in reversed(self.nodes)}  # the first of a name wins, as a scan would
         self.daemonsets = daemonset_pod_infos(snapshot.daemonsets)
-        self.bound = bound_pod_infos(snapshot)
         self.usage = nodepool_usage(snapshot)
         self._tables: dict[str, TypeTable] | None = None
         self._node_index: NodeIndex | None = None

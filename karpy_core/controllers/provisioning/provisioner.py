@@ -47,7 +47,7 @@ from karpy_core.scheduling.template import NodePoolTemplate, template_from_nodep
 from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 from karpy_core.state.cluster import (
     ClusterSnapshot,
-    bound_pod_infos,
+    bound_pods_and_requests,
     collect_snapshot,
     daemonset_pod_infos,
     existing_nodes,
@@ -137,12 +137,13 @@ async def build_scheduler(
                 instance_types[name] = types
         templates.append(template_from_nodepool(pool.raw, types))
     startup = {t.name: t.startup_taints for t in templates}
+    bound, requested = bound_pods_and_requests(snapshot)
     scheduler = Scheduler(
         templates,
-        existing_nodes(snapshot, startup),
+        existing_nodes(snapshot, startup, requested),
         daemonset_pod_infos(snapshot.daemonsets),
         nodepool_usage(snapshot),
-        bound_pods=bound_pod_infos(snapshot),
+        bound_pods=bound,
         preference_policy=preference_policy,
         min_values_policy=min_values_policy,
         unready=unready,
