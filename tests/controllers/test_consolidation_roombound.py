@@ -18,7 +18,8 @@ from karpy_core.controllers.disruption.methods import consolidation_multi
 from karpy_core.controllers.disruption.methods.consolidation_multi import GREEDY_SIMULATIONS as GREEDY_TRIES
 from karpy_core.controllers.disruption.methods.consolidation_multi import RoomBound
 from karpy_core.controllers.disruption.planner import plan_disruption
-from karpy_core.controllers.disruption.simulation import Evaluation, SimulationContext, evaluate
+from karpy_core.controllers.disruption.simulation import Evaluation, SimulationContext, evaluate, evaluate_steps
+from karpy_core.utils.steps import Steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import consolidation_pass as bench
@@ -75,11 +76,11 @@ def test_converged_multi_node_step_simulates_nothing_and_decides_the_same(monkey
     multi = [DisruptionMethod.MULTI_NODE_CONSOLIDATION]
     calls: list[int] = []
 
-    def counting(*args: Any, **kwargs: Any) -> Evaluation:
+    def counting(*args: Any, **kwargs: Any) -> Steps[Evaluation]:
         calls.append(1)
-        return evaluate(*args, **kwargs)  # the function consolidation_multi imports
+        return (yield from evaluate_steps(*args, **kwargs))  # the function consolidation_multi imports
 
-    monkeypatch.setattr(consolidation_multi, "evaluate", counting)
+    monkeypatch.setattr(consolidation_multi, "evaluate_steps", counting)
     log_with: list[NodeDecision] = []
     assert plan_disruption(snap, types, bench.NOW, log=log_with, methods=multi) is None
     assert calls == []
