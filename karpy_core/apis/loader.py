@@ -848,9 +848,6 @@ class _Builder:
                 prefix = f"{path}: " if path else ""
                 self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
             return mistyped
-        if not obj.metadata.name and not obj.metadata.generate_name:
-            self.problems.append(f"{where} {label}: metadata.name: required field is missing")
-            return mistyped
         if not self._names_ok(obj, api_version, kind, where, label):
             return mistyped
         obj.with_source(source)
@@ -908,11 +905,15 @@ class _Builder:
     def _record_name_problems(self, name: str | None, generate_name: str | None, namespace: str | None,
                               api_version: str, kind: str, where: str, label: str) -> bool:
         """Record the problems of an object's name, generateName and namespace (each may be
-        None: not given); True when there are none. Also used for a document whose other fields
-        failed validation, so its names are reported in the same run."""
+        None: not given; neither a name nor a generateName is a problem); True when there are
+        none. Also used for a document whose other fields failed validation, so its names are reported in the same run."""
         rule = name_rule(api_version, kind)
         longest = NODEPOOL_NAME_MAX if (api_version, kind) == (NodePool.API_VERSION, NodePool.KIND) else None
         found = []
+        if not name and not generate_name:
+            # kube-apiserver's ValidateObjectMeta: "metadata.name: Required value: name or
+            # generateName is required", for every kind (modelled, passed through or not modelled)
+            found.append("metadata.name: required field is missing")
         if name:
             found += [f"metadata.name: {p}" for p in name_problems(name, rule, max_length=longest)]
         if generate_name:

@@ -1,0 +1,65 @@
+"""Fuzzer findings of trial 7 in the manifest loader (yaml46): objects without a name, a byte-order
+mark in a later document, go-yaml v2 scalar resolution, and the server's refusals karpy must share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from karpy_core.apis.loader import load_text
+from karpy_core.apis.registry import kind_registry
+from karpy_core.errors import ManifestError
+from tests.cli import invoke_cli
+
+EC2 = ("apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: ''}\n"
+       "spec: {role: r, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{tags: {a: b}}],"
+       " securityGroupSelectorTerms: [{tags: {a: b}}]}\n")
+
+
+def problems(text: str, **kwargs: object) -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        load_text(text, "n.yaml", **kwargs)  # type: ignore[arg-type]
+    return info.value.problems
+
+
+# --------------------------------------------------------------------------- 1. no name
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: default}\ndata: {a: b}\n", "ConfigMap/default/<no name>"),
+    ("apiVersion: v1\nkind: Secret\nmetadata: {name: ''}\n", "Secret/<no name>"),
+    ("apiVersion: example.com/v1\nkind: Widget\nmetadata: {labels: {a: b}}\n", "Widget/<no name>"),
+    ("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: ''}\nspec: {template: {spec: {nodeClassRef: "
+     "{group: karpenter.kwok.sh, kind: KWOKNodeClass, name: d}, requirements: []}}}\n", "NodePool/<no name>"),
+    (EC2, "EC2NodeClass/<no name>"),
+])
+def test_an_object_without_a_name_or_generate_name_is_refused_for_every_kind(text: str, label: str) -> None:
+    """kube-apiserver refuses every kind without a name (``name or generateName is required``),
+    modelled, passed through or not modelled."""
+    assert problems(text) == [f"n.yaml doc 1 {label}: metadata.name: required field is missing"]
+
+
+def test_a_nodeclass_whose_plugin_is_missing_still_needs_a_name() -> None:
+    """The fuzzer's case: EC2NodeClass with ``name: ''`` and the karpy-aws plugin not installed
+    (passed through unvalidated) was 'valid' while simulate failed with the server's 422."""
+    registry = {key: cls for key, cls in kind_registry().items() if key[1] != "EC2NodeClass"}
+    assert problems(EC2, registry=registry) == ["n.yaml doc 1 EC2NodeClass/<no name>: metadata.name: required field is missing"]
+
+
+@pytest.mark.parametrize("text", [
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: cm-}\ndata: {a: b}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {generateName: p-}\nspec: {containers: [{name: c, image: pause}]}\n",
+])
+def test_generate_name_stands_in_for_a_name_as_the_server_allows(text: str) -> None:
+    loaded = load_text(text, "n.yaml")
+    assert len(loaded.pods) + len(loaded.other) == 1
+
+
+@pytest.mark.parametrize("command", ["validate", "simulate"])
+def test_validate_and_simulate_refuse_a_nameless_object_with_exit_2(command: str, tmp_path: Path) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ''}\ndata: {a: b}\n")
+    result = invoke_cli(command, str(path))
+    assert result.exit_code == 2, result.output
+    assert "ConfigMap/<no name>: metadata.name: required field is missing" in result.output
