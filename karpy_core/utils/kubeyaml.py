@@ -40,6 +40,7 @@ __all__ = [
     "NonJSONValueError",
     "YAMLValueProblem",
     "describe_yaml_error",
+    "drop_document_boms",
     "format_yaml_path",
     "safe_load",
     "safe_load_all",
@@ -168,6 +169,27 @@ def _key_string(key: Any) -> Any:
     return key
 
 
+_SEPARATOR_THEN_BOM = re.compile("^(---[^\n]*\n)\ufeff", re.M)
+
+
+def drop_document_boms(text: str) -> str:
+    """``text`` without the byte-order mark that starts a document after a ``---`` line, as kubectl
+    reads it: apimachinery's ``YAMLReader`` (``k8s.io/apimachinery/pkg/util/yaml/decoder.go``) cuts
+    the stream at each line starting with ``---`` (only spaces or a comment after it) and go-yaml
+    then parses each document alone, dropping a BOM at its start (``yaml_parser_determine_encoding``).
+    libyaml, reading the stream whole, skips such a BOM but counts it as a column, so the next
+    line of the mapping looks less indented and the document is refused. Other BOMs stay (one
+    inside a value or after indentation is text to kubectl too); line numbers do not change."""
+    if "\ufeff" not in text:
+        return text
+
+    def keep_separator(match: re.Match[str]) -> str:
+        rest = match.group(1)[3:].strip()
+        return match.group(1) if not rest or rest.startswith("#") else match.group(0)
+
+    return _SEPARATOR_THEN_BOM.sub(keep_separator, text)
+
+
 class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
     """PyYAML safe loader with Kubernetes' JSON-compatible values (module docstring).
 
@@ -181,7 +203,7 @@ class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import tim
     yaml_constructors = dict(getattr(_BaseLoader, "yaml_constructors"))  # noqa: B009 - _BaseLoader is typed `type`
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        super().__init__(drop_document_boms(stream))
         self.problems: list[YAMLValueProblem] = []
         self.path: list[str | int] = []
 

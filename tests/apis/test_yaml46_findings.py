@@ -10,6 +10,7 @@ import pytest
 from karpy_core.apis.loader import load_text
 from karpy_core.apis.registry import kind_registry
 from karpy_core.errors import ManifestError
+from karpy_core.utils import kubeyaml
 from tests.cli import invoke_cli
 
 EC2 = ("apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: ''}\n"
@@ -63,3 +64,22 @@ def test_validate_and_simulate_refuse_a_nameless_object_with_exit_2(command: str
     result = invoke_cli(command, str(path))
     assert result.exit_code == 2, result.output
     assert "ConfigMap/<no name>: metadata.name: required field is missing" in result.output
+
+
+# --------------------------------------------------------------------------- 2. BOM in a later document
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # kubectl-yaml-oracle (apimachinery YAMLReader + sigs.k8s.io/yaml) on the same bytes
+    ("# c\n---\n\ufeffapiVersion: v1\nkind: X\n", [{"apiVersion": "v1", "kind": "X"}]),
+    ("a: 1\n---  # sep\r\n\ufeffb: 2\r\nc: 3\r\n", [{"a": 1}, {"b": 2, "c": 3}]),
+    ("a: 1\n---\nc: \ufeffx\n---\n  \ufeffd: 3\n", [{"a": 1}, {"c": "\ufeffx"}, {"\ufeffd": 3}]),
+])
+def test_a_bom_starting_a_later_document_is_dropped_as_kubectl_drops_it(text: str, expected: list[object]) -> None:
+    assert list(kubeyaml.safe_load_all(text)) == expected
+
+
+def test_validate_reads_a_multi_document_file_with_a_bom_after_the_separator() -> None:
+    loaded = load_text("# spot\n---\n\ufeffapiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+                       "spec: {containers: [{name: c, image: pause}]}\n", "b.yaml")
+    assert [pod.name for pod in loaded.pods] == ["p"]
