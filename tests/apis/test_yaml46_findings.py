@@ -3,9 +3,11 @@ mark in a later document, go-yaml v2 scalar resolution, and the server's refusal
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from karpy_core.apis.loader import load_text
 from karpy_core.apis.registry import kind_registry
@@ -83,3 +85,63 @@ def test_validate_reads_a_multi_document_file_with_a_bom_after_the_separator() -
     loaded = load_text("# spot\n---\n\ufeffapiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
                        "spec: {containers: [{name: c, image: pause}]}\n", "b.yaml")
     assert [pod.name for pod in loaded.pods] == ["p"]
+
+
+# --------------------------------------------------------------------------- 3, 4. go-yaml v2 scalars
+
+# The plain scalars of the fuzzer's crafted/scalars.yaml and more, with the JSON value kubectl's parser
+# gives each (kubectl-yaml-oracle: apimachinery's YAMLReader + sigs.k8s.io/yaml.YAMLToJSON, run on them).
+KUBECTL = {
+    "y": True, "Y": True, "yes": True, "No": False, "on": True, "OFF": False, "true": True, "True": True, "TRUE": True,
+    "tRUE": "tRUE", "~": None, "null": None, "Null": None, "NULL": None, "1": 1, "0x1": 1, "0o1": 1, "01": 1, "08": 8,
+    "1_0": 10, "1e1": 10, "1E1": 10, ".5": 0.5, "5.": 5, "2001-12-14": "2001-12-14", "12:30": "12:30",
+    "1:20:30": "1:20:30", "0b1": 1, "+1": 1, "-0": 0, "1.0e+3": 1000, "0.": 0, "+.5": 0.5, "n": False, "N": False,
+    "0x_1": 1, "1__0": 10, "_1": "_1", "1_": 1, "0b": "0b", "0x": "0x", "1e": "1e", "1.e3": 1000, "-0b11": -3,
+    "0B1": 1, "0X1A": 26, "1.5e": "1.5e", "190:20:30.15": "190:20:30.15",
+    "2001-12-14t21:59:43.10-05:00": "2001-12-14t21:59:43.10-05:00", "0o": "0o", "0o8": "0o8", "1e+": "1e+",
+    "0.0.1": "0.0.1", "1,000": "1,000", "$1": "$1", "-.5": -0.5, "+0x1F": 31, "0x-1": "0x-1", "-0x1": -1,
+    "0o17": 15, "0O17": 15, "-0o17": -15, "017": 15, "00": 0, "00x1": "00x1", "=": "=", "+": "+",
+    ".5_0": 0.5, ".5e1_0": 5000000000, "._5": "._5", ".5_": ".5_", "1_0.5": 10.5, "1e400": "1e400", "1e-400": 0,
+    ".5e999": ".5e999", "0b-1": -1, "0b+1": 1, "-0b-1": "-0b-1", "0B-1": "0B-1", "0x1p3": "0x1p3",
+    "9223372036854775808": 9223372036854775808, "18446744073709551615": 18446744073709551615,
+    "0b1111111111111111111111111111111111111111111111111111111111111111": 18446744073709551615,
+    ".": ".", ".e5": ".e5", "..5": "..5", "1_000e1_0": 10000000000000, "0.000001": 0.000001,
+}
+
+
+@pytest.mark.parametrize("scalar", sorted(KUBECTL))
+def test_plain_scalars_resolve_as_kubectl_resolves_them(scalar: str) -> None:
+    value = kubeyaml.safe_load(f"v: {scalar}\n")["v"]
+    assert value == KUBECTL[scalar] and type(value) is type(KUBECTL[scalar]), (scalar, value)
+
+
+@pytest.mark.parametrize("scalar", sorted(k for k, v in KUBECTL.items() if isinstance(v, str) or k in ("y", "0o17", "0X1A")))
+def test_the_dumper_quotes_what_the_loader_would_not_read_back_as_the_same_string(scalar: str) -> None:
+    assert kubeyaml.safe_load(yaml.dump({"v": scalar}, Dumper=kubeyaml.KubeYAMLDumper)) == {"v": scalar}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("v: !!int abc", "cannot decode !!str `abc` as a !!int"),
+    ("v: !!bool 1", "cannot decode !!int `1` as a !!bool"),
+    ("v: !!float abc", "cannot decode !!str `abc` as a !!float"),
+])
+def test_an_explicit_tag_its_value_does_not_fit_is_refused_in_go_yamls_words(text: str, message: str) -> None:
+    with pytest.raises(kubeyaml.NonJSONValueError, match=re.escape(f"v: {message}")):
+        kubeyaml.safe_load(text)
+
+
+def test_explicit_tags_convert_as_go_yaml_converts() -> None:
+    assert kubeyaml.safe_load('a: !!int "0o17"\nb: !!float 0x10\nc: !!str 1\n') == {"a": 15, "b": 16, "c": "1"}
+
+
+def test_replicas_in_go_integer_forms_are_read_and_a_label_value_0x1a_is_a_number() -> None:
+    deployment = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d}}\nspec:\n  replicas: {n}\n"
+                  "  selector: {{matchLabels: {{app: x}}}}\n  template:\n    metadata: {{labels: {{app: x}}}}\n"
+                  "    spec: {{containers: [{{name: c, image: i, args: [--flag, =]}}]}}\n")
+    for written, replicas in (("0o17", 15), ("0X1A", 26), ("0B1", 1)):
+        loaded = load_text(deployment.format(n=written), "d.yaml")
+        assert [d.spec.replicas for d in loaded.deployments] == [replicas]
+        assert loaded.deployments[0].model_dump(by_alias=True)["spec"]["template"]["spec"]["containers"][0]["args"] == ["--flag", "="]
+    assert problems("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: 0X1A}}\n"
+                    "spec: {containers: [{name: c, image: pause}]}\n") == [
+        "n.yaml doc 1 Pod/p: metadata.labels.a: must be a string; got the number 26 (quote it in YAML so it stays text)"]
