@@ -145,3 +145,13 @@ def test_replicas_in_go_integer_forms_are_read_and_a_label_value_0x1a_is_a_numbe
     assert problems("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: 0X1A}}\n"
                     "spec: {containers: [{name: c, image: pause}]}\n") == [
         "n.yaml doc 1 Pod/p: metadata.labels.a: must be a string; got the number 26 (quote it in YAML so it stays text)"]
+
+
+# --------------------------------------------------------------------------- 5. toleration Exists with a value
+
+
+def test_a_toleration_exists_with_a_value_is_refused_in_the_servers_words() -> None:
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: pause}]\n"
+            "  tolerations: [{key: a, operator: Exists, value: b}, {key: c, operator: Exists, value: ''}]\n")
+    assert problems(text) == ["n.yaml doc 1 Pod/p: spec.tolerations[0]: operator: Invalid value: \"b\": "
+                              "value must be empty when `operator` is 'Exists'"]
