@@ -155,3 +155,32 @@ def test_a_toleration_exists_with_a_value_is_refused_in_the_servers_words() -> N
             "  tolerations: [{key: a, operator: Exists, value: b}, {key: c, operator: Exists, value: ''}]\n")
     assert problems(text) == ["n.yaml doc 1 Pod/p: spec.tolerations[0]: operator: Invalid value: \"b\": "
                               "value must be empty when `operator` is 'Exists'"]
+
+
+# --------------------------------------------------------------------------- 7. directives and a lone '...'
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    # kubectl-yaml-oracle: doc1 ERR yaml: did not find expected node content
+    ("...\n", "n.yaml: line 1 column 1: YAML syntax error: did not find expected node content"),
+    ("# c\n...\n", "n.yaml: line 2 column 1: YAML syntax error: did not find expected node content"),
+    (CM + "---\n# only\n...\n", "n.yaml: line 6 column 1: YAML syntax error: did not find expected node content"),
+    # doc1 ERR yaml: line 1: did not find expected <document start> (the directive is a piece of its own)
+    ("%YAML 1.1\n---\n" + CM, "n.yaml: line 1 column 1: YAML syntax error: did not find expected <document start>"),
+    ("%TAG ! tag:x,2000:\n---\n" + CM, "n.yaml: line 1 column 1: YAML syntax error: did not find expected <document start>"),
+    (CM + "---\n%YAML 1.1\n---\n" + CM, "n.yaml: line 5 column 1: YAML syntax error: did not find expected <document start>"),
+])
+def test_a_lone_document_end_or_directive_is_refused_as_kubectl_refuses_it(text: str, problem: str) -> None:
+    assert problems(text) == [f"{problem} (documents after it were not read)"]
+
+
+@pytest.mark.parametrize("text", [
+    "---\n...\n---\n" + CM,  # the '---' opens the piece: an empty document (null), then the ConfigMap
+    CM + "...\n",
+    CM + "---\n" + CM.replace("name: a", "name: b") + "...\n",
+])
+def test_a_document_end_kubectl_reads_is_read(text: str) -> None:
+    assert {o.name for o in load_text(text, "n.yaml").other} >= {"a"}
+
