@@ -159,10 +159,14 @@ class Toleration(LenientModel):
     @model_validator(mode="after")
     def _empty_key_needs_exists(self) -> Toleration:
         """kube-apiserver's ``ValidateTolerations``: an empty key tolerates every taint, so only with
-        ``operator: Exists`` (a null list item reads as ``{}`` and is refused so)."""
+        ``operator: Exists`` (a null list item reads as ``{}`` and is refused so); ``operator: Exists``
+        takes no ``value``."""
         if not self.key and self.operator != "Exists":
             raise ValueError(f'operator: Invalid value: "{self.operator or ""}": operator must be Exists when `key` is empty, '
                              'which means "match all values and all keys"')
+        if self.operator == "Exists" and self.value:
+            # ValidateTolerations (pkg/apis/core/validation/validation.go): Exists matches any value
+            raise ValueError(f'operator: Invalid value: "{self.value}": value must be empty when `operator` is ' + "'Exists'")
         return self
 
 

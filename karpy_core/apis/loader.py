@@ -299,6 +299,61 @@ def _parse(text: str) -> Iterator[_RawDocument]:
         loader.dispose()
 
 
+@dataclass(frozen=True, slots=True)
+class _RefusedChunk:
+    offset: int
+    """Where the document starts in the text (characters)."""
+    line: int
+    """The 1-based line go-yaml's error is at."""
+    problem: str
+    """go-yaml's words."""
+
+
+def _kubectl_refused_chunk(text: str) -> _RefusedChunk | None:
+    """The first document of ``text`` that kubectl refuses although libyaml, reading the stream
+    whole, reads it, or None. kubectl cuts the stream as apimachinery's ``YAMLReader`` does
+    (``k8s.io/apimachinery/pkg/util/yaml/decoder.go``: a line starting with ``---`` ends the
+    document before it; it opens the next one only when that one is still empty) and go-yaml
+    parses each piece alone, so:
+
+    * a piece holding only directives (``%YAML 1.1``, ``%TAG ...``: the ``---`` after them starts
+      the next piece) is ``did not find expected <document start>``;
+    * a piece holding only a document end ``...`` (no ``---`` in it) is ``did not find expected
+      node content``.
+
+    Blank and comment lines do not count. kubectl stops at the first such error (the documents
+    before it were read)."""
+    if "%" not in text and "..." not in text:
+        return None
+    offset = 0
+    start = 0
+    buffered = False  # YAMLReader's buffer holds something (comments and blank lines too)
+    seen: list[tuple[int, str]] = []  # (line number, stripped line) of the piece's content lines
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if line.startswith("---") and buffered:
+            refused = _refused_piece(seen, start) if seen else None
+            if refused:
+                return refused
+            seen, start, buffered = [], offset, False  # the separator line is consumed, not kept
+            offset += len(line)
+            continue
+        buffered = True
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            seen.append((number, stripped))
+        offset += len(line)
+    return _refused_piece(seen, start) if seen else None
+
+
+def _refused_piece(seen: list[tuple[int, str]], start: int) -> _RefusedChunk | None:
+    """:func:`_kubectl_refused_chunk` for one piece's content lines (starting at ``start``)."""
+    if all(line.startswith("%") for _, line in seen):
+        return _RefusedChunk(start, seen[0][0], "did not find expected <document start>")
+    if seen[0][1] != "---" and all(line == "..." or line.startswith(("... ", "...\t")) for _, line in seen):
+        return _RefusedChunk(start, seen[0][0], "did not find expected node content")
+    return None
+
+
 class _JSONObject(dict[str, Any]):
     """A decoded JSON object that remembers its keys given more than once."""
 
@@ -681,10 +736,14 @@ class _Builder:
         text = substitute(text, variables)
         if text.lstrip(" \t\r\n\ufeff").startswith("{") and self._add_json(text, source_name, strict=json_file):
             return
+        refused = _kubectl_refused_chunk(text)
         try:
-            for raw in _parse(text):
+            for raw in _parse(text if refused is None else text[:refused.offset]):
                 self._warn_placeholders(raw, source_name)
                 self._add_document(raw, source_name)
+            if refused is not None:
+                self.problems.append(f"{source_name}: line {refused.line} column 1: YAML syntax error: {refused.problem} "
+                                     "(documents after it were not read)")
         except yaml.reader.ReaderError as exc:  # a character YAML refuses: no mark, a position in ``text``
             where, _, detail = describe_yaml_error(exc, text).partition(": ")
             self.problems.append(f"{source_name}: {where}: YAML syntax error: {detail} (documents after it were not read)")
@@ -848,9 +907,6 @@ class _Builder:
                 prefix = f"{path}: " if path else ""
                 self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
             return mistyped
-        if not obj.metadata.name and not obj.metadata.generate_name:
-            self.problems.append(f"{where} {label}: metadata.name: required field is missing")
-            return mistyped
         if not self._names_ok(obj, api_version, kind, where, label):
             return mistyped
         obj.with_source(source)
@@ -908,11 +964,15 @@ class _Builder:
     def _record_name_problems(self, name: str | None, generate_name: str | None, namespace: str | None,
                               api_version: str, kind: str, where: str, label: str) -> bool:
         """Record the problems of an object's name, generateName and namespace (each may be
-        None: not given); True when there are none. Also used for a document whose other fields
-        failed validation, so its names are reported in the same run."""
+        None: not given; neither a name nor a generateName is a problem); True when there are
+        none. Also used for a document whose other fields failed validation, so its names are reported in the same run."""
         rule = name_rule(api_version, kind)
         longest = NODEPOOL_NAME_MAX if (api_version, kind) == (NodePool.API_VERSION, NodePool.KIND) else None
         found = []
+        if not name and not generate_name:
+            # kube-apiserver's ValidateObjectMeta: "metadata.name: Required value: name or
+            # generateName is required", for every kind (modelled, passed through or not modelled)
+            found.append("metadata.name: required field is missing")
         if name:
             found += [f"metadata.name: {p}" for p in name_problems(name, rule, max_length=longest)]
         if generate_name:
@@ -1153,6 +1213,8 @@ def _no_objects(text: str) -> str:
     lines = [line.strip() for line in text.lstrip("\ufeff").splitlines()]
     if not any(lines):
         return "empty file"
+    if _kubectl_refused_chunk(text):
+        return ""  # a lone '...' or directive: refused as kubectl refuses it
     if not all(not line or line.startswith("#") or line in ("---", "...") for line in lines):
         return ""
     return "only comments" if any(line.startswith("#") for line in lines) else "only document separators ('---')"

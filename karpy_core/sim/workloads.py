@@ -2,7 +2,9 @@
 
 Only what placement needs is modelled: each controller keeps ``replicas`` (``parallelism`` for a
 Job) pods of its template, named as Kubernetes names them (``<deployment>-<template hash>-<5
-chars>``, ``<statefulset>-<ordinal>``, ``<job>-<5 chars>``), owned by the controlling object.
+chars>``, ``<statefulset>-<ordinal>``, ``<job>-<5 chars>``; a generated name's base is cut to 58
+characters, :func:`generated_name`), owned by the controlling object. A Deployment whose
+ReplicaSet name would pass 253 characters creates no pods (the API server refuses the ReplicaSet).
 A Deployment owns a ReplicaSet object ``<deployment>-<template hash>`` (``spec.replicas`` kept equal
 to the Deployment's) that owns its pods, as in a real cluster, so the disruption controller finds
 the Deployment's scale through it. Scaling down deletes the newest pods first. Rolling updates
@@ -21,11 +23,13 @@ import hashlib
 import json
 from typing import Any
 
+from karpy_core.apis.names import name_problems
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.sim.progress import NO_PROGRESS, Progress
 
-__all__ = ["DEFAULT_MAX_PODS", "WorkloadSimulator", "pod_cap_problem", "template_hash", "wanted_pods"]
+__all__ = ["DEFAULT_MAX_PODS", "MAX_GENERATED_NAME_BASE", "WorkloadSimulator", "generated_name", "pod_cap_problem", "template_hash",
+           "wanted_pods"]
 
 DEFAULT_MAX_PODS = 100_000
 """Most pods one simulation may hold at once (``karpy simulate --max-pods``). Karpenter's own
@@ -117,6 +121,30 @@ def _suffix(seed: str) -> str:
     return out
 
 
+MAX_GENERATED_NAME_BASE = 58
+"""Longest ``generateName`` prefix kept: apiserver's ``names.SimpleNameGenerator``
+(``k8s.io/apiserver/pkg/storage/names/generate.go``) cuts the base to 63 - 5 characters before
+appending 5 random ones, so a generated name is at most 63 characters."""
+
+
+def generated_name(base: str, suffix: str) -> str:
+    """The name the API server generates from ``generateName`` ``base`` and the 5-character
+    ``suffix`` (``SimpleNameGenerator.GenerateName``: ``base[:58] + suffix``). The ReplicaSet and
+    Job controllers create their pods with ``generateName: <owner>-``."""
+    return base[:MAX_GENERATED_NAME_BASE] + suffix
+
+
+def _replicaset_name_problem(name: str) -> str | None:
+    """kube-apiserver's refusal of a ReplicaSet named ``name`` (a Deployment's ``<name>-<template
+    hash>``: past 253 characters when the Deployment's name is past 242), as the API's error text;
+    None when it may be created."""
+    problems = name_problems(name, "subdomain")
+    if not problems:
+        return None
+    detail = "; ".join(p.split(" (got ")[0] for p in problems)
+    return f'422 Invalid: ReplicaSet.apps "{name}" is invalid: metadata.name: Invalid value: "{name}": {detail}'
+
+
 class WorkloadSimulator:
     """Keeps each workload's pods in line with its spec, one :meth:`reconcile` at a time."""
 
@@ -172,7 +200,8 @@ class WorkloadSimulator:
         for key in by_owner:
             self._owners_by_base.setdefault((key[0], key[1], key[2].rpartition("-")[0]), []).append(key)
         for d in workloads["Deployment"]:
-            changes += self._sync(d, "ReplicaSet", by_owner, stateful=False)
+            if not self._replicaset_refused(d):
+                changes += self._sync(d, "ReplicaSet", by_owner, stateful=False)
         for rs in workloads["ReplicaSet"]:
             changes += self._sync(rs, "ReplicaSet", by_owner, stateful=False, own_name=rs["metadata"]["name"])
         for s in workloads["StatefulSet"]:
@@ -246,7 +275,7 @@ class WorkloadSimulator:
             if stateful:
                 name = f"{meta['name']}-{i}"
             else:
-                name = f"{owner_name}-{_suffix(f'{ns}/{owner_name}/{i}')}"
+                name = generated_name(f"{owner_name}-", _suffix(f"{ns}/{owner_name}/{i}"))
             i += 1
             if name in names or self.cluster.exists("Pod", name, ns):
                 continue
@@ -288,6 +317,18 @@ class WorkloadSimulator:
         if not stateful:
             self._next[(ns, owner_name)] = i
         return changes
+
+    def _replicaset_refused(self, dep: dict[str, Any]) -> bool:
+        """True when the API server would refuse the Deployment's ReplicaSet
+        (:func:`_replicaset_name_problem`): the deployment controller's create fails, so no pod
+        exists (its ReplicaFailure condition carries the server's message, recorded in
+        :attr:`failed_creates`)."""
+        meta = dep["metadata"]
+        name = f"{meta['name']}-{template_hash((dep.get('spec') or {}).get('template') or {})}"
+        refused = _replicaset_name_problem(name)
+        if refused:
+            self.failed_creates[f"Deployment/{meta.get('namespace', 'default')}/{meta['name']}"] = refused
+        return refused is not None
 
     def _replicaset(self, dep: dict[str, Any], name: str, thash: str, replicas: int) -> tuple[dict[str, Any], int]:
         """The Deployment's current ReplicaSet ``name`` (created, or its ``spec.replicas`` set to

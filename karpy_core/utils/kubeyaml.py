@@ -12,6 +12,9 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
   unsupported" them);
 * booleans are go-yaml v2's: YAML 1.1's ``yes``/``no``/``on``/``off`` and also ``y``/``Y``/``n``/``N``
   (PyYAML reads those four as strings; kubectl sends ``labels: {a: y}`` as ``true``);
+* plain scalars are resolved by :func:`go_yaml_v2_resolve`, a transcription of go-yaml v2's
+  ``resolve``: ``0o17``, ``0X1A``, ``0B1``, ``017`` are integers (15, 26, 1, 15), a number beyond
+  uint64 is a float, ``=`` is the string ``"="`` (PyYAML's ``!!value``), ``08`` is 8;
 * integer, float and boolean mapping keys become strings (``1: x`` -> ``{"1": "x"}``), as
   ``convertToJSONableObject`` does; a null key is refused (``unsupported map key``);
 * values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
@@ -40,7 +43,9 @@ __all__ = [
     "NonJSONValueError",
     "YAMLValueProblem",
     "describe_yaml_error",
+    "drop_document_boms",
     "format_yaml_path",
+    "go_yaml_v2_resolve",
     "safe_load",
     "safe_load_all",
 ]
@@ -53,28 +58,9 @@ _INT = _TAG + "int"
 _FLOAT = _TAG + "float"
 _BOOL = _TAG + "bool"
 
-# go-yaml v2's int and float resolution (``sigs.k8s.io/yaml``, which kubectl and kube-apiserver use),
-# as PyYAML resolver expressions. Ints: PyYAML's without the base-60 forms (``1:20`` is 80 to
-# PyYAML, a string to go-yaml v2). Floats: go-yaml's ``yamlStyleFloat`` after it drops ``_``
-# (``^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$``) less the plain integers the int
-# resolver takes, so ``1e1`` and ``1E+3`` are numbers (PyYAML wants a dot) and so is ``08`` (no
-# octal int to go-yaml, a float), plus ``.inf``/``.nan``.
-_INT_RE = re.compile(
-    r"""^(?:[-+]?0b[0-1_]+
-    |[-+]?0[0-7_]+
-    |[-+]?(?:0|[1-9][0-9_]*)
-    |[-+]?0x[0-9a-fA-F_]+)$""",
-    re.X,
-)
-_FLOAT_RE = re.compile(
-    r"""^(?:[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9][0-9_]*)?
-    |[-+]?[0-9][0-9_]*(?:\.[0-9_]*(?:[eE][-+]?[0-9][0-9_]*)?|[eE][-+]?[0-9][0-9_]*)
-    |[-+]?0[0-7_]*[89][0-9_]*
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    re.X,
-)
-
+_STR = _TAG + "str"
+_NULL = _TAG + "null"
+_MERGE = _TAG + "merge"
 
 _BOOL_VALUES = {
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
@@ -83,23 +69,123 @@ _BOOL_VALUES = {
 """go-yaml v2's boolean plain scalars (``resolve.go``, which ``sigs.k8s.io/yaml`` uses): YAML 1.1's,
 with ``y``/``Y``/``n``/``N``, which PyYAML's resolver reads as strings. kubectl sends ``labels: {a: y}``
 as ``true``, which kube-apiserver refuses (``cannot unmarshal bool into Go struct field ... of type string``)."""
-_BOOL_RE = re.compile("^(?:" + "|".join(_BOOL_VALUES) + ")$")
+
+_GO_MAP: dict[str, tuple[str, Any]] = {
+    **{k: (_BOOL, v) for k, v in _BOOL_VALUES.items()},
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), (_NULL, None)),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), (_FLOAT, math.nan)),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), (_FLOAT, math.inf)),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), (_FLOAT, -math.inf)),
+    "<<": (_MERGE, "<<"),
+}
+"""go-yaml v2's ``resolveMap``: the plain scalars resolved by lookup."""
+
+_GO_HINTS = frozenset("+-0123456789yYnNtTfFoO~.")
+"""First characters go-yaml v2's ``resolveTable`` marks; a plain scalar starting otherwise is a string."""
+
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+"""go-yaml v2's ``yamlStyleFloat`` (matched after ``_`` is removed)."""
+
+_GO_DOT_FLOAT = re.compile(r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?")
+"""What Go's ``strconv.ParseFloat`` accepts of a string starting with ``.`` (``_`` only between
+digits, its ``underscoreOK``)."""
+
+_INT64 = 1 << 63
+_UINT64 = 1 << 64
 
 
-def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
-    out: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
-    for first, entries in yaml.resolver.Resolver.yaml_implicit_resolvers.items():
-        kept = []
-        for tag, regexp in entries:
-            if tag == _TIMESTAMP:
-                continue
-            kept.append((tag, _INT_RE if tag == _INT else _FLOAT_RE if tag == _FLOAT else _BOOL_RE if tag == _BOOL else regexp))
-        out[first] = kept
-    for first in "yYnN":  # go-yaml's extra booleans (PyYAML resolves yes/no/on/off already)
-        entries = out.setdefault(first, [])
-        if not any(tag == _BOOL for tag, _ in entries):
-            entries.append((_BOOL, _BOOL_RE))
-    return out
+def _go_parse_uint(text: str, base: int) -> int | None:
+    """Go's ``strconv.ParseUint(text, base, 64)`` without the range check (None for a syntax
+    error); ``base`` 0 reads the ``0x``/``0o``/``0b``/``0`` prefixes. No sign, no ``_`` (removed before)."""
+    if not text:
+        return None
+    if base == 0:
+        base = 10
+        if text[0] == "0":
+            if len(text) >= 3 and text[1] in "bBoOxX":
+                base = {"b": 2, "o": 8, "x": 16}[text[1].lower()]
+                text = text[2:]
+            else:
+                base, text = 8, text[1:]
+    value = 0
+    for char in text:
+        if "0" <= char <= "9":
+            digit = ord(char) - 48
+        elif "a" <= char.lower() <= "z" and char.isascii():
+            digit = ord(char.lower()) - 87
+        else:
+            return None
+        if digit >= base:
+            return None
+        value = value * base + digit
+    return value
+
+
+def _go_parse_int(text: str, base: int) -> int | None:
+    """Go's ``strconv.ParseInt(text, base, 64)``: an optional sign, :func:`_go_parse_uint`, and
+    the int64 range (None outside it or for a syntax error)."""
+    negative = text[:1] == "-"
+    value = _go_parse_uint(text[1:] if text[:1] in "+-" else text, base)
+    if value is None:
+        return None
+    value = -value if negative else value
+    return value if -_INT64 <= value < _INT64 else None
+
+
+def go_yaml_v2_resolve(text: str) -> tuple[str, Any]:
+    """The tag and value go-yaml v2 gives the plain scalar ``text`` (``resolve`` in
+    ``sigs.k8s.io/yaml/goyaml.v2/resolve.go``, which kubectl and kube-apiserver use).
+
+    Returns ``(tag, value)``: ``tag:yaml.org,2002:`` + ``null``/``bool``/``int``/``float``/``str``
+    (or ``merge`` for ``<<``). Ints are Go's ``strconv.ParseInt(s, 0, 64)`` of the text without ``_``
+    (``0x1A``, ``0X1A``, ``0o17``, ``0O17``, ``017``, ``0b1``, ``0B1``, signs), then ``ParseUint`` up to
+    2**64-1, then the ``0b``/``-0b`` fallbacks; floats match ``yamlStyleFloat`` (``1e1``, ``5.``,
+    ``08``) and are finite (``1e400`` overflows: a string), or start with ``.`` (``.5``). Timestamps
+    (``2001-12-14``) are strings, as go-yaml decodes them into ``interface{}``; base-60 forms
+    (``1:20``) are strings; anything starting with another character (``=``, ``_1``) is a string.
+    """
+    if text in _GO_MAP:
+        return _GO_MAP[text]
+    if text[:1] not in _GO_HINTS or text[0] in "yYnNtTfFoO~":
+        return _STR, text
+    if text[0] == ".":
+        if _GO_DOT_FLOAT.fullmatch(text):
+            value = float(text.replace("_", ""))
+            if math.isfinite(value):
+                return _FLOAT, value
+        return _STR, text
+    plain = text.replace("_", "")
+    number = _go_parse_int(plain, 0)
+    if number is None and plain[:1] != "-" and plain[:1] != "+":
+        unsigned = _go_parse_uint(plain, 0)
+        number = unsigned if unsigned is not None and unsigned < _UINT64 else None
+    if number is not None:
+        return _INT, number
+    if _YAML_STYLE_FLOAT.fullmatch(plain):
+        value = float(plain)
+        if math.isfinite(value):  # strconv.ParseFloat fails with ErrRange on overflow
+            return _FLOAT, value
+    if plain.startswith("0b"):
+        number = _go_parse_int(plain[2:], 2)
+        if number is None and plain[2:3] not in ("-", "+"):
+            unsigned = _go_parse_uint(plain[2:], 2)
+            number = unsigned if unsigned is not None and unsigned < _UINT64 else None
+        if number is not None:
+            return _INT, number
+    elif plain.startswith("-0b"):
+        number = _go_parse_int("-" + plain[3:], 2)
+        if number is not None:
+            return _INT, number
+    return _STR, text
+
+
+class _GoYAMLResolver:
+    """Resolves plain scalars with :func:`go_yaml_v2_resolve` (mixed into the loader and dumper)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return go_yaml_v2_resolve(value)[0]
+        return super().resolve(kind, value, implicit)  # type: ignore[misc]  # the PyYAML resolver it is mixed into
 
 
 _NOT_JSON = {
@@ -168,7 +254,28 @@ def _key_string(key: Any) -> Any:
     return key
 
 
-class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
+_SEPARATOR_THEN_BOM = re.compile("^(---[^\n]*\n)\ufeff", re.M)
+
+
+def drop_document_boms(text: str) -> str:
+    """``text`` without the byte-order mark that starts a document after a ``---`` line, as kubectl
+    reads it: apimachinery's ``YAMLReader`` (``k8s.io/apimachinery/pkg/util/yaml/decoder.go``) cuts
+    the stream at each line starting with ``---`` (only spaces or a comment after it) and go-yaml
+    then parses each document alone, dropping a BOM at its start (``yaml_parser_determine_encoding``).
+    libyaml, reading the stream whole, skips such a BOM but counts it as a column, so the next
+    line of the mapping looks less indented and the document is refused. Other BOMs stay (one
+    inside a value or after indentation is text to kubectl too); line numbers do not change."""
+    if "\ufeff" not in text:
+        return text
+
+    def keep_separator(match: re.Match[str]) -> str:
+        rest = match.group(1)[3:].strip()
+        return match.group(1) if not rest or rest.startswith("#") else match.group(0)
+
+    return _SEPARATOR_THEN_BOM.sub(keep_separator, text)
+
+
+class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
     """PyYAML safe loader with Kubernetes' JSON-compatible values (module docstring).
 
     Attributes:
@@ -177,11 +284,10 @@ class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import tim
         path: the key/index path of the node being constructed.
     """
 
-    yaml_implicit_resolvers = _resolvers()
     yaml_constructors = dict(getattr(_BaseLoader, "yaml_constructors"))  # noqa: B009 - _BaseLoader is typed `type`
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        super().__init__(drop_document_boms(stream))
         self.problems: list[YAMLValueProblem] = []
         self.path: list[str | int] = []
 
@@ -239,30 +345,43 @@ class KubeYAMLLoader(_BaseLoader):  # type: ignore[misc]  # chosen at import tim
                 self.path.pop()
         return mapping
 
+    def _go_value(self, node: yaml.ScalarNode, want: str) -> Any:
+        """``node``'s value as go-yaml v2 resolves it for the tag ``want`` (an explicit ``!!int``,
+        ``!!float`` or ``!!bool``, or the one :func:`go_yaml_v2_resolve` chose); an int where a
+        float is wanted is a float, as go-yaml converts it. A mismatch (``!!int abc``) is recorded
+        in go-yaml's words (``cannot decode !!str `abc` as a !!int``) and read as null."""
+        tag, value = go_yaml_v2_resolve(node.value)
+        if tag == want:
+            return value
+        if want == _FLOAT and tag == _INT:
+            return float(value)
+        short = tag.replace(_TAG, "!!")
+        self.refuse(node, f"cannot decode {short} `{node.value}` as a {want.replace(_TAG, '!!')}")
+        return None
+
     def construct_kube_float(self, node: yaml.ScalarNode) -> float | int | None:
         """A finite number; a whole one below 1e21 is an int (``replicas: 3.0``, ``1e1``):
         kubectl's YAML-to-JSON step (``sigs.k8s.io/yaml``) keeps the float, Go's JSON encoder
         writes it without a fraction or exponent below 1e21, and kube-apiserver reads that into
         an integer field."""
-        value: float = self.construct_yaml_float(node)
+        value = self._go_value(node, _FLOAT)
+        if value is None:
+            return None
         if math.isfinite(value):
-            return int(value) if value.is_integer() and abs(value) < 1e21 else value
+            return int(value) if value.is_integer() and abs(value) < 1e21 else float(value)
         self.refuse(node, f"{node.value!r} is not a JSON number (JSON has no infinity or NaN); quote it to make it a string")
         return None
 
-    def construct_kube_int(self, node: yaml.ScalarNode) -> int | str:
-        """An integer; a plain scalar that only looks like one (``0x_``, ``0b_``: PyYAML's
-        resolver takes it, ``int()`` does not) is the string as written, as go-yaml reads it."""
-        try:
-            value: int = self.construct_yaml_int(node)
-        except ValueError:
-            return str(node.value)
+    def construct_kube_int(self, node: yaml.ScalarNode) -> int | None:
+        """An integer as go-yaml v2 reads it (:func:`go_yaml_v2_resolve`: ``0o17``, ``0X1A``,
+        ``0B1``, ``017``, ``1_000``)."""
+        value: int | None = self._go_value(node, _INT)
         return value
 
-    def construct_kube_bool(self, node: yaml.ScalarNode) -> bool:
+    def construct_kube_bool(self, node: yaml.ScalarNode) -> bool | None:
         """A boolean as go-yaml v2 reads it (:data:`_BOOL_VALUES`; ``y``/``n`` too)."""
-        value = self.construct_scalar(node)
-        return _BOOL_VALUES[value] if value in _BOOL_VALUES else bool(self.bool_values[value.lower()])
+        value: bool | None = self._go_value(node, _BOOL)
+        return value
 
     def construct_not_json(self, node: yaml.Node) -> None:
         name = node.tag.removeprefix(_TAG)
@@ -278,13 +397,12 @@ KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)
 KubeYAMLLoader.add_constructor(_BOOL, KubeYAMLLoader.construct_kube_bool)
 
 
-class KubeYAMLDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # chosen at import time
+class KubeYAMLDumper(_GoYAMLResolver, getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # chosen at import time
     """PyYAML's safe dumper (libyaml's when available) that quotes every string
-    :class:`KubeYAMLLoader` would read as something else: its resolvers are the loader's, so
-    ``"y"``, ``"n"`` (go-yaml v2 booleans, plain strings to PyYAML's own resolver) and ``"1e1"``
-    (a go-yaml number) are written quoted and read back as the same strings."""
-
-    yaml_implicit_resolvers = _resolvers()
+    :class:`KubeYAMLLoader` would read as something else: it resolves as the loader does
+    (:func:`go_yaml_v2_resolve`), so ``"y"``, ``"n"`` (go-yaml v2 booleans, plain strings to PyYAML's
+    own resolver), ``"1e1"`` and ``"0o17"`` (go-yaml numbers) are written quoted and read back as
+    the same strings."""
 
 
 def _raise_first(loader: KubeYAMLLoader, node: yaml.Node) -> None:
