@@ -134,9 +134,15 @@ class CloudProvider:
     def __init__(self, plugin: object, *, entry_point: str | None = None, distribution: str | None = None):
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
-        self._pm.register(plugin)
         label = entry_point or plugin_label(plugin)
         what = repr(label) + (f" ({distribution})" if distribution else "") if entry_point else label
+        if plugin is None:
+            raise ConfigurationError(f"cloud provider plugin {what}: its factory (create_plugin) returned None, "
+                                     f"expected the plugin object carrying its @hookimpl methods")
+        try:
+            self._pm.register(plugin)
+        except pluggy.PluginValidationError as exc:
+            raise ConfigurationError(f"cloud provider plugin {what}: {_registration_problem(plugin, exc)}") from exc
         try:
             self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
@@ -356,6 +362,30 @@ class CloudProvider:
         return await self.decorated.outer.list()
 
 
+def _registration_problem(plugin: object, exc: pluggy.PluginValidationError) -> str:
+    """One line for a hook pluggy refused at registration: a hookimpl declaring an argument its
+    hookspec does not take (``karpy_create(self, claim)``), named with what the hookspec takes;
+    pluggy's own message (its plugin named by hook, not by ``id()``) for anything else."""
+    import inspect
+
+    for hook in _HOOKS:
+        method = getattr(plugin, hook, None)
+        if method is None or not callable(method):
+            continue
+        try:
+            got = [p for p in inspect.signature(method).parameters if p != "self"]
+        except (TypeError, ValueError):
+            continue
+        takes = [p for p in inspect.signature(getattr(hookspecs, hook)).parameters if p != "self"]
+        unknown = [p for p in got if p not in takes]
+        if unknown:
+            return (f"hook {hook} declares argument(s) {', '.join(unknown)} that its hookspec does not take; "
+                    f"{hook} takes ({', '.join(takes)})")
+    text = str(exc).splitlines()
+    return " ".join(line.strip() for line in text).replace(f"Plugin {exc.plugin!r}", "hookimpl").replace(
+        f"Plugin '{id(exc.plugin)}'", "hookimpl") if text else type(exc).__name__
+
+
 def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProvider:
     """Load the plugin registered as ``name`` in the ``karpy.cloudprovider`` group and wrap it.
 
@@ -373,7 +403,8 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
     try:
         factory: Callable[[dict[str, Any]], object] = eps[0].load()
     except ImportError as exc:
-        raise ConfigurationError(str(exc)) from exc
+        raise ConfigurationError(f"cloud provider {name!r} (entry point karpy.cloudprovider: {name} = {eps[0].value}) "
+                                 f"failed to import: {exc}") from exc
     except Exception as exc:  # a broken plugin module: one line naming it, not a traceback
         raise ConfigurationError(f"cloud provider {name!r} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}") from exc
     _plugin_logs_like_karpy(eps[0].module)
