@@ -16,8 +16,12 @@ The facade composes them in one place (:func:`~karpy_core.cloudprovider.provider
 from __future__ import annotations
 
 import inspect
+import math
+import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from karpy_core.cloudprovider.watch import watched
 from karpy_core.errors import KarpyError, PluginHookError
 
 if TYPE_CHECKING:
@@ -81,7 +85,8 @@ async def call_hook(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: 
             and the exception (chained as its ``__cause__``), so no caller shows a traceback.
     """
     try:
-        return await _awaited(getattr(pm.hook, hook)(**kwargs)[0])
+        with watched(plugin, hook):
+            return await _awaited(getattr(pm.hook, hook)(**kwargs)[0])
     except KarpyError:
         raise
     except Exception as exc:
@@ -92,7 +97,8 @@ def call_hook_sync(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: A
     """:func:`call_hook` for a plain (``def``) hook: its first result, or None when it returned
     nothing (``karpy_prepare``). Same errors."""
     try:
-        results = getattr(pm.hook, hook)(**kwargs)
+        with watched(plugin, hook):
+            results = getattr(pm.hook, hook)(**kwargs)
     except KarpyError:
         raise
     except Exception as exc:

@@ -20,7 +20,7 @@ FILES = (str(ROOT / "examples/nodepools/general-purpose.yaml"), str(ROOT / "exam
 
 
 @pytest.fixture(autouse=True)
-def mistake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     mistakeplugin.register(monkeypatch)
     monkeypatch.chdir(tmp_path)
 
@@ -38,3 +38,89 @@ def test_a_hookimpl_with_a_wrong_argument_name_is_one_line_naming_plugin_hook_an
     assert err.strip().splitlines() == [
         "error: cloud provider plugin 'mistake': hook karpy_create declares argument(s) claim that its hookspec "
         "does not take; karpy_create takes (nodeclaim)"]
+
+
+# ---------------------------------------------------------------------- a hook that never answers
+class _Exits:
+    """Stands for ``os._exit`` in the watchdog: records the code (the hang then ends by itself)."""
+
+    def __init__(self) -> None:
+        self.codes: list[int] = []
+
+    def __call__(self, code: int) -> None:
+        self.codes.append(code)
+
+
+def test_a_hook_that_does_not_answer_is_named_while_waited_for_then_given_up_on() -> None:
+    import asyncio
+    import io
+
+    import pluggy
+
+    from karpy_core.cloudprovider import hookimpl, hookspecs
+    from karpy_core.cloudprovider.calls import call_hook
+    from karpy_core.cloudprovider.watch import HookWatch, watch_hooks
+
+    class Slow:
+        @hookimpl
+        async def karpy_list(self) -> list[object]:
+            await asyncio.sleep(1.6)
+            return []
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Slow())
+    stream, exits = io.StringIO(), _Exits()
+    with watch_hooks(HookWatch(timeout=1.2, report_after=0.5, report_every=10.0), stream=stream, exit_process=exits):
+        assert asyncio.run(call_hook(pm, "slow", "karpy_list")) == []
+    lines = stream.getvalue().splitlines()
+    assert lines == ["karpy: waiting for cloud provider plugin 'slow': karpy_list has not answered for 0 s "
+                     "(karpy gives up at 1.2 s, --hook-timeout)",
+                     "error: cloud provider plugin 'slow': karpy_list did not answer within 1.2 s (--hook-timeout); "
+                     "karpy gave up"]
+    assert exits.codes == [1]
+
+
+def test_a_hook_answering_in_time_is_not_named() -> None:
+    import asyncio
+    import io
+
+    import pluggy
+
+    from karpy_core.cloudprovider import hookimpl, hookspecs
+    from karpy_core.cloudprovider.calls import call_hook
+    from karpy_core.cloudprovider.watch import HookWatch, watch_hooks
+
+    class Quick:
+        @hookimpl
+        async def karpy_list(self) -> list[object]:
+            await asyncio.sleep(0.3)
+            return []
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Quick())
+    stream, exits = io.StringIO(), _Exits()
+    with watch_hooks(HookWatch(timeout=5, report_after=1.0), stream=stream, exit_process=exits):
+        asyncio.run(call_hook(pm, "quick", "karpy_list"))
+    assert stream.getvalue() == "" and exits.codes == []
+
+
+@pytest.mark.parametrize(("mistake", "hook"), [("git_hang", "karpy_get_instance_types"),
+                                                ("git_block", "karpy_get_instance_types"),
+                                                ("create_hang", "karpy_create"), ("note_block", "karpy_pricing_note")])
+def test_simulate_gives_up_on_a_hook_that_hangs_naming_plugin_and_hook(
+        monkeypatch: pytest.MonkeyPatch, mistake: str, hook: str) -> None:
+    from karpy_core.cloudprovider import watch
+
+    exits = _Exits()
+    monkeypatch.setattr(watch, "EXIT", exits)
+    code, _, err = _run("simulate", mistake, "--hook-timeout", "1", "--provider-option", "hang_seconds=2")
+    assert exits.codes == [1], (code, err)  # os._exit(1) in a real run; here the hang ends by itself, the run goes on
+    assert any(line.startswith(f"error: cloud provider plugin 'mistake': {hook}") and
+               line.endswith("did not answer within 1 s (--hook-timeout); karpy gave up") for line in err.splitlines()), err
+
+
+def test_hook_timeout_must_not_be_negative() -> None:
+    code, _, err = _run("simulate", "", "--hook-timeout", "-1")
+    assert code == 2 and "--hook-timeout must be 0 (wait forever) or more seconds, not -1" in err
