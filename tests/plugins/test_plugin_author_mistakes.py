@@ -124,3 +124,47 @@ def test_simulate_gives_up_on_a_hook_that_hangs_naming_plugin_and_hook(
 def test_hook_timeout_must_not_be_negative() -> None:
     code, _, err = _run("simulate", "", "--hook-timeout", "-1")
     assert code == 2 and "--hook-timeout must be 0 (wait forever) or more seconds, not -1" in err
+
+
+# ---------------------------------------------------------------------- instance types checked at run time
+@pytest.mark.parametrize(("mistake", "problem"), [
+    ("price_nan", "with offering price nan ("),
+    ("price_inf", "with offering price inf ("),
+    ("price_negative", "with offering price -0.5 ("),
+    ("dup_names", "twice (names must be unique)"),
+    ("no_zone", "with an offering without a zone"),
+])
+def test_simulate_refuses_ill_formed_instance_types_in_one_line(mistake: str, problem: str) -> None:
+    code, out, err = _run("simulate", mistake)
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: cloud provider plugin 'mistake': karpy_get_instance_types returned instance type '")
+    assert problem in lines[0]
+
+
+def test_free_offerings_are_accepted_and_the_optimum_line_is_printed() -> None:
+    code, out, _ = _run("simulate", "price_zero")
+    assert code == 0
+    assert "0.0000 USD/hour" in out
+    assert ("optimum: 0.0000 USD/hour for the 1 pod on launched nodes (free offerings: no plan costs less than 0): "
+            "karpy's plan is optimal") in out.splitlines()
+
+
+def test_instance_type_problem_names_the_first_offending_type() -> None:
+    from karpy_core.cloudprovider import InstanceType, Offering
+    from karpy_core.scheduling.requirements import Requirements
+
+    def it(name: str, *offerings: Offering) -> InstanceType:
+        return InstanceType(name=name, requirements=Requirements.of(), offerings=list(offerings), capacity={"cpu": 1000})
+
+    good = it("a", Offering("z1", "on-demand", 0.1), Offering("z1", "spot", 0.0))
+    assert instance_type_problem([good]) == ""
+    assert instance_type_problem([good, it("b", Offering("z1", "spot", float("nan")))]) == (
+        "instance type 'b' with offering price nan (spot in z1), expected a finite price >= 0 (USD/hour)")
+    assert instance_type_problem([good, it("c", Offering("z1", "", 1.0))]) == (
+        "instance type 'c' with an offering without a capacity type (? in z1)")
+    assert instance_type_problem([good, good]) == "instance type 'a' twice (names must be unique)"
+    with pytest.raises(PluginHookError, match=r"^cloud provider plugin 'p': karpy_get_instance_types returned instance "
+                                              r"type 'd' with offering price -1.0"):
+        check_instance_types("p", [it("d", Offering("z1", "on-demand", -1.0))])
