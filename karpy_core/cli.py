@@ -447,21 +447,27 @@ def _check_provider_loops(provider: Any) -> None:
 
 def _check_node_class_models(provider: Any) -> None:
     """Refuse a provider whose NodeClass kinds have no model because a ``karpy.apis`` entry point
-    failed to load (its NodeClasses would be ignored and every pod stay pending, silently).
+    failed to load or the plugin registers none (its NodeClasses would be ignored and every pod
+    stay pending, or its ``karpy_get_instance_types`` fail on a kind the cluster never serves).
 
     Raises:
-        CloudProviderError: naming the kinds and the failed entry points (exit 1: the plugin failed).
+        CloudProviderError: naming the kinds and the failed entry points, or saying no
+            ``karpy.apis`` entry point models them (exit 1: the plugin failed).
     """
     from karpy_core.apis.registry import failed_api_entries, kind_registry
 
-    failed = failed_api_entries()
-    if not failed:
-        return
     modelled = {(api_version.rpartition("/")[0], kind) for api_version, kind in kind_registry()}
     missing = [f"{group} {kind}" for group, kind in provider.supported_node_classes() if (group, kind) not in modelled]
-    if missing:
+    if not missing:
+        return
+    failed = failed_api_entries()
+    if failed:
         raise CloudProviderError(f"cloud provider {provider.name!r} serves {', '.join(missing)}, which no karpy.apis entry point "
                                  f"modelled: {'; '.join(failed.values())}")
+    raise CloudProviderError(
+        f"cloud provider {provider.name!r} serves NodeClass kind {', '.join(missing)} but registers no model for it: "
+        f"its distribution needs an entry point in group karpy.apis returning the kind's pydantic model "
+        f"(docs/cloudprovider.md, section 2)")
 
 
 _PROVIDERS_OF_GROUP = {"karpenter.k8s.aws": ("aws", "simulated"), "karpenter.kakaocloud.com": ("kakaocloud", "simulated")}

@@ -168,3 +168,14 @@ def test_instance_type_problem_names_the_first_offending_type() -> None:
     with pytest.raises(PluginHookError, match=r"^cloud provider plugin 'p': karpy_get_instance_types returned instance "
                                               r"type 'd' with offering price -1.0"):
         check_instance_types("p", [it("d", Offering("z1", "on-demand", -1.0))])
+
+
+# ---------------------------------------------------------------------- no karpy.apis entry point
+@pytest.mark.parametrize("command", ["simulate", "validate"])
+def test_a_nodeclass_kind_without_a_model_is_named_the_same_in_simulate_and_validate(command: str) -> None:
+    code, _, err = _run(command, "unmodelled_kind")
+    assert code == 1
+    assert err.strip().splitlines() == [
+        "error: cloud provider 'mistake' serves NodeClass kind mistake.example.com MistakeNodeClass but registers no "
+        "model for it: its distribution needs an entry point in group karpy.apis returning the kind's pydantic model "
+        "(docs/cloudprovider.md, section 2)"]
