@@ -114,6 +114,8 @@ def expect(plugin: str, hook: str, value: Any, check: Any, expected: str) -> Any
     except Exception:
         ok = False
     if not ok:
+        if inspect.iscoroutine(value):  # an ``async def`` where a plain ``def`` was due: never awaited, so close it
+            value.close()
         raise PluginHookError.wrong_result(plugin, hook, value, expected)
     return value
 
@@ -195,7 +197,7 @@ class PluginCalls:
     def __init__(self, pm: pluggy.PluginManager, plugin: str = "?"):
         self._pm = pm
         self.plugin = plugin
-        self._checked: object = None  # the last list karpy_get_instance_types answered, once checked
+        self._checked: Any = None  # the last list karpy_get_instance_types answered, once checked
         self._checked_len = 0
 
     def prepare(self, context: ProviderContext) -> None:

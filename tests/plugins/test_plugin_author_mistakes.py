@@ -179,3 +179,47 @@ def test_a_nodeclass_kind_without_a_model_is_named_the_same_in_simulate_and_vali
         "error: cloud provider 'mistake' serves NodeClass kind mistake.example.com MistakeNodeClass but registers no "
         "model for it: its distribution needs an entry point in group karpy.apis returning the kind's pydantic model "
         "(docs/cloudprovider.md, section 2)"]
+
+
+# ---------------------------------------------------------------------- small ones
+def test_an_entry_point_whose_module_is_missing_names_the_plugin_and_the_entry_point() -> None:
+    result = invoke_cli("simulate", "--cloud-provider", mistakeplugin.GONE, *FILES)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: cloud provider 'mistake-gone' (entry point karpy.cloudprovider: mistake-gone = "
+        "tests.plugins.no_such_module:create_plugin) failed to import: No module named 'tests.plugins.no_such_module'"]
+
+
+def test_create_plugin_returning_none_is_said_as_such() -> None:
+    code, _, err = _run("simulate", "return_none")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: cloud provider plugin 'mistake': its factory (create_plugin) returned None, expected the plugin object "
+        "carrying its @hookimpl methods"]
+
+
+def test_an_async_karpy_name_is_one_line_and_its_coroutine_is_closed() -> None:
+    import gc
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = _run("simulate", "async_name")
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+    assert code == 1
+    [line] = err.strip().splitlines()
+    assert line.startswith("error: cloud provider plugin 'mistake': karpy_name returned coroutine <coroutine object ")
+    assert line.endswith(", expected a non-empty str")
+
+
+def test_the_unknown_option_message_leaves_out_the_host_options() -> None:
+    from typing import Any, ClassVar
+
+    class Options(ProviderOptions):
+        provider: ClassVar[str] = "acme"
+        zones: list[str] = []
+        kube: Any = None
+
+    with pytest.raises(ConfigurationError) as info:
+        Options.parse({"bogus": "1"})
+    assert str(info.value) == "acme provider: unknown option(s) bogus; valid: zones"
