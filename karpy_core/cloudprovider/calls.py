@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
-__all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "check_instance_types", "expect",
-           "expect_none", "instance_type_problem"]
+__all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync",
+           "check_instance_types", "expect", "expect_none", "instance_type_problem"]
 
 
 class CloudCalls(Protocol):

@@ -53,7 +53,7 @@ class _Mistaken(BrokenProvider):
         if self.mistake == "git_hang":
             await asyncio.sleep(self.hang_seconds)
         if self.mistake == "git_block":
-            time.sleep(self.hang_seconds)
+            time.sleep(self.hang_seconds)  # noqa: ASYNC251 - the mistake under test: a hook blocking the event loop
         types = await super().karpy_get_instance_types(nodepool)
         if self.mistake in PRICES:
             return self._priced(types, PRICES[self.mistake])
@@ -87,7 +87,7 @@ class _Mistaken(BrokenProvider):
 
 class _WrongArg(_Mistaken):
     @hookimpl
-    async def karpy_create(self, claim: NodeClaim) -> NodeClaim:  # type: ignore[override]  # the mistake under test
+    async def karpy_create(self, claim: NodeClaim) -> NodeClaim:  # the mistake under test (positional: mypy accepts it)
         return await super().karpy_create(claim)
 
 
