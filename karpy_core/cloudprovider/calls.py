@@ -197,7 +197,7 @@ class PluginCalls:
     def __init__(self, pm: pluggy.PluginManager, plugin: str = "?"):
         self._pm = pm
         self.plugin = plugin
-        self._checked: Any = None  # the last list karpy_get_instance_types answered, once checked
+        self._checked: Any = object()  # the last list karpy_get_instance_types answered, once checked
         self._checked_len = 0
 
     def prepare(self, context: ProviderContext) -> None:
