@@ -142,7 +142,7 @@ class CloudProvider:
         try:
             self._pm.register(plugin)
         except pluggy.PluginValidationError as exc:
-            raise ConfigurationError(f"cloud provider plugin {what}: {_registration_problem(plugin, exc)}") from exc
+            raise ConfigurationError(f"cloud provider plugin {what}: {_registration_problem(exc)}") from exc
         try:
             self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
@@ -362,28 +362,24 @@ class CloudProvider:
         return await self.decorated.outer.list()
 
 
-def _registration_problem(plugin: object, exc: pluggy.PluginValidationError) -> str:
-    """One line for a hook pluggy refused at registration: a hookimpl declaring an argument its
-    hookspec does not take (``karpy_create(self, claim)``), named with what the hookspec takes;
-    pluggy's own message (its plugin named by hook, not by ``id()``) for anything else."""
+def _registration_problem(exc: pluggy.PluginValidationError) -> str:
+    """One line for a hook pluggy refused at registration, read from pluggy's message (karpy reads
+    no plugin attribute): a hookimpl declaring an argument its hookspec does not take
+    (``karpy_create(self, claim)``), named with what the hookspec takes; pluggy's own lines joined
+    for anything else, its plugin (shown by ``id()``) left out."""
     import inspect
+    import re
 
-    for hook in _HOOKS:
-        method = getattr(plugin, hook, None)
-        if method is None or not callable(method):
-            continue
-        try:
-            got = [p for p in inspect.signature(method).parameters if p != "self"]
-        except (TypeError, ValueError):
-            continue
-        takes = [p for p in inspect.signature(getattr(hookspecs, hook)).parameters if p != "self"]
-        unknown = [p for p in got if p not in takes]
-        if unknown:
-            return (f"hook {hook} declares argument(s) {', '.join(unknown)} that its hookspec does not take; "
-                    f"{hook} takes ({', '.join(takes)})")
-    text = str(exc).splitlines()
-    return " ".join(line.strip() for line in text).replace(f"Plugin {exc.plugin!r}", "hookimpl").replace(
-        f"Plugin '{id(exc.plugin)}'", "hookimpl") if text else type(exc).__name__
+    text = str(exc)
+    hook = re.search(r"for hook '(\w+)'", text)
+    args = re.search(r"Argument\(s\) \{(.*?)\} are declared in the hookimpl", text)
+    if hook and args and hasattr(hookspecs, hook.group(1)):
+        name = hook.group(1)
+        unknown = ", ".join(a.strip().strip("'\"") for a in args.group(1).split(","))
+        takes = ", ".join(p for p in inspect.signature(getattr(hookspecs, name)).parameters if p != "self")
+        return f"hook {name} declares argument(s) {unknown} that its hookspec does not take; {name} takes ({takes})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return re.sub(r"^Plugin '?[^']*'? for ", "", " ".join(lines)) or type(exc).__name__
 
 
 def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProvider:
