@@ -447,21 +447,27 @@ def _check_provider_loops(provider: Any) -> None:
 
 def _check_node_class_models(provider: Any) -> None:
     """Refuse a provider whose NodeClass kinds have no model because a ``karpy.apis`` entry point
-    failed to load (its NodeClasses would be ignored and every pod stay pending, silently).
+    failed to load or the plugin registers none (its NodeClasses would be ignored and every pod
+    stay pending, or its ``karpy_get_instance_types`` fail on a kind the cluster never serves).
 
     Raises:
-        CloudProviderError: naming the kinds and the failed entry points (exit 1: the plugin failed).
+        CloudProviderError: naming the kinds and the failed entry points, or saying no
+            ``karpy.apis`` entry point models them (exit 1: the plugin failed).
     """
     from karpy_core.apis.registry import failed_api_entries, kind_registry
 
-    failed = failed_api_entries()
-    if not failed:
-        return
     modelled = {(api_version.rpartition("/")[0], kind) for api_version, kind in kind_registry()}
     missing = [f"{group} {kind}" for group, kind in provider.supported_node_classes() if (group, kind) not in modelled]
-    if missing:
+    if not missing:
+        return
+    failed = failed_api_entries()
+    if failed:
         raise CloudProviderError(f"cloud provider {provider.name!r} serves {', '.join(missing)}, which no karpy.apis entry point "
                                  f"modelled: {'; '.join(failed.values())}")
+    raise CloudProviderError(
+        f"cloud provider {provider.name!r} serves NodeClass kind {', '.join(missing)} but registers no model for it: "
+        f"its distribution needs an entry point in group karpy.apis returning the kind's pydantic model "
+        f"(docs/cloudprovider.md, section 2)")
 
 
 _PROVIDERS_OF_GROUP = {"karpenter.k8s.aws": ("aws", "simulated"), "karpenter.kakaocloud.com": ("kakaocloud", "simulated")}
@@ -808,6 +814,9 @@ def simulate(
     kubeconfig: Annotated[str | None, typer.Option(
         help="--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")] = None,
     context: Annotated[str | None, typer.Option(help="--from-cluster: kubeconfig context (default: its current-context)")] = None,
+    hook_timeout: Annotated[float, typer.Option(
+        "--hook-timeout", help="seconds a cloud provider plugin's hook call may last before karpy gives up on it "
+                               "(exit 1; named on stderr after 5 s); 0 = wait forever")] = 120.0,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost.
 
@@ -815,6 +824,7 @@ def simulate(
     karpy controller checks its settings."""
     # (typer shows this docstring as the --help text: no source paths in it. The options are checked
     # by the controller's settings model, karpy_core.settings.SIMULATE_SETTINGS.)
+    from karpy_core.cloudprovider.watch import HookWatch, watch_hooks
     from karpy_core.settings import simulation_settings
 
     if from_cluster:
@@ -857,7 +867,9 @@ def simulate(
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
                                      "(kind: Scenario, see docs/scenarios.md); "
                                      "plain manifests are simulated until nothing changes, without disruption")
-        with console_warnings(), StderrProgress() as progress:
+        if hook_timeout < 0:
+            raise ConfigurationError(f"--hook-timeout must be 0 (wait forever) or more seconds, not {hook_timeout:g}")
+        with console_warnings(), StderrProgress() as progress, watch_hooks(HookWatch(timeout=hook_timeout)):
             report = asyncio.run(
                 run_simulation(list(paths or []), variables=_parse_sets(list(set_ or [])), region=region, instance_types=instance_types,
                                preference_policy=settings.preference_policy, until=until, max_pods=max_pods,
@@ -990,11 +1002,15 @@ def validate(
                                  "whose NodeClass kind it does not serve is named (default: no such check)")] = None,
     provider_option: Annotated[list[str] | None, typer.Option(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
+    hook_timeout: Annotated[float, typer.Option(
+        "--hook-timeout", help="seconds a cloud provider plugin's hook call may last before karpy gives up on it "
+                               "(exit 1; named on stderr after 5 s); 0 = wait forever")] = 120.0,
 ) -> None:
     """Load manifests (or one Scenario file, its steps and the manifests they apply) and report
     every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud
     provider would leave out (its NodeClass kind is not one the provider serves)."""
     from karpy_core.apis.loader import load_documents, priority_class_problems
+    from karpy_core.cloudprovider.watch import HookWatch, watch_hooks
     from karpy_core.kube.admission import pod_level_resources_problems, runtime_class_problems
     from karpy_core.sim.scenario import format_seconds, is_scenario_file, load_scenario, unreached_steps
 
@@ -1006,12 +1022,15 @@ def validate(
             raise ConfigurationError("--provider-option needs --cloud-provider (the provider the options are for)")
         if cloud_provider is not None:
             _check_provider_name(cloud_provider)
+        if hook_timeout < 0:
+            raise ConfigurationError(f"--hook-timeout must be 0 (wait forever) or more seconds, not {hook_timeout:g}")
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
             if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
-                scenario.warnings.extend(f"{scenario.source}: {w}" for w in _check_provider_starts(
-                    cloud_provider, options, _scenario_nodepools(scenario)))
+                with watch_hooks(HookWatch(timeout=hook_timeout)):
+                    scenario.warnings.extend(f"{scenario.source}: {w}" for w in _check_provider_starts(
+                        cloud_provider, options, _scenario_nodepools(scenario)))
             warnings = scenario.warnings + unreached_steps(
                 scenario, scenario.until if scenario.until is not None else 24 * 3600.0,
                 f"until: {format_seconds(scenario.until)}; a later --until runs it" if scenario.until is not None
@@ -1035,7 +1054,8 @@ def validate(
         if problem:
             raise ManifestError([problem])
         if cloud_provider is not None:
-            loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools))
+            with watch_hooks(HookWatch(timeout=hook_timeout)):
+                loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools))
     except KarpyError as exc:
         _fail(exc)
         return

@@ -16,8 +16,12 @@ The facade composes them in one place (:func:`~karpy_core.cloudprovider.provider
 from __future__ import annotations
 
 import inspect
+import math
+import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from karpy_core.cloudprovider.watch import watched
 from karpy_core.errors import KarpyError, PluginHookError
 
 if TYPE_CHECKING:
@@ -28,8 +32,8 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.context import ProviderContext
     from karpy_core.cloudprovider.types import InstanceType
 
-__all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync", "expect",
-           "expect_none"]
+__all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync",
+           "check_instance_types", "expect", "expect_none", "instance_type_problem"]
 
 
 class CloudCalls(Protocol):
@@ -81,7 +85,8 @@ async def call_hook(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: 
             and the exception (chained as its ``__cause__``), so no caller shows a traceback.
     """
     try:
-        return await _awaited(getattr(pm.hook, hook)(**kwargs)[0])
+        with watched(plugin, hook):
+            return await _awaited(getattr(pm.hook, hook)(**kwargs)[0])
     except KarpyError:
         raise
     except Exception as exc:
@@ -92,7 +97,8 @@ def call_hook_sync(pm: pluggy.PluginManager, plugin: str, hook: str, **kwargs: A
     """:func:`call_hook` for a plain (``def``) hook: its first result, or None when it returned
     nothing (``karpy_prepare``). Same errors."""
     try:
-        results = getattr(pm.hook, hook)(**kwargs)
+        with watched(plugin, hook):
+            results = getattr(pm.hook, hook)(**kwargs)
     except KarpyError:
         raise
     except Exception as exc:
@@ -108,6 +114,8 @@ def expect(plugin: str, hook: str, value: Any, check: Any, expected: str) -> Any
     except Exception:
         ok = False
     if not ok:
+        if inspect.iscoroutine(value):  # an ``async def`` where a plain ``def`` was due: never awaited, so close it
+            value.close()
         raise PluginHookError.wrong_result(plugin, hook, value, expected)
     return value
 
@@ -134,6 +142,48 @@ def _all(kind: type) -> Any:
     return lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, kind) for x in v)
 
 
+_CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Instance types :func:`check_instance_types` found well formed (each checked once: plugins
+return the same, shared objects on every call)."""
+
+
+def instance_type_problem(types: Sequence[InstanceType]) -> str:
+    """What is wrong with a plugin's instance types, in words (``""``: nothing): a name twice, an
+    offering without a zone or capacity type, a price that is NaN, infinite or negative. The
+    same checks as the conformance kit's ``test_instance_types_well_formed``
+    (:mod:`karpy_core.testing.conformance`) that a run cannot do without (a NaN price makes the
+    cheapest-offering search never settle; a negative one gives negative costs). A zero price is
+    accepted: a free offering is plausible (a prepaid or on-premises pool)."""
+    seen: set[str] = set()
+    for it in types:
+        if it.name in seen:
+            return f"instance type {it.name!r} twice (names must be unique)"
+        seen.add(it.name)
+        if it in _CHECKED:
+            continue
+        for o in it.offerings:
+            if not o.zone or not o.capacity_type:
+                return (f"instance type {it.name!r} with an offering without a "
+                        f"{'zone' if not o.zone else 'capacity type'} ({o.capacity_type or '?'} in {o.zone or '?'})")
+            if not (math.isfinite(o.price) and o.price >= 0):
+                return (f"instance type {it.name!r} with offering price {o.price} ({o.capacity_type} in {o.zone}), "
+                        f"expected a finite price >= 0 (USD/hour)")
+        _CHECKED.add(it)
+    return ""
+
+
+def check_instance_types(plugin: str, types: Sequence[InstanceType]) -> None:
+    """Nothing when :func:`instance_type_problem` finds nothing in ``karpy_get_instance_types``'s
+    answer ``types``.
+
+    Raises:
+        PluginHookError: one line naming the plugin, the hook and the offending instance type.
+    """
+    problem = instance_type_problem(types)
+    if problem:
+        raise PluginHookError(plugin, "karpy_get_instance_types", None, returned=problem)
+
+
 class PluginCalls:
     """:class:`CloudCalls` on a plugin's async hooks, through its pluggy ``PluginManager``
     (exactly one implementation of each, checked by the facade). A hook raising anything but
@@ -147,6 +197,8 @@ class PluginCalls:
     def __init__(self, pm: pluggy.PluginManager, plugin: str = "?"):
         self._pm = pm
         self.plugin = plugin
+        self._checked: Any = object()  # the last list karpy_get_instance_types answered, once checked
+        self._checked_len = 0
 
     def prepare(self, context: ProviderContext) -> None:
         """Nothing: the facade calls the plugin's ``karpy_prepare`` hook itself."""
@@ -174,7 +226,12 @@ class PluginCalls:
         from karpy_core.cloudprovider.types import InstanceType
 
         types: Any = await call_hook(self._pm, self.plugin, "karpy_get_instance_types", nodepool=nodepool)
-        return [*expect(self.plugin, "karpy_get_instance_types", types, _all(InstanceType), "a list of InstanceType")]
+        if types is self._checked and len(types) == self._checked_len:  # the same list as last time: checked
+            return [*types]
+        got = [*expect(self.plugin, "karpy_get_instance_types", types, _all(InstanceType), "a list of InstanceType")]
+        check_instance_types(self.plugin, got)
+        self._checked, self._checked_len = types, len(got)
+        return got
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> str:
         """``karpy_is_drifted`` (a falsy answer is ``""``)."""

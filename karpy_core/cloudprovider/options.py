@@ -132,7 +132,8 @@ class ProviderOptions(BaseModel):
         unknown = sorted(set(opts) - valid)
         if unknown:
             raise ConfigurationError(
-                f"{cls.provider} provider: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid - cls.objects))}"
+                f"{cls.provider} provider: unknown option(s) {', '.join(unknown)}; "
+                f"valid: {', '.join(sorted(valid - cls.objects - HOST_OPTIONS))}"
             )
         refuse_host_text(cls.provider, opts, cls.objects)
         for name, value in opts.items():

@@ -134,9 +134,15 @@ class CloudProvider:
     def __init__(self, plugin: object, *, entry_point: str | None = None, distribution: str | None = None):
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
-        self._pm.register(plugin)
         label = entry_point or plugin_label(plugin)
         what = repr(label) + (f" ({distribution})" if distribution else "") if entry_point else label
+        if plugin is None:
+            raise ConfigurationError(f"cloud provider plugin {what}: its factory (create_plugin) returned None, "
+                                     f"expected the plugin object carrying its @hookimpl methods")
+        try:
+            self._pm.register(plugin)
+        except pluggy.PluginValidationError as exc:
+            raise ConfigurationError(f"cloud provider plugin {what}: {_registration_problem(exc)}") from exc
         try:
             self._pm.check_pending()
         except pluggy.PluginValidationError as exc:
@@ -356,6 +362,26 @@ class CloudProvider:
         return await self.decorated.outer.list()
 
 
+def _registration_problem(exc: pluggy.PluginValidationError) -> str:
+    """One line for a hook pluggy refused at registration, read from pluggy's message (karpy reads
+    no plugin attribute): a hookimpl declaring an argument its hookspec does not take
+    (``karpy_create(self, claim)``), named with what the hookspec takes; pluggy's own lines joined
+    for anything else, its plugin (shown by ``id()``) left out."""
+    import inspect
+    import re
+
+    text = str(exc)
+    hook = re.search(r"for hook '(\w+)'", text)
+    args = re.search(r"Argument\(s\) \{(.*?)\} are declared in the hookimpl", text)
+    if hook and args and hasattr(hookspecs, hook.group(1)):
+        name = hook.group(1)
+        unknown = ", ".join(a.strip().strip("'\"") for a in args.group(1).split(","))
+        takes = ", ".join(p for p in inspect.signature(getattr(hookspecs, name)).parameters if p != "self")
+        return f"hook {name} declares argument(s) {unknown} that its hookspec does not take; {name} takes ({takes})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return re.sub(r"^Plugin '?[^']*'? for ", "", " ".join(lines)) or type(exc).__name__
+
+
 def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProvider:
     """Load the plugin registered as ``name`` in the ``karpy.cloudprovider`` group and wrap it.
 
@@ -373,7 +399,8 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
     try:
         factory: Callable[[dict[str, Any]], object] = eps[0].load()
     except ImportError as exc:
-        raise ConfigurationError(str(exc)) from exc
+        raise ConfigurationError(f"cloud provider {name!r} (entry point karpy.cloudprovider: {name} = {eps[0].value}) "
+                                 f"failed to import: {exc}") from exc
     except Exception as exc:  # a broken plugin module: one line naming it, not a traceback
         raise ConfigurationError(f"cloud provider {name!r} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}") from exc
     _plugin_logs_like_karpy(eps[0].module)

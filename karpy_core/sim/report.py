@@ -568,7 +568,8 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
                      time_limit: float) -> Reference:
     """The optimum or lower bound for the pods bound to nodes karpy launched (:func:`launched_nodes`),
     over every NodePool of the cluster with its instance types and DaemonSets
-    (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the MILP's upper bound."""
+    (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the MILP's upper bound.
+    A plan costing 0 (free offerings) is the optimum without solving: no price is negative."""
     launched = launched_nodes(sim)
     pods: list[PodInfo] = []
     for view in sim.cluster.views("Pod") or ():
@@ -582,6 +583,8 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
             pods.append(info)
     if not pods:
         return Reference("unavailable", note="no pods on launched nodes")
+    if cost <= 0:  # free offerings (prices are never negative: karpy_core.cloudprovider.calls.check_instance_types)
+        return Reference("optimum", 0.0, pods=len(pods), note="free offerings: no plan costs less than 0")
     pools = [v for v in sim.cluster.views("NodePool") or () if isinstance(v, NodePoolView)]
     try:
         templates = [template_from_nodepool(v.raw, types_by_pool[v.name]) for v in pools]
@@ -698,7 +701,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         overlays=overlays,
         start=sim.start,
     )
-    if not sim.disruption_enabled and reference_time_limit is not None and report.cost_per_hour > 0:
+    if not sim.disruption_enabled and reference_time_limit is not None and (report.cost_per_hour > 0 or launched_nodes(sim)):
         sim.progress.phase(f"computing the cheapest plan for comparison (HiGHS, at most {reference_time_limit:g} s)")
         report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)
     return report

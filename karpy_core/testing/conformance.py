@@ -52,6 +52,7 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
 from __future__ import annotations
 
 import inspect
+import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -151,6 +152,7 @@ class ProviderConformance:
             assert it.offerings, f"{it.name}: no offerings (list unavailable ones too, with available=False)"
             for o in it.offerings:
                 assert o.zone and o.capacity_type, f"{it.name}: offering without zone/capacity type: {o}"
+                assert math.isfinite(o.price), f"{it.name}: price {o.price} is not a finite number: {o}"
                 assert o.price >= 0, f"{it.name}: negative price {o}"
                 assert zones is not None and zones.has(o.zone)
                 assert capacity_types is not None and capacity_types.has(o.capacity_type)

@@ -102,7 +102,7 @@ def test_simulate_provider_options_are_typed_by_the_options_model(env: Env) -> N
     unknown = env.karpy("simulate", "--cloud-provider", "tinycloud", "--provider-option", "colour=blue", "examples/cluster.yaml")
     assert unknown.returncode == 2
     assert unknown.stderr.splitlines() == [
-        "error: tinycloud provider: unknown option(s) colour; valid: cluster_name, kube, max_instances, spot_discount, zones"]
+        "error: tinycloud provider: unknown option(s) colour; valid: cluster_name, max_instances, spot_discount, zones"]
     missing = env.karpy("simulate", "--cloud-provider", "nimbus", "examples/cluster.yaml")
     assert missing.returncode == 2
     assert missing.stderr.splitlines() == [
