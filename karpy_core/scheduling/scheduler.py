@@ -651,12 +651,7 @@ class Scheduler:
         (:meth:`_solve_large`): hostname spread 12.55 (AWS, 1.05x the search) and 8.71 (KWOK,
         the same), diverse mix 15.77 (1.09x) and 10.17 (1.04x), each in 0.02-0.08 s
         (``benchmarks/topology_paths.py``)."""
-        self.inputs = self._base
-        kept: dict[str, str] = {}
-        if self.nominated:
-            kept, self.inputs = self._keep_nominated(pods)
-            if kept:
-                pods = [p for p in pods if p.key not in kept]
+        kept, pods = self._start(pods)
         results = self._solve(pods)
         if kept:
             results.existing = {**kept, **results.existing}
@@ -670,16 +665,20 @@ class Scheduler:
         runs in one step."""
         if self._base.sizing:
             return self.solve(pods)
-        self.inputs = self._base
-        kept: dict[str, str] = {}
-        if self.nominated:
-            kept, self.inputs = self._keep_nominated(pods)
-            if kept:
-                pods = [p for p in pods if p.key not in kept]
+        kept, pods = self._start(pods)
         results = (yield from self._solve_once_steps(pods, queue_order(pods), None))[0]  # _solve without sizing
         if kept:
             results.existing = {**kept, **results.existing}
         return results
+
+    def _start(self, pods: Sequence[PodInfo]) -> tuple[dict[str, str], Sequence[PodInfo]]:
+        """Reset :attr:`inputs` for a solve and keep the nominated pods where they are
+        (:meth:`_keep_nominated`): pod key -> node name of those kept, and the pods left to place."""
+        self.inputs = self._base
+        if not self.nominated:
+            return {}, pods
+        kept, self.inputs = self._keep_nominated(pods)
+        return kept, ([p for p in pods if p.key not in kept] if kept else pods)
 
     def _keep_nominated(self, pods: Sequence[PodInfo]) -> tuple[dict[str, str], Inputs]:
         """Put each pod of ``pods`` nominated to an existing node back on it, in queue order
