@@ -776,6 +776,25 @@ def render_explain(report: Any, target: str, where: str = "in the simulation") -
     return "\n".join(lines)
 
 
+def _check_names_given(*options: tuple[str, str | None]) -> None:
+    """Refuse an option given an empty name (``--explain ''``, ``--explain-node ''``, or only a
+    namespace: ``--explain 'web/'``): an empty string is not "not given", and silently printing the
+    whole report instead would answer another question. ``options``: ``(flag, value)`` pairs, a
+    value None when the option was not given.
+
+    Raises:
+        ConfigurationError: one line naming the option and what it takes.
+    """
+    for flag, value in options:
+        if value is None:
+            continue
+        if not value.strip():
+            what = "a node's name" if flag == "--explain-node" else "a pod's or a workload's name (NAMESPACE/NAME outside default)"
+            raise ConfigurationError(f"{flag}: empty name; give {what}")
+        if flag == "--explain" and not value.partition("/")[2].strip() and "/" in value:
+            raise ConfigurationError(f"--explain {value}: empty name after the namespace; give NAMESPACE/NAME")
+
+
 @app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(
@@ -835,6 +854,10 @@ def simulate(
     from karpy_core.cloudprovider.watch import HookWatch, watch_hooks
     from karpy_core.settings import simulation_settings
 
+    try:
+        _check_names_given(("--explain", explain), ("--explain-node", explain_node))
+    except ConfigurationError as exc:
+        _fail(exc)
     if from_cluster:
         _simulate_from_cluster(list(paths or []), kubeconfig=kubeconfig, context=context, output=output, until=until,
                                explain=explain, explain_node=explain_node, region=region, instance_types=instance_types,

@@ -166,3 +166,19 @@ def test_readme_words_the_workload_explanation_as_printed() -> None:
         node = line.split(" bound to ")[1].split()[0]
         per_node[node] = per_node.get(node, 0) + 1
     assert sorted(per_node.values()) == [2, 3]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--explain", ""], "error: --explain: empty name; give a pod's or a workload's name (NAMESPACE/NAME outside default)"),
+    (["--explain", "  "], "error: --explain: empty name; give a pod's or a workload's name (NAMESPACE/NAME outside default)"),
+    (["--explain", "default/"], "error: --explain default/: empty name after the namespace; give NAMESPACE/NAME"),
+    (["--explain-node", ""], "error: --explain-node: empty name; give a node's name"),
+    (["--explain", "", "--from-cluster"], "error: --explain: empty name; give a pod's or a workload's name"),
+])
+def test_an_empty_name_is_refused_on_one_line(args: list[str], message: str) -> None:
+    """``--explain ''`` was silently ignored (the whole report printed, exit 0): an empty name is
+    refused on one line, exit 2, before anything is loaded or any cluster is read."""
+    result = CliRunner().invoke(app, ["simulate", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(message) and len(result.stderr.strip().splitlines()) == 1
