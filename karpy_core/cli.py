@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
@@ -68,13 +68,67 @@ def _is_closed_stdout(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE and _stdout_reader_gone()
 
 
+METAVARS: dict[str, str] = {
+    # files, directories, names
+    "paths": "PATH", "--kubeconfig": "FILE", "--instance-types": "FILE", "--timeline": "FILE",
+    "--context": "CONTEXT", "--cloud-provider": "PROVIDER", "--region": "REGION", "--cluster-name": "NAME",
+    "--cluster-endpoint": "URL", "--cluster-ca-bundle": "BASE64", "--interruption-queue": "QUEUE",
+    "--karpenter-service": "NAME", "--namespace": "NAMESPACE", "--leader-election-name": "NAME",
+    "--leader-election-namespace": "NAMESPACE", "--explain": "[NAMESPACE/]NAME", "--explain-node": "NODE",
+    "--health-host": "ADDRESS", "--scheduler-config": "FILE",
+    # key=value lists
+    "--set": "VAR=VALUE", "--provider-option": "NAME=VALUE", "--nodes": "N|NODEPOOL=N",
+    "--feature-gates": "NAME=BOOL,...", "--aws-feature-gates": "NAME=BOOL,...",
+    "--log-debug-loggers": "NAME[=LEVEL],...", "--log-output-paths": "PATH,...", "--log-error-output-paths": "PATH,...",
+    # choices
+    "--output": "FORMAT", "--preference-policy": "POLICY", "--min-values-policy": "POLICY",
+    "--log-level": "LEVEL",
+    # durations, times, numbers
+    "--until": "DURATION", "--batch-idle-duration": "DURATION", "--batch-max-duration": "DURATION",
+    "--ami-refresh-interval": "DURATION", "--subnet-refresh-interval": "DURATION", "--at": "TIME",
+    "--max-pods": "N", "--reserved-enis": "N", "--kube-client-qps": "N", "--kube-client-burst": "N",
+    "--metrics-port": "PORT", "--health-probe-port": "PORT", "--memory-limit": "N", "--cpu-requests": "N",
+    "--vm-memory-overhead-percent": "FRACTION", "--consolidation-min-savings": "FRACTION",
+    "--hook-timeout": "SECONDS",
+}
+"""The metavar ``karpy COMMAND -h`` shows for each option taking a value (by its first long name; an
+argument by its parameter name), set on every command by :func:`readable_metavars`: typer's own
+are Python types (``<str>``, ``<list[str]>``), which say nothing of what to give."""
+
+
+class _NamedArgument(TyperArgument):
+    """A typer argument whose help shows its metavar alone (typer appends ``<list[str]>`` after it)."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        """No type after the metavar; typer's otherwise."""
+        return None if self.metavar is not None else super().display_type_rich(ctx)
+
+
+def readable_metavars(command: Any) -> None:
+    """Give each parameter of ``command`` (and, for a group, of its subcommands) that takes a value
+    its :data:`METAVARS` entry, where it has no metavar of its own (idempotent). ``command``: a
+    typer (vendored click) ``Command`` or ``Group``."""
+    for sub in getattr(command, "commands", {}).values():
+        readable_metavars(sub)
+    for param in command.params:
+        if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        key = next((o for o in param.opts if o.startswith("--")), param.name or "")
+        if key in METAVARS:
+            param.metavar = METAVARS[key]
+            if isinstance(param, TyperArgument):
+                param.__class__ = _NamedArgument
+
+
 class _KarpyGroup(TyperGroup):
     """The ``karpy`` command group: a write to a stdout whose reader has gone (``| head``), in any
     command or its help, raises :class:`_StdoutClosed` instead of ``BrokenPipeError``, which
-    typer would turn into exit 1; :func:`main` handles it in one place."""
+    typer would turn into exit 1; :func:`main` handles it in one place. Each command's options
+    show :data:`METAVARS` in their help."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """click's, with a closed stdout (the group's ``--help``) raised as :class:`_StdoutClosed`."""
+        readable_metavars(self)
         try:
             return super().make_context(*args, **kwargs)
         except OSError as exc:
