@@ -817,7 +817,8 @@ def _day_lines(report: SimulationReport) -> list[str]:
 
 
 def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
-    """A human-readable report: what was simulated; nodes with price, utilisation and pods; totals
+    """A human-readable report: what was simulated; nodes with price, utilisation and pods (a ``no
+    nodes`` line instead of an empty table); totals
     (plain runs: with the optimum or lower bound and the gap); pending pods with their reasons;
     scenario runs end with the :class:`DaySummary`."""
     lines: list[str] = []
@@ -839,6 +840,9 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     else:
         lines.extend(_simulated_lines(report))
     lines.append("")
+    if not report.nodes:  # no table to head: say so in words
+        lines.append("no nodes (none given, none launched)" if not report.provider.get("scenario") else
+                     "no nodes at the end of the run")
     wn = max([28, *(len(n.name) for n in report.nodes)])
     wp = max([18, *(len(n.nodepool or "(not managed)") for n in report.nodes)])
     wt = max([15, *(len(n.instance_type) for n in report.nodes)])
@@ -847,7 +851,8 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         f"{'NODE':<{wn}} {'NODEPOOL':<{wp}} {'INSTANCE TYPE':<{wt}} {'ZONE':<{wz}} {'CAPACITY':<10} "
         f"{'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
     )
-    lines.append(header)
+    if report.nodes:
+        lines.append(header)
     for n in report.nodes:
         price = f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-"
         lines.append(
