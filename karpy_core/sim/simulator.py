@@ -65,6 +65,7 @@ from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.progress import NO_PROGRESS, Progress
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
+from karpy_core.state.cluster import is_managed
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import VirtualClock
@@ -408,8 +409,11 @@ class Simulator:
 
     async def _sample_cost(self) -> None:
         """Append ``{t, nodes, cost_per_hour}`` to :attr:`cost_over_time` when it changed."""
+        managed = self.provider.managed_node_classes()
         for pool in self.cluster.views("NodePool") or ():
             assert isinstance(pool, NodePoolView)
+            if not is_managed(pool, managed):  # launches nothing: its NodeClass kind is not the provider's to price
+                continue
             kept, fetched = await self._types.get(pool)  # overlaid prices with NodeOverlay on
             if not fetched:
                 continue

@@ -356,7 +356,10 @@ class KakaoCloudProvider:
             return []
         ref = nodepool.spec.template.spec.node_class_ref
         if (ref.group, ref.kind) != SUPPORTED_NODE_CLASSES[0]:
-            log.warning("nodeClassRef is not a KCNodeClass",
+            # karpy asks only for NodePools whose kind the plugin serves (Karpenter's IsManaged; the
+            # simulator's report and cost samples too): this is another caller's mistake
+            log.warning(f"NodePool/{name}: no instance types, launches nothing: its nodeClassRef {ref.kind} ({ref.group}) "
+                        "is not a KCNodeClass (karpenter.kakaocloud.com)",
                         extra=fields(nodepool=name, nodeClassRef={"group": ref.group, "kind": ref.kind}))
             return []
         deps = await self.deps()
