@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from karpy_core.cloudprovider import hookimpl
+from karpy_core.cloudprovider.options import missing_setting
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
 from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError
 from karpy_core.logs import fields
@@ -152,7 +153,8 @@ class KakaoCloudProvider:
         transport: Any = None,
     ):
         if not cluster_name:
-            raise ConfigurationError("kakaocloud provider: option cluster_name (the Kubernetes Engine cluster) is required")
+            raise missing_setting("kakaocloud", "the cluster name (the Kubernetes Engine cluster)", "cluster_name",
+                                  simulate="--provider-option cluster_name=NAME", controller="--cluster-name or CLUSTER_NAME")
         self.cluster_name = cluster_name
         self.kube = kube
         self.namespace = namespace
