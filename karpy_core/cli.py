@@ -688,12 +688,14 @@ class StderrProgress:
 
     def _show(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         with self._lock:
             if not self._tty:
                 return
-            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            # a phase without a total (loading, the passes before a first pod is bound) shows its
+            # spinner, name, a pulsing bar and the time, and no count (rich's M/N column says 0/?)
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _count_column(),
                                  TimeElapsedColumn(), console=Console(file=self._stream), transient=True)
             self._task = self._bar.add_task(self._name or "starting", total=self._total, completed=self._completed)
             self._bar.start()
@@ -720,6 +722,18 @@ class StderrProgress:
             self._completed = completed
             if self._bar is not None:
                 self._bar.update(self._task, completed=completed)
+
+
+def _count_column() -> Any:
+    """A rich progress column: ``completed/total`` when the task has a total, nothing otherwise."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class CountColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text("" if task.total is None else f"{int(task.completed)}/{int(task.total)}", style="progress.download")
+
+    return CountColumn()
 
 
 def render_explain_node(report: Any, node: str) -> str:
