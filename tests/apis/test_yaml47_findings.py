@@ -1,0 +1,76 @@
+"""Fuzzer findings of trial 8 in the manifest loader (yaml47): merge keys (``<<``) read in go-yaml
+v2's order as kubectl reads them, document numbers counted as kubectl's YAMLReader cuts the stream,
+an explicit ``!!timestamp`` as go-yaml decodes it, and numbers past 64 bits shown as written."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpy_core.apis.loader import load_text
+from karpy_core.errors import ManifestError
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        load_text(text, "n.yaml")
+    return info.value.problems
+
+
+def _config_map(meta: str, data: str = "{k: v}") -> str:
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata: {meta}\ndata: {data}\n"
+
+
+def _name_and_warnings(text: str) -> tuple[str, list[str]]:
+    loaded = load_text(text, "n.yaml")
+    (obj,) = loaded.other
+    return str(obj.metadata.name), loaded.warnings
+
+
+# --------------------------------------------------------------------------- 1. merge keys
+
+
+@pytest.mark.parametrize(("meta", "name"), [
+    ("{<<: {name: a}, name: b}", "b"),         # written after '<<': the written key wins (as YAML's rule says)
+    ("{<<: [{name: a}, {name: b}]}", "a"),     # a merged list: the earlier item wins (go-yaml merges it backwards)
+    ("{<<: {name: a}, <<: {name: b}}", "b"),   # two merge keys: set in order, the later wins
+    ("{<<: {<<: {name: a}, name: b}}", "b"),   # a merge inside a merged mapping
+])
+def test_merge_keys_set_keys_in_go_yaml_order_without_a_warning(meta: str, name: str) -> None:
+    assert _name_and_warnings(_config_map(meta)) == (name, [])
+
+
+def test_a_key_written_before_a_merge_key_takes_the_merged_value_with_a_warning() -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  <<: &x {name: a}\ndata: {k: v}\n"
+    name, warnings = _name_and_warnings(text)
+    assert name == "a"  # kubectl's value: go-yaml sets the merged entry after the written one
+    assert warnings == [
+        "n.yaml doc 1 ConfigMap/a: metadata.name: the merge key '<<' at line 5 sets 'name' again after it is written at "
+        "line 4: kubectl keeps the merged value 'a', not 'b' (YAML's merge rule would keep the written one); write '<<' "
+        "first to override it"]
+
+
+def test_merged_container_fields_are_what_kubectl_creates() -> None:
+    text = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+    - &common {name: c, image: nginx}
+    - {<<: *common, name: d, image: busybox}
+    - {image: busybox, <<: *common, name: e}
+    - <<: [{name: f, image: x}, *common]
+"""
+    loaded = load_text(text, "m.yaml")
+    assert [(c.name, c.image) for c in loaded.pods[0].spec.containers] == [
+        ("c", "nginx"), ("d", "busybox"), ("e", "nginx"), ("f", "x")]
+    (warning,) = loaded.warnings
+    assert "spec.containers[2].image: the merge key '<<' at line 8 sets 'image' again" in warning
+
+
+def test_a_key_written_twice_is_still_refused_and_a_merge_value_must_be_a_mapping() -> None:
+    assert problems(_config_map("{name: a, name: b}")) == [
+        "n.yaml doc 1 ConfigMap/b: metadata.name: repeated key 'name' at line 3 (first at line 3); "
+        "each key may appear once per mapping"]
+    (problem,) = problems(_config_map("{<<: [a], name: b}"))
+    assert problem.startswith("n.yaml: line 3 column ") and "map merge requires map or sequence of maps as the value" in problem
