@@ -21,7 +21,8 @@ reads a directory; a file starting with ``{`` is first read as a stream of JSON 
    path and both lines (keys a merge key ``<<`` brings in are set in go-yaml v2's order, as kubectl
    sets them: :class:`_StrictKeysLoader`). Parsing goes on
    (repeated mappings are merged, other values: the last wins) so the document is still validated
-   and its other mistakes reported too. Empty documents are skipped; a ``v1 List`` is expanded.
+   and its other mistakes reported too. Empty documents (only comments, or nothing) are skipped and not
+   counted: ``doc N`` is the N-th object (:func:`_parse`); a ``v1 List`` is expanded.
 3. Each document is validated into the model registered for its ``(apiVersion, kind)``
    (:func:`karpy_core.apis.registry.kind_registry`), by wire name only. Pre-v1 Karpenter kinds
    (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
@@ -346,20 +347,29 @@ class _RawDocument:
 
 
 def _parse(text: str) -> Iterator[_RawDocument]:
-    """Yield every document (empty ones too, as ``data=None``); YAML errors propagate."""
+    """Yield every document (empty ones too, as ``data=None``); YAML errors propagate.
+
+    A document's ``index`` counts only the documents that hold something: one with nothing but
+    comments (or nothing) between its separators, anywhere in the file, is not counted, so ``doc N``
+    is the N-th object kubectl would create, in the order it prints them (``configmap/a created``),
+    whether or not a header of comments comes before the first ``---``. (kubectl's own messages
+    number no documents: its YAMLReader cuts the stream at each ``---`` line and go-yaml's errors
+    give a line counted from the start of that piece; karpy's lines count from the start of the file.)
+    An empty document gets the index the next one will have."""
     loader = _StrictKeysLoader(text)
     try:
         index = 0
         while loader.check_node():
             node = loader.get_node()
-            index += 1
             check_yaml_limits(node)
             loader.duplicates = []
             loader.overrides = []
             loader.problems = []
             data = loader.construct_document(node) if node is not None else None
             line = node.start_mark.line + 1 if node is not None else 0
-            yield _RawDocument(index, line, data, loader.duplicates, loader.problems, loader.overrides)
+            empty = data is None and not loader.problems
+            yield _RawDocument(index + 1, line, data, loader.duplicates, loader.problems, loader.overrides)
+            index += 0 if empty else 1
     finally:
         loader.dispose()
 

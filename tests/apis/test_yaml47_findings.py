@@ -74,3 +74,34 @@ def test_a_key_written_twice_is_still_refused_and_a_merge_value_must_be_a_mappin
         "each key may appear once per mapping"]
     (problem,) = problems(_config_map("{<<: [a], name: b}"))
     assert problem.startswith("n.yaml: line 3 column ") and "map merge requires map or sequence of maps as the value" in problem
+
+
+# --------------------------------------------------------------------------- 2. document numbers
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n"
+
+
+@pytest.mark.parametrize("before", [
+    "",                                               # no header
+    "---\n",                                          # a first separator
+    "# a header of comments\n---\n",                  # the first piece only comments (kubectl's YAMLReader cuts it off)
+    "\n\n---\n",                                      # the first piece only blank lines
+    "# header\n---\n---\n",                           # then an empty document
+])
+@pytest.mark.parametrize("between", ["---\n", "---\n# only comments\n---\n", "---\n---\n"])
+def test_doc_n_is_the_nth_object_whatever_comment_or_empty_pieces_come_first(before: str, between: str) -> None:
+    text = before + CM.format(name="a", value="x") + between + CM.format(name="b", value=1)
+    assert problems(text) == [
+        "n.yaml doc 2 ConfigMap/b: data.k: must be a string; got the number 1 (quote it in YAML so it stays text)"]
+    loaded = load_text(text.replace("{k: 1}", "{k: '1'}"), "n.yaml")
+    sources = [obj.source for obj in loaded.other]
+    assert [(source.index, source.line) for source in sources if source is not None] == [
+        (1, before.count("\n") + 1), (2, text.count("\n") - 3)]
+
+
+def test_a_syntax_error_names_the_line_from_the_start_of_the_file_not_of_the_piece() -> None:
+    # kubectl says "yaml: line 4" here (counted from the start of the third piece); karpy counts from the file's
+    text = "# header\n---\n" + CM.format(name="a", value="x") + "---\n# only comments\n---\n" \
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n  bad: x\n"
+    (problem,) = problems(text)
+    assert problem.startswith("n.yaml: line 13 column 3: YAML syntax error: "), problem
