@@ -18,8 +18,11 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
 * integer, float and boolean mapping keys become strings (``1: x`` -> ``{"1": "x"}``), as
   ``convertToJSONableObject`` does; a null key is refused (``unsupported map key``);
 * values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
-  ``!!set``, ``!!omap``, ``!!pairs``, an explicit ``!!timestamp``, any other tag that is not a JSON
-  type (``!foo``, ``!!python/...``), and ``.inf``/``.nan`` (``json: unsupported value: +Inf``).
+  ``!!set``, ``!!omap``, ``!!pairs``, any other tag that is not a JSON type (``!foo``,
+  ``!!python/...``), and ``.inf``/``.nan`` (``json: unsupported value: +Inf``);
+* an explicit ``!!timestamp`` is the string as written when go-yaml v2 reads a timestamp in it
+  (``!!timestamp 2024-01-01``: ``"2024-01-01"``), and refused in go-yaml's words otherwise
+  (``cannot decode !!str `abc` as a !!timestamp``), as kubectl refuses it.
 
 Everything else is PyYAML's safe loading (libyaml's parser when available). The loader records
 each refused value in :attr:`KubeYAMLLoader.problems` (the value is read as null) so a caller can
@@ -29,6 +32,7 @@ report every one of a document; :func:`safe_load_all` / :func:`safe_load` raise 
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
 from collections.abc import Iterator
@@ -132,6 +136,39 @@ def _go_parse_int(text: str, base: int) -> int | None:
     return value if -_INT64 <= value < _INT64 else None
 
 
+_GO_TIMESTAMPS = (
+    re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})([.,][0-9]+)?"
+               r"(Z|[+-][0-9]{2}:[0-9]{2})"),
+    re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2}) ([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})([.,][0-9]+)?"),
+    re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"),
+)
+"""go-yaml v2's ``allowedTimestampFormats`` as Go's ``time.Parse`` reads them: ``2006-1-2T15:4:5.999999999Z07:00``
+(and lower-case ``t``), ``2006-1-2 15:4:5.999999999`` and ``2006-1-2`` (one- or two-digit fields, any
+number of fraction digits after ``.`` or ``,``, a zone ``Z`` or ``+hh:mm``)."""
+
+
+def go_yaml_v2_timestamp(text: str) -> bool:
+    """Whether go-yaml v2's ``parseTimestamp`` (``resolve.go``) reads ``text`` as a timestamp: one of
+    :data:`_GO_TIMESTAMPS`, with the ranges ``time.Parse`` checks (month 1-12, a day its month has,
+    hour < 24, minute and second < 60, a zone offset up to 24:60)."""
+    for pattern in _GO_TIMESTAMPS:
+        match = pattern.fullmatch(text)
+        if match is None:
+            continue
+        year, month, day = (int(part) for part in match.groups()[:3])
+        if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+            return False
+        if len(match.groups()) > 3:
+            hour, minute, second = (int(part) for part in match.groups()[3:6])
+            if hour >= 24 or minute >= 60 or second >= 60:
+                return False
+            zone = match.groups()[7] if len(match.groups()) > 7 else None
+            if zone and zone != "Z" and (int(zone[1:3]) > 24 or int(zone[4:6]) > 60):
+                return False
+        return True
+    return False
+
+
 def go_yaml_v2_resolve(text: str) -> tuple[str, Any]:
     """The tag and value go-yaml v2 gives the plain scalar ``text`` (``resolve`` in
     ``sigs.k8s.io/yaml/goyaml.v2/resolve.go``, which kubectl and kube-apiserver use).
@@ -193,7 +230,6 @@ _NOT_JSON = {
     "set": "a !!set is not JSON; write a list or a mapping",
     "omap": "an !!omap is not JSON; write a mapping",
     "pairs": "!!pairs are not JSON; write a mapping or a list",
-    "timestamp": "an explicit !!timestamp is not JSON; write the time as a string",
 }
 
 
@@ -383,6 +419,22 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
         value: bool | None = self._go_value(node, _BOOL)
         return value
 
+    def construct_kube_timestamp(self, node: yaml.Node) -> Any:
+        """An explicit ``!!timestamp`` as go-yaml v2 decodes it into ``interface{}`` (``decoder.scalar``):
+        the text as written when :func:`go_yaml_v2_timestamp` reads it (``2024-01-01``,
+        ``2024-01-01T10:00:00Z``), else recorded in go-yaml's words (``cannot decode !!str `abc` as a
+        !!timestamp``, what kubectl prints after ``error converting YAML to JSON: yaml:``) and read as
+        null. go-yaml ignores the tag of a mapping or a list: it is read as one."""
+        if isinstance(node, yaml.MappingNode):
+            return self.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return self.construct_sequence(node, deep=True)
+        text = str(node.value)
+        if go_yaml_v2_timestamp(text):
+            return text
+        self.refuse(node, f"cannot decode {go_yaml_v2_resolve(text)[0].replace(_TAG, '!!')} `{text}` as a !!timestamp")
+        return None
+
     def construct_not_json(self, node: yaml.Node) -> None:
         name = node.tag.removeprefix(_TAG)
         self.refuse(node, _NOT_JSON.get(name, f"the tag {node.tag!r} is not a JSON type; remove it"))
@@ -392,6 +444,7 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
 for _name in _NOT_JSON:
     KubeYAMLLoader.add_constructor(_TAG + _name, KubeYAMLLoader.construct_not_json)
 KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_not_json)
+KubeYAMLLoader.add_constructor(_TIMESTAMP, KubeYAMLLoader.construct_kube_timestamp)
 KubeYAMLLoader.add_constructor(_FLOAT, KubeYAMLLoader.construct_kube_float)
 KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)
 KubeYAMLLoader.add_constructor(_BOOL, KubeYAMLLoader.construct_kube_bool)

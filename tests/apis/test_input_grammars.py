@@ -175,6 +175,7 @@ def test_crd_duration_patterns_match_the_whole_ascii_text(text: str) -> None:
     ("a: 1.5", {"a": 1.5}),
     ("{1: a, true: b, 1.5: c, no: d}", {"1": "a", "true": "b", "1.5": "c", "false": "d"}),
     ("a: !!str 2024-01-01", {"a": "2024-01-01"}),
+    ("a: !!timestamp 2024-01-01", {"a": "2024-01-01"}),
     ("a: &x {b: 1}\nc: *x", {"a": {"b": 1}, "c": {"b": 1}}),
     ("a: {<<: {b: 1}, c: 2}", {"a": {"b": 1, "c": 2}}),
 ])
@@ -187,7 +188,8 @@ def test_values_as_sigs_k8s_io_yaml_gives_them(text: str, expected: Any) -> None
     ("a: [1, !!binary aGk=]", "a[1]: a !!binary value is not JSON"),
     ("a: !!omap [{x: 1}]", "a: an !!omap is not JSON"),
     ("a: !!pairs [{x: 1}]", "a: !!pairs are not JSON"),
-    ("a: !!timestamp 2024-01-01", "a: an explicit !!timestamp is not JSON"),
+    ("a: !!timestamp abc", "a: cannot decode !!str `abc` as a !!timestamp"),
+    ("a: !!timestamp 2024-02-30", "a: cannot decode !!str `2024-02-30` as a !!timestamp"),
     ("a: !!python/name:os.system x", "a: the tag 'tag:yaml.org,2002:python/name:os.system' is not a JSON type"),
     ("a: !local x", "a: the tag '!local' is not a JSON type"),
     ("a: .nan", "a: '.nan' is not a JSON number"),

@@ -105,3 +105,22 @@ def test_a_syntax_error_names_the_line_from_the_start_of_the_file_not_of_the_pie
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n  bad: x\n"
     (problem,) = problems(text)
     assert problem.startswith("n.yaml: line 13 column 3: YAML syntax error: "), problem
+
+
+# --------------------------------------------------------------------------- 3. !!timestamp
+
+
+@pytest.mark.parametrize("value", ["2024-01-01", "2024-1-2", "2024-01-01T10:00:00Z", "2024-01-01t1:2:3.5+01:00",
+                                   "2024-01-01 10:00:00.123", "'2024-01-01'"])
+def test_an_explicit_timestamp_go_yaml_reads_is_the_string_as_written(value: str) -> None:
+    loaded = load_text(_config_map("{name: a}", f"{{k: !!timestamp {value}}}"), "n.yaml")
+    assert loaded.other[0].model_dump()["data"] == {"k": value.strip("'")}
+
+
+@pytest.mark.parametrize(("value", "tag"), [
+    ("abc", "str"), ("2024-13-01", "str"), ("2024-02-30", "str"), ("2024-01-01T10:00:00", "str"), ("12", "int"),
+    ("1.5", "float"), ("true", "bool"), ("~", "null"),
+])
+def test_an_explicit_timestamp_go_yaml_does_not_read_is_refused_in_its_words(value: str, tag: str) -> None:
+    assert problems(_config_map("{name: a}", f"{{k: !!timestamp {value}}}")) == [
+        f"n.yaml doc 1 ConfigMap/a: data.k: line 4 column 11: cannot decode !!{tag} `{value}` as a !!timestamp"]

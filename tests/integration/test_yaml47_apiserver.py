@@ -100,3 +100,30 @@ def _loader_problems(text: str) -> list[str]:
     except ManifestError as exc:
         return list(exc.problems)
     return []
+
+
+TIMESTAMPS = {  # value: what both store ("" when both refuse, in go-yaml's words)
+    "2024-01-01": "2024-01-01",
+    "2024-01-01T10:00:00Z": "2024-01-01T10:00:00Z",
+    "2024-01-01 10:00:00.5": "2024-01-01 10:00:00.5",
+    "abc": "",
+    "2024-13-01": "",
+    "2024-01-01T10:00:00": "",
+    "12": "",
+}
+
+
+@pytest.mark.parametrize("value", sorted(TIMESTAMPS))
+async def test_an_explicit_timestamp_is_read_as_go_yaml_reads_it(kube, value):
+    text = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ts47, namespace: default}}\ndata: {{k: !!timestamp {value}}}\n"
+    status, answer = await post_yaml(kube, "/api/v1/namespaces/default/configmaps", text)
+    mine = _loader_problems(text)
+    if TIMESTAMPS[value]:
+        assert status == 201 and answer["data"] == {"k": TIMESTAMPS[value]} and mine == [], (answer, mine)
+        assert load_text(text, "in.yaml").other[0].model_dump()["data"] == answer["data"]
+    else:
+        phrase = "as a !!timestamp"
+        assert status == 400 and phrase in answer["message"], answer
+        (problem,) = mine
+        words = answer["message"].split("yaml: ", 1)[1].split(" (", 1)[0]  # "cannot decode !!str `abc` as a !!timestamp"
+        assert problem.endswith(f"data.k: line 4 column 11: {words}"), (problem, words)
