@@ -78,7 +78,7 @@ from karpy_core.apis.workloads import (
 )
 from karpy_core.errors import ManifestError
 from karpy_core.utils import kubeyaml
-from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem, describe_yaml_error, format_yaml_path
+from karpy_core.utils.kubeyaml import KubeYAMLLoader, WrittenFloat, YAMLValueProblem, describe_yaml_error, format_yaml_path
 from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
@@ -523,6 +523,8 @@ def _show(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, WrittenFloat):
+        return f"the number {value.written} (past 64 bits: kubectl's YAML reader makes it the float {float(value)!r})"
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):

@@ -14,7 +14,8 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
   (PyYAML reads those four as strings; kubectl sends ``labels: {a: y}`` as ``true``);
 * plain scalars are resolved by :func:`go_yaml_v2_resolve`, a transcription of go-yaml v2's
   ``resolve``: ``0o17``, ``0X1A``, ``0B1``, ``017`` are integers (15, 26, 1, 15), a number beyond
-  uint64 is a float, ``=`` is the string ``"="`` (PyYAML's ``!!value``), ``08`` is 8;
+  uint64 is a float (kept as a :class:`WrittenFloat`, which messages show as written), ``=`` is the
+  string ``"="`` (PyYAML's ``!!value``), ``08`` is 8;
 * integer, float and boolean mapping keys become strings (``1: x`` -> ``{"1": "x"}``), as
   ``convertToJSONableObject`` does; a null key is refused (``unsupported map key``);
 * values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
@@ -37,6 +38,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -45,6 +47,7 @@ __all__ = [
     "KubeYAMLDumper",
     "KubeYAMLLoader",
     "NonJSONValueError",
+    "WrittenFloat",
     "YAMLValueProblem",
     "describe_yaml_error",
     "drop_document_boms",
@@ -311,6 +314,26 @@ def drop_document_boms(text: str) -> str:
     return _SEPARATOR_THEN_BOM.sub(keep_separator, text)
 
 
+class WrittenFloat(float):
+    """A float read from YAML text that is a whole number past 64 bits (``replicas:
+    123456789012345678901234567890``), with that text in :attr:`written` for messages: ``str()``
+    and ``repr()`` give it (JSON encoding keeps the float's own digits, as ``float.__repr__``)."""
+
+    written: str
+
+    def __new__(cls, value: float, written: str) -> WrittenFloat:
+        """``value`` as go-yaml reads ``written``."""
+        number = super().__new__(cls, value)
+        number.written = written
+        return number
+
+    def __repr__(self) -> str:
+        """The text as written (``123456789012345678901234567890``), so messages show the digits given."""
+        return self.written
+
+    __str__ = __repr__
+
+
 class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
     """PyYAML safe loader with Kubernetes' JSON-compatible values (module docstring).
 
@@ -396,15 +419,24 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
         return None
 
     def construct_kube_float(self, node: yaml.ScalarNode) -> float | int | None:
-        """A finite number; a whole one below 1e21 is an int (``replicas: 3.0``, ``1e1``):
-        kubectl's YAML-to-JSON step (``sigs.k8s.io/yaml``) keeps the float, Go's JSON encoder
-        writes it without a fraction or exponent below 1e21, and kube-apiserver reads that into
-        an integer field."""
+        """A finite number as the JSON kubectl sends carries it. A whole one below 2**63 is an int
+        (``replicas: 3.0``, ``1e1``): kubectl's YAML-to-JSON step (``sigs.k8s.io/yaml``) keeps the
+        float, Go's JSON encoder writes it with its shortest digits and no fraction or exponent
+        (``strconv.AppendFloat(f, 'f', -1, 64)`` below 1e21), and kube-apiserver reads that into an
+        integer field; the int is those digits (``9.2e18`` -> 9200000000000000000, not the float's
+        exact 9199999999999999488). A whole one of 2**63 or more in size (an integer past 64 bits,
+        ``123456789012345678901234567890`` or ``-9223372036854775809``, which go-yaml reads as a
+        float) fits no Kubernetes integer field: it stays a :class:`WrittenFloat` that remembers
+        the text, so a message shows the digits given rather than the float's."""
         value = self._go_value(node, _FLOAT)
         if value is None:
             return None
         if math.isfinite(value):
-            return int(value) if value.is_integer() and abs(value) < 1e21 else float(value)
+            if not value.is_integer():
+                return float(value)
+            if abs(value) < _INT64:
+                return int(Decimal(repr(float(value))))
+            return WrittenFloat(value, str(node.value))
         self.refuse(node, f"{node.value!r} is not a JSON number (JSON has no infinity or NaN); quote it to make it a string")
         return None
 
@@ -528,3 +560,6 @@ def describe_yaml_error(exc: yaml.YAMLError, text: str | None = None) -> str:
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
     return f"{where}{context + ', ' if context else ''}{problem}"
+
+
+KubeYAMLDumper.add_representer(WrittenFloat, yaml.representer.SafeRepresenter.represent_float)

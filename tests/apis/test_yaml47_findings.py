@@ -4,10 +4,14 @@ an explicit ``!!timestamp`` as go-yaml decodes it, and numbers past 64 bits show
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import yaml
 
 from karpy_core.apis.loader import load_text
 from karpy_core.errors import ManifestError
+from karpy_core.utils.kubeyaml import KubeYAMLDumper, WrittenFloat, safe_load
 
 
 def problems(text: str) -> list[str]:
@@ -124,3 +128,78 @@ def test_an_explicit_timestamp_go_yaml_reads_is_the_string_as_written(value: str
 def test_an_explicit_timestamp_go_yaml_does_not_read_is_refused_in_its_words(value: str, tag: str) -> None:
     assert problems(_config_map("{name: a}", f"{{k: !!timestamp {value}}}")) == [
         f"n.yaml doc 1 ConfigMap/a: data.k: line 4 column 11: cannot decode !!{tag} `{value}` as a !!timestamp"]
+
+
+# --------------------------------------------------------------------------- 4. numbers past 64 bits
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: a}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{a: b}}}}
+  template:
+    metadata: {{labels: {{a: b}}}}
+    spec: {{containers: [{{name: c, image: x}}]}}
+"""
+
+
+@pytest.mark.parametrize(("written", "as_float"), [
+    ("123456789012345678901234567890", "1.2345678901234568e+29"),
+    ("-9223372036854775809", "-9.223372036854776e+18"),
+    ("18446744073709551616", "1.8446744073709552e+19"),
+    ("1e30", "1e+30"),
+])
+def test_a_number_past_64_bits_is_refused_showing_the_digits_given(written: str, as_float: str) -> None:
+    assert problems(DEPLOYMENT.format(replicas=written)) == [
+        f"n.yaml doc 1 Deployment/a: spec.replicas: must be an integer; got the number {written} "
+        f"(past 64 bits: kubectl's YAML reader makes it the float {as_float})"]
+
+
+def test_numbers_past_64_bits_in_other_fields_show_the_digits_given_too() -> None:
+    text = _config_map("{name: a}", "{k: -9223372036854775809}") + """\
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: a}
+spec:
+  weight: 123456789012345678901234567890
+  limits: {cpu: 123456789012345678901234567890}
+  template: {spec: {nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: d}, requirements: []}}
+"""
+    assert problems(text) == [
+        "n.yaml doc 1 ConfigMap/a: data.k: must be a string; got the number -9223372036854775809 (past 64 bits: "
+        "kubectl's YAML reader makes it the float -9.223372036854776e+18) (quote it in YAML so it stays text)",
+        "n.yaml doc 2 NodePool/a: spec.limits.cpu: must be an integer or a string; got the number "
+        "123456789012345678901234567890 (quote it: '123456789012345678901234567890')",
+        "n.yaml doc 2 NodePool/a: spec.weight: must be an integer; got the number 123456789012345678901234567890 "
+        "(past 64 bits: kubectl's YAML reader makes it the float 1.2345678901234568e+29)",
+    ]
+
+
+@pytest.mark.parametrize(("written", "value"), [
+    ("9.2e18", 9200000000000000000),  # Go's JSON writes the float's shortest digits; its exact value is ...488
+    ("9223372036854775807", 9223372036854775807),  # int64's largest: an int to go-yaml, exact
+    ("3.0", 3),
+    ("1e1", 10),
+])
+def test_a_whole_float_below_2_63_is_the_integer_kubectl_sends(written: str, value: int) -> None:
+    text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n" \
+        f"spec: {{terminationGracePeriodSeconds: {written}, containers: [{{name: c, image: x}}]}}\n"
+    grace = load_text(text, "n.yaml").pods[0].spec.termination_grace_period_seconds
+    assert grace == value and type(grace) is int
+
+
+def test_1e400_overflows_to_a_string_as_go_yaml_reads_it() -> None:
+    assert problems(DEPLOYMENT.format(replicas="1e400")) == [
+        "n.yaml doc 1 Deployment/a: spec.replicas: must be an integer; got '1e400'"]
+
+
+@pytest.mark.parametrize(("written", "value"), [("1e20", 1e20), ("1e21", 1e21), ("9223372036854775808.0", 2.0**63),
+                                                ("-99999999999999999999", -1e20)])
+def test_a_whole_number_of_2_63_or_more_stays_a_float_that_remembers_its_text(written: str, value: float) -> None:
+    got = safe_load(f"a: {written}")["a"]
+    assert isinstance(got, WrittenFloat) and got == value and str(got) == repr(got) == written
+    assert json.dumps({"a": got}) == json.dumps({"a": value})  # JSON carries the float, as kubectl's does
+    assert safe_load(yaml.dump({"a": got}, Dumper=KubeYAMLDumper)) == {"a": value}

@@ -127,3 +127,38 @@ async def test_an_explicit_timestamp_is_read_as_go_yaml_reads_it(kube, value):
         (problem,) = mine
         words = answer["message"].split("yaml: ", 1)[1].split(" (", 1)[0]  # "cannot decode !!str `abc` as a !!timestamp"
         assert problem.endswith(f"data.k: line 4 column 11: {words}"), (problem, words)
+
+
+NUMBERS = {  # replicas as written: what the API server keeps (None: both refuse)
+    "123456789012345678901234567890": None,
+    "-9223372036854775809": None,
+    "18446744073709551616": None,
+    "1e400": None,
+    "2147483648": None,
+    "3.0": 3,
+}
+
+
+@pytest.mark.parametrize("written", sorted(NUMBERS))
+async def test_a_number_past_64_bits_is_refused_by_both_and_karpy_shows_its_digits(kube, written):
+    text = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: num47, namespace: default}\n"
+            f"spec:\n  replicas: {written}\n  selector: {{matchLabels: {{a: b}}}}\n"
+            "  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: x}]}\n")
+    status, answer = await post_yaml(kube, "/apis/apps/v1/namespaces/default/deployments", text)
+    mine = _loader_problems(text)
+    if NUMBERS[written] is not None:
+        assert status == 201 and answer["spec"]["replicas"] == NUMBERS[written] and mine == [], (answer, mine)
+        assert load_text(text, "in.yaml").deployments[0].spec.replicas == NUMBERS[written]
+        return
+    assert status == 400 and "spec.replicas of type int32" in answer["message"], answer
+    (problem,) = mine
+    assert problem.startswith("in.yaml doc 1 Deployment/default/num47: spec.replicas: ") and written in problem, problem
+
+
+async def test_a_whole_float_below_2_63_is_stored_with_go_s_digits(kube):
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: num47, namespace: default}\n"
+            "spec: {terminationGracePeriodSeconds: 9.2e18, containers: [{name: c, image: x}]}\n")
+    status, answer = await post_yaml(kube, "/api/v1/namespaces/default/pods", text)
+    assert status == 201, answer
+    stored = answer["spec"]["terminationGracePeriodSeconds"]
+    assert stored == 9200000000000000000 == load_text(text, "in.yaml").pods[0].spec.termination_grace_period_seconds
