@@ -910,8 +910,8 @@ def simulate(
         help="--from-cluster: kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")] = None,
     context: Annotated[str | None, typer.Option(help="--from-cluster: kubeconfig context (default: its current-context)")] = None,
     hook_timeout: Annotated[float, typer.Option(
-        "--hook-timeout", help="seconds a cloud provider plugin's hook call may last before karpy gives up on it "
-                               "(exit 1; named on stderr after 5 s); 0 = wait forever")] = 120.0,
+        "--hook-timeout", help="seconds a cloud provider plugin's hook call may go without progress before karpy "
+                               "gives up on it (exit 1; named on stderr after 5 s); 0 = wait forever")] = 120.0,
 ) -> None:
     """Simulate karpy on manifests: which nodes it launches, for which pods, at what cost.
 
@@ -1102,8 +1102,8 @@ def validate(
     provider_option: Annotated[list[str] | None, typer.Option(
         "--provider-option", help="a provider option NAME=VALUE, typed by the provider's options model (repeatable)")] = None,
     hook_timeout: Annotated[float, typer.Option(
-        "--hook-timeout", help="seconds a cloud provider plugin's hook call may last before karpy gives up on it "
-                               "(exit 1; named on stderr after 5 s); 0 = wait forever")] = 120.0,
+        "--hook-timeout", help="seconds a cloud provider plugin's hook call may go without progress before karpy "
+                               "gives up on it (exit 1; named on stderr after 5 s); 0 = wait forever")] = 120.0,
 ) -> None:
     """Load manifests (or one Scenario file, its steps and the manifests they apply) and report
     every problem (exit 2) or what was found (exit 0), with a warning for each NodePool the cloud

@@ -121,9 +121,10 @@ def test_container_names_are_unique_labels(tmp_path: Path) -> None:
      "2147483648 does not fit in an int32 (the field's OpenAPI format: -2147483648 .. 2147483647)"),
     (_pod(spec="  terminationGracePeriodSeconds: 9223372036854775808\n"), "spec.terminationGracePeriodSeconds",
      "9223372036854775808 does not fit in an int64 (the field's OpenAPI format: -9223372036854775808 .. 9223372036854775807)"),
-    # beyond uint64, go-yaml v2 reads a float (ParseInt and ParseUint fail): kubectl sends 1e20
+    # beyond uint64, go-yaml v2 reads a float (ParseInt and ParseUint fail): kubectl sends 1e20; the
+    # message shows the digits given (yaml47)
     (_pod(meta="  generation: 99999999999999999999\n"), "metadata.generation",
-     "100000000000000000000 does not fit in an int64 (the field's OpenAPI format: -9223372036854775808 .. 9223372036854775807)"),
+     "must be an integer; got the number 99999999999999999999 (past 64 bits: kubectl's YAML reader makes it the float 1e+20)"),
     (_deployment().replace("replicas: 2", "replicas: 2147483648"), "spec.replicas",
      "must be <= 2147483647; got the number 2147483648"),
     ("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nspec: {minAvailable: 2147483648}\n",

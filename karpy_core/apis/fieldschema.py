@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from karpy_core.utils.kubeyaml import WrittenFloat
+
 __all__ = ["SCHEMA_FILE", "SchemaWalk", "did_you_mean", "has_schema", "unknown_fields", "unknown_field_message", "walk_fields"]
 
 SCHEMA_FILE = "core-openapi.json.gz"
@@ -127,7 +129,7 @@ def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: _Found)
         return _zero(schema)
     if type(sub) is dict or type(sub) is list:
         return _walk(sub, schema, f"{path}[{key}]", out)
-    if schema.get("type") == "string" and type(sub) in (bool, int, float):
+    if schema.get("type") == "string" and type(sub) in (bool, int, float, WrittenFloat):
         out.mistyped.append((f"{path}[{key}]" if type(key) is int else f"{path}.{key}", sub))
     return sub
 

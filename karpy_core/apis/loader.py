@@ -17,9 +17,12 @@ reads a directory; a file starting with ``{`` is first read as a stream of JSON 
    (go-yaml's "excessive aliasing" rule, which kubectl and the API server apply, plus an absolute
    cap of :data:`MAX_ALIAS_NODES`, 10,000) and **nesting depth** (:data:`MAX_NESTING_DEPTH`); a document
    over either is refused with its file and line, so a 1 KB alias bomb costs milliseconds, not
-   gigabytes. The loader also **rejects repeated mapping keys**: each repeat is a problem naming key, path and both lines. Parsing goes on
+   gigabytes. The loader also **rejects repeated mapping keys**: each repeat is a problem naming key,
+   path and both lines (keys a merge key ``<<`` brings in are set in go-yaml v2's order, as kubectl
+   sets them: :class:`_StrictKeysLoader`). Parsing goes on
    (repeated mappings are merged, other values: the last wins) so the document is still validated
-   and its other mistakes reported too. Empty documents are skipped; a ``v1 List`` is expanded.
+   and its other mistakes reported too. Empty documents (only comments, or nothing) are skipped and not
+   counted: ``doc N`` is the N-th object (:func:`_parse`); a ``v1 List`` is expanded.
 3. Each document is validated into the model registered for its ``(apiVersion, kind)``
    (:func:`karpy_core.apis.registry.kind_registry`), by wire name only. Pre-v1 Karpenter kinds
    (``karpenter.sh/v1alpha5 Provisioner``, ``karpenter.k8s.aws/v1alpha1 AWSNodeTemplate``,
@@ -75,7 +78,7 @@ from karpy_core.apis.workloads import (
 )
 from karpy_core.errors import ManifestError
 from karpy_core.utils import kubeyaml
-from karpy_core.utils.kubeyaml import KubeYAMLLoader, YAMLValueProblem, describe_yaml_error, format_yaml_path
+from karpy_core.utils.kubeyaml import KubeYAMLLoader, WrittenFloat, YAMLValueProblem, describe_yaml_error, format_yaml_path
 from karpy_core.utils.quantity import parse_quantity
 
 __all__ = [
@@ -227,6 +230,20 @@ class _Duplicate:
     first_line: int
 
 
+@dataclass(frozen=True, slots=True)
+class _MergeOverride:
+    """A key written in a mapping and then set again by a later merge key (``{name: a, <<: *x}``
+    where ``x`` has ``name``): kubectl keeps the merged value, YAML's merge-key rule the written one."""
+
+    path: tuple[str | int, ...]
+    line: int
+    """The merge key's line."""
+    first_line: int
+    """The written key's line."""
+    kept: Any
+    dropped: Any
+
+
 def _merge(into: dict[Any, Any], extra: dict[Any, Any]) -> None:
     for key, value in extra.items():
         if isinstance(into.get(key), dict) and isinstance(value, dict):
@@ -235,24 +252,66 @@ def _merge(into: dict[Any, Any], extra: dict[Any, Any]) -> None:
             into[key] = value
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class _StrictKeysLoader(KubeYAMLLoader):
-    """:class:`~karpy_core.utils.kubeyaml.KubeYAMLLoader` that also records repeated mapping keys
-    (with their path and lines) instead of silently keeping the last value."""
+    """:class:`~karpy_core.utils.kubeyaml.KubeYAMLLoader` that sets a mapping's keys in go-yaml v2's
+    order, as kubectl reads YAML, and records keys written twice (with their path and lines)
+    instead of silently keeping the last value.
+
+    Merge keys (``<<``) follow go-yaml v2's ``decoder.mapping``/``decoder.merge``
+    (``go.yaml.in/yaml/v2`` ``decode.go``), which kubectl uses through ``sigs.k8s.io/yaml``'s
+    non-strict ``YAMLToJSON``: each entry is set in the order written, a merged mapping's entries
+    (its own ``<<`` first where written) at the merge key's place, the mappings of a merged list
+    from the last to the first; a key set again simply takes the later value. So a key written
+    after ``<<`` overrides the merged one (as YAML's merge-key rule says), earlier items of a merged
+    list win over later ones, and a key written *before* ``<<`` is overridden by the merged value
+    (unlike YAML's rule, so that case is reported in :attr:`overrides`). kubectl accepts all of
+    these; only the API server's strict YAML decoding, which kubectl never reaches (it sends JSON),
+    refuses them (``key "name" already set in map``). A key written twice in one mapping is
+    refused by karpy (:attr:`duplicates`), although kubectl keeps the last one.
+    """
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.duplicates: list[_Duplicate] = []
+        self.overrides: list[_MergeOverride] = []
+
+    def _entries(self, node: yaml.MappingNode,
+                 seen: frozenset[int] = frozenset()) -> Iterator[tuple[yaml.Node, yaml.Node, yaml.Node | None]]:
+        """``(key node, value node, merge key)`` of ``node`` in go-yaml's setting order; the merge key
+        is ``node``'s ``<<`` that brought the entry in (None for an entry written in ``node``).
+
+        Raises:
+            yaml.constructor.ConstructorError: a merge key's value is not a mapping or a list of them.
+        """
+        if id(node) in seen:  # an anchor merged into itself: check_yaml_limits refuses it first
+            return
+        seen = seen | {id(node)}
+        for key_node, value_node in node.value:
+            if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == _MERGE_TAG):
+                yield key_node, value_node, None
+                continue
+            items = [value_node] if isinstance(value_node, yaml.MappingNode) else \
+                list(reversed(value_node.value)) if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for item in items:
+                if not isinstance(item, yaml.MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"map merge requires map or sequence of maps as the value (found {item.id})", item.start_mark)
+                for key, value, _ in self._entries(item, seen):
+                    yield key, value, key_node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, yaml.MappingNode):
             raise yaml.constructor.ConstructorError(
                 None, None, f"expected a mapping node, but found {node.id}", node.start_mark
             )
-        own = {id(k) for k, _ in node.value}
-        self.flatten_mapping(node)  # YAML merge keys (<<): merged entries come first, own ones override
         mapping: dict[Any, Any] = {}
-        first_line: dict[Any, int] = {}
-        for key_node, value_node in node.value:
+        written: dict[Any, int] = {}  # JSON key -> the line it is first written at in this mapping (not merged)
+        for key_node, value_node, merge_key in self._entries(node):
+            merged = merge_key is not None
             key = self.construct_key(node, key_node)
             self.path.append(str(key))
             try:
@@ -260,14 +319,18 @@ class _StrictKeysLoader(KubeYAMLLoader):
             finally:
                 self.path.pop()
             line = key_node.start_mark.line + 1
-            if key in mapping and id(key_node) in own and key in first_line:
-                self.duplicates.append(_Duplicate((*self.path, str(key)), line, first_line[key]))
-                if isinstance(mapping[key], dict) and isinstance(value, dict):
-                    _merge(mapping[key], value)
-                    continue
+            if key in written:
+                if not merged:  # written twice (``0x1A`` and ``26``, or ``1`` and ``"1"``: one JSON key)
+                    self.duplicates.append(_Duplicate((*self.path, str(key)), line, written[key]))
+                    if isinstance(mapping[key], dict) and isinstance(value, dict):
+                        _merge(mapping[key], value)
+                        continue
+                else:
+                    merge_line = merge_key.start_mark.line + 1 if merge_key is not None else line
+                    self.overrides.append(_MergeOverride((*self.path, str(key)), merge_line, written[key], value, mapping[key]))
             mapping[key] = value
-            if id(key_node) in own:
-                first_line.setdefault(key, line)
+            if not merged:
+                written.setdefault(key, line)
         return mapping
 
 
@@ -279,22 +342,34 @@ class _RawDocument:
     duplicates: list[_Duplicate]
     values: list[YAMLValueProblem] = field(default_factory=list)
     """Values JSON cannot carry (``!!binary``, ``!!set``, ``.inf``...): the document is not validated."""
+    overrides: list[_MergeOverride] = field(default_factory=list)
+    """Written keys a later merge key set again (kubectl keeps the merged value): warnings."""
 
 
 def _parse(text: str) -> Iterator[_RawDocument]:
-    """Yield every document (empty ones too, as ``data=None``); YAML errors propagate."""
+    """Yield every document (empty ones too, as ``data=None``); YAML errors propagate.
+
+    A document's ``index`` counts only the documents that hold something: one with nothing but
+    comments (or nothing) between its separators, anywhere in the file, is not counted, so ``doc N``
+    is the N-th object kubectl would create, in the order it prints them (``configmap/a created``),
+    whether or not a header of comments comes before the first ``---``. (kubectl's own messages
+    number no documents: its YAMLReader cuts the stream at each ``---`` line and go-yaml's errors
+    give a line counted from the start of that piece; karpy's lines count from the start of the file.)
+    An empty document gets the index the next one will have."""
     loader = _StrictKeysLoader(text)
     try:
         index = 0
         while loader.check_node():
             node = loader.get_node()
-            index += 1
             check_yaml_limits(node)
             loader.duplicates = []
+            loader.overrides = []
             loader.problems = []
             data = loader.construct_document(node) if node is not None else None
             line = node.start_mark.line + 1 if node is not None else 0
-            yield _RawDocument(index, line, data, loader.duplicates, loader.problems)
+            empty = data is None and not loader.problems
+            yield _RawDocument(index + 1, line, data, loader.duplicates, loader.problems, loader.overrides)
+            index += 0 if empty else 1
     finally:
         loader.dispose()
 
@@ -448,6 +523,8 @@ def _show(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, WrittenFloat):
+        return f"the number {value.written} (past 64 bits: kubectl's YAML reader makes it the float {float(value)!r})"
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, str):
@@ -810,6 +887,13 @@ class _Builder:
             self.problems.append(
                 f"{where} {label}: {format_path(dup.path)}: repeated key {str(dup.path[-1])!r} at line {dup.line} "
                 f"(first at line {dup.first_line}); each key may appear once per mapping"
+            )
+        for over in raw.overrides:
+            self.result.warnings.append(
+                f"{where} {label}: {format_path(over.path)}: the merge key '<<' at line {over.line} sets "
+                f"{str(over.path[-1])!r} again after it is written at line {over.first_line}: "
+                f"kubectl keeps the merged value {_show(over.kept)}, not {_show(over.dropped)} "
+                "(YAML's merge rule would keep the written one); write '<<' first to override it"
             )
         if raw.values:
             # kubectl converts YAML to JSON before anything else: such a document never gets further

@@ -14,12 +14,16 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
   (PyYAML reads those four as strings; kubectl sends ``labels: {a: y}`` as ``true``);
 * plain scalars are resolved by :func:`go_yaml_v2_resolve`, a transcription of go-yaml v2's
   ``resolve``: ``0o17``, ``0X1A``, ``0B1``, ``017`` are integers (15, 26, 1, 15), a number beyond
-  uint64 is a float, ``=`` is the string ``"="`` (PyYAML's ``!!value``), ``08`` is 8;
+  uint64 is a float (kept as a :class:`WrittenFloat`, which messages show as written), ``=`` is the
+  string ``"="`` (PyYAML's ``!!value``), ``08`` is 8;
 * integer, float and boolean mapping keys become strings (``1: x`` -> ``{"1": "x"}``), as
   ``convertToJSONableObject`` does; a null key is refused (``unsupported map key``);
 * values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
-  ``!!set``, ``!!omap``, ``!!pairs``, an explicit ``!!timestamp``, any other tag that is not a JSON
-  type (``!foo``, ``!!python/...``), and ``.inf``/``.nan`` (``json: unsupported value: +Inf``).
+  ``!!set``, ``!!omap``, ``!!pairs``, any other tag that is not a JSON type (``!foo``,
+  ``!!python/...``), and ``.inf``/``.nan`` (``json: unsupported value: +Inf``);
+* an explicit ``!!timestamp`` is the string as written when go-yaml v2 reads a timestamp in it
+  (``!!timestamp 2024-01-01``: ``"2024-01-01"``), and refused in go-yaml's words otherwise
+  (``cannot decode !!str `abc` as a !!timestamp``), as kubectl refuses it.
 
 Everything else is PyYAML's safe loading (libyaml's parser when available). The loader records
 each refused value in :attr:`KubeYAMLLoader.problems` (the value is read as null) so a caller can
@@ -29,10 +33,12 @@ report every one of a document; :func:`safe_load_all` / :func:`safe_load` raise 
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -41,6 +47,7 @@ __all__ = [
     "KubeYAMLDumper",
     "KubeYAMLLoader",
     "NonJSONValueError",
+    "WrittenFloat",
     "YAMLValueProblem",
     "describe_yaml_error",
     "drop_document_boms",
@@ -132,6 +139,39 @@ def _go_parse_int(text: str, base: int) -> int | None:
     return value if -_INT64 <= value < _INT64 else None
 
 
+_GO_TIMESTAMPS = (
+    re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})([.,][0-9]+)?"
+               r"(Z|[+-][0-9]{2}:[0-9]{2})"),
+    re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2}) ([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})([.,][0-9]+)?"),
+    re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"),
+)
+"""go-yaml v2's ``allowedTimestampFormats`` as Go's ``time.Parse`` reads them: ``2006-1-2T15:4:5.999999999Z07:00``
+(and lower-case ``t``), ``2006-1-2 15:4:5.999999999`` and ``2006-1-2`` (one- or two-digit fields, any
+number of fraction digits after ``.`` or ``,``, a zone ``Z`` or ``+hh:mm``)."""
+
+
+def go_yaml_v2_timestamp(text: str) -> bool:
+    """Whether go-yaml v2's ``parseTimestamp`` (``resolve.go``) reads ``text`` as a timestamp: one of
+    :data:`_GO_TIMESTAMPS`, with the ranges ``time.Parse`` checks (month 1-12, a day its month has,
+    hour < 24, minute and second < 60, a zone offset up to 24:60)."""
+    for pattern in _GO_TIMESTAMPS:
+        match = pattern.fullmatch(text)
+        if match is None:
+            continue
+        year, month, day = (int(part) for part in match.groups()[:3])
+        if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+            return False
+        if len(match.groups()) > 3:
+            hour, minute, second = (int(part) for part in match.groups()[3:6])
+            if hour >= 24 or minute >= 60 or second >= 60:
+                return False
+            zone = match.groups()[7] if len(match.groups()) > 7 else None
+            if zone and zone != "Z" and (int(zone[1:3]) > 24 or int(zone[4:6]) > 60):
+                return False
+        return True
+    return False
+
+
 def go_yaml_v2_resolve(text: str) -> tuple[str, Any]:
     """The tag and value go-yaml v2 gives the plain scalar ``text`` (``resolve`` in
     ``sigs.k8s.io/yaml/goyaml.v2/resolve.go``, which kubectl and kube-apiserver use).
@@ -193,7 +233,6 @@ _NOT_JSON = {
     "set": "a !!set is not JSON; write a list or a mapping",
     "omap": "an !!omap is not JSON; write a mapping",
     "pairs": "!!pairs are not JSON; write a mapping or a list",
-    "timestamp": "an explicit !!timestamp is not JSON; write the time as a string",
 }
 
 
@@ -273,6 +312,26 @@ def drop_document_boms(text: str) -> str:
         return match.group(1) if not rest or rest.startswith("#") else match.group(0)
 
     return _SEPARATOR_THEN_BOM.sub(keep_separator, text)
+
+
+class WrittenFloat(float):
+    """A float read from YAML text that is a whole number past 64 bits (``replicas:
+    123456789012345678901234567890``), with that text in :attr:`written` for messages: ``str()``
+    and ``repr()`` give it (JSON encoding keeps the float's own digits, as ``float.__repr__``)."""
+
+    written: str
+
+    def __new__(cls, value: float, written: str) -> WrittenFloat:
+        """``value`` as go-yaml reads ``written``."""
+        number = super().__new__(cls, value)
+        number.written = written
+        return number
+
+    def __repr__(self) -> str:
+        """The text as written (``123456789012345678901234567890``), so messages show the digits given."""
+        return self.written
+
+    __str__ = __repr__
 
 
 class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # chosen at import time (CSafeLoader when libyaml is there)
@@ -360,15 +419,24 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
         return None
 
     def construct_kube_float(self, node: yaml.ScalarNode) -> float | int | None:
-        """A finite number; a whole one below 1e21 is an int (``replicas: 3.0``, ``1e1``):
-        kubectl's YAML-to-JSON step (``sigs.k8s.io/yaml``) keeps the float, Go's JSON encoder
-        writes it without a fraction or exponent below 1e21, and kube-apiserver reads that into
-        an integer field."""
+        """A finite number as the JSON kubectl sends carries it. A whole one below 2**63 is an int
+        (``replicas: 3.0``, ``1e1``): kubectl's YAML-to-JSON step (``sigs.k8s.io/yaml``) keeps the
+        float, Go's JSON encoder writes it with its shortest digits and no fraction or exponent
+        (``strconv.AppendFloat(f, 'f', -1, 64)`` below 1e21), and kube-apiserver reads that into an
+        integer field; the int is those digits (``9.2e18`` -> 9200000000000000000, not the float's
+        exact 9199999999999999488). A whole one of 2**63 or more in size (an integer past 64 bits,
+        ``123456789012345678901234567890`` or ``-9223372036854775809``, which go-yaml reads as a
+        float) fits no Kubernetes integer field: it stays a :class:`WrittenFloat` that remembers
+        the text, so a message shows the digits given rather than the float's."""
         value = self._go_value(node, _FLOAT)
         if value is None:
             return None
         if math.isfinite(value):
-            return int(value) if value.is_integer() and abs(value) < 1e21 else float(value)
+            if not value.is_integer():
+                return float(value)
+            if abs(value) < _INT64:
+                return int(Decimal(repr(float(value))))
+            return WrittenFloat(value, str(node.value))
         self.refuse(node, f"{node.value!r} is not a JSON number (JSON has no infinity or NaN); quote it to make it a string")
         return None
 
@@ -383,6 +451,22 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
         value: bool | None = self._go_value(node, _BOOL)
         return value
 
+    def construct_kube_timestamp(self, node: yaml.Node) -> Any:
+        """An explicit ``!!timestamp`` as go-yaml v2 decodes it into ``interface{}`` (``decoder.scalar``):
+        the text as written when :func:`go_yaml_v2_timestamp` reads it (``2024-01-01``,
+        ``2024-01-01T10:00:00Z``), else recorded in go-yaml's words (``cannot decode !!str `abc` as a
+        !!timestamp``, what kubectl prints after ``error converting YAML to JSON: yaml:``) and read as
+        null. go-yaml ignores the tag of a mapping or a list: it is read as one."""
+        if isinstance(node, yaml.MappingNode):
+            return self.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return self.construct_sequence(node, deep=True)
+        text = str(node.value)
+        if go_yaml_v2_timestamp(text):
+            return text
+        self.refuse(node, f"cannot decode {go_yaml_v2_resolve(text)[0].replace(_TAG, '!!')} `{text}` as a !!timestamp")
+        return None
+
     def construct_not_json(self, node: yaml.Node) -> None:
         name = node.tag.removeprefix(_TAG)
         self.refuse(node, _NOT_JSON.get(name, f"the tag {node.tag!r} is not a JSON type; remove it"))
@@ -392,6 +476,7 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
 for _name in _NOT_JSON:
     KubeYAMLLoader.add_constructor(_TAG + _name, KubeYAMLLoader.construct_not_json)
 KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_not_json)
+KubeYAMLLoader.add_constructor(_TIMESTAMP, KubeYAMLLoader.construct_kube_timestamp)
 KubeYAMLLoader.add_constructor(_FLOAT, KubeYAMLLoader.construct_kube_float)
 KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)
 KubeYAMLLoader.add_constructor(_BOOL, KubeYAMLLoader.construct_kube_bool)
@@ -475,3 +560,6 @@ def describe_yaml_error(exc: yaml.YAMLError, text: str | None = None) -> str:
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
     return f"{where}{context + ', ' if context else ''}{problem}"
+
+
+KubeYAMLDumper.add_representer(WrittenFloat, yaml.representer.SafeRepresenter.represent_float)

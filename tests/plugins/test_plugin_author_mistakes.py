@@ -75,9 +75,9 @@ def test_a_hook_that_does_not_answer_is_named_while_waited_for_then_given_up_on(
         assert asyncio.run(call_hook(pm, "slow", "karpy_list")) == []
     lines = stream.getvalue().splitlines()
     assert lines == ["karpy: waiting for cloud provider plugin 'slow': karpy_list has not answered for 0 s "
-                     "(karpy gives up at 1.2 s, --hook-timeout)",
+                     "(karpy gives up after 1.2 s without progress, --hook-timeout)",
                      "error: cloud provider plugin 'slow': karpy_list did not answer within 1.2 s (--hook-timeout); "
-                     "karpy gave up"]
+                     "karpy gave up: to wait longer, run again with --hook-timeout 60 (seconds; 0 waits forever)"]
     assert exits.codes == [1]
 
 
@@ -118,7 +118,8 @@ def test_simulate_gives_up_on_a_hook_that_hangs_naming_plugin_and_hook(
     code, _, err = _run("simulate", mistake, "--hook-timeout", "1", "--provider-option", "hang_seconds=2")
     assert exits.codes == [1], (code, err)  # os._exit(1) in a real run; here the hang ends by itself, the run goes on
     assert any(line.startswith(f"error: cloud provider plugin 'mistake': {hook}") and
-               line.endswith("did not answer within 1 s (--hook-timeout); karpy gave up") for line in err.splitlines()), err
+               line.endswith("did not answer within 1 s (--hook-timeout); karpy gave up: to wait longer, run again with "
+                             "--hook-timeout 60 (seconds; 0 waits forever)") for line in err.splitlines()), err
 
 
 def test_hook_timeout_must_not_be_negative() -> None:
