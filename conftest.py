@@ -24,7 +24,7 @@ EXAMPLES = REPO / "examples"
 @pytest.fixture(scope="session")
 def examples_dir() -> Path:
     """The repository's ``examples/`` folder: ``nodepools/`` (Karpenter's v1 examples),
-    ``workloads/`` and ``kwok-instance-types.json``; part of every clone, never skipped."""
+    ``workloads/`` and ``catalogs/kwok-instance-types.json``; part of every clone, never skipped."""
     return EXAMPLES
 
 

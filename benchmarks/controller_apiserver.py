@@ -22,7 +22,7 @@ once (``--pods 1000 --pods 5000``: each size on a fresh cluster, each checkout).
 
 ``--catalog aws`` (the default) is the simulated provider's EC2 catalog for us-east-1 (1,334
 instance types, an EC2NodeClass and a NodePool of c/m/r on-demand amd64 types); ``--catalog kwok``
-is Karpenter's KWOK catalog (``examples/kwok-instance-types.json``, 144 types, passed as
+is Karpenter's KWOK catalog (``examples/catalogs/kwok-instance-types.json``, 144 types, passed as
 ``--instance-types``) behind Karpenter's own KWOK NodePool and KWOKNodeClass (``tests/data/kwok``:
 spot, amd64, linux; its 1,000-cpu limit removed and ``consolidateAfter: Never``, since the
 benchmark's pods are bare and a consolidation would evict them for good), the setup of side-by-side
@@ -83,7 +83,7 @@ from tests.integration.karpy_env import ControllerProcess, install_crds  # noqa:
 from tests.integration.test_controller_e2e import deployment, nodeclass, nodepool  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-KWOK_CATALOG = REPO / "examples" / "kwok-instance-types.json"
+KWOK_CATALOG = REPO / "examples" / "catalogs" / "kwok-instance-types.json"
 PROFILER = REPO / "benchmarks" / "memprofile_controller.py"
 KWOK_MANIFESTS = REPO / "tests" / "data" / "kwok" / "karpenter-kwok-nodepool.yaml"
 
@@ -120,7 +120,7 @@ def catalog_objects(catalog: str) -> CatalogSetup:
 
 def kwok_prices() -> dict[tuple[str, str, str], float]:
     """(instance type, capacity type, zone) -> USD/hour, from Karpenter's KWOK catalog
-    (``examples/kwok-instance-types.json``: each offering's ``Price`` and its requirements)."""
+    (``examples/catalogs/kwok-instance-types.json``: each offering's ``Price`` and its requirements)."""
     out: dict[tuple[str, str, str], float] = {}
     for it in json.loads(KWOK_CATALOG.read_text()):
         for o in it["offerings"]:

@@ -1,7 +1,7 @@
 """Cost benchmark: karpy's plan against Karpenter-style FFD and the exact optimum (issue 13).
 
 For each workload (5 to 5,000 pods) and catalog (karpy's AWS catalog with the default scenario's
-general-purpose NodePool; Karpenter's KWOK catalog, ``examples/kwok-instance-types.json``, with an on-demand
+general-purpose NodePool; Karpenter's KWOK catalog, ``examples/catalogs/kwok-instance-types.json``, with an on-demand
 amd64/linux NodePool) it prints:
 
 * karpy: USD/hour (cheapest offering per new NodeClaim), nodes, solve seconds (only
@@ -49,7 +49,7 @@ from scheduling_karpenter import diverse  # noqa: E402
 
 from karpy_core.utils.kubeyaml import safe_load_all  # noqa: E402
 
-KWOK = ROOT / "examples/kwok-instance-types.json"
+KWOK = ROOT / "examples/catalogs/kwok-instance-types.json"
 SEEDS = ROOT / "tests/data/seeds"
 CPUS = ["100m", "250m", "500m", "1", "1500m", "2", "3500m"]
 MEMS = ["128Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi", "6Gi"]

@@ -2,7 +2,7 @@
 
 Each system gets a fresh dev cluster (``hack/devcluster.py``: etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler, kwok) and the same objects: Karpenter's KWOKNodeClass,
-20 NodePools over Karpenter's kwok instance-type catalog (``examples/kwok-instance-types.json``, the
+20 NodePools over Karpenter's kwok instance-type catalog (``examples/catalogs/kwok-instance-types.json``, the
 catalog both controllers read), two DaemonSets and 40 Deployments with PodDisruptionBudgets.
 ``--system karpy`` runs ``karpy controller --cloud-provider simulated --kwok --instance-types ...``;
 ``--system karpenter`` runs Karpenter's own kwok controller (``sigs.k8s.io/karpenter/kwok``, built
@@ -94,7 +94,7 @@ import devcluster  # noqa: E402
 from karpy_core.kube.client import AsyncKubeClient  # noqa: E402
 from tests.integration.karpy_env import install_crds  # noqa: E402
 
-CATALOG = REPO / "examples" / "kwok-instance-types.json"
+CATALOG = REPO / "examples" / "catalogs" / "kwok-instance-types.json"
 NS = "default"
 SERVICE_ACCOUNT = "autoscaler"
 CONTROLLER_USER = f"system:serviceaccount:{NS}:{SERVICE_ACCOUNT}"

@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
@@ -68,13 +68,67 @@ def _is_closed_stdout(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE and _stdout_reader_gone()
 
 
+METAVARS: dict[str, str] = {
+    # files, directories, names
+    "paths": "PATH", "--kubeconfig": "FILE", "--instance-types": "FILE", "--timeline": "FILE",
+    "--context": "CONTEXT", "--cloud-provider": "PROVIDER", "--region": "REGION", "--cluster-name": "NAME",
+    "--cluster-endpoint": "URL", "--cluster-ca-bundle": "BASE64", "--interruption-queue": "QUEUE",
+    "--karpenter-service": "NAME", "--namespace": "NAMESPACE", "--leader-election-name": "NAME",
+    "--leader-election-namespace": "NAMESPACE", "--explain": "[NAMESPACE/]NAME", "--explain-node": "NODE",
+    "--health-host": "ADDRESS", "--scheduler-config": "FILE",
+    # key=value lists
+    "--set": "VAR=VALUE", "--provider-option": "NAME=VALUE", "--nodes": "N|NODEPOOL=N",
+    "--feature-gates": "NAME=BOOL,...", "--aws-feature-gates": "NAME=BOOL,...",
+    "--log-debug-loggers": "NAME[=LEVEL],...", "--log-output-paths": "PATH,...", "--log-error-output-paths": "PATH,...",
+    # choices
+    "--output": "FORMAT", "--preference-policy": "POLICY", "--min-values-policy": "POLICY",
+    "--log-level": "LEVEL",
+    # durations, times, numbers
+    "--until": "DURATION", "--batch-idle-duration": "DURATION", "--batch-max-duration": "DURATION",
+    "--ami-refresh-interval": "DURATION", "--subnet-refresh-interval": "DURATION", "--at": "TIME",
+    "--max-pods": "N", "--reserved-enis": "N", "--kube-client-qps": "N", "--kube-client-burst": "N",
+    "--metrics-port": "PORT", "--health-probe-port": "PORT", "--memory-limit": "N", "--cpu-requests": "N",
+    "--vm-memory-overhead-percent": "FRACTION", "--consolidation-min-savings": "FRACTION",
+    "--hook-timeout": "SECONDS",
+}
+"""The metavar ``karpy COMMAND -h`` shows for each option taking a value (by its first long name; an
+argument by its parameter name), set on every command by :func:`readable_metavars`: typer's own
+are Python types (``<str>``, ``<list[str]>``), which say nothing of what to give."""
+
+
+class _NamedArgument(TyperArgument):
+    """A typer argument whose help shows its metavar alone (typer appends ``<list[str]>`` after it)."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        """No type after the metavar; typer's otherwise."""
+        return None if self.metavar is not None else super().display_type_rich(ctx)
+
+
+def readable_metavars(command: Any) -> None:
+    """Give each parameter of ``command`` (and, for a group, of its subcommands) that takes a value
+    its :data:`METAVARS` entry, where it has no metavar of its own (idempotent). ``command``: a
+    typer (vendored click) ``Command`` or ``Group``."""
+    for sub in getattr(command, "commands", {}).values():
+        readable_metavars(sub)
+    for param in command.params:
+        if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        key = next((o for o in param.opts if o.startswith("--")), param.name or "")
+        if key in METAVARS:
+            param.metavar = METAVARS[key]
+            if isinstance(param, TyperArgument):
+                param.__class__ = _NamedArgument
+
+
 class _KarpyGroup(TyperGroup):
     """The ``karpy`` command group: a write to a stdout whose reader has gone (``| head``), in any
     command or its help, raises :class:`_StdoutClosed` instead of ``BrokenPipeError``, which
-    typer would turn into exit 1; :func:`main` handles it in one place."""
+    typer would turn into exit 1; :func:`main` handles it in one place. Each command's options
+    show :data:`METAVARS` in their help."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """click's, with a closed stdout (the group's ``--help``) raised as :class:`_StdoutClosed`."""
+        readable_metavars(self)
         try:
             return super().make_context(*args, **kwargs)
         except OSError as exc:
@@ -634,12 +688,14 @@ class StderrProgress:
 
     def _show(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         with self._lock:
             if not self._tty:
                 return
-            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            # a phase without a total (loading, the passes before a first pod is bound) shows its
+            # spinner, name, a pulsing bar and the time, and no count (rich's M/N column says 0/?)
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _count_column(),
                                  TimeElapsedColumn(), console=Console(file=self._stream), transient=True)
             self._task = self._bar.add_task(self._name or "starting", total=self._total, completed=self._completed)
             self._bar.start()
@@ -666,6 +722,18 @@ class StderrProgress:
             self._completed = completed
             if self._bar is not None:
                 self._bar.update(self._task, completed=completed)
+
+
+def _count_column() -> Any:
+    """A rich progress column: ``completed/total`` when the task has a total, nothing otherwise."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class CountColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text("" if task.total is None else f"{int(task.completed)}/{int(task.total)}", style="progress.download")
+
+    return CountColumn()
 
 
 def render_explain_node(report: Any, node: str) -> str:
@@ -776,6 +844,25 @@ def render_explain(report: Any, target: str, where: str = "in the simulation") -
     return "\n".join(lines)
 
 
+def _check_names_given(*options: tuple[str, str | None]) -> None:
+    """Refuse an option given an empty name (``--explain ''``, ``--explain-node ''``, or only a
+    namespace: ``--explain 'web/'``): an empty string is not "not given", and silently printing the
+    whole report instead would answer another question. ``options``: ``(flag, value)`` pairs, a
+    value None when the option was not given.
+
+    Raises:
+        ConfigurationError: one line naming the option and what it takes.
+    """
+    for flag, value in options:
+        if value is None:
+            continue
+        if not value.strip():
+            what = "a node's name" if flag == "--explain-node" else "a pod's or a workload's name (NAMESPACE/NAME outside default)"
+            raise ConfigurationError(f"{flag}: empty name; give {what}")
+        if flag == "--explain" and not value.partition("/")[2].strip() and "/" in value:
+            raise ConfigurationError(f"--explain {value}: empty name after the namespace; give NAMESPACE/NAME")
+
+
 @app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(
@@ -835,6 +922,10 @@ def simulate(
     from karpy_core.cloudprovider.watch import HookWatch, watch_hooks
     from karpy_core.settings import simulation_settings
 
+    try:
+        _check_names_given(("--explain", explain), ("--explain-node", explain_node))
+    except ConfigurationError as exc:
+        _fail(exc)
     if from_cluster:
         _simulate_from_cluster(list(paths or []), kubeconfig=kubeconfig, context=context, output=output, until=until,
                                explain=explain, explain_node=explain_node, region=region, instance_types=instance_types,

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from karpy_core.errors import ConfigurationError
 
-__all__ = ["HOST_OPTIONS", "ProviderOptions", "coerce_text", "refuse_host_text"]
+__all__ = ["HOST_OPTIONS", "ProviderOptions", "coerce_text", "missing_setting", "refuse_host_text"]
 
 HOST_OPTIONS = frozenset({"kube"})
 """Options karpy itself passes to every provider's factory (the Kubernetes client): never text,
@@ -45,6 +45,29 @@ def refuse_host_text(provider: str, options: Mapping[str, Any], objects: frozens
         )
 
 _SEQUENCES = (list, tuple, set, frozenset)
+
+
+def missing_setting(provider: str, what: str, option: str, *, simulate: str, controller: str, also: str = "") -> ConfigurationError:
+    """The one wording, for every provider, of a required setting that nothing gave: what it is, the
+    provider option that sets it, how to give it to ``karpy simulate``/``validate`` and to ``karpy
+    controller`` (its flag and Karpenter's environment variable), e.g. ``aws provider: the cluster
+    name is required: option cluster_name (karpy simulate and validate: --provider-option
+    cluster_name=NAME; karpy controller: --cluster-name or CLUSTER_NAME)``.
+
+    Args:
+        provider: the provider's name (``aws``).
+        what: the setting in words (``the cluster name``).
+        option: the provider option's name (``cluster_name``).
+        simulate: how ``karpy simulate``/``validate`` give it (``--provider-option cluster_name=NAME``).
+        controller: how ``karpy controller`` gets it (``--cluster-name or CLUSTER_NAME``).
+        also: further sources, appended after ``, or `` (``a region in the shared AWS config``).
+
+    Returns:
+        The :class:`~karpy_core.errors.ConfigurationError` to raise (exit 2 at the command line).
+    """
+    more = f", or {also}" if also else ""
+    return ConfigurationError(f"{provider} provider: {what} is required: option {option} "
+                              f"(karpy simulate and validate: {simulate}; karpy controller: {controller}){more}")
 
 
 def _collection_origin(annotation: Any) -> Any:

@@ -62,7 +62,7 @@ from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
 from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
 from karpy_core.sim.simulator import SimEvent, Simulator
-from karpy_core.state.cluster import daemonset_pod_infos
+from karpy_core.state.cluster import daemonset_pod_infos, is_managed
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.quantity import format_quantity
 
@@ -567,7 +567,7 @@ def launched_nodes(sim: Simulator) -> set[str]:
 async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]], cost: float,
                      time_limit: float) -> Reference:
     """The optimum or lower bound for the pods bound to nodes karpy launched (:func:`launched_nodes`),
-    over every NodePool of the cluster with its instance types and DaemonSets
+    over every NodePool of the cluster the provider manages (``types_by_pool``'s) with its instance types and DaemonSets
     (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the MILP's upper bound.
     A plan costing 0 (free offerings) is the optimum without solving: no price is negative."""
     launched = launched_nodes(sim)
@@ -585,7 +585,7 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
         return Reference("unavailable", note="no pods on launched nodes")
     if cost <= 0:  # free offerings (prices are never negative: karpy_core.cloudprovider.calls.check_instance_types)
         return Reference("optimum", 0.0, pods=len(pods), note="free offerings: no plan costs less than 0")
-    pools = [v for v in sim.cluster.views("NodePool") or () if isinstance(v, NodePoolView)]
+    pools = [v for v in sim.cluster.views("NodePool") or () if isinstance(v, NodePoolView) and v.name in types_by_pool]
     try:
         templates = [template_from_nodepool(v.raw, types_by_pool[v.name]) for v in pools]
         tables = type_tables(templates, daemonset_pod_infos(sim.cluster.snapshot("DaemonSet")))
@@ -622,8 +622,11 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     types: dict[str, InstanceType] = {}
     types_by_pool: dict[str, list[InstanceType]] = {}
     pool_types: dict[str, dict[str, InstanceType]] = {}
+    managed = sim.provider.managed_node_classes()
     for np_view in sim.cluster.views("NodePool") or ():
         assert isinstance(np_view, NodePoolView)
+        if not is_managed(np_view, managed):  # left out, as the controller leaves it out (a warning in the report says so):
+            continue                          # the provider is not asked for the types of a NodeClass it does not serve
         types_by_pool[np_view.name] = await sim.provider.get_instance_types(np_view.model)  # overlaid with NodeOverlay on
         for it in types_by_pool[np_view.name]:
             types.setdefault(it.name, it)
@@ -817,7 +820,8 @@ def _day_lines(report: SimulationReport) -> list[str]:
 
 
 def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
-    """A human-readable report: what was simulated; nodes with price, utilisation and pods; totals
+    """A human-readable report: what was simulated; nodes with price, utilisation and pods (a ``no
+    nodes`` line instead of an empty table); totals
     (plain runs: with the optimum or lower bound and the gap); pending pods with their reasons;
     scenario runs end with the :class:`DaySummary`."""
     lines: list[str] = []
@@ -839,6 +843,9 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     else:
         lines.extend(_simulated_lines(report))
     lines.append("")
+    if not report.nodes:  # no table to head: say so in words
+        lines.append("no nodes (none given, none launched)" if not report.provider.get("scenario") else
+                     "no nodes at the end of the run")
     wn = max([28, *(len(n.name) for n in report.nodes)])
     wp = max([18, *(len(n.nodepool or "(not managed)") for n in report.nodes)])
     wt = max([15, *(len(n.instance_type) for n in report.nodes)])
@@ -847,7 +854,8 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         f"{'NODE':<{wn}} {'NODEPOOL':<{wp}} {'INSTANCE TYPE':<{wt}} {'ZONE':<{wz}} {'CAPACITY':<10} "
         f"{'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
     )
-    lines.append(header)
+    if report.nodes:
+        lines.append(header)
     for n in report.nodes:
         price = f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-"
         lines.append(

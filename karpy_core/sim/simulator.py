@@ -65,6 +65,7 @@ from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
 from karpy_core.sim.progress import NO_PROGRESS, Progress
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
+from karpy_core.state.cluster import is_managed
 from karpy_core.state.nominations import Nominations, nomination_window
 from karpy_core.state.views import NodePoolView, PodView
 from karpy_core.utils.clock import VirtualClock
@@ -408,8 +409,11 @@ class Simulator:
 
     async def _sample_cost(self) -> None:
         """Append ``{t, nodes, cost_per_hour}`` to :attr:`cost_over_time` when it changed."""
+        managed = self.provider.managed_node_classes()
         for pool in self.cluster.views("NodePool") or ():
             assert isinstance(pool, NodePoolView)
+            if not is_managed(pool, managed):  # launches nothing: its NodeClass kind is not the provider's to price
+                continue
             kept, fetched = await self._types.get(pool)  # overlaid prices with NodeOverlay on
             if not fetched:
                 continue
@@ -518,7 +522,10 @@ class Simulator:
 
     def _show(self, phase: str) -> None:
         """Tell :attr:`progress` the phase and the pods bound so far out of those not deleting
-        (counted at most every half second of wall time: a count reads every pod)."""
+        (counted at most every half second of wall time: a count reads every pod). Until a first pod
+        is bound the phase has no total (``PHASE (none of N pods bound yet)``: a spinner saying what is
+        being done), rather than a bar frozen at 0/N through the first scheduling and launching
+        passes of a big run."""
         if self.progress is NO_PROGRESS:
             return
         import time
@@ -528,7 +535,11 @@ class Simulator:
             pods = [v for v in self.cluster.views("Pod") or () if isinstance(v, PodView) and not v.deleting]
             self._counted = (now, sum(1 for v in pods if v.node_name), len(pods))
             self._counted_rev = self.cluster.revision
-        self.progress.phase(f"{phase} (pods bound)", total=self._counted[2], completed=self._counted[1])
+        _, bound, total = self._counted
+        if bound == 0:
+            self.progress.phase(f"{phase} (none of {total:,} pod{'' if total == 1 else 's'} bound yet)")
+            return
+        self.progress.phase(f"{phase} (pods bound)", total=total, completed=bound)
 
     async def step(self) -> int:
         """One pass of the simulated cluster actors and of every entry of :attr:`schedule`, in its

@@ -22,7 +22,7 @@ from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import format_resource_list
 
 REPO = Path(__file__).resolve().parents[2]
-KWOK_FILE = REPO / "examples" / "kwok-instance-types.json"
+KWOK_FILE = REPO / "examples" / "catalogs" / "kwok-instance-types.json"
 FAKE400_FILE = REPO / "benchmarks" / "data" / "karpenter-fake-400.json"
 MI = 1024 * 1024
 GI = 1024 * MI

@@ -19,7 +19,7 @@ from karpy_core.utils.clock import VirtualClock
 from ..scheduling.test_ties import kwok_batch, kwok_pod
 
 REPO = Path(__file__).resolve().parents[2]
-CATALOG = str(REPO / "examples" / "kwok-instance-types.json")
+CATALOG = str(REPO / "examples" / "catalogs" / "kwok-instance-types.json")
 
 
 def _pending(i: int) -> dict[str, Any]:

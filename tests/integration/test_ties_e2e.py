@@ -30,7 +30,7 @@ from .karpy_env import ControllerProcess, wait_for
 pytestmark = pytest.mark.devcluster
 
 REPO = Path(__file__).resolve().parents[2]
-CATALOG = REPO / "examples" / "kwok-instance-types.json"
+CATALOG = REPO / "examples" / "catalogs" / "kwok-instance-types.json"
 POOL = "ties"
 APP = "ties-inflate"
 PODS = 100

@@ -21,7 +21,7 @@ from .helpers import make_type, nodepool, pod
 from .test_sizing import cost, solve, types
 
 REPO = Path(__file__).resolve().parents[2]
-KWOK_TYPES = load_kwok_catalog(str(REPO / "examples" / "kwok-instance-types.json"))
+KWOK_TYPES = load_kwok_catalog(str(REPO / "examples" / "catalogs" / "kwok-instance-types.json"))
 
 
 def kwok_pool(capacity_type: str = "spot") -> dict[str, Any]:

@@ -143,3 +143,42 @@ def test_cli_explain_inflate_of_the_default_scenario_counts_hidden_pods() -> Non
     assert lines[-1].startswith(f"+{total - len(bound)} more not shown (")
     hidden_nodes = {part.split(" on ")[1] for part in lines[-1].split("(", 1)[1].rstrip(")").split(", ")}
     assert hidden_nodes <= {line.split(" bound to ")[1].split()[0] for line in bound}
+
+
+def test_readme_words_the_workload_explanation_as_printed() -> None:
+    """The README quotes ``--explain inflate`` on the embedded default (fresh-user trial, issue 35: it
+    said "a pod per node" where 3 pods on one node and 2 on the other are printed): its quoted header
+    and last line are the command's, and the pods shown per node are as it says."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = " ".join(readme.split())
+    header = "default/inflate: workload inflate, 20 pods"
+    last = "+15 more not shown (11 on general-purpose-s4bcb, 4 on general-purpose-5wpcb)"
+    assert f"(`{header}`)" in text and f"(`{last}`:" in text
+    assert "3 pods on one node and 2 on the other" in text
+    result = CliRunner().invoke(app, ["simulate", "--explain", "inflate"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == header and lines[-1] == last
+    per_node: dict[str, int] = {}
+    for line in lines[1:-1]:
+        node = line.split(" bound to ")[1].split()[0]
+        per_node[node] = per_node.get(node, 0) + 1
+    assert sorted(per_node.values()) == [2, 3]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--explain", ""], "error: --explain: empty name; give a pod's or a workload's name (NAMESPACE/NAME outside default)"),
+    (["--explain", "  "], "error: --explain: empty name; give a pod's or a workload's name (NAMESPACE/NAME outside default)"),
+    (["--explain", "default/"], "error: --explain default/: empty name after the namespace; give NAMESPACE/NAME"),
+    (["--explain-node", ""], "error: --explain-node: empty name; give a node's name"),
+    (["--explain", "", "--from-cluster"], "error: --explain: empty name; give a pod's or a workload's name"),
+])
+def test_an_empty_name_is_refused_on_one_line(args: list[str], message: str) -> None:
+    """``--explain ''`` was silently ignored (the whole report printed, exit 0): an empty name is
+    refused on one line, exit 2, before anything is loaded or any cluster is read."""
+    result = CliRunner().invoke(app, ["simulate", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(message) and len(result.stderr.strip().splitlines()) == 1

@@ -414,3 +414,21 @@ def test_reference_names_unavailable_offerings_when_a_quota_is_the_limit():
                         "unavailable, e.g. its instance quota or capacity is used up)")
     too_big = optimum.reference(_table(), _pods(2, "64"))  # offerings available, but no type holds 64 cores
     assert too_big.note == "no pod fits any available instance type (requests, requirements or taints)"
+
+
+def test_a_run_without_nodes_says_no_nodes_instead_of_an_empty_table(examples_dir: Path) -> None:
+    """A workload and no NodePool: no node is launched, and the text report says ``no nodes`` where
+    the NODE table would be, with no table header (fresh-user trial, issue 35); with nodes the
+    header is there and the line is not."""
+    runner = CliRunner()
+    result = runner.invoke(app, ["simulate", str(examples_dir / "workloads/inflate.yaml")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "no nodes (none given, none launched)" in lines
+    assert not any(line.startswith("NODE ") for line in lines)
+    assert lines[lines.index("no nodes (none given, none launched)") + 2].startswith("total: 0 nodes")
+    result = runner.invoke(app, ["simulate", str(examples_dir / "nodepools/general-purpose.yaml"),
+                                 str(examples_dir / "workloads/inflate.yaml")])
+    assert result.exit_code == 0, result.output
+    assert any(line.startswith("NODE ") for line in result.stdout.splitlines())
+    assert "no nodes" not in result.stdout

@@ -166,8 +166,13 @@ spec:
     shutil.copytree(examples_dir / "nodepools", tmp_path / "tree" / "nodepools")
     result = CliRunner().invoke(app, ["validate", str(tmp_path / "tree")])
     assert "subdirectories are not read" in result.stdout and "nodepools" in result.stdout
-    # examples/ itself: its *.json is read, as kubectl apply -f examples/ reads it, and is a catalog, not an object
+    # examples/ itself (a fresh user's first try): no catalog sits beside the manifests any more, so it is
+    # valid, and names the subfolders it did not read; the catalog in examples/catalogs/ is not an object
     result = CliRunner().invoke(app, ["validate", str(examples_dir)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("valid") and "subdirectories are not read" in result.stdout
+    assert "nodepools" in result.stdout and "workloads" in result.stdout
+    result = CliRunner().invoke(app, ["validate", str(examples_dir / "catalogs")])
     assert result.exit_code == 2
     assert "kwok-instance-types.json doc 1: expected a Kubernetes object (a mapping); got a list" in result.stderr
     result = CliRunner().invoke(app, ["validate", str(DATA / "scenarios/scale-down.yaml")])

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.state.cluster import collect_snapshot
 from karpy_core.utils.clock import VirtualClock
@@ -70,3 +72,23 @@ async def test_snapshot_keeps_why_each_unserved_nodepool_was_left_out() -> None:
     assert [p.name for p in snapshot.nodepool_views] == ["kc"]
     assert set(snapshot.unserved_nodepools) == {"aws"}
     assert "EC2NodeClass (karpenter.k8s.aws) is not served by cloud provider kc-cloud" in snapshot.unserved_nodepools["aws"]
+
+
+def test_the_kakaocloud_plugin_is_not_asked_about_a_nodepool_it_does_not_serve() -> None:
+    """``--cloud-provider kakaocloud`` on an EC2NodeClass NodePool (fresh-user trial, issue 35): the
+    one warning about it is the report's ``NodePool/NAME: left out, launches nothing: ...`` line
+    among the other warnings; the plugin's unstructured ``nodeClassRef is not a KCNodeClass`` line
+    no longer comes first on stderr, because neither the report nor the cost samples ask the plugin
+    for the instance types of a NodePool it does not manage (Karpenter's IsManaged), and the plugin
+    (which would need its keyring and the KakaoCloud API for a pool it serves) is called for nothing."""
+    pytest.importorskip("karpy_kakaocloud")
+    result = invoke_cli("simulate", POOL, INFLATE, "--cloud-provider", "kakaocloud", "--provider-option", "cluster_name=demo",
+                        "--set", "CLUSTER_NAME=demo")
+    assert result.exit_code == 0, result.output
+    assert "KCNodeClass" not in result.stderr and "nodeClassRef" not in result.stderr, result.stderr
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1
+    assert warnings[0].endswith("NodePool/general-purpose: left out, launches nothing: its NodeClass kind EC2NodeClass "
+                                "(karpenter.k8s.aws) is not served by cloud provider kakaocloud, which serves KCNodeClass "
+                                "(karpenter.kakaocloud.com); --cloud-provider aws or simulated serves it")
+    assert "no nodes" in result.stdout and "pods: 0 bound, 1 pending" in result.stdout

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from karpy_core.cloudprovider.options import ProviderOptions
+from karpy_core.cloudprovider.options import ProviderOptions, missing_setting
 from karpy_core.errors import ConfigurationError
 
-__all__ = ["AWSOptions"]
+__all__ = ["AWSOptions", "missing_region"]
 
 
 class AWSOptions(ProviderOptions):
@@ -59,6 +59,16 @@ class AWSOptions(ProviderOptions):
         """Raises:
             ConfigurationError: ``region`` or ``cluster_name`` is empty.
         """
-        for required in ("region", "cluster_name"):
-            if not getattr(self, required):
-                raise ConfigurationError(f"aws provider: option {required!r} is required")
+        if not self.region:
+            raise missing_region()
+        if not self.cluster_name:
+            raise missing_setting("aws", "the cluster name", "cluster_name", simulate="--provider-option cluster_name=NAME",
+                                  controller="--cluster-name or CLUSTER_NAME")
+
+
+def missing_region() -> ConfigurationError:
+    """No region anywhere (:func:`karpy_aws.region.resolve_region`'s sources), in the wording of every
+    missing provider setting (:func:`~karpy_core.cloudprovider.options.missing_setting`)."""
+    return missing_setting("aws", "the region", "region", simulate="--provider-option region=REGION (simulate: --region REGION too)",
+                           controller="--region or AWS_REGION (AWS_DEFAULT_REGION)",
+                           also="a region in the shared AWS config, or the instance metadata service where karpy runs on EC2")

@@ -18,7 +18,7 @@ import os
 import botocore.session
 from botocore.utils import IMDSRegionProvider
 
-from karpy_core.errors import ConfigurationError
+from karpy_aws.options import missing_region
 
 __all__ = ["resolve_region"]
 
@@ -45,5 +45,4 @@ def resolve_region(explicit: str = "") -> str:
     region = IMDSRegionProvider(session).provide()
     if region:
         return str(region)
-    raise ConfigurationError("aws provider: no region: set AWS_REGION (or --region), a region in the shared AWS config, "
-                             "or run where the instance metadata service answers")
+    raise missing_region()

@@ -107,7 +107,8 @@ def test_region_from_a_loopback_imds(clean_aws_env: Path, monkeypatch: pytest.Mo
 
 
 def test_no_region_anywhere_is_an_error(clean_aws_env: Path) -> None:
-    with pytest.raises(ConfigurationError, match="no region: set AWS_REGION"):
+    with pytest.raises(ConfigurationError, match=r"^aws provider: the region is required: option region \(karpy simulate "
+                       r"and validate: --provider-option region=REGION .*; karpy controller: --region or AWS_REGION"):
         resolve_region()
 
 

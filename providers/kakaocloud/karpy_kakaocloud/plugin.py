@@ -69,8 +69,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from karpy_core.cloudprovider import hookimpl
+from karpy_core.cloudprovider.options import missing_setting
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy, ready_repair_policies
-from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError
+from karpy_core.errors import CloudProviderError, ConfigurationError, KubeAPIError, NodeClassNotReadyError, NotFoundError
 from karpy_core.logs import fields
 from karpy_kakaocloud import ownership
 from karpy_kakaocloud.apis import MAX_NODEPOOL_NAME
@@ -79,7 +80,11 @@ from karpy_kakaocloud.client import KakaoCloudClient
 from karpy_kakaocloud.create import ca_hash, create_vm
 from karpy_kakaocloud.credentials import (
     DEFAULT_KEYRING_FILE,
+    ENV_CREDENTIAL_ID,
+    ENV_CREDENTIAL_SECRET,
     ENV_KEYRING_FILE,
+    ENV_PROJECT_ID,
+    ENV_REGION,
     Credentials,
     Keyring,
     credentials_from_env,
@@ -152,7 +157,8 @@ class KakaoCloudProvider:
         transport: Any = None,
     ):
         if not cluster_name:
-            raise ConfigurationError("kakaocloud provider: option cluster_name (the Kubernetes Engine cluster) is required")
+            raise missing_setting("kakaocloud", "the cluster name (the Kubernetes Engine cluster)", "cluster_name",
+                                  simulate="--provider-option cluster_name=NAME", controller="--cluster-name or CLUSTER_NAME")
         self.cluster_name = cluster_name
         self.kube = kube
         self.namespace = namespace
@@ -184,6 +190,9 @@ class KakaoCloudProvider:
         self.reported = self.unowned.reported
         """instance id -> reason, for every VM reported as not owned (latest reason)."""
         self.inventory = InstanceInventory(self.deps, self.unowned)
+        self._simulation = False
+        """Prepared by ``karpy simulate`` (:attr:`ProviderContext.simulation
+        <karpy_core.cloudprovider.context.ProviderContext.simulation>`): see :meth:`_check_simulation_sources`."""
         self._served_on: list[CollectorRegistry] = []
         """The registries :attr:`unowned_instances` is registered on (``karpy_prepare``)."""
 
@@ -226,6 +235,8 @@ class KakaoCloudProvider:
         if self._client is not None and self._keyring is not None and self._cluster_uid:
             return
         async with self._init_lock:
+            if self._simulation:
+                await self._check_simulation_sources()
             if self._keyring is None:
                 path = self._keyring_file or os.environ.get(ENV_KEYRING_FILE)
                 if path or (self.kube is None and await asyncio.to_thread(Path(DEFAULT_KEYRING_FILE).exists)):
@@ -247,6 +258,39 @@ class KakaoCloudProvider:
                 if not cluster.get("id"):
                     raise CloudProviderError(f"Kubernetes Engine cluster {self.cluster_name!r} has no id", code="ClusterNotFound")
                 self._cluster_uid = str(cluster["id"])
+
+    async def _check_simulation_sources(self) -> None:
+        """In ``karpy simulate`` (``karpy_prepare`` with ``simulation=True``): refuse, in one message,
+        to go on when the keyring or the credentials would be read from a Secret the simulation's
+        in-memory cluster does not hold. The plugin runs for real there (it calls the KakaoCloud API
+        and launches real VMs, signed with the keyring), so both must come from the options or the
+        environment; the Secrets are the controller's sources (the chart mounts them). Without this,
+        the run stopped on ``cannot read Secret karpenter-kakaocloud/karpenter-sigkey: 404 NotFound``,
+        naming no way to give it. Neither is ever written.
+
+        Raises:
+            ConfigurationError: naming each missing source, its option and environment variables,
+                and the way to simulate KCNodeClass NodePools without a cloud.
+        """
+        kube = self.kube
+        missing: list[str] = []
+        if (self._keyring is None and not (self._keyring_file or os.environ.get(ENV_KEYRING_FILE))
+                and kube is not None and not await _has_secret(kube, self.namespace, self._keyring_secret)):
+            missing.append(str(missing_setting(
+                "kakaocloud", "the ownership-signing keyring (a keyring.json)", "keyring_file",
+                simulate=f"--provider-option keyring_file=PATH or {ENV_KEYRING_FILE}=PATH",
+                controller=f"the Secret {self.namespace}/{self._keyring_secret} the chart mounts (sigKey.secretName)")))
+        if (self._credentials is None and self._client is None and credentials_from_env() is None
+                and kube is not None and not await _has_secret(kube, self.namespace, self._credentials_secret)):
+            missing.append(str(missing_setting(
+                "kakaocloud", "the application credential", "credentials",
+                simulate=f"{ENV_CREDENTIAL_ID} and {ENV_CREDENTIAL_SECRET} (with {ENV_REGION}, {ENV_PROJECT_ID})",
+                controller=f"the Secret {self.namespace}/{self._credentials_secret} (chart credentials.secretName)")))
+        if missing:
+            raise ConfigurationError(
+                "; ".join(missing) + ". karpy simulate --cloud-provider kakaocloud runs the plugin for real: it calls the "
+                "KakaoCloud API and launches real VMs; to simulate KCNodeClass NodePools without a cloud, leave out "
+                "--cloud-provider (the simulated provider serves KCNodeClass; README, \"Simulate your own manifests\")")
 
     @property
     def cluster_identity(self) -> str:
@@ -321,6 +365,7 @@ class KakaoCloudProvider:
             self.bind_kube(context.kube)
         if context.cluster_ca_pem is not None:
             self.kube_client_ca_pem = context.cluster_ca_pem
+        self._simulation = self._simulation or context.simulation
         registry = context.registry
         if registry is not None and all(r is not registry for r in self._served_on):
             registry.register(self.unowned_instances)
@@ -356,7 +401,10 @@ class KakaoCloudProvider:
             return []
         ref = nodepool.spec.template.spec.node_class_ref
         if (ref.group, ref.kind) != SUPPORTED_NODE_CLASSES[0]:
-            log.warning("nodeClassRef is not a KCNodeClass",
+            # karpy asks only for NodePools whose kind the plugin serves (Karpenter's IsManaged; the
+            # simulator's report and cost samples too): this is another caller's mistake
+            log.warning(f"NodePool/{name}: no instance types, launches nothing: its nodeClassRef {ref.kind} ({ref.group}) "
+                        "is not a KCNodeClass (karpenter.kakaocloud.com)",
                         extra=fields(nodepool=name, nodeClassRef={"group": ref.group, "kind": ref.kind}))
             return []
         deps = await self.deps()
@@ -415,6 +463,18 @@ class KakaoCloudProvider:
         except (CloudProviderError, KubeAPIError):
             return ""
         return drift_reason(nodeclaim, nc)
+
+
+async def _has_secret(kube: KubeClient, namespace: str, name: str) -> bool:
+    """Whether the Secret ``namespace/name`` exists (read, never written); an API error other than
+    404 counts as present, so the read itself reports it."""
+    try:
+        await kube.get("Secret", name, namespace)
+    except NotFoundError:
+        return False
+    except KubeAPIError:
+        return True
+    return True
 
 
 if TYPE_CHECKING:
