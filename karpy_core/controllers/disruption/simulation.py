@@ -6,7 +6,17 @@ candidates solves the candidates' pods. A set of candidates is rejected if a pod
 lands on a node that is not initialized yet, or (consolidation) needs more than one new node, or
 is one kube-scheduler would not reproduce (a pod it would leave pending once the candidates'
 pods are evicted and placed first fit on the nodes that stay and the replacement:
-:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`). A
+:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`).
+
+The pods of the nodes an earlier command is still taking away (:func:`leaving_nodes`: tainted
+``karpenter.sh/disrupted`` while its replacements initialize, or deleting while they drain) are
+placed in every simulation beside the candidates' pods and are not counted where they are now
+(Karpenter ``SimulateScheduling``: the ``CurrentlyReschedulablePods`` of ``nodes.Deleting()``
+join the pods to schedule, their UIDs are excluded from the topology counts, and they alone may
+land on a node that is not initialized yet: the earlier command's replacement). Without them a
+command planned while the earlier one's pods had not moved gave their room to its own pods, and
+one of the two commands' pods was left pending once both were evicted (issue 36: 8 launches
+undoing moves in the 1,000-pod scale-in). A
 consolidation replacement keeps only the instance types whose worst compatible offering costs less
 than the candidates together (``WorstLaunchPrice`` < Σ price, USD/hour); spot candidates are
 replaced by spot only with the ``SpotToSpotConsolidation`` gate on
@@ -47,10 +57,21 @@ from karpy_core.state.cluster import (
     nodepool_usage,
     ready_nodepools,
 )
+from karpy_core.state.views import PodView
 from karpy_core.utils.selectors import selector_matches
 from karpy_core.utils.steps import Steps, run_steps
 
-__all__ = ["SimulationContext", "Evaluation", "evaluate", "evaluate_steps", "claim_capacity", "worst_price"]
+__all__ = ["SimulationContext", "Evaluation", "evaluate", "evaluate_steps", "claim_capacity", "leaving_nodes", "worst_price"]
+
+
+def leaving_nodes(snapshot: ClusterSnapshot) -> set[str]:
+    """Names of the Nodes marked for deletion (Karpenter ``StateNode.MarkedForDeletion``, the
+    ``nodes.Deleting()`` of ``SimulateScheduling``): tainted ``karpenter.sh/disrupted`` (a
+    disruption command was executed on them; its replacements are initializing), or deleting (the
+    Node or its NodeClaim has a ``deletionTimestamp``: draining). Their pods are on their way
+    elsewhere. Pure."""
+    claims = {nc.node_name for nc in snapshot.nodeclaim_views if nc.deleting and nc.node_name}
+    return {n.name for n in snapshot.node_views if n.deleting or n.disrupted or n.name in claims}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +154,40 @@ class SimulationContext:
             except ValueError:
                 continue
         self._buffer_hosts: dict[str, int] | None = None
+        self.leaving: frozenset[str] = frozenset(leaving_nodes(snapshot))
+        """:func:`leaving_nodes`: not offered to any simulation, their pods placed in each."""
+        self._leaving_pods: list[PodInfo] | None = None
+
+    def leaving_pods(self) -> list[PodInfo]:
+        """The pods of the :attr:`leaving` nodes that will move (Karpenter
+        ``CurrentlyReschedulablePods``: reschedulable, without ``karpenter.sh/do-not-disrupt``),
+        parsed as if pending (no ``nodeName``), in node-name order; a pod that cannot be parsed is
+        left out (the earlier command already moved it as it is). Computed once per pass."""
+        if self._leaving_pods is None:
+            out: list[PodInfo] = []
+            for name in sorted(self.leaving):
+                for p in self.snapshot.pods_on(name):
+                    if p.reschedulable and not p.do_not_disrupt:
+                        info = self._as_pending(p)
+                        if not isinstance(info, str):
+                            out.append(info)
+            self._leaving_pods = out
+        return self._leaving_pods
+
+    def replay_inputs(self, removed: set[str], pods: Sequence[PodInfo]) -> tuple[list[ExistingNode], list[PodInfo], list[PodInfo]]:
+        """What :func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit` replays for a command
+        that removes the nodes ``removed`` and moves ``pods``: (the nodes kube-scheduler will
+        place them on, the bound pods that matter there, the pods to place). The nodes are the
+        initialized ones that stay, neither removed nor :attr:`leaving`; the pods are ``pods``
+        and then :meth:`leaving_pods`, which kube-scheduler places at the same time. With leaving
+        pods, the nodes not initialized yet are offered too (ready): the earlier command's
+        replacement is up before its candidates drain (its queue waits for it). Without leaving
+        pods: the initialized nodes without ``removed`` and ``pods`` alone, as before."""
+        leaving = self.leaving_pods()
+        hidden = removed | self.leaving
+        nodes = [n for n in self.nodes if n.name not in hidden and (n.initialized or leaving)]
+        everyone = [*pods, *leaving]
+        return nodes, self.relevant_bound(everyone, hidden), everyone
 
     def buffer_hosts(self) -> dict[str, int]:
         """Node name -> virtual pods a scheduler over the whole cluster puts there (Karpenter's
@@ -178,19 +233,29 @@ class SimulationContext:
         return self._schedulable_pending
 
     def pod_infos(self, cand: Candidate) -> list[PodInfo] | str:
+        """The scheduler's view of ``cand``'s pods as if pending (:meth:`_as_pending`), or why one
+        cannot be simulated."""
         out = []
         for p in cand.pods:
-            key = p.key
-            info = self._pod_infos.get(key)
-            if info is None:
-                try:  # the pod as if pending: the scheduler's parser, without nodeName
-                    raw = {**p.raw, "spec": {k: v for k, v in (p.raw.get("spec") or {}).items() if k != "nodeName"}}
-                    info = self._with_volumes(raw, pod_info(raw), shared=False)
-                except ValueError as exc:
-                    return f"pod {key} cannot be simulated: {exc}"
-                self._pod_infos[key] = info
+            info = self._as_pending(p)
+            if isinstance(info, str):
+                return info
             out.append(info)
         return out
+
+    def _as_pending(self, p: PodView) -> PodInfo | str:
+        """``p`` as if pending: the scheduler's parser without ``nodeName``, narrowed by its
+        volumes; cached per pass. A message instead when it cannot be parsed."""
+        key = p.key
+        info = self._pod_infos.get(key)
+        if info is None:
+            try:
+                raw = {**p.raw, "spec": {k: v for k, v in (p.raw.get("spec") or {}).items() if k != "nodeName"}}
+                info = self._with_volumes(raw, pod_info(raw), shared=False)
+            except ValueError as exc:
+                return f"pod {key} cannot be simulated: {exc}"
+            self._pod_infos[key] = info
+        return info
 
     def _with_volumes(self, raw: dict[str, Any], info: PodInfo, *, shared: bool) -> PodInfo:
         """``info`` narrowed to the nodes its persistent volumes allow (a PV's node affinity, a
@@ -361,19 +426,23 @@ def evaluate_steps(ctx: SimulationContext, cands: Sequence[Candidate], *, consol
             return Evaluation.reject(DecisionKind.POD_NOT_SIMULATABLE, infos)
         pods.extend(infos)
     moved = list(pods)
+    leaving = ctx.leaving_pods()  # an earlier command's pods, not moved yet: they need room too
+    pods.extend(leaving)
     pods.extend(ctx.virtual)
     yield from ctx.warm_steps()
     removed = {c.name for c in cands}
-    bound = yield from ctx.relevant_bound_steps(pods, removed)
-    sched, uninitialized = ctx.scheduler(removed, claim_capacity(cands), pods, bound=bound)
+    hidden = removed | ctx.leaving  # nodes offered to no pod, whose pods are placed here, not counted there
+    bound = yield from ctx.relevant_bound_steps(pods, hidden)
+    sched, uninitialized = ctx.scheduler(hidden, claim_capacity(cands), pods, bound=bound)
     yield
     results = yield from sched.solve_steps(pods)
     if results.errors:
         key, why = sorted(results.errors.items())[0]
         return Evaluation.reject(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")
-    virtual = {v.key for v in ctx.virtual}
+    # headroom may sit on an in-flight node; so may the earlier command's pods (its replacement)
+    exempt = {v.key for v in ctx.virtual} | {p.key for p in leaving}
     for key, node in sorted(results.existing.items()):
-        if node in uninitialized and key not in virtual:  # headroom may sit on an in-flight node
+        if node in uninitialized and key not in exempt:
             return Evaluation.reject(DecisionKind.TARGET_NOT_INITIALIZED,
                                      f"pod {key} would land on {node}, which is not initialized yet")
     claims = results.new_claims
@@ -425,9 +494,8 @@ def _reproducible(ctx: SimulationContext, cands: Sequence[Candidate], pods: Sequ
     on it, while kube-scheduler fills the first node by name that takes each pod, and a pod left
     without room gets a node launched for it (issue 34). A delete needs no check: the simulation
     placed the pods on the nodes that stay by kube-scheduler's own first fit."""
-    removed = {c.name for c in cands}
-    nodes = [n for n in ctx.nodes if n.name not in removed and n.initialized]
-    miss = moved_pods_fit(nodes, ctx.relevant_bound(pods, removed), pods, ev.replacements)
+    nodes, bound, pods = ctx.replay_inputs({c.name for c in cands}, pods)
+    miss = moved_pods_fit(nodes, bound, pods, ev.replacements)
     if miss is None:
         return ev
     return Evaluation.reject(DecisionKind.KUBE_SCHEDULER_MISFIT,

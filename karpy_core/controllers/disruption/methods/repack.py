@@ -235,7 +235,9 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
            ) -> tuple[list[PlannedNodeClaim] | None, Invalidation | None]:
     """One scheduler run over the cluster without ``group`` and with the types of size ``cap``."""
     templates, tables = caps.get(cap)
-    removed = {c.name for c in group}
+    removed = {c.name for c in group} | sim.leaving  # an earlier command's nodes: their pods are placed too
+    leaving = sim.leaving_pods()
+    pods = [*pods, *leaving]
     usage: dict[str, Resources] = {k: dict(v) for k, v in sim.usage.items()}
     for pool, cap_res in claim_capacity(group).items():
         if pool in usage:
@@ -258,8 +260,9 @@ def _solve(sim: SimulationContext, caps: _Caps, cap: int | None, group: Sequence
         key, why = sorted(results.errors.items())[0]
         return None, Invalidation(DecisionKind.POD_UNSCHEDULABLE, f"pod {key} would not schedule: {why}")
     uninitialized = {n.name for n in nodes if not n.initialized}
+    exempt = virtual | {p.key for p in leaving}  # as the simulation's evaluate: those may land on their replacement
     for key, node in sorted(results.existing.items()):
-        if node in uninitialized and key not in virtual:  # headroom may sit on an in-flight node
+        if node in uninitialized and key not in exempt:  # headroom may sit on an in-flight node
             return None, Invalidation(DecisionKind.TARGET_NOT_INITIALIZED, f"pod {key} would land on {node}, which is not initialized yet")
     return results.new_claims, None
 
@@ -477,9 +480,8 @@ def _kube_misfit(sim: SimulationContext, group: Sequence[Candidate], pods: Seque
     pods as the provisioning scheduler would (sized by cost, one exact arrangement); the pods
     are then evicted and kube-scheduler places them first fit in its own order: where that
     leaves one pending, the provisioner launches a node for it and the saving is gone."""
-    removed = {c.name for c in group}
-    nodes = [n for n in sim.nodes if n.name not in removed and n.initialized]
-    miss = moved_pods_fit(nodes, sim.relevant_bound(pods, removed), pods, replacements)
+    nodes, bound, everyone = sim.replay_inputs({c.name for c in group}, pods)  # with an earlier command's pods
+    miss = moved_pods_fit(nodes, bound, everyone, replacements)
     if miss is None:
         return None
     return Invalidation(DecisionKind.KUBE_SCHEDULER_MISFIT,
