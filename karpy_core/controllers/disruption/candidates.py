@@ -408,7 +408,7 @@ def build_candidates(
             blocked, blocked_kind = "node has karpenter.sh/do-not-disrupt", DecisionKind.DO_NOT_DISRUPT
         else:
             for p in pods:
-                if do_not_disrupt_blocks(p, now):
+                if p.annotations and do_not_disrupt_blocks(p, now):  # most pods have no annotation: skip the call
                     blocked = f"pod {p.key} has karpenter.sh/do-not-disrupt"
                     blocked_kind = DecisionKind.DO_NOT_DISRUPT
                     break
