@@ -379,7 +379,7 @@ def _template_key(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, 
     ``mismatchLabelKeys`` (the only rules that read them); None: do not memoize."""
     get = spec.get
     inits = get("initContainers")
-    containers = get("containers") or ()
+    containers: Sequence[Mapping[str, Any]] = get("containers") or ()
     parts = (namespace, get("nodeSelector"), get("affinity"), get("tolerations"), get("topologySpreadConstraints"),
              # one container (the common case) as a tuple, without a list comprehension's frame: a tuple
              # and a list marshal to different bytes, so the two forms never share a key

@@ -397,7 +397,7 @@ class PodView:
         got = self._annotations
         if got is not _UNSET:
             return key in got
-        ann = (self.raw.get("metadata") or {}).get("annotations")
+        ann: Any = (self.raw.get("metadata") or {}).get("annotations")
         return bool(ann) and key in (ann if isinstance(ann, dict) else dict(ann))
 
     def _owned_by_daemon_or_node(self) -> bool:
@@ -443,7 +443,8 @@ class PodView:
         got = self._evict_key
         if got is _UNSET:
             labels = self.raw["metadata"].get("labels") or {}
-            got = ((self.namespace, tuple(sorted(labels.items()))), pod_ready(self.raw))
+            items = tuple(labels.items()) if len(labels) < 2 else tuple(sorted(labels.items()))  # one label: sorted already
+            got = ((self.namespace, items), pod_ready(self.raw))
             object.__setattr__(self, "_evict_key", got)
         return got  # type: ignore[no-any-return]
 

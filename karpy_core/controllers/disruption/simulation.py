@@ -233,10 +233,11 @@ class SimulationContext:
         if self._groups is None:
             groups: dict[tuple[str, LabelKey], tuple[dict[str, str], list[int]]] = {}
             for i, b in enumerate(self.bound):
-                key = (b.namespace, tuple(sorted(b.labels.items())))
+                labels = b.labels
+                key = (b.namespace, tuple(labels.items()) if len(labels) < 2 else tuple(sorted(labels.items())))
                 group = groups.get(key)
                 if group is None:
-                    groups[key] = (b.labels, [i])
+                    groups[key] = (labels, [i])
                 else:
                     group[1].append(i)
             self._groups = groups
