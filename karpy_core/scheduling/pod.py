@@ -367,6 +367,8 @@ class _Template:
 
 _TEMPLATES = _Memo()
 """(namespace, the spec's scheduling parts[, labels]) -> :class:`_Template`."""
+_TEMPLATE_MAP = _TEMPLATES._map
+""":data:`_TEMPLATES`' dict (:func:`pod_info` reads it without a method call; ``clear`` keeps the object)."""
 MEMOS = (_REQUESTS, _TEMPLATES)
 """Every memo of this module (tests empty them to compare a memoized parse with a fresh one)."""
 
@@ -377,8 +379,12 @@ def _template_key(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, 
     ``mismatchLabelKeys`` (the only rules that read them); None: do not memoize."""
     get = spec.get
     inits = get("initContainers")
+    containers: Sequence[Mapping[str, Any]] = get("containers") or ()
     parts = (namespace, get("nodeSelector"), get("affinity"), get("tolerations"), get("topologySpreadConstraints"),
-             [(c.get("resources"), c.get("ports")) for c in get("containers") or ()],
+             # one container (the common case) as a tuple, without a list comprehension's frame: a tuple
+             # and a list marshal to different bytes, so the two forms never share a key
+             ((containers[0].get("resources"), containers[0].get("ports")),) if len(containers) == 1
+             else [(c.get("resources"), c.get("ports")) for c in containers],
              inits and [(c.get("resources"), c.get("restartPolicy"), c.get("ports")) for c in inits], get("overhead"),
              get("resources"))
     try:  # _content_key(*parts), inlined: once per pod
@@ -433,14 +439,16 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     labels = dict(meta.get("labels") or {})
     namespace = str(meta.get("namespace") or "default")
     key = _template_key(spec, namespace, labels)
-    tmpl: _Template | None = _TEMPLATES.get(key) if key is not None else None
+    tmpl: _Template | None = _TEMPLATE_MAP.get(key) if key is not None else None  # _TEMPLATES.get, inlined
     if tmpl is None:
         tmpl, priority = _parse_template(spec, namespace, labels)
         if key is not None:
             _TEMPLATES.put(key, tmpl)
     else:
-        priority = int(spec.get("priority") or 0)
+        given = spec.get("priority")
+        priority = int(given) if given else 0
     annotations = meta.get("annotations")
+    terms = tmpl.terms
     preferred_nodes = tmpl.preferred_nodes
     # positional, in PodInfo's field order (namespace ... raw): a fifth of the call's cost with keywords
     return PodInfo(
@@ -455,7 +463,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         str(meta.get("creationTimestamp") or ""),
         priority,
         dict(tmpl.requests),
-        [Requirements(dict(t.by_key)) for t in tmpl.terms],  # fresh (a memo's are shared; a pod's may change in place)
+        # fresh (a memo's are shared; a pod's may change in place); one term without a list comprehension's frame
+        [Requirements(dict(terms[0].by_key))] if len(terms) == 1 else _copies(terms),
         tmpl.tolerations,
         tmpl.unsupported,
         tmpl.spread,

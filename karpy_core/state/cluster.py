@@ -466,7 +466,11 @@ def bound_pods_and_requests(snapshot: ClusterSnapshot) -> tuple[list[PodInfo], d
         info = p.try_info()
         if info is None:
             continue
-        add_into(by_node.setdefault(p.node_name, {}), info.requests)
+        total = by_node.get(p.node_name)
+        if total is None:
+            total = by_node[p.node_name] = {}
+        for name, amount in info.requests.items():  # add_into, inlined: once per bound pod
+            total[name] = total.get(name, 0) + amount
         if not p.deleting:
             bound.append(info)
     return bound, by_node

@@ -32,6 +32,7 @@ from karpy_core.apis.nodepool import Budget, NodePool
 from karpy_core.logs import fields
 from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Taint, parse_taints, parse_tolerations, untolerated
+from karpy_core.utils.pdb import pod_ready
 from karpy_core.utils.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:
@@ -174,6 +175,10 @@ STUCK_TERMINATING_SECONDS = 60.0
 """A pod whose ``deletionTimestamp`` (deletion time + its grace period, as the API server sets it)
 is more than this many seconds past is stuck terminating (its kubelet is gone) and no longer holds
 the drain: Karpenter ``pkg/utils/pod/scheduling.go`` ``IsStuckTerminating`` (one minute)."""
+_TERMINAL_PHASES = frozenset(("Succeeded", "Failed"))
+"""Phases of a finished pod."""
+_DAEMON_OR_NODE = frozenset(("DaemonSet", "Node"))
+"""Owner kinds whose pods are not rescheduled when their node goes."""
 _DISRUPTED_NO_SCHEDULE = (Taint(TAINT_DISRUPTED, "", "NoSchedule"),)
 
 
@@ -267,6 +272,7 @@ class PodView:
     _resched: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _cost: Any = field(default=_UNSET, init=False, repr=False, compare=False)
     _tolerates_disrupted: Any = field(default=_UNSET, init=False, repr=False, compare=False)
+    _evict_key: Any = field(default=_UNSET, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, pod: Raw) -> PodView:
@@ -334,12 +340,12 @@ class PodView:
     @property
     def terminal(self) -> bool:
         """Finished: phase ``Succeeded`` or ``Failed``."""
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in _TERMINAL_PHASES
 
     @property
     def bound(self) -> bool:
         """Bound to a node and not finished (it uses the node's resources)."""
-        return bool(self.node_name) and not self.terminal
+        return bool(self.node_name) and self.phase not in _TERMINAL_PHASES
 
     @property
     def owner_kinds(self) -> tuple[str, ...]:
@@ -380,18 +386,29 @@ class PodView:
         pod (Karpenter ``pod.IsReschedulable``). Computed once per version."""
         got = self._resched
         if got is _UNSET:
-            got = not (self.deleting or self.terminal or self._owned_by_daemon_or_node()) \
-                and ANNOTATION_MIRROR not in self.annotations
+            got = not (self.deleting or self.phase in _TERMINAL_PHASES or self._owned_by_daemon_or_node()) \
+                and not self._has_annotation(ANNOTATION_MIRROR)
             object.__setattr__(self, "_resched", got)
         return got  # type: ignore[no-any-return]
+
+    def _has_annotation(self, key: str) -> bool:
+        """``key in self.annotations``, read from the version's dict when :attr:`annotations` is
+        not parsed yet (a first pass asks this of every pod on a candidate node)."""
+        got = self._annotations
+        if got is not _UNSET:
+            return key in got
+        ann: Any = (self.raw.get("metadata") or {}).get("annotations")
+        return bool(ann) and key in (ann if isinstance(ann, dict) else dict(ann))
 
     def _owned_by_daemon_or_node(self) -> bool:
         got = self._owners
         if got is not _UNSET:
-            return any(o.kind in ("DaemonSet", "Node") for o in got)
+            return any(o.kind in _DAEMON_OR_NODE for o in got)
         # the owners' kinds straight from the version's dict: cheaper than building them all
-        return any(isinstance(o, dict) and o.get("kind") in ("DaemonSet", "Node")
-                   for o in self._meta().get("ownerReferences") or ())
+        for o in (self.raw.get("metadata") or {}).get("ownerReferences") or ():
+            if isinstance(o, dict) and o.get("kind") in _DAEMON_OR_NODE:
+                return True
+        return False
 
     @property
     def eviction_cost(self) -> float:
@@ -404,7 +421,7 @@ class PodView:
         return got  # type: ignore[no-any-return]
 
     def _eviction_cost(self) -> float:
-        text = self.annotations.get(ANNOTATION_DELETION_COST)
+        text = self.annotations.get(ANNOTATION_DELETION_COST) if self._has_annotation(ANNOTATION_DELETION_COST) else None
         if text is None and not self.priority:
             return 1.0
         cost = 1.0
@@ -415,6 +432,21 @@ class PodView:
                 pass
         cost += self.priority / 2**25
         return max(-10.0, min(10.0, cost))
+
+    @property
+    def eviction_key(self) -> tuple[tuple[str, tuple[tuple[str, str], ...]], bool]:
+        """``((namespace, sorted label items), Ready)``: all the Eviction API's PDB verdict reads
+        of a running pod that is not deleting (which PDBs select it, and
+        ``unhealthyPodEvictionPolicy``'s readiness test: :func:`~karpy_core.utils.pdb.pod_ready`),
+        so :class:`~karpy_core.controllers.disruption.candidates.PDBIndex` caches verdicts by it.
+        Computed once per version."""
+        got = self._evict_key
+        if got is _UNSET:
+            labels = self.raw["metadata"].get("labels") or {}
+            items = tuple(labels.items()) if len(labels) < 2 else tuple(sorted(labels.items()))  # one label: sorted already
+            got = ((self.namespace, items), pod_ready(self.raw))
+            object.__setattr__(self, "_evict_key", got)
+        return got  # type: ignore[no-any-return]
 
     def condition(self, type_: str) -> Condition | None:
         """The condition ``type_``, or None."""
@@ -524,14 +556,25 @@ class PodView:
         got = self._info
         if got is not _UNSET:
             return got, False
-        from karpy_core.scheduling.pod import pod_info
-
         try:
-            got = pod_info(self.raw)
+            got = _pod_info()(self.raw)
         except ValueError as exc:
             got = exc
         object.__setattr__(self, "_info", got)
         return got, True
+
+
+_POD_INFO: list[Callable[[Raw], PodInfo]] = []
+""":func:`~karpy_core.scheduling.pod.pod_info`, once imported (an import statement in
+:meth:`PodView._parse_info` cost a tenth of a first parse)."""
+
+
+def _pod_info() -> Callable[[Raw], PodInfo]:
+    if not _POD_INFO:
+        from karpy_core.scheduling.pod import pod_info
+
+        _POD_INFO.append(pod_info)
+    return _POD_INFO[0]
 
 
 # ---- nodes -----------------------------------------------------------------------------------

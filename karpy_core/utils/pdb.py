@@ -81,7 +81,10 @@ def _iso(ts: float) -> str:
 
 def pod_ready(pod: dict[str, Any]) -> bool:
     """True when the pod has condition ``Ready=True`` (Kubernetes ``podutil.IsPodReady``)."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or ())
+    for c in (pod.get("status") or {}).get("conditions") or ():  # a loop, not any(...): once per pod of a first pass
+        if c.get("type") == "Ready" and c.get("status") == "True":
+            return True
+    return False
 
 
 def _ns(obj: dict[str, Any]) -> str:

@@ -35,7 +35,6 @@ from karpy_core.utils.pdb import (
     effective_status,
     eviction_verdict,
     pdb_selects_for_eviction,
-    pod_ready,
     status_is_current,
 )
 from karpy_core.utils.timestamps import parse_rfc3339
@@ -249,12 +248,12 @@ class PDBIndex:
 
     def _lookup(self, pod: PodView) -> tuple[tuple[str, tuple[tuple[str, str], ...]], list[dict[str, Any]]]:
         """(the pod's (namespace, sorted labels), :meth:`selecting`)."""
-        raw = pod.raw
-        ns = pod.namespace  # _namespace(raw), read once by the view
-        labels = raw["metadata"].get("labels") or {}
-        key = (ns, tuple(sorted(labels.items())))
+        key = pod.eviction_key[0]  # (namespace, sorted labels), kept on the view per version
         hit = self._selecting.get(key)
         if hit is None:
+            raw = pod.raw
+            ns = key[0]
+            labels = raw["metadata"].get("labels") or {}
             maybe = list(self._scan.get(ns, ()))
             for k, v in labels.items():
                 maybe += self._by_label.get((ns, k, v), ())
@@ -266,17 +265,15 @@ class PDBIndex:
         """:func:`~karpy_core.utils.pdb.eviction_verdict` for ``pod`` against this index's PDBs and
         statuses. Past the phase and deletion check, the verdict reads only the PDBs that select
         the pod (a function of its namespace and labels), their statuses and whether the pod is
-        Ready, so it is computed once per (namespace, labels, Ready): once per Deployment, not
-        once per pod."""
+        Ready (:attr:`~karpy_core.state.views.PodView.eviction_key`), so it is computed once per
+        (namespace, labels, Ready): once per Deployment, not once per pod."""
         if pod.phase in _EVICT_WITHOUT_PDB or pod.deleting:
             return _DELETE
-        key, pdbs = self._lookup(pod)
-        if not pdbs:
-            return _DELETE
-        vkey = (key, pod_ready(pod.raw))
+        vkey = pod.eviction_key
         hit = self._verdicts.get(vkey)
         if hit is None:
-            hit = self._verdicts[vkey] = eviction_verdict(pod.raw, pdbs, self.status_of)
+            pdbs = self._lookup(pod)[1]
+            hit = self._verdicts[vkey] = eviction_verdict(pod.raw, pdbs, self.status_of) if pdbs else _DELETE
         return hit
 
 
@@ -411,7 +408,7 @@ def build_candidates(
             blocked, blocked_kind = "node has karpenter.sh/do-not-disrupt", DecisionKind.DO_NOT_DISRUPT
         else:
             for p in pods:
-                if do_not_disrupt_blocks(p, now):
+                if p.annotations and do_not_disrupt_blocks(p, now):  # most pods have no annotation: skip the call
                     blocked = f"pod {p.key} has karpenter.sh/do-not-disrupt"
                     blocked_kind = DecisionKind.DO_NOT_DISRUPT
                     break

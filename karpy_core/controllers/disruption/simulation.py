@@ -61,6 +61,9 @@ from karpy_core.state.views import PodView
 from karpy_core.utils.selectors import selector_matches
 from karpy_core.utils.steps import Steps, run_steps
 
+LabelKey = tuple[tuple[str, str], ...]
+"""A pod's labels as sorted (key, value) items."""
+
 __all__ = ["SimulationContext", "Evaluation", "evaluate", "evaluate_steps", "claim_capacity", "leaving_nodes", "worst_price"]
 
 
@@ -143,6 +146,7 @@ class SimulationContext:
         self._anti_hits: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
         self._parsed: dict[str, Any] = {}
         self._selected: dict[tuple[str, tuple[str, ...] | None], list[int]] = {}
+        self._groups: dict[tuple[str, LabelKey], tuple[dict[str, str], list[int]]] | None = None
         self._pod_infos: dict[str, PodInfo] = {}
         self._schedulable_pending: list[str] | None = None
         self.virtual: list[PodInfo] = []
@@ -271,27 +275,38 @@ class SimulationContext:
     def _selected_by(self, selector: str, namespaces: tuple[str, ...] | None) -> list[int]:
         """Positions in ``self.bound`` of the pods a topology term's ``selector`` (canonical JSON)
         selects in ``namespaces`` (None: any); a selector that cannot be evaluated selects every
-        pod (the scheduler then meets the same error it would have met). Cached per pass."""
+        pod (the scheduler then meets the same error it would have met). Cached per pass; the
+        selector is evaluated once per (namespace, labels) of the bound pods
+        (:meth:`_label_groups`), not once per pod."""
         key = (selector, namespaces)
         hit = self._selected.get(key)
         if hit is None:
             try:
                 parsed = json.loads(selector)
-                by_labels: dict[tuple[tuple[str, str], ...], bool] = {}
-                hit = []
-                for i, b in enumerate(self.bound):
-                    if namespaces is not None and b.namespace not in namespaces:
-                        continue
-                    lkey = tuple(sorted(b.labels.items()))
-                    m = by_labels.get(lkey)
-                    if m is None:
-                        m = by_labels[lkey] = selector_matches(parsed, b.labels)
-                    if m:
-                        hit.append(i)
+                runs = [positions for (ns, _), (labels, positions) in self._label_groups().items()
+                        if (namespaces is None or ns in namespaces) and selector_matches(parsed, labels)]
+                hit = sorted(i for positions in runs for i in positions) if len(runs) > 1 else list(runs[0]) if runs else []
             except ValueError:
                 hit = list(range(len(self.bound)))
             self._selected[key] = hit
         return hit
+
+    def _label_groups(self) -> dict[tuple[str, LabelKey], tuple[dict[str, str], list[int]]]:
+        """(namespace, sorted label items) of the bound pods -> (the labels of the first of them,
+        their positions in ``self.bound``, ascending); built once per pass, on the first selector
+        asked."""
+        if self._groups is None:
+            groups: dict[tuple[str, LabelKey], tuple[dict[str, str], list[int]]] = {}
+            for i, b in enumerate(self.bound):
+                labels = b.labels
+                key = (b.namespace, tuple(labels.items()) if len(labels) < 2 else tuple(sorted(labels.items())))
+                group = groups.get(key)
+                if group is None:
+                    groups[key] = (labels, [i])
+                else:
+                    group[1].append(i)
+            self._groups = groups
+        return self._groups
 
     def _anti_selecting(self, namespace: str, lkey: tuple[tuple[str, str], ...]) -> list[int]:
         """Positions in ``self.bound`` of the pods holding an anti-affinity term that selects a pod
