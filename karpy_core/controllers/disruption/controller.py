@@ -259,6 +259,11 @@ class Disruption:
             out |= set(w.command.nodes)
         return out
 
+    def _held(self) -> set[str]:
+        """The nodes commands executed from the pipeline hold while their replacements come up
+        (their candidates and the nodes their pods go to; none with ``pipeline_depth`` 1)."""
+        return {n for _, view in self._moving for n in view.held}
+
     def _due(self, cmd: Command) -> float:
         return cmd.decided_at + self.settings.validation_delay
 
@@ -361,7 +366,7 @@ class Disruption:
             lines: list[NodeDecision] = []
             t0 = time.perf_counter()
             plan = await run_steps_async(plan_disruption_steps(
-                snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
+                snapshot, types, now, log=lines, exclude=frozenset(self._busy() | self._held()),
                 max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
                 min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid),
                 slice_seconds=self.slice_seconds, pause_gc=True)
@@ -445,9 +450,7 @@ class Disruption:
         if key == self._behind_idle:
             return events
         view = snapshot
-        held = set(self._busy())
-        for _, moving in self._moving:
-            held |= moving.held
+        held = self._busy() | self._held()
         for i, w in enumerate(self.pipeline):
             assumed = assume_executed(view, types, w.command.plan)
             if assumed is None:
