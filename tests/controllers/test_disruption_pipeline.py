@@ -269,3 +269,16 @@ def test_the_view_is_none_when_a_delete_would_need_a_new_node():
 
     as_delete = replace(plan, replacements=[])
     assert assume_executed(crowded, types, as_delete) is None
+
+
+async def test_a_dry_run_reports_one_command_at_a_time(monkeypatch: pytest.MonkeyPatch):
+    """A dry run executes nothing, so nothing is planned behind what it would do: one waiting
+    command, reported once validated, as with depth 1."""
+    clock, cluster = _cluster([("a", "p0", 3600.0), ("c", "p1", 5.0)])  # c's command would wait behind a's
+    d = _controller(cluster, clock, monkeypatch)
+    d.dry_run = True
+    for _ in range(3):
+        await d.reconcile()
+        assert len(d.pipeline) <= 1
+        clock.advance(6)
+    assert _tainted(cluster) == [] and _replacements(cluster) == 0

@@ -440,10 +440,12 @@ class Disruption:
         ``pipeline_depth`` wait, each on the view where those before it were executed
         (:func:`~karpy_core.controllers.disruption.pipeline.assume_executed` of ``snapshot``),
         without their candidates nor the nodes their pods go to. Only the chosen candidates'
-        decision lines are logged (the others were judged on an assumed cluster). Returns the
-        ``DECIDED`` events."""
+        decision lines are logged (the others were judged on an assumed cluster). Nothing in a
+        dry run. Returns the ``DECIDED`` events."""
         events: list[DisruptionEvent] = []
-        if not self.pipeline or len(self.pipeline) >= self.settings.pipeline_depth:
+        if self.dry_run or not self.pipeline or len(self.pipeline) >= self.settings.pipeline_depth:
+            # a dry run executes nothing: what it reports is one command at a time on the live
+            # cluster (the same command on the same state reported once, :meth:`_unreported`)
             return events
         key = "|".join([self._fingerprint(snapshot), ",".join(sorted(nominated)), str(len(avoid)),
                         *(f"{w.command.decided_at}:{','.join(w.command.nodes)}" for w in self.pipeline)])
