@@ -123,10 +123,11 @@ async def one_pass(disruption: Disruption) -> tuple[float, float, int, str]:
 async def measure(n: int, shape: str) -> None:
     cluster, types, clock = await load(n, shape)
     disruption = Disruption(kube=cluster, provider=_Catalog(types), clock=clock)  # type: ignore[arg-type]
+    disruption.settings.pipeline_depth = 1  # one planning pass per pass, as the figures in docs/ were measured
     for label, slice_s in (("first", disruption.slice_seconds), ("sliced", disruption.slice_seconds), ("blocking", float("inf"))):
         disruption.slice_seconds = slice_s
         disruption._idle = None  # re-plan although nothing changed (as after any change)
-        disruption.pending = None
+        disruption.pipeline = []
         wall, stall, over, decided = await one_pass(disruption)
         print(f"{shape:>9} {n:>6} nodes {label:>8}: pass {wall:6.2f} s wall, max loop stall {stall * 1000:8.1f} ms, "
               f"{over:>3} stalls > {LATE * 1000:.0f} ms -> {decided[:70]}", flush=True)

@@ -1387,6 +1387,9 @@ def controller(
     consolidation_min_savings: Annotated[float | None, _opt(
         "--consolidation-min-savings", help="fraction of the disrupted nodes' price a repack consolidation must save, "
                                             "default 0.1 [KARPY_CONSOLIDATION_MIN_SAVINGS]")] = None,
+    disruption_pipeline_depth: Annotated[int | None, _opt(
+        "--disruption-pipeline-depth", help="decided disruption commands validated side by side, 1 to 10, default 3 "
+                                            "[KARPY_DISRUPTION_PIPELINE_DEPTH]")] = None,
     instance_types: Annotated[str | None, _opt("--instance-types", help="simulated provider: KWOK-format catalog "
                                                "[KARPY_INSTANCE_TYPES]")] = None,
     kwok: Annotated[bool | None, _flag("--kwok", help="simulated provider: launch instances as kwok-managed Nodes [KARPY_KWOK]")]

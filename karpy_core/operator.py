@@ -134,7 +134,8 @@ class Operator:
             events=self.events, metrics=self.metrics, registration=RegistrationHealth(), waker=self.waker,
             batch=self.settings.batch, preference_policy=self.settings.preference_policy,
             min_values_policy=self.settings.min_values_policy, node_repair=self.settings.node_repair,
-            disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings), sync=self.sync,
+            disruption=DisruptionSettings(min_savings=self.settings.consolidation_min_savings,
+                                          pipeline_depth=self.settings.disruption_pipeline_depth), sync=self.sync,
             dry_run=self.dry_run is not None))
         c = self.controllers
         self.provisioner, self.provisioner_trigger, self.batcher = c.provisioner, c.provisioner_trigger, c.provisioner_trigger.batcher

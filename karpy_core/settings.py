@@ -36,6 +36,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from karpy_core.apis.durations import go_duration_seconds
+from karpy_core.controllers.disruption.command import PIPELINE_DEPTH
 from karpy_core.controllers.disruption.methods import DEFAULT_MIN_SAVINGS
 from karpy_core.errors import ConfigurationError
 from karpy_core.featuregates import AWS_GATES, FeatureGates, parse_feature_gates, parse_gate_map
@@ -97,6 +98,8 @@ class ControllerSettings(BaseModel):
     kube_client_burst: int = Field(300, gt=0, description="Requests allowed at once above the QPS (KUBE_CLIENT_BURST).")
     consolidation_min_savings: float = Field(DEFAULT_MIN_SAVINGS, ge=0, lt=1, description=(
         "Fraction of the disrupted nodes' price a repack consolidation must save (KARPY_CONSOLIDATION_MIN_SAVINGS)."))
+    disruption_pipeline_depth: int = Field(PIPELINE_DEPTH, ge=1, le=10, description=(
+        "Decided disruption commands that may wait out the validation delay side by side (KARPY_DISRUPTION_PIPELINE_DEPTH)."))
     dry_run: bool = Field(False, description=(
         "Decide and report, write nothing (KARPY_DRY_RUN, --dry-run): no leader election, every API write and cloud "
         "create/delete withheld (karpy_core/kube/dryrun.py)."))
@@ -152,6 +155,14 @@ class KarpySettings(BaseSettings):
                                     "the controller's namespace (default: the service account's, else default)")
     node_repair: bool | None = setting(None, "NODE_REPAIR", "--node-repair/--no-node-repair",
                                        "shorthand for FEATURE_GATES NodeRepair (both given: they must agree)")
+    disruption_pipeline_depth: int = setting(
+        PIPELINE_DEPTH, "KARPY_DISRUPTION_PIPELINE_DEPTH", "--disruption-pipeline-depth",
+        "decided disruption commands that may wait out the 15 s validation delay side by side (1: one at a time); "
+        "the 2nd and later are consolidations planned on the cluster as the earlier ones leave it, disjoint from them, "
+        "each validated at its own due time",
+        karpy="karpy's own: Karpenter validates one command at a time; with one node per NodePool at a time (the default "
+              "10% budget) a scale-in is then a few serial 15 s validations per pool, so karpy lets commands of other "
+              "pools wait beside it (one is dropped with the command it was planned behind)")
     dry_run: bool = setting(False, "KARPY_DRY_RUN", "--dry-run",
                             "decide and report (logs, events as log lines, karpy_dry_run_ metrics), write nothing: "
                             "no API write, no Lease (leader election off), no cloud create or delete",
@@ -298,6 +309,13 @@ class KarpySettings(BaseSettings):
             raise ValueError(f"{value} is not a fraction in [0, 1)")
         return value
 
+    @field_validator("disruption_pipeline_depth")
+    @classmethod
+    def _depth(cls, value: int) -> int:
+        if not 1 <= value <= 10:
+            raise ValueError(f"{value} is not between 1 and 10")
+        return value
+
     @field_validator("reserved_enis")
     @classmethod
     def _non_negative(cls, value: int) -> int:
@@ -380,6 +398,7 @@ class KarpySettings(BaseSettings):
             kube_client_qps=float(self.kube_client_qps),
             kube_client_burst=self.kube_client_burst,
             consolidation_min_savings=self.consolidation_min_savings,
+            disruption_pipeline_depth=self.disruption_pipeline_depth,
             dry_run=self.dry_run,
         )
 

@@ -19,13 +19,16 @@ from karpy_core.controllers.disruption.planner import DisruptionPlan
 from karpy_core.controllers.provisioning.provisioner import pretty_list
 from karpy_core.state.cluster import ClusterSnapshot
 
-__all__ = ["Command", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PlanningPass", "REPLACEMENT_TIMEOUT",
-           "VALIDATION_DELAY", "command_key", "command_log_values"]
+__all__ = ["Command", "DisruptionEvent", "DisruptionEventKind", "DisruptionSettings", "PIPELINE_DEPTH", "PlanningPass",
+           "REPLACEMENT_TIMEOUT", "VALIDATION_DELAY", "command_key", "command_log_values"]
 
 VALIDATION_DELAY = 15.0
 """Seconds between deciding a command and executing it (Karpenter ``commandValidationDelay``)."""
 REPLACEMENT_TIMEOUT = 600.0
 """Seconds a command waits for its replacements to initialize (Karpenter's minimum, 10 min)."""
+PIPELINE_DEPTH = 3
+"""Decided commands that may wait out the validation delay side by side (karpy's own default;
+Karpenter validates one command at a time: 1)."""
 
 
 @dataclass
@@ -40,12 +43,17 @@ class DisruptionSettings:
         min_savings: the fraction of the disrupted nodes' price a repack consolidation must save
             (``KARPY_CONSOLIDATION_MIN_SAVINGS``; a NodePool's ``karpy.sh/consolidation-min-savings``
             wins), in [0, 1).
+        pipeline_depth: how many decided commands may wait out their validation delay side by
+            side (``KARPY_DISRUPTION_PIPELINE_DEPTH``; 1: one at a time, as Karpenter). The 2nd
+            and later are consolidations planned on the view where the earlier ones were
+            executed (:mod:`~karpy_core.controllers.disruption.pipeline`), disjoint from them.
     """
 
     validation_delay: float = VALIDATION_DELAY
     replacement_timeout: float = REPLACEMENT_TIMEOUT
     max_single_simulations: int | None = None
     min_savings: float = DEFAULT_MIN_SAVINGS
+    pipeline_depth: int = PIPELINE_DEPTH
 
 
 class DisruptionEventKind(StrEnum):

@@ -15,7 +15,16 @@ One :meth:`Disruption.reconcile` pass (Karpenter ``pkg/controllers/disruption/co
    ``drift.go``, which has no validator): taint the candidates ``karpenter.sh/disrupted:NoSchedule``, set their
    ``DisruptionReason`` condition, create the replacements (``nodeclaim_from_plan``), and delete
    the candidates at once when there are none;
-5. otherwise, a new command is planned and held for validation.
+5. otherwise, a new command is planned and held for validation;
+6. while fewer than ``pipeline_depth`` commands wait (karpy's own, ``KARPY_DISRUPTION_PIPELINE_DEPTH``;
+   1 is Karpenter's one at a time), a consolidation is planned behind them on the cluster as it
+   will be once they are executed (:mod:`~karpy_core.controllers.disruption.pipeline`: their
+   candidates tainted and counted against their budgets, their pods moved, their replacements in
+   flight), without their candidates nor the nodes their pods go to. Each waiting command is
+   validated in order at its own due time on the true snapshot of that moment (the ones before it
+   executed by then); when one is dropped (invalidated, or not executed because this replica may
+   no longer act), every command behind it is dropped too and the next pass plans again. Nothing
+   waiting survives a restart.
 
 Each pass also looks for consolidations undone (a node launched for the pods a command moved:
 :mod:`~karpy_core.controllers.disruption.undone`): a ``disruption undone`` warning and a
@@ -58,6 +67,7 @@ from karpy_core.controllers.disruption.command import (
     command_log_values,
 )
 from karpy_core.controllers.disruption.decisions import (
+    DecisionKind,
     DecisionStage,
     DisruptionMethod,
     DisruptionReason,
@@ -67,6 +77,8 @@ from karpy_core.controllers.disruption.decisions import (
 )
 from karpy_core.controllers.disruption.expiration import next_expiry
 from karpy_core.controllers.disruption.karpenter_events import decision_events
+from karpy_core.controllers.disruption.methods import DEFAULT_ORDER
+from karpy_core.controllers.disruption.pipeline import AssumedView, assume_executed, overlapping
 from karpy_core.controllers.disruption.planner import DisruptionPlan, narrow_emptiness, plan_disruption_steps, validate_plan
 from karpy_core.controllers.disruption.queue import CommandQueue
 from karpy_core.controllers.disruption.undone import UndoneMoves, workload_fingerprint
@@ -91,6 +103,22 @@ __all__ = ["Disruption", "DisruptionEvent", "DisruptionEventKind", "DisruptionSe
 """(The value types are :mod:`.command`'s, named here too for the modules that import them from the controller.)"""
 
 log = logging.getLogger("karpy.disruption")
+
+BEHIND_METHODS = tuple(m for m in DEFAULT_ORDER if m in (DisruptionMethod.MULTI_NODE_CONSOLIDATION,
+                                                           DisruptionMethod.SINGLE_NODE_CONSOLIDATION,
+                                                           DisruptionMethod.REPACK_CONSOLIDATION))
+"""The methods a command planned behind waiting ones may come from: the consolidations (emptiness
+and drift only ever decide on the true snapshot, as before)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Waiting:
+    """A decided command waiting out its validation delay, and the cluster as it will be once it is
+    executed (None until a command is planned behind it)."""
+
+    command: Command
+    view: AssumedView | None = None
+
 
 class Disruption:
     """Consolidation, emptiness and drift (see the module docstring).
@@ -129,8 +157,15 @@ class Disruption:
         self.nominations = nominations
         self.capacity_buffers = False
         """The ``CapacityBuffer`` gate: simulations must keep room for the buffers' virtual pods."""
-        self.pending: Command | None = None
-        """The command decided by the last planning pass, waiting out the validation delay."""
+        self.pipeline: list[Waiting] = []
+        """The decided commands waiting out the validation delay, in decision order (at most
+        ``settings.pipeline_depth``; the first is planned on the true snapshot, each later one on
+        the view where the ones before it were executed)."""
+        self._moving: list[tuple[Command, AssumedView]] = []
+        """Commands executed from the pipeline while their replacements come up, with the nodes and
+        pods they hold: a later command may take none of them."""
+        self._behind_idle: str | None = None
+        """The cluster and pipeline on which planning behind found nothing (not tried again on them)."""
         self.decisions: dict[str, list[tuple[float, NodeDecision]]] = {}
         """Node name -> (time, decision) lines; a line equal to the node's last line of the same
         method (or stage) is not repeated."""
@@ -213,10 +248,40 @@ class Disruption:
         """The executed commands waiting for their replacements (:attr:`CommandQueue.commands`)."""
         return self.queue.commands
 
+    @property
+    def pending(self) -> Command | None:
+        """The first command waiting out the validation delay (:attr:`pipeline`), or None."""
+        return self.pipeline[0].command if self.pipeline else None
+
     def _busy(self) -> set[str]:
         out = self.queue.nodes()
-        if self.pending is not None:
-            out |= set(self.pending.nodes)
+        for w in self.pipeline:
+            out |= set(w.command.nodes)
+        return out
+
+    def _held(self) -> set[str]:
+        """The nodes commands executed from the pipeline hold while their replacements come up
+        (their candidates and the nodes their pods go to; none with ``pipeline_depth`` 1)."""
+        return {n for _, view in self._moving for n in view.held}
+
+    def _due(self, cmd: Command) -> float:
+        return cmd.decided_at + self.settings.validation_delay
+
+    def _dropped(self, now: float, cmd: Command, why: Invalidation, prefix: str = "command dropped") -> DisruptionEvent:
+        """Log ``cmd``'s candidates as kept (``why``) and return its INVALIDATED event."""
+        self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"{prefix}: {why.message}")
+                        for c in cmd.plan.candidates])
+        self._idle = None
+        return DisruptionEvent(DisruptionEventKind.INVALIDATED, ",".join(cmd.nodes), reason=why.message,
+                               details={"method": cmd.plan.method.value}, decision=why.kind)
+
+    def _drop_behind(self, now: float, ahead: Command) -> list[DisruptionEvent]:
+        """Drop every waiting command (all planned behind ``ahead``, which was not executed)."""
+        why = Invalidation(DecisionKind.EARLIER_COMMAND_DROPPED,
+                           f"planned behind the command on {','.join(ahead.nodes)}, which was not executed")
+        out = [self._dropped(now, w.command, why) for w in self.pipeline]
+        self.pipeline = []
+        self._behind_idle = None
         return out
 
     async def _publish(self, evs: list[Event]) -> None:
@@ -283,73 +348,140 @@ class Disruption:
         events += self._undone(snapshot, now, workload)
         avoid = self.undone.avoid(workload)
         wake: list[float] = []
-        if self.pending is not None:
-            due = self.pending.decided_at + self.settings.validation_delay
-            if now < due:
-                self._wake = due
-                return events
-            cmd, self.pending = self.pending, None
-            cmd, why = self._validate(cmd, snapshot, types, now, nominated)
-            if why is not None:
-                self._log(now, [NodeDecision(c.name, DecisionStage.VALIDATION, Verdict.KEEP, why.kind, f"command dropped: {why.message}")
-                                for c in cmd.plan.candidates])
-                events.append(DisruptionEvent(DisruptionEventKind.INVALIDATED, ",".join(cmd.nodes), reason=why.message,
-                                              details={"method": cmd.plan.method.value}, decision=why.kind))
+        snapshot, held = await self._run_due(snapshot, types, now, nominated, events)
+        if held:  # validated, but this replica may not act now: validated again once synced
+            return events
+        if self.pipeline:  # the first is not due yet
+            events += await self._plan_behind(snapshot, types, now, nominated, avoid)
+            self._wake = self._due(self.pipeline[0].command)
+            return events
+        # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
+        # new instance types (a NodeClass turned Ready, offerings or prices changed) re-plan too
+        fp = (self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{self.provider.overlay_generation}|"
+              + f"{len(avoid)}|"
+              + ",".join(f"{k}={v}" for k, v in sorted(self._signatures.items()) if k in types))
+        if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
+            wake.extend(w for w in (self._idle[1],) if w is not None)
+        else:
+            lines: list[NodeDecision] = []
+            t0 = time.perf_counter()
+            plan = await run_steps_async(plan_disruption_steps(
+                snapshot, types, now, log=lines, exclude=frozenset(self._busy() | self._held()),
+                max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
+                min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid),
+                slice_seconds=self.slice_seconds, pause_gc=True)
+            plan = self._unreported(fp, plan)
+            if self.observer is not None:
+                self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
+            self._log(now, lines)
+            await asyncio.sleep(0)
+            await self._publish(_decision_events(snapshot, lines))
+            if plan is not None:
                 self._idle = None
-            elif not self.sync.ready("disruption"):
-                self.pending = cmd  # decided on a synced view; validated again once synced
-                return events
-            else:
-                events += await self._execute(cmd, now, snapshot)
-                snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
-        if self.pending is None:
-            # a new NodeOverlay store re-plans too (upstream marks the cluster unconsolidated)
-            # new instance types (a NodeClass turned Ready, offerings or prices changed) re-plan too
-            fp = (self._fingerprint(snapshot) + ",".join(sorted(nominated)) + f"|{self.provider.overlay_generation}|"
-                  + f"{len(avoid)}|"
-                  + ",".join(f"{k}={v}" for k, v in sorted(self._signatures.items()) if k in types))
-            if self._idle is not None and self._idle[0] == fp and (self._idle[1] is None or now < self._idle[1]):
-                wake.extend(w for w in (self._idle[1],) if w is not None)
-            else:
-                lines: list[NodeDecision] = []
-                t0 = time.perf_counter()
-                plan = await run_steps_async(plan_disruption_steps(
-                    snapshot, types, now, log=lines, exclude=frozenset(self._busy()),
-                    max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
-                    min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid),
-                    slice_seconds=self.slice_seconds, pause_gc=True)
-                plan = self._unreported(fp, plan)
-                if self.observer is not None:
-                    self.observer(PlanningPass(snapshot, types, lines, time.perf_counter() - t0, plan, now))
-                self._log(now, lines)
-                await asyncio.sleep(0)
-                await self._publish(_decision_events(snapshot, lines))
-                if plan is not None:
-                    self._idle = None
-                    events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
-                                                  reason=plan.reason.value,
-                                                  details={"method": plan.method.value, "decision": plan.decision.value,
-                                                           "summary": plan.describe()}))
-                    if plan.reason is DisruptionReason.DRIFTED:
-                        # Karpenter validates consolidation only (emptiness, multi- and single-node
-                        # consolidation: commandValidationDelay); a drift command, computed on this
-                        # pass's view, is executed at once (disruption/drift.go has no validator)
-                        events += await self._execute(Command(plan, now), now, snapshot)
-                        wake.append(now)
-                    else:
-                        self.pending = Command(plan, now)
-                        wake.append(now + self.settings.validation_delay)
+                events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
+                                              reason=plan.reason.value,
+                                              details={"method": plan.method.value, "decision": plan.decision.value,
+                                                       "summary": plan.describe()}))
+                if plan.reason is DisruptionReason.DRIFTED:
+                    # Karpenter validates consolidation only (emptiness, multi- and single-node
+                    # consolidation: commandValidationDelay); a drift command, computed on this
+                    # pass's view, is executed at once (disruption/drift.go has no validator)
+                    events += await self._execute(Command(plan, now), now, snapshot)
+                    wake.append(now)
                 else:
-                    await asyncio.sleep(0)
-                    threshold = self._threshold(snapshot, types, now)
-                    self._idle = (fp, threshold)
-                    if threshold is not None:
-                        wake.append(threshold)
+                    self.pipeline = [Waiting(Command(plan, now))]
+                    wake.append(now + self.settings.validation_delay)
+                    events += await self._plan_behind(snapshot, types, now, nominated, avoid)
+            else:
+                await asyncio.sleep(0)
+                threshold = self._threshold(snapshot, types, now)
+                self._idle = (fp, threshold)
+                if threshold is not None:
+                    wake.append(threshold)
         wake.extend(self.queue.timeouts())
         exp = next_expiry(snapshot.nodeclaim_views, now)
         if exp is not None:
             wake.append(exp)
         self._wake = min(wake) if wake else None
+        return events
+
+    async def _run_due(self, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float,
+                       nominated: dict[str, float], events: list[DisruptionEvent]) -> tuple[ClusterSnapshot, bool]:
+        """Validate and execute the waiting commands that are due, in decision order, each on a
+        fresh snapshot (the ones before it executed); the first one dropped drops every one behind
+        it. Appends what was done to ``events``; returns the latest snapshot and True when a valid
+        command is held because this replica may not act now (nothing after it is looked at)."""
+        self._moving = [(c, v) for c, v in self._moving if any(c is q for q in self.queue.commands)]
+        while self.pipeline and now >= self._due(self.pipeline[0].command):
+            head = self.pipeline.pop(0)
+            cmd, why = self._validate(head.command, snapshot, types, now, nominated)
+            if why is None and (clash := overlapping(cmd.plan, [v for _, v in self._moving])) is not None:
+                why = Invalidation(DecisionKind.OVERLAPS_EARLIER_COMMAND, clash)
+            if why is not None:
+                events.append(self._dropped(now, cmd, why))
+                events += self._drop_behind(now, cmd)
+                break
+            if not self.sync.ready("disruption"):
+                self.pipeline.insert(0, head)  # decided on a synced view; validated again once synced
+                return snapshot, True
+            done = await self._execute(cmd, now, snapshot)
+            events += done
+            if not done:  # not executed: what was planned behind it assumed it was
+                events += self._drop_behind(now, cmd)
+                break
+            if head.view is not None and not self.dry_run:
+                self._moving.append((cmd, head.view))
+            snapshot = await collect_snapshot(self.kube, managed=self.provider.managed_node_classes(), buffers=self.capacity_buffers)
+        return snapshot, False
+
+    async def _plan_behind(self, snapshot: ClusterSnapshot, types: dict[str, list[InstanceType]], now: float,
+                           nominated: dict[str, float], avoid: frozenset[str]) -> list[DisruptionEvent]:
+        """Plan consolidations (:data:`BEHIND_METHODS`) behind the waiting commands until
+        ``pipeline_depth`` wait, each on the view where those before it were executed
+        (:func:`~karpy_core.controllers.disruption.pipeline.assume_executed` of ``snapshot``),
+        without their candidates nor the nodes their pods go to. Only the chosen candidates'
+        decision lines are logged (the others were judged on an assumed cluster). Nothing in a
+        dry run. Returns the ``DECIDED`` events."""
+        events: list[DisruptionEvent] = []
+        if self.dry_run or not self.pipeline or len(self.pipeline) >= self.settings.pipeline_depth:
+            # a dry run executes nothing: what it reports is one command at a time on the live
+            # cluster (the same command on the same state reported once, :meth:`_unreported`)
+            return events
+        key = "|".join([self._fingerprint(snapshot), ",".join(sorted(nominated)), str(len(avoid)),
+                        *(f"{w.command.decided_at}:{','.join(w.command.nodes)}" for w in self.pipeline)])
+        if key == self._behind_idle:
+            return events
+        view = snapshot
+        held = self._busy() | self._held()
+        for i, w in enumerate(self.pipeline):
+            assumed = assume_executed(view, types, w.command.plan)
+            if assumed is None:
+                self._behind_idle = key
+                return events
+            self.pipeline[i] = Waiting(w.command, assumed)
+            view, held = assumed.snapshot, held | assumed.held
+        while len(self.pipeline) < self.settings.pipeline_depth:
+            await asyncio.sleep(0)
+            lines: list[NodeDecision] = []
+            plan = await run_steps_async(plan_disruption_steps(
+                view, types, now, log=lines, methods=BEHIND_METHODS, exclude=frozenset(held),
+                max_single_simulations=self.settings.max_single_simulations, nominated=nominated,
+                min_savings=self.settings.min_savings, feature_gates=self.feature_gates, avoid=avoid),
+                slice_seconds=self.slice_seconds, pause_gc=True)
+            if plan is None or overlapping(plan, [w.view for w in self.pipeline if w.view is not None]) is not None:
+                self._behind_idle = key
+                break
+            names = {c.name for c in plan.candidates}
+            self._log(now, [d for d in lines if d.node in names and d.verdict is Verdict.DISRUPT])
+            events.append(DisruptionEvent(DisruptionEventKind.DECIDED, ",".join(c.name for c in plan.candidates),
+                                          reason=plan.reason.value,
+                                          details={"method": plan.method.value, "decision": plan.decision.value,
+                                                   "summary": plan.describe(), "behind": len(self.pipeline)}))
+            assumed = assume_executed(view, types, plan)
+            self.pipeline.append(Waiting(Command(plan, now), assumed))
+            if assumed is None:
+                break
+            view, held = assumed.snapshot, held | assumed.held
         return events
 
     def _fingerprint(self, snapshot: ClusterSnapshot) -> str:

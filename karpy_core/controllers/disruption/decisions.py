@@ -130,6 +130,11 @@ class DecisionKind(StrEnum):
     REPLACEMENT_TYPES_CHANGED = "replacement-types-changed"
     REPLACEMENT_FAILED = "replacement-failed"
     REPLACEMENT_TIMEOUT = "replacement-timeout"
+    EARLIER_COMMAND_DROPPED = "earlier-command-dropped"
+    """A command planned behind another one (validated side by side) is dropped with it: it was
+    planned on a view where the earlier command had been executed."""
+    OVERLAPS_EARLIER_COMMAND = "overlaps-earlier-command"
+    """A command planned behind another one would take a node or a pod of that command."""
 
 
 @dataclass(frozen=True, slots=True)
