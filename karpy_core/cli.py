@@ -89,7 +89,7 @@ METAVARS: dict[str, str] = {
     "--max-pods": "N", "--reserved-enis": "N", "--kube-client-qps": "N", "--kube-client-burst": "N",
     "--metrics-port": "PORT", "--health-probe-port": "PORT", "--memory-limit": "N", "--cpu-requests": "N",
     "--vm-memory-overhead-percent": "FRACTION", "--consolidation-min-savings": "FRACTION",
-    "--hook-timeout": "SECONDS",
+    "--hook-timeout": "SECONDS", "--disruption-pipeline-depth": "N",
 }
 """The metavar ``karpy COMMAND -h`` shows for each option taking a value (by its first long name; an
 argument by its parameter name), set on every command by :func:`readable_metavars`: typer's own
@@ -1388,7 +1388,7 @@ def controller(
         "--consolidation-min-savings", help="fraction of the disrupted nodes' price a repack consolidation must save, "
                                             "default 0.1 [KARPY_CONSOLIDATION_MIN_SAVINGS]")] = None,
     disruption_pipeline_depth: Annotated[int | None, _opt(
-        "--disruption-pipeline-depth", help="decided disruption commands validated side by side, 1 to 10, default 3 "
+        "--disruption-pipeline-depth", help="decided disruption commands validated side by side, 1 to 10, default 1 "
                                             "[KARPY_DISRUPTION_PIPELINE_DEPTH]")] = None,
     instance_types: Annotated[str | None, _opt("--instance-types", help="simulated provider: KWOK-format catalog "
                                                "[KARPY_INSTANCE_TYPES]")] = None,

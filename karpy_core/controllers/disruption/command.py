@@ -26,7 +26,7 @@ VALIDATION_DELAY = 15.0
 """Seconds between deciding a command and executing it (Karpenter ``commandValidationDelay``)."""
 REPLACEMENT_TIMEOUT = 600.0
 """Seconds a command waits for its replacements to initialize (Karpenter's minimum, 10 min)."""
-PIPELINE_DEPTH = 3
+PIPELINE_DEPTH = 1
 """Decided commands that may wait out the validation delay side by side (karpy's own default;
 Karpenter validates one command at a time: 1)."""
 
