@@ -185,9 +185,11 @@ def instance_type_shape_problem(it: InstanceType) -> str:
     """What is wrong with one instance type's own fields, in words (``""``: nothing): a field of the
     wrong type (``name`` not a ``str``, ``offerings`` not a list of :class:`Offering`, an offering's
     ``price`` not a number, ``capacity`` or an ``overhead`` part not ``dict[str, int]``), a
-    capacity of ``cpu``, ``memory`` or ``pods`` that is not > 0, or an allocatable (capacity minus
-    overhead, :attr:`InstanceType.allocatable` before its clamp at 0) that is not > 0 for one of
-    them: a node of that type could never hold a pod, and the run would count negative room.
+    capacity of ``cpu``, ``memory`` or ``pods`` that is not > 0 (a node of that type could never
+    hold a pod), or an overhead larger than that capacity (a negative allocatable, which
+    :attr:`InstanceType.allocatable` clamped at 0 silently). An allocatable of exactly 0 is
+    accepted: a kubelet reservation set by the user (``kube_reserved={"cpu": "1"}``) leaves 1-vCPU
+    types no cpu, and Karpenter's scheduler simply never picks such a type for a pod requesting it.
     Offerings' prices and zones are :func:`instance_type_problem`'s.
 
     The one rule for both the run (:func:`check_instance_types`) and the conformance kit
@@ -229,15 +231,15 @@ def instance_type_shape_problem(it: InstanceType) -> str:
         if amount <= 0:
             return f"{head} capacity {name} {amount}, expected > 0 ({unit})"
         left = amount - overhead.get(name, 0)
-        if left <= 0:
+        if left < 0:
             return (f"{head} allocatable {name} {left} (capacity {amount} - overhead {overhead.get(name, 0)} {unit}), "
-                    f"expected > 0: the overhead leaves no room for pods")
+                    f"expected >= 0: the overhead exceeds the capacity")
     return ""
 
 
 def instance_type_problem(types: Sequence[InstanceType]) -> str:
     """What is wrong with a plugin's instance types, in words (``""``: nothing): a name twice, a
-    field of the wrong type, no cpu, memory or pods left after overhead
+    field of the wrong type, no cpu, memory or pods capacity or an overhead above it
     (:func:`instance_type_shape_problem`), an offering without a zone or capacity type, a price
     that is NaN, infinite or negative. The same checks as the conformance kit's
     ``test_instance_types_well_formed`` (:mod:`karpy_core.testing.conformance`) that a run cannot
