@@ -186,10 +186,10 @@ def instance_type_shape_problem(it: InstanceType) -> str:
     wrong type (``name`` not a ``str``, ``offerings`` not a list of :class:`Offering`, an offering's
     ``price`` not a number, ``capacity`` or an ``overhead`` part not ``dict[str, int]``), a
     capacity of ``cpu``, ``memory`` or ``pods`` that is not > 0 (a node of that type could never
-    hold a pod), or an overhead larger than that capacity (a negative allocatable, which
-    :attr:`InstanceType.allocatable` clamped at 0 silently). An allocatable of exactly 0 is
-    accepted: a kubelet reservation set by the user (``kube_reserved={"cpu": "1"}``) leaves 1-vCPU
-    types no cpu, and Karpenter's scheduler simply never picks such a type for a pod requesting it.
+    hold a pod). An overhead at or above the capacity is accepted (:attr:`InstanceType.allocatable`
+    is then 0): it comes from the user's settings as often as from the plugin
+    (``kube_reserved={"cpu": "1"}`` leaves 1-vCPU types no cpu, ``--vm-memory-overhead-percent 0.2``
+    leaves t4g.nano no memory), and Karpenter keeps such a type, its scheduler never fitting a pod on it.
     Offerings' prices and zones are :func:`instance_type_problem`'s.
 
     The one rule for both the run (:func:`check_instance_types`) and the conformance kit
@@ -225,23 +225,17 @@ def instance_type_shape_problem(it: InstanceType) -> str:
         problem = _resources_problem(f"overhead.{part}", getattr(it.overhead, part))
         if problem:
             return f"{head} {problem}"
-    overhead = it.overhead.total()
     for name, unit in _RESOURCE_UNITS.items():
         amount = it.capacity.get(name, 0)
         if amount <= 0:
             return f"{head} capacity {name} {amount}, expected > 0 ({unit})"
-        left = amount - overhead.get(name, 0)
-        if left < 0:
-            return (f"{head} allocatable {name} {left} (capacity {amount} - overhead {overhead.get(name, 0)} {unit}), "
-                    f"expected >= 0: the overhead exceeds the capacity")
     return ""
 
 
 def instance_type_problem(types: Sequence[InstanceType]) -> str:
     """What is wrong with a plugin's instance types, in words (``""``: nothing): a name twice, a
-    field of the wrong type, no cpu, memory or pods capacity or an overhead above it
-    (:func:`instance_type_shape_problem`), an offering without a zone or capacity type, a price
-    that is NaN, infinite or negative. The same checks as the conformance kit's
+    field of the wrong type, no cpu, memory or pods capacity (:func:`instance_type_shape_problem`),
+    an offering without a zone or capacity type, a price that is NaN, infinite or negative. The same checks as the conformance kit's
     ``test_instance_types_well_formed`` (:mod:`karpy_core.testing.conformance`) that a run cannot
     do without (a NaN price makes the cheapest-offering search never settle; a negative one gives
     negative costs; a price given as a str raised ``TypeError`` deep in the run, trial 9). A zero

@@ -31,7 +31,7 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
   teardown's ``karpy_close`` and every ``karpy_delete`` must answer None too;
 * instance types are well formed, by the rule a run applies
   (:func:`~karpy_core.cloudprovider.calls.instance_type_problem`: every field of its type, ``cpu``,
-  ``memory`` and ``pods`` > 0 in capacity and not below overhead, every offering with a zone, a
+  ``memory`` and ``pods`` > 0 in capacity, every offering with a zone, a
   capacity type and a finite price ``>= 0``), and requirements define the well-known labels they
   resolve (arch, os, instance-type, zone, capacity-type); a failure names the hook, the instance
   type and the field;
@@ -144,9 +144,8 @@ class ProviderConformance:
     # ------------------------------------------------------------------ tests
     async def test_instance_types_well_formed(self, provider: CloudProvider) -> None:
         """Every instance type passes the run's own check (:func:`~karpy_core.cloudprovider.calls.instance_type_problem`:
-        fields of the right types, ``cpu``, ``memory`` and ``pods`` > 0 in capacity and not
-        below overhead, offerings with a zone, a capacity type and a finite price >= 0, unique names) and
-        defines the well-known labels it resolves. The facade raises
+        fields of the right types, ``cpu``, ``memory`` and ``pods`` > 0 in capacity, offerings with
+        a zone, a capacity type and a finite price >= 0, unique names) and defines the well-known labels it resolves. The facade raises
         :class:`~karpy_core.errors.PluginHookError` naming the hook, type and field when the check
         fails; a failure here names them too."""
         hook = f"cloud provider plugin {provider.name!r}: karpy_get_instance_types returned"

@@ -36,8 +36,6 @@ PRICES: dict[str, Any] = {"price_nan": float("nan"), "price_inf": float("inf"), 
 SHAPES: dict[str, Any] = {
     "cpu_zero": lambda t: dataclasses.replace(t, capacity={**t.capacity, "cpu": 0}),
     "cpu_str": lambda t: dataclasses.replace(t, capacity={**t.capacity, "cpu": "4"}),
-    "overhead_over_memory": lambda t: dataclasses.replace(t, overhead=dataclasses.replace(
-        t.overhead, system_reserved={**t.overhead.system_reserved, "memory": t.capacity["memory"]})),
     "pods_float": lambda t: dataclasses.replace(t, capacity={**t.capacity, "pods": 58.0}),
     "overhead_none": lambda t: dataclasses.replace(t, overhead=None),
 }

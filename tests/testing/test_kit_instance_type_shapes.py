@@ -30,7 +30,6 @@ class _MistakenKit(ProviderConformance):
     ("price_str", "with offering price '0.1' (str) (on-demand in "),
     ("cpu_zero", "with capacity cpu 0, expected > 0 (millicores)"),
     ("cpu_str", "with capacity cpu '4' (str), expected an int"),
-    ("overhead_over_memory", "with allocatable memory -"),
 ])
 async def test_well_formed_names_hook_type_and_field(mistake: str, field: str) -> None:
     kit = _MistakenKit(mistake)
