@@ -1164,10 +1164,18 @@ def validate(
     found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
     warned = f" ({len(loaded.warnings)} warning{'s' if len(loaded.warnings) != 1 else ''} below)" if loaded.warnings else ""
     typer.echo(f"valid{warned}: {found}")
+    from karpy_core.apis.loader import unserved_kind_message
     from karpy_core.sim.simulator import is_simulated
 
+    class_refs = {(r.group, r.kind, r.name) for r in (p.spec.template.spec.node_class_ref for p in loaded.nodepools)}
     for obj in loaded.other:  # what simulate stores as read (PVCs, StorageClasses...) or ignores
-        what = "stored as read by simulate" if is_simulated(obj.api_version, obj.kind) else "ignored (kind not modelled)"
+        group = str(obj.api_version).rpartition("/")[0]
+        if (group, obj.kind, obj.name) in class_refs:  # a NodePool's NodeClass whose kind no installed plugin models
+            what = f"not validated: {unserved_kind_message(group, str(obj.kind))}"
+        elif is_simulated(obj.api_version, obj.kind):
+            what = "stored as read by simulate"
+        else:
+            what = "ignored (kind not modelled)"
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in loaded.warnings:
         typer.echo(f"warning: {w}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from karpy_core.cloudprovider.watch import watched
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from karpy_core.cloudprovider.types import InstanceType
 
 __all__ = ["NOTHING", "STR_DRIFT_REASON", "CallsDecorator", "CloudCalls", "PluginCalls", "call_hook", "call_hook_sync",
-           "check_instance_types", "expect", "expect_none", "instance_type_problem"]
+           "check_instance_types", "expect", "expect_none", "instance_type_problem",
+           "instance_type_shape_problem"]
 
 
 class CloudCalls(Protocol):
@@ -147,20 +148,111 @@ _CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
 return the same, shared objects on every call)."""
 
 
+_RESOURCE_UNITS = {"cpu": "millicores", "memory": "bytes", "pods": "pods"}
+"""The resources every instance type must offer (> 0 in capacity and in allocatable), with their
+internal units (:mod:`karpy_core.scheduling.resources`)."""
+
+
+def _is_number(value: object) -> bool:
+    """True for an ``int`` or ``float`` that is not a ``bool``."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _wrong_type(value: object) -> str:
+    """``value`` shown with its type, short: ``'0.02' (str)``."""
+    shown = repr(value)
+    return f"{shown if len(shown) <= 40 else shown[:37] + '...'} ({type(value).__name__})"
+
+
+def _resources_problem(what: str, value: object) -> str:
+    """What is wrong with a resource list ``value`` (``capacity``, ``overhead.kube_reserved``...):
+    not a mapping of ``str`` to ``int`` >= 0 in internal units; ``""`` when nothing is."""
+    if not isinstance(value, Mapping):
+        return f"{what} {_wrong_type(value)}, expected a dict of resource name to int (internal units)"
+    for name, amount in value.items():
+        if not isinstance(name, str):
+            return f"{what} key {_wrong_type(name)}, expected a resource name (str)"
+        if not isinstance(amount, int) or isinstance(amount, bool):
+            return (f"{what} {name} {_wrong_type(amount)}, expected an int in internal units "
+                    f"({_RESOURCE_UNITS.get(name, 'millicores for cpu, bytes for memory, a count otherwise')}; "
+                    f"parse_resource_list converts quantities such as '4' or '16Gi')")
+        if amount < 0:
+            return f"{what} {name} {amount}, expected >= 0"
+    return ""
+
+
+def instance_type_shape_problem(it: InstanceType) -> str:
+    """What is wrong with one instance type's own fields, in words (``""``: nothing): a field of the
+    wrong type (``name`` not a ``str``, ``offerings`` not a list of :class:`Offering`, an offering's
+    ``price`` not a number, ``capacity`` or an ``overhead`` part not ``dict[str, int]``), a
+    capacity of ``cpu``, ``memory`` or ``pods`` that is not > 0 (a node of that type could never
+    hold a pod). An overhead at or above the capacity is accepted (:attr:`InstanceType.allocatable`
+    is then 0): it comes from the user's settings as often as from the plugin
+    (``kube_reserved={"cpu": "1"}`` leaves 1-vCPU types no cpu, ``--vm-memory-overhead-percent 0.2``
+    leaves t4g.nano no memory), and Karpenter keeps such a type, its scheduler never fitting a pod on it.
+    Offerings' prices and zones are :func:`instance_type_problem`'s.
+
+    The one rule for both the run (:func:`check_instance_types`) and the conformance kit
+    (:mod:`karpy_core.testing.conformance`); the message names the type and the field, e.g.
+    ``instance type 'z1.micro' with capacity cpu 0, expected > 0 (millicores)``.
+    """
+    from karpy_core.cloudprovider.types import Offering, Overhead
+
+    if not isinstance(it.name, str) or not it.name:
+        return f"an instance type with name {_wrong_type(it.name)}, expected a non-empty str"
+    head = f"instance type {it.name!r} with"
+    if not isinstance(it.offerings, list | tuple):
+        return f"{head} offerings {_wrong_type(it.offerings)}, expected a list of Offering"
+    for o in it.offerings:
+        if not isinstance(o, Offering):
+            return f"{head} an offering {_wrong_type(o)}, expected an Offering"
+        where = f"({o.capacity_type!s} in {o.zone!s})"
+        if not isinstance(o.zone, str) or not isinstance(o.capacity_type, str):
+            field_, value = ("zone", o.zone) if not isinstance(o.zone, str) else ("capacity_type", o.capacity_type)
+            return f"{head} offering {field_} {_wrong_type(value)} {where}, expected a str"
+        if not _is_number(o.price):
+            return f"{head} offering price {_wrong_type(o.price)} {where}, expected a number (USD/hour, a float)"
+        if not isinstance(o.available, bool):
+            return f"{head} offering available {_wrong_type(o.available)} {where}, expected a bool"
+        if not isinstance(o.reservation_capacity, int) or isinstance(o.reservation_capacity, bool):
+            return f"{head} offering reservation_capacity {_wrong_type(o.reservation_capacity)} {where}, expected an int"
+    problem = _resources_problem("capacity", it.capacity)
+    if problem:
+        return f"{head} {problem}"
+    if not isinstance(it.overhead, Overhead):
+        return f"{head} overhead {_wrong_type(it.overhead)}, expected an Overhead"
+    for part in ("kube_reserved", "system_reserved", "eviction_threshold"):
+        problem = _resources_problem(f"overhead.{part}", getattr(it.overhead, part))
+        if problem:
+            return f"{head} {problem}"
+    for name, unit in _RESOURCE_UNITS.items():
+        amount = it.capacity.get(name, 0)
+        if amount <= 0:
+            return f"{head} capacity {name} {amount}, expected > 0 ({unit})"
+    return ""
+
+
 def instance_type_problem(types: Sequence[InstanceType]) -> str:
-    """What is wrong with a plugin's instance types, in words (``""``: nothing): a name twice, an
-    offering without a zone or capacity type, a price that is NaN, infinite or negative. The
-    same checks as the conformance kit's ``test_instance_types_well_formed``
-    (:mod:`karpy_core.testing.conformance`) that a run cannot do without (a NaN price makes the
-    cheapest-offering search never settle; a negative one gives negative costs). A zero price is
-    accepted: a free offering is plausible (a prepaid or on-premises pool)."""
+    """What is wrong with a plugin's instance types, in words (``""``: nothing): a name twice, a
+    field of the wrong type, no cpu, memory or pods capacity (:func:`instance_type_shape_problem`),
+    an offering without a zone or capacity type, a price that is NaN, infinite or negative. The same checks as the conformance kit's
+    ``test_instance_types_well_formed`` (:mod:`karpy_core.testing.conformance`) that a run cannot
+    do without (a NaN price makes the cheapest-offering search never settle; a negative one gives
+    negative costs; a price given as a str raised ``TypeError`` deep in the run, trial 9). A zero
+    price is accepted: a free offering is plausible (a prepaid or on-premises pool)."""
     seen: set[str] = set()
     for it in types:
+        if it in _CHECKED:
+            if it.name in seen:
+                return f"instance type {it.name!r} twice (names must be unique)"
+            seen.add(it.name)
+            continue
+        shape = instance_type_shape_problem(it)
+        if shape:
+            return shape
         if it.name in seen:
             return f"instance type {it.name!r} twice (names must be unique)"
         seen.add(it.name)
-        if it in _CHECKED:
-            continue
         for o in it.offerings:
             if not o.zone or not o.capacity_type:
                 return (f"instance type {it.name!r} with an offering without a "

@@ -13,7 +13,9 @@ These stand in for the parts of a real cluster karpy does not own:
 * :class:`KubeSchedulerSimulator` - binds pending pods to nodes that fit them
   (:func:`~karpy_core.scheduling.kubescheduler.kube_schedule`, which the disruption planner
   replays for the pods a consolidation moves: first fit over
-  nodes by name, honouring taints, node affinity and free resources; a pod's
+  nodes by name, honouring taints, node affinity and free resources; a Node whose ``Ready``
+  condition is not ``True`` carries the node lifecycle controller's ``not-ready``/``unreachable``
+  taint, :attr:`~karpy_core.state.views.NodeView.scheduling_taints`, as the provisioner sees it; a pod's
   ``status.nominatedNodeName`` first, with the room of the pods nominated to a node held for
   them, as kube-scheduler does) and marks the rest ``PodScheduled=False/Unschedulable``, which
   is what karpy's provisioner watches for; a pod with ``spec.schedulingGates`` left is not tried
@@ -232,7 +234,7 @@ class KubeSchedulerSimulator:
 
         nodes = [
             n for n in self.cluster.views("Node") or ()
-            if isinstance(n, NodeView) and not n.deleting and not n.unschedulable and n.ready
+            if isinstance(n, NodeView) and not n.deleting and not n.unschedulable
         ]
         pods = [p for p in self.cluster.views("Pod") or () if isinstance(p, PodView)]
         if not nodes:  # nothing to bind to: every pending pod stays pending, as kube_schedule leaves them
@@ -249,7 +251,7 @@ class KubeSchedulerSimulator:
             ExistingNode(
                 name=n.name,
                 labels=dict(n.labels),
-                taints=n.taints,
+                taints=n.scheduling_taints,  # a Node not Ready: tainted not-ready/unreachable
                 allocatable=dict(n.allocatable),
                 requested=requested.get(n.name, {}),
                 initialized=True,

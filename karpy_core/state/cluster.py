@@ -519,7 +519,7 @@ def existing_nodes(snapshot: ClusterSnapshot, startup_taints: Mapping[str, Seque
             ExistingNode(
                 name=n.name,
                 labels=dict(n.labels),
-                taints=n.taints,
+                taints=n.scheduling_taints,  # not Ready: the node lifecycle controller's taint
                 allocatable=dict(n.allocatable),
                 requested=requested.get(n.name, {}),
                 nodepool=n.nodepool,

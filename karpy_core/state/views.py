@@ -35,6 +35,11 @@ from karpy_core.scheduling.taints import Taint, parse_taints, parse_tolerations,
 from karpy_core.utils.pdb import pod_ready
 from karpy_core.utils.timestamps import parse_rfc3339
 
+NOT_READY_TAINT_KEY = "node.kubernetes.io/not-ready"
+"""The taint key on a Node whose ``Ready`` condition is ``False`` (kube ``TaintNodeNotReady``)."""
+UNREACHABLE_TAINT_KEY = "node.kubernetes.io/unreachable"
+"""The taint key on a Node whose ``Ready`` condition is ``Unknown`` or absent (kube ``TaintNodeUnreachable``)."""
+
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
     from karpy_core.scheduling.pod import PodInfo
@@ -657,6 +662,25 @@ class NodeView:
         """The ``Ready`` condition is ``True``."""
         c = condition_of(self.conditions, "Ready")
         return c is not None and c.is_true
+
+    @property
+    def scheduling_taints(self) -> tuple[Taint, ...]:
+        """``spec.taints`` plus the ``NoSchedule`` taint kube-controller-manager's node lifecycle
+        controller keeps on a Node whose ``Ready`` condition is not ``True`` (its
+        taint-nodes-by-condition pass, ``pkg/controller/nodelifecycle``
+        ``nodeConditionToTaintKeyStatusMap``): ``node.kubernetes.io/not-ready`` for ``False``,
+        ``node.kubernetes.io/unreachable`` for ``Unknown`` or no ``Ready`` condition at all (a Node
+        that never posted status is marked ``Unknown``, ``NodeStatusNeverUpdated``; karpy does not
+        wait out the grace period). What kube-scheduler and Karpenter's provisioner both see
+        (neither filters on conditions; Karpenter's ``StateNode.Taints`` drops these ephemeral
+        taints only on a managed node not initialized yet), so the two agree on such a node."""
+        ready = condition_of(self.conditions, "Ready")
+        if ready is not None and ready.is_true:
+            return self.taints
+        key = NOT_READY_TAINT_KEY if ready is not None and ready.status == "False" else UNREACHABLE_TAINT_KEY
+        if any(t.key == key and t.effect == "NoSchedule" for t in self.taints):
+            return self.taints
+        return (*self.taints, Taint(key, "", "NoSchedule"))
 
     @property
     def disrupted(self) -> bool:

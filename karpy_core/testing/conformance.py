@@ -29,9 +29,12 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
   the context :meth:`make_provider` left, the default one if it prepared none): a ``karpy_prepare``
   that raises or answers something else than None fails every test, naming the hook; the
   teardown's ``karpy_close`` and every ``karpy_delete`` must answer None too;
-* instance types are well formed: requirements define the well-known labels they resolve
-  (arch, os, instance-type, zone, capacity-type), every offering has a zone and a capacity type,
-  ``allocatable <= capacity``, prices ``>= 0``;
+* instance types are well formed, by the rule a run applies
+  (:func:`~karpy_core.cloudprovider.calls.instance_type_problem`: every field of its type, ``cpu``,
+  ``memory`` and ``pods`` > 0 in capacity, every offering with a zone, a
+  capacity type and a finite price ``>= 0``), and requirements define the well-known labels they
+  resolve (arch, os, instance-type, zone, capacity-type); a failure names the hook, the instance
+  type and the field;
 * create -> get -> list -> delete round trip, with the created NodeClaim's labels consistent
   with an offering of the instance type it names, and capacity/allocatable set;
 * create is idempotent by NodeClaim name: creating the same NodeClaim again (a retry) or a new
@@ -52,7 +55,6 @@ What is checked (the contract in :mod:`karpy_core.cloudprovider.hookspecs`, Karp
 from __future__ import annotations
 
 import inspect
-import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -62,6 +64,7 @@ import pytest
 from karpy_core.apis.labels import LABEL_ARCH, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_OS, LABEL_ZONE
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
+from karpy_core.cloudprovider.calls import instance_type_problem
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.cloudprovider.types import InstanceType, RepairPolicy
 from karpy_core.errors import NodeClaimNotFoundError, PluginHookError
@@ -140,25 +143,32 @@ class ProviderConformance:
 
     # ------------------------------------------------------------------ tests
     async def test_instance_types_well_formed(self, provider: CloudProvider) -> None:
+        """Every instance type passes the run's own check (:func:`~karpy_core.cloudprovider.calls.instance_type_problem`:
+        fields of the right types, ``cpu``, ``memory`` and ``pods`` > 0 in capacity, offerings with
+        a zone, a capacity type and a finite price >= 0, unique names) and defines the well-known labels it resolves. The facade raises
+        :class:`~karpy_core.errors.PluginHookError` naming the hook, type and field when the check
+        fails; a failure here names them too."""
+        hook = f"cloud provider plugin {provider.name!r}: karpy_get_instance_types returned"
         types = await provider.get_instance_types(self.make_nodepool())
-        assert types, "get_instance_types returned nothing for a Ready NodeClass"
-        names = [t.name for t in types]
-        assert len(names) == len(set(names)), "instance type names repeat"
+        assert types, f"{hook} nothing for a Ready NodeClass"
+        problem = instance_type_problem(types)
+        assert not problem, f"{hook} {problem}"
         for it in types:
             for key in (LABEL_ARCH, LABEL_OS, LABEL_INSTANCE_TYPE, LABEL_ZONE, LABEL_CAPACITY_TYPE):
-                assert key in it.requirements, f"{it.name}: requirements miss well-known label {key}"
+                assert key in it.requirements, f"{hook} instance type {it.name!r}: requirements miss well-known label {key}"
             names_req, zones, capacity_types = (it.requirements.get(k) for k in (LABEL_INSTANCE_TYPE, LABEL_ZONE, LABEL_CAPACITY_TYPE))
-            assert names_req is not None and names_req.has(it.name)
-            assert it.offerings, f"{it.name}: no offerings (list unavailable ones too, with available=False)"
+            assert names_req is not None and names_req.has(it.name), \
+                f"{hook} instance type {it.name!r} whose {LABEL_INSTANCE_TYPE} requirement does not allow its name"
+            assert it.offerings, f"{hook} instance type {it.name!r} without offerings (list unavailable ones too, with available=False)"
             for o in it.offerings:
-                assert o.zone and o.capacity_type, f"{it.name}: offering without zone/capacity type: {o}"
-                assert math.isfinite(o.price), f"{it.name}: price {o.price} is not a finite number: {o}"
-                assert o.price >= 0, f"{it.name}: negative price {o}"
-                assert zones is not None and zones.has(o.zone)
-                assert capacity_types is not None and capacity_types.has(o.capacity_type)
+                assert zones is not None and zones.has(o.zone), \
+                    f"{hook} instance type {it.name!r} whose {LABEL_ZONE} requirement does not allow offering zone {o.zone}"
+                assert capacity_types is not None and capacity_types.has(o.capacity_type), (
+                    f"{hook} instance type {it.name!r} whose {LABEL_CAPACITY_TYPE} requirement does not allow offering "
+                    f"capacity type {o.capacity_type}")
             for res, amount in it.allocatable.items():
-                assert 0 <= amount <= it.capacity.get(res, 0), f"{it.name}: allocatable {res} exceeds capacity"
-            assert it.capacity.get("cpu", 0) > 0 and it.capacity.get("memory", 0) > 0 and it.capacity.get("pods", 0) > 0
+                assert 0 <= amount <= it.capacity.get(res, 0), \
+                    f"{hook} instance type {it.name!r} with allocatable {res} {amount} above capacity {it.capacity.get(res, 0)}"
 
     async def test_create_get_list_delete_round_trip(self, provider: CloudProvider) -> None:
         claim = self.make_nodeclaim(self._name())

@@ -28,8 +28,18 @@ GONE = "mistake-gone"
 UNMODELLED = ("mistake.example.com", "MistakeNodeClass")
 """The NodeClass kind ``mistake=unmodelled_kind`` serves, which no ``karpy.apis`` entry point models."""
 
-PRICES = {"price_nan": float("nan"), "price_inf": float("inf"), "price_negative": -0.5, "price_zero": 0.0}
-"""``mistake=`` -> the price every offering gets."""
+PRICES: dict[str, Any] = {"price_nan": float("nan"), "price_inf": float("inf"), "price_negative": -0.5, "price_zero": 0.0,
+                          "price_str": "0.1"}
+"""``mistake=`` -> the price every offering gets (``price_str``: a str, trial 9's ``string_price``)."""
+
+
+SHAPES: dict[str, Any] = {
+    "cpu_zero": lambda t: dataclasses.replace(t, capacity={**t.capacity, "cpu": 0}),
+    "cpu_str": lambda t: dataclasses.replace(t, capacity={**t.capacity, "cpu": "4"}),
+    "pods_float": lambda t: dataclasses.replace(t, capacity={**t.capacity, "pods": 58.0}),
+    "overhead_none": lambda t: dataclasses.replace(t, overhead=None),
+}
+"""``mistake=`` -> how the first instance type is spoiled (trial 9's ``zero_cpu`` and its kin)."""
 
 
 class _Mistaken(BrokenProvider):
@@ -59,6 +69,8 @@ class _Mistaken(BrokenProvider):
             return self._priced(types, PRICES[self.mistake])
         if self.mistake == "dup_names":
             return [*types, types[0]]
+        if self.mistake in SHAPES:
+            return [SHAPES[self.mistake](types[0]), *types[1:]]
         if self.mistake == "no_zone":
             return [dataclasses.replace(types[0], offerings=[dataclasses.replace(o, zone="") for o in types[0].offerings]),
                     *types[1:]]
@@ -98,7 +110,7 @@ class _AsyncName(_Mistaken):
 
 
 MISTAKES = ("wrong_arg", "async_name", "return_none", "unmodelled_kind", "dup_names", "no_zone", "git_hang",
-            "git_block", "create_hang", "note_block", *PRICES)
+            "git_block", "create_hang", "note_block", *PRICES, *SHAPES)
 """What ``mistake=`` takes."""
 
 

@@ -134,6 +134,11 @@ def test_hook_timeout_must_not_be_negative() -> None:
     ("price_negative", "with offering price -0.5 ("),
     ("dup_names", "twice (names must be unique)"),
     ("no_zone", "with an offering without a zone"),
+    ("price_str", "with offering price '0.1' (str) (on-demand in "),
+    ("cpu_zero", "with capacity cpu 0, expected > 0 (millicores)"),
+    ("cpu_str", "with capacity cpu '4' (str), expected an int in internal units (millicores;"),
+    ("pods_float", "with capacity pods 58.0 (float), expected an int in internal units (pods;"),
+    ("overhead_none", "with overhead None (NoneType), expected an Overhead"),
 ])
 def test_simulate_refuses_ill_formed_instance_types_in_one_line(mistake: str, problem: str) -> None:
     code, out, err = _run("simulate", mistake)
@@ -157,7 +162,8 @@ def test_instance_type_problem_names_the_first_offending_type() -> None:
     from karpy_core.scheduling.requirements import Requirements
 
     def it(name: str, *offerings: Offering) -> InstanceType:
-        return InstanceType(name=name, requirements=Requirements.of(), offerings=list(offerings), capacity={"cpu": 1000})
+        return InstanceType(name=name, requirements=Requirements.of(), offerings=list(offerings),
+                            capacity={"cpu": 1000, "memory": 2**30, "pods": 10})
 
     good = it("a", Offering("z1", "on-demand", 0.1), Offering("z1", "spot", 0.0))
     assert instance_type_problem([good]) == ""
