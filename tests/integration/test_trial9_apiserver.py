@@ -1,0 +1,62 @@
+"""Parity with the real kube-apiserver (and karpy's CRDs, which carry Karpenter v1.15.0's rules) for
+what trial 9's fuzzer found karpy accepting. Each object is POSTed with ``dryRun=All`` and
+``fieldValidation=Strict`` (the harness of test_trial3_apiserver.py) and the loader's answer
+compared: both accept, or both refuse with a phrase both answers hold."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from karpy_core.errors import KubeAPIError
+from tests.integration.test_trial3_apiserver import dry_run, loader_problems, workload
+
+pytestmark = pytest.mark.devcluster
+
+
+def _nodepool(*requirements: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "trial9"},
+            "spec": {"template": {"spec": {
+                "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}, *requirements],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}}}
+
+
+def _spec(kind: str, **spec: Any) -> dict[str, Any]:
+    obj = workload(kind)
+    obj["spec"].update(copy.deepcopy(spec))
+    return obj
+
+
+NODEPOOL_KEY = 'label "karpenter.sh/nodepool" is restricted'
+CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
+    # name: (object, accepted, a phrase both answers hold when refused)
+    "nodepool-requirement-nodepool-key": (_nodepool({"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}),
+                                          False, NODEPOOL_KEY),
+    "nodepool-requirement-capacity-type": (_nodepool({"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}),
+                                           True, ""),
+}
+
+
+async def _dry_run(kube: Any, obj: dict[str, Any]) -> None:
+    """``dryRun=All`` POST (a NodePool is cluster-scoped: test_trial3_apiserver's path is namespaced)."""
+    if obj["kind"] == "NodePool":
+        await kube._request("POST", "/apis/karpenter.sh/v1/nodepools", query=[("dryRun", "All"), ("fieldValidation", "Strict")],
+                            body=obj)
+    else:
+        await dry_run(kube, obj)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_loader_and_apiserver_agree_on_the_trial9_findings(kube, case):
+    obj, accepted, phrase = CASES[case]
+    try:
+        await _dry_run(kube, obj)
+        server = ""
+    except KubeAPIError as exc:
+        assert exc.status in (400, 422), exc
+        server = str(exc)
+    mine = "\n".join(loader_problems(obj))
+    assert (not server) is accepted and (not mine) is accepted, (case, server, mine)
+    assert phrase in server and phrase in mine, (case, phrase, server, mine)
