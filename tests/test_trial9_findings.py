@@ -7,9 +7,11 @@ field, with the server's wording, and exit 2. The server's side of each is check
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from karpy_core.scheduling.pod import pod_info
 from tests.cli import invoke_cli
 from tests.test_input_classes import _problems
 
@@ -36,3 +38,33 @@ def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -
     line = _refused(name)
     assert line.startswith(f"{DATA / name}.yaml {where}: "), line
     assert problem in line, line
+
+
+EMPTY_TERM = "nodeSelectorTerms[0] has no matchExpressions or matchFields, and kube-scheduler matches no node with an empty term"
+
+
+@pytest.mark.parametrize("name", ["c0055_pod_empty_terms", "c0088_pod_empty_terms"])
+def test_an_empty_node_selector_term_leaves_the_pod_pending(name: str) -> None:
+    """kube-apiserver accepts ``nodeSelectorTerms: [{}]`` (or ``[{matchExpressions: []}]``), but
+    kube-scheduler's nodeaffinity matches no node with an empty term: nothing is launched."""
+    assert invoke_cli("validate", str(DATA / f"{name}.yaml")).exit_code == 0
+    result = invoke_cli("simulate", str(DATA / f"{name}.yaml"))
+    assert result.exit_code == 0, result.output
+    assert "0 nodes (0 launched by karpy)" in result.output
+    pending = [line for line in result.output.splitlines() if line.startswith("  default/inflate-")]
+    assert pending and all(line.endswith(f": required node affinity matches no node: {EMPTY_TERM}") for line in pending), pending
+
+
+def test_an_empty_term_beside_a_matching_one_is_skipped() -> None:
+    """Terms are ORed: an empty one matches nothing, the other still decides."""
+    def pod(terms: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c"}], "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}}
+
+    arch = {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}
+    info = pod_info(pod([{}, arch]))
+    assert info.unsupported == ""
+    assert [sorted(t.by_key) for t in info.requirement_terms] == [["kubernetes.io/arch"]]
+    assert pod_info(pod([{"matchExpressions": []}, {}])).unsupported == (
+        "required node affinity matches no node: nodeSelectorTerms[0], nodeSelectorTerms[1] have no matchExpressions or "
+        "matchFields, and kube-scheduler matches no node with an empty term")

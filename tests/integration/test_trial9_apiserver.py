@@ -36,6 +36,11 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
                                           False, NODEPOOL_KEY),
     "nodepool-requirement-capacity-type": (_nodepool({"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}),
                                            True, ""),
+    # accepted: an empty term matches no node (kube-scheduler), which simulate reports as the pod's reason
+    "empty-node-selector-term": (workload("Pod", pod={"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}}), True, ""),
+    "empty-match-expressions": (workload("Deployment", pod={"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}}}}), True, ""),
 }
 
 
