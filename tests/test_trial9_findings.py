@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from karpy_core.scheduling.pod import pod_info
+from karpy_core.scheduling.topology import parse_spread
 from tests.cli import invoke_cli
 from tests.test_input_classes import _problems
 
@@ -33,6 +34,8 @@ def _refused(name: str) -> str:
 @pytest.mark.parametrize(("name", "where", "problem"), [
     ("c0096_np_bad_key", "doc 1 NodePool/general-purpose: spec.template.spec: requirements[5].key",
      'Invalid value: "karpenter.sh/nodepool": label "karpenter.sh/nodepool" is restricted'),
+    ("c0020_spread_bad", "doc 3 Deployment/inflate: spec.template.spec.topologySpreadConstraints[0].topologyKey",
+     "Required value: can not be empty"),
 ])
 def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -> None:
     line = _refused(name)
@@ -68,3 +71,11 @@ def test_an_empty_term_beside_a_matching_one_is_skipped() -> None:
     assert pod_info(pod([{"matchExpressions": []}, {}])).unsupported == (
         "required node affinity matches no node: nodeSelectorTerms[0], nodeSelectorTerms[1] have no matchExpressions or "
         "matchFields, and kube-scheduler matches no node with an empty term")
+
+
+def test_an_empty_spread_key_never_reaches_a_reason() -> None:
+    """A pod read without the loader (from a cluster, a test) with ``topologyKey: ""`` is refused at
+    parse time, so no pending reason names a blank label."""
+    with pytest.raises(ValueError, match=r"^topologySpreadConstraints\[1\]\.topologyKey: Required value: can not be empty$"):
+        parse_spread([{"topologyKey": "kubernetes.io/hostname", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"},
+                      {"topologyKey": "", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}], {})

@@ -293,6 +293,15 @@ class TopologySpreadConstraint(LenientModel):
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     match_label_keys: list[Str] = Field(default_factory=list)
 
+    @field_validator("topology_key")
+    @classmethod
+    def _topology_key_required(cls, value: str) -> str:
+        """kube-apiserver's ``ValidateTopologyKey``: ``Required value: can not be empty`` (a spread
+        over an unnamed label has no domains)."""
+        if not value:
+            raise ValueError("Required value: can not be empty")
+        return value
+
     @model_validator(mode="after")
     def _min_domains_needs_do_not_schedule(self) -> TopologySpreadConstraint:
         """kube-apiserver's ``validateMinDomains``: ``minDomains`` only with ``DoNotSchedule``."""

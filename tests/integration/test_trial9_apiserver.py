@@ -41,6 +41,9 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}}), True, ""),
     "empty-match-expressions": (workload("Deployment", pod={"affinity": {"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]}}}}), True, ""),
+    "spread-empty-topology-key": (workload("Deployment", pod={"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "w"}}}]}),
+        False, "topologySpreadConstraints[0].topologyKey: Required value: can not be empty"),
 }
 
 
