@@ -36,6 +36,8 @@ def _refused(name: str) -> str:
      'Invalid value: "karpenter.sh/nodepool": label "karpenter.sh/nodepool" is restricted'),
     ("c0020_spread_bad", "doc 3 Deployment/inflate: spec.template.spec.topologySpreadConstraints[0].topologyKey",
      "Required value: can not be empty"),
+    ("c0021_spread_dup", "doc 3 Deployment/inflate: spec.template.spec: topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
+     'Duplicate value: "{kubernetes.io/hostname, DoNotSchedule}"'),
 ])
 def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -> None:
     line = _refused(name)

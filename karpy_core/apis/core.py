@@ -929,6 +929,22 @@ class PodSpec(LenientModel):
         return self
 
     @model_validator(mode="after")
+    def _unique_spread_constraints(self) -> PodSpec:
+        """One spread constraint per ``{topologyKey, whenUnsatisfiable}``, as kube-apiserver's
+        ``ValidateSpreadConstraintNotRepeat`` (``pkg/apis/core/validation/validation.go``) requires:
+        the error names the first of a repeated pair (``Duplicate value``)."""
+        constraints = self.topology_spread_constraints
+        problems = []
+        for i, constraint in enumerate(constraints):
+            pair = (constraint.topology_key, constraint.when_unsatisfiable)
+            if any((later.topology_key, later.when_unsatisfiable) == pair for later in constraints[i + 1:]):
+                problems.append(f"topologySpreadConstraints[{i}].{{topologyKey, whenUnsatisfiable}}: Duplicate value: "
+                                f'"{{{pair[0]}, {pair[1]}}}"')
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _unique_container_names(self) -> PodSpec:
         """Container names are unique across ``initContainers`` and ``containers``, as
         kube-apiserver's ``validateInitContainers``/``validateContainers`` require (``Duplicate

@@ -29,6 +29,8 @@ def _spec(kind: str, **spec: Any) -> dict[str, Any]:
     return obj
 
 
+HOSTNAME_SPREAD = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+                   "labelSelector": {"matchLabels": {"app": "w"}}}
 NODEPOOL_KEY = 'label "karpenter.sh/nodepool" is restricted'
 CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     # name: (object, accepted, a phrase both answers hold when refused)
@@ -44,6 +46,11 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     "spread-empty-topology-key": (workload("Deployment", pod={"topologySpreadConstraints": [
         {"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "w"}}}]}),
         False, "topologySpreadConstraints[0].topologyKey: Required value: can not be empty"),
+    "spread-duplicate": (workload("Pod", pod={"topologySpreadConstraints": [HOSTNAME_SPREAD, HOSTNAME_SPREAD]}), False,
+                         'topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: Duplicate value: '
+                         '"{kubernetes.io/hostname, DoNotSchedule}"'),
+    "spread-same-key-other-policy": (workload("Pod", pod={"topologySpreadConstraints": [
+        HOSTNAME_SPREAD, {**HOSTNAME_SPREAD, "whenUnsatisfiable": "ScheduleAnyway"}]}), True, ""),
 }
 
 
