@@ -38,6 +38,12 @@ def _refused(name: str) -> str:
      "Required value: can not be empty"),
     ("c0021_spread_dup", "doc 3 Deployment/inflate: spec.template.spec: topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
      'Duplicate value: "{kubernetes.io/hostname, DoNotSchedule}"'),
+    ("c0068_affinity_bad_selector", "doc 3 Deployment/inflate: spec.template.spec.affinity.podAntiAffinity."
+     "requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0]",
+     "values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+    ("c0133_affinity_bad_selector", "doc 3 Deployment/inflate: spec.template.spec.affinity.podAntiAffinity."
+     "requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0]",
+     "values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
 ])
 def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -> None:
     line = _refused(name)

@@ -177,6 +177,17 @@ class LabelSelectorRequirement(LenientModel):
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[Str] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        """apimachinery's ``ValidateLabelSelectorRequirement`` (every label selector kube-apiserver
+        validates: pod (anti-)affinity, spread, workload and PDB selectors): ``In``/``NotIn`` need
+        values, ``Exists``/``DoesNotExist`` take none."""
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError("values: Required value: must be specified when `operator` is 'In' or 'NotIn'")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError("values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        return self
+
 
 class LabelSelector(LenientModel):
     """``metav1.LabelSelector``: ``matchLabels`` ANDed with ``matchExpressions``. An empty selector

@@ -31,6 +31,13 @@ def _spec(kind: str, **spec: Any) -> dict[str, Any]:
 
 HOSTNAME_SPREAD = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
                    "labelSelector": {"matchLabels": {"app": "w"}}}
+
+
+def _anti_affinity(expression: dict[str, Any]) -> dict[str, Any]:
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchExpressions": [expression]}, "topologyKey": "kubernetes.io/hostname"}]}}}
+
+
 NODEPOOL_KEY = 'label "karpenter.sh/nodepool" is restricted'
 CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     # name: (object, accepted, a phrase both answers hold when refused)
@@ -51,6 +58,14 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
                          '"{kubernetes.io/hostname, DoNotSchedule}"'),
     "spread-same-key-other-policy": (workload("Pod", pod={"topologySpreadConstraints": [
         HOSTNAME_SPREAD, {**HOSTNAME_SPREAD, "whenUnsatisfiable": "ScheduleAnyway"}]}), True, ""),
+    "anti-affinity-in-without-values": (workload("Deployment", pod=_anti_affinity({"key": "app", "operator": "In", "values": []})),
+                                        False, "values: Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+    "anti-affinity-exists-with-values": (workload("Pod", pod=_anti_affinity({"key": "app", "operator": "Exists", "values": ["x"]})),
+                                         False, "values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+    "spread-selector-notin-without-values": (workload("Pod", pod={"topologySpreadConstraints": [{
+        **HOSTNAME_SPREAD, "labelSelector": {"matchExpressions": [{"key": "app", "operator": "NotIn"}]}}]}),
+        False, "must be specified when `operator` is 'In' or 'NotIn'"),
+    "anti-affinity-doesnotexist": (workload("Pod", pod=_anti_affinity({"key": "app", "operator": "DoesNotExist"})), True, ""),
 }
 
 
