@@ -44,6 +44,8 @@ def _refused(name: str) -> str:
     ("c0133_affinity_bad_selector", "doc 3 Deployment/inflate: spec.template.spec.affinity.podAntiAffinity."
      "requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0]",
      "values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+    ("c0080_selector_mismatch", "doc 3 Deployment/inflate: spec: selector", "empty selector is invalid for deployment"),
+    ("c0288_selector_mismatch", "doc 3 Deployment/inflate: spec: selector", "empty selector is invalid for deployment"),
 ])
 def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -> None:
     line = _refused(name)

@@ -66,6 +66,13 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
         **HOSTNAME_SPREAD, "labelSelector": {"matchExpressions": [{"key": "app", "operator": "NotIn"}]}}]}),
         False, "must be specified when `operator` is 'In' or 'NotIn'"),
     "anti-affinity-doesnotexist": (workload("Pod", pod=_anti_affinity({"key": "app", "operator": "DoesNotExist"})), True, ""),
+    "deployment-empty-selector": (_spec("Deployment", selector={}), False, "empty selector is invalid for deployment"),
+    "deployment-empty-match-labels": (_spec("Deployment", selector={"matchLabels": {}}), False,
+                                      "empty selector is invalid for deployment"),
+    "replicaset-empty-selector": (_spec("ReplicaSet", selector={}), False, "empty selector is invalid for deployment"),
+    "statefulset-empty-selector": (_spec("StatefulSet", selector={"matchLabels": {}}), False,
+                                   "empty selector is invalid for statefulset"),
+    "daemonset-empty-selector": (_spec("DaemonSet", selector={}), False, "empty selector is invalid for daemonset"),
 }
 
 
