@@ -46,6 +46,7 @@ def _refused(name: str) -> str:
      "values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
     ("c0080_selector_mismatch", "doc 3 Deployment/inflate: spec: selector", "empty selector is invalid for deployment"),
     ("c0288_selector_mismatch", "doc 3 Deployment/inflate: spec: selector", "empty selector is invalid for deployment"),
+    ("c0103_hostports", "doc 3 Deployment/inflate: spec.template.spec: containers[0].ports[1].hostPort", 'Duplicate value: "TCP//80"'),
 ])
 def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -> None:
     line = _refused(name)

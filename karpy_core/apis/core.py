@@ -956,6 +956,25 @@ class PodSpec(LenientModel):
         return self
 
     @model_validator(mode="after")
+    def _unique_host_ports(self) -> PodSpec:
+        """One ``hostPort`` per protocol and ``hostIP`` across a pod's containers, as kube-apiserver's
+        ``checkHostPortConflicts``/``AccumulateUniqueHostPorts`` require (``Duplicate value:
+        "TCP//80"``: protocol/hostIP/port, at the repeat; v1.36.3's wording)."""
+        seen: set[str] = set()
+        problems = []
+        for ci, container in enumerate(self.containers):
+            for pi, port in enumerate(container.ports):
+                if not port.host_port:
+                    continue
+                text = f"{port.protocol}/{port.host_ip or ''}/{port.host_port}"
+                if text in seen:
+                    problems.append(f'containers[{ci}].ports[{pi}].hostPort: Duplicate value: "{text}"')
+                seen.add(text)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _unique_container_names(self) -> PodSpec:
         """Container names are unique across ``initContainers`` and ``containers``, as
         kube-apiserver's ``validateInitContainers``/``validateContainers`` require (``Duplicate

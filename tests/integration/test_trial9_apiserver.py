@@ -73,6 +73,19 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     "statefulset-empty-selector": (_spec("StatefulSet", selector={"matchLabels": {}}), False,
                                    "empty selector is invalid for statefulset"),
     "daemonset-empty-selector": (_spec("DaemonSet", selector={}), False, "empty selector is invalid for daemonset"),
+    "host-port-twice": (workload("Deployment", container={"ports": [{"containerPort": 80, "hostPort": 80},
+                                                                   {"containerPort": 81, "hostPort": 80}]}),
+                        False, 'containers[0].ports[1].hostPort: Duplicate value: "TCP//80"'),
+    "host-port-two-containers": (workload("Pod", pod={"containers": [
+        {"name": "a", "image": "pause", "ports": [{"containerPort": 80, "hostPort": 80}]},
+        {"name": "b", "image": "pause", "ports": [{"containerPort": 81, "hostPort": 80}]}]}),
+        False, 'containers[1].ports[0].hostPort: Duplicate value: "TCP//80"'),
+    "host-port-two-host-ips": (workload("Pod", pod={"containers": [
+        {"name": "a", "image": "pause", "ports": [{"containerPort": 80, "hostPort": 80}]},
+        {"name": "b", "image": "pause", "ports": [{"containerPort": 80, "hostPort": 80, "hostIP": "10.0.0.1"}]}]}), True, ""),
+    "host-port-tcp-and-udp": (workload("Pod", container={"ports": [{"containerPort": 53, "hostPort": 53},
+                                                                   {"containerPort": 53, "hostPort": 53, "protocol": "UDP"}]}),
+                              True, ""),
 }
 
 
