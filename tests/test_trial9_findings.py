@@ -47,6 +47,8 @@ def _refused(name: str) -> str:
     ("c0080_selector_mismatch", "doc 3 Deployment/inflate: spec: selector", "empty selector is invalid for deployment"),
     ("c0288_selector_mismatch", "doc 3 Deployment/inflate: spec: selector", "empty selector is invalid for deployment"),
     ("c0103_hostports", "doc 3 Deployment/inflate: spec.template.spec: containers[0].ports[1].hostPort", 'Duplicate value: "TCP//80"'),
+    ("c0170_toleration_bad", "doc 3 Deployment/inflate: spec.template.spec.tolerations[0]",
+     "effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"),
 ])
 def test_refused_with_the_servers_wording(name: str, where: str, problem: str) -> None:
     line = _refused(name)

@@ -160,13 +160,16 @@ class Toleration(LenientModel):
     def _empty_key_needs_exists(self) -> Toleration:
         """kube-apiserver's ``ValidateTolerations``: an empty key tolerates every taint, so only with
         ``operator: Exists`` (a null list item reads as ``{}`` and is refused so); ``operator: Exists``
-        takes no ``value``."""
+        takes no ``value``; ``tolerationSeconds`` only with ``effect: NoExecute``."""
         if not self.key and self.operator != "Exists":
             raise ValueError(f'operator: Invalid value: "{self.operator or ""}": operator must be Exists when `key` is empty, '
                              'which means "match all values and all keys"')
         if self.operator == "Exists" and self.value:
             # ValidateTolerations (pkg/apis/core/validation/validation.go): Exists matches any value
             raise ValueError(f'operator: Invalid value: "{self.value}": value must be empty when `operator` is ' + "'Exists'")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            # ValidateTolerations: tolerationSeconds bounds how long a NoExecute taint leaves the pod running
+            raise ValueError(f'effect: Invalid value: "{self.effect or ""}": effect must be ' + "'NoExecute' when `tolerationSeconds` is set")
         return self
 
 

@@ -86,6 +86,13 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
     "host-port-tcp-and-udp": (workload("Pod", container={"ports": [{"containerPort": 53, "hostPort": 53},
                                                                    {"containerPort": 53, "hostPort": 53, "protocol": "UDP"}]}),
                               True, ""),
+    "toleration-seconds-no-schedule": (workload("Deployment", pod={"tolerations": [
+        {"key": "a", "effect": "NoSchedule", "tolerationSeconds": 5}]}), False,
+        "effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"),
+    "toleration-seconds-no-effect": (workload("Pod", pod={"tolerations": [{"key": "a", "operator": "Exists", "tolerationSeconds": 5}]}),
+                                     False, "effect must be 'NoExecute' when `tolerationSeconds` is set"),
+    "toleration-seconds-no-execute": (workload("Pod", pod={"tolerations": [
+        {"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]}), True, ""),
 }
 
 
