@@ -92,3 +92,16 @@ def test_an_empty_spread_key_never_reaches_a_reason() -> None:
     with pytest.raises(ValueError, match=r"^topologySpreadConstraints\[1\]\.topologyKey: Required value: can not be empty$"):
         parse_spread([{"topologyKey": "kubernetes.io/hostname", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"},
                       {"topologyKey": "", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}], {})
+
+
+def test_a_nodepools_self_contradicting_requirements_are_named_as_written() -> None:
+    """``In [c6a.large]`` with ``NotIn [c6a.large]`` intersect to no value; the reason names both
+    requirements, not the ``DoesNotExist`` the user never wrote."""
+    result = invoke_cli("simulate", str(DATA / "c0003_np_impossible.yaml"))
+    assert result.exit_code == 0, result.output
+    pending = [line for line in result.output.splitlines() if line.startswith("  default/inflate-")]
+    assert len(pending) == 3, result.output
+    for line in pending:
+        assert (": NodePool general-purpose: no instance type matches the NodePool requirement node.kubernetes.io/instance-type "
+                "In [c6a.large] and node.kubernetes.io/instance-type NotIn [c6a.large] (no value meets all of them)") in line, line
+        assert "DoesNotExist" not in line, line
