@@ -169,7 +169,8 @@ class Toleration(LenientModel):
             raise ValueError(f'operator: Invalid value: "{self.value}": value must be empty when `operator` is ' + "'Exists'")
         if self.toleration_seconds is not None and self.effect != "NoExecute":
             # ValidateTolerations: tolerationSeconds bounds how long a NoExecute taint leaves the pod running
-            raise ValueError(f'effect: Invalid value: "{self.effect or ""}": effect must be ' + "'NoExecute' when `tolerationSeconds` is set")
+            raise ValueError(f'effect: Invalid value: "{self.effect or ""}": effect must be '
+                             "'NoExecute' when `tolerationSeconds` is set")
         return self
 
 
