@@ -828,7 +828,7 @@ def test_workload_defaults() -> None:
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
             "metadata": {"name": "s"},
-            "spec": {"selector": {}, "template": template, "volumeClaimTemplates": [{"metadata": {"name": "data"}}]},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template, "volumeClaimTemplates": [{"metadata": {"name": "data"}}]},
         },
     )
     assert sts.spec.replicas == 1 and sts.spec.volume_claim_templates[0]["metadata"]["name"] == "data"
@@ -843,7 +843,7 @@ def test_workload_defaults() -> None:
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": {"name": "d"},
-            "spec": {"replicas": "3", "selector": {}, "template": template},
+            "spec": {"replicas": "3", "selector": {"matchLabels": {"app": "a"}}, "template": template},
         },
     )
     assert errs == [("spec.replicas", "Input should be a valid integer")]
