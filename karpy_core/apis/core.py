@@ -160,13 +160,17 @@ class Toleration(LenientModel):
     def _empty_key_needs_exists(self) -> Toleration:
         """kube-apiserver's ``ValidateTolerations``: an empty key tolerates every taint, so only with
         ``operator: Exists`` (a null list item reads as ``{}`` and is refused so); ``operator: Exists``
-        takes no ``value``."""
+        takes no ``value``; ``tolerationSeconds`` only with ``effect: NoExecute``."""
         if not self.key and self.operator != "Exists":
             raise ValueError(f'operator: Invalid value: "{self.operator or ""}": operator must be Exists when `key` is empty, '
                              'which means "match all values and all keys"')
         if self.operator == "Exists" and self.value:
             # ValidateTolerations (pkg/apis/core/validation/validation.go): Exists matches any value
             raise ValueError(f'operator: Invalid value: "{self.value}": value must be empty when `operator` is ' + "'Exists'")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            # ValidateTolerations: tolerationSeconds bounds how long a NoExecute taint leaves the pod running
+            raise ValueError(f'effect: Invalid value: "{self.effect or ""}": effect must be '
+                             "'NoExecute' when `tolerationSeconds` is set")
         return self
 
 
@@ -176,6 +180,17 @@ class LabelSelectorRequirement(LenientModel):
     key: Str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[Str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        """apimachinery's ``ValidateLabelSelectorRequirement`` (every label selector kube-apiserver
+        validates: pod (anti-)affinity, spread, workload and PDB selectors): ``In``/``NotIn`` need
+        values, ``Exists``/``DoesNotExist`` take none."""
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError("values: Required value: must be specified when `operator` is 'In' or 'NotIn'")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError("values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        return self
 
 
 class LabelSelector(LenientModel):
@@ -292,6 +307,15 @@ class TopologySpreadConstraint(LenientModel):
     node_affinity_policy: Literal["Honor", "Ignore"] | None = None
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     match_label_keys: list[Str] = Field(default_factory=list)
+
+    @field_validator("topology_key")
+    @classmethod
+    def _topology_key_required(cls, value: str) -> str:
+        """kube-apiserver's ``ValidateTopologyKey``: ``Required value: can not be empty`` (a spread
+        over an unnamed label has no domains)."""
+        if not value:
+            raise ValueError("Required value: can not be empty")
+        return value
 
     @model_validator(mode="after")
     def _min_domains_needs_do_not_schedule(self) -> TopologySpreadConstraint:
@@ -915,6 +939,41 @@ class PodSpec(LenientModel):
         """``spec.resources`` as kube-apiserver validates it before any defaulting (a workload's
         pod template is validated so; a Pod is defaulted first: :meth:`Pod._defaulted_pod_resources`)."""
         problems = pod_resources_problems(self, defaulted=False)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _unique_spread_constraints(self) -> PodSpec:
+        """One spread constraint per ``{topologyKey, whenUnsatisfiable}``, as kube-apiserver's
+        ``ValidateSpreadConstraintNotRepeat`` (``pkg/apis/core/validation/validation.go``) requires:
+        the error names the first of a repeated pair (``Duplicate value``)."""
+        constraints = self.topology_spread_constraints
+        problems = []
+        for i, constraint in enumerate(constraints):
+            pair = (constraint.topology_key, constraint.when_unsatisfiable)
+            if any((later.topology_key, later.when_unsatisfiable) == pair for later in constraints[i + 1:]):
+                problems.append(f"topologySpreadConstraints[{i}].{{topologyKey, whenUnsatisfiable}}: Duplicate value: "
+                                f'"{{{pair[0]}, {pair[1]}}}"')
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _unique_host_ports(self) -> PodSpec:
+        """One ``hostPort`` per protocol and ``hostIP`` across a pod's containers, as kube-apiserver's
+        ``checkHostPortConflicts``/``AccumulateUniqueHostPorts`` require (``Duplicate value:
+        "TCP//80"``: protocol/hostIP/port, at the repeat; v1.36.3's wording)."""
+        seen: set[str] = set()
+        problems = []
+        for ci, container in enumerate(self.containers):
+            for pi, port in enumerate(container.ports):
+                if not port.host_port:
+                    continue
+                text = f"{port.protocol}/{port.host_ip or ''}/{port.host_port}"
+                if text in seen:
+                    problems.append(f'containers[{ci}].ports[{pi}].hostPort: Duplicate value: "{text}"')
+                seen.add(text)
         if problems:
             raise ValueError("; ".join(problems))
         return self

@@ -226,11 +226,17 @@ def _quantity_schema() -> dict[str, Any]:
 # --------------------------------------------------------------------------- overlays
 
 
-def _requirement_overlay() -> Overlay:
+def _requirement_overlay(*, nodepool: bool = False) -> Overlay:
+    """The requirement schema; a NodePool's (``nodepool=True``) also refuses the key
+    ``karpenter.sh/nodepool`` (Karpenter v1.15.0's karpenter.sh_nodepools.yaml rule
+    ``self != "karpenter.sh/nodepool"``; its NodeClaims carry that requirement, so not theirs)."""
     integer_ops = cel_list(["Gt", "Lt", "Gte", "Lte"])
+    key_rules = _requirement_key_rules()
+    if nodepool:
+        key_rules.append(cel_rule(f"self != {cel_string(labels.LABEL_NODEPOOL)}", f'label "{labels.LABEL_NODEPOOL}" is restricted'))
     return Overlay(
         properties={
-            "key": {**_LABEL_KEY_SCHEMA, "x-kubernetes-validations": _requirement_key_rules()},
+            "key": {**_LABEL_KEY_SCHEMA, "x-kubernetes-validations": key_rules},
             "values": {"items": dict(_LABEL_VALUE_SCHEMA)},
         },
         rules=[
@@ -283,7 +289,7 @@ def _static_nodepool_rules() -> list[dict[str, Any]]:
 
 def _nodepool_overlays() -> dict[str, Overlay]:
     return {
-        "NodeSelectorRequirementWithMinValues": _requirement_overlay(),
+        "NodeSelectorRequirementWithMinValues": _requirement_overlay(nodepool=True),
         "Taint": _taint_overlay(),
         "NodeClassReference": _node_class_ref_overlay(),
         "NodeClaimTemplateMetadata": Overlay(

@@ -213,6 +213,20 @@ class NodeClaimTemplateSpec(KubeModel):
     taints: list[Taint] = Field(default_factory=list)
     """Taints every node of the pool carries from registration on; only pods tolerating them
     are scheduled there."""
+    @model_validator(mode="after")
+    def _no_nodepool_requirement(self) -> NodeClaimTemplateSpec:
+        """Karpenter v1.15.0's NodePool CRD refuses the key ``karpenter.sh/nodepool`` in a pool's
+        requirements (``label "karpenter.sh/nodepool" is restricted``): Karpenter sets it on each
+        node itself. A NodeClaim's requirements carry it, so :class:`NodeSelectorRequirementWithMinValues`
+        allows it.
+
+        Raises (as a validation error): ValueError naming ``requirements[i].key``."""
+        for i, requirement in enumerate(self.requirements):
+            if requirement.key == LABEL_NODEPOOL:
+                raise ValueError(f'requirements[{i}].key: Invalid value: "{LABEL_NODEPOOL}": label "{LABEL_NODEPOOL}" is '
+                                 "restricted (Karpenter sets it on every node of the pool itself)")
+        return self
+
     startup_taints: list[Taint] = Field(default_factory=list)
     """Taints a node carries while it starts, to be removed by another agent (a CNI or device
     plugin, ...) once it is ready for work. Pods need not tolerate them to be provisioned for."""

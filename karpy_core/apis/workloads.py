@@ -105,6 +105,18 @@ class _SelectsTemplate(LenientModel):
             raise ValueError(f'template.spec.restartPolicy: Unsupported value: "{policy}": supported values: "Always"')
         return self
 
+    EMPTY_SELECTOR_KIND: ClassVar[str] = "deployment"
+    """The word kube-apiserver's ``empty selector is invalid for <kind>`` uses for this spec
+    (``ValidateReplicaSetSpec`` also says ``deployment``)."""
+
+    @model_validator(mode="after")
+    def _selector_not_empty(self) -> _SelectsTemplate:
+        """An empty ``selector`` (``{}`` or ``matchLabels: {}``) would select every pod of the
+        namespace: apps/v1 validation refuses it (``empty selector is invalid for deployment``)."""
+        if not self.selector.match_labels and not self.selector.match_expressions:
+            raise ValueError(f"selector: Invalid value: {{}}: empty selector is invalid for {self.EMPTY_SELECTOR_KIND}")
+        return self
+
     @model_validator(mode="after")
     def _selector_selects_template(self) -> _SelectsTemplate:
         labels = self.template.metadata.labels
@@ -333,6 +345,8 @@ class ReplicaSet(LenientObject):
 class StatefulSetSpec(_SelectsTemplate):
     """apps/v1 ``StatefulSetSpec``; ``volumeClaimTemplates`` are kept as read (PVC manifests)."""
 
+    EMPTY_SELECTOR_KIND: ClassVar[str] = "statefulset"
+
     replicas: DefaultedReplicas = 1
     service_name: Str | None = None
     update_strategy: StatefulSetUpdateStrategy | None = None
@@ -351,6 +365,8 @@ class StatefulSet(LenientObject):
 
 class DaemonSetSpec(_SelectsTemplate):
     """apps/v1 ``DaemonSetSpec`` (``updateStrategy`` is checked, not simulated)."""
+
+    EMPTY_SELECTOR_KIND: ClassVar[str] = "daemonset"
 
     update_strategy: DaemonSetUpdateStrategy | None = None
 

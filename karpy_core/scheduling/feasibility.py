@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_ZONE
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.scheduling.claim import ClaimState, ports_conflict
 from karpy_core.scheduling.infeasible import Infeasible, InfeasibleKind, quiet
 from karpy_core.scheduling.nodes import NodeUsage
@@ -26,7 +26,7 @@ from karpy_core.scheduling.preferences import Attempt
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.resources import Resources, fits
 from karpy_core.scheduling.taints import untolerated
-from karpy_core.scheduling.template import TypeTable
+from karpy_core.scheduling.template import NodePoolTemplate, TypeTable
 from karpy_core.scheduling.topology import Verdict
 from karpy_core.utils.quantity import format_quantity
 
@@ -128,6 +128,23 @@ def _pin(reqs: Requirements, choice: Mapping[str, str]) -> Requirements | str:
     return reqs
 
 
+def _as_written(template: NodePoolTemplate, req: Requirement) -> str:
+    """``req`` (a NodePool requirement after its entries for one key were intersected) in the
+    user's words when several entries made it: ``key In [a] and key NotIn [a] (no value meets
+    all of them)``, not the ``key DoesNotExist`` they come to; one entry: ``req.describe()``."""
+    tspec = ((template.raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+    written = []
+    for entry in tspec.get("requirements") or ():
+        if isinstance(entry, Mapping) and entry.get("key") == req.key:
+            values = entry.get("values")
+            written.append(f"{req.key} {entry.get('operator')}" + (f" [{', '.join(str(v) for v in values)}]" if values else ""))
+    if req.key in template.labels and req.key != LABEL_NODEPOOL:
+        written.append(f"template label {req.key}={template.labels[req.key]}")
+    if len(written) < 2:
+        return req.describe()
+    return " and ".join(written) + " (no value meets all of them)"
+
+
 def unmet_nodepool_requirements(table: TypeTable) -> str:
     """Text naming which of a NodePool's requirements no instance type meets, for the
     explanation of a pod that asks nothing of its own: each requirement no listed type meets
@@ -144,7 +161,7 @@ def unmet_nodepool_requirements(table: TypeTable) -> str:
             continue
         seen = sorted({v for it in types if (r := it.requirements.get(req.key)) is not None and not r.complement for v in r.values})
         have = f" (instance types have {', '.join(seen[:8])}{', ...' if len(seen) > 8 else ''})" if seen else ""
-        alone.append(f"{req.describe()}{have}")
+        alone.append(f"{_as_written(template, req)}{have}")
     if alone:
         return "the NodePool requirement" + ("s " if len(alone) > 1 else " ") + "; ".join(alone)
     narrowing = [r.describe() for r in template.requirements

@@ -299,6 +299,8 @@ _field_values = attrgetter(*(f.name for f in fields(PodInfo)))
 
 
 def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
+    """(one :class:`Requirements` per required node-affinity term, each with ``nodeSelector``;
+    why no node can take the pod, or "")."""
     selector = spec.get("nodeSelector")
     if not selector and not spec.get("affinity"):
         return [Requirements()], ""
@@ -310,7 +312,16 @@ def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
         return [base], ""
     out: list[Requirements] = []
     unsupported = ""
-    for term in terms:
+    empty = [i for i, term in enumerate(terms) if not term.get("matchExpressions") and not term.get("matchFields")]
+    if len(empty) == len(terms):
+        # k8s.io/component-helpers scheduling/corev1/nodeaffinity nodeSelectorTerm.match: "nil or
+        # empty term selects no objects"; the API server accepts such a term
+        which = ", ".join(f"nodeSelectorTerms[{i}]" for i in empty)
+        return [base], (f"required node affinity matches no node: {which} {'has' if len(empty) == 1 else 'have'} no "
+                        "matchExpressions or matchFields, and kube-scheduler matches no node with an empty term")
+    for i, term in enumerate(terms):
+        if i in empty:
+            continue  # matches no node; the other terms are ORed
         if term.get("matchFields"):
             unsupported = "node affinity uses matchFields, which karpy (like Karpenter) cannot provision for"
         reqs = base.copy()

@@ -91,9 +91,16 @@ class AffinityTerm:
 def parse_spread(raw: Iterable[Mapping[str, Any]] | None, labels: Mapping[str, str]) -> list[SpreadConstraint]:
     """Spread constraints from a pod spec's ``topologySpreadConstraints``. A constraint without a
     ``labelSelector`` matches no pod (as kube-scheduler's ``LabelSelectorAsSelector(nil)``), so it
-    never restricts."""
+    never restricts.
+
+    Raises:
+        ValueError: a ``topologyKey`` is empty (kube-apiserver's ``ValidateTopologyKey`` refuses it;
+            a pod read past the API server must not reach a reason naming a blank label).
+    """
     out = []
-    for c in raw or ():
+    for i, c in enumerate(raw or ()):
+        if not c.get("topologyKey"):
+            raise ValueError(f"topologySpreadConstraints[{i}].topologyKey: Required value: can not be empty")
         selector = _with_label_keys(c.get("labelSelector"), labels, c.get("matchLabelKeys"), ())
         out.append(
             SpreadConstraint(

@@ -257,7 +257,8 @@ def test_nodepool_name_must_fit_the_nodepool_label():
 )
 def test_names_follow_the_api_server_rule_of_each_kind(api_version, kind, name, expected):
     spec = {"Pod": "spec: {containers: [{name: c, image: pause}]}\n",
-            "StatefulSet": "spec: {selector: {}, template: {spec: {containers: [{name: c, image: pause}]}}}\n"}.get(kind, "")
+            "StatefulSet": "spec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, "
+                            "spec: {containers: [{name: c, image: pause}]}}}\n"}.get(kind, "")
     text = f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: '{name}'}}\n{spec}"
     if not expected:
         load_text(text)

@@ -16,7 +16,7 @@ from karpy_core.apis.base import Condition, ObjectMeta, to_kube_dict
 from karpy_core.apis.core import Node, Pod, Taint
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.loader import format_path
-from karpy_core.apis.nodeclaim import NodeClaim
+from karpy_core.apis.nodeclaim import NodeClaim, NodeClaimSpec
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.apis.workloads import Deployment, Job, PodDisruptionBudget, StatefulSet
 
@@ -240,7 +240,6 @@ def test_restricted_label_in_requirements(key: str) -> None:
     "key",
     [
         "karpenter.sh/capacity-type",
-        "karpenter.sh/nodepool",
         "node.kubernetes.io/instance-type",
         "topology.kubernetes.io/zone",
         "karpenter.k8s.aws/instance-family",
@@ -249,6 +248,17 @@ def test_restricted_label_in_requirements(key: str) -> None:
 )
 def test_allowed_requirement_keys(key: str) -> None:
     validate(NodePool, with_requirement({"key": key, "operator": "Exists"}))
+
+
+def test_nodepool_requirement_key_is_restricted_in_a_nodepool_only() -> None:
+    """Karpenter v1.15.0's NodePool CRD: ``label "karpenter.sh/nodepool" is restricted`` in a pool's
+    requirements; the NodeClaims it makes carry that requirement."""
+    errs = errors(NodePool, with_requirement({"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}))
+    assert len(errs) == 1
+    assert 'requirements[1].key: Invalid value: "karpenter.sh/nodepool": label "karpenter.sh/nodepool" is restricted' in errs[0][1]
+    spec = {"requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+    NodeClaimSpec.model_validate(spec)
 
 
 def test_restricted_template_labels() -> None:
@@ -818,7 +828,7 @@ def test_workload_defaults() -> None:
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
             "metadata": {"name": "s"},
-            "spec": {"selector": {}, "template": template, "volumeClaimTemplates": [{"metadata": {"name": "data"}}]},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template, "volumeClaimTemplates": [{"metadata": {"name": "data"}}]},
         },
     )
     assert sts.spec.replicas == 1 and sts.spec.volume_claim_templates[0]["metadata"]["name"] == "data"
@@ -833,7 +843,7 @@ def test_workload_defaults() -> None:
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": {"name": "d"},
-            "spec": {"replicas": "3", "selector": {}, "template": template},
+            "spec": {"replicas": "3", "selector": {"matchLabels": {"app": "a"}}, "template": template},
         },
     )
     assert errs == [("spec.replicas", "Input should be a valid integer")]
