@@ -123,3 +123,43 @@ def test_a_finished_highs_solve_returns_normally() -> None:
 
     optimum._run(Quick())
     assert calls == ["run"]
+
+
+STARTING = """\
+import importlib.abc, sys, time
+
+class SlowCli(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "karpy_core.cli":
+            print("importing karpy_core.cli", flush=True)
+            time.sleep(20)
+        return None
+
+sys.meta_path.insert(0, SlowCli())
+sys.argv = ["karpy", "--version"]
+from karpy_core.console import main
+main()
+"""
+
+
+def test_ctrl_c_while_karpy_starts_leaves_without_a_traceback() -> None:
+    """A Ctrl-C while the console script still imports the CLI (the first few tenths of a second;
+    a finder makes the import slow so the interrupt lands there every time) prints the one
+    ``karpy: interrupted`` line and exits 130 at once, not an import traceback."""
+    proc = subprocess.Popen([sys.executable, "-c", STARTING], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "importing karpy_core.cli"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130, err
+    assert err == "karpy: interrupted\n"
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_console_script_is_the_start_up_guard() -> None:
+    """``karpy`` runs :func:`karpy_core.console.main` (the guard above), not the CLI directly."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["karpy"] == "karpy_core.console:main"
