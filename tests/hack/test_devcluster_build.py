@@ -49,6 +49,13 @@ def fake_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """In the child before exec: SIGINT's default action. A test run started in the background of
+    a non-interactive shell (``cmd &``) inherits SIGINT ignored, and then neither Python's
+    KeyboardInterrupt nor the fake go's ``sleep`` would see the Ctrl-C these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _build(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(REPO / "hack" / "devcluster.py"), "build", *args],
@@ -57,6 +64,7 @@ def _build(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_sigint_as_in_a_terminal,
     )
 
 
