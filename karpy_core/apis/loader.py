@@ -994,12 +994,6 @@ class _Builder:
         if not self._names_ok(obj, api_version, kind, where, label):
             return mistyped
         obj.with_source(source)
-        group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
-        if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
-            self.result.warnings.append(
-                f"{where} {label}: spec.template.spec.nodeClassRef.group {group_as_written['group']!r} includes a version; "
-                f"read as {str(group_as_written['group']).partition('/')[0]!r} (Karpenter's CRD rejects this form)"
-            )
         self._store(obj, where)
         self._note_dropped_nulls(walked.dropped, cls, where, label)
         return mistyped
