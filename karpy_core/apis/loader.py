@@ -915,12 +915,12 @@ class _Builder:
         if mistyped:
             label = _label(data, self.registry)
             said = self.problems[start:]
-            for path, value in mistyped:
+            for path, value, expected in mistyped:
                 if not any(line.startswith(f"{where} {label}: {path}: ") for line in said):
-                    self.problems.append(f"{where} {label}: {path}: must be a string; got {_show(value)} "
-                                         "(quote it in YAML so it stays text)")
+                    hint = " (quote it in YAML so it stays text)" if expected == "a string" and not isinstance(value, (dict, list)) else ""
+                    self.problems.append(f"{where} {label}: {path}: must be {expected}; got {_show(value)}{hint}")
 
-    def _read_object(self, data: Any, source: Source, where: str) -> list[tuple[str, Any]]:
+    def _read_object(self, data: Any, source: Source, where: str) -> list[tuple[str, Any, str]]:
         """Validate and store one object; returns the mistyped string-map values its schema walk
         found (:attr:`karpy_core.apis.fieldschema.SchemaWalk.mistyped`)."""
         if not isinstance(data, dict):
