@@ -3,6 +3,9 @@ kube-apiserver and kubectl's YAML reading is in tests/integration/test_val48_api
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 import yaml
 
@@ -93,11 +96,11 @@ def test_a_piece_that_starts_with_a_document_end_is_refused_as_kubectl_refuses_i
         "in.yaml: line 2 column 1: YAML syntax error: did not find expected node content (documents after it were not read)"]
 
 
-def test_validate_warns_about_a_pod_whose_node_selector_terms_are_all_empty(tmp_path) -> None:
+def test_validate_warns_about_a_pod_whose_node_selector_terms_are_all_empty(tmp_path: Path) -> None:
     """A bare Pod with ``nodeSelectorTerms: [{}, {matchExpressions: []}]``: accepted by the API
     server, matched by no node; ``validate`` says so with simulate's reason. One term that can
     match is enough for no warning."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
            "spec": {"containers": [{"name": "c", "image": "pause"}], "affinity": {"nodeAffinity": {
                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}, {"matchExpressions": []}]}}}}}
     path = tmp_path / "pod.yaml"
