@@ -1152,6 +1152,7 @@ def validate(
                                   sources=[str(o.source) for o in objects], command="validate")
         if problem:
             raise ManifestError([problem])
+        loaded.warnings.extend(_pending_pod_warnings(loaded))
         if cloud_provider is not None:
             with watch_hooks(HookWatch(timeout=hook_timeout)):
                 loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools))
@@ -1179,6 +1180,24 @@ def validate(
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in loaded.warnings:
         typer.echo(f"warning: {w}")
+
+
+def _pending_pod_warnings(loaded: Any) -> list[str]:
+    """One ``validate`` warning per Pod or workload (of ``loaded``, the LoadedManifests) whose pods
+    no node can ever take, with the reason ``simulate`` gives them
+    (:func:`karpy_core.scheduling.pod.node_affinity_matches_no_node`); the API server accepts them."""
+    from karpy_core.scheduling.pod import node_affinity_matches_no_node
+
+    out = []
+    for obj in [*loaded.pods, *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets, *loaded.jobs]:
+        pod = obj.KIND == "Pod"
+        spec = obj.spec if pod else obj.spec.template.spec
+        reason = node_affinity_matches_no_node(spec.model_dump(mode="json", by_alias=True, exclude_none=True))
+        if reason:
+            where = "spec" if pod else "spec.template.spec"
+            out.append(f"{obj.source} {obj.ref()}: {where}.affinity.nodeAffinity: {reason}; "
+                       f"{'it stays' if pod else 'its pods stay'} pending (simulate reports it)")
+    return out
 
 
 @app.command(short_help="Preview each NodePool's disruption budgets over the next 24 hours (UTC).")

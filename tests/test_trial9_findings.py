@@ -62,8 +62,14 @@ EMPTY_TERM = "nodeSelectorTerms[0] has no matchExpressions or matchFields, and k
 @pytest.mark.parametrize("name", ["c0055_pod_empty_terms", "c0088_pod_empty_terms"])
 def test_an_empty_node_selector_term_leaves_the_pod_pending(name: str) -> None:
     """kube-apiserver accepts ``nodeSelectorTerms: [{}]`` (or ``[{matchExpressions: []}]``), but
-    kube-scheduler's nodeaffinity matches no node with an empty term: nothing is launched."""
-    assert invoke_cli("validate", str(DATA / f"{name}.yaml")).exit_code == 0
+    kube-scheduler's nodeaffinity matches no node with an empty term: nothing is launched.
+    ``validate`` warns with the same reason (val48; it said nothing before)."""
+    checked = invoke_cli("validate", str(DATA / f"{name}.yaml"))
+    assert checked.exit_code == 0, checked.output
+    warned = [line for line in checked.output.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and "valid (1 warning below)" in checked.output, checked.output
+    assert warned[0].endswith(f" doc 3 Deployment/inflate: spec.template.spec.affinity.nodeAffinity: required node affinity "
+                              f"matches no node: {EMPTY_TERM}; its pods stay pending (simulate reports it)"), warned
     result = invoke_cli("simulate", str(DATA / f"{name}.yaml"))
     assert result.exit_code == 0, result.output
     assert "0 nodes (0 launched by karpy)" in result.output

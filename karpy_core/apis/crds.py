@@ -270,9 +270,10 @@ def _taint_overlay() -> Overlay:
 
 
 def _node_class_ref_overlay() -> Overlay:
-    # karpy reads "karpenter.k8s.aws/v1" as the group "karpenter.k8s.aws" (with a warning), so the
-    # version suffix is allowed here, unlike Karpenter's ^[^/]*$.
-    return Overlay(properties={"group": {"pattern": r"^([^/]*|[^/]+/v[0-9]+((alpha|beta)[0-9]+)?)$"}})
+    # Karpenter's ^[^/]*$: a group written with a version ("karpenter.k8s.aws/v1") is refused.
+    from karpy_core.apis.nodepool import GROUP_PATTERN
+
+    return Overlay(properties={"group": {"pattern": GROUP_PATTERN}})
 
 
 def _static_nodepool_rules() -> list[dict[str, Any]]:

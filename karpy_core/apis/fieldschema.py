@@ -116,22 +116,47 @@ class _Found:
     :attr:`SchemaWalk.mistyped`."""
 
     unknown: list[tuple[str, list[str]]] = field(default_factory=list)
-    mistyped: list[tuple[str, Any]] = field(default_factory=list)
+    mistyped: list[tuple[str, Any, str]] = field(default_factory=list)
 
 
 def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: _Found) -> Any:
     """A map value or list item ``key`` of the container at ``path``, read against its ``schema``:
-    a null is the type's zero (:func:`_zero`), a mapping or list is walked (:func:`_walk`), a
-    boolean or number where the schema says string is recorded in ``out.mistyped`` (Go's decoder
-    refuses it: ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type
-    string``), any other value is returned as it is."""
+    a null is the type's zero (:func:`_zero`); a value of the wrong Go type (:func:`_wrong_type`: a
+    boolean, number or mapping where the schema says string) is recorded in ``out.mistyped`` (Go's
+    decoder refuses it: ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type
+    string``); any other mapping or list is walked (:func:`_walk`), and any other value returned as
+    it is."""
     if sub is None:
         return _zero(schema)
+    where = f"{path}[{key}]" if type(key) is int else f"{path}.{key}"
+    if _wrong_type(sub, schema):
+        out.mistyped.append((where, sub, _TYPE_NAMES[schema["type"]]))
+        return sub
     if type(sub) is dict or type(sub) is list:
         return _walk(sub, schema, f"{path}[{key}]", out)
-    if schema.get("type") == "string" and type(sub) in (bool, int, float, WrittenFloat):
-        out.mistyped.append((f"{path}[{key}]" if type(key) is int else f"{path}.{key}", sub))
     return sub
+
+
+_SCALAR_TYPES = {"string": (str,), "integer": (int,), "number": (int, float, WrittenFloat), "boolean": (bool,)}
+_TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean"}
+
+
+def _wrong_type(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether Go's JSON decoder refuses ``value`` (as read from YAML, not null) for a field or
+    element of ``schema``'s Go type: a mapping or list where a string, number or boolean goes
+    (``json: cannot unmarshal object into Go struct field ConfigMap.data of type string``), a
+    boolean or number where a string goes, a number with a fraction (``1.5``), a string or boolean
+    where an integer goes (``cannot unmarshal number 1.5 into Go struct field ServicePort.spec.ports.port
+    of type int32``). An untyped schema (quantities, int-or-string) takes anything here."""
+    kind = schema.get("type")
+    allowed = _SCALAR_TYPES.get(kind) if isinstance(kind, str) else None
+    if allowed is None:
+        return False
+    if type(value) is bool:
+        return kind != "boolean"
+    if kind == "integer" and type(value) in (float, WrittenFloat):
+        return not float(value).is_integer()  # kubectl sends a whole float (80.0) as 80
+    return type(value) not in allowed
 
 
 def _walk(value: Any, schema: dict[str, Any], path: str, out: _Found) -> Any:
@@ -151,6 +176,8 @@ def _walk(value: Any, schema: dict[str, Any], path: str, out: _Found) -> Any:
                 elif sub is None:  # a null struct field is unset (Go leaves the pointer nil, omitempty drops it)
                     mapping = dict(value) if mapping is None else mapping
                     del mapping[key]
+                elif _wrong_type(sub, declared):
+                    out.mistyped.append((f"{path}.{key}" if path else key, sub, _TYPE_NAMES[declared["type"]]))
                 elif type(sub) is dict or type(sub) is list:
                     new = _walk(sub, declared, f"{path}.{key}" if path else key, out)
                     if new is not sub:
@@ -190,18 +217,21 @@ class SchemaWalk:
             order: ``path`` in the API server's notation
             (``spec.template.spec.containers[0].imagePullPolicyy``), ``declared`` the field names
             the enclosing object does declare (for a "did you mean").
-        mistyped: ``[(path, value)]`` for every boolean or number that is a value of a string map
-            (``ConfigMap.data``, ``Secret.stringData``, ``Service.spec.selector``, labels...) or an
-            item of a string list (``args``), which kube-apiserver's decoder refuses (HTTP 400),
-            in document order; ``path`` as the loader names fields (``data.enabled``, ``args[0]``).
-            YAML's plain ``y``, ``true``, ``1`` are such values: go-yaml v2, as kubectl reads them.
+        mistyped: ``[(path, value, expected)]`` for every value kube-apiserver's decoder refuses
+            for its Go type (HTTP 400; :func:`_wrong_type`), in document order: a boolean or number
+            that is a value of a string map (``ConfigMap.data``, ``Secret.stringData``,
+            ``Service.spec.selector``, labels...), an item of a string list (``args``) or a string
+            field; a mapping or list there (``data: {a: {b: c}}``); a fraction, string or boolean
+            in an integer field (``Service`` ``port: 1.5``). ``path`` as the loader names fields
+            (``data.enabled``, ``args[0]``), ``expected`` in words (``"a string"``). YAML's plain
+            ``y``, ``true``, ``1`` are such values: go-yaml v2, as kubectl reads them.
         dropped: for a custom resource (``custom_resource=True``), the location of every null
             mapping value dropped, as a pydantic location (``("spec", "limits", "cpu")``).
     """
 
     data: dict[str, Any]
     unknown: list[tuple[str, list[str]]]
-    mistyped: list[tuple[str, Any]] = field(default_factory=list)
+    mistyped: list[tuple[str, Any, str]] = field(default_factory=list)
     dropped: list[tuple[str | int, ...]] = field(default_factory=list)
 
 

@@ -424,9 +424,50 @@ def _refused_piece(seen: list[tuple[int, str]], start: int) -> _RefusedChunk | N
     """:func:`_kubectl_refused_chunk` for one piece's content lines (starting at ``start``)."""
     if all(line.startswith("%") for _, line in seen):
         return _RefusedChunk(start, seen[0][0], "did not find expected <document start>")
-    if seen[0][1] != "---" and all(line == "..." or line.startswith(("... ", "...\t")) for _, line in seen):
+    if _is_document_end(seen[0][1]):  # go-yaml reads the piece's first document only: an empty one
         return _RefusedChunk(start, seen[0][0], "did not find expected node content")
     return None
+
+
+def _is_document_end(line: str) -> bool:
+    """Whether ``line`` (a whole line, stripped) is YAML's document end marker ``...``."""
+    return line == "..." or line.startswith(("... ", "...\t"))
+
+
+def _kubectl_first_documents(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` as kubectl reads it when a piece (apimachinery's ``YAMLReader`` cuts the stream at
+    each ``---`` line, as in :func:`_kubectl_refused_chunk`) holds a document end marker ``...``
+    after its document: go-yaml reads only the first document of each piece (checked with
+    ``yaml.NewYAMLOrJSONDecoder``, kubectl's reader), so what follows the marker up to the next
+    ``---`` line is never read, silently. Returns the text with those lines blanked (line numbers
+    kept), and ``[(marker line, first unread content line)]`` for each piece where content
+    (not only blank, comment, ``...`` or directive lines) was left unread, for a warning."""
+    if "..." not in text:
+        return text, []
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    dropped: list[tuple[int, int]] = []
+    buffered = started = False  # the piece holds something / a content line
+    ended = 0  # the line of the piece's document end marker, once read
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("---") and buffered:
+            buffered, started, ended = False, False, 0
+            out.append(line)
+            continue
+        buffered = True
+        stripped = line.strip()
+        content = bool(stripped) and not stripped.startswith("#")
+        if ended:
+            if content and not _is_document_end(stripped) and not stripped.startswith("%") \
+                    and (not dropped or dropped[-1][0] != ended):
+                dropped.append((ended, number))
+            out.append("\n" if line.endswith(("\n", "\r")) else "")
+            continue
+        if content and started and _is_document_end(stripped) and line.startswith("..."):
+            ended = number
+        started = started or content
+        out.append(line)
+    return "".join(out), dropped
 
 
 class _JSONObject(dict[str, Any]):
@@ -813,6 +854,10 @@ class _Builder:
         text = substitute(text, variables)
         if text.lstrip(" \t\r\n\ufeff").startswith("{") and self._add_json(text, source_name, strict=json_file):
             return
+        text, unread = _kubectl_first_documents(text)
+        self.result.warnings.extend(
+            f"{source_name}: line {line}: not read: kubectl reads one document per '---' piece, and the document end "
+            f"marker '...' on line {marker} ends it (write '---' to start another document)" for marker, line in unread)
         refused = _kubectl_refused_chunk(text)
         try:
             for raw in _parse(text if refused is None else text[:refused.offset]):
@@ -915,12 +960,12 @@ class _Builder:
         if mistyped:
             label = _label(data, self.registry)
             said = self.problems[start:]
-            for path, value in mistyped:
+            for path, value, expected in mistyped:
                 if not any(line.startswith(f"{where} {label}: {path}: ") for line in said):
-                    self.problems.append(f"{where} {label}: {path}: must be a string; got {_show(value)} "
-                                         "(quote it in YAML so it stays text)")
+                    hint = " (quote it in YAML so it stays text)" if expected == "a string" and not isinstance(value, (dict, list)) else ""
+                    self.problems.append(f"{where} {label}: {path}: must be {expected}; got {_show(value)}{hint}")
 
-    def _read_object(self, data: Any, source: Source, where: str) -> list[tuple[str, Any]]:
+    def _read_object(self, data: Any, source: Source, where: str) -> list[tuple[str, Any, str]]:
         """Validate and store one object; returns the mistyped string-map values its schema walk
         found (:attr:`karpy_core.apis.fieldschema.SchemaWalk.mistyped`)."""
         if not isinstance(data, dict):
@@ -994,12 +1039,6 @@ class _Builder:
         if not self._names_ok(obj, api_version, kind, where, label):
             return mistyped
         obj.with_source(source)
-        group_as_written = (((data.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef", {})
-        if kind == "NodePool" and isinstance(group_as_written, dict) and "/" in str(group_as_written.get("group", "")):
-            self.result.warnings.append(
-                f"{where} {label}: spec.template.spec.nodeClassRef.group {group_as_written['group']!r} includes a version; "
-                f"read as {str(group_as_written['group']).partition('/')[0]!r} (Karpenter's CRD rejects this form)"
-            )
         self._store(obj, where)
         self._note_dropped_nulls(walked.dropped, cls, where, label)
         return mistyped

@@ -13,13 +13,14 @@ number of ``In`` values; ``Gt``/``Lt``/``Gte``/``Lte`` take exactly one non-nega
 100 requirements; restricted label keys (:func:`karpy_core.apis.labels.is_restricted_label`) in
 requirements and template labels; durations and cron schedules parse; budget ``schedule`` and
 ``duration`` go together; limits are quantities; ``weight`` 1..100; ``nodeClassRef.group`` has no
-``/`` (a common mistake is ``karpenter.k8s.aws/v1``); with ``replicas`` (a static pool) only
+``/`` (a common mistake, ``karpenter.k8s.aws/v1``, is refused as Karpenter's CRD refuses it); with ``replicas`` (a static pool) only
 ``limits.nodes`` and no ``weight``, and (CRD only, it needs the old object) no switch between
 static and dynamic.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, ClassVar, Literal
 
@@ -33,6 +34,7 @@ from karpy_core.apis.labels import LABEL_NODEPOOL, is_restricted_label
 
 __all__ = [
     "API_VERSION",
+    "GROUP_PATTERN",
     "INT64_MAX",
     "NodeSelectorRequirementWithMinValues",
     "NodeClassReference",
@@ -141,6 +143,8 @@ Requirements = Annotated[list[NodeSelectorRequirementWithMinValues], Field(max_l
 
 
 _API_VERSION = re.compile(r"v[0-9]+((alpha|beta)[0-9]+)?")
+GROUP_PATTERN = "^[^/]*$"
+"""Karpenter's CRD pattern for ``nodeClassRef.group`` (``pkg/apis/v1/nodeclaim.go``): no ``/``."""
 
 
 class NodeClassReference(KubeModel):
@@ -148,9 +152,9 @@ class NodeClassReference(KubeModel):
     non-empty. ``group`` is the API group only, e.g. ``karpenter.k8s.aws``.
 
     A group written with a version (``karpenter.k8s.aws/v1``, as one of Karpenter's own published
-    examples does) is read as the group alone; the loader warns about it. Karpenter's CRD rejects
-    that form since kubernetes-sigs/karpenter#1516, but the intent is unambiguous and karpy keeps
-    such manifests working. Anything else after a ``/`` is an error."""
+    examples did) is refused, as Karpenter's CRD refuses it (``pattern: ^[^/]*$`` on
+    ``nodeClassRef.group``, kubernetes-sigs/karpenter#1516): the error holds the API server's words
+    and names the group to write instead."""
 
     group: Str = Field(min_length=1)
     """API group of the NodeClass, without a version, e.g. karpenter.k8s.aws."""
@@ -164,9 +168,8 @@ class NodeClassReference(KubeModel):
     def _group(cls, value: str) -> str:
         if "/" in value:
             group, _, version = value.partition("/")
-            if group and _API_VERSION.fullmatch(version):
-                return group
-            raise ValueError(f"must be an API group without a version, e.g. {group!r}; got {value!r}")
+            hint = f" (an API group without a version: {group!r})" if group and _API_VERSION.fullmatch(version) else ""
+            raise ValueError(f"Invalid value: {json.dumps(value)}: should match '{GROUP_PATTERN}'{hint}")
         return value
 
 

@@ -390,6 +390,9 @@ class JobSpec(LenientModel):
     completions: Replicas | None = None
     template: PodTemplateSpec
     selector: LabelSelector | None = None
+    manual_selector: bool | None = None
+    """``true``: ``selector`` is the user's (required, must select the template's labels); unset or
+    ``false``: kube-apiserver generates it (see :meth:`Job._selector`)."""
 
     @model_validator(mode="after")
     def _restart_policy(self) -> JobSpec:
@@ -411,6 +414,58 @@ class Job(LenientObject):
     NAMESPACED: ClassVar[bool] = True
 
     spec: JobSpec
+
+    @model_validator(mode="after")
+    def _selector(self) -> Job:
+        """kube-apiserver's Job selector rules (``pkg/registry/batch/job/strategy.go``
+        ``generateSelector`` then ``pkg/apis/batch/validation`` ``validateGeneratedSelector`` and
+        ``validateJobSpec``). Without ``manualSelector: true`` the server adds the labels
+        ``batch.kubernetes.io/job-name``/``job-name`` (the Job's name) and
+        ``batch.kubernetes.io/controller-uid``/``controller-uid`` (its new uid) to the template, and
+        ``batch.kubernetes.io/controller-uid`` to the selector's ``matchLabels``: a template label of
+        those keys with another value is refused (``must be '<name>'``), and so is a selector that
+        then selects more than the uid label (``spec.selector: ... `selector` not auto-generated``:
+        any ``matchLabels`` of the user's). With ``manualSelector: true`` the selector is required
+        and must select the template's labels. Raises ValueError with the server's words."""
+        spec, name = self.spec, self.metadata.name or ""
+        labels = dict(spec.template.metadata.labels)
+        problems = []
+        selector = spec.selector
+        if spec.manual_selector:
+            if selector is None:
+                raise ValueError("spec.selector: Required value")
+        else:
+            for key, value in ((_JOB_NAME_LABEL, name), (_LEGACY_JOB_NAME_LABEL, name),
+                               (_CONTROLLER_UID_LABEL, _UID), (_LEGACY_CONTROLLER_UID_LABEL, _UID)):
+                if key not in labels:
+                    labels[key] = value
+                elif labels[key] != value and key in (_JOB_NAME_LABEL, _LEGACY_JOB_NAME_LABEL):
+                    problems.append(f"spec.template.metadata.labels[{key}]: Invalid value: {_go_map(labels)}: must be '{value}'")
+            generated = (selector or LabelSelector()).model_copy(deep=True)
+            generated.match_labels.setdefault(_CONTROLLER_UID_LABEL, _UID)
+            if not _selector_matches(generated, {_CONTROLLER_UID_LABEL: _UID}):
+                problems.append("spec.selector: Invalid value: the selector (with the generated "
+                                f"{_CONTROLLER_UID_LABEL}): `selector` not auto-generated (set spec.manualSelector: true "
+                                "to give a selector)")
+            selector = generated
+        if not _selector_matches(selector, labels):
+            problems.append(f"spec.template.metadata.labels: Invalid value: {_go_map(labels, hide=_UID)}: "
+                            "`selector` does not match template `labels`")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+_JOB_NAME_LABEL, _LEGACY_JOB_NAME_LABEL = "batch.kubernetes.io/job-name", "job-name"
+_CONTROLLER_UID_LABEL, _LEGACY_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid", "controller-uid"
+_UID = "<uid>"
+"""Stands for the uid the API server gives a new Job (never one a user could write)."""
+
+
+def _go_map(labels: dict[str, str], hide: str = "") -> str:
+    """``labels`` as kube-apiserver prints a ``map[string]string`` in an error (``map[k:v ...]``,
+    keys sorted), leaving out the pairs whose value is ``hide``."""
+    return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(labels.items()) if not hide or v != hide) + "]"
 
 
 class PodDisruptionBudgetSpec(LenientModel):

@@ -39,7 +39,8 @@ from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Toleration, parse_tolerations
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint, parse_affinity_terms, parse_spread
 
-__all__ = ["PodInfo", "effective_requests", "pod_level_requests", "is_pod_level_resource", "requirement_key", "pod_info"]
+__all__ = ["PodInfo", "effective_requests", "node_affinity_matches_no_node", "pod_level_requests", "is_pod_level_resource",
+           "requirement_key", "pod_info"]
 
 
 class _Memo:
@@ -312,13 +313,9 @@ def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
         return [base], ""
     out: list[Requirements] = []
     unsupported = ""
-    empty = [i for i, term in enumerate(terms) if not term.get("matchExpressions") and not term.get("matchFields")]
+    empty = _empty_terms(terms)
     if len(empty) == len(terms):
-        # k8s.io/component-helpers scheduling/corev1/nodeaffinity nodeSelectorTerm.match: "nil or
-        # empty term selects no objects"; the API server accepts such a term
-        which = ", ".join(f"nodeSelectorTerms[{i}]" for i in empty)
-        return [base], (f"required node affinity matches no node: {which} {'has' if len(empty) == 1 else 'have'} no "
-                        "matchExpressions or matchFields, and kube-scheduler matches no node with an empty term")
+        return [base], _no_node_reason(empty)
     for i, term in enumerate(terms):
         if i in empty:
             continue  # matches no node; the other terms are ORed
@@ -334,6 +331,30 @@ def _selector_terms(spec: Mapping[str, Any]) -> tuple[list[Requirements], str]:
 
 
 _NO_PORTS: frozenset[tuple[str, int, str]] = frozenset()
+
+
+def _empty_terms(terms: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Indexes of the node selector terms with neither ``matchExpressions`` nor ``matchFields``."""
+    return [i for i, term in enumerate(terms) if not term.get("matchExpressions") and not term.get("matchFields")]
+
+
+def _no_node_reason(empty: Sequence[int]) -> str:
+    # k8s.io/component-helpers scheduling/corev1/nodeaffinity nodeSelectorTerm.match: "nil or
+    # empty term selects no objects"; the API server accepts such a term
+    which = ", ".join(f"nodeSelectorTerms[{i}]" for i in empty)
+    return (f"required node affinity matches no node: {which} {'has' if len(empty) == 1 else 'have'} no "
+            "matchExpressions or matchFields, and kube-scheduler matches no node with an empty term")
+
+
+def node_affinity_matches_no_node(spec: Mapping[str, Any]) -> str:
+    """Why no node can ever take a pod of ``spec`` (a pod spec as a JSON dict) because every term of
+    its required node affinity is empty (``nodeSelectorTerms: [{}]``): the reason ``simulate``
+    gives such a pod, which stays pending; "" when some term can match (or there is no such
+    affinity). kube-apiserver accepts the pod; kube-scheduler matches no node with an empty term."""
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or ()
+    empty = _empty_terms(terms)
+    return _no_node_reason(empty) if terms and len(empty) == len(terms) else ""
 
 
 def _host_ports(spec: Mapping[str, Any]) -> frozenset[tuple[str, int, str]]:

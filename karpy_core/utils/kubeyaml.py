@@ -18,9 +18,12 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
   string ``"="`` (PyYAML's ``!!value``), ``08`` is 8;
 * integer, float and boolean mapping keys become strings (``1: x`` -> ``{"1": "x"}``), as
   ``convertToJSONableObject`` does; a null key is refused (``unsupported map key``);
-* values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
-  ``!!set``, ``!!omap``, ``!!pairs``, any other tag that is not a JSON type (``!foo``,
-  ``!!python/...``), and ``.inf``/``.nan`` (``json: unsupported value: +Inf``);
+* the tag of a mapping or a list is ignored, as go-yaml v2 ignores it: ``!!set {a, b}`` is the
+  mapping ``{"a": null, "b": null}``, ``!!omap [{a: b}]`` and ``!!pairs [[a, b]]`` are lists,
+  ``!foo {a: b}`` is the mapping;
+* scalar values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
+  any other tag on a scalar that is not a JSON type (``!foo x``, ``!!python/...``), and
+  ``.inf``/``.nan`` (``json: unsupported value: +Inf``);
 * an explicit ``!!timestamp`` is the string as written when go-yaml v2 reads a timestamp in it
   (``!!timestamp 2024-01-01``: ``"2024-01-01"``), and refused in go-yaml's words otherwise
   (``cannot decode !!str `abc` as a !!timestamp``), as kubectl refuses it.
@@ -61,6 +64,7 @@ _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TAG = "tag:yaml.org,2002:"
 _TIMESTAMP = _TAG + "timestamp"
+_MAP, _SEQ = _TAG + "map", _TAG + "seq"
 _INT = _TAG + "int"
 _FLOAT = _TAG + "float"
 _BOOL = _TAG + "bool"
@@ -354,6 +358,18 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
         """Record ``node`` as a value JSON cannot carry."""
         mark = node.start_mark
         self.problems.append(YAMLValueProblem(tuple(self.path), mark.line + 1, mark.column + 1, message, mark))
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """``node``'s value; a mapping or a list is read as one whatever its tag (``!!set {a, b}`` is
+        ``{"a": null, "b": null}``, ``!!omap [{a: b}]`` the list, ``!!str {a: b}`` or ``!foo [x]``
+        the mapping or list): go-yaml v2 ignores the tag of a mapping or a sequence (``decoder.unmarshal``
+        switches on the node's kind), so kubectl sends those values (checked with
+        ``yaml.NewYAMLOrJSONDecoder``, kubectl's reader)."""
+        if isinstance(node, yaml.MappingNode) and node.tag != _MAP:
+            node.tag = _MAP
+        elif isinstance(node, yaml.SequenceNode) and node.tag != _SEQ:
+            node.tag = _SEQ
+        return super().construct_object(node, deep=deep)
 
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> list[Any]:
         if not isinstance(node, yaml.SequenceNode):

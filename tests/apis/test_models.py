@@ -378,10 +378,12 @@ def test_weight_and_replicas() -> None:
 def test_node_class_ref() -> None:
     doc = nodepool()
     doc["spec"]["template"]["spec"]["nodeClassRef"]["group"] = "karpenter.k8s.aws/v1"
-    assert validate(NodePool, doc).spec.template.spec.node_class_ref.group == "karpenter.k8s.aws"
+    assert errors(NodePool, doc) == [("spec.template.spec.nodeClassRef.group", "Value error, Invalid value: "
+                                      "\"karpenter.k8s.aws/v1\": should match '^[^/]*$' (an API group without a version: "
+                                      "'karpenter.k8s.aws')")]
     doc["spec"]["template"]["spec"]["nodeClassRef"]["group"] = "karpenter.k8s.aws/latest"
-    errs = errors(NodePool, doc)
-    assert errs[0][0] == "spec.template.spec.nodeClassRef.group" and "without a version" in errs[0][1]
+    assert errors(NodePool, doc) == [("spec.template.spec.nodeClassRef.group", "Value error, Invalid value: "
+                                      "\"karpenter.k8s.aws/latest\": should match '^[^/]*$'")]
     doc = nodepool()
     del doc["spec"]["template"]["spec"]["nodeClassRef"]
     assert errors(NodePool, doc) == [("spec.template.spec.nodeClassRef", "Field required")]

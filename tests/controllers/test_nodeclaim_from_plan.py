@@ -2,10 +2,9 @@
 the dict the provisioner built from the raw NodePool before it (kept below, verbatim, as the
 reference), field by field, on the example NodePools and the test helpers' ones.
 
-The serialised claim differs from the old dict in two ways only, both Go ``omitempty``/CRD
-behaviour: empty ``taints``/``startupTaints`` lists are left out, and a ``nodeClassRef.group``
-written with a version (``karpenter.k8s.aws/v1``, accepted with a warning) is the group alone, in
-``nodeClassRef`` and in the NodeClass label's key."""
+The serialised claim differs from the old dict in one way only, Go ``omitempty`` behaviour: empty
+``taints``/``startupTaints`` lists are left out. (A ``nodeClassRef.group`` written with a version,
+once read as the group alone, is refused since val48, as Karpenter's CRD refuses it.)"""
 
 from __future__ import annotations
 
@@ -93,9 +92,7 @@ def helper_pools() -> list[tuple[str, dict[str, Any]]]:
     tainted["spec"]["template"]["metadata"]["annotations"] = {"example.com/owner": "team-a"}
     tainted["spec"]["template"]["spec"]["terminationGracePeriod"] = "1h"
     tainted["spec"]["template"]["spec"]["expireAfter"] = "Never"
-    versioned = helper_nodepool("versioned")
-    versioned["spec"]["template"]["spec"]["nodeClassRef"]["group"] = "karpenter.k8s.aws/v1"
-    return [("helper:default", helper_nodepool()), ("helper:versioned-group", versioned), ("helper:tainted", tainted)]
+    return [("helper:default", helper_nodepool()), ("helper:tainted", tainted)]
 
 
 POOLS = example_nodepools() + helper_pools()
@@ -114,20 +111,12 @@ def plan_for(pool_obj: dict[str, Any]) -> PlannedNodeClaim | None:
 
 
 def expected_from_old(old: dict[str, Any]) -> dict[str, Any]:
-    """The old dict with the two documented differences applied."""
+    """The old dict with the documented difference applied."""
     spec = dict(old["spec"])
     for key in ("taints", "startupTaints"):
         if spec.get(key) == []:
             del spec[key]
-    ref = dict(spec["nodeClassRef"])
-    labels = dict(old["metadata"]["labels"])
-    group = str(ref["group"])
-    if "/" in group:
-        labels.pop(nodeclass_label_key(group, str(ref["kind"])))
-        ref["group"] = group.partition("/")[0]
-        labels[nodeclass_label_key(ref["group"], str(ref["kind"]))] = str(ref["name"])
-    spec["nodeClassRef"] = ref
-    return {**old, "metadata": {**old["metadata"], "labels": labels}, "spec": spec}
+    return {**old, "spec": spec}
 
 
 @pytest.mark.parametrize(("name", "pool_obj"), POOLS, ids=[n for n, _ in POOLS])

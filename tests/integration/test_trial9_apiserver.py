@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from karpy_core.errors import KubeAPIError
-from tests.integration.test_trial3_apiserver import dry_run, loader_problems, workload
+from tests.integration.parity import assert_loader_agrees
+from tests.integration.test_trial3_apiserver import workload
 
 pytestmark = pytest.mark.devcluster
 
@@ -96,24 +96,6 @@ CASES: dict[str, tuple[dict[str, Any], bool, str]] = {
 }
 
 
-async def _dry_run(kube: Any, obj: dict[str, Any]) -> None:
-    """``dryRun=All`` POST (a NodePool is cluster-scoped: test_trial3_apiserver's path is namespaced)."""
-    if obj["kind"] == "NodePool":
-        await kube._request("POST", "/apis/karpenter.sh/v1/nodepools", query=[("dryRun", "All"), ("fieldValidation", "Strict")],
-                            body=obj)
-    else:
-        await dry_run(kube, obj)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_loader_and_apiserver_agree_on_the_trial9_findings(kube, case):
-    obj, accepted, phrase = CASES[case]
-    try:
-        await _dry_run(kube, obj)
-        server = ""
-    except KubeAPIError as exc:
-        assert exc.status in (400, 422), exc
-        server = str(exc)
-    mine = "\n".join(loader_problems(obj))
-    assert (not server) is accepted and (not mine) is accepted, (case, server, mine)
-    assert phrase in server and phrase in mine, (case, phrase, server, mine)
+    await assert_loader_agrees(kube, case, *CASES[case])
