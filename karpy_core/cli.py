@@ -646,9 +646,9 @@ class StderrProgress:
     a spinner, the phase, then for a phase with a total a bar and ``completed/total`` (a phase
     without one shows a pulsing bar and no count), and the time since the run began. Each phase
     gets a fresh total (a phase without one never shows the previous phase's), and a phase that
-    reaches its total is drawn filled at once. The line is kept :data:`SPARE_COLUMNS` narrower
-    than the terminal, so the ``^C`` a terminal echoes after it on Ctrl-C does not wrap onto a
-    line the erasing misses. Elsewhere (a pipe, a CI log): no bar; one ``karpy: PHASE`` line per
+    reaches its total is drawn filled at once. The line is :data:`LINE_WIDTH` (77) columns wide,
+    or :data:`SPARE_COLUMNS` narrower than a narrower terminal, so the ``^C`` a terminal echoes
+    after it on Ctrl-C does not wrap onto a line the erasing misses. Elsewhere (a pipe, a CI log): no bar; one ``karpy: PHASE`` line per
     phase not written before, starting once the run has lasted :attr:`log_after` seconds (the
     phase then under way first), counts left out.
 
@@ -767,13 +767,19 @@ SPARE_COLUMNS = 3
 cursor in the last column, where the ``^C`` echoed on Ctrl-C wraps onto a new line, and the
 erasing (one line up) then left the progress line on screen above ``karpy: interrupted``."""
 
+LINE_WIDTH = 80 - SPARE_COLUMNS
+"""The progress line's width at most, on a wider terminal too (the bar stays beside the phase
+name); a narrower terminal gets its width less :data:`SPARE_COLUMNS`, the phase name cut with an
+ellipsis first."""
+
 _BAR_WIDTH = 16
 """Width of the progress bar: with the spinner, a 35-character phase, a count up to
 ``100000/100000`` and the time, the line fits an 80-column terminal (:data:`SPARE_COLUMNS` free)."""
 
 
 def _progress_class() -> Any:
-    """rich's ``Progress`` rendering :data:`SPARE_COLUMNS` narrower than the console."""
+    """rich's ``Progress`` drawing its line :data:`LINE_WIDTH` wide, or :data:`SPARE_COLUMNS` narrower
+    than a narrower console."""
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.progress import Progress
 
@@ -782,7 +788,8 @@ def _progress_class() -> Any:
             self.renderable = renderable
 
         def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-            yield from console.render(self.renderable, options.update_width(max(1, options.max_width - SPARE_COLUMNS)))
+            width = max(1, min(LINE_WIDTH, options.max_width - SPARE_COLUMNS))
+            yield from console.render(self.renderable, options.update_width(width))
 
     class NarrowProgress(Progress):
         def get_renderable(self) -> RenderableType:

@@ -12,7 +12,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from karpy_core.cli import SPARE_COLUMNS, StderrProgress, run_simulation
+from karpy_core.cli import LINE_WIDTH, SPARE_COLUMNS, StderrProgress, run_simulation
 from karpy_core.sim.progress import shorten
 from tests.test_cli_interrupt import NODEPOOL
 
@@ -172,16 +172,19 @@ def test_each_phase_on_a_terminal_has_its_own_total_and_ends_filled() -> None:
     assert _screen(out.getvalue()) == []  # erased at the end
 
 
-def test_a_phase_name_too_long_for_80_columns_is_cut_not_wrapped() -> None:
-    console, out = _terminal(80)
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_a_phase_name_too_long_for_the_terminal_is_cut_not_wrapped(width: int) -> None:
+    """At most 77 columns on any terminal (a wide one keeps the bar beside the name), 3 fewer
+    than a narrower one; the name gives way, the count stays whole."""
+    console, out = _terminal(width)
     progress = StderrProgress(console=console)
     with progress:
         progress.phase("x" * 120, total=100000, completed=5)
         progress._show()
         progress._bar.refresh()
         frames = _frames(out.getvalue())
-    assert frames and all(cell_len(f) <= 80 - SPARE_COLUMNS for f in frames)
-    assert all("5/100000" in f for f in frames)  # the count is kept whole
+    assert frames and all(cell_len(f) <= min(LINE_WIDTH, width - SPARE_COLUMNS) for f in frames)
+    assert all("5/100000" in f and "x…" in f for f in frames)
 
 
 @pytest.mark.parametrize("width", [80, 200])
