@@ -641,11 +641,22 @@ class StderrProgress:
     """``karpy simulate``'s :class:`~karpy_core.sim.progress.Progress` on stderr, for runs longer
     than a couple of seconds; used as a context manager around the run.
 
-    On a terminal: a rich progress bar (spinner, phase, bar and count when the phase has a total,
-    elapsed time) that appears after :attr:`delay` seconds and is erased when the run ends, so a
-    quick run prints nothing extra. Elsewhere (a pipe, a CI log): one ``karpy: PHASE`` line per
-    phase not written before, starting once the run has lasted :attr:`log_after` seconds (the phase then under
-    way first), counts left out.
+    On a terminal: one line, drawn by rich, that appears after :attr:`delay` seconds and is erased
+    when the run ends (normally, on an error or on Ctrl-C), so a quick run prints nothing extra:
+    a spinner, the phase, then for a phase with a total a bar and ``completed/total`` (a phase
+    without one shows a pulsing bar and no count), and the time since the run began. Each phase
+    gets a fresh total (a phase without one never shows the previous phase's), and a phase that
+    reaches its total is drawn filled at once. The line is :data:`LINE_WIDTH` (77) columns wide,
+    or :data:`SPARE_COLUMNS` narrower than a narrower terminal, so the ``^C`` a terminal echoes
+    after it on Ctrl-C does not wrap onto a line the erasing misses. Elsewhere (a pipe, a CI log): no bar; one ``karpy: PHASE`` line per
+    phase not written before, starting once the run has lasted :attr:`log_after` seconds (the
+    phase then under way first), counts left out.
+
+    Args:
+        stream: where to draw or write (default ``sys.stderr``); a terminal when its ``isatty()`` says so.
+        console: a rich ``Console`` to draw on instead (tests: ``Console(file=StringIO(),
+            force_terminal=True, width=80)``); its ``file`` is then the stream, a terminal when
+            ``console.is_terminal``.
     """
 
     delay = 2.0
@@ -653,16 +664,23 @@ class StderrProgress:
     log_after = 30.0
     """Seconds before phase lines are written when stderr is not a terminal."""
 
-    def __init__(self, stream: Any = None) -> None:
+    def __init__(self, stream: Any = None, console: Any = None) -> None:
         import sys
         import threading
         import time
 
-        self._stream = stream if stream is not None else sys.stderr
-        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
+        self._console = console
+        if console is not None:
+            self._stream = console.file
+            self._tty = bool(console.is_terminal)
+        else:
+            self._stream = stream if stream is not None else sys.stderr
+            self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
         self._start = time.monotonic()
         self._lock = threading.Lock()
         self._name = ""
+        self._total: int | None = None
+        self._completed = 0
         self._logged: set[str] = set()
         self._bar: Any = None
         self._task: Any = None
@@ -678,6 +696,11 @@ class StderrProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop drawing and erase the line (rich's transient display: one line up, cleared);
+        nothing is drawn afterwards. Called on leaving the ``with`` block, whatever ends it."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -688,40 +711,91 @@ class StderrProgress:
 
     def _show(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, SpinnerColumn, TextColumn
+        from rich.table import Column
 
         with self._lock:
             if not self._tty:
                 return
-            # a phase without a total (loading, the passes before a first pod is bound) shows its
-            # spinner, name, a pulsing bar and the time, and no count (rich's M/N column says 0/?)
-            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _count_column(),
-                                 TimeElapsedColumn(), console=Console(file=self._stream), transient=True)
+            console = self._console or Console(file=self._stream)
+            self._bar = _progress_class()(
+                SpinnerColumn(),
+                TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                BarColumn(bar_width=_BAR_WIDTH), _count_column(), _elapsed_column(self._start),
+                console=console, transient=True, refresh_per_second=8, expand=True)
             self._task = self._bar.add_task(self._name or "starting", total=self._total, completed=self._completed)
             self._bar.start()
 
-    _total: int | None = None
-    _completed = 0
-
     def phase(self, name: str, total: int | None = None, completed: int = 0) -> None:
-        """A new phase (or new counts for it); see :class:`~karpy_core.sim.progress.Progress`."""
+        """A new phase, or new counts for the current one (same ``name`` and ``total``); see
+        :class:`~karpy_core.sim.progress.Progress`. A new phase replaces the line's task, so its
+        total (None: none) and its count start from what it says, not from the last phase's."""
         import time
 
         with self._lock:
+            same = (name, total) == (self._name, self._total)
             self._name, self._total, self._completed = name, total, completed
             if self._bar is not None:
-                self._bar.update(self._task, description=name, total=total, completed=completed)
+                if same:
+                    self._bar.update(self._task, completed=completed)
+                else:
+                    self._bar.remove_task(self._task)
+                    self._task = self._bar.add_task(name, total=total, completed=completed)
+                self._draw_if_done()
             elif not self._tty and name not in self._logged and time.monotonic() - self._start >= self.log_after:
                 self._logged.add(name)
                 self._stream.write(f"karpy: {name}\n")
                 self._stream.flush()
 
     def update(self, completed: int) -> None:
-        """``completed`` of the phase's total are done."""
+        """``completed`` of the phase's total are done (a phase reaching its total is drawn at once, filled)."""
         with self._lock:
             self._completed = completed
             if self._bar is not None:
                 self._bar.update(self._task, completed=completed)
+                self._draw_if_done()
+
+    def _draw_if_done(self) -> None:
+        """Draw now when the phase has reached its total: the filled bar is shown even when the
+        next phase follows before the next automatic refresh (called with the lock held)."""
+        if self._total is not None and self._completed >= self._total:
+            self._bar.refresh()
+
+
+SPARE_COLUMNS = 3
+"""Columns the progress line leaves free at the right of the terminal: a full-width line puts the
+cursor in the last column, where the ``^C`` echoed on Ctrl-C wraps onto a new line, and the
+erasing (one line up) then left the progress line on screen above ``karpy: interrupted``."""
+
+LINE_WIDTH = 80 - SPARE_COLUMNS
+"""The progress line's width at most, on a wider terminal too (the bar stays beside the phase
+name); a narrower terminal gets its width less :data:`SPARE_COLUMNS`, the phase name cut with an
+ellipsis first."""
+
+_BAR_WIDTH = 16
+"""Width of the progress bar: with the spinner, a 35-character phase, a count up to
+``100000/100000`` and the time, the line fits an 80-column terminal (:data:`SPARE_COLUMNS` free)."""
+
+
+def _progress_class() -> Any:
+    """rich's ``Progress`` drawing its line :data:`LINE_WIDTH` wide, or :data:`SPARE_COLUMNS` narrower
+    than a narrower console."""
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.progress import Progress
+
+    class Narrow:
+        def __init__(self, renderable: RenderableType) -> None:
+            self.renderable = renderable
+
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+            width = max(1, min(LINE_WIDTH, options.max_width - SPARE_COLUMNS))
+            yield from console.render(self.renderable, options.update_width(width))
+
+    class NarrowProgress(Progress):
+        def get_renderable(self) -> RenderableType:
+            return Narrow(super().get_renderable())
+
+    return NarrowProgress
 
 
 def _count_column() -> Any:
@@ -734,6 +808,22 @@ def _count_column() -> Any:
             return Text("" if task.total is None else f"{int(task.completed)}/{int(task.total)}", style="progress.download")
 
     return CountColumn()
+
+
+def _elapsed_column(start: float) -> Any:
+    """A rich progress column: the time since ``start`` (``time.monotonic()``), ``H:MM:SS``: the
+    whole run's, not the current phase's (each phase is a new task)."""
+    import time
+
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class ElapsedColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            s = int(time.monotonic() - start)
+            return Text(f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}", style="progress.elapsed")
+
+    return ElapsedColumn()
 
 
 def render_explain_node(report: Any, node: str) -> str:

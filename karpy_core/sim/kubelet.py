@@ -39,6 +39,7 @@ from typing import Any
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.scheduling.taints import Toleration, untolerated
+from karpy_core.sim.progress import NO_PROGRESS, Progress, count_pods
 from karpy_core.state.cluster import condition, daemonset_pod_infos
 from karpy_core.state.views import NodeClaimView, NodeView, PodView
 from karpy_core.utils.clock import Clock
@@ -214,15 +215,20 @@ def _gated(pod: PodView) -> bool:
 class KubeSchedulerSimulator:
     """Binds pending pods to nodes; marks the rest Unschedulable (see module docstring)."""
 
-    def __init__(self, cluster: InMemoryCluster, planned: Callable[[], Mapping[str, str]] | None = None):
+    def __init__(self, cluster: InMemoryCluster, planned: Callable[[], Mapping[str, str]] | None = None,
+                 progress: Progress = NO_PROGRESS):
         """Args:
             cluster: the in-memory cluster whose pending pods it binds.
             planned: returns pod key (``namespace/name``) -> the name of the NodeClaim a
                 provisioning pass planned the pod on (the provisioner's pod nominations); such
                 a pod tries that NodeClaim's Node first (see the module docstring). None: first
-                fit only."""
+                fit only.
+            progress: told of a cycle with pending pods (``kube-scheduler: N pending pods``, no
+                total) and of its binds (``kube-scheduler: binding pods``, counted to the pods it
+                binds, brought to that total at the end)."""
         self.cluster = cluster
         self.planned = planned
+        self.progress = progress
 
     async def reconcile(self) -> int:
         """One scheduling cycle over every pending pod, with the same placement rules karpy's
@@ -239,6 +245,8 @@ class KubeSchedulerSimulator:
         pods = [p for p in self.cluster.views("Pod") or () if isinstance(p, PodView)]
         if not nodes:  # nothing to bind to: every pending pod stays pending, as kube_schedule leaves them
             pending_raw = {p.key: p.raw for p in pods if not p.node_name and not p.deleting and not _gated(p)}
+            if pending_raw:
+                self.progress.phase(f"kube-scheduler: {count_pods(len(pending_raw))} pending")
             return self._mark_unschedulable(pending_raw, sorted(pending_raw), 0)
         snapshot = ClusterSnapshot(nodes=nodes, pods=pods)
         bound = bound_pod_infos(snapshot)
@@ -259,6 +267,8 @@ class KubeSchedulerSimulator:
             for n in nodes
         ]
         pending = [p for p in pods if not p.node_name and not p.deleting and not _gated(p)]
+        if pending:
+            self.progress.phase(f"kube-scheduler: {count_pods(len(pending))} pending")
         from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms
 
         pvcs, pvs, scs = (self.cluster.snapshot(k) for k in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass"))
@@ -283,9 +293,14 @@ class KubeSchedulerSimulator:
         # the placement the disruption planner replays (scheduling/kubescheduler.py)
         results = kube_schedule(existing, bound, infos, {k: v for k, v in nominated.items() if v})
         changes = 0
+        binds = len(results.existing)
+        if binds:
+            self.progress.phase("kube-scheduler: binding pods", total=binds)
         for key, node_name in sorted(results.existing.items()):
             await self.cluster.bind(by_key[key], node_name)
             changes += 1
+            if changes % 500 == 0 or changes == binds:
+                self.progress.update(changes)
         return changes + self._mark_unschedulable(by_key, sorted(results.errors), len(nodes))
 
     def _mark_unschedulable(self, pods: dict[str, dict[str, Any]], keys: list[str], nodes: int) -> int:

@@ -3,13 +3,18 @@
 The simulator, its workloads and the report call a :class:`Progress`; the default
 (:data:`NO_PROGRESS`) ignores them. ``karpy simulate`` passes one that draws a progress bar on
 stderr (``karpy_core.cli``), so a 100,000-pod run shows which phase it is in and how far.
+
+A phase's name says what is being done in at most 35 characters (a name, a count: the display puts
+a bar, ``completed/total`` and the time beside it on an 80-column line, :func:`shorten` cuts a
+name to fit); a phase with a total is brought to it (``update(total)``) when it ends having done
+it all, and one without (``total=None``) is shown without a count.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ["NO_PROGRESS", "Progress"]
+__all__ = ["NO_PROGRESS", "Progress", "count_pods", "shorten"]
 
 
 class Progress(Protocol):
@@ -33,3 +38,19 @@ class _NoProgress:
 
 NO_PROGRESS: Progress = _NoProgress()
 """A :class:`Progress` that shows nothing."""
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters (``width`` >= 3) by an ellipsis in its middle,
+    which keeps both ends of a ``namespace/name`` readable: ``shorten("default/very-long-name",
+    12)`` is ``"defaul…-name"``. Shorter text is returned as is."""
+    if len(text) <= width:
+        return text
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def count_pods(n: int) -> str:
+    """``n`` pods in words for a phase name: ``"20,000 pods"``, ``"1 pod"``."""
+    return f"{n:,} pod{'' if n == 1 else 's'}"

@@ -63,7 +63,7 @@ from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.kube.port import KINDS, serve_plugin_node_classes
 from karpy_core.scheduling.resources import parse_resource_list
 from karpy_core.sim.kubelet import KubeletSimulator, KubeSchedulerSimulator
-from karpy_core.sim.progress import NO_PROGRESS, Progress
+from karpy_core.sim.progress import NO_PROGRESS, Progress, count_pods
 from karpy_core.sim.workloads import DEFAULT_MAX_PODS, WorkloadSimulator
 from karpy_core.state.cluster import is_managed
 from karpy_core.state.nominations import Nominations, nomination_window
@@ -144,8 +144,8 @@ class Simulator:
             ``batch_max_seconds``) before a provisioning pass that has new pending pods.
         batch_max_seconds: ``BATCH_MAX_DURATION``: sets the node nomination window
             (:func:`~karpy_core.state.nominations.nomination_window`).
-        progress: told the phases of :meth:`run` (creating pods, scheduling, provisioning,
-            launching) and the pods bound so far (:mod:`karpy_core.sim.progress`).
+        progress: told the phases of :meth:`run` (creating pods and kube-scheduler's binds,
+            counted; provisioning, launching, disruption passes; :mod:`karpy_core.sim.progress`).
     """
 
     def __init__(
@@ -167,10 +167,6 @@ class Simulator:
     ):
         self.clock = clock or VirtualClock()
         self.progress = progress
-        self._counted: tuple[float, int, int] = (-1.0, 0, 0)
-        """(when, pods bound, pods) of the last count for :attr:`progress`."""
-        self._counted_rev = -1
-        """:attr:`InMemoryCluster.revision` at that count (an unchanged cluster is not counted again)."""
         self.feature_gates = feature_gates or FeatureGates()
         """``FEATURE_GATES`` for this run (``karpy simulate --feature-gates``, a scenario's
         ``featureGates``): the controllers below take them as the controller's do."""
@@ -192,7 +188,7 @@ class Simulator:
         self.batch_idle_seconds = batch_idle_seconds
         self.batch_max_seconds = batch_max_seconds
         self.nominations = Nominations(nomination_window(batch_max_seconds))
-        self.kube_scheduler = KubeSchedulerSimulator(self.cluster, planned=self.nominations.planned_pods)
+        self.kube_scheduler = KubeSchedulerSimulator(self.cluster, planned=self.nominations.planned_pods, progress=progress)
         self.controllers = build_controllers(ControllerContext(
             kube=self.cluster, provider=provider, clock=self.clock, feature_gates=self.feature_gates, nominations=self.nominations,
             preference_policy=preference_policy, min_values_policy=min_values_policy, unreported_is_ready=True))
@@ -398,6 +394,7 @@ class Simulator:
             return 0
         self.driven.add(loop.name)
         t = self._t()
+        self.progress.phase("disruption: expiry, drift, consolidation")
         done = await loop.reconcile()
         for expired in done.expired:
             self.events.append(SimEvent(t, expired.kind, expired.nodeclaim, reason=expired.reason))
@@ -520,32 +517,10 @@ class Simulator:
         else:
             self.timeline.append(sample)
 
-    def _show(self, phase: str) -> None:
-        """Tell :attr:`progress` the phase and the pods bound so far out of those not deleting
-        (counted at most every half second of wall time: a count reads every pod). Until a first pod
-        is bound the phase has no total (``PHASE (none of N pods bound yet)``: a spinner saying what is
-        being done), rather than a bar frozen at 0/N through the first scheduling and launching
-        passes of a big run."""
-        if self.progress is NO_PROGRESS:
-            return
-        import time
-
-        now = time.monotonic()
-        if now - self._counted[0] > 0.5 and self._counted_rev != self.cluster.revision:
-            pods = [v for v in self.cluster.views("Pod") or () if isinstance(v, PodView) and not v.deleting]
-            self._counted = (now, sum(1 for v in pods if v.node_name), len(pods))
-            self._counted_rev = self.cluster.revision
-        _, bound, total = self._counted
-        if bound == 0:
-            self.progress.phase(f"{phase} (none of {total:,} pod{'' if total == 1 else 's'} bound yet)")
-            return
-        self.progress.phase(f"{phase} (pods bound)", total=total, completed=bound)
-
     async def step(self) -> int:
         """One pass of the simulated cluster actors and of every entry of :attr:`schedule`, in its
         order (see the module docstring); returns how many things changed."""
         changes = self.workloads.reconcile()
-        self._show("scheduling pods on the nodes there are")
         changes += await self.kube_scheduler.reconcile()
         if self._nodeclasses is not None:
             await self._nodeclasses.reconcile_nodeclasses()
@@ -610,7 +585,7 @@ class Simulator:
                 # the batch closes once idle, or at its maximum (all pods arrive in one step here)
                 self.clock.advance(min(self.batch_idle_seconds, self.batch_max_seconds))
             self._pending_keys = keys
-            self._show(f"provisioning: karpy's scheduler places {len(pending):,} pending pods")
+            self.progress.phase(f"provisioning: {count_pods(len(pending))} pending")
             self.driven.add(provisioning.name)
             result = await provisioning.provisioner.reconcile()  # every batch planned whole (no streaming cut)
             if result.results is not None:
@@ -641,7 +616,7 @@ class Simulator:
         kubelets register and initialise the Nodes, the lifecycle sees them. A pass whose NodeClaims
         failed (a cloud call raised; recorded, retried at the next pass) changed nothing: counted
         as a change it ran again at the same instant forever (a plugin's ``karpy_delete`` raising)."""
-        self._show("launching and registering nodes")
+        self.progress.phase("launching and registering nodes")
         self.driven.add(lifecycle.name)
         ev = await lifecycle.reconcile()
         self._record(ev)

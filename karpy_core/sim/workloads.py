@@ -26,7 +26,7 @@ from typing import Any
 from karpy_core.apis.names import name_problems
 from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
-from karpy_core.sim.progress import NO_PROGRESS, Progress
+from karpy_core.sim.progress import NO_PROGRESS, Progress, shorten
 
 __all__ = ["DEFAULT_MAX_PODS", "MAX_GENERATED_NAME_BASE", "WorkloadSimulator", "generated_name", "pod_cap_problem", "template_hash",
            "wanted_pods"]
@@ -268,10 +268,9 @@ class WorkloadSimulator:
         i = 0 if stateful else self._next.get((ns, owner_name), 0)
         missing = want - len(current)
         if missing >= 1000:
-            self.progress.phase(f"creating pods of {obj['kind']} {ns}/{meta['name']}", total=missing)
+            self.progress.phase(f"creating pods: {shorten(ns + '/' + meta['name'], 20)}", total=missing)
         while len(current) < want:
-            if missing >= 1000 and (want - len(current)) % 1000 == 0:
-                self.progress.update(missing - (want - len(current)))
+            self._count_created(missing, want - len(current))
             if stateful:
                 name = f"{meta['name']}-{i}"
             else:
@@ -314,9 +313,17 @@ class WorkloadSimulator:
             current.append(created)
             names.add(name)
             changes += 1
+        self._count_created(missing, want - len(current), end=True)
         if not stateful:
             self._next[(ns, owner_name)] = i
         return changes
+
+    def _count_created(self, missing: int, left: int, *, end: bool = False) -> None:
+        """Tell :attr:`progress` the pods created so far of a workload's ``missing`` (counted when
+        1,000 or more): every 1,000 while ``left`` remain, and at the ``end`` of its creating
+        (then all of them, filling the bar, unless some were refused)."""
+        if missing >= 1000 and (end or left % 1000 == 0):
+            self.progress.update(missing - left)
 
     def _replicaset_refused(self, dep: dict[str, Any]) -> bool:
         """True when the API server would refuse the Deployment's ReplicaSet

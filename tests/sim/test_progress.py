@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from pathlib import Path
 
-from karpy_core.cli import StderrProgress, run_simulation
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from karpy_core.cli import LINE_WIDTH, SPARE_COLUMNS, StderrProgress, run_simulation
+from karpy_core.sim.progress import shorten
 from tests.test_cli_interrupt import NODEPOOL
 
 
@@ -25,7 +31,10 @@ class Recorder:
         self.updates.append(completed)
 
 
-def test_a_simulation_reports_its_phases_and_the_pods_bound(tmp_path: Path) -> None:
+def test_a_simulation_reports_its_phases_with_honest_counts(tmp_path: Path) -> None:
+    """Each phase says what it does; a counted phase has its own total and ends at it (before the
+    fix the display reused the last total: ``building the report 0/1200``, creating pods ended at
+    1000/1200, and ``pods bound 1200/1200`` was shown for the phases after kube-scheduler's)."""
     path = tmp_path / "pods.yaml"
     path.write_text(NODEPOOL.replace("replicas: 100000", "replicas: 1200"))
     rec = Recorder()
@@ -33,19 +42,31 @@ def test_a_simulation_reports_its_phases_and_the_pods_bound(tmp_path: Path) -> N
     assert report.summary()["pods_bound"] == 1200
     names = [name for name, _, _ in rec.phases]
     assert names[0] == "loading manifests"
-    assert ("creating pods of Deployment default/big", 1200, 0) in rec.phases
-    assert rec.updates and max(rec.updates) < 1200 and rec.updates == sorted(rec.updates)
-    assert any(n.startswith("provisioning: karpy's scheduler places 1,200 pending pods") for n in names)
-    assert any(n.startswith("launching and registering nodes") for n in names)
-    counted = [(total, done) for name, total, done in rec.phases if name.endswith("(pods bound)")]
-    assert all(total == 1200 and 0 < done <= 1200 for total, done in counted)  # counted every 0.5 s of wall time: maybe none
-    # before a first pod is bound: no 0/1200 bar frozen through the first passes, a phase without a total
-    waiting = [(name, total) for name, total, _ in rec.phases if name.endswith("(none of 1,200 pods bound yet)")]
-    assert waiting and all(total is None for _, total in waiting)
-    assert any(name.startswith("scheduling pods on the nodes there are") for name, _ in waiting)
-    first_bar = next((i for i, (name, _, _) in enumerate(rec.phases) if name.endswith("(pods bound)")), len(rec.phases))
-    assert not any(name.endswith("bound yet)") for name, _, _ in rec.phases[first_bar:])
-    assert names[-2:] == ["building the report", "computing the cheapest plan for comparison (HiGHS, at most 2 s)"]
+    creating = names.index("creating pods: default/big")
+    assert rec.phases[creating] == ("creating pods: default/big", 1200, 0)
+    binding = names.index("kube-scheduler: binding pods")
+    assert rec.phases[binding] == ("kube-scheduler: binding pods", 1200, 0)
+    # the updates of each counted phase: rising, and the last one is its total (the bar ends filled)
+    assert rec.updates[-1] == 1200 and 1200 in rec.updates[:rec.updates.index(1200) + 1]
+    assert rec.updates == sorted(rec.updates[:rec.updates.index(1200) + 1]) + sorted(rec.updates[rec.updates.index(1200) + 1:])
+    assert "kube-scheduler: 1,200 pods pending" in names[creating:binding]
+    assert "provisioning: 1,200 pods pending" in names[creating:binding]
+    assert "launching and registering nodes" in names[creating:binding]
+    # only the two counted phases have a total: no phase shows a count it does not make
+    assert {(name, total) for name, total, _ in rec.phases if total is not None} == {
+        ("creating pods: default/big", 1200), ("kube-scheduler: binding pods", 1200)}
+    assert names[-2:] == ["building the report", "cheapest plan to compare (HiGHS, 2 s max)"]
+    assert all(len(name) <= 45 for name in names)
+
+
+def test_a_long_workload_name_is_shortened_in_the_middle(tmp_path: Path) -> None:
+    path = tmp_path / "pods.yaml"
+    path.write_text(NODEPOOL.replace("replicas: 100000", "replicas: 1000").replace("name: big", "name: " + "a" * 40 + "-z"))
+    rec = Recorder()
+    asyncio.run(run_simulation([str(path)], progress=rec))
+    creating = [name for name, _, _ in rec.phases if name.startswith("creating pods")]
+    assert creating == ["creating pods: default/aa…aaaaaaa-z"]
+    assert shorten("default/big", 20) == "default/big" and shorten("default/very-long-name", 12) == "defaul…-name"
 
 
 def test_stderr_progress_writes_each_phase_once_in_a_log_after_its_delay() -> None:
@@ -63,41 +84,149 @@ def test_stderr_progress_writes_each_phase_once_in_a_log_after_its_delay() -> No
     assert out.getvalue() == "karpy: creating pods\nkarpy: building the report\n"
 
 
-def test_stderr_progress_draws_a_bar_on_a_terminal_and_erases_it() -> None:
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
+def _terminal(width: int = 80) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=True, width=width, color_system=None), out
 
-    out = Terminal()
-    progress = StderrProgress(out)
-    progress.delay = 0.0
+
+def _frames(drawn: str) -> list[str]:
+    """The lines rich drew (each redraw starts with a carriage return or an erase), escapes removed."""
+    return [text for piece in re.split(r"\r|\n|\x1b\[2K|\x1b\[\d*A", drawn)
+            if (text := re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", piece)).strip()]
+
+
+def _screen(drawn: str, width: int = 80) -> list[str]:
+    """What a terminal ``width`` columns wide shows after ``drawn`` (a VT100's autowrap: a character
+    written past the last column goes to the next line; carriage return, newline, cursor up,
+    erase line), trailing blank lines dropped."""
+    rows: list[list[str]] = [[]]
+    row = col = 0
+    for token in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|.", drawn, flags=re.S):
+        if token.startswith("\x1b["):
+            if token.endswith("A"):
+                row = max(0, row - int(token[2:-1] or 1))
+            elif token == "\x1b[2K":
+                rows[row] = []
+        elif token == "\r":
+            col = 0
+        elif token == "\n":
+            row += 1
+            col = 0
+        else:
+            if col >= width:  # the pending wrap
+                row += 1
+                col = 0
+            while len(rows) <= row:
+                rows.append([])
+            line = rows[row]
+            line.extend(" " * (col + 1 - len(line)))
+            line[col] = token
+            col += 1
+        while len(rows) <= row:
+            rows.append([])
+    lines = ["".join(r).rstrip() for r in rows]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def test_each_phase_on_a_terminal_has_its_own_total_and_ends_filled() -> None:
+    """The display as a user sees it, 80 columns: a phase without a total shows no count (before
+    the fix rich kept the last phase's total: ``building the report 0/20000``), a counted phase
+    shows its total, its last frame is the filled bar, and no line is wider than the terminal."""
+    console, out = _terminal(80)
+    progress = StderrProgress(console=console)
     with progress:
-        progress.phase("creating pods", total=4000)
+        progress.phase("loading manifests")
         progress._show()  # what the timer does after the delay (called here, not waited for)
-        progress.update(2000)
         progress._bar.refresh()
-        drawn = out.getvalue()
-    assert "creating pods" in drawn and "2000/4000" in drawn
-    assert progress._bar is None  # stopped; transient: the bar's lines are cleared
+        progress.phase("creating pods: default/big", total=20000)
+        progress.update(19000)
+        progress._bar.refresh()
+        progress.update(20000)  # the end of the phase: drawn at once, filled
+        progress.phase("kube-scheduler: 20,000 pods pending")
+        progress._bar.refresh()
+        progress.phase("kube-scheduler: binding pods", total=20000)
+        progress._bar.refresh()
+        progress.update(20000)
+        progress.phase("building the report")
+        progress._bar.refresh()
+        progress.phase("cheapest plan to compare (HiGHS, 2 s max)")
+        progress._bar.refresh()
+        frames = _frames(out.getvalue())
+    assert frames and all(cell_len(f) <= 80 - SPARE_COLUMNS for f in frames), [f for f in frames if cell_len(f) > 77]
+
+    def shown(phase: str) -> list[str]:
+        return [f for f in frames if phase in f]
+
+    assert shown("loading manifests") and not any("/" in f for f in shown("loading manifests"))
+    assert any("19000/20000" in f for f in shown("creating pods: default/big"))
+    assert "20000/20000" in shown("creating pods: default/big")[-1]  # filled at its end
+    assert "━" * 16 in shown("creating pods: default/big")[-1]
+    assert shown("kube-scheduler: 20,000 pods pending") and not any(
+        re.search(r"\d/\d", f) for f in shown("kube-scheduler: 20,000 pods pending"))
+    assert "0/20000" in shown("kube-scheduler: binding pods")[0]
+    assert "20000/20000" in shown("kube-scheduler: binding pods")[-1]
+    for phase in ("building the report", "cheapest plan to compare (HiGHS, 2 s max)"):
+        assert shown(phase) and not any("/2" in f for f in shown(phase)), shown(phase)  # no total of another phase
+    assert _screen(out.getvalue()) == []  # erased at the end
 
 
-def test_a_phase_without_a_total_draws_no_count_on_a_terminal() -> None:
-    """The passes before a first pod is bound (and loading) have no total: the bar shows the phase
-    and its time, not ``0/?`` or a count frozen at 0/N."""
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
-
-    out = Terminal()
-    progress = StderrProgress(out)
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_a_phase_name_too_long_for_the_terminal_is_cut_not_wrapped(width: int) -> None:
+    """At most 77 columns on any terminal (a wide one keeps the bar beside the name), 3 fewer
+    than a narrower one; the name gives way, the count stays whole."""
+    console, out = _terminal(width)
+    progress = StderrProgress(console=console)
     with progress:
-        progress.phase("provisioning (none of 20,000 pods bound yet)")
+        progress.phase("x" * 120, total=100000, completed=5)
         progress._show()
         progress._bar.refresh()
-        drawn = out.getvalue()
-        progress.phase("launching (pods bound)", total=20000, completed=5000)
+        frames = _frames(out.getvalue())
+    assert frames and all(cell_len(f) <= min(LINE_WIDTH, width - SPARE_COLUMNS) for f in frames)
+    assert all("5/100000" in f and "x…" in f for f in frames)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_ctrl_c_leaves_no_progress_line_on_the_screen(width: int) -> None:
+    """On Ctrl-C the terminal echoes ``^C`` where the cursor is, at the end of the progress line;
+    before the fix the line filled all 80 columns, the echo wrapped onto a new line, and rich's
+    erasing (one line up) erased that one: the last frame stayed above ``karpy: interrupted``."""
+    console, out = _terminal(width)
+    progress = StderrProgress(console=console)
+    with pytest.raises(KeyboardInterrupt), progress:
+        progress.phase(f"provisioning: {'20,000 pods pending'}")
+        progress._show()
+        progress.phase("kube-scheduler: binding pods", total=20000, completed=1500)
         progress._bar.refresh()
-        counted = out.getvalue()[len(drawn):]
-    assert "provisioning (none of 20,000 pods bound yet)" in drawn
-    assert "/?" not in drawn and "0/20000" not in drawn and "/None" not in drawn
-    assert "5000/20000" in counted
+        out.write("^C")  # the terminal's echo of Ctrl-C
+        raise KeyboardInterrupt
+    assert progress._bar is None
+    out.write("karpy: interrupted\n")  # what karpy_core.cli.main writes next
+    assert _screen(out.getvalue(), width) == ["karpy: interrupted"]
+
+
+def test_the_erasing_screen_model_sees_a_full_width_line_left_behind() -> None:
+    """The check above fails without the spare columns: a line drawn to the last column, ``^C``
+    echoed after it, then rich's erasing leaves the line on screen (this model, as a terminal)."""
+    drawn = "\r\x1b[2K" + "x" * 80 + "^C" + "\n\r\x1b[1A\x1b[2K" + "karpy: interrupted\n"
+    assert _screen(drawn) == ["x" * 80, "karpy: interrupted"]
+    assert _screen(drawn.replace("x" * 80, "x" * 77)) == ["karpy: interrupted"]
+
+
+def test_stderr_progress_draws_nothing_but_log_lines_when_stderr_is_not_a_terminal() -> None:
+    """A pipe or a file: no bar, no escape or carriage return, whatever the run does (a phase line
+    once the run has lasted ``log_after``)."""
+    out = io.StringIO()
+    progress = StderrProgress(out)
+    progress.delay = 0.0
+    progress.log_after = 0.0
+    with progress:
+        progress._show()  # the timer's call, were it started: it draws nothing here
+        progress.phase("creating pods: default/big", total=20000)
+        progress.update(20000)
+        progress.phase("building the report")
+    assert progress._bar is None
+    assert out.getvalue() == "karpy: creating pods: default/big\nkarpy: building the report\n"
+
+
