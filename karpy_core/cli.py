@@ -853,7 +853,9 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
     error messages (``in the simulation``, ``in the cluster``).
 
     Raises:
-        ConfigurationError: ``no pod NAMESPACE/NAME ...`` when nothing matches; ``--explain
+        ConfigurationError: ``--explain NAMESPACE/NAME: workload NAME (Deployment) has spec.replicas 0:
+            no pods ... to explain`` for a workload that asks for no pods (or a prefix of only such
+            workloads' names); ``no pod NAMESPACE/NAME ...`` when nothing matches; ``--explain
             NAMESPACE/NAME is ambiguous: ...`` (one line naming up to 5 of the pods and their
             workloads, and how many) when the prefix matches pods of several workloads.
     """
@@ -866,6 +868,16 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
     if owned:  # a header only when it says something the pod lines do not
         return owned, f"{key}: workload {name}, {len(owned)} pods" if len(owned) > 1 else ""
     prefixed = [p for p in in_ns if name and p.name.startswith(name)]
+    empty = [w for w in getattr(report, "empty_workloads", []) if w["namespace"] == ns]
+    for w in empty:  # a workload that exists but asks for no pods: nothing to explain, and not a wrong name
+        if w["name"] == name:
+            raise ConfigurationError(f"--explain {key}: workload {name} ({w['kind']}) has {w['field']}: no pods "
+                                     f"{where} to explain")
+    if not prefixed and (starting := [w for w in empty if name and w["name"].startswith(name)]):
+        listed = ", ".join(f"{w['name']} ({w['kind']}, {w['field']})" for w in starting[:_EXPLAIN_CANDIDATES])
+        more = f", +{len(starting) - _EXPLAIN_CANDIDATES} more" if len(starting) > _EXPLAIN_CANDIDATES else ""
+        raise ConfigurationError(f"--explain {key}: no pod {where} starts with {name}; the workloads whose names do "
+                                 f"ask for no pods: {listed}{more}")
     if not prefixed:
         raise ConfigurationError(f"no pod {key} {where} (give a pod name, a workload name or an unambiguous prefix "
                                  "of pod names, e.g. web, web-<hash>-<id> or web-<hash>)")
@@ -982,7 +994,8 @@ def simulate(
     feature_gates: Annotated[str | None, typer.Option(
         "--feature-gates", help="FEATURE_GATES for the simulated controller: Name=true|false,... (over a scenario's featureGates)")] = None,
     min_values_policy: Annotated[str | None, typer.Option(
-        "--min-values-policy", help="MIN_VALUES_POLICY: Strict or BestEffort (relax minValues, annotate the NodeClaim)")] = None,
+        "--min-values-policy",
+        help="MIN_VALUES_POLICY: Strict or BestEffort (relax minValues, annotate the NodeClaim) [default: Strict]")] = None,
     batch_idle_duration: Annotated[str | None, typer.Option(
         "--batch-idle-duration",
         help="BATCH_IDLE_DURATION: idle time that closes a provisioning batch (Go duration) [default: 1s]")] = None,
@@ -1249,26 +1262,37 @@ def validate(
     except KarpyError as exc:
         _fail(exc)
         return
-    counts: dict[str, int] = {}
-    for obj in loaded.objects():
-        counts[obj.KIND] = counts.get(obj.KIND, 0) + 1
-    found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
-    warned = f" ({len(loaded.warnings)} warning{'s' if len(loaded.warnings) != 1 else ''} below)" if loaded.warnings else ""
-    typer.echo(f"valid{warned}: {found}")
     from karpy_core.apis.loader import unserved_kind_message
     from karpy_core.sim.simulator import is_simulated
 
-    class_refs = {(r.group, r.kind, r.name) for r in (p.spec.template.spec.node_class_ref for p in loaded.nodepools)}
+    # a NodeClass read without a model: its status comes from its kind (which plugin would model it),
+    # not from whether the NodePool that survived a redefinition names it; one line each, counted
+    # in the summary as NodePools are
+    class_kinds = {(r.group, r.kind) for r in (p.spec.template.spec.node_class_ref for p in loaded.nodepools)}
+    listed: list[tuple[str, Any]] = []
+    counts: dict[str, int] = {}
+    for obj in loaded.objects():
+        counts[obj.KIND] = counts.get(obj.KIND, 0) + 1
     for obj in loaded.other:  # what simulate stores as read (PVCs, StorageClasses...) or ignores
         group = str(obj.api_version).rpartition("/")[0]
-        if (group, obj.kind, obj.name) in class_refs:  # a NodePool's NodeClass whose kind no installed plugin models
-            what = f"not validated: {unserved_kind_message(group, str(obj.kind))}"
+        reason = loaded.unvalidated.get((group, str(obj.kind), obj.name))
+        if reason is None and (group, obj.kind) in class_kinds:  # a NodePool's NodeClass kind no installed plugin models
+            reason = unserved_kind_message(group, str(obj.kind))
+        if reason is not None:
+            counts[str(obj.kind)] = counts.get(str(obj.kind), 0) + 1
+            what = f"not validated: {reason}"
         elif is_simulated(obj.api_version, obj.kind):
             what = "stored as read by simulate"
         else:
             what = "ignored (kind not modelled)"
+        listed.append((what, obj))
+    warnings = [w for w in loaded.warnings if w not in loaded.unvalidated_warnings]  # its listing line says it
+    found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
+    warned = f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''} below)" if warnings else ""
+    typer.echo(f"valid{warned}: {found}")
+    for what, obj in listed:
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
-    for w in loaded.warnings:
+    for w in warnings:
         typer.echo(f"warning: {w}")
 
 
@@ -1494,8 +1518,10 @@ def controller(
     = None,
     batch_idle_duration: Annotated[str | None, _opt("--batch-idle-duration", help="batch idle window, default 1s "
                                                     "[BATCH_IDLE_DURATION]")] = None,
-    preference_policy: Annotated[str | None, _opt("--preference-policy", help="Respect or Ignore [PREFERENCE_POLICY]")] = None,
-    min_values_policy: Annotated[str | None, _opt("--min-values-policy", help="Strict or BestEffort [MIN_VALUES_POLICY]")] = None,
+    preference_policy: Annotated[str | None, _opt("--preference-policy", help="Respect or Ignore, default Respect "
+                                                  "[PREFERENCE_POLICY]")] = None,
+    min_values_policy: Annotated[str | None, _opt("--min-values-policy", help="Strict or BestEffort, default Strict "
+                                                  "[MIN_VALUES_POLICY]")] = None,
     ignore_dra_requests: Annotated[bool | None, _flag("--ignore-dra-requests", help="only true [IGNORE_DRA_REQUESTS]")] = None,
     feature_gates: Annotated[str | None, _opt("--feature-gates", help="Name=true|false,... [FEATURE_GATES]")] = None,
     scheduler_config: Annotated[str | None, _opt("--scheduler-config", help="refused when set [SCHEDULER_CONFIG]")] = None,
@@ -1518,7 +1544,8 @@ def controller(
 ) -> None:
     """Run the controller against a cluster (one active replica via a Lease).
 
-    Each setting has Karpenter's environment variable (in brackets) and flag; a flag wins.
+    Each setting is a flag and an environment variable (in brackets): Karpenter's name for
+    Karpenter's settings, a KARPY_ name for karpy's own; a flag wins.
     """
     flags = {k: v for k, v in locals().items() if k not in ("kubeconfig", "leader_elect", "namespace", "provider_option")}
     flags["system_namespace"] = namespace
@@ -1692,6 +1719,20 @@ def _whole_writes() -> None:
                                       newline=None, line_buffering=True, write_through=True)
 
 
+def _option_value(argv: list[str], opts: list[str]) -> str | None:
+    """The last value ``argv`` gives an option spelled one of ``opts`` (``--name VALUE`` or
+    ``--name=VALUE``), or None."""
+    found: str | None = None
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in opts:
+            if eq:
+                found = value
+            elif i + 1 < len(argv):
+                found = argv[i + 1]
+    return found
+
+
 def main() -> None:
     """Console-script entry point. A usage error (an unknown flag, a missing value) is one
     ``error:`` line on stderr and exit 2, like every other refused setting. Ctrl-C (SIGINT) stops
@@ -1721,7 +1762,10 @@ def main() -> None:
         message = getattr(exc, "format_message", None)
         if message is None:
             raise
-        typer.echo(f"error: {message()}", err=True)
+        given = _option_value(sys.argv[1:], getattr(getattr(exc, "param", None), "opts", None) or [])
+        # a value that did not parse is named, as karpy's own errors name it (click's message does not)
+        shown = f", not {given!r}" if given is not None and type(exc).__name__ == "BadParameter" else ""
+        typer.echo(f"error: {message()}{shown}", err=True)
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
         _leave_now(signal.SIGINT, None)

@@ -548,7 +548,20 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         ctx = err.get("ctx") or {}
         if isinstance(ctx.get("error"), ConfigurationError):
             raise ctx["error"] from None
-        raise ConfigurationError(f"{name}: {msg} (got {raw!r})") from None
+        shown = _shown(raw)
+        # the value once, quoted as the CLI's other errors quote it: text in quotes, a number bare
+        raise ConfigurationError(f"{name}: {msg}" if shown in msg else f"{name}: {msg}, not {shown}") from None
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a one-line error shows it: a number (or text that reads as one: ``"11"``
+    from the environment) bare, other text quoted (``'x'``)."""
+    text = str(value)
+    try:
+        float(text)
+    except ValueError:
+        return repr(value) if isinstance(value, str) else text
+    return text.strip()
 
 
 def _from(given: Mapping[str, Any], env: Mapping[str, str]) -> KarpySettings:

@@ -61,8 +61,8 @@ def test_the_real_plugin_names_what_supplies_the_keyring_and_the_credential(tmp_
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
     line = done.stderr.strip()
     assert line.startswith("error: kakaocloud provider: the ownership-signing keyring (a keyring.json) is required: "
-                           "option keyring_file (karpy simulate and validate: --provider-option keyring_file=PATH or "
-                           "KAKAOCLOUD_KEYRING_FILE=PATH; karpy controller: the Secret karpenter-kakaocloud/karpenter-sigkey")
+                           "option keyring_file (karpy simulate and validate: --provider-option keyring_file=PATH; "
+                           "karpy controller: the Secret karpenter-kakaocloud/karpenter-sigkey")
     assert "the application credential is required" in line and "KAKAOCLOUD_APPLICATION_CREDENTIAL_ID" in line
     assert "launches real VMs" in line and "leave out --cloud-provider" in line
     assert "404" not in line

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.cloudprovider.options import missing_setting
 from karpy_core.errors import ConfigurationError
 
@@ -26,8 +27,8 @@ def test_aws_and_kakaocloud_word_a_missing_cluster_name_alike(monkeypatch: pytes
     monkeypatch.delenv("CLUSTER_NAME", raising=False)
     with pytest.raises(ConfigurationError) as from_aws:
         aws.create_plugin({"region": "us-east-1"})
-    with pytest.raises(ConfigurationError) as from_kakaocloud:
-        kakaocloud.create_plugin({})
+    with pytest.raises(ConfigurationError) as from_kakaocloud:  # refused when prepared (the controller's context)
+        kakaocloud.create_plugin({}).karpy_prepare(ProviderContext())
     tail = ("is required: option cluster_name (karpy simulate and validate: --provider-option cluster_name=NAME; "
             "karpy controller: --cluster-name or CLUSTER_NAME)")
     assert str(from_aws.value) == f"aws provider: the cluster name {tail}"
@@ -35,12 +36,14 @@ def test_aws_and_kakaocloud_word_a_missing_cluster_name_alike(monkeypatch: pytes
 
 
 def test_aws_words_a_missing_region_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a region and a cluster name the region is named first, before any region source is
-    asked (no SDK chain, no instance metadata service)."""
+    """Without a region and a cluster name both are named, the region first, before any region source
+    is asked (no SDK chain, no instance metadata service)."""
     aws = pytest.importorskip("karpy_aws.plugin")
     with pytest.raises(ConfigurationError) as info:
         aws.create_plugin({})
     assert str(info.value) == (
         "aws provider: the region is required: option region (karpy simulate and validate: --provider-option "
         "region=REGION (simulate: --region REGION too); karpy controller: --region or AWS_REGION (AWS_DEFAULT_REGION)), "
-        "or a region in the shared AWS config, or the instance metadata service where karpy runs on EC2")
+        "or a region in the shared AWS config, or the instance metadata service where karpy runs on EC2; aws provider: "
+        "the cluster name is required: option cluster_name (karpy simulate and validate: --provider-option "
+        "cluster_name=NAME; karpy controller: --cluster-name or CLUSTER_NAME)")

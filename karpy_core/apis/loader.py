@@ -754,6 +754,12 @@ class LoadedManifests:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     custom: list[KubeObject] = field(default_factory=list)
     other: list[Passthrough] = field(default_factory=list)
+    unvalidated: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    """In-tree providers' NodeClasses in ``other`` (read while their plugin is not installed), by
+    ``(group, kind, name)``, and why they are not validated (``its plugin, karpy-aws (providers/aws),
+    is not installed``); each is named once in ``warnings``, however many documents define it: by
+    the line in ``unvalidated_warnings`` (``karpy validate`` lists them one line each instead)."""
+    unvalidated_warnings: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     """One line per directory argument with files not read (no ``.json``/``.yaml``/``.yml``
@@ -1008,9 +1014,13 @@ class _Builder:
                 # an in-tree provider's NodeClass whose plugin is not installed: the NodePools that
                 # name it are not told it is missing (it is there), only that it is not validated
                 name = (data.get("metadata") or {}).get("name") if isinstance(data.get("metadata"), dict) else None
-                self._unvalidated_nodeclasses.add((group, kind, str(name or "")))
+                identity = (group, kind, str(name or ""))
                 needless = " (the simulated cloud does not need it)" if self.cloud_provider in (None, "simulated") else ""
-                self.result.warnings.append(f"{where} {label}: not validated: its plugin, {plugin}, is not installed{needless}")
+                if identity not in self._unvalidated_nodeclasses:  # once per NodeClass, not per document defining it
+                    self._unvalidated_nodeclasses.add(identity)
+                    self.result.unvalidated[identity] = f"its plugin, {plugin}, is not installed{needless}"
+                    self.result.unvalidated_warnings.append(f"{where} {label}: not validated: {self.result.unvalidated[identity]}")
+                    self.result.warnings.append(self.result.unvalidated_warnings[-1])
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)

@@ -152,6 +152,10 @@ class SimulationReport:
     """Per-NodePool series of scenario runs (:attr:`Simulator.timeline`), None otherwise."""
     workloads: list[dict[str, Any]] = field(default_factory=list)
     """``[{kind, namespace, name, pods}]``: the workloads simulated and their pods (DaemonSets aside)."""
+    empty_workloads: list[dict[str, Any]] = field(default_factory=list)
+    """``[{kind, namespace, name, field}]``: the workloads that ask for no pods (``spec.replicas: 0``,
+    a Job's ``spec.parallelism: 0``), which :attr:`workloads` cannot list; ``--explain`` names them
+    (not in :meth:`to_dict`)."""
     daemonsets: list[dict[str, Any]] = field(default_factory=list)
     """``[{namespace, name, requests, pods}]``: each DaemonSet, what one of its pods requests (the
     overhead it adds to every node it selects and tolerates, counted by the scheduler) and how many
@@ -463,6 +467,25 @@ def _workloads(sim: Simulator) -> list[dict[str, Any]]:
     return [{"kind": k, "namespace": ns, "name": n, "pods": c} for (k, ns, n), c in sorted(counts.items())]
 
 
+def _empty_workloads(sim: Simulator) -> list[dict[str, Any]]:
+    """``[{kind, namespace, name, field}]``: each Deployment, StatefulSet, Job and ReplicaSet (one a
+    Deployment does not own) whose spec asks for no pods, and the field that says so
+    (:func:`~karpy_core.sim.workloads.wanted_pods`). Sorted by kind, namespace, name."""
+    from karpy_core.sim.workloads import wanted_pods
+
+    found = []
+    for kind in ("Deployment", "Job", "ReplicaSet", "StatefulSet"):
+        for obj in sim.cluster.snapshot(kind):
+            meta = obj.get("metadata") or {}
+            if kind == "ReplicaSet" and meta.get("ownerReferences"):
+                continue
+            want, path = wanted_pods({**obj, "kind": kind})
+            if want == 0:
+                found.append({"kind": kind, "namespace": meta.get("namespace", "default"), "name": meta.get("name", ""),
+                              "field": f"{path} 0"})
+    return sorted(found, key=lambda w: (w["kind"], w["namespace"], w["name"]))
+
+
 def _launch_failure(sim: Simulator, claim: str) -> str:
     """``REASON: MESSAGE`` of the NodeClaim ``claim``'s ``Launched=Unknown`` condition set by a
     failed create (the cloud's or the plugin's error), or ``""`` (no such claim, launched, or not tried)."""
@@ -700,6 +723,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         + _overlay_warnings(sim) + _buffer_warnings(sim),
         timeline=list(sim.timeline) if sim.disruption_enabled else None,
         workloads=_workloads(sim),
+        empty_workloads=_empty_workloads(sim),
         daemonsets=_daemonsets(sim),
         overlays=overlays,
         start=sim.start,

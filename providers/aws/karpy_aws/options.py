@@ -57,13 +57,16 @@ class AWSOptions(ProviderOptions):
 
     def check_required(self) -> None:
         """Raises:
-            ConfigurationError: ``region`` or ``cluster_name`` is empty.
+            ConfigurationError: ``region`` or ``cluster_name`` is empty: one message naming each
+                missing setting (``; ``-separated), so a fix is not followed by the next one's error.
         """
-        if not self.region:
-            raise missing_region()
+        missing = [] if self.region else [str(missing_region())]
         if not self.cluster_name:
-            raise missing_setting("aws", "the cluster name", "cluster_name", simulate="--provider-option cluster_name=NAME",
-                                  controller="--cluster-name or CLUSTER_NAME")
+            missing.append(str(missing_setting("aws", "the cluster name", "cluster_name",
+                                               simulate="--provider-option cluster_name=NAME",
+                                               controller="--cluster-name or CLUSTER_NAME")))
+        if missing:
+            raise ConfigurationError("; ".join(missing))
 
 
 def missing_region() -> ConfigurationError:

@@ -80,6 +80,7 @@ from karpy_kakaocloud.client import KakaoCloudClient
 from karpy_kakaocloud.create import ca_hash, create_vm
 from karpy_kakaocloud.credentials import (
     DEFAULT_KEYRING_FILE,
+    DEFAULT_REGION,
     ENV_CREDENTIAL_ID,
     ENV_CREDENTIAL_SECRET,
     ENV_KEYRING_FILE,
@@ -115,6 +116,11 @@ __all__ = ["DEFAULT_CA_FILE", "MAX_NODEPOOL_NAME", "SUPPORTED_NODE_CLASSES", "Ka
            "create_plugin"]
 
 log = logging.getLogger("karpy.kakaocloud")
+
+_SIMULATION_NOTE = (". karpy simulate --cloud-provider kakaocloud runs the plugin for real: it calls the KakaoCloud API and "
+                    "launches real VMs; to simulate KCNodeClass NodePools without a cloud, leave out --cloud-provider (the "
+                    "simulated provider serves KCNodeClass; README, \"Simulate your own manifests\")")
+"""Ends the message naming what a simulation with the real plugin misses (:meth:`KakaoCloudProvider.karpy_prepare`)."""
 
 
 class KakaoCloudProvider:
@@ -156,10 +162,9 @@ class KakaoCloudProvider:
         clock: Callable[[], float] = time.time,
         transport: Any = None,
     ):
-        if not cluster_name:
-            raise missing_setting("kakaocloud", "the cluster name (the Kubernetes Engine cluster)", "cluster_name",
-                                  simulate="--provider-option cluster_name=NAME", controller="--cluster-name or CLUSTER_NAME")
         self.cluster_name = cluster_name
+        """The Kubernetes Engine cluster; ``""`` when nothing gave it: refused by :meth:`karpy_prepare`
+        (in a simulation with every other missing source, in one message) and by :meth:`ensure`."""
         self.kube = kube
         self.namespace = namespace
         self.settings = settings or KakaoCloudSettings()
@@ -234,6 +239,8 @@ class KakaoCloudProvider:
         """Load credentials, keyring and cluster identity once (retried on the next call after a failure)."""
         if self._client is not None and self._keyring is not None and self._cluster_uid:
             return
+        if not self.cluster_name:
+            raise ConfigurationError(self._missing_cluster_name())
         async with self._init_lock:
             if self._simulation:
                 await self._check_simulation_sources()
@@ -274,23 +281,42 @@ class KakaoCloudProvider:
         """
         kube = self.kube
         missing: list[str] = []
-        if (self._keyring is None and not (self._keyring_file or os.environ.get(ENV_KEYRING_FILE))
-                and kube is not None and not await _has_secret(kube, self.namespace, self._keyring_secret)):
-            missing.append(str(missing_setting(
-                "kakaocloud", "the ownership-signing keyring (a keyring.json)", "keyring_file",
-                simulate=f"--provider-option keyring_file=PATH or {ENV_KEYRING_FILE}=PATH",
-                controller=f"the Secret {self.namespace}/{self._keyring_secret} the chart mounts (sigKey.secretName)")))
-        if (self._credentials is None and self._client is None and credentials_from_env() is None
-                and kube is not None and not await _has_secret(kube, self.namespace, self._credentials_secret)):
-            missing.append(str(missing_setting(
-                "kakaocloud", "the application credential", "credentials",
-                simulate=f"{ENV_CREDENTIAL_ID} and {ENV_CREDENTIAL_SECRET} (with {ENV_REGION}, {ENV_PROJECT_ID})",
-                controller=f"the Secret {self.namespace}/{self._credentials_secret} (chart credentials.secretName)")))
+        if not self._keyring_given() and kube is not None and not await _has_secret(kube, self.namespace, self._keyring_secret):
+            missing.append(self._missing_keyring())
+        if not self._credentials_given() and kube is not None \
+                and not await _has_secret(kube, self.namespace, self._credentials_secret):
+            missing.append(self._missing_credentials())
         if missing:
-            raise ConfigurationError(
-                "; ".join(missing) + ". karpy simulate --cloud-provider kakaocloud runs the plugin for real: it calls the "
-                "KakaoCloud API and launches real VMs; to simulate KCNodeClass NodePools without a cloud, leave out "
-                "--cloud-provider (the simulated provider serves KCNodeClass; README, \"Simulate your own manifests\")")
+            raise ConfigurationError("; ".join(missing) + _SIMULATION_NOTE)
+
+    def _keyring_given(self) -> bool:
+        """The keyring comes from an option or ``KAKAOCLOUD_KEYRING_FILE`` (not from a Secret)."""
+        return self._keyring is not None or bool(self._keyring_file or os.environ.get(ENV_KEYRING_FILE))
+
+    def _credentials_given(self) -> bool:
+        """The application credential comes from an option or the environment (not from a Secret).
+
+        Raises:
+            ConfigurationError: ``KAKAOCLOUD_APPLICATION_CREDENTIAL_ID`` is set without its secret."""
+        return self._credentials is not None or self._client is not None or credentials_from_env() is not None
+
+    def _missing_cluster_name(self) -> str:
+        return str(missing_setting("kakaocloud", "the cluster name (the Kubernetes Engine cluster)", "cluster_name",
+                                   simulate="--provider-option cluster_name=NAME", controller="--cluster-name or CLUSTER_NAME"))
+
+    def _missing_keyring(self) -> str:
+        return str(missing_setting(
+            "kakaocloud", "the ownership-signing keyring (a keyring.json)", "keyring_file",
+            simulate="--provider-option keyring_file=PATH",
+            controller=f"the Secret {self.namespace}/{self._keyring_secret} the chart mounts (sigKey.secretName), "
+                       f"or {ENV_KEYRING_FILE}=PATH"))
+
+    def _missing_credentials(self) -> str:
+        return str(missing_setting(
+            "kakaocloud", "the application credential", "credentials",
+            simulate=f"{ENV_CREDENTIAL_ID} and {ENV_CREDENTIAL_SECRET} in the environment, never on the command line "
+                     f"({ENV_REGION}, default {DEFAULT_REGION}, and {ENV_PROJECT_ID} optional)",
+            controller=f"the Secret {self.namespace}/{self._credentials_secret} (chart credentials.secretName)"))
 
     @property
     def cluster_identity(self) -> str:
@@ -366,6 +392,12 @@ class KakaoCloudProvider:
         if context.cluster_ca_pem is not None:
             self.kube_client_ca_pem = context.cluster_ca_pem
         self._simulation = self._simulation or context.simulation
+        if not self.cluster_name:  # before any API call; a simulation names every other missing source with it
+            missing = [self._missing_cluster_name()]
+            if self._simulation:
+                missing += [] if self._keyring_given() else [self._missing_keyring()]
+                missing += [] if self._credentials_given() else [self._missing_credentials()]
+            raise ConfigurationError("; ".join(missing) + (_SIMULATION_NOTE if len(missing) > 1 else ""))
         registry = context.registry
         if registry is not None and all(r is not registry for r in self._served_on):
             registry.register(self.unowned_instances)

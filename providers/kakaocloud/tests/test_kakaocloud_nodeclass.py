@@ -11,6 +11,7 @@ from karpy_kakaocloud.plugin import create_plugin
 from karpy_kakaocloud.pricing import DEFAULT_RULE, PriceTable, load_price_table
 from test_kakaocloud_conformance import NODECLASS
 
+from karpy_core.cloudprovider.context import ProviderContext
 from karpy_core.errors import ConfigurationError
 from karpy_core.kube.memory import InMemoryCluster
 
@@ -102,8 +103,8 @@ def test_price_tables(tmp_path):
 def test_plugin_options():
     with pytest.raises(ConfigurationError, match="unknown option"):
         create_plugin({"cluster_name": "demo", "regoin": "x"})
-    with pytest.raises(ConfigurationError, match="cluster_name"):
-        create_plugin({})
+    with pytest.raises(ConfigurationError, match="cluster_name"):  # refused when prepared, before any API call
+        create_plugin({}).karpy_prepare(ProviderContext())
     p = create_plugin({"cluster_name": "demo", "delete_poll_interval": 0.5, "endpoints": {"bcs": "http://127.0.0.1:1"}})
     assert p.settings.delete_poll_interval == 0.5
     assert p.settings.endpoint("bcs", "kr-central-2") == "http://127.0.0.1:1"
