@@ -525,7 +525,8 @@ class SchedulingRun:
             scores += spread_scores([self.usage[i] for i in positions.tolist()],
                                     [self.topology.spread_counts(c, pod.namespace) for c in soft], soft)
         tie = -positions if self.inputs.node_scoring == "last" else positions
-        for i in positions[np.lexsort((tie, -scores))].tolist():
+        ranked: list[int] = positions[np.lexsort((tie, -scores))].tolist()
+        for i in ranked:
             if self.place_on(self.usage[i], pod, att, verdict):
                 requested[i, 0] += pod.requests.get("cpu", 0)
                 requested[i, 1] += pod.requests.get("memory", 0)

@@ -82,7 +82,8 @@ def resource_scores(alloc: IntArray, requested: IntArray, pod: Mapping[str, int]
         return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
     balanced = MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + balance(requested + want) - balance(requested)) // 2
-    return _WEIGHT_FIT * least + _WEIGHT_BALANCED * balanced
+    out: IntArray = _WEIGHT_FIT * least + _WEIGHT_BALANCED * balanced
+    return out
 
 
 def usage_arrays(nodes: Sequence[NodeUsage]) -> tuple[IntArray, IntArray]:

@@ -126,5 +126,5 @@ def test_an_unknown_scoring_is_refused_naming_the_option():
     from karpy_core.sim.kubelet import KubeSchedulerSimulator
     from karpy_core.utils.clock import VirtualClock
 
-    with pytest.raises(ValueError, match="^scoring: 'best' is not None, 'first' or 'last'$"):
+    with pytest.raises(ValueError, match=r"^scoring: 'best' is not None, 'first' or 'last'$"):
         KubeSchedulerSimulator(InMemoryCluster(VirtualClock()), scoring="best")
