@@ -283,6 +283,8 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--shapes", nargs="*", default=list(SHAPE_BUILDERS), choices=list(SHAPE_BUILDERS))
     ap.add_argument("--methods", action="store_true", help="also time each method alone (on the warm snapshot)")
     ap.add_argument("--json", type=Path, help="write the results here as JSON")
+    ap.add_argument("--ab-scored", action="store_true",
+                    help="also time each pass without moved_pods_fit's scoring replays (SCORED_REPLAYS emptied) and print the ratio")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for shape in args.shapes:
@@ -297,6 +299,19 @@ def main(argv: list[str]) -> None:
             what = plan.describe()[:80] if plan else "no command"
             print(f"{shape:>9} {n:>6} nodes, {len(snap.pod_views):>6} pods: one pass {dt:6.2f} s cpu (again {again:5.2f} s) -> {what}")
             print(f"{'':>9} skipped: {row['coverage']['skipped'] or 'none'}")
+            if args.ab_scored:
+                from karpy_core.scheduling import kubescheduler
+                kept, kubescheduler.SCORED_REPLAYS = kubescheduler.SCORED_REPLAYS, ()
+                try:
+                    off, off_plan, _ = timed(snap, types)
+                    off_again, _, _ = timed(snap, types)
+                finally:
+                    kubescheduler.SCORED_REPLAYS = kept
+                row["without_scored_s"] = round(off, 3)
+                row["without_scored_again_s"] = round(off_again, 3)
+                same = (off_plan.describe() if off_plan else None) == row["command"]
+                print(f"{'':>9} without scoring replays: {off:6.2f} s cpu (again {off_again:5.2f} s); "
+                      f"with/without {dt / off:.2f}x (again {again / off_again:.2f}x); same command: {same}")
             if args.methods:
                 for m in DEFAULT_ORDER:
                     mdt, mplan, mlog = timed(snap, types, [m])

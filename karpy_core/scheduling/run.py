@@ -34,6 +34,7 @@ from karpy_core.scheduling.preferences import Attempt, build_attempts
 from karpy_core.scheduling.requirements import Requirement, Requirements
 from karpy_core.scheduling.reservations import ReservationLedger
 from karpy_core.scheduling.resources import Resources
+from karpy_core.scheduling.scoring import resource_scores, spread_scores, usage_arrays
 from karpy_core.scheduling.taints import Taint
 from karpy_core.scheduling.template import NodePoolTemplate, TypeTable, request_vector
 from karpy_core.scheduling.topology import AffinityTerm, Placement, SpreadConstraint, Topology, Verdict
@@ -90,6 +91,10 @@ class Inputs:
     node_index: NodeIndex | None = field(default=None, compare=False)
     """An index over (a superset of) ``nodes`` shared by many schedulers (a consolidation pass
     builds one for all its simulations); None: a run with many nodes builds its own."""
+    node_scoring: str | None = None
+    """None: an existing node is chosen by first fit (:meth:`SchedulingRun.place_existing`).
+    ``"first"`` or ``"last"``: by kube-scheduler's default scores
+    (:meth:`SchedulingRun.place_scored`), ties going to the first or the last node in order."""
 
 
 SETTLE_PASSES = 3
@@ -150,6 +155,9 @@ class SchedulingRun:
         of it are this run's nodes, in :attr:`usage`'s order."""
         self._index_rows: npt.NDArray[np.intp] | None = None
         self._index_tried = False
+        self._score_arrays: tuple[IntArray, IntArray] | None = None
+        """Allocatable and requested cpu and memory per node of :attr:`usage` (this run's pods
+        included), for :meth:`place_scored`; made on its first call."""
         self._free: IntArray | None = None
         """Free room per node of :attr:`usage` (row) and resource of the index (column), less
         what this run placed through :meth:`place_existing`; never below the true free room."""
@@ -472,10 +480,14 @@ class SchedulingRun:
     # ---- existing nodes -----------------------------------------------------------------
     def place_existing(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> ExistingNode | None:
         """Put ``pod`` on the first existing node that takes it; returns that node or None.
+        With :attr:`Inputs.node_scoring` set, on the one kube-scheduler scores highest instead
+        (:meth:`place_scored`).
 
         With many nodes, only those the :class:`~karpy_core.scheduling.nodeindex.NodeIndex` keeps
         (tolerations and node affinity admit the pod, free room for its requests) are checked:
         the others would be refused, so the node chosen is the same."""
+        if self.inputs.node_scoring is not None:
+            return self.place_scored(pod, att, verdict)
         cached = self.cached(att, verdict)
         sig = (self.pod_key(pod), att.level)
         start = self._node_cursor.get(sig, 0) if cached else 0
@@ -489,6 +501,67 @@ class SchedulingRun:
         if cached:
             self._node_cursor[sig] = len(self.usage)
         return None
+
+    def place_scored(self, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> ExistingNode | None:
+        """Put ``pod`` on the existing node that takes it (:meth:`place_on`'s checks) with the
+        highest kube-scheduler score (:func:`node_scores`); ties go to the first node in
+        :attr:`usage`'s order, or the last with ``Inputs.node_scoring == "last"`` (kube-scheduler
+        picks among ties at random). Returns that node or None.
+
+        Nodes are scored from the highest down and the first that takes the pod wins; with a
+        pod's ``ScheduleAnyway`` spreads, whose scores are normalized over the nodes that take
+        the pod, those nodes are found first."""
+        positions = self._scored_positions(pod, att)
+        soft = [c for c in pod.spread if not c.hard]
+        if soft and len(positions):
+            positions = positions[[self._takes(self.usage[i], pod, att, verdict) for i in positions.tolist()]]
+        if not len(positions):
+            return None
+        if self._score_arrays is None:
+            self._score_arrays = usage_arrays(self.usage)
+        alloc, requested = self._score_arrays
+        scores = resource_scores(alloc[positions], requested[positions], pod.requests)
+        if soft:
+            scores += spread_scores([self.usage[i] for i in positions.tolist()],
+                                    [self.topology.spread_counts(c, pod.namespace) for c in soft], soft)
+        tie = -positions if self.inputs.node_scoring == "last" else positions
+        ranked: list[int] = positions[np.lexsort((tie, -scores))].tolist()
+        for i in ranked:
+            if self.place_on(self.usage[i], pod, att, verdict):
+                requested[i, 0] += pod.requests.get("cpu", 0)
+                requested[i, 1] += pod.requests.get("memory", 0)
+                if self._free is not None:
+                    self._free[i] -= self._pod_vector(pod)[1]
+                return self.usage[i].node
+        return None
+
+    def _scored_positions(self, pod: PodInfo, att: Attempt) -> npt.NDArray[np.intp]:
+        """Positions in :attr:`usage` worth checking for ``pod`` under ``att``, ascending: with the
+        node index, those it keeps (tolerations, node affinity, room), all at once; else all."""
+        n = len(self.usage)
+        if not self._indexed():
+            return np.arange(n, dtype=np.intp)
+        assert self._index is not None and self._index_rows is not None and self._free is not None
+        vec, _ = self._pod_vector(pod)
+        if vec is None:
+            return np.arange(n, dtype=np.intp)
+        key = (pod.signature(), att.level)
+        admit = self._admit.get(key)
+        if admit is None:
+            admit = self._admit[key] = self._index.admitted(pod.tolerations, att.terms or pod.requirement_terms)[self._index_rows]
+        return np.flatnonzero(admit & (self._free >= vec).all(axis=1)).astype(np.intp)
+
+    @staticmethod
+    def _takes(use: NodeUsage, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
+        """:meth:`place_on`'s checks without placing: the node ``use`` takes ``pod``."""
+        node = use.node
+        if check_node(use, pod, att.terms) is not None:
+            return False
+        if verdict is not None:
+            candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in verdict.rules}
+            if isinstance(verdict.choose(candidate), Infeasible):
+                return False
+        return True
 
     def _indexed(self) -> bool:
         """Whether this run narrows existing nodes with a :class:`NodeIndex` (set up on first use:
@@ -552,15 +625,10 @@ class SchedulingRun:
     def place_on(self, use: NodeUsage, pod: PodInfo, att: Attempt, verdict: Verdict | None) -> bool:
         """Put ``pod`` on the existing node ``use`` when it takes it (taints, node affinity, free
         room, host ports, the topology verdict); returns whether it did."""
-        node = use.node
-        if check_node(use, pod, att.terms) is not None:
+        if not self._takes(use, pod, att, verdict):
             return False
-        if verdict is not None:
-            candidate = {k: (frozenset((node.labels[k],)) if k in node.labels else None) for k in verdict.rules}
-            if isinstance(verdict.choose(candidate), Infeasible):
-                return False
         use.add(pod)
-        self.record(pod, att, node.labels, node.taints)
+        self.record(pod, att, use.node.labels, use.node.taints)
         return True
 
     # ---- planned claims -----------------------------------------------------------------

@@ -562,9 +562,13 @@ class Scheduler:
             ``existing_nodes``, the same objects, shared by many schedulers so its static masks
             are computed once (a consolidation pass's simulations); None: a run with many nodes
             builds its own.
+        node_scoring: None (the default): an existing node is chosen by first fit in name order.
+            ``"first"``/``"last"``: the one kube-scheduler's default scores rank highest
+            (:mod:`~karpy_core.scheduling.scoring`), ties to the first/last by name
+            (:meth:`~karpy_core.scheduling.run.SchedulingRun.place_scored`).
 
     Raises:
-        ValueError: a policy spelling is unknown.
+        ValueError: a policy spelling is unknown, or ``node_scoring`` is none of the above.
     """
 
     def __init__(
@@ -585,7 +589,10 @@ class Scheduler:
         nominated: Mapping[str, str] | None = None,
         unserved: Mapping[str, str] | None = None,
         node_index: NodeIndex | None = None,
+        node_scoring: str | None = None,
     ):
+        if node_scoring not in (None, "first", "last"):
+            raise ValueError(f"node_scoring: {node_scoring!r} is not None, 'first' or 'last'")
         ordered = tuple(sorted(templates, key=lambda t: (-t.weight, t.name)))
         given = tables or {}
         missing = [t for t in ordered if t.name not in given or given[t.name].template is not t]
@@ -609,6 +616,7 @@ class Scheduler:
             sizing=sizing,
             unserved=dict(unserved or {}),
             node_index=node_index,
+            node_scoring=node_scoring,
         )
         self._base = self.inputs
         self.nominated: Mapping[str, str] = dict(nominated or {})

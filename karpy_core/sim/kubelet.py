@@ -27,7 +27,11 @@ These stand in for the parts of a real cluster karpy does not own:
   by name does not model. On the real control plane, without any nomination written, pods of six
   drawn shapes ran on as many NodeClaims as were planned for them (5 for 120 pods, 12 for 1,000:
   ``benchmarks/controller_apiserver.py --catalog kwok --mix 6``); first fit by name needed 10 for
-  the 5 planned of ``benchmarks/cost.py``'s mix6-120 (issue 36).
+  the 5 planned of ``benchmarks/cost.py``'s mix6-120 (issue 36). With ``scoring`` (first fit
+  stays the default), the other pods go to the node kube-scheduler's default scores rank highest
+  instead of the first by name (:mod:`~karpy_core.scheduling.scoring`); that placement moves
+  zone-spread pods as the real control plane did, where consolidations were undone
+  (``benchmarks/pipeline_scale_in.py --kube-scoring first``).
 """
 
 from __future__ import annotations
@@ -216,7 +220,7 @@ class KubeSchedulerSimulator:
     """Binds pending pods to nodes; marks the rest Unschedulable (see module docstring)."""
 
     def __init__(self, cluster: InMemoryCluster, planned: Callable[[], Mapping[str, str]] | None = None,
-                 progress: Progress = NO_PROGRESS):
+                 progress: Progress = NO_PROGRESS, *, scoring: str | None = None):
         """Args:
             cluster: the in-memory cluster whose pending pods it binds.
             planned: returns pod key (``namespace/name``) -> the name of the NodeClaim a
@@ -225,10 +229,20 @@ class KubeSchedulerSimulator:
                 fit only.
             progress: told of a cycle with pending pods (``kube-scheduler: N pending pods``, no
                 total) and of its binds (``kube-scheduler: binding pods``, counted to the pods it
-                binds, brought to that total at the end)."""
+                binds, brought to that total at the end).
+            scoring: None (the default): first fit by node name. ``"first"``/``"last"``: a pod
+                goes to the node kube-scheduler's default scores rank highest
+                (:mod:`~karpy_core.scheduling.scoring`: ``LeastAllocated``,
+                ``BalancedAllocation``, ``PodTopologySpread``), ties to the first/last by name.
+
+        Raises:
+            ValueError: ``scoring`` is none of those."""
+        if scoring not in (None, "first", "last"):
+            raise ValueError(f"scoring: {scoring!r} is not None, 'first' or 'last'")
         self.cluster = cluster
         self.planned = planned
         self.progress = progress
+        self.scoring = scoring
 
     async def reconcile(self) -> int:
         """One scheduling cycle over every pending pod, with the same placement rules karpy's
@@ -291,7 +305,7 @@ class KubeSchedulerSimulator:
                 if not nominated[key] and claims.get(key) in node_of:
                     nominated[key] = node_of[claims[key]]
         # the placement the disruption planner replays (scheduling/kubescheduler.py)
-        results = kube_schedule(existing, bound, infos, {k: v for k, v in nominated.items() if v})
+        results = kube_schedule(existing, bound, infos, {k: v for k, v in nominated.items() if v}, scoring=self.scoring)
         changes = 0
         binds = len(results.existing)
         if binds:

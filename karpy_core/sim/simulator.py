@@ -146,6 +146,10 @@ class Simulator:
             (:func:`~karpy_core.state.nominations.nomination_window`).
         progress: told the phases of :meth:`run` (creating pods and kube-scheduler's binds,
             counted; provisioning, launching, disruption passes; :mod:`karpy_core.sim.progress`).
+        kube_scoring: the kube-scheduler stand-in's placement
+            (:class:`~karpy_core.sim.kubelet.KubeSchedulerSimulator` ``scoring``): None (the
+            default) first fit by node name; ``"first"``/``"last"`` kube-scheduler's default
+            scores, ties to the first/last node by name.
     """
 
     def __init__(
@@ -164,6 +168,7 @@ class Simulator:
         batch_idle_seconds: float = BATCH_IDLE_SECONDS,
         batch_max_seconds: float = BATCH_MAX_SECONDS,
         progress: Progress = NO_PROGRESS,
+        kube_scoring: str | None = None,
     ):
         self.clock = clock or VirtualClock()
         self.progress = progress
@@ -188,7 +193,8 @@ class Simulator:
         self.batch_idle_seconds = batch_idle_seconds
         self.batch_max_seconds = batch_max_seconds
         self.nominations = Nominations(nomination_window(batch_max_seconds))
-        self.kube_scheduler = KubeSchedulerSimulator(self.cluster, planned=self.nominations.planned_pods, progress=progress)
+        self.kube_scheduler = KubeSchedulerSimulator(self.cluster, planned=self.nominations.planned_pods, progress=progress,
+                                                     scoring=kube_scoring)
         self.controllers = build_controllers(ControllerContext(
             kube=self.cluster, provider=provider, clock=self.clock, feature_gates=self.feature_gates, nominations=self.nominations,
             preference_policy=preference_policy, min_values_policy=min_values_policy, unreported_is_ready=True))

@@ -5,8 +5,8 @@ A fresh :class:`~karpy_core.scheduling.scheduler.Scheduler` over the cluster wit
 candidates solves the candidates' pods. A set of candidates is rejected if a pod cannot be placed,
 lands on a node that is not initialized yet, or (consolidation) needs more than one new node, or
 is one kube-scheduler would not reproduce (a pod it would leave pending once the candidates'
-pods are evicted and placed first fit on the nodes that stay and the replacement:
-:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`).
+pods are evicted and placed first fit, or by kube-scheduler's default scores, on the nodes that
+stay and the replacement: :func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`).
 
 The pods of the nodes an earlier command is still taking away (:func:`leaving_nodes`: tainted
 ``karpenter.sh/disrupted`` while its replacements initialize, or deleting while they drain) are
@@ -464,7 +464,7 @@ def evaluate_steps(ctx: SimulationContext, cands: Sequence[Candidate], *, consol
     if not consolidation:
         return Evaluation(None, "pods fit", claims, sum(c.cheapest_offering_price() for c in claims))
     if not claims:
-        return Evaluation(None, "pods fit on other nodes")
+        return _reproducible(ctx, cands, moved, Evaluation(None, "pods fit on other nodes"))
     if len(claims) > 1:
         return Evaluation.reject(DecisionKind.TOO_MANY_REPLACEMENTS,
                                  f"pods would need {len(claims)} new nodes (at most 1 for consolidation)")
@@ -507,10 +507,12 @@ def _reproducible(ctx: SimulationContext, cands: Sequence[Candidate], pods: Sequ
     (:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`); else a
     ``kube-scheduler-misfit`` rejection: the replacement is sized for the pods the simulation put
     on it, while kube-scheduler fills the first node by name that takes each pod, and a pod left
-    without room gets a node launched for it (issue 34). A delete needs no check: the simulation
-    placed the pods on the nodes that stay by kube-scheduler's own first fit."""
+    without room gets a node launched for it (issue 34). kube-scheduler's scoring placement is
+    replayed too, for a delete as well: the scores may give a zone's room to one moved pod and
+    strand a zone-spread pod that first fit placed (issue 36). A delete's first fit needs no
+    replay: the simulation placed the pods on the nodes that stay by that first fit."""
     nodes, bound, pods = ctx.replay_inputs({c.name for c in cands}, pods)
-    miss = moved_pods_fit(nodes, bound, pods, ev.replacements)
+    miss = moved_pods_fit(nodes, bound, pods, ev.replacements, first_fit=bool(ev.replacements))
     if miss is None:
         return ev
     return Evaluation.reject(DecisionKind.KUBE_SCHEDULER_MISFIT,
