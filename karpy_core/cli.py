@@ -1739,7 +1739,9 @@ def main() -> None:
     any command at once (see :func:`_on_sigint`): ``karpy: interrupted`` on stderr, exit 130, no
     traceback; ``karpy controller`` first shuts down cleanly (its loop handles SIGINT as SIGTERM).
     When the reader of stdout goes away early (``karpy validate ... | head -1``), any command
-    stops quietly, as a Unix tool killed by SIGPIPE: no message, exit :data:`EXIT_SIGPIPE` (141)."""
+    stops quietly, as a Unix tool killed by SIGPIPE: no message, exit :data:`EXIT_SIGPIPE` (141).
+    Once a command has returned and its output is flushed, SIGINT is ignored: the run is complete
+    and its exit code is the command's."""
     import signal
     import sys
 
@@ -1750,6 +1752,11 @@ def main() -> None:
     try:
         code = app(args=karpenter_bool_flags(sys.argv[1:]), prog_name="karpy", standalone_mode=False)
         sys.stdout.flush()  # what is still buffered, while a closed stdout can be handled here
+        # The command has finished and its output is out: a Ctrl-C from here on is ignored and the
+        # exit code stays the command's. Else one landing in the interpreter's teardown, which puts
+        # SIGINT's default action back, killed karpy silently with 130 after a complete run (trial 11).
+        if code != EXIT_INTERRUPTED:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     except _StdoutClosed:
         _leave_quietly()
     except BrokenPipeError:

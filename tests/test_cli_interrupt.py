@@ -163,3 +163,28 @@ def test_the_console_script_is_the_start_up_guard() -> None:
 
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["karpy"] == "karpy_core.console:main"
+
+
+_CTRL_C_AFTER_THE_END = """
+import os, signal, sys
+from karpy_core import cli
+real_exit = sys.exit
+def exit_after_ctrl_c(code=0):
+    os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C typed as the finished run is leaving
+    real_exit(code)
+sys.exit = exit_after_ctrl_c
+sys.argv = ["karpy", "validate", "examples/nodepools/general-purpose.yaml"]
+cli.main()
+"""
+
+
+def test_ctrl_c_after_the_command_finished_is_ignored() -> None:
+    """A Ctrl-C that lands once the command has returned and its output is flushed changes
+    nothing: the exit code is the command's (0 here), no traceback, no ``karpy: interrupted``
+    (trial 11 saw a complete run killed silently with 130 in the interpreter's teardown)."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_AFTER_THE_END], cwd=root, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "interrupted" not in proc.stderr
+    assert proc.stdout.startswith("valid")
