@@ -232,11 +232,14 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
     1 for :class:`KubeUnreachableError`, :class:`KubeAPIError` (an API server answering with an
     error), :class:`CloudProviderError` (the cloud or its plugin failed, e.g. a hook raised) and
-    ``OSError`` (runtime failures), else 2."""
+    ``OSError`` (runtime failures), else 2. A ManifestError's warnings follow its problems, one
+    ``warning:`` line each."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
             typer.echo(f"  - {p}", err=True)
+        for w in exc.warnings:  # e.g. the "not read" line that explains a missing field
+            typer.echo(f"warning: {w}", err=True)
     else:
         typer.echo(f"error: {exc}", err=True)
     if code is None:
@@ -356,7 +359,7 @@ async def run_simulation(
     # pods the API server would never create: say so, as validate does
     refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
     if refused:
-        raise ManifestError(refused)
+        raise ManifestError(refused, warnings=loaded.warnings)
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     try:
@@ -580,7 +583,7 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
         return
     count, path, obj = max(asks, key=lambda a: a[0])
     raise ManifestError([f"{obj.source} {obj.ref()}: {path}: {count:,} pods; the simulation would hold {total:,} pods, "
-                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"])
+                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"], warnings=loaded.warnings)
 
 
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
@@ -592,7 +595,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     from karpy_core.sim.scenario import format_seconds, load_scenario, run_scenario, unreached_steps, until_problem
     from karpy_core.sim.simulator import Simulator
 
-    scenario = load_scenario(path, variables)
+    scenario = load_scenario(path, variables, max_pods=max_pods)
     try:
         end = parse_duration(until).total_seconds() if until else (scenario.until or 24 * 3600.0)
     except ValueError as exc:
@@ -1227,7 +1230,7 @@ def validate(
         if hook_timeout < 0:
             raise ConfigurationError(f"--hook-timeout must be 0 (wait forever) or more seconds, not {hook_timeout:g}")
         if len(paths) == 1 and is_scenario_file(paths[0]):
-            scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
+            scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])), max_pods=max_pods, command="validate")
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
             if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
                 with watch_hooks(HookWatch(timeout=hook_timeout)):
@@ -1247,14 +1250,14 @@ def validate(
         note_skipped(loaded.skipped)
         refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
         if refused:
-            raise ManifestError(refused)
+            raise ManifestError(refused, warnings=loaded.warnings)
         from karpy_core.sim.workloads import pod_cap_problem
 
         objects = loaded.objects()
         problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], max_pods,
                                   sources=[str(o.source) for o in objects], command="validate")
         if problem:
-            raise ManifestError([problem])
+            raise ManifestError([problem], warnings=loaded.warnings)
         loaded.warnings.extend(_pending_pod_warnings(loaded))
         if cloud_provider is not None:
             with watch_hooks(HookWatch(timeout=hook_timeout)):
