@@ -775,9 +775,9 @@ LINE_WIDTH = 80 - SPARE_COLUMNS
 name); a narrower terminal gets its width less :data:`SPARE_COLUMNS`, the phase name cut with an
 ellipsis first."""
 
-_BAR_WIDTH = 16
+_BAR_WIDTH = 14
 """Width of the progress bar: with the spinner, a 35-character phase, a count up to
-``100000/100000`` and the time, the line fits an 80-column terminal (:data:`SPARE_COLUMNS` free)."""
+``100,000/100,000`` and the time, the line fits an 80-column terminal (:data:`SPARE_COLUMNS` free)."""
 
 
 def _progress_class() -> Any:
@@ -802,13 +802,14 @@ def _progress_class() -> Any:
 
 
 def _count_column() -> Any:
-    """A rich progress column: ``completed/total`` when the task has a total, nothing otherwise."""
+    """A rich progress column: ``completed/total`` when the task has a total (thousands separated, as
+    the phase names count pods: ``9,000/20,000``), nothing otherwise."""
     from rich.progress import ProgressColumn, Task
     from rich.text import Text
 
     class CountColumn(ProgressColumn):
         def render(self, task: Task) -> Text:
-            return Text("" if task.total is None else f"{int(task.completed)}/{int(task.total)}", style="progress.download")
+            return Text("" if task.total is None else f"{int(task.completed):,}/{int(task.total):,}", style="progress.download")
 
     return CountColumn()
 
@@ -879,7 +880,7 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
     if not prefixed and (starting := [w for w in empty if name and w["name"].startswith(name)]):
         listed = ", ".join(f"{w['name']} ({w['kind']}, {w['field']})" for w in starting[:_EXPLAIN_CANDIDATES])
         more = f", +{len(starting) - _EXPLAIN_CANDIDATES} more" if len(starting) > _EXPLAIN_CANDIDATES else ""
-        raise ConfigurationError(f"--explain {key}: no pod {where} starts with {name}; the workloads whose names do "
+        raise ConfigurationError(f"--explain {key}: no pod {where} starts with {name}; workloads starting with {name} "
                                  f"ask for no pods: {listed}{more}")
     if not prefixed:
         raise ConfigurationError(f"no pod {key} {where} (give a pod name, a workload name or an unambiguous prefix "
@@ -1291,7 +1292,9 @@ def validate(
         listed.append((what, obj))
     warnings = [w for w in loaded.warnings if w not in loaded.unvalidated_warnings]  # its listing line says it
     found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
-    warned = f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''} below)" if warnings else ""
+    # a "not validated:" listing line is a warning too (simulate lists it among its warnings): counted with them
+    n = len(warnings) + sum(1 for what, _ in listed if what.startswith("not validated:"))
+    warned = f" ({n} warning{'s' if n != 1 else ''} below)" if n else ""
     typer.echo(f"valid{warned}: {found}")
     for what, obj in listed:
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
@@ -1596,8 +1599,9 @@ def controller(
 def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
-    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, CapacityBuffer, EC2NodeClass, KCNodeClass and the
-    simulated provider's KWOKNodeClass) in a cluster."""
+    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, CapacityBuffer and the simulated provider's
+    KWOKNodeClass) in a cluster, and the NodeClass CRDs of the installed provider plugins (EC2NodeClass with karpy-aws,
+    KCNodeClass with karpy-kakaocloud, a third-party plugin's kind): karpy providers lists the installed plugins."""
     import aiohttp
 
     from karpy_core.apis.crds import install

@@ -6,12 +6,14 @@ progress counts."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.cli import invoke_cli
 from tests.test_input_classes import _deployment, _nodepool, _problems, _write
+from tests.test_readme_sim_only import _karpy as karpy_without_plugins
 
 INFLATE = """\
 apiVersion: apps/v1
@@ -97,3 +99,29 @@ def test_a_scenario_step_keeps_its_files_not_read_warning_with_the_errors(tmp_pa
     assert result.exit_code == 2
     assert any(line.startswith(f"warning: {scenario}: steps[0].apply: {app}: line ") and "not read" in line
                for line in result.stderr.splitlines()), result.stderr
+
+
+# ---------------------------------------------------------------- 3. the warning count and the lines agree
+def test_validate_counts_every_warning_line_it_prints() -> None:
+    """Before: ``valid (36 warnings below)`` over 44 lines: the 8 ``not validated:`` lines were not counted."""
+    done = karpy_without_plugins("validate", "examples/nodepools/")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    counted = re.match(r"valid \((\d+) warnings below\)", lines[0])
+    assert counted, lines[0]
+    shown = [line for line in lines[1:] if line.startswith(("warning: ", "not validated: "))]
+    assert len([line for line in shown if line.startswith("not validated: ")]) == 8
+    assert int(counted.group(1)) == len(shown) == len(lines) - 1
+
+
+# ---------------------------------------------------------------- 6. install-crds -h
+def test_install_crds_help_names_the_plugin_kinds_as_installed_with_their_plugin() -> None:
+    """Before: "... CapacityBuffer, EC2NodeClass, KCNodeClass and the simulated provider's KWOKNodeClass",
+    whatever plugins were installed."""
+    result = invoke_cli("install-crds", "--help")
+    assert result.exit_code == 0
+    text = "".join(re.sub(r"[│╭╮╰╯─]", "", result.stdout).split())  # rich wraps the text, also after a hyphen
+    assert "CapacityBuffer,EC2NodeClass" not in text
+    wanted = ("the NodeClass CRDs of the installed provider plugins (EC2NodeClass with karpy-aws, KCNodeClass with "
+              "karpy-kakaocloud, a third-party plugin's kind)")
+    assert wanted.replace(" ", "") in text, text
