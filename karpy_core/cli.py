@@ -232,11 +232,14 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
     1 for :class:`KubeUnreachableError`, :class:`KubeAPIError` (an API server answering with an
     error), :class:`CloudProviderError` (the cloud or its plugin failed, e.g. a hook raised) and
-    ``OSError`` (runtime failures), else 2."""
+    ``OSError`` (runtime failures), else 2. A ManifestError's warnings follow its problems, one
+    ``warning:`` line each."""
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
             typer.echo(f"  - {p}", err=True)
+        for w in exc.warnings:  # e.g. the "not read" line that explains a missing field
+            typer.echo(f"warning: {w}", err=True)
     else:
         typer.echo(f"error: {exc}", err=True)
     if code is None:
@@ -356,7 +359,7 @@ async def run_simulation(
     # pods the API server would never create: say so, as validate does
     refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
     if refused:
-        raise ManifestError(refused)
+        raise ManifestError(refused, warnings=loaded.warnings)
     _check_pod_cap(loaded, cap)
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     try:
@@ -580,7 +583,7 @@ def _check_pod_cap(loaded: Any, cap: int) -> None:
         return
     count, path, obj = max(asks, key=lambda a: a[0])
     raise ManifestError([f"{obj.source} {obj.ref()}: {path}: {count:,} pods; the simulation would hold {total:,} pods, "
-                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"])
+                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"], warnings=loaded.warnings)
 
 
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
@@ -592,7 +595,7 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
     from karpy_core.sim.scenario import format_seconds, load_scenario, run_scenario, unreached_steps, until_problem
     from karpy_core.sim.simulator import Simulator
 
-    scenario = load_scenario(path, variables)
+    scenario = load_scenario(path, variables, max_pods=max_pods)
     try:
         end = parse_duration(until).total_seconds() if until else (scenario.until or 24 * 3600.0)
     except ValueError as exc:
@@ -772,9 +775,9 @@ LINE_WIDTH = 80 - SPARE_COLUMNS
 name); a narrower terminal gets its width less :data:`SPARE_COLUMNS`, the phase name cut with an
 ellipsis first."""
 
-_BAR_WIDTH = 16
+_BAR_WIDTH = 14
 """Width of the progress bar: with the spinner, a 35-character phase, a count up to
-``100000/100000`` and the time, the line fits an 80-column terminal (:data:`SPARE_COLUMNS` free)."""
+``100,000/100,000`` and the time, the line fits an 80-column terminal (:data:`SPARE_COLUMNS` free)."""
 
 
 def _progress_class() -> Any:
@@ -799,13 +802,14 @@ def _progress_class() -> Any:
 
 
 def _count_column() -> Any:
-    """A rich progress column: ``completed/total`` when the task has a total, nothing otherwise."""
+    """A rich progress column: ``completed/total`` when the task has a total (thousands separated, as
+    the phase names count pods: ``9,000/20,000``), nothing otherwise."""
     from rich.progress import ProgressColumn, Task
     from rich.text import Text
 
     class CountColumn(ProgressColumn):
         def render(self, task: Task) -> Text:
-            return Text("" if task.total is None else f"{int(task.completed)}/{int(task.total)}", style="progress.download")
+            return Text("" if task.total is None else f"{int(task.completed):,}/{int(task.total):,}", style="progress.download")
 
     return CountColumn()
 
@@ -876,7 +880,7 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
     if not prefixed and (starting := [w for w in empty if name and w["name"].startswith(name)]):
         listed = ", ".join(f"{w['name']} ({w['kind']}, {w['field']})" for w in starting[:_EXPLAIN_CANDIDATES])
         more = f", +{len(starting) - _EXPLAIN_CANDIDATES} more" if len(starting) > _EXPLAIN_CANDIDATES else ""
-        raise ConfigurationError(f"--explain {key}: no pod {where} starts with {name}; the workloads whose names do "
+        raise ConfigurationError(f"--explain {key}: no pod {where} starts with {name}; workloads starting with {name} "
                                  f"ask for no pods: {listed}{more}")
     if not prefixed:
         raise ConfigurationError(f"no pod {key} {where} (give a pod name, a workload name or an unambiguous prefix "
@@ -1227,7 +1231,7 @@ def validate(
         if hook_timeout < 0:
             raise ConfigurationError(f"--hook-timeout must be 0 (wait forever) or more seconds, not {hook_timeout:g}")
         if len(paths) == 1 and is_scenario_file(paths[0]):
-            scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])))
+            scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])), max_pods=max_pods, command="validate")
             until = f", until {format_seconds(scenario.until)}" if scenario.until else ""
             if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
                 with watch_hooks(HookWatch(timeout=hook_timeout)):
@@ -1247,14 +1251,14 @@ def validate(
         note_skipped(loaded.skipped)
         refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
         if refused:
-            raise ManifestError(refused)
+            raise ManifestError(refused, warnings=loaded.warnings)
         from karpy_core.sim.workloads import pod_cap_problem
 
         objects = loaded.objects()
         problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], max_pods,
                                   sources=[str(o.source) for o in objects], command="validate")
         if problem:
-            raise ManifestError([problem])
+            raise ManifestError([problem], warnings=loaded.warnings)
         loaded.warnings.extend(_pending_pod_warnings(loaded))
         if cloud_provider is not None:
             with watch_hooks(HookWatch(timeout=hook_timeout)):
@@ -1288,7 +1292,9 @@ def validate(
         listed.append((what, obj))
     warnings = [w for w in loaded.warnings if w not in loaded.unvalidated_warnings]  # its listing line says it
     found = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no objects"
-    warned = f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''} below)" if warnings else ""
+    # a "not validated:" listing line is a warning too (simulate lists it among its warnings): counted with them
+    n = len(warnings) + sum(1 for what, _ in listed if what.startswith("not validated:"))
+    warned = f" ({n} warning{'s' if n != 1 else ''} below)" if n else ""
     typer.echo(f"valid{warned}: {found}")
     for what, obj in listed:
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
@@ -1593,8 +1599,9 @@ def controller(
 def install_crds(
     kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")] = None,
 ) -> None:
-    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, CapacityBuffer, EC2NodeClass, KCNodeClass and the
-    simulated provider's KWOKNodeClass) in a cluster."""
+    """Create or update karpy's CRDs (NodePool, NodeClaim, NodeOverlay, CapacityBuffer and the simulated provider's
+    KWOKNodeClass) in a cluster, and the NodeClass CRDs of the installed provider plugins (EC2NodeClass with karpy-aws,
+    KCNodeClass with karpy-kakaocloud, a third-party plugin's kind): karpy providers lists the installed plugins."""
     import aiohttp
 
     from karpy_core.apis.crds import install

@@ -79,10 +79,14 @@ class ManifestError(KarpyError):
     Attributes:
         problems: one line per problem, each naming ``file``, document index, ``kind/name`` and
             the field path, e.g. ``nodepool.yaml doc 1 NodePool/default: spec.limits.cpu: ...``.
+        warnings: the non-fatal findings on the same input (one line each), empty when none.
     """
 
-    def __init__(self, problems: list[str] | str):
+    def __init__(self, problems: list[str] | str, *, warnings: list[str] | None = None):
         self.problems = [problems] if isinstance(problems, str) else list(problems)
+        self.warnings = list(warnings or [])
+        """What the same input warned about (a ``...`` that ended a document, "not read"),
+        printed with the problems: a problem may make sense only beside its warning."""
         super().__init__("\n".join(self.problems))
 
 

@@ -1180,7 +1180,7 @@ class _Builder:
                 )
         self.result.warnings.extend(_failed_plugin_warnings(self.result.other))
         if self.problems:
-            raise ManifestError(self.problems)
+            raise ManifestError(self.problems, warnings=self.result.warnings)
         return self.result
 
 

@@ -145,12 +145,18 @@ def is_scenario_file(path: str | Path) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == "Scenario"
 
 
-def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> Scenario:  # noqa: C901
-    """Parse a scenario file.
+def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *,  # noqa: C901
+                  max_pods: int | None = None, command: str = "simulate") -> Scenario:
+    """Parse a scenario file. ``max_pods`` (None: no check) caps the pods the workloads the steps
+    leave in place may ask for in all, after each step, counted as the simulator counts them
+    (:func:`~karpy_core.sim.workloads.counted_pods`); ``command`` is the karpy command whose
+    ``--max-pods`` raises it (``simulate`` or ``validate``).
 
     Raises:
         ManifestError: unreadable file, wrong apiVersion/kind, a step without ``at`` or with no
-            or several actions, a bad duration; each problem names the step (``steps[2].at``).
+            or several actions, a bad duration, the first step whose workloads cross ``max_pods``
+            (naming the step and its workload asking for the most pods); each problem names the
+            step (``steps[2].at``). Its ``warnings`` are what loading the steps' manifests warned about.
     """
     p = Path(path)
     problems: list[str] = []
@@ -229,11 +235,16 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
     known: dict[tuple[str, str], dict[str, Any]] = {}
     gone: dict[tuple[str, str], ScenarioStep] = {}  # deleted by a step, and which
     checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
+    asks: dict[tuple[str, str], int] = {}  # a known workload -> the pods it asks for (when any), summed in total
+    total = 0
+    capped = max_pods is None  # no cap, or its first crossing named: the run stops there
     for step in steps:
+        touched: list[tuple[str, str]] = []
         try:
             if step.action == "apply":
                 for obj in _load_objects(scenario, step):
-                    known[(obj.get("kind", ""), (obj.get("metadata") or {}).get("name", ""))] = obj
+                    touched.append((obj.get("kind", ""), (obj.get("metadata") or {}).get("name", "")))
+                    known[touched[-1]] = obj
             elif step.action == "patch":
                 key = (str(step.body["kind"]), str(step.body["name"]))
                 _check_exists(key, known, gone, step)
@@ -243,9 +254,14 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
                     if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
                         raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[1]}: {_STATIC_TRANSITION}"])
                     known[key] = patched
+                    touched.append(key)
             elif step.action == "scale" and "nodepool" not in step.body:
                 target = next(k for k in _SCALABLE if k in step.body)
-                _check_exists((_SCALABLE[target], str(step.body[target])), known, gone, step)
+                key = (_SCALABLE[target], str(step.body[target]))
+                _check_exists(key, known, gone, step)
+                if key in known:
+                    known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
+                    touched.append(key)
             elif step.action == "scale":
                 key = ("NodePool", str(step.body["nodepool"]))
                 _check_exists(key, known, gone, step)
@@ -258,12 +274,47 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None) -> 
                 _check_exists(key, known, gone, step)
                 known.pop(key, None)
                 gone[key] = step
+                touched.append(key)
         except ManifestError as exc:
             problems.extend(q if q.startswith(f"{p}: steps[{step.index}]") else f"{p}: steps[{step.index}].{step.action}: {q}"
                             for q in exc.problems)
+            if step.action == "apply":  # what the step's files warned about ("not read" lines...) is kept with the errors
+                _note_warnings(scenario, step, exc.warnings)
+        if not capped and max_pods is not None:
+            total = _count_asks(asks, known, touched, total)
+            if total > max_pods:
+                capped = True
+                problems.append(f"{p}: steps[{step.index}].{step.action}: {_cap_blame(known, touched, total, max_pods, command)}")
     if problems:
-        raise ManifestError(problems)
+        raise ManifestError(problems, warnings=scenario.warnings)
     return scenario
+
+
+def _count_asks(asks: dict[tuple[str, str], int], known: dict[tuple[str, str], dict[str, Any]],
+                touched: list[tuple[str, str]], total: int) -> int:
+    """``total`` (the pods ``asks`` sums) after the ``touched`` keys of ``known`` (applied,
+    patched, scaled or deleted by a step) changed; ``asks`` is updated in place."""
+    from karpy_core.sim.workloads import counted_pods
+
+    for key in touched:
+        n = counted_pods(known[key])[0] if key in known else 0
+        total += n - asks.pop(key, 0)
+        if n:
+            asks[key] = n
+    return total
+
+
+def _cap_blame(known: dict[tuple[str, str], dict[str, Any]], touched: list[tuple[str, str]], total: int, cap: int,
+               command: str) -> str:
+    """The pod-cap refusal for a step that took the pods to ``total`` over ``cap``, naming the
+    workload of the step (of the ``touched`` keys of ``known``) asking for the most pods."""
+    from karpy_core.sim.workloads import counted_pods, pod_cap_message
+
+    blamed = [(counted_pods(known[k]), k) for k in dict.fromkeys(touched) if k in known]
+    (count, path), key = max(blamed, key=lambda b: b[0][0])
+    obj = known[key]  # every workload kind is namespaced: the API server puts it in "default" when none is given
+    named = {**obj, "metadata": {"namespace": "default", **(obj.get("metadata") or {})}}
+    return pod_cap_message(named, count, path, total, cap, command)
 
 
 _NAMED_BY_STEPS = frozenset({"NodePool", "Deployment", "StatefulSet", "DaemonSet", "Job", "PodDisruptionBudget", "NodeOverlay",

@@ -28,8 +28,8 @@ from karpy_core.errors import KubeAPIError, ManifestError
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.sim.progress import NO_PROGRESS, Progress, shorten
 
-__all__ = ["DEFAULT_MAX_PODS", "MAX_GENERATED_NAME_BASE", "WorkloadSimulator", "generated_name", "pod_cap_problem", "template_hash",
-           "wanted_pods"]
+__all__ = ["DEFAULT_MAX_PODS", "MAX_GENERATED_NAME_BASE", "WorkloadSimulator", "counted_pods", "generated_name", "pod_cap_message",
+           "pod_cap_problem", "template_hash", "wanted_pods"]
 
 DEFAULT_MAX_PODS = 100_000
 """Most pods one simulation may hold at once (``karpy simulate --max-pods``). Karpenter's own
@@ -77,20 +77,34 @@ def pod_cap_problem(objects: list[dict[str, Any]], cap: int, *, bare_pods: int =
     ``--max-pods`` raises the cap (``simulate`` or ``validate``)."""
     wanted: list[tuple[tuple[int, str], dict[str, Any], str]] = []
     for i, obj in enumerate(objects):
-        if obj.get("kind") == "Pod" and (obj.get("metadata") or {}).get("ownerReferences"):
-            continue
-        if obj.get("kind") == "ReplicaSet" and _deployment_owned(obj):
-            continue
-        n = wanted_pods(obj)
+        n = counted_pods(obj)
         if n[0]:
             wanted.append((n, obj, f"{sources[i]} " if sources is not None else ""))
     total = bare_pods + sum(n for (n, _), _, _ in wanted)
     if total <= cap or not wanted:
         return None
     (count, path), obj, where = max(wanted, key=lambda w: w[0][0])
+    return where + pod_cap_message(obj, count, path, total, cap, command)
+
+
+def counted_pods(obj: dict[str, Any]) -> tuple[int, str]:
+    """:func:`wanted_pods` of ``obj`` as the pod cap counts it: ``(0, "")`` for a Pod with owner
+    references (its owner counts it) and a ReplicaSet a Deployment controls (counted with its
+    Deployment)."""
+    if obj.get("kind") == "Pod" and (obj.get("metadata") or {}).get("ownerReferences"):
+        return 0, ""
+    if obj.get("kind") == "ReplicaSet" and _deployment_owned(obj):
+        return 0, ""
+    return wanted_pods(obj)
+
+
+def pod_cap_message(obj: dict[str, Any], count: int, path: str, total: int, cap: int, command: str) -> str:
+    """The pod-cap refusal naming workload ``obj`` (a manifest as a dict) that asks for ``count``
+    pods by field ``path``, when the simulation would hold ``total`` pods over ``cap``; ``command``
+    is the karpy command whose ``--max-pods`` raises the cap."""
     meta = obj["metadata"]
     ns = f"{meta['namespace']}/" if meta.get("namespace") else ""  # as KubeObject.ref names it, in validate and simulate
-    return (f"{where}{obj['kind']}/{ns}{meta['name']}: {path}: {count:,} pods; the simulation "
+    return (f"{obj['kind']}/{ns}{meta['name']}: {path}: {count:,} pods; the simulation "
             f"would hold {total:,} pods, more than its cap of {cap:,} (karpy {command} --max-pods)")
 
 

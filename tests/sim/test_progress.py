@@ -160,13 +160,13 @@ def test_each_phase_on_a_terminal_has_its_own_total_and_ends_filled() -> None:
         return [f for f in frames if phase in f]
 
     assert shown("loading manifests") and not any("/" in f for f in shown("loading manifests"))
-    assert any("19000/20000" in f for f in shown("creating pods: default/big"))
-    assert "20000/20000" in shown("creating pods: default/big")[-1]  # filled at its end
-    assert "━" * 16 in shown("creating pods: default/big")[-1]
+    assert any("19,000/20,000" in f for f in shown("creating pods: default/big"))
+    assert "20,000/20,000" in shown("creating pods: default/big")[-1]  # filled at its end
+    assert "━" * 14 in shown("creating pods: default/big")[-1]
     assert shown("kube-scheduler: 20,000 pods pending") and not any(
         re.search(r"\d/\d", f) for f in shown("kube-scheduler: 20,000 pods pending"))
-    assert "0/20000" in shown("kube-scheduler: binding pods")[0]
-    assert "20000/20000" in shown("kube-scheduler: binding pods")[-1]
+    assert "0/20,000" in shown("kube-scheduler: binding pods")[0]
+    assert "20,000/20,000" in shown("kube-scheduler: binding pods")[-1]
     for phase in ("building the report", "cheapest plan to compare (HiGHS, 2 s max)"):
         assert shown(phase) and not any("/2" in f for f in shown(phase)), shown(phase)  # no total of another phase
     assert _screen(out.getvalue()) == []  # erased at the end
@@ -184,7 +184,7 @@ def test_a_phase_name_too_long_for_the_terminal_is_cut_not_wrapped(width: int) -
         progress._bar.refresh()
         frames = _frames(out.getvalue())
     assert frames and all(cell_len(f) <= min(LINE_WIDTH, width - SPARE_COLUMNS) for f in frames)
-    assert all("5/100000" in f and "x…" in f for f in frames)
+    assert all("5/100,000" in f and "x…" in f for f in frames)
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -230,3 +230,18 @@ def test_stderr_progress_draws_nothing_but_log_lines_when_stderr_is_not_a_termin
     assert out.getvalue() == "karpy: creating pods: default/big\nkarpy: building the report\n"
 
 
+
+
+def test_counts_have_thousands_separators_and_fit_beside_a_full_phase_name() -> None:
+    """The counted phases separate thousands as the phase names do (before: ``provisioning: 20,000
+    pods pending`` but ``binding pods 9000/20000``); a 35-character phase and ``100,000/100,000``
+    still fit 80 columns with the name whole."""
+    console, out = _terminal(80)
+    progress = StderrProgress(console=console)
+    with progress:
+        progress.phase("b" * 35, total=100000, completed=100000)
+        progress._show()
+        progress._bar.refresh()
+        frames = _frames(out.getvalue())
+    assert frames and all(cell_len(f) <= 80 - SPARE_COLUMNS for f in frames)
+    assert all("b" * 35 in f and "100,000/100,000" in f for f in frames), frames
