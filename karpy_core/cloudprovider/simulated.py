@@ -7,6 +7,11 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
 * **Catalog**: the EC2 catalog of :mod:`karpy_core.cloudprovider.catalog.aws` for ``region``
   (``us-east-1`` default, or ``ap-northeast-2``; us-east-1 list prices, synthetic spot prices), or
   a KWOK-format file given as ``instance_types_file``.
+* **Per NodeClass**: with ``kube``, a NodePool (and its NodeClaims) with an EC2NodeClass gets the
+  catalog built with that NodeClass's AMI family (``amiFamily``, else its ``amiSelectorTerms``
+  alias) and ``kubelet.maxPods``/``podsPerCore``, unless those are given as provider options.
+  Types that can hold no pod under the settings (cpu, memory or pods capacity 0) are not offered;
+  provider settings that leave none raise ``ConfigurationError``.
 * **Create** launches the cheapest *available* offering compatible with the NodeClaim's
   ``spec.requirements`` among the instance types whose requirements are compatible and whose
   allocatable fits ``spec.resources.requests``; ties break on price, then instance-type name, then
@@ -45,8 +50,10 @@ providers (``kwok/cloudprovider/cloudprovider.go``, ``pkg/cloudprovider/fake``):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, get_type_hints
@@ -69,6 +76,7 @@ from karpy_core.cloudprovider.catalog.aws import (
     SPOT_DISCOUNT_BASE,
     SPOT_DISCOUNT_SPREAD,
     SUPPORTED_REGIONS,
+    AMIFamily,
     AWSCatalogOptions,
     load_aws_catalog,
 )
@@ -106,6 +114,65 @@ SUPPORTED_NODE_CLASSES: list[tuple[str, str]] = [
 """Advertised NodeClass kinds (the first is the default); any ``nodeClassRef`` is accepted."""
 KWOK_NODE_CLASS = "KWOKNodeClass"
 """Karpenter's KWOK provider's kind: Ready by its CRD's status default, not by :meth:`SimulatedProvider.reconcile_nodeclasses`."""
+
+log = logging.getLogger(__name__)
+
+ALIAS_FAMILIES = {
+    "al2": AMIFamily.AL2,
+    "al2023": AMIFamily.AL2023,
+    "bottlerocket": AMIFamily.BOTTLEROCKET,
+    "windows2019": AMIFamily.WINDOWS2019,
+    "windows2022": AMIFamily.WINDOWS2022,
+    "windows2025": AMIFamily.WINDOWS2025,
+}
+"""``amiSelectorTerms`` alias family (``windows2022`` in ``windows2022@latest``) -> the AMI family it
+implies (Karpenter's EC2NodeClass ``AMIFamily()``)."""
+NODECLASS_SETTINGS = ("ami_family", "max_pods", "pods_per_core")
+"""The catalog settings an EC2NodeClass gives per NodePool (unless set as provider options)."""
+_REQUIRED_CAPACITY = ("cpu", "memory", "pods")
+
+
+def offerable(it: InstanceType) -> bool:
+    """Whether a type can run a pod at all: positive ``cpu``, ``memory`` and ``pods`` capacity.
+
+    Karpenter's AWS provider does not offer a type whose ENIs are all reserved (``RESERVED_ENIS``)
+    or that ends with no pods; settings such as ``max_pods=0`` or ``vm_memory_overhead_percent``
+    close to 1 leave such types here, and the simulated cloud leaves them out likewise."""
+    return all(it.capacity.get(name, 0) > 0 for name in _REQUIRED_CAPACITY)
+
+
+def _filter_offerable(types: list[InstanceType], what: str) -> list[InstanceType]:
+    kept = [it for it in types if offerable(it)]
+    if len(kept) != len(types):
+        log.debug("simulated provider: %s: %d instance types can hold no pod and are not offered: %s", what,
+                  len(types) - len(kept), ", ".join(it.name for it in types if not offerable(it))[:500])
+    return kept
+
+
+def nodeclass_settings(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The catalog settings an EC2NodeClass object (a mapping as read from the cluster) implies:
+    ``ami_family`` from ``spec.amiFamily`` or else the ``amiSelectorTerms`` alias (``al2023@latest``
+    -> ``AL2023``), ``max_pods``/``pods_per_core`` from ``spec.kubelet.maxPods``/``podsPerCore``.
+    Absent or malformed fields are left out (the API server's validation is not repeated here)."""
+    spec = obj.get("spec") or {}
+    out: dict[str, Any] = {}
+    family = spec.get("amiFamily")
+    if family not in AMIFamily.ALL:
+        family = None
+        for term in spec.get("amiSelectorTerms") or []:
+            alias = term.get("alias") if isinstance(term, Mapping) else None
+            if isinstance(alias, str):
+                family = ALIAS_FAMILIES.get(alias.split("@", 1)[0])
+                break
+    if family is not None:
+        out["ami_family"] = family
+    kubelet = spec.get("kubelet") or {}
+    for key, name in (("maxPods", "max_pods"), ("podsPerCore", "pods_per_core")):
+        value = kubelet.get(key) if isinstance(kubelet, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[name] = value
+    return out
+
 
 ANNOTATION_NODECLASS_HASH = "karpy.sh/nodeclass-hash"
 """The simulated provider's record of the NodeClass spec an instance was launched with."""
@@ -178,7 +245,10 @@ class SimulatedProvider:
         kube: Any = None,
         node_classes: list[str] | None = None,
         reservations: list[SimulatedReservation] | None = None,
+        fixed_settings: frozenset[str] = frozenset(),
     ):
+        self._options = catalog_options or AWSCatalogOptions()
+        self._fixed = frozenset(fixed_settings)
         if instance_types_file:
             base = load_kwok_catalog(instance_types_file)
         else:
@@ -186,7 +256,10 @@ class SimulatedProvider:
                 raise ConfigurationError(
                     f"simulated provider: region {region!r} is not supported; use one of {', '.join(SUPPORTED_REGIONS)}"
                 )
-            base = load_aws_catalog(region, catalog_options)
+            base = _filter_offerable(load_aws_catalog(region, self._options), "catalog")
+            if not base:
+                raise ConfigurationError(f"simulated provider: {_settings_text(self._options)} leaves no instance type "
+                                         "that can hold a pod (cpu, memory and pods capacity > 0)")
         self.region = region
         self.instance_types_file = instance_types_file
         self._now = now_function(clock, "simulated provider")
@@ -199,6 +272,8 @@ class SimulatedProvider:
         self._instances: dict[str, NodeClaim] = {}
         self._by_claim_name: dict[str, str] = {}
         self._launched = 0
+        self._variants: dict[AWSCatalogOptions, dict[str, InstanceType]] = {}
+        self._views: dict[AWSCatalogOptions, tuple[list[InstanceType], list[InstanceType]]] = {}
         self.node_backend = node_backend
         self.kube = kube
         if node_classes is not None:
@@ -332,15 +407,69 @@ class SimulatedProvider:
         self._instance_types[self._position[name]] = it
 
     # ------------------------------------------------------------------ launch decision
-    def _candidates(self, reqs: Requirements) -> list[InstanceType]:
+    def _candidates(self, reqs: Requirements, types: list[InstanceType]) -> list[InstanceType]:
         it_req = reqs.get(LABEL_INSTANCE_TYPE)
+        if it_req is not None and not it_req.complement and types is self._instance_types:
+            return [types[self._position[n]] for n in sorted(it_req.values) if n in self._position]
         if it_req is not None and not it_req.complement:
-            return [self._instance_types[self._position[n]] for n in sorted(it_req.values) if n in self._position]
-        return self._instance_types
+            wanted = set(it_req.values)
+            return sorted((it for it in types if it.name in wanted), key=lambda it: it.name)
+        return types
 
-    def _choose(self, nodeclaim: NodeClaim) -> LaunchChoice:
+    def _choose(self, nodeclaim: NodeClaim, types: list[InstanceType]) -> LaunchChoice:
         constraints = launch_constraints(nodeclaim)
-        return cheapest_launchable(self._candidates(constraints.requirements), constraints)
+        return cheapest_launchable(self._candidates(constraints.requirements, types), constraints)
+
+    # ------------------------------------------------------------------ per-NodeClass catalogs
+    async def _options_for(self, kind: str, name: str) -> AWSCatalogOptions:
+        """The catalog settings for a NodeClass: the provider's, with an EC2NodeClass's AMI family
+        and kubelet ``maxPods``/``podsPerCore`` (:func:`nodeclass_settings`) in place of those not
+        given as provider options. The provider's own without ``kube``, for another kind, an
+        unreadable NodeClass or a KWOK-format catalog file."""
+        if self.kube is None or self.instance_types_file or kind != "EC2NodeClass":
+            return self._options
+        try:
+            obj = await self.kube.get(kind, name)
+        except Exception:  # missing NodeClass or a kind the cluster does not serve: provider defaults
+            return self._options
+        given = {k: v for k, v in nodeclass_settings(obj).items() if k not in self._fixed}
+        if all(getattr(self._options, k) == v for k, v in given.items()):
+            return self._options
+        try:
+            return dataclasses.replace(self._options, **given)
+        except ConfigurationError:  # cannot happen for validated values; keep the provider's settings
+            return self._options
+
+    def _view(self, options: AWSCatalogOptions) -> list[InstanceType]:
+        """The live catalog (availability, reservations) as built with ``options``: capacity,
+        overhead and requirements from ``options``' catalog, offerings from the live one; types
+        that can hold no pod under ``options`` are left out. The same list while nothing changes."""
+        live = self.instance_types
+        if options == self._options:
+            return live
+        variant = self._variants.get(options)
+        if variant is None:
+            kept = _filter_offerable(load_aws_catalog(self.region, options), _settings_text(options))
+            variant = self._variants[options] = {it.name: it for it in kept}
+        cached = self._views.get(options)
+        if cached is not None and len(cached[0]) == len(live) and all(a is b for a, b in zip(cached[0], live, strict=True)):
+            return cached[1]
+        out: list[InstanceType] = []
+        for it in live:
+            v = variant.get(it.name)
+            if v is None:
+                continue
+            base = self._base[it.name]
+            if it is not base:
+                v = copy.copy(v)
+                v.offerings = it.offerings
+                if it.requirements is not base.requirements:  # reserved offerings: recompute capacity types
+                    v.requirements = variant[it.name].requirements.copy()
+                    v.requirements.by_key.pop(LABEL_CAPACITY_TYPE, None)
+                    v.__post_init__()
+            out.append(v)
+        self._views[options] = (list(live), out)
+        return out
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
@@ -367,7 +496,9 @@ class SimulatedProvider:
             existing = await self.node_backend.find(claim_name)
             if existing is not None:
                 return existing
-        choice = self._choose(nodeclaim)
+        ref = nodeclaim.spec.node_class_ref
+        types = self._view(await self._options_for(ref.kind, ref.name))
+        choice = self._choose(nodeclaim, types)
         it, offering = choice.instance_type, choice.offering
         self._launched += 1
         instance_id = claim_name if self.node_backend is not None and claim_name else f"i-{self._launched:08x}"
@@ -449,8 +580,12 @@ class SimulatedProvider:
 
     @hookimpl
     async def karpy_get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
-        """Every catalog type, including unavailable ones; the same list object on every call."""
-        return self.instance_types
+        """Every catalog type that can hold a pod, including unavailable ones, as the NodePool's
+        EC2NodeClass shapes them (:meth:`_options_for`); the same list object while nothing changes."""
+        if nodepool is None:  # callers that ask for the catalog itself (no NodePool to shape it)
+            return self.instance_types
+        ref = nodepool.spec.template.spec.node_class_ref
+        return self._view(await self._options_for(ref.kind, ref.name))
 
     async def _nodeclass_hash(self, nodeclaim: NodeClaim) -> str | None:
         """sha256 (16 hex digits) of the claim's NodeClass ``spec``, or None without a ``kube``
@@ -545,6 +680,14 @@ class SimulatedProvider:
         return ready_repair_policies(600)
 
 
+def _settings_text(options: AWSCatalogOptions) -> str:
+    """The pod/memory settings that differ from the defaults, e.g. ``reserved_enis=3, max_pods=0``."""
+    default = AWSCatalogOptions()
+    names = ("reserved_enis", "max_pods", "pods_per_core", "vm_memory_overhead_percent", "ami_family")
+    changed = [f"{n}={getattr(options, n)}" for n in names if getattr(options, n) != getattr(default, n)]
+    return ", ".join(changed) or "the default settings"
+
+
 if TYPE_CHECKING:
     _conforms: type[FullCloudProviderPlugin] = SimulatedProvider  # mypy checks every hook's signature
 
@@ -607,4 +750,5 @@ def create_plugin(options: Mapping[str, Any] | None = None) -> SimulatedProvider
         kube=opts.kube,
         node_classes=opts.node_classes,
         reservations=opts.reservations,
+        fixed_settings=frozenset(k for k in opts.extra() if k in NODECLASS_SETTINGS),
     )
