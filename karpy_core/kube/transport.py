@@ -192,7 +192,11 @@ class Transport:
         if self._session is None:
             self._ssl = self.access.ssl_context()
             connector = aiohttp.TCPConnector(limit=CONNECTION_LIMIT, ssl=self._ssl)
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=True, read_bufsize=READ_BUFSIZE)
+            fence = aiohttp.TraceConfig()
+            fence.on_connection_create_end.append(_fence_at_the_wire)
+            fence.on_connection_reuseconn.append(_fence_at_the_wire)
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=True, read_bufsize=READ_BUFSIZE,
+                                                  trace_configs=[fence])
         return self._session
 
     async def request(
@@ -227,9 +231,9 @@ class Transport:
             hdrs["Authorization"] = auth
         params = [(k, _query_value(v)) for k, v in (query or ()) if v is not None]
         guard = self.write_guard
-        if guard is not None and method != "GET" and "/leases" not in path and not guard():
-            raise KubeAPIError.from_status(f"{method} {path} not sent: this replica no longer holds the leader lease",
-                                           status=503, reason="NotLeader")
+        fenced = _Fence(guard, method, path) if guard is not None and method != "GET" and "/leases" not in path else None
+        if fenced is not None:
+            fenced.check()
         return await session.request(
             method,
             self.access.server.rstrip("/") + path,
@@ -239,6 +243,7 @@ class Transport:
             timeout=aiohttp.ClientTimeout(total=timeout),
             proxy=self.access.proxy,
             server_hostname=self.access.tls_server_name,
+            trace_request_ctx=fenced,
         )
 
     async def close(self) -> None:
@@ -246,6 +251,35 @@ class Transport:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@dataclass(frozen=True)
+class _Fence:
+    """A write's leader fence: :attr:`Transport.write_guard` asked once the request has its
+    rate-limit slot and credential, and again once its connection is in hand, right before aiohttp
+    writes it (:func:`_fence_at_the_wire`)."""
+
+    guard: Callable[[], bool]
+    method: str
+    path: str
+
+    def check(self) -> None:
+        """Raises:
+            KubeAPIError: 503 ``NotLeader`` when the guard says this replica no longer leads."""
+        if not self.guard():
+            raise KubeAPIError.from_status(f"{self.method} {self.path} not sent: this replica no longer holds the leader lease",
+                                           status=503, reason="NotLeader")
+
+
+async def _fence_at_the_wire(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
+    """aiohttp's ``on_connection_create_end``/``on_connection_reuseconn`` trace: the last point
+    before a request is written. A leader frozen (SIGSTOP, a long GC pause) after the first check
+    but while its write waited for a rate-limit slot, a credential or a connection would otherwise
+    send it on waking, past its lease: in a CI run a stopped leader's queued NodeClaim create went
+    out 40 s later, after the new leader had launched for the same pods (an extra, empty node)."""
+    fenced = getattr(ctx, "trace_request_ctx", None)
+    if isinstance(fenced, _Fence):
+        fenced.check()
 
 
 def _query_value(v: Any) -> str:

@@ -287,3 +287,48 @@ async def test_a_write_is_not_sent_once_the_lease_is_no_longer_held() -> None:
             await kube.create("NodeClaim", _claim("x", 0))
     finally:
         await kube.close()
+
+
+async def test_a_write_whose_lease_runs_out_while_it_waits_for_a_connection_is_not_sent():
+    """A leader frozen (SIGSTOP) after its write passed the first lease check but before the
+    request was written must not send it on waking: the fence is asked again once the connection
+    is in hand (a CI run of test_sync_e2e's sigstop case got an extra NodeClaim this way). A real
+    loopback server counts what reaches it; the guard holds at the first check only."""
+    from aiohttp import web
+
+    from karpy_core.kube.client import AsyncKubeClient
+    from karpy_core.kube.transport import Access, Transport
+
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(f"{request.method} {request.path}")
+        return web.json_response({"kind": "NodeClaim", "metadata": {"name": "x"}}, status=201)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kube = AsyncKubeClient(Transport(Access(server=f"http://127.0.0.1:{port}")))
+    checks = [0]
+
+    def guard() -> bool:  # the lease runs out between the first check and the connection
+        checks[0] += 1
+        return checks[0] == 1
+
+    kube.transport.write_guard = guard
+    try:
+        with pytest.raises(KubeAPIError) as refused:
+            await kube.create("NodeClaim", _claim("x", 0))
+        assert refused.value.status == 503 and refused.value.reason == "NotLeader"
+        assert checks[0] == 2 and seen == []
+        kube.transport.write_guard = lambda: True  # still leading: sent, on a new or a reused connection
+        for _ in range(2):
+            await kube.create("NodeClaim", _claim("x", 0))
+        assert seen == ["POST /apis/karpenter.sh/v1/nodeclaims"] * 2
+    finally:
+        await kube.close()
+        await runner.cleanup()
