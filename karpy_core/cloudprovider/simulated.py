@@ -117,16 +117,6 @@ KWOK_NODE_CLASS = "KWOKNodeClass"
 
 log = logging.getLogger(__name__)
 
-ALIAS_FAMILIES = {
-    "al2": AMIFamily.AL2,
-    "al2023": AMIFamily.AL2023,
-    "bottlerocket": AMIFamily.BOTTLEROCKET,
-    "windows2019": AMIFamily.WINDOWS2019,
-    "windows2022": AMIFamily.WINDOWS2022,
-    "windows2025": AMIFamily.WINDOWS2025,
-}
-"""``amiSelectorTerms`` alias family (``windows2022`` in ``windows2022@latest``) -> the AMI family it
-implies (Karpenter's EC2NodeClass ``AMIFamily()``)."""
 NODECLASS_SETTINGS = ("ami_family", "max_pods", "pods_per_core")
 """The catalog settings an EC2NodeClass gives per NodePool (unless set as provider options)."""
 _REQUIRED_CAPACITY = ("cpu", "memory", "pods")
@@ -162,7 +152,7 @@ def nodeclass_settings(obj: Mapping[str, Any]) -> dict[str, Any]:
         for term in spec.get("amiSelectorTerms") or []:
             alias = term.get("alias") if isinstance(term, Mapping) else None
             if isinstance(alias, str):
-                family = ALIAS_FAMILIES.get(alias.split("@", 1)[0])
+                family = AMIFamily.BY_ALIAS.get(alias.split("@", 1)[0])
                 break
     if family is not None:
         out["ami_family"] = family
@@ -435,10 +425,7 @@ class SimulatedProvider:
         given = {k: v for k, v in nodeclass_settings(obj).items() if k not in self._fixed}
         if all(getattr(self._options, k) == v for k, v in given.items()):
             return self._options
-        try:
-            return dataclasses.replace(self._options, **given)
-        except ConfigurationError:  # cannot happen for validated values; keep the provider's settings
-            return self._options
+        return dataclasses.replace(self._options, **given)
 
     def _view(self, options: AWSCatalogOptions) -> list[InstanceType]:
         """The live catalog (availability, reservations) as built with ``options``: capacity,

@@ -331,6 +331,11 @@ class AMIFamily:
     WINDOWS2025 = "Windows2025"
     ALL = (AL2, AL2023, BOTTLEROCKET, CUSTOM, WINDOWS2019, WINDOWS2022, WINDOWS2025)
 
+    BY_ALIAS = {"al2": AL2, "al2023": AL2023, "bottlerocket": BOTTLEROCKET, "windows2019": WINDOWS2019,
+                "windows2022": WINDOWS2022, "windows2025": WINDOWS2025}
+    """``amiSelectorTerms`` alias family (``al2023`` in ``al2023@latest``) -> the ``amiFamily`` it
+    implies (Karpenter's EC2NodeClass ``AMIFamily()``); karpy-aws's model and CRD use the same table."""
+
     WINDOWS_BUILDS = {WINDOWS2019: "10.0.17763", WINDOWS2022: "10.0.20348", WINDOWS2025: "10.0.26100"}
     """``node.kubernetes.io/windows-build`` per Windows family."""
 

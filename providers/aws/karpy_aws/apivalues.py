@@ -5,17 +5,13 @@ aws/karpenter-provider-aws ``pkg/apis/v1/ec2nodeclass.go`` and its CRD YAML."""
 
 from __future__ import annotations
 
+from karpy_core.cloudprovider.catalog.aws import AMIFamily
+
 __all__ = ["ALIAS_FAMILIES", "EVICTION_SIGNALS", "RESERVED_KEYS", "RESTRICTED_TAG_KEYS"]
 
-ALIAS_FAMILIES = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
-"""Alias family (``al2023`` in ``al2023@latest``) -> the ``amiFamily`` it implies."""
+ALIAS_FAMILIES = AMIFamily.BY_ALIAS
+"""Alias family (``al2023`` in ``al2023@latest``) -> the ``amiFamily`` it implies (one table with
+karpy's simulated cloud: :attr:`karpy_core.cloudprovider.catalog.aws.AMIFamily.BY_ALIAS`)."""
 
 RESTRICTED_TAG_KEYS = (
     "eks:eks-cluster-name",
