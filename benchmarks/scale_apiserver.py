@@ -74,6 +74,7 @@ import itertools
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -880,6 +881,11 @@ def plot(runs: Sequence[Mapping[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: raise :class:`KeyboardInterrupt`, as SIGINT does, so cleanup runs."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--system", choices=["karpy", "karpenter", "both"], default="karpy")
@@ -898,6 +904,10 @@ def main() -> None:
     parser.add_argument("--combine", type=Path, nargs="+", default=None,
                         help="run nothing: print the table of these --json files together (and --plot them on one chart)")
     args = parser.parse_args()
+    # SIGTERM (``timeout``, ``kill``) as Ctrl-C: the ``finally`` blocks and context managers then
+    # stop the controllers and the dev cluster, whose processes run in sessions of their own and
+    # would otherwise outlive this one.
+    signal.signal(signal.SIGTERM, _interrupt)
     if args.combine:
         runs = [run for path in args.combine for run in json.loads(path.read_text())["runs"]]
     else:
@@ -917,4 +927,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, after the cleanup above
+        print("scale_apiserver: interrupted; controllers and dev cluster stopped", file=sys.stderr)
+        sys.exit(130)
