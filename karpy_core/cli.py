@@ -360,7 +360,7 @@ async def run_simulation(
     refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
     if refused:
         raise ManifestError(refused, warnings=loaded.warnings)
-    _check_pod_cap(loaded, cap)
+    _check_pod_cap(loaded, cap, "simulate")
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     try:
         sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
@@ -565,25 +565,23 @@ def unserved_warnings(nodepools: Any, provider: Any) -> list[str]:
     return out
 
 
-def _check_pod_cap(loaded: Any, cap: int) -> None:
-    """Refuse manifests whose workloads ask for more than ``cap`` pods in all, before simulating.
+def _check_pod_cap(loaded: Any, cap: int, command: str) -> None:
+    """Refuse manifests (``loaded``, the LoadedManifests) whose workloads ask for more than ``cap``
+    pods in all, before simulating: the one check ``karpy simulate`` and ``karpy validate`` run on
+    plain manifests (:func:`~karpy_core.sim.workloads.pod_cap_problem`, which the simulator's
+    workload controller applies too), so the two commands refuse the same input in the same words.
+    ``command`` is the karpy command whose ``--max-pods`` raises the cap.
 
     Raises:
-        ManifestError: naming the file, object and field asking for the most pods.
+        ManifestError: naming the file, object and field asking for the most pods (with ``loaded``'s warnings).
     """
-    asks: list[tuple[int, str, Any]] = [(1, "metadata.name", p) for p in loaded.pods]
-    for obj in [*loaded.deployments, *loaded.replicasets, *loaded.statefulsets]:
-        asks.append((obj.spec.replicas, "spec.replicas", obj))
-    for job in loaded.jobs:
-        parallelism = job.spec.parallelism
-        asks.append((min(parallelism, job.spec.completions) if job.spec.completions is not None else parallelism,
-                     "spec.parallelism", job))
-    total = sum(n for n, _, _ in asks)
-    if total <= cap:
-        return
-    count, path, obj = max(asks, key=lambda a: a[0])
-    raise ManifestError([f"{obj.source} {obj.ref()}: {path}: {count:,} pods; the simulation would hold {total:,} pods, "
-                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"], warnings=loaded.warnings)
+    from karpy_core.sim.workloads import pod_cap_problem
+
+    objects = loaded.objects()
+    problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], cap,
+                              sources=[str(o.source) for o in objects], command=command)
+    if problem:
+        raise ManifestError([problem], warnings=loaded.warnings)
 
 
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
@@ -1252,13 +1250,7 @@ def validate(
         refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
         if refused:
             raise ManifestError(refused, warnings=loaded.warnings)
-        from karpy_core.sim.workloads import pod_cap_problem
-
-        objects = loaded.objects()
-        problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], max_pods,
-                                  sources=[str(o.source) for o in objects], command="validate")
-        if problem:
-            raise ManifestError([problem], warnings=loaded.warnings)
+        _check_pod_cap(loaded, max_pods, "validate")
         loaded.warnings.extend(_pending_pod_warnings(loaded))
         if cloud_provider is not None:
             with watch_hooks(HookWatch(timeout=hook_timeout)):
