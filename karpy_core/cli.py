@@ -361,15 +361,18 @@ async def run_simulation(
     if refused:
         raise ManifestError(refused, warnings=loaded.warnings)
     _check_pod_cap(loaded, cap, "simulate")
+    from karpy_core.sim.simulator import is_simulated
+
+    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses, Secrets
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     try:
+        # the manifests' Secrets are in the cluster when the provider is prepared (a plugin reads its
+        # credentials there), as validate stores them (_check_provider_starts)
+        applied = _store_secrets(cluster, [to_kube_dict(o) for o in [*loaded.objects(), *served]])
         sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
                         feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
                         batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
-        from karpy_core.sim.simulator import is_simulated
-
-        served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
-        ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
+        ignored = sim.apply(applied)
         loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
         await sim.run()
         pricing = provider.pricing_note()
@@ -443,12 +446,27 @@ async def _close_provider(provider: Any) -> None:
         logging.getLogger("karpy.cli").warning("the cloud provider was not closed cleanly", extra={"error": error})
 
 
-def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepools: Any) -> list[str]:
+def _store_secrets(cluster: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Create the ``v1`` Secrets among ``objects`` (manifests as dicts) in ``cluster`` (the
+    in-memory cluster, before the provider is prepared: a plugin may read its credentials there);
+    returns the other objects, in order, for :meth:`~karpy_core.sim.simulator.Simulator.apply`."""
+    rest = []
+    for obj in objects:
+        if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+            cluster.create_sync("Secret", obj)
+        else:
+            rest.append(obj)
+    return rest
+
+
+def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepools: Any,
+                           secrets: list[dict[str, Any]] | None = None) -> list[str]:
     """``karpy validate --cloud-provider``: load the plugin and call the hooks ``karpy simulate``
     calls before its run, in its order, without running anything: ``karpy_name`` and
     ``karpy_supported_node_classes`` (load), ``karpy_controllers`` (listed, none run),
     ``karpy_prepare`` (with the simulator's context: the in-memory cluster, the virtual clock,
-    ``simulation=True``), ``karpy_pricing_note``, ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning
+    ``simulation=True``; the manifests' ``secrets`` are stored in that cluster first, as simulate
+    stores them), ``karpy_pricing_note``, ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning
     line, as in simulate). The warnings for ``nodepools`` whose NodeClass kind the provider does
     not serve (:func:`unserved_warnings`).
 
@@ -460,6 +478,7 @@ def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepoo
     with console_warnings():
         provider, clock, cluster, _ = _load_sim_provider(cloud_provider, None, None, options)
         try:
+            _store_secrets(cluster, secrets or [])
             return _prepared_provider_warnings(provider, clock, cluster, nodepools)
         finally:
             asyncio.run(_close_provider(provider))
@@ -1254,7 +1273,10 @@ def validate(
         loaded.warnings.extend(_pending_pod_warnings(loaded))
         if cloud_provider is not None:
             with watch_hooks(HookWatch(timeout=hook_timeout)):
-                loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools))
+                from karpy_core.apis.base import to_kube_dict
+
+                secrets = [to_kube_dict(o) for o in loaded.other if o.kind == "Secret" and o.api_version == "v1"]
+                loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools, secrets))
     except KarpyError as exc:
         _fail(exc)
         return
