@@ -37,7 +37,9 @@ def simulator_with_secrets(provider: CloudProvider, secrets: list[dict], **kwarg
     cluster = InMemoryCluster(clock)
     for secret in secrets:
         cluster.create_sync("Secret", secret)
-    provider.plugin.bind_kube(cluster)
+    plugin = provider.plugin
+    assert isinstance(plugin, KakaoCloudProvider)
+    plugin.bind_kube(cluster)
     return Simulator(provider, clock=clock, cluster=cluster, **kwargs)  # type: ignore[arg-type]
 
 
