@@ -366,9 +366,9 @@ async def run_simulation(
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses, Secrets
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     try:
-        # the manifests' Secrets are in the cluster when the provider is prepared (a plugin reads its
-        # credentials there), as validate stores them (_check_provider_starts)
-        applied = _store_secrets(cluster, [to_kube_dict(o) for o in [*loaded.objects(), *served]])
+        # the manifests' Secrets and NodePools are in the cluster when the provider is prepared (a
+        # plugin reads its credentials there), as validate stores them (_check_provider_starts)
+        applied = _store_before_prepare(cluster, [to_kube_dict(o) for o in [*loaded.objects(), *served]])
         sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
                         feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
                         batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
@@ -446,14 +446,20 @@ async def _close_provider(provider: Any) -> None:
         logging.getLogger("karpy.cli").warning("the cloud provider was not closed cleanly", extra={"error": error})
 
 
-def _store_secrets(cluster: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Create the ``v1`` Secrets among ``objects`` (manifests as dicts) in ``cluster`` (the
-    in-memory cluster, before the provider is prepared: a plugin may read its credentials there);
-    returns the other objects, in order, for :meth:`~karpy_core.sim.simulator.Simulator.apply`."""
+_STORED_BEFORE_PREPARE = (("v1", "Secret"), ("karpenter.sh/v1", "NodePool"))
+"""What :func:`_store_before_prepare` creates before the provider is prepared."""
+
+
+def _store_before_prepare(cluster: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Create the ``v1`` Secrets and the NodePools among ``objects`` (manifests as dicts) in
+    ``cluster`` (the in-memory cluster), before the provider is prepared: a plugin may read its
+    credentials there, and see whether any NodePool is its own (the KakaoCloud plugin checks its
+    keyring and credential only then), in ``karpy simulate`` and ``karpy validate`` alike. Returns
+    the other objects, in order, for :meth:`~karpy_core.sim.simulator.Simulator.apply`."""
     rest = []
     for obj in objects:
-        if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
-            cluster.create_sync("Secret", obj)
+        if (obj.get("apiVersion"), obj.get("kind")) in _STORED_BEFORE_PREPARE:
+            cluster.create_sync(str(obj["kind"]), obj)
         else:
             rest.append(obj)
     return rest
@@ -465,10 +471,10 @@ def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepoo
     calls before its run, in its order, without running anything: ``karpy_name`` and
     ``karpy_supported_node_classes`` (load), ``karpy_controllers`` (listed, none run),
     ``karpy_prepare`` (with the simulator's context: the in-memory cluster, the virtual clock,
-    ``simulation=True``; the manifests' ``secrets`` are stored in that cluster first, as simulate
-    stores them), ``karpy_pricing_note``, ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning
-    line, as in simulate). The warnings for ``nodepools`` whose NodeClass kind the provider does
-    not serve (:func:`unserved_warnings`).
+    ``simulation=True``; the manifests' ``secrets`` and ``nodepools`` are stored in that cluster
+    first, as simulate stores them, :func:`_store_before_prepare`), ``karpy_pricing_note``,
+    ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning line, as in simulate).
+    The warnings for ``nodepools`` whose NodeClass kind the provider does not serve (:func:`unserved_warnings`).
 
     Raises:
         ConfigurationError: as :func:`_load_sim_provider` (the plugin's options...).
@@ -478,7 +484,9 @@ def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepoo
     with console_warnings():
         provider, clock, cluster, _ = _load_sim_provider(cloud_provider, None, None, options)
         try:
-            _store_secrets(cluster, secrets or [])
+            from karpy_core.apis.base import to_kube_dict
+
+            _store_before_prepare(cluster, [*(secrets or []), *(to_kube_dict(p) for p in nodepools)])
             return _prepared_provider_warnings(provider, clock, cluster, nodepools)
         finally:
             asyncio.run(_close_provider(provider))
@@ -507,6 +515,22 @@ def _scenario_nodepools(scenario: Any) -> list[Any]:
                 if obj.get("kind") == "NodePool":
                     pools[str((obj.get("metadata") or {}).get("name"))] = NodePool.model_validate(obj)
     return list(pools.values())
+
+
+def _scenario_secrets(scenario: Any) -> list[dict[str, Any]]:
+    """The ``v1`` Secrets a Scenario's ``apply`` steps create (as dicts), for
+    :func:`_check_provider_starts`: a plugin reading its credentials from a Secret finds it in the
+    run once a step has applied it."""
+    from karpy_core.sim.scenario import _load_objects as scenario_objects
+
+    secrets: dict[tuple[str, str], dict[str, Any]] = {}
+    for step in scenario.steps:
+        if step.action == "apply":
+            for obj in scenario_objects(scenario, step):
+                if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+                    meta = obj.get("metadata") or {}
+                    secrets[(str(meta.get("namespace") or "default"), str(meta.get("name")))] = obj
+    return list(secrets.values())
 
 
 def _check_provider_loops(provider: Any) -> None:
@@ -1253,7 +1277,7 @@ def validate(
             if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
                 with watch_hooks(HookWatch(timeout=hook_timeout)):
                     scenario.warnings.extend(f"{scenario.source}: {w}" for w in _check_provider_starts(
-                        cloud_provider, options, _scenario_nodepools(scenario)))
+                        cloud_provider, options, _scenario_nodepools(scenario), _scenario_secrets(scenario)))
             warnings = scenario.warnings + unreached_steps(
                 scenario, scenario.until if scenario.until is not None else 24 * 3600.0,
                 f"until: {format_seconds(scenario.until)}; a later --until runs it" if scenario.until is not None

@@ -132,3 +132,40 @@ def test_aws_refuses_alike_in_validate_and_simulate(monkeypatch: pytest.MonkeyPa
     validated = _error_line(invoke_cli("validate", *args))
     assert validated == _error_line(invoke_cli("simulate", *args, str(REPO / "examples/workloads/inflate.yaml")))
     assert validated.startswith("error: aws provider: the cluster name is required")
+
+
+def _kakao_scenario(tmp_path: Path, *extra: str) -> str:
+    """A Scenario applying the README's KCNodeClass NodePool, inflate and ``extra`` files at 0s."""
+    (tmp_path / "kc.yaml").write_text((REPO / "examples/kakaocloud/karpenter-default.yaml").read_text())
+    (tmp_path / "inflate.yaml").write_text((REPO / "examples/workloads/inflate.yaml").read_text())
+    files = ", ".join(["kc.yaml", "inflate.yaml", *extra])
+    return _write(tmp_path, "s.yaml", "apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nsteps:\n"
+                                      f"  - {{at: 0s, apply: [{files}]}}\n")
+
+
+def test_validate_refuses_a_scenario_as_simulate_does(kakao_env: None, tmp_path: Path) -> None:
+    """A Scenario's NodePools come after the plugin is prepared: simulate refuses at its first call
+    to the plugin, validate (which said ``valid``) up front, in the same line."""
+    scenario = _kakao_scenario(tmp_path)
+    options = [*KAKAO, "--provider-option", "cluster_name=demo"]
+    validated = _error_line(invoke_cli("validate", scenario, *options))
+    assert validated == _error_line(invoke_cli("simulate", scenario, *options, "--until", "1h"))
+    assert validated.startswith(f"error: {MISSING_KEYRING}; {MISSING_CREDENTIALS} ")
+
+
+def test_a_scenario_applying_the_keyring_secret_is_not_told_it_is_missing(kakao_env: None, tmp_path: Path) -> None:
+    _write(tmp_path, "secrets.yaml", KEYRING_SECRET)
+    scenario = _kakao_scenario(tmp_path, "secrets.yaml")
+    options = [*KAKAO, "--provider-option", "cluster_name=demo"]
+    validated = _error_line(invoke_cli("validate", scenario, *options))
+    assert validated == _error_line(invoke_cli("simulate", scenario, *options, "--until", "1h"))
+    assert validated.startswith(f"error: {MISSING_CREDENTIALS} ")
+
+
+def test_no_kakaocloud_nodepool_needs_no_source(kakao_env: None) -> None:
+    """A run where no NodePool is the plugin's never calls it: neither command asks for the keyring
+    or the credential (simulate: tests/sim/test_unserved_nodepools.py)."""
+    result = invoke_cli("validate", *KAKAO, "--provider-option", "cluster_name=demo",
+                        str(REPO / "examples/nodepools/general-purpose.yaml"))
+    assert result.exit_code == 0, result.output
+    assert "keyring" not in result.output

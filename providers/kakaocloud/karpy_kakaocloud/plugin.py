@@ -245,8 +245,11 @@ class KakaoCloudProvider:
         if not self.cluster_name:
             raise ConfigurationError(self._missing_cluster_name())
         async with self._init_lock:
-            if self._simulation:
-                await self._check_simulation_sources()
+            if self._simulation:  # the line karpy_prepare gives when the NodePools are there before it
+                problems = self._load_simulation_sources()
+                if problems:
+                    raise ConfigurationError("; ".join(problems) + _SIMULATION_NOTE)
+                await self._check_simulation_sources()  # a kube client without peek: its Secrets
             if self._keyring is None:
                 path = self._keyring_file or os.environ.get(ENV_KEYRING_FILE)
                 if path or (self.kube is None and await asyncio.to_thread(Path(DEFAULT_KEYRING_FILE).exists)):
@@ -292,6 +295,19 @@ class KakaoCloudProvider:
         if missing:
             raise ConfigurationError("; ".join(missing) + _SIMULATION_NOTE)
 
+    def _serves_a_stored_nodepool(self) -> bool:
+        """Whether the kube client holds a NodePool whose NodeClass is a KCNodeClass (read with the
+        in-memory cluster's synchronous ``snapshot``, where the CLI stores the manifests' NodePools
+        before preparing the plugin; False for a client without it)."""
+        snapshot = getattr(self.kube, "snapshot", None)
+        if not callable(snapshot):
+            return False
+        for pool in snapshot("NodePool") or ():
+            ref = ((((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {})
+            if (ref.get("group"), ref.get("kind")) == SUPPORTED_NODE_CLASSES[0]:
+                return True
+        return False
+
     def _load_simulation_sources(self) -> list[str]:
         """In a simulation, load the keyring and the credentials now, from what ``karpy simulate``
         can give (the options, the environment, a Secret among the manifests, which the CLI stores
@@ -299,7 +315,8 @@ class KakaoCloudProvider:
         unreadable (a ``keyring_file`` that does not exist, a Secret without its keys). Called by
         :meth:`karpy_prepare`, so ``karpy validate --cloud-provider kakaocloud`` refuses what
         ``karpy simulate`` would, in the same words, and neither reaches the first API call with a
-        source missing. A kube client without a synchronous ``peek`` (not the in-memory cluster)
+        source missing; and by :meth:`ensure` (a Scenario's NodePools come after the plugin is
+        prepared). A kube client without a synchronous ``peek`` (not the in-memory cluster)
         leaves the Secrets to :meth:`_check_simulation_sources` at the first call."""
         peek = getattr(self.kube, "peek", None)
         problems: list[str] = []
@@ -437,9 +454,10 @@ class KakaoCloudProvider:
             self.kube_client_ca_pem = context.cluster_ca_pem
         self._simulation = self._simulation or context.simulation
         # before any API call; a simulation (simulate, and validate, which prepares as simulate does)
-        # names every other missing or unreadable source with it, in one line
+        # whose cluster holds a KCNodeClass NodePool names every other missing or unreadable source
+        # with it, in one line (a run with none never calls the plugin: it needs no source)
         missing = [] if self.cluster_name else [self._missing_cluster_name()]
-        sources = self._load_simulation_sources() if self._simulation else []
+        sources = self._load_simulation_sources() if self._simulation and self._serves_a_stored_nodepool() else []
         if missing or sources:
             raise ConfigurationError("; ".join(missing + sources) + (_SIMULATION_NOTE if sources else ""))
         registry = context.registry
