@@ -360,16 +360,19 @@ async def run_simulation(
     refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
     if refused:
         raise ManifestError(refused, warnings=loaded.warnings)
-    _check_pod_cap(loaded, cap)
+    _check_pod_cap(loaded, cap, "simulate")
+    from karpy_core.sim.simulator import is_simulated
+
+    served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses, Secrets
     provider, clock, cluster, shown_region = _load_sim_provider(cloud_provider, region, instance_types, provider_options)
     try:
+        # the manifests' Secrets and NodePools are in the cluster when the provider is prepared (a
+        # plugin reads its credentials there), as validate stores them (_check_provider_starts)
+        applied = _store_before_prepare(cluster, [to_kube_dict(o) for o in [*loaded.objects(), *served]])
         sim = Simulator(provider, clock=clock, cluster=cluster, preference_policy=preference_policy, max_pods=cap,
                         feature_gates=gates_from(feature_gates), min_values_policy=min_values_policy,
                         batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
-        from karpy_core.sim.simulator import is_simulated
-
-        served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]  # e.g. PVCs, PVs, StorageClasses
-        ignored = sim.apply([to_kube_dict(o) for o in [*loaded.objects(), *served]])
+        ignored = sim.apply(applied)
         loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
         await sim.run()
         pricing = provider.pricing_note()
@@ -443,14 +446,35 @@ async def _close_provider(provider: Any) -> None:
         logging.getLogger("karpy.cli").warning("the cloud provider was not closed cleanly", extra={"error": error})
 
 
-def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepools: Any) -> list[str]:
+_STORED_BEFORE_PREPARE = (("v1", "Secret"), ("karpenter.sh/v1", "NodePool"))
+"""What :func:`_store_before_prepare` creates before the provider is prepared."""
+
+
+def _store_before_prepare(cluster: Any, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Create the ``v1`` Secrets and the NodePools among ``objects`` (manifests as dicts) in
+    ``cluster`` (the in-memory cluster), before the provider is prepared: a plugin may read its
+    credentials there, and see whether any NodePool is its own (the KakaoCloud plugin checks its
+    keyring and credential only then), in ``karpy simulate`` and ``karpy validate`` alike. Returns
+    the other objects, in order, for :meth:`~karpy_core.sim.simulator.Simulator.apply`."""
+    rest = []
+    for obj in objects:
+        if (obj.get("apiVersion"), obj.get("kind")) in _STORED_BEFORE_PREPARE:
+            cluster.create_sync(str(obj["kind"]), obj)
+        else:
+            rest.append(obj)
+    return rest
+
+
+def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepools: Any,
+                           secrets: list[dict[str, Any]] | None = None) -> list[str]:
     """``karpy validate --cloud-provider``: load the plugin and call the hooks ``karpy simulate``
     calls before its run, in its order, without running anything: ``karpy_name`` and
     ``karpy_supported_node_classes`` (load), ``karpy_controllers`` (listed, none run),
     ``karpy_prepare`` (with the simulator's context: the in-memory cluster, the virtual clock,
-    ``simulation=True``), ``karpy_pricing_note``, ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning
-    line, as in simulate). The warnings for ``nodepools`` whose NodeClass kind the provider does
-    not serve (:func:`unserved_warnings`).
+    ``simulation=True``; the manifests' ``secrets`` and ``nodepools`` are stored in that cluster
+    first, as simulate stores them, :func:`_store_before_prepare`), ``karpy_pricing_note``,
+    ``karpy_repair_policies``; then ``karpy_close`` (a failure is one warning line, as in simulate).
+    The warnings for ``nodepools`` whose NodeClass kind the provider does not serve (:func:`unserved_warnings`).
 
     Raises:
         ConfigurationError: as :func:`_load_sim_provider` (the plugin's options...).
@@ -460,6 +484,9 @@ def _check_provider_starts(cloud_provider: str, options: dict[str, Any], nodepoo
     with console_warnings():
         provider, clock, cluster, _ = _load_sim_provider(cloud_provider, None, None, options)
         try:
+            from karpy_core.apis.base import to_kube_dict
+
+            _store_before_prepare(cluster, [*(secrets or []), *(to_kube_dict(p) for p in nodepools)])
             return _prepared_provider_warnings(provider, clock, cluster, nodepools)
         finally:
             asyncio.run(_close_provider(provider))
@@ -488,6 +515,22 @@ def _scenario_nodepools(scenario: Any) -> list[Any]:
                 if obj.get("kind") == "NodePool":
                     pools[str((obj.get("metadata") or {}).get("name"))] = NodePool.model_validate(obj)
     return list(pools.values())
+
+
+def _scenario_secrets(scenario: Any) -> list[dict[str, Any]]:
+    """The ``v1`` Secrets a Scenario's ``apply`` steps create (as dicts), for
+    :func:`_check_provider_starts`: a plugin reading its credentials from a Secret finds it in the
+    run once a step has applied it."""
+    from karpy_core.sim.scenario import _load_objects as scenario_objects
+
+    secrets: dict[tuple[str, str], dict[str, Any]] = {}
+    for step in scenario.steps:
+        if step.action == "apply":
+            for obj in scenario_objects(scenario, step):
+                if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+                    meta = obj.get("metadata") or {}
+                    secrets[(str(meta.get("namespace") or "default"), str(meta.get("name")))] = obj
+    return list(secrets.values())
 
 
 def _check_provider_loops(provider: Any) -> None:
@@ -565,25 +608,23 @@ def unserved_warnings(nodepools: Any, provider: Any) -> list[str]:
     return out
 
 
-def _check_pod_cap(loaded: Any, cap: int) -> None:
-    """Refuse manifests whose workloads ask for more than ``cap`` pods in all, before simulating.
+def _check_pod_cap(loaded: Any, cap: int, command: str) -> None:
+    """Refuse manifests (``loaded``, the LoadedManifests) whose workloads ask for more than ``cap``
+    pods in all, before simulating: the one check ``karpy simulate`` and ``karpy validate`` run on
+    plain manifests (:func:`~karpy_core.sim.workloads.pod_cap_problem`, which the simulator's
+    workload controller applies too), so the two commands refuse the same input in the same words.
+    ``command`` is the karpy command whose ``--max-pods`` raises the cap.
 
     Raises:
-        ManifestError: naming the file, object and field asking for the most pods.
+        ManifestError: naming the file, object and field asking for the most pods (with ``loaded``'s warnings).
     """
-    asks: list[tuple[int, str, Any]] = [(1, "metadata.name", p) for p in loaded.pods]
-    for obj in [*loaded.deployments, *loaded.replicasets, *loaded.statefulsets]:
-        asks.append((obj.spec.replicas, "spec.replicas", obj))
-    for job in loaded.jobs:
-        parallelism = job.spec.parallelism
-        asks.append((min(parallelism, job.spec.completions) if job.spec.completions is not None else parallelism,
-                     "spec.parallelism", job))
-    total = sum(n for n, _, _ in asks)
-    if total <= cap:
-        return
-    count, path, obj = max(asks, key=lambda a: a[0])
-    raise ManifestError([f"{obj.source} {obj.ref()}: {path}: {count:,} pods; the simulation would hold {total:,} pods, "
-                         f"more than its cap of {cap:,} (karpy simulate --max-pods)"], warnings=loaded.warnings)
+    from karpy_core.sim.workloads import pod_cap_problem
+
+    objects = loaded.objects()
+    problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], cap,
+                              sources=[str(o.source) for o in objects], command=command)
+    if problem:
+        raise ManifestError([problem], warnings=loaded.warnings)
 
 
 async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, region: str | None, instance_types: str | None,
@@ -1236,7 +1277,7 @@ def validate(
             if cloud_provider is not None:  # as for plain manifests: load the plugin, name the NodePools it leaves out
                 with watch_hooks(HookWatch(timeout=hook_timeout)):
                     scenario.warnings.extend(f"{scenario.source}: {w}" for w in _check_provider_starts(
-                        cloud_provider, options, _scenario_nodepools(scenario)))
+                        cloud_provider, options, _scenario_nodepools(scenario), _scenario_secrets(scenario)))
             warnings = scenario.warnings + unreached_steps(
                 scenario, scenario.until if scenario.until is not None else 24 * 3600.0,
                 f"until: {format_seconds(scenario.until)}; a later --until runs it" if scenario.until is not None
@@ -1252,17 +1293,14 @@ def validate(
         refused = priority_class_problems(loaded) + runtime_class_problems(loaded) + pod_level_resources_problems(loaded)
         if refused:
             raise ManifestError(refused, warnings=loaded.warnings)
-        from karpy_core.sim.workloads import pod_cap_problem
-
-        objects = loaded.objects()
-        problem = pod_cap_problem([o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in objects], max_pods,
-                                  sources=[str(o.source) for o in objects], command="validate")
-        if problem:
-            raise ManifestError([problem], warnings=loaded.warnings)
+        _check_pod_cap(loaded, max_pods, "validate")
         loaded.warnings.extend(_pending_pod_warnings(loaded))
         if cloud_provider is not None:
             with watch_hooks(HookWatch(timeout=hook_timeout)):
-                loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools))
+                from karpy_core.apis.base import to_kube_dict
+
+                secrets = [to_kube_dict(o) for o in loaded.other if o.kind == "Secret" and o.api_version == "v1"]
+                loaded.warnings.extend(_check_provider_starts(cloud_provider, options, loaded.nodepools, secrets))
     except KarpyError as exc:
         _fail(exc)
         return

@@ -396,15 +396,22 @@ def _kubectl_refused_chunk(text: str) -> _RefusedChunk | None:
     * a piece holding only a document end ``...`` (no ``---`` in it) is ``did not find expected
       node content``.
 
+    * a line starting with ``---`` followed by anything but spaces or a comment (``--- !!set``,
+      ``--- !foo``, ``--- {a: 1}``, ``----``) is ``invalid Yaml document separator: !!set``: YAMLReader
+      refuses it before go-yaml sees the piece (the piece it ends is not read either).
+
     Blank and comment lines do not count. kubectl stops at the first such error (the documents
     before it were read)."""
-    if "%" not in text and "..." not in text:
+    if "%" not in text and "..." not in text and "---" not in text:
         return None
     offset = 0
     start = 0
     buffered = False  # YAMLReader's buffer holds something (comments and blank lines too)
     seen: list[tuple[int, str]] = []  # (line number, stripped line) of the piece's content lines
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        after = line[3:].strip() if line.startswith("---") else ""
+        if after and not after.startswith("#"):
+            return _RefusedChunk(start, number, f"invalid Yaml document separator: {after}")
         if line.startswith("---") and buffered:
             refused = _refused_piece(seen, start) if seen else None
             if refused:

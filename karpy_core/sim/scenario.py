@@ -47,6 +47,10 @@ from karpy_core.utils.kubeyaml import KubeYAMLDumper, describe_yaml_error
 __all__ = ["Scenario", "ScenarioStep", "format_seconds", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
 
 SCENARIO_API_VERSION = "karpy.sh/v1alpha1"
+ObjectKey = tuple[str, str, str]
+"""``(kind, namespace, name)``: how a scenario's steps name an object (:func:`object_key`)."""
+
+
 MAX_UNTIL_SECONDS = 366 * 24 * 3600.0
 """Longest simulated time a scenario may run (``until`` / ``--until``): a leap year. A quiet
 cluster costs about 1.2 ms of wall time per simulated hour, a busy one far more, so a year stays
@@ -232,45 +236,48 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
     scenario = Scenario(name, steps, p.parent, until_s, str(p), dict(variables or {}), gates)
     # Manifests a step applies are loaded (and validated) now, not hours into the run, and a patch
     # of an object the scenario itself applied is checked against what the patch would leave.
-    known: dict[tuple[str, str], dict[str, Any]] = {}
-    gone: dict[tuple[str, str], ScenarioStep] = {}  # deleted by a step, and which
+    # objects by (kind, namespace, name) (:func:`object_key`): a Deployment web in namespace a and
+    # one in b are two workloads, and a step without namespace names the one in default
+    known: dict[ObjectKey, dict[str, Any]] = {}
+    gone: dict[ObjectKey, ScenarioStep] = {}  # deleted by a step, and which
     checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
-    asks: dict[tuple[str, str], int] = {}  # a known workload -> the pods it asks for (when any), summed in total
+    asks: dict[ObjectKey, int] = {}  # a known workload -> the pods it asks for (when any), summed in total
     total = 0
     capped = max_pods is None  # no cap, or its first crossing named: the run stops there
     for step in steps:
-        touched: list[tuple[str, str]] = []
+        touched: list[ObjectKey] = []
         try:
             if step.action == "apply":
                 for obj in _load_objects(scenario, step):
-                    touched.append((obj.get("kind", ""), (obj.get("metadata") or {}).get("name", "")))
+                    meta = obj.get("metadata") or {}
+                    touched.append(object_key(obj.get("kind", ""), meta.get("name", ""), meta.get("namespace")))
                     known[touched[-1]] = obj
             elif step.action == "patch":
-                key = (str(step.body["kind"]), str(step.body["name"]))
+                key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
                 _check_exists(key, known, gone, step)
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
                     _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
                     if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
-                        raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[1]}: {_STATIC_TRANSITION}"])
+                        raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[2]}: {_STATIC_TRANSITION}"])
                     known[key] = patched
                     touched.append(key)
             elif step.action == "scale" and "nodepool" not in step.body:
                 target = next(k for k in _SCALABLE if k in step.body)
-                key = (_SCALABLE[target], str(step.body[target]))
+                key = object_key(_SCALABLE[target], str(step.body[target]), step.body.get("namespace"))
                 _check_exists(key, known, gone, step)
                 if key in known:
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
                     touched.append(key)
             elif step.action == "scale":
-                key = ("NodePool", str(step.body["nodepool"]))
+                key = object_key("NodePool", str(step.body["nodepool"]), None)
                 _check_exists(key, known, gone, step)
                 if key in known:
                     if not _is_static(known[key]):
-                        raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[1]}: {_STATIC_TRANSITION}"])
+                        raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[2]}: {_STATIC_TRANSITION}"])
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
-                key = (str(step.body["kind"]), str(step.body["name"]))
+                key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
                 _check_exists(key, known, gone, step)
                 known.pop(key, None)
                 gone[key] = step
@@ -290,8 +297,8 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
     return scenario
 
 
-def _count_asks(asks: dict[tuple[str, str], int], known: dict[tuple[str, str], dict[str, Any]],
-                touched: list[tuple[str, str]], total: int) -> int:
+def _count_asks(asks: dict[ObjectKey, int], known: dict[ObjectKey, dict[str, Any]],
+                touched: list[ObjectKey], total: int) -> int:
     """``total`` (the pods ``asks`` sums) after the ``touched`` keys of ``known`` (applied,
     patched, scaled or deleted by a step) changed; ``asks`` is updated in place."""
     from karpy_core.sim.workloads import counted_pods
@@ -304,7 +311,7 @@ def _count_asks(asks: dict[tuple[str, str], int], known: dict[tuple[str, str], d
     return total
 
 
-def _cap_blame(known: dict[tuple[str, str], dict[str, Any]], touched: list[tuple[str, str]], total: int, cap: int,
+def _cap_blame(known: dict[ObjectKey, dict[str, Any]], touched: list[ObjectKey], total: int, cap: int,
                command: str) -> str:
     """The pod-cap refusal for a step that took the pods to ``total`` over ``cap``, naming the
     workload of the step (of the ``touched`` keys of ``known``) asking for the most pods."""
@@ -325,18 +332,33 @@ also be made by a controller, under a generated name): a step naming one that no
 applied fails at that step with 404, so ``validate`` refuses it up front."""
 
 
-def _check_exists(key: tuple[str, str], known: dict[tuple[str, str], Any],
-                  gone: dict[tuple[str, str], ScenarioStep], step: ScenarioStep) -> None:
-    """Raise the 404 the run would meet: a step acting on a ``key`` (kind, name) that no earlier
-    step applied, or that an earlier step deleted."""
+def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any],
+                  gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep) -> None:
+    """Raise the 404 the run would meet: a step acting on a ``key`` (:func:`object_key`) that no
+    earlier step applied, or that an earlier step deleted."""
     if key[0] not in _NAMED_BY_STEPS or key in known:
         return
-    kind, name = key
     if key in gone:
         why = f"steps[{gone[key].index}] deleted it at {format_seconds(gone[key].at)}"
     else:
         why = "no earlier step applies it"
-    raise ManifestError([f'404 NotFound: {kind} "{name}" does not exist at {format_seconds(step.at)} ({why})'])
+    raise ManifestError([f"404 NotFound: {object_ref(*key)} does not exist at {format_seconds(step.at)} ({why})"])
+
+
+def object_key(kind: str, name: str, namespace: Any) -> ObjectKey:
+    """The key of the object ``kind``/``name`` in ``namespace`` (a manifest's ``metadata.namespace``
+    or a step's ``namespace:``): ``default`` when none is given and the kind is namespaced, as
+    kubectl and the API server place it; ``""`` for a cluster-scoped kind (NodePool...), whose
+    namespace is ignored. A kind the simulated cluster does not serve counts as namespaced."""
+    from karpy_core.kube.port import KINDS
+
+    info = KINDS.get(kind)
+    return kind, ("" if info is not None and not info.namespaced else str(namespace or "default")), name
+
+
+def object_ref(kind: str, namespace: str, name: str) -> str:
+    """``Kind/namespace/name``, or ``Kind/name`` for a cluster-scoped object (``namespace`` ``""``)."""
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
 _SCALABLE = {"deployment": "Deployment", "statefulset": "StatefulSet", "replicaset": "ReplicaSet", "nodepool": "NodePool"}
@@ -521,11 +543,11 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
                 cluster.patch_sync(kind, name, {"spec": {"replicas": int(body["replicas"])}})
             else:
                 cluster.patch_sync(kind, name, {"spec": {"replicas": int(body["replicas"])}}, ns)
-            return f"scale {kind}/{name} to {body['replicas']}"
+            return f"scale {object_ref(*object_key(kind, name, ns))} to {body['replicas']}"
         if step.action == "delete":
             dependents = delete_with_dependents(cluster, str(body["kind"]), str(body["name"]), ns)
             more = f" (and {dependents} dependent object{'s' if dependents != 1 else ''})" if dependents else ""
-            return f"delete {body['kind']}/{body['name']}{more}"
+            return f"delete {object_ref(*object_key(str(body['kind']), str(body['name']), ns))}{more}"
         if step.action == "patch":
             kind, name = str(body["kind"]), str(body["name"])
             patch = dict(body.get("patch") or {})
@@ -536,7 +558,7 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
                 if kind == "NodePool" and _is_static(current) != _is_static(patched):
                     raise ManifestError([f"{where}: NodePool {name}: {_STATIC_TRANSITION}"])
             cluster.patch_sync(kind, name, patch, ns)
-            return f"patch {kind}/{name}"
+            return f"patch {object_ref(*object_key(kind, name, ns))}"
     except KeyError as exc:
         raise ManifestError([f"{where}: missing field {exc}"]) from exc
     except KubeAPIError as exc:

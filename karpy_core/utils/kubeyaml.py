@@ -21,9 +21,15 @@ looks at it (``yamlToJSONTarget`` / ``convertToJSONableObject`` in ``sigs.k8s.io
 * the tag of a mapping or a list is ignored, as go-yaml v2 ignores it: ``!!set {a, b}`` is the
   mapping ``{"a": null, "b": null}``, ``!!omap [{a: b}]`` and ``!!pairs [[a, b]]`` are lists,
   ``!foo {a: b}`` is the mapping;
-* scalar values JSON cannot carry are **refused, naming the field path and line**: ``!!binary``,
-  any other tag on a scalar that is not a JSON type (``!foo x``, ``!!python/...``), and
-  ``.inf``/``.nan`` (``json: unsupported value: +Inf``);
+* a tag on a scalar that is not a JSON type is read as go-yaml v2 reads it into ``interface{}``
+  (``resolve`` leaves a tag it does not resolve alone, ``decoder.scalar`` keeps the text):
+  ``!!binary`` is its base64 text decoded (line breaks skipped, as Go's decoder skips them; each
+  byte that is not UTF-8 becomes U+FFFD, as Go's JSON encoder writes it) and refused in go-yaml's
+  words when it is not base64 (``!!binary value contains invalid base64 data``); any other
+  (``!!set abc``, ``!foo 12``, ``!!python/name:os.system x``) is the string as written;
+* ``.inf``/``.nan`` are **refused, naming the field path and line** (``json: unsupported value: +Inf``),
+  as is a scalar that does not fit its explicit ``!!null``/``!!int``/``!!float``/``!!bool`` tag
+  (``cannot decode !!str `abc` as a !!null``);
 * an explicit ``!!timestamp`` is the string as written when go-yaml v2 reads a timestamp in it
   (``!!timestamp 2024-01-01``: ``"2024-01-01"``), and refused in go-yaml's words otherwise
   (``cannot decode !!str `abc` as a !!timestamp``), as kubectl refuses it.
@@ -232,12 +238,11 @@ class _GoYAMLResolver:
         return super().resolve(kind, value, implicit)  # type: ignore[misc]  # the PyYAML resolver it is mixed into
 
 
-_NOT_JSON = {
-    "binary": "a !!binary value is not JSON; write the base64 text as a plain string",
-    "set": "a !!set is not JSON; write a list or a mapping",
-    "omap": "an !!omap is not JSON; write a mapping",
-    "pairs": "!!pairs are not JSON; write a mapping or a list",
-}
+_BINARY = _TAG + "binary"
+_NULL = _TAG + "null"
+_JSON_SCALAR_TAGS = frozenset({_TAG + "str", _NULL, _BOOL, _INT, _FLOAT, _TIMESTAMP})
+"""The scalar tags go-yaml v2 resolves (``resolvableTag``, and ``!!null``): every other tag on a
+scalar is :meth:`KubeYAMLLoader.construct_other_tag`'s."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +374,8 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
             node.tag = _MAP
         elif isinstance(node, yaml.SequenceNode) and node.tag != _SEQ:
             node.tag = _SEQ
+        elif isinstance(node, yaml.ScalarNode) and node.tag not in _JSON_SCALAR_TAGS:
+            return self.construct_other_tag(node)  # !!binary, !!set abc, !foo 12...: go-yaml's value
         return super().construct_object(node, deep=deep)
 
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> list[Any]:
@@ -483,15 +490,45 @@ class KubeYAMLLoader(_GoYAMLResolver, _BaseLoader):  # type: ignore[misc]  # cho
         self.refuse(node, f"cannot decode {go_yaml_v2_resolve(text)[0].replace(_TAG, '!!')} `{text}` as a !!timestamp")
         return None
 
-    def construct_not_json(self, node: yaml.Node) -> None:
-        name = node.tag.removeprefix(_TAG)
-        self.refuse(node, _NOT_JSON.get(name, f"the tag {node.tag!r} is not a JSON type; remove it"))
+    def construct_kube_null(self, node: yaml.ScalarNode) -> None:
+        """An explicit ``!!null``: null when go-yaml v2 reads a null in the text (``~``, ``null``,
+        nothing), else recorded in go-yaml's words (``cannot decode !!str `abc` as a !!null``)."""
+        if isinstance(node, yaml.ScalarNode):
+            self._go_value(node, _NULL)
         return None
 
+    def construct_other_tag(self, node: yaml.Node) -> Any:
+        """A scalar with a tag that is not a JSON type, as go-yaml v2 decodes it into
+        ``interface{}``: ``!!binary`` its base64 text decoded (:func:`go_binary_text`; refused in
+        go-yaml's words when not base64), any other tag (``!!set``, ``!!omap``, ``!!pairs``,
+        ``!foo``, ``!!python/...``) the text as written. Mappings and lists never get here
+        (:meth:`construct_object` reads them whatever their tag)."""
+        text = str(node.value)
+        if node.tag != _BINARY:
+            return text
+        decoded = go_binary_text(text)
+        if decoded is None:
+            self.refuse(node, "!!binary value contains invalid base64 data")
+        return decoded
 
-for _name in _NOT_JSON:
-    KubeYAMLLoader.add_constructor(_TAG + _name, KubeYAMLLoader.construct_not_json)
-KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_not_json)
+
+def go_binary_text(text: str) -> str | None:
+    """``text`` (a ``!!binary`` scalar) as go-yaml v2 and ``sigs.k8s.io/yaml`` give it to kubectl:
+    ``base64.StdEncoding.DecodeString`` (padded, line breaks skipped, nothing else allowed), the
+    bytes as a Go string, which Go's JSON encoder writes with each byte that does not start valid
+    UTF-8 as U+FFFD. None when it is not base64."""
+    import base64
+    import binascii
+
+    try:
+        data = base64.b64decode(text.replace("\r", "").replace("\n", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return re.sub("[\udc80-\udcff]", "\ufffd", data.decode("utf-8", "surrogateescape"))
+
+
+KubeYAMLLoader.add_constructor(None, KubeYAMLLoader.construct_other_tag)
+KubeYAMLLoader.add_constructor(_NULL, KubeYAMLLoader.construct_kube_null)
 KubeYAMLLoader.add_constructor(_TIMESTAMP, KubeYAMLLoader.construct_kube_timestamp)
 KubeYAMLLoader.add_constructor(_FLOAT, KubeYAMLLoader.construct_kube_float)
 KubeYAMLLoader.add_constructor(_INT, KubeYAMLLoader.construct_kube_int)

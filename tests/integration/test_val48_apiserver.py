@@ -8,7 +8,8 @@ with kubectl's YAML reading for the loader findings of val48 (issue 35):
   auto-generated``), and with it the selector is required and must select the template's labels;
 * a value of the wrong Go type in a kind karpy does not model: a mapping as a ConfigMap ``data``
   value, ``port: 1.5`` in a Service (the decoder's HTTP 400);
-* YAML: a tag on a mapping (``!!set {a, b}``) is ignored by go-yaml v2, and a document end marker
+* YAML: a tag on a mapping (``!!set {a, b}``) is ignored by go-yaml v2 (on a scalar it leaves the
+  text as written, ``!!binary`` decoded: fix35), and a document end marker
   ``...`` ends what kubectl reads of its ``---`` piece. kubectl turns YAML into JSON on its side;
   what it sends was recorded with ``k8s.io/apimachinery/pkg/util/yaml.NewYAMLOrJSONDecoder``
   v0.36.3 (kubectl's reader, a ten-line Go program) and is POSTed here, so the API server's
@@ -86,6 +87,11 @@ KUBECTL_READS: dict[str, tuple[str, list[str]]] = {
                           ['{"apiVersion":"v1","data":{"a":"b"},"kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}']),
     "str-tag-on-a-mapping": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\ndata: !!str {a: b}\n",
                              ['{"apiVersion":"v1","data":{"a":"b"},"kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}']),
+    # fix35 (issue 35 leftovers): a tag on a scalar is left alone by go-yaml v2, !!binary decoded
+    "tags-on-scalars": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n"
+                        "data: {x: !!set abc, b: !!binary aGVsbG8=, c: !foo 12, d: !!binary \"4pyT\"}\n",
+                        ['{"apiVersion":"v1","data":{"b":"hello","c":"12","d":"\u2713","x":"abc"},"kind":"ConfigMap",'
+                         '"metadata":{"name":"c","namespace":"default"}}']),
     "document-end-inside-a-piece": (
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n...\n"
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: default}\n---\n"

@@ -370,6 +370,6 @@ def test_validate_refuses_a_step_on_an_object_that_does_not_exist_then(tmp_path)
     for command in ("validate", "simulate"):
         result = invoke_cli(command, path)
         assert result.exit_code == 2, result.output
-        assert 'steps[1].scale: 404 NotFound: Deployment "nope" does not exist at 30m (no earlier step applies it)' in result.output
-        assert 'steps[3].scale: 404 NotFound: Deployment "web" does not exist at 1h (steps[2] deleted it at 40m)' in result.output
+        assert 'steps[1].scale: 404 NotFound: Deployment/default/nope does not exist at 30m (no earlier step applies it)' in result.output
+        assert 'steps[3].scale: 404 NotFound: Deployment/default/web does not exist at 1h (steps[2] deleted it at 40m)' in result.output
         assert "steps[4]" not in result.output

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from karpy_core.errors import ConfigurationError, KubeAPIError
 from karpy_core.redaction import register_secret
@@ -56,6 +56,8 @@ __all__ = [
     "credentials_from_secret",
     "keyring_from_file",
     "keyring_from_secret",
+    "keyring_from_secret_data",
+    "secret_data",
     "parse_keyring",
 ]
 
@@ -210,6 +212,15 @@ async def _secret_data(kube: KubeClient, namespace: str, name: str) -> dict[str,
         obj = await kube.get("Secret", name, namespace)
     except KubeAPIError as exc:
         raise ConfigurationError(f"cannot read Secret {namespace}/{name}: {exc.status} {exc.reason}") from None
+    return secret_data(obj, namespace, name)
+
+
+def secret_data(obj: Mapping[str, Any], namespace: str, name: str) -> dict[str, str]:
+    """The decoded ``data`` (over ``stringData``) of the Secret ``obj`` (``namespace/name``, as read).
+
+    Raises:
+        ConfigurationError: a ``data`` value is not base64 UTF-8 text (naming the Secret and the key).
+    """
     out: dict[str, str] = {}
     for k, v in (obj.get("data") or {}).items():
         try:
@@ -310,7 +321,15 @@ async def keyring_from_secret(kube: KubeClient, *, namespace: str, name: str = "
     Raises:
         ConfigurationError: unreadable Secret, missing ``keyring.json`` key, or invalid keyring.
     """
-    data = await _secret_data(kube, namespace, name)
+    return keyring_from_secret_data(await _secret_data(kube, namespace, name), namespace=namespace, name=name)
+
+
+def keyring_from_secret_data(data: Mapping[str, str], *, namespace: str, name: str) -> Keyring:
+    """The keyring in the decoded data of the Secret ``namespace/name`` (:func:`secret_data`).
+
+    Raises:
+        ConfigurationError: missing ``keyring.json`` key, or invalid keyring.
+    """
     if "keyring.json" not in data:
         raise ConfigurationError(f"Secret {namespace}/{name}: the data key must be named keyring.json (seed 004)")
     return parse_keyring(data["keyring.json"], where=f"Secret {namespace}/{name} keyring.json")

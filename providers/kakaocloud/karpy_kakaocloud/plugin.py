@@ -89,9 +89,12 @@ from karpy_kakaocloud.credentials import (
     Credentials,
     Keyring,
     credentials_from_env,
+    credentials_from_mapping,
     credentials_from_secret,
     keyring_from_file,
     keyring_from_secret,
+    keyring_from_secret_data,
+    secret_data,
 )
 from karpy_kakaocloud.deps import DEFAULT_CA_FILE, ClusterCA, KakaoCloudDeps, require_kube
 from karpy_kakaocloud.drift import drift_reason
@@ -242,8 +245,11 @@ class KakaoCloudProvider:
         if not self.cluster_name:
             raise ConfigurationError(self._missing_cluster_name())
         async with self._init_lock:
-            if self._simulation:
-                await self._check_simulation_sources()
+            if self._simulation:  # the line karpy_prepare gives when the NodePools are there before it
+                problems = self._load_simulation_sources()
+                if problems:
+                    raise ConfigurationError("; ".join(problems) + _SIMULATION_NOTE)
+                await self._check_simulation_sources()  # a kube client without peek: its Secrets
             if self._keyring is None:
                 path = self._keyring_file or os.environ.get(ENV_KEYRING_FILE)
                 if path or (self.kube is None and await asyncio.to_thread(Path(DEFAULT_KEYRING_FILE).exists)):
@@ -288,6 +294,61 @@ class KakaoCloudProvider:
             missing.append(self._missing_credentials())
         if missing:
             raise ConfigurationError("; ".join(missing) + _SIMULATION_NOTE)
+
+    def _serves_a_stored_nodepool(self) -> bool:
+        """Whether the kube client holds a NodePool whose NodeClass is a KCNodeClass (read with the
+        in-memory cluster's synchronous ``snapshot``, where the CLI stores the manifests' NodePools
+        before preparing the plugin; False for a client without it)."""
+        snapshot = getattr(self.kube, "snapshot", None)
+        if not callable(snapshot):
+            return False
+        for pool in snapshot("NodePool") or ():
+            ref = ((((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef") or {})
+            if (ref.get("group"), ref.get("kind")) == SUPPORTED_NODE_CLASSES[0]:
+                return True
+        return False
+
+    def _load_simulation_sources(self) -> list[str]:
+        """In a simulation, load the keyring and the credentials now, from what ``karpy simulate``
+        can give (the options, the environment, a Secret among the manifests, which the CLI stores
+        in the in-memory cluster before preparing): the problems, one per source that is missing or
+        unreadable (a ``keyring_file`` that does not exist, a Secret without its keys). Called by
+        :meth:`karpy_prepare`, so ``karpy validate --cloud-provider kakaocloud`` refuses what
+        ``karpy simulate`` would, in the same words, and neither reaches the first API call with a
+        source missing; and by :meth:`ensure` (a Scenario's NodePools come after the plugin is
+        prepared). A kube client without a synchronous ``peek`` (not the in-memory cluster)
+        leaves the Secrets to :meth:`_check_simulation_sources` at the first call."""
+        peek = getattr(self.kube, "peek", None)
+        problems: list[str] = []
+        if self._keyring is None:
+            path = self._keyring_file or os.environ.get(ENV_KEYRING_FILE)
+            given = "option keyring_file" if self._keyring_file else ENV_KEYRING_FILE
+            try:
+                if path:
+                    self._keyring = keyring_from_file(path)
+                elif callable(peek):
+                    secret = peek("Secret", self._keyring_secret, self.namespace)
+                    if secret is None:
+                        problems.append(self._missing_keyring())
+                    else:
+                        data = secret_data(secret, self.namespace, self._keyring_secret)
+                        self._keyring = keyring_from_secret_data(data, namespace=self.namespace, name=self._keyring_secret)
+            except ConfigurationError as exc:
+                problems.append(f"kakaocloud provider: {given + ': ' if path else ''}{exc}")
+        if self._credentials is None and self._client is None:
+            try:
+                self._credentials = credentials_from_env()
+                if self._credentials is None and callable(peek):
+                    secret = peek("Secret", self._credentials_secret, self.namespace)
+                    if secret is None:
+                        problems.append(self._missing_credentials())
+                    else:
+                        data = secret_data(secret, self.namespace, self._credentials_secret)
+                        self._credentials = credentials_from_mapping(
+                            data, where=f"Secret {self.namespace}/{self._credentials_secret}")
+            except ConfigurationError as exc:
+                problems.append(f"kakaocloud provider: {exc}")
+        return problems
 
     def _keyring_given(self) -> bool:
         """The keyring comes from an option or ``KAKAOCLOUD_KEYRING_FILE`` (not from a Secret)."""
@@ -392,12 +453,13 @@ class KakaoCloudProvider:
         if context.cluster_ca_pem is not None:
             self.kube_client_ca_pem = context.cluster_ca_pem
         self._simulation = self._simulation or context.simulation
-        if not self.cluster_name:  # before any API call; a simulation names every other missing source with it
-            missing = [self._missing_cluster_name()]
-            if self._simulation:
-                missing += [] if self._keyring_given() else [self._missing_keyring()]
-                missing += [] if self._credentials_given() else [self._missing_credentials()]
-            raise ConfigurationError("; ".join(missing) + (_SIMULATION_NOTE if len(missing) > 1 else ""))
+        # before any API call; a simulation (simulate, and validate, which prepares as simulate does)
+        # whose cluster holds a KCNodeClass NodePool names every other missing or unreadable source
+        # with it, in one line (a run with none never calls the plugin: it needs no source)
+        missing = [] if self.cluster_name else [self._missing_cluster_name()]
+        sources = self._load_simulation_sources() if self._simulation and self._serves_a_stored_nodepool() else []
+        if missing or sources:
+            raise ConfigurationError("; ".join(missing + sources) + (_SIMULATION_NOTE if sources else ""))
         registry = context.registry
         if registry is not None and all(r is not registry for r in self._served_on):
             registry.register(self.unowned_instances)

@@ -15,10 +15,10 @@ import json
 import logging
 
 import pytest
-from kakaocloud_fixtures import KEY1, KEY2, keyring_json, secret_obj
+from kakaocloud_fixtures import KEY1, KEY2, keyring_json
 from karpy_kakaocloud.client import KakaoCloudAPIError
 from karpy_kakaocloud.credentials import Credentials, Secret
-from test_kakaocloud_seed004 import NS, drain_all, seed_objects, start
+from test_kakaocloud_seed004 import drain_all, seed_objects, seed_secrets, simulator_with_secrets, start
 
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.cloudprovider.provider import CloudProvider
@@ -27,7 +27,6 @@ from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.observability import Metrics
 from karpy_core.operator import Operator
 from karpy_core.redaction import MASK
-from karpy_core.sim.simulator import Simulator
 from tests.secret_scan import capture_logs, find_leaks
 
 WRONG_SECRET = "WRONG-app-credential-secret-0042"
@@ -39,14 +38,8 @@ async def test_no_kakaocloud_secret_in_logs_events_or_metrics_at_debug(fake, mak
         plugin = make_provider(with_credentials=False, with_keyring=False)
         provider = CloudProvider(plugin)
         Operator(kube=InMemoryCluster(), provider=provider, metrics=metrics)  # wires the cloud-call metrics
-        sim = Simulator(provider)
+        sim = simulator_with_secrets(provider, seed_secrets(fake, keyring_json("k2", {"k1": KEY1, "k2": KEY2})))
         plugin.bind_kube(sim.cluster)
-        sim.apply([
-            secret_obj(NS, "kakaocloud-credentials", {
-                "applicationCredentialId": fake.credential_id, "applicationCredentialSecret": fake.credential_secret,
-                "region": "kr-central-2"}),
-            secret_obj(NS, "karpenter-sigkey", {"keyring.json": keyring_json("k2", {"k1": KEY1, "k2": KEY2})}),
-        ])
         sim.apply(seed_objects())
         await sim.run(max_seconds=3600)
         assert fake.instances and sim.cluster.objects("Node")

@@ -16,7 +16,9 @@ from karpy_core.apis.base import to_kube_dict
 from karpy_core.apis.loader import load_documents
 from karpy_core.cloudprovider.provider import CloudProvider
 from karpy_core.controllers.node.termination import NodeTermination
+from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.sim.simulator import Simulator
+from karpy_core.utils.clock import VirtualClock
 
 NS = "karpenter-kakaocloud"
 VARS = {"SUBNET_ID": "subnet-a", "WORKER_SECURITY_GROUP_ID": "sg-worker", "KUBERNETES_VERSION": "1.35"}
@@ -27,16 +29,34 @@ def seed_objects(nodepool: str = "004-nodepool.yaml", variables: dict[str, str] 
     return [to_kube_dict(o) for o in loaded.objects()]
 
 
-async def start(fake: FakeKakaoCloud, make_provider, nodepool: str = "004-nodepool.yaml") -> tuple[Simulator, KakaoCloudProvider]:
-    plugin = make_provider(with_credentials=False, with_keyring=False)
-    sim = Simulator(CloudProvider(plugin))
-    plugin.bind_kube(sim.cluster)
-    sim.apply([
+def simulator_with_secrets(provider: CloudProvider, secrets: list[dict], **kwargs: object) -> Simulator:
+    """A Simulator whose in-memory cluster holds ``secrets`` when the plugin is prepared, as
+    ``karpy simulate`` stores the manifests' Secrets first: the plugin loads its sources then (from
+    this cluster, bound first: an Operator built before may have given it another)."""
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    for secret in secrets:
+        cluster.create_sync("Secret", secret)
+    plugin = provider.plugin
+    assert isinstance(plugin, KakaoCloudProvider)
+    plugin.bind_kube(cluster)
+    return Simulator(provider, clock=clock, cluster=cluster, **kwargs)  # type: ignore[arg-type]
+
+
+def seed_secrets(fake: FakeKakaoCloud, keyring: str | None = None) -> list[dict]:
+    """Seed 004's credentials and keyring Secrets for the fake cloud."""
+    return [
         secret_obj(NS, "kakaocloud-credentials", {
             "applicationCredentialId": fake.credential_id, "applicationCredentialSecret": fake.credential_secret, "region": "kr-central-2",
         }),
-        secret_obj(NS, "karpenter-sigkey", {"keyring.json": keyring_json()}),
-    ])
+        secret_obj(NS, "karpenter-sigkey", {"keyring.json": keyring or keyring_json()}),
+    ]
+
+
+async def start(fake: FakeKakaoCloud, make_provider, nodepool: str = "004-nodepool.yaml") -> tuple[Simulator, KakaoCloudProvider]:
+    plugin = make_provider(with_credentials=False, with_keyring=False)
+    sim = simulator_with_secrets(CloudProvider(plugin), seed_secrets(fake))
+    plugin.bind_kube(sim.cluster)
     sim.apply(seed_objects(nodepool))
     return sim, plugin
 
@@ -126,14 +146,8 @@ async def test_seed_004_vms_are_deleted_after_consolidate_after(fake, make_provi
     NodePool's consolidateAfter (10m) has passed - through karpy's emptiness disruption, the drain
     and the provider's signed-ownership delete."""
     plugin = make_provider(with_credentials=False, with_keyring=False)
-    sim = Simulator(CloudProvider(plugin), disruption=True)
+    sim = simulator_with_secrets(CloudProvider(plugin), seed_secrets(fake), disruption=True)
     plugin.bind_kube(sim.cluster)
-    sim.apply([
-        secret_obj(NS, "kakaocloud-credentials", {
-            "applicationCredentialId": fake.credential_id, "applicationCredentialSecret": fake.credential_secret, "region": "kr-central-2",
-        }),
-        secret_obj(NS, "karpenter-sigkey", {"keyring.json": keyring_json()}),
-    ])
     sim.apply(seed_objects())
     await sim.run_until(sim.clock.now() + 600)
     assert fake.instances and all(p["spec"].get("nodeName") for p in sim.cluster.objects("Pod"))
