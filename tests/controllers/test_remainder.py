@@ -12,7 +12,7 @@ import yaml
 
 from karpy_core.cli import _load_sim_provider
 from karpy_core.controllers.provisioning.batcher import Batcher
-from karpy_core.controllers.provisioning.provisioner import Provisioner, remainder_claims
+from karpy_core.controllers.provisioning.provisioner import REMAINDER_PASSES, Provisioner, grows_at_same_rate, remainder_claims
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock
 
@@ -65,14 +65,18 @@ def test_remainder_is_the_claims_smaller_than_the_largest_within_the_share():
     big = kwok_batch(1000)
     held = remainder_claims(big.new_claims, {p.key for c in big.new_claims for p in c.pods})
     assert sorted(len(big.new_claims[i].pods) for i in held) == [44, 191]
-    # a remainder of one largest claim's worth or more is launched: a c-48x with 44 pods and two
-    # c-32x with 31 each
-    c48 = next(c for c in big.new_claims if len(c.pods) == 44)
+    # a remainder of one full-size claim's worth or more is launched: 191 + 44 + 31 + 31 pods beside
+    # a c-256x of 255; less than that is left over
+    c256, c192, c48 = (next(c for c in big.new_claims if len(c.pods) == n) for n in (255, 191, 44))
     c32 = [next(c for c in res.new_claims if len(c.pods) == 31), next(c for c in kwok_batch(35).new_claims if len(c.pods) == 31)]
-    claims = [c48, *c32]
+    claims = [c256, c192, c48, *c32]
     real = {p.key for c in claims for p in c.pods}
     assert remainder_claims(claims, real) == set()
-    assert remainder_claims(claims[:2], real) == {1}
+    assert remainder_claims(claims[:3], real) == {1, 2}
+    # no full-size claim (a stream's first batches): a c-48x and two c-32x, each full, but a c-256x
+    # holds their pods at the same rate, so the whole remainder waits for the pods that follow
+    assert not grows_at_same_rate(c256) and all(grows_at_same_rate(c) for c in (c192, c48, *c32))
+    assert remainder_claims([c48, *c32], real) == {0, 1, 2}
     # all one size: no remainder
     even = kwok_batch(510)
     assert [len(c.pods) for c in even.new_claims] == [255, 255]
@@ -163,3 +167,38 @@ async def test_a_pod_left_over_and_sorted_last_again_trades_places_so_the_stream
     assert last.results is not None and not last.results.errors
     shape = _shape(last.created)
     assert shape[0] == 255 and sum(shape) == 280 and not last.deferred  # 10 left over + 270 new, exactly
+
+
+async def test_a_stream_that_starts_small_opens_full_size_claims_and_ends_in_one_remainder():
+    """The batches of a stream's start are small (kube-scheduler marks the first pods Unschedulable
+    at a few dozen a second): 5,000 inflate pods on the real control plane began 54, 119, 136 pods,
+    and each was planned exactly on one full node of its own size (47 pods on a ``c-48x``, 63 on a
+    ``c-64x``, 127 on a ``c-128x``), none with room for the next batch: 23 NodeClaims where
+    Karpenter made 21. Such a claim is a remainder too (a ``c-256x`` holds its pods at the same
+    rate): the pods wait for the batches that follow, at most :data:`REMAINDER_PASSES` passes, and
+    the stream gets as many NodeClaims as an exact fit of all its pods at once."""
+    cluster, clock = _cluster()
+    provider, _, _, _ = _load_sim_provider("simulated", None, CATALOG, None)
+    prov = Provisioner(kube=cluster, provider=provider, clock=clock)
+    arrivals = [54, 119, 136, 200, 91]  # the last batch closes idle: the stream has ended
+    created: list[list[int]] = []
+    deferred: list[list[str]] = []
+    plans = []
+    start = 0
+    for n, count in enumerate(arrivals):
+        for i in range(start, start + count):
+            cluster.create_sync("Pod", _pending(i))
+        start += count
+        res = await prov.reconcile(streaming=n < len(arrivals) - 1)
+        assert res.results is not None and not res.results.errors
+        created.append(_shape(res.created))
+        deferred.append(res.deferred)
+        plans.extend(res.results.new_claims)
+    assert created == [[], [], [255], [254], [91]]
+    # the first 54 pods were left over twice, then went on the first full claim
+    first = {f"default/inflate-{i:05d}" for i in range(54)}
+    assert first <= set(deferred[0]) and first <= set(deferred[1]) and not first & set(deferred[2])
+    assert REMAINDER_PASSES == 2
+    exact = kwok_batch(600).new_claims
+    assert len(plans) == len(exact) == 3
+    assert sum(c.cheapest_offering_price() for c in plans) <= sum(c.cheapest_offering_price() for c in exact) + 0.01
