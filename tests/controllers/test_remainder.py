@@ -198,7 +198,22 @@ async def test_a_stream_that_starts_small_opens_full_size_claims_and_ends_in_one
     # the first 54 pods were left over twice, then went on the first full claim
     first = {f"default/inflate-{i:05d}" for i in range(54)}
     assert first <= set(deferred[0]) and first <= set(deferred[1]) and not first & set(deferred[2])
-    assert REMAINDER_PASSES == 2
     exact = kwok_batch(600).new_claims
     assert len(plans) == len(exact) == 3
     assert sum(c.cheapest_offering_price() for c in plans) <= sum(c.cheapest_offering_price() for c in exact) + 0.01
+
+
+async def test_a_pod_left_over_remainder_passes_times_is_planned_without_a_full_claim():
+    """A trickle never fills a full-size claim: its pods wait :data:`REMAINDER_PASSES` passes, then
+    the remainder is planned (exactly) with the pods that arrived meanwhile."""
+    cluster, clock = _cluster()
+    provider, _, _, _ = _load_sim_provider("simulated", None, CATALOG, None)
+    prov = Provisioner(kube=cluster, provider=provider, clock=clock)
+    shapes = []
+    for n in range(REMAINDER_PASSES + 2):
+        for i in range(20 * n, 20 * n + 20):
+            cluster.create_sync("Pod", _pending(i))
+        res = await prov.reconcile(streaming=True)
+        shapes.append((sum(_shape(res.created)), len(res.deferred)))
+    waited = [(0, 20 * (n + 1)) for n in range(REMAINDER_PASSES)]
+    assert shapes == [*waited, (20 * (REMAINDER_PASSES + 1), 0), (0, 20)]
