@@ -5,6 +5,7 @@ pods then 255 + 191 + 7 + 2, nine NodeClaims where Karpenter made five)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,13 @@ import yaml
 
 from karpy_core.cli import _load_sim_provider
 from karpy_core.controllers.provisioning.batcher import Batcher
-from karpy_core.controllers.provisioning.provisioner import REMAINDER_PASSES, Provisioner, grows_at_same_rate, remainder_claims
+from karpy_core.controllers.provisioning.provisioner import (
+    REMAINDER_PASSES,
+    Provisioner,
+    _packs_freely,
+    grows_at_same_rate,
+    remainder_claims,
+)
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock
 
@@ -77,6 +84,12 @@ def test_remainder_is_the_claims_smaller_than_the_largest_within_the_share():
     # holds their pods at the same rate, so the whole remainder waits for the pods that follow
     assert not grows_at_same_rate(c256) and all(grows_at_same_rate(c) for c in (c192, c48, *c32))
     assert remainder_claims([c48, *c32], real) == {0, 1, 2}
+    # pods that do not share nodes freely (here a host port: the rule only, such a claim holds one)
+    # make a claim as full as it gets, and only the smaller claims are its remainder
+    for c in (c48, *c32):
+        c.pods[:] = [dataclasses.replace(p, host_ports=frozenset({("0.0.0.0", 8080, "TCP")})) for p in c.pods]
+    assert not any(_packs_freely(c) for c in (c48, *c32))
+    assert remainder_claims([c48, c32[0]], real) == {1}
     # all one size: no remainder
     even = kwok_batch(510)
     assert [len(c.pods) for c in even.new_claims] == [255, 255]

@@ -408,7 +408,8 @@ def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferre
     that are not full-size - smaller (cheapest instance type's vCPUs) than the NodePool's largest
     claim of the pass, or with a larger instance type among their options that holds more of their
     pods per USD (:func:`grows_at_same_rate`: a ``c-48x`` with 47 pods where a ``c-256x`` holds 255
-    at the same price per cpu) - the remainder an exact fit of the batch ends in (issue 36: 255 +
+    at the same price per cpu; only claims whose pods share nodes freely: no topology spread, pod
+    (anti-)affinity or host port) - the remainder an exact fit of the batch ends in (issue 36: 255 +
     255 + 31 + 3 + 1 pods, the last three on a 32-, a 4- and a 2-cpu node, full, so the next
     batch's pods cannot join them and open their own remainder; and a stream's first batches,
     47, 63 and 127 pods on a ``c-48x``, a ``c-64x`` and a ``c-128x``, each full) - provided they
@@ -446,7 +447,7 @@ def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferre
         cpu = c.instance_types[0].capacity.get("cpu", 0) if c.instance_types else 0
         sizes.append(cpu)
         largest[c.nodepool] = max(largest.get(c.nodepool, 0), cpu)
-    full = [sizes[i] == largest[c.nodepool] and not grows_at_same_rate(c) for i, c in enumerate(claims)]
+    full = [sizes[i] == largest[c.nodepool] and not (_packs_freely(c) and grows_at_same_rate(c)) for i, c in enumerate(claims)]
     fullest: dict[str, int] = {}
     for i, c in enumerate(claims):
         if full[i]:
@@ -460,6 +461,13 @@ def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferre
                                        real, deferred, again):
             out.update(rest)
     return out
+
+
+def _packs_freely(claim: PlannedNodeClaim) -> bool:
+    """No pod of ``claim`` limits how many of its kind share a node (no topology spread, pod
+    (anti-)affinity or host port): a larger node would hold more of them. A claim of hostname-spread
+    pods is as full as it gets, whatever its size."""
+    return not any(p.has_topology or p.host_ports for p in claim.pods)
 
 
 def grows_at_same_rate(claim: PlannedNodeClaim) -> bool:
