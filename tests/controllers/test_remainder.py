@@ -230,3 +230,37 @@ async def test_a_pod_left_over_remainder_passes_times_is_planned_without_a_full_
         shapes.append((sum(_shape(res.created)), len(res.deferred)))
     waited = [(0, 20 * (n + 1)) for n in range(REMAINDER_PASSES)]
     assert shapes == [*waited, (20 * (REMAINDER_PASSES + 1), 0), (0, 20)]
+
+
+async def test_a_batch_held_open_to_its_maximum_by_unmarked_pods_is_cut():
+    """kube-scheduler marks pods Unschedulable in bursts, seconds apart on a busy control plane: a
+    window it held open (pods it has not marked yet) that reaches its maximum more than ``idle``
+    after the last burst is a stream's batch all the same (5,000 pods: three such batches planned
+    their remainders exactly mid-stream, 27 NodeClaims)."""
+    class Window:
+        idle_seconds = 1.0
+        max_seconds = 10.0
+
+    clock = VirtualClock(0.0)
+    unmarked = [True]
+    batcher = Batcher(clock, Window(), hold=lambda: unmarked[0])
+
+    async def window(arrivals: list[float]) -> float:
+        waiter = asyncio.create_task(batcher.wait())
+        start = clock.now()
+        for step in range(200):
+            t = round(step * 0.1, 1)
+            clock.advance_to(start + t)
+            for _ in range(10):
+                await asyncio.sleep(0)
+            if waiter.done():
+                return t
+            if t in arrivals:
+                batcher.trigger()
+                for _ in range(10):
+                    await asyncio.sleep(0)
+        raise AssertionError("the window never closed")
+
+    assert await window([0.0, 3.0]) == 10.0 and batcher.cut  # the last burst 7 s before the maximum
+    unmarked[0] = False
+    assert await window([0.0, 0.5]) == 1.5 and not batcher.cut  # nothing unmarked: closes idle
