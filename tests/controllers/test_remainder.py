@@ -5,6 +5,7 @@ pods then 255 + 191 + 7 + 2, nine NodeClaims where Karpenter made five)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,13 @@ import yaml
 
 from karpy_core.cli import _load_sim_provider
 from karpy_core.controllers.provisioning.batcher import Batcher
-from karpy_core.controllers.provisioning.provisioner import Provisioner, remainder_claims
+from karpy_core.controllers.provisioning.provisioner import (
+    REMAINDER_PASSES,
+    Provisioner,
+    _packs_freely,
+    grows_at_same_rate,
+    remainder_claims,
+)
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.utils.clock import VirtualClock
 
@@ -65,14 +72,24 @@ def test_remainder_is_the_claims_smaller_than_the_largest_within_the_share():
     big = kwok_batch(1000)
     held = remainder_claims(big.new_claims, {p.key for c in big.new_claims for p in c.pods})
     assert sorted(len(big.new_claims[i].pods) for i in held) == [44, 191]
-    # a remainder of one largest claim's worth or more is launched: a c-48x with 44 pods and two
-    # c-32x with 31 each
-    c48 = next(c for c in big.new_claims if len(c.pods) == 44)
+    # a remainder of one full-size claim's worth or more is launched: 191 + 44 + 31 + 31 pods beside
+    # a c-256x of 255; less than that is left over
+    c256, c192, c48 = (next(c for c in big.new_claims if len(c.pods) == n) for n in (255, 191, 44))
     c32 = [next(c for c in res.new_claims if len(c.pods) == 31), next(c for c in kwok_batch(35).new_claims if len(c.pods) == 31)]
-    claims = [c48, *c32]
+    claims = [c256, c192, c48, *c32]
     real = {p.key for c in claims for p in c.pods}
     assert remainder_claims(claims, real) == set()
-    assert remainder_claims(claims[:2], real) == {1}
+    assert remainder_claims(claims[:3], real) == {1, 2}
+    # no full-size claim (a stream's first batches): a c-48x and two c-32x, each full, but a c-256x
+    # holds their pods at the same rate, so the whole remainder waits for the pods that follow
+    assert not grows_at_same_rate(c256) and all(grows_at_same_rate(c) for c in (c192, c48, *c32))
+    assert remainder_claims([c48, *c32], real) == {0, 1, 2}
+    # pods that do not share nodes freely (here a host port: the rule only, such a claim holds one)
+    # make a claim as full as it gets, and only the smaller claims are its remainder
+    for c in (c48, *c32):
+        c.pods[:] = [dataclasses.replace(p, host_ports=frozenset({("0.0.0.0", 8080, "TCP")})) for p in c.pods]
+    assert not any(_packs_freely(c) for c in (c48, *c32))
+    assert remainder_claims([c48, c32[0]], real) == {1}
     # all one size: no remainder
     even = kwok_batch(510)
     assert [len(c.pods) for c in even.new_claims] == [255, 255]
@@ -163,3 +180,87 @@ async def test_a_pod_left_over_and_sorted_last_again_trades_places_so_the_stream
     assert last.results is not None and not last.results.errors
     shape = _shape(last.created)
     assert shape[0] == 255 and sum(shape) == 280 and not last.deferred  # 10 left over + 270 new, exactly
+
+
+async def test_a_stream_that_starts_small_opens_full_size_claims_and_ends_in_one_remainder():
+    """The batches of a stream's start are small (kube-scheduler marks the first pods Unschedulable
+    at a few dozen a second): 5,000 inflate pods on the real control plane began 54, 119, 136 pods,
+    and each was planned exactly on one full node of its own size (47 pods on a ``c-48x``, 63 on a
+    ``c-64x``, 127 on a ``c-128x``), none with room for the next batch: 23 NodeClaims where
+    Karpenter made 21. Such a claim is a remainder too (a ``c-256x`` holds its pods at the same
+    rate): the pods wait for the batches that follow, at most :data:`REMAINDER_PASSES` passes, and
+    the stream gets as many NodeClaims as an exact fit of all its pods at once."""
+    cluster, clock = _cluster()
+    provider, _, _, _ = _load_sim_provider("simulated", None, CATALOG, None)
+    prov = Provisioner(kube=cluster, provider=provider, clock=clock)
+    arrivals = [54, 119, 136, 200, 91]  # the last batch closes idle: the stream has ended
+    created: list[list[int]] = []
+    deferred: list[list[str]] = []
+    plans = []
+    start = 0
+    for n, count in enumerate(arrivals):
+        for i in range(start, start + count):
+            cluster.create_sync("Pod", _pending(i))
+        start += count
+        res = await prov.reconcile(streaming=n < len(arrivals) - 1)
+        assert res.results is not None and not res.results.errors
+        created.append(_shape(res.created))
+        deferred.append(res.deferred)
+        plans.extend(res.results.new_claims)
+    assert created == [[], [], [255], [254], [91]]
+    # the first 54 pods were left over twice, then went on the first full claim
+    first = {f"default/inflate-{i:05d}" for i in range(54)}
+    assert first <= set(deferred[0]) and first <= set(deferred[1]) and not first & set(deferred[2])
+    exact = kwok_batch(600).new_claims
+    assert len(plans) == len(exact) == 3
+    assert sum(c.cheapest_offering_price() for c in plans) <= sum(c.cheapest_offering_price() for c in exact) + 0.01
+
+
+async def test_a_pod_left_over_remainder_passes_times_is_planned_without_a_full_claim():
+    """A trickle never fills a full-size claim: its pods wait :data:`REMAINDER_PASSES` passes, then
+    the remainder is planned (exactly) with the pods that arrived meanwhile."""
+    cluster, clock = _cluster()
+    provider, _, _, _ = _load_sim_provider("simulated", None, CATALOG, None)
+    prov = Provisioner(kube=cluster, provider=provider, clock=clock)
+    shapes = []
+    for n in range(REMAINDER_PASSES + 2):
+        for i in range(20 * n, 20 * n + 20):
+            cluster.create_sync("Pod", _pending(i))
+        res = await prov.reconcile(streaming=True)
+        shapes.append((sum(_shape(res.created)), len(res.deferred)))
+    waited = [(0, 20 * (n + 1)) for n in range(REMAINDER_PASSES)]
+    assert shapes == [*waited, (20 * (REMAINDER_PASSES + 1), 0), (0, 20)]
+
+
+async def test_a_batch_held_open_to_its_maximum_by_unmarked_pods_is_cut():
+    """kube-scheduler marks pods Unschedulable in bursts, seconds apart on a busy control plane: a
+    window it held open (pods it has not marked yet) that reaches its maximum more than ``idle``
+    after the last burst is a stream's batch all the same (5,000 pods: three such batches planned
+    their remainders exactly mid-stream, 27 NodeClaims)."""
+    class Window:
+        idle_seconds = 1.0
+        max_seconds = 10.0
+
+    clock = VirtualClock(0.0)
+    unmarked = [True]
+    batcher = Batcher(clock, Window(), hold=lambda: unmarked[0])
+
+    async def window(arrivals: list[float]) -> float:
+        waiter = asyncio.create_task(batcher.wait())
+        start = clock.now()
+        for step in range(200):
+            t = round(step * 0.1, 1)
+            clock.advance_to(start + t)
+            for _ in range(10):
+                await asyncio.sleep(0)
+            if waiter.done():
+                return t
+            if t in arrivals:
+                batcher.trigger()
+                for _ in range(10):
+                    await asyncio.sleep(0)
+        raise AssertionError("the window never closed")
+
+    assert await window([0.0, 3.0]) == 10.0 and batcher.cut  # the last burst 7 s before the maximum
+    unmarked[0] = False
+    assert await window([0.0, 0.5]) == 1.5 and not batcher.cut  # nothing unmarked: closes idle

@@ -37,7 +37,9 @@ class Batcher:
     the window once per batch; repeats of the same key do not (Karpenter's per-element
     de-duplication), so status churn on one pod cannot hold a batch open. While ``hold()`` is
     true (pods kube-scheduler has not marked yet) an idle window does not close the batch; only
-    ``max`` does; :attr:`cut` then tells whether pods were still arriving when it closed. Timers
+    ``max`` does; :attr:`cut` then tells whether pods were still arriving when it closed (a
+    trigger less than ``idle`` before, or ``hold()`` still true: kube-scheduler marks pods in
+    bursts, seconds apart under load, and a batch it kept open was a stream's too). Timers
     read ``clock`` (a :class:`~karpy_core.utils.clock.VirtualClock` in tests).
 
     Args:
@@ -54,8 +56,8 @@ class Batcher:
         self._event = asyncio.Event()
         self._seen: set[Hashable] = set()
         self.cut = False
-        """Whether the last batch closed at ``max`` with a trigger less than ``idle`` before: pods
-        were still coming when its pass ran (the provisioner may leave its remainder to the next
+        """Whether the last batch closed at ``max`` with a trigger less than ``idle`` before, or
+        while ``hold()`` was true: pods were still coming when its pass ran (the provisioner may leave its remainder to the next
         batch, :func:`~karpy_core.controllers.provisioning.provisioner.remainder_claims`)."""
 
     def trigger(self, key: Hashable | None = None) -> None:
@@ -90,8 +92,8 @@ class Batcher:
             while True:
                 remaining = start + self.settings.max_seconds - self.clock.now()
                 timeout = min(idle, remaining)
-                if timeout <= 0:
-                    self.cut = self.clock.now() - last < idle
+                if timeout <= 0:  # at the maximum: cut if a pod came within idle or one is still unmarked
+                    self.cut = self.clock.now() - last < idle or self.hold()
                     return
                 if await self._event_within(timeout):
                     last = self.clock.now()

@@ -155,7 +155,8 @@ class ProvisionerTrigger:
         ``streaming``: the batch was cut at its maximum while pods kept arriving
         (:attr:`Batcher.cut`); the pass may leave its remainder NodeClaims' pods for the next
         batch (:func:`~karpy_core.controllers.provisioning.provisioner.remainder_claims`), and
-        then opens that batch at once, so they wait at most one more window."""
+        then opens that batch at once; a pod waits at most
+        :data:`~karpy_core.controllers.provisioning.provisioner.REMAINDER_PASSES` more windows."""
         t0 = time.perf_counter()
         try:
             result = await self.provisioner.reconcile(streaming=streaming)

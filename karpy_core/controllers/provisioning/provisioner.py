@@ -62,7 +62,7 @@ from karpy_core.utils.fields import field_of
 from karpy_core.utils.quantity import QuantityError
 
 __all__ = ["Provisioner", "ProvisioningResult", "nodeclaim_from_plan", "planned_nodeclaim", "build_scheduler", "pretty_list",
-           "remainder_claims"]
+           "REMAINDER_PASSES", "grows_at_same_rate", "remainder_claims"]
 
 log = logging.getLogger(__name__)
 
@@ -270,8 +270,9 @@ class Provisioner:
         :attr:`ProvisioningResult.would_launch`; nothing is nominated to it, so the next pass
         plans the same pending pods afresh on the same live state."""
         self._would: tuple[str, ...] = ()
-        self._deferred: frozenset[str] = frozenset()
-        """Pods the last pass left for the next batch (:func:`remainder_claims`): never twice."""
+        self._deferred: dict[str, int] = {}
+        """Pods the last pass left for the next batch (:func:`remainder_claims`) -> passes in a row
+        that left them over (at most :data:`REMAINDER_PASSES`)."""
 
     async def reconcile(self, *, streaming: bool = False) -> ProvisioningResult:
         """One pass. Returns the decision and the NodeClaims created (empty when nothing is pending).
@@ -323,12 +324,14 @@ class Provisioner:
         started = time.perf_counter()
         results = scheduler.solve(pods)
         real = {p.key for p in pods} - {v.key for v in virtual}
-        held = remainder_claims(results.new_claims, real, self._deferred) if streaming else set()
+        expired = frozenset(p for p, n in self._deferred.items() if n >= REMAINDER_PASSES)
+        held = remainder_claims(results.new_claims, real, expired, frozenset(self._deferred).difference(expired)) \
+            if streaming else set()
         if held:
             result.deferred = sorted(p.key for i in held for p in results.new_claims[i].pods)
             results.new_claims = [c for i, c in enumerate(results.new_claims) if i not in held]
             log.info("deferred remainder nodeclaim(s) to the next batch", extra={"nodeclaims": len(held), "pods": len(result.deferred)})
-        self._deferred = frozenset(result.deferred)
+        self._deferred = {p: self._deferred.get(p, 0) + 1 for p in result.deferred}
         _log_decision(results, pods, time.perf_counter() - started, in_flight)
         results.errors.update(bad)
         result.results = results
@@ -390,29 +393,45 @@ class Provisioner:
                 pass
 
 
-def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferred: frozenset[str] = frozenset()) -> set[int]:
+REMAINDER_PASSES = 3
+"""Streaming passes in a row that may leave the same pod over (:func:`remainder_claims`); the next
+one plans it: a pod waits at most this many batch windows more than it would have. Three: a
+5,000-pod stream's start on a busy control plane made three small batches (39, 68 and 156 pods)
+before one of 480 filled a ``c-256x``; with two, the first pods were planned exactly at the
+third (a ``c-128x`` and a ``c-32x``, two NodeClaims more than full-size ones)."""
+
+
+def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferred: frozenset[str] = frozenset(),
+                     again: frozenset[str] = frozenset()) -> set[int]:
     """Which of a pass's planned NodeClaims (indices into ``claims``) to leave for the next batch
-    when the batch closed while pods were still arriving: per NodePool, the claims whose cheapest
-    instance type has fewer vCPUs than the largest claim's of that NodePool - the remainder an
-    exact fit of the batch ends in (issue 36: 255 + 255 + 31 + 3 + 1 pods, the last three on a
-    32-, a 4- and a 2-cpu node, full, so the next batch's pods cannot join them and open their
-    own remainder) - provided they hold fewer pods than the NodePool's fullest claim of the
-    largest size (less than one such node's worth: a larger remainder gets its nodes now), only
-    pods of ``real`` (no CapacityBuffer virtual pod) and no pod of ``deferred`` (a pod is left
-    over once at most). Their pods join the next batch, planned with it, so each stream of pods
-    ends in one remainder instead of one per batch; what it costs is their wait for that batch
-    (at most the batch's maximum, 10 s by default).
+    when the batch closed while pods were still arriving: per NodePool, its *remainder*, the claims
+    that are not full-size - smaller (cheapest instance type's vCPUs) than the NodePool's largest
+    claim of the pass, or with a larger instance type among their options that holds more of their
+    pods per USD (:func:`grows_at_same_rate`: a ``c-48x`` with 47 pods where a ``c-256x`` holds 255
+    at the same price per cpu; only claims whose pods share nodes freely: no topology spread, pod
+    (anti-)affinity or host port) - the remainder an exact fit of the batch ends in (issue 36: 255 +
+    255 + 31 + 3 + 1 pods, the last three on a 32-, a 4- and a 2-cpu node, full, so the next
+    batch's pods cannot join them and open their own remainder; and a stream's first batches,
+    47, 63 and 127 pods on a ``c-48x``, a ``c-64x`` and a ``c-128x``, each full) - provided they
+    hold fewer pods than the NodePool's fullest full-size claim (less than one such node's worth: a
+    larger remainder gets its nodes now; a pass with no full-size claim, a stream's start, leaves
+    its whole remainder over), only pods of ``real`` (no CapacityBuffer virtual pod) and no pod of
+    ``deferred`` (pods left over :data:`REMAINDER_PASSES` times already). Their pods join the next
+    batch, planned with it, so each stream of pods ends in one remainder instead of one per batch,
+    and starts on full-size claims; what it costs is their wait for the next batches (at most
+    :data:`REMAINDER_PASSES` windows of the batch's maximum, 10 s by default).
 
     A pod of ``deferred`` planned on a remainder claim is first swapped with an interchangeable
     pod (equal :meth:`~karpy_core.scheduling.pod.PodInfo.signature`: same requests, node
-    requirements, tolerations, ports and topology) planned on one of the NodePool's kept claims
-    that was not deferred before: the pods the last batch left over go on the full claims now,
-    and the remainder again holds only new pods. Without the swap, every second batch of a
-    stream of one shape planned its remainder exactly (5,000 inflate pods arriving through
-    kube-scheduler at ~50 a second: 29 NodeClaims, 13 of them 2- to 192-cpu, where Karpenter
-    made 21; ``benchmarks/controller_apiserver.py --catalog kwok --pods 5000``). ``claims``'
-    ``pods`` lists are changed in place by the swaps (a pod's placement moves to a claim that
-    held an equal pod, so every claim's requests stay the same).
+    requirements, tolerations, ports and topology) planned on one of the NodePool's full-size
+    claims that was neither deferred nor ``again`` before; then, while such partners are left, the
+    pods of ``again`` (left over before, fewer than :data:`REMAINDER_PASSES` times) too: the pods
+    earlier batches left over go on the full claims first, and the remainder holds new pods where
+    it can. Without the swap, every second batch of a stream of one shape planned its remainder
+    exactly (5,000 inflate pods arriving through kube-scheduler at ~50 a second: 29 NodeClaims, 13
+    of them 2- to 192-cpu, where Karpenter made 21; ``benchmarks/controller_apiserver.py --catalog
+    kwok --pods 5000``). ``claims``' ``pods`` lists are changed in place by the swaps (a pod's
+    placement moves to a claim that held an equal pod, so every claim's requests stay the same).
 
     Karpenter keeps room instead: it fills the largest type while it fits and launches the
     cheapest type holding the rest (a 48-cpu node for the 35 pods, 10 cpus more), and the next
@@ -428,33 +447,70 @@ def remainder_claims(claims: Sequence[PlannedNodeClaim], real: set[str], deferre
         cpu = c.instance_types[0].capacity.get("cpu", 0) if c.instance_types else 0
         sizes.append(cpu)
         largest[c.nodepool] = max(largest.get(c.nodepool, 0), cpu)
+    full = [sizes[i] == largest[c.nodepool] and not (_packs_freely(c) and grows_at_same_rate(c)) for i, c in enumerate(claims)]
     fullest: dict[str, int] = {}
     for i, c in enumerate(claims):
-        if sizes[i] == largest[c.nodepool]:
+        if full[i]:
             fullest[c.nodepool] = max(fullest.get(c.nodepool, 0), len(c.pods))
     out: set[int] = set()
     for pool in largest:
-        rest = [i for i, c in enumerate(claims) if c.nodepool == pool and sizes[i] < largest[pool]]
+        rest = [i for i, c in enumerate(claims) if c.nodepool == pool and not full[i]]
         if rest and all(p.key in real for i in rest for p in claims[i].pods) \
-                and sum(len(claims[i].pods) for i in rest) < fullest[pool] \
-                and _swap_deferred_out(claims, rest, [i for i, c in enumerate(claims) if c.nodepool == pool and i not in rest],
-                                       real, deferred):
+                and (pool not in fullest or sum(len(claims[i].pods) for i in rest) < fullest[pool]) \
+                and _swap_deferred_out(claims, rest, [i for i, c in enumerate(claims) if c.nodepool == pool and full[i]],
+                                       real, deferred, again):
             out.update(rest)
     return out
 
 
+def _packs_freely(claim: PlannedNodeClaim) -> bool:
+    """No pod of ``claim`` limits how many of its kind share a node (no topology spread, pod
+    (anti-)affinity or host port): a larger node would hold more of them. A claim of hostname-spread
+    pods is as full as it gets, whatever its size."""
+    return not any(p.has_topology or p.host_ports for p in claim.pods)
+
+
+def grows_at_same_rate(claim: PlannedNodeClaim) -> bool:
+    """Whether a larger instance type among ``claim``'s options (more vCPUs than its cheapest,
+    ``instance_types[0]``) holds at least as many copies of the claim's requests per USD/hour
+    (copies: the fewest over the requested resources of allocatable / request; price: the cheapest
+    offering the claim's requirements allow). Such a claim is not full-size: the pods it was sized
+    for would fit, with later ones, on fewer nodes at no higher rate (Karpenter's KWOK catalog
+    prices every size of a family at the same rate per cpu). False without options or requests."""
+    if not claim.instance_types:
+        return False
+    wanted = {k: v for k, v in claim.requests.items() if v > 0}
+    if not wanted:
+        return False
+
+    def per_usd(it: InstanceType) -> float:
+        offering = it.cheapest(claim.requirements)
+        if offering is None or offering.price <= 0:
+            return 0.0
+        alloc = it.allocatable
+        return min(alloc.get(k, 0) / v for k, v in wanted.items()) / offering.price
+
+    base = claim.instance_types[0]
+    rate = per_usd(base)
+    cpu = base.capacity.get("cpu", 0)
+    return rate > 0 and any(it.capacity.get("cpu", 0) > cpu and per_usd(it) >= rate * (1 - 1e-9)
+                            for it in claim.instance_types[1:])
+
+
 def _swap_deferred_out(claims: Sequence[PlannedNodeClaim], rest: list[int], kept: list[int], real: set[str],
-                       deferred: frozenset[str]) -> bool:
+                       deferred: frozenset[str], again: frozenset[str] = frozenset()) -> bool:
     """Swap every pod of ``deferred`` on the claims ``rest`` with an interchangeable pod (equal
-    signature, of ``real``, not of ``deferred``) on the claims ``kept``; returns False, and swaps
-    nothing, when some deferred pod has no such partner (see :func:`remainder_claims`)."""
+    signature, of ``real``, neither of ``deferred`` nor of ``again``) on the claims ``kept``, then
+    as many pods of ``again`` as partners are left; returns False, and swaps nothing, when some
+    pod of ``deferred`` has no such partner (see :func:`remainder_claims`)."""
     stuck = [(i, j) for i in rest for j, p in enumerate(claims[i].pods) if p.key in deferred]
-    if not stuck:
+    older = [(i, j) for i in rest for j, p in enumerate(claims[i].pods) if p.key in again and p.key not in deferred]
+    if not stuck and not older:
         return True
     partners: dict[tuple[object, ...], list[tuple[int, int]]] = {}
     for i in kept:
         for j, p in enumerate(claims[i].pods):
-            if p.key in real and p.key not in deferred:
+            if p.key in real and p.key not in deferred and p.key not in again:
                 partners.setdefault(p.signature(), []).append((i, j))
     swaps = []
     for i, j in stuck:
@@ -462,6 +518,10 @@ def _swap_deferred_out(claims: Sequence[PlannedNodeClaim], rest: list[int], kept
         if not free:
             return False
         swaps.append(((i, j), free.pop()))
+    for i, j in older:
+        free = partners.get(claims[i].pods[j].signature())
+        if free:
+            swaps.append(((i, j), free.pop()))
     for (i, j), (k, m) in swaps:
         claims[i].pods[j], claims[k].pods[m] = claims[k].pods[m], claims[i].pods[j]
     return True
