@@ -321,15 +321,13 @@ class KubeSchedulerSimulator:
         """Set ``PodScheduled=False/Unschedulable`` (``0/<nodes> nodes are available``) on the pods
         ``keys`` of ``pods`` (``namespace/name`` -> Pod dict) that lack it; returns how many changed."""
         changes = 0
+        # one list for every pod patched here, stored as it is (given): stored objects are never changed
+        conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": f"0/{nodes} nodes are available"}]
         for key in keys:
             p = pods[key]
             cond = condition(p, "PodScheduled")
             if cond is None or cond.get("reason") != "Unschedulable":
-                self.cluster.patch_stored(
-                    "Pod", p["metadata"]["name"],
-                    {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                                "message": f"0/{nodes} nodes are available"}]}},
-                    p["metadata"].get("namespace"),
-                )
+                self.cluster.patch_stored("Pod", p["metadata"]["name"], {"status": {"conditions": conditions}},
+                                          p["metadata"].get("namespace"), given=True)
                 changes += 1
         return changes
