@@ -152,20 +152,23 @@ def test_a_given_patch_is_stored_as_is_and_a_copied_one_is_not() -> None:
 
 
 def test_the_bound_pods_are_read_back_under_their_own_phase(tmp_path: Path) -> None:
-    """After the binds, the simulator's next read remade every bound pod's view under a filled
-    ``binding pods 100,000/100,000`` bar (7 s on a loaded machine at 100,000 pods); now a phase of
-    its own says so, and the views it made are the ones the next reader gets."""
+    """After the creates and the binds, the simulator's next read remade every written pod's view
+    under a filled ``creating pods`` / ``binding pods 100,000/100,000`` bar (4 s and 7 s on a loaded
+    machine at 100,000 pods); now a phase of its own says so each time, and the views made are the
+    ones the next reader gets."""
     from tests.sim.test_progress import Recorder
     from tests.test_cli_interrupt import NODEPOOL
 
     path = tmp_path / "pods.yaml"
-    path.write_text(NODEPOOL.replace("replicas: 100000", "replicas: 300"))
+    path.write_text(NODEPOOL.replace("replicas: 100000", "replicas: 1200"))
     rec = Recorder()
     asyncio.run(cli.run_simulation([str(path)], progress=rec))
     names = [name for name, _, _ in rec.phases]
+    creating = names.index("creating pods: default/big")
+    assert names[creating + 1] == "reading the pods written"  # the created pods' views, before kube-scheduler's cycle
     binding = names.index("kube-scheduler: binding pods")
-    assert names[binding + 1] == "reading 300 pods bound"
-    assert rec.phases[binding + 1] == ("reading 300 pods bound", None, 0)
+    assert names[binding + 1] == "reading 1,200 pods bound"
+    assert rec.phases[binding + 1] == ("reading 1,200 pods bound", None, 0)
 
     cluster = InMemoryCluster(VirtualClock())
     cluster.create_sync("Node", {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
