@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -1010,7 +1011,28 @@ def _check_names_given(*options: tuple[str, str | None]) -> None:
             raise ConfigurationError(f"--explain {value}: empty name after the namespace; give NAMESPACE/NAME")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _gc_relaxed(command: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``command`` run under :func:`~karpy_core.utils.gcpause.gc_relaxed`: CPython's cyclic
+    collector runs less often while it simulates and prints (a 100,000-pod run spent over a third
+    of its CPU time in full collections that found nothing to free). Same signature and docstring
+    (typer reads both through ``functools.wraps``)."""
+
+    @functools.wraps(command)
+    def relaxed(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        from karpy_core.utils.gcpause import gc_relaxed
+
+        with gc_relaxed():
+            return command(*args, **kwargs)
+
+    return relaxed
+
+
 @app.command(short_help="Simulate karpy on manifests: the nodes it launches, for which pods, at what cost.")
+@_gc_relaxed
 def simulate(
     paths: Annotated[list[str] | None, typer.Argument(
         help="YAML or JSON files or directories; none = the embedded default scenario")] = None,
@@ -1821,6 +1843,13 @@ def main() -> None:
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
         _leave_now(signal.SIGINT, None)
+    # What the command built and dropped (a simulation's cluster, views and plans hold reference
+    # cycles: garbage only the cyclic collector frees) goes with the process: frozen, the
+    # interpreter's last collection at exit skips it. It took 2.4 CPU seconds at 100,000 pods
+    # (7 s wall on a loaded machine), after the report was out and with no progress line.
+    import gc
+
+    gc.freeze()
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -320,10 +320,14 @@ class InMemoryCluster:
         return clone(self.patch_stored(kind, name, patch, namespace, status=status))
 
     def patch_stored(
-        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False
+        self, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None, *, status: bool = False,
+        given: bool = False,
     ) -> dict[str, Any]:
         """:meth:`patch_sync` returning the stored object itself, not a copy: for readers in this
-        process (the simulator) that never modify it."""
+        process (the simulator) that never modify it. ``given``: the caller hands ``patch`` over and
+        never changes it or its parts again; its values are then stored as they are, not copied
+        (and may be shared by several objects: the simulated kube-scheduler's one condition list
+        for every pod it marks Unschedulable in a cycle)."""
         key = self._key(kind, name, namespace)
         obj = self._store[kind].get(key)
         if obj is None:
@@ -332,7 +336,7 @@ class InMemoryCluster:
             patch = {"status": patch.get("status", {})}
         elif "status" in patch and kind in ("NodePool", "NodeClaim", "NodeOverlay", "EC2NodeClass", "KCNodeClass", "CapacityBuffer"):
             patch = {k: v for k, v in patch.items() if k != "status"}
-        return self._patched(kind, key, obj, patch)
+        return self._patched(kind, key, obj, patch, given=given)
 
     def _patched(self, kind: str, key: tuple[str, str], obj: dict[str, Any], patch: dict[str, Any], *,
                  given: bool = False) -> dict[str, Any]:

@@ -229,7 +229,8 @@ class KubeSchedulerSimulator:
                 fit only.
             progress: told of a cycle with pending pods (``kube-scheduler: N pending pods``, no
                 total) and of its binds (``kube-scheduler: binding pods``, counted to the pods it
-                binds, brought to that total at the end).
+                binds, brought to that total at the end), then of its reading the bound pods
+                back (``reading N pods bound``, no total).
             scoring: None (the default): first fit by node name. ``"first"``/``"last"``: a pod
                 goes to the node kube-scheduler's default scores rank highest
                 (:mod:`~karpy_core.scheduling.scoring`: ``LeastAllocated``,
@@ -315,21 +316,26 @@ class KubeSchedulerSimulator:
             changes += 1
             if changes % 500 == 0 or changes == binds:
                 self.progress.update(changes)
-        return changes + self._mark_unschedulable(by_key, sorted(results.errors), len(nodes))
+        changes += self._mark_unschedulable(by_key, sorted(results.errors), len(nodes))
+        if binds:
+            # every bound pod is a new version: its view is made again at the next read (7 s wall
+            # at 100,000 pods on a loaded machine). Read them here, under a phase of their own, not under a
+            # filled "binding pods" bar; the next reader gets the same views, already made.
+            self.progress.phase(f"reading {count_pods(binds)} bound")
+            self.cluster.views("Pod")
+        return changes
 
     def _mark_unschedulable(self, pods: dict[str, dict[str, Any]], keys: list[str], nodes: int) -> int:
         """Set ``PodScheduled=False/Unschedulable`` (``0/<nodes> nodes are available``) on the pods
         ``keys`` of ``pods`` (``namespace/name`` -> Pod dict) that lack it; returns how many changed."""
         changes = 0
+        # one list for every pod patched here, stored as it is (given): stored objects are never changed
+        conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": f"0/{nodes} nodes are available"}]
         for key in keys:
             p = pods[key]
             cond = condition(p, "PodScheduled")
             if cond is None or cond.get("reason") != "Unschedulable":
-                self.cluster.patch_stored(
-                    "Pod", p["metadata"]["name"],
-                    {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                                "message": f"0/{nodes} nodes are available"}]}},
-                    p["metadata"].get("namespace"),
-                )
+                self.cluster.patch_stored("Pod", p["metadata"]["name"], {"status": {"conditions": conditions}},
+                                          p["metadata"].get("namespace"), given=True)
                 changes += 1
         return changes
