@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,27 @@ async def test_a_streaming_batch_leaves_its_remainder_to_the_next_one():
     assert cost < exact_cost - 0.01  # 1,008 cpus of nodes instead of 1,010
 
 
+async def _drive_window(batcher: Batcher, clock: VirtualClock, arrivals: list[float]) -> float:
+    """Advance ``clock`` in 0.1 s steps from now, triggering ``batcher`` at each time in ``arrivals``
+    (seconds after the start), until its window closes; return the seconds it stayed open.
+
+    Raises AssertionError if it is still open after 20 s."""
+    waiter = asyncio.create_task(batcher.wait())
+    start = clock.now()
+    for step in range(200):
+        t = round(step * 0.1, 1)
+        clock.advance_to(start + t)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        if waiter.done():
+            return t
+        if t in arrivals:
+            batcher.trigger()
+            for _ in range(10):
+                await asyncio.sleep(0)
+    raise AssertionError("the window never closed")
+
+
 async def test_batcher_cut_tells_a_window_closed_at_its_maximum_while_pods_arrive():
     class Window:
         idle_seconds = 1.0
@@ -133,21 +155,8 @@ async def test_batcher_cut_tells_a_window_closed_at_its_maximum_while_pods_arriv
     clock = VirtualClock(0.0)
     batcher = Batcher(clock, Window())
 
-    async def window(arrivals: list[float]) -> float:
-        waiter = asyncio.create_task(batcher.wait())
-        start = clock.now()
-        for step in range(200):
-            t = round(step * 0.1, 1)
-            clock.advance_to(start + t)
-            for _ in range(10):
-                await asyncio.sleep(0)
-            if waiter.done():
-                return t
-            if t in arrivals:
-                batcher.trigger()
-                for _ in range(10):
-                    await asyncio.sleep(0)
-        raise AssertionError("the window never closed")
+    def window(arrivals: list[float]) -> Awaitable[float]:
+        return _drive_window(batcher, clock, arrivals)
 
     assert await window([round(0.5 * i, 1) for i in range(40)]) == 10.0 and batcher.cut
     assert await window([0.0, 0.5]) == 1.5 and not batcher.cut
@@ -245,21 +254,8 @@ async def test_a_batch_held_open_to_its_maximum_by_unmarked_pods_is_cut():
     unmarked = [True]
     batcher = Batcher(clock, Window(), hold=lambda: unmarked[0])
 
-    async def window(arrivals: list[float]) -> float:
-        waiter = asyncio.create_task(batcher.wait())
-        start = clock.now()
-        for step in range(200):
-            t = round(step * 0.1, 1)
-            clock.advance_to(start + t)
-            for _ in range(10):
-                await asyncio.sleep(0)
-            if waiter.done():
-                return t
-            if t in arrivals:
-                batcher.trigger()
-                for _ in range(10):
-                    await asyncio.sleep(0)
-        raise AssertionError("the window never closed")
+    def window(arrivals: list[float]) -> Awaitable[float]:
+        return _drive_window(batcher, clock, arrivals)
 
     assert await window([0.0, 3.0]) == 10.0 and batcher.cut  # the last burst 7 s before the maximum
     unmarked[0] = False
