@@ -12,13 +12,19 @@ instead to the node that takes it with the highest kube-scheduler default score
 (:mod:`~karpy_core.scheduling.scoring`: ``NodeResourcesFit`` ``LeastAllocated``,
 ``NodeResourcesBalancedAllocation``, ``PodTopologySpread``), ties to the first or the last node by
 name (kube-scheduler draws among ties at random). :func:`moved_pods_fit` replays both, so it does
-not rely on the order of the nodes' names nor on first fit.
+not rely on the order of the nodes' names nor on first fit. Nor on the order the pods come in:
+a drain evicts its pods by name, a few at a time as their PodDisruptionBudgets allow, and
+kube-scheduler binds each replacement pod as it is created, so the small pods may take the room
+the simulation kept for a large one; :func:`moved_pods_fit` replays that arrival too
+(:func:`arrival_schedule`).
 
 Pure: no I/O; same inputs, same placement.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -29,7 +35,8 @@ from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import Resources, subtract
 from karpy_core.scheduling.scheduler import Scheduler, SchedulingResults
 
-__all__ = ["MAX_ORDERINGS", "SCORED_REPLAYS", "kube_schedule", "moved_pods_fit", "replacement_node"]
+__all__ = ["ARRIVAL_REPLAYS", "MAX_ORDERINGS", "SCORED_REPLAYS", "arrival_schedule", "kube_schedule", "moved_pods_fit",
+           "replacement_node"]
 
 MAX_ORDERINGS = 12
 """Most node orders :func:`moved_pods_fit` replays (the replacements first and last, each in up
@@ -37,6 +44,10 @@ to 6 orders among themselves: every order for up to 3 replacements)."""
 
 SCORED_REPLAYS: tuple[str, ...] = ("first", "last")
 """The tie-breaks :func:`moved_pods_fit` replays kube-scheduler's scoring placement with."""
+
+ARRIVAL_REPLAYS: tuple[str | None, ...] = (None, "first")
+"""The placements :func:`moved_pods_fit` replays with the moved pods arriving smallest first
+(:func:`arrival_schedule`): first fit by name (None) and kube-scheduler's scores, ties to the first."""
 
 
 def kube_schedule(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods: Sequence[PodInfo],
@@ -60,6 +71,63 @@ def kube_schedule(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods:
     ready = [n if n.initialized else ExistingNode(n.name, n.labels, n.taints, n.allocatable, n.requested, n.nodepool,
                                                   True, (), n.host_ports) for n in nodes]
     return Scheduler([], ready, bound_pods=bound, nominated=dict(nominated or {}), node_scoring=scoring).solve(pods)
+
+
+def _shape(pod: PodInfo) -> tuple[int, int]:
+    return pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
+
+
+def arrival_schedule(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods: Sequence[PodInfo], *,
+                     scoring: str | None = None) -> SchedulingResults:
+    """Place ``pods`` as they would come to kube-scheduler one after another, smallest first
+    (cpu, then memory, ascending; then by key): each group of one shape is placed by
+    :func:`kube_schedule` (``scoring`` as there) on ``nodes`` as the groups before left them
+    (their pods bound: their requests added to their node's ``requested``, their copies joining
+    ``bound`` for topology and host ports).
+
+    Why smallest first: a drain evicts its pods by name, a few at a time as their
+    PodDisruptionBudgets allow, and kube-scheduler binds each replacement pod when it is created,
+    not the largest first as :func:`kube_schedule`'s queue order does. Small pods that come first
+    spread over the emptiest nodes (``LeastAllocated``) or fill the first by name, and a large
+    pod that comes later finds no node with its room left (issue 36: a replace moved six 1-core
+    and four 2-core pods; the 1-core pods came first, and the fourth 2-core pod stayed pending
+    with 1.75 cores free on the best node). Of the orders a drain can give, this one leaves the
+    least room in one piece for the pods that come last.
+
+    Args:
+        nodes, bound: as :func:`kube_schedule`.
+        pods: the pods that will arrive.
+        scoring: as :func:`kube_schedule`.
+
+    Returns:
+        ``existing``: pod key -> node for every pod bound; ``errors``: the pods left pending
+        (of every group: a later group is still placed around them).
+    """
+    order = sorted(pods, key=lambda p: (_shape(p), p.key))
+    now = list(nodes)
+    held = list(bound)
+    out = SchedulingResults([], {}, {})
+    for _, group in itertools.groupby(order, key=_shape):
+        batch = list(group)
+        results = kube_schedule(now, held, batch, scoring=scoring)
+        out.existing.update(results.existing)
+        out.errors.update(results.errors)
+        if not results.existing:
+            continue
+        by_key = {p.key: p for p in batch}
+        grown: dict[str, Resources] = {}
+        for key, node in results.existing.items():
+            pod = by_key[key]
+            acc = grown.setdefault(node, {})
+            for r, v in pod.requests.items():
+                acc[r] = acc.get(r, 0) + v
+            placed = copy.copy(pod)
+            placed.node_name = node
+            held.append(placed)
+        now = [n if n.name not in grown else dataclasses.replace(
+            n, requested={r: n.requested.get(r, 0) + grown[n.name].get(r, 0) for r in {*n.requested, *grown[n.name]}})
+            for n in now]
+    return out
 
 
 def replacement_node(claim: PlannedNodeClaim, name: str) -> ExistingNode:
@@ -114,6 +182,13 @@ def moved_pods_fit(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods
     ``first_fit=False`` replays the scoring placement only (for a caller that placed the pods
     by first fit itself).
 
+    The pods come to kube-scheduler as the drain evicts them, not all at once: the placement is
+    also replayed with them arriving smallest first (:func:`arrival_schedule`; first fit and by
+    scores, :data:`ARRIVAL_REPLAYS`, the replacements first by name), when the order can change
+    it: the moved pods have more than one shape (cpu and memory requests), or one has a hard
+    topology spread or required pod (anti-)affinity. Pods of one shape and no such rule land
+    in any order as long as they land at all (each takes one of a node's slots for that shape).
+
     Returns:
         None when every replay places every pod, else ``(pod key, why)`` for the first pod one
         leaves pending.
@@ -123,14 +198,19 @@ def moved_pods_fit(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods
     orders = list(itertools.islice(itertools.permutations(range(len(replacements))), MAX_ORDERINGS // 2))
     runs: list[tuple[str, tuple[int, ...], str | None]] = \
         [(p, o, None) for p in ("\x00", "\U0010ffff") for o in orders] if first_fit else []
-    if any(any(c.hard for c in p.spread) or p.affinity for p in pods):
+    constrained = any(any(c.hard for c in p.spread) or p.affinity for p in pods)
+    if constrained:
         runs += [("\x00", orders[0], ties) for ties in SCORED_REPLAYS]
-    for prefix, order, scoring in runs:
+    arrivals = [("\x00", orders[0], how) for how in ARRIVAL_REPLAYS] \
+        if constrained or len({_shape(p) for p in pods}) > 1 else []
+    for n, (prefix, order, scoring) in enumerate([*runs, *arrivals]):
         extra = [replacement_node(replacements[i], f"{prefix}replacement-{rank:03d}") for rank, i in enumerate(order)]
-        results = kube_schedule([*nodes, *extra], bound, pods, scoring=scoring)
+        arriving = n >= len(runs)
+        results = (arrival_schedule if arriving else kube_schedule)([*nodes, *extra], bound, pods, scoring=scoring)
         if results.errors:
             key = sorted(results.errors)[0]
             how = ("by kube-scheduler's default scores (LeastAllocated, BalancedAllocation, PodTopologySpread)"
                    if scoring else "first fit by node name")
-            return key, f"no node that stays or replaces takes it when the moved pods are placed {how}"
+            when = " as they arrive, smallest first" if arriving else ""
+            return key, f"no node that stays or replaces takes it when the moved pods are placed{when} {how}"
     return None
