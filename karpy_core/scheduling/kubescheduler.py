@@ -78,37 +78,49 @@ def _shape(pod: PodInfo) -> tuple[int, int]:
 
 
 def arrival_schedule(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods: Sequence[PodInfo], *,
-                     scoring: str | None = None) -> SchedulingResults:
-    """Place ``pods`` as they would come to kube-scheduler one after another, smallest first
-    (cpu, then memory, ascending; then by key): each group of one shape is placed by
-    :func:`kube_schedule` (``scoring`` as there) on ``nodes`` as the groups before left them
-    (their pods bound: their requests added to their node's ``requested``, their copies joining
-    ``bound`` for topology and host ports).
+                     scoring: str | None = None, waves: Sequence[Sequence[PodInfo]] | None = None) -> SchedulingResults:
+    """Place ``pods`` as they come to kube-scheduler one group after another: each group is
+    placed by :func:`kube_schedule` (``scoring`` as there; one scheduling cycle, its pods in
+    kube-scheduler's queue order) on ``nodes`` as the groups before left them (their pods bound:
+    their requests added to their node's ``requested``, their copies joining ``bound`` for
+    topology and host ports).
 
-    Why smallest first: a drain evicts its pods by name, a few at a time as their
-    PodDisruptionBudgets allow, and kube-scheduler binds each replacement pod when it is created,
-    not the largest first as :func:`kube_schedule`'s queue order does. Small pods that come first
-    spread over the emptiest nodes (``LeastAllocated``) or fill the first by name, and a large
-    pod that comes later finds no node with its room left (issue 36: a replace moved six 1-core
-    and four 2-core pods; the 1-core pods came first, and the fourth 2-core pod stayed pending
-    with 1.75 cores free on the best node). Of the orders a drain can give, this one leaves the
-    least room in one piece for the pods that come last.
+    The groups are ``waves`` when given (the drain's: :func:`~karpy_core.controllers.disruption.simulation.drain_waves`),
+    else the pods smallest first, one group per shape (cpu, then memory, ascending).
+
+    Why: a drain evicts its pods by name, a few at a time as their PodDisruptionBudgets allow,
+    and kube-scheduler binds each replacement pod when it is created, not all of them at once
+    the largest first as :func:`kube_schedule`'s queue order does. A large pod of the first wave
+    takes the emptiest node, the small pods of the next spread over the emptiest left
+    (``LeastAllocated``), and a large pod of a later wave finds no node with its room left
+    (issue 36: a replace moved six 1-core and four 2-core pods, PDBs letting four and one go at a
+    time; the fourth 2-core pod stayed pending with 1.75 cores free on the best node). Smallest
+    first is the order that breaks up the most room before the large pods come.
 
     Args:
         nodes, bound: as :func:`kube_schedule`.
-        pods: the pods that will arrive.
+        pods: the pods that will arrive (those of no wave come last, as one group).
         scoring: as :func:`kube_schedule`.
+        waves: the groups in the order they come; None: smallest first.
 
     Returns:
         ``existing``: pod key -> node for every pod bound; ``errors``: the pods left pending
         (of every group: a later group is still placed around them).
     """
-    order = sorted(pods, key=lambda p: (_shape(p), p.key))
+    if waves is None:
+        order = sorted(pods, key=lambda p: (_shape(p), p.key))
+        groups = [list(g) for _, g in itertools.groupby(order, key=_shape)]
+    else:
+        keys = {p.key for p in pods}
+        groups = [[p for p in w if p.key in keys] for w in waves]
+        seen = {p.key for g in groups for p in g}
+        groups.append([p for p in pods if p.key not in seen])
     now = list(nodes)
     held = list(bound)
     out = SchedulingResults([], {}, {})
-    for _, group in itertools.groupby(order, key=_shape):
-        batch = list(group)
+    for batch in groups:
+        if not batch:
+            continue
         results = kube_schedule(now, held, batch, scoring=scoring)
         out.existing.update(results.existing)
         out.errors.update(results.errors)
@@ -160,7 +172,8 @@ def replacement_node(claim: PlannedNodeClaim, name: str) -> ExistingNode:
 
 
 def moved_pods_fit(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods: Sequence[PodInfo],
-                   replacements: Sequence[PlannedNodeClaim], *, first_fit: bool = True) -> tuple[str, str] | None:
+                   replacements: Sequence[PlannedNodeClaim], *, first_fit: bool = True,
+                   waves: Sequence[Sequence[PodInfo]] | None = None) -> tuple[str, str] | None:
     """Do ``pods`` (those a disruption command evicts) all land when kube-scheduler places them
     (:func:`kube_schedule`) on ``nodes`` (the initialized nodes that stay) plus the command's
     ``replacements`` (:func:`replacement_node`), whatever the replacements' names? The names
@@ -183,11 +196,13 @@ def moved_pods_fit(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods
     by first fit itself).
 
     The pods come to kube-scheduler as the drain evicts them, not all at once: the placement is
-    also replayed with them arriving smallest first (:func:`arrival_schedule`; first fit and by
-    scores, :data:`ARRIVAL_REPLAYS`, the replacements first by name), when the order can change
-    it: the moved pods have more than one shape (cpu and memory requests), or one has a hard
-    topology spread or required pod (anti-)affinity. Pods of one shape and no such rule land
-    in any order as long as they land at all (each takes one of a node's slots for that shape).
+    also replayed with them arriving (:func:`arrival_schedule`; first fit and by scores,
+    :data:`ARRIVAL_REPLAYS`, the replacements first by name) in the drain's ``waves`` when given
+    (:func:`~karpy_core.controllers.disruption.simulation.drain_waves`) and smallest first, when
+    the order can change it: the moved pods have more than one shape (cpu and memory requests),
+    or one has a hard topology spread or required pod (anti-)affinity. Pods of one shape and no
+    such rule land in any order as long as they land at all (each takes one of a node's slots
+    for that shape).
 
     Returns:
         None when every replay places every pod, else ``(pod key, why)`` for the first pod one
@@ -201,16 +216,25 @@ def moved_pods_fit(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods
     constrained = any(any(c.hard for c in p.spread) or p.affinity for p in pods)
     if constrained:
         runs += [("\x00", orders[0], ties) for ties in SCORED_REPLAYS]
-    arrivals = [("\x00", orders[0], how) for how in ARRIVAL_REPLAYS] \
-        if constrained or len({_shape(p) for p in pods}) > 1 else []
-    for n, (prefix, order, scoring) in enumerate([*runs, *arrivals]):
+    arrivals: list[tuple[str | None, Sequence[Sequence[PodInfo]] | None]] = []
+    if constrained or len({_shape(p) for p in pods}) > 1:
+        arrivals = [(how, w) for w in ([waves] if waves else []) + [None] for how in ARRIVAL_REPLAYS]
+    for prefix, order, scoring in runs:
         extra = [replacement_node(replacements[i], f"{prefix}replacement-{rank:03d}") for rank, i in enumerate(order)]
-        arriving = n >= len(runs)
-        results = (arrival_schedule if arriving else kube_schedule)([*nodes, *extra], bound, pods, scoring=scoring)
+        results = kube_schedule([*nodes, *extra], bound, pods, scoring=scoring)
         if results.errors:
-            key = sorted(results.errors)[0]
-            how = ("by kube-scheduler's default scores (LeastAllocated, BalancedAllocation, PodTopologySpread)"
-                   if scoring else "first fit by node name")
-            when = " as they arrive, smallest first" if arriving else ""
-            return key, f"no node that stays or replaces takes it when the moved pods are placed{when} {how}"
+            return sorted(results.errors)[0], _misfit(scoring, "")
+    if arrivals:
+        extra = [replacement_node(replacements[i], f"\x00replacement-{rank:03d}") for rank, i in enumerate(orders[0])]
+        for scoring, groups in arrivals:
+            results = arrival_schedule([*nodes, *extra], bound, pods, scoring=scoring, waves=groups)
+            if results.errors:
+                when = " as the drain sends them" if groups is not None else " as they arrive, smallest first"
+                return sorted(results.errors)[0], _misfit(scoring, when)
     return None
+
+
+def _misfit(scoring: str | None, when: str) -> str:
+    how = ("by kube-scheduler's default scores (LeastAllocated, BalancedAllocation, PodTopologySpread)"
+           if scoring else "first fit by node name")
+    return f"no node that stays or replaces takes it when the moved pods are placed{when} {how}"
