@@ -16,7 +16,7 @@ not rely on the order of the nodes' names nor on first fit. Nor on the order the
 a drain evicts its pods by name, a few at a time as their PodDisruptionBudgets allow, and
 kube-scheduler binds each replacement pod as it is created, so the small pods may take the room
 the simulation kept for a large one; :func:`moved_pods_fit` replays that arrival too
-(:func:`arrival_schedule`).
+(:func:`arrival_schedule`: in the drain's waves, and smallest first).
 
 Pure: no I/O; same inputs, same placement.
 """
@@ -46,8 +46,9 @@ SCORED_REPLAYS: tuple[str, ...] = ("first", "last")
 """The tie-breaks :func:`moved_pods_fit` replays kube-scheduler's scoring placement with."""
 
 ARRIVAL_REPLAYS: tuple[str | None, ...] = (None, "first")
-"""The placements :func:`moved_pods_fit` replays with the moved pods arriving smallest first
-(:func:`arrival_schedule`): first fit by name (None) and kube-scheduler's scores, ties to the first."""
+"""The placements :func:`moved_pods_fit` replays with the moved pods arriving in the drain's waves
+and smallest first (:func:`arrival_schedule`): first fit by name (None) and kube-scheduler's
+scores, ties to the first. Empty: no arrival replay (before issue 36's undone36 fix)."""
 
 
 def kube_schedule(nodes: Sequence[ExistingNode], bound: Sequence[PodInfo], pods: Sequence[PodInfo],
