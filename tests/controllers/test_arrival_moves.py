@@ -106,20 +106,6 @@ def test_pods_of_one_shape_are_not_replayed_by_arrival(monkeypatch: pytest.Monke
     assert calls
 
 
-def test_the_consolidation_the_arrival_undoes_is_not_taken(monkeypatch: pytest.MonkeyPatch):
-    s = cluster()
-    with monkeypatch.context() as m:  # before: the moved pods replayed all at once only
-        m.setattr(kubescheduler, "ARRIVAL_REPLAYS", ())
-        before = plan_disruption(s, TYPES, NOW)
-    assert before is not None and [c.name for c in before.candidates] == ["n3"] and not before.replacements
-    log: list[NodeDecision] = []
-    plan = plan_disruption(s, TYPES, NOW, log=log)
-    assert plan is None or not (any(c.name == "n3" for c in plan.candidates) and not plan.replacements)
-    why = [d for d in log if d.node == "n3" and d.kind is DecisionKind.KUBE_SCHEDULER_MISFIT]
-    assert why and "pod default/batch-1 would stay pending where kube-scheduler places the moved pods" in why[0].reason
-    assert "as they arrive, smallest first" in why[0].reason
-
-
 async def test_the_simulated_kube_scheduler_strands_the_batch_pod_when_the_drain_sends_api_first():
     """The stand-in the replay models: the drain's order (by name: both ``api`` pods, then
     ``batch``), each bound by kube-scheduler's scores before the next comes."""

@@ -544,8 +544,8 @@ def _reproducible(ctx: SimulationContext, cands: Sequence[Candidate], pods: Sequ
     replayed too, for a delete as well: the scores may give a zone's room to one moved pod and
     strand a zone-spread pod that first fit placed (issue 36). A delete's first fit needs no
     replay: the simulation placed the pods on the nodes that stay by that first fit. Both are
-    replayed again with the pods arriving as the drain sends them (:func:`drain_waves`) and
-    smallest first, for a delete too: kube-scheduler binds them as they come, not all at once
+    replayed again with the pods arriving as the drain sends them (:func:`drain_waves`), for a
+    delete too: kube-scheduler binds them as they come, not all at once
     (issue 36, undone36)."""
     nodes, bound, everyone = ctx.replay_inputs({c.name for c in cands}, pods)
     waves = drain_waves(cands, pods, everyone[len(pods):])
