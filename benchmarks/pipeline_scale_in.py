@@ -14,10 +14,11 @@ ratio to the first (1: one command at a time, as before side-by-side validation)
 ``--kube-scoring first`` has the simulated kube-scheduler place by kube-scheduler's default scores
 instead of first fit by name (as the real control plane does); ``--no-scored-replays`` takes
 :func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`'s scoring replays out (before issue
-36's spread fix).
+36's spread fix); ``--no-arrival-replays`` takes its replays of the moved pods arriving smallest
+first out (:data:`~karpy_core.scheduling.kubescheduler.ARRIVAL_REPLAYS`, before undone36's fix).
 
 Run: ``.venv/bin/python benchmarks/pipeline_scale_in.py [--pods 1000] [--keep 0.3] [--pipeline-depth 1,3]
-[--kube-scoring first] [--no-scored-replays]``
+[--kube-scoring first] [--no-scored-replays] [--no-arrival-replays]``
 """
 
 from __future__ import annotations
@@ -80,13 +81,15 @@ def summarize(out: dict[str, Any]) -> dict[str, Any]:
             "usd_per_hour": f"{before['cost_per_hour']:.4f}->{after['cost_per_hour']:.4f}"}
 
 
-async def run(path: Path, depth: int | None, kube_scoring: str | None = None, scored_replays: bool = True) -> dict[str, Any]:
+async def run(path: Path, depth: int | None, kube_scoring: str | None = None, scored_replays: bool = True,
+              arrival_replays: bool = True) -> dict[str, Any]:
     """``karpy simulate PATH --instance-types <kwok catalog>`` in this process, the disruption
     controller's ``pipeline_depth`` set to ``depth`` (None: its default), the kube-scheduler
     stand-in placing by ``kube_scoring`` (None: first fit; ``first``/``last``: kube-scheduler's
     scores, :class:`~karpy_core.sim.kubelet.KubeSchedulerSimulator`), and without
     :func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`'s scoring replays when
-    ``scored_replays`` is False (the A/B of issue 36's fix); the report as a dict."""
+    ``scored_replays`` is False (the A/B of issue 36's fix), and without its replays of the pods
+    arriving smallest first when ``arrival_replays`` is False (undone36's A/B); the report as a dict."""
     import karpy_core.sim.simulator as simulator
     from karpy_core.cli import _run_scenario_file
     from karpy_core.scheduling import kubescheduler
@@ -101,15 +104,17 @@ async def run(path: Path, depth: int | None, kube_scoring: str | None = None, sc
             self.kube_scheduler.scoring = kube_scoring
 
     simulator.Simulator = Sim  # type: ignore[misc]
-    replays = kubescheduler.SCORED_REPLAYS
+    replays, arrivals = kubescheduler.SCORED_REPLAYS, kubescheduler.ARRIVAL_REPLAYS
     if not scored_replays:
         kubescheduler.SCORED_REPLAYS = ()
+    if not arrival_replays:
+        kubescheduler.ARRIVAL_REPLAYS = ()
     try:
         report = await _run_scenario_file(str(path), variables=None, region=None, instance_types=str(CATALOG),
                                           preference_policy="Respect", until=None, max_pods=100_000)
     finally:
         simulator.Simulator = base  # type: ignore[misc]
-        kubescheduler.SCORED_REPLAYS = replays
+        kubescheduler.SCORED_REPLAYS, kubescheduler.ARRIVAL_REPLAYS = replays, arrivals
     out: dict[str, Any] = report.to_dict()
     return out
 
@@ -127,6 +132,8 @@ def main() -> None:
     ap.add_argument("--no-scored-replays", action="store_true",
                     help="consolidation does not replay kube-scheduler's scoring for the pods it moves "
                          "(the behaviour before issue 36's fix)")
+    ap.add_argument("--no-arrival-replays", action="store_true",
+                    help="consolidation does not replay the moved pods arriving smallest first (before undone36's fix)")
     args = ap.parse_args()
     depths = [int(d) for d in args.pipeline_depth.split(",") if d.strip()]
     results: list[dict[str, Any]] = []
@@ -134,7 +141,8 @@ def main() -> None:
         path = scenario(Path(tmp), args.pods, args.keep, args.until)
         for depth in depths:
             t0 = time.perf_counter()
-            row = summarize(asyncio.run(run(path, depth, args.kube_scoring, not args.no_scored_replays)))
+            row = summarize(asyncio.run(run(path, depth, args.kube_scoring, not args.no_scored_replays,
+                                           not args.no_arrival_replays)))
             row["wall_s"] = round(time.perf_counter() - t0, 1)
             results.append({"depth": depth, **row})
             print(" ".join(f"{k}={v}" for k, v in results[-1].items()), flush=True)

@@ -132,6 +132,35 @@ def test_an_undone_move_is_not_repeated_until_the_workload_changes():
     assert moves.avoid(fingerprint) == frozenset()
 
 
+def test_a_moved_pod_waiting_for_another_commands_replacement_is_no_undone_move():
+    """undone36: a later command replaced the node a moved pod was heading for; the provisioner
+    nominated the pending pod to that command's in-flight replacement. Disruption launched it,
+    not the pending pod: no node was launched for the move (the first fit stand-in's 1 undone of
+    the 1,000-pod scale-in at depth 1, a t7-web pod)."""
+    import dataclasses
+
+    s = tight()
+    plan = plan_disruption(s, TYPES, NOW)
+    assert plan is not None
+    moves = UndoneMoves()
+    moves.executed(plan, s, NOW)
+    moves.finished(["a"], NOW + 60)
+    pending = mkpod("p1-again", "", "500m", "12Gi")
+    del pending["spec"]["nodeName"]
+    pending["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    other = {"metadata": {"name": "default-other-r1", "labels": {"karpenter.sh/nodepool": "default"},
+                          "creationTimestamp": iso(NOW + 90)}, "spec": {}, "status": {}}
+    after = snap([mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT) if i != 1] + [pending], [other])
+    nominated = lambda claim: ["default/p1-again"] if claim == "default-other-r1" else []  # noqa: E731
+    # the later command (other nodes, other pods), whose replacement default-other-r1 is
+    later = dataclasses.replace(moves._moves[0], key="later", nodes=["z"], owners=frozenset(), started=NOW + 80,
+                                replacements=["default-other-r1"], done_at=None)
+    moves._moves.append(later)
+    assert moves.observe(after, NOW + 100, nominated, "fp") == []
+    moves._moves.remove(later)  # without it, the same claim is a launch for the moved pod
+    assert [u.nodeclaim for u in moves.observe(after, NOW + 100, nominated, "fp")] == ["default-other-r1"]
+
+
 def test_a_launch_for_a_grown_owner_is_not_an_undone_move():
     """A Deployment scaled up after the command: its new replicas are pending for their own reason, and
     the node launched for them undoes nothing (the scale benchmark's second scale-up counted 19 undone

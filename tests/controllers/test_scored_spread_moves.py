@@ -95,8 +95,9 @@ def test_moved_pods_fit_refuses_what_the_scores_strand():
 
 def test_the_consolidation_that_kube_schedulers_scores_undo_is_not_taken(monkeypatch: pytest.MonkeyPatch):
     s = cluster()
-    with monkeypatch.context() as m:  # before: only first fit replayed
+    with monkeypatch.context() as m:  # before: only first fit replayed (the arrival replays score too: out as well)
         m.setattr(kubescheduler, "SCORED_REPLAYS", ())
+        m.setattr(kubescheduler, "ARRIVAL_REPLAYS", ())
         before = plan_disruption(s, TYPES, NOW)
     assert before is not None and [c.name for c in before.candidates] == ["n3"] and not before.replacements
     log: list[NodeDecision] = []

@@ -12,7 +12,7 @@ Everything here is pure: a snapshot and ``now`` (seconds since the epoch) in, va
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from karpy_core.apis.durations import duration_seconds
@@ -99,6 +99,10 @@ class Candidate:
     blocked_kind: DecisionKind | None = None
     """:attr:`DecisionKind.DO_NOT_DISRUPT` or :attr:`DecisionKind.PDB_BLOCKS` when ``blocked``."""
     node: NodeView | None = None
+    drain_budgets: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Pod key -> (``namespace/name`` of the PodDisruptionBudget the Eviction API judges it by,
+    the disruptions that PDB allows now) for the pods of :attr:`pods` one PDB selects: how many
+    of them a drain evicts at a time (:func:`~karpy_core.controllers.disruption.simulation.drain_waves`)."""
 
     @property
     def empty(self) -> bool:
@@ -416,6 +420,14 @@ def build_candidates(
             hit = pdb_blocker(pods, pdbs)
             if hit is not None:
                 blocked, blocked_kind = f"pod {hit[0]} cannot be evicted: {hit[2]}", DecisionKind.PDB_BLOCKS
+        budgets: dict[str, tuple[str, int]] = {}
+        if pdbs:
+            for p in pods:
+                selecting = pdbs.selecting(p)
+                if len(selecting) == 1:
+                    pdb = selecting[0]
+                    allowed = int(pdbs.status_of(pdb).get("disruptionsAllowed") or 0)
+                    budgets[p.key] = (f"{_namespace(pdb)}/{pdb['metadata']['name']}", allowed)
         created = parse_ts(nc.created or None) or now
         cost = sum(p.eviction_cost for p in pods) * lifetime_remaining(nc, now)
         labels = n.labels
@@ -438,6 +450,7 @@ def build_candidates(
                 blocked=blocked,
                 blocked_kind=blocked_kind,
                 node=n,
+                drain_budgets=budgets,
             )
         )
     return out

@@ -64,7 +64,8 @@ from karpy_core.utils.steps import Steps, run_steps
 LabelKey = tuple[tuple[str, str], ...]
 """A pod's labels as sorted (key, value) items."""
 
-__all__ = ["SimulationContext", "Evaluation", "evaluate", "evaluate_steps", "claim_capacity", "leaving_nodes", "worst_price"]
+__all__ = ["SimulationContext", "Evaluation", "drain_waves", "evaluate", "evaluate_steps", "claim_capacity", "leaving_nodes",
+           "worst_price"]
 
 
 def leaving_nodes(snapshot: ClusterSnapshot) -> set[str]:
@@ -406,6 +407,38 @@ def claim_capacity(cands: Sequence[Candidate]) -> dict[str, Resources]:
     return out
 
 
+def drain_waves(cands: Sequence[Candidate], pods: Sequence[PodInfo], first: Sequence[PodInfo] = ()) -> list[list[PodInfo]]:
+    """The order in which draining ``cands`` sends ``pods`` (their pods, parsed) to kube-scheduler,
+    as groups that come one after another: the termination controller evicts each node's pods by
+    namespace and name, the nodes in ``cands``' order, each pod a PodDisruptionBudget selects
+    only while that PDB allows it (:attr:`~karpy_core.controllers.disruption.candidates.Candidate.drain_budgets`:
+    its ``disruptionsAllowed`` now, at least 1) and the rest in a later wave, once the
+    replacement pods of the wave before run. ``first`` (the pods of nodes an earlier command is
+    draining) come before as a group of their own. Pods of ``pods`` on no candidate join the
+    first wave."""
+    budget: dict[str, tuple[str, int]] = {}
+    for c in cands:
+        budget.update(c.drain_budgets)
+    rank = {p.key: (i, p.namespace, p.name) for i, c in enumerate(cands) for p in c.pods}
+    left = sorted(pods, key=lambda p: rank.get(p.key, (-1, p.namespace, p.name)))
+    waves: list[list[PodInfo]] = [list(first)] if first else []
+    while left:
+        taken: dict[str, int] = {}
+        wave: list[PodInfo] = []
+        later: list[PodInfo] = []
+        for p in left:
+            b = budget.get(p.key)
+            if b is not None:
+                if taken.get(b[0], 0) >= max(1, b[1]):
+                    later.append(p)
+                    continue
+                taken[b[0]] = taken.get(b[0], 0) + 1
+            wave.append(p)
+        waves.append(wave)
+        left = later
+    return waves
+
+
 def worst_price(it: InstanceType, plan: PlannedNodeClaim) -> float:
     """USD/hour of the most expensive offering of ``it`` compatible with ``plan``'s requirements
     (inf when none is)."""
@@ -510,9 +543,13 @@ def _reproducible(ctx: SimulationContext, cands: Sequence[Candidate], pods: Sequ
     without room gets a node launched for it (issue 34). kube-scheduler's scoring placement is
     replayed too, for a delete as well: the scores may give a zone's room to one moved pod and
     strand a zone-spread pod that first fit placed (issue 36). A delete's first fit needs no
-    replay: the simulation placed the pods on the nodes that stay by that first fit."""
-    nodes, bound, pods = ctx.replay_inputs({c.name for c in cands}, pods)
-    miss = moved_pods_fit(nodes, bound, pods, ev.replacements, first_fit=bool(ev.replacements))
+    replay: the simulation placed the pods on the nodes that stay by that first fit. Both are
+    replayed again with the pods arriving as the drain sends them (:func:`drain_waves`), for a
+    delete too: kube-scheduler binds them as they come, not all at once
+    (issue 36, undone36)."""
+    nodes, bound, everyone = ctx.replay_inputs({c.name for c in cands}, pods)
+    waves = drain_waves(cands, pods, everyone[len(pods):])
+    miss = moved_pods_fit(nodes, bound, everyone, ev.replacements, first_fit=bool(ev.replacements), waves=waves)
     if miss is None:
         return ev
     return Evaluation.reject(DecisionKind.KUBE_SCHEDULER_MISFIT,

@@ -12,7 +12,8 @@ what it cannot foresee, and the protection of a command's replacements while its
   :meth:`~karpy_core.controllers.disruption.plan.DisruptionPlan.move_key`, the owners of the pods
   it moves (namespace, kind, name), the NodeClaims that exist then and its replacements;
 * :meth:`UndoneMoves.observe`, each pass: a NodeClaim that did not exist then, is not one of the
-  command's replacements and was launched for a pending pod of one of those owners (the
+  command's replacements (nor another watched command's: disruption launched it, not a pending
+  pod) and was launched for a pending pod of one of those owners (the
   provisioner's pod nominations name it; without nominations, any new claim while such a pod is
   pending) makes the move *undone*, unless that owner has more pods than when the command started
   (a scale-up's new replicas are pending for their own reasons: a launch for them undoes
@@ -203,13 +204,16 @@ class UndoneMoves:
         out: list[Undone] = []
         keep: list[_Move] = []
         sizes: dict[Owner, int] | None = None
+        # a replacement of any command is launched by disruption, not for a pending pod: a moved
+        # pod that waits for another command's replacement launched nothing (undone36)
+        replacements = {r for m in self._moves for r in m.replacements}
         for m in self._moves:
             if m.done_at is not None and now >= m.done_at + self.window:
                 continue
             if sizes is None and any(o in pending for o in m.owners):
                 sizes = _owner_sizes(snapshot, frozenset(pending))
             grown = {o for o in m.owners if sizes is not None and sizes.get(o, 0) > m.sizes.get(o, 0)}
-            hit = self._launch_for(m, snapshot, {o: v for o, v in pending.items() if o not in grown}, pods_of)
+            hit = self._launch_for(m, snapshot, {o: v for o, v in pending.items() if o not in grown}, pods_of, replacements)
             if hit is None:
                 keep.append(m)
                 continue
@@ -222,11 +226,11 @@ class UndoneMoves:
 
     @staticmethod
     def _launch_for(m: _Move, snapshot: ClusterSnapshot, pending: Mapping[Owner, list[str]],
-                    pods_of: Callable[[str], list[str]] | None) -> tuple[str, tuple[str, ...]] | None:
+                    pods_of: Callable[[str], list[str]] | None, replacements: set[str]) -> tuple[str, tuple[str, ...]] | None:
         waiting = sorted(k for o in m.owners for k in pending.get(o, ()))
         if not waiting:
             return None
-        own = set(m.replacements)
+        own = set(m.replacements) | replacements
         for nc in snapshot.nodeclaim_views:
             if nc.name in m.known or nc.name in own:
                 continue

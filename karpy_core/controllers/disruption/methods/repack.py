@@ -78,7 +78,7 @@ from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.consolidation import Consolidation
 from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_NODE_MAX_CANDIDATES
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, worst_price
+from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, drain_waves, worst_price
 from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT, allows_spot
 from karpy_core.scheduling.kubescheduler import moved_pods_fit, replacement_node
 from karpy_core.scheduling.pod import PodInfo
@@ -479,9 +479,11 @@ def _kube_misfit(sim: SimulationContext, group: Sequence[Candidate], pods: Seque
     (:func:`~karpy_core.scheduling.kubescheduler.moved_pods_fit`); else why not. A run packs the
     pods as the provisioning scheduler would (sized by cost, one exact arrangement); the pods
     are then evicted and kube-scheduler places them first fit in its own order: where that
-    leaves one pending, the provisioner launches a node for it and the saving is gone."""
+    leaves one pending, the provisioner launches a node for it and the saving is gone; they come
+    as the drain sends them (:func:`~karpy_core.controllers.disruption.simulation.drain_waves`),
+    which is replayed too."""
     nodes, bound, everyone = sim.replay_inputs({c.name for c in group}, pods)  # with an earlier command's pods
-    miss = moved_pods_fit(nodes, bound, everyone, replacements)
+    miss = moved_pods_fit(nodes, bound, everyone, replacements, waves=drain_waves(group, pods, everyone[len(pods):]))
     if miss is None:
         return None
     return Invalidation(DecisionKind.KUBE_SCHEDULER_MISFIT,
