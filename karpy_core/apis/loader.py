@@ -57,7 +57,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from karpy_core.apis.base import KubeObject, Source
+from karpy_core.apis.base import FieldPathError, KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
@@ -1050,8 +1050,12 @@ class _Builder:
                 self._record_name_problems(fields["name"], fields["generateName"], fields["namespace"], api_version, kind, where, label)
             for err in errors:
                 path = format_path(err["loc"])
-                prefix = f"{path}: " if path else ""
-                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
+                described = _describe(err, what, cls)
+                if path and isinstance((err.get("ctx") or {}).get("error"), FieldPathError):
+                    prefix = f"{path}."  # a rule naming a field below its object: one dotted path, as kube-apiserver's
+                else:
+                    prefix = f"{path}: " if path else ""
+                self.problems.append(f"{where} {label}: {prefix}{described}")
             return mistyped
         if not self._names_ok(obj, api_version, kind, where, label):
             return mistyped
