@@ -252,6 +252,30 @@ TIMELINE_FORMATS = ("png", "svg", "pdf")
 PDF backends); a path without an extension gets PNG, written at exactly that path."""
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Keep CPython's cyclic collector out of a simulation's run: the objects allocated so far
+    (manifests, stored objects, created pods) are frozen (``gc.freeze``) and no collection starts
+    in the block; both undone after it, the objects the run allocated going straight to the
+    oldest generation (else the first young collection after it walks them all: 0.45 s). A full
+    collection walks the whole heap in one C call that no signal handler interrupts: with 20,000
+    pods each took 0.2-0.5 s at load 7 and found nothing worth it (measured: the longest stretch
+    without a chance to handle Ctrl-C went from 0.49 s to 0.07 s, peak memory unchanged at 248 MB),
+    and up to 1.25 s at load 10-11 (trial 12's Ctrl-C latency)."""
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()  # what the run allocated too, out of the young generations
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
 def admission_problems(loaded: Any) -> list[str]:
     """What kube-apiserver's admission would refuse in the pods of ``loaded`` (a
     :class:`~karpy_core.apis.loader.LoadedManifests`), one line each: Priority, RuntimeClass and
@@ -385,7 +409,8 @@ async def run_simulation(
                         batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
         ignored = sim.apply(applied)
         loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
-        await sim.run()
+        with _collector_paused():
+            await sim.run()
         pricing = provider.pricing_note()
         inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
             f"the embedded default: karpy_core/data/{DEFAULT_SCENARIO}"
@@ -1408,7 +1433,7 @@ def budgets(
         else:
             loaded = load_documents(paths, _parse_sets(list(set_ or [])))
             note_skipped(loaded.skipped)
-            for w in loaded.warnings:  # the loader's, as validate and simulate give them ("redefines ...")
+            for w in loaded.redefined:  # which of two definitions is used, as validate and simulate warn
                 typer.echo(f"warning: {w}", err=True)
             dump = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()]
         pools = [d for d in dump if d.get("kind") == "NodePool"]

@@ -772,6 +772,10 @@ class LoadedManifests:
     skipped: list[str] = field(default_factory=list)
     """One line per directory argument with files not read (no ``.json``/``.yaml``/``.yml``
     extension), naming them: a CLI prints these on stderr."""
+    redefined: list[str] = field(default_factory=list)
+    """The ``warnings`` that say an object redefines an earlier one (``... redefines NodePool/a from
+    FILE doc 1; the later definition is used``): ``karpy budgets``, which reads only NodePools,
+    prints these and not the rest."""
     refused: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """The objects the loader refused (a problem each at least), as ``(prefix, data)``: ``prefix``
     starts their problems (``FILE doc N Deployment/web``), ``data`` is the mapping as read. Filled
@@ -1103,6 +1107,7 @@ class _Builder:
         previous = self._passthrough_seen.get(identity) if identity[3] else None
         if previous is not None:
             self.result.warnings.append(f"{where} {label}: redefines {label} from {previous.source}; the later definition is used")
+            self.result.redefined.append(self.result.warnings[-1])
             self.result.other[:] = [o for o in self.result.other if o is not previous]
         if identity[3]:
             self._passthrough_seen[identity] = obj
@@ -1144,6 +1149,7 @@ class _Builder:
             self.result.warnings.append(
                 f"{where} {obj.ref()}: redefines {obj.ref()} from {previous.source}; the later definition is used"
             )
+            self.result.redefined.append(self.result.warnings[-1])
             self._remove(previous)
         self._seen[identity] = obj
         if obj.NODE_CLASS:
