@@ -1837,7 +1837,7 @@ def _track_line_ends() -> None:
 
     with contextlib.suppress(Exception):
         if sys.stdout.isatty() and sys.stderr.isatty():
-            sys.stdout = _LineEnds(sys.stdout)  # type: ignore[assignment]
+            sys.stdout = _LineEnds(sys.stdout)
 
 
 def _option_value(argv: list[str], opts: list[str]) -> str | None:

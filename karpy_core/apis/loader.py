@@ -1267,12 +1267,12 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
                             f"computed {policy} from the given PriorityClass name (kube-apiserver's Priority admission "
                             f"refuses {whose})")
     for prefix, data in loaded.refused:  # refused for another field: its priorityClassName is still read
-        path = _POD_SPEC_PATHS.get((str(data.get("apiVersion")), str(data.get("kind"))))
-        spec = _nested(data, path.split(".")) if path else None
-        name = spec.get("priorityClassName") if isinstance(spec, dict) else None
-        if isinstance(name, str) and name and name not in values and name not in unknown:
+        at = _POD_SPEC_PATHS.get((str(data.get("apiVersion")), str(data.get("kind"))))
+        raw_spec = _nested(data, at.split(".")) if at else None
+        raw_name = raw_spec.get("priorityClassName") if isinstance(raw_spec, dict) else None
+        if at and isinstance(raw_name, str) and raw_name and raw_name not in values and raw_name not in unknown:
             whose = "the pod" if data.get("kind") == "Pod" else f"the pods of this {data.get('kind')}"
-            problems.append(_no_priority_class(prefix, str(path), name, whose))
+            problems.append(_no_priority_class(prefix, at, raw_name, whose))
     return problems
 
 

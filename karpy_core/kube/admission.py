@@ -266,7 +266,7 @@ def runtime_class_problems(loaded: LoadedManifests) -> list[str]:
     for obj in objects:
         bare = obj.KIND == "Pod"
         spec = obj.spec if bare else obj.spec.template.spec
-        if not spec.runtime_class_name and not spec.overhead or spec.runtime_class_name in unknown:
+        if (not spec.runtime_class_name and not spec.overhead) or spec.runtime_class_name in unknown:
             continue
         pod = {"metadata": {"name": obj.name}, "spec": {
             "runtimeClassName": spec.runtime_class_name, "overhead": dict(spec.overhead), "nodeSelector": dict(spec.node_selector),
