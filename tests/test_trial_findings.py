@@ -271,8 +271,11 @@ def _resources(requests: str, limits: str = "") -> str:
     (_pod(spec="  restartPolicy: Sometimes\n"), "spec.restartPolicy",
      "must be one of 'Always', 'OnFailure' or 'Never'; got 'Sometimes'"),
     # apiserver: spec.template.metadata.labels: Invalid value: {"app":"other"}: `selector` does not match template `labels`
-    (_deployment().replace("metadata: {labels: {app: web}}", "metadata: {labels: {app: other}}"), "spec",
-     "template.metadata.labels: {'app': 'other'}: `selector` does not match template `labels`"),
+    (_deployment().replace("metadata: {labels: {app: web}}", "metadata: {labels: {app: other}}"), "spec.template.metadata.labels",
+     'Invalid value: {"app":"other"}: `selector` does not match template `labels`'),
+    # apiserver (no template metadata, trial 12): spec.template.metadata.labels: Invalid value: null: ...
+    (_deployment().replace("    metadata: {labels: {app: web}}\n", ""), "spec.template.metadata.labels",
+     "Invalid value: null: `selector` does not match template `labels`"),
 ])
 def test_what_kube_apiserver_refuses_is_refused(tmp_path: Path, text: str, field: str, problem: str) -> None:
     (line,) = _refused(tmp_path, text)

@@ -216,6 +216,13 @@ ComputeResourceList = dict[str, NonNegativeQuantity]
 """A :data:`ResourceList` of non-negative quantities (container resources, overhead, node capacity)."""
 
 
+class FieldPathError(ValueError):
+    """A rule's problem with a field below the object it validates: the message starts with that
+    field's path from the object (``template.metadata.labels: Invalid value: ...``), which the
+    manifest loader joins with the object's own path (``spec.template.metadata.labels: ...``, as
+    kube-apiserver writes it) instead of ``spec: template.metadata.labels: ...``."""
+
+
 class KubeModel(BaseModel):
     """Base for karpy's own API types: camelCase wire names, unknown fields rejected."""
 

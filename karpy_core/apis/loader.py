@@ -49,7 +49,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from karpy_core.apis.base import KubeObject, Source
+from karpy_core.apis.base import FieldPathError, KubeObject, Source
 from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
@@ -94,6 +94,7 @@ __all__ = [
     "format_path",
     "old_api_message",
     "priority_class_problems",
+    "refused_names",
 ]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -771,6 +772,16 @@ class LoadedManifests:
     skipped: list[str] = field(default_factory=list)
     """One line per directory argument with files not read (no ``.json``/``.yaml``/``.yml``
     extension), naming them: a CLI prints these on stderr."""
+    redefined: list[str] = field(default_factory=list)
+    """The ``warnings`` that say an object redefines an earlier one (``... redefines NodePool/a from
+    FILE doc 1; the later definition is used``): ``karpy budgets``, which reads only NodePools,
+    prints these and not the rest."""
+    refused: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The objects the loader refused (a problem each at least), as ``(prefix, data)``: ``prefix``
+    starts their problems (``FILE doc N Deployment/web``), ``data`` is the mapping as read. Filled
+    while loading, for the admission checks run when there are problems (``admission`` of
+    :func:`load_documents`): :func:`priority_class_problems` still reads a refused workload's
+    ``priorityClassName``, and a refused PriorityClass or RuntimeClass is not reported missing."""
 
     def objects(self) -> list[KubeObject]:
         """Every modelled object (``other`` excluded), in bucket order then load order.
@@ -970,6 +981,8 @@ class _Builder:
         ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type string``)."""
         start = len(self.problems)
         mistyped = self._read_object(data, source, where)
+        if len(self.problems) > start and isinstance(data, dict):
+            self.result.refused.append((f"{where} {_label(data, self.registry)}", data))
         if mistyped:
             label = _label(data, self.registry)
             said = self.problems[start:]
@@ -1050,8 +1063,12 @@ class _Builder:
                 self._record_name_problems(fields["name"], fields["generateName"], fields["namespace"], api_version, kind, where, label)
             for err in errors:
                 path = format_path(err["loc"])
-                prefix = f"{path}: " if path else ""
-                self.problems.append(f"{where} {label}: {prefix}{_describe(err, what, cls)}")
+                described = _describe(err, what, cls)
+                if path and isinstance((err.get("ctx") or {}).get("error"), FieldPathError):
+                    prefix = f"{path}."  # a rule naming a field below its object: one dotted path, as kube-apiserver's
+                else:
+                    prefix = f"{path}: " if path else ""
+                self.problems.append(f"{where} {label}: {prefix}{described}")
             return mistyped
         if not self._names_ok(obj, api_version, kind, where, label):
             return mistyped
@@ -1090,6 +1107,7 @@ class _Builder:
         previous = self._passthrough_seen.get(identity) if identity[3] else None
         if previous is not None:
             self.result.warnings.append(f"{where} {label}: redefines {label} from {previous.source}; the later definition is used")
+            self.result.redefined.append(self.result.warnings[-1])
             self.result.other[:] = [o for o in self.result.other if o is not previous]
         if identity[3]:
             self._passthrough_seen[identity] = obj
@@ -1131,6 +1149,7 @@ class _Builder:
             self.result.warnings.append(
                 f"{where} {obj.ref()}: redefines {obj.ref()} from {previous.source}; the later definition is used"
             )
+            self.result.redefined.append(self.result.warnings[-1])
             self._remove(previous)
         self._seen[identity] = obj
         if obj.NODE_CLASS:
@@ -1147,7 +1166,7 @@ class _Builder:
         items[:] = [o for o in items if o is not obj]
 
     # after all files ----------------------------------------------------------------------
-    def finish(self) -> LoadedManifests:
+    def finish(self, admission: Callable[[LoadedManifests], list[str]] | None = None) -> LoadedManifests:
         class_kinds: dict[str, set[str]] = {}
         for (api_version, kind), cls in self.registry.items():
             if getattr(cls, "NODE_CLASS", False):
@@ -1186,6 +1205,10 @@ class _Builder:
                     f"{ref.group} {ref.kind}/{_short(ref.name)}, which is not among the loaded manifests"
                 )
         self.result.warnings.extend(_failed_plugin_warnings(self.result.other))
+        if self.problems and admission is not None:
+            # the admission checks too, on what loaded (and what they can read of what did not):
+            # a type error in one object or field does not hide a missing PriorityClass in another
+            self.problems.extend(admission(self.result))
         if self.problems:
             raise ManifestError(self.problems, warnings=self.result.warnings)
         return self.result
@@ -1215,6 +1238,7 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
                       for o in loaded.other if (o.api_version, o.kind) == ("scheduling.k8s.io/v1", "PriorityClass")
                       and (o.model_extra or {}).get("globalDefault") is True
                       for v in [(o.model_extra or {}).get("value")] if isinstance(v, int))
+    unknown = refused_names(loaded, "scheduling.k8s.io/v1", "PriorityClass")  # defined, but refused: not "missing"
     problems = []
     for other in loaded.other:  # validatePreemptionPolicy, as for a pod's (PriorityClass is not modelled)
         policy = (other.model_extra or {}).get("preemptionPolicy") if other.kind == "PriorityClass" else None
@@ -1229,9 +1253,8 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
         whose = "the pod" if isinstance(obj, Pod) else f"the pods of this {obj.KIND}"
         name = spec.priority_class_name
         if name and name not in values:
-            problems.append(f"{obj.source} {obj.ref()}: {path}.priorityClassName: no PriorityClass with name {_short(name)} was "
-                            f"found (kube-apiserver's Priority admission refuses {whose}; define the PriorityClass among the "
-                            "inputs, or use system-cluster-critical or system-node-critical)")
+            if name not in unknown:
+                problems.append(_no_priority_class(f"{obj.source} {obj.ref()}", path, name, whose))
             continue
         computed, policy = (values[name], policies[name]) if name else (defaults[0] if defaults else (0, PREEMPT_LOWER_PRIORITY))
         if spec.priority is not None and spec.priority != computed:
@@ -1243,7 +1266,46 @@ def priority_class_problems(loaded: LoadedManifests) -> list[str]:
                             f"({spec.preemption_policy}) must not be provided in pod spec; priority admission controller "
                             f"computed {policy} from the given PriorityClass name (kube-apiserver's Priority admission "
                             f"refuses {whose})")
+    for prefix, data in loaded.refused:  # refused for another field: its priorityClassName is still read
+        at = _POD_SPEC_PATHS.get((str(data.get("apiVersion")), str(data.get("kind"))))
+        raw_spec = _nested(data, at.split(".")) if at else None
+        raw_name = raw_spec.get("priorityClassName") if isinstance(raw_spec, dict) else None
+        if at and isinstance(raw_name, str) and raw_name and raw_name not in values and raw_name not in unknown:
+            whose = "the pod" if data.get("kind") == "Pod" else f"the pods of this {data.get('kind')}"
+            problems.append(_no_priority_class(prefix, at, raw_name, whose))
     return problems
+
+
+_POD_SPEC_PATHS = {("v1", "Pod"): "spec", **{(api_version, kind): "spec.template.spec" for api_version, kind in (
+    ("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"))}}
+"""Where the pod spec of each kind :func:`priority_class_problems` checks is."""
+
+
+def _nested(data: Any, keys: Sequence[str]) -> Any:
+    """``data[k1][k2]...``, None where a step is not a mapping or lacks the key."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _no_priority_class(prefix: str, path: str, name: str, whose: str) -> str:
+    """The problem of a pod spec at ``path`` of the object ``prefix`` names whose
+    ``priorityClassName`` ``name`` is not defined."""
+    return (f"{prefix}: {path}.priorityClassName: no PriorityClass with name {_short(name)} was found (kube-apiserver's "
+            f"Priority admission refuses {whose}; define the PriorityClass among the inputs, or use "
+            "system-cluster-critical or system-node-critical)")
+
+
+def refused_names(loaded: LoadedManifests, api_version: str, kind: str) -> set[str]:
+    """The names of the ``api_version``/``kind`` objects the loader refused (``loaded.refused``):
+    defined in the inputs, so a reference to one is not reported as missing."""
+    names = set()
+    for _, data in loaded.refused:
+        name = _nested(data, ("metadata", "name"))
+        if data.get("apiVersion") == api_version and data.get("kind") == kind and isinstance(name, str):
+            names.add(name)
+    return names
 
 
 def unserved_kind_message(group: str, kind: str) -> str:
@@ -1381,6 +1443,7 @@ def load_documents(
     *,
     registry: dict[tuple[str, str], type[KubeObject]] | None = None,
     cloud_provider: str | None = None,
+    admission: Callable[[LoadedManifests], list[str]] | None = None,
 ) -> LoadedManifests:
     """Load YAML and JSON files and directories (their ``*.json``/``*.yaml``/``*.yml``, sorted, not
     recursive; other files are named in ``skipped``). A file whose text starts with ``{`` is read as
@@ -1397,6 +1460,8 @@ def load_documents(
             said: an in-tree provider's NodeClass whose plugin is missing is warned about as not
             validated, adding that the simulated cloud does not need it only for None or
             ``simulated``.
+        admission: the admission checks (problems, one line each) run on what loaded when there
+            are problems (:meth:`_Builder.finish`), so that one run lists those too; None: none.
 
     Raises:
         ManifestError: with one line per problem across all files (unreadable file, YAML syntax,
@@ -1417,7 +1482,7 @@ def load_documents(
             builder.result.warnings.append(f"{path}: {empty}, no objects loaded")
             continue
         builder.add_text(text, str(path), variables, json_file=path.suffix == ".json")
-    return builder.finish()
+    return builder.finish(admission)
 
 
 def load_text(
@@ -1427,13 +1492,14 @@ def load_text(
     *,
     registry: dict[tuple[str, str], type[KubeObject]] | None = None,
     cloud_provider: str | None = None,
+    admission: Callable[[LoadedManifests], list[str]] | None = None,
 ) -> LoadedManifests:
     """Load manifests from a string; ``source_name`` stands in for the file name in messages
-    (``cloud_provider`` as for :func:`load_documents`).
+    (``cloud_provider`` and ``admission`` as for :func:`load_documents`).
 
     Raises:
         ManifestError: as :func:`load_documents`.
     """
     builder = _Builder(registry if registry is not None else kind_registry(), cloud_provider)
     builder.add_text(text, source_name, variables)
-    return builder.finish()
+    return builder.finish(admission)

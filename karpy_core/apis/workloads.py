@@ -12,13 +12,14 @@ All are lenient (unknown fields kept). Source: ``k8s.io/api/{apps,batch,policy}/
 
 from __future__ import annotations
 
+import json
 import re
 from functools import partial
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
 
-from karpy_core.apis.base import Int32, LenientModel, LenientObject, Str
+from karpy_core.apis.base import FieldPathError, Int32, LenientModel, LenientObject, Str
 from karpy_core.apis.core import LabelSelector, PodTemplateSpec
 
 __all__ = [
@@ -121,7 +122,10 @@ class _SelectsTemplate(LenientModel):
     def _selector_selects_template(self) -> _SelectsTemplate:
         labels = self.template.metadata.labels
         if not _selector_matches(self.selector, labels):
-            raise ValueError(f"template.metadata.labels: {labels!r}: `selector` does not match template `labels`")
+            # kube-apiserver prints the labels as JSON (field.Invalid of a map): null when not set
+            given = labels or "labels" in self.template.metadata.model_fields_set
+            shown = json.dumps(dict(sorted(labels.items())), separators=(",", ":")) if given else "null"
+            raise FieldPathError(f"template.metadata.labels: Invalid value: {shown}: `selector` does not match template `labels`")
         return self
 
 

@@ -256,14 +256,17 @@ def runtime_class_problems(loaded: LoadedManifests) -> list[str]:
     created, so the simulation would leave them out: reported for both, as
     :func:`karpy_core.apis.loader.priority_class_problems` reports Priority admission.
     """
+    from karpy_core.apis.loader import refused_names
+
     classes = {rc.name: rc.model_dump(mode="json", by_alias=True, exclude_none=True) for rc in loaded.runtimeclasses}
+    unknown = refused_names(loaded, "node.k8s.io/v1", "RuntimeClass")  # defined, but refused: not "not found"
     objects: list[Any] = [*loaded.pods, *loaded.deployments, *loaded.replicasets, *loaded.statefulsets, *loaded.daemonsets,
                           *loaded.jobs]
     problems = []
     for obj in objects:
         bare = obj.KIND == "Pod"
         spec = obj.spec if bare else obj.spec.template.spec
-        if not spec.runtime_class_name and not spec.overhead:
+        if (not spec.runtime_class_name and not spec.overhead) or spec.runtime_class_name in unknown:
             continue
         pod = {"metadata": {"name": obj.name}, "spec": {
             "runtimeClassName": spec.runtime_class_name, "overhead": dict(spec.overhead), "nodeSelector": dict(spec.node_selector),

@@ -46,7 +46,8 @@ def parse_node_counts(values: Sequence[str]) -> tuple[int | None, dict[str, int]
     """``--nodes`` values -> (count for every pool or None, per-pool counts).
 
     Raises:
-        ConfigurationError: a value that is neither ``N`` nor ``POOL=N`` with N >= 0.
+        ConfigurationError: a value that is neither ``N`` nor ``POOL=N`` with N >= 0, or a
+            NodePool (or the count of every pool) given twice.
     """
     every: int | None = None
     per: dict[str, int] = {}
@@ -56,8 +57,13 @@ def parse_node_counts(values: Sequence[str]) -> tuple[int | None, dict[str, int]
         if not (text.isascii() and text.isdigit()) or (sep and not name.strip()):
             raise ConfigurationError(f"--nodes: {v!r} is not N or NODEPOOL=N (a count >= 0)")
         if sep:
+            if name.strip() in per:
+                raise ConfigurationError(f"--nodes: NodePool {name.strip()} is given twice ({name.strip()}={per[name.strip()]} "
+                                         f"and {v}); give each NodePool once")
             per[name.strip()] = int(text)
         else:
+            if every is not None:
+                raise ConfigurationError(f"--nodes: the count of every NodePool is given twice ({every} and {v}); give it once")
             every = int(text)
     return every, per
 

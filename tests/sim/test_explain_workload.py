@@ -57,13 +57,15 @@ def test_exact_pod_name_then_exact_workload_name() -> None:
     report = _redis_cache()
     # exact workload "redis": not redis-cart's pods, which its name prefixes
     assert render_explain(report, "redis").splitlines() == [
-        "default/redis-h-1: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)"
+        "default/redis: workload redis, 1 pod",  # a header for a one-pod workload too (trial 12)
+        "default/redis-h-1: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)",
     ]
     assert render_explain(report, "redis-cart-h-2").splitlines() == [
         "default/redis-cart-h-2: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)"
     ]
     assert render_explain(report, "cache").splitlines() == [
-        "default/cache-0: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)"
+        "default/cache: workload cache, 1 pod",
+        "default/cache-0: bound to n1 (m5.large, us-east-1a, on-demand, NodePool default)",
     ]
 
 

@@ -37,7 +37,8 @@ def test_explain_names_the_left_out_nodepool() -> None:
     result = invoke_cli("simulate", POOL, INFLATE, *ONLY_KC, "--set", "CLUSTER_NAME=demo", "--explain", "default/inflate")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].endswith(": pending")
+    assert lines[0] == "default/inflate: workload inflate, 1 pod"
+    assert lines[1].endswith(": pending")
     assert any(line.strip().startswith("NodePool general-purpose: left out: its NodeClass kind EC2NodeClass") for line in lines)
 
 
