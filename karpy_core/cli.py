@@ -253,30 +253,6 @@ TIMELINE_FORMATS = ("png", "svg", "pdf")
 PDF backends); a path without an extension gets PNG, written at exactly that path."""
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Keep CPython's cyclic collector out of a simulation's run: the objects allocated so far
-    (manifests, stored objects, created pods) are frozen (``gc.freeze``) and no collection starts
-    in the block; both undone after it, the objects the run allocated going straight to the
-    oldest generation (else the first young collection after it walks them all: 0.45 s). A full
-    collection walks the whole heap in one C call that no signal handler interrupts: with 20,000
-    pods each took 0.2-0.5 s at load 7 and found nothing worth it (measured: the longest stretch
-    without a chance to handle Ctrl-C went from 0.49 s to 0.07 s, peak memory unchanged at 248 MB),
-    and up to 1.25 s at load 10-11 (trial 12's Ctrl-C latency)."""
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()  # what the run allocated too, out of the young generations
-        gc.unfreeze()
-        if was_enabled:
-            gc.enable()
-
-
 def admission_problems(loaded: Any) -> list[str]:
     """What kube-apiserver's admission would refuse in the pods of ``loaded`` (a
     :class:`~karpy_core.apis.loader.LoadedManifests`), one line each: Priority, RuntimeClass and
@@ -410,7 +386,9 @@ async def run_simulation(
                         batch_idle_seconds=batch_idle_seconds, batch_max_seconds=batch_max_seconds, progress=progress)
         ignored = sim.apply(applied)
         loaded.other = [o for o in loaded.other if not is_simulated(o.api_version, o.kind)]
-        with _collector_paused():
+        from karpy_core.utils.gcpause import gc_paused_frozen
+
+        with gc_paused_frozen():  # Ctrl-C: no full collection in one uninterruptible C call
             await sim.run()
         pricing = provider.pricing_note()
         inputs = (", ".join(paths) if len(paths) <= 3 else f"{paths[0]} and {len(paths) - 1} more") if paths else \
