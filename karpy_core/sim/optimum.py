@@ -221,36 +221,56 @@ class Problem:
     topology: TopologyModel = field(default_factory=lambda: TopologyModel())
     limits: PoolLimits | None = None
     """NodePool ``limits`` the model keeps (``build_problem(..., limits=True)``), None: ignored."""
+    _pruned: Problem | None = field(default=None, init=False, repr=False, compare=False)
+    """:meth:`pruned`'s result, kept: the cover bound, the MILP and the LP bound each ask for it."""
 
     def pruned(self) -> Problem:
-        """The problem without dominated kinds (same optimum; see the module docstring)."""
+        """The problem without dominated kinds (same optimum; see the module docstring).
+
+        Kind ``b`` dominates kind ``a`` when it costs no more, has at least ``a``'s free capacity
+        in every resource, admits every shape ``a`` admits, stands in for ``a`` under the limits
+        and (with zones counted) is in ``a``'s zone; ``a`` is dropped when such a ``b`` is strictly
+        better or an exact equal of lower index. The shape columns (``compat``, the wide part) are
+        compared only for the kinds that pass the price and capacity tests: ``O(kinds^2 x
+        resources + kinds x shapes x candidates)`` instead of ``O(kinds^2 x shapes)`` (seconds on
+        eight NodePools of the AWS catalog). Computed once per problem (the problem is not changed
+        after it is built)."""
+        if self._pruned is not None:
+            return self._pruned
         keep: list[int] = []
         n = len(self.prices)
         zones = np.array(self.zones if self.zones else [""] * n, dtype=object)
         by_zone = self.topology.zoned
         stand_in = self.limits.dominance() if self.limits is not None else None
+        admits_any: BoolArray = np.asarray(self.compat.any(axis=0), dtype=bool)
         for a in range(n):
-            better = ((self.prices <= self.prices[a]) & (self.free >= self.free[a]).all(axis=1)
-                      & (self.compat >= self.compat[:, a:a + 1]).all(axis=0))
+            if not admits_any[a]:
+                continue
+            cheap_big = (self.prices <= self.prices[a]) & (self.free >= self.free[a]).all(axis=1)
             if stand_in is not None:  # a kind counting more against a limit is no stand-in
-                better &= stand_in[a]
+                cheap_big &= stand_in[a]
             if by_zone:  # a kind only stands in for one of its own zone when zones are counted
-                better &= zones == zones[a]
-            better[a] = False
-            # among exact equals keep the lowest index
-            equal = ((self.prices == self.prices[a]) & (self.free == self.free[a]).all(axis=1)
-                     & (self.compat == self.compat[:, a:a + 1]).all(axis=0))
-            strictly = better & ~equal
-            if strictly.any() or (equal & better)[:a].any():
-                continue
-            if not self.compat[:, a].any():
-                continue
+                cheap_big &= zones == zones[a]
+            cheap_big[a] = False
+            cand = np.flatnonzero(cheap_big)
+            if cand.size:
+                column = self.compat[:, a:a + 1]
+                sub = self.compat[:, cand]
+                better = (sub >= column).all(axis=0)
+                # among exact equals keep the lowest index
+                equal = ((self.prices[cand] == self.prices[a]) & (self.free[cand] == self.free[a]).all(axis=1)
+                         & (sub == column).all(axis=0))
+                if (better & ~equal).any() or (better & equal & (cand < a)).any():
+                    continue
             keep.append(a)
         idx = np.array(keep, dtype=np.int64)
-        return Problem(self.resources, self.requests, self.counts, [self.names[i] for i in keep],
-                       [self.type_names[i] for i in keep], self.prices[idx], self.free[idx], self.compat[:, idx],
-                       self.ffd_order, self.unplaceable, [str(zones[i]) for i in keep], self.topology,
-                       self.limits.take(idx) if self.limits is not None else None)
+        out = Problem(self.resources, self.requests, self.counts, [self.names[i] for i in keep],
+                      [self.type_names[i] for i in keep], self.prices[idx], self.free[idx], self.compat[:, idx],
+                      self.ffd_order, self.unplaceable, [str(zones[i]) for i in keep], self.topology,
+                      self.limits.take(idx) if self.limits is not None else None)
+        out._pruned = out  # nothing left to prune: a kind kept here has no dominating kind among the kept
+        self._pruned = out
+        return out
 
 
 @dataclass

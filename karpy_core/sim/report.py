@@ -729,7 +729,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         start=sim.start,
     )
     if not sim.disruption_enabled and reference_time_limit is not None and (report.cost_per_hour > 0 or launched_nodes(sim)):
-        sim.progress.phase(f"cheapest plan to compare (HiGHS, {reference_time_limit:g} s max)")
+        sim.progress.phase(f"cheapest plan to compare (HiGHS, {reference_time_limit:g} s solving)")
         report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)
     return report
 

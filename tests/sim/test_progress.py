@@ -55,7 +55,7 @@ def test_a_simulation_reports_its_phases_with_honest_counts(tmp_path: Path) -> N
     # only the two counted phases have a total: no phase shows a count it does not make
     assert {(name, total) for name, total, _ in rec.phases if total is not None} == {
         ("creating pods: default/big", 1200), ("kube-scheduler: binding pods", 1200)}
-    assert names[-2:] == ["building the report", "cheapest plan to compare (HiGHS, 2 s max)"]
+    assert names[-2:] == ["building the report", "cheapest plan to compare (HiGHS, 2 s solving)"]
     assert all(len(name) <= 45 for name in names)
 
 
@@ -151,7 +151,7 @@ def test_each_phase_on_a_terminal_has_its_own_total_and_ends_filled() -> None:
         progress.update(20000)
         progress.phase("building the report")
         progress._bar.refresh()
-        progress.phase("cheapest plan to compare (HiGHS, 2 s max)")
+        progress.phase("cheapest plan to compare (HiGHS, 2 s solving)")
         progress._bar.refresh()
         frames = _frames(out.getvalue())
     assert frames and all(cell_len(f) <= 80 - SPARE_COLUMNS for f in frames), [f for f in frames if cell_len(f) > 77]
@@ -167,7 +167,7 @@ def test_each_phase_on_a_terminal_has_its_own_total_and_ends_filled() -> None:
         re.search(r"\d/\d", f) for f in shown("kube-scheduler: 20,000 pods pending"))
     assert "0/20,000" in shown("kube-scheduler: binding pods")[0]
     assert "20,000/20,000" in shown("kube-scheduler: binding pods")[-1]
-    for phase in ("building the report", "cheapest plan to compare (HiGHS, 2 s max)"):
+    for phase in ("building the report", "cheapest plan to compare (HiGHS, 2 s solving)"):
         assert shown(phase) and not any("/2" in f for f in shown(phase)), shown(phase)  # no total of another phase
     assert _screen(out.getvalue()) == []  # erased at the end
 
