@@ -160,7 +160,8 @@ def test_validate_lists_each_unvalidated_nodeclass_once_and_counts_it() -> None:
 
 
 def test_loader_warns_once_per_unvalidated_nodeclass() -> None:
-    """Two documents defining the same EC2NodeClass without its plugin: one warning (simulate prints it)."""
+    """Two documents defining the same EC2NodeClass without its plugin: one warning (simulate prints it),
+    naming the later document, the definition used (as validate's listing does)."""
     from karpy_core.apis.loader import load_text
     from karpy_core.apis.registry import core_kinds
 
@@ -169,7 +170,7 @@ def test_loader_warns_once_per_unvalidated_nodeclass() -> None:
            "spec: {role: R, amiSelectorTerms: [{alias: al2023@latest}]}\n")
     loaded = load_text(doc + "---\n" + doc, "nc.yaml", registry=core_only)
     assert [w for w in loaded.warnings if "not validated" in w] == [
-        "nc.yaml doc 1 EC2NodeClass/default: not validated: its plugin, karpy-aws (providers/aws), is not installed "
+        "nc.yaml doc 2 EC2NodeClass/default: not validated: its plugin, karpy-aws (providers/aws), is not installed "
         "(the simulated cloud does not need it)"]
 
 

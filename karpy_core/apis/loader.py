@@ -866,7 +866,7 @@ class _Builder:
         self.cloud_provider = cloud_provider
         """The provider the manifests are for (None: not said); decides what an unvalidated NodeClass's warning adds."""
         self.result = LoadedManifests()
-        self._unvalidated_nodeclasses: set[tuple[str, str, str]] = set()
+        self._unvalidated_nodeclasses: dict[tuple[str, str, str], str] = {}  # its "not validated" line
         """(group, kind, name) of in-tree providers' NodeClasses loaded while their plugin is not installed."""
         self.problems: list[str] = []
         self._seen: dict[tuple[str, str, str, str], KubeObject] = {}
@@ -1036,11 +1036,17 @@ class _Builder:
                 name = (data.get("metadata") or {}).get("name") if isinstance(data.get("metadata"), dict) else None
                 identity = (group, kind, str(name or ""))
                 needless = " (the simulated cloud does not need it)" if self.cloud_provider in (None, "simulated") else ""
-                if identity not in self._unvalidated_nodeclasses:  # once per NodeClass, not per document defining it
-                    self._unvalidated_nodeclasses.add(identity)
-                    self.result.unvalidated[identity] = f"its plugin, {plugin}, is not installed{needless}"
-                    self.result.unvalidated_warnings.append(f"{where} {label}: not validated: {self.result.unvalidated[identity]}")
-                    self.result.warnings.append(self.result.unvalidated_warnings[-1])
+                self.result.unvalidated[identity] = f"its plugin, {plugin}, is not installed{needless}"
+                line = f"{where} {label}: not validated: {self.result.unvalidated[identity]}"
+                earlier = self._unvalidated_nodeclasses.get(identity)
+                if earlier is None:  # once per NodeClass, not per document defining it
+                    self._unvalidated_nodeclasses[identity] = line
+                    self.result.unvalidated_warnings.append(line)
+                    self.result.warnings.append(line)
+                else:  # a later definition is the one used (and listed by validate): the line names it
+                    self._unvalidated_nodeclasses[identity] = line
+                    self.result.unvalidated_warnings[self.result.unvalidated_warnings.index(earlier)] = line
+                    self.result.warnings[self.result.warnings.index(earlier)] = line
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)
