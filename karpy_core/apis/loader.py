@@ -100,6 +100,11 @@ __all__ = [
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _KARPY_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "karpenter.kakaocloud.com")
 _PLUGIN_OF_GROUP = {"karpenter.k8s.aws": "karpy-aws (providers/aws)", "karpenter.kakaocloud.com": "karpy-kakaocloud (providers/kakaocloud)"}
+IN_TREE_NODEPOOL_NAME_LIMITS = {("karpenter.kakaocloud.com", "KCNodeClass"): 38}
+"""``(group, kind)`` of an in-tree plugin's NodeClass -> the longest NodePool name it allows
+(``MAX_NODEPOOL_NAME`` of its model, e.g. ``karpy_kakaocloud.apis.MAX_NODEPOOL_NAME``), applied
+also when that plugin is not installed (the simulated cloud serves the kind without it); an
+installed plugin's own value wins. A test keeps the two equal."""
 """The distribution that serves each in-tree provider's API group."""
 _OLD_VERSIONS = {"karpenter.sh": ("v1alpha5", "v1beta1"), "karpenter.k8s.aws": ("v1alpha1", "v1beta1")}
 
@@ -1095,6 +1100,11 @@ class _Builder:
                 f"drops a null in a field that is not nullable (read as not set)")
 
     def _add_passthrough(self, data: dict[str, Any], source: Source, where: str, label: str) -> None:
+        meta = data.get("metadata")
+        if isinstance(meta, dict) and any(v is None for v in meta.values()):
+            # ObjectMeta as kube-apiserver's decoder reads it for any kind: a null field is unset
+            # (``labels:``, ``annotations:`` left empty, common in Helm output), as for modelled kinds
+            data = {**data, "metadata": {k: v for k, v in meta.items() if v is not None}}
         try:
             obj = Passthrough.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
@@ -1178,9 +1188,10 @@ class _Builder:
             if getattr(cls, "NODE_CLASS", False):
                 class_kinds.setdefault(api_version.rpartition("/")[0], set()).add(kind)
         name_limits = {
-            (api_version.rpartition("/")[0], kind): limit
+            **IN_TREE_NODEPOOL_NAME_LIMITS,
+            **{(api_version.rpartition("/")[0], kind): limit
             for (api_version, kind), cls in self.registry.items()
-            if (limit := getattr(cls, "MAX_NODEPOOL_NAME", None)) is not None
+            if (limit := getattr(cls, "MAX_NODEPOOL_NAME", None)) is not None},
         }
         for nodepool in self.result.nodepools:
             ref = nodepool.spec.template.spec.node_class_ref
