@@ -104,7 +104,7 @@ def pod_cap_message(obj: dict[str, Any], count: int, path: str, total: int, cap:
     is the karpy command whose ``--max-pods`` raises the cap."""
     meta = obj["metadata"]
     ns = f"{meta['namespace']}/" if meta.get("namespace") else ""  # as KubeObject.ref names it, in validate and simulate
-    return (f"{obj['kind']}/{ns}{meta['name']}: {path}: {count:,} pods; the simulation "
+    return (f"{obj['kind']}/{ns}{meta['name']}: {path}: {count:,} pod{'' if count == 1 else 's'}; the simulation "
             f"would hold {total:,} pods, more than its cap of {cap:,} (karpy {command} --max-pods)")
 
 
