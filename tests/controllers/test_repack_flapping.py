@@ -98,6 +98,20 @@ def test_a_repack_with_no_reproducible_run_is_kept_with_the_reason(monkeypatch):
     assert line.kind is DecisionKind.KUBE_SCHEDULER_MISFIT
 
 
+def _pending_again() -> dict:
+    """The replica of ``p1`` made again after the move: unbound, Unschedulable."""
+    pending = mkpod("p1-again", "", "500m", "12Gi")
+    del pending["spec"]["nodeName"]
+    pending["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    return pending
+
+
+def _claim(name: str, created: float) -> dict:
+    """A NodeClaim of NodePool ``default`` created at ``created`` (epoch seconds)."""
+    return {"metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}, "creationTimestamp": iso(created)},
+            "spec": {}, "status": {}}
+
+
 def test_an_undone_move_is_not_repeated_until_the_workload_changes():
     s = tight()
     plan = plan_disruption(s, TYPES, NOW)
@@ -107,11 +121,8 @@ def test_an_undone_move_is_not_repeated_until_the_workload_changes():
     moves.replacements_created(["a"], ["default-r1", "default-r2"])
     moves.finished(["a"], NOW + 60)
     # the pods were evicted; one was made again and is pending; the provisioner launched a node for it
-    pending = mkpod("p1-again", "", "500m", "12Gi")
-    del pending["spec"]["nodeName"]
-    pending["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-    launched = {"metadata": {"name": "default-new", "labels": {"karpenter.sh/nodepool": "default"},
-                             "creationTimestamp": iso(NOW + 90)}, "spec": {}, "status": {}}
+    pending = _pending_again()
+    launched = _claim("default-new", NOW + 90)
     after = snap([mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT) if i != 1] + [pending], [launched])
     fingerprint = workload_fingerprint(after, {"default": "types-v1"})
     # a launch for pods of other owners is not this move's undoing
@@ -145,11 +156,8 @@ def test_a_moved_pod_waiting_for_another_commands_replacement_is_no_undone_move(
     moves = UndoneMoves()
     moves.executed(plan, s, NOW)
     moves.finished(["a"], NOW + 60)
-    pending = mkpod("p1-again", "", "500m", "12Gi")
-    del pending["spec"]["nodeName"]
-    pending["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-    other = {"metadata": {"name": "default-other-r1", "labels": {"karpenter.sh/nodepool": "default"},
-                          "creationTimestamp": iso(NOW + 90)}, "spec": {}, "status": {}}
+    pending = _pending_again()
+    other = _claim("default-other-r1", NOW + 90)
     after = snap([mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT) if i != 1] + [pending], [other])
     nominated = lambda claim: ["default/p1-again"] if claim == "default-other-r1" else []  # noqa: E731
     # the later command (other nodes, other pods), whose replacement default-other-r1 is
@@ -180,8 +188,7 @@ def test_a_launch_for_a_grown_owner_is_not_an_undone_move():
                          "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
         return pod
 
-    launched = {"metadata": {"name": "default-new", "labels": {"karpenter.sh/nodepool": "default"},
-                             "creationTimestamp": iso(NOW + 90)}, "spec": {}, "status": {}}
+    launched = _claim("default-new", NOW + 90)
     kept = [mkpod(f"p{i}", "a", c, m) for i, (c, m) in enumerate(TIGHT) if i != 1]
     grown = snap([*kept, pending_pod("p1-again"), pending_pod("p1-new")], [launched])
     both = ["default/p1-again", "default/p1-new"]
