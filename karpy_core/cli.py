@@ -34,6 +34,7 @@ from typer.core import TyperArgument, TyperGroup
 
 from karpy_core.errors import CloudProviderError, ConfigurationError, KarpyError, KubeAPIError, KubeUnreachableError, ManifestError
 from karpy_core.featuregates import gates_from
+from karpy_core.utils.text import visible
 
 EXIT_SIGPIPE = 141
 """Exit code when the reader of stdout went away early (``karpy validate ... | head -1``): 128 +
@@ -238,11 +239,11 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
-            typer.echo(f"  - {p}", err=True)
+            typer.echo(visible(f"  - {p}"), err=True)
         for w in exc.warnings:  # e.g. the "not read" line that explains a missing field
-            typer.echo(f"warning: {w}", err=True)
+            typer.echo(visible(f"warning: {w}"), err=True)
     else:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(visible(f"error: {exc}"), err=True)
     if code is None:
         code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | CloudProviderError | OSError) else 2
     raise typer.Exit(code=code)
@@ -268,7 +269,7 @@ def note_skipped(lines: list[str]) -> None:
     """Print on stderr, as ``karpy: LINE``, each directory's files the loader did not read
     (``LoadedManifests.skipped``: not ``*.json``/``*.yaml``/``*.yml``)."""
     for line in lines:
-        typer.echo(f"karpy: {line}", err=True)
+        typer.echo(visible(f"karpy: {line}"), err=True)
 
 
 def _check_output_file(option: str, value: str) -> None:
@@ -1269,7 +1270,7 @@ def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:
     try:
         png = write_timeline_png(report, path)
     except TimelineUnavailableError as exc:
-        typer.echo(f"timeline: not drawn: {exc}", err=True)
+        typer.echo(visible(f"timeline: not drawn: {exc}"), err=True)
         return
     except OSError as exc:
         _fail(OSError(f"cannot write the timeline: {exc}"))
@@ -1324,7 +1325,7 @@ def validate(
             warned = f" ({n} warning{'s' if n != 1 else ''} below)" if n else ""
             typer.echo(f"valid{warned}: Scenario {scenario.name}: {scenario.summary()}{until}")
             for w in warnings:
-                typer.echo(f"warning: {w}")
+                typer.echo(visible(f"warning: {w}"))
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider,
                                 admission=admission_problems)
@@ -1376,7 +1377,7 @@ def validate(
     for what, obj in listed:
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in warnings:
-        typer.echo(f"warning: {w}")
+        typer.echo(visible(f"warning: {w}"))
 
 
 def _pending_pod_warnings(loaded: Any) -> list[str]:
@@ -1434,7 +1435,7 @@ def budgets(
             loaded = load_documents(paths, _parse_sets(list(set_ or [])))
             note_skipped(loaded.skipped)
             for w in loaded.redefined:  # which of two definitions is used, as validate and simulate warn
-                typer.echo(f"warning: {w}", err=True)
+                typer.echo(visible(f"warning: {w}"), err=True)
             dump = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()]
         pools = [d for d in dump if d.get("kind") == "NodePool"]
         if not pools:
@@ -1894,7 +1895,7 @@ def main() -> None:
         given = _option_value(sys.argv[1:], getattr(getattr(exc, "param", None), "opts", None) or [])
         # a value that did not parse is named, as karpy's own errors name it (click's message does not)
         shown = f", not {given!r}" if given is not None and type(exc).__name__ == "BadParameter" else ""
-        typer.echo(f"error: {message()}{shown}", err=True)
+        typer.echo(visible(f"error: {message()}{shown}"), err=True)
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
         _leave_now(signal.SIGINT, None)

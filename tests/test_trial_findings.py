@@ -384,6 +384,9 @@ spec:
     ("apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n", "apiVersion",
      'no matches for kind "Deployment" in version "extensions/v1beta1" (Kubernetes 1.22 removed extensions/v1beta1); '
      "Deployment is served as apps/v1"),
+    # a kind no built-in version serves: the kind is what to change, not the apiVersion
+    ("apiVersion: apps/v1\nkind: !foo 12\nmetadata: {name: x}\n", "kind",
+     'no matches for kind "12" in version "apps/v1"'),
     # apiserver: spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"
     (JOB.format(policy=""), "spec", 'template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"'),
     (JOB.format(policy="      restartPolicy: Always\n"), "spec",

@@ -78,7 +78,9 @@ def builtin_kind_problem(api_version: str, kind: str) -> str | None:
     the pair is served, or the apiVersion is not one of the built-in versions listed here.
 
     Returns:
-        One line: kubectl's words, then the apiVersion(s) that do serve ``kind`` if any.
+        One line, starting with the field to change: ``apiVersion:`` when another built-in version
+        serves ``kind`` or the version was removed, else ``kind:``; then kubectl's words, then the
+        apiVersion(s) that do serve ``kind`` if any.
     """
     removed = REMOVED_VERSIONS.get(api_version)
     served = BUILTIN_KINDS.get(api_version)
@@ -87,4 +89,6 @@ def builtin_kind_problem(api_version: str, kind: str) -> str | None:
     line = f'no matches for kind "{kind}" in version "{api_version}"'
     line += f" (Kubernetes {removed} removed {api_version})" if removed else ""
     instead = sorted(gv for gv, kinds in BUILTIN_KINDS.items() if kind in kinds)
-    return f"{line}; {kind} is served as {' or '.join(instead)}" if instead else line
+    if instead:
+        return f"apiVersion: {line}; {kind} is served as {' or '.join(instead)}"
+    return f"{'apiVersion' if removed else 'kind'}: {line}"

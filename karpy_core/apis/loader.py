@@ -1032,7 +1032,7 @@ class _Builder:
                 return mistyped
             unserved = builtin_kind_problem(api_version, kind)
             if unserved is not None:  # kubectl refuses it before sending: "no matches for kind"
-                self.problems.append(f"{where} {label}: apiVersion: {unserved}")
+                self.problems.append(f"{where} {label}: {unserved}")
                 return mistyped
             plugin = _PLUGIN_OF_GROUP.get(group)
             if plugin is not None and kind.endswith("NodeClass"):
