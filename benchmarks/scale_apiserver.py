@@ -392,7 +392,7 @@ def audit_counts(path: Path, offset: int) -> tuple[Counter[str], int]:
     return counts, offset + end
 
 
-AUDIT_POLICY = {
+AUDIT_POLICY: dict[str, Any] = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived", "ResponseStarted"],
     "rules": [{"level": "Metadata", "users": [CONTROLLER_USER]},
               {"level": "Request", "verbs": ["create", "patch", "update"],
