@@ -50,7 +50,14 @@ timeouts and failed validations (``karpenter_voluntary_disruption_consolidation_
 resetting it through ``/proc/<pid>/clear_refs`` at the phase start) and its CPU seconds
 (``/proc/<pid>/stat``), and the API requests it made by verb. The controller authenticates as
 the ServiceAccount ``default/autoscaler`` (cluster-admin), and kube-apiserver's audit policy logs
-that user's requests only, at the Metadata level, so the counts are the controller's alone.
+that user's requests at the Metadata level, so the counts are the controller's alone (they are
+counted by user). It also logs everyone else's pod binds and pod status writes at the Request level
+(the dev cluster's components share one admin user: the binds are kube-scheduler's, the status
+writes kube-scheduler's and kwok's): with ``--keep-logs`` kube-scheduler's go to
+``<system>-kube-scheduler.jsonl`` beside the controller's log, one
+line per bind (``pod``, ``node``) or per pod marked Unschedulable (``pod``, ``message``: the
+plugins' reasons), each with its time (:func:`scheduling_trace`), to trace where the pods a
+disruption moved went and why some stayed pending.
 
 Both systems' timelines (USD/hour and nodes, sampled every ``--interval`` seconds) go to
 ``--json`` and to one chart, ``--plot`` (matplotlib, from the ``sim`` extra).
@@ -385,10 +392,45 @@ def audit_counts(path: Path, offset: int) -> tuple[Counter[str], int]:
     return counts, offset + end
 
 
-AUDIT_POLICY = {
+AUDIT_POLICY: dict[str, Any] = {
     "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived", "ResponseStarted"],
-    "rules": [{"level": "Metadata", "users": [CONTROLLER_USER]}, {"level": "None"}],
+    "rules": [{"level": "Metadata", "users": [CONTROLLER_USER]},
+              {"level": "Request", "verbs": ["create", "patch", "update"],
+               "resources": [{"group": "", "resources": ["pods/binding", "pods/status"]}]},
+              {"level": "None"}],
 }
+
+
+def scheduling_trace(path: Path) -> list[dict[str, Any]]:
+    """kube-scheduler's binds and Unschedulable marks from kube-apiserver's audit log (the
+    Request-level events of :data:`AUDIT_POLICY`), in log order: ``{"time", "pod", "node"}`` for a
+    bind (``create pods/binding``), ``{"time", "pod", "message"}`` for a status write that sets
+    ``PodScheduled=False`` (kube-scheduler's ``0/N nodes are available: ...``). ``pod`` is
+    ``namespace/name``; ``time`` the event's ``stageTimestamp`` (RFC 3339). Lines that are not
+    JSON, the controller's events and writes without that condition (kwok's) are skipped; a
+    missing file gives an empty list."""
+    out: list[dict[str, Any]] = []
+    if not path.exists():
+        return out
+    with path.open("rb") as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("user", {}).get("username") == CONTROLLER_USER or ev.get("level") != "Request":
+                continue
+            ref = ev.get("objectRef") or {}
+            pod = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
+            body = ev.get("requestObject") or {}
+            when = ev.get("stageTimestamp", "")
+            if ref.get("subresource") == "binding":
+                out.append({"time": when, "pod": pod, "node": (body.get("target") or {}).get("name", "")})
+            elif ref.get("subresource") == "status":
+                for cond in (body.get("status") or {}).get("conditions") or ():
+                    if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                        out.append({"time": when, "pod": pod, "message": cond.get("message", "")})
+    return out
 
 
 class Process:
@@ -821,6 +863,8 @@ async def run_system(system: str, args: argparse.Namespace) -> dict[str, Any]:
                         dest = Path(args.keep_logs) / f"{system}.log"
                         dest.parent.mkdir(parents=True, exist_ok=True)
                         dest.write_text(ctl.log())
+                        trace = Path(args.keep_logs) / f"{system}-kube-scheduler.jsonl"
+                        trace.write_text("".join(json.dumps(e) + "\n" for e in scheduling_trace(audit_path)))
                 await kube.close()
 
 
@@ -900,7 +944,8 @@ def main() -> None:
     parser.add_argument("--controller-repo", type=Path, default=None, help="run karpy from this checkout")
     parser.add_argument("--json", type=Path, default=None, help="write the results and timelines here")
     parser.add_argument("--plot", type=Path, default=None, help="write the USD/hour and nodes chart here (PNG)")
-    parser.add_argument("--keep-logs", default=None, help="copy each controller's log into this directory")
+    parser.add_argument("--keep-logs", default=None, help="copy each controller's log, and kube-scheduler's binds and "
+                        "Unschedulable marks (<system>-kube-scheduler.jsonl), into this directory")
     parser.add_argument("--combine", type=Path, nargs="+", default=None,
                         help="run nothing: print the table of these --json files together (and --plot them on one chart)")
     args = parser.parse_args()
