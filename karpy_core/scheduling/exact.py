@@ -425,4 +425,6 @@ def _open(run: SchedulingRun, members: list[tuple[int, list[PodInfo]]], table: T
             aim = target if claim.table is table and claim.mask[target] else None
             added = add_identical(run, claim, rest, vec, target=aim) if vec is not None else 0
             refused.extend(rest[added:])
+    if claim is not None:  # a limited NodePool keeps room for the next claims (issue 35)
+        run.release_finished(claim, target if claim.table is table else None)
     return refused

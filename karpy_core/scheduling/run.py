@@ -943,24 +943,54 @@ class SchedulingRun:
 
     def release_above(self, claim: ClaimState, target: int) -> None:
         """Where the claim's NodePool has limits: drop the claim's types larger than type
-        ``target`` (row of its table) in a limited resource, and count only what is left against
-        the limits. A claim reserves its largest type's capacity (Karpenter's rule); once the
-        packer sized it for ``target``, holding the rest kept the NodePool's limit for types the
-        claim will not launch, and the next pods went to a lower-weight NodePool (a 24-cpu limit
-        held by a claim sized at 4 cpu). The claim keeps every type up to ``target``'s size."""
+        ``target`` (row of its table, one that holds the claim's pods) in a limited resource, and
+        count only what is left against the limits. A claim reserves its largest type's capacity
+        (Karpenter's rule); once a packer sized it for ``target``, holding the rest kept the
+        NodePool's limit for types the claim will not launch, and the next claims saw a limit far
+        from reached as used up (a 24-cpu limit held by a claim sized at 4 cpu; 200 cpu held by
+        three one-pod claims, each reserving the 64-cpu type it could have launched). The claim
+        keeps every type up to ``target``'s size, and where that leaves fewer distinct values than
+        a ``minValues`` the claim met, the next larger types too (by their largest ratio to
+        ``target`` over the limited resources) until it is met again (Karpenter keeps the minimum).
+        A no-op without limits, when ``target`` is not among the claim's types, or when nothing
+        would be dropped."""
         rem = self.remaining[claim.table.template.name]
-        if rem is None:
+        if rem is None or not claim.mask[target]:
             return
         table = claim.table
         cols = [table.index[r] for r in rem if r != "nodes" and r in table.index]
         if not cols:
             return
-        mask = claim.mask & (table.capacity[:, cols] <= table.capacity[target, cols]).all(axis=1)
-        if not mask[target] or mask.sum() == claim.mask.sum():
+        cap = table.capacity[:, cols].astype(np.float64)
+        base = cap[target]
+        # how many times target's size each type is, in its most limited resource (<= 1: no
+        # larger; inf: has some of a limited resource target has none of)
+        ratio = np.where(base > 0, cap / np.where(base > 0, base, 1.0), np.where(cap > 0, np.inf, 0.0)).max(axis=1)
+        mask = claim.mask & (ratio <= 1.0)
+        if table.min_values_problem(mask, claim.requirements) is not None and \
+                table.min_values_problem(claim.mask, claim.requirements) is None:
+            for step in np.unique(ratio[claim.mask & (ratio > 1.0)]):
+                mask = claim.mask & (ratio <= step)
+                if table.min_values_problem(mask, claim.requirements) is None:
+                    break
+        if mask.sum() == claim.mask.sum():
             return
         claim.mask = mask
         self.reserve(claim, mask)
         self.room_changed(claim)
+
+    def release_finished(self, claim: ClaimState, target: int | None = None) -> None:
+        """:meth:`release_above` for a claim a packer has finished: to ``target`` while the claim
+        still has that type, else to its cheapest type (price, then name), the one it launches."""
+        if self.remaining[claim.table.template.name] is None:
+            return
+        if target is None or not claim.mask[target]:
+            prices = np.where(claim.mask, claim.table.cheapest_prices(claim.requirements), np.inf)
+            finite = np.flatnonzero(np.isfinite(prices))
+            if finite.size == 0:
+                return
+            target = int(finite[np.lexsort((claim.table.name_rank[finite], prices[finite]))[0]])
+        self.release_above(claim, target)
 
     # ---- alternatives -------------------------------------------------------------------
     def checkpoint(self) -> tuple[Any, ...]:

@@ -408,6 +408,7 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
             if bound is not None:
                 bound[:] = [float(demand @ w) + (bound[0] if bound else 0.0)] if len(weights) == 1 else []
         excluded: set[tuple[Any, ...]] = set()
+        sized: int | None = None  # the type the claim was filled towards
         while True:
             cand = np.flatnonzero(claim.mask & np.isfinite(all_prices))
             if cand.size == 0:
@@ -493,6 +494,9 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
                 if not progressed:
                     break
                 continue
-            run.release_above(claim, target)  # a limited NodePool keeps room for its next claims
+            sized = target
             break
+        # a limited NodePool keeps room for its next claims: the claim reserves only up to the
+        # type it was filled towards, or its cheapest type when no pod joined its seed (issue 35)
+        run.release_finished(claim, sized)
     return failed

@@ -602,3 +602,51 @@ def test_a_limited_preferred_nodepool_gets_the_pods_it_saves_most_on():
     assert cost(res) == 0.56 and not res.errors
     where = {p.name: c.nodepool for c in res.new_claims for p in c.pods}
     assert where == {"mem0": "general", "mem1": "general", "mem2": "general", "mem3": "general", "cpu": "compute"}
+
+
+# issue 35 (trial 14): a limit far from reached changed the plan. tiny (2 cpu, 0.10 USD/h) holds one
+# 1.5-cpu pod; huge (32 cpu, 1.60) holds 21. Ten such pods: 10 tiny (1.00) by cost, one huge (1.60)
+# by Karpenter's sizes. A claim reserves its largest type against the limit until it is released
+# to the size it launches; one-pod claims never were, so limits.cpu 100 (6.7x the 15 cpu needed)
+# was used up by three claims reserving 32 each, the sized plans left pods pending, and the
+# Karpenter-sized plan won - for every NodePool's pods of the batch.
+FAR = [make_type("tiny", 2, 4, price=0.10), make_type("huge", 32, 64, price=1.60)]
+
+
+def _layout(res) -> list[tuple[str, str, int]]:
+    return sorted((c.nodepool, c.instance_types[0].name, len(c.pods)) for c in res.new_claims)
+
+
+def test_a_limit_far_from_reached_changes_nothing():
+    pods = [pod(f"p{i}", "1500m", "1Gi") for i in range(10)]
+    free = solve([nodepool()], pods, catalog=FAR)
+    assert not free.errors and _layout(free) == [("default", "tiny", 1)] * 10 and cost(free) == 1.0
+    limited = solve([nodepool(limits={"cpu": "100"})], pods, catalog=FAR)
+    assert not limited.errors and _layout(limited) == _layout(free)
+    assert_valid(limited)
+    # reserved (largest kept type per claim) stays within the limit: each claim keeps only tiny
+    assert all([t.name for t in c.instance_types] == ["tiny"] for c in limited.new_claims)
+
+
+def test_a_limit_far_from_reached_leaves_another_nodepool_alone():
+    # "batch" has no limits and its own pods (nodeSelector); it shares the batch with "default"
+    batch = nodepool("batch", taints=[{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
+    tol = [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]
+    pods = ([pod(f"web{i}", "1500m", "1Gi") for i in range(10)]
+            + [pod(f"b{i}", "1500m", "1Gi", node_selector={"karpenter.sh/nodepool": "batch"}, tolerations=tol) for i in range(4)])
+    free = solve([nodepool(), batch], pods, catalog=FAR)
+    assert _layout(free) == [("batch", "tiny", 1)] * 4 + [("default", "tiny", 1)] * 10
+    limited = solve([nodepool(limits={"cpu": "100", "memory": "400Gi"}), batch], pods, catalog=FAR)
+    assert not limited.errors and _layout(limited) == _layout(free)
+
+
+def test_a_released_claim_keeps_its_min_values():
+    """Releasing a claim to the type it was sized for must not leave fewer instance types than a
+    minValues asks: mid (4 cpu) is kept beside tiny, huge (32) is not reserved."""
+    catalog = [make_type("tiny", 2, 4, price=0.10), make_type("mid", 4, 8, price=0.30), make_type("huge", 32, 64, price=1.60)]
+    mv = [{"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 2}]
+    for pods in ([pod(f"p{i}", "1500m", "1Gi") for i in range(10)],  # one pod per claim
+                 [pod(f"p{i}", "1", "1Gi") for i in range(10)]):  # two per claim
+        res = solve([nodepool(limits={"cpu": "100"}, requirements=mv)], pods, catalog=catalog)
+        assert not res.errors and {c.instance_types[0].name for c in res.new_claims} == {"tiny"}
+        assert all([t.name for t in c.instance_types] == ["tiny", "mid"] and not c.min_values_relaxed for c in res.new_claims)
