@@ -1,0 +1,142 @@
+"""New-user trial 14 findings 2-7 (issue 35, fix14b): an in-tree NodeClass read without its plugin
+is still type-checked against its CRD's schema and the simulated cloud reads a malformed one
+safely; an unrelated broken ``karpy.apis`` entry point does not stop ``karpy simulate``; a
+Scenario's NodeClass applied at an earlier step is found; a patch moving a NodePool to static
+mode names the CRD's transition rule; the conformance kit and ``simulate`` agree on an instance
+type without offerings; ``--explain-node`` and the report's pod counts read right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from karpy_core.apis.loader import load_text
+from karpy_core.apis.registry import kind_registry
+from karpy_core.apis.structural import TYPES_FILE, render
+from karpy_core.cloudprovider.simulated import nodeclass_settings
+from karpy_core.errors import ManifestError
+
+REPO = Path(__file__).resolve().parents[1]
+
+# karpy's CLI in a child process with both cloud plugins' entry points hidden (as after
+# `pip install -e '.[sim]'`), and with `--broken` first, one more karpy.apis entry point whose
+# module does not exist (trial 14's karpy-broken)
+NO_PLUGINS = """
+import importlib.metadata as md, sys
+real = md.entry_points
+PLUGINS = {"karpy-aws", "karpy-kakaocloud", "karpy_aws", "karpy_kakaocloud"}
+BROKEN = sys.argv[1:2] == ["--broken"]
+def entry_points(**kw):
+    found = real(**kw)
+    if kw.get("group") in ("karpy.apis", "karpy.cloudprovider"):
+        found = [ep for ep in found if ep.dist is None or ep.dist.name not in PLUGINS]
+        if BROKEN and kw.get("group") == "karpy.apis":
+            found = [*found, md.EntryPoint("broken", "karpy_broken_absent.apis:api_kinds", "karpy.apis")]
+    return found
+md.entry_points = entry_points
+if BROKEN:
+    del sys.argv[1]
+from karpy_core.cli import main
+sys.argv = ["karpy", *sys.argv[1:]]
+main()
+"""
+
+
+def _karpy(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", NO_PLUGINS, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+NODEPOOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general-purpose}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+"""
+INFLATE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inflate}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: inflate}}
+  template:
+    metadata: {labels: {app: inflate}}
+    spec:
+      containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def _ec2nodeclass(spec: str) -> str:
+    return f"apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {{name: default}}\nspec: {spec}\n"
+
+
+def _without_aws() -> dict:
+    return {key: cls for key, cls in kind_registry().items() if not key[0].startswith(("karpenter.k8s.aws/", "karpenter.kakaocloud.com/"))}
+
+
+# --------------------------------------------------------------------------- finding 2
+
+
+@pytest.mark.parametrize("spec", ["abc", "5", "[]", "{amiSelectorTerms: x}", "{amiSelectorTerms: [7], kubelet: abc}",
+                                  "{amiFamily: [AL2], kubelet: {maxPods: [1]}}"])
+def test_the_simulated_cloud_reads_a_malformed_nodeclass_safely(spec: str) -> None:
+    """``spec: abc`` made karpy_get_instance_types raise AttributeError (trial 14); what cannot be
+    read is left out."""
+    import yaml
+
+    assert nodeclass_settings(yaml.safe_load(_ec2nodeclass(spec))) == {}
+
+
+@pytest.mark.parametrize(("spec", "line"), [
+    ("abc", "spec: must be a mapping; got 'abc'"),
+    ("5", "spec: must be a mapping; got the number 5"),
+    ("[]", "spec: must be a mapping; got a list"),
+    ("{amiSelectorTerms: x}", "spec.amiSelectorTerms: must be a list; got 'x'"),
+    ("{subnetSelectorTerms: 5}", "spec.subnetSelectorTerms: must be a list; got the number 5"),
+    ("{tags: [1, 2]}", "spec.tags: must be a mapping; got a list"),
+    ("{kubelet: abc}", "spec.kubelet: must be a mapping; got 'abc'"),
+    ("{blockDeviceMappings: [7]}", "spec.blockDeviceMappings[0]: must be a mapping; got the number 7"),
+    ("{kubelet: {maxPods: ten}}", "spec.kubelet.maxPods: must be an integer; got 'ten'"),
+    ("{tags: {team: 5}}", "spec.tags.team: must be a string; got the number 5"),
+])
+def test_an_unvalidated_nodeclass_of_the_wrong_shape_is_refused(spec: str, line: str) -> None:
+    """Without karpy-aws the EC2NodeClass is 'not validated', but its JSON types are checked
+    against the CRD's schema as kube-apiserver checks them, one line naming the field."""
+    with pytest.raises(ManifestError) as caught:
+        load_text(NODEPOOL + "---\n" + _ec2nodeclass(spec), "in.yaml", registry=_without_aws())
+    assert caught.value.problems == [f"in.yaml doc 2 EC2NodeClass/default: {line}"]
+
+
+def test_a_well_typed_unvalidated_nodeclass_still_loads() -> None:
+    spec = "{amiSelectorTerms: [{alias: al2023@latest}], role: r, tags: {a: b}, kubelet: {maxPods: 20}, metadataOptions: {httpPutResponseHopLimit: 2}}"
+    loaded = load_text(NODEPOOL + "---\n" + _ec2nodeclass(spec), "in.yaml", registry=_without_aws())
+    assert [o.kind for o in loaded.other] == ["EC2NodeClass"]
+    assert any("not validated: its plugin, karpy-aws" in w for w in loaded.warnings)
+
+
+def test_the_shipped_nodeclass_types_match_the_crds() -> None:
+    """``karpy_core/data/nodeclass-types.json`` is what ``python -m karpy_core.apis.structural``
+    writes from ``crds/`` (regenerate after ``python -m karpy_core.apis.crds``)."""
+    shipped = (REPO / "karpy_core" / "data" / TYPES_FILE).read_text(encoding="utf-8")
+    assert shipped == render(REPO / "crds")
+    assert {"karpenter.k8s.aws/v1 EC2NodeClass", "karpenter.kakaocloud.com/v1alpha1 KCNodeClass"} <= set(json.loads(shipped))
+
+
+@pytest.mark.parametrize("command", ["validate", "simulate"])
+def test_validate_and_simulate_refuse_the_trial_repro_alike(tmp_path: Path, command: str) -> None:
+    """Trial 14: validate said 'valid', simulate failed with the plugin's AttributeError."""
+    (tmp_path / "in.yaml").write_text(NODEPOOL + "---\n" + _ec2nodeclass("abc") + "---\n" + INFLATE)
+    done = _karpy(command, "in.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "in.yaml doc 2 EC2NodeClass/default: spec: must be a mapping; got 'abc'" in done.stderr
+    assert "AttributeError" not in done.stderr and "Traceback" not in done.stderr
