@@ -164,3 +164,37 @@ def test_validate_does_not_guess_an_in_tree_nodeclass_is_the_broken_plugins() ->
     assert done.returncode == 0, done.stderr
     assert "may be its kinds" not in done.stdout + done.stderr
     assert "not validated: its plugin, karpy-aws (providers/aws), is not installed" in done.stdout + done.stderr
+
+
+# --------------------------------------------------------------------------- findings 4 and 5
+
+EC2NODECLASS = _ec2nodeclass("{role: r, amiSelectorTerms: [{alias: al2023@latest}], subnetSelectorTerms: [{id: subnet-1}], "
+                             "securityGroupSelectorTerms: [{id: sg-1}]}")
+DYNAMIC_WITH_WEIGHT = NODEPOOL.replace("metadata: {name: general-purpose}\nspec:\n", "metadata: {name: weighted}\nspec:\n  weight: 10\n")
+
+
+def _scenario_file(tmp_path: Path, steps: str) -> Path:
+    (tmp_path / "class.yaml").write_text(EC2NODECLASS)
+    (tmp_path / "pool.yaml").write_text(NODEPOOL)
+    (tmp_path / "weighted.yaml").write_text(DYNAMIC_WITH_WEIGHT)
+    path = tmp_path / "s.yaml"
+    path.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nuntil: 1h\nsteps:\n" + steps)
+    return path
+
+
+def test_a_nodeclass_applied_at_an_earlier_step_is_found(tmp_path: Path) -> None:
+    """Trial 14: 'nodeClassRef names karpenter.k8s.aws EC2NodeClass/default, which is not among the
+    loaded manifests' for a NodePool applied after the step applying that EC2NodeClass."""
+    from karpy_core.sim.scenario import load_scenario
+
+    scenario = load_scenario(_scenario_file(tmp_path, "  - {at: 0s, apply: class.yaml}\n  - {at: 0s, apply: pool.yaml}\n"))
+    assert not [w for w in scenario.warnings if "not among the loaded manifests" in w]
+
+
+def test_a_nodeclass_applied_later_is_still_missing_when_the_nodepool_is_applied(tmp_path: Path) -> None:
+    from karpy_core.sim.scenario import load_scenario
+
+    scenario = load_scenario(_scenario_file(tmp_path, "  - {at: 0s, apply: pool.yaml}\n  - {at: 10m, apply: class.yaml}\n"))
+    assert [w.rpartition(": ")[2] for w in scenario.warnings if "not among the loaded manifests" in w] == [
+        "spec.template.spec.nodeClassRef names karpenter.k8s.aws EC2NodeClass/default, which is not among the loaded manifests"]
+
