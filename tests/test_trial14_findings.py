@@ -198,3 +198,20 @@ def test_a_nodeclass_applied_later_is_still_missing_when_the_nodepool_is_applied
     assert [w.rpartition(": ")[2] for w in scenario.warnings if "not among the loaded manifests" in w] == [
         "spec.template.spec.nodeClassRef names karpenter.k8s.aws EC2NodeClass/default, which is not among the loaded manifests"]
 
+
+
+def test_a_patch_making_a_weighted_nodepool_static_names_the_transition_rule_first(tmp_path: Path) -> None:
+    """Trial 14: only the weight rule was reported; kube-apiserver lists every failing rule of the
+    CRD's spec, the transition rule first (Karpenter's nodepool.go order)."""
+    from karpy_core.sim.scenario import load_scenario
+
+    path = _scenario_file(tmp_path, "  - {at: 0s, apply: [class.yaml, weighted.yaml]}\n"
+                                    "  - {at: 10m, patch: {kind: NodePool, name: weighted, patch: {spec: {replicas: 2}}}}\n")
+    with pytest.raises(ManifestError) as caught:
+        load_scenario(path)
+    assert caught.value.problems == [
+        f"{path}: steps[1].patch: NodePool weighted: Cannot transition NodePool between static (replicas set) and dynamic "
+        "(replicas unset) provisioning modes",
+        f"{path}: steps[1].patch: the patched NodePool would be invalid: NodePool/weighted: spec: 'weight' is not supported "
+        "on static NodePools",
+    ]

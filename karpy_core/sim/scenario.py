@@ -260,9 +260,17 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                 _check_exists(key, known, gone, step)
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
-                    _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
-                    if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
-                        raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[2]}: {_STATIC_TRANSITION}"])
+                    # the transition rule is one of the CRD's rules on spec, listed first as the API
+                    # server lists every failing rule of an update: a patch adding replicas to a
+                    # NodePool with weight breaks both (trial 14)
+                    moved = [f"{p}: steps[{step.index}].patch: NodePool {key[2]}: {_STATIC_TRANSITION}"] \
+                        if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched) else []
+                    try:
+                        _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
+                    except ManifestError as exc:
+                        raise ManifestError([*moved, *exc.problems]) from exc
+                    if moved:
+                        raise ManifestError(moved)
                     known[key] = patched
                     touched.append(key)
             elif step.action == "scale" and "nodepool" not in step.body:
