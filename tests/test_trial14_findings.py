@@ -215,3 +215,35 @@ def test_a_patch_making_a_weighted_nodepool_static_names_the_transition_rule_fir
         f"{path}: steps[1].patch: the patched NodePool would be invalid: NodePool/weighted: spec: 'weight' is not supported "
         "on static NodePools",
     ]
+
+
+# --------------------------------------------------------------------------- finding 7
+
+
+def test_explain_node_says_a_dearer_replacement_would_cost_more() -> None:
+    """Trial 14: ``[repack-consolidation] keep: would save -0.0204 USD/h, below the threshold``."""
+    from karpy_core.controllers.disruption.methods.repack import RepackOutcome
+
+    dearer = RepackOutcome(group=(), problem=None, price=0.1, required=0.01, min_savings=0.1, replacement_price=0.1204)
+    assert dearer.threshold_text() == "would cost 0.0204 USD/h more, so it saves nothing (threshold 0.1 x 0.1000 = 0.0100 USD/h)"
+    same = RepackOutcome(group=(), problem=None, price=0.1, required=0.01, min_savings=0.1, replacement_price=0.1 + 1e-12)
+    assert same.threshold_text() == "would save 0.0000 USD/h, below the threshold (0.1 x 0.1000 = 0.0100 USD/h)"
+    cheaper = RepackOutcome(group=(), problem=None, price=0.4, required=0.12, min_savings=0.3, replacement_price=0.3)
+    assert cheaper.threshold_text() == "would save 0.1000 USD/h, below the threshold (0.3 x 0.4000 = 0.1200 USD/h)"
+
+
+def test_the_report_writes_counts_with_thousands_separators() -> None:
+    """Trial 14: the report wrote ``20000 pods`` where the progress and errors write ``20,000``."""
+    from karpy_core.sim.optimum import Reference
+    from karpy_core.sim.report import PodReport, SimulationReport, render_text
+
+    pods = [PodReport("default", f"p{i}", None if i < 1500 else "n", "pending" if i < 1500 else None) for i in range(20_000)]
+    report = SimulationReport(provider={"inputs": "in.yaml"}, nodes=[], pods=pods, events=[],
+                              workloads=[{"kind": "Deployment", "namespace": "default", "name": "inflate", "pods": 20_000}],
+                              reference=Reference("lower bound", 700.0, {"c6a.large": 1_200}, 20_000, 1_001, note="LP bound"))
+    lines = render_text(report).splitlines()
+    assert "simulated: 20,000 pods from 1 workload (in.yaml)" in lines
+    assert "  1 Deployment: inflate x20,000" in lines
+    assert "pods: 18,500 bound, 1,500 pending" in lines
+    assert any(line.startswith("lower bound: 700.0000 USD/hour for the 20,000 pods on launched nodes (1,200 x c6a.large) "
+                               "(1,001 pods fit no instance type, left out)") for line in lines)
