@@ -247,3 +247,54 @@ def test_the_report_writes_counts_with_thousands_separators() -> None:
     assert "pods: 18,500 bound, 1,500 pending" in lines
     assert any(line.startswith("lower bound: 700.0000 USD/hour for the 20,000 pods on launched nodes (1,200 x c6a.large) "
                                "(1,001 pods fit no instance type, left out)") for line in lines)
+
+
+# --------------------------------------------------------------------------- finding 6
+
+
+def test_simulate_warns_about_an_instance_type_without_offerings_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Trial 14: the conformance kit fails 'odd.ghost' without offerings while ``karpy simulate``
+    accepted it silently; the run now says so in one warning line naming the plugin and the type
+    (Karpenter skips such a type, so it is not an error)."""
+    import dataclasses
+    import logging
+
+    from karpy_core.cloudprovider.calls import check_instance_types, instance_type_problem
+    from tests.scheduling.helpers import make_type
+
+    ghost = dataclasses.replace(make_type("odd.ghost", 2, 4), offerings=[])
+    fine = make_type("odd.small", 2, 4)
+    assert instance_type_problem([ghost, fine]) == ""  # not an error: the kit's own assertion stays
+    with caplog.at_level(logging.WARNING, logger="karpy.cloudprovider"):
+        check_instance_types("oddcloud-trial14", [fine, ghost])
+        check_instance_types("oddcloud-trial14", [ghost, fine])  # the next pass: not said again
+    assert [r.getMessage() for r in caplog.records] == [
+        "cloud provider plugin 'oddcloud-trial14': karpy_get_instance_types returned instance type 'odd.ghost' without "
+        "offerings: nothing can launch it (list unavailable ones with available=False; the conformance kit fails it)"]
+
+
+def test_karpy_simulate_prints_the_no_offerings_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through ``karpy simulate --cloud-provider`` with a plugin one of whose types has no
+    offerings: exit 0, one ``warning:`` line on stderr naming it."""
+    import dataclasses
+
+    from karpy_core.cloudprovider import hookimpl
+    from tests.cli import invoke_cli
+    from tests.plugins import brokenplugin
+
+    brokenplugin.register(monkeypatch)
+    real = brokenplugin.BrokenProvider.karpy_get_instance_types
+    ghosts: dict[str, object] = {}
+
+    async def with_a_ghost(self, nodepool):
+        types = await real(self, nodepool)
+        ghost = ghosts.setdefault("it", dataclasses.replace(types[0], name="odd.ghost", offerings=[]))
+        return [*types, ghost]
+
+    monkeypatch.setattr(brokenplugin.BrokenProvider, "karpy_get_instance_types", hookimpl(with_a_ghost))
+    result = invoke_cli("simulate", "--cloud-provider", "broken", "examples/nodepools/general-purpose.yaml",
+                        "examples/workloads/inflate.yaml")
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.stderr.splitlines() if "odd.ghost" in line] == [
+        "warning: cloud provider plugin 'broken': karpy_get_instance_types returned instance type 'odd.ghost' without "
+        "offerings: nothing can launch it (list unavailable ones with available=False; the conformance kit fails it)"]
