@@ -579,15 +579,17 @@ def _check_node_class_models(provider: Any) -> None:
     if not missing:
         return
     failed = failed_api_entries()
+    if not failed or provider.name == "simulated":
+        # karpy's own NodeClass groups are modelled by their own distributions (karpy-aws,
+        # karpy-kakaocloud): without one, the simulated provider reads that kind unvalidated (the
+        # README's first command, `pip install -e '.[sim]'`, installs neither); an unrelated
+        # entry point that failed to load is then only its warning line (docs/cloudprovider.md §2)
+        missing = [m for m in missing if m.partition(" ")[0] not in _PROVIDERS_OF_GROUP]
+        if not missing:
+            return
     if failed:
         raise CloudProviderError(f"cloud provider {provider.name!r} serves {', '.join(missing)}, which no karpy.apis entry point "
                                  f"modelled: {'; '.join(failed.values())}")
-    # karpy's own NodeClass groups are modelled by their own distributions (karpy-aws,
-    # karpy-kakaocloud): without one, the simulated provider reads that kind unvalidated (the
-    # README's first command, `pip install -e '.[sim]'`, installs neither)
-    missing = [m for m in missing if m.partition(" ")[0] not in _PROVIDERS_OF_GROUP]
-    if not missing:
-        return
     raise CloudProviderError(
         f"cloud provider {provider.name!r} serves NodeClass kind {', '.join(missing)} but registers no model for it: "
         f"its distribution needs an entry point in group karpy.apis returning the kind's pydantic model "

@@ -67,6 +67,7 @@ from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
 from karpy_core.apis.nodepool import NodePool
 from karpy_core.apis.registry import kind_registry
+from karpy_core.apis.structural import schema_for, type_problems
 from karpy_core.apis.workloads import (
     DaemonSet,
     Deployment,
@@ -1052,6 +1053,13 @@ class _Builder:
                     self._unvalidated_nodeclasses[identity] = line
                     self.result.unvalidated_warnings[self.result.unvalidated_warnings.index(earlier)] = line
                     self.result.warnings[self.result.warnings.index(earlier)] = line
+                # still checked as kube-apiserver would on apply: the JSON types of its CRD's schema
+                schema = schema_for(api_version, kind)
+                wrong = type_problems(data, schema) if schema is not None else []
+                if wrong:
+                    self.problems.extend(f"{where} {label}: {path}: must be {expected}; got {_show(value)}"
+                                         for path, expected, value in wrong)
+                    return mistyped
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
             self._add_passthrough(data, source, where, label)
@@ -1340,8 +1348,10 @@ def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:
     from karpy_core.apis.registry import failed_api_entries
 
     failed = failed_api_entries()
+    # karpy's own NodeClass groups are not a failed plugin's: their lines name their distribution
     custom = sorted({f"{o.api_version} {o.kind}" for o in other
-                     if "." in str(o.api_version).rpartition("/")[0] and not str(o.api_version).rpartition("/")[0].endswith("k8s.io")})
+                     if "." in (group := str(o.api_version).rpartition("/")[0])
+                     and not group.endswith("k8s.io") and group not in _PLUGIN_OF_GROUP})
     if not failed or not custom:
         return []
     return [f"{message}; objects of {', '.join(custom)} may be its kinds: not validated, not simulated"

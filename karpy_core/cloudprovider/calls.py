@@ -16,6 +16,7 @@ The facade composes them in one place (:func:`~karpy_core.cloudprovider.provider
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 import weakref
 from collections.abc import Mapping, Sequence
@@ -266,7 +267,10 @@ def instance_type_problem(types: Sequence[InstanceType]) -> str:
 
 def check_instance_types(plugin: str, types: Sequence[InstanceType]) -> None:
     """Nothing when :func:`instance_type_problem` finds nothing in ``karpy_get_instance_types``'s
-    answer ``types``.
+    answer ``types``. An instance type without offerings is one warning line per plugin and type
+    name (nothing can launch it; the conformance kit's ``test_instance_types_well_formed`` fails
+    it: a plugin lists unavailable offerings with ``available=False``), not an error: Karpenter
+    skips such a type.
 
     Raises:
         PluginHookError: one line naming the plugin, the hook and the offending instance type.
@@ -274,6 +278,17 @@ def check_instance_types(plugin: str, types: Sequence[InstanceType]) -> None:
     problem = instance_type_problem(types)
     if problem:
         raise PluginHookError(plugin, "karpy_get_instance_types", None, returned=problem)
+    for it in types:
+        if not it.offerings and (plugin, it.name) not in _NO_OFFERINGS:
+            _NO_OFFERINGS.add((plugin, it.name))
+            _log.warning(f"cloud provider plugin {plugin!r}: karpy_get_instance_types returned instance type {it.name!r} "
+                         "without offerings: nothing can launch it (list unavailable ones with available=False; the "
+                         "conformance kit fails it)")
+
+
+_NO_OFFERINGS: set[tuple[str, str]] = set()
+"""``(plugin, instance type)`` pairs already warned about (:func:`check_instance_types`)."""
+_log = logging.getLogger("karpy.cloudprovider")
 
 
 class PluginCalls:

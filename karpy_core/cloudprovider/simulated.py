@@ -144,12 +144,14 @@ def nodeclass_settings(obj: Mapping[str, Any]) -> dict[str, Any]:
     ``ami_family`` from ``spec.amiFamily`` or else the ``amiSelectorTerms`` alias (``al2023@latest``
     -> ``AL2023``), ``max_pods``/``pods_per_core`` from ``spec.kubelet.maxPods``/``podsPerCore``.
     Absent or malformed fields are left out (the API server's validation is not repeated here)."""
-    spec = obj.get("spec") or {}
+    found = obj.get("spec")
+    spec: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     out: dict[str, Any] = {}
     family = spec.get("amiFamily")
-    if family not in AMIFamily.ALL:
+    if not isinstance(family, str) or family not in AMIFamily.ALL:
         family = None
-        for term in spec.get("amiSelectorTerms") or []:
+        terms = spec.get("amiSelectorTerms")
+        for term in terms if isinstance(terms, list) else []:
             alias = term.get("alias") if isinstance(term, Mapping) else None
             if isinstance(alias, str):
                 family = AMIFamily.BY_ALIAS.get(alias.split("@", 1)[0])

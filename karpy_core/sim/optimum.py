@@ -1089,5 +1089,5 @@ def reference(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInfo], 
     # the MILP's dual bound at its time limit is left out: it depends on how far HiGHS got, and
     # the same input should print the same report; the cover and LP bounds do not
     bound = max(cover[0] if cover else 0.0, lp_bound(problem))
-    why = (f"optimum not proved within {time_limit:g} s" if n <= milp_pods else f"LP bound (over {milp_pods} pods)")
+    why = (f"optimum not proved within {time_limit:g} s" if n <= milp_pods else f"LP bound (over {milp_pods:,} pods)")
     return done("lower bound", bound, {}, why)

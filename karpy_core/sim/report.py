@@ -749,7 +749,7 @@ def _duration(seconds: float) -> str:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _simulated_lines(report: SimulationReport, *, max_items: int = 14) -> list[str]:
@@ -769,11 +769,11 @@ def _simulated_lines(report: SimulationReport, *, max_items: int = 14) -> list[s
     parts = []
     for kind, items in sorted(kinds.items(), key=lambda kv: -sum(w["pods"] for w in kv[1])):
         items = sorted(items, key=lambda w: (-w["pods"], w["name"]))
-        shown = ", ".join(f"{w['name'] or '(bare)'} x{w['pods']}" for w in items[:max_items])
+        shown = ", ".join(f"{w['name'] or '(bare)'} x{w['pods']:,}" for w in items[:max_items])
         more = f", +{len(items) - max_items} more" if len(items) > max_items else ""
         parts.append(f"{_plural(len(items), kind)}: {shown}{more}")
     if report.daemonsets:  # not workloads of their own: the overhead every node they run on carries
-        shown = ", ".join(f"{d['name']} ({', '.join(f'{r} {q}' for r, q in d['requests'].items()) or 'no requests'}) x{d['pods']}"
+        shown = ", ".join(f"{d['name']} ({', '.join(f'{r} {q}' for r, q in d['requests'].items()) or 'no requests'}) x{d['pods']:,}"
                           for d in report.daemonsets[:max_items])
         more = f", +{len(report.daemonsets) - max_items} more" if len(report.daemonsets) > max_items else ""
         parts.append(f"{_plural(len(report.daemonsets), 'DaemonSet')} (overhead on every node they run on): {shown}{more}")
@@ -790,9 +790,9 @@ def _reference_line(report: SimulationReport) -> str | None:
         return f"optimum: not computed: {ref.note}"
     cost = report.cost_per_hour
     gap = ref.gap(cost) or 0.0
-    what = ", ".join(f"{n} x {t}" for t, n in ref.plan.items()) if ref.plan else ref.note
-    left = f" ({ref.unplaceable} pods fit no instance type, left out)" if ref.unplaceable else ""
-    head = f"{ref.status}: {ref.value:.4f} USD/hour for the {ref.pods} pod{'' if ref.pods == 1 else 's'} on launched nodes"
+    what = ", ".join(f"{n:,} x {t}" for t, n in ref.plan.items()) if ref.plan else ref.note
+    left = f" ({ref.unplaceable:,} pods fit no instance type, left out)" if ref.unplaceable else ""
+    head = f"{ref.status}: {ref.value:.4f} USD/hour for the {_plural(ref.pods, 'pod')} on launched nodes"
     if what:
         head += f" ({what})"
     if abs(gap) < 1e-6:
@@ -839,7 +839,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
         *incomplete,
         f"  disruptions:    {dis}",
         f"  undone:         {undone} (a node launched for the pods a consolidation moved)",
-        f"  pending pods:   peak {d.peak_pending_pods}" + (f" at {_duration(d.peak_pending_t)}" if d.peak_pending_pods else ""),
+        f"  pending pods:   peak {d.peak_pending_pods:,}" + (f" at {_duration(d.peak_pending_t)}" if d.peak_pending_pods else ""),
     ]
 
 
@@ -894,13 +894,13 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     lines.append("")
     noun = "node" if s["nodes"] == 1 else "nodes"
     lines.append(
-        f"total: {s['nodes']} {noun} ({s['nodes_launched']} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
+        f"total: {s['nodes']:,} {noun} ({s['nodes_launched']:,} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
         f"(~{s['cost_per_hour'] * HOURS_PER_MONTH:.2f} USD/month at {HOURS_PER_MONTH} h)"
     )
     ref = _reference_line(report)
     if ref:
         lines.append(ref)
-    lines.append(f"pods: {s['pods_bound']} bound, {s['pods_pending']} pending")
+    lines.append(f"pods: {s['pods_bound']:,} bound, {s['pods_pending']:,} pending")
     pending = [p for p in report.pods if not p.node]
     if pending:
         lines.append("")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 import yaml
 
 from karpy_core.apis.durations import parse_duration
-from karpy_core.apis.loader import read_utf8, safe_load_all
+from karpy_core.apis.loader import _short, read_utf8, safe_load_all
 from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
 from karpy_core.featuregates import FeatureGates, gates_from
@@ -248,18 +249,28 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
         touched: list[ObjectKey] = []
         try:
             if step.action == "apply":
+                noted = len(scenario.warnings)
                 for obj in _load_objects(scenario, step):
                     meta = obj.get("metadata") or {}
                     touched.append(object_key(obj.get("kind", ""), meta.get("name", ""), meta.get("namespace")))
                     known[touched[-1]] = obj
+                _drop_found_node_classes(scenario, noted, known)
             elif step.action == "patch":
                 key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
                 _check_exists(key, known, gone, step)
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
-                    _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
-                    if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched):
-                        raise ManifestError([f"{p}: steps[{step.index}].patch: NodePool {key[2]}: {_STATIC_TRANSITION}"])
+                    # the transition rule is one of the CRD's rules on spec, listed first as the API
+                    # server lists every failing rule of an update: a patch adding replicas to a
+                    # NodePool with weight breaks both (trial 14)
+                    moved = [f"{p}: steps[{step.index}].patch: NodePool {key[2]}: {_STATIC_TRANSITION}"] \
+                        if key[0] == "NodePool" and _is_static(known[key]) != _is_static(patched) else []
+                    try:
+                        _validate_patched(key[0], patched, f"{p}: steps[{step.index}].patch", scenario.registry(), checked)
+                    except ManifestError as exc:
+                        raise ManifestError([*moved, *exc.problems]) from exc
+                    if moved:
+                        raise ManifestError(moved)
                     known[key] = patched
                     touched.append(key)
             elif step.action == "scale" and "nodepool" not in step.body:
@@ -437,6 +448,20 @@ def _note_warnings(scenario: Scenario, step: ScenarioStep, warnings: list[str]) 
         line = f"{scenario.source}: steps[{step.index}].apply: {w}"
         if not any(seen.endswith(f".apply: {w}") for seen in scenario.warnings):
             scenario.warnings.append(line)
+
+
+_MISSING_NODE_CLASS = re.compile(r": spec\.template\.spec\.nodeClassRef names (\S+) (\S+)/(.+), which is not among the loaded manifests$")
+"""The loader's warning about a NodePool whose NodeClass is not in the same apply (group, kind, name)."""
+
+
+def _drop_found_node_classes(scenario: Scenario, start: int, known: dict[ObjectKey, dict[str, Any]]) -> None:
+    """Drop the warnings noted from ``start`` on that a NodePool's NodeClass is missing when an
+    earlier step (or this one) applied it: each step's manifests are loaded on their own, but the
+    cluster holds what every step so far applied."""
+
+    present = {(str(obj.get("apiVersion", "")).rpartition("/")[0], kind, _short(name)) for (kind, _, name), obj in known.items()}
+    scenario.warnings[start:] = [w for w in scenario.warnings[start:]
+                                 if not ((m := _MISSING_NODE_CLASS.search(w)) and (m[1], m[2], m[3]) in present)]
 
 
 def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:

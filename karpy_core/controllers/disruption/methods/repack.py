@@ -195,10 +195,15 @@ class RepackOutcome:
         return self.problem is None and self.savings + _EPS >= self.required and self.savings > _EPS
 
     def threshold_text(self) -> str:
-        """``would save X USD/h, below the threshold (f x P = T USD/h)``, and why another run was
-        rejected when one was."""
-        text = (f"would save {self.savings:.4f} USD/h, below the threshold ({self.min_savings:g} x {self.price:.4f} = "
-                f"{self.required:.4f} USD/h)")
+        """``would save X USD/h, below the threshold (f x P = T USD/h)`` (``would cost X USD/h more,
+        so it saves nothing (threshold ...)`` when the replacement costs more), and why another run
+        was rejected when one was."""
+        if self.savings < -_EPS:  # the replacement costs more: no saving to compare with the threshold
+            text = (f"would cost {-self.savings:.4f} USD/h more, so it saves nothing (threshold {self.min_savings:g} x "
+                    f"{self.price:.4f} = {self.required:.4f} USD/h)")
+        else:
+            text = (f"would save {max(self.savings, 0.0):.4f} USD/h, below the threshold ({self.min_savings:g} x {self.price:.4f} = "
+                    f"{self.required:.4f} USD/h)")
         return text + (f"; another packing was rejected: {self.rejected}" if self.rejected else "")
 
 
