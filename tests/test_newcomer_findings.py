@@ -115,7 +115,7 @@ def test_day_summary_reconciles_the_end_cost_with_the_table() -> None:
                               timeline=[{"t": 0.0, "pending_pods": 0, "nodepools": {}}])
     text = render_text(report)
     assert "1.0000 after the first steps were provisioned -> 1.0000 at end" in text
-    assert "the node table's total is 0.5000: 2 instance(s) launched at the end, 1 of them registered as Nodes" in text
+    assert "the node table's total is 0.5000: 2 instance(s) running at the end, 1 of them registered as Nodes" in text
 
 
 def test_timeline_stacks_never_take_a_disruption_marker_colour() -> None:

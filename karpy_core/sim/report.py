@@ -816,7 +816,7 @@ def _end_cost_note(report: SimulationReport, end_cost: float) -> list[str]:
     series = report.cost_over_time or []
     launched = series[-1]["nodes"] if series else 0
     in_table = sum(1 for n in report.nodes if n.launched)
-    return [f"                  (the node table's total is {table:.4f}: {launched} instance(s) launched at the end, "
+    return [f"                  (the node table's total is {table:.4f}: {launched} instance(s) running at the end, "
             f"{in_table} of them registered as Nodes; the others are billed but not in the table)"]
 
 

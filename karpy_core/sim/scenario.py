@@ -100,6 +100,9 @@ class Scenario:
     once per file set, each line naming the step; ``validate`` and ``simulate`` print them."""
     _registry: dict[tuple[str, str], Any] | None = field(default=None, repr=False, compare=False)
     _files: dict[tuple[str, ...], list[dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+    _noted: set[str] = field(default_factory=set, repr=False, compare=False)
+    """Every load warning a step gave (kept or dropped), so a step loaded again when the simulation
+    runs it (inline manifests) does not bring back one the load dropped (trial 15)."""
 
     def registry(self) -> dict[tuple[str, str], Any]:
         """The kinds manifests are loaded as (:func:`~karpy_core.apis.registry.kind_registry`),
@@ -446,7 +449,8 @@ def _note_warnings(scenario: Scenario, step: ScenarioStep, warnings: list[str]) 
     steps warns at the first)."""
     for w in warnings:
         line = f"{scenario.source}: steps[{step.index}].apply: {w}"
-        if not any(seen.endswith(f".apply: {w}") for seen in scenario.warnings):
+        if w not in scenario._noted:
+            scenario._noted.add(w)
             scenario.warnings.append(line)
 
 

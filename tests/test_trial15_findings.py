@@ -1,0 +1,67 @@
+"""New-user trial 15 findings (issue 35): an inline NodePool applied by a Scenario step after the
+step applying its NodeClass brought the "not among the loaded manifests" warning back when the
+simulation ran the step (validate did not print it); a misspelt kind in a version karpy knows
+every kind of (``kind: Nodepool`` in ``karpenter.sh/v1``) was ignored with a warning, and the
+NodePool lost, where kubectl refuses it (``no matches for kind``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli import invoke_cli
+from tests.test_trial14_findings import _scenario_file
+
+INLINE_POOL = """\
+  - at: 1m
+    apply:
+      - apiVersion: karpenter.sh/v1
+        kind: NodePool
+        metadata: {name: extra}
+        spec:
+          template:
+            spec:
+              nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+              requirements: []
+"""
+
+
+def test_an_inline_nodepool_after_its_nodeclass_warns_in_neither_command(tmp_path: Path) -> None:
+    path = _scenario_file(tmp_path, "  - {at: 0s, apply: class.yaml}\n" + INLINE_POOL)
+    for command in (["validate"], ["simulate", "--until", "5m"]):
+        result = invoke_cli(*command, str(path))
+        assert result.exit_code == 0, result.output
+        assert "not among the loaded manifests" not in result.output, (command, result.output)
+
+
+def test_an_inline_nodepool_before_its_nodeclass_warns_in_both_once(tmp_path: Path) -> None:
+    path = _scenario_file(tmp_path, INLINE_POOL + "  - {at: 10m, apply: class.yaml}\n")
+    for command in (["validate"], ["simulate", "--until", "20m"]):
+        result = invoke_cli(*command, str(path))
+        assert result.exit_code == 0, result.output
+        assert result.output.count("which is not among the loaded manifests") == 1, (command, result.output)
+
+
+@pytest.mark.parametrize(("api_version", "kind", "said"), [
+    ("karpenter.sh/v1", "Nodepool", 'no matches for kind "Nodepool" in version "karpenter.sh/v1"; did you mean NodePool?'),
+    ("karpenter.sh/v1", "NodeClam", 'no matches for kind "NodeClam" in version "karpenter.sh/v1"; did you mean NodeClaim?'),
+    ("karpenter.sh/v1", "Widget", 'no matches for kind "Widget" in version "karpenter.sh/v1"; karpenter.sh/v1 serves NodeClaim, NodePool'),
+    ("karpenter.k8s.aws/v1", "EC2Nodeclass",
+     'no matches for kind "EC2Nodeclass" in version "karpenter.k8s.aws/v1"; did you mean EC2NodeClass?'),
+])
+def test_a_kind_the_version_does_not_serve_is_refused_by_both(tmp_path: Path, api_version: str, kind: str, said: str) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: x}}\nspec: {{}}\n")
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, str(path))
+        assert result.exit_code == 2, result.output
+        assert f"{path} doc 1 {kind}/x: kind: {said}" in result.stderr, result.stderr
+
+
+def test_a_kind_of_another_karpenter_version_is_still_ignored(tmp_path: Path) -> None:
+    """karpenter.sh/v1alpha1 (NodeOverlay's version) may serve kinds karpy does not model: listed as ignored."""
+    path = tmp_path / "in.yaml"
+    path.write_text("apiVersion: karpenter.sh/v1alpha1\nkind: NodeExample\nmetadata: {name: x}\nspec: {}\n")
+    result = invoke_cli("validate", str(path))
+    assert result.exit_code == 0 and "karpy does not model karpenter.sh/v1alpha1 NodeExample; ignored" in result.output
