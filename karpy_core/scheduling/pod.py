@@ -39,7 +39,7 @@ from karpy_core.scheduling.resources import Resources, parse_resource_list
 from karpy_core.scheduling.taints import Toleration, parse_tolerations
 from karpy_core.scheduling.topology import AffinityTerm, SpreadConstraint, parse_affinity_terms, parse_spread
 
-__all__ = ["PodInfo", "effective_requests", "node_affinity_matches_no_node", "pod_level_requests", "is_pod_level_resource",
+__all__ = ["PodInfo", "drain_order", "effective_requests", "node_affinity_matches_no_node", "pod_level_requests", "is_pod_level_resource",
            "requirement_key", "pod_info"]
 
 
@@ -506,3 +506,21 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         tmpl.host_ports,
         pod if type(pod) is dict else dict(pod),  # the caller's dict, not a copy (views are read-only)
     )
+
+
+def drain_order(pod: PodInfo) -> tuple[int, int, int, str, str]:
+    """The sort key of the order in which a drain evicts a node's pods, and in which
+    consolidation's replays (``drain_waves``) expect them to reach kube-scheduler: pods with a
+    hard placement rule (a ``DoNotSchedule`` topology spread, a required pod affinity or
+    anti-affinity term) first, then the larger first (cpu, then memory, in milli-units and
+    bytes), then namespace and name.
+
+    Why (issue 36): kube-scheduler places an evicted pod's replacement as it arrives. Sent by name,
+    a spread Deployment's pods came last and found the room of the one zone their spread allowed
+    taken by pods that could have gone anywhere; and a large pod sent after small ones found no
+    hole left. The order is karpy's own (Karpenter's terminator hands a tier's pods to its
+    eviction queue in listing order); it only decides which pods a PodDisruptionBudget lets go
+    first and who reaches kube-scheduler first, never whether a pod is evicted."""
+    hard = any(c.hard for c in pod.spread) or bool(pod.affinity)
+    return (0 if hard else 1, -int(pod.requests.get("cpu", 0)), -int(pod.requests.get("memory", 0)),
+            pod.namespace, pod.name)

@@ -163,7 +163,7 @@ def test_the_drain_sends_the_pods_in_waves_its_pdbs_allow():
     infos = {p.key: p.info for p in s.pod_views}
     pods = [infos[f"default/{p['metadata']['name']}"] for p in reversed(WAVE_MOVED)]  # any order in
     assert [[p.name for p in w] for w in drain_waves([n9], pods)] == [
-        ["api-1", "api-2", "api-3", "api-4", "batch-1"], ["api-5", "api-6", "batch-2"], ["batch-3"]]
+        ["batch-1", "api-1", "api-2", "api-3", "api-4"], ["batch-2", "api-5", "api-6"], ["batch-3"]]  # larger first
 
 
 def test_as_the_drain_sends_them_the_last_batch_pod_stays_pending():

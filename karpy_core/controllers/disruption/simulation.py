@@ -43,7 +43,7 @@ from karpy_core.controllers.disruption.spot_to_spot import spot_to_spot as spot_
 from karpy_core.scheduling.kubescheduler import moved_pods_fit
 from karpy_core.scheduling.nodeindex import NodeIndex
 from karpy_core.scheduling.nodes import ExistingNode
-from karpy_core.scheduling.pod import PodInfo, pod_info
+from karpy_core.scheduling.pod import PodInfo, drain_order, pod_info
 from karpy_core.scheduling.requirements import Requirement
 from karpy_core.scheduling.resources import Resources, add_into, subtract
 from karpy_core.scheduling.scheduler import PlannedNodeClaim, Scheduler
@@ -409,8 +409,8 @@ def claim_capacity(cands: Sequence[Candidate]) -> dict[str, Resources]:
 
 def drain_waves(cands: Sequence[Candidate], pods: Sequence[PodInfo], first: Sequence[PodInfo] = ()) -> list[list[PodInfo]]:
     """The order in which draining ``cands`` sends ``pods`` (their pods, parsed) to kube-scheduler,
-    as groups that come one after another: the termination controller evicts each node's pods by
-    namespace and name, the nodes in ``cands``' order, each pod a PodDisruptionBudget selects
+    as groups that come one after another: the termination controller evicts each node's pods in
+    :func:`~karpy_core.scheduling.pod.drain_order`, the nodes in ``cands``' order, each pod a PodDisruptionBudget selects
     only while that PDB allows it (:attr:`~karpy_core.controllers.disruption.candidates.Candidate.drain_budgets`:
     its ``disruptionsAllowed`` now, at least 1) and the rest in a later wave, once the
     replacement pods of the wave before run. ``first`` (the pods of nodes an earlier command is
@@ -419,8 +419,8 @@ def drain_waves(cands: Sequence[Candidate], pods: Sequence[PodInfo], first: Sequ
     budget: dict[str, tuple[str, int]] = {}
     for c in cands:
         budget.update(c.drain_budgets)
-    rank = {p.key: (i, p.namespace, p.name) for i, c in enumerate(cands) for p in c.pods}
-    left = sorted(pods, key=lambda p: rank.get(p.key, (-1, p.namespace, p.name)))
+    rank = {p.key: i for i, c in enumerate(cands) for p in c.pods}
+    left = sorted(pods, key=lambda p: (rank.get(p.key, -1), drain_order(p)))
     waves: list[list[PodInfo]] = [list(first)] if first else []
     while left:
         taken: dict[str, int] = {}

@@ -18,7 +18,8 @@ A Node that karpy manages carries the ``karpenter.sh/termination`` finalizer. Wh
    ``system-node-critical``) non-DaemonSet pods, critical DaemonSet pods. Pods are evicted through
    the Eviction API (PodDisruptionBudgets are enforced by the API server, whose 429 or 500
    leaves the pod to be retried after a per-pod exponential backoff of 100 ms doubling up to
-   10 s, as Karpenter's eviction queue does); ``karpenter.sh/do-not-disrupt`` pods are left alone;
+   10 s, as Karpenter's eviction queue does), in :func:`~karpy_core.scheduling.pod.drain_order`
+   (hard placement rules first, then the larger pods first: issue 36); ``karpenter.sh/do-not-disrupt`` pods are left alone;
    pods that tolerate
    ``karpenter.sh/disrupted:NoSchedule`` are not drained at all (neither evicted nor waited for:
    they would reschedule onto the node; Karpenter ``pkg/utils/pod/scheduling.go``,
@@ -66,6 +67,7 @@ from karpy_core.errors import (
 from karpy_core.kube.events import Event, EventRecorder
 from karpy_core.kube.port import KubeClient
 from karpy_core.logs import REPEAT_BY_ERROR, fields, reconciling
+from karpy_core.scheduling.pod import drain_order
 from karpy_core.state.views import NodeClaimView, NodeView, PodView, ViewCache, condition_of
 from karpy_core.utils.clock import Clock, RealClock, iso
 from karpy_core.utils.fields import field_of
@@ -110,6 +112,13 @@ class TerminationEvent:
 
 FORCEFUL_TERMINATION = "Forceful Termination"
 """``karpenter_pods_drained_total``'s ``reason`` when the NodeClaim has no ``DisruptionReason``."""
+
+
+def _eviction_order(view: PodView) -> tuple[int, int, int, str, str]:
+    """:func:`~karpy_core.scheduling.pod.drain_order` of ``view``; a pod that cannot be parsed
+    sorts as one without placement rules or requests."""
+    info = view.try_info()
+    return drain_order(info) if info is not None else (1, 0, 0, view.namespace, view.name)
 
 
 def drain_reason(claim: NodeClaimView | None) -> str:
@@ -260,7 +269,7 @@ class NodeTermination:
         evict_reason = drain_reason(claim)
         tiers = sorted({p.drain_tier for p in on_node})
         current = [p for p in on_node if tiers and p.drain_tier == tiers[0]]
-        for view in sorted(current, key=lambda p: (p.namespace, p.name)):
+        for view in sorted(current, key=_eviction_order):
             pod, key = view.raw, view.key
             grace = view.grace_period_seconds
             if deadline is not None and now < deadline - grace:
