@@ -97,6 +97,7 @@ __all__ = [
     "old_api_message",
     "priority_class_problems",
     "refused_names",
+    "short_name",
 ]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -839,7 +840,7 @@ MAX_OBJECT_NAME = 253
 """The longest name any Kubernetes object can have (a DNS-1123 subdomain)."""
 
 
-def _short(name: str, keep: int = 63) -> str:
+def short_name(name: str, keep: int = 63) -> str:
     """``name``, or its first ``keep`` characters and its length when longer (for messages)."""
     return name if len(name) <= keep else f"{name[:keep]}... ({len(name):,} characters)"
 
@@ -1238,12 +1239,12 @@ class _Builder:
                     # in the manifests, but no installed plugin models its kind (trial 9: karpy-zeta uninstalled)
                     self.result.warnings.append(
                         f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
-                        f"{ref.group} {ref.kind}/{_short(ref.name)}: {unserved_kind_message(ref.group, ref.kind)}"
+                        f"{ref.group} {ref.kind}/{short_name(ref.name)}: {unserved_kind_message(ref.group, ref.kind)}"
                     )
                     continue
                 self.result.warnings.append(
                     f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
-                    f"{ref.group} {ref.kind}/{_short(ref.name)}, which is not among the loaded manifests"
+                    f"{ref.group} {ref.kind}/{short_name(ref.name)}, which is not among the loaded manifests"
                 )
         self.result.warnings.extend(_failed_plugin_warnings(self.result.other))
         if self.problems and admission is not None:
@@ -1333,7 +1334,7 @@ def _nested(data: Any, keys: Sequence[str]) -> Any:
 def _no_priority_class(prefix: str, path: str, name: str, whose: str) -> str:
     """The problem of a pod spec at ``path`` of the object ``prefix`` names whose
     ``priorityClassName`` ``name`` is not defined."""
-    return (f"{prefix}: {path}.priorityClassName: no PriorityClass with name {_short(name)} was found (kube-apiserver's "
+    return (f"{prefix}: {path}.priorityClassName: no PriorityClass with name {short_name(name)} was found (kube-apiserver's "
             f"Priority admission refuses {whose}; define the PriorityClass among the inputs, or use "
             "system-cluster-critical or system-node-critical)")
 

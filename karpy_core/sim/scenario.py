@@ -38,7 +38,7 @@ from typing import Any
 import yaml
 
 from karpy_core.apis.durations import parse_duration
-from karpy_core.apis.loader import _short, read_utf8, safe_load_all
+from karpy_core.apis.loader import read_utf8, safe_load_all, short_name
 from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
 from karpy_core.featuregates import FeatureGates, gates_from
@@ -463,7 +463,7 @@ def _drop_found_node_classes(scenario: Scenario, start: int, known: dict[ObjectK
     earlier step (or this one) applied it: each step's manifests are loaded on their own, but the
     cluster holds what every step so far applied."""
 
-    present = {(str(obj.get("apiVersion", "")).rpartition("/")[0], kind, _short(name)) for (kind, _, name), obj in known.items()}
+    present = {(str(obj.get("apiVersion", "")).rpartition("/")[0], kind, short_name(name)) for (kind, _, name), obj in known.items()}
     scenario.warnings[start:] = [w for w in scenario.warnings[start:]
                                  if not ((m := _MISSING_NODE_CLASS.search(w)) and (m[1], m[2], m[3]) in present)]
 
