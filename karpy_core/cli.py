@@ -1894,10 +1894,16 @@ def main() -> None:
         message = getattr(exc, "format_message", None)
         if message is None:
             raise
-        given = _option_value(sys.argv[1:], getattr(getattr(exc, "param", None), "opts", None) or [])
-        # a value that did not parse is named, as karpy's own errors name it (click's message does not)
-        shown = f", not {given!r}" if given is not None and type(exc).__name__ == "BadParameter" else ""
-        typer.echo(visible(f"error: {message()}{shown}"), err=True)
+        opts = getattr(getattr(exc, "param", None), "opts", None) or []
+        given = _option_value(sys.argv[1:], opts)
+        bad_value = given is not None and type(exc).__name__ == "BadParameter"
+        from karpy_core.settings import option_error
+
+        # a number that did not parse reads as a setting's error does (the env name, the flag, the value)
+        worded = option_error(max(opts, key=len), given, message()) if bad_value and opts and given is not None else None
+        # else a value that did not parse is named, as karpy's own errors name it (click's message does not)
+        shown = f", not {given!r}" if bad_value else ""
+        typer.echo(visible(f"error: {worded}" if worded else f"error: {message()}{shown}"), err=True)
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
         _leave_now(signal.SIGINT, None)

@@ -549,8 +549,36 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         if isinstance(ctx.get("error"), ConfigurationError):
             raise ctx["error"] from None
         shown = _shown(raw)
+        plain = _PLAIN_REASONS.get(str(err.get("type")))
+        if plain:
+            raise ConfigurationError(f"{name}: {shown} {plain}") from None
         # the value once, quoted as the CLI's other errors quote it: text in quotes, a number bare
         raise ConfigurationError(f"{name}: {msg}" if shown in msg else f"{name}: {msg}, not {shown}") from None
+
+
+_PLAIN_REASONS = {"float_parsing": "is not a number", "float_type": "is not a number",
+                  "int_parsing": "is not a whole number", "int_type": "is not a whole number",
+                  "int_from_float": "is not a whole number", "bool_parsing": "is not true or false",
+                  "bool_type": "is not true or false"}
+"""pydantic's error type -> the words a setting's error uses for it (``'abc' is not a number``
+where pydantic says "Input should be a valid number, unable to parse string as a number")."""
+
+_PLAIN_BY_PYDANTIC_TEXT = (("Input should be a valid number", "is not a number"),
+                           ("Input should be a valid integer", "is not a whole number"),
+                           ("Input should be a valid boolean", "is not true or false"))
+
+
+def option_error(flag: str, value: str, message: str) -> str | None:
+    """The one-line error for a command-line ``value`` of option ``flag`` that did not parse, in the
+    settings' own form (``VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent): 'abc' is not a
+    number``), from the parser's ``message`` (pydantic's wording, which typer passes on). None when
+    ``message`` is not a number, integer or boolean parse error (the caller keeps its own)."""
+    plain = next((words for text, words in _PLAIN_BY_PYDANTIC_TEXT if text in message), None)
+    if plain is None:
+        return None
+    name = next((describe(field) for field, info in KarpySettings.model_fields.items()
+                 if _extra(info).get("flag", "--" + field.replace("_", "-")) == flag), flag)
+    return f"{name}: {_shown(value)} {plain}"
 
 
 def _shown(value: Any) -> str:

@@ -192,16 +192,34 @@ def test_help_shows_the_min_values_policy_default_and_words_the_brackets_right()
     ([], {"KARPY_DISRUPTION_PIPELINE_DEPTH": "11"},
      "error: KARPY_DISRUPTION_PIPELINE_DEPTH (--disruption-pipeline-depth): 11 is not between 1 and 10"),
     ([], {"MIN_VALUES_POLICY": "x"}, "error: MIN_VALUES_POLICY (--min-values-policy): 'x' is not Strict or BestEffort"),
-    ([], {"KUBE_CLIENT_QPS": "abc"}, "error: KUBE_CLIENT_QPS (--kube-client-qps): Input should be a valid integer, "
-                                     "unable to parse string as an integer, not 'abc'"),
-    (["--disruption-pipeline-depth", "x"], {}, "error: Invalid value for '--disruption-pipeline-depth': Input should be a "
-                                               "valid integer, unable to parse string as an integer, not 'x'"),
-    (["--kube-client-qps=1.5"], {}, "error: Invalid value for '--kube-client-qps': Input should be a valid integer, "
-                                    "unable to parse string as an integer, not '1.5'"),
+    ([], {"KUBE_CLIENT_QPS": "abc"}, "error: KUBE_CLIENT_QPS (--kube-client-qps): 'abc' is not a whole number"),
+    (["--disruption-pipeline-depth", "x"], {},
+     "error: KARPY_DISRUPTION_PIPELINE_DEPTH (--disruption-pipeline-depth): 'x' is not a whole number"),
+    (["--kube-client-qps=1.5"], {}, "error: KUBE_CLIENT_QPS (--kube-client-qps): 1.5 is not a whole number"),
+    (["--vm-memory-overhead-percent", "abc"], {},
+     "error: VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent): 'abc' is not a number"),
+    ([], {"VM_MEMORY_OVERHEAD_PERCENT": "abc"},
+     "error: VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent): 'abc' is not a number"),
 ])
 def test_settings_errors_name_the_value_once_quoted_as_elsewhere(args: list[str], env: dict[str, str], expected: str) -> None:
     """Before: ``... 11 is not between 1 and 10 (got '11')``, ``'x' is not Strict or BestEffort (got 'x')``,
-    and a flag's non-integer value not named at all."""
+    and a flag's non-integer value not named at all; then (trial 15) pydantic's "Input should be a valid
+    integer, unable to parse string as an integer" where a flag's value was not a number, without the
+    setting's environment name."""
     done = _karpy("controller", "--cloud-provider", "simulated", *args, env=env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == expected
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--vm-memory-overhead-percent", "abc"],
+     "error: VM_MEMORY_OVERHEAD_PERCENT (--vm-memory-overhead-percent): 'abc' is not a number"),
+    (["--max-pods", "abc"], "error: --max-pods: 'abc' is not a whole number"),
+    (["--hook-timeout", "soon"], "error: --hook-timeout: 'soon' is not a number"),
+])
+def test_simulate_number_options_read_as_settings_errors(args: list[str], expected: str) -> None:
+    """Trial 15: ``karpy simulate --vm-memory-overhead-percent abc`` printed pydantic's wording
+    ("Invalid value for ...: Input should be a valid number, unable to parse string as a number")."""
+    done = _karpy("simulate", *args, "examples/nodepools/")
     assert done.returncode == 2
     assert done.stderr.strip() == expected

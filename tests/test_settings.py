@@ -232,7 +232,7 @@ def test_karpenter_style_bool_flags_are_rewritten() -> None:
     (["controller", "--cloud-provider", "simulated", "--no-such-flag"], "error: No such option: --no-such-flag"),
     (["controller", "--cloud-provider", "simulated", "--enable-profiling=true"],
      "error: ENABLE_PROFILING=true (--enable-profiling): not supported"),
-    (["controller", "--cloud-provider", "simulated", "--metrics-port", "x"], "error: Invalid value for '--metrics-port'"),
+    (["controller", "--cloud-provider", "simulated", "--metrics-port", "x"], "error: METRICS_PORT (--metrics-port): 'x' is not a whole number"),
 ])
 def test_the_console_script_refuses_in_one_line(argv: list[str], message: str) -> None:
     import subprocess
