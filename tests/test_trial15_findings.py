@@ -65,3 +65,19 @@ def test_a_kind_of_another_karpenter_version_is_still_ignored(tmp_path: Path) ->
     path.write_text("apiVersion: karpenter.sh/v1alpha1\nkind: NodeExample\nmetadata: {name: x}\nspec: {}\n")
     result = invoke_cli("validate", str(path))
     assert result.exit_code == 0 and "karpy does not model karpenter.sh/v1alpha1 NodeExample; ignored" in result.output
+
+
+def test_the_total_writes_dollars_with_thousands_separators() -> None:
+    """Trial 15: ``~2806993.08 USD/month`` at 100,000 pods, where the counts beside it read ``20,000``."""
+    from karpy_core.scheduling.resources import Resources
+    from karpy_core.sim.optimum import Reference
+    from karpy_core.sim.report import NodeReport, SimulationReport, render_text
+
+    nodes = [NodeReport(f"n{i}", "default", "c6a.48xlarge", "us-east-1a", "on-demand", 7.344, {}, [],
+                        Resources(), Resources(), launched=True) for i in range(500)]
+    report = SimulationReport(provider={"inputs": "in.yaml"}, nodes=nodes, pods=[], events=[], workloads=[],
+                              reference=Reference("lower bound", 3_500.5, {"c6a.48xlarge": 480}, 0, 0, note="LP bound"))
+    lines = render_text(report).splitlines()
+    assert "total: 500 nodes (500 launched by karpy), 3,672.0000 USD/hour (~2,680,560.00 USD/month at 730 h)" in lines
+    assert any(line.startswith("lower bound: 3,500.5000 USD/hour") and "at most 171.5000 USD/hour more" in line
+               for line in lines)

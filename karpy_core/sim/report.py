@@ -792,17 +792,17 @@ def _reference_line(report: SimulationReport) -> str | None:
     gap = ref.gap(cost) or 0.0
     what = ", ".join(f"{n:,} x {t}" for t, n in ref.plan.items()) if ref.plan else ref.note
     left = f" ({ref.unplaceable:,} pods fit no instance type, left out)" if ref.unplaceable else ""
-    head = f"{ref.status}: {ref.value:.4f} USD/hour for the {_plural(ref.pods, 'pod')} on launched nodes"
+    head = f"{ref.status}: {ref.value:,.4f} USD/hour for the {_plural(ref.pods, 'pod')} on launched nodes"
     if what:
         head += f" ({what})"
     if abs(gap) < 1e-6:
         verdict = "karpy's plan is optimal" if ref.status == "optimum" else "karpy's plan meets the bound: optimal"
     elif ref.status == "optimum":
-        verdict = f"karpy's plan costs {100 * gap:.1f}% more ({cost - ref.value:+.4f} USD/hour)"
+        verdict = f"karpy's plan costs {100 * gap:.1f}% more ({cost - ref.value:+,.4f} USD/hour)"
     else:
         # the cheapest plan costs somewhere between the bound and karpy's: what karpy's plan may
         # overpay is at most its distance to the bound (a percentage above 100% read as "within")
-        verdict = (f"karpy's plan costs at most {cost - ref.value:.4f} USD/hour more than the cheapest possible "
+        verdict = (f"karpy's plan costs at most {cost - ref.value:,.4f} USD/hour more than the cheapest possible "
                    f"({cost / ref.value:.2f}x the lower bound)")
     return f"{head}{left}: {verdict}"
 
@@ -894,8 +894,8 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     lines.append("")
     noun = "node" if s["nodes"] == 1 else "nodes"
     lines.append(
-        f"total: {s['nodes']:,} {noun} ({s['nodes_launched']:,} launched by karpy), {s['cost_per_hour']:.4f} USD/hour "
-        f"(~{s['cost_per_hour'] * HOURS_PER_MONTH:.2f} USD/month at {HOURS_PER_MONTH} h)"
+        f"total: {s['nodes']:,} {noun} ({s['nodes_launched']:,} launched by karpy), {s['cost_per_hour']:,.4f} USD/hour "
+        f"(~{s['cost_per_hour'] * HOURS_PER_MONTH:,.2f} USD/month at {HOURS_PER_MONTH} h)"
     )
     ref = _reference_line(report)
     if ref:
