@@ -61,6 +61,7 @@ from karpy_core.scheduling.resources import Resources, add_into, parse_resource_
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
 from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
+from karpy_core.sim.progress import duration_text
 from karpy_core.sim.simulator import SimEvent, Simulator
 from karpy_core.state.cluster import daemonset_pod_infos, is_managed
 from karpy_core.state.views import NodePoolView, PodView
@@ -654,7 +655,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         for it in types_by_pool[np_view.name]:
             types.setdefault(it.name, it)
             pool_types.setdefault(np_view.name, {})[it.name] = it
-    sim.progress.phase("building the report")
+    sim.report_progress.phase("building the report")
     pods = sim.cluster.views("Pod") or []
     nodes: list[NodeReport] = []
     by_name: dict[str, NodeReport] = {}
@@ -729,23 +730,13 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         start=sim.start,
     )
     if not sim.disruption_enabled and reference_time_limit is not None and (report.cost_per_hour > 0 or launched_nodes(sim)):
-        sim.progress.phase(f"cheapest plan to compare (HiGHS, {reference_time_limit:g} s solving)")
+        sim.report_progress.phase(f"cheapest plan to compare (HiGHS, {reference_time_limit:g} s solving)")
         report.reference = await _reference(sim, types_by_pool, report.cost_per_hour, reference_time_limit)
     return report
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
-
-
-def _duration(seconds: float) -> str:
-    """``7260`` -> ``2h01m``; under an hour ``1m40s``; under a minute ``12s``."""
-    s = round(seconds)
-    h, rest = divmod(s, 3600)
-    m, sec = divmod(rest, 60)
-    if h:
-        return f"{h}h{m:02d}m" if not sec else f"{h}h{m:02d}m{sec:02d}s"
-    return f"{m}m{sec:02d}s" if m else f"{sec}s"
 
 
 def _plural(n: int, word: str) -> str:
@@ -829,7 +820,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
     incomplete = [f"                  {_plural(d.consolidation_incomplete, 'consolidation command')} did not complete: "
                   "the cloud did not delete their instances by the end (nothing saved)"] if d.consolidation_incomplete else []
     return [
-        f"summary of the run ({_duration(d.seconds)} simulated):",
+        f"summary of the run ({duration_text(d.seconds)} simulated):",
         f"  spent:          {d.total_usd:.4f} USD (USD/hour integrated over the run)",
         f"  USD/hour:       {d.start_cost_per_hour:.4f} after the first steps were provisioned -> {d.end_cost_per_hour:.4f} at end "
         f"(peak {d.peak_cost_per_hour:.4f})",
@@ -839,7 +830,7 @@ def _day_lines(report: SimulationReport) -> list[str]:
         *incomplete,
         f"  disruptions:    {dis}",
         f"  undone:         {undone} (a node launched for the pods a consolidation moved)",
-        f"  pending pods:   peak {d.peak_pending_pods:,}" + (f" at {_duration(d.peak_pending_t)}" if d.peak_pending_pods else ""),
+        f"  pending pods:   peak {d.peak_pending_pods:,}" + (f" at {duration_text(d.peak_pending_t)}" if d.peak_pending_pods else ""),
     ]
 
 
@@ -863,7 +854,7 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
         count = len(report.ignored)
         lines.append(f"ignored (not simulated): {count} object{'' if count == 1 else 's'} ({kinds})")
     if report.provider.get("scenario"):
-        lines.append(f"scenario {report.provider['scenario']}: {_duration(_end_seconds(report))} simulated")
+        lines.append(f"scenario {report.provider['scenario']}: {duration_text(_end_seconds(report))} simulated")
     else:
         lines.extend(_simulated_lines(report))
     lines.append("")

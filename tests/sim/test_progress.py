@@ -18,14 +18,19 @@ from tests.test_cli_interrupt import NODEPOOL
 
 
 class Recorder:
-    """A :class:`~karpy_core.sim.progress.Progress` that keeps every call."""
+    """A :class:`~karpy_core.sim.progress.Progress` that keeps every call: each phase's name without
+    the simulated time the simulator puts before it (``[1m40s] ``), which goes to :attr:`times`
+    (None for a phase without one: loading, the report)."""
 
     def __init__(self) -> None:
         self.phases: list[tuple[str, int | None, int]] = []
+        self.times: list[str | None] = []
         self.updates: list[int] = []
 
     def phase(self, name: str, total: int | None = None, completed: int = 0) -> None:
-        self.phases.append((name, total, completed))
+        timed = re.fullmatch(r"\[([0-9hms]+)\] (.*)", name)
+        self.times.append(timed.group(1) if timed else None)
+        self.phases.append((timed.group(2) if timed else name, total, completed))
 
     def update(self, completed: int) -> None:
         self.updates.append(completed)
@@ -51,7 +56,7 @@ def test_a_simulation_reports_its_phases_with_honest_counts(tmp_path: Path) -> N
     assert rec.updates == sorted(rec.updates[:rec.updates.index(1200) + 1]) + sorted(rec.updates[rec.updates.index(1200) + 1:])
     assert "kube-scheduler: 1,200 pods pending" in names[creating:binding]
     assert "provisioning: 1,200 pods pending" in names[creating:binding]
-    assert "launching and registering nodes" in names[creating:binding]
+    assert "NodeClaim lifecycle" in names[creating:binding]
     # only the two counted phases have a total: no phase shows a count it does not make
     assert {(name, total) for name, total, _ in rec.phases if total is not None} == {
         ("creating pods: default/big", 1200), ("kube-scheduler: binding pods", 1200)}
@@ -245,3 +250,33 @@ def test_counts_have_thousands_separators_and_fit_beside_a_full_phase_name() -> 
         frames = _frames(out.getvalue())
     assert frames and all(cell_len(f) <= 80 - SPARE_COLUMNS for f in frames)
     assert all("b" * 35 in f and "100,000/100,000" in f for f in frames), frames
+
+
+def test_a_phase_that_comes_round_again_shows_the_simulated_time_moving_on(tmp_path: Path) -> None:
+    """Trial 15: the line went from ``reading N pods bound`` back to ``launching and registering
+    nodes`` (the next round, for pods still pending) and read as a step back. Each phase of the
+    run now opens with the simulated time, which never goes back; the loading and the report's
+    phases, outside simulated time, have none."""
+    from karpy_core.sim.progress import duration_text
+
+    path = tmp_path / "pods.yaml"
+    path.write_text(NODEPOOL.replace("replicas: 100000", "replicas: 1200"))
+    rec = Recorder()
+    asyncio.run(run_simulation([str(path)], progress=rec))
+    names = [name for name, _, _ in rec.phases]
+    untimed = {name for name, t in zip(names, rec.times, strict=True) if t is None}
+    assert untimed == {"loading manifests", "building the report", "cheapest plan to compare (HiGHS, 2 s solving)"}
+    seconds = [_seconds(t) for t in rec.times if t is not None]
+    assert seconds == sorted(seconds) and seconds[-1] > seconds[0]
+    lifecycle = [t for name, t in zip(names, rec.times, strict=True) if name == "NodeClaim lifecycle"]
+    assert len(set(lifecycle)) >= 2  # the controller's pass comes round at later times
+    assert "launching and registering nodes" not in names
+    assert (duration_text(12), duration_text(100), duration_text(7260), duration_text(7261)) == ("12s", "1m40s", "2h01m", "2h01m01s")
+
+
+def _seconds(text: str) -> int:
+    """``1m40s`` -> 100 (:func:`~karpy_core.sim.progress.duration_text` read back)."""
+    parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    assert parts is not None, text
+    h, m, s = (int(x or 0) for x in parts.groups())
+    return 3600 * h + 60 * m + s
