@@ -81,3 +81,35 @@ def test_the_total_writes_dollars_with_thousands_separators() -> None:
     assert "total: 500 nodes (500 launched by karpy), 3,672.0000 USD/hour (~2,680,560.00 USD/month at 730 h)" in lines
     assert any(line.startswith("lower bound: 3,500.5000 USD/hour") and "at most 171.5000 USD/hour more" in line
                for line in lines)
+
+
+_POOL = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {ref}}}
+      requirements: []
+{extra}"""
+
+
+def test_warnings_come_in_file_order(tmp_path: Path) -> None:
+    """Trial 15: a NodePool's missing-NodeClass warning came after every warning read from the
+    files, so ``b.yaml``'s dropped null was printed before ``a.yaml``'s missing NodeClass. The
+    NodePool checks made once every file is read now go with their NodePool."""
+    from karpy_core.apis.loader import load_documents
+
+    (tmp_path / "a.yaml").write_text(_POOL.format(name="a", ref="missing-a", extra="  limits: {cpu: '-1'}\n"))
+    (tmp_path / "b.yaml").write_text(_POOL.format(name="b", ref="missing-b", extra="  limits: {cpu: null}\n"))
+    loaded = load_documents([tmp_path])
+    assert [(w.split()[0].rpartition("/")[2], w.split(": ", 2)[1]) for w in loaded.warnings] == [
+        ("a.yaml", "spec.limits.cpu"), ("a.yaml", "spec.template.spec.nodeClassRef names karpenter.k8s.aws EC2NodeClass/missing-a, "
+                                                  "which is not among the loaded manifests"),
+        ("b.yaml", "spec.limits.cpu"), ("b.yaml", "spec.template.spec.nodeClassRef names karpenter.k8s.aws EC2NodeClass/missing-b, "
+                                                  "which is not among the loaded manifests")]
+    assert "negative" in loaded.warnings[0] and "null dropped" in loaded.warnings[2]
+    # the missing NodeClasses as data (the Scenario reads these, not the text)
+    assert sorted(loaded.missing_node_classes.values()) == [("karpenter.k8s.aws", "EC2NodeClass", "missing-a"),
+                                                            ("karpenter.k8s.aws", "EC2NodeClass", "missing-b")]
+    assert set(loaded.missing_node_classes) == {loaded.warnings[1], loaded.warnings[3]}

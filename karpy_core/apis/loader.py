@@ -786,6 +786,10 @@ class LoadedManifests:
     the line in ``unvalidated_warnings`` (``karpy validate`` lists them one line each instead)."""
     unvalidated_warnings: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    missing_node_classes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """The ``warnings`` that say a NodePool's ``nodeClassRef`` names a NodeClass not among the loaded
+    manifests, each with the ``(group, kind, name)`` it names (the name as the warning shows it,
+    :func:`short_name`): a Scenario drops those an earlier step's apply answers."""
     skipped: list[str] = field(default_factory=list)
     """One line per directory argument with files not read (no ``.json``/``.yaml``/``.yml``
     extension), naming them: a CLI prints these on stderr."""
@@ -889,6 +893,10 @@ class _Builder:
         self._seen: dict[tuple[str, str, str, str], KubeObject] = {}
         self._passthrough_seen: dict[tuple[str, str, str, str], Passthrough] = {}
         """Objects of kinds karpy does not model, by (group, kind, namespace, name): a later one replaces."""
+        self._warned_by: dict[tuple[str, int, int | None], int] = {}
+        """How many ``warnings`` there were once each object (by its :class:`Source`'s file, document
+        and item) was read: :meth:`finish` puts the warnings it finds about an object there, so the
+        warnings read in file order (they came after all the rest)."""
 
     # one file ---------------------------------------------------------------------------
     def add_text(self, text: str, source_name: str, variables: dict[str, str] | None, *, json_file: bool = False) -> None:
@@ -998,6 +1006,7 @@ class _Builder:
         ``json: cannot unmarshal bool into Go struct field ConfigMap.data of type string``)."""
         start = len(self.problems)
         mistyped = self._read_object(data, source, where)
+        self._warned_by[(source.file, source.index, source.item)] = len(self.result.warnings)
         if len(self.problems) > start and isinstance(data, dict):
             self.result.refused.append((f"{where} {_label(data, self.registry)}", data))
         if mistyped:
@@ -1218,34 +1227,13 @@ class _Builder:
             for (api_version, kind), cls in self.registry.items()
             if (limit := getattr(cls, "MAX_NODEPOOL_NAME", None)) is not None},
         }
+        late: list[tuple[int, str]] = []  # (where in ``warnings`` it goes, the line)
         for nodepool in self.result.nodepools:
-            ref = nodepool.spec.template.spec.node_class_ref
-            self.result.warnings.extend(_accepted_but_useless(nodepool))
-            limit = name_limits.get((ref.group, ref.kind))
-            if limit is not None and len(nodepool.name) > limit:
-                self.problems.append(
-                    f"{nodepool.source} {nodepool.ref()}: metadata.name: must be no more than {limit} characters "
-                    f"(got {len(nodepool.name)}) for a NodePool whose nodeClassRef is a {ref.kind}"
-                )
-            kinds = class_kinds.get(ref.group)
-            if kinds and ref.kind not in kinds:
-                self.result.warnings.append(
-                    f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef: kind {ref.kind} is not a "
-                    f"NodeClass of group {ref.group} (that group has {', '.join(sorted(kinds))})"
-                )
-            elif (ref.group, ref.kind, ref.name) not in self.result.nodeclasses \
-                    and (ref.group, ref.kind, ref.name) not in self._unvalidated_nodeclasses:
-                if any(identity[:2] == (ref.group, ref.kind) and identity[3] == ref.name for identity in self._passthrough_seen):
-                    # in the manifests, but no installed plugin models its kind (trial 9: karpy-zeta uninstalled)
-                    self.result.warnings.append(
-                        f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
-                        f"{ref.group} {ref.kind}/{short_name(ref.name)}: {unserved_kind_message(ref.group, ref.kind)}"
-                    )
-                    continue
-                self.result.warnings.append(
-                    f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
-                    f"{ref.group} {ref.kind}/{short_name(ref.name)}, which is not among the loaded manifests"
-                )
+            src = nodepool.source
+            at = self._warned_by.get((src.file, src.index, src.item), len(self.result.warnings)) if src else len(self.result.warnings)
+            late.extend((at, line) for line in self._check_nodepool(nodepool, class_kinds, name_limits))
+        for at, line in reversed(sorted(late, key=lambda pair: pair[0])):  # from the end: one object's lines keep their order
+            self.result.warnings.insert(at, line)
         self.result.warnings.extend(_failed_plugin_warnings(self.result.other))
         if self.problems and admission is not None:
             # the admission checks too, on what loaded (and what they can read of what did not):
@@ -1254,6 +1242,37 @@ class _Builder:
         if self.problems:
             raise ManifestError(self.problems, warnings=self.result.warnings)
         return self.result
+
+    def _check_nodepool(self, nodepool: NodePool, class_kinds: dict[str, set[str]],
+                        name_limits: dict[tuple[str, str], int]) -> list[str]:
+        """What :meth:`finish` checks of one NodePool once every file is read (its NodeClass among
+        them; its name's length for that NodeClass's provider): problems go to :attr:`problems`,
+        the warnings are returned."""
+        ref = nodepool.spec.template.spec.node_class_ref
+        warnings = _accepted_but_useless(nodepool)
+        limit = name_limits.get((ref.group, ref.kind))
+        if limit is not None and len(nodepool.name) > limit:
+            self.problems.append(
+                f"{nodepool.source} {nodepool.ref()}: metadata.name: must be no more than {limit} characters "
+                f"(got {len(nodepool.name)}) for a NodePool whose nodeClassRef is a {ref.kind}"
+            )
+        kinds = class_kinds.get(ref.group)
+        identity = (ref.group, ref.kind, ref.name)
+        if kinds and ref.kind not in kinds:
+            warnings.append(
+                f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef: kind {ref.kind} is not a "
+                f"NodeClass of group {ref.group} (that group has {', '.join(sorted(kinds))})"
+            )
+        elif identity not in self.result.nodeclasses and identity not in self._unvalidated_nodeclasses:
+            named = (f"{nodepool.source} {nodepool.ref()}: spec.template.spec.nodeClassRef names "
+                     f"{ref.group} {ref.kind}/{short_name(ref.name)}")
+            if any(seen[:2] == (ref.group, ref.kind) and seen[3] == ref.name for seen in self._passthrough_seen):
+                # in the manifests, but no installed plugin models its kind (trial 9: karpy-zeta uninstalled)
+                warnings.append(f"{named}: {unserved_kind_message(ref.group, ref.kind)}")
+            else:
+                warnings.append(f"{named}, which is not among the loaded manifests")
+                self.result.missing_node_classes[warnings[-1]] = (ref.group, ref.kind, short_name(ref.name))
+        return warnings
 
 
 def priority_class_problems(loaded: LoadedManifests) -> list[str]:

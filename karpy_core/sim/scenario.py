@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +102,9 @@ class Scenario:
     _noted: set[str] = field(default_factory=set, repr=False, compare=False)
     """Every load warning a step gave (kept or dropped), so a step loaded again when the simulation
     runs it (inline manifests) does not bring back one the load dropped (trial 15)."""
+    _missing_node_classes: dict[str, tuple[str, str, str]] = field(default_factory=dict, repr=False, compare=False)
+    """The lines of :attr:`warnings` that say a NodePool's NodeClass is missing from its step's
+    manifests, with the ``(group, kind, name)`` each names: dropped once a step has applied it."""
 
     def registry(self) -> dict[tuple[str, str], Any]:
         """The kinds manifests are loaded as (:func:`~karpy_core.apis.registry.kind_registry`),
@@ -444,18 +446,19 @@ def _check_body(action: str, body: Any) -> str:
     return ""
 
 
-def _note_warnings(scenario: Scenario, step: ScenarioStep, warnings: list[str]) -> None:
+def _note_warnings(scenario: Scenario, step: ScenarioStep, warnings: list[str],
+                   missing_node_classes: dict[str, tuple[str, str, str]] | None = None) -> None:
     """Keep a step's load warnings on the scenario, each once (an inline body applied at two
-    steps warns at the first)."""
+    steps warns at the first); ``missing_node_classes`` (the loader's
+    :attr:`~karpy_core.apis.loader.LoadedManifests.missing_node_classes`) says which of them name
+    a NodeClass not among the step's manifests, and which."""
     for w in warnings:
         line = f"{scenario.source}: steps[{step.index}].apply: {w}"
         if w not in scenario._noted:
             scenario._noted.add(w)
             scenario.warnings.append(line)
-
-
-_MISSING_NODE_CLASS = re.compile(r": spec\.template\.spec\.nodeClassRef names (\S+) (\S+)/(.+), which is not among the loaded manifests$")
-"""The loader's warning about a NodePool whose NodeClass is not in the same apply (group, kind, name)."""
+            if missing_node_classes and w in missing_node_classes:
+                scenario._missing_node_classes[line] = missing_node_classes[w]
 
 
 def _drop_found_node_classes(scenario: Scenario, start: int, known: dict[ObjectKey, dict[str, Any]]) -> None:
@@ -464,8 +467,7 @@ def _drop_found_node_classes(scenario: Scenario, start: int, known: dict[ObjectK
     cluster holds what every step so far applied."""
 
     present = {(str(obj.get("apiVersion", "")).rpartition("/")[0], kind, short_name(name)) for (kind, _, name), obj in known.items()}
-    scenario.warnings[start:] = [w for w in scenario.warnings[start:]
-                                 if not ((m := _MISSING_NODE_CLASS.search(w)) and (m[1], m[2], m[3]) in present)]
+    scenario.warnings[start:] = [w for w in scenario.warnings[start:] if scenario._missing_node_classes.get(w) not in present]
 
 
 def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]]:
@@ -485,7 +487,7 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
                                      "applies manifests, not another Scenario (run it on its own)"])
         if paths not in scenario._files:  # the same files applied again: loaded (and checked) once
             loaded = load_documents(list(paths), scenario.variables, registry=scenario.registry())
-            _note_warnings(scenario, step, loaded.warnings)
+            _note_warnings(scenario, step, loaded.warnings, loaded.missing_node_classes)
             served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
             scenario._files[paths] = [to_kube_dict(o) for o in [*loaded.objects(), *served]]
         return copy.deepcopy(scenario._files[paths])
@@ -493,7 +495,7 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
         docs = body if isinstance(body, list) else [body]
         loaded = load_text(yaml.dump_all(docs, Dumper=_DUMPER, sort_keys=False), f"{scenario.source} steps[{step.index}].apply",
                            scenario.variables, registry=scenario.registry())
-        _note_warnings(scenario, step, loaded.warnings)
+        _note_warnings(scenario, step, loaded.warnings, loaded.missing_node_classes)
     else:
         raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
