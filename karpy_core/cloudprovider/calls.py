@@ -265,12 +265,13 @@ def instance_type_problem(types: Sequence[InstanceType]) -> str:
     return ""
 
 
-def check_instance_types(plugin: str, types: Sequence[InstanceType]) -> None:
+def check_instance_types(plugin: str, types: Sequence[InstanceType], warned: set[str] | None = None) -> None:
     """Nothing when :func:`instance_type_problem` finds nothing in ``karpy_get_instance_types``'s
-    answer ``types``. An instance type without offerings is one warning line per plugin and type
-    name (nothing can launch it; the conformance kit's ``test_instance_types_well_formed`` fails
-    it: a plugin lists unavailable offerings with ``available=False``), not an error: Karpenter
-    skips such a type.
+    answer ``types``. An instance type without offerings is a warning line (nothing can launch it;
+    the conformance kit's ``test_instance_types_well_formed`` fails it: a plugin lists unavailable
+    offerings with ``available=False``), not an error: Karpenter skips such a type. ``warned``
+    holds the names already warned about (a :class:`PluginCalls`' own set, so once per plugin
+    instance and type name); the names warned about now are added to it.
 
     Raises:
         PluginHookError: one line naming the plugin, the hook and the offending instance type.
@@ -278,16 +279,15 @@ def check_instance_types(plugin: str, types: Sequence[InstanceType]) -> None:
     problem = instance_type_problem(types)
     if problem:
         raise PluginHookError(plugin, "karpy_get_instance_types", None, returned=problem)
+    warned = set() if warned is None else warned
     for it in types:
-        if not it.offerings and (plugin, it.name) not in _NO_OFFERINGS:
-            _NO_OFFERINGS.add((plugin, it.name))
+        if not it.offerings and it.name not in warned:
+            warned.add(it.name)
             _log.warning(f"cloud provider plugin {plugin!r}: karpy_get_instance_types returned instance type {it.name!r} "
                          "without offerings: nothing can launch it (list unavailable ones with available=False; the "
                          "conformance kit fails it)")
 
 
-_NO_OFFERINGS: set[tuple[str, str]] = set()
-"""``(plugin, instance type)`` pairs already warned about (:func:`check_instance_types`)."""
 _log = logging.getLogger("karpy.cloudprovider")
 
 
@@ -306,6 +306,8 @@ class PluginCalls:
         self.plugin = plugin
         self._checked: Any = object()  # the last list karpy_get_instance_types answered, once checked
         self._checked_len = 0
+        self._no_offerings: set[str] = set()
+        """Instance types warned about as having no offerings (:func:`check_instance_types`)."""
 
     def prepare(self, context: ProviderContext) -> None:
         """Nothing: the facade calls the plugin's ``karpy_prepare`` hook itself."""
@@ -336,7 +338,7 @@ class PluginCalls:
         if types is self._checked and len(types) == self._checked_len:  # the same list as last time: checked
             return [*types]
         got = [*expect(self.plugin, "karpy_get_instance_types", types, _all(InstanceType), "a list of InstanceType")]
-        check_instance_types(self.plugin, got)
+        check_instance_types(self.plugin, got, self._no_offerings)
         self._checked, self._checked_len = types, len(got)
         return got
 
