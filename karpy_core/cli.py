@@ -230,6 +230,14 @@ def _merge_provider_options(flags: dict[str, Any], given: dict[str, str]) -> dic
     return {**flags, **given}
 
 
+def _say(line: str, *, err: bool = True) -> None:
+    """Write one line karpy composed around text it read (a file's problems, warnings, a plugin's
+    message) on stderr (``err``) or stdout, with its control characters escaped
+    (:func:`~karpy_core.utils.text.visible`): a name or value from the input cannot move the
+    cursor, clear the screen or split the line."""
+    typer.echo(visible(line), err=err)
+
+
 def _fail(exc: Exception, code: int | None = None) -> None:
     """Print ``exc`` on stderr (a ManifestError as its list of problems) and exit: ``code``, else
     1 for :class:`KubeUnreachableError`, :class:`KubeAPIError` (an API server answering with an
@@ -239,11 +247,11 @@ def _fail(exc: Exception, code: int | None = None) -> None:
     if isinstance(exc, ManifestError):
         typer.echo(f"error: invalid input ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''}):", err=True)
         for p in exc.problems:
-            typer.echo(visible(f"  - {p}"), err=True)
+            _say(f"  - {p}")
         for w in exc.warnings:  # e.g. the "not read" line that explains a missing field
-            typer.echo(visible(f"warning: {w}"), err=True)
+            _say(f"warning: {w}")
     else:
-        typer.echo(visible(f"error: {exc}"), err=True)
+        _say(f"error: {exc}")
     if code is None:
         code = 1 if isinstance(exc, KubeUnreachableError | KubeAPIError | CloudProviderError | OSError) else 2
     raise typer.Exit(code=code)
@@ -269,7 +277,7 @@ def note_skipped(lines: list[str]) -> None:
     """Print on stderr, as ``karpy: LINE``, each directory's files the loader did not read
     (``LoadedManifests.skipped``: not ``*.json``/``*.yaml``/``*.yml``)."""
     for line in lines:
-        typer.echo(visible(f"karpy: {line}"), err=True)
+        _say(f"karpy: {line}")
 
 
 def _check_output_file(option: str, value: str) -> None:
@@ -1272,7 +1280,7 @@ def _write_timeline(report: Any, path: str, *, to_stderr: bool) -> None:
     try:
         png = write_timeline_png(report, path)
     except TimelineUnavailableError as exc:
-        typer.echo(visible(f"timeline: not drawn: {exc}"), err=True)
+        _say(f"timeline: not drawn: {exc}")
         return
     except OSError as exc:
         _fail(OSError(f"cannot write the timeline: {exc}"))
@@ -1327,7 +1335,7 @@ def validate(
             warned = f" ({n} warning{'s' if n != 1 else ''} below)" if n else ""
             typer.echo(f"valid{warned}: Scenario {scenario.name}: {scenario.summary()}{until}")
             for w in warnings:
-                typer.echo(visible(f"warning: {w}"))
+                _say(f"warning: {w}", err=False)
             return
         loaded = load_documents(paths, _parse_sets(list(set_ or [])), cloud_provider=cloud_provider,
                                 admission=admission_problems)
@@ -1379,7 +1387,7 @@ def validate(
     for what, obj in listed:
         typer.echo(f"{what}: {obj.api_version} {obj.ref()} ({obj.source})")
     for w in warnings:
-        typer.echo(visible(f"warning: {w}"))
+        _say(f"warning: {w}", err=False)
 
 
 def _pending_pod_warnings(loaded: Any) -> list[str]:
@@ -1437,7 +1445,7 @@ def budgets(
             loaded = load_documents(paths, _parse_sets(list(set_ or [])))
             note_skipped(loaded.skipped)
             for w in loaded.redefined:  # which of two definitions is used, as validate and simulate warn
-                typer.echo(visible(f"warning: {w}"), err=True)
+                _say(f"warning: {w}")
             dump = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in loaded.objects()]
         pools = [d for d in dump if d.get("kind") == "NodePool"]
         if not pools:
@@ -1903,7 +1911,7 @@ def main() -> None:
         worded = option_error(max(opts, key=len), given, message()) if bad_value and opts and given is not None else None
         # else a value that did not parse is named, as karpy's own errors name it (click's message does not)
         shown = f", not {given!r}" if bad_value else ""
-        typer.echo(visible(f"error: {worded}" if worded else f"error: {message()}{shown}"), err=True)
+        _say(f"error: {worded}" if worded else f"error: {message()}{shown}")
         sys.exit(int(getattr(exc, "exit_code", 2) or 2))
     if code == EXIT_INTERRUPTED:  # typer turns KeyboardInterrupt into this code (no command returns it)
         _leave_now(signal.SIGINT, None)
