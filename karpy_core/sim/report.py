@@ -591,7 +591,7 @@ def launched_nodes(sim: Simulator) -> set[str]:
 async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]], cost: float,
                      time_limit: float) -> Reference:
     """The optimum or lower bound for the pods bound to nodes karpy launched (:func:`launched_nodes`),
-    over every NodePool of the cluster the provider manages (``types_by_pool``'s) with its instance types and DaemonSets
+    over every Ready NodePool of the cluster the provider manages (``types_by_pool``'s) with its instance types and DaemonSets
     (:func:`karpy_core.sim.optimum.reference`); ``cost`` (karpy's USD/hour) is the MILP's upper bound.
     A plan costing 0 (free offerings) is the optimum without solving: no price is negative."""
     launched = launched_nodes(sim)
@@ -609,7 +609,11 @@ async def _reference(sim: Simulator, types_by_pool: dict[str, list[InstanceType]
         return Reference("unavailable", note="no pods on launched nodes")
     if cost <= 0:  # free offerings (prices are never negative: karpy_core.cloudprovider.calls.check_instance_types)
         return Reference("optimum", 0.0, pods=len(pods), note="free offerings: no plan costs less than 0")
-    pools = [v for v in sim.cluster.views("NodePool") or () if isinstance(v, NodePoolView) and v.name in types_by_pool]
+    # only NodePools that may launch: one that is not Ready (its NodeClass missing, a template
+    # that does not validate) launches nothing, so no plan can use it (trial 16: a NodePool whose
+    # NodeClass was not given made the "optimum" 0.0068 against karpy's 0.0765 USD/hour)
+    pools = [v for v in sim.cluster.views("NodePool") or ()
+             if isinstance(v, NodePoolView) and v.name in types_by_pool and v.ready]
     try:
         templates = [template_from_nodepool(v.raw, types_by_pool[v.name]) for v in pools]
         tables = type_tables(templates, daemonset_pod_infos(sim.cluster.snapshot("DaemonSet")))

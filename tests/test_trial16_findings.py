@@ -1,0 +1,39 @@
+"""New-user trial 16 findings (issue 35): the cheapest plan ``karpy simulate`` compares with used
+a NodePool that is not Ready (its NodeClass not given), which launches nothing, and called karpy's
+plan 10x the optimum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli import invoke_cli
+
+ORPHAN = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: orphan}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: missing}
+      requirements: [{key: kubernetes.io/os, operator: In, values: [linux]}]
+"""
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_reference_leaves_out_a_nodepool_that_is_not_ready(tmp_path: Path) -> None:
+    """Before: ``optimum: 0.0068 USD/hour ... (1 x t3.nano, 1 x t4g.small): karpy's plan costs
+    1023.8% more`` with the orphan NodePool; without it, ``karpy's plan is optimal``."""
+    orphan = tmp_path / "orphan.yaml"
+    orphan.write_text(ORPHAN)
+    common = [str(REPO / "examples/nodepools/general-purpose.yaml"), str(REPO / "examples/workloads/online-boutique.yaml"),
+              "--set", "CLUSTER_NAME=demo"]
+    alone = invoke_cli("simulate", *common)
+    beside = invoke_cli("simulate", *common, str(orphan))
+    assert alone.exit_code == 0 and beside.exit_code == 0, beside.output
+
+    def reference_line(output: str) -> str:
+        return next(line for line in output.splitlines() if line.startswith(("optimum:", "lower bound:")))
+
+    assert reference_line(alone.stdout).endswith("karpy's plan is optimal")
+    assert reference_line(beside.stdout) == reference_line(alone.stdout)
