@@ -37,3 +37,21 @@ def test_the_reference_leaves_out_a_nodepool_that_is_not_ready(tmp_path: Path) -
 
     assert reference_line(alone.stdout).endswith("karpy's plan is optimal")
     assert reference_line(beside.stdout) == reference_line(alone.stdout)
+
+
+def test_budgets_at_names_a_date_that_does_not_exist() -> None:
+    """Trial 16: ``--at 2026-02-29T00:00Z`` was "not an ISO 8601 time such as 2026-12-07T08:00Z":
+    it is written as one; the day does not exist."""
+    import pytest
+
+    from karpy_core.errors import ConfigurationError
+    from karpy_core.sim.budgets import parse_at
+
+    with pytest.raises(ConfigurationError) as bad_day:
+        parse_at("2026-02-29T00:00Z", 0.0)
+    assert str(bad_day.value) == ("--at: '2026-02-29T00:00Z' is no such time: day is out of range for month "
+                                  "(an ISO 8601 time such as 2026-12-07T08:00Z)")
+    with pytest.raises(ConfigurationError) as garbage:
+        parse_at("noon", 0.0)
+    assert str(garbage.value) == "--at: 'noon' is not an ISO 8601 time such as 2026-12-07T08:00Z"
+    assert parse_at("2024-02-29T00:00Z", 0.0) == 1709164800.0  # a leap day that exists

@@ -73,13 +73,17 @@ def parse_at(text: str | None, now: float) -> float:
     -> seconds since the epoch; ``now`` when None.
 
     Raises:
-        ConfigurationError: not an ISO 8601 time.
+        ConfigurationError: not an ISO 8601 time, or one written as ISO 8601 that does not exist
+            (``2026-02-29``: the day out of range for its month, said so).
     """
     if text is None:
         return now
     try:
         t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError as exc:
+        if not str(exc).startswith("Invalid isoformat string"):  # written as ISO 8601, but no such time
+            raise ConfigurationError(f"--at: {text!r} is no such time: {exc} (an ISO 8601 time such as "
+                                     "2026-12-07T08:00Z)") from exc
         raise ConfigurationError(f"--at: {text!r} is not an ISO 8601 time such as 2026-12-07T08:00Z") from exc
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
