@@ -150,11 +150,19 @@ def unmet_nodepool_requirements(table: TypeTable) -> str:
     explanation of a pod that asks nothing of its own: each requirement no listed type meets
     alone, with the values the types do carry for its key (``kubernetes.io/arch In [sparc]
     (instance types have amd64, arm64)``); else, when they only fail together, those that
-    some type does not meet; says so when the NodePool lists no instance type at all."""
+    some type does not meet; says so when the NodePool lists no instance type at all, or none
+    with an available offering (then every zone and capacity-type requirement fails: the cause is
+    the offerings, not those requirements)."""
     template = table.template
     types = template.instance_types
     if not types:
         return "the NodePool requirements (the NodePool has no instance types)"
+    if not any(o.available for it in types for o in it.offerings):
+        # every requirement on zone or capacity type then fails for want of values: name the cause
+        # (trial 16: "karpenter.sh/capacity-type In [on-demand]" where no type had an offering)
+        said = "an offering" if not any(it.offerings for it in types) else "an available offering"
+        return (f"the NodePool requirements: none of its {len(types):,} instance type{'s' if len(types) != 1 else ''} "
+                f"has {said} (a zone and capacity type to launch in)")
     alone = []
     for req in template.requirements:
         if any(it.requirements.intersects(Requirements.of(req)) for it in types):

@@ -190,3 +190,20 @@ def test_nodepools_the_provider_does_not_serve_are_typed_and_named():
     assert reason.kinds == {K.NODEPOOL_NOT_SERVED}
     assert [p.nodepool for p in reason.pools] == ["gp"]
     assert "EC2NodeClass is not served" in reason.pool("gp").message
+
+
+def test_a_nodepool_whose_types_have_no_offering_says_so():
+    """Trial 16: a plugin whose NodeClass left every type without an offering got the pending reason
+    ``no instance type matches the NodePool requirement karpenter.sh/capacity-type In [on-demand]``:
+    the cause is the offerings, which the reason now names."""
+    on_demand = nodepool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])
+    bare = [make_type(n, 4, 8, zones=()) for n in ("g1", "g2")]  # no zone: no offering
+    assert all(not t.offerings for t in bare)
+    res = Scheduler([template_from_nodepool(on_demand, bare)]).solve([pod_info(pod("a"))])
+    assert res.reasons["default/a"].pool("default").kinds == (K.NO_MATCHING_TYPE,)
+    assert res.errors["default/a"] == ("NodePool default: no instance type matches the NodePool requirements: none of its 2 "
+                                       "instance types has an offering (a zone and capacity type to launch in)")
+    # with offerings, the requirement no type meets is still the one named
+    spot = [make_type("s", 4, 8, capacity_types=("spot",))]
+    res = Scheduler([template_from_nodepool(on_demand, spot)]).solve([pod_info(pod("a"))])
+    assert "karpenter.sh/capacity-type In [on-demand] (instance types have spot)" in res.errors["default/a"]
