@@ -55,3 +55,22 @@ def test_budgets_at_names_a_date_that_does_not_exist() -> None:
         parse_at("noon", 0.0)
     assert str(garbage.value) == "--at: 'noon' is not an ISO 8601 time such as 2026-12-07T08:00Z"
     assert parse_at("2024-02-29T00:00Z", 0.0) == 1709164800.0  # a leap day that exists
+
+
+def test_the_node_table_stays_in_line_with_huge_prices_and_long_capacity_types() -> None:
+    """Trial 16: a plugin's price of 50,000,000 USD/hour (``50000000.0000``) and a capacity type
+    longer than ``on-demand`` pushed the columns after them out of line."""
+    from karpy_core.scheduling.resources import Resources
+    from karpy_core.sim.report import NodeReport, SimulationReport, render_text
+
+    nodes = [NodeReport("n-cheap", "default", "t.small", "z1", "on-demand", 0.5, {}, [], Resources(), Resources(), launched=True),
+             NodeReport("n-dear", "default", "t.small", "z1", "preemptible-x", 50_000_000.0, {}, [], Resources(), Resources(),
+                        launched=True)]
+    report = SimulationReport(provider={"inputs": "in.yaml"}, nodes=nodes, pods=[], events=[], workloads=[])
+    lines = render_text(report).splitlines()
+    table = [line for line in lines if line.startswith(("NODE ", "n-"))]
+    assert len(table) == 3
+    assert len({len(line) for line in table}) == 1, table  # every column right-aligned to the same end
+    assert len({line.index("USD/HOUR") + len("USD/HOUR") for line in table[:1]} | {line.index(".0000") + 5 for line in table[2:]}
+               | {line.index(".5000") + 5 for line in table[1:2]}) == 1, table
+    assert "50,000,000.0000" in table[2] and "preemptible-x" in table[2]

@@ -869,17 +869,19 @@ def render_text(report: SimulationReport, *, max_pods_per_node: int = 6) -> str:
     wp = max([18, *(len(n.nodepool or "(not managed)") for n in report.nodes)])
     wt = max([15, *(len(n.instance_type) for n in report.nodes)])
     wz = max([17, *(len(n.zone) for n in report.nodes)])
+    prices = [f"{n.price_per_hour:,.4f}" if n.price_per_hour is not None else "-" for n in report.nodes]
+    wc = max([10, *(len(n.capacity_type) for n in report.nodes)])
+    wu = max([9, *(len(p) for p in prices)])  # a plugin's price can have any number of digits (trial 16: 50,000,000)
     header = (
-        f"{'NODE':<{wn}} {'NODEPOOL':<{wp}} {'INSTANCE TYPE':<{wt}} {'ZONE':<{wz}} {'CAPACITY':<10} "
-        f"{'USD/HOUR':>9} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
+        f"{'NODE':<{wn}} {'NODEPOOL':<{wp}} {'INSTANCE TYPE':<{wt}} {'ZONE':<{wz}} {'CAPACITY':<{wc}} "
+        f"{'USD/HOUR':>{wu}} {'PODS':>5} {'CPU':>5} {'MEMORY':>7}"
     )
     if report.nodes:
         lines.append(header)
-    for n in report.nodes:
-        price = f"{n.price_per_hour:.4f}" if n.price_per_hour is not None else "-"
+    for n, price in zip(report.nodes, prices, strict=True):
         lines.append(
-            f"{n.name:<{wn}} {n.nodepool or '(not managed)':<{wp}} {n.instance_type:<{wt}} {n.zone:<{wz}} {n.capacity_type:<10} "
-            f"{price:>9} {len(n.pods):>5} {_pct(n.utilisation('cpu')):>5} {_pct(n.utilisation('memory')):>7}"
+            f"{n.name:<{wn}} {n.nodepool or '(not managed)':<{wp}} {n.instance_type:<{wt}} {n.zone:<{wz}} {n.capacity_type:<{wc}} "
+            f"{price:>{wu}} {len(n.pods):>5} {_pct(n.utilisation('cpu')):>5} {_pct(n.utilisation('memory')):>7}"
         )
         shown = sorted(n.pods)[:max_pods_per_node]
         more = len(n.pods) - len(shown)
