@@ -70,7 +70,7 @@ def duration_text(seconds: float) -> str:
 
 class SimulatedTimeProgress:
     """A :class:`Progress` that puts the simulated time before each phase's name
-    (``[1m40s] NodeClaim lifecycle``) and passes it on to ``progress``.
+    (``[sim 1m40s] NodeClaim lifecycle``) and passes it on to ``progress``.
 
     A simulation's phases come round again: provisioning, launching, kube-scheduler's binds, then
     the same for the pods still pending, or a scenario's next step. Without the time, the line
@@ -89,7 +89,7 @@ class SimulatedTimeProgress:
 
     def phase(self, name: str, total: int | None = None, completed: int = 0) -> None:
         """``name`` after the simulated time in brackets; ``total`` and ``completed`` as given."""
-        self._progress.phase(f"[{duration_text(self._now())}] {name}", total, completed)
+        self._progress.phase(f"[sim {duration_text(self._now())}] {name}", total, completed)
 
     def update(self, completed: int) -> None:
         """Passed on as given."""

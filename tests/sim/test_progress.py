@@ -19,7 +19,7 @@ from tests.test_cli_interrupt import NODEPOOL
 
 class Recorder:
     """A :class:`~karpy_core.sim.progress.Progress` that keeps every call: each phase's name without
-    the simulated time the simulator puts before it (``[1m40s] ``), which goes to :attr:`times`
+    the simulated time the simulator puts before it (``[sim 1m40s] ``), which goes to :attr:`times`
     (None for a phase without one: loading, the report)."""
 
     def __init__(self) -> None:
@@ -28,7 +28,7 @@ class Recorder:
         self.updates: list[int] = []
 
     def phase(self, name: str, total: int | None = None, completed: int = 0) -> None:
-        timed = re.fullmatch(r"\[([0-9hms]+)\] (.*)", name)
+        timed = re.fullmatch(r"\[sim ([0-9hms]+)\] (.*)", name)
         self.times.append(timed.group(1) if timed else None)
         self.phases.append((timed.group(2) if timed else name, total, completed))
 
