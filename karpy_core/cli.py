@@ -1354,8 +1354,11 @@ def validate(
     except KarpyError as exc:
         _fail(exc)
         return
-    from karpy_core.apis.loader import unserved_kind_message
+    from karpy_core.apis.loader import modelled_elsewhere, unserved_kind_message
+    from karpy_core.apis.registry import kind_registry
     from karpy_core.sim.simulator import is_simulated
+
+    registry = kind_registry()
 
     # a NodeClass read without a model: its status comes from its kind (which plugin would model it),
     # not from whether the NodePool that survived a redefinition names it; one line each, counted
@@ -1375,6 +1378,8 @@ def validate(
             what = f"not validated: {reason}"
         elif is_simulated(obj.api_version, obj.kind):
             what = "stored as read by simulate"
+        elif modelled_elsewhere(registry, str(obj.api_version), str(obj.kind)):
+            what = "ignored (kind not modelled in this apiVersion)"
         else:
             what = "ignored (kind not modelled)"
         listed.append((what, obj))

@@ -50,7 +50,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,7 @@ __all__ = [
     "old_api_message",
     "priority_class_problems",
     "refused_names",
+    "modelled_elsewhere",
     "short_name",
 ]
 
@@ -119,6 +120,14 @@ provider serve in each of these versions, all of them: another kind there (``kin
 refused as kubectl refuses it (``no matches for kind``), with the served kind it is closest to,
 instead of being ignored (trial 15: the NodePool was lost without an error)."""
 _OLD_VERSIONS = {"karpenter.sh": ("v1alpha5", "v1beta1"), "karpenter.k8s.aws": ("v1alpha1", "v1beta1")}
+
+
+def modelled_elsewhere(registry: Mapping[tuple[str, str], Any], api_version: str, kind: str) -> list[str]:
+    """The apiVersions of ``registry`` (``(apiVersion, kind)`` -> model) that model ``kind`` in an API
+    group other than ``api_version``'s, sorted (``["apps/v1"]`` for ``app/v1`` ``Deployment``);
+    empty when ``kind`` is modelled nowhere else."""
+    group = api_version.rpartition("/")[0]
+    return sorted({v for (v, k) in registry if k == kind and v.rpartition("/")[0] != group})
 
 
 def substitute(text: str, variables: dict[str, str] | None) -> str:
@@ -1088,6 +1097,14 @@ class _Builder:
                     return mistyped
             elif group in _KARPY_GROUPS:
                 self.result.warnings.append(f"{where} {label}: karpy does not model {api_version} {kind}; ignored")
+            elif elsewhere := modelled_elsewhere(self.registry, api_version, kind):
+                # a kind karpy models, under a group it does not know (``app/v1``): kubectl refuses it
+                # unless a CRD serves that kind there, which karpy cannot know, so it is ignored, but
+                # said (trial 17: the Deployment was listed as "kind not modelled" and lost silently)
+                near = difflib.get_close_matches(api_version, elsewhere, n=1, cutoff=0.6)
+                hint = f"; did you mean {near[0]}?" if near else ""
+                self.result.warnings.append(f"{where} {label}: apiVersion: karpy models {kind} in {' and '.join(elsewhere)}, "
+                                            f"not {api_version}: ignored (kubectl refuses it unless a CRD serves it){hint}")
             self._add_passthrough(data, source, where, label)
             return mistyped
         try:

@@ -1,0 +1,45 @@
+"""New-user trial 17 findings (issue 35) fixed here: a kind karpy models, under an API group it does
+not know (``apiVersion: app/v1`` for a Deployment), was listed as "ignored (kind not modelled)" and
+lost without a word, where kubectl refuses it; ``--explain`` of a large workload wrote counts
+without thousands separators and a line listing every node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli import invoke_cli
+
+TYPO = """apiVersion: app/v1
+kind: Deployment
+metadata: {name: inflate}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: inflate}}
+  template:
+    metadata: {labels: {app: inflate}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_a_modelled_kind_under_an_unknown_group_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(TYPO)
+    said = (f"{path} doc 1 Deployment/inflate: apiVersion: karpy models Deployment in apps/v1, not app/v1: ignored "
+            "(kubectl refuses it unless a CRD serves it); did you mean apps/v1?")
+    validated = invoke_cli("validate", str(path))
+    assert validated.exit_code == 0, validated.output
+    assert f"ignored (kind not modelled in this apiVersion): app/v1 Deployment/inflate ({path} doc 1)" in validated.stdout
+    assert f"warning: {said}" in validated.stdout
+    from karpy_core.apis.loader import load_documents
+
+    assert said in load_documents([path]).warnings
+
+
+def test_an_unknown_kind_of_an_unknown_group_stays_quiet(tmp_path: Path) -> None:
+    """A custom resource karpy does not model (cert-manager's Certificate) is ignored as before."""
+    from karpy_core.apis.loader import load_documents
+
+    path = tmp_path / "cert.yaml"
+    path.write_text("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c}\nspec: {}\n")
+    assert load_documents([path]).warnings == []
