@@ -938,7 +938,7 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
         return exact, ""
     owned = [p for p in in_ns if getattr(p, "workload", "") == name]
     if owned:  # a header for any workload, one pod too (the README's `--explain default/frontend`)
-        return owned, f"{key}: workload {name}, {len(owned)} pod{'s' if len(owned) != 1 else ''}"
+        return owned, f"{key}: workload {name}, {len(owned):,} pod{'s' if len(owned) != 1 else ''}"
     prefixed = [p for p in in_ns if name and p.name.startswith(name)]
     empty = [w for w in getattr(report, "empty_workloads", []) if w["namespace"] == ns]
     for w in empty:  # a workload that exists but asks for no pods: nothing to explain, and not a wrong name
@@ -959,12 +959,16 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
     if len(workloads) > 1:
         shown = sorted(prefixed, key=lambda p: p.name)[:_EXPLAIN_CANDIDATES]
         listed = ", ".join(f"{p.name} ({getattr(p, 'workload', '') or 'no workload'})" for p in shown)
-        more = f", +{len(prefixed) - len(shown)} more" if len(prefixed) > len(shown) else ""
-        raise ConfigurationError(f"--explain {key} is ambiguous: {len(prefixed)} pods of {len(workloads)} workloads "
+        more = f", +{len(prefixed) - len(shown):,} more" if len(prefixed) > len(shown) else ""
+        raise ConfigurationError(f"--explain {key} is ambiguous: {len(prefixed):,} pods of {len(workloads):,} workloads "
                                  f"{where} start with {name}: {listed}{more}; give more of the name")
     total = sum(1 for p in in_ns if (getattr(p, "workload", "") or p.name) == workloads[0])
-    of = f"all {total}" if total == len(prefixed) else f"{len(prefixed)} of its {total}"
+    of = f"all {total:,}" if total == len(prefixed) else f"{len(prefixed):,} of its {total:,}"
     return prefixed, f"{key}: no pod or workload of that name; showing workload {workloads[0]} ({of} pods named {name}...)"
+
+
+_EXPLAIN_NODES_LISTED = 8
+"""Most nodes (pending as one) ``--explain`` names in its line counting the pods it did not show."""
 
 
 def _pick_per_node(pods: list[Any]) -> list[Any]:
@@ -1013,8 +1017,11 @@ def render_explain(report: Any, target: str, where: str = "in the simulation") -
         per_node: dict[str, int] = {}
         for p in hidden:
             per_node[p.node or "pending"] = per_node.get(p.node or "pending", 0) + 1
-        where = ", ".join(f"{n} on {node}" if node != "pending" else f"{n} pending" for node, n in per_node.items())
-        lines.append(f"+{len(hidden)} more not shown ({where})")
+        counted = [f"{n:,} on {node}" if node != "pending" else f"{n:,} pending" for node, n in per_node.items()]
+        # at most _EXPLAIN_NODES_LISTED places: a 20,000-pod workload on 108 nodes made a 3,256-character line (trial 17)
+        rest = len(counted) - _EXPLAIN_NODES_LISTED
+        where = ", ".join(counted[:_EXPLAIN_NODES_LISTED]) + (f", +{rest:,} more node{'s' if rest != 1 else ''}" if rest > 0 else "")
+        lines.append(f"+{len(hidden):,} more not shown ({where})")
     return "\n".join(lines)
 
 

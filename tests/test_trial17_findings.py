@@ -43,3 +43,20 @@ def test_an_unknown_kind_of_an_unknown_group_stays_quiet(tmp_path: Path) -> None
     path = tmp_path / "cert.yaml"
     path.write_text("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c}\nspec: {}\n")
     assert load_documents([path]).warnings == []
+
+
+def test_explain_of_a_large_workload_writes_separators_and_a_short_last_line() -> None:
+    """Trial 17: ``workload inflate, 20000 pods`` and ``+19980 more not shown (...108 nodes...)``, a
+    3,256-character line."""
+    from types import SimpleNamespace
+
+    from karpy_core.cli import render_explain
+    from karpy_core.sim.report import PodReport
+
+    pods = [PodReport("default", f"inflate-x-{i:05d}", f"node-{i % 30:02d}", None, "inflate") for i in range(20_000)]
+    nodes = [SimpleNamespace(name=f"node-{i:02d}", instance_type="m5.large", zone="z", capacity_type="on-demand", nodepool="d")
+             for i in range(30)]
+    lines = render_explain(SimpleNamespace(pods=pods, nodes=nodes, explanations={}), "inflate").splitlines()
+    assert lines[0] == "default/inflate: workload inflate, 20,000 pods"
+    assert lines[-1].startswith("+19,980 more not shown (666 on node-") and lines[-1].endswith(", +22 more nodes)")
+    assert len(lines[-1]) < 200
