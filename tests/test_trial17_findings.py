@@ -60,3 +60,17 @@ def test_explain_of_a_large_workload_writes_separators_and_a_short_last_line() -
     assert lines[0] == "default/inflate: workload inflate, 20,000 pods"
     assert lines[-1].startswith("+19,980 more not shown (666 on node-") and lines[-1].endswith(", +22 more nodes)")
     assert len(lines[-1]) < 200
+
+
+def test_a_resource_the_nodepools_types_lack_is_said_of_the_nodepool() -> None:
+    """Trial 17: ``no instance type offers resource nvidia.com/gpu`` where the catalog has GPU types
+    and the NodePool's requirements left them out."""
+    from karpy_core.scheduling.pod import pod_info
+    from karpy_core.scheduling.scheduler import Scheduler
+    from karpy_core.scheduling.template import template_from_nodepool
+    from tests.scheduling.helpers import make_type, nodepool, pod
+
+    res = Scheduler([template_from_nodepool(nodepool(), [make_type("m.large", 2, 8)])]).solve(
+        [pod_info(pod("g", extra={"nvidia.com/gpu": "1"}))])
+    assert res.errors["default/g"] == ("NodePool default: none of its instance types (those its requirements allow) offers "
+                                       "resource nvidia.com/gpu")

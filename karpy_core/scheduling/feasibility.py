@@ -228,7 +228,10 @@ def check_claim(  # noqa: C901
         if not explain:
             return _NOT_OFFERED
         missing = [r for r in sorted(pod.requests) if r not in table.index]
-        return (Infeasible(K.RESOURCE_NOT_OFFERED, f"no instance type offers resource {', '.join(missing)}"),)
+        # the NodePool's types, which its requirements chose: the catalog may well have the resource
+        # elsewhere (trial 17: "no instance type offers resource nvidia.com/gpu" with GPU types in it)
+        return (Infeasible(K.RESOURCE_NOT_OFFERED,
+                           f"none of its instance types (those its requirements allow) offers resource {', '.join(missing)}"),)
     if pod.host_ports:
         clash = ports_conflict(claim.host_ports, pod.host_ports)
         if clash is not None:
