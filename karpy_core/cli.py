@@ -293,7 +293,9 @@ def _check_output_file(option: str, value: str) -> None:
         raise ConfigurationError(f"{option} {value}: is a directory; give a file name such as {path / 'timeline.png'}")
     parent = path.parent
     if not parent.is_dir():
-        raise ConfigurationError(f"{option} {value}: directory {parent} does not exist")
+        # a file where a directory should be is said as such (trial 17: "directory ... does not exist")
+        what = "is a file, not a directory" if parent.exists() else "does not exist"
+        raise ConfigurationError(f"{option} {value}: directory {parent} {what}")
     suffix = path.suffix.lower().lstrip(".")
     if suffix and suffix not in TIMELINE_FORMATS:
         raise ConfigurationError(f"{option} {value}: cannot write a .{suffix} image; use one of "

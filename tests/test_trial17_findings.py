@@ -74,3 +74,18 @@ def test_a_resource_the_nodepools_types_lack_is_said_of_the_nodepool() -> None:
         [pod_info(pod("g", extra={"nvidia.com/gpu": "1"}))])
     assert res.errors["default/g"] == ("NodePool default: none of its instance types (those its requirements allow) offers "
                                        "resource nvidia.com/gpu")
+
+
+def test_timeline_under_a_file_says_it_is_a_file(tmp_path: Path) -> None:
+    """Trial 17: ``--timeline FILE/x.png`` said ``directory FILE does not exist``."""
+    from karpy_core.cli import _check_output_file
+    from karpy_core.errors import ConfigurationError
+
+    blocker = tmp_path / "noext"
+    blocker.write_text("")
+    try:
+        _check_output_file("--timeline", str(blocker / "x.png"))
+    except ConfigurationError as exc:
+        assert str(exc) == f"--timeline {blocker}/x.png: directory {blocker} is a file, not a directory"
+    else:
+        raise AssertionError("not refused")
