@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli import invoke_cli
 
 TYPO = """apiVersion: app/v1
@@ -83,9 +85,6 @@ def test_timeline_under_a_file_says_it_is_a_file(tmp_path: Path) -> None:
 
     blocker = tmp_path / "noext"
     blocker.write_text("")
-    try:
+    with pytest.raises(ConfigurationError) as refused:
         _check_output_file("--timeline", str(blocker / "x.png"))
-    except ConfigurationError as exc:
-        assert str(exc) == f"--timeline {blocker}/x.png: directory {blocker} is a file, not a directory"
-    else:
-        raise AssertionError("not refused")
+    assert str(refused.value) == f"--timeline {blocker}/x.png: directory {blocker} is a file, not a directory"
