@@ -270,7 +270,8 @@ def run(catalog: str, name: str, docs: list[dict[str, Any]], raw_pods: list[dict
             continue
         zones[o.zone] = zones.get(o.zone, 0) + 1
     used = [v for v in zones.values() if v]
-    # several NodePools: their kinds pooled (weights are not modelled; limits are, in the MILP)
+    # several NodePools: their kinds pooled, each shape on the NodePools its weights allow
+    # (optimum.build_problem; limits are modelled in the MILP)
     limited = any(t.limits for t in templates)
     problem = costref.build_problem([tables[t.name] for t in templates], pods, limits=limited)
     ffd = costref.ffd_plan(problem)

@@ -15,7 +15,8 @@ counts 1 ``pods`` per pod). :func:`build_problem` turns them into a :class:`Prob
   ``p_k`` (USD/hour) and free capacity ``F_k``. A shape may use kind ``k`` when one of its
   required node-affinity terms (nodeSelector included) is compatible with the type's labels, the
   zone and capacity type of the column, and the NodePool's requirements, and the pod tolerates
-  the NodePool's taints (with several tables, the kinds of every NodePool are pooled). Kinds of one type whose
+  the NodePool's taints (with several tables, the kinds of every NodePool are pooled, each shape
+  on the NodePools their weights allow it, :func:`_weight_allowed`). Kinds of one type whose
   columns admit the same shapes collapse to the cheapest; kinds dominated by another (no cheaper,
   no more capacity in any resource, admitting no more shapes) are dropped for the MILP and LP
   (that cannot change their optimum).
@@ -221,6 +222,9 @@ class Problem:
     topology: TopologyModel = field(default_factory=lambda: TopologyModel())
     limits: PoolLimits | None = None
     """NodePool ``limits`` the model keeps (``build_problem(..., limits=True)``), None: ignored."""
+    joined: bool = False
+    """Some shape may use a lower-weight NodePool only by joining a claim other pods open there
+    (:func:`_weight_allowed`): the model lets it open its own, a relaxation."""
     _pruned: Problem | None = field(default=None, init=False, repr=False, compare=False)
     """:meth:`pruned`'s result, kept: the cover bound, the MILP and the LP bound each ask for it."""
 
@@ -267,7 +271,7 @@ class Problem:
         out = Problem(self.resources, self.requests, self.counts, [self.names[i] for i in keep],
                       [self.type_names[i] for i in keep], self.prices[idx], self.free[idx], self.compat[:, idx],
                       self.ffd_order, self.unplaceable, [str(zones[i]) for i in keep], self.topology,
-                      self.limits.take(idx) if self.limits is not None else None)
+                      self.limits.take(idx) if self.limits is not None else None, self.joined)
         out._pruned = out  # nothing left to prune: a kind kept here has no dominating kind among the kept
         self._pruned = out
         return out
@@ -360,8 +364,9 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
     frees: list[IntArray] = []
     compat: list[BoolArray] = []
     pool_of: list[str] = []
+    table_of: list[int] = []
     caps: list[dict[str, int]] = []
-    for table in table_list:
+    for t_index, table in enumerate(table_list):
         template = table.template
         prefix = f"{template.name}:" if len(table_list) > 1 else ""
         pool_cols = table.column_mask(template.requirements)
@@ -399,8 +404,14 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
                 frees.append(free_all[i])
                 compat.append(np.frombuffer(key, dtype=bool).copy())
                 pool_of.append(template.name)
+                table_of.append(t_index)
                 caps.append({**it.capacity, "nodes": 1})
     compat_arr = np.array(compat, dtype=bool).T.reshape(len(shapes), len(names))
+    joined = False
+    if len(table_list) > 1 and len(shapes):
+        opens, allowed = _weight_allowed(table_list, shapes, compat_arr, np.array(table_of, dtype=np.int64))
+        joined = bool((allowed & ~opens & compat_arr).any())
+        compat_arr &= allowed
     counts = np.array([len(g) for g in shapes], dtype=np.int64)
     placeable = compat_arr.any(axis=1)
     unplaceable = int(counts[~placeable].sum())
@@ -418,7 +429,59 @@ def build_problem(tables: TypeTable | Sequence[TypeTable], pods: Sequence[PodInf
         pool_limits = PoolLimits(pool_of, keys, capacity, limited)
     return Problem(used, req, counts, names, tnames, np.array(prices, dtype=np.float64),
                    np.array(frees, dtype=np.int64).reshape(len(names), len(used)), compat_arr, order, unplaceable,
-                   zones, topo.remapped([int(i) for i in np.flatnonzero(placeable)]), pool_limits)
+                   zones, topo.remapped([int(i) for i in np.flatnonzero(placeable)]), pool_limits, joined)
+
+
+def _weight_free(pod: PodInfo) -> bool:
+    """Whether a pod may leave a higher-weight NodePool that takes it for reasons the weight rule
+    of :func:`_weight_allowed` does not see: a preference (node affinity, pod affinity, a
+    ``ScheduleAnyway`` spread: Karpenter first tries it as required, on every NodePool in weight
+    order) or a required rule that a fresh node of that NodePool can fail (pod affinity, pod
+    anti-affinity or spread on a key other than the hostname, e.g. a zone the NodePool lacks)."""
+    if pod.preferred_node_terms or pod.preferred_affinity:
+        return True
+    if any(not c.hard or c.key != LABEL_HOSTNAME for c in pod.spread):
+        return True
+    return any(not term.anti or term.key != LABEL_HOSTNAME for term in pod.affinity)
+
+
+def _weight_allowed(tables: Sequence[TypeTable], shapes: Sequence[Sequence[PodInfo]], compat: BoolArray,
+                    table_of: IntArray) -> tuple[BoolArray, BoolArray]:
+    """``(shapes, kinds)``: where NodePool weights let a shape use a kind, as karpy's scheduler
+    (and Karpenter's) opens NodeClaims: a pod's new claim comes from the highest-weight NodePool
+    that takes it (requirements, taints, a type large enough: ``compat`` of the NodePool's kinds).
+    Per shape the NodePools that take it are allowed in weight order down to and including the
+    first weight whose NodePools include one that can refuse it for no reason the model keeps:
+    one without ``limits`` (not modelled, a limited NodePool may be full) and without
+    ``minValues`` (a NodePool at the same weight as it stays allowed: karpy orders equal weights
+    by name, the model does not). Lower NodePools are not allowed for it. A shape for which a
+    NodePool may fail for reasons left out (:func:`_weight_free`) keeps every NodePool. A pod
+    also joins a claim already open for other pods, whatever its NodePool: so a NodePool some
+    shape may open is allowed to every shape it takes. The result keeps every plan karpy can
+    make (it stays a bound on karpy's plan) and drops the lower-weight NodePools no pod of the
+    batch would open a claim on. ``table_of``: the table index of each kind. Returns ``(opens,
+    allowed)``, both ``(shapes, kinds)``: where a shape may open a claim, and where it may be at all."""
+    n_tables = len(tables)
+    takes = np.zeros((len(shapes), n_tables), dtype=bool)  # shape x table: some kind of the table admits it
+    for t in range(n_tables):
+        cols = table_of == t
+        if cols.any():
+            takes[:, t] = compat[:, cols].any(axis=1)
+    final = [not t.template.limits and not any(r.min_values for r in t.template.requirements) for t in tables]
+    weights = sorted({t.template.weight for t in tables}, reverse=True)
+    opens = np.zeros_like(takes)
+    for s, g in enumerate(shapes):
+        if _weight_free(g[0]):
+            opens[s] = takes[s]
+            continue
+        for w in weights:
+            level = [t for t in range(n_tables) if tables[t].template.weight == w and takes[s, t]]
+            opens[s, level] = True
+            if any(final[t] for t in level):
+                break
+    opened: BoolArray = np.asarray(opens.any(axis=0), dtype=bool)
+    allowed = opens | (takes & opened[None, :])
+    return opens[:, table_of], allowed[:, table_of]
 
 
 def ffd_plan(problem: Problem) -> Plan:
@@ -1012,6 +1075,8 @@ def _relaxations(tables: Sequence[TypeTable], pods: Sequence[PodInfo], problem: 
         out.append("NodePool limits")
     if any(r.min_values for t in tables for r in t.template.requirements):
         out.append("minValues")
+    if problem.joined:
+        out.append("pods joining a lower-weight NodePool's claims")
     return out
 
 
