@@ -111,3 +111,34 @@ def test_daemonset_overhead_on_new_nodes_is_unchanged(tmp_path: Path) -> None:
     out = json.loads(invoke_cli("simulate", POOL, path, "--set", "CLUSTER_NAME=x", "-o", "json").stdout)
     assert out["summary"]["pods_pending"] == 0 and out["summary"]["nodes_launched"] >= 1
     assert all(any(p.startswith("default/agent-") for p in n["pods"]) for n in out["nodes"])
+
+
+NOT_READY = {**EXISTING, "status": {k: v for k, v in EXISTING["status"].items() if k != "conditions"}}
+PLAIN = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "plain-1", "labels": {"kubernetes.io/os": "linux"}},
+         "status": {"conditions": [{"type": "Ready", "status": "False"}], "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+
+
+def test_a_node_that_is_not_ready_is_warned_about_and_named_in_the_pending_reason(tmp_path: Path) -> None:
+    """Before: ``valid`` with no warning, and the pods ``pending: no provisioning pass placed or
+    refused it before the run ended``. The decision stays: nothing launched, nothing bound."""
+    path = _write(tmp_path, [NOT_READY, PLAIN, _deployment(5)])
+    valid = invoke_cli("validate", POOL, path, "--set", "CLUSTER_NAME=x")
+    assert valid.exit_code == 0, valid.output
+    warned = [line for line in valid.stdout.splitlines() if "not Ready" in line]
+    assert warned == [
+        f"warning: {path} doc 1 Node/existing-1: not Ready (status.conditions has no Ready condition True), so it is tainted "
+        "node.kubernetes.io/unreachable:NoSchedule and kube-scheduler places no pod on it that does not tolerate that; "
+        "it is labelled karpenter.sh/nodepool, so karpy (as Karpenter) counts it as capacity on its way and launches "
+        "nothing for the pods it would hold",
+        f"warning: {path} doc 2 Node/plain-1: not Ready (status.conditions has no Ready condition True), so it is tainted "
+        "node.kubernetes.io/not-ready:NoSchedule and kube-scheduler places no pod on it that does not tolerate that",
+    ]
+    result = invoke_cli("simulate", POOL, path, "--set", "CLUSTER_NAME=x", "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["summary"]["nodes_launched"] == 0 and out["summary"]["pods_bound"] == 0
+    reasons = {p["reason"] for p in out["pods"]}
+    assert reasons == {"pending: waiting for Node existing-1 to become Ready: karpy (as Karpenter) counts it as capacity "
+                       "on its way and launches nothing for this pod, and kube-scheduler places no pod on it until its "
+                       "Ready condition is True"}
+    assert sum("Node/existing-1: not Ready" in w for w in out["warnings"]) == 1

@@ -65,7 +65,7 @@ from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
 from karpy_core.sim.progress import duration_text
 from karpy_core.sim.simulator import SimEvent, Simulator
 from karpy_core.state.cluster import daemonset_pod_infos, is_managed
-from karpy_core.state.views import NodePoolView, PodView
+from karpy_core.state.views import NodePoolView, NodeView, PodView
 from karpy_core.utils.quantity import format_quantity
 
 if TYPE_CHECKING:
@@ -558,9 +558,23 @@ def _unrecorded_reason(sim: Simulator, key: str) -> str:
         if failed:
             return f"pending: planned on NodeClaim {claim}, whose launch failed: {failed}"
         return f"pending: planned on NodeClaim {claim}, which had not taken it when the run ended"
+    waiting = _not_ready_node(sim, sim.placed_existing.get(key))
+    if waiting:
+        return (f"pending: waiting for Node {waiting} to become Ready: karpy (as Karpenter) counts it as capacity on its way "
+                "and launches nothing for this pod, and kube-scheduler places no pod on it until its Ready condition is True")
     if not sim.cluster.snapshot("NodePool"):
         return "pending: no NodePool is defined"
     return "pending: no provisioning pass placed or refused it before the run ended"
+
+
+def _not_ready_node(sim: Simulator, name: str | None) -> str | None:
+    """``name`` when it is a Node of the cluster whose ``Ready`` condition is not ``True``, else None."""
+    if not name:
+        return None
+    for view in sim.cluster.views("Node") or ():
+        if isinstance(view, NodeView) and view.name == name:
+            return None if view.ready else name
+    return None
 
 
 def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
