@@ -63,6 +63,7 @@ from karpy_core.apis.builtin import builtin_kind_problem
 from karpy_core.apis.core import PREEMPT_LOWER_PRIORITY, PREEMPTION_POLICIES, SYSTEM_PRIORITY_VALUES, Node, Pod, PodSpec, not_supported
 from karpy_core.apis.durations import parse_duration
 from karpy_core.apis.fieldschema import did_you_mean, unknown_field_message, walk_fields
+from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.apis.names import NODEPOOL_NAME_MAX, name_problems, name_rule
 from karpy_core.apis.node import RuntimeClass
 from karpy_core.apis.nodeclaim import NodeClaim
@@ -1252,6 +1253,7 @@ class _Builder:
         for at, line in reversed(sorted(late, key=lambda pair: pair[0])):  # from the end: one object's lines keep their order
             self.result.warnings.insert(at, line)
         self.result.warnings.extend(_failed_plugin_warnings(self.result.other))
+        self.result.warnings.extend(not_ready_node_warnings(self.result.nodes))
         if self.problems and admission is not None:
             # the admission checks too, on what loaded (and what they can read of what did not):
             # a type error in one object or field does not hide a missing PriorityClass in another
@@ -1392,6 +1394,26 @@ def unserved_kind_message(group: str, kind: str) -> str:
     zeta.example.io/ZetaNodeClass (karpy providers lists what is installed)``. karpy's own groups
     name their distribution instead (``_PLUGIN_OF_GROUP``); another group's package karpy cannot name."""
     return f"no installed cloud provider plugin serves {group}/{kind} (karpy providers lists what is installed)"
+
+
+def not_ready_node_warnings(nodes: Sequence[Node]) -> list[str]:
+    """One warning per Node whose ``status.conditions`` has no ``Ready`` condition ``True``:
+    kube-scheduler places no pod on it (the node lifecycle controller taints it ``not-ready`` or
+    ``unreachable``), and one labelled ``karpenter.sh/nodepool`` karpy (as Karpenter) counts as
+    capacity on its way, launching nothing for the pods it would hold."""
+    out = []
+    for node in nodes:
+        ready = [c.status for c in node.status.conditions if c.type == "Ready"]
+        if ready and ready[0] == "True":
+            continue
+        taint = "node.kubernetes.io/not-ready" if ready and ready[0] == "False" else "node.kubernetes.io/unreachable"
+        line = (f"{node.source} {node.ref()}: not Ready (status.conditions has no Ready condition True), so it is tainted "
+                f"{taint}:NoSchedule and kube-scheduler places no pod on it that does not tolerate that")
+        if LABEL_NODEPOOL in (node.metadata.labels or {}):
+            line += ("; it is labelled karpenter.sh/nodepool, so karpy (as Karpenter) counts it as capacity on its way "
+                     "and launches nothing for the pods it would hold")
+        out.append(line)
+    return out
 
 
 def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:

@@ -42,6 +42,7 @@ from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
 from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.scheduling.resources import Resources, add_into, exceeding, subtract
 from karpy_core.scheduling.taints import Toleration, untolerated
 from karpy_core.sim.progress import NO_PROGRESS, Progress, count_pods
 from karpy_core.state.cluster import condition, daemonset_pod_infos
@@ -49,7 +50,7 @@ from karpy_core.state.views import NodeClaimView, NodeView, PodView
 from karpy_core.utils.clock import Clock
 from karpy_core.utils.timestamps import parse_rfc3339
 
-__all__ = ["KubeletSimulator", "KubeSchedulerSimulator", "DAEMONSET_TOLERATIONS"]
+__all__ = ["KubeletSimulator", "KubeSchedulerSimulator", "DAEMONSET_TOLERATIONS", "pinned_node", "insufficient_message"]
 
 DAEMONSET_TOLERATIONS = (
     Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
@@ -157,27 +158,54 @@ class KubeletSimulator:
         return None
 
     def _daemonsets(self) -> int:
+        """The DaemonSet controller and kube-scheduler for DaemonSet pods: one pod per DaemonSet on
+        every registered node it tolerates and selects, pinned to that node by node affinity
+        (``matchFields`` ``metadata.name``, as the DaemonSet controller pins it) and bound when the
+        node has room for its requests (kube-scheduler's ``NodeResourcesFit`` filter: allocatable
+        minus the requests of the pods bound there); otherwise left ``Pending`` with
+        ``PodScheduled=False/Unschedulable`` (:func:`insufficient_message`)
+        and bound once room frees up. Returns the pods created or bound."""
         daemonsets = self.cluster.snapshot("DaemonSet")
         if not daemonsets:
             return 0
         infos = daemonset_pod_infos(daemonsets)
-        have = {
-            (p.node_name or None, ref.get("name"))
-            for p in self.cluster.views("Pod") or ()
-            if isinstance(p, PodView)
-            for ref in p.raw["metadata"].get("ownerReferences") or ()
-            if ref.get("kind") == "DaemonSet"
-        }
+        have: set[tuple[str | None, str]] = set()
+        waiting: dict[tuple[str, str], PodView] = {}  # (node, DaemonSet) -> its pod pending there
+        requested: dict[str, Resources] = {}
+        for p in self.cluster.views("Pod") or ():
+            if not isinstance(p, PodView):
+                continue
+            if p.bound:
+                add_into(requested.setdefault(p.node_name, {}), p.info.requests)
+            for ref in p.raw["metadata"].get("ownerReferences") or ():
+                if ref.get("kind") != "DaemonSet":
+                    continue
+                pinned = None if p.node_name else pinned_node(p.raw)
+                if pinned is not None and not p.deleting:
+                    waiting[(pinned, ref.get("name"))] = p
+                have.add((p.node_name or pinned, ref.get("name")))
+        node_views = [n for n in self.cluster.views("Node") or () if isinstance(n, NodeView)]
         changes = 0
-        for node in self.cluster.views("Node") or ():
-            if not isinstance(node, NodeView) or node.deleting:
+        for node in node_views:
+            if node.deleting:
                 continue
             node_name = node.name
             labels = node.labels
             taints = node.taints
             if any(t.key == TAINT_UNREGISTERED for t in taints):
                 continue
+            used = requested.setdefault(node_name, {})
             for ds, info in zip(daemonsets, infos, strict=True):
+                short = exceeding(info.requests, subtract(node.allocatable, used))
+                pending = waiting.get((node_name, ds["metadata"]["name"]))
+                if pending is not None:  # kube-scheduler tries it again: bound once the node has room
+                    if not short:
+                        self.cluster.patch_sync("Pod", pending.name, {"spec": {"nodeName": node_name}, "status": {
+                            "phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
+                                                               {"type": "Ready", "status": "True"}]}}, pending.namespace)
+                        add_into(used, info.requests)
+                        changes += 1
+                    continue
                 if (node_name, ds["metadata"]["name"]) in have:
                     continue
                 if untolerated(taints, info.tolerations + DAEMONSET_TOLERATIONS) is not None:
@@ -185,6 +213,16 @@ class KubeletSimulator:
                 if all(t.matches_labels(labels) for t in info.requirement_terms):
                     continue
                 tmpl = (ds.get("spec") or {}).get("template") or {}
+                spec = {**(tmpl.get("spec") or {}), "affinity": _pinned_affinity(tmpl.get("spec") or {}, node_name)}
+                if short:  # kube-scheduler's NodeResourcesFit filter: no room on the one node it may go to
+                    status: dict[str, Any] = {"phase": "Pending", "conditions": [{
+                        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": insufficient_message(short, len(node_views))}]}
+                else:
+                    spec["nodeName"] = node_name
+                    status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
+                                                                 {"type": "Ready", "status": "True"}]}
+                    add_into(used, info.requests)
                 self.cluster.create_sync(
                     "Pod",
                     {
@@ -196,13 +234,50 @@ class KubeletSimulator:
                                 {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds["metadata"]["name"], "controller": True}
                             ],
                         },
-                        "spec": {**(tmpl.get("spec") or {}), "nodeName": node_name},
-                        "status": {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
-                                                                  {"type": "Ready", "status": "True"}]},
+                        "spec": spec,
+                        "status": status,
                     },
                 )
                 changes += 1
         return changes
+
+
+def _pinned_affinity(spec: Mapping[str, Any], node_name: str) -> dict[str, Any]:
+    """``spec.affinity`` of a DaemonSet pod for ``node_name``: the template's, with the required
+    node affinity replaced by one term matching the node's name (Kubernetes
+    ``pkg/controller/daemon/util`` ``ReplaceDaemonSetPodNodeNameNodeAffinity``)."""
+    affinity = dict(spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
+    affinity["nodeAffinity"] = node_affinity
+    return affinity
+
+
+def pinned_node(pod: Mapping[str, Any]) -> str | None:
+    """The node a DaemonSet pod is pinned to: the one name its required node affinity's
+    ``matchFields`` ``metadata.name`` term allows (see :func:`_pinned_affinity`), or None."""
+    required = ((((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    for term in required.get("nodeSelectorTerms") or ():
+        for field in term.get("matchFields") or ():
+            values = field.get("values") or []
+            if field.get("key") == "metadata.name" and field.get("operator") == "In" and len(values) == 1:
+                return str(values[0])
+    return None
+
+
+def insufficient_message(short: list[str], nodes: int) -> str:
+    """kube-scheduler's ``PodScheduled`` message for a pod pinned to one of ``nodes`` nodes that
+    lacks room for the resources ``short`` (sorted names): ``0/2 nodes are available: 1
+    Insufficient cpu, 1 Insufficient memory, 1 node(s) didn't satisfy plugin(s) [NodeAffinity].``
+    (the other nodes left out by ``NodeAffinity``'s PreFilter; kube-scheduler 1.36 goes on with
+    its preemption attempt, which karpy does not model:
+    tests/integration/test_trial17a_apiserver.py)."""
+    parts = ["1 Too many pods" if r == "pods" else f"1 Insufficient {r}" for r in short]
+    if nodes > 1:
+        parts.append(f"{nodes - 1} node(s) didn't satisfy plugin(s) [NodeAffinity]")
+    return f"0/{nodes} nodes are available: {', '.join(parts)}."
 
 
 def _created(obj: dict[str, Any]) -> str:
@@ -214,6 +289,12 @@ def _gated(pod: PodView) -> bool:
     plugin keeps it out of the scheduling queue (it is neither bound nor marked Unschedulable; the
     API server gave it ``PodScheduled=False/SchedulingGated``: :func:`karpy_core.kube.admission.scheduling_gated`)."""
     return bool((pod.raw.get("spec") or {}).get("schedulingGates"))
+
+
+def _to_schedule(pod: PodView) -> bool:
+    """A pod this stand-in tries to bind: no node, not deleting, not gated, and not a DaemonSet's
+    (those are pinned to their one node and tried there by :class:`KubeletSimulator`)."""
+    return not pod.node_name and not pod.deleting and not _gated(pod) and not pod.daemon
 
 
 class KubeSchedulerSimulator:
@@ -259,7 +340,7 @@ class KubeSchedulerSimulator:
         ]
         pods = [p for p in self.cluster.views("Pod") or () if isinstance(p, PodView)]
         if not nodes:  # nothing to bind to: every pending pod stays pending, as kube_schedule leaves them
-            pending_raw = {p.key: p.raw for p in pods if not p.node_name and not p.deleting and not _gated(p)}
+            pending_raw = {p.key: p.raw for p in pods if _to_schedule(p)}
             if pending_raw:
                 self.progress.phase(f"kube-scheduler: {count_pods(len(pending_raw))} pending")
             return self._mark_unschedulable(pending_raw, sorted(pending_raw), 0)
@@ -281,7 +362,7 @@ class KubeSchedulerSimulator:
             )
             for n in nodes
         ]
-        pending = [p for p in pods if not p.node_name and not p.deleting and not _gated(p)]
+        pending = [p for p in pods if _to_schedule(p)]
         if pending:
             self.progress.phase(f"kube-scheduler: {count_pods(len(pending))} pending")
         from karpy_core.scheduling.volumes import apply_volume_requirements, volume_terms

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,14 +57,15 @@ from typing import TYPE_CHECKING, Any
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo
-from karpy_core.scheduling.resources import Resources, add_into, parse_resource_list
+from karpy_core.scheduling.resources import Resources, add_into, exceeding, parse_resource_list, subtract
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
+from karpy_core.sim.kubelet import pinned_node
 from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
 from karpy_core.sim.progress import duration_text
 from karpy_core.sim.simulator import SimEvent, Simulator
 from karpy_core.state.cluster import daemonset_pod_infos, is_managed
-from karpy_core.state.views import NodePoolView, PodView
+from karpy_core.state.views import NodePoolView, NodeView, PodView
 from karpy_core.utils.quantity import format_quantity
 
 if TYPE_CHECKING:
@@ -516,6 +517,25 @@ def missing_node_reason(node: str) -> str:
             f"with a nodeName (the pod garbage collector deletes it {POD_GC_QUARANTINE_SECONDS} s after the Node is found missing)")
 
 
+def daemon_pod_reason(view: PodView, nodes: Mapping[str, NodeReport]) -> str:
+    """Why a DaemonSet's pod is pending (one line): the DaemonSet controller pins it to one node
+    (``matchFields`` ``metadata.name``) and that node has no room for its requests, so
+    kube-scheduler's ``NodeResourcesFit`` filter leaves it ``Pending``; Karpenter does not provision
+    for DaemonSet pods (``IsProvisionable``). Names the node and each resource short: requested,
+    the node's allocatable and what the pods bound there request (``nodes``: the report's nodes,
+    their ``requested`` summed)."""
+    node = pinned_node(view.raw)
+    rep = nodes.get(node) if node else None
+    if rep is None:
+        return f"pending: DaemonSet pod pinned to Node {node or '(none)'}, which does not exist"
+    short = exceeding(view.info.requests, subtract(rep.allocatable, rep.requested))
+    what = ", ".join(f"Insufficient {r} (requests {format_quantity(r, view.info.requests.get(r, 0))}, "
+                     f"{format_quantity(r, rep.allocatable.get(r, 0))} allocatable, "
+                     f"{format_quantity(r, rep.requested.get(r, 0))} requested by its pods)" for r in short)
+    return (f"pending: DaemonSet pod for Node {node}, which has no room for it: {what or 'room taken when it was tried'}; "
+            "kube-scheduler leaves it Pending and Karpenter does not provision for DaemonSet pods")
+
+
 def gated_reason(view: PodView) -> str:
     """Why a pod with ``spec.schedulingGates`` left is pending (one line), or ``""`` for any other
     pod: kube-scheduler does not try it and Karpenter does not provision for it (its
@@ -538,18 +558,35 @@ def _unrecorded_reason(sim: Simulator, key: str) -> str:
         if failed:
             return f"pending: planned on NodeClaim {claim}, whose launch failed: {failed}"
         return f"pending: planned on NodeClaim {claim}, which had not taken it when the run ended"
+    waiting = _not_ready_node(sim, sim.placed_existing.get(key))
+    if waiting:
+        return (f"pending: waiting for Node {waiting} to become Ready: karpy (as Karpenter) counts it as capacity on its way "
+                "and launches nothing for this pod, and kube-scheduler places no pod on it until its Ready condition is True")
     if not sim.cluster.snapshot("NodePool"):
         return "pending: no NodePool is defined"
     return "pending: no provisioning pass placed or refused it before the run ended"
 
 
+def _not_ready_node(sim: Simulator, name: str | None) -> str | None:
+    """``name`` when it is a Node of the cluster whose ``Ready`` condition is not ``True``, else None."""
+    if not name:
+        return None
+    for view in sim.cluster.views("Node") or ():
+        if isinstance(view, NodeView) and view.name == name:
+            return None if view.ready else name
+    return None
+
+
 def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
     """``[{namespace, name, requests, pods}]`` per DaemonSet (namespace, name order): one pod's
     requests (Kubernetes quantities, init containers and overhead included, as the scheduler
-    counts them) and the DaemonSet's pods at the end of the run."""
+    counts them) and the DaemonSet's pods running at the end of the run (bound to a node: one
+    left Pending, its node having no room, is not counted)."""
     running: dict[tuple[str, str], int] = {}
     for p in sim.cluster.snapshot("Pod"):  # read only: no copies of every pod
         meta = p["metadata"]
+        if not (p.get("spec") or {}).get("nodeName"):
+            continue
         for ref in meta.get("ownerReferences") or ():
             if ref.get("kind") == "DaemonSet":
                 key = (meta.get("namespace", "default"), ref.get("name", ""))
@@ -684,6 +721,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         nodes.append(rep)
         by_name[rep.name] = rep
     pod_reports: list[PodReport] = []
+    waiting_ds: list[tuple[int, PodView]] = []  # index in pod_reports, DaemonSet pod left pending
     rs_owner = _replicaset_owners(sim)
     for view in pods:
         assert isinstance(view, PodView)
@@ -695,15 +733,19 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             with contextlib.suppress(ValueError):
                 add_into(by_name[node].requested, view.info.requests)  # parsed once per pod version
             (by_name[node].daemon_pods if is_ds else by_name[node].pods).append(key)
-        if is_ds:
+        if is_ds and node:
             continue
         reason = None
-        if node and node not in by_name:
+        if is_ds:  # pinned to its node, which had no room: kube-scheduler left it Pending
+            waiting_ds.append((len(pod_reports), view))
+        elif node and node not in by_name:
             reason, node = missing_node_reason(node), None
         elif not node:
             reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
         workload = _top_owner(meta, rs_owner)[1]
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason, workload))
+    for i, view in waiting_ds:  # reasons once every node's requests are summed
+        pod_reports[i].reason = daemon_pod_reason(view, by_name)
     overlays: dict[str, list[str]] = {}
     store = getattr(sim.provider, "overlays", None)
     for rep in nodes:

@@ -232,6 +232,9 @@ class Simulator:
         self._prices: dict[tuple[str, str, str, str], float] = {}
         self.events: list[SimEvent] = []
         self.pending_reasons: dict[str, str] = {}
+        self.placed_existing: dict[str, str] = {}
+        """Per pod (``ns/name``): the existing node (or in-flight NodeClaim) the last provisioning
+        pass counted it on (:attr:`SchedulingResults.existing`), so launched nothing for it."""
         self.given: dict[str, set[str]] = {"Node": set(), "NodeClaim": set()}
         """The names of the Nodes and NodeClaims :meth:`apply` created (the inputs: capacity that
         existed before the run, not launched by karpy; the report tells them apart)."""
@@ -599,6 +602,7 @@ class Simulator:
             result = await provisioning.provisioner.reconcile()  # every batch planned whole (no streaming cut)
             if result.results is not None:
                 self.pending_reasons = dict(result.results.errors)
+                self.placed_existing = dict(result.results.existing)
                 if result.scheduler is not None:
                     self.explanations = {
                         key: result.scheduler.explain_detail(result.pods[key]) for key in result.results.errors if key in result.pods
@@ -617,6 +621,7 @@ class Simulator:
             return len(result.created)
         if not pending:
             self.pending_reasons = {}
+            self.placed_existing = {}
             self._pending_keys = frozenset()
         return 0
 
