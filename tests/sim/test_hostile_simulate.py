@@ -90,7 +90,8 @@ def test_foreign_apiversion_nodepool_is_ignored_by_validate_and_simulate_alike(t
     app_file = write(tmp_path, "app.yaml", deployment())
     result = invoke("validate", np_file, app_file)
     assert result.exit_code == 0, result.output
-    assert f"ignored (kind not modelled): example.com/v1 NodePool/np ({np_file} doc 1)" in result.stdout
+    assert f"ignored (kind not modelled in this apiVersion): example.com/v1 NodePool/np ({np_file} doc 1)" in result.stdout
+    assert "karpy models NodePool in karpenter.sh/v1, not example.com/v1: ignored" in result.stdout  # said (trial 17)
     result = invoke("simulate", np_file, app_file, "-o", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
