@@ -462,6 +462,25 @@ def _stop_leftovers() -> None:
         cluster.stop()
 
 
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_clusters_on_sigterm() -> bool:
+    """Make SIGTERM end this process as Ctrl-C does (``KeyboardInterrupt``), so the test run's
+    teardown and :func:`_stop_leftovers` stop every cluster it started. SIGTERM's default action
+    ends the process at once, and a kube-apiserver restarted off the main thread (the chaos tests'
+    ``asyncio.to_thread(cluster.restart_apiserver)``, spawned without PDEATHSIG, which fires when
+    the forking *thread* exits) was left running, orphaned, after ``timeout ./scripts/test``.
+    Installed only from the main thread and only over the default action; returns whether it was."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return False
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    return True
+
+
 # --------------------------------------------------------------------------
 # The cluster
 # --------------------------------------------------------------------------

@@ -30,6 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "devcluster: needs the real etcd/kube-apiserver/kube-scheduler/kwok cluster built from Go modules",
     )
+    # a run ended by SIGTERM (timeout, a CI cancel) stops its clusters as a Ctrl-C does: teardown runs
+    _load_devcluster().stop_clusters_on_sigterm()
 
 
 def _load_devcluster() -> ModuleType:
