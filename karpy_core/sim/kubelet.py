@@ -175,8 +175,8 @@ class KubeletSimulator:
         for p in self.cluster.views("Pod") or ():
             if not isinstance(p, PodView):
                 continue
-            if p.bound:
-                add_into(requested.setdefault(p.node_name, {}), p.info.requests)
+            if p.bound and (parsed := p.try_info()) is not None:  # an unparsable pod is left out, as everywhere else
+                add_into(requested.setdefault(p.node_name, {}), parsed.requests)
             for ref in p.raw["metadata"].get("ownerReferences") or ():
                 if ref.get("kind") != "DaemonSet":
                     continue

@@ -548,33 +548,24 @@ def gated_reason(view: PodView) -> str:
             "for it until its spec.schedulingGates are removed")
 
 
-def _unrecorded_reason(sim: Simulator, key: str) -> str:
+def _unrecorded_reason(sim: Simulator, key: str, not_ready: frozenset[str]) -> str:
     """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
-    it (on a NodeClaim still launching, or on a node that has not taken it yet) or never saw it
-    (the run ended first), or there is no NodePool at all."""
+    it (on a NodeClaim still launching, or on a node that has not taken it yet: ``not_ready``
+    names the cluster's Nodes whose ``Ready`` condition is not ``True``) or never saw it (the run
+    ended first), or there is no NodePool at all."""
     claim = sim.nominations.target_of(key)
     if claim:
         failed = _launch_failure(sim, claim)
         if failed:
             return f"pending: planned on NodeClaim {claim}, whose launch failed: {failed}"
         return f"pending: planned on NodeClaim {claim}, which had not taken it when the run ended"
-    waiting = _not_ready_node(sim, sim.placed_existing.get(key))
-    if waiting:
+    waiting = sim.placed_existing.get(key)
+    if waiting in not_ready:
         return (f"pending: waiting for Node {waiting} to become Ready: karpy (as Karpenter) counts it as capacity on its way "
                 "and launches nothing for this pod, and kube-scheduler places no pod on it until its Ready condition is True")
     if not sim.cluster.snapshot("NodePool"):
         return "pending: no NodePool is defined"
     return "pending: no provisioning pass placed or refused it before the run ended"
-
-
-def _not_ready_node(sim: Simulator, name: str | None) -> str | None:
-    """``name`` when it is a Node of the cluster whose ``Ready`` condition is not ``True``, else None."""
-    if not name:
-        return None
-    for view in sim.cluster.views("Node") or ():
-        if isinstance(view, NodeView) and view.name == name:
-            return None if view.ready else name
-    return None
 
 
 def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
@@ -722,6 +713,8 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         by_name[rep.name] = rep
     pod_reports: list[PodReport] = []
     waiting_ds: list[tuple[int, PodView]] = []  # index in pod_reports, DaemonSet pod left pending
+    # the Nodes a pending pod may wait for, read once (not once per pending pod)
+    not_ready = frozenset(v.name for v in sim.cluster.views("Node") or () if isinstance(v, NodeView) and not v.ready)
     rs_owner = _replicaset_owners(sim)
     for view in pods:
         assert isinstance(view, PodView)
@@ -741,7 +734,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         elif node and node not in by_name:
             reason, node = missing_node_reason(node), None
         elif not node:
-            reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key)
+            reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key, not_ready)
         workload = _top_owner(meta, rs_owner)[1]
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason, workload))
     for i, view in waiting_ds:  # reasons once every node's requests are summed
