@@ -792,7 +792,9 @@ class StderrProgress:
             console = self._console or Console(file=self._stream)
             self._bar = _progress_class()(
                 SpinnerColumn(),
-                TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                # plain text, not rich markup: "[sim 31s] ..." read as a style tag vanished from the line (trial 18)
+                TextColumn("{task.description}", markup=False,
+                           table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
                 BarColumn(bar_width=_BAR_WIDTH), _count_column(), _elapsed_column(self._start),
                 console=console, transient=True, refresh_per_second=8, expand=True)
             self._task = self._bar.add_task(self._name or "starting", total=self._total, completed=self._completed)

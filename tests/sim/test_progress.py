@@ -280,3 +280,20 @@ def _seconds(text: str) -> int:
     assert parts is not None, text
     h, m, s = (int(x or 0) for x in parts.groups())
     return 3600 * h + 60 * m + s
+
+
+def test_the_simulated_time_before_a_phase_is_drawn_on_a_terminal() -> None:
+    """``[sim 31s] kube-scheduler: binding pods`` on a terminal as on a pipe: drawn as rich markup,
+    the bracketed time read as a style tag and vanished from the line (trial 18), and a phase name
+    holding ``[/x]`` would have raised rich's MarkupError."""
+    console, out = _terminal(80)
+    progress = StderrProgress(console=console)
+    with progress:
+        progress.phase("[sim 31s] kube-scheduler: binding pods", total=10)
+        progress._show()
+        progress._bar.refresh()
+        progress.phase("[sim 45s] [/x] provisioning: 3 pods pending")
+        progress._bar.refresh()
+        frames = _frames(out.getvalue())
+    assert any("[sim 31s] kube-scheduler: binding pods" in f for f in frames), frames
+    assert any("[sim 45s] [/x] provisioning" in f for f in frames), frames
