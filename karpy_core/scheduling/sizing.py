@@ -243,18 +243,35 @@ def choose_target(
 
 
 def shortlist(prices: FloatArray, room_full: IntArray, free_used: IntArray, seed_value: float, values: FloatArray,
-              counts: IntArray, comp: npt.NDArray[np.bool_], w: FloatArray) -> npt.NDArray[np.intp]:
+              counts: IntArray, comp: npt.NDArray[np.bool_], w: FloatArray, slots: IntArray | None = None) -> npt.NDArray[np.intp]:
     """The candidates worth evaluating: the :data:`CANDIDATES` with the highest score upper bound
-    (a type scores at most the value of its whole room, or of all the remaining pods it may take,
-    whichever is less, per USD), then those no other dominates (:func:`pareto`)."""
+    (a type scores at most the least of: the value of its whole room at the unit prices ``w``,
+    the value of all the remaining pods it may take, and its pod slots left (``slots``, its
+    max-pods room, a row per candidate; None: not counted) times the most valuable pod it may
+    take; per USD), then those no other dominates (:func:`pareto`).
+
+    The pod slots matter for small pods: ``w`` prices cpu and memory only, so without them every
+    type's room looked worth about its price, and 20,000 pods of 10m/16Mi went mostly to
+    c6a.4xlarge (234 pods, 0.612 USD/hour) instead of c8i-flex.xlarge (118 pods, 0.178): 47.51
+    USD/hour against 30.18 (trial 18), the c8i-flex types having fallen out of the shortlist."""
     idx = np.arange(len(prices))
     if len(idx) > CANDIDATES:
         room_value = np.maximum(room_full, 0) @ w
-        ub = (seed_value + np.minimum(room_value, (values * counts) @ comp)) / prices
+        cap = (values * counts) @ comp
+        if slots is not None and len(values):
+            cap = np.minimum(cap, np.maximum(slots, 0) * np.where(comp, values[:, None], 0.0).max(axis=0))
+        ub = (seed_value + np.minimum(room_value, cap)) / prices
         idx = np.argsort(-ub, kind="stable")[:CANDIDATES]
     keep = pareto(prices[idx], free_used[idx], comp[:, idx])
     out: npt.NDArray[np.intp] = idx[keep]
     return out
+
+
+def _slots(table: TypeTable, room: IntArray) -> IntArray | None:
+    """The ``pods`` column of ``room`` (rows of ``table``'s columns): pod slots left per type, or
+    None when the table has no such column."""
+    i = table.index.get("pods")
+    return None if i is None else room[:, i]
 
 
 def _full_compat(table: TypeTable, run: SchedulingRun, pods: list[PodInfo]) -> npt.NDArray[np.bool_]:
@@ -286,7 +303,8 @@ def rollout(table: TypeTable, prices: FloatArray, used: npt.NDArray[np.intp], ve
             return float("inf")
         counts[s] -= 1
         comp = compat[:, cand]
-        keep = shortlist(prices[cand], table.free[cand] - vecs[s], free_used[cand], float(values[s]), values, counts, comp, w)
+        room = table.free[cand] - vecs[s]
+        keep = shortlist(prices[cand], room, free_used[cand], float(values[s]), values, counts, comp, w, _slots(table, room))
         cand, comp = cand[keep], comp[:, keep]
         f = free_used[cand]
         scores, steps = evaluate_targets(prices[cand], f, f - vecs[s, used], float(values[s]), vecs[:, used], counts,
@@ -443,8 +461,9 @@ def fill_sized(run: SchedulingRun, pods: list[PodInfo], bound: list[float] | Non
             used = np.flatnonzero(vecs.any(axis=0) | claim.requests.astype(bool))
             values = vecs.astype(np.float64) @ w
             seed_value = float(claim.requests @ w)
-            keep = shortlist(all_prices[cand], table.free[cand] - claim.requests, table.free[np.ix_(cand, used)],
-                             seed_value, values, counts, comp, w)
+            room = table.free[cand] - claim.requests
+            keep = shortlist(all_prices[cand], room, table.free[np.ix_(cand, used)], seed_value, values, counts, comp, w,
+                             _slots(table, room))
             cand, comp = cand[keep], comp[:, keep]
             free_c = table.free[np.ix_(cand, used)]
             scores, steps = evaluate_targets(all_prices[cand], free_c, free_c - claim.requests[used], seed_value,
