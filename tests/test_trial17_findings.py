@@ -88,3 +88,32 @@ def test_timeline_under_a_file_says_it_is_a_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as refused:
         _check_output_file("--timeline", str(blocker / "x.png"))
     assert str(refused.value) == f"--timeline {blocker}/x.png: directory {blocker} is a file, not a directory"
+
+
+def test_a_resource_only_types_without_offerings_have_is_said_so() -> None:
+    """Trial 18: a plugin listing its GPU type with no offering (no zone in common with the
+    NodeClass) got "none of its instance types (those its requirements allow) offers resource
+    nvidia.com/gpu", which reads as a requirements problem; the types that have the resource are
+    named with why they are out. A NodePool that does not name zones keeps such a type in its
+    table: there the reason named the largest type with an offering, which has no GPU."""
+    from karpy_core.scheduling.pod import pod_info
+    from karpy_core.scheduling.scheduler import Scheduler
+    from karpy_core.scheduling.template import template_from_nodepool
+    from tests.scheduling.helpers import make_type, nodepool, pod
+
+    gpu = {"nvidia.com/gpu": "1"}
+    catalog = [make_type("m.large", 2, 8), make_type("g.xlarge", 4, 16, zones=(), extra={"nvidia.com/gpu": 1})]
+    zoned = nodepool(requirements=[{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a"]}])
+    res = Scheduler([template_from_nodepool(zoned, catalog)]).solve([pod_info(pod("g", extra=gpu))])
+    assert res.errors["default/g"] == ("NodePool default: none of its instance types (those its requirements allow) offers "
+                                       "resource nvidia.com/gpu: those that do (g.xlarge) have no offering (a zone and "
+                                       "capacity type to launch in)")
+    res = Scheduler([template_from_nodepool(nodepool(), catalog)]).solve([pod_info(pod("g", extra=gpu))])
+    assert res.errors["default/g"] == ("NodePool default: the instance types with room for the pod (g.xlarge) have no "
+                                       "available offering")
+    # with offerings, but left out by the NodePool's requirements
+    catalog = [make_type("m.large", 2, 8), make_type("g.xlarge", 4, 16, arch="arm64", extra={"nvidia.com/gpu": 1})]
+    pool = nodepool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}])
+    res = Scheduler([template_from_nodepool(pool, catalog)]).solve([pod_info(pod("g", extra=gpu))])
+    assert res.errors["default/g"].endswith("offers resource nvidia.com/gpu: those that do (g.xlarge) are ruled out by "
+                                            "its requirements")

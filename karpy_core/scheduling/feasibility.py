@@ -182,6 +182,28 @@ def _pool_requirements_text(claim: ClaimState, table: TypeTable) -> str:
     return "the NodePool requirements" if claim.pods else unmet_nodepool_requirements(table)
 
 
+def _not_offered(table: TypeTable, pod: PodInfo) -> str:
+    """Why no type of ``table`` offers a resource ``pod`` requests (one line): the NodePool's
+    types, which its requirements chose; the catalog may well have the resource elsewhere (trial
+    17: "no instance type offers resource nvidia.com/gpu" with GPU types in it). Those of the
+    NodePool's catalog that do have it are named, with why they are ruled out: no offering at all
+    (a plugin listing no zone; trial 18 read "those its requirements allow" as a requirements
+    problem), or the NodePool's requirements."""
+    missing = [r for r in sorted(pod.requests) if r not in table.index]
+    line = f"none of its instance types (those its requirements allow) offers resource {', '.join(missing)}"
+    having = [it for it in table.template.instance_types if any(it.allocatable.get(r, 0) > 0 for r in missing)]
+    if not having:
+        return line
+    names = ", ".join(it.name for it in having[:3]) + (f", +{len(having) - 3} more" if len(having) > 3 else "")
+    if all(not it.offerings for it in having):
+        why = "have no offering (a zone and capacity type to launch in)"
+    elif any(not it.offerings for it in having):
+        why = "have no offering or are ruled out by its requirements"
+    else:
+        why = "are ruled out by its requirements"
+    return f"{line}: those that do ({names}) {why}"
+
+
 def check_claim(  # noqa: C901
     claim: ClaimState,
     pod: PodInfo,
@@ -227,11 +249,7 @@ def check_claim(  # noqa: C901
     if vec is None:
         if not explain:
             return _NOT_OFFERED
-        missing = [r for r in sorted(pod.requests) if r not in table.index]
-        # the NodePool's types, which its requirements chose: the catalog may well have the resource
-        # elsewhere (trial 17: "no instance type offers resource nvidia.com/gpu" with GPU types in it)
-        return (Infeasible(K.RESOURCE_NOT_OFFERED,
-                           f"none of its instance types (those its requirements allow) offers resource {', '.join(missing)}"),)
+        return (Infeasible(K.RESOURCE_NOT_OFFERED, _not_offered(table, pod)),)
     if pod.host_ports:
         clash = ports_conflict(claim.host_ports, pod.host_ports)
         if clash is not None:
@@ -294,7 +312,7 @@ def check_claim(  # noqa: C901
         if not np.count_nonzero(fit):
             last = _NO_ROOM
             if explain:
-                reasons.append(Infeasible(K.NO_ROOM, _no_room(table, pod, mask)))
+                reasons.append(_no_room_or_offering(table, pod, compat, mask, need, reqs))
             continue
         limited = fit if remaining is None else limit_mask(remaining, table, fit, claim.reserved)
         if remaining is not None and not np.count_nonzero(limited):
@@ -313,6 +331,21 @@ def check_claim(  # noqa: C901
             relaxed = True
         return Fit(reqs, limited, need, relaxed)
     return tuple(reasons) if explain else last
+
+
+def _no_room_or_offering(table: TypeTable, pod: PodInfo, compat: BoolArray, mask: BoolArray, need: IntArray,
+                         reqs: Requirements) -> Infeasible:
+    """Why no type of ``mask`` (those of ``compat`` with an available offering) has room for
+    ``need`` (the claim's requests plus ``pod``'s): the types that would have room have no
+    available offering (named: trial 18's plugin listing its GPU type in no zone read "largest
+    compatible type by cpu is" a type without the GPU), else :func:`_no_room`. Explanations only."""
+    roomy = np.flatnonzero(compat & ~mask & (table.free >= need).all(axis=1))
+    if not roomy.size:
+        return Infeasible(K.NO_ROOM, _no_room(table, pod, mask))
+    names = ", ".join(table.types[int(i)].name for i in roomy[:3]) + (f", +{roomy.size - 3} more" if roomy.size > 3 else "")
+    where = ", ".join(r.describe() for r in (reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE)) if r)
+    return Infeasible(K.NO_OFFERING, f"the instance types with room for the pod ({names}) have no available offering"
+                                     + (f" for {where}" if where else ""))
 
 
 def _no_room(table: TypeTable, pod: PodInfo, mask: BoolArray) -> str:
