@@ -74,7 +74,7 @@ QUALIFIED = ("must consist of alphanumeric characters, '-', '_' or '.', and must
     ('{app: "-x"}', "'app': value '-x': a valid label value must be an empty string or consist of alphanumeric characters"),
     ('{"Example.com/app": x}', "key 'Example.com/app': prefix part must be a lowercase RFC 1123 subdomain"),
     ('{"/app": x}', "key '/app': prefix part must be non-empty"),
-    ('{"a/b/c": x}', "key 'a/b/c': a qualified name must consist of"),
+    ('{"a/b/c": x}', "key 'a/b/c': a valid label key must consist of"),
     ('{"x/' + "n" * 64 + '": "y"}', "key 'x/" + "n" * 64 + "': name part must be no more than 63 characters (got 64)"),
 ])
 def test_label_keys_and_values_are_checked_as_apimachinery_does(tmp_path: Path, labels: str, problem: str) -> None:

@@ -268,6 +268,19 @@ class PodAffinityTerm(LenientModel):
     match_label_keys: list[Str] = Field(default_factory=list)
     mismatch_label_keys: list[Str] = Field(default_factory=list)
 
+    @field_validator("topology_key")
+    @classmethod
+    def _topology_key_is_a_label_key(cls, value: str) -> str:
+        """kube-apiserver's ``validatePodAffinityTerm``: ``Required value: can not be empty``, and
+        a label key (``ValidateLabelName``: apimachinery's ``IsQualifiedName``). A spread
+        constraint's key is only required (:class:`TopologySpreadConstraint`), as there."""
+        if not value:
+            raise ValueError("Required value: can not be empty")
+        problems = qualified_name_problems(value)
+        if problems:
+            raise ValueError(f"Invalid value: {value!r}: " + "; ".join(problems))
+        return value
+
 
 class WeightedPodAffinityTerm(LenientModel):
     """Preferred pod (anti-)affinity term with its ``weight`` (1..100)."""

@@ -108,7 +108,8 @@ def qualified_name_problems(key: str) -> list[str]:
             return ["prefix part must be non-empty"]
         return [f"prefix part {p}" for p in name_problems(prefix, "subdomain")] + _name_part(name)
     else:
-        return ["a qualified name " + _QUALIFIED_NAME_WORDS + " with an optional DNS subdomain prefix and '/' "
+        # kube-apiserver 1.36's words (apimachinery's IsLabelKey, which IsQualifiedName now is)
+        return ["a valid label key " + _QUALIFIED_NAME_WORDS + " with an optional DNS subdomain prefix and '/' "
                 "(e.g. 'example.com/MyName')"]
     return _name_part(name)
 
