@@ -70,7 +70,7 @@ def test_report_lists_daemonsets_with_their_overhead(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["daemonsets"] == [{"namespace": "monitoring", "name": "node-exporter",
-                                  "requests": {"cpu": "100m", "memory": "180Mi"}, "pods": len(doc["nodes"])}]
+                                  "requests": {"cpu": "100m", "memory": "180Mi"}, "pods": len(doc["nodes"]), "pending": 0}]
     text = invoke_cli("simulate", str(POOL), str(INFLATE), str(ds), "--set", "CLUSTER_NAME=x").stdout
     assert "1 DaemonSet (overhead on every node they run on): node-exporter (cpu 100m, memory 180Mi) x1" in text
 

@@ -83,6 +83,30 @@ def _collection_origin(annotation: Any) -> Any:
     return candidate if candidate in (*_SEQUENCES, dict) else None
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _json_shape(origin: Any, annotation: Any) -> str:
+    """What a collection option of objects takes, for messages (``a list of objects``, ``an
+    object``), or ``""`` when its items are scalars (comma-separated text is fine for those)."""
+    if origin is dict:
+        return "an object"
+    while get_origin(annotation) is Union or get_origin(annotation) is types.UnionType:
+        found = [a for a in get_args(annotation) if _collection_origin(a) is not None]
+        if len(found) != 1:
+            return ""
+        annotation = found[0]
+    items = get_args(annotation)
+    item = items[0] if items else None
+    structured = (isinstance(item, type) and issubclass(item, BaseModel)) or _collection_origin(item) is dict
+    return "a list of objects ('[{...}, ...]')" if structured else ""
+
+
 def _read_text(origin: Any, text: str) -> Any:
     """A command-line string for a collection option, read as described in the module docstring
     (left as is when it does not parse: the model's validation then names the option)."""
@@ -159,16 +183,30 @@ class ProviderOptions(BaseModel):
                 f"valid: {', '.join(sorted(valid - cls.objects - HOST_OPTIONS))}"
             )
         refuse_host_text(cls.provider, opts, cls.objects)
+        structured: dict[str, str] = {}  # option given as text that is not JSON, whose items are objects -> the shape
         for name, value in opts.items():
             field = cls.model_fields.get(name)
             origin = _collection_origin(field.annotation) if field is not None and isinstance(value, str) else None
             if origin is not None:
                 opts[name] = _read_text(origin, value)
+                shape = _json_shape(origin, field.annotation) if field is not None else ""
+                if shape and not (_is_json(value) and value.strip()[:1] == ("{" if origin is dict else "[")):
+                    structured[name] = shape
         try:
             return cls.model_validate(opts)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ConfigurationError(f"{cls.provider} provider: invalid option(s): {problems}") from None
+            problems = []
+            for e in exc.errors():
+                name = str(e["loc"][0]) if e["loc"] else ""
+                if name in structured:
+                    # "reservations.0: Input should be a valid dictionary or instance of SimulatedReservation"
+                    # for text split at commas (trial 18): say what the option takes instead
+                    line = f"{name}: expected {structured[name]} in JSON; the text given is not one"
+                else:
+                    line = f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                if line not in problems:
+                    problems.append(line)
+            raise ConfigurationError(f"{cls.provider} provider: invalid option(s): {'; '.join(problems)}") from None
 
     def extra(self) -> dict[str, Any]:
         """The passthrough options given (name -> value)."""

@@ -65,7 +65,7 @@ from karpy_core.sim.optimum import REFERENCE_TIME_LIMIT, Reference, reference
 from karpy_core.sim.progress import duration_text
 from karpy_core.sim.simulator import SimEvent, Simulator
 from karpy_core.state.cluster import daemonset_pod_infos, is_managed
-from karpy_core.state.views import NodePoolView, NodeView, PodView
+from karpy_core.state.views import NOT_READY_TAINT_KEY, UNREACHABLE_TAINT_KEY, NodePoolView, NodeView, PodView
 from karpy_core.utils.quantity import format_quantity
 
 if TYPE_CHECKING:
@@ -548,6 +548,40 @@ def gated_reason(view: PodView) -> str:
             "for it until its spec.schedulingGates are removed")
 
 
+def not_ready_note(view: PodView, not_ready: Sequence[NodeView], memo: dict[Any, str] | None = None) -> str:
+    """``"; Node NAME is not Ready ..."`` for a pending pod the provisioner gave a reason for,
+    naming the Nodes (at most 3) whose not-Ready taint (:attr:`NodeView.scheduling_taints`) it
+    does not tolerate, or ``""``: its reason is about NodePools, and without this a Node given
+    with its ``Ready`` condition not ``True`` went unnamed (trial 18: "no NodePool is available",
+    with the Node only in ``--explain``). ``memo``: answers by the pod's tolerations (pods of a
+    workload share them), so a report with many pending pods checks each Node once per workload."""
+    from karpy_core.scheduling.taints import untolerated
+
+    if not not_ready:
+        return ""
+    tolerations = view.info.tolerations
+    key = tuple(tolerations)
+    if memo is not None and key in memo:
+        return memo[key]
+    names: list[str] = []
+    keys: list[str] = []
+    for node in not_ready:
+        taint = untolerated(node.scheduling_taints, tolerations)
+        if taint is not None and taint.key in (NOT_READY_TAINT_KEY, UNREACHABLE_TAINT_KEY):
+            names.append(node.name)
+            if f"{taint.key}:{taint.effect}" not in keys:
+                keys.append(f"{taint.key}:{taint.effect}")
+    note = ""
+    if names:
+        shown = ", ".join(names[:3]) + (f" (+{len(names) - 3:,} more)" if len(names) > 3 else "")
+        subject = f"Node {shown} is" if len(names) == 1 else f"Nodes {shown} are"
+        note = (f"; {subject} not Ready (no Ready condition True), so tainted {' or '.join(keys)}, which the pod does "
+                "not tolerate")
+    if memo is not None:
+        memo[key] = note
+    return note
+
+
 def _unrecorded_reason(sim: Simulator, key: str, not_ready: frozenset[str]) -> str:
     """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
     it (on a NodeClaim still launching, or on a node that has not taken it yet: ``not_ready``
@@ -569,19 +603,20 @@ def _unrecorded_reason(sim: Simulator, key: str, not_ready: frozenset[str]) -> s
 
 
 def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
-    """``[{namespace, name, requests, pods}]`` per DaemonSet (namespace, name order): one pod's
-    requests (Kubernetes quantities, init containers and overhead included, as the scheduler
-    counts them) and the DaemonSet's pods running at the end of the run (bound to a node: one
-    left Pending, its node having no room, is not counted)."""
+    """``[{namespace, name, requests, pods, pending}]`` per DaemonSet (namespace, name order): one
+    pod's requests (Kubernetes quantities, init containers and overhead included, as the scheduler
+    counts them), the DaemonSet's pods running at the end of the run (bound to a node) and those
+    left Pending (pinned to a node that has no room for them: listed among the pending pods, so
+    counted here too; trial 18 read ``x0`` next to a pending pod of the DaemonSet)."""
     running: dict[tuple[str, str], int] = {}
+    pending: dict[tuple[str, str], int] = {}
     for p in sim.cluster.snapshot("Pod"):  # read only: no copies of every pod
         meta = p["metadata"]
-        if not (p.get("spec") or {}).get("nodeName"):
-            continue
+        counts = running if (p.get("spec") or {}).get("nodeName") else pending
         for ref in meta.get("ownerReferences") or ():
             if ref.get("kind") == "DaemonSet":
                 key = (meta.get("namespace", "default"), ref.get("name", ""))
-                running[key] = running.get(key, 0) + 1
+                counts[key] = counts.get(key, 0) + 1
     out = []
     for ds in sim.cluster.snapshot("DaemonSet"):
         meta = ds.get("metadata") or {}
@@ -591,7 +626,8 @@ def _daemonsets(sim: Simulator) -> list[dict[str, Any]]:
             requests = {r: format_quantity(r, v) for r, v in sorted(info.requests.items()) if v and r != "pods"}
         except ValueError:  # refused earlier by the loader; never fail the report on it
             requests = {}
-        out.append({"namespace": ns, "name": name, "requests": requests, "pods": running.get((ns, name), 0)})
+        out.append({"namespace": ns, "name": name, "requests": requests, "pods": running.get((ns, name), 0),
+                    "pending": pending.get((ns, name), 0)})
     return sorted(out, key=lambda d: (d["namespace"], d["name"]))
 
 
@@ -714,7 +750,9 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     pod_reports: list[PodReport] = []
     waiting_ds: list[tuple[int, PodView]] = []  # index in pod_reports, DaemonSet pod left pending
     # the Nodes a pending pod may wait for, read once (not once per pending pod)
-    not_ready = frozenset(v.name for v in sim.cluster.views("Node") or () if isinstance(v, NodeView) and not v.ready)
+    not_ready_views = [v for v in sim.cluster.views("Node") or () if isinstance(v, NodeView) and not v.ready]
+    not_ready = frozenset(v.name for v in not_ready_views)
+    not_ready_memo: dict[Any, str] = {}
     rs_owner = _replicaset_owners(sim)
     for view in pods:
         assert isinstance(view, PodView)
@@ -734,7 +772,10 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         elif node and node not in by_name:
             reason, node = missing_node_reason(node), None
         elif not node:
-            reason = gated_reason(view) or sim.pending_reasons.get(key) or _unrecorded_reason(sim, key, not_ready)
+            reason = gated_reason(view)
+            if not reason and key in sim.pending_reasons:
+                reason = sim.pending_reasons[key] + not_ready_note(view, not_ready_views, not_ready_memo)
+            reason = reason or _unrecorded_reason(sim, key, not_ready)
         workload = _top_owner(meta, rs_owner)[1]
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason, workload))
     for i, view in waiting_ds:  # reasons once every node's requests are summed
@@ -804,7 +845,7 @@ def _simulated_lines(report: SimulationReport, *, max_items: int = 14) -> list[s
         parts.append(f"{_plural(len(items), kind)}: {shown}{more}")
     if report.daemonsets:  # not workloads of their own: the overhead every node they run on carries
         shown = ", ".join(f"{d['name']} ({', '.join(f'{r} {q}' for r, q in d['requests'].items()) or 'no requests'}) x{d['pods']:,}"
-                          for d in report.daemonsets[:max_items])
+                          + (f" ({d['pending']:,} pending)" if d.get("pending") else "") for d in report.daemonsets[:max_items])
         more = f", +{len(report.daemonsets) - max_items} more" if len(report.daemonsets) > max_items else ""
         parts.append(f"{_plural(len(report.daemonsets), 'DaemonSet')} (overhead on every node they run on): {shown}{more}")
     body = [line for part in parts for line in textwrap.wrap(part, 110, initial_indent="  ", subsequent_indent="    ")]
