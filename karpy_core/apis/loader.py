@@ -1517,13 +1517,19 @@ def read_utf8(path: Path) -> str:
     Raises:
         OSError: the file cannot be read.
         UnicodeDecodeError: the bytes are not UTF-8; its ``reason`` is the whole message,
-            ``PATH is not UTF-8 text (byte N)``, N the offset of the first bad byte from the start.
+            ``PATH: line L column C: not UTF-8 text: byte 0xE9 (offset N)``, at the first bad byte
+            (line and column counted from 1, the column in bytes; the offset from the start of the
+            file), in the form of the loader's other located errors.
     """
     data = path.read_bytes()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UnicodeDecodeError("utf-8", data, exc.start, exc.end, f"{path} is not UTF-8 text (byte {exc.start})") from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        # "byte 129" read as the byte's value (trial 18): the position as an editor shows it, the value in hex
+        reason = f"{path}: line {line} column {column}: not UTF-8 text: byte 0x{data[exc.start]:02X} (offset {exc.start})"
+        raise UnicodeDecodeError("utf-8", data, exc.start, exc.end, reason) from None
 
 
 def _no_objects(text: str) -> str:

@@ -30,9 +30,9 @@ def test_a_binary_file_is_not_utf8_text_at_its_first_bad_byte(tmp_path: Path) ->
     path.write_bytes(b"kind: Pod\n\xff\xfe\x00")
     with pytest.raises(ManifestError) as info:
         load_documents([path])
-    assert info.value.problems == [f"{path} is not UTF-8 text (byte 10)"]
+    assert info.value.problems == [f"{path}: line 2 column 1: not UTF-8 text: byte 0xFF (offset 10)"]
     scenario = tmp_path / "s.yaml"
     scenario.write_bytes(b"\x89PNG\r\n")
     with pytest.raises(ManifestError) as info:
         load_scenario(scenario)
-    assert info.value.problems == [f"{scenario} is not UTF-8 text (byte 0)"]
+    assert info.value.problems == [f"{scenario}: line 1 column 1: not UTF-8 text: byte 0x89 (offset 0)"]
