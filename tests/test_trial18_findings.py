@@ -118,3 +118,17 @@ def test_a_pod_affinity_term_needs_a_label_key_as_topology_key(tmp_path: Path, k
         assert result.exit_code == 2, result.output
         assert ("Deployment/web: spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
                 f"[0].{problem}") in result.stderr
+
+
+def test_a_mistyped_label_with_a_dotted_key_is_said_once(tmp_path: Path) -> None:
+    """Before: twice, as ``metadata.labels.node.kubernetes.io/instance-type: must be a string; got a
+    list`` and as ``metadata.labels["node.kubernetes.io/instance-type"]: ...`` (the schema walk and
+    the model wrote the path differently, so the second was not seen as said)."""
+    web = _deployment("web", 1, "1")
+    web["metadata"]["labels"] = {"node.kubernetes.io/instance-type": ["a"], "tier": True}
+    result = invoke_cli("validate", _write(tmp_path, [web]))
+    assert result.exit_code == 2
+    problems = [line for line in result.stderr.splitlines() if line.startswith("  - ")]
+    assert [p.split(": ", 1)[1] for p in problems] == [
+        'metadata.labels["node.kubernetes.io/instance-type"]: must be a string; got a list',
+        "metadata.labels.tier: must be a string; got true (quote it in YAML so it stays text)"], problems

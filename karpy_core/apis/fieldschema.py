@@ -43,6 +43,7 @@ import difflib
 import functools
 import gzip
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -119,6 +120,25 @@ class _Found:
     mistyped: list[tuple[str, Any, str]] = field(default_factory=list)
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _child(path: str, key: Any) -> str:
+    """The path of a mistyped value ``key`` under ``path`` as
+    :func:`~karpy_core.utils.kubeyaml.format_yaml_path` writes it (``spec.steps[2]``,
+    ``metadata.labels["kubernetes.io/arch"]``), so a problem found here and the same one found by
+    the object's model read alike and are said once (trial 18:
+    ``metadata.labels.node.kubernetes.io/instance-type`` and
+    ``metadata.labels["node.kubernetes.io/instance-type"]``). Unknown fields keep kube-apiserver's
+    strict decoder's form (``spec.foo.bar``, ``[key]`` for a map element)."""
+    if type(key) is int:
+        return f"{path}[{key}]"
+    key = str(key)
+    if _IDENTIFIER.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    return f'{path}["{key}"]'
+
+
 def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: _Found) -> Any:
     """A map value or list item ``key`` of the container at ``path``, read against its ``schema``:
     a null is the type's zero (:func:`_zero`); a value of the wrong Go type (:func:`_wrong_type`: a
@@ -128,12 +148,12 @@ def _element(sub: Any, schema: dict[str, Any], path: str, key: Any, out: _Found)
     it is."""
     if sub is None:
         return _zero(schema)
-    where = f"{path}[{key}]" if type(key) is int else f"{path}.{key}"
+    where = _child(path, key)
     if _wrong_type(sub, schema):
         out.mistyped.append((where, sub, _TYPE_NAMES[schema["type"]]))
         return sub
     if type(sub) is dict or type(sub) is list:
-        return _walk(sub, schema, f"{path}[{key}]", out)
+        return _walk(sub, schema, f"{path}[{key}]", out)  # kube-apiserver's strict decoder's form, for unknown fields
     return sub
 
 
@@ -177,7 +197,7 @@ def _walk(value: Any, schema: dict[str, Any], path: str, out: _Found) -> Any:
                     mapping = dict(value) if mapping is None else mapping
                     del mapping[key]
                 elif _wrong_type(sub, declared):
-                    out.mistyped.append((f"{path}.{key}" if path else key, sub, _TYPE_NAMES[declared["type"]]))
+                    out.mistyped.append((_child(path, key), sub, _TYPE_NAMES[declared["type"]]))
                 elif type(sub) is dict or type(sub) is list:
                     new = _walk(sub, declared, f"{path}.{key}" if path else key, out)
                     if new is not sub:
