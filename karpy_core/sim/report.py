@@ -58,6 +58,7 @@ from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LAB
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import Resources, add_into, exceeding, parse_resource_list, subtract
+from karpy_core.scheduling.taints import untolerated
 from karpy_core.scheduling.template import template_from_nodepool, type_tables
 from karpy_core.sim.headroom import Headroom, headroom, render_headroom
 from karpy_core.sim.kubelet import pinned_node
@@ -555,8 +556,6 @@ def not_ready_note(view: PodView, not_ready: Sequence[NodeView], memo: dict[Any,
     with its ``Ready`` condition not ``True`` went unnamed (trial 18: "no NodePool is available",
     with the Node only in ``--explain``). ``memo``: answers by the pod's tolerations (pods of a
     workload share them), so a report with many pending pods checks each Node once per workload."""
-    from karpy_core.scheduling.taints import untolerated
-
     if not not_ready:
         return ""
     tolerations = view.info.tolerations
