@@ -96,6 +96,7 @@ def test_a_resource_only_types_without_offerings_have_is_said_so() -> None:
     nvidia.com/gpu", which reads as a requirements problem; the types that have the resource are
     named with why they are out. A NodePool that does not name zones keeps such a type in its
     table: there the reason named the largest type with an offering, which has no GPU."""
+    from karpy_core.scheduling.infeasible import InfeasibleKind as K
     from karpy_core.scheduling.pod import pod_info
     from karpy_core.scheduling.scheduler import Scheduler
     from karpy_core.scheduling.template import template_from_nodepool
@@ -105,9 +106,10 @@ def test_a_resource_only_types_without_offerings_have_is_said_so() -> None:
     catalog = [make_type("m.large", 2, 8), make_type("g.xlarge", 4, 16, zones=(), extra={"nvidia.com/gpu": 1})]
     zoned = nodepool(requirements=[{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a"]}])
     res = Scheduler([template_from_nodepool(zoned, catalog)]).solve([pod_info(pod("g", extra=gpu))])
-    assert res.errors["default/g"] == ("NodePool default: none of its instance types (those its requirements allow) offers "
-                                       "resource nvidia.com/gpu: those that do (g.xlarge) have no offering (a zone and "
-                                       "capacity type to launch in)")
+    # trial 19: not "none of its instance types ... offers resource nvidia.com/gpu: those that do ...", self-contradictory
+    assert res.errors["default/g"] == ("NodePool default: its instance types that offer resource nvidia.com/gpu (g.xlarge) "
+                                       "have no offering (a zone and capacity type to launch in)")
+    assert res.reasons["default/g"].pool("default").kinds == (K.NO_OFFERING,)
     res = Scheduler([template_from_nodepool(nodepool(), catalog)]).solve([pod_info(pod("g", extra=gpu))])
     assert res.errors["default/g"] == ("NodePool default: the instance types with room for the pod (g.xlarge) have no "
                                        "available offering")

@@ -182,26 +182,40 @@ def _pool_requirements_text(claim: ClaimState, table: TypeTable) -> str:
     return "the NodePool requirements" if claim.pods else unmet_nodepool_requirements(table)
 
 
-def _not_offered(table: TypeTable, pod: PodInfo) -> str:
-    """Why no type of ``table`` offers a resource ``pod`` requests (one line): the NodePool's
-    types, which its requirements chose; the catalog may well have the resource elsewhere (trial
-    17: "no instance type offers resource nvidia.com/gpu" with GPU types in it). Those of the
-    NodePool's catalog that do have it are named, with why they are ruled out: no offering at all
-    (a plugin listing no zone; trial 18 read "those its requirements allow" as a requirements
-    problem), or the NodePool's requirements."""
+def _not_offered(table: TypeTable, pod: PodInfo) -> Infeasible:
+    """Why no type of ``table`` offers a resource ``pod`` requests: the NodePool's types, which its
+    requirements chose; the catalog may well have the resource elsewhere (trial 17: "no instance
+    type offers resource nvidia.com/gpu" with GPU types in it). Those of the NodePool's catalog
+    that do have it are named, with why they are out: no offering at all (a plugin listing no
+    zone for them; a ``NO_OFFERING``, since allowing more types would not help: trial 19), or the
+    NodePool's requirements."""
     missing = [r for r in sorted(pod.requests) if r not in table.index]
     line = f"none of its instance types (those its requirements allow) offers resource {', '.join(missing)}"
     having = [it for it in table.template.instance_types if any(it.allocatable.get(r, 0) > 0 for r in missing)]
     if not having:
-        return line
+        return Infeasible(K.RESOURCE_NOT_OFFERED, line)
     names = ", ".join(it.name for it in having[:3]) + (f", +{len(having) - 3} more" if len(having) > 3 else "")
     if all(not it.offerings for it in having):
-        why = "have no offering (a zone and capacity type to launch in)"
-    elif any(not it.offerings for it in having):
-        why = "have no offering or are ruled out by its requirements"
-    else:
-        why = "are ruled out by its requirements"
-    return f"{line}: those that do ({names}) {why}"
+        return Infeasible(K.NO_OFFERING, f"its instance types that offer resource {', '.join(missing)} ({names}) have no "
+                                         "offering (a zone and capacity type to launch in)")
+    why = "have no offering or are ruled out by its requirements" if any(not it.offerings for it in having) else \
+        "are ruled out by its requirements"
+    return Infeasible(K.RESOURCE_NOT_OFFERED, f"{line}: those that do ({names}) {why}")
+
+
+def _no_offering_at_all(table: TypeTable) -> Infeasible | None:
+    """The reason when none of the NodePool's instance types has an available offering (its
+    NodeClass's zones match none of the plugin's, say), or None: every requirement on zone or
+    capacity type then fails for want of values, and the pod's own requests do not matter, so
+    this is said first (trial 16: "karpenter.sh/capacity-type In [on-demand]"; trial 19: "no
+    instance type matches the NodePool requirements: none of its 4 instance types has an
+    offering"). Explanations only."""
+    types = table.template.instance_types
+    if not types or table.any_available_offering:
+        return None
+    said = "an offering" if not any(it.offerings for it in types) else "an available offering"
+    return Infeasible(K.NO_OFFERING, f"none of its {len(types):,} instance type{'s' if len(types) != 1 else ''} "
+                                     f"has {said} (a zone and capacity type to launch in)")
 
 
 def check_claim(  # noqa: C901
@@ -239,6 +253,10 @@ def check_claim(  # noqa: C901
             return _NODE_LIMIT
         nodes = template.limits.get("nodes", 0) if template.limits else 0
         return (Infeasible(K.NODE_LIMIT, f"limits.nodes={format_quantity('nodes', nodes)} reached"),)
+    if explain and not claim.pods:
+        none = _no_offering_at_all(table)
+        if none is not None:
+            return (none,)
     if verdict is not None and claim.pods and verdict.open_checks and not explain:
         # the claim's pods would break a rule in every domain it can still settle in (a cheap
         # early test of Verdict.choose, which makes the same check on the narrowed domains)
@@ -249,7 +267,7 @@ def check_claim(  # noqa: C901
     if vec is None:
         if not explain:
             return _NOT_OFFERED
-        return (Infeasible(K.RESOURCE_NOT_OFFERED, _not_offered(table, pod)),)
+        return (_no_offering_at_all(table) or _not_offered(table, pod),)
     if pod.host_ports:
         clash = ports_conflict(claim.host_ports, pod.host_ports)
         if clash is not None:

@@ -12,6 +12,7 @@ the same question for the thousand copies of one Deployment is answered once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -285,6 +286,12 @@ class TypeTable:
             self._compat[key] = mask
         self._compat_by_id[id(term)] = (term, mask)  # the term is kept alive, so its id stays unique
         return mask
+
+    @functools.cached_property
+    def any_available_offering(self) -> bool:
+        """Whether any instance type of the template (its requirements' or not) has an available
+        offering: False when its NodeClass's zones match none of the plugin's, say."""
+        return any(o.available for it in self.template.instance_types for o in it.offerings)
 
     def offering_mask(self, reqs: Requirements) -> np.ndarray:
         """Types with at least one available offering in the zones and capacity types ``reqs``

@@ -200,9 +200,10 @@ def test_a_nodepool_whose_types_have_no_offering_says_so():
     bare = [make_type(n, 4, 8, zones=()) for n in ("g1", "g2")]  # no zone: no offering
     assert all(not t.offerings for t in bare)
     res = Scheduler([template_from_nodepool(on_demand, bare)]).solve([pod_info(pod("a"))])
-    assert res.reasons["default/a"].pool("default").kinds == (K.NO_MATCHING_TYPE,)
-    assert res.errors["default/a"] == ("NodePool default: no instance type matches the NodePool requirements: none of its 2 "
-                                       "instance types has an offering (a zone and capacity type to launch in)")
+    assert res.reasons["default/a"].pool("default").kinds == (K.NO_OFFERING,)
+    # trial 19: not "no instance type matches the NodePool requirements: none of ...", which blamed requirements
+    assert res.errors["default/a"] == ("NodePool default: none of its 2 instance types has an offering (a zone and "
+                                       "capacity type to launch in)")
     # with offerings, the requirement no type meets is still the one named
     spot = [make_type("s", 4, 8, capacity_types=("spot",))]
     res = Scheduler([template_from_nodepool(on_demand, spot)]).solve([pod_info(pod("a"))])
