@@ -1467,7 +1467,7 @@ def budgets(
         if not pools:
             raise ConfigurationError("no NodePool among the manifests")
         previews = preview(pools, dump, start, every=every, per_pool=per_pool)
-    except (KarpyError, ValueError) as exc:
+    except (KarpyError, ValueError, OverflowError) as exc:  # OverflowError: a schedule's date past datetime's years
         _fail(exc)
         return
     if output == "json":

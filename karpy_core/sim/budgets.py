@@ -87,7 +87,19 @@ def parse_at(text: str | None, now: float) -> float:
         raise ConfigurationError(f"--at: {text!r} is not an ISO 8601 time such as 2026-12-07T08:00Z") from exc
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
+    if not AT_EARLIEST <= t <= AT_LATEST:
+        # the preview's day and the budget schedules' previous and next firings must stay within
+        # the years a datetime holds ("year 0 is out of range", an OverflowError traceback: trial 19)
+        raise ConfigurationError(f"--at: {text!r} is outside the times budgets previews ({AT_EARLIEST:%Y-%m-%d} to "
+                                 f"{AT_LATEST:%Y-%m-%d}, UTC)")
     return t.timestamp()
+
+
+AT_EARLIEST = datetime(1971, 1, 1, tzinfo=UTC)
+"""The earliest ``--at``: a budget schedule's last firing before it is looked up (years back at most)."""
+AT_LATEST = datetime(9900, 12, 31, tzinfo=UTC)
+"""The latest ``--at``: the 24 hours previewed and a schedule's next firing after them stay within
+``datetime``'s years (9999 at most)."""
 
 
 def _manifest_counts(objects: Sequence[Mapping[str, Any]], kind: str) -> dict[str, int]:
