@@ -350,8 +350,20 @@ applied fails at that step with 404, so ``validate`` refuses it up front."""
 
 def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any],
                   gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep) -> None:
-    """Raise the 404 the run would meet: a step acting on a ``key`` (:func:`object_key`) that no
-    earlier step applied, or that an earlier step deleted."""
+    """Raise the 404 the run would meet: a step acting on a ``key`` (:func:`object_key`) of a kind
+    the simulated cluster does not serve, that no earlier step applied, or that an earlier step
+    deleted. A ReplicaSet no step applied passes when it may be a Deployment's: named
+    ``<deployment>-...`` after a Deployment of its namespace (trial 19: ``scale: {replicaset: web}``
+    and a ``patch`` of ``kind: Gadget`` were valid for ``validate`` and a 404 in ``simulate``)."""
+    from karpy_core.kube.port import KINDS
+
+    if key[0] not in KINDS:
+        raise ManifestError([f"404 NotFound: kind {key[0]} is not served"])
+    if key[0] == "ReplicaSet" and key not in known:
+        _, namespace, name = key
+        if not any(k[0] == "Deployment" and k[1] == namespace and name.startswith(f"{k[2]}-") for k in known):
+            raise ManifestError([f"404 NotFound: {object_ref(*key)} does not exist at {format_seconds(step.at)} (no earlier "
+                                 "step applies it, and no Deployment of its namespace is named as its owner would be)"])
     if key[0] not in _NAMED_BY_STEPS or key in known:
         return
     if key in gone:
