@@ -61,3 +61,20 @@ def test_a_deployments_replicaset_may_still_be_scaled_by_a_step(tmp_path: Path) 
                                                                  {"at": "1h", "scale": {"replicaset": "web-abc", "replicas": 2}}]}))
     result = invoke_cli("validate", str(scenario))
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be"])
+def test_a_utf16_file_with_a_byte_order_mark_is_read_as_kubectl_reads_it(tmp_path: Path, codec: str) -> None:
+    """Before: ``line 1 column 1: not UTF-8 text: byte 0xFF (offset 0)``; kubectl reads files through
+    ``unicode.BOMOverride`` and decodes them (Windows editors and PowerShell's ``>`` write UTF-16)."""
+    text = "apiVersion: v1\nkind: Pod\nmetadata: {name: u16}\nspec:\n  containers: [{name: c, image: x}]\n"
+    path = tmp_path / "pod.yaml"
+    path.write_bytes(text.encode(codec) if codec == "utf-16" else b"\xfe\xff" + text.encode(codec))
+    assert path.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    result = invoke_cli("validate", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "valid: 1 Pod"
+    path.write_bytes(b"\xff\xfe" + "a: b\n".encode("utf-16-le") + b"x")  # an odd byte left over
+    result = invoke_cli("validate", str(path))
+    assert result.exit_code == 2
+    assert "not UTF-16-LE text after its byte order mark, at offset 12" in result.stderr

@@ -1511,8 +1511,13 @@ def _files(paths: Sequence[str | Path], problems: list[str], warnings: list[str]
     return files
 
 
+_UTF16_BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+"""UTF-16 byte order marks and their codecs (golang.org/x/text ``unicode.BOMOverride``)."""
+
+
 def read_utf8(path: Path) -> str:
-    """The text of ``path``, read as UTF-8 (as kubectl reads a manifest).
+    """The text of ``path``, read as UTF-8, or as UTF-16 when it starts with a UTF-16 byte order
+    mark (as kubectl reads a manifest; a UTF-8 BOM is dropped later, per document).
 
     Raises:
         OSError: the file cannot be read.
@@ -1522,6 +1527,16 @@ def read_utf8(path: Path) -> str:
             file), in the form of the loader's other located errors.
     """
     data = path.read_bytes()
+    for bom, codec in _UTF16_BOMS:
+        if data.startswith(bom):
+            # kubectl reads every file through unicode.BOMOverride: UTF-16 with a BOM (what Windows
+            # editors and PowerShell's ">" write) is decoded, not refused (trial 19)
+            try:
+                return data[len(bom):].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise UnicodeDecodeError(codec, data, exc.start + len(bom), exc.end + len(bom),
+                                         f"{path}: not {codec.upper()} text after its byte order mark, at offset "
+                                         f"{exc.start + len(bom)}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
