@@ -229,11 +229,34 @@ class NodeSelectorRequirement(LenientModel):
         return self
 
 
+class NodeFieldSelectorRequirement(NodeSelectorRequirement):
+    """A ``matchFields`` requirement: kube-apiserver's ``ValidateNodeFieldSelectorRequirement``
+    allows only the key ``metadata.name``, ``In``/``NotIn`` with exactly one value, a node name
+    (trial 19: ``key: metadata.labels`` was accepted)."""
+
+    @model_validator(mode="after")
+    def _a_node_name_field(self) -> NodeFieldSelectorRequirement:
+        problems = []
+        if self.operator not in ("In", "NotIn"):
+            problems.append(f"operator: Invalid value: {self.operator!r}: not a valid selector operator")
+        elif len(self.values) != 1:
+            problems.append("values: Required value: must be only one value when `operator` is 'In' or 'NotIn' for node "
+                            "field selector")
+        if self.key != "metadata.name":
+            problems.append(f"key: Invalid value: {self.key!r}: not a valid field selector key")
+        else:
+            problems += [f"values[{i}]: Invalid value: {v!r}: {p}" for i, v in enumerate(self.values)
+                         for p in name_problems(v, "subdomain")]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
 class NodeSelectorTerm(LenientModel):
     """One ORed term of node affinity: its expressions are ANDed."""
 
     match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
-    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeFieldSelectorRequirement] = Field(default_factory=list)
 
 
 class NodeSelector(LenientModel):
@@ -474,6 +497,10 @@ def _requirements_problems(requests: dict[str, Decimal], limits: dict[str, Decim
         for name, limit in sorted(limits.items())
         if name in requests and name not in fixed and requests[name] > limit  # else "must be equal" (as upstream's else-if)
     ]
+    if any(n.startswith("hugepages-") for n in (*requests, *limits)) and not any(
+            n in ("cpu", "memory") for n in (*requests, *limits)):
+        # validateResourceRequirements' Forbidden "HugePages require cpu or memory" (trial 19)
+        problems.append("Forbidden: HugePages require cpu or memory")
     return problems
 
 
