@@ -955,7 +955,9 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
         raise ConfigurationError(f"--explain {key}: no pod {where} starts with {name}; workloads starting with {name} "
                                  f"ask for no pods: {listed}{more}")
     if not prefixed:
-        raise ConfigurationError(f"no pod {key} {where} (give a pod name, a workload name or an unambiguous prefix "
+        # a name longer than any Kubernetes object's is shown cut (trial 19 echoed 5,000 characters)
+        shown = key if len(key) <= 320 else f"{key[:80]}... ({len(key):,} characters)"
+        raise ConfigurationError(f"no pod {shown} {where} (give a pod name, a workload name or an unambiguous prefix "
                                  "of pod names, e.g. web, web-<hash>-<id> or web-<hash>)")
     workloads = sorted({getattr(p, "workload", "") or p.name for p in prefixed})
     if len(prefixed) == 1:
@@ -1175,7 +1177,7 @@ def simulate(
             raise ConfigurationError(f"{', '.join(used)} {'needs' if len(used) == 1 else 'need'} a single Scenario file "
                                      "(kind: Scenario, see docs/scenarios.md); "
                                      "plain manifests are simulated until nothing changes, without disruption")
-        if hook_timeout < 0:
+        if not hook_timeout >= 0:  # also NaN, which compares False with everything (trial 19: accepted)
             raise ConfigurationError(f"--hook-timeout must be 0 (wait forever) or more seconds, not {hook_timeout:g}")
         with console_warnings(), StderrProgress() as progress, watch_hooks(HookWatch(timeout=hook_timeout)):
             report = asyncio.run(
@@ -1329,7 +1331,7 @@ def validate(
             raise ConfigurationError("--provider-option needs --cloud-provider (the provider the options are for)")
         if cloud_provider is not None:
             _check_provider_name(cloud_provider)
-        if hook_timeout < 0:
+        if not hook_timeout >= 0:  # also NaN, which compares False with everything (trial 19: accepted)
             raise ConfigurationError(f"--hook-timeout must be 0 (wait forever) or more seconds, not {hook_timeout:g}")
         if len(paths) == 1 and is_scenario_file(paths[0]):
             scenario = load_scenario(paths[0], _parse_sets(list(set_ or [])), max_pods=max_pods, command="validate")

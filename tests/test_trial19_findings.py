@@ -78,3 +78,26 @@ def test_a_utf16_file_with_a_byte_order_mark_is_read_as_kubectl_reads_it(tmp_pat
     result = invoke_cli("validate", str(path))
     assert result.exit_code == 2
     assert "not UTF-16-LE text after its byte order mark, at offset 12" in result.stderr
+
+
+def test_small_option_values_trial_19_found_accepted_or_unclear(tmp_path: Path) -> None:
+    """``--hook-timeout nan`` was accepted; ``--instance-types`` given a YAML manifest said only
+    ``not valid JSON``; ``budgets --nodes 99999999999999999999`` was shown as a node count; an
+    ``--explain`` name of 5,000 characters was echoed whole."""
+    result = invoke_cli("simulate", "--hook-timeout", "nan")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --hook-timeout must be 0 (wait forever) or more seconds, not nan"
+    manifest = str(REPO / "examples/nodepools/spot.yaml")
+    result = invoke_cli("simulate", "--instance-types", manifest)
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith(f"error: {manifest}: not an instance-types catalog: --instance-types takes "
+                                            "Karpenter's KWOK catalog, a JSON list of instance types")
+    example = str(REPO / "docs/examples/business-hours-budgets.yaml")
+    result = invoke_cli("budgets", example, "--nodes", "99999999999999999999")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: --nodes: '99999999999999999999': a node count is at most 2,147,483,647 "
+                                     "(an int32)")
+    result = invoke_cli("simulate", "--explain", "x" * 5000)
+    assert result.exit_code == 2
+    assert f"error: no pod default/{'x' * 72}... (5,008 characters) in the simulation" in result.stderr
+    assert len(result.stderr) < 400

@@ -42,12 +42,16 @@ class PoolPreview:
     steps: list[BudgetStep]
 
 
+MAX_NODE_COUNT = 2**31 - 1
+"""The largest ``--nodes`` count: an int32, as Kubernetes counts."""
+
+
 def parse_node_counts(values: Sequence[str]) -> tuple[int | None, dict[str, int]]:
     """``--nodes`` values -> (count for every pool or None, per-pool counts).
 
     Raises:
-        ConfigurationError: a value that is neither ``N`` nor ``POOL=N`` with N >= 0, or a
-            NodePool (or the count of every pool) given twice.
+        ConfigurationError: a value that is neither ``N`` nor ``POOL=N`` with 0 <= N <=
+            :data:`MAX_NODE_COUNT`, or a NodePool (or the count of every pool) given twice.
     """
     every: int | None = None
     per: dict[str, int] = {}
@@ -56,6 +60,8 @@ def parse_node_counts(values: Sequence[str]) -> tuple[int | None, dict[str, int]
         text = count.strip()
         if not (text.isascii() and text.isdigit()) or (sep and not name.strip()):
             raise ConfigurationError(f"--nodes: {v!r} is not N or NODEPOOL=N (a count >= 0)")
+        if int(text) > MAX_NODE_COUNT:  # a count no cluster holds, shown back as one (trial 19)
+            raise ConfigurationError(f"--nodes: {v!r}: a node count is at most {MAX_NODE_COUNT:,} (an int32)")
         if sep:
             if name.strip() in per:
                 raise ConfigurationError(f"--nodes: NodePool {name.strip()} is given twice ({name.strip()}={per[name.strip()]} "

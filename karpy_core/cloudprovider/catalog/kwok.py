@@ -299,11 +299,18 @@ def load_kwok_catalog(path: str | os.PathLike[str], *, default_overhead: bool = 
     if cached is not None:
         register_well_known_labels(KWOK_WELL_KNOWN_LABELS)
         return cached
+    text = ""  # a file that is not UTF-8 raises UnicodeDecodeError (a ValueError) before it is set
     try:
-        data = json.loads(resolved.read_text(encoding="utf-8"), parse_constant=_no_constant)
+        text = resolved.read_text(encoding="utf-8")
+        data = json.loads(text, parse_constant=_no_constant)
     except OSError as exc:
         raise ConfigurationError(f"{p}: cannot read instance-types file: {exc.strerror or exc}") from exc
     except ValueError as exc:  # json.JSONDecodeError, and NaN/Infinity (_no_constant)
+        if text.lstrip()[:1] not in ("[", "{"):
+            # name what the file is for: a YAML manifest given here read as "not valid JSON" alone (trial 19)
+            raise ConfigurationError(f"{p}: not an instance-types catalog: --instance-types takes Karpenter's KWOK catalog, a "
+                                     f"JSON list of instance types (as examples/catalogs/kwok-instance-types.json); "
+                                     f"not valid JSON: {exc}") from exc
         raise ConfigurationError(f"{p}: not valid JSON: {exc}") from exc
     catalog = parse_kwok_catalog(data, source=str(p), default_overhead=default_overhead)
     _CACHE[key] = catalog
