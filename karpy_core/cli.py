@@ -956,8 +956,8 @@ def _explain_matches(report: Any, key: str, where: str = "in the simulation") ->
                                  f"ask for no pods: {listed}{more}")
     if not prefixed:
         # a name longer than any Kubernetes object's is shown cut (trial 19 echoed 5,000 characters)
-        shown = key if len(key) <= 320 else f"{key[:80]}... ({len(key):,} characters)"
-        raise ConfigurationError(f"no pod {shown} {where} (give a pod name, a workload name or an unambiguous prefix "
+        named = key if len(key) <= 320 else f"{key[:80]}... ({len(key):,} characters)"
+        raise ConfigurationError(f"no pod {named} {where} (give a pod name, a workload name or an unambiguous prefix "
                                  "of pod names, e.g. web, web-<hash>-<id> or web-<hash>)")
     workloads = sorted({getattr(p, "workload", "") or p.name for p in prefixed})
     if len(prefixed) == 1:
