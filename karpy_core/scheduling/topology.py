@@ -206,6 +206,7 @@ class _KeyRule:
     forbidden: _Excluded = field(default_factory=lambda: _Excluded())
     counts: dict[str, int] | None = None  # spread counts, to pick the least-loaded domain
     why: Infeasible | None = None
+    needs_label: bool = False  # a spread or affinity on the key: a node without the label is out
 
     def restrict(self, values: Iterable[str], why: Infeasible) -> None:
         vals = set(values)
@@ -314,6 +315,11 @@ class Verdict:
         for key, rule in self.rules.items():
             vals = candidate.get(key)
             if vals is None:
+                if not rule.needs_label:
+                    # anti-affinity only: a node without the key is in no domain, so no pod shares
+                    # one with it (kube-scheduler's InterPodAffinity filter; Karpenter's anti-affinity
+                    # domains allow DoesNotExist). Refused before: trial 20's pods stayed pending.
+                    continue
                 return Infeasible(InfeasibleKind.TOPOLOGY_LABEL, f"the node has no {key} label, needed by a topology constraint")
             ok = [v for v in vals if v not in rule.forbidden and (rule.allowed is None or v in rule.allowed)]
             if ok and claim is not None and key in self.open_checks and not claim.settled(key):
@@ -555,12 +561,14 @@ class Topology:
                 r.why = r.why or Infeasible(
                     InfeasibleKind.POD_ANTI_AFFINITY, f"pod anti-affinity on {t.key}: every reachable domain already has a matching pod"
                 )
-            elif counts:
-                r.restrict(counts, Infeasible(
-                    InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no matching pod in a domain this node can be in"))
-            elif not (t.looks_in(namespace) and self._match(t.selector, labels, lkey)):
-                return Verdict(rules, Infeasible(
-                    InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no pod matches the term anywhere yet"))
+            else:
+                r.needs_label = True  # kube-scheduler: "All topology labels must exist on the node", the first pod's too
+                if counts:
+                    r.restrict(counts, Infeasible(
+                        InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no matching pod in a domain this node can be in"))
+                elif not (t.looks_in(namespace) and self._match(t.selector, labels, lkey)):
+                    return Verdict(rules, Infeasible(
+                        InfeasibleKind.POD_AFFINITY, f"pod affinity on {t.key}: no pod matches the term anywhere yet"))
         open_checks = [OpenCheck("anti", t.key, t.selector, t.namespaces) for t in affinity if t.anti and t.key != LABEL_HOSTNAME]
         # the inverse rule for a claim's earlier pods: a placed pod's anti-affinity term on a key
         # other than the hostname keeps the claim out of its domains when it selects one of them
@@ -585,6 +593,7 @@ class Topology:
             counts = self._spread_counts(c, namespace, node_filter)
             self_match = 1 if self._match(c.selector, labels, lkey) else 0
             r = rule(c.key)
+            r.needs_label = True  # PodTopologySpread filters out a node without the key
             why = Infeasible(
                 InfeasibleKind.TOPOLOGY_SPREAD,
                 f"topology spread on {c.key} (maxSkew {c.max_skew}): every domain this node can be in would exceed the skew",

@@ -1,0 +1,65 @@
+"""New-user trial 20 findings (issue 35): required pod anti-affinity on a topology key a node does
+not carry kept pods off that node (``0 bound, 3 pending`` beside ``--explain``'s ``node n1: fits``).
+kube-scheduler's InterPodAffinity filter lets them on: a node without the key is in no domain, so no
+matching pod shares one with it; Karpenter's anti-affinity domains likewise allow DoesNotExist.
+Required affinity and topology spread still need the label (``All topology labels must exist on
+the node``; PodTopologySpread's missing required label)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cli import invoke_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+NODE: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}},
+    "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+               "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]},
+}
+
+
+def _web(rule: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {**rule, "containers": [{"name": "c", "image": "x",
+                                                 "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]}}}}
+
+
+def _term(kind: str) -> dict[str, Any]:
+    return {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "example.com/rack"}]}}}
+
+
+SPREAD = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "example.com/rack", "whenUnsatisfiable": "DoNotSchedule",
+                                         "labelSelector": {"matchLabels": {"app": "web"}}}]}
+
+
+@pytest.mark.parametrize(("rule", "bound"), [(_term("podAntiAffinity"), 3), (_term("podAffinity"), 0), (SPREAD, 0)])
+def test_a_node_without_the_topology_key_takes_anti_affinity_pods_only(tmp_path: Path, rule: dict[str, Any], bound: int) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([NODE, _web(rule)]))
+    result = invoke_cli("simulate", str(path), "-o", "json")
+    assert result.exit_code == 0, result.output
+    pods = json.loads(result.stdout)["pods"]
+    assert sorted(p["node"] or "" for p in pods) == ["n1"] * bound + [""] * (3 - bound)
+
+
+def test_a_nodepool_without_the_key_launches_for_anti_affinity_pods(tmp_path: Path) -> None:
+    """Before: nothing launched (``the node has no example.com/rack label``); now one node holds all
+    three, as none of its nodes is in a domain of that key."""
+    path = tmp_path / "web.yaml"
+    path.write_text(yaml.safe_dump(_web(_term("podAntiAffinity"))))
+    result = invoke_cli("simulate", str(REPO / "examples/nodepools/general-purpose.yaml"), str(path), "--set", "CLUSTER_NAME=x",
+                        "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert all(p["node"] for p in out["pods"]) and len(out["nodes"]) == 1
