@@ -63,3 +63,16 @@ def test_a_nodepool_without_the_key_launches_for_anti_affinity_pods(tmp_path: Pa
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert all(p["node"] for p in out["pods"]) and len(out["nodes"]) == 1
+
+
+def test_an_object_name_holding_a_newline_is_quoted_in_its_problems(tmp_path: Path) -> None:
+    """Trial 20: a NodePool named ``"web\\n"`` split each of its problem lines in two."""
+    docs = [d for d in yaml.safe_load_all((REPO / "examples/nodepools/general-purpose.yaml").read_text()) if d]
+    pool = next(d for d in docs if d["kind"] == "NodePool")
+    pool["metadata"]["name"] = "web\n"
+    path = tmp_path / "np.yaml"
+    path.write_text(yaml.safe_dump(pool))
+    result = invoke_cli("validate", str(path))
+    assert result.exit_code == 2
+    problems = result.stderr.strip().splitlines()[1:]
+    assert problems and all(line.startswith(f"  - {path} doc 1 'NodePool/web\\n': ") for line in problems), problems

@@ -1447,8 +1447,14 @@ def _label(data: dict[str, Any], registry: dict[tuple[str, str], type[KubeObject
     namespace = meta.get("namespace")
     cls = registry.get((str(data.get("apiVersion")), str(kind))) if registry is not None else None
     if isinstance(namespace, str) and namespace and (cls is None or cls.NAMESPACED):
-        return f"{kind}/{namespace}/{name}"
-    return f"{kind}/{name}"
+        return _printable(f"{kind}/{namespace}/{name}")
+    return _printable(f"{kind}/{name}")
+
+
+def _printable(text: str) -> str:
+    """``text`` as it is when every character prints, else quoted with escapes (``'NodePool/web\\n'``):
+    a name holding a newline split its problem line in two (trial 20)."""
+    return text if text.isprintable() else repr(text)
 
 
 def _broken_link(path: Path) -> str:
