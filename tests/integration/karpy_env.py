@@ -22,6 +22,25 @@ CRD_DIR = REPO / "crds"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
+def kwok_node(name: str, labels: dict[str, str] | None = None, *, cpu: str = "8", memory: str = "16Gi") -> dict[str, Any]:
+    """A Ready Node for kwok to play (its ``kwok.x-k8s.io/node: fake`` annotation), 110 pods,
+    labelled with its hostname, linux and ``type: kwok`` plus ``labels``."""
+    resources = {"cpu": cpu, "memory": memory, "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", **(labels or {})}},
+            "status": {"capacity": resources, "allocatable": resources, "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+async def delete_quietly(kube: AsyncKubeClient, objects: list[tuple[str, str, str | None]]) -> None:
+    """Delete each ``(kind, name, namespace)`` a test made, ignoring what is already gone (cleanup)."""
+    for kind, name, namespace in objects:
+        try:
+            await kube.delete(kind, name, namespace)
+        except KubeAPIError:
+            pass
+
+
 async def install_crds(kube: AsyncKubeClient) -> None:
     """Create (or replace) karpy's CRDs from ``crds/`` and wait until each is Established."""
     for path in sorted(CRD_DIR.glob("*.yaml")):

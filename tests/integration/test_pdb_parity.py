@@ -26,7 +26,7 @@ from karpy_core.sim.kubelet import KubeSchedulerSimulator
 from karpy_core.sim.workloads import WorkloadSimulator
 from karpy_core.utils.pdb import EVICTION_DENIED_MESSAGE, pod_ready
 
-from .karpy_env import wait_for
+from .karpy_env import kwok_node, wait_for
 
 pytestmark = pytest.mark.devcluster
 
@@ -34,13 +34,7 @@ REPLICAS = 4
 
 
 def node(name: str) -> dict[str, Any]:
-    resources = {"cpu": "8", "memory": "16Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                                    "type": "kwok"}},
-            "status": {"capacity": resources, "allocatable": resources,
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    return kwok_node(name, {"kubernetes.io/arch": "amd64"})
 
 
 def deployment(app: str, node_name: str) -> dict[str, Any]:

@@ -10,24 +10,19 @@ from typing import Any
 
 import pytest
 
-from karpy_core.errors import KubeAPIError
 from karpy_core.kube.client import AsyncKubeClient
 from karpy_core.kube.memory import InMemoryCluster
 from karpy_core.sim.kubelet import KubeletSimulator, insufficient_message, pinned_node
 from karpy_core.state.cluster import condition
 from karpy_core.utils.clock import VirtualClock
 
-from .karpy_env import wait_for
+from .karpy_env import delete_quietly, kwok_node, wait_for
 
 pytestmark = pytest.mark.devcluster
 
 
 def node(name: str, tag: str) -> dict[str, Any]:
-    resources = {"cpu": "2", "memory": "4Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", "ds-tag": tag}},
-            "status": {"capacity": resources, "allocatable": resources, "conditions": [{"type": "Ready", "status": "True"}]}}
+    return kwok_node(name, {"ds-tag": tag}, cpu="2", memory="4Gi")
 
 
 def daemonset(name: str, tag: str) -> dict[str, Any]:
@@ -56,11 +51,7 @@ async def test_a_daemonset_pod_without_room_stays_pending_as_in_the_simulator(de
         (real,) = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == name]
         nodes = len(await kube.list("Node"))
     finally:
-        for kind, obj, ns in (("DaemonSet", name, "default"), ("Node", node_name, None), ("Node", f"{node_name}-other", None)):
-            try:
-                await kube.delete(kind, obj, ns)
-            except KubeAPIError:
-                pass
+        await delete_quietly(kube, [("DaemonSet", name, "default"), ("Node", node_name, None), ("Node", f"{node_name}-other", None)])
         await kube.close()
     assert not real["spec"].get("nodeName") and pinned_node(real) == node_name
     message = str((condition(real, "PodScheduled") or {}).get("message"))

@@ -14,21 +14,16 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy_core.errors import KubeAPIError
 from karpy_core.kube.client import AsyncKubeClient
 from tests.cli import invoke_cli
 
-from .karpy_env import wait_for
+from .karpy_env import delete_quietly, kwok_node, wait_for
 
 pytestmark = pytest.mark.devcluster
 
 
 def _node(name: str, tag: str) -> dict[str, Any]:
-    resources = {"cpu": "8", "memory": "16Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", "rack-tag": tag}},
-            "status": {"capacity": resources, "allocatable": resources, "conditions": [{"type": "Ready", "status": "True"}]}}
+    return kwok_node(name, {"rack-tag": tag})
 
 
 def _pod(name: str, tag: str, kind: str) -> dict[str, Any]:
@@ -61,15 +56,7 @@ async def test_the_topology_key_a_node_lacks_as_kube_scheduler_reads_it(devclust
         await asyncio.sleep(1)
         live = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == tag]
     finally:
-        for p in pods:
-            try:
-                await kube.delete("Pod", p["metadata"]["name"], "default")
-            except KubeAPIError:
-                pass
-        try:
-            await kube.delete("Node", node_name)
-        except KubeAPIError:
-            pass
+        await delete_quietly(kube, [*(("Pod", p["metadata"]["name"], "default") for p in pods), ("Node", node_name, None)])
         await kube.close()
     assert sum(1 for p in live if p["spec"].get("nodeName") == node_name) == bound
 
