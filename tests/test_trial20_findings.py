@@ -76,3 +76,11 @@ def test_an_object_name_holding_a_newline_is_quoted_in_its_problems(tmp_path: Pa
     assert result.exit_code == 2
     problems = result.stderr.strip().splitlines()[1:]
     assert problems and all(line.startswith(f"  - {path} doc 1 'NodePool/web\\n': ") for line in problems), problems
+
+
+def test_an_empty_label_value_is_written_as_empty_quotes_in_reasons() -> None:
+    """Trial 20: a ``nodeSelector`` value ``""`` read ``In []`` in a pending reason, an empty set."""
+    from karpy_core.scheduling.requirements import Requirement
+
+    assert Requirement.new("team", "In", [""]).describe() == 'team In [""]'
+    assert Requirement.new("team", "NotIn", ["a", ""]).describe() == 'team NotIn ["", a]'

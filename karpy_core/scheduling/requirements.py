@@ -198,7 +198,8 @@ class Requirement:
         """Human text such as ``zone In [a, b]`` or ``instance-generation > 2``."""
         op = self.operator()
         if op in (Operator.IN, Operator.NOT_IN):
-            text = f"{self.key} {op} [{', '.join(sorted(self.values))}]"
+            # an empty value written "" (a nodeSelector value ""), not left as "In []" (trial 20)
+            text = f"{self.key} {op} [{', '.join(v if v else chr(34) * 2 for v in sorted(self.values))}]"
         elif op in (Operator.EXISTS, Operator.DOES_NOT_EXIST):
             text = f"{self.key} {op}"
         else:
