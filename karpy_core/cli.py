@@ -1013,7 +1013,10 @@ def render_explain(report: Any, target: str, where: str = "in the simulation") -
         full = f"{p.namespace}/{p.name}"
         if p.node:
             node = next(n for n in report.nodes if n.name == p.node)
-            lines.append(f"{full}: bound to {p.node} ({node.instance_type}, {node.zone}, {node.capacity_type}, NodePool {node.nodepool})")
+            # a Node given without karpy's labels has none of these: not "(, , , NodePool None)" (trial 21)
+            known = [v for v in (node.instance_type, node.zone, node.capacity_type) if v]
+            known.append(f"NodePool {node.nodepool}" if node.nodepool else "no NodePool")
+            lines.append(f"{full}: bound to {p.node} ({', '.join(known)})")
             lines.extend(f"  {line}" for line in getattr(report, "overlays", {}).get(p.node, []))
         else:
             lines.append(f"{full}: pending")

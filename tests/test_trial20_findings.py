@@ -84,3 +84,34 @@ def test_an_empty_label_value_is_written_as_empty_quotes_in_reasons() -> None:
 
     assert Requirement.new("team", "In", [""]).describe() == 'team In [""]'
     assert Requirement.new("team", "NotIn", ["a", ""]).describe() == 'team NotIn ["", a]'
+
+
+def test_a_suspended_job_creates_no_pods(tmp_path: Path) -> None:
+    """Trial 21: a Job with ``suspend: true`` and ``parallelism: 4`` got 4 pods and nodes launched
+    for them; the Job controller creates none while it is suspended."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch"},
+           "spec": {"suspend": True, "parallelism": 4, "completions": 4, "template": {"spec": {
+               "restartPolicy": "Never",
+               "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job))
+    result = invoke_cli("simulate", str(REPO / "examples/nodepools/general-purpose.yaml"), str(path), "--set", "CLUSTER_NAME=x",
+                        "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["pods"] == [] and out["nodes"] == []
+    result = invoke_cli("simulate", str(REPO / "examples/nodepools/general-purpose.yaml"), str(path), "--set", "CLUSTER_NAME=x",
+                        "--explain", "batch")
+    assert result.exit_code == 2
+    assert "workload batch (Job) has spec.suspend true: no pods in the simulation to explain" in result.stderr
+
+
+def test_explain_of_a_pod_on_a_node_without_karpys_labels(tmp_path: Path) -> None:
+    """Trial 21: ``bound to n1 (, , , NodePool None)`` for a Node given without instance-type,
+    zone, capacity-type and NodePool labels."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([NODE, _web(_term("podAntiAffinity"))]))
+    result = invoke_cli("simulate", str(path), "--explain", "web")
+    assert result.exit_code == 0, result.output
+    bound = [line for line in result.stdout.splitlines() if ": bound to " in line]
+    assert len(bound) == 3 and all(line.endswith(": bound to n1 (no NodePool)") for line in bound), bound

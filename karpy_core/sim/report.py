@@ -485,7 +485,7 @@ def _empty_workloads(sim: Simulator) -> list[dict[str, Any]]:
             want, path = wanted_pods({**obj, "kind": kind})
             if want == 0:
                 found.append({"kind": kind, "namespace": meta.get("namespace", "default"), "name": meta.get("name", ""),
-                              "field": f"{path} 0"})
+                              "field": "spec.suspend true" if path == "spec.suspend" else f"{path} 0"})
     return sorted(found, key=lambda w: (w["kind"], w["namespace"], w["name"]))
 
 

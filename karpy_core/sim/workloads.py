@@ -49,7 +49,7 @@ def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
     """How many pods a workload object keeps running, and the field that says so.
 
     Deployment/ReplicaSet/StatefulSet: ``spec.replicas`` (default 1); Job: ``min(parallelism,
-    completions)`` (parallelism defaults to 1); a Pod: 1; anything else (DaemonSets: one pod per
+    completions)`` (parallelism defaults to 1), none while ``spec.suspend`` is true; a Pod: 1; anything else (DaemonSets: one pod per
     node, bounded by the nodes) 0. Returns ``(count, field path)``.
     """
     kind = obj.get("kind")
@@ -57,6 +57,8 @@ def wanted_pods(obj: dict[str, Any]) -> tuple[int, str]:
     if kind == "Pod":
         return 1, "metadata.name"
     if kind == "Job":
+        if spec.get("suspend") is True:  # the Job controller creates no pods while suspended (trial 21)
+            return 0, "spec.suspend"
         want = _count(spec, "parallelism")
         if spec.get("completions") is not None:
             return min(want, int(spec["completions"])), "spec.parallelism"
@@ -249,12 +251,7 @@ class WorkloadSimulator:
         spec = obj.get("spec") or {}
         ns = meta.get("namespace", "default")
         template = copy.deepcopy(spec.get("template") or {})
-        if obj["kind"] == "Job":
-            want = _count(spec, "parallelism")
-            if spec.get("completions") is not None:
-                want = min(want, int(spec["completions"]))
-        else:
-            want = _count(spec, "replicas")
+        want = wanted_pods(obj)[0]  # a suspended Job: none
         thash = template_hash(template)
         if obj["kind"] == "Deployment":
             owner_name = f"{meta['name']}-{thash}"
