@@ -115,3 +115,45 @@ def test_explain_of_a_pod_on_a_node_without_karpys_labels(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     bound = [line for line in result.stdout.splitlines() if ": bound to " in line]
     assert len(bound) == 3 and all(line.endswith(": bound to n1 (no NodePool)") for line in bound), bound
+
+
+STS_WITH_CLAIMS = """\
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: topology.kubernetes.io/zone, values: [us-east-1b]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 3
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: c, image: pause, resources: {requests: {cpu: 500m, memory: 1Gi}},
+                    volumeMounts: [{name: data, mountPath: /d}]}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests: {storage: 10Gi}}}
+"""
+
+
+def test_a_statefulsets_claims_carry_their_storage_class_topology(tmp_path: Path) -> None:
+    """Trial 21: a StatefulSet's pods went to us-east-1f although their claims' WaitForFirstConsumer
+    StorageClass allows only us-east-1b: the claims of ``volumeClaimTemplates`` were not made, so
+    the volume topology Karpenter's provisioner honours was never seen."""
+    path = tmp_path / "sts.yaml"
+    path.write_text(STS_WITH_CLAIMS)
+    result = invoke_cli("simulate", str(REPO / "examples/nodepools/general-purpose.yaml"), str(path), "--set", "CLUSTER_NAME=x",
+                        "-o", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert len([p for p in out["pods"] if p["node"]]) == 3
+    assert {n["zone"] for n in out["nodes"]} == {"us-east-1b"}

@@ -299,6 +299,9 @@ class WorkloadSimulator:
             labels = dict(tmeta.get("labels") or {})
             if obj["kind"] == "Deployment":
                 labels["pod-template-hash"] = thash
+            pod_spec = template.get("spec") or {}
+            if stateful and spec.get("volumeClaimTemplates"):
+                pod_spec = self._claim_volumes(obj, name, pod_spec)
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -312,7 +315,7 @@ class WorkloadSimulator:
                          "name": owner_name, "controller": True, **({"uid": owner_uid} if owner_uid else {})}
                     ],
                 },
-                "spec": template.get("spec") or {},
+                "spec": pod_spec,
                 "status": {"phase": "Pending"},
             }
             try:
@@ -334,6 +337,33 @@ class WorkloadSimulator:
         if not stateful:
             self._next[(ns, owner_name)] = i
         return changes
+
+    def _claim_volumes(self, sts: dict[str, Any], pod_name: str, pod_spec: dict[str, Any]) -> dict[str, Any]:
+        """``pod_spec`` with a volume per ``volumeClaimTemplates`` entry naming the claim
+        ``<template>-<pod>``, created from the template when it does not exist yet, as the
+        StatefulSet controller does (``updateStorage``, ``createPersistentVolumeClaims``): the pod's
+        volume topology (a WaitForFirstConsumer StorageClass's ``allowedTopologies``) then applies
+        to it (trial 21: a StatefulSet's pods ignored it). A template volume replaces a pod volume
+        of the same name. Returns a new spec; ``pod_spec`` is not changed."""
+        meta = sts["metadata"]
+        ns = meta.get("namespace", "default")
+        selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        claims: dict[str, dict[str, Any]] = {}
+        for tmpl in (sts.get("spec") or {}).get("volumeClaimTemplates") or ():
+            tname = str((tmpl.get("metadata") or {}).get("name") or "")
+            if not tname:
+                continue
+            claim = f"{tname}-{pod_name}"
+            claims[tname] = {"name": tname, "persistentVolumeClaim": {"claimName": claim}}
+            if not self.cluster.exists("PersistentVolumeClaim", claim, ns):
+                self.cluster.create_sync("PersistentVolumeClaim", {
+                    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim, "namespace": ns, "labels": dict(selector)},
+                    "spec": copy.deepcopy(tmpl.get("spec") or {}), "status": {"phase": "Pending"}})
+        if not claims:
+            return pod_spec
+        volumes = [v for v in pod_spec.get("volumes") or () if v.get("name") not in claims]
+        return {**pod_spec, "volumes": [*volumes, *claims.values()]}
 
     def _count_created(self, missing: int, left: int, *, end: bool = False) -> None:
         """Tell :attr:`progress` the pods created so far of a workload's ``missing`` (counted when
