@@ -54,9 +54,25 @@ __all__ = [
     "KubeconfigError",
     "PluginHookError",
     "QuantityError",
+    "reraise_interrupt",
 ]
 
 T = TypeVar("T")
+
+
+def reraise_interrupt(exc: BaseException) -> None:
+    """Raise ``KeyboardInterrupt`` when ``exc`` came from one (in its ``__cause__``/``__context__``
+    chain): Ctrl-C while a plugin module is imported can surface wrapped (pydantic's
+    ``SchemaError`` around the interrupt raised mid-import), and a loader that skips a broken
+    plugin with a warning then swallowed the interrupt (trial 21: exit 0 and a traceback). Call it
+    first in an ``except Exception`` that carries on."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
 
 
 class KarpyError(Exception):

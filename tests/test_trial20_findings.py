@@ -157,3 +157,28 @@ def test_a_statefulsets_claims_carry_their_storage_class_topology(tmp_path: Path
     out = json.loads(result.stdout)
     assert len([p for p in out["pods"] if p["node"]]) == 3
     assert {n["zone"] for n in out["nodes"]} == {"us-east-1b"}
+
+
+def test_ctrl_c_while_a_plugin_module_imports_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 21: Ctrl-C while the ``aws`` entry point imported surfaced as ``SchemaError`` around
+    the ``KeyboardInterrupt``; the registry skipped the entry point with a warning and the run went
+    on to exit 0. An error caused by an interrupt is the interrupt again."""
+    from karpy_core.apis import registry
+    from karpy_core.errors import reraise_interrupt
+
+    def broken() -> Any:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("schema build failed") from exc
+
+    class EntryPoint:
+        name, value = "interrupted", "x:y"
+
+        def load(self) -> Any:
+            return broken
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [EntryPoint()])
+    with pytest.raises(KeyboardInterrupt):
+        registry.api_entries()
+    reraise_interrupt(RuntimeError("plain"))  # no interrupt behind it: nothing raised

@@ -22,6 +22,7 @@ from typing import TypeAlias
 
 from karpy_core.apis.base import KubeObject
 from karpy_core.apis.crdspec import CRDSpec
+from karpy_core.errors import reraise_interrupt
 
 __all__ = ["ENTRY_POINT_GROUP", "ApiKind", "api_entries", "core_kinds", "failed_api_entries", "kind_registry", "plugin_crd_specs"]
 
@@ -100,6 +101,7 @@ def api_entries() -> list[tuple[str, list[ApiKind]]]:
         try:
             out.append((ep.name, _checked(ep.load()())))
         except Exception as exc:  # a broken provider must not stop the others
+            reraise_interrupt(exc)
             message = f"karpy.apis entry point {ep.name!r} ({ep.value}) skipped: {type(exc).__name__}: {exc}"
             if _FAILED.get(ep.name) != message:  # one line per process, however often the registry is read
                 log.warning(message)

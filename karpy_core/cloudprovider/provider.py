@@ -25,7 +25,7 @@ from karpy_core.cloudprovider.metrics import MeteredCalls
 from karpy_core.cloudprovider.overlay import OverlaidCalls, OverlayStore
 from karpy_core.cloudprovider.reservations import ReservedCapacityCalls
 from karpy_core.cloudprovider.types import RepairPolicy
-from karpy_core.errors import ConfigurationError, CreateError, KarpyError, PluginHookError
+from karpy_core.errors import ConfigurationError, CreateError, KarpyError, PluginHookError, reraise_interrupt
 
 if TYPE_CHECKING:
     from karpy_core.apis.nodeclaim import NodeClaim
@@ -399,9 +399,11 @@ def load_provider(name: str, options: dict[str, Any] | None = None) -> CloudProv
     try:
         factory: Callable[[dict[str, Any]], object] = eps[0].load()
     except ImportError as exc:
+        reraise_interrupt(exc)
         raise ConfigurationError(f"cloud provider {name!r} (entry point karpy.cloudprovider: {name} = {eps[0].value}) "
                                  f"failed to import: {exc}") from exc
     except Exception as exc:  # a broken plugin module: one line naming it, not a traceback
+        reraise_interrupt(exc)
         raise ConfigurationError(f"cloud provider {name!r} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}") from exc
     _plugin_logs_like_karpy(eps[0].module)
     try:

@@ -204,18 +204,19 @@ def _not_offered(table: TypeTable, pod: PodInfo) -> Infeasible:
 
 
 def _no_offering_at_all(table: TypeTable) -> Infeasible | None:
-    """The reason when none of the NodePool's instance types has an available offering (its
-    NodeClass's zones match none of the plugin's, say), or None: every requirement on zone or
+    """The reason when none of the NodePool's instance types has any offering (its NodeClass's
+    zones match none of the plugin's, say), or None: every requirement on zone or
     capacity type then fails for want of values, and the pod's own requests do not matter, so
     this is said first (trial 16: "karpenter.sh/capacity-type In [on-demand]"; trial 19: "no
     instance type matches the NodePool requirements: none of its 4 instance types has an
     offering"). Explanations only."""
     types = table.template.instance_types
-    if not types or table.any_available_offering:
+    if not types or table.any_available_offering or any(it.offerings for it in types):
+        # offerings that are there but unavailable (a quota used up, capacity out) keep their own
+        # reason, naming the zones and capacity types: "no available offering for ..."
         return None
-    said = "an offering" if not any(it.offerings for it in types) else "an available offering"
     return Infeasible(K.NO_OFFERING, f"none of its {len(types):,} instance type{'s' if len(types) != 1 else ''} "
-                                     f"has {said} (a zone and capacity type to launch in)")
+                                     "has an offering (a zone and capacity type to launch in)")
 
 
 def check_claim(  # noqa: C901

@@ -246,6 +246,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
     # one in b are two workloads, and a step without namespace names the one in default
     known: dict[ObjectKey, dict[str, Any]] = {}
     gone: dict[ObjectKey, ScenarioStep] = {}  # deleted by a step, and which
+    from karpy_core.kube.port import KINDS
+
+    served = frozenset(KINDS) | {kind for _, kind in scenario.registry()}  # plugins' NodeClass kinds too
     checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
     asks: dict[ObjectKey, int] = {}  # a known workload -> the pods it asks for (when any), summed in total
     total = 0
@@ -262,7 +265,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                 _drop_found_node_classes(scenario, noted, known)
             elif step.action == "patch":
                 key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step)
+                _check_exists(key, known, gone, step, served)
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
                     # the transition rule is one of the CRD's rules on spec, listed first as the API
@@ -281,20 +284,20 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
             elif step.action == "scale" and "nodepool" not in step.body:
                 target = next(k for k in _SCALABLE if k in step.body)
                 key = object_key(_SCALABLE[target], str(step.body[target]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step)
+                _check_exists(key, known, gone, step, served)
                 if key in known:
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
                     touched.append(key)
             elif step.action == "scale":
                 key = object_key("NodePool", str(step.body["nodepool"]), None)
-                _check_exists(key, known, gone, step)
+                _check_exists(key, known, gone, step, served)
                 if key in known:
                     if not _is_static(known[key]):
                         raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[2]}: {_STATIC_TRANSITION}"])
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
                 key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step)
+                _check_exists(key, known, gone, step, served)
                 known.pop(key, None)
                 gone[key] = step
                 touched.append(key)
@@ -349,15 +352,14 @@ applied fails at that step with 404, so ``validate`` refuses it up front."""
 
 
 def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any],
-                  gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep) -> None:
+                  gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep, served: frozenset[str]) -> None:
     """Raise the 404 the run would meet: a step acting on a ``key`` (:func:`object_key`) of a kind
-    the simulated cluster does not serve, that no earlier step applied, or that an earlier step
-    deleted. A ReplicaSet no step applied passes when it may be a Deployment's: named
-    ``<deployment>-...`` after a Deployment of its namespace (trial 19: ``scale: {replicaset: web}``
-    and a ``patch`` of ``kind: Gadget`` were valid for ``validate`` and a 404 in ``simulate``)."""
-    from karpy_core.kube.port import KINDS
-
-    if key[0] not in KINDS:
+    the simulated cluster does not serve (``served``: its own kinds and the plugins' registered
+    ones), that no earlier step applied, or that an earlier step deleted. A ReplicaSet no step
+    applied passes when it may be a Deployment's: named ``<deployment>-...`` after a Deployment of
+    its namespace (trial 19: ``scale: {replicaset: web}`` and a ``patch`` of ``kind: Gadget`` were
+    valid for ``validate`` and a 404 in ``simulate``)."""
+    if key[0] not in served:
         raise ManifestError([f"404 NotFound: kind {key[0]} is not served"])
     if key[0] == "ReplicaSet" and key not in known:
         _, namespace, name = key
