@@ -1452,9 +1452,10 @@ def _label(data: dict[str, Any], registry: dict[tuple[str, str], type[KubeObject
 
 
 def _printable(text: str) -> str:
-    """``text`` as it is when every character prints, else quoted with escapes (``'NodePool/web\\n'``):
-    a name holding a newline split its problem line in two (trial 20)."""
-    return text if text.isprintable() else repr(text)
+    """``text`` as it is, or quoted with escapes when it holds a line break or other whitespace
+    control (``'NodePool/web\\n'``): a name holding a newline split its problem line in two
+    (trial 20). Other control characters are escaped on output (``cli.visible``)."""
+    return repr(text) if any(c in text for c in "\n\r\t\v\f") else text
 
 
 def _broken_link(path: Path) -> str:
