@@ -200,15 +200,28 @@ def format_cpu(millicores: int) -> str:
     return f"{millicores}m"
 
 
+_DECIMAL_BYTES = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
 def format_bytes(amount: int) -> str:
-    """Format a byte count with the largest exact binary suffix: ``7945060352`` -> ``"7577Mi"``."""
+    """Format a byte count with the largest exact suffix, binary or decimal, whichever is shorter
+    (binary on a tie): ``7945060352`` -> ``"7577Mi"``, ``10**18`` -> ``"1E"`` (not ``"976562500000000Ki"``),
+    ``1024000`` -> ``"1024k"`` (not ``"1000Ki"``)."""
     if amount == 0:
         return "0"
+    best = str(amount)
     for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
         unit = _BINARY[suffix]
         if amount % unit == 0:
-            return f"{amount // unit}{suffix}"
-    return str(amount)
+            best = f"{amount // unit}{suffix}"
+            break
+    for suffix, unit in _DECIMAL_BYTES:
+        if amount % unit == 0:
+            decimal = f"{amount // unit}{suffix}"
+            if len(decimal) < len(best):
+                best = decimal
+            break
+    return best
 
 
 def format_quantity(resource: str, amount: int) -> str:
