@@ -280,6 +280,81 @@ class NodeAffinity(LenientModel):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(default_factory=list)
 
 
+def _label_keys_problems(selector: LabelSelector | None, match: list[str], mismatch: list[str] | None) -> list[str]:
+    """kube-apiserver v1.36's ``ValidateMatchLabelKeysAndMismatchLabelKeys`` on a pod (anti-)affinity
+    term (``mismatch`` a list) or a spread constraint (``mismatch`` None: the field does not exist
+    there), as written (a pod template's check; a Pod's, after its own labels are merged into the
+    selector, is :func:`merged_label_keys_problems`). Paths are relative to the term.
+
+    * ``matchLabelKeys``/``mismatchLabelKeys`` without a ``labelSelector``: ``Forbidden``;
+    * each key a label key (``ValidateLabelName``);
+    * a ``matchLabelKeys`` key the selector already names twice (``matchLabels`` and
+      ``matchExpressions``, or two expressions): ``exists in both matchLabelKeys and labelSelector``;
+    * a key in both lists: ``exists in both matchLabelKeys and mismatchLabelKeys``.
+    """
+    problems: list[str] = []
+    for field, keys in (("matchLabelKeys", match), ("mismatchLabelKeys", mismatch or [])):
+        if not keys:
+            continue
+        if selector is None:
+            problems.append(f"{field}: Forbidden: must not be specified when labelSelector is not set")
+            continue
+        for i, key in enumerate(keys):
+            problems.extend(f"{field}[{i}]: Invalid value: {key!r}: {p}" for p in qualified_name_problems(key))
+    if selector is not None:
+        problems.extend(_repeated_selector_keys(selector, match, []))
+    clash = set(mismatch or [])
+    problems.extend(f"matchLabelKeys[{i}]: Invalid value: {key!r}: exists in both matchLabelKeys and mismatchLabelKeys"
+                    for i, key in enumerate(match) if key in clash)
+    return problems
+
+
+def _repeated_selector_keys(selector: LabelSelector, match: list[str], merged: list[str]) -> list[str]:
+    """``matchLabelKeys`` keys that the selector names more than once, in the API server's order
+    and words: without ``merged``, as written; with it (the keys kube-apiserver's pod strategy
+    appends as ``key In``/``NotIn [the pod's value]`` expressions), only the appended expressions'
+    repeats (the written ones are the term's own check)."""
+    index = {key: i for i, key in enumerate(match)}
+    seen = set(selector.match_labels)
+    problems = []
+    written = [e.key for e in selector.match_expressions]
+    for n, key in enumerate(written + merged):
+        if key in index and key in seen and (not merged or n >= len(written)):
+            problems.append(f"matchLabelKeys[{index[key]}]: Invalid value: {key!r}: exists in both matchLabelKeys and labelSelector")
+        seen.add(key)
+    return problems
+
+
+def merged_label_keys_problems(spec: PodSpec, labels: dict[str, str]) -> list[str]:
+    """What kube-apiserver v1.36 refuses in a Pod it creates with ``labels``, once its pod strategy
+    (``mutatePodAffinity``, ``mutateTopologySpreadConstraints``) has appended ``key In [value]`` to a
+    term's or spread constraint's selector for each ``matchLabelKeys`` key the pod carries (and
+    ``NotIn`` for ``mismatchLabelKeys``): a key the selector also names is then named twice
+    (``exists in both matchLabelKeys and labelSelector``). Paths are relative to ``spec``. A pod
+    template passes this (nothing is merged into a template), but every pod made from it would be
+    refused, so karpy refuses the template with the same words."""
+    problems = []
+    terms: list[tuple[str, PodAffinityTerm]] = []
+    if spec.affinity is not None:
+        for kind, rules in (("podAffinity", spec.affinity.pod_affinity), ("podAntiAffinity", spec.affinity.pod_anti_affinity)):
+            if rules is None:
+                continue
+            terms += [(f"affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", t)
+                      for i, t in enumerate(rules.required_during_scheduling_ignored_during_execution)]
+            terms += [(f"affinity.{kind}.preferredDuringSchedulingIgnoredDuringExecution[{i}].podAffinityTerm", w.pod_affinity_term)
+                      for i, w in enumerate(rules.preferred_during_scheduling_ignored_during_execution)]
+    for path, term in terms:
+        if term.label_selector is not None:
+            merged = [k for k in term.match_label_keys + term.mismatch_label_keys if k in labels]
+            problems += [f"{path}.{p}" for p in _repeated_selector_keys(term.label_selector, term.match_label_keys, merged)]
+    for i, constraint in enumerate(spec.topology_spread_constraints):
+        if constraint.label_selector is not None:
+            merged = [k for k in constraint.match_label_keys if k in labels]
+            problems += [f"topologySpreadConstraints[{i}].{p}"
+                         for p in _repeated_selector_keys(constraint.label_selector, constraint.match_label_keys, merged)]
+    return problems
+
+
 class PodAffinityTerm(LenientModel):
     """``core/v1 PodAffinityTerm``: pods matching ``labelSelector`` in ``namespaces`` (or matching
     ``namespaceSelector``; both empty = the pod's own namespace), per ``topologyKey`` domain."""
@@ -303,6 +378,14 @@ class PodAffinityTerm(LenientModel):
         if problems:
             raise ValueError(f"Invalid value: {value!r}: " + "; ".join(problems))
         return value
+
+    @model_validator(mode="after")
+    def _label_keys(self) -> PodAffinityTerm:
+        """``matchLabelKeys``/``mismatchLabelKeys`` as kube-apiserver checks them: :func:`_label_keys_problems`."""
+        problems = _label_keys_problems(self.label_selector, self.match_label_keys, self.mismatch_label_keys)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class WeightedPodAffinityTerm(LenientModel):
@@ -352,6 +435,15 @@ class TopologySpreadConstraint(LenientModel):
         if not value:
             raise ValueError("Required value: can not be empty")
         return value
+
+    @model_validator(mode="after")
+    def _label_keys(self) -> TopologySpreadConstraint:
+        """``matchLabelKeys`` as kube-apiserver v1.36 checks it (``MatchLabelKeysInPodTopologySpreadSelectorMerge``
+        on, its default): :func:`_label_keys_problems`."""
+        problems = _label_keys_problems(self.label_selector, self.match_label_keys, None)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _min_domains_needs_do_not_schedule(self) -> TopologySpreadConstraint:
@@ -1084,6 +1176,14 @@ class Pod(LenientObject):
         return self
 
     @model_validator(mode="after")
+    def _merged_label_keys(self) -> Pod:
+        """:func:`merged_label_keys_problems` with the pod's labels."""
+        problems = merged_label_keys_problems(self.spec, self.metadata.labels)
+        if problems:
+            raise ValueError("; ".join(f"spec.{p}" for p in problems))
+        return self
+
+    @model_validator(mode="after")
     def _no_ephemeral_containers(self) -> Pod:
         """kube-apiserver's ``ValidatePodCreate``: ``spec.ephemeralContainers: Forbidden: cannot be set
         on create`` (they are added later through the ``ephemeralcontainers`` subresource)."""
@@ -1097,6 +1197,15 @@ class PodTemplateSpec(LenientModel):
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec
+
+    @model_validator(mode="after")
+    def _merged_label_keys(self) -> PodTemplateSpec:
+        """:func:`merged_label_keys_problems` with the template's labels: kube-apiserver takes the
+        template, then refuses every pod made from it."""
+        problems = merged_label_keys_problems(self.spec, self.metadata.labels)
+        if problems:
+            raise ValueError("; ".join(f"spec.{p} (kube-apiserver refuses every pod made from this template)" for p in problems))
+        return self
 
     @model_validator(mode="after")
     def _no_ephemeral_containers(self) -> PodTemplateSpec:

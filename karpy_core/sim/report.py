@@ -401,6 +401,14 @@ def _price(types: dict[str, InstanceType], labels: dict[str, str]) -> float | No
     return None
 
 
+def _launched_price(sim: Simulator, types: dict[str, InstanceType], labels: dict[str, str]) -> float | None:
+    """A launched node's price (USD/hour): its offering among the NodePool's instance types now,
+    else the price the cost series last knew (:meth:`Simulator.last_price`: the types are gone
+    once a step deleted the NodeClass, the node is still billed)."""
+    price = _price(types, labels)
+    return price if price is not None else sim.last_price(labels)
+
+
 def _overlay_warnings(sim: Simulator) -> list[str]:
     """NodeOverlays present with the gate off; overlays in conflict or failing validation (gate on)."""
     objs = sim.cluster.snapshot("NodeOverlay")
@@ -737,7 +745,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
             instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
             zone=labels.get(LABEL_ZONE, ""),
             capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
-            price_per_hour=_price(pool_types.get(pool, types), labels) if pool and mine else None,
+            price_per_hour=_launched_price(sim, pool_types.get(pool, types), labels) if pool and mine else None,
             labels=labels,
             taints=[dict(t) for t in (n.get("spec") or {}).get("taints") or []],
             allocatable=parse_resource_list((n.get("status") or {}).get("allocatable")),

@@ -248,7 +248,16 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
     gone: dict[ObjectKey, ScenarioStep] = {}  # deleted by a step, and which
     from karpy_core.kube.port import KINDS
 
-    served = frozenset(KINDS) | {kind for _, kind in scenario.registry()}  # plugins' NodeClass kinds too
+    plugin_kinds = {kind: model for (_, kind), model in scenario.registry().items() if kind not in KINDS}
+    served = frozenset(KINDS) | frozenset(plugin_kinds)  # plugins' NodeClass kinds too
+    # only steps create a plugin's NodeClass, as the built-in ones: a patch or delete of one no step
+    # applied, or one a step deleted, is the run's 404 (trial 22: valid for validate only)
+    named = _NAMED_BY_STEPS | frozenset(plugin_kinds)
+    unscoped = frozenset(kind for kind, model in plugin_kinds.items() if not getattr(model, "NAMESPACED", True))
+
+    def key_of(kind: str, name: str, namespace: Any) -> ObjectKey:
+        key = object_key(kind, name, namespace)
+        return (kind, "", name) if kind in unscoped else key  # a cluster-scoped plugin kind has no namespace
     checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
     asks: dict[ObjectKey, int] = {}  # a known workload -> the pods it asks for (when any), summed in total
     total = 0
@@ -260,12 +269,12 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                 noted = len(scenario.warnings)
                 for obj in _load_objects(scenario, step):
                     meta = obj.get("metadata") or {}
-                    touched.append(object_key(obj.get("kind", ""), meta.get("name", ""), meta.get("namespace")))
+                    touched.append(key_of(obj.get("kind", ""), meta.get("name", ""), meta.get("namespace")))
                     known[touched[-1]] = obj
                 _drop_found_node_classes(scenario, noted, known)
             elif step.action == "patch":
-                key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step, served)
+                key = key_of(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
+                _check_exists(key, known, gone, step, served, named)
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
                     # the transition rule is one of the CRD's rules on spec, listed first as the API
@@ -284,20 +293,20 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
             elif step.action == "scale" and "nodepool" not in step.body:
                 target = next(k for k in _SCALABLE if k in step.body)
                 key = object_key(_SCALABLE[target], str(step.body[target]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step, served)
+                _check_exists(key, known, gone, step, served, named)
                 if key in known:
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
                     touched.append(key)
             elif step.action == "scale":
                 key = object_key("NodePool", str(step.body["nodepool"]), None)
-                _check_exists(key, known, gone, step, served)
+                _check_exists(key, known, gone, step, served, named)
                 if key in known:
                     if not _is_static(known[key]):
                         raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[2]}: {_STATIC_TRANSITION}"])
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
-                key = object_key(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step, served)
+                key = key_of(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
+                _check_exists(key, known, gone, step, served, named)
                 known.pop(key, None)
                 gone[key] = step
                 touched.append(key)
@@ -351,14 +360,15 @@ also be made by a controller, under a generated name): a step naming one that no
 applied fails at that step with 404, so ``validate`` refuses it up front."""
 
 
-def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any],
-                  gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep, served: frozenset[str]) -> None:
+def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any], gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep,
+                  served: frozenset[str], named: frozenset[str] = _NAMED_BY_STEPS) -> None:
     """Raise the 404 the run would meet: a step acting on a ``key`` (:func:`object_key`) of a kind
     the simulated cluster does not serve (``served``: its own kinds and the plugins' registered
     ones), that no earlier step applied, or that an earlier step deleted. A ReplicaSet no step
     applied passes when it may be a Deployment's: named ``<deployment>-...`` after a Deployment of
     its namespace (trial 19: ``scale: {replicaset: web}`` and a ``patch`` of ``kind: Gadget`` were
-    valid for ``validate`` and a 404 in ``simulate``)."""
+    valid for ``validate`` and a 404 in ``simulate``). ``named``: the kinds only steps create
+    (:data:`_NAMED_BY_STEPS` and the plugins' NodeClass kinds)."""
     if key[0] not in served:
         raise ManifestError([f"404 NotFound: kind {key[0]} is not served"])
     if key[0] == "ReplicaSet" and key not in known:
@@ -366,7 +376,7 @@ def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any],
         if not any(k[0] == "Deployment" and k[1] == namespace and name.startswith(f"{k[2]}-") for k in known):
             raise ManifestError([f"404 NotFound: {object_ref(*key)} does not exist at {format_seconds(step.at)} (no earlier "
                                  "step applies it, and no Deployment of its namespace is named as its owner would be)"])
-    if key[0] not in _NAMED_BY_STEPS or key in known:
+    if key[0] not in named or key in known:
         return
     if key in gone:
         why = f"steps[{gone[key].index}] deleted it at {format_seconds(gone[key].at)}"

@@ -344,6 +344,15 @@ class Simulator:
             n += e.kind is not StaticEventKind.STATIC_LIMIT
         return n
 
+    def last_price(self, labels: dict[str, str]) -> float | None:
+        """The price (USD/hour) the cost series last knew for a launched node or NodeClaim with
+        ``labels`` (NodePool, instance type, zone, capacity type), or None. It outlives the
+        NodePool's instance types: once a step deletes a plugin's NodeClass, the provider lists no
+        types for it, yet its running nodes are still billed (trial 22: the node table priced them
+        ``-`` and totalled 0.0000 beside a summary billing 0.2000 USD/hour)."""
+        return self._prices.get((labels.get(LABEL_NODEPOOL, ""), labels.get(LABEL_INSTANCE_TYPE, ""),
+                                 labels.get(LABEL_ZONE, ""), labels.get(LABEL_CAPACITY_TYPE, "")))
+
     def _t(self) -> float:
         return self.clock.now() - self.start
 

@@ -158,3 +158,39 @@ def test_controller_takes_provider_options(env: Env) -> None:
     out = env.karpy("controller", "--cloud-provider", "tinycloud", "--provider-option", "zones")
     assert out.returncode == 2
     assert out.stderr.splitlines() == ["error: --provider-option expects NAME=value, got 'zones'"]
+
+
+def test_steps_on_the_plugins_nodeclass_are_checked_alike_by_validate_and_simulate(env: Env) -> None:
+    """Trial 22: a patch of a TinyNodeClass a step had deleted was ``valid:`` for ``validate`` and a
+    404 for ``simulate``; only the built-in NodeClass kinds were tracked step by step."""
+    scenario = env.package / "examples" / "deleted-twice.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: twice}\nuntil: 2h\nsteps:\n"
+                        "  - {at: 0s, apply: cluster.yaml}\n"
+                        "  - {at: 30m, delete: {kind: TinyNodeClass, name: default}}\n"
+                        "  - {at: 1h, patch: {kind: TinyNodeClass, name: default, patch: {spec: {image: img-2026c}}}}\n"
+                        "  - {at: 90m, delete: {kind: TinyNodeClass, name: other}}\n")
+    expected = [f"  - {scenario}: steps[2].patch: 404 NotFound: TinyNodeClass/default does not exist at 1h "
+                "(steps[1] deleted it at 30m)",
+                f"  - {scenario}: steps[3].delete: 404 NotFound: TinyNodeClass/other does not exist at 1h30m "
+                "(no earlier step applies it)"]
+    for command in (["validate"], ["simulate", "--cloud-provider", "tinycloud"]):
+        out = env.karpy(*command, str(scenario))
+        assert out.returncode == 2, (command, out.stdout, out.stderr)
+        assert out.stderr.splitlines()[1:] == expected, (command, out.stderr)
+
+
+def test_nodes_still_running_after_their_nodeclass_is_deleted_keep_their_price(env: Env) -> None:
+    """Trial 22: once a step deleted the TinyNodeClass, the provider lists no types for its
+    NodePool, and the node table priced the running nodes ``-`` (0.0000 total) beside a summary
+    billing them."""
+    scenario = env.package / "examples" / "delete-nodeclass.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: gone}\nuntil: 2h\nsteps:\n"
+                        "  - {at: 0s, apply: cluster.yaml}\n"
+                        "  - {at: 1h, delete: {kind: TinyNodeClass, name: default}}\n")
+    report = _simulate(env, str(scenario))
+    prices = [n["price_per_hour"] for n in report["nodes"]]
+    assert prices and all(p is not None and p > 0 for p in prices), report["nodes"]
+    assert round(sum(prices), 6) == report["cost_over_time"][-1]["cost_per_hour"] > 0
+    text = env.karpy("simulate", "--cloud-provider", "tinycloud", str(scenario))
+    assert text.returncode == 0, text.stderr
+    assert "the node table's total is" not in text.stdout and " - " not in text.stdout.split("total:")[0], text.stdout
