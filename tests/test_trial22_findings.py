@@ -6,6 +6,7 @@ of 1Mi. They now take the shorter of the exact binary and decimal forms."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,112 @@ def test_a_template_whose_pods_kube_apiserver_would_refuse_is_refused(tmp_path: 
     result = invoke_cli("simulate", str(REPO / "examples/nodepools/general-purpose.yaml"), str(tmp_path / "d.yaml"))
     assert result.exit_code == 0, result.output
     assert "pods: 1 bound, 0 pending" in result.stdout, result.stdout
+
+
+# ---------------------------------------------------------------- trial 22's own findings
+GP = REPO / "examples/nodepools/general-purpose.yaml"
+INFLATE = REPO / "examples/workloads/inflate.yaml"
+
+
+def _scenario(tmp_path: Path, *steps: str, until: str = "3h") -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(f"apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {{name: s}}\nuntil: {until}\nsteps:\n"
+                    f"  - {{at: 0s, apply: [{GP}, {INFLATE}]}}\n" + "".join(f"  - {s}\n" for s in steps))
+    return path
+
+
+def test_a_budget_whose_schedule_never_fires_is_always_active_as_in_karpenter(tmp_path: Path) -> None:
+    """``0 0 31 2 *`` (February 31st) ended a scenario in a CroniterBadDateError traceback and
+    ``budgets`` in ``error: failed to find next date``. robfig/cron's ``Next`` gives up after five
+    years with Go's zero time, which Karpenter's ``Budget.IsActive`` reads as active."""
+    from datetime import UTC, datetime
+
+    from karpy_core.apis.nodepool import Budget
+    from karpy_core.controllers.disruption.budgets import budget_active, next_budget_change, next_tick
+
+    now = datetime(2026, 12, 8, tzinfo=UTC).timestamp()
+    never = Budget.model_validate({"nodes": "0", "schedule": "0 0 31 2 *", "duration": "1h"})
+    assert next_tick("0 0 31 2 *", now) is None
+    assert budget_active(never, now) and next_budget_change((never,), now) is None
+    # a leap day is within robfig's five years, so it is a tick: inactive until then
+    leap = Budget.model_validate({"nodes": "0", "schedule": "0 0 29 2 *", "duration": "1h"})
+    assert next_tick("0 0 29 2 *", now) == datetime(2028, 2, 29, tzinfo=UTC).timestamp()
+    assert not budget_active(leap, now)
+
+    patch = "{spec: {disruption: {budgets: [{duration: 1h, nodes: '0', schedule: '0 0 31 2 *'}]}}}"
+    scenario = _scenario(tmp_path, "{at: 30m, scale: {deployment: inflate, replicas: 10}}",
+                         f"{{at: 1h, patch: {{kind: NodePool, name: general-purpose, patch: {patch}}}}}",
+                         "{at: 2h, scale: {deployment: inflate, replicas: 1}}")
+    result = invoke_cli("simulate", str(scenario), "--set", "CLUSTER_NAME=demo", "-o", "json")
+    assert result.exit_code == 0, result.output
+    events = json.loads(result.stdout)["events"]
+    # the budget (nodes: 0) is always active from 1h on: nothing is disrupted after the scale-down at 2h
+    assert not [e for e in events if e["kind"] == "disrupt" and e["t"] >= 3600], events
+
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+                    "  disruption: {budgets: [{nodes: 10%, schedule: '0 0 31 2 *', duration: 1h}]}\n"
+                    "  template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default},"
+                    " requirements: []}}\n")
+    result = invoke_cli("budgets", str(pool), "--nodes", "3", "--at", "2026-12-08T00:00Z")
+    assert result.exit_code == 0, result.output
+    assert ("budget[0] nodes=10% schedule='0 0 31 2 *' duration=1h (never fires: no tick within 5 years; Karpenter's "
+            "cron then answers its zero time, so the budget is always active)") in result.stdout
+    assert result.stdout.splitlines()[-1].split() == ["2026-12-08T00:00:00Z", "1", "1", "1", "1", "0"]
+
+
+def test_a_patch_cannot_rename_or_move_what_it_patches(tmp_path: Path) -> None:
+    """A scenario patch setting ``metadata.name`` was valid, then doubled the Deployment's pods
+    (the in-memory cluster stored the renamed copy under the old key) or, on a NodePool, ended in
+    exit 1 naming no step. kube-apiserver refuses it (``checkName``): 400 BadRequest, in both."""
+    scenario = _scenario(tmp_path, "{at: 1h, patch: {kind: Deployment, name: inflate, patch: {metadata: {name: renamed}}}}",
+                         "{at: 2h, patch: {kind: NodePool, name: general-purpose, patch: {metadata: {name: other}}}}")
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, str(scenario), "--set", "CLUSTER_NAME=demo")
+        assert result.exit_code == 2, result.output
+        assert [line for line in result.output.splitlines() if line.startswith("  - ")] == [
+            f"  - {scenario}: steps[1].patch: 400 BadRequest: the name of the object (renamed) does not match the name on the URL (inflate)",
+            f"  - {scenario}: steps[2].patch: 400 BadRequest: the name of the object (other) does not match the name on the URL "
+            "(general-purpose)"], result.output
+
+
+def test_the_default_namespace_cannot_be_deleted_and_a_namespace_no_step_applied_is_a_404(tmp_path: Path) -> None:
+    """``delete: {kind: Namespace, name: default}`` was valid for ``validate`` and a 404 for ``simulate``;
+    kube-apiserver forbids it (NamespaceLifecycle admission)."""
+    namespace = tmp_path / "ns.yaml"
+    namespace.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n")
+    scenario = _scenario(tmp_path, f"{{at: 10m, apply: {namespace}}}", "{at: 30m, delete: {kind: Namespace, name: team}}",
+                         "{at: 1h, delete: {kind: Namespace, name: default}}", "{at: 2h, delete: {kind: Namespace, name: gone}}")
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, str(scenario), "--set", "CLUSTER_NAME=demo")
+        assert result.exit_code == 2, result.output
+        assert [line for line in result.output.splitlines() if line.startswith("  - ")] == [
+            f'  - {scenario}: steps[3].delete: 403 Forbidden: namespaces "default" is forbidden: this namespace may not be deleted',
+            f"  - {scenario}: steps[4].delete: 404 NotFound: Namespace/gone does not exist at 2h (no earlier step applies it)"]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_name_with_a_unicode_line_break_is_quoted_and_escaped(tmp_path: Path, separator: str) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"a{separator}b"},
+           "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    (tmp_path / "pod.yaml").write_text(json.dumps(pod))
+    result = invoke_cli("validate", str(tmp_path / "pod.yaml"))
+    assert result.exit_code == 2 and separator not in result.output, result.output
+    escaped = f"\\x{ord(separator):02x}" if ord(separator) <= 0xFF else f"\\u{ord(separator):04x}"
+    assert f"doc 1 'Pod/a{escaped}b': metadata.name: " in result.output, result.output
+
+
+def test_a_misspelt_scenario_kind_is_refused_not_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("apiVersion: karpy.sh/v1alpha1\nkind: scenario\nmetadata: {name: s}\nsteps: []\n")
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, str(path))
+        assert result.exit_code == 2, result.output
+        assert 'doc 1 scenario/s: kind: no matches for kind "scenario" in version "karpy.sh/v1alpha1"; did you mean Scenario?' \
+            in result.output
+
+
+def test_an_unsupported_region_names_the_option() -> None:
+    result = invoke_cli("simulate", "--region", "mars-1", str(GP))
+    assert result.exit_code == 2
+    assert "region 'mars-1' (--region, KARPY_REGION) is not supported; use one of us-east-1, ap-northeast-2" in result.output

@@ -115,11 +115,14 @@ SERVED_KINDS: dict[str, frozenset[str]] = {
     "karpenter.sh/v1": frozenset({"NodePool", "NodeClaim"}),
     "karpenter.k8s.aws/v1": frozenset({"EC2NodeClass"}),
     "karpenter.kakaocloud.com/v1alpha1": frozenset({"KCNodeClass"}),
+    "karpy.sh/v1alpha1": frozenset({"Scenario"}),
 }
 """The kinds the CRDs of Karpenter (``karpenter.sh/v1``), karpenter-provider-aws and the KakaoCloud
 provider serve in each of these versions, all of them: another kind there (``kind: Nodepool``) is
 refused as kubectl refuses it (``no matches for kind``), with the served kind it is closest to,
-instead of being ignored (trial 15: the NodePool was lost without an error)."""
+instead of being ignored (trial 15: the NodePool was lost without an error). karpy's own
+``karpy.sh/v1alpha1`` has one kind, ``Scenario`` (trial 22: ``kind: scenario`` was ignored, and the
+whole day of steps with it)."""
 _OLD_VERSIONS = {"karpenter.sh": ("v1alpha5", "v1beta1"), "karpenter.k8s.aws": ("v1alpha1", "v1beta1")}
 
 
@@ -1453,9 +1456,9 @@ def _label(data: dict[str, Any], registry: dict[tuple[str, str], type[KubeObject
 
 def _printable(text: str) -> str:
     """``text`` as it is, or quoted with escapes when it holds a line break or other whitespace
-    control (``'NodePool/web\\n'``): a name holding a newline split its problem line in two
-    (trial 20). Other control characters are escaped on output (``cli.visible``)."""
-    return repr(text) if any(c in text for c in "\n\r\t\v\f") else text
+    control (``'NodePool/web\\n'``; NEL, U+2028 and U+2029 too, trial 22): a name holding a newline
+    split its problem line in two (trial 20). Other control characters are escaped on output (``cli.visible``)."""
+    return repr(text) if any(c in text for c in "\n\r\t\v\f\x85\u2028\u2029") else text
 
 
 def _broken_link(path: Path) -> str:

@@ -246,7 +246,8 @@ class SimulatedProvider:
         else:
             if region not in SUPPORTED_REGIONS:
                 raise ConfigurationError(
-                    f"simulated provider: region {region!r} is not supported; use one of {', '.join(SUPPORTED_REGIONS)}"
+                    f"simulated provider: region {region!r} (--region, KARPY_REGION) is not supported; use one of "
+                    f"{', '.join(SUPPORTED_REGIONS)}"
                 )
             base = _filter_offerable(load_aws_catalog(region, self._options), "catalog")
             if not base:

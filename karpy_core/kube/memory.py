@@ -57,6 +57,29 @@ def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:
     return out
 
 
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""Namespaces kube-apiserver's NamespaceLifecycle admission never lets be deleted (``Forbidden:
+this namespace may not be deleted``)."""
+
+
+def renaming_patch_problem(patch: Any, name: str, namespace: str) -> str:
+    """kube-apiserver's refusal (``checkName``, 400 BadRequest) of a merge patch of the object
+    ``name`` (in ``namespace``; ``""`` for a cluster-scoped kind) that sets another
+    ``metadata.name`` (null included) or another ``metadata.namespace``; ``""`` when it does not.
+    The in-memory cluster stored the renamed object under its old key, a second copy of a
+    workload to its controllers (trial 22)."""
+    meta = patch.get("metadata") if isinstance(patch, dict) else None
+    if not isinstance(meta, dict):
+        return ""
+    if "name" in meta and not meta["name"]:  # the name removed (null) or emptied
+        return f"the name of the object ({name} based on URL) was undeterminable: name must be provided"
+    if "name" in meta and meta["name"] != name:
+        return f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+    if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+        return "the namespace of the provided object does not match the namespace sent on the request"
+    return ""
+
+
 class InMemoryCluster:
     """Implements :class:`karpy_core.kube.port.KubeClient` in memory.
 
@@ -332,6 +355,9 @@ class InMemoryCluster:
         obj = self._store[kind].get(key)
         if obj is None:
             raise KubeAPIError.from_status(f'{kind} "{name}" not found', status=404, reason="NotFound")
+        renamed = renaming_patch_problem(patch, name, key[0])
+        if renamed:
+            raise KubeAPIError.from_status(renamed, status=400, reason="BadRequest")
         if status:
             patch = {"status": patch.get("status", {})}
         elif "status" in patch and kind in ("NodePool", "NodeClaim", "NodeOverlay", "EC2NodeClass", "KCNodeClass", "CapacityBuffer"):
@@ -386,6 +412,9 @@ class InMemoryCluster:
 
     def delete_sync(self, kind: str, name: str, namespace: str | None = None, *, uid: str | None = None) -> None:
         """Synchronous :meth:`delete`."""
+        if kind == "Namespace" and name in IMMORTAL_NAMESPACES:
+            raise KubeAPIError.from_status(f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                                           status=403, reason="Forbidden")
         key = self._key(kind, name, namespace)
         obj = self._store[kind].get(key)
         if obj is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from karpy_core.apis.labels import LABEL_NODEPOOL
 from karpy_core.apis.nodepool import Budget
-from karpy_core.controllers.disruption.budgets import PREVIEW_ALL, BudgetStep, preview_budgets
+from karpy_core.controllers.disruption.budgets import CRON_YEARS_SEARCHED, PREVIEW_ALL, BudgetStep, next_tick, preview_budgets
 from karpy_core.controllers.disruption.decisions import DisruptionReason
 from karpy_core.errors import ConfigurationError
 from karpy_core.state.views import NodePoolView
@@ -184,7 +184,10 @@ def render_table(previews: Sequence[PoolPreview], start: float, horizon: float =
         lines.append("")
         lines.append(f"NodePool {p.nodepool}: {p.nodes} node(s) ({p.nodes_from})")
         for i, b in enumerate(p.budgets):
-            lines.append(f"  budget[{i}] {_budget_text(b)}")
+            never = b.schedule and next_tick(b.schedule, start) is None
+            lines.append(f"  budget[{i}] {_budget_text(b)}" + (
+                f" (never fires: no tick within {CRON_YEARS_SEARCHED} years; Karpenter's cron then answers"
+                " its zero time, so the budget is always active)" if never else ""))
         header = ["FROM", *(c.upper() for c in COLUMNS), "ACTIVE BUDGETS"]
         rows = [[_iso(s.at), *(UNLIMITED if s.allowed[c] is None else str(s.allowed[c]) for c in COLUMNS),
                  ",".join(str(i) for i in s.active) or "-"] for s in p.steps]

@@ -10,7 +10,8 @@ JSON document shape (``karpy simulate -o json``)::
       "pods": [{"namespace", "name", "node", "reason"}],
       "events": [{"t", "kind", "nodeclaim", "node", "reason", "details"}],  # null where none applies
       "summary": {"nodes", "nodes_launched", "pods_bound", "pods_pending", "cost_per_hour"},  # launched: launched_nodes()
-      "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside)
+      "workloads": [{"kind", "namespace", "name", "pods"}],   # what was simulated (DaemonSets aside; bare pods: one
+                                                               # {kind: Pod, name: ""} entry per namespace)
       "daemonsets": [{"namespace", "name", "requests": {RESOURCE: quantity}, "pods"}],  # overhead on each node they run on
       "reference": {"status", "cost_per_hour", "plan", "pods", "unplaceable", "note", "gap"},  # plain runs only (see below)
       "cost_over_time": [{"t", "nodes", "cost_per_hour"}],    # scenarios only (karpy simulate SCENARIO)

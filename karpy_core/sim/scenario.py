@@ -41,7 +41,7 @@ from karpy_core.apis.loader import read_utf8, safe_load_all, short_name
 from karpy_core.apis.workloads import INT32_MAX
 from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
 from karpy_core.featuregates import FeatureGates, gates_from
-from karpy_core.kube.memory import merge_patch
+from karpy_core.kube.memory import IMMORTAL_NAMESPACES, merge_patch, renaming_patch_problem
 from karpy_core.utils.kubeyaml import KubeYAMLDumper, describe_yaml_error
 
 __all__ = ["Scenario", "ScenarioStep", "format_seconds", "load_scenario", "is_scenario_file", "run_scenario", "SCENARIO_API_VERSION"]
@@ -275,6 +275,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
             elif step.action == "patch":
                 key = key_of(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
                 _check_exists(key, known, gone, step, served, named)
+                renamed = renaming_patch_problem(step.body["patch"], key[2], key[1])
+                if renamed:  # the API server's checkName: a patch cannot rename or move the object
+                    raise ManifestError([f"400 BadRequest: {renamed}"])
                 if key in known:
                     patched = merge_patch(known[key], step.body["patch"])  # a new object; neither input is changed
                     # the transition rule is one of the CRD's rules on spec, listed first as the API
@@ -306,6 +309,8 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
             elif step.action == "delete":
                 key = key_of(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
+                if key[0] == "Namespace" and key[2] in IMMORTAL_NAMESPACES:  # NamespaceLifecycle admission
+                    raise ManifestError([f'403 Forbidden: namespaces "{key[2]}" is forbidden: this namespace may not be deleted'])
                 _check_exists(key, known, gone, step, served, named)
                 known.pop(key, None)
                 gone[key] = step
@@ -354,7 +359,7 @@ def _cap_blame(known: dict[ObjectKey, dict[str, Any]], touched: list[ObjectKey],
 
 _NAMED_BY_STEPS = frozenset({"NodePool", "Deployment", "StatefulSet", "DaemonSet", "Job", "PodDisruptionBudget", "NodeOverlay",
                              "CapacityBuffer", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "RuntimeClass",
-                             "EC2NodeClass", "KCNodeClass", "KWOKNodeClass", "Pod"})
+                             "EC2NodeClass", "KCNodeClass", "KWOKNodeClass", "Pod", "Namespace"})
 """Kinds only a scenario's steps create in the simulated cluster (a ReplicaSet or a NodeClaim may
 also be made by a controller, under a generated name): a step naming one that no earlier step
 applied fails at that step with 404, so ``validate`` refuses it up front."""

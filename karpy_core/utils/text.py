@@ -11,9 +11,10 @@ import re
 
 __all__ = ["visible"]
 
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks, embeddings,
-overrides and isolates (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)."""
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+"""C0 controls but tab and newline, DEL, C1 controls, the line and paragraph separators (U+2028,
+U+2029: line breaks to many editors and log viewers, trial 22), and the bidirectional marks,
+embeddings, overrides and isolates (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)."""
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from croniter import croniter  # type: ignore[import-untyped, unused-ignore]
+from croniter import CroniterBadDateError, croniter  # type: ignore[import-untyped, unused-ignore]
 
 from karpy_core.apis.durations import duration_seconds
 from karpy_core.apis.nodepool import Budget
@@ -72,18 +72,36 @@ def _or_default(budgets: Budgets) -> Budgets:
     return budgets if budgets else (DEFAULT_BUDGET,)
 
 
+CRON_YEARS_SEARCHED = 5
+"""Years after a time that robfig/cron's ``SpecSchedule.Next`` (Karpenter's cron library) searches
+for the next tick before it gives up and returns Go's zero time."""
+
+
+def next_tick(schedule: str, after: float) -> float | None:
+    """The first tick of ``schedule`` (a validated cron or macro, UTC) after ``after`` (seconds
+    since the epoch), or None when there is none within :data:`CRON_YEARS_SEARCHED` years, as
+    robfig/cron answers (a schedule that never fires, such as ``0 0 31 2 *``, February 31st)."""
+    start = datetime.fromtimestamp(after, UTC)
+    try:
+        tick: float = croniter(_cron(schedule), start, max_years_between_matches=CRON_YEARS_SEARCHED + 1).get_next(float)
+    except CroniterBadDateError:
+        return None
+    return tick if datetime.fromtimestamp(tick, UTC).year <= start.year + CRON_YEARS_SEARCHED else None
+
+
 def budget_active(budget: Budget, now: float) -> bool:
     """True when ``budget`` applies at ``now`` (seconds since the epoch, UTC).
 
-    Karpenter's rule: the first schedule tick after ``now - duration`` is not after ``now``. The
-    model has validated the schedule and duration already.
+    Karpenter's rule (``Budget.IsActive``): the first schedule tick after ``now - duration`` is not
+    after ``now``. A schedule with no tick within robfig/cron's search (:func:`next_tick`: None)
+    leaves Go's zero time, which is not after ``now`` either, so such a budget is always active
+    there, and here. The model has validated the schedule and duration already.
     """
     if not budget.schedule:
         return True
     duration = duration_seconds(budget.duration or "0s") or 0.0
-    start = datetime.fromtimestamp(now - duration, UTC)
-    nxt: float = croniter(_cron(budget.schedule), start).get_next(float)
-    return nxt <= now
+    nxt = next_tick(budget.schedule, now - duration)
+    return nxt is None or nxt <= now
 
 
 def budget_nodes(budget: Budget, total: int) -> int:
@@ -134,9 +152,12 @@ def next_budget_change(budgets: Budgets, now: float) -> float | None:
         if not b.schedule:
             continue
         duration = duration_seconds(b.duration or "0s") or 0.0
-        it = croniter(_cron(b.schedule), datetime.fromtimestamp(now - duration, UTC))
+        after = now - duration
         for _ in range(3):
-            tick = it.get_next(float)
+            tick = next_tick(b.schedule, after)
+            if tick is None:  # no tick within robfig/cron's search: always active (budget_active), never changes
+                break
+            after = tick
             for edge in (tick, tick + duration):
                 if edge > now and (best is None or edge < best):
                     best = edge
