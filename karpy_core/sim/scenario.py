@@ -547,15 +547,29 @@ def delete_with_dependents(cluster: Any, kind: str, name: str, namespace: str | 
     cluster.delete_sync(kind, name, namespace)
     if not uid:
         return 0
-    count = 0
+    # owner uid -> its dependents, read once: a scan of every kind per deleted object made deleting
+    # a Deployment of n pods take O(n^2) (trial 22: 10.8 s of a 2,000-pod scenario's 44 s)
+    owned: dict[str, list[tuple[str, str, str | None]]] = {}
     for k in KINDS:
         for dep in cluster.snapshot(k) or ():
             meta = dep.get("metadata") or {}
-            if meta.get("deletionTimestamp") or not any(r.get("uid") == uid for r in meta.get("ownerReferences") or ()):
+            if meta.get("deletionTimestamp"):
                 continue
-            if cluster.peek(k, meta["name"], meta.get("namespace")) is None:
-                continue  # gone with an earlier dependent
-            count += 1 + delete_with_dependents(cluster, k, meta["name"], meta.get("namespace"))
+            for ref in meta.get("ownerReferences") or ():
+                if ref.get("uid"):
+                    owned.setdefault(ref["uid"], []).append((k, meta["name"], meta.get("namespace")))
+    count = 0
+    queue = [uid]
+    while queue:
+        for k, dep_name, dep_namespace in owned.pop(queue.pop(0), ()):
+            dep = cluster.peek(k, dep_name, dep_namespace)
+            if dep is None:
+                continue  # gone with an earlier dependent (owned twice)
+            dep_uid = dep["metadata"].get("uid")
+            cluster.delete_sync(k, dep_name, dep_namespace)
+            count += 1
+            if dep_uid:
+                queue.append(dep_uid)
     return count
 
 
