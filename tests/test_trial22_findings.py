@@ -185,3 +185,36 @@ def test_an_unsupported_region_names_the_option() -> None:
     result = invoke_cli("simulate", "--region", "mars-1", str(GP))
     assert result.exit_code == 2
     assert "region 'mars-1' (--region, KARPY_REGION) is not supported; use one of us-east-1, ap-northeast-2" in result.output
+
+
+def test_worst_prices_agree_with_each_offering_checked_alone() -> None:
+    """The repack's pricing reads the requirements once per claim (:func:`worst_prices`); it must
+    give what checking every offering with ``Offering.compatible`` gives."""
+    import random
+
+    from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_RESERVATION_ID, LABEL_ZONE
+    from karpy_core.cloudprovider.types import InstanceType, Offering
+    from karpy_core.controllers.disruption.simulation import worst_prices
+    from karpy_core.scheduling.requirements import Requirement, Requirements
+    from karpy_core.scheduling.scheduler import PlannedNodeClaim
+
+    rng = random.Random(22)
+    zones, kinds = ["a", "b", "c"], ["on-demand", "spot", "reserved"]
+    for _ in range(200):
+        types = [InstanceType(name=f"t{i}", requirements=Requirements({}), capacity={"cpu": 1000},
+                              offerings=[Offering(rng.choice(zones), ct, round(rng.random(), 3), rng.random() < 0.8,
+                                                  reservation_id=(rng.choice(["r1", "r2"]) if ct == "reserved" else None))
+                                         for ct in rng.choices(kinds, k=rng.randint(0, 5))])
+                 for i in range(4)]
+        reqs = Requirements({})
+        if rng.random() < 0.7:
+            reqs.add(Requirement(LABEL_ZONE, rng.random() < 0.3, frozenset(rng.sample(zones, 2))))
+        if rng.random() < 0.7:
+            reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(rng.sample(kinds, 2))))
+        if rng.random() < 0.3:
+            reqs.add(Requirement(LABEL_RESERVATION_ID, False, frozenset({"r1"})))
+        claim = PlannedNodeClaim(nodepool="p", template=None, pods=[], requirements=reqs,  # type: ignore[arg-type]
+                                 instance_types=types, requests={}, hostname="h")
+        expected = [max((o.price for o in it.offerings if o.available and o.compatible(reqs)), default=float("inf"))
+                    for it in types]
+        assert worst_prices(claim) == expected

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_RESERVATION_ID, LABEL_ZONE
 from karpy_core.cloudprovider.types import InstanceType
 from karpy_core.controllers.disruption.candidates import Candidate
 from karpy_core.controllers.disruption.decisions import DecisionKind, Invalidation
@@ -65,7 +65,7 @@ LabelKey = tuple[tuple[str, str], ...]
 """A pod's labels as sorted (key, value) items."""
 
 __all__ = ["SimulationContext", "Evaluation", "drain_waves", "evaluate", "evaluate_steps", "claim_capacity", "leaving_nodes",
-           "worst_price"]
+           "worst_price", "worst_prices"]
 
 
 def leaving_nodes(snapshot: ClusterSnapshot) -> set[str]:
@@ -442,8 +442,32 @@ def drain_waves(cands: Sequence[Candidate], pods: Sequence[PodInfo], first: Sequ
 def worst_price(it: InstanceType, plan: PlannedNodeClaim) -> float:
     """USD/hour of the most expensive offering of ``it`` compatible with ``plan``'s requirements
     (inf when none is)."""
-    offers = it.compatible_offerings(plan.requirements)
-    return max((o.price for o in offers), default=float("inf"))
+    return worst_prices(plan, [it])[0]
+
+
+def worst_prices(plan: PlannedNodeClaim, types: Sequence[InstanceType] | None = None) -> list[float]:
+    """:func:`worst_price` of each of ``types`` (default: ``plan``'s instance types), in order: the
+    zone, capacity type and reservation requirements are read once per plan and each zone's and
+    capacity type's answer once, not per offering (a repack pass over 5,000 pods spent 20 s of its
+    48 s in ``Offering.compatible``)."""
+    reqs = plan.requirements
+    zones, capacity_types, reservations = reqs.get(LABEL_ZONE), reqs.get(LABEL_CAPACITY_TYPE), reqs.get(LABEL_RESERVATION_ID)
+    allowed: dict[tuple[str, str], bool] = {}
+    out = []
+    for it in plan.instance_types if types is None else types:
+        worst = -1.0
+        for o in it.offerings:
+            if not o.available or o.price <= worst:
+                continue
+            key = (o.zone, o.capacity_type)
+            ok = allowed.get(key)
+            if ok is None:
+                ok = allowed[key] = ((zones is None or zones.has(o.zone))
+                                     and (capacity_types is None or capacity_types.has(o.capacity_type)))
+            if ok and (reservations is None or o.reservation_id is None or reservations.has(o.reservation_id)):
+                worst = o.price
+        out.append(worst if worst >= 0 else float("inf"))
+    return out
 
 
 def evaluate(ctx: SimulationContext, cands: Sequence[Candidate], *, consolidation: bool, spot_to_spot: bool = False) -> Evaluation:
@@ -511,7 +535,7 @@ def evaluate_steps(ctx: SimulationContext, cands: Sequence[Candidate], *, consol
             return Evaluation.reject(s2s.kind or DecisionKind.SPOT_TO_SPOT, s2s.why)
         return _reproducible(ctx, cands, moved, Evaluation(None, s2s.why, [s2s.replacement],
                                                           s2s.replacement.cheapest_offering_price()))
-    cheaper = [it for it in claim.instance_types if worst_price(it, claim) < total]
+    cheaper = [it for it, worst in zip(claim.instance_types, worst_prices(claim), strict=True) if worst < total]
     if not cheaper:
         return Evaluation.reject(DecisionKind.NOT_CHEAPER, f"no instance type cheaper than {total:.4f} USD/hour fits the pods")
     reqs = claim.requirements.copy()
@@ -524,7 +548,7 @@ def evaluate_steps(ctx: SimulationContext, cands: Sequence[Candidate], *, consol
                                      "spot-to-spot consolidation is disabled (SpotToSpotConsolidation gate)")
         reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset({"on-demand"})))
         pinned = dataclasses.replace(claim, requirements=reqs)
-        cheaper = [it for it in cheaper if worst_price(it, pinned) < total]
+        cheaper = [it for it, worst in zip(cheaper, worst_prices(pinned, cheaper), strict=True) if worst < total]
         if not cheaper:
             return Evaluation.reject(DecisionKind.SPOT_TO_SPOT,
                                      "spot-to-spot consolidation is disabled and no cheaper on-demand type fits")

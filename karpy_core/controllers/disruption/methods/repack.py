@@ -78,7 +78,7 @@ from karpy_core.controllers.disruption.methods.base import PassContext
 from karpy_core.controllers.disruption.methods.consolidation import Consolidation
 from karpy_core.controllers.disruption.methods.consolidation_multi import MULTI_NODE_MAX_CANDIDATES
 from karpy_core.controllers.disruption.plan import DisruptionPlan
-from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, drain_waves, worst_price
+from karpy_core.controllers.disruption.simulation import SimulationContext, claim_capacity, drain_waves, worst_prices
 from karpy_core.controllers.disruption.spot_to_spot import MIN_INSTANCE_TYPES_FOR_SPOT_TO_SPOT, allows_spot
 from karpy_core.scheduling.kubescheduler import moved_pods_fit, replacement_node
 from karpy_core.scheduling.pod import PodInfo
@@ -317,7 +317,7 @@ def _priced(claims: list[PlannedNodeClaim], group: Sequence[Candidate], budget: 
             reqs.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset({"on-demand"})))
             claim = dataclasses.replace(claim, requirements=reqs)
         pinned.append(claim)
-    worsts = [sorted((worst_price(it, c), i) for i, it in enumerate(c.instance_types)) for c in pinned]
+    worsts = [sorted((w, i) for i, w in enumerate(worst_prices(c))) for c in pinned]
     if any(not w or w[0][0] == float("inf") for w in worsts):
         return [], 0.0, Invalidation(DecisionKind.SPOT_TO_SPOT if spot else DecisionKind.NOT_CHEAPER,
                                      "a replacement has no launchable offering" + (" on-demand" if spot else ""))
