@@ -683,9 +683,14 @@ async def _run_scenario_file(path: str, *, variables: dict[str, str] | None, reg
             sim, provider_info={"name": provider.name, "region": shown_region, "pricing": pricing,
                                 "scenario": scenario.name, "until_seconds": end},
         )
-        # what loading the steps' manifests warned about, and the steps the run ended before, first
-        report.warnings[:0] = scenario.warnings + unreached_steps(
-            scenario, end, f"--until {until}" if until else (f"until: {format_seconds(end)}" if scenario.until else "the default 24h"))
+        # what loading the steps' manifests warned about, the NodePools the provider leaves out (as a
+        # plain run names them; trial 23: only the pending pods' reasons did), and the steps the run
+        # ended before, first; the same words as validate's (docs/scenarios.md quotes them)
+        unserved = [f"{scenario.source}: {w}" for w in unserved_warnings(_scenario_nodepools(scenario), provider)]
+        report.warnings[:0] = scenario.warnings + unserved + unreached_steps(
+            scenario, end, f"--until {until}; a later --until runs it" if until else (
+                f"until: {format_seconds(end)}; a later --until runs it" if scenario.until
+                else "the default 24h; --until or until: runs it"))
         return report
     finally:
         await _close_provider(provider)

@@ -246,7 +246,7 @@ class SimulatedProvider:
         else:
             if region not in SUPPORTED_REGIONS:
                 raise ConfigurationError(
-                    f"simulated provider: region {region!r} (--region, KARPY_REGION) is not supported; use one of "
+                    f"simulated provider: region {region!r} (--region) is not supported; use one of "
                     f"{', '.join(SUPPORTED_REGIONS)}"
                 )
             base = _filter_offerable(load_aws_catalog(region, self._options), "catalog")

@@ -178,7 +178,7 @@ def _budget_text(b: Budget) -> str:
 def render_table(previews: Sequence[PoolPreview], start: float, horizon: float = 24 * 3600.0) -> str:
     """The preview as text: per NodePool its budgets, then one row per step (time UTC, allowed
     nodes per reason and ``all``, ``unlimited`` where no budget is active for it, the active
-    budgets by index)."""
+    budgets as ``budget[i]``)."""
     lines = [f"disruption budgets from {_iso(start)} for {horizon / 3600:g}h (UTC)"]
     for p in previews:
         lines.append("")
@@ -190,7 +190,7 @@ def render_table(previews: Sequence[PoolPreview], start: float, horizon: float =
                 " its zero time, so the budget is always active)" if never else ""))
         header = ["FROM", *(c.upper() for c in COLUMNS), "ACTIVE BUDGETS"]
         rows = [[_iso(s.at), *(UNLIMITED if s.allowed[c] is None else str(s.allowed[c]) for c in COLUMNS),
-                 ",".join(str(i) for i in s.active) or "-"] for s in p.steps]
+                 ",".join(f"budget[{i}]" for i in s.active) or "-"] for s in p.steps]  # not a bare 0: read as a count (trial 23)
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for r in [header, *rows]:
             lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

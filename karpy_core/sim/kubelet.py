@@ -42,6 +42,7 @@ from typing import Any
 
 from karpy_core.apis.labels import LABEL_HOSTNAME, TAINT_UNREGISTERED
 from karpy_core.kube.memory import InMemoryCluster
+from karpy_core.scheduling.claim import HostPort, ports_conflict
 from karpy_core.scheduling.resources import Resources, add_into, exceeding, subtract
 from karpy_core.scheduling.taints import Toleration, untolerated
 from karpy_core.sim.progress import NO_PROGRESS, Progress, count_pods
@@ -172,11 +173,14 @@ class KubeletSimulator:
         have: set[tuple[str | None, str]] = set()
         waiting: dict[tuple[str, str], PodView] = {}  # (node, DaemonSet) -> its pod pending there
         requested: dict[str, Resources] = {}
+        ports: dict[str, set[HostPort]] = {}  # node -> host ports its bound pods hold (NodePorts filter)
         for p in self.cluster.views("Pod") or ():
             if not isinstance(p, PodView):
                 continue
             if p.bound and (parsed := p.try_info()) is not None:  # an unparsable pod is left out, as everywhere else
                 add_into(requested.setdefault(p.node_name, {}), parsed.requests)
+                if parsed.host_ports:
+                    ports.setdefault(p.node_name, set()).update(parsed.host_ports)
             for ref in p.raw["metadata"].get("ownerReferences") or ():
                 if ref.get("kind") != "DaemonSet":
                     continue
@@ -195,15 +199,20 @@ class KubeletSimulator:
             if any(t.key == TAINT_UNREGISTERED for t in taints):
                 continue
             used = requested.setdefault(node_name, {})
+            held = ports.setdefault(node_name, set())
             for ds, info in zip(daemonsets, infos, strict=True):
                 short = exceeding(info.requests, subtract(node.allocatable, used))
+                # kube-scheduler's NodePorts filter runs on DaemonSet pods too: a host port a pod bound
+                # there holds keeps it Pending (trial 23: both bound, each holding 9100/TCP)
+                clash = ports_conflict(held, info.host_ports) if info.host_ports else None
                 pending = waiting.get((node_name, ds["metadata"]["name"]))
                 if pending is not None:  # kube-scheduler tries it again: bound once the node has room
-                    if not short:
+                    if not short and clash is None:
                         self.cluster.patch_sync("Pod", pending.name, {"spec": {"nodeName": node_name}, "status": {
                             "phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
                                                                {"type": "Ready", "status": "True"}]}}, pending.namespace)
                         add_into(used, info.requests)
+                        held.update(info.host_ports)
                         changes += 1
                     continue
                 if (node_name, ds["metadata"]["name"]) in have:
@@ -214,15 +223,16 @@ class KubeletSimulator:
                     continue
                 tmpl = (ds.get("spec") or {}).get("template") or {}
                 spec = {**(tmpl.get("spec") or {}), "affinity": _pinned_affinity(tmpl.get("spec") or {}, node_name)}
-                if short:  # kube-scheduler's NodeResourcesFit filter: no room on the one node it may go to
+                if short or clash is not None:  # NodeResourcesFit or NodePorts: the one node it may go to refuses it
                     status: dict[str, Any] = {"phase": "Pending", "conditions": [{
                         "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                        "message": insufficient_message(short, len(node_views))}]}
+                        "message": insufficient_message(short, len(node_views)) if short else ports_message(len(node_views))}]}
                 else:
                     spec["nodeName"] = node_name
                     status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
                                                                  {"type": "Ready", "status": "True"}]}
                     add_into(used, info.requests)
+                    held.update(info.host_ports)
                 self.cluster.create_sync(
                     "Pod",
                     {
@@ -275,6 +285,17 @@ def insufficient_message(short: list[str], nodes: int) -> str:
     its preemption attempt, which karpy does not model:
     tests/integration/test_trial17a_apiserver.py)."""
     parts = ["1 Too many pods" if r == "pods" else f"1 Insufficient {r}" for r in short]
+    if nodes > 1:
+        parts.append(f"{nodes - 1} node(s) didn't satisfy plugin(s) [NodeAffinity]")
+    return f"0/{nodes} nodes are available: {', '.join(parts)}."
+
+
+def ports_message(nodes: int) -> str:
+    """kube-scheduler's ``PodScheduled`` message for a DaemonSet pod pinned to one of ``nodes``
+    nodes whose pods hold one of its host ports (the NodePorts filter), in the form of
+    :func:`insufficient_message`: ``0/2 nodes are available: 1 node(s) didn't have free ports for
+    the requested pod ports, 1 node(s) didn't satisfy plugin(s) [NodeAffinity].``"""
+    parts = ["1 node(s) didn't have free ports for the requested pod ports"]
     if nodes > 1:
         parts.append(f"{nodes - 1} node(s) didn't satisfy plugin(s) [NodeAffinity]")
     return f"0/{nodes} nodes are available: {', '.join(parts)}."

@@ -533,12 +533,20 @@ def daemon_pod_reason(view: PodView, nodes: Mapping[str, NodeReport]) -> str:
     kube-scheduler's ``NodeResourcesFit`` filter leaves it ``Pending``; Karpenter does not provision
     for DaemonSet pods (``IsProvisionable``). Names the node and each resource short: requested,
     the node's allocatable and what the pods bound there request (``nodes``: the report's nodes,
-    their ``requested`` summed)."""
+    their ``requested`` summed). A pod its node's NodePorts filter refused (another pod holds one
+    of its host ports: the simulated kube-scheduler's condition says so) is told that instead."""
     node = pinned_node(view.raw)
     rep = nodes.get(node) if node else None
     if rep is None:
         return f"pending: DaemonSet pod pinned to Node {node or '(none)'}, which does not exist"
     short = exceeding(view.info.requests, subtract(rep.allocatable, rep.requested))
+    conditions = (view.raw.get("status") or {}).get("conditions") or ()
+    scheduled: dict[str, Any] = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+    if not short and "didn't have free ports" in str(scheduled.get("message") or ""):
+        ports = ", ".join(f"{port}/{proto}" for _, port, proto in sorted(view.info.host_ports, key=lambda h: (h[1], h[2], h[0])))
+        return (f"pending: DaemonSet pod for Node {node}, where a pod bound first holds its host port {ports} "
+                "(kube-scheduler's NodePorts filter); kube-scheduler leaves it Pending and Karpenter does not provision "
+                "for DaemonSet pods")
     what = ", ".join(f"Insufficient {r} (requests {format_quantity(r, view.info.requests.get(r, 0))}, "
                      f"{format_quantity(r, rep.allocatable.get(r, 0))} allocatable, "
                      f"{format_quantity(r, rep.requested.get(r, 0))} requested by its pods)" for r in short)

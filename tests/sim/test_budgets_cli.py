@@ -81,7 +81,7 @@ def test_a_reason_without_an_active_budget_is_unlimited(tmp_path: Path) -> None:
 """) + "".join(_node(f"n{i}", "business") for i in range(25)))
     out = invoke_cli("budgets", str(path), "--at", "2026-12-04T06:00:00Z").stdout
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("2026-")]
-    assert rows == [["2026-12-04T06:00:00Z", "unlimited", "5", "unlimited", "5", "0"]]
+    assert rows == [["2026-12-04T06:00:00Z", "unlimited", "5", "unlimited", "5", "budget[0]"]]
     doc = json.loads(invoke_cli("budgets", str(path), "--at", "2026-12-04T06:00:00Z", "-o", "json").stdout)
     assert doc["nodepools"][0]["steps"][0]["allowed"] == {"Empty": None, "Drifted": 5, "Underutilized": None, "all": 5}
 
@@ -93,9 +93,9 @@ def test_cli_table_counts_nodes_in_manifests(manifests: Path) -> None:
     assert "NodePool business: 25 node(s) (Nodes in the manifests)" in out
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("2026-")]
     # FROM EMPTY DRIFTED UNDERUTILIZED ALL ACTIVE: Drifted is min(10% of 25 -> 3, 5) = 3
-    assert rows == [["2026-12-04T06:00:00Z", "3", "3", "3", "3", "1,2"],
-                    ["2026-12-04T09:00:00Z", "0", "0", "0", "0", "0,1,2"],
-                    ["2026-12-04T17:00:00Z", "3", "3", "3", "3", "1,2"]]
+    assert rows == [["2026-12-04T06:00:00Z", "3", "3", "3", "3", "budget[1],budget[2]"],
+                    ["2026-12-04T09:00:00Z", "0", "0", "0", "0", "budget[0],budget[1],budget[2]"],
+                    ["2026-12-04T17:00:00Z", "3", "3", "3", "3", "budget[1],budget[2]"]]
 
 
 def test_cli_json_with_node_count_option(manifests: Path) -> None:

@@ -1,0 +1,83 @@
+"""New-user trial 23 findings (issue 35): a DaemonSet pod bound next to a pod holding its host port
+(the simulated DaemonSet controller skipped kube-scheduler's NodePorts filter; the real one is in
+tests/integration/test_trial23_scheduler.py), and a Scenario run that did not name the NodePools
+its provider leaves out, as a plain run does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.cli import invoke_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+NODE: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "existing-1", "labels": {"kubernetes.io/hostname": "existing-1", "kubernetes.io/arch": "amd64",
+                                                  "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "us-east-1a"}},
+    "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "58"},
+               "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58"}, "conditions": [{"type": "Ready", "status": "True"}]},
+}
+
+
+def _spec(port: int) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": port, "hostPort": port}],
+                            "resources": {"requests": {"cpu": "100m"}}}]}
+
+
+DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+             "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                      "template": {"metadata": {"labels": {"app": "agent"}}, "spec": _spec(9100)}}}
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p"},
+              "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "p"}},
+                       "template": {"metadata": {"labels": {"app": "p"}}, "spec": _spec(9100)}}}
+
+
+def _ports_per_node(report: dict[str, Any]) -> dict[str, list[str]]:
+    return {n["name"]: n["pods"] for n in report["nodes"]}
+
+
+def test_a_daemonset_pod_does_not_share_a_host_port_with_a_pod_bound_first(tmp_path: Path) -> None:
+    """Trial 23: ``existing-1 ['default/agent-...', 'default/p-...']``, both holding 9100/TCP."""
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([NODE, DAEMONSET, DEPLOYMENT]))
+    result = invoke_cli("simulate", str(path), "-o", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    on_node = _ports_per_node(report)["existing-1"]
+    assert len(on_node) == 1, on_node  # one holder of 9100/TCP: the Deployment's pod bound first
+    pending = {p["name"]: p["reason"] for p in report["pods"] if not p["node"]}
+    agent = [reason for name, reason in pending.items() if name.startswith("agent-")]
+    assert agent == ["pending: DaemonSet pod for Node existing-1, where a pod bound first holds its host port 9100/TCP "
+                     "(kube-scheduler's NodePorts filter); kube-scheduler leaves it Pending and Karpenter does not "
+                     "provision for DaemonSet pods"], pending
+
+
+def test_a_pod_arriving_after_the_daemonset_pod_stays_off_its_port(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump_all([NODE, DAEMONSET]))
+    (tmp_path / "dep.yaml").write_text(yaml.safe_dump(DEPLOYMENT))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: hp}\nuntil: 1h\nsteps:\n"
+                        "  - {at: 0s, apply: base.yaml}\n  - {at: 10m, apply: dep.yaml}\n")
+    result = invoke_cli("simulate", str(scenario), "-o", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [p.split("/")[1].split("-")[0] for p in _ports_per_node(report)["existing-1"]] == ["agent"]
+    assert sorted(p["name"].split("-")[0] for p in report["pods"] if not p["node"]) == ["p", "p"]
+
+
+def test_a_scenario_names_the_nodepools_its_provider_leaves_out(tmp_path: Path) -> None:
+    pools = tmp_path / "pools.yaml"
+    pools.write_text("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: foo}\nspec:\n  template:\n    spec:\n"
+                     "      nodeClassRef: {group: example.com, kind: FooNodeClass, name: x}\n      requirements: []\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: lo}\nuntil: 1h\nsteps:\n"
+                        f"  - {{at: 0s, apply: [pools.yaml, {REPO / 'examples/workloads/inflate.yaml'}]}}\n")
+    result = invoke_cli("simulate", str(scenario))
+    assert result.exit_code == 0, result.output
+    assert (f"warning: {scenario}: NodePool/foo: left out, launches nothing: its NodeClass kind FooNodeClass (example.com) "
+            "is not served by cloud provider simulated") in result.output, result.output
