@@ -16,6 +16,7 @@ import yaml
 
 from karpy_core.errors import KubeAPIError
 from karpy_core.kube.client import AsyncKubeClient
+from karpy_core.state.cluster import condition
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "crds"
@@ -70,6 +71,18 @@ async def install_crds(kube: AsyncKubeClient) -> None:
             return
         except KubeAPIError:
             await asyncio.sleep(0.1)
+
+
+async def unschedulable_pod(kube: AsyncKubeClient, app: str, timeout: float = 90) -> dict[str, Any]:
+    """The one pod of namespace ``default`` labelled ``app=APP`` once kube-scheduler has marked it
+    ``PodScheduled=False/Unschedulable`` (a DaemonSet's pod pinned to a node that refuses it);
+    fails after ``timeout`` seconds."""
+    async def marked() -> list[dict[str, Any]]:
+        pods = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == app]
+        return pods if pods and (condition(pods[0], "PodScheduled") or {}).get("reason") == "Unschedulable" else []
+
+    (pod,) = await wait_for(marked, timeout, f"{app}: its pod marked Unschedulable")
+    return pod
 
 
 async def wait_for(predicate: Callable[[], Awaitable[Any]], timeout: float, what: str, interval: float = 0.5) -> Any:

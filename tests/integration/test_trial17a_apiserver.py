@@ -16,7 +16,7 @@ from karpy_core.sim.kubelet import KubeletSimulator, insufficient_message, pinne
 from karpy_core.state.cluster import condition
 from karpy_core.utils.clock import VirtualClock
 
-from .karpy_env import delete_quietly, kwok_node, wait_for
+from .karpy_env import delete_quietly, kwok_node, unschedulable_pod
 
 pytestmark = pytest.mark.devcluster
 
@@ -42,13 +42,7 @@ async def test_a_daemonset_pod_without_room_stays_pending_as_in_the_simulator(de
         await kube.create("Node", node(node_name, tag))
         await kube.create("Node", node(f"{node_name}-other", "other"))  # not selected: the message counts it
         await kube.create("DaemonSet", daemonset(name, tag))
-
-        async def unschedulable() -> bool:
-            pods = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == name]
-            return bool(pods) and (condition(pods[0], "PodScheduled") or {}).get("reason") == "Unschedulable"
-
-        await wait_for(unschedulable, 90, f"{name}: its pod marked Unschedulable")
-        (real,) = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == name]
+        real = await unschedulable_pod(kube, name)
         nodes = len(await kube.list("Node"))
     finally:
         await delete_quietly(kube, [("DaemonSet", name, "default"), ("Node", node_name, None), ("Node", f"{node_name}-other", None)])

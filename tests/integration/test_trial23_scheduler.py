@@ -17,7 +17,7 @@ from karpy_core.sim.kubelet import KubeletSimulator, pinned_node, ports_message
 from karpy_core.state.cluster import condition
 from karpy_core.utils.clock import VirtualClock
 
-from .karpy_env import delete_quietly, kwok_node, wait_for
+from .karpy_env import delete_quietly, kwok_node, unschedulable_pod
 
 pytestmark = pytest.mark.devcluster
 
@@ -48,13 +48,7 @@ async def test_a_daemonset_pod_whose_host_port_is_taken_stays_pending_as_in_the_
         await kube.create("Node", kwok_node(node_name, {"ds-tag": tag}, cpu="2", memory="4Gi"))
         await kube.create("Pod", _holder(holder, node_name))
         await kube.create("DaemonSet", _daemonset(name, tag))
-
-        async def unschedulable() -> bool:
-            pods = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == name]
-            return bool(pods) and (condition(pods[0], "PodScheduled") or {}).get("reason") == "Unschedulable"
-
-        await wait_for(unschedulable, 90, f"{name}: its pod marked Unschedulable")
-        (real,) = [p for p in await kube.list("Pod", "default") if (p["metadata"].get("labels") or {}).get("app") == name]
+        real = await unschedulable_pod(kube, name)
         nodes = len(await kube.list("Node"))
     finally:
         await delete_quietly(kube, [("DaemonSet", name, "default"), ("Pod", holder, "default"), ("Node", node_name, None)])
