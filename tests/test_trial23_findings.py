@@ -81,3 +81,29 @@ def test_a_scenario_names_the_nodepools_its_provider_leaves_out(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     assert (f"warning: {scenario}: NodePool/foo: left out, launches nothing: its NodeClass kind FooNodeClass (example.com) "
             "is not served by cloud provider simulated") in result.output, result.output
+
+
+# ---------------------------------------------------------------- trial 24
+def test_a_pod_a_nodes_host_port_turns_away_is_told_which_node_and_port(tmp_path: Path) -> None:
+    """Trial 24: with no NodePool, the reason said only "no NodePool is available"; the port was in ``--explain``."""
+    web = {**DEPLOYMENT, "metadata": {"name": "web"}, "spec": {**DEPLOYMENT["spec"], "replicas": 2}}
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([NODE, web]))
+    result = invoke_cli("simulate", str(path), "-o", "json")
+    assert result.exit_code == 0, result.output
+    (reason,) = [p["reason"] for p in json.loads(result.stdout)["pods"] if not p["node"]]
+    assert reason == ("no NodePool is available to launch capacity (none defined, or none Ready); "
+                      "Node existing-1 has host port 9100/TCP in use")
+
+
+def test_the_namespaces_kube_apiserver_creates_may_be_patched_by_a_step(tmp_path: Path) -> None:
+    """Trial 24: a patch of Namespace ``default`` was a 404 (it "does not exist") beside the 403 for its delete."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: ns}\nuntil: 2h\nsteps:\n"
+                        f"  - {{at: 0s, apply: {REPO / 'examples/workloads/inflate.yaml'}}}\n"
+                        "  - {at: 1h, patch: {kind: Namespace, name: kube-system, patch: {metadata: {labels: {team: blue}}}}}\n")
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, str(scenario))
+        assert result.exit_code == 0, result.output
+    result = invoke_cli("simulate", str(scenario), "-o", "json")
+    assert any(e["kind"] == "scenario" and "patch Namespace/kube-system" in str(e["reason"]) for e in json.loads(result.stdout)["events"])

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 from karpy_core.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy_core.cloudprovider.types import InstanceType
+from karpy_core.scheduling.claim import HostPort, ports_conflict
 from karpy_core.scheduling.pod import PodInfo
 from karpy_core.scheduling.resources import Resources, add_into, exceeding, parse_resource_list, subtract
 from karpy_core.scheduling.taints import untolerated
@@ -598,6 +599,31 @@ def not_ready_note(view: PodView, not_ready: Sequence[NodeView], memo: dict[Any,
     return note
 
 
+def _held_host_ports(pods: Sequence[Any]) -> dict[str, set[HostPort]]:
+    """Node name -> the host ports its bound pods hold (the pods that declare any)."""
+    held: dict[str, set[HostPort]] = {}
+    for view in pods:
+        if isinstance(view, PodView) and view.bound and (info := view.try_info()) is not None and info.host_ports:
+            held.setdefault(view.node_name, set()).update(info.host_ports)
+    return held
+
+
+def host_port_note(view: PodView, held: Mapping[str, set[HostPort]]) -> str:
+    """``"; Node NAME has host port 9100/TCP in use"`` for a pending pod whose host ports pods bound
+    on existing Nodes hold (at most 3 named), or ``""``: its reason is about NodePools, and the
+    Node that turned it away went unnamed (trial 24: "no NodePool is available", the port only in
+    ``--explain``). ``held``: :func:`_held_host_ports`."""
+    ports = view.info.host_ports if held else frozenset()
+    if not ports:
+        return ""
+    clashes = [(name, clash) for name, used in sorted(held.items()) if (clash := ports_conflict(used, ports)) is not None]
+    if not clashes:
+        return ""
+    shown = ", ".join(name for name, _ in clashes[:3]) + (f" (+{len(clashes) - 3:,} more)" if len(clashes) > 3 else "")
+    _, port, proto = clashes[0][1]
+    return f"; {'Node' if len(clashes) == 1 else 'Nodes'} {shown} {'has' if len(clashes) == 1 else 'have'} host port {port}/{proto} in use"
+
+
 def _unrecorded_reason(sim: Simulator, key: str, not_ready: frozenset[str]) -> str:
     """Why the pending pod ``key`` has no reason from the last provisioning pass: the pass placed
     it (on a NodeClaim still launching, or on a node that has not taken it yet: ``not_ready``
@@ -769,6 +795,7 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
     not_ready_views = [v for v in sim.cluster.views("Node") or () if isinstance(v, NodeView) and not v.ready]
     not_ready = frozenset(v.name for v in not_ready_views)
     not_ready_memo: dict[Any, str] = {}
+    held = _held_host_ports(pods)
     rs_owner = _replicaset_owners(sim)
     for view in pods:
         assert isinstance(view, PodView)
@@ -790,7 +817,8 @@ async def build_report(sim: Simulator, *, provider_info: dict[str, Any] | None =
         elif not node:
             reason = gated_reason(view)
             if not reason and key in sim.pending_reasons:
-                reason = sim.pending_reasons[key] + not_ready_note(view, not_ready_views, not_ready_memo)
+                reason = (sim.pending_reasons[key] + not_ready_note(view, not_ready_views, not_ready_memo)
+                          + host_port_note(view, held))
             reason = reason or _unrecorded_reason(sim, key, not_ready)
         workload = _top_owner(meta, rs_owner)[1]
         pod_reports.append(PodReport(meta.get("namespace", "default"), meta["name"], node or None, reason, workload))

@@ -381,8 +381,8 @@ def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any], gone: dict[Object
         if not any(k[0] == "Deployment" and k[1] == namespace and name.startswith(f"{k[2]}-") for k in known):
             raise ManifestError([f"404 NotFound: {object_ref(*key)} does not exist at {format_seconds(step.at)} (no earlier "
                                  "step applies it, and no Deployment of its namespace is named as its owner would be)"])
-    if key[0] not in named or key in known:
-        return
+    if key[0] not in named or key in known or (key[0] == "Namespace" and key[2] in IMMORTAL_NAMESPACES):
+        return  # default, kube-system and kube-public exist from the start, as kube-apiserver creates them
     if key in gone:
         why = f"steps[{gone[key].index}] deleted it at {format_seconds(gone[key].at)}"
     else:
@@ -625,6 +625,9 @@ async def apply_step(sim: Any, scenario: Scenario, step: ScenarioStep) -> str:
         if step.action == "patch":
             kind, name = str(body["kind"]), str(body["name"])
             patch = dict(body.get("patch") or {})
+            if kind == "Namespace" and name in IMMORTAL_NAMESPACES and cluster.peek(kind, name, None) is None:
+                # kube-apiserver creates these at start; the in-memory cluster holds them from their first patch
+                cluster.create_sync("Namespace", {"metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}})
             current = cluster.peek(kind, name, ns) if kind in KINDS else None
             if current is not None:
                 patched = merge_patch(current, patch)
