@@ -29,10 +29,10 @@ def _spec(port: int) -> dict[str, Any]:
                             "resources": {"requests": {"cpu": "100m"}}}]}
 
 
-DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+DAEMONSET: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
              "spec": {"selector": {"matchLabels": {"app": "agent"}},
                       "template": {"metadata": {"labels": {"app": "agent"}}, "spec": _spec(9100)}}}
-DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p"},
+DEPLOYMENT: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p"},
               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "p"}},
                        "template": {"metadata": {"labels": {"app": "p"}}, "spec": _spec(9100)}}}
 
