@@ -107,3 +107,26 @@ def test_the_namespaces_kube_apiserver_creates_may_be_patched_by_a_step(tmp_path
         assert result.exit_code == 0, result.output
     result = invoke_cli("simulate", str(scenario), "-o", "json")
     assert any(e["kind"] == "scenario" and "patch Namespace/kube-system" in str(e["reason"]) for e in json.loads(result.stdout)["events"])
+
+
+def test_one_bad_object_in_an_apply_step_is_one_problem_not_false_404s_later(tmp_path: Path) -> None:
+    """Trial 24: a PDB with ``minAvailable: -1`` beside a valid Deployment and NodePool made the later
+    ``scale`` and ``patch`` steps on those "404 NotFound ... (no earlier step applies it)"."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"},
+           "spec": {"minAvailable": -1, "selector": {"matchLabels": {"app": "p"}}}}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump_all([DEPLOYMENT, pdb]))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: c}\nuntil: 3h\nsteps:\n"
+                        f"  - {{at: 0s, apply: [{REPO / 'examples/nodepools/general-purpose.yaml'}, base.yaml]}}\n"
+                        "  - {at: 1h, scale: {deployment: p, replicas: 5}}\n"
+                        "  - {at: 2h, patch: {kind: NodePool, name: general-purpose, patch: {metadata: {labels: {a: b}}}}}\n"
+                        "  - {at: 150m, delete: {kind: Deployment, name: p}}\n"
+                        "  - {at: 160m, scale: {deployment: p, replicas: 1}}\n")
+    for command in ("validate", "simulate"):
+        result = invoke_cli(command, str(scenario), "--set", "CLUSTER_NAME=demo")
+        assert result.exit_code == 2, result.output
+        assert [line for line in result.output.splitlines() if line.startswith("  - ")] == [
+            f"  - {scenario}: steps[0].apply: {tmp_path / 'base.yaml'} doc 2 PodDisruptionBudget/p: spec.minAvailable: "
+            "must not be negative; got -1",
+            f"  - {scenario}: steps[4].scale: 404 NotFound: Deployment/default/p does not exist at 2h40m "
+            "(steps[3] deleted it at 2h30m)"], result.output

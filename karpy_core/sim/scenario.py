@@ -260,6 +260,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
         return (kind, "", name) if kind in unscoped else key  # a cluster-scoped plugin kind has no namespace
     checked: dict[str, list[str]] = {}  # a patched object already validated (as JSON) -> its problems
     asks: dict[ObjectKey, int] = {}  # a known workload -> the pods it asks for (when any), summed in total
+    attempted: set[ObjectKey] = set()  # named by an apply step that was refused: neither known nor missing
     total = 0
     capped = max_pods is None  # no cap, or its first crossing named: the run stops there
     for step in steps:
@@ -274,7 +275,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                 _drop_found_node_classes(scenario, noted, known)
             elif step.action == "patch":
                 key = key_of(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step, served, named)
+                _check_exists(key, known, gone, step, served, named, attempted)
                 renamed = renaming_patch_problem(step.body["patch"], key[2], key[1])
                 if renamed:  # the API server's checkName: a patch cannot rename or move the object
                     raise ManifestError([f"400 BadRequest: {renamed}"])
@@ -296,13 +297,13 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
             elif step.action == "scale" and "nodepool" not in step.body:
                 target = next(k for k in _SCALABLE if k in step.body)
                 key = object_key(_SCALABLE[target], str(step.body[target]), step.body.get("namespace"))
-                _check_exists(key, known, gone, step, served, named)
+                _check_exists(key, known, gone, step, served, named, attempted)
                 if key in known:
                     known[key] = merge_patch(known[key], {"spec": {"replicas": step.body["replicas"]}})
                     touched.append(key)
             elif step.action == "scale":
                 key = object_key("NodePool", str(step.body["nodepool"]), None)
-                _check_exists(key, known, gone, step, served, named)
+                _check_exists(key, known, gone, step, served, named, attempted)
                 if key in known:
                     if not _is_static(known[key]):
                         raise ManifestError([f"{p}: steps[{step.index}].scale: NodePool {key[2]}: {_STATIC_TRANSITION}"])
@@ -311,7 +312,7 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                 key = key_of(str(step.body["kind"]), str(step.body["name"]), step.body.get("namespace"))
                 if key[0] == "Namespace" and key[2] in IMMORTAL_NAMESPACES:  # NamespaceLifecycle admission
                     raise ManifestError([f'403 Forbidden: namespaces "{key[2]}" is forbidden: this namespace may not be deleted'])
-                _check_exists(key, known, gone, step, served, named)
+                _check_exists(key, known, gone, step, served, named, attempted)
                 known.pop(key, None)
                 gone[key] = step
                 touched.append(key)
@@ -320,6 +321,9 @@ def load_scenario(path: str | Path, variables: dict[str, str] | None = None, *, 
                             for q in exc.problems)
             if step.action == "apply":  # what the step's files warned about ("not read" lines...) is kept with the errors
                 _note_warnings(scenario, step, exc.warnings)
+                # the objects it names are taken as applied: a later step on them is not told "no earlier
+                # step applies it" (trial 24: one bad PDB made 404s of its Deployment's and NodePool's steps)
+                attempted.update(key_of(*k) for k in _named_objects(scenario, step))
         if not capped and max_pods is not None:
             total = _count_asks(asks, known, touched, total)
             if total > max_pods:
@@ -366,7 +370,8 @@ applied fails at that step with 404, so ``validate`` refuses it up front."""
 
 
 def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any], gone: dict[ObjectKey, ScenarioStep], step: ScenarioStep,
-                  served: frozenset[str], named: frozenset[str] = _NAMED_BY_STEPS) -> None:
+                  served: frozenset[str], named: frozenset[str] = _NAMED_BY_STEPS,
+                  attempted: set[ObjectKey] | frozenset[ObjectKey] = frozenset()) -> None:
     """Raise the 404 the run would meet: a step acting on a ``key`` (:func:`object_key`) of a kind
     the simulated cluster does not serve (``served``: its own kinds and the plugins' registered
     ones), that no earlier step applied, or that an earlier step deleted. A ReplicaSet no step
@@ -381,6 +386,8 @@ def _check_exists(key: ObjectKey, known: dict[ObjectKey, Any], gone: dict[Object
         if not any(k[0] == "Deployment" and k[1] == namespace and name.startswith(f"{k[2]}-") for k in known):
             raise ManifestError([f"404 NotFound: {object_ref(*key)} does not exist at {format_seconds(step.at)} (no earlier "
                                  "step applies it, and no Deployment of its namespace is named as its owner would be)"])
+    if key in attempted and key not in gone:  # a refused apply step names it: its problem is reported there
+        return
     if key[0] not in named or key in known or (key[0] == "Namespace" and key[2] in IMMORTAL_NAMESPACES):
         return  # default, kube-system and kube-public exist from the start, as kube-apiserver creates them
     if key in gone:
@@ -529,6 +536,33 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
         raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a path, a list of paths or inline manifests"])
     served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
     return [to_kube_dict(o) for o in [*loaded.objects(), *served]]
+
+
+def _named_objects(scenario: Scenario, step: ScenarioStep) -> list[tuple[str, str, Any]]:
+    """``(kind, name, namespace)`` of each document an ``apply`` step's files or inline manifests
+    hold, read as plain YAML (best effort: nothing for what does not parse); for a step the loader
+    refused, so later steps on its valid objects are not reported missing."""
+    from karpy_core.apis.loader import MANIFEST_EXTENSIONS
+
+    body = step.body
+    docs: list[Any] = []
+    if isinstance(body, dict) or (isinstance(body, list) and body and not all(isinstance(b, str) for b in body)):
+        docs = body if isinstance(body, list) else [body]
+    else:
+        for given in [body] if isinstance(body, str) else body if isinstance(body, list) else []:
+            path = scenario.base / str(given)
+            files = sorted(f for f in path.iterdir() if f.suffix in MANIFEST_EXTENSIONS) if path.is_dir() else [path]
+            for f in files:
+                try:
+                    docs.extend(safe_load_all(f.read_text(encoding="utf-8")))
+                except (yaml.YAMLError, OSError, UnicodeDecodeError, ValueError):
+                    continue
+    out = []
+    for doc in docs:
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        if isinstance(meta, dict) and isinstance(doc.get("kind"), str) and isinstance(meta.get("name"), str):
+            out.append((doc["kind"], meta["name"], meta.get("namespace")))
+    return out
 
 
 def delete_with_dependents(cluster: Any, kind: str, name: str, namespace: str | None) -> int:
