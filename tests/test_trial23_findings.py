@@ -130,3 +130,15 @@ def test_one_bad_object_in_an_apply_step_is_one_problem_not_false_404s_later(tmp
             "must not be negative; got -1",
             f"  - {scenario}: steps[4].scale: 404 NotFound: Deployment/default/p does not exist at 2h40m "
             "(steps[3] deleted it at 2h30m)"], result.output
+
+
+def test_an_apply_list_mixing_file_names_and_manifests_says_so(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("apiVersion: karpy.sh/v1alpha1\nkind: Scenario\nmetadata: {name: m}\nuntil: 2h\nsteps:\n"
+                        f"  - at: 0s\n    apply:\n    - {REPO / 'examples/nodepools/general-purpose.yaml'}\n"
+                        f"    - {json.dumps(DEPLOYMENT)}\n  - {{at: 1h, scale: {{deployment: p, replicas: 3}}}}\n")
+    result = invoke_cli("validate", str(scenario))
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("  - ")] == [
+        f"  - {scenario}: steps[0].apply: a list of file or directory names, or of inline manifests, not both; "
+        "give each its own step"]

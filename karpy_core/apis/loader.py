@@ -1396,6 +1396,13 @@ def unserved_kind_message(group: str, kind: str) -> str:
     cloud provider plugin serves (models) that kind, e.g. ``no installed cloud provider plugin serves
     zeta.example.io/ZetaNodeClass (karpy providers lists what is installed)``. karpy's own groups
     name their distribution instead (``_PLUGIN_OF_GROUP``); another group's package karpy cannot name."""
+    from karpy_core.apis.registry import failed_api_entries
+
+    failed = sorted(failed_api_entries())
+    if failed:  # an installed plugin may serve it, and its models failed to load (trial 24)
+        names = ", ".join(repr(n) for n in failed)
+        return (f"no plugin's models for {group}/{kind} are loaded: the karpy.apis entry point {names} failed to load "
+                "(its warning says why); karpy providers lists what is installed")
     return f"no installed cloud provider plugin serves {group}/{kind} (karpy providers lists what is installed)"
 
 
@@ -1432,8 +1439,9 @@ def _failed_plugin_warnings(other: Sequence[KubeObject]) -> list[str]:
                      and not group.endswith("k8s.io") and group not in _PLUGIN_OF_GROUP})
     if not failed or not custom:
         return []
-    return [f"{message}; objects of {', '.join(custom)} may be its kinds: not validated, not simulated"
-            for message in failed.values()]
+    # the entry point's own failure is its one warning line (logged as it failed); this one is about the objects
+    return [f"objects of {', '.join(custom)} may be the kinds of the karpy.apis entry point {name!r}, which failed to load "
+            f"(its warning above): not validated, not simulated" for name in sorted(failed)]
 
 
 def _label(data: dict[str, Any], registry: dict[tuple[str, str], type[KubeObject]] | None = None) -> str:

@@ -527,6 +527,9 @@ def _load_objects(scenario: Scenario, step: ScenarioStep) -> list[dict[str, Any]
             served = [o for o in loaded.other if is_simulated(o.api_version, o.kind)]
             scenario._files[paths] = [to_kube_dict(o) for o in [*loaded.objects(), *served]]
         return copy.deepcopy(scenario._files[paths])
+    if isinstance(body, list) and any(isinstance(b, str) for b in body) and any(isinstance(b, dict) for b in body):
+        raise ManifestError([f"{scenario.source}: steps[{step.index}].apply: a list of file or directory names, or of inline "
+                             "manifests, not both; give each its own step"])
     if isinstance(body, list | dict):
         docs = body if isinstance(body, list) else [body]
         loaded = load_text(yaml.dump_all(docs, Dumper=_DUMPER, sort_keys=False), f"{scenario.source} steps[{step.index}].apply",
