@@ -39,7 +39,7 @@ import yaml
 from karpy_core.apis.durations import parse_duration
 from karpy_core.apis.loader import read_utf8, safe_load_all, short_name
 from karpy_core.apis.workloads import INT32_MAX
-from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError
+from karpy_core.errors import ConfigurationError, KubeAPIError, ManifestError, reraise_interrupt
 from karpy_core.featuregates import FeatureGates, gates_from
 from karpy_core.kube.memory import IMMORTAL_NAMESPACES, merge_patch, renaming_patch_problem
 from karpy_core.utils.kubeyaml import KubeYAMLDumper, describe_yaml_error
@@ -553,13 +553,14 @@ def _named_objects(scenario: Scenario, step: ScenarioStep) -> list[tuple[str, st
         docs = body if isinstance(body, list) else [body]
     else:
         for given in [body] if isinstance(body, str) else body if isinstance(body, list) else []:
-            path = scenario.base / str(given)
-            files = sorted(f for f in path.iterdir() if f.suffix in MANIFEST_EXTENSIONS) if path.is_dir() else [path]
-            for f in files:
-                try:
-                    docs.extend(safe_load_all(f.read_text(encoding="utf-8")))
-                except (yaml.YAMLError, OSError, UnicodeDecodeError, ValueError):
-                    continue
+            try:  # the loader already refused these files: any failure here only means fewer names
+                path = scenario.base / str(given)
+                files = sorted(f for f in path.iterdir() if f.suffix in MANIFEST_EXTENSIONS) if path.is_dir() else [path]
+                for f in files:
+                    docs.extend(safe_load_all(f.read_text(encoding="utf-8")))  # bounded: aliases and nesting
+            except Exception as exc:  # best effort: never a new error
+                reraise_interrupt(exc)
+                continue
     out = []
     for doc in docs:
         meta = doc.get("metadata") if isinstance(doc, dict) else None
