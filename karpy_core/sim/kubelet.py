@@ -284,10 +284,7 @@ def insufficient_message(short: list[str], nodes: int) -> str:
     (the other nodes left out by ``NodeAffinity``'s PreFilter; kube-scheduler 1.36 goes on with
     its preemption attempt, which karpy does not model:
     tests/integration/test_trial17a_apiserver.py)."""
-    parts = ["1 Too many pods" if r == "pods" else f"1 Insufficient {r}" for r in short]
-    if nodes > 1:
-        parts.append(f"{nodes - 1} node(s) didn't satisfy plugin(s) [NodeAffinity]")
-    return f"0/{nodes} nodes are available: {', '.join(parts)}."
+    return _pinned_message(["1 Too many pods" if r == "pods" else f"1 Insufficient {r}" for r in short], nodes)
 
 
 def ports_message(nodes: int) -> str:
@@ -295,9 +292,14 @@ def ports_message(nodes: int) -> str:
     nodes whose pods hold one of its host ports (the NodePorts filter), in the form of
     :func:`insufficient_message`: ``0/2 nodes are available: 1 node(s) didn't have free ports for
     the requested pod ports, 1 node(s) didn't satisfy plugin(s) [NodeAffinity].``"""
-    parts = ["1 node(s) didn't have free ports for the requested pod ports"]
+    return _pinned_message(["1 node(s) didn't have free ports for the requested pod ports"], nodes)
+
+
+def _pinned_message(parts: list[str], nodes: int) -> str:
+    """``0/N nodes are available: PARTS, N-1 node(s) didn't satisfy plugin(s) [NodeAffinity].``:
+    the one node a pinned pod may go to refused it for ``parts``, the others by its node affinity."""
     if nodes > 1:
-        parts.append(f"{nodes - 1} node(s) didn't satisfy plugin(s) [NodeAffinity]")
+        parts = [*parts, f"{nodes - 1} node(s) didn't satisfy plugin(s) [NodeAffinity]"]
     return f"0/{nodes} nodes are available: {', '.join(parts)}."
 
 
